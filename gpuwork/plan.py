@@ -1,0 +1,310 @@
+"""TrainPlan: the one description of a training run that every estimator reads.
+
+A plan is frozen and validated on construction; change it with ``dataclasses.replace`` (or
+``plan.replace(...)``). Enum fields accept their string values ("lora", "bf16-mixed", ...).
+
+Example:
+    >>> plan = TrainPlan(model="llama-3.2-1b", method="lora", seq_len=2048, batch_size=4)
+    >>> plan.replace(method="qlora").method
+    <Method.QLORA: 'qlora'>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any
+
+from gpuwork.errors import PlanError
+
+
+class Method(StrEnum):
+    SCRATCH = "scratch"  # random init, every parameter trained
+    FULL = "full"  # pretrained weights, every parameter trained
+    FREEZE = "freeze"  # only the last `trainable_layers` blocks (+ final norm and head) trained
+    LORA = "lora"  # frozen 16/32-bit base + low-rank adapters (peft)
+    QLORA = "qlora"  # frozen 4-bit base (bitsandbytes) + adapters (peft)
+
+
+class Precision(StrEnum):
+    FP32 = "fp32"
+    FP16 = "fp16"  # pure 16-bit: weights, grads and optimizer states in fp16
+    BF16 = "bf16"  # pure 16-bit: weights, grads and optimizer states in bf16
+    FP16_MIXED = "fp16-mixed"  # fp32 master weights, fp16 autocast compute
+    BF16_MIXED = "bf16-mixed"  # fp32 master weights, bf16 autocast compute
+
+    @property
+    def is_mixed(self) -> bool:
+        return self in (Precision.FP16_MIXED, Precision.BF16_MIXED)
+
+    @property
+    def compute_bytes(self) -> int:
+        """Bytes per element of activations (the autocast / compute dtype)."""
+        return 4 if self is Precision.FP32 else 2
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes per element of trainable parameters (fp32 masters when mixed)."""
+        return 2 if self in (Precision.FP16, Precision.BF16) else 4
+
+    @property
+    def torch_dtype_name(self) -> str:
+        """Name of the compute dtype in torch ("float32", "bfloat16", "float16")."""
+        if self is Precision.FP32:
+            return "float32"
+        return "bfloat16" if self in (Precision.BF16, Precision.BF16_MIXED) else "float16"
+
+
+class Optimizer(StrEnum):
+    ADAMW = "adamw"  # torch.optim.AdamW
+    ADAMW_8BIT = "adamw-8bit"  # bitsandbytes AdamW8bit
+    PAGED_ADAMW_8BIT = "paged-adamw-8bit"  # bitsandbytes PagedAdamW8bit (states in unified memory)
+    ADAFACTOR = "adafactor"  # transformers Adafactor (factored second moment, no first moment)
+    SGD = "sgd"  # torch.optim.SGD with momentum (one state)
+    LION = "lion"  # bitsandbytes Lion (one fp32 state)
+
+
+class Attention(StrEnum):
+    EAGER = "eager"  # materialises the s x s score and probability matrices
+    SDPA = "sdpa"  # torch scaled_dot_product_attention (flash / memory-efficient kernels)
+    FLASH = "flash"  # flash-attention 2 kernels
+
+
+class Sharding(StrEnum):
+    DDP = "ddp"  # every GPU holds a full replica
+    ZERO1 = "zero1"  # optimizer states sharded
+    ZERO2 = "zero2"  # + gradients sharded
+    ZERO3 = "zero3"  # + parameters sharded
+    FSDP = "fsdp"  # PyTorch FSDP full shard (memory like ZeRO-3)
+
+    @property
+    def shards_params(self) -> bool:
+        return self in (Sharding.ZERO3, Sharding.FSDP)
+
+
+class Task(StrEnum):
+    AUTO = "auto"  # from the config's `architectures` (causal LM unless it names another head)
+    CAUSAL_LM = "causal-lm"  # next-token prediction over the whole vocabulary
+    SEQ_CLS = "seq-cls"  # sequence classification head (2 labels)
+    MASKED_LM = "masked-lm"  # encoder masked-LM head (BERT-style pre-training)
+
+
+class QuantType(StrEnum):
+    NF4 = "nf4"
+    FP4 = "fp4"
+
+
+ALL_LINEAR = "all-linear"
+
+_ENUM_FIELDS: dict[str, type[StrEnum]] = {
+    "method": Method,
+    "precision": Precision,
+    "optimizer": Optimizer,
+    "attention": Attention,
+    "sharding": Sharding,
+    "quant_type": QuantType,
+    "task": Task,
+}
+_POSITIVE_INT_FIELDS = ("seq_len", "batch_size", "grad_accum", "gpus", "checkpoint_every_steps")
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """One training run, as the user describes it. Every estimator takes exactly this.
+
+    Sizes are counts (tokens, sequences, GPUs); bytes only where the name says so.
+    Fields read by memory estimation: everything above ``dataset_tokens``.
+    Fields below it (data and schedule) are read only by time, disk and cost estimates.
+    """
+
+    model: str = "llama-3.2-1b"  # preset name, path to config.json / model folder, or hub id
+    method: Method = Method.LORA
+    task: Task = Task.AUTO  # which head is trained; "auto" reads the config
+    precision: Precision = Precision.BF16
+    optimizer: Optimizer = Optimizer.ADAMW
+    seq_len: int = 2048  # tokens per sequence (packed or padded)
+    batch_size: int = 1  # micro-batch: sequences per GPU per forward/backward
+    grad_accum: int = 1  # micro-batches per optimizer step
+    grad_checkpointing: bool = False  # recompute each decoder layer in backward (HF per-layer)
+    attention: Attention = Attention.SDPA
+    trainable_layers: int = 2  # method="freeze": how many of the last blocks are trained
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapter input
+    lora_targets: tuple[str, ...] = ("q_proj", "v_proj")  # module names, or ("all-linear",)
+    quant_type: QuantType = QuantType.NF4  # method="qlora": 4-bit format
+    double_quant: bool = True  # method="qlora": quantize the absmax constants too
+    gpus: int = 1  # data-parallel ranks
+    sharding: Sharding = Sharding.DDP
+    offload_optimizer: bool = False  # optimizer states (and step) on CPU
+    offload_params: bool = False  # parameters on CPU between uses (ZeRO-3 / FSDP only)
+    optimizer_foreach: bool = True  # torch multi-tensor optimizer step (the CUDA default)
+    # --- data and schedule: never read by the memory estimator ---
+    dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
+    dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
+    epochs: float = 1.0
+    eval_fraction: float = 0.05  # share of training time spent on validation
+    checkpoint_every_steps: int = 500  # optimizer steps between checkpoints
+    checkpoints_kept: int = 2  # checkpoints kept on disk at once
+
+    def __post_init__(self) -> None:
+        for name, enum in _ENUM_FIELDS.items():
+            object.__setattr__(self, name, _coerce_enum(name, getattr(self, name), enum))
+        object.__setattr__(self, "lora_targets", _coerce_targets(self.lora_targets))
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise PlanError("model", "model must be a preset name, a config.json path or a hub id; got "
+                            f"{self.model!r}. Run `gpuwork models` to list presets.")
+        object.__setattr__(self, "model", self.model.strip())
+        for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params",
+                     "optimizer_foreach"):
+            value = getattr(self, name)
+            if not isinstance(value, bool):
+                raise PlanError(name, f"{name} must be true or false; got {value!r}")
+        self._check_numbers()
+        self._check_combinations()
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def _check_numbers(self) -> None:
+        for name in _POSITIVE_INT_FIELDS:
+            _require_int(name, getattr(self, name), minimum=1)
+        _require_int("trainable_layers", self.trainable_layers, minimum=1)
+        _require_int("checkpoints_kept", self.checkpoints_kept, minimum=0)
+        _require_int("dataset_tokens", self.dataset_tokens, minimum=1)
+        if self.dataset_bytes is not None:
+            _require_int("dataset_bytes", self.dataset_bytes, minimum=1)
+        if self.method in (Method.LORA, Method.QLORA):
+            if isinstance(self.lora_r, bool) or not isinstance(self.lora_r, int) or self.lora_r < 1:
+                raise PlanError("lora_r", f"lora_r={self.lora_r!r} is not a valid LoRA rank: use a whole "
+                                "number >= 1 (8, 16, 32 and 64 are common)")
+        _require_number("lora_alpha", self.lora_alpha, minimum=0, strict=True)
+        _require_number("lora_dropout", self.lora_dropout, minimum=0)
+        if self.lora_dropout >= 1:
+            raise PlanError("lora_dropout", f"lora_dropout={self.lora_dropout!r} must be below 1 (0.05 is common)")
+        _require_number("epochs", self.epochs, minimum=0, strict=True)
+        _require_number("eval_fraction", self.eval_fraction, minimum=0)
+        if self.eval_fraction >= 1:
+            raise PlanError("eval_fraction", f"eval_fraction={self.eval_fraction!r} is a share of training "
+                            "time: use a value in [0, 1), e.g. 0.05")
+
+    def _check_combinations(self) -> None:
+        if self.sharding is not Sharding.DDP and self.gpus < 2:
+            raise PlanError("sharding", f"sharding='{self.sharding}' needs gpus >= 2: set gpus or use "
+                            "sharding='ddp'")
+        if self.offload_params and not self.sharding.shards_params:
+            raise PlanError("offload_params", "offload_params needs parameter sharding: use "
+                            "sharding='zero3' or 'fsdp' (with gpus >= 2), or turn offload_params off")
+        if self.offload_optimizer and self.sharding is Sharding.DDP:
+            raise PlanError("offload_optimizer", "offload_optimizer needs ZeRO or FSDP: use sharding='zero1', "
+                            "'zero2', 'zero3' or 'fsdp' (with gpus >= 2), or turn offload_optimizer off")
+        if self.method is Method.QLORA and self.offload_params:
+            raise PlanError("offload_params", "method='qlora' keeps 4-bit weights on the GPU: turn "
+                            "offload_params off")
+
+    # -- conveniences ---------------------------------------------------------------------------
+
+    @property
+    def uses_adapters(self) -> bool:
+        return self.method in (Method.LORA, Method.QLORA)
+
+    @property
+    def tokens_per_micro_batch(self) -> int:
+        return self.seq_len * self.batch_size
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens consumed by one optimizer step across all GPUs."""
+        return self.seq_len * self.batch_size * self.grad_accum * self.gpus
+
+    def replace(self, **changes: Any) -> TrainPlan:
+        """A copy with some fields changed (validated like a new plan)."""
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; enum values as strings, targets as a list."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, StrEnum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainPlan:
+        """Build from a dict (e.g. plan.json); an unknown key is an error naming the closest field."""
+        if not isinstance(data, dict):
+            raise PlanError("plan", f"a plan must be a JSON object of fields; got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                hint = f" Did you mean '{close[0]}'?" if close else f" Known fields: {', '.join(sorted(known))}."
+                raise PlanError(key, f"unknown plan field '{key}'.{hint}")
+        return cls(**data)
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(TrainPlan)]
+
+
+def _coerce_enum(name: str, value: Any, enum: type[StrEnum]) -> StrEnum:
+    if isinstance(value, enum):
+        return value
+    allowed = [m.value for m in enum]
+    if isinstance(value, str):
+        key = value.strip().lower().replace("_", "-")
+        if key in allowed:
+            return enum(key)
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
+        fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(allowed)}"
+        raise PlanError(name, f"{name}={value!r} is not known; allowed: {', '.join(allowed)} ({fix})")
+    raise PlanError(name, f"{name}={value!r} must be one of: {', '.join(allowed)}")
+
+
+def _coerce_targets(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [v for v in value.replace(" ", ",").split(",")]
+    if not isinstance(value, (list, tuple)):
+        raise PlanError("lora_targets", f"lora_targets={value!r} must be module names like "
+                        "['q_proj', 'v_proj'] or 'all-linear'")
+    names = tuple(str(v).strip() for v in value if str(v).strip())
+    if not names:
+        raise PlanError("lora_targets", "lora_targets is empty: name modules like q_proj,v_proj or use "
+                        "'all-linear'")
+    if ALL_LINEAR in [n.lower().replace("_", "-") for n in names]:
+        return (ALL_LINEAR,)
+    return names
+
+
+def _require_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanError(name, f"{name}={value!r} must be a whole number >= {minimum}")
+    if value < minimum:
+        raise PlanError(name, f"{name}={value} is too small: use a whole number >= {minimum}")
+
+
+def _require_number(name: str, value: Any, minimum: float, strict: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PlanError(name, f"{name}={value!r} must be a number")
+    if value < minimum or (strict and value == minimum):
+        bound = f"> {minimum}" if strict else f">= {minimum}"
+        raise PlanError(name, f"{name}={value} is out of range: use a number {bound}")
+
+
+__all__ = [
+    "ALL_LINEAR",
+    "Attention",
+    "Method",
+    "Optimizer",
+    "Precision",
+    "QuantType",
+    "Sharding",
+    "Task",
+    "TrainPlan",
+    "field_names",
+]
