@@ -1,0 +1,445 @@
+"""Tests for gpuwork.catalog: bundled data, spot-checked facts, row validation, lookup, filters."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from gpuwork.catalog import (
+    GB,
+    GPUS_CSV_COLUMNS,
+    OFFERS_CSV_COLUMNS,
+    GpuClass,
+    GpuSpec,
+    Link,
+    Mode,
+    Network,
+    Offer,
+    data_dir,
+    filter_offers,
+    get_gpu,
+    load_gpus,
+    load_offers,
+)
+from gpuwork.errors import CatalogError
+
+BUNDLED = Path(__file__).resolve().parent.parent / "data"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    with open(BUNDLED / name, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _write(path: Path, columns: list[str] | tuple[str, ...], rows: list[dict[str, str]]) -> Path:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+    return path
+
+
+def _bad_offers(tmp_path: Path, index: int, **changes: str) -> Path:
+    """catalog.csv with data row `index` (0-based; file line index + 2) changed."""
+    rows = _rows("catalog.csv")
+    rows[index] = {**rows[index], **changes}
+    return _write(tmp_path / "catalog.csv", OFFERS_CSV_COLUMNS, rows)
+
+
+def _bad_gpus(tmp_path: Path, index: int, **changes: str) -> Path:
+    rows = _rows("gpus.csv")
+    rows[index] = {**rows[index], **changes}
+    return _write(tmp_path / "gpus.csv", GPUS_CSV_COLUMNS, rows)
+
+
+def _message(fn, *args, **kwargs) -> str:
+    with pytest.raises(CatalogError) as info:
+        fn(*args, **kwargs)
+    return str(info.value)
+
+
+# ----------------------------------------------------------------------------- bundled files
+
+
+def test_bundled_files_load():
+    gpus = load_gpus()
+    offers = load_offers()
+    assert len(gpus) == 24
+    assert 40 <= len(offers) <= 60
+    assert all(isinstance(g, GpuSpec) for g in gpus.values())
+    assert all(isinstance(o, Offer) for o in offers)
+    assert data_dir() == BUNDLED
+
+
+def test_spec_numbers_match_gpu_facts():
+    gpus = load_gpus()
+    h100 = gpus["h100_sxm"]
+    assert h100.bf16_dense_flops == pytest.approx(989e12)
+    assert h100.memory_bytes == 80 * 10**9
+    assert h100.mem_bw_bytes_s == pytest.approx(3350e9)
+    assert h100.link is Link.NVLINK_SWITCH
+    assert h100.link_bw_bytes_s == pytest.approx(450e9)
+    assert h100.fp8_dense_flops == pytest.approx(1979e12)
+    assert gpus["l40s"].bf16_dense_flops == pytest.approx(362e12)  # not 183 (that is TF32)
+    assert gpus["rtx4090"].bf16_dense_flops == pytest.approx(165.2e12)  # FP32-accumulate rate
+    assert gpus["rtx4090"].fp16_dense_flops == pytest.approx(165.2e12)
+    assert gpus["rtx3090"].bf16_dense_flops == pytest.approx(71e12)
+    assert gpus["rtx3090"].link_bw_bytes_s == pytest.approx(56e9)
+    assert gpus["rtx5090"].bf16_dense_flops == pytest.approx(209.5e12)
+    assert gpus["rtx5090"].memory_bytes == 32 * 10**9
+    assert gpus["a100_80_sxm"].link_bw_bytes_s == pytest.approx(300e9)
+    assert gpus["a100_80_sxm"].fp8_dense_flops is None
+    assert gpus["mi300x"].bf16_dense_flops == pytest.approx(1307.4e12)
+    assert gpus["mi300x"].compute_capability == "gfx942"
+    assert gpus["h200_sxm"].memory_bytes == 141 * 10**9
+    assert gpus["b200"].memory_bytes == 180 * 10**9
+    assert gpus["l40s"].gpu_class is GpuClass.SERVER
+    assert gpus["rtx_a6000"].gpu_class is GpuClass.WORKSTATION
+    assert gpus["h100_pcie"].pcie_bw_bytes_s == pytest.approx(63e9)
+    assert gpus["l40s"].pcie_bw_bytes_s == pytest.approx(31.5e9)
+
+
+def test_spec_sanity_across_all_gpus():
+    for gpu in load_gpus().values():
+        assert gpu.sources, gpu.gpu_id
+        assert gpu.status in {"V", "D", "S"}
+        # dense FP8 is twice dense BF16 on every GPU listed (gpu_facts §1c)
+        if gpu.fp8_dense_flops is not None:
+            assert gpu.fp8_dense_flops == pytest.approx(2 * gpu.bf16_dense_flops, rel=0.02), gpu.gpu_id
+        assert gpu.bf16_dense_flops > gpu.fp32_flops, gpu.gpu_id
+
+
+def test_every_offer_gpu_exists_and_link_is_possible():
+    gpus = load_gpus()
+    for offer in load_offers():
+        assert offer.gpu_id in gpus
+        assert offer.gpu is gpus[offer.gpu_id] or offer.gpu == gpus[offer.gpu_id]
+        assert offer.link in (Link.PCIE, offer.gpu.link)
+        assert offer.price_per_gpu_hour > 0
+        assert offer.as_of <= date(2026, 12, 31)
+        assert "llustrative" in offer.note
+
+
+def test_offer_ids_unique_and_coverage():
+    offers = load_offers()
+    assert len({o.offer_id for o in offers}) == len(offers)
+    assert {o.mode for o in offers} == set(Mode)
+    assert {1, 2, 4, 8} <= {o.gpus_per_node for o in offers}
+    consumer = filter_offers(offers, gpu_class="consumer", mode="on-demand")
+    assert {o.gpu.memory_gb for o in consumer} >= {24, 32}
+    assert filter_offers(
+        offers, gpu_ids=["rtx_a6000", "l40s", "rtx6000_ada"], gpu_class=["workstation", "server"]
+    )
+    for gpu_id in ("a100_80_sxm", "h100_sxm", "h200_sxm"):
+        nodes = [o for o in offers if o.gpu_id == gpu_id and o.gpus_per_node == 8]
+        assert any(o.link is Link.NVLINK_SWITCH and o.network.value.startswith("ib-") for o in nodes)
+    for gpu_id in ("a100_80_pcie", "h100_sxm"):
+        assert {o.mode for o in offers if o.gpu_id == gpu_id} >= {Mode.ON_DEMAND, Mode.RESERVED}
+    for offer in offers:
+        if offer.mode is Mode.RESERVED:
+            assert offer.min_rental_hours >= 24
+        if offer.network is not Network.NONE:
+            assert offer.gpus_per_node > 1
+
+
+def test_offer_derived_quantities():
+    offers = {o.offer_id: o for o in load_offers()}
+    node = offers["nbb-h100_sxm-8x-od"]
+    assert node.price_per_node_hour == pytest.approx(8 * 3.99)
+    assert node.node_memory_bytes == 8 * 80 * 10**9
+    assert node.link_bw_bytes_s == pytest.approx(450e9)
+    single = offers["mkb-h100_sxm-1x-od"]
+    assert single.link is Link.PCIE and single.link_bw_bytes_s == pytest.approx(63e9)
+    assert offers["nba-h100_sxm-8x-res1y"].min_rental_s == pytest.approx(8760 * 3600)
+    assert offers["nba-h100_sxm-8x-res1y"].as_of == date(2026, 11, 9)
+
+
+def test_default_loads_are_cached_and_copies():
+    first = load_gpus()
+    first.pop("h100_sxm")
+    assert "h100_sxm" in load_gpus()
+    offers = load_offers()
+    offers.clear()
+    assert load_offers()
+    assert load_gpus()["l4"] is load_gpus()["l4"]  # same cached objects
+
+
+def test_env_var_overrides_data_dir(tmp_path, monkeypatch):
+    rows = _rows("catalog.csv")[:3]
+    rows[0] = {**rows[0], "price_per_gpu_hour_usd": "9.99"}
+    _write(tmp_path / "catalog.csv", OFFERS_CSV_COLUMNS, rows)
+    (tmp_path / "gpus.csv").write_text((BUNDLED / "gpus.csv").read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setenv("GPUWORK_DATA", str(tmp_path))
+    assert data_dir() == tmp_path
+    offers = load_offers()
+    assert len(offers) == 3 and offers[0].price_per_gpu_hour == 9.99
+
+
+def test_user_paths(tmp_path):
+    gpus_path = _write(tmp_path / "my_gpus.csv", GPUS_CSV_COLUMNS, _rows("gpus.csv")[:2])
+    offers_path = _write(tmp_path / "my_offers.csv", OFFERS_CSV_COLUMNS, _rows("catalog.csv")[:2])
+    gpus = load_gpus(gpus_path)
+    assert set(gpus) == {"rtx3090", "rtx4090"}
+    assert len(load_offers(str(offers_path), gpus=gpus)) == 2
+
+
+# ----------------------------------------------------------------------------- bad rows: catalog.csv
+
+
+@pytest.mark.parametrize(
+    ("index", "field", "value", "expect"),
+    [
+        (5, "mode", "spot", "use 'interruptible' for spot/preemptible offers"),
+        (5, "mode", "", "is empty"),
+        (0, "provider", "", "is empty"),
+        (0, "offer_id", "", "is empty"),
+        (3, "price_per_gpu_hour_usd", "abc", "not a number"),
+        (3, "price_per_gpu_hour_usd", "$2.49", "not a number"),
+        (3, "price_per_gpu_hour_usd", "-1", "above 0"),
+        (3, "price_per_gpu_hour_usd", "0", "above 0"),
+        (3, "price_per_gpu_hour_usd", "nan", "above 0"),
+        (3, "price_per_gpu_hour_usd", "", "is empty"),
+        (7, "gpu_id", "h100x", "did you mean h100_sxm"),
+        (7, "gpu_id", "", "is empty"),
+        (9, "as_of", "2026/09/20", "YYYY-MM-DD"),
+        (9, "as_of", "20260920", "YYYY-MM-DD"),
+        (9, "as_of", "2026-02-30", "YYYY-MM-DD"),
+        (9, "as_of", "", "is empty"),
+        (2, "gpus_per_node", "0", "above 0"),
+        (2, "gpus_per_node", "-2", "above 0"),
+        (2, "gpus_per_node", "1.5", "whole number"),
+        (2, "link", "nvlink", "nvlink_bridge"),
+        (2, "link", "nvlink_switch", "not available on rtx3090"),
+        (2, "network", "infiniband", "ib-hdr-200g"),
+        (2, "network", "", "use 'none' for single-node offers"),
+        (4, "region", "europe", "eu, us, asia"),
+        (4, "min_rental_hours", "0", "above 0"),
+    ],
+)
+def test_bad_offer_row(tmp_path, index, field, value, expect):
+    path = _bad_offers(tmp_path, index, **{field: value})
+    message = _message(load_offers, path, gpus=load_gpus())
+    assert message.startswith(f"catalog.csv line {index + 2}, field '{field}': ")
+    assert expect in message
+    if value:
+        assert repr(value) in message
+
+
+def test_unknown_mode_message_exactly(tmp_path):
+    path = _bad_offers(tmp_path, 5, mode="spot")
+    assert _message(load_offers, path) == (
+        "catalog.csv line 7, field 'mode': 'spot' is not one of on-demand, reserved, interruptible "
+        "(use 'interruptible' for spot/preemptible offers)"
+    )
+
+
+def test_duplicate_offer_id(tmp_path):
+    rows = _rows("catalog.csv")
+    rows[10] = {**rows[10], "offer_id": rows[2]["offer_id"]}
+    path = _write(tmp_path / "catalog.csv", OFFERS_CSV_COLUMNS, rows)
+    message = _message(load_offers, path)
+    assert message.startswith("catalog.csv line 12, field 'offer_id': ")
+    assert "duplicate of line 4" in message
+
+
+def test_missing_offer_column_names_it_and_lists_expected(tmp_path):
+    columns = [c for c in OFFERS_CSV_COLUMNS if c != "mode"]
+    path = _write(tmp_path / "catalog.csv", columns, _rows("catalog.csv"))
+    message = _message(load_offers, path)
+    assert message.startswith("catalog.csv line 1, field 'mode': column is missing")
+    assert "expected columns: " + ", ".join(OFFERS_CSV_COLUMNS) in message
+
+
+def test_renamed_column_is_suggested(tmp_path):
+    columns = ["price_usd" if c == "price_per_gpu_hour_usd" else c for c in OFFERS_CSV_COLUMNS]
+    rows = [
+        {("price_usd" if k == "price_per_gpu_hour_usd" else k): v for k, v in r.items()}
+        for r in _rows("catalog.csv")
+    ]
+    message = _message(load_offers, _write(tmp_path / "catalog.csv", columns, rows))
+    assert "rename column 'price_usd' to 'price_per_gpu_hour_usd'" in message
+
+
+def test_line_numbers_count_blank_lines_and_quoted_newlines(tmp_path):
+    lines = (BUNDLED / "catalog.csv").read_text(encoding="utf-8").splitlines()
+    header, first, second = lines[0], lines[1], lines[2]
+    first = first.rsplit(",", 1)[0] + ',"a note\nover two lines"'
+    second = second.replace(",interruptible,", ",spot,")
+    path = tmp_path / "catalog.csv"
+    path.write_text("\n".join([header, "", first, second]) + "\n", encoding="utf-8")
+    message = _message(load_offers, path)
+    assert message.startswith("catalog.csv line 5, field 'mode': 'spot'")
+
+
+def test_wrong_number_of_values(tmp_path):
+    lines = (BUNDLED / "catalog.csv").read_text(encoding="utf-8").splitlines()
+    lines[3] = lines[3] + ",extra"
+    path = tmp_path / "catalog.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    message = _message(load_offers, path)
+    assert message.startswith("catalog.csv line 4: has 13 values but the header has 12 columns")
+
+
+def test_missing_and_empty_files(tmp_path):
+    assert "file not found" in _message(load_offers, tmp_path / "nope.csv")
+    (tmp_path / "empty.csv").write_text("", encoding="utf-8")
+    assert _message(load_gpus, tmp_path / "empty.csv").startswith(
+        "empty.csv line 1: the header row is missing"
+    )
+
+
+# ----------------------------------------------------------------------------- bad rows: gpus.csv
+
+
+@pytest.mark.parametrize(
+    ("index", "field", "value", "expect"),
+    [
+        (16, "memory_gb", "80GB", "not a number"),
+        (16, "memory_gb", "0", "above 0"),
+        (16, "bf16_dense_tflops", "", "is empty"),
+        (16, "fp8_dense_tflops", "-5", "above 0"),
+        (8, "class", "datacenter_pcie", "map datacenter_* classes to 'server'"),
+        (8, "link", "pcie_or_nvlink_bridge", "nvlink_bridge"),
+        (8, "link_bw_gbs_unidir", "fast", "not a number"),
+        (8, "pcie_gen", "7", "not one of 3, 4, 5, 6"),
+        (8, "tdp_w", "300-350", "whole number"),
+        (8, "status", "!", "not one of V"),
+        (8, "source", "", "is empty"),
+        (8, "compute_capability", "sm_89", "compute capability"),
+        (8, "gpu_id", "L40S", "lower-case"),
+        (8, "display_name", "", "is empty"),
+    ],
+)
+def test_bad_gpu_row(tmp_path, index, field, value, expect):
+    path = _bad_gpus(tmp_path, index, **{field: value})
+    message = _message(load_gpus, path)
+    assert message.startswith(f"gpus.csv line {index + 2}, field '{field}': ")
+    assert expect in message
+
+
+def test_duplicate_gpu_id(tmp_path):
+    rows = _rows("gpus.csv")
+    rows[5] = {**rows[5], "gpu_id": rows[1]["gpu_id"]}
+    message = _message(load_gpus, _write(tmp_path / "gpus.csv", GPUS_CSV_COLUMNS, rows))
+    assert message.startswith("gpus.csv line 7, field 'gpu_id': 'rtx4090' is a duplicate of line 3")
+
+
+def test_gpu_ids_differing_only_in_punctuation(tmp_path):
+    rows = _rows("gpus.csv")
+    rows[5] = {**rows[5], "gpu_id": "h100sxm"}
+    message = _message(load_gpus, _write(tmp_path / "gpus.csv", GPUS_CSV_COLUMNS, rows))
+    assert "gpus.csv line 18, field 'gpu_id'" in message and "ambiguous" in message
+
+
+def test_missing_gpu_column(tmp_path):
+    columns = [c for c in GPUS_CSV_COLUMNS if c != "link_bw_gbs_unidir"]
+    message = _message(load_gpus, _write(tmp_path / "gpus.csv", columns, _rows("gpus.csv")))
+    assert message.startswith("gpus.csv line 1, field 'link_bw_gbs_unidir': column is missing")
+    assert "expected columns: gpu_id, display_name" in message
+
+
+def test_offer_gpu_missing_from_user_gpus(tmp_path):
+    gpus = load_gpus(_write(tmp_path / "gpus.csv", GPUS_CSV_COLUMNS, _rows("gpus.csv")[:3]))
+    message = _message(load_offers, gpus=gpus)  # bundled offers name GPUs not in this file
+    assert "catalog.csv line " in message and "field 'gpu_id'" in message and "unknown GPU" in message
+
+
+# ----------------------------------------------------------------------------- lookup
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu_id"),
+    [
+        ("H100 SXM", "h100_sxm"),
+        ("h100_sxm", "h100_sxm"),
+        ("h100-sxm", "h100_sxm"),
+        ("  h100 Sxm ", "h100_sxm"),
+        ("H100SXM", "h100_sxm"),
+        ("GeForce RTX 4090", "rtx4090"),
+        ("RTX 4090", "rtx4090"),
+        ("rtx-4090", "rtx4090"),
+        ("RTX A6000", "rtx_a6000"),
+        ("RTX 6000 Ada", "rtx6000_ada"),
+        ("A100 80GB SXM", "a100_80_sxm"),
+        ("a100-80-pcie", "a100_80_pcie"),
+        ("Instinct MI300X", "mi300x"),
+        ("mi300x", "mi300x"),
+        ("L40S", "l40s"),
+        ("l4", "l4"),
+    ],
+)
+def test_get_gpu_variants(name, gpu_id):
+    assert get_gpu(name).gpu_id == gpu_id
+
+
+def test_get_gpu_unknown_suggests_never_guesses():
+    message = _message(get_gpu, "H100X")
+    assert message.startswith("unknown GPU 'H100X': did you mean ")
+    assert "h100_sxm" in message and "h100_pcie" in message
+    message = _message(get_gpu, "H100")  # ambiguous family name: an error, not a pick
+    assert "h100_sxm" in message and "h100_pcie" in message and "h100_nvl" in message
+    assert "known GPUs are" in _message(get_gpu, "zzzz")
+
+
+def test_get_gpu_with_user_table():
+    gpus = {"rtx4090": load_gpus()["rtx4090"]}
+    assert get_gpu("RTX 4090", gpus).gpu_id == "rtx4090"
+    with pytest.raises(CatalogError):
+        get_gpu("H100 SXM", gpus)
+
+
+# ----------------------------------------------------------------------------- filters
+
+
+def test_filters_each_condition():
+    offers = load_offers()
+    assert filter_offers(offers) == offers
+    big = filter_offers(offers, min_vram_gb=80)
+    assert big and all(o.gpu.memory_bytes >= 80 * GB for o in big)
+    assert any(o.gpu_id == "rtx4090" for o in filter_offers(offers, min_vram_gb=24))
+    consumer = filter_offers(offers, gpu_class="consumer")
+    assert consumer and all(o.gpu.gpu_class is GpuClass.CONSUMER for o in consumer)
+    spot = filter_offers(offers, mode="interruptible")
+    assert spot and all(o.mode is Mode.INTERRUPTIBLE for o in spot)
+    asia = filter_offers(offers, region="asia")
+    assert asia and all(o.region == "asia" for o in asia)
+    cheap = filter_offers(offers, max_price_per_gpu_hour=0.5)
+    assert cheap and all(o.price_per_gpu_hour <= 0.5 for o in cheap)
+    h100 = filter_offers(offers, gpu_ids=["H100 SXM"])
+    assert h100 and {o.gpu_id for o in h100} == {"h100_sxm"}
+    assert {o.gpu_id for o in filter_offers(offers, gpu_ids="l40s")} == {"l40s"}
+    nodes = filter_offers(offers, min_gpus_per_node=8)
+    assert nodes and all(o.gpus_per_node == 8 for o in nodes)
+
+
+def test_filters_combined_and_multi_valued():
+    offers = load_offers()
+    result = filter_offers(
+        offers, min_vram_gb=80, gpu_class="server", mode=["reserved"], max_price_per_gpu_hour=3.0
+    )
+    assert result
+    for offer in result:
+        assert offer.mode is Mode.RESERVED and offer.price_per_gpu_hour <= 3.0
+        assert offer.gpu.memory_bytes >= 80 * GB and offer.gpu.gpu_class == "server"
+    both = filter_offers(offers, mode=["on-demand", "reserved"])
+    assert {o.mode for o in both} == {Mode.ON_DEMAND, Mode.RESERVED}
+    assert filter_offers(offers, gpu_ids=["gb200"], region="eu") == []
+    assert filter_offers(offers, gpu_ids=["rtx_a5000"]) == []  # known GPU without offers
+
+
+def test_filters_reject_unknown_values():
+    offers = load_offers()
+    assert "use 'interruptible'" in _message(filter_offers, offers, mode="spot")
+    assert "map datacenter_* classes to 'server'" in _message(
+        filter_offers, offers, gpu_class="datacenter_pcie"
+    )
+    assert "did you mean h100_sxm" in _message(filter_offers, offers, gpu_ids=["h100x"])
+    assert "min_vram_gb" in _message(filter_offers, offers, min_vram_gb=-1)
