@@ -190,8 +190,7 @@ def count_params(spec: ModelSpec, plan: TrainPlan) -> ParamCounts:
             head_trainable = spec.params_head  # peft SEQ_CLS keeps the classifier trainable
         trainable = adapter + head_trainable
         if plan.method is Method.QLORA:
-            quantized = sum(lin.params - (lin.out_features * lin.experts if lin.bias else 0)
-                            for lin in quantized_linears(spec))
+            quantized = sum(lin.count * lin.in_features * lin.out_features for lin in quantized_linears(spec))
     elif plan.method is Method.FREEZE:
         layers = min(plan.trainable_layers, spec.num_layers)
         trainable = layers * spec.params_block + spec.extras.get("params_final_norm", 0)
@@ -405,7 +404,7 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
         if module_name in ("lm_head", "cls", "classifier", "score", "qa_outputs"):
             head_modules.append((module_name, module))
     seen: set[int] = set()
-    for module_name, module in head_modules:
+    for _module_name, module in head_modules:
         for p in module.parameters():
             if id(p) not in embedding_ids and id(p) not in seen:
                 seen.add(id(p))

@@ -1,0 +1,40 @@
+"""gpuwork: size a fine-tuning run before renting a GPU — memory, time, disk, cost, measured trials."""
+
+from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError, TraceError
+from gpuwork.memory import GIB, MemoryEstimate, estimate_memory
+from gpuwork.model import ModelSpec, ParamCounts, count_params, get_spec, list_presets
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
+
+__version__ = "0.1.0"
+
+
+def trace_memory(plan, **kwargs):
+    """Exact mode (fake-tensor trace of one step); imports torch on first use. See gpuwork.trace."""
+    from gpuwork.trace import trace_memory as _trace
+
+    return _trace(plan, **kwargs)
+
+
+__all__ = [
+    "GIB",
+    "Attention",
+    "CatalogError",
+    "GpuworkError",
+    "MemoryEstimate",
+    "Method",
+    "ModelError",
+    "ModelSpec",
+    "Optimizer",
+    "ParamCounts",
+    "PlanError",
+    "Precision",
+    "Sharding",
+    "Task",
+    "TraceError",
+    "TrainPlan",
+    "count_params",
+    "estimate_memory",
+    "get_spec",
+    "list_presets",
+    "trace_memory",
+]

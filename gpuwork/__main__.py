@@ -1,0 +1,5 @@
+import sys
+
+from gpuwork.cli import main
+
+sys.exit(main())
