@@ -258,12 +258,13 @@ def _dtypes(plan: TrainPlan) -> _Dtypes:
     return _Dtypes(2, 2, False)
 
 
-def _layer_trainable(spec: ModelSpec, plan: TrainPlan, layer: int) -> bool:
+def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
+    """Blocks whose own weights train (the last ones for freeze; none for adapters)."""
     if plan.method in (Method.FULL, Method.SCRATCH):
-        return True
+        return spec.num_layers
     if plan.method is Method.FREEZE:
-        return layer >= spec.num_layers - min(plan.trainable_layers, spec.num_layers)
-    return False
+        return min(plan.trainable_layers, spec.num_layers)
+    return 0
 
 
 def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainable: bool,
@@ -301,6 +302,17 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
 def _block_groups(spec: ModelSpec) -> dict[str, list[Linear]]:
     """Group a block's linears by the tensor they read: attention input, attention output,
     MLP input, MLP hidden."""
+    key = (spec.name, spec.task, spec.params_total)
+    cached = _GROUPS_CACHE.get(key)
+    if cached is None:
+        cached = _GROUPS_CACHE[key] = _group_linears(spec)
+    return cached
+
+
+_GROUPS_CACHE: dict[tuple, dict[str, list[Linear]]] = {}
+
+
+def _group_linears(spec: ModelSpec) -> dict[str, list[Linear]]:
     groups: dict[str, list[Linear]] = {"attn_in": [], "attn_out": [], "mlp_in": [], "mlp_hidden": []}
     for lin in spec.block_linears:
         if lin.experts > 1:
@@ -514,25 +526,26 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
     grads_during_fwd = grads if plan.grad_accum > 1 else 0
 
     # --- activations ----------------------------------------------------------------------
-    per_layer_linear = [act.per_layer_trained if _layer_trainable(spec, plan, i) else act.per_layer_frozen
-                        for i in range(spec.num_layers)]
     quad = act.per_layer_quadratic * plan.seq_len
+    trained_layers = _trained_layers(spec, plan)
+    trained_bytes = (act.per_layer_trained + quad) * tokens
     if plan.method is Method.FREEZE:
         # the frozen blocks sit below the trained ones: no gradient flows through them, so autograd
         # saves nothing for them
-        per_layer_linear = [x if _layer_trainable(spec, plan, i) else 0 for i, x in enumerate(per_layer_linear)]
-    layer_bytes = [(x + quad) * tokens if x else 0 for x in per_layer_linear]
-    if plan.method is not Method.FULL and plan.method is not Method.SCRATCH and spec.norm == "rms":
+        frozen_bytes = 0
+    else:
+        frozen_bytes = (act.per_layer_frozen + quad) * tokens
+    first_norm_saving = 0
+    if plan.method not in (Method.FULL, Method.SCRATCH) and spec.norm == "rms":
         # the first saving block reads hidden states that need no gradient (frozen embeddings), so
         # its first RMSNorm keeps neither the fp32 input nor rsqrt
-        first = next((i for i, x in enumerate(layer_bytes) if x), None)
-        if first is not None:
-            layer_bytes[first] -= (4 * spec.hidden_size + 4) * tokens
+        first_norm_saving = (4 * spec.hidden_size + 4) * tokens
     if plan.grad_checkpointing:
         blocks_saved = act.checkpoint_per_layer * tokens * spec.num_layers
-        recompute = max(layer_bytes)  # one block re-runs its forward during its backward
+        recompute = max(trained_bytes if trained_layers else 0, frozen_bytes)  # one block re-runs forward
     else:
-        blocks_saved = sum(layer_bytes)
+        blocks_saved = (trained_layers * trained_bytes + (spec.num_layers - trained_layers) * frozen_bytes
+                        - first_norm_saving)
         recompute = 0
     shared = (act.rotary + act.inputs) * tokens
     activations = blocks_saved + shared
@@ -605,10 +618,27 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
         device_total_bytes=device_total,
         peak_phase=peak_phase,
         phase_peaks={k: int(v) + CUBLAS_WORKSPACE_BYTES for k, v in phases.items()},
-        sources=dict(SOURCES),
+        sources=SOURCES,
         warnings=tuple(warnings),
         host_bytes=host,
     )
+
+
+# Display names of the breakdown terms (CLI, app, reports share them).
+TERM_LABELS = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer_states": "optimizer states",
+    "activations": "activations (saved for backward)",
+    "logits_and_loss": "logits and loss",
+    "temporaries": "temporaries (backward / optimizer step)",
+    "sharding_buffers": "sharding / DDP buffers",
+    "cublas_workspace": "cuBLAS workspace",
+    "allocator_cache": "allocator cache (reserved, unused)",
+    "paged_optimizer_states": "paged optimizer states (unified memory)",
+    "autocast_weight_copies": "autocast 16-bit weight copies",
+    "cuda_context": "CUDA context and kernels",
+}
 
 
 SOURCES = {
@@ -634,4 +664,4 @@ SOURCES = {
                     "loading; ~0.5-0.8 GiB with CUDA lazy loading)",
 }
 
-__all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MemoryEstimate", "SOURCES", "estimate_memory"]
+__all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "MemoryEstimate", "SOURCES", "TERM_LABELS", "estimate_memory"]

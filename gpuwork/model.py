@@ -158,7 +158,23 @@ def lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linea
     nn.Linear except the output layer (peft `_maybe_include_all_linear_layers`).
     Raises ModelError when a target matches nothing, listing the real names.
     """
-    candidates = [lin for lin in spec.linears if lin.experts == 1 and lin.name not in _output_layer_names(spec)]
+    key = (spec.name, spec.task, spec.params_total, targets)
+    cached = _TARGETS_CACHE.get(key)
+    if cached is not None:
+        return list(cached)
+    chosen = _lora_target_linears(spec, targets)
+    if len(_TARGETS_CACHE) > 4096:
+        _TARGETS_CACHE.clear()
+    _TARGETS_CACHE[key] = tuple(chosen)
+    return chosen
+
+
+_TARGETS_CACHE: dict[tuple, tuple[Linear, ...]] = {}
+
+
+def _lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linear]:
+    skip = _output_layer_names(spec)
+    candidates = [lin for lin in spec.linears if lin.experts == 1 and lin.name not in skip]
     if targets == (ALL_LINEAR,):
         return candidates
     chosen: list[Linear] = []

@@ -264,7 +264,7 @@ def _dtype(torch, name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str]):
+def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], device: str = "meta"):
     import torch
     import transformers
 
@@ -286,7 +286,7 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str]):
     auto = {Task.CAUSAL_LM: transformers.AutoModelForCausalLM,
             Task.SEQ_CLS: transformers.AutoModelForSequenceClassification,
             Task.MASKED_LM: transformers.AutoModelForMaskedLM}[task]
-    with torch.device("meta"):
+    with torch.device(device):
         model = auto.from_config(config, attn_implementation=attn, dtype=storage_dtype)
     return model, task, compute
 
@@ -543,4 +543,77 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
     )
 
 
-__all__ = ["CATEGORIES", "TraceResult", "trace_memory"]
+def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
+    """Run one real training step on the CPU and measure live tensor bytes with PyTorch's MemTracker.
+
+    The reference that fake tracing is checked against: same model build, method, optimizer and
+    batch, but real tensors (so only for small models). QLoRA is not supported here (bitsandbytes
+    real 4-bit weights are exercised by the trial instead).
+
+    Returns {"peak_bytes": ..., and MemTracker's categories at the peak}.
+    """
+    import torch
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from gpuwork.model import load_config, spec_for_plan
+
+    if plan.method is Method.QLORA:
+        raise TraceError("real_step_peak does not build 4-bit models: use method lora/full/freeze")
+    torch.manual_seed(seed)
+    spec = spec_for_plan(plan)
+    config_dict, _ = load_config(plan.model)
+    stand_ins: list[str] = []
+    model, task, compute = _build_model(plan, config_dict, stand_ins, device="cpu")
+    model = _apply_method(model, plan, spec, task, compute, stand_ins)
+    if plan.grad_checkpointing:
+        model.gradient_checkpointing_enable()
+    model.train()
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = _optimizer(plan, trainable, stand_ins)
+    batch = _batch(torch, plan, spec, task)
+    autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
+
+    def step() -> None:
+        for _ in range(min(plan.grad_accum, 2)):
+            with autocast:
+                loss = model(**batch).loss
+            loss.backward()
+            del loss
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    step()  # warm-up: optimizer states exist before measuring
+
+    class _TrainableHooksOnly(MemTracker):
+        # MemTracker hooks every parameter's gradient and fails on frozen ones
+        def _track_module_params_and_buffers(self, module, install_grad_hooks=True):
+            frozen = [p for p in module.parameters() if not p.requires_grad]
+            saved = {id(p): p.register_hook for p in frozen}
+            for p in frozen:
+                p.register_hook = lambda *a, **k: _NoHandle()
+                p.register_post_accumulate_grad_hook = lambda *a, **k: _NoHandle()
+            try:
+                return super()._track_module_params_and_buffers(module, install_grad_hooks)
+            finally:
+                for p in frozen:
+                    del p.register_hook
+                    del p.register_post_accumulate_grad_hook
+                del saved
+
+    tracker = _TrainableHooksOnly()
+    tracker.track_external(model, optimizer, *batch.values())
+    with tracker:
+        step()
+    snapshot = tracker.get_tracker_snapshot("peak")
+    device_snapshot = next(iter(snapshot.values()))
+    out = {"peak_bytes": int(device_snapshot["Total"])}
+    out.update({str(k): int(v) for k, v in device_snapshot.items() if k != "Total"})
+    return out
+
+
+class _NoHandle:
+    def remove(self) -> None:
+        pass
+
+
+__all__ = ["CATEGORIES", "TraceResult", "real_step_peak", "trace_memory"]

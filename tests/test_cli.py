@@ -1,0 +1,140 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpuwork import TrainPlan, estimate_memory
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gpuwork", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_estimate_json_schema_and_numbers_match_the_api():
+    out = run("estimate", "--model", "llama-3.1-8b", "--method", "lora", "--precision", "bf16", "--optimizer",
+              "adamw", "--seq-len", "2048", "--batch-size", "1", "--lora-targets", "q_proj,v_proj", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data) == {"plan", "params", "memory"}
+    assert set(data["params"]) == {"total", "trainable"}
+    memory = data["memory"]
+    for key in ("peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes", "breakdown"):
+        assert key in memory
+    est = estimate_memory(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048))
+    assert memory["peak_allocated_bytes"] == est.peak_allocated_bytes
+    assert data["params"]["trainable"] == 6_815_744  # 32 layers x (q: 16*(4096+4096) + v: 16*(4096+1024))
+    assert TrainPlan.from_dict(data["plan"]).model == "llama-3.1-8b"
+
+
+def test_estimate_table_names_units_and_meanings():
+    out = run("estimate", "--model", "qwen2.5-7b", "--method", "qlora", "--seq-len", "4096",
+              "--grad-checkpointing")
+    assert out.returncode == 0, out.stderr
+    for words in ("GiB", "peak allocated", "max_memory_allocated", "reserved", "nvidia-smi", "weights"):
+        assert words in out.stdout
+
+
+def test_plan_file_with_flag_override(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"model": "tiny-llama", "method": "full", "seq_len": 128}))
+    out = run("estimate", "--plan", str(plan), "--batch-size", "4", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["plan"]["batch_size"] == 4 and data["plan"]["method"] == "full"
+
+
+def test_models_lists_presets_with_exact_counts():
+    out = run("models")
+    assert out.returncode == 0
+    assert "llama-3.1-8b" in out.stdout and "8,030,261,248" in out.stdout
+
+
+def test_seq_len_above_limit_warns_but_succeeds():
+    out = run("estimate", "--model", "gpt2", "--method", "full", "--seq-len", "2048", "--attention", "eager")
+    assert out.returncode == 0
+    assert "warning" in out.stderr and "1024" in out.stderr
+
+
+BAD_INPUTS = [
+    (["--model", "llama-3.1-8"], ["unknown model", "llama-3.1-8b"]),
+    (["--model", "missing/config.json"], ["does not exist"]),
+    (["--method", "lorra"], ["method", "lora"]),
+    (["--precision", "bf17"], ["precision"]),
+    (["--optimizer", "adamw8"], ["optimizer"]),
+    (["--batch-size", "-4"], ["batch_size=-4"]),
+    (["--seq-len", "0"], ["seq_len=0"]),
+    (["--batch-size", "four"], ["--batch-size", "invalid int"]),
+    (["--grad-accum", "0"], ["grad_accum=0"]),
+    (["--method", "lora", "--lora-r", "0"], ["lora_r=0"]),
+    (["--model", "gpt2", "--method", "lora", "--lora-targets", "q_proj"], ["matches no linear module", "c_attn"]),
+    (["--sharding", "zero3"], ["needs gpus >= 2"]),
+    (["--gpus", "0"], ["gpus=0"]),
+    (["--gpus", "2", "--offload-params"], ["offload_params"]),
+    (["--lora-dropout", "1.5"], ["lora_dropout"]),
+    (["--attention", "flash3"], ["attention"]),
+    (["--task", "translation"], ["task"]),
+    (["--quant-type", "int3"], ["quant_type"]),
+]
+
+
+@pytest.mark.parametrize(("args", "words"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_clear_line_and_exit_2(args, words):
+    out = run("estimate", *args)
+    assert out.returncode == 2
+    assert out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_bad_files_are_one_line_errors(tmp_path):
+    broken = tmp_path / "config.json"
+    broken.write_text("{not json")
+    no_type = tmp_path / "other.json"
+    no_type.write_text(json.dumps({"hidden_size": 8}))
+    bad_plan = tmp_path / "plan.json"
+    bad_plan.write_text(json.dumps({"modle": "gpt2"}))
+    cases = [
+        (["--model", str(broken)], "not valid JSON"),
+        (["--model", str(no_type)], "model_type"),
+        (["--plan", str(bad_plan)], "Did you mean 'model'"),
+        (["--plan", str(tmp_path / "nope.json")], "does not exist"),
+    ]
+    for args, words in cases:
+        out = run("estimate", *args)
+        assert out.returncode == 2, out
+        assert len(out.stderr.strip().splitlines()) == 1 and words in out.stderr
+
+
+def test_hub_id_without_network_is_one_line():
+    out = run("estimate", "--model", "some-org/not-a-model", env={"HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and "config.json" in out.stderr
+
+
+def test_missing_command_is_one_line():
+    out = run()
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_trace_command_json():
+    out = run("trace", "--model", "tiny-llama", "--method", "lora", "--seq-len", "64", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["memory"]["peak_allocated_bytes"] > 0
+    assert "stand_ins" in data["trace"]
+
+
+@pytest.mark.slow
+def test_trace_falls_back_to_the_estimate_when_tracing_fails():
+    out = run("trace", "--model", "tiny-mixtral", "--method", "full", "--precision", "fp32", "--seq-len", "64",
+              "--json")
+    assert out.returncode == 0
+    assert "analytic estimate" in out.stderr
+    assert json.loads(out.stdout)["memory"]["peak_allocated_bytes"] > 0

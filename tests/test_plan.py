@@ -1,0 +1,68 @@
+import dataclasses
+
+import pytest
+
+from gpuwork import Method, PlanError, Precision, TrainPlan
+
+
+def test_strings_become_enums_and_replace_validates():
+    plan = TrainPlan(model="tiny-llama", method="QLoRA", precision="bf16_mixed", sharding="ddp")
+    assert plan.method is Method.QLORA
+    assert plan.precision is Precision.BF16_MIXED
+    with pytest.raises(PlanError):
+        plan.replace(batch_size=0)
+    assert dataclasses.replace(plan, seq_len=512).seq_len == 512
+
+
+def test_plan_is_frozen():
+    plan = TrainPlan()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.seq_len = 4  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "words"),
+    [
+        ({"method": "lorra"}, "method", ["lorra", "lora"]),
+        ({"precision": "bf8"}, "precision", ["bf8", "allowed"]),
+        ({"batch_size": -1}, "batch_size", ["batch_size=-1", ">= 1"]),
+        ({"seq_len": 0}, "seq_len", ["seq_len=0"]),
+        ({"batch_size": 2.5}, "batch_size", ["whole number"]),
+        ({"gpus": 1, "sharding": "zero3"}, "sharding", ["needs gpus >= 2", "sharding='ddp'"]),
+        ({"method": "lora", "lora_r": 0}, "lora_r", ["lora_r=0", ">= 1"]),
+        ({"lora_dropout": 1.0}, "lora_dropout", ["below 1"]),
+        ({"gpus": 2, "sharding": "ddp", "offload_params": True}, "offload_params", ["zero3"]),
+        ({"offload_optimizer": True}, "offload_optimizer", ["ZeRO or FSDP"]),
+        ({"lora_targets": ""}, "lora_targets", ["empty"]),
+        ({"eval_fraction": 1.5}, "eval_fraction", ["[0, 1)"]),
+        ({"epochs": 0}, "epochs", ["epochs=0"]),
+        ({"grad_checkpointing": "yes"}, "grad_checkpointing", ["true or false"]),
+        ({"model": ""}, "model", ["gpuwork models"]),
+    ],
+)
+def test_invalid_values_name_field_and_fix(fields, field, words):
+    with pytest.raises(PlanError) as info:
+        TrainPlan(**fields)
+    assert info.value.field == field
+    message = str(info.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message
+
+
+def test_lora_targets_accepts_comma_string_and_all_linear():
+    assert TrainPlan(lora_targets="q_proj, v_proj").lora_targets == ("q_proj", "v_proj")
+    assert TrainPlan(lora_targets=["ALL_LINEAR"]).lora_targets == ("all-linear",)
+
+
+def test_dict_round_trip_and_unknown_field():
+    plan = TrainPlan(model="tiny-llama", method="full", lora_targets="all-linear", gpus=2, sharding="fsdp")
+    assert TrainPlan.from_dict(plan.as_dict()) == plan
+    with pytest.raises(PlanError) as info:
+        TrainPlan.from_dict({"batchsize": 4})
+    assert "batch_size" in str(info.value)
+
+
+def test_tokens_per_step_counts_all_gpus():
+    plan = TrainPlan(seq_len=1024, batch_size=4, grad_accum=8, gpus=2, sharding="zero2")
+    assert plan.tokens_per_step == 1024 * 4 * 8 * 2
