@@ -498,12 +498,11 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
         opt = math.ceil(opt / n_gpus)  # ZeRO paper §5: P_os
     if sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
         grads = math.ceil(grads / n_gpus)  # P_os+g
+    if sharding in (Sharding.ZERO2, Sharding.ZERO3):
+        # DeepSpeed reduces gradients through a bucket (FSDP reduce-scatters unit by unit instead)
         sharding_buffers += min(_ZERO_BUCKET_ELEMENTS * states.trainable_param_bytes, states.gradients)
     if sharding.shards_params:
         weights = math.ceil(weights / n_gpus)  # P_os+g+p
-        # FSDP keeps the current and the prefetched unit gathered (all-gather buffers, in the
-        # compute dtype); DeepSpeed ZeRO-3 similarly holds the live parameters (ZeRO-Infinity §3).
-        sharding_buffers += 2 * compute_bytes * spec.params_largest_module
     if plan.offload_optimizer:
         host += opt
         opt = 0
@@ -579,7 +578,20 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
         opt_temp = math.ceil(opt_temp / n_gpus)
 
     # Each moment of the step as named terms; the peak's terms are the breakdown.
-    base_terms = {"weights": weights, "optimizer_states": opt, "sharding_buffers": sharding_buffers}
+    # Gathered (unsharded) parameters and gradients of sharded plans, per moment. FSDP2 wraps each
+    # block and the root (embeddings, head, final norm); the root stays gathered from forward to
+    # the end of backward (reshard_after_forward=False for the root), one block is gathered and the
+    # next prefetched, and a unit's full gradient exists until it is reduce-scattered
+    # (torch.distributed.fsdp fully_shard docs; checked with FSDPMemTracker under a fake process group).
+    gather = dict.fromkeys(("forward", "loss backward", "block backward", "backward end", "optimizer step"), 0)
+    if sharding.shards_params:
+        root = spec.params_embedding + spec.params_head + spec.params_other
+        block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
+        root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
+        gather["forward"] = gather["loss backward"] = compute_bytes * (root + spec.params_block)
+        gather["block backward"] = compute_bytes * (root + 2 * spec.params_block) + block_grad
+        gather["backward end"] = compute_bytes * root + root_grad
+    base_terms = {"weights": weights, "optimizer_states": opt}
     logits_after_loss = logits - act.head_logsoftmax * tokens
     moments: dict[str, dict[str, int]] = {
         "forward": {"gradients": grads_during_fwd, "activations": activations,
@@ -594,6 +606,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
         "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
         "optimizer step": {"gradients": grads, "temporaries": opt_temp},
     }
+    for name, terms in moments.items():
+        terms["sharding_buffers"] = sharding_buffers + gather[name]
     phases = {name: sum(base_terms.values()) + sum(terms.values()) for name, terms in moments.items()}
     peak_phase = max(phases, key=lambda k: phases[k])
     breakdown = {**base_terms, **moments[peak_phase]}

@@ -422,13 +422,16 @@ def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = T
     less allocator rounding) with a breakdown by category at that moment.
     Raises TraceError naming the op or module that fake tensors cannot run.
     """
-    if plan.gpus > 1 and plan.sharding.value != "ddp":
-        raise TraceError(f"trace runs one process: sharding='{plan.sharding}' is not traced; use the "
-                         "analytic estimate (gpuwork estimate) for sharded plans")
+    if plan.sharding.value in ("zero1", "zero2"):
+        raise TraceError(f"sharding='{plan.sharding}' (DeepSpeed) is not traced; trace sharding='fsdp' or "
+                         "'zero3' (FSDP2 full shard), or use the analytic estimate")
     key = _cache_key(plan)
     if use_cache and key in _CACHE:
         return _CACHE[key]
-    result = _trace_uncached(plan, progress=progress)
+    if plan.sharding.shards_params:
+        result = _run_isolated(plan) if _needs_isolation() else _trace_fsdp(plan)
+    else:
+        result = _trace_uncached(plan, progress=progress)
     _CACHE[key] = result
     return result
 
@@ -439,7 +442,7 @@ _CACHE: dict[tuple, TraceResult] = {}
 def _cache_key(plan: TrainPlan) -> tuple:
     memory_fields = plan.as_dict()
     for name in ("dataset_tokens", "dataset_bytes", "epochs", "eval_fraction", "checkpoint_every_steps",
-                 "checkpoints_kept", "gpus", "sharding"):
+                 "checkpoints_kept"):
         memory_fields.pop(name, None)
     return tuple(sorted((k, str(v)) for k, v in memory_fields.items()))
 
@@ -541,6 +544,112 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
         elapsed_s=time.perf_counter() - started,
         marks={k: {c: int(v) for c, v in m.items()} for k, m in tracker.marks.items()},
     )
+
+
+# -- sharded plans: FSDP2 under a fake process group ---------------------------------------------
+
+_FSDP_CATEGORIES = {  # FSDPMemTracker reference types -> our categories
+    "Sharded Param": "parameters",
+    "Buffer": "buffers",
+    "Sharded Grad": "gradients",
+    "OptState": "optimizer_states",
+    "Activation": "activations",
+    "Inputs": "activations",
+    "Temp": "temporaries",
+    "Unsharded Param": "sharding_buffers",
+    "Unsharded Grad": "sharding_buffers",
+    "All Gather": "sharding_buffers",
+    "Reduce Scatter": "sharding_buffers",
+}
+
+
+def _needs_isolation() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def _run_isolated(plan: TrainPlan) -> TraceResult:
+    raise TraceError("a process group is already initialised in this process: run the sharded trace in a "
+                     "fresh process (gpuwork trace ...)")
+
+
+def _trace_fsdp(plan: TrainPlan) -> TraceResult:
+    """Per-rank peak of an FSDP2 (fully_shard per block + root) step with ``plan.gpus`` fake ranks.
+
+    PyTorch's fake process group runs collectives as no-ops with the right shapes, and its
+    FSDPMemTracker attributes the sharded and gathered tensors (torch.distributed._tools).
+    """
+    import torch
+    import torch.distributed as dist
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    from gpuwork.model import count_params, load_config, spec_for_plan
+
+    if plan.method is Method.QLORA:
+        raise TraceError("sharded QLoRA (FSDP over 4-bit weights) is not traced; use the analytic estimate")
+    started = time.perf_counter()
+    stand_ins = [f"sharding: {plan.sharding} traced as PyTorch FSDP2 fully_shard per block over "
+                 f"{plan.gpus} fake ranks (per-rank numbers)"]
+    spec = spec_for_plan(plan)
+    counts = count_params(spec, plan)
+    config_dict, _ = load_config(plan.model)
+    dist.init_process_group("fake", rank=0, world_size=plan.gpus, store=FakeStore())
+    try:
+        mesh = init_device_mesh("cpu", (plan.gpus,))  # outside fake mode: the mesh reads real ranks
+        # build and apply the method on meta (peft cannot swap fake parameters), then fake them
+        model, task, compute = _build_model(plan, config_dict, stand_ins, device="meta")
+        model = _apply_method(model, plan, spec, task, compute, stand_ins)
+        if plan.grad_checkpointing:
+            model.gradient_checkpointing_enable()
+        model.train()
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        _materialize_fake(model, fake_mode)
+        with fake_mode:
+            prefix = spec.extras["blocks_prefix"]
+            for block in model.get_submodule(prefix if not plan.uses_adapters else "base_model.model." + prefix):
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            optimizer = _optimizer(plan, trainable, stand_ins)
+            batch = _batch(torch, plan, spec, task)
+            autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
+
+            def step() -> None:
+                for _ in range(min(plan.grad_accum, 2)):
+                    with autocast:
+                        loss = model(**batch).loss
+                    loss.backward()
+                    del loss
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+
+            step()  # warm-up: optimizer states exist
+            tracker = FSDPMemTracker(model, optimizer)
+            tracker.track_inputs(tuple(batch.values()))
+            with tracker:
+                step()
+            snapshot = next(iter(tracker.get_tracker_snapshot("peak").values()))
+    except (NotImplementedError, RuntimeError, TypeError, AttributeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TraceError(f"cannot trace {spec.architecture} with sharding '{plan.sharding}': {first[:300]}; "
+                         "use the analytic estimate instead") from None
+    finally:
+        dist.destroy_process_group()
+    breakdown = dict.fromkeys((*CATEGORIES, "sharding_buffers"), 0)
+    for key, value in snapshot.items():
+        name = getattr(key, "value", key)
+        if name == "Total":
+            continue
+        breakdown[_FSDP_CATEGORIES.get(name, "temporaries")] += int(value)
+    return TraceResult(plan=plan, peak_allocated_bytes=int(snapshot["Total"]), breakdown=breakdown,
+                       phase_peaks={}, peak_phase="step", params_total=counts.total,
+                       params_trainable=counts.trainable, stand_ins=tuple(stand_ins),
+                       elapsed_s=time.perf_counter() - started)
 
 
 def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:

@@ -91,7 +91,25 @@ def test_untraceable_model_names_the_problem():
     assert "MixtralForCausalLM" in str(info.value) and "analytic" in str(info.value)
 
 
-def test_sharded_plans_are_not_traced():
+def test_deepspeed_stages_without_parameter_sharding_are_not_traced():
     with pytest.raises(TraceError) as info:
-        trace_memory(TrainPlan(model="tiny-llama", gpus=2, sharding="fsdp"))
+        trace_memory(TrainPlan(model="tiny-llama", gpus=2, sharding="zero2"))
     assert "analytic" in str(info.value)
+
+
+@pytest.mark.parametrize("plan", [
+    TrainPlan(model="tiny-llama", method="full", precision="bf16", batch_size=2, seq_len=256, gpus=4,
+              sharding="fsdp"),
+    TrainPlan(model="tiny-llama", method="lora", precision="bf16", batch_size=2, seq_len=256, gpus=2,
+              sharding="fsdp"),
+    TrainPlan(model="tiny-qwen2", method="full", precision="fp32", batch_size=2, seq_len=256, gpus=2,
+              sharding="fsdp", grad_checkpointing=True),
+], ids=lambda p: f"{p.model}-{p.method}-{p.gpus}gpus")
+def test_fsdp_per_rank_trace_under_a_fake_process_group(plan):
+    traced = trace_memory(plan)
+    assert any("FSDP2" in note for note in traced.stand_ins)
+    assert traced.breakdown["sharding_buffers"] > 0
+    single = trace_memory(plan.replace(gpus=1, sharding="ddp"))
+    assert traced.breakdown["parameters"] < single.breakdown["parameters"]
+    result = compare_with_trace(plan)
+    assert abs(result["error"]) < 0.05, result
