@@ -15,6 +15,13 @@ def trace_memory(plan, **kwargs):
     return _trace(plan, **kwargs)
 
 
+def run_trial(plan, **kwargs):
+    """Measured trial: a real fine-tune on this machine's device. See gpuwork.trial.run_trial."""
+    from gpuwork.trial import run_trial as _run
+
+    return _run(plan, **kwargs)
+
+
 __all__ = [
     "GIB",
     "Attention",
@@ -36,5 +43,6 @@ __all__ = [
     "estimate_memory",
     "get_spec",
     "list_presets",
+    "run_trial",
     "trace_memory",
 ]

@@ -335,7 +335,7 @@ def rebuild_preset_cache(progress: bool = True) -> Path:
         for task in _tasks_for(config):
             spec = build_spec(config, name=name, task=task)
             specs[_cache_key(name, task)] = spec.as_dict()
-            if task is _resolve_task(config, Task.AUTO):
+            if task is resolve_task(config, Task.AUTO):
                 specs[_cache_key(name, Task.AUTO)] = spec.as_dict()
     path = data_dir() / SPEC_CACHE_FILE
     path.write_text(json.dumps({"version": SPEC_VERSION, "specs": specs}, indent=1, sort_keys=True) + "\n")
@@ -356,7 +356,8 @@ def _is_encoder(config: dict[str, Any]) -> bool:
     return config.get("model_type") in _ENCODER_TYPES
 
 
-def _resolve_task(config: dict[str, Any], task: Task) -> Task:
+def resolve_task(config: dict[str, Any], task: Task) -> Task:
+    """The head a plan trains: ``task`` itself, or for "auto" what the config's architectures say."""
     if task is not Task.AUTO:
         return task
     arch = (config.get("architectures") or [""])[0]
@@ -375,7 +376,7 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
     import torch
     import transformers
 
-    task = _resolve_task(config_dict, Task(task))
+    task = resolve_task(config_dict, Task(task))
     model_type = config_dict.get("model_type")
     if model_type not in transformers.CONFIG_MAPPING:
         raise ModelError(f"model_type '{model_type}' of {name} is not known to transformers "
@@ -543,5 +544,6 @@ __all__ = [
     "lora_target_linears",
     "quantized_linears",
     "rebuild_preset_cache",
+    "resolve_task",
     "spec_for_plan",
 ]

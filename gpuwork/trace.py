@@ -268,10 +268,10 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], devic
     import torch
     import transformers
 
-    from gpuwork.model import _resolve_task
+    from gpuwork.model import resolve_task
 
     transformers.logging.set_verbosity_error()
-    task = _resolve_task(config_dict, plan.task)
+    task = resolve_task(config_dict, plan.task)
     compute = _dtype(torch, plan.precision.torch_dtype_name)
     storage_dtype = torch.float32 if plan.precision in (Precision.FP32,) or (
         plan.precision.is_mixed and not plan.uses_adapters) else compute

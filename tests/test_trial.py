@@ -1,0 +1,442 @@
+"""Tests for gpuwork.trial: real tiny fine-tunes on CPU, measured, checkpointed, capped and ramped.
+
+Models are the tiny presets (a few million parameters) at seq 64, batch 2, a few steps each.
+Timings are never asserted (the machine is shared and noisy); counts, flags and exact losses are.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import tempfile
+import weakref
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpuwork.model import count_params, get_spec
+from gpuwork.plan import TrainPlan
+from gpuwork.trial import (
+    CPU_LOSS_RTOL,
+    DATA_WAIT_THRESHOLD,
+    RESUME_STEPS,
+    StepMeasurement,
+    TrialError,
+    TrialRecord,
+    compare,
+    iter_trial,
+    ramp,
+    run_trial,
+    summarize,
+)
+
+PRESET = "tiny-llama"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """One intra-op thread: on a shared 2-core box two OpenMP threads stall each other (30x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def model_ref(tmp_path_factory):
+    """The tiny-llama preset, or an equivalent config.json while the presets are being written."""
+    if Path(__file__).resolve().parent.parent.joinpath("data", "models", f"{PRESET}.json").is_file():
+        return PRESET
+    path = tmp_path_factory.mktemp("model") / "config.json"
+    path.write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 688,
+        "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 32, "num_hidden_layers": 4,
+        "vocab_size": 4096, "max_position_embeddings": 2048, "tie_word_embeddings": False,
+        "rms_norm_eps": 1e-5, "hidden_act": "silu",
+    }))
+    return str(path)
+
+
+def tiny(model_ref: str, **changes) -> TrainPlan:
+    base = dict(model=model_ref, method="full", precision="fp32", seq_len=64, batch_size=2, lora_r=8,
+                lora_alpha=16, trainable_layers=1)
+    base.update(changes)
+    return TrainPlan(**base)
+
+
+def assert_complete(record: TrialRecord, steps: int, warmup: int) -> None:
+    assert record.fits and record.error is None
+    assert len(record.steps) == steps + warmup
+    assert [s.step for s in record.steps] == list(range(1, steps + warmup + 1))
+    assert [s.is_warmup for s in record.steps] == [True] * warmup + [False] * steps
+    assert all(math.isfinite(s.loss) and s.loss > 0 for s in record.steps)
+    assert all(s.step_time_s > 0 and s.tokens_per_s > 0 and math.isfinite(s.grad_norm) for s in record.steps)
+    assert record.summary is not None and record.summary.measured_steps == steps
+    assert record.summary.losses_finite
+
+
+def assert_resumed_exactly(record: TrialRecord) -> None:
+    ck = record.checkpoint
+    assert ck is not None, record
+    assert ck.verified, ck.message
+    assert ck.tensors_equal and ck.tensors_checked > 0
+    assert len(ck.resumed_losses) == RESUME_STEPS
+    assert ck.resumed_losses == ck.uninterrupted_losses  # bit-exact on CPU
+    assert ck.loss_rtol == CPU_LOSS_RTOL == 0.0
+    assert ck.bytes_on_disk == sum(ck.files.values()) > 0
+    assert ck.save_s > 0 and ck.restore_s > 0
+
+
+# -- pure parts ------------------------------------------------------------------------------------------
+
+
+def step(n: int, warm: bool, time_s: float, wait_s: float = 0.0, loss: float = 2.0, memory: int = 100):
+    return StepMeasurement(step=n, is_warmup=warm, loss=loss, step_time_s=time_s, data_wait_s=wait_s, tokens=100,
+                           tokens_per_s=100 / time_s, grad_norm=1.0, learning_rate=1e-3, trial_memory_bytes=memory,
+                           rss_peak_bytes=memory + 1000)
+
+
+def test_summary_excludes_warmup_steps():
+    steps = [step(1, True, 10.0, memory=999), step(2, True, 5.0)] + [step(i, False, t) for i, t in
+                                                                     zip(range(3, 8), [1.0, 2.0, 3.0, 4.0, 100.0], strict=True)]
+    summary = summarize(steps, "CPU")
+    assert summary.measured_steps == 5
+    assert summary.median_step_time_s == 3.0
+    assert summary.p90_step_time_s == pytest.approx(4.0 + 0.6 * 96.0)  # linear interpolation, numpy's default
+    assert summary.min_step_time_s == 1.0
+    assert summary.tokens_per_s == pytest.approx(100 / 3.0)
+    assert summary.peak_trial_memory_bytes == 100  # the warm-up's 999 is not counted
+    assert summary.warmup_mean_step_time_s == 7.5
+    assert summarize(steps[:2]) is None
+
+
+def test_data_wait_verdict():
+    fast = summarize([step(1, False, 1.0, wait_s=0.01), step(2, False, 1.0, wait_s=0.01)], "GPU")
+    slow = summarize([step(1, False, 1.0, wait_s=0.2), step(2, False, 1.0, wait_s=0.2)], "GPU")
+    assert not fast.data_bound and fast.data_wait_fraction == pytest.approx(0.01)
+    assert slow.data_bound and slow.data_wait_fraction > DATA_WAIT_THRESHOLD
+    assert "GPU waits for data" in slow.verdict
+
+
+def test_bad_arguments_are_refused(model_ref):
+    with pytest.raises(TrialError, match="at least one step"):
+        run_trial(tiny(model_ref), steps=0)
+    with pytest.raises(TrialError, match="warmup"):
+        run_trial(tiny(model_ref), warmup=-1)
+
+
+# -- every method, real training on CPU --------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["full", "scratch", "freeze", "lora", "qlora"])
+def test_every_method_trains_measures_and_resumes_exactly(model_ref, method):
+    plan = tiny(model_ref, method=method, precision="bf16-mixed")
+    seen = []
+    record = run_trial(plan, steps=3, warmup=1, callbacks=[seen.append])
+    assert_complete(record, steps=3, warmup=1)
+    assert seen == list(record.steps)
+    assert_resumed_exactly(record)
+    p = record.protocol
+    assert p.precision_used == "fp32" and any("bf16-mixed -> fp32" in s for s in p.substitutions)
+    assert p.tokens_per_step == 128 and record.summary.tokens_per_step == 128
+    expected = count_params(get_spec(model_ref), plan)
+    assert p.params_trainable == expected.trainable
+    assert p.params_total == expected.total
+    weights = "adapter_model.safetensors" if method in ("lora", "qlora") else "model.safetensors"
+    assert weights in record.checkpoint.files
+    assert record.summary.first_loss < 9.0  # ln(4096) = 8.3 at random init
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("optimizer", ["adamw-8bit", "paged-adamw-8bit", "adafactor", "sgd", "lion"])
+def test_every_optimizer_steps_and_its_state_restores(model_ref, optimizer):
+    record = run_trial(tiny(model_ref, method="freeze", optimizer=optimizer), steps=2, warmup=0)
+    assert_complete(record, steps=2, warmup=0)
+    assert_resumed_exactly(record)
+    assert record.protocol.optimizer == optimizer
+    if optimizer == "paged-adamw-8bit":
+        assert any("unpaged" in s for s in record.protocol.substitutions)
+
+
+@pytest.mark.slow
+def test_full_training_lowers_the_loss(model_ref):
+    record = run_trial(tiny(model_ref, method="full"), steps=6, warmup=2, checkpoint=False, lr=1e-3)
+    assert_complete(record, steps=6, warmup=2)
+    losses = [s.loss for s in record.steps]
+    assert min(losses[-3:]) < losses[0]
+    assert record.checkpoint is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["lora", "qlora", "freeze"])
+def test_grad_accumulation_and_checkpointing(model_ref, method):
+    plan = tiny(model_ref, method=method, grad_accum=2, grad_checkpointing=True, lora_targets="all-linear",
+                lora_dropout=0.1)
+    record = run_trial(plan, steps=2, warmup=1)
+    assert_complete(record, steps=2, warmup=1)
+    assert record.protocol.tokens_per_step == 2 * 64 * 2
+    assert all(s.tokens == 256 for s in record.steps)
+    assert record.protocol.grad_checkpointing
+    assert_resumed_exactly(record)  # dropout RNG restored too
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "task", "method"), [("tiny-bert", "auto", "full"),
+                                                     ("tiny-llama", "seq-cls", "lora"),
+                                                     ("tiny-gpt2", "auto", "full")])
+def test_other_heads_and_families(model, task, method):
+    plan = TrainPlan(model=model, task=task, method=method, precision="fp32", seq_len=64, batch_size=2, lora_r=4,
+                     attention="flash")
+    record = run_trial(plan, steps=2, warmup=1)
+    assert_complete(record, steps=2, warmup=1)
+    assert_resumed_exactly(record)  # tiny-gpt2 and tiny-bert have dropout
+    p = record.protocol
+    assert p.task == {"tiny-bert": "masked-lm", "tiny-llama": "seq-cls", "tiny-gpt2": "causal-lm"}[model]
+    assert p.attention_requested == "flash" and p.attention_used in ("sdpa", "eager")
+    assert any(s.startswith("attention flash") for s in p.substitutions)
+
+
+@pytest.mark.slow
+def test_fp32_plan_has_no_precision_substitution_and_eager_attention(model_ref):
+    record = run_trial(tiny(model_ref, attention="eager"), steps=1, warmup=0, checkpoint=False)
+    assert record.protocol.precision_used == "fp32" and record.protocol.substitutions == ()
+    assert record.protocol.attention_used == "eager"
+
+
+@pytest.mark.slow
+def test_local_model_folder_with_weights_is_loaded(model_ref, tmp_path):
+    import transformers
+
+    from gpuwork.model import load_config
+
+    config, _ = load_config(model_ref)
+    torch.manual_seed(7)
+    model = transformers.AutoModelForCausalLM.from_config(transformers.CONFIG_MAPPING["llama"].from_dict(config))
+    model.save_pretrained(str(tmp_path / "weights"))
+    record = run_trial(tiny(str(tmp_path / "weights"), method="lora"), steps=1, warmup=0, checkpoint=False)
+    assert record.fits and record.protocol.weights == str(tmp_path / "weights")
+    scratch = run_trial(tiny(str(tmp_path / "weights"), method="scratch"), steps=1, warmup=0, checkpoint=False)
+    assert scratch.protocol.weights == "random"
+
+
+@pytest.mark.slow
+def test_users_jsonl_data_is_recorded(model_ref, tmp_path):
+    rows = [json.dumps({"text": f"Line {i}: the checkpoint was saved and restored without loss."}) for i in range(40)]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(rows))
+    record = run_trial(tiny(model_ref), steps=2, warmup=0, data=path, checkpoint=False, loader_workers=1)
+    ds = record.protocol.dataset
+    assert ds["name"] == "mine.jsonl" and ds["documents"] == 40 and len(ds["sha256"]) == 64
+    assert record.protocol.tokenizer["kind"] == "bpe-trained" and record.protocol.loader_workers == 1
+    assert record.fits and all(s.data_wait_s >= 0 for s in record.steps)
+
+
+@pytest.mark.slow
+def test_prepared_text_data_is_reused_or_repacked(model_ref):
+    from gpuwork.data import prepare_text_data
+
+    data = prepare_text_data(seq_len=32, vocab_size=4096)
+    state = torch.get_rng_state()
+    same = run_trial(tiny(model_ref, seq_len=32), steps=1, warmup=0, data=data, checkpoint=False)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's RNG is left as it was
+    assert same.protocol.dataset["seq_len"] == 32 and same.protocol.dataset["sha256"] == data.source.sha256
+    longer = run_trial(tiny(model_ref, seq_len=64), steps=1, warmup=0, data=data, checkpoint=False)
+    assert longer.protocol.dataset["seq_len"] == 64 and longer.protocol.tokenizer == data.tokenizer.as_dict()
+
+
+# -- seams: clock, generator -----------------------------------------------------------------------------
+
+
+class TickClock:
+    def __init__(self, tick: float):
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+@pytest.mark.slow
+def test_generator_yields_steps_then_returns_the_record_with_an_injected_clock(model_ref):
+    gen = iter_trial(tiny(model_ref, method="lora"), steps=2, warmup=1, clock=TickClock(0.25), checkpoint=False)
+    yielded = []
+    with pytest.raises(StopIteration) as stop:
+        while True:
+            yielded.append(next(gen))
+    record = stop.value.value
+    assert isinstance(record, TrialRecord) and list(record.steps) == yielded
+    for s in yielded:
+        assert s.step_time_s / 0.25 == pytest.approx(round(s.step_time_s / 0.25))
+        assert s.data_wait_s == pytest.approx(0.25)  # one micro-batch fetch = one tick
+    assert record.summary.data_bound  # with this clock, data wait is a large share of each step
+
+
+# -- out of memory --------------------------------------------------------------------------------------------
+
+
+def oom_above(limit_tokens: int):
+    """A model factory whose forward raises a real torch.OutOfMemoryError above a batch size."""
+    import transformers
+
+    def factory(config, plan):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        forward = model.forward
+
+        def guarded(*args, **kwargs):
+            ids = kwargs["input_ids"]
+            if ids.numel() > limit_tokens:
+                raise torch.OutOfMemoryError(f"simulated: {ids.numel()} tokens > {limit_tokens}")
+            return forward(*args, **kwargs)
+
+        model.forward = guarded
+        return model
+
+    return factory
+
+
+@pytest.mark.slow
+def test_memory_cap_gives_fits_false_and_the_process_goes_on(model_ref):
+    failed = run_trial(tiny(model_ref, method="full"), steps=2, warmup=1, memory_cap_bytes=1)
+    assert not failed.fits
+    assert "memory cap exceeded" in failed.error and "OutOfMemoryError" in failed.error
+    assert failed.peak_trial_memory_bytes > 1
+    assert failed.checkpoint is None and failed.summary is None
+    ok = run_trial(tiny(model_ref, method="lora"), steps=1, warmup=0, checkpoint=False)
+    assert ok.fits and ok.summary.measured_steps == 1
+
+
+@pytest.mark.slow
+def test_a_real_out_of_memory_error_in_a_step_is_recorded(model_ref):
+    plan = tiny(model_ref, batch_size=4)
+    record = run_trial(plan, steps=2, warmup=1, model_factory=oom_above(128))
+    assert not record.fits and record.steps == () and "simulated" in record.error
+    fine = run_trial(tiny(model_ref, batch_size=2), steps=1, warmup=0, model_factory=oom_above(128))
+    assert fine.fits
+    assert_resumed_exactly(fine)  # the factory is called again for the restore
+
+
+@pytest.mark.slow
+def test_ramp_finds_the_limit_exactly_with_a_simulated_device(model_ref):
+    result = ramp(tiny(model_ref, batch_size=1, seq_len=32), max_seq_len=256, steps=1, warmup=0,
+                  model_factory=oom_above(4 * 64))
+    assert result.max_batch_size == 8  # 8 x 32 = 256 fits, 16 x 32 does not
+    assert result.max_seq_len == 32 and result.seq_limited_by == "out of memory"
+    assert result.batch_limited_by == "out of memory"
+    assert [(p.batch_size, p.seq_len, p.fits) for p in result.probes] == [
+        (1, 32, True), (2, 32, True), (4, 32, True), (8, 32, True), (16, 32, False), (8, 64, False)]
+    down = ramp(tiny(model_ref, batch_size=16, seq_len=32), max_seq_len=32, steps=1, warmup=0,
+                model_factory=oom_above(4 * 32))
+    assert down.max_batch_size == 4 and [p.batch_size for p in down.probes] == [16, 8, 4]
+    none = ramp(tiny(model_ref, batch_size=2, seq_len=32), steps=1, warmup=0, model_factory=oom_above(1))
+    assert none.max_batch_size is None and none.batch_limited_by == "nothing fit"
+
+
+@pytest.mark.slow
+def test_ramp_under_a_memory_cap(model_ref):
+    probe = run_trial(tiny(model_ref, batch_size=1), steps=1, warmup=1, checkpoint=False)
+    cap = probe.summary.peak_trial_memory_bytes + 48 * 2**20
+    result = ramp(tiny(model_ref, batch_size=1), max_batch_size=64, max_seq_len=512, steps=1, warmup=0,
+                  memory_cap_bytes=cap)
+    assert result.max_batch_size is not None and result.max_batch_size >= 1
+    assert any(not p.fits for p in result.probes)
+    for p in result.probes:
+        if not p.fits:
+            assert "memory cap" in p.error
+            assert p.peak_trial_memory_bytes > cap
+
+
+# -- records: JSON, files, comparison ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def written(model_ref, tmp_path_factory):
+    out = tmp_path_factory.mktemp("trials")
+    record = run_trial(tiny(model_ref, method="lora"), steps=2, warmup=1, out_dir=out)
+    return record, out
+
+
+@pytest.mark.slow
+def test_record_json_round_trips(written, tmp_path):
+    record, _ = written
+    path = tmp_path / "record.json"
+    record.to_json(path)
+    again = TrialRecord.from_json(path)
+    assert again == record
+    assert TrialRecord.from_json(record.to_json()) == record
+    assert again.plan == record.plan
+    env = again.environment
+    assert env.device == "cpu" and env.torch == torch.__version__ and env.ram_total_bytes > 0
+    assert env.cpu_logical_cores >= 1 and env.peft and env.transformers and env.bitsandbytes
+
+
+@pytest.mark.slow
+def test_out_dir_holds_the_record_and_checkpoint_and_nothing_else(written):
+    record, out = written
+    names = sorted(p.name for p in out.iterdir())
+    stem = Path(record.saved_to).stem
+    assert names == [f"{stem}-checkpoint", f"{stem}.json"]
+    assert stem.startswith("trial-tiny-llama-lora-") or stem.startswith("trial-config-lora-")
+    assert TrialRecord.from_json(record.saved_to) == record
+    assert record.checkpoint.path == str(out / f"{stem}-checkpoint")
+    assert sorted(record.checkpoint.files) == sorted(p.name for p in (out / f"{stem}-checkpoint").iterdir())
+
+
+@pytest.mark.slow
+def test_without_out_dir_nothing_is_left_behind(model_ref, tmp_path, monkeypatch):
+    work, temp = tmp_path / "cwd", tmp_path / "tmp"
+    work.mkdir()
+    temp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # a private temp root: other runs may share /tmp
+    seen = []
+    record = run_trial(tiny(model_ref, method="qlora"), steps=1, warmup=0,
+                       callbacks=[lambda m: seen.extend(p.name for p in temp.iterdir())])
+    assert any(name.startswith("gpuwork-trial-") for name in seen)  # the scratch dir existed during the run
+    assert record.fits and record.checkpoint.verified and record.checkpoint.path is None
+    assert record.saved_to is None
+    assert not list(temp.glob("gpuwork-trial-*")) and list(work.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_compare_rows(written, model_ref):
+    record, _ = written
+    failed = run_trial(tiny(model_ref), steps=1, warmup=0, memory_cap_bytes=1)
+    rows = compare([record, failed], price_per_hour=2.0)
+    assert [r["fits"] for r in rows] == [True, False]
+    assert rows[0].keys() == rows[1].keys()
+    row = rows[0]
+    assert row["tokens_per_s"] == record.summary.tokens_per_s
+    assert row["cost_per_1m_tokens"] == pytest.approx(2.0 / 3600 * 1e6 / record.summary.tokens_per_s)
+    assert rows[1]["cost_per_1m_tokens"] is None and rows[1]["median_step_time_s"] is None
+    assert compare([record], None)[0]["cost_per_1m_tokens"] is None
+    assert compare([record, failed], [1.0, None])[0]["price_per_hour"] == 1.0
+    with pytest.raises(TrialError, match="one per record"):
+        compare([record, failed], [1.0])
+
+
+@pytest.mark.slow
+def test_models_are_freed_the_restore_never_holds_two_and_oom_releases(model_ref):
+    import transformers
+
+    refs: list[weakref.ref] = []
+    alive_at_build: list[int] = []
+
+    def factory(config, plan):
+        gc.collect()
+        alive_at_build.append(sum(r() is not None for r in refs))
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        refs.append(weakref.ref(model))
+        return model
+
+    record = run_trial(tiny(model_ref), steps=1, warmup=0, model_factory=factory)
+    assert record.checkpoint.verified
+    assert alive_at_build == [0, 0]  # the original was gone before the fresh model was built
+    gc.collect()
+    assert all(r() is None for r in refs)
+    failed = run_trial(tiny(model_ref), steps=1, warmup=0, model_factory=factory, memory_cap_bytes=1)
+    assert not failed.fits
+    gc.collect()
+    assert all(r() is None for r in refs)  # out of memory: everything released, nothing kept alive
