@@ -6,15 +6,22 @@ tensors (shapes and dtypes only: no memory, no GPU, no weights). A dispatch-mode
 the bytes of every live tensor storage and keeps the peak with its breakdown by category.
 
 What is real and what stands in (reported in ``TraceResult.stand_ins``):
-- bitsandbytes 4-bit weights cannot wrap fake tensors: QLoRA traces a stand-in linear that stores
-  the same packed uint8 weight and absmax tensors and reproduces bnb 0.50's ``MatMul4Bit``
-  (no saved input; a dequantized weight as a transient in backward).
+- bitsandbytes 0.50 registers its 4-bit ops with torch.library and they do run on fake tensors
+  (``torch.ops.bitsandbytes.dequantize_4bit`` has a fake kernel), but its ``Params4bit`` tensor
+  subclass cannot wrap a FakeTensor ("raw Tensor object is already associated to a python object
+  of type FakeTensor"). So QLoRA traces a stand-in linear that stores the same packed uint8 weight
+  and absmax tensors and reproduces bnb 0.50's ``MatMul4Bit`` (no saved input; a dequantized
+  weight as a transient in backward).
 - bitsandbytes optimizers (8-bit AdamW, Lion) run fused C kernels: a stand-in allocates the same
   state tensors and steps without temporaries, as the fused kernels do.
 - Fake tensors live on the CPU device: autocast (mixed precision) follows PyTorch's CPU autocast
   op lists, which keep a few more ops in fp32 than CUDA's.
-Limitations: one process (no sharding); CUDA caching-allocator rounding and workspaces are not
-traced (the estimator adds them for reserved and device totals).
+- FSDP / ZeRO-3 plans are traced per rank: FSDP2 ``fully_shard`` per block and root over a fake
+  process group of ``plan.gpus`` ranks, measured by PyTorch's FSDPMemTracker.
+Limitations: ZeRO-1/2 (DeepSpeed) are not traced; CUDA caching-allocator rounding and workspaces
+are not traced (the estimator adds them for reserved and device totals); SDPA with attention
+dropout > 0 takes the math kernel on CPU (an s x s matrix that CUDA's flash kernel never stores):
+trace such models with attention="eager" for a like-for-like comparison.
 
 Example:
     >>> result = trace_memory(TrainPlan(model="tiny-llama", method="full", precision="fp32"))
