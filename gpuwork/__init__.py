@@ -1,9 +1,14 @@
 """gpuwork: size a fine-tuning run before renting a GPU — memory, time, disk, cost, measured trials."""
 
+from gpuwork.compute import TimeEstimate, estimate_time
 from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError, TraceError
 from gpuwork.memory import GIB, MemoryEstimate, estimate_memory
 from gpuwork.model import ModelSpec, ParamCounts, count_params, get_spec, list_presets
+from gpuwork.offers import OfferResult, evaluate_offers
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
+from gpuwork.profiles import ProfileMatch, match_profile
+from gpuwork.request import RentalRequest, rental_request
+from gpuwork.storage import DiskPlan, estimate_disk
 
 __version__ = "0.1.0"
 
@@ -39,8 +44,18 @@ __all__ = [
     "Task",
     "TraceError",
     "TrainPlan",
+    "DiskPlan",
+    "OfferResult",
+    "ProfileMatch",
+    "RentalRequest",
+    "TimeEstimate",
     "count_params",
+    "estimate_disk",
     "estimate_memory",
+    "estimate_time",
+    "evaluate_offers",
+    "match_profile",
+    "rental_request",
     "get_spec",
     "list_presets",
     "run_trial",

@@ -15,6 +15,11 @@ Limitations:
     `GpuSpec.memory_bytes` is the vendor's marketed "GB" x 1e9. Vendors' memory GB are binary in
     practice (an "80 GB" H100 reports 81,559 MiB = 85.5e9 bytes in nvidia-smi), so this is a
     conservative lower bound on what the driver reports, not the usable capacity.
+    `GpuSpec.memory_total_bytes` is what the driver reports as the card's total (nvidia-smi
+    "Total", rocm-smi "VRAM Total Memory"), from the optional `memory_total_mib` column: public
+    nvidia-smi/rocm-smi outputs, with ECC in the state cloud GPUs ship in. Where no public output
+    was found the column holds `memory_gb x 1024` and `memory_total_source` says "estimated".
+    What a training run can use is that total minus the CUDA context (see `gpuwork.memory`).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from gpuwork.errors import CatalogError
 __all__ = [
     "GB",
     "GPUS_CSV_COLUMNS",
+    "GPUS_CSV_OPTIONAL_COLUMNS",
+    "MIB",
     "OFFERS_CSV_COLUMNS",
     "GpuClass",
     "GpuSpec",
@@ -54,6 +61,7 @@ __all__ = [
 ]
 
 GB = 10**9  # vendor (decimal) gigabyte: the unit of memory_gb in gpus.csv and of min_vram_gb
+MIB = 2**20  # nvidia-smi's "MiB": the unit of memory_total_mib in gpus.csv
 _TERA = 1e12  # TFLOPS -> FLOP/s
 
 # PCIe x16 bandwidth per direction in GB/s, by generation: gpu_facts.md §1a [S3]
@@ -110,6 +118,11 @@ GPUS_CSV_COLUMNS = (
     "link", "link_bw_gbs_unidir", "pcie_gen", "compute_capability", "tdp_w", "status", "source",
     "notes",
 )  # fmt: skip
+# Read when present, so older or hand-written gpus.csv files still load:
+# memory_total_mib: the total the driver reports (nvidia-smi "Total" in MiB; AMD: rocm-smi bytes / 2**20)
+# memory_total_source: where that number comes from: nvidia-smi | rocm-smi | estimated
+GPUS_CSV_OPTIONAL_COLUMNS = ("memory_total_mib", "memory_total_source")
+_MEMORY_TOTAL_SOURCES = ("nvidia-smi", "rocm-smi", "estimated")
 OFFERS_CSV_COLUMNS = (
     "offer_id", "provider", "gpu_id", "gpus_per_node", "link", "network", "mode", "region",
     "price_per_gpu_hour_usd", "min_rental_hours", "as_of", "note",
@@ -170,11 +183,23 @@ class GpuSpec:
     status: str  # V vendor-confirmed / D derived / S secondary (gpu_facts.md tags)
     sources: tuple[str, ...]  # source ids in gpu_facts.md, e.g. ("S5", "S4")
     notes: str = ""
+    memory_total_mib: float | None = None  # driver-reported total (nvidia-smi MiB); None = unknown
+    memory_total_source: str = "estimated"  # nvidia-smi | rocm-smi | estimated
 
     @property
     def memory_gb(self) -> float:
         """Marketed memory in vendor GB (for display)."""
         return self.memory_bytes / GB
+
+    @property
+    def memory_total_bytes(self) -> int:
+        """Total memory as the driver reports it (nvidia-smi "Total"), in bytes.
+
+        Falls back to `memory_gb x 1024 MiB` (the marketed GB read as GiB) when the catalog has no
+        reported figure; `memory_total_source` then says "estimated".
+        """
+        mib = self.memory_total_mib if self.memory_total_mib is not None else self.memory_bytes / GB * 1024
+        return round(mib * MIB)
 
     @property
     def pcie_bw_bytes_s(self) -> float:
@@ -317,11 +342,12 @@ def _advice(field: str, value: str, enum: type[StrEnum]) -> str:
     return "use one of the values listed, spelled exactly"
 
 
-def _read_rows(path: Path, columns: tuple[str, ...]) -> Iterator[_Row]:
+def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> Iterator[_Row]:
     """Yield the non-blank data rows of a CSV file, after checking its header.
 
     Line numbers are 1-based as in a text editor (header = line 1). Columns not in `columns`
-    are ignored; every column in `columns` must be present.
+    or `optional` are ignored; every column in `columns` must be present; an `optional` column
+    that is absent reads as empty.
     """
     name = path.name
     try:
@@ -372,7 +398,9 @@ def _read_rows(path: Path, columns: tuple[str, ...]) -> Iterator[_Row]:
                 f"{len(header)} columns (quote values that contain commas, and "
                 "leave optional values empty rather than dropping them)"
             )
-        values = {h: cell.strip() for h, cell in zip(header, raw, strict=True) if h in columns}
+        values = {h: cell.strip() for h, cell in zip(header, raw, strict=True) if h in columns or h in optional}
+        for column in optional:
+            values.setdefault(column, "")
         yield _Row(name, line, values)
 
 
@@ -410,6 +438,8 @@ def _parse_gpu(row: _Row) -> GpuSpec:
     sources = tuple(s.strip() for s in row.text("source", "'S5;S4'").split(";") if s.strip())
     if not sources:
         raise row.fail("source", "names no source (list source ids separated by ';', e.g. 'S5;S4')")
+    memory_gb = _req(row.number("memory_gb", "in vendor GB, e.g. 80"))
+    total_mib, total_source = _memory_total(row, memory_gb)
     return GpuSpec(
         gpu_id=gpu_id,
         display_name=row.text("display_name", "'H100 SXM'"),
@@ -417,7 +447,7 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         architecture=row.text("architecture", "'Hopper GH100'"),
         gpu_class=row.choice("class", GpuClass),
         form_factor=row.text("form_factor", "'SXM5 (HGX)'"),
-        memory_bytes=round(_req(row.number("memory_gb", "in vendor GB, e.g. 80")) * GB),
+        memory_bytes=round(memory_gb * GB),
         mem_bw_bytes_s=_req(row.number("mem_bw_gbs", "in GB/s, e.g. 3350")) * GB,
         bf16_dense_flops=_req(row.number("bf16_dense_tflops", "in dense TFLOPS, e.g. 989")) * _TERA,
         fp16_dense_flops=_req(
@@ -439,7 +469,27 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         status=status,
         sources=sources,
         notes=row.text("notes", "", optional=True),
+        memory_total_mib=total_mib,
+        memory_total_source=total_source,
     )
+
+
+def _memory_total(row: _Row, memory_gb: float) -> tuple[float | None, str]:
+    """The optional driver-reported total (MiB) and where it comes from; checked against memory_gb."""
+    mib = row.number("memory_total_mib", "in MiB as nvidia-smi prints it, e.g. 81559", optional=True)
+    source = row.values.get("memory_total_source", "") or ("estimated" if mib is None else "")
+    if source not in _MEMORY_TOTAL_SOURCES:
+        raise row.fail("memory_total_source", f"{source!r} is not one of {', '.join(_MEMORY_TOTAL_SOURCES)} "
+                       "(say which tool printed memory_total_mib, or 'estimated' for memory_gb x 1024)")
+    if mib is None:
+        return None, "estimated"
+    # A reported total lies between ~0.85x the marketed GB (ECC reserve on GDDR cards, e.g. A10:
+    # 23,028 MiB for "24 GB") and the marketed GB read as GiB (+ a little: 3090 reports 24,576).
+    low, high = 0.85 * memory_gb * GB / MIB, 1.05 * memory_gb * 1024
+    if not low <= mib <= high:
+        raise row.fail("memory_total_mib", f"{mib:g} MiB does not fit memory_gb={memory_gb:g} (expected "
+                       f"{low:,.0f}-{high:,.0f} MiB; give MiB as nvidia-smi prints them, not GB)")
+    return mib, source
 
 
 def _req(value: float | None) -> float:
@@ -455,7 +505,7 @@ def _parse_gpus(path: Path) -> dict[str, GpuSpec]:
     gpus: dict[str, GpuSpec] = {}
     lines: dict[str, int] = {}
     key_owner: dict[str, str] = {}
-    for row in _read_rows(path, GPUS_CSV_COLUMNS):
+    for row in _read_rows(path, GPUS_CSV_COLUMNS, GPUS_CSV_OPTIONAL_COLUMNS):
         gpu = _parse_gpu(row)
         if gpu.gpu_id in gpus:
             raise row.fail(

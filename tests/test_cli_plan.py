@@ -1,0 +1,119 @@
+"""Tests for gpuwork.cli_plan: the plan / offers / request subcommands, their JSON, filters and errors."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwork.catalog import OFFERS_CSV_COLUMNS
+from gpuwork.cli import _Parser
+from gpuwork.cli_plan import main, register, size_bytes, token_count
+
+BUNDLED = Path(__file__).resolve().parent.parent / "data"
+LORA_8B = ["--model", "llama-3.1-8b", "--method", "lora"]
+
+
+def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_register_adds_the_three_subcommands_to_a_gpuwork_parser():
+    parser = _Parser(prog="gpuwork")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    register(sub)
+    assert {"plan", "offers", "request"} <= set(sub.choices)
+    args = parser.parse_args(["offers", *LORA_8B, "--mode", "reserved", "--sort", "time", "--min-vram", "48"])
+    assert args.mode == ["reserved"] and args.sort == "time" and args.min_vram == 48
+
+
+def test_size_and_count_arguments():
+    assert size_bytes("200GB") == 200 * 10**9
+    assert size_bytes("1.5 TB") == 1_500 * 10**9
+    assert size_bytes("500MiB") == 500 * 2**20
+    assert size_bytes("2e11") == 200 * 10**9
+    assert token_count("50B") == 50 * 10**9 and token_count("100M") == 10**8 and token_count("5e9") == 5 * 10**9
+    with pytest.raises(argparse.ArgumentTypeError, match="not a size"):
+        size_bytes("lots")
+    with pytest.raises(argparse.ArgumentTypeError, match="not a token count"):
+        token_count("50 tokens")
+
+
+def test_plan_report_and_json(capsys):
+    rc, out, err = _run(capsys, ["plan", *LORA_8B, "--method", "qlora", "--seq-len", "2048"])
+    assert rc == 0
+    for section in ("memory per GPU", 'profile 01 "LoRA/QLoRA and a short check"', "time on 1 x L40S",
+                    "FLOPs per token", "communication:", "data:", "disk:", "cheapest fitting offers"):
+        assert section in out
+    rc, out, err = _run(capsys, ["plan", *LORA_8B, "--dataset-bytes", "200GB", "--json", "--mfu", "0.3"])
+    data = json.loads(out)
+    assert data["plan"]["dataset_bytes"] == 200 * 10**9
+    assert data["plan"]["dataset_tokens"] == 50 * 10**9  # 200 GB / 4 B per token, said on stderr
+    assert "dataset_tokens = 50,000,000,000" in err
+    assert data["profile"]["profile"]["profile_id"] == "02"
+    assert data["time"]["mfu"]["value"] == 0.3 and data["time"]["mfu"]["source"] == "argument"
+    assert data["disk"]["recommended_bytes"] > 400 * 10**9 and len(data["offers"]) == 5
+
+
+def test_offers_table_filters_and_json(capsys):
+    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--method", "qlora", "--mode", "on-demand", "--max-price", "1.5",
+                               "--limit", "3"])
+    assert rc == 0
+    lines = out.splitlines()
+    assert "sorted by cost" in lines[0] and lines[1].startswith("offer")
+    assert len(lines) == 5 and all("on-demand" in line for line in lines[2:])
+    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--class", "consumer", "--json", "--all"])
+    rows = json.loads(out)
+    assert rows and all(r["gpu_id"].startswith("rtx") for r in rows)
+    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--sort", "deadline", "--deadline-hours", "2", "--json"])
+    rows = json.loads(out)
+    flags = [r["meets_deadline"] for r in rows if r["fits"]]
+    assert flags == sorted(flags, reverse=True)  # offers meeting the deadline first
+
+
+def test_offers_from_a_catalog_file(capsys, tmp_path):
+    with open(BUNDLED / "catalog.csv", encoding="utf-8", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["gpu_id"] in ("l40s", "h100_sxm")][:3]
+    path = tmp_path / "mine.csv"
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(OFFERS_CSV_COLUMNS))
+        writer.writeheader()
+        writer.writerows(rows)
+    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--catalog", str(path), "--json", "--all"])
+    assert rc == 0 and {r["offer_id"] for r in json.loads(out)} == {r["offer_id"] for r in rows}
+
+
+def test_request_text_and_json(capsys):
+    argv = ["request", *LORA_8B, "--dataset-bytes", "200GB", "--rent-days", "30"]
+    rc, out, _ = _run(capsys, [*argv, "--lang", "ru"])
+    assert rc == 0 and out.splitlines()[0] == (
+        "Дообучение, LoRA-адаптеры, контекст и батч в конфиге; датасет 200 ГБ, нужно место под чекпойнты; "
+        "срок — месяц; требуется тест времени шага")
+    rc, out, _ = _run(capsys, [*argv, "--format", "json", "--start-date", "2026-12-01", "--budget", "5000"])
+    data = json.loads(out)
+    assert data["lang"] == "en" and data["rent_period_days"] == 30 and data["start_date"] == "2026-12-01"
+    assert data["summary"].startswith("Fine-tuning, LoRA adapters, context and batch size in the config")
+    rc, out, _ = _run(capsys, [*argv, "--explicit-context", "--no-trial"])
+    assert "context 2,048 tokens, batch 1" in out and "no step-time test needed" in out
+
+
+def test_errors_are_one_line_with_status_2(capsys):
+    rc, out, err = _run(capsys, ["offers", "--model", "no-such-model"])
+    assert rc == 2 and out == "" and err.startswith("gpuwork: error: unknown model 'no-such-model'")
+    assert len(err.strip().splitlines()) == 1
+    rc, _, err = _run(capsys, ["offers", *LORA_8B, "--mode", "spot"])
+    assert rc == 2 and "use 'interruptible'" in err
+    rc, _, err = _run(capsys, ["offers", *LORA_8B, "--sort", "deadline"])
+    assert rc == 2 and "--deadline-hours" in err
+    rc, _, err = _run(capsys, ["plan", *LORA_8B, "--mfu", "3"])
+    assert rc == 2 and "mfu=3.0" in err
+    with pytest.raises(SystemExit) as info:  # argparse type errors exit 2 in one line too
+        main(["request", *LORA_8B, "--dataset-bytes", "20x"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "not a size" in err

@@ -1,0 +1,291 @@
+"""Tests for gpuwork.compute: FLOPs per token, peaks and MFU, step time, communication, data feed,
+total time, and the accuracy table against published throughputs. Numbers are worked by hand in
+the comments (the FLOP convention is the module docstring's: 2/2/2 per weight, torchtitan attention)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from gpuwork.catalog import get_gpu
+from gpuwork.compute import (
+    COMM_OVERLAP_FRACTION,
+    DISK_WRITE_BYTES_S,
+    LINK_EFFICIENCY,
+    LOADER_WORKER_TOKENS_S,
+    MEM_BW_EFFICIENCY,
+    QLORA_THROUGHPUT_FACTOR,
+    TIME_MARGIN,
+    V100_SXM2_16GB,
+    batch_factor,
+    default_mfu,
+    estimate_time,
+    flops_per_token,
+    matmul_params,
+    mfu_table,
+    peak_flops,
+    time_accuracy_markdown,
+    time_accuracy_rows,
+    time_cases,
+)
+from gpuwork.errors import CatalogError, PlanError
+from gpuwork.model import count_params, get_spec
+from gpuwork.plan import Precision, TrainPlan
+from gpuwork.storage import checkpoint_bytes
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+# Llama-3.1-8B (data/model_specs.json): 8,030,261,248 params; token embedding 128,256 x 4096 =
+# 525,336,576; untied lm_head of the same size; 32 layers x 32 heads x 128 head dim.
+N_8B = 8_030_261_248 - 525_336_576  # = 7,504,924,672 weights that multiply activations
+ATTN_8B_2048 = 12 * 32 * 32 * 128 * 2048  # = 3,221,225,472 (torchtitan 12·L·H·Q·T)
+ADAPTER_8B_R16_QV = 32 * 16 * ((4096 + 4096) + (4096 + 1024))  # q: 4096->4096, v: 4096->1024 (GQA) = 6,815,744
+
+
+def test_matmul_params_excludes_embeddings_and_counts_tied_heads():
+    assert matmul_params(get_spec("llama-3.1-8b")) == N_8B == 7_504_924_672
+    # Qwen2.5-0.5B ties lm_head to the embedding: the table is a lookup, the head is a matmul -> N = total
+    qwen = get_spec("qwen2.5-0.5b")
+    assert qwen.tie_embeddings
+    assert matmul_params(qwen) == qwen.params_total - qwen.params_embedding + qwen.vocab_size * qwen.hidden_size
+    # Mixtral: only the 2 routed experts of 8 count (active params 12,879,925,248; embeddings 131,072,000)
+    assert matmul_params(get_spec("mixtral-8x7b")) == 12_879_925_248 - 131_072_000
+
+
+def test_flops_full_update_worked_example():
+    f = flops_per_token(TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048))
+    assert f.weights == N_8B
+    assert f.forward == f.backward_input == f.backward_weight == 2 * N_8B
+    assert f.attention == ATTN_8B_2048
+    # 6N + attention = 45,029,548,032 + 3,221,225,472 = 48,250,773,504
+    assert f.total == f.model == 6 * N_8B + ATTN_8B_2048 == 48_250_773_504
+    assert f.recompute == 0
+
+
+def test_flops_lora_is_4n_plus_adapters():
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
+    assert count_params(get_spec("llama-3.1-8b"), plan).adapter == ADAPTER_8B_R16_QV == 6_815_744
+    f = flops_per_token(plan)
+    # forward 2(N+a) + input grads 2(N+a) + adapter weight grads 2a + attention
+    # = 2*7,511,740,416*2 + 13,631,488 + 3,221,225,472 = 33,281,818,624
+    assert f.backward_weight == 2 * ADAPTER_8B_R16_QV
+    assert f.total == 4 * (N_8B + ADAPTER_8B_R16_QV) + 2 * ADAPTER_8B_R16_QV + ATTN_8B_2048 == 33_281_818_624
+    # ≈ 4N: the NeMo convention (gpu_facts §3b), well below 6N
+    assert f.total / (6 * N_8B + ATTN_8B_2048) == pytest.approx(0.69, abs=0.01)
+    # QLoRA counts the same FLOPs; its slowness is in the MFU
+    assert flops_per_token(plan.replace(method="qlora")).total == f.total
+
+
+def test_flops_gradient_checkpointing_recomputes_the_blocks():
+    plan = TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048, grad_checkpointing=True)
+    f = flops_per_token(plan)
+    blocks = N_8B - 525_336_576  # lm_head is not inside a checkpointed block: 6,979,588,096
+    # +2 x blocks + attention forward 4·L·H·Q·T = 13,959,176,192 + 1,073,741,824
+    assert f.recompute == 2 * blocks + 4 * 32 * 32 * 128 * 2048 == 15_032_918_016
+    assert f.total == 48_250_773_504 + 15_032_918_016
+    assert f.model == 48_250_773_504  # model FLOPs (for MFU) leave recompute out
+    assert "recompute" in f.convention
+
+
+def test_flops_freeze_stops_backward_below_the_trained_blocks():
+    plan = TrainPlan(model="llama-3.1-8b", method="freeze", trainable_layers=2, seq_len=2048)
+    spec = get_spec("llama-3.1-8b")
+    trainable = count_params(spec, plan).trainable
+    f = flops_per_token(plan)
+    head = 525_336_576
+    path = head + (N_8B - head) * 2 // 32  # lm_head + 2 of 32 blocks = 525,336,576 + 436,224,256
+    assert f.forward == 2 * N_8B
+    assert f.backward_input == 2 * path
+    assert f.backward_weight == 2 * trainable
+    # attention: forward in all 32 layers (4·L·H·Q·T), backward (8·H·Q·T) only in the 2 trained ones
+    assert f.attention == 4 * 32 * 32 * 128 * 2048 + 8 * 2 * 32 * 128 * 2048
+    assert f.total < flops_per_token(plan.replace(method="full")).total
+
+
+def test_peaks_follow_the_compute_dtype():
+    h100 = get_gpu("h100_sxm")
+    assert peak_flops(h100, Precision.BF16_MIXED) == (989e12, "BF16 tensor, dense, FP32 accumulate")
+    assert peak_flops(get_gpu("rtx4090"), Precision.FP16)[0] == 165.2e12  # FP32-accumulate rate
+    value, label = peak_flops(h100, Precision.FP32)
+    assert value == 67e12 and "TF32 off" in label  # non-tensor FP32: PyTorch's default for fp32 matmuls
+
+
+def test_mfu_table_and_defaults():
+    rows = mfu_table()
+    assert {r.method_group for r in rows} == {"full", "lora", "fp32", "full-single", "lora-single"}
+    assert all(0 < r.low <= r.mfu <= r.high <= 1 and r.basis for r in rows)
+    # batch factor, A100 BF16 (k = 300) at 512 tokens: (512/812) / (4096/4396) = 0.6305 / 0.9318 = 0.677
+    assert batch_factor(512) == pytest.approx(0.6767, abs=1e-4)
+    assert batch_factor(4096) == 1.0 and batch_factor(100_000) == 1.0
+    # H100 full on 8 GPUs (FSDP), 2048 tokens: k = 300 x 989/312 = 951; (2048/2999)/(4096/5047) = 0.8415;
+    # 0.38 x 0.8415 = 0.320
+    eight = dict(gpus=8, sharding="fsdp")
+    choice = default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048, **eight), get_gpu("h100_sxm"))
+    assert choice.table_value == 0.38 and choice.source == "default"
+    assert choice.value == pytest.approx(0.38 * 0.8415, abs=1e-3)
+    # A100 full at >= 4096 tokens per micro-batch: the table value as it is
+    assert default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=4096, **eight),
+                       get_gpu("a100_80_sxm")).value == 0.45
+    # one GPU: the Hugging Face loop rows (0.25 full, 0.30 LoRA)
+    assert default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=4096),
+                       get_gpu("a100_80_sxm")).value == 0.25
+    # QLoRA = LoRA x 0.78 (torchtune)
+    lora = default_mfu(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096), get_gpu("a100_80_sxm"))
+    qlora = default_mfu(TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096), get_gpu("a100_80_sxm"))
+    assert lora.value == 0.30 and qlora.value == pytest.approx(0.30 * QLORA_THROUGHPUT_FACTOR)
+    # fp32 plans use the fp32 row whatever the GPU
+    assert default_mfu(TrainPlan(model="gpt2", method="full", precision="fp32", seq_len=4096),
+                       get_gpu("l40s")).table_value == 0.50
+
+
+def test_step_time_worked_example():
+    """Llama-3.1-8B LoRA, seq 2048, 1 x H100 SXM, MFU 0.5 given."""
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
+    est = estimate_time(plan, "h100_sxm", mfu=0.5)
+    # compute: 33,281,818,624 FLOPs x 2048 tokens / (989e12 x 0.5) = 6.8161e13 / 4.945e14 = 0.13784 s
+    assert est.compute_s == pytest.approx(33_281_818_624 * 2048 / (989e12 * 0.5))
+    assert est.compute_s == pytest.approx(0.13784, abs=1e-5)
+    # optimizer: fp32 adapters (4 B) with AdamW states 2 x 4 B: traffic 3x4a + 2x8a = 28a bytes
+    # = 28 x 6,815,744 = 190,840,832 B over 3350 GB/s x 0.8 = 7.12e-5 s
+    assert est.optimizer_s == pytest.approx(28 * ADAPTER_8B_R16_QV / (3350e9 * MEM_BW_EFFICIENCY))
+    assert est.comm.comm_s == 0 and est.comm.verdict.startswith("single GPU")
+    assert est.step_time_s == pytest.approx(est.compute_s + est.optimizer_s)
+    # the run: 100 M tokens / 2048 per step -> 48,829 steps; eval 5 %; 97 checkpoints of 81,788,928 B
+    assert est.steps == math.ceil(100_000_000 / 2048) == 48_829
+    assert est.train_s == pytest.approx(48_829 * est.step_time_s)
+    assert est.eval_s == pytest.approx(0.05 * est.train_s)
+    assert est.checkpoints == 48_829 // 500 == 97
+    assert est.checkpoint_bytes == checkpoint_bytes(plan) == 12 * ADAPTER_8B_R16_QV  # 4 B weights + 8 B AdamW
+    assert est.checkpoint_s == pytest.approx(97 * 12 * ADAPTER_8B_R16_QV / DISK_WRITE_BYTES_S)
+    assert est.total_s == pytest.approx((est.train_s + est.eval_s + est.checkpoint_s) * (1 + TIME_MARGIN))
+    assert est.tokens_per_s == pytest.approx(2048 / est.step_time_s)
+    assert est.mfu.source == "argument"
+    assert set(est.as_dict()) >= {"step_time_s", "total_s", "comm", "data", "mfu", "flops_per_token"}
+
+
+def test_time_ignores_fields_it_must_not_read():
+    plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=1024, batch_size=2)
+    base = estimate_time(plan, "l40s")
+    other = estimate_time(plan.replace(dataset_bytes=123_456_789, checkpoints_kept=7), "l40s")
+    assert other.step_time_s == base.step_time_s and other.total_s == base.total_s
+    # epochs scale the run, not the step
+    twice = estimate_time(plan.replace(epochs=2), "l40s")
+    assert twice.step_time_s == base.step_time_s and twice.steps == math.ceil(2 * 100_000_000 / 2048)
+
+
+def test_calibration_replaces_the_default():
+    plan = TrainPlan(model="llama-3.2-3b", method="lora", seq_len=768, batch_size=4, lora_r=32)
+    default = estimate_time(plan, "l40s")
+    measured = estimate_time(plan, "l40s", calibration={"tokens_per_s": 7174, "gpu_id": "l40s", "source": "PEFT"})
+    assert measured.mfu.source == "calibration" and "PEFT" in measured.mfu.basis
+    # calibrated from tokens/s, the model reproduces that throughput
+    assert measured.tokens_per_s == pytest.approx(7174, rel=1e-6)
+    assert measured.mfu.value < default.mfu.value
+    assert estimate_time(plan, "l40s", calibration={"mfu": 0.2}).mfu.value == 0.2
+    assert estimate_time(plan, "l40s", mfu=0.3, calibration={"mfu": 0.2}).mfu.value == 0.3  # argument wins
+    with pytest.raises(PlanError, match="measured on h100_sxm"):
+        estimate_time(plan, "l40s", calibration={"mfu": 0.2, "gpu_id": "h100_sxm"})
+    with pytest.raises(PlanError, match="'mfu' or 'tokens_per_s'"):
+        estimate_time(plan, "l40s", calibration={"step": 1})
+    with pytest.raises(PlanError, match=r"\(0, 1\]"):
+        estimate_time(plan, "l40s", mfu=1.5)
+
+
+def test_ddp_all_reduce_worked_example():
+    """Qwen2.5-0.5B full bf16 on 2 x RTX 4090 (PCIe 4.0 x16, 31.5 GB/s per direction)."""
+    plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=2)
+    est = estimate_time(plan, "rtx4090")
+    grads = 494_032_768 * 2  # bf16 gradients: 988,065,536 B
+    # ring all-reduce 2(n-1)/n x S = 2 x 1/2 x 988,065,536 B, over 31.5e9 x 0.8 = 25.2 GB/s: 0.03921 s
+    assert est.comm.bytes_per_step == pytest.approx(grads)
+    assert est.comm.comm_s == pytest.approx(grads / (31.5e9 * LINK_EFFICIENCY))
+    assert est.comm.comm_s == pytest.approx(0.03921, abs=1e-5)
+    # it hides behind half of the backward: exposed = max(0, comm - 0.5 x backward)
+    backward = est.compute_s * (4 * matmul_params(get_spec("qwen2.5-0.5b")) + 8 * 24 * 14 * 64 * 2048) \
+        / est.flops_per_token.total
+    assert est.comm.overlap_window_s == pytest.approx(backward)
+    assert est.comm.exposed_s == pytest.approx(max(0.0, est.comm.comm_s - COMM_OVERLAP_FRACTION * backward))
+    assert "GeForce" in est.comm.verdict and "no NVLink" in est.comm.verdict
+
+
+def test_zero3_moves_one_and_a_half_times_ddp():
+    plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=4)
+    ddp = estimate_time(plan, "h100_sxm")
+    zero3 = estimate_time(plan.replace(sharding="zero3"), "h100_sxm")
+    zero2 = estimate_time(plan.replace(sharding="zero2"), "h100_sxm")
+    # ZeRO paper §7: ZeRO-3 = 1.5 x DDP; ZeRO-2 = DDP (reduce-scatter + all-gather)
+    assert zero3.comm.bytes_per_step / ddp.comm.bytes_per_step == pytest.approx(1.5)
+    assert zero2.comm.bytes_per_step == pytest.approx(ddp.comm.bytes_per_step)
+    # ZeRO-3 gathers again for every micro-batch: (2 gathers x 4 micro-batches + 1 reduce-scatter) / (2 + 1) = 3x
+    accum = estimate_time(plan.replace(sharding="zero3", grad_accum=4), "h100_sxm")
+    assert accum.comm.bytes_per_step == pytest.approx(3 * zero3.comm.bytes_per_step)
+
+
+def test_nvlink_verdict_and_scaling():
+    plan = TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048, gpus=8, sharding="zero3")
+    nvlink = estimate_time(plan, "h100_sxm")
+    pcie = estimate_time(plan, "h100_sxm", link="pcie")
+    assert nvlink.comm.verdict.startswith("NVLink needed: PCIe would spend")
+    assert nvlink.comm.pcie_share > 0.10 > nvlink.comm.link_share
+    assert pcie.comm.scaling_efficiency < nvlink.comm.scaling_efficiency <= 1
+    assert pcie.step_time_s > nvlink.step_time_s
+    assert any("NVLink" in w for w in pcie.warnings)
+    # small gradients: PCIe is enough
+    lora = estimate_time(TrainPlan(model="llama-3.2-1b", method="lora", seq_len=2048, gpus=2), "a100_80_sxm")
+    assert lora.comm.verdict.startswith("PCIe is enough")
+
+
+def test_multi_node_needs_a_network_and_uses_it():
+    plan = TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048, gpus=16, sharding="zero3")
+    with pytest.raises(PlanError, match="needs an inter-node network"):
+        estimate_time(plan, "h100_sxm", nodes=2)
+    with pytest.raises(PlanError, match="nodes=20"):
+        estimate_time(plan, "h100_sxm", nodes=20, network="ib-ndr-400g")
+    ib = estimate_time(plan, "h100_sxm", nodes=2, network="ib-ndr-400g")
+    eth = estimate_time(plan, "h100_sxm", nodes=2, network="ethernet-100g")
+    # NDR 400 Gb/s per GPU = 50 GB/s x 0.8 = 40 GB/s; 100 GbE shared by 8 GPUs = 12.5/8 x 0.8 = 1.25 GB/s
+    assert ib.comm.bandwidth_bytes_s == pytest.approx(40e9)
+    assert eth.comm.bandwidth_bytes_s == pytest.approx(12.5e9 / 8 * 0.8)
+    assert "network is the bottleneck" in eth.comm.verdict
+    assert eth.step_time_s > ib.step_time_s
+    with pytest.raises(CatalogError, match="not available on l40s"):
+        estimate_time(plan.replace(gpus=2), "l40s", link="nvlink_switch")
+
+
+def test_data_feed_verdict_and_wait():
+    plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, batch_size=4)
+    fast = estimate_time(plan, "h100_sxm")
+    need = fast.tokens_per_s
+    assert fast.data.workers_needed == math.ceil(need / LOADER_WORKER_TOKENS_S)
+    assert fast.data.token_id_bytes_per_s == pytest.approx(need * 4)  # vocab 151,936 -> uint32 ids
+    slow = estimate_time(plan, "h100_sxm", loader_tokens_per_s=need / 2)
+    assert slow.data.gpus_wait and slow.data.verdict.startswith("GPUs will wait for data")
+    # the loader sets the pace: step = tokens per step / loader rate = twice the compute-bound step
+    assert slow.step_time_s == pytest.approx(2 * fast.step_time_s)
+    assert slow.data.wait_share == pytest.approx(0.5)
+    ok = estimate_time(plan, "h100_sxm", loader_tokens_per_s=need * 2)
+    assert not ok.data.gpus_wait and ok.step_time_s == fast.step_time_s
+
+
+def test_time_accuracy_rows_cover_the_published_cases():
+    cases = time_cases()
+    assert len(cases) == 13
+    assert {c.gpu.gpu_id for c in cases} == {V100_SXM2_16GB.gpu_id, "l40s"}
+    rows = time_accuracy_rows()
+    assert len(rows) == 13
+    for row in rows:
+        assert row.measured > 0 and row.predicted > 0
+        assert row.error == pytest.approx(row.predicted / row.measured - 1)
+        assert 0 < row.implied_mfu < 1
+    by_name = {r.name: r for r in rows}
+    # the bert-large fp32 V100 case: measured 8.86 samples/s (memory_formulas §5.1)
+    assert by_name["bert-large bs 4, fp32"].measured == 8.86
+    assert by_name["bert-large bs 4, fp32"].measured_time_s == 57.82
+    assert by_name["Llama-3.2-3B LoRA r32 q,v"].measured == 7174
+
+
+def test_docs_time_accuracy_is_current():
+    text = (DOCS / "time_accuracy.md").read_text(encoding="utf-8")
+    assert time_accuracy_markdown() in text, "regenerate docs/time_accuracy.md from time_accuracy_markdown()"

@@ -1,0 +1,117 @@
+"""Tests for gpuwork.request: the product brief's own example in both languages, JSON fields, Russian
+wording (plurals, dates, numbers) and errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import date
+
+import pytest
+
+from gpuwork.errors import PlanError
+from gpuwork.plan import TrainPlan
+from gpuwork.request import format_size, model_display_name, plural_ru, rental_request
+
+# The brief: "Fine-tuning, LoRA adapters, context and batch size in the config; dataset 200 GB, need room
+# for checkpoints; one month; step-time test required" - a LoRA plan with a 200 GB dataset (50 B tokens
+# at 4 B/token), 30 days of rent, context and batch left to the config, the trial required.
+BRIEF_PLAN = TrainPlan(model="llama-3.1-8b", method="lora", dataset_bytes=200 * 10**9,
+                       dataset_tokens=50 * 10**9)
+BRIEF_EN = ("Fine-tuning, LoRA adapters, context and batch size in the config; dataset 200 GB, need room for "
+            "checkpoints; one month; step-time test required")
+BRIEF_RU = ("Дообучение, LoRA-адаптеры, контекст и батч в конфиге; датасет 200 ГБ, нужно место под чекпойнты; "
+            "срок — месяц; требуется тест времени шага")
+
+
+def test_the_briefs_example_in_english_and_russian():
+    en = rental_request(BRIEF_PLAN, lang="en", rent_period_days=30)
+    ru = rental_request(BRIEF_PLAN, lang="ru", rent_period_days=30)
+    assert en.summary == BRIEF_EN
+    assert ru.summary == BRIEF_RU
+    assert en.text.startswith(BRIEF_EN + "\n") and ru.text.startswith(BRIEF_RU + "\n")
+    for phrase in ("LoRA adapters", "context and batch size in the config", "dataset 200 GB",
+                   "need room for checkpoints", "one month", "step-time test required"):
+        assert phrase in en.text
+    for phrase in ("Дообучение", "LoRA-адаптеры", "контекст и батч в конфиге", "датасет 200 ГБ",
+                   "нужно место под чекпойнты", "срок — месяц", "требуется тест времени шага"):
+        assert phrase in ru.text
+    # natural Russian: no English leftovers from the English template
+    for english in ("Fine-tuning", "dataset", "checkpoints", " h ", "->", "Suggested"):
+        assert english not in ru.text
+    # JSON
+    data = json.loads(json.dumps(ru.as_dict(), ensure_ascii=False))
+    assert data["lang"] == "ru" and data["summary"] == BRIEF_RU
+    assert data["method"] == "lora" and data["model"] == "meta-llama/Llama-3.1-8B"
+    assert data["dataset_bytes"] == 200 * 10**9 and data["dataset_tokens"] == 50 * 10**9
+    assert data["context_in_config"] is True and data["seq_len"] == 2048
+    assert data["rent_period_days"] == 30 and data["rent_period_from_estimate"] is False
+    assert data["trial_required"] is True
+    assert data["checkpoints_kept"] == 2 and data["checkpoint_bytes"] == 81_788_928  # 6,815,744 x 12 B
+    # disk: 200 GB raw + 200 GB token ids + 16 GB base + checkpoints + export + 20 GB software, +20 %
+    assert data["disk_recommended_bytes"] == pytest.approx(523.6e9, rel=1e-3)
+    assert data["profile"]["id"] == "02" and data["suggested"]["gpus"] == 1
+    assert data["suggested"]["reference_gpu"] == "h100_sxm"
+    assert data["estimates"]["total_s"] > 30 * 86400  # 50 B tokens on one H100: more than the month
+    assert "Внимание" in ru.text and "Note: the estimated training time" in en.text
+    assert data["suggested"]["offer"]["illustrative"] is True
+
+
+def test_explicit_context_date_budget_and_period():
+    plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, batch_size=4, grad_accum=8)
+    en = rental_request(plan, lang="en", context_in_config=False, start_date="2026-12-01", budget_usd=5000,
+                        rent_period_days=14, trial_required=False)
+    ru = rental_request(plan, lang="ru", context_in_config=False, start_date=date(2026, 12, 1), budget_usd=5000,
+                        rent_period_days=21, trial_required=False)
+    assert "context 2,048 tokens, batch 4 (gradient accumulation x8)" in en.summary
+    assert "контекст 2 048 токенов, батч 4 (накопление градиента ×8)" in ru.summary
+    assert "two weeks" in en.summary and "срок — 21 день" in ru.summary
+    assert en.summary.endswith("no step-time test needed") and ru.summary.endswith("тест времени шага не нужен")
+    assert "Fine-tuning, full weight update" in en.summary and "полное обновление весов" in ru.summary
+    assert "desired start: 1 December 2026" in en.text and "желаемая дата начала — 1 декабря 2026 года" in ru.text
+    assert "Budget: up to $5,000." in en.text and "Бюджет: до 5 000 USD." in ru.text
+    assert "Step-time test" not in en.text
+    assert en.as_dict()["start_date"] == "2026-12-01" and en.as_dict()["budget_usd"] == 5000
+    # the profile (01: a 0.5 B model fits a 24 GB card) drives the suggestion
+    assert en.as_dict()["profile"]["id"] == "01" and "profile 01" in en.text and "профиль 01" in ru.text
+
+
+def test_rent_period_from_the_estimate():
+    plan = TrainPlan(model="qwen2.5-0.5b", method="lora", seq_len=2048)
+    req = rental_request(plan, lang="ru")
+    assert req.fields["rent_period_from_estimate"] is True
+    assert req.fields["rent_period_days"] == 1  # a couple of hours of training round up to a day
+    assert "срок — один день" in req.summary and "по оценке времени обучения" in req.text
+
+
+def test_russian_plurals_sizes_and_names():
+    forms = ("день", "дня", "дней")
+    assert [plural_ru(n, *forms) for n in (1, 2, 4, 5, 11, 12, 14, 21, 22, 25, 101, 111, 112)] == [
+        "день", "дня", "дня", "дней", "дней", "дней", "дней", "день", "дня", "дней", "день", "дней", "дней"]
+    assert format_size(200e9) == "200 GB" and format_size(200e9, "ru") == "200 ГБ"
+    assert format_size(1.5e12) == "1.5 TB" and format_size(1.5e12, "ru") == "1,5 ТБ"
+    assert format_size(2.5e9, "ru") == "2,5 ГБ"
+    assert model_display_name("llama-3.1-8b") == "meta-llama/Llama-3.1-8B"
+    assert model_display_name("/some/config.json") == "/some/config.json"
+
+
+def test_methods_in_both_languages():
+    cases = {
+        "qlora": ("QLoRA adapters on a 4-bit base model", "QLoRA-адаптеры на 4-битной базовой модели"),
+        "freeze": ("last 2 layers, the rest frozen", "последних 2 слоёв, остальные заморожены"),
+        "scratch": ("Training from scratch", "Обучение с нуля"),
+    }
+    for method, (en, ru) in cases.items():
+        plan = TrainPlan(model="qwen2.5-0.5b", method=method, seq_len=1024)
+        assert en in rental_request(plan, include_offer=False).summary
+        assert ru in rental_request(plan, lang="ru", include_offer=False).summary
+
+
+def test_errors():
+    with pytest.raises(PlanError, match="lang"):
+        rental_request(BRIEF_PLAN, lang="de")
+    with pytest.raises(PlanError, match="YYYY-MM-DD"):
+        rental_request(BRIEF_PLAN, start_date="01.12.2026")
+    with pytest.raises(PlanError, match="budget_usd"):
+        rental_request(BRIEF_PLAN, budget_usd=-1)
+    with pytest.raises(PlanError, match="rent_period_days"):
+        rental_request(BRIEF_PLAN, rent_period_days=0)
