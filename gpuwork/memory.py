@@ -483,6 +483,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
         warnings.append(f"seq_len={plan.seq_len} is above {spec.name}'s max_position_embeddings="
                         f"{spec.max_position}: quality may suffer unless RoPE scaling is configured")
 
+    if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
+        warnings.append(f"transformers has no SDPA path for {spec.architecture} (attention soft-capping): "
+                        "training runs with attention='eager' or 'flash'; set one of those")
     tokens = plan.batch_size * plan.seq_len
     n_gpus = plan.gpus
     sharding = plan.sharding

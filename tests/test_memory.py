@@ -151,3 +151,10 @@ def test_seventy_b_full_finetune_does_not_fit_one_gpu_but_qlora_does():
                                       grad_checkpointing=True))
     assert full.device_total_bytes > 500 * GIB
     assert qlora.device_total_bytes < 80 * GIB  # QLoRA paper: 65B on a single 48 GB GPU; 70B under 80 GB
+
+
+def test_gemma2_with_sdpa_warns_that_transformers_has_no_such_path():
+    est = estimate_memory(TrainPlan(model="gemma-2-2b", method="lora", seq_len=1024))
+    assert any("eager" in w for w in est.warnings)
+    assert not estimate_memory(TrainPlan(model="gemma-2-2b", method="lora", seq_len=1024,
+                                         attention="eager")).warnings
