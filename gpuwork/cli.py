@@ -216,9 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="write Markdown here instead of printing it")
     p.add_argument("--grid", action="store_true", help="also trace the small-model grid (minutes)")
     p.set_defaults(func=_cmd_accuracy)
-    from gpuwork import cli_plan
+    from gpuwork import cli_plan, cli_trial
 
     cli_plan.register(sub)
+    cli_trial.register(sub)
     return parser
 
 

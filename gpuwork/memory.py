@@ -555,7 +555,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> MemoryEst
 
     # --- timeline ---------------------------------------------------------------------------
     pb = states.trainable_param_bytes
-    lm_head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE) and not spec.tie_embeddings
+    lm_head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)  # params_head: untied part
     g_head = pb * spec.params_head if lm_head_trainable else 0
     if sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
         g_head = math.ceil(g_head / n_gpus)

@@ -209,8 +209,8 @@ def count_params(spec: ModelSpec, plan: TrainPlan) -> ParamCounts:
             quantized = sum(lin.count * lin.in_features * lin.out_features for lin in quantized_linears(spec))
     elif plan.method is Method.FREEZE:
         layers = min(plan.trainable_layers, spec.num_layers)
-        trainable = layers * spec.params_block + spec.extras.get("params_final_norm", 0)
-        trainable += spec.params_head if not spec.tie_embeddings else 0
+        # params_head already leaves out a weight tied to the (frozen) input embeddings
+        trainable = layers * spec.params_block + spec.extras.get("params_final_norm", 0) + spec.params_head
     else:
         trainable = base
     return ParamCounts(total=base + adapter, trainable=trainable, base=base, adapter=adapter,

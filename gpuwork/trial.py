@@ -38,8 +38,12 @@ Example:
     >>> record.fits, record.checkpoint.verified
     (True, True)
 
-Limitations: one process, one device (multi-GPU trials under torchrun are a separate step); CPU
-memory is the process RSS sampled every few milliseconds and at phase boundaries, so a peak shorter
+Several processes (one per GPU, DDP or FSDP2) run the same code under torchrun: see
+``gpuwork.distributed``, which plugs its ``Parallel`` hooks into ``iter_trial``. ``extrapolate``
+turns a record into the whole run's time and cost.
+
+Limitations: ``iter_trial`` alone is one process on one device; CPU memory is the process RSS
+sampled every few milliseconds and at phase boundaries, so a peak shorter
 than the sampling interval can be missed and memory the allocator keeps is counted; the checkpoint
 round-trip holds the original and the restored model one after the other, never both at once.
 """
@@ -251,6 +255,13 @@ class TrialRecord:
     notes: tuple[str, ...] = ()  # library warnings seen while building
     saved_to: str | None = None  # the JSON file written in out_dir
     schema_version: int = SCHEMA_VERSION
+    parallel: ParallelInfo | None = None  # set when the trial ran as several processes (torchrun)
+    ranks: tuple[RankResult, ...] = ()  # one entry per process of a multi-process trial
+
+    @property
+    def world_size(self) -> int:
+        """Processes (devices) the trial ran on."""
+        return self.parallel.world_size if self.parallel is not None else 1
 
     @property
     def measured(self) -> tuple[StepMeasurement, ...]:
@@ -263,7 +274,10 @@ class TrialRecord:
     @property
     def label(self) -> str:
         p = self.protocol
-        return f"{p.model} {p.method} b{p.micro_batch}x{p.seq_len}"
+        label = f"{p.model} {p.method} b{p.micro_batch}x{p.seq_len}"
+        if self.parallel is not None:
+            label += f" {self.parallel.world_size}x{self.parallel.strategy}"
+        return label
 
     def as_dict(self) -> dict[str, Any]:
         return _jsonable(dataclasses.asdict(self))
@@ -280,6 +294,8 @@ class TrialRecord:
         data["steps"] = tuple(_build(StepMeasurement, s) for s in data["steps"])
         data["checkpoint"] = _build(CheckpointResult, data["checkpoint"]) if data.get("checkpoint") else None
         data["notes"] = tuple(data.get("notes", ()))
+        data["parallel"] = _build(ParallelInfo, data["parallel"]) if data.get("parallel") else None
+        data["ranks"] = tuple(_build(RankResult, r) for r in data.get("ranks") or ())
         return _build(cls, data)
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -296,6 +312,45 @@ class TrialRecord:
         if not text.lstrip().startswith("{"):
             text = Path(source).read_text()
         return cls.from_dict(json.loads(text))
+
+
+@dataclass(frozen=True)
+class ParallelInfo:
+    """How a multi-process trial was run (``gpuwork.distributed``)."""
+
+    world_size: int  # processes, one device each
+    backend: str  # "nccl" (CUDA) or "gloo" (CPU)
+    strategy: str  # "ddp" (DistributedDataParallel) or "fsdp2" (torch.distributed.fsdp.fully_shard)
+    sharding_requested: str  # the plan's sharding
+    wrapping: str  # what was wrapped, e.g. "fully_shard on each of 4 decoder blocks + the root"
+    reshard_after_forward: bool | None  # FSDP2 only: True = ZeRO-3-like, False = ZeRO-2-like
+    launcher: str  # the torchrun command line
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """What one process of a multi-process trial measured. Times in seconds, memory in bytes."""
+
+    rank: int
+    device: str
+    device_name: str
+    losses: tuple[float, ...]  # this rank's own loss per step (its own data shard), warm-up included
+    step_times_s: tuple[float, ...]  # per step, warm-up included
+    data_wait_s: tuple[float, ...]
+    tokens_per_step: int  # this rank's tokens per optimizer step
+    median_step_time_s: float | None  # measured steps only
+    tokens_per_s: float | None  # this rank's tokens / its median step time
+    peak_trial_memory_bytes: int  # see StepMeasurement.trial_memory_bytes
+    cuda_peak_allocated_bytes: int | None
+    cuda_peak_reserved_bytes: int | None
+    rss_peak_bytes: int | None
+    param_bytes: int  # parameters held by this rank (its shard under FSDP), after wrapping
+    trainable_param_bytes: int  # the trainable part of param_bytes
+    optimizer_state_bytes: int  # optimizer state tensors held by this rank after the measured steps
+    params_sha256: str  # SHA-256 of the parameters' fingerprints after the measured steps (DDP: all equal)
+    fits: bool
+    error: str | None
+    checkpoint_verified: bool | None
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
@@ -382,8 +437,9 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
 
     Args:
         records: trial records.
-        price_per_hour: a rental price per hour (one for all, or one per record, None to skip);
-            gives ``cost_per_1m_tokens`` = price / 3600 x seconds per 1M tokens at the measured speed.
+        price_per_hour: a rental price per GPU-hour (one for all, or one per record, None to skip);
+            gives ``cost_per_1m_tokens`` = price x GPUs / 3600 x seconds per 1M tokens at the measured
+            speed (GPUs = the trial's processes; tokens/s of a multi-process trial is all of them).
     """
     if price_per_hour is None or isinstance(price_per_hour, (int, float)):
         prices = [price_per_hour] * len(records)
@@ -398,7 +454,7 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
         tokens_per_s = s.tokens_per_s if s else None
         cost = None
         if price is not None and tokens_per_s:
-            cost = price / 3600.0 * (1e6 / tokens_per_s)
+            cost = price * record.world_size / 3600.0 * (1e6 / tokens_per_s)
         rows.append({
             "trial": record.label,
             "model": p.model,
@@ -409,6 +465,7 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             "seq_len": p.seq_len,
             "grad_accum": p.grad_accum,
             "device": record.environment.device_name,
+            "gpus": record.world_size,
             "fits": record.fits,
             "median_step_time_s": s.median_step_time_s if s else None,
             "p90_step_time_s": s.p90_step_time_s if s else None,
@@ -420,6 +477,259 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             "cost_per_1m_tokens": cost,
         })
     return rows
+
+
+# -- extrapolation: from the measured steps to the whole run --------------------------------------------------
+
+# Margin on the extrapolated total for what a short trial does not see: restarts after a failure,
+# slower steps late in a run (longer documents, thermal throttling, a noisy neighbour), stragglers
+# among several GPUs. The same 10 % as gpuwork.compute.TIME_MARGIN, so a measured total and an
+# estimated total are comparable.
+TRIAL_TIME_MARGIN = 0.10
+# Checkpoint write speed to the rented disk when the caller gives none: network block volumes give
+# 0.2-1 GB/s, local NVMe 2-3 GB/s; 0.5 GB/s is the conservative middle (= gpuwork.compute.DISK_WRITE_BYTES_S).
+CHECKPOINT_WRITE_BYTES_S = 0.5e9
+
+
+@dataclass(frozen=True)
+class OfferCost:
+    """The extrapolated run priced at one catalog offer (``gpuwork.catalog.load_offers``)."""
+
+    offer_id: str
+    provider: str
+    gpu_id: str
+    mode: str  # on-demand | reserved | interruptible
+    region: str
+    price_per_gpu_hour: float  # USD
+    min_rental_hours: float
+    billed_hours: float  # max(run hours, min_rental_hours)
+    cost: float  # USD: billed_hours x gpus x price_per_gpu_hour
+    note: str  # e.g. "interruptible: preemption rework not included"
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """Total time (and cost) of the whole run from a trial's measured steady-state step time.
+
+    total_s = train_s + eval_s + checkpoint_s + margin_s, with
+    train_s = steps x step_time_s, steps = ceil(dataset_tokens x epochs / tokens_per_step),
+    eval_s = train_s x eval_fraction, checkpoint_s = checkpoints x checkpoint_bytes / write speed,
+    checkpoints = steps // checkpoint_every_steps, margin_s = margin x (train + eval + checkpoints).
+    """
+
+    trial: str  # the record's label
+    device_name: str
+    gpus: int  # GPUs of the run being extrapolated (the plan's)
+    measured_gpus: int  # processes the trial ran on
+    step_time_s: float  # steady state: median measured step time (data wait included)
+    tokens_per_step: int  # all GPUs of the run
+    tokens_per_s: float
+    dataset_tokens: int
+    epochs: float
+    steps: int
+    train_s: float
+    eval_fraction: float
+    eval_s: float
+    checkpoint_every_steps: int
+    checkpoints: int
+    checkpoint_bytes: int  # one checkpoint, as measured by the round-trip (or estimated, see notes)
+    checkpoint_bytes_measured: bool
+    checkpoint_write_bytes_s: float
+    checkpoint_s: float
+    margin: float
+    margin_s: float
+    total_s: float
+    price_per_gpu_hour: float | None
+    cost: float | None  # USD at price_per_gpu_hour: total hours x gpus x price
+    catalog_gpu_id: str | None  # the catalog GPU the trial's device matched, if any
+    offers: tuple[OfferCost, ...]  # the same GPU model's catalog offers, cheapest first
+    notes: tuple[str, ...]
+
+    @property
+    def total_hours(self) -> float:
+        return self.total_s / 3600.0
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.total_s / 3600.0 * self.gpus
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**_jsonable(dataclasses.asdict(self)), "total_hours": self.total_hours,
+                "gpu_hours": self.gpu_hours}
+
+
+_SHAPE_FIELDS = ("model", "method", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
+                 "grad_checkpointing", "attention", "lora_r", "lora_targets", "sharding")
+
+
+def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_fraction: float | None = None,
+                checkpoint_write_bytes_s: float = CHECKPOINT_WRITE_BYTES_S, margin: float = TRIAL_TIME_MARGIN,
+                price_per_gpu_hour: float | None = None, offers: Sequence[Any] | None = None) -> Extrapolation:
+    """The whole run's time (and cost) from a trial's measured steps. Pure apart from reading offers.
+
+    Args:
+        record: a trial that fits, with measured steps.
+        plan: the run to extrapolate to (dataset_tokens, epochs, eval_fraction,
+            checkpoint_every_steps, gpus); None = the trial's own plan. Its batch shape (model,
+            method, precision, seq_len, batch_size, grad_accum, ...) must be the trial's.
+        eval_fraction: share of training time spent on validation; None = plan.eval_fraction.
+        checkpoint_write_bytes_s: disk write speed for checkpoints, bytes/s.
+        margin: share added to the total (TRIAL_TIME_MARGIN).
+        price_per_gpu_hour: USD per GPU-hour, for ``cost``.
+        offers: catalog offers to price; None = ``gpuwork.catalog.load_offers()`` filtered to the GPU
+            model the trial ran on (none when the device matches no catalog GPU, e.g. a CPU).
+
+    Example:
+        >>> ext = extrapolate(record, record.plan.replace(dataset_tokens=10**9), price_per_gpu_hour=2.0)
+        >>> ext.total_s > ext.train_s
+        True
+
+    Limitations: assumes every step of the run costs the measured median (same shapes, same data
+    speed); when the plan has more GPUs than the trial measured, scaling is assumed linear
+    (communication between the extra GPUs is not measured); interruptible offers are priced
+    without preemption rework.
+    """
+    if record.summary is None or not record.fits:
+        raise TrialError(f"trial '{record.label}' has no measured step that fits: nothing to extrapolate "
+                         "(re-run with a smaller batch or more memory)")
+    plan = plan if plan is not None else record.plan
+    measured_plan = record.plan
+    differs = [f for f in _SHAPE_FIELDS if getattr(plan, f) != getattr(measured_plan, f)]
+    if differs:
+        raise TrialError(f"the plan differs from the trial in {', '.join(differs)}: the measured step time only "
+                         "holds for the trial's shape; run a trial with this plan")
+    eval_fraction = plan.eval_fraction if eval_fraction is None else eval_fraction
+    if not 0 <= eval_fraction < 1:
+        raise TrialError(f"eval_fraction={eval_fraction!r}: use a share of training time in [0, 1), e.g. 0.05")
+    if checkpoint_write_bytes_s <= 0:
+        raise TrialError("checkpoint_write_bytes_s must be above 0 (e.g. 0.5e9 for 0.5 GB/s)")
+    if margin < 0:
+        raise TrialError(f"margin={margin!r} must be >= 0 (0.10 adds 10 %)")
+    if price_per_gpu_hour is not None and price_per_gpu_hour < 0:
+        raise TrialError(f"price_per_gpu_hour={price_per_gpu_hour!r} must be >= 0")
+    notes: list[str] = []
+    measured_gpus = record.world_size
+    per_gpu_tokens = record.summary.tokens_per_step // measured_gpus
+    tokens_per_step = per_gpu_tokens * plan.gpus
+    if record.environment.device == "cpu":
+        notes.append("measured on a CPU: the total is this CPU's time, not a GPU's")
+    if plan.gpus != measured_gpus:
+        notes.append(f"measured on {measured_gpus} process(es), extrapolated to {plan.gpus} GPUs assuming linear "
+                     "scaling (communication between them not measured)")
+    step_s = record.summary.median_step_time_s
+    steps = max(1, math.ceil(plan.dataset_tokens * plan.epochs / tokens_per_step))
+    train_s = steps * step_s
+    eval_s = train_s * eval_fraction
+    if record.checkpoint is not None:
+        ckpt_bytes, measured_ckpt = record.checkpoint.bytes_on_disk, True
+    else:
+        from gpuwork.storage import checkpoint_bytes
+
+        ckpt_bytes, measured_ckpt = checkpoint_bytes(plan), False
+        notes.append("the trial ran no checkpoint round-trip: checkpoint size estimated (gpuwork.storage)")
+    checkpoints = steps // plan.checkpoint_every_steps
+    ckpt_s = checkpoints * ckpt_bytes / checkpoint_write_bytes_s
+    margin_s = margin * (train_s + eval_s + ckpt_s)
+    total_s = train_s + eval_s + ckpt_s + margin_s
+    hours = total_s / 3600.0
+    cost = hours * plan.gpus * price_per_gpu_hour if price_per_gpu_hour is not None else None
+
+    gpu_id = None
+    if record.environment.device != "cpu":
+        from gpuwork.calibration import match_catalog_gpu
+
+        gpu = match_catalog_gpu(record.environment.device_name, record.environment.device_total_bytes)
+        gpu_id = gpu.gpu_id if gpu is not None else None
+        if gpu is None:
+            notes.append(f"'{record.environment.device_name}' matches no GPU of data/gpus.csv: no offers priced")
+    if offers is None:
+        if gpu_id is not None:
+            from gpuwork.catalog import load_offers
+
+            offers = [o for o in load_offers() if o.gpu_id == gpu_id]
+        else:
+            offers = []
+    priced = []
+    for offer in offers:
+        billed = max(hours, float(offer.min_rental_hours))
+        mode = str(getattr(offer.mode, "value", offer.mode))
+        priced.append(OfferCost(
+            offer_id=offer.offer_id, provider=offer.provider, gpu_id=offer.gpu_id, mode=mode,
+            region=str(getattr(offer.region, "value", offer.region)), price_per_gpu_hour=offer.price_per_gpu_hour,
+            min_rental_hours=float(offer.min_rental_hours), billed_hours=billed,
+            cost=billed * plan.gpus * offer.price_per_gpu_hour,
+            note="interruptible: preemption rework not included" if mode == "interruptible" else ""))
+    priced.sort(key=lambda o: o.cost)
+    return Extrapolation(
+        trial=record.label, device_name=record.environment.device_name, gpus=plan.gpus, measured_gpus=measured_gpus,
+        step_time_s=step_s, tokens_per_step=tokens_per_step, tokens_per_s=tokens_per_step / step_s,
+        dataset_tokens=plan.dataset_tokens, epochs=plan.epochs, steps=steps, train_s=train_s,
+        eval_fraction=eval_fraction, eval_s=eval_s, checkpoint_every_steps=plan.checkpoint_every_steps,
+        checkpoints=checkpoints, checkpoint_bytes=ckpt_bytes, checkpoint_bytes_measured=measured_ckpt,
+        checkpoint_write_bytes_s=checkpoint_write_bytes_s, checkpoint_s=ckpt_s, margin=margin, margin_s=margin_s,
+        total_s=total_s, price_per_gpu_hour=price_per_gpu_hour, cost=cost, catalog_gpu_id=gpu_id,
+        offers=tuple(priced), notes=tuple(notes),
+    )
+
+
+# -- one process or several: the hooks a multi-process trial plugs in ----------------------------------
+
+
+class Parallel:
+    """Hooks that let ``iter_trial`` run as one of several processes; these defaults are one process.
+
+    ``gpuwork.distributed`` subclasses it (DDP / FSDP2 wrapping, a data shard per rank, a
+    distributed checkpoint). Every method is called at the same point on every rank.
+    """
+
+    rank = 0
+    world_size = 1
+    writes_record = True  # False: the caller merges the ranks' records and writes the result
+
+    def agree(self, value: Any) -> Any:
+        """Rank 0's value on every rank (timestamps, file names)."""
+        return value
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+
+    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[str]:
+        """Where this way of running differs from the plan."""
+        if plan.gpus > 1:
+            return [f"gpus={plan.gpus}, sharding={plan.sharding}: this trial runs one process on one device "
+                    "(multi-GPU trials run under torchrun: gpuwork trial --nproc N)"]
+        return []
+
+    def scratch_dir(self, stack: contextlib.ExitStack, out_path: Path | None, stem: str) -> Path:
+        """A folder for temporary files, removed when the trial ends (same path on every rank)."""
+        return _scratch_dir(stack, out_path, stem)
+
+    def wrap(self, model: Any, setup: _Setup) -> Any:
+        """The model as it trains (DDP / fully_shard); called before the optimizer is built."""
+        return model
+
+    def shard(self, dataset: Any) -> Any:
+        """This rank's part of the dataset."""
+        return dataset
+
+    def sync_gradients(self, model: Any, sync: bool) -> contextlib.AbstractContextManager:
+        """Context for one micro-batch's backward; ``sync`` is False for all but the last of a step."""
+        return contextlib.nullcontext()
+
+    def grad_norm(self, norm: Any) -> float:
+        """The total gradient norm as a float (a sharded norm is reduced first)."""
+        return float(norm.item())
+
+    def after_steps(self, run: _Run) -> None:
+        """Called once the measured steps are done, before the checkpoint round-trip."""
+
+    def checkpoint_roundtrip(self, owner: list[_Run], setup: _Setup, scratch: Path, out_path: Path | None,
+                             stem: str, step: int, batches: list[dict[str, Any]],
+                             clock: Callable[[], float]) -> CheckpointResult:
+        return _checkpoint_roundtrip(owner, setup, scratch, out_path, stem, step, batches, clock)
+
+
+_ONE_PROCESS = Parallel()
 
 
 # -- memory monitors -------------------------------------------------------------------------------------
@@ -592,6 +902,7 @@ class _Setup:
     pad_id: int
     substitutions: list[str]
     qlora_base_dir: Path | None = None  # random-init model saved for 4-bit loading
+    parallel: Parallel = dataclasses.field(default_factory=Parallel)  # one process unless torchrun
 
 
 @dataclass
@@ -677,6 +988,7 @@ def _build_run(setup: _Setup) -> _Run:
         elif plan.method is Method.LORA:
             model = _with_lora(model, setup)
     model.train()
+    model = setup.parallel.wrap(model, setup)  # DDP / fully_shard before the optimizer sees parameters
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
         raise TrialError(f"method '{plan.method}' left no trainable parameter in {setup.model_name}")
@@ -732,7 +1044,8 @@ def _find_blocks(model: Any) -> tuple[str, Any]:
 
 
 def _freeze_all_but_last(model: Any, layers: int, task: Task) -> None:
-    """Train the last ``layers`` blocks, the final norm and an untied head, as gpuwork.model counts them."""
+    """Train the last ``layers`` blocks, the final norm and the head (less any weight tied to the
+    embeddings), as gpuwork.model counts them."""
     import torch
 
     prefix, blocks = _find_blocks(model)
@@ -745,9 +1058,7 @@ def _freeze_all_but_last(model: Any, layers: int, task: Task) -> None:
         if name and not name.startswith(prefix) and "norm" in type(module).__name__.lower() and name.count(".") <= 1:
             for p in module.parameters(recurse=False):
                 p.requires_grad_(True)
-    tied = bool(getattr(model.config, "tie_word_embeddings", False)) and task is not Task.SEQ_CLS
-    if tied:
-        return
+    # the head trains except a weight tied to the input embeddings (those stay frozen)
     embedding_ids = {id(m.weight) for n, m in model.named_modules()
                      if isinstance(m, torch.nn.Embedding) and not n.startswith(prefix + ".")}
     for name, module in model.named_children():
@@ -789,12 +1100,14 @@ def _qlora_model(setup: _Setup, config: Any) -> Any:
     if source is None:
         if setup.qlora_base_dir is None:
             raise TrialError("internal: no folder for the 4-bit base model")
-        if not (setup.qlora_base_dir / "config.json").is_file():  # once per trial; the restore reuses it
-            # built on the CPU: the 16-bit base never occupies the GPU, only its 4-bit reload does
+        if setup.parallel.rank == 0 and not (setup.qlora_base_dir / "config.json").is_file():
+            # once per trial (the restore reuses it), by rank 0 only; built on the CPU: the 16-bit
+            # base never occupies the GPU, only its 4-bit reload does
             base = _base_model(setup, config, setup.compute_dtype, torch.device("cpu"))
             base.save_pretrained(str(setup.qlora_base_dir))
             del base
             _release_memory(setup.device)
+        setup.parallel.barrier()  # the other ranks load what rank 0 wrote
         source = setup.qlora_base_dir
     quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=setup.plan.quant_type.value,
                                bnb_4bit_use_double_quant=setup.plan.double_quant,
@@ -855,18 +1168,19 @@ def _train_step(run: _Run, setup: _Setup, next_batch: Callable[[], dict[str, Any
     autocast = (torch.autocast(device.type, dtype=setup.autocast_dtype) if setup.autocast_dtype is not None
                 else contextlib.nullcontext())
     lr = float(run.optimizer.param_groups[0]["lr"])
-    for _ in range(accum):
+    for index in range(accum):
         start = clock()
         batch = _to_device(next_batch(), device)
         wait += clock() - start
-        with autocast:
-            loss = run.model(**batch).loss / accum
-        if memory is not None:
-            memory.check("forward")
-        if run.scaler is not None:
-            run.scaler.scale(loss).backward()
-        else:
-            loss.backward()
+        with setup.parallel.sync_gradients(run.model, index == accum - 1):
+            with autocast:
+                loss = run.model(**batch).loss / accum
+            if memory is not None:
+                memory.check("forward")
+            if run.scaler is not None:
+                run.scaler.scale(loss).backward()
+            else:
+                loss.backward()
         if memory is not None:
             memory.check("backward")
         losses.append(loss.detach())
@@ -887,7 +1201,7 @@ def _train_step(run: _Run, setup: _Setup, next_batch: Callable[[], dict[str, Any
         torch.cuda.synchronize(device)
     if memory is not None:
         memory.check("optimizer step")
-    return loss_value, float(grad_norm.item()), wait, lr
+    return loss_value, setup.parallel.grad_norm(grad_norm), wait, lr
 
 
 # -- checkpoint round-trip ------------------------------------------------------------------------------------------
@@ -1026,7 +1340,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
                memory_cap_bytes: int | None = None, model_factory: ModelFactory | None = None,
                clock: Callable[[], float] = time.perf_counter, lr: float | None = None, loader_workers: int = 0,
                checkpoint: bool = True, max_grad_norm: float | None = MAX_GRAD_NORM,
-               memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S,
+               memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, parallel: Parallel | None = None,
                ) -> Generator[StepMeasurement, None, TrialRecord]:
     """Run a measured trial, yielding each step's measurement; the generator returns the TrialRecord.
 
@@ -1050,6 +1364,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         checkpoint: run the save -> restore -> verify -> resume round-trip.
         max_grad_norm: gradient clipping norm (None = no clipping; the norm is still measured).
         memory_sample_interval_s: CPU RSS sampling period (0 = sample at phase boundaries only).
+        parallel: hooks of a multi-process run (``gpuwork.distributed`` passes them); None = one process.
     Raises TrialError / ModelError / DataError for unusable inputs; out of memory is not raised
     but recorded (``fits=False``). While the generator runs, transformers' logging is set to errors
     and its progress bars are off (both restored at the end); the caller's RNG states are restored.
@@ -1062,10 +1377,11 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         raise TrialError(f"memory_cap_bytes={memory_cap_bytes}: use a positive number of bytes or None")
     import torch
 
+    parallel = parallel if parallel is not None else _ONE_PROCESS
     started = clock()
-    created = datetime.now(UTC)
+    created = parallel.agree(datetime.now(UTC))
     setup, text = _prepare(plan, device=device, seed=seed, warmup=warmup, lr=lr, data=data, tokenizer=tokenizer,
-                           model_factory=model_factory, max_grad_norm=max_grad_norm)
+                           model_factory=model_factory, max_grad_norm=max_grad_norm, parallel=parallel)
     dev, model_name, weights_dir, task, lr = setup.device, setup.model_name, setup.weights_dir, setup.task, setup.lr
     stamp = created.strftime("%Y%m%dT%H%M%SZ")
     stem = f"trial-{_slug(model_name)}-{plan.method.value}-{stamp}"
@@ -1073,6 +1389,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
     if out_path is not None:
         out_path.mkdir(parents=True, exist_ok=True)
         stem = _unique_stem(out_path, stem)
+    stem = parallel.agree(stem)
     environment = _environment(dev)
 
     measurements: list[StepMeasurement] = []
@@ -1088,7 +1405,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
     _release_memory(dev)
     try:
         temp.enter_context(_quiet_libraries())
-        scratch = _scratch_dir(temp, out_path, stem)
+        scratch = parallel.scratch_dir(temp, out_path, stem)
         if plan.method is Method.QLORA and weights_dir is None:
             setup.qlora_base_dir = scratch / "base-model"
         _preload(setup)
@@ -1102,7 +1419,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
             memory.check("building the model")
             from gpuwork.data import cycle, make_loader
 
-            dataset = text.dataset(task.value, seed=seed)
+            dataset = parallel.shard(text.dataset(task.value, seed=seed))
             loader = make_loader(dataset, plan.batch_size, workers=loader_workers, seed=seed,
                                  pin_memory=dev.type == "cuda")
             batches = cycle(loader)
@@ -1119,13 +1436,14 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
                                     grad_norm=grad_norm, learning_rate=step_lr, **memory.step_fields())
                 measurements.append(m)
                 yield m
+            parallel.after_steps(run)
             if checkpoint:
                 resume_batches = [next(batches) for _ in range(RESUME_STEPS * plan.grad_accum)]
                 owner, run = [run], None  # the round-trip takes the only reference and frees it
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    checkpoint_result = _checkpoint_roundtrip(owner, setup, scratch, out_path, stem,
-                                                              warmup + steps, resume_batches, clock)
+                    checkpoint_result = parallel.checkpoint_roundtrip(owner, setup, scratch, out_path, stem,
+                                                                      warmup + steps, resume_batches, clock)
                 notes.extend(_useful_warnings(caught))
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is recorded; anything else re-raised
             if not _is_oom(exc):
@@ -1169,16 +1487,16 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         duration_s=clock() - started, notes=tuple(dict.fromkeys(notes)),
         saved_to=str(json_path) if json_path is not None else None,
     )
-    if json_path is not None:
+    if json_path is not None and parallel.writes_record:
         record.to_json(json_path)
     return record
 
 
 def _prepare(plan: TrainPlan, *, device: Any, seed: int, warmup: int, lr: float | None, data: Any,
-             tokenizer: Any, model_factory: ModelFactory | None, max_grad_norm: float | None
-             ) -> tuple[_Setup, TextData]:
+             tokenizer: Any, model_factory: ModelFactory | None, max_grad_norm: float | None,
+             parallel: Parallel | None = None) -> tuple[_Setup, TextData]:
     """Resolve device, model config, task, precision, attention, learning rate and data for a trial."""
-    from gpuwork.model import resolve_task, load_config
+    from gpuwork.model import load_config, resolve_task
 
     dev = _resolve_device(device)
     config_dict, model_name = load_config(plan.model)
@@ -1188,18 +1506,18 @@ def _prepare(plan: TrainPlan, *, device: Any, seed: int, warmup: int, lr: float 
     attention = _attention(plan.attention, dev, compute, substitutions)
     if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT and dev.type == "cpu":
         substitutions.append("paged-adamw-8bit runs unpaged on CPU (bitsandbytes has no paged memory there)")
-    if plan.gpus > 1:
-        substitutions.append(f"gpus={plan.gpus}, sharding={plan.sharding}: this trial runs one process on one "
-                             "device (multi-GPU trials run under torchrun)")
+    parallel = parallel if parallel is not None else _ONE_PROCESS
+    substitutions.extend(parallel.substitutions(plan, dev))
     if lr is None:
         lr = (DEFAULT_LR_ADAPTERS if plan.uses_adapters else DEFAULT_LR_FULL) * LR_FACTOR.get(plan.optimizer, 1.0)
     weights_dir = _weights_dir(plan.model) if plan.method is not Method.SCRATCH else None
-    text = _text_data(data, tokenizer, plan.seq_len, _vocab_size(config_dict), min_sequences=plan.batch_size)
+    text = _text_data(data, tokenizer, plan.seq_len, _vocab_size(config_dict),
+                      min_sequences=plan.batch_size * parallel.world_size)
     setup = _Setup(plan=plan, config_dict=config_dict, model_name=model_name, task=task, device=dev,
                    compute_dtype=compute, param_dtype=param_dtype, autocast_dtype=autocast_dtype,
                    precision_used=precision_used, attention=attention, lr=lr, seed=seed, warmup=warmup,
                    max_grad_norm=max_grad_norm, weights_dir=weights_dir, factory=model_factory,
-                   pad_id=text.tokenizer.pad_id, substitutions=substitutions)
+                   pad_id=text.tokenizer.pad_id, substitutions=substitutions, parallel=parallel)
     return setup, text
 
 
@@ -1629,10 +1947,17 @@ def _environment(device: torch.device) -> TrialEnvironment:
 
 
 __all__ = [
+    "CHECKPOINT_WRITE_BYTES_S",
+    "TRIAL_TIME_MARGIN",
     "CheckpointResult",
+    "Extrapolation",
     "ModelFactory",
+    "OfferCost",
+    "Parallel",
+    "ParallelInfo",
     "RampProbe",
     "RampResult",
+    "RankResult",
     "StepMeasurement",
     "TrialEnvironment",
     "TrialError",
@@ -1640,6 +1965,7 @@ __all__ = [
     "TrialRecord",
     "TrialSummary",
     "compare",
+    "extrapolate",
     "iter_trial",
     "ramp",
     "run_trial",

@@ -1,0 +1,232 @@
+"""Tests for gpuwork.calibration (trial vs estimates, the user file) and gpuwork.trial.extrapolate.
+
+One real tiny trial runs on the CPU (a few seconds); GPU records are that record with its
+environment and measurements replaced, so nothing here needs a GPU. The calibration file always
+lives in tmp_path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+
+from gpuwork.calibration import (
+    ENV_CALIBRATION,
+    CalibrationError,
+    apply_memory_calibration,
+    calibrate,
+    default_calibration_path,
+    load_calibration,
+    match_catalog_gpu,
+    save_calibration,
+)
+from gpuwork.catalog import load_offers
+from gpuwork.memory import estimate_memory
+from gpuwork.plan import TrainPlan
+from gpuwork.trial import TRIAL_TIME_MARGIN, TrialError, extrapolate, run_trial
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@pytest.fixture(scope="module")
+def cpu_record():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # a shared 2-core box: two OpenMP threads stall each other
+    try:
+        plan = TrainPlan(model="tiny-llama", method="lora", precision="bf16-mixed", seq_len=64, batch_size=2, lora_r=8)
+        return run_trial(plan, steps=2, warmup=1)
+    finally:
+        torch.set_num_threads(before)
+
+
+def as_gpu(record, name=H100, total_mib=81559, median_s=0.5, allocated=3 * 2**30, reserved=4 * 2**30):
+    """The CPU record as if measured on a GPU (the measurements replaced with chosen values)."""
+    env = dataclasses.replace(record.environment, device="cuda:0", device_name=name,
+                              device_total_bytes=total_mib * 2**20, gpu_count=1)
+    summary = dataclasses.replace(record.summary, median_step_time_s=median_s,
+                                  tokens_per_s=record.summary.tokens_per_step / median_s,
+                                  cuda_peak_allocated_bytes=allocated, cuda_peak_reserved_bytes=reserved,
+                                  rss_peak_bytes=None)
+    return dataclasses.replace(record, environment=env, summary=summary)
+
+
+# -- which catalog GPU -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "total_mib", "gpu_id"), [
+    ("NVIDIA H100 80GB HBM3", None, "h100_sxm"), ("NVIDIA H100 PCIe", None, "h100_pcie"),
+    ("NVIDIA H100 NVL", None, "h100_nvl"), ("NVIDIA H200", 143771, "h200_sxm"), ("NVIDIA H200 NVL", None, "h200_nvl"),
+    ("NVIDIA A100-SXM4-80GB", None, "a100_80_sxm"), ("NVIDIA A100-PCIE-40GB", None, "a100_40_pcie"),
+    ("NVIDIA A100 80GB PCIe", None, "a100_80_pcie"), ("NVIDIA L40S", None, "l40s"), ("NVIDIA L4", None, "l4"),
+    ("NVIDIA GeForce RTX 4090", None, "rtx4090"), ("NVIDIA RTX 6000 Ada Generation", None, "rtx6000_ada"),
+    ("NVIDIA B200", None, "b200"), ("AMD Instinct MI300X", None, "mi300x"),
+    ("Tesla T4", None, None), ("AMD EPYC 7763 64-Core Processor", None, None),
+])
+def test_device_names_match_catalog_gpus_or_nothing(name, total_mib, gpu_id):
+    gpu = match_catalog_gpu(name, total_mib * 2**20 if total_mib else None)
+    assert (gpu.gpu_id if gpu else None) == gpu_id
+
+
+# -- calibrate ----------------------------------------------------------------------------------------------
+
+
+def test_cpu_record_gives_no_memory_or_time_factor(cpu_record):
+    cal = calibrate(cpu_record)
+    assert cal.device_kind == "cpu" and cal.memory is None and cal.time is None and cal.gpu_id is None
+    assert any("RSS" in n and "not a GPU quantity" in n for n in cal.notes)
+    assert cal.memory_factors is None and cal.time_calibration() is None
+
+
+def test_gpu_record_memory_factors_are_measured_over_estimated(cpu_record):
+    record = as_gpu(cpu_record)
+    before = estimate_memory(TrainPlan.from_dict(cpu_record.protocol.plan)).as_dict()
+    cal = calibrate(record)
+    est = estimate_memory(TrainPlan.from_dict(cal.plan))
+    assert cal.gpu_id == "h100_sxm" and cal.device_kind == "cuda"
+    assert cal.memory.measured_allocated_bytes == 3 * 2**30
+    assert cal.memory.allocated_factor == pytest.approx(3 * 2**30 / est.peak_allocated_bytes)
+    assert cal.memory.reserved_factor == pytest.approx(4 * 2**30 / est.peak_reserved_bytes)
+    assert estimate_memory(TrainPlan.from_dict(cpu_record.protocol.plan)).as_dict() == before  # untouched
+
+
+def test_time_calibration_reproduces_the_measured_step(cpu_record):
+    estimate_time = pytest.importorskip("gpuwork.compute").estimate_time
+
+    record = as_gpu(cpu_record, median_s=0.5)
+    cal = calibrate(record)
+    t = cal.time
+    assert t.gpu_id == "h100_sxm" and t.method_group == "lora" and t.precision == "bf16-mixed"
+    assert t.measured_step_time_s == 0.5 and t.step_time_factor == pytest.approx(0.5 / t.estimated_step_time_s)
+    expected_mfu = t.model_flops_per_token * record.summary.tokens_per_s / t.peak_flops_per_gpu
+    assert t.measured_mfu == pytest.approx(expected_mfu)
+    plan = TrainPlan.from_dict(cal.plan)
+    redone = estimate_time(plan, "h100_sxm", calibration=cal.time_calibration())
+    assert redone.step_time_s == pytest.approx(0.5, rel=1e-6)
+    assert redone.mfu.source == "calibration"
+
+
+def test_unknown_gpu_and_failed_trials(cpu_record):
+    cal = calibrate(as_gpu(cpu_record, name="NVIDIA Mystery 9000"))
+    assert cal.memory is not None and cal.time is None and cal.gpu_id is None
+    assert any("matches no GPU" in n for n in cal.notes)
+    failed = dataclasses.replace(cpu_record, fits=False, summary=None)
+    with pytest.raises(CalibrationError, match="nothing to calibrate"):
+        calibrate(failed)
+
+
+# -- the user file -------------------------------------------------------------------------------------------
+
+
+def test_save_and_load_by_device_in_the_given_file_only(cpu_record, tmp_path):
+    path = tmp_path / "cal" / "calibration.json"
+    first = calibrate(as_gpu(cpu_record, allocated=3 * 2**30))
+    second = calibrate(as_gpu(cpu_record, allocated=5 * 2**30))
+    other = calibrate(as_gpu(cpu_record, name="NVIDIA L40S", total_mib=46068))
+    for cal in (first, second, other):
+        assert save_calibration(cal, path) == path
+    assert sorted(p.name for p in path.parent.iterdir()) == ["calibration.json"]  # no temporary file left
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 1 and sorted(data["devices"]) == [H100, "NVIDIA L40S"]
+    assert data["devices"][H100]["gpu_id"] == "h100_sxm" and len(data["devices"][H100]["entries"]) == 2
+    device = load_calibration(H100, path)
+    assert device.entries == (first, second)
+    factors = device.memory_factors
+    assert factors["allocated"] == pytest.approx((first.memory.allocated_factor + second.memory.allocated_factor) / 2)
+    assert factors["trials"] == 2
+    plan = TrainPlan.from_dict(second.plan)
+    assert device.time_calibration(plan) == second.time_calibration()
+    assert device.time_calibration(plan.replace(method="full")) is None  # another method group
+    assert load_calibration("NVIDIA B200", path) is None
+    assert load_calibration(H100, tmp_path / "absent.json") is None
+
+
+def test_default_path_is_user_level_and_env_overrides_it(cpu_record, tmp_path, monkeypatch):
+    monkeypatch.delenv(ENV_CALIBRATION, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_calibration_path() == tmp_path / "home" / ".config" / "gpuwork" / "calibration.json"
+    monkeypatch.setenv(ENV_CALIBRATION, str(tmp_path / "env.json"))
+    assert default_calibration_path() == tmp_path / "env.json"
+    saved = save_calibration(calibrate(as_gpu(cpu_record)))
+    assert saved == tmp_path / "env.json" and load_calibration(H100) is not None
+    assert not (tmp_path / "home").exists()
+
+
+def test_a_broken_file_is_named_not_overwritten(tmp_path, cpu_record):
+    path = tmp_path / "calibration.json"
+    path.write_text("{not json")
+    with pytest.raises(CalibrationError, match="not valid JSON"):
+        load_calibration(H100, path)
+    with pytest.raises(CalibrationError, match="not valid JSON"):
+        save_calibration(calibrate(as_gpu(cpu_record)), path)
+    assert path.read_text() == "{not json"
+    path.write_text(json.dumps({"devices": {}, "schema_version": 99}))
+    with pytest.raises(CalibrationError, match="schema"):
+        load_calibration(H100, path)
+
+
+def test_memory_calibration_is_applied_only_when_asked(cpu_record):
+    est = estimate_memory(TrainPlan(model="llama-3.2-1b", method="lora", seq_len=1024))
+    off = apply_memory_calibration(est, None)
+    assert not off["calibrated"] and off["peak_reserved_bytes"] == est.peak_reserved_bytes
+    on = apply_memory_calibration(est, {"allocated": 1.1, "reserved": 1.2})
+    assert on["calibrated"] and on["peak_allocated_bytes"] == round(est.peak_allocated_bytes * 1.1)
+    assert on["peak_reserved_bytes"] == round(est.peak_reserved_bytes * 1.2)
+    assert on["device_total_bytes"] - on["peak_reserved_bytes"] == est.device_total_bytes - est.peak_reserved_bytes
+    assert on["estimated"]["peak_allocated_bytes"] == est.peak_allocated_bytes  # the estimate is shown too
+    cal = calibrate(as_gpu(cpu_record))
+    assert apply_memory_calibration(est, cal)["factors"]["reserved"] == pytest.approx(cal.memory.reserved_factor)
+    with pytest.raises(CalibrationError, match="above 0"):
+        apply_memory_calibration(est, {"allocated": 0, "reserved": 1.0})
+
+
+# -- extrapolation (gpuwork.trial.extrapolate) --------------------------------------------------------------------
+
+
+def test_extrapolation_formula(cpu_record):
+    record = as_gpu(cpu_record, median_s=0.5)
+    tokens = record.summary.tokens_per_step  # 128
+    plan = record.plan.replace(dataset_tokens=tokens * 10_000, epochs=1.0, checkpoint_every_steps=500,
+                               eval_fraction=0.05)
+    ext = extrapolate(record, plan, checkpoint_write_bytes_s=1e6, margin=0.1, price_per_gpu_hour=2.0, offers=[])
+    assert ext.steps == 10_000 and ext.train_s == pytest.approx(5_000.0)
+    assert ext.eval_s == pytest.approx(250.0)
+    assert ext.checkpoints == 20 and ext.checkpoint_bytes == record.checkpoint.bytes_on_disk
+    assert ext.checkpoint_s == pytest.approx(20 * ext.checkpoint_bytes / 1e6)
+    assert ext.margin_s == pytest.approx(0.1 * (5_000 + 250 + ext.checkpoint_s))
+    assert ext.total_s == pytest.approx(1.1 * (5_250 + ext.checkpoint_s))
+    assert ext.cost == pytest.approx(ext.total_s / 3600 * 2.0)
+    assert ext.checkpoint_bytes_measured and ext.catalog_gpu_id == "h100_sxm"
+    default = extrapolate(record, plan, offers=[])
+    assert default.margin == TRIAL_TIME_MARGIN and default.eval_fraction == 0.05 and default.cost is None
+    assert extrapolate(record, plan, eval_fraction=0.0, offers=[]).eval_s == 0.0
+    four = extrapolate(record, plan.replace(gpus=4), offers=[])
+    assert four.steps == 2_500 and any("linear scaling" in n for n in four.notes)
+
+
+def test_extrapolation_prices_the_same_gpus_offers(cpu_record):
+    record = as_gpu(cpu_record, median_s=0.5)
+    plan = record.plan.replace(dataset_tokens=10**8)
+    ext = extrapolate(record, plan)
+    expected = [o for o in load_offers() if o.gpu_id == "h100_sxm"]
+    assert expected and len(ext.offers) == len(expected)
+    assert [o.cost for o in ext.offers] == sorted(o.cost for o in ext.offers)
+    for o in ext.offers:
+        assert o.gpu_id == "h100_sxm"
+        assert o.billed_hours == max(ext.total_hours, o.min_rental_hours)
+        assert o.cost == pytest.approx(o.billed_hours * o.price_per_gpu_hour)
+    cpu = extrapolate(cpu_record, cpu_record.plan)
+    assert cpu.offers == () and any("CPU" in n for n in cpu.notes)
+    assert math.isfinite(cpu.total_s)
+
+
+def test_extrapolation_refuses_another_shape_or_a_failed_trial(cpu_record):
+    with pytest.raises(TrialError, match="seq_len"):
+        extrapolate(cpu_record, cpu_record.plan.replace(seq_len=128))
+    with pytest.raises(TrialError, match="nothing to extrapolate"):
+        extrapolate(dataclasses.replace(cpu_record, fits=False, summary=None))
+    with pytest.raises(TrialError, match="eval_fraction"):
+        extrapolate(cpu_record, eval_fraction=1.5)

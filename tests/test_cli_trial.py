@@ -1,0 +1,174 @@
+"""Tests for gpuwork.cli_trial (`gpuwork trial`, `gpuwork compare`) and scripts/gpu_check.py's CPU behaviour.
+
+Trials are tiny (tiny-llama, seq 64, batch 2, 1 warm-up + 2 steps, one thread); messages and exit
+codes are asserted, never timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from gpuwork.cli_trial import EXIT_DOES_NOT_FIT, main, register
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["--model", "tiny-llama", "--precision", "fp32", "--seq-len", "64", "--batch-size", "2", "--lora-r", "8",
+        "--no-progress"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def trial_out(tmp_path_factory):
+    """One LoRA trial through the CLI, with --out, a price and --calibrate into a private file."""
+    out = tmp_path_factory.mktemp("trials")
+    cal = out.parent / "calibration.json"
+    old = os.environ.get("GPUWORK_CALIBRATION")
+    os.environ["GPUWORK_CALIBRATION"] = str(cal)
+    try:
+        import contextlib
+        import io
+
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            rc = main(["trial", *TINY, "--method", "lora", "--steps", "2", "--warmup", "1", "--out", str(out),
+                       "--price-per-hour", "2.5", "--dataset-tokens", "1000000", "--calibrate"])
+    finally:
+        if old is None:
+            os.environ.pop("GPUWORK_CALIBRATION", None)
+        else:
+            os.environ["GPUWORK_CALIBRATION"] = old
+    return rc, stdout.getvalue(), stderr.getvalue(), out, cal
+
+
+@pytest.mark.slow
+def test_trial_prints_the_summary_table(trial_out):
+    rc, text, err, out, _ = trial_out
+    assert rc == 0, err
+    for expected in ("gpuwork trial: tiny-llama, lora, fp32", "step time", "median", "p90", "tokens/s",
+                     "data wait", "peak memory", "process RSS", "not comparable with GPU memory",
+                     "checkpoint   verified: save", "MiB on disk", "fits         yes",
+                     "extrapolated to 1,000,000 tokens", "cost $", "at $2.5 per GPU-hour"):
+        assert expected in text, expected
+    records = sorted(out.glob("*.json"))
+    assert len(records) == 1 and f"record: {records[0]}" in text
+
+
+@pytest.mark.slow
+def test_calibrate_on_cpu_saves_nothing_and_says_why(trial_out):
+    _, text, _, _, cal = trial_out
+    assert "calibration on" in text and "not a GPU quantity" in text
+    assert "nothing to save" in text
+    assert not cal.exists()
+
+
+@pytest.mark.slow
+def test_does_not_fit_exits_3_with_the_peak_reached_as_json(tmp_path, capsys):
+    rc = main(["trial", *TINY, "--method", "full", "--steps", "1", "--warmup", "0", "--memory-cap-gib", "0.00001",
+               "--json", "--out", str(tmp_path)])
+    assert rc == EXIT_DOES_NOT_FIT == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["record"]["fits"] is False and "memory cap exceeded" in out["record"]["error"]
+    assert out["record"]["peak_trial_memory_bytes"] > 0 and out["extrapolation"] is None
+    assert len(list(tmp_path.glob("*.json"))) == 1
+
+
+@pytest.mark.slow
+def test_two_processes_that_do_not_fit_print_does_not_fit(tmp_path, capsys):
+    rc = main(["trial", *TINY, "--method", "full", "--steps", "1", "--warmup", "0", "--nproc", "2",
+               "--memory-cap-gib", "0.00001", "--timeout-s", "300"])
+    text = capsys.readouterr().out
+    assert rc == 3
+    assert "2 processes (ddp, gloo)" in text and "does not fit" in text and "memory cap exceeded" in text
+    assert "substitution" not in text  # --gpus followed --nproc
+    # torchrun stops the group when the first rank exits, so the other rank may not report
+    assert "rank 0:" in text or "rank 1:" in text
+
+
+@pytest.mark.slow
+def test_ramp_where_nothing_fits_exits_3(capsys):
+    rc = main(["trial", *TINY, "--method", "full", "--batch-size", "1", "--ramp", "--steps", "1", "--warmup", "0",
+               "--memory-cap-gib", "0.00001"])
+    assert rc == 3
+    assert "nothing fits" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_compare_side_by_side_and_bad_files(trial_out, tmp_path, capsys):
+    _, _, _, out, _ = trial_out
+    record = str(next(out.glob("*.json")))
+    assert main(["compare", record, record, "--price-per-hour", "2"]) == 0
+    text = capsys.readouterr().out
+    for row in ("trial", "step time (median)", "tokens/s", "peak memory", "cost per 1M tokens"):
+        assert any(line.startswith(row) for line in text.splitlines()), row
+    assert text.count("tiny-llama lora b2x64") == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1')
+    assert main(["compare", record, str(bad)]) == 2
+    assert main(["compare", str(tmp_path / "missing.json")]) == 2
+    alien = tmp_path / "alien.json"
+    alien.write_text('{"hello": "world"}')
+    assert main(["compare", str(alien)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("gpuwork: error: ") for line in err)
+    assert "not valid JSON" in err[0] and "does not exist" in err[1] and "alien.json" in err[2]
+
+
+def test_errors_are_one_line_and_exit_2(capsys):
+    assert main(["trial", *TINY, "--method", "nope"]) == 2
+    assert main(["trial", *TINY, "--method", "lora", "--ramp", "--nproc", "2"]) == 2
+    assert main(["trial", *TINY, "--method", "lora", "--memory-cap-gib", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("gpuwork: error: ") for line in err)
+    assert "method" in err[0] and "--ramp" in err[1] and "memory-cap-gib" in err[2]
+    with pytest.raises(SystemExit) as exc:
+        main(["trial", "--steps", "many"])
+    assert exc.value.code == 2
+
+
+def test_help_documents_the_exit_codes_and_register_wires_both_commands(capsys):
+    with pytest.raises(SystemExit):
+        main(["trial", "--help"])
+    text = capsys.readouterr().out
+    assert "exit status" in text and "3  it does not fit" in text and "--nproc" in text and "--calibrate" in text
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    register(sub)
+    args = parser.parse_args(["compare", "a.json", "b.json", "--price-per-hour", "1.5"])
+    assert args.records == ["a.json", "b.json"] and args.price_per_hour == 1.5 and callable(args.func)
+    assert parser.parse_args(["trial", "--model", "x", "--nproc", "2"]).nproc == 2
+
+
+# -- scripts/gpu_check.py (never needs a GPU here) ------------------------------------------------------------
+
+
+def _script(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+
+
+def test_gpu_check_help():
+    result = _script("--help")
+    assert result.returncode == 0
+    assert "--out" in result.stdout and "--json" in result.stdout and "llama-3.1-8b" in result.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_gpu_check_without_cuda_exits_cleanly(tmp_path):
+    result = _script("--out", str(tmp_path / "accuracy.md"), "--json", str(tmp_path / "gpu.json"))
+    assert result.returncode == 1
+    assert "no CUDA GPU" in result.stderr and "Traceback" not in result.stderr
+    assert not list(tmp_path.iterdir())
