@@ -120,12 +120,30 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     est = estimate_memory(plan)
     for warning in est.warnings:
         print(f"gpuwork: warning: {warning}", file=sys.stderr)
+    calibrated = None
+    if getattr(args, "calibrated", None):
+        from gpuwork.calibration import apply_memory_calibration, load_calibration
+
+        device = load_calibration(args.calibrated)
+        if device is None or not device.memory_factors:
+            raise PlanError("calibrated", f"no memory calibration stored for '{args.calibrated}': run "
+                            "`gpuwork trial --calibrate` on that GPU first")
+        calibrated = apply_memory_calibration(est, device)
     if args.json:
         out = {"plan": plan.as_dict(), "params": {"total": est.params.total, "trainable": est.params.trainable},
                "memory": est.as_dict()}
+        if calibrated:
+            out["calibrated"] = calibrated
         print(json.dumps(out, indent=2))
     else:
         print(format_estimate(est))
+        if calibrated:
+            f = calibrated["factors"]
+            print(f"\ncalibrated with trials on {args.calibrated} (measured/estimated: allocated x{f['allocated']:.3f}, "
+                  f"reserved x{f['reserved']:.3f}), GiB:")
+            for key, label in (("peak_allocated_bytes", "peak allocated"), ("peak_reserved_bytes", "peak reserved"),
+                               ("device_total_bytes", "device total")):
+                print(f"  {label:44s}{_gib(calibrated[key])}")
     return 0
 
 
@@ -203,6 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("estimate", help="per-GPU memory of a training step (analytic, instant)")
     _plan_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--calibrated", metavar="DEVICE", help="also show totals corrected by the calibration that "
+                   "`gpuwork trial --calibrate` stored for this device (off by default)")
     p.set_defaults(func=_cmd_estimate)
     p = sub.add_parser("trace", help="exact mode: trace one real step under fake tensors (seconds to a minute)")
     _plan_arguments(p)

@@ -138,3 +138,25 @@ def test_trace_falls_back_to_the_estimate_when_tracing_fails():
     assert out.returncode == 0
     assert "analytic estimate" in out.stderr
     assert json.loads(out.stdout)["memory"]["peak_allocated_bytes"] > 0
+
+
+def test_calibrated_totals_are_shown_only_when_asked(tmp_path):
+    from gpuwork.calibration import Calibration, MemoryCalibration, save_calibration
+
+    store = tmp_path / "calibration.json"
+    env = {"GPUWORK_CALIBRATION": str(store)}
+    out = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA H200", env=env)
+    assert out.returncode == 2 and "gpuwork trial --calibrate" in out.stderr
+    memory = MemoryCalibration(measured_allocated_bytes=110, estimated_allocated_bytes=100, allocated_factor=1.1,
+                               measured_reserved_bytes=120, estimated_reserved_bytes=100, reserved_factor=1.2)
+    save_calibration(Calibration(device_name="NVIDIA H200", device_kind="cuda", gpu_id="h200_sxm", trial="t",
+                                 record_created_utc="2026-11-29T00:00:00Z", calibrated_utc="2026-11-29T00:00:00Z",
+                                 world_size=1, plan={}, memory=memory, time=None, notes=()), path=store)
+    plain = json.loads(run("estimate", "--model", "tiny-llama", "--json", env=env).stdout)
+    assert "calibrated" not in plain  # off by default
+    out = run("estimate", "--model", "tiny-llama", "--json", "--calibrated", "NVIDIA H200", env=env)
+    data = json.loads(out.stdout)
+    allocated = data["memory"]["peak_allocated_bytes"]
+    assert data["calibrated"]["peak_allocated_bytes"] == round(allocated * 1.1)
+    table = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA H200", env=env).stdout
+    assert "calibrated with trials on NVIDIA H200" in table
