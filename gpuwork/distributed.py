@@ -68,8 +68,6 @@ from typing import TYPE_CHECKING, Any
 from gpuwork.errors import GpuworkError
 from gpuwork.plan import Method, Sharding, TrainPlan
 from gpuwork.trial import (
-    CPU_LOSS_RTOL,
-    GPU_LOSS_RTOL,
     RESUME_STEPS,
     CheckpointResult,
     Parallel,
@@ -78,6 +76,7 @@ from gpuwork.trial import (
     StepMeasurement,
     TrialError,
     TrialRecord,
+    checkpoint_result,
     summarize,
 )
 
@@ -385,29 +384,11 @@ class DistributedParallel(Parallel):
         files = {}
         if folder.is_dir():
             files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
-        diffs = [abs(a - b) for a, b in zip(uninterrupted, resumed, strict=True)]
-        max_diff = max(diffs) if diffs else 0.0
-        rtol = GPU_LOSS_RTOL if cuda else CPU_LOSS_RTOL
-        losses_ok = all(d <= rtol * max(1.0, abs(a)) for d, a in zip(diffs, uninterrupted, strict=True))
-        verified = not bad and losses_ok
-        if verified:
-            how = "bit-exact" if rtol == 0 else f"within {rtol:g} relative"
-            message = (f"rank {self.rank}: restored {checked} tensors (fingerprints equal) from a distributed "
-                       f"checkpoint; the next {RESUME_STEPS} losses match the uninterrupted run {how}")
-        else:
-            parts = []
-            if bad:
-                parts.append(f"rank {self.rank}: {len(bad)} saved entries differ after restore "
-                             f"(first: {', '.join(bad[:3])})")
-            if not losses_ok:
-                parts.append(f"rank {self.rank}: resumed losses {resumed} differ from uninterrupted {uninterrupted} "
-                             f"by {max_diff:.3g}")
-            message = "; ".join(parts)
-        return CheckpointResult(
-            path=str(folder) if out_path is not None else None, files=files, bytes_on_disk=sum(files.values()),
-            save_s=save_s, rebuild_s=rebuild_s, restore_s=restore_s, tensors_checked=checked,
-            tensors_equal=not bad, uninterrupted_losses=tuple(uninterrupted), resumed_losses=tuple(resumed),
-            max_abs_loss_diff=max_diff, loss_rtol=rtol, verified=verified, message=message)
+        return checkpoint_result(
+            uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda,
+            what=f"restored {checked} tensors (fingerprints equal) from a distributed checkpoint",
+            path=str(folder) if out_path is not None else None, files=files, save_s=save_s, rebuild_s=rebuild_s,
+            restore_s=restore_s, prefix=f"rank {self.rank}: ")
 
     # -- what this rank reports ---------------------------------------------------------------------------
 

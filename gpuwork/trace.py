@@ -36,7 +36,6 @@ import functools
 import math
 import time
 import weakref
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -411,10 +410,15 @@ def _batch(torch, plan: TrainPlan, spec, task):
     return {"input_ids": input_ids, "labels": torch.zeros((b, s), dtype=torch.long)}
 
 
-@contextlib.contextmanager
-def _phase(tracker, name: str) -> Iterator[None]:
-    tracker.phase = name
-    yield
+def _train_step(model, optimizer, batch: dict, autocast, micro_batches: int) -> None:
+    """Forward, loss and backward for each micro-batch, then the optimizer step (grads set to None)."""
+    for _ in range(micro_batches):
+        with autocast:
+            loss = model(**batch).loss
+        loss.backward()
+        del loss
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
 
 
 def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = True) -> TraceResult:
@@ -627,13 +631,7 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
             autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
 
             def step() -> None:
-                for _ in range(min(plan.grad_accum, 2)):
-                    with autocast:
-                        loss = model(**batch).loss
-                    loss.backward()
-                    del loss
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
+                _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
 
             step()  # warm-up: optimizer states exist
             tracker = FSDPMemTracker(model, optimizer)
@@ -690,13 +688,7 @@ def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
     autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
 
     def step() -> None:
-        for _ in range(min(plan.grad_accum, 2)):
-            with autocast:
-                loss = model(**batch).loss
-            loss.backward()
-            del loss
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
 
     step()  # warm-up: optimizer states exist before measuring
 

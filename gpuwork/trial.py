@@ -1603,6 +1603,17 @@ def _checkpoint_roundtrip(owner: list[_Run], setup: _Setup, scratch: Path, out_p
     bad += wrong
     resumed = replay(fresh)
     del fresh
+    return checkpoint_result(
+        uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda, what=f"restored {checked} tensors exactly",
+        path=str(folder) if out_path is not None else None, files=files, save_s=save_s, rebuild_s=rebuild_s,
+        restore_s=restore_s)
+
+
+def checkpoint_result(uninterrupted: list[float], resumed: list[float], *, bad: list[str], checked: int,
+                      cuda: bool, what: str, path: str | None, files: dict[str, int], save_s: float,
+                      rebuild_s: float, restore_s: float, prefix: str = "") -> CheckpointResult:
+    """Judge a save → restore round-trip: every saved entry equal and the resumed losses matching the
+    uninterrupted run (bit-exact on CPU, GPU_LOSS_RTOL on GPU)."""
     diffs = [abs(a - b) for a, b in zip(uninterrupted, resumed, strict=True)]
     max_diff = max(diffs) if diffs else 0.0
     rtol = GPU_LOSS_RTOL if cuda else CPU_LOSS_RTOL
@@ -1610,22 +1621,21 @@ def _checkpoint_roundtrip(owner: list[_Run], setup: _Setup, scratch: Path, out_p
     verified = not bad and losses_ok
     if verified:
         how = "bit-exact" if rtol == 0 else f"within {rtol:g} relative"
-        message = (f"restored {checked} tensors exactly; the next {RESUME_STEPS} losses match the uninterrupted "
-                   f"run {how}")
+        message = f"{prefix}{what}; the next {RESUME_STEPS} losses match the uninterrupted run {how}"
     else:
         parts = []
         if bad:
-            parts.append(f"{len(bad)} saved entries differ after restore (first: {', '.join(bad[:3])})")
+            parts.append(f"{prefix}{len(bad)} saved entries differ after restore (first: {', '.join(bad[:3])})")
         if not losses_ok:
-            parts.append(f"resumed losses {resumed} differ from uninterrupted {uninterrupted} by {max_diff:.3g}")
+            parts.append(f"{prefix}resumed losses {resumed} differ from uninterrupted {uninterrupted} "
+                         f"by {max_diff:.3g}")
         message = "; ".join(parts)
-    result = CheckpointResult(
-        path=str(folder) if out_path is not None else None, files=files, bytes_on_disk=sum(files.values()),
-        save_s=save_s, rebuild_s=rebuild_s, restore_s=restore_s, tensors_checked=checked, tensors_equal=not bad,
+    return CheckpointResult(
+        path=path, files=files, bytes_on_disk=sum(files.values()), save_s=save_s, rebuild_s=rebuild_s,
+        restore_s=restore_s, tensors_checked=checked, tensors_equal=not bad,
         uninterrupted_losses=tuple(uninterrupted), resumed_losses=tuple(resumed), max_abs_loss_diff=max_diff,
         loss_rtol=rtol, verified=verified, message=message,
     )
-    return result
 
 
 # -- ramp ------------------------------------------------------------------------------------------------------
