@@ -236,10 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="write Markdown here instead of printing it")
     p.add_argument("--grid", action="store_true", help="also trace the small-model grid (minutes)")
     p.set_defaults(func=_cmd_accuracy)
-    from gpuwork import cli_plan, cli_trial
+    from gpuwork import cli_plan, cli_report, cli_trial
 
     cli_plan.register(sub)
     cli_trial.register(sub)
+    cli_report.register(sub)
     return parser
 
 

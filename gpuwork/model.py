@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,10 +275,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _hub_config(hub_id: str) -> dict[str, Any]:
+    # read the offline switches here: huggingface_hub reads them only once, at import
+    offline = any(os.environ.get(k, "").lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE",
+                                                                                  "TRANSFORMERS_OFFLINE"))
     try:
         from transformers import AutoConfig
 
-        config = AutoConfig.from_pretrained(hub_id)
+        config = AutoConfig.from_pretrained(hub_id, local_files_only=offline)
     except Exception as exc:  # noqa: BLE001 - any failure means: no config reachable
         raise ModelError(f"cannot fetch the config of '{hub_id}' from the Hugging Face Hub ({type(exc).__name__}): "
                          "without network access, download its config.json and pass its path") from None

@@ -1,7 +1,8 @@
-"""The Voila app: widget logic without a browser, the notebook headless, and a real Voila server.
+"""The Voila app: wiring without a browser, then a real Voila server driven by chromium.
 
-Only 127.0.0.1 is contacted. The Voila test starts its own server on a free port and always stops it
-(and the kernels it started) by PID.
+Only 127.0.0.1 is contacted. The Voila tests start their own server on a free port and always stop it
+(and the kernels it started) by PID. The browser test prints the app's first-render time and the time
+from a widget change to the updated chart.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import ipywidgets as widgets
 import nbformat
@@ -24,145 +26,105 @@ import psutil
 import pytest
 
 from gpuwork import app_view
-from gpuwork.app_view import GIB, TITLE, build_app
+from gpuwork.app_view import GIB, TITLE, App, StaticApp, build_app
 from gpuwork.plan import TrainPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
-NOTEBOOK_PY = ROOT / "notebooks" / "app.py"
 
 
-# -- (a) widget logic, no browser --------------------------------------------------------------------
+# -- (a) the app's wiring, no browser ---------------------------------------------------------------------
 
 
-def _gib_text(n_bytes: int) -> str:
-    return f"{n_bytes / GIB:,.2f}"
+def test_app_has_the_tabs_and_starts_from_the_default_plan() -> None:
+    app = build_app()
+    assert isinstance(app, App) and isinstance(app, widgets.Widget)
+    assert app.tabs.titles == ("Sizing", "Offers", "Request", "Demo trial")
+    assert app.sizing.plan == TrainPlan() and app.sizing.error is None
+    assert f"{app.sizing.memory.device_total_bytes / GIB:,.2f}" in app.sizing.totals.value
+    assert app.trial is not None and app.trial.demo and app.trial.device == "cpu"
+    assert app.offers.request is None  # the request has its own tab
 
 
-def test_app_starts_from_the_default_plan() -> None:
-    panel = build_app()
-    assert isinstance(panel, widgets.Widget)
-    assert panel.plan == TrainPlan()
-    assert panel.error is None
-    shown = panel.result.value
-    for label in ("Peak allocated", "Peak reserved", "Device total", "nvidia-smi", "max_memory_allocated"):
-        assert label in shown
-    for term, n_bytes in panel.estimate.breakdown.items():
-        assert (app_view._label(term) in shown) == (n_bytes > 0), term
-    assert _gib_text(panel.estimate.device_total_bytes) in shown
-    assert set(panel.controls) == set(app_view.FORM_FIELDS)
-    assert "llama-3.2-1b" in panel.controls["model"].options
+def test_the_plan_flows_to_offers_and_request_when_their_tab_is_shown() -> None:
+    app = build_app({"model": "llama-3.1-8b", "method": "qlora"})
+    assert app.offers.results == [] and app.request.request is None  # not evaluated while hidden
+    app.tabs.selected_index = 1
+    assert app.offers.results and app.offers.plan == app.sizing.plan
+    app.tabs.selected_index = 2
+    assert app.request.text.value.startswith("Fine-tuning, QLoRA")
+    app.sizing.controls["method"].value = "lora"  # the visible request follows at once
+    assert app.request.text.value.startswith("Fine-tuning, LoRA")
+    assert app.offers.plan.method.value == "lora" and app.offers._stale
+    app.tabs.selected_index = 1
+    assert not app.offers._stale and all(r.fit.plan.method.value == "lora" for r in app.offers.results if r.fits)
 
 
-def test_changing_controls_updates_the_totals() -> None:
-    panel = build_app()
-    first = panel.estimate
-    first_html = panel.result.value
-
-    panel.controls["seq_len"].value = 8192
-    assert panel.plan.seq_len == 8192
-    longer = panel.estimate
-    assert longer.peak_allocated_bytes > first.peak_allocated_bytes
-    assert panel.result.value != first_html
-    assert _gib_text(longer.peak_allocated_bytes) in panel.result.value
-
-    panel.controls["method"].value = "full"
-    assert panel.plan.method.value == "full"
-    assert panel.estimate.peak_allocated_bytes > longer.peak_allocated_bytes
-    assert _gib_text(panel.estimate.device_total_bytes) in panel.result.value
-
-    panel.controls["batch_size"].value = 2
-    panel.controls["precision"].value = "fp32"
-    panel.controls["model"].value = "qwen2.5-0.5b"
-    assert panel.plan.model == "qwen2.5-0.5b" and panel.error is None
+def test_invalid_input_keeps_the_last_valid_plan_elsewhere() -> None:
+    app = build_app()
+    app.tabs.selected_index = 2
+    before = app.request.text.value
+    app.sizing.controls["seq_len"].value = -5
+    assert "seq_len" in app.sizing.error and "gpuwork-error" in app.sizing.message.value
+    assert app.request.text.value == before
+    app.sizing.controls["seq_len"].value = 4096
+    assert app.sizing.error is None and app.request.plan.seq_len == 4096
 
 
-def test_invalid_input_shows_one_red_line_and_recovers() -> None:
-    panel = build_app()
-    panel.controls["seq_len"].value = 0  # must not raise
-    assert panel.plan is None and panel.estimate is None
-    assert panel.error and "seq_len" in panel.error and "\n" not in panel.error
-    assert 'class="gpuwork-error"' in panel.result.value and "color:" in panel.result.value
-    assert "Traceback" not in panel.result.value
-    assert "Peak allocated" not in panel.result.value
-
-    panel.controls["batch_size"].value = -3
-    assert "batch_size" in panel.error or "seq_len" in panel.error
-
-    panel.controls["seq_len"].value = 1024
-    panel.controls["batch_size"].value = 1
-    assert panel.error is None and panel.plan.seq_len == 1024
-    assert "Peak allocated" in panel.result.value
+def test_language_switch_relabels_every_tab_and_the_request() -> None:
+    app = build_app()
+    app.tabs.selected_index = 2
+    app.lang_toggle.value = "ru"
+    assert app.tabs.titles == ("Расчёт", "Предложения", "Заявка", "Пробный запуск")
+    assert app.sizing.controls["method"].description == "Метод"
+    assert app.request.text.value.startswith("Дообучение")
+    assert "Поместится ли" in app.intro.value
+    app.set_lang("en")
+    assert app.lang_toggle.value == "en" and app.tabs.titles[0] == "Sizing"
+    assert app.request.text.value.startswith("Fine-tuning")
 
 
-def test_lora_targets_follow_the_architecture() -> None:
-    panel = build_app()
-    panel.controls["model"].value = "gpt2"  # no q_proj in GPT-2: the message lists its modules
-    assert panel.estimate is None and "c_attn" in panel.error and "all-linear" in panel.error
-    panel.controls["lora_targets"].value = "all-linear"
-    assert panel.error is None and panel.plan.lora_targets == ("all-linear",)
-    panel.controls["lora_targets"].value = "c_attn"
-    assert panel.error is None and panel.plan.lora_targets == ("c_attn",)
-
-
-def test_unknown_model_is_a_friendly_message() -> None:
-    panel = build_app(TrainPlan(model="no-such-model-xyz"))
-    assert panel.estimate is None
-    assert "no-such-model-xyz" in panel.error
-    assert 'class="gpuwork-error"' in panel.result.value
+def test_a_finished_demo_trial_joins_the_comparison() -> None:
+    app = build_app()
+    fake = SimpleNamespace(label="fake")
+    app.trial.listeners[0](fake)
+    assert app.offers.records == [fake]
 
 
 def test_a_bug_never_shows_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(plan: TrainPlan) -> None:
+    from gpuwork import widgets as gw
+
+    def broken(plan: TrainPlan, axis: str = "seq_len") -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(app_view, "estimate_memory", broken)
-    panel = build_app()
-    assert "unexpected error" in panel.error and "boom" in panel.error
-    assert "Traceback" not in panel.result.value
+    monkeypatch.setattr(gw, "size_plan", broken)
+    app = build_app()
+    assert "unexpected error" in app.sizing.error and "boom" in app.sizing.error
+    assert "Traceback" not in app.sizing.message.value
 
 
-def test_error_html_escapes_and_joins_lines() -> None:
-    out = app_view.error_html("bad <value>\n  use 1")
-    assert "&lt;value&gt;" in out and "bad &lt;value&gt; use 1" in out
+def test_report_mode_builds_a_static_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    import plotly.graph_objects as go
+
+    from gpuwork import widgets as gw
+
+    shown: list = []
+    monkeypatch.setattr(gw, "_display", lambda *objs: shown.extend(objs))
+    static = build_app({"model": "llama-3.2-1b"}, report=True)
+    assert isinstance(static, StaticApp)
+    static._ipython_display_()
+    assert sum(isinstance(o, go.Figure) for o in shown) == 4  # breakdown, 2 what-if, offers
+    assert not any(isinstance(o, go.FigureWidget) for o in shown)
 
 
-# -- (b) the notebook: thin, paired, committed without outputs, runs headless -------------------------
-
-
-def test_notebook_is_paired_and_clean() -> None:
-    import jupytext
-
+def test_app_notebook_has_the_title_and_only_builds_the_app() -> None:
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    assert nb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, "commit app.ipynb without outputs"
-            assert "def " not in cell.source, "keep logic in gpuwork/app_view.py, not the notebook"
-    assert "widgets" not in nb.metadata, "commit app.ipynb without widget state"
-    paired = jupytext.read(NOTEBOOK_PY)
-    assert [(c.cell_type, c.source) for c in paired.cells] == [(c.cell_type, c.source) for c in nb.cells], (
-        "notebooks/app.ipynb is out of sync with app.py: run `jupytext --sync notebooks/app.py`")
     assert TITLE in nb.cells[0].source
+    assert "build_app(" in nb.cells[-1].source
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_notebook_executes_headless() -> None:
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(nb, kernel_name="python3", timeout=180,
-                            resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()
-    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
-    errors = [o for o in outputs if o.output_type == "error"]
-    assert not errors, "\n".join(f"{o.ename}: {o.evalue}" for o in errors)
-    stderr = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stderr")
-    assert "Traceback" not in stderr and "Error" not in stderr, stderr
-    assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs), (
-        "the last cell must display the app widget")
+def test_app_view_exports() -> None:
+    assert app_view.error_html("a\nb").count("gpuwork-error") == 1 and app_view.one_line("a\n b") == "a b"
 
 
 # -- (c) Voila serves the page ---------------------------------------------------------------------------
@@ -199,9 +161,10 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def voila_app(tmp_path_factory: pytest.TempPathFactory):
-    """A Voila server for notebooks/app.ipynb on a free 127.0.0.1 port: yields (url, first page HTML).
+    """A Voila server for notebooks/app.ipynb on a free 127.0.0.1 port: yields its URL.
 
-    Started from the repository root so that it reads the project's voila.json; always stopped.
+    Started from the repository root so that it reads the project's voila.json; ready when the port
+    accepts connections (fetching the page would start a kernel); always stopped by PID.
     """
     voila = Path(sys.executable).with_name("voila")
     assert voila.exists(), f"voila is not installed next to {sys.executable}: run `make venv`"
@@ -214,29 +177,132 @@ def voila_app(tmp_path_factory: pytest.TempPathFactory):
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )
     try:
-        body, status = "", None
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
+        while True:
             if proc.poll() is not None:
                 pytest.fail(f"voila exited with {proc.returncode}:\n{log_path.read_text(errors='replace')}")
             try:
-                with urllib.request.urlopen(url, timeout=max(1.0, deadline - time.monotonic())) as response:
-                    status, body = response.status, response.read().decode("utf-8", errors="replace")
-                if status == 200:
-                    break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.5)
-        assert status == 200, f"no 200 from {url} within 90 s:\n{log_path.read_text(errors='replace')}"
-        yield url, body
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"voila did not listen on {url} within 90 s:\n{log_path.read_text(errors='replace')}")
+                time.sleep(0.2)
+        yield SimpleNamespace(url=url, log=log_path)
     finally:
         _stop(proc)
         assert proc.poll() is not None, f"voila (pid {proc.pid}) is still running"
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+# Headless Debian chromium in a container, often as root: no sandbox, no /dev/shm, no GPU, no network chatter.
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+CHART = ".gpuwork-breakdown .js-plotly-plot"
+# Change a control in the page and wait (in the page, frame by frame) until the breakdown chart's data
+# differ: returns the milliseconds from the change to the updated chart.
+CHANGE_AND_TIME = """async ([selector, value, kind]) => {
+  const gd = document.querySelector('.gpuwork-breakdown .js-plotly-plot');
+  const snap = () => JSON.stringify(gd.data.map(t => t.y));
+  const before = snap();
+  const el = document.querySelector(selector);
+  const t0 = performance.now();
+  el.value = value;
+  if (kind === 'text') { el.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); }
+  el.dispatchEvent(new Event('change', {bubbles: true}));
+  while (snap() === before) {
+    await new Promise(r => requestAnimationFrame(r));
+    if (performance.now() - t0 > 60000) { return -1; }
+  }
+  return performance.now() - t0;
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_browser_method_and_sequence_update_the_chart(voila_app: SimpleNamespace, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The real wiring: Voila page in chromium; method and sequence length change the chart and the totals;
+    an invalid value shows one friendly line and the app keeps working."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    url = voila_app.url
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            # Only the local server: anything else (CDNs) is refused, never fetched.
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
+                       else route.abort())
+            started = time.monotonic()
+            page.goto(url, timeout=120_000)
+            page.wait_for_selector(CHART, timeout=120_000)
+            first_render_s = time.monotonic() - started
+            page.wait_for_selector(".gpuwork-whatif .js-plotly-plot", timeout=60_000)
+
+            def chart() -> list:
+                return page.evaluate(f"document.querySelector('{CHART}').data.map(t => [t.name, t.y])")
+
+            def totals() -> str:
+                return page.inner_text(".gpuwork-totals")
+
+            before_chart, before_totals = chart(), totals()
+            assert "Device total" in before_totals and len(before_chart) == 15
+            timings = {}
+            timings["method lora -> full"] = page.evaluate(CHANGE_AND_TIME, [".gpuwork-method select", "full", "select"])
+            assert chart() != before_chart
+            page.wait_for_function("before => document.querySelector('.gpuwork-totals').innerText !== before",
+                                   arg=before_totals, polling=100, timeout=60_000)
+            assert "full" in page.inner_text(".gpuwork-summary")
+            middle_chart, middle_totals = chart(), totals()
+            timings["seq_len 2048 -> 8192"] = page.evaluate(CHANGE_AND_TIME, [".gpuwork-seq-len input", "8192", "text"])
+            assert chart() != middle_chart
+            page.wait_for_function("before => document.querySelector('.gpuwork-totals').innerText !== before",
+                                   arg=middle_totals, polling=100, timeout=60_000)
+            assert "8,192" in page.inner_text(".gpuwork-summary")
+            assert all(ms > 0 for ms in timings.values()), timings
+
+            # an invalid value: one friendly line, no traceback; then the app keeps working
+            seq_len = page.locator(".gpuwork-seq-len input")
+            seq_len.fill("0")
+            seq_len.press("Enter")
+            page.wait_for_selector(".gpuwork-error", timeout=60_000)
+            message = page.inner_text(".gpuwork-error")
+            assert "seq_len" in message and "\n" not in message.strip() and "Traceback" not in page.content()
+            stale = chart()
+            timings["seq_len 0 -> 1024 (recovery)"] = page.evaluate(
+                CHANGE_AND_TIME, [".gpuwork-seq-len input", "1024", "text"])
+            assert chart() != stale and timings["seq_len 0 -> 1024 (recovery)"] > 0
+            page.wait_for_selector(".gpuwork-error", state="detached", timeout=60_000)
+            assert "1,024" in page.inner_text(".gpuwork-summary")
+
+            shot = tmp_path / "app.png"
+            page.set_viewport_size({"width": 1400, "height": 2900})  # Voila scrolls inside the page: show it all
+            page.wait_for_timeout(500)
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+            assert not errors, errors
+        finally:
+            browser.close()
+    with capsys.disabled():
+        print(f"\n[voila] first render (page load to first chart): {first_render_s:.1f} s")
+        for what, ms in timings.items():
+            print(f"[voila] change -> updated chart, {what}: {ms:.0f} ms (goal < 300 ms)")
+        print(f"[voila] screenshot: {shot}")
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_voila_serves_the_app(voila_app: tuple[str, str]) -> None:
-    _url, body = voila_app
+def test_voila_serves_the_app(voila_app: SimpleNamespace) -> None:
+    with urllib.request.urlopen(voila_app.url, timeout=120) as response:
+        status, body = response.status, response.read().decode("utf-8", errors="replace")
+    assert status == 200
     assert TITLE in html.unescape(body), "the page lacks the app title"
     assert "Traceback" not in body
     assert "application/vnd.jupyter.widget-view+json" in body  # the app widget was displayed
@@ -245,46 +311,3 @@ def test_voila_serves_the_app(voila_app: tuple[str, str]) -> None:
                         .split("</script>", 1)[0])
     loaded = [ext["name"] for ext in config.get("federated_extensions", [])]
     assert "jupyterlab-jupytext" not in loaded
-
-
-CHROMIUM = Path("/usr/bin/chromium")
-# Headless Debian chromium in a container, often as root: no sandbox, no /dev/shm, no GPU.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@pytest.mark.timeout(240)
-def test_browser_form_updates_the_table(voila_app: tuple[str, str]) -> None:
-    """The real wiring: Voila page in chromium, type a sequence length, the totals re-render."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    url, _body = voila_app
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            # Only the local server: anything else (CDNs) is refused, never fetched.
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
-                       else route.abort())
-            page.goto(url, timeout=90_000)
-            page.wait_for_selector(".gpuwork-totals", timeout=90_000)
-            before = page.inner_text(".gpuwork-totals")
-            assert "Device total" in before
-
-            seq_len = page.locator(".gpuwork-seq-len input")
-            seq_len.fill("8192")
-            seq_len.press("Enter")
-            page.wait_for_function(
-                "before => { const t = document.querySelector('.gpuwork-totals');"
-                " return t !== null && t.innerText !== before; }",
-                arg=before, polling=100, timeout=60_000)
-
-            seq_len.fill("0")
-            seq_len.press("Enter")
-            page.wait_for_selector(".gpuwork-error", timeout=60_000)
-            assert "seq_len" in page.inner_text(".gpuwork-error")
-        finally:
-            browser.close()

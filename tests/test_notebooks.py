@@ -1,0 +1,113 @@
+"""The workbook's notebooks: thin, paired with py:percent, committed clean, and they execute headless."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+NAMES = ("01_sizing", "02_trial", "03_offers", "app")
+MAX_CODE_CELLS = 10
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_is_thin_paired_and_clean(name: str) -> None:
+    import jupytext
+
+    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    assert nb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert "widgets" not in nb.metadata, f"commit {name}.ipynb without widget state"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert 0 < len(code) <= MAX_CODE_CELLS
+    for cell in code:
+        assert cell.outputs == [] and cell.execution_count is None, f"commit {name}.ipynb without outputs"
+        tree = ast.parse(cell.source)
+        assert not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+                       for n in ast.walk(tree)), "notebooks assemble panels; logic lives in gpuwork/"
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1, "one cell tagged 'parameters' (papermill)"
+    names = {t.id for n in ast.walk(ast.parse(params[0].source)) if isinstance(n, ast.Assign) for t in n.targets}
+    assert {"plan", "report"} <= names
+    assert "report = False" in params[0].source
+    paired = jupytext.read(NOTEBOOKS / f"{name}.py")
+    assert [(c.cell_type, c.source) for c in paired.cells] == [(c.cell_type, c.source) for c in nb.cells], (
+        f"notebooks/{name}.ipynb is out of sync with {name}.py: run `jupytext --sync notebooks/{name}.py`")
+
+
+@pytest.fixture(autouse=True)
+def one_thread_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels inherit this: one intra-op thread (two OpenMP threads on a shared 2-core box stall each other)."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def _execute(name: str, tmp_path: Path, **parameters) -> nbformat.NotebookNode:
+    import papermill
+
+    out = tmp_path / f"{name}.ipynb"
+    papermill.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out), parameters=parameters,
+                               kernel_name="python3", progress_bar=False, cwd=str(tmp_path),
+                               store_widget_state=False)
+    nb = nbformat.read(out, as_version=4)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    errors = [o for o in outputs if o.output_type == "error"]
+    assert not errors, "\n".join(f"{o.ename}: {o.evalue}" for o in errors)
+    stderr = "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stderr")
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert "widgets" not in nb.metadata  # executed with store_widget_state=False
+    return nb
+
+
+def _mimetypes(nb: nbformat.NotebookNode) -> list[str]:
+    return [m for c in nb.cells if c.cell_type == "code" for o in c.outputs for m in o.get("data", {})]
+
+
+def _html(nb: nbformat.NotebookNode) -> str:
+    return "".join(o.get("data", {}).get("text/html", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_sizing_notebook_executes_with_live_widgets(tmp_path: Path) -> None:
+    nb = _execute("01_sizing", tmp_path, plan={"model": "qwen2.5-0.5b", "method": "full", "seq_len": 1024})
+    assert _mimetypes(nb).count("application/vnd.jupyter.widget-view+json") >= 5
+    assert not list(tmp_path.glob("*/")), "the sizing notebook writes no files"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_trial_notebook_runs_a_tiny_model_on_the_cpu(tmp_path: Path) -> None:
+    nb = _execute("02_trial", tmp_path, steps=2, warmup=1, out_dir=str(tmp_path / "trials"))
+    records = list((tmp_path / "trials").glob("trial-tiny-llama-lora-*.json"))
+    assert len(records) == 1
+    assert "application/vnd.jupyter.widget-view+json" in _mimetypes(nb)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_offers_notebook_executes(tmp_path: Path) -> None:
+    nb = _execute("03_offers", tmp_path, request={"start_date": "2026-12-01", "budget_usd": 300,
+                                                   "rent_period_days": 7})
+    assert _mimetypes(nb).count("application/vnd.jupyter.widget-view+json") >= 5
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_app_notebook_executes_and_displays_the_app(tmp_path: Path) -> None:
+    nb = _execute("app", tmp_path, lang="ru")
+    assert "application/vnd.jupyter.widget-view+json" in _mimetypes(nb)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_app_notebook_report_mode_is_static(tmp_path: Path) -> None:
+    nb = _execute("app", tmp_path, report=True, plan={"model": "llama-3.2-1b", "method": "qlora"})
+    kinds = _mimetypes(nb)
+    assert "application/vnd.jupyter.widget-view+json" not in kinds
+    assert "application/vnd.plotly.v1+json" in kinds
+    assert "Plotly.newPlot" in _html(nb)

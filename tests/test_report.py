@@ -1,0 +1,191 @@
+"""`gpuwork report`: notebooks executed by papermill in report mode, exported to offline HTML in one folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpuwork import cli_report, report
+from gpuwork.plan import TrainPlan
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+PLAN = {"model": "llama-3.1-8b", "method": "lora", "seq_len": 2048, "batch_size": 2}
+
+
+def _repo_files() -> set[str]:
+    return {str(p) for p in (ROOT / "notebooks").rglob("*")}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    # the notebooks' kernels inherit one intra-op thread (two OpenMP threads on a shared 2-core box stall)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OMP_NUM_THREADS", "1")
+    before = _repo_files()
+    out = tmp_path_factory.mktemp("report") / "out"
+    lines: list[str] = []
+    try:
+        result = report.build_report(PLAN, out, steps=2, progress=False, log=lines.append, cuda=False)
+    finally:
+        mp.undo()
+    return result, lines, before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_report_writes_html_only_into_its_folder(built) -> None:
+    result, lines, before = built
+    out = result.out_dir
+    assert [p.name for p in result.html] == ["01_sizing.html", "02_trial.html", "03_offers.html"]
+    names = {p.name for p in out.iterdir()}
+    assert names == {"01_sizing.html", "02_trial.html", "03_offers.html", "01_sizing.ipynb", "02_trial.ipynb",
+                     "03_offers.ipynb", "index.html", "trials"}
+    assert _repo_files() == before, "the report wrote into the repository"
+    assert [line.split()[-1] for line in lines] == list(report.NOTEBOOKS)  # one progress line per notebook
+    index = result.index.read_text()
+    assert all(f'href="{p.name}"' in index for p in result.html)
+    records = list((out / "trials").glob("trial-tiny-llama-lora-*.json"))  # the CPU stand-in for llama-3.1-8b
+    assert len(records) == 1
+    executed = nbformat.read(out / "02_trial.ipynb", as_version=4)
+    assert "widgets" not in executed.metadata
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_report_html_embeds_plotly_and_the_figures_and_needs_no_network(built) -> None:
+    result, _lines, _before = built
+    for page in result.html:
+        text = page.read_text(encoding="utf-8")
+        assert re.search(r"plotly\.js v\d+\.\d+", text), f"{page.name}: plotly.js is not embedded"
+        assert len(text) > 3_000_000
+        assert "cdn.plot.ly" not in "".join(re.findall(r"<script[^>]*>", text))
+        assert not re.search(r"<script\b[^>]*\bsrc=[\"']?(https?:)?//", text), f"{page.name} loads a script"
+        assert "Plotly.newPlot(" in text
+        assert "from gpuwork" not in text  # code cells are hidden
+    sizing = result.html[0].read_text(encoding="utf-8")
+    assert '"name":"optimizer states"' in sizing and "Device total" in sizing and "runs out" in sizing
+    trial = result.html[1].read_text(encoding="utf-8")
+    assert "stand-in for llama-3.1-8b" in trial and "Checkpoint round-trip: verified" in trial
+    offers = result.html[2].read_text(encoding="utf-8")
+    assert '"name":"interruptible"' in offers and "Fine-tuning, LoRA adapters" in offers
+    assert "tiny-llama lora" in offers  # the trial's record compared on the offers page
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_report_opens_offline_in_a_browser(built) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    result, _lines, _before = built
+    requested: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+
+            def only_files(route):
+                requested.append(route.request.url)
+                return route.continue_() if route.request.url.startswith("file:") else route.abort()
+
+            page.route("**/*", only_files)
+            expected = {"01_sizing.html": 3, "02_trial.html": 2, "03_offers.html": 1}
+            for html_page in result.html:
+                page.goto(html_page.as_uri())
+                page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= "
+                                       f"{expected[html_page.name]}", timeout=60_000, polling=200)
+                traces = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                       ".map(d => d.data.length)")
+                assert all(n > 0 for n in traces), (html_page.name, traces)
+            assert not errors, errors
+        finally:
+            browser.close()
+    assert all(u.startswith("file:") for u in requested), [u for u in requested if not u.startswith("file:")]
+
+
+def test_trial_plan_on_cpu_is_a_tiny_stand_in() -> None:
+    plan, note = report.trial_plan(TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096, batch_size=8),
+                                   cuda=False)
+    assert (plan.model, plan.method.value, plan.precision.value, plan.seq_len, plan.batch_size) == (
+        "tiny-llama", "qlora", "fp32", 128, 4)
+    assert "stand-in for llama-3.1-8b" in note
+    gpt2, _ = report.trial_plan(TrainPlan(model="gpt2", lora_targets=("c_attn",)), cuda=False)
+    assert gpt2.model == "tiny-gpt2" and gpt2.lora_targets == ("c_attn",)
+    same, none = report.trial_plan(TrainPlan(model="llama-3.1-8b"), cuda=True)
+    assert same.model == "llama-3.1-8b" and none is None
+
+
+def test_parameters_per_notebook(tmp_path: Path) -> None:
+    plan = TrainPlan.from_dict(PLAN)
+    assert report.parameters_for("01_sizing", plan, tmp_path) == {"plan": plan.as_dict(), "report": True}
+    trial = report.parameters_for("02_trial", plan, tmp_path, steps=3, cuda=False)
+    assert trial["out_dir"] == str(tmp_path / "trials") and trial["steps"] == 3 and trial["report"] is True
+    assert json.dumps(trial)  # papermill parameters must be JSON
+    assert report.parameters_for("03_offers", plan, tmp_path, records=["a.json"])["records"] == ["a.json"]
+
+
+def test_failing_cell_is_one_line_naming_the_notebook(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    source.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell("plan = {}\nreport = False")
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell("raise ValueError('boom\\nsecond line')")]
+    nbformat.write(nb, source / "01_sizing.ipynb")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(report.ReportError) as info:
+        report.execute("01_sizing", {"plan": {}, "report": True}, out, progress=False, source=source)
+    message = str(info.value)
+    assert message.startswith("01_sizing: cell") and "ValueError: boom second line" in message
+    assert "\n" not in message
+    with pytest.raises(report.ReportError, match="missing"):
+        report.execute("02_trial", {}, out, progress=False, source=source)
+
+
+def test_cli_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"modle": "gpt2"}')
+    assert cli_report.main(["report", "--plan", str(bad), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuwork: error:") and "modle" in err and "model" in err and err.count("\n") == 1
+    assert cli_report.main(["report", "--plan", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        cli_report.main(["report", "--out", str(tmp_path), "--notebooks", "99_nope"])
+    assert exit_info.value.code == 2
+    assert "01_sizing" in capsys.readouterr().err
+
+
+def test_register_adds_the_subcommand() -> None:
+    parser = argparse.ArgumentParser()
+    cli_report.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["report", "--out", "x", "--notebooks", "01_sizing,03_offers.ipynb", "--steps", "3"])
+    assert args.notebooks == ("01_sizing", "03_offers") and args.steps == 3 and args.func is cli_report._cmd_report
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_cli_report_one_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"plan": {"model": "qwen2.5-0.5b", "method": "full"}}))  # `estimate --json` shape
+    out = tmp_path / "out"
+    assert cli_report.main(["report", "--plan", str(plan), "--out", str(out), "--notebooks", "01_sizing",
+                            "--no-progress"]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.strip() == str(out.resolve() / "01_sizing.html")
+    assert "qwen2.5-0.5b" in (out / "01_sizing.html").read_text(encoding="utf-8")
