@@ -24,11 +24,8 @@ TINY = ["--model", "tiny-llama", "--precision", "fp32", "--seq-len", "64", "--ba
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here trains: one torch thread (see conftest)."""
 
 
 @pytest.fixture(scope="module")

@@ -36,12 +36,8 @@ PRESET = "tiny-llama"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One intra-op thread: on a shared 2-core box two OpenMP threads stall each other (30x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every test here trains: one torch thread (see conftest)."""
 
 
 @pytest.fixture(scope="module")

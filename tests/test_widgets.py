@@ -239,14 +239,6 @@ def test_staggered_whatif_waits_for_the_breakdown_to_render() -> None:
 # -- trial ----------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
