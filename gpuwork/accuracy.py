@@ -84,7 +84,7 @@ def published_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def trace_grid(models: tuple[str, ...] = ("tiny-llama", "tiny-qwen2", "tiny-mistral"),
+def trace_grid(models: tuple[str, ...] = ("tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gpt2", "tiny-bert"),
                shapes: tuple[tuple[int, int], ...] = ((1, 64), (2, 256), (4, 512))) -> list[TrainPlan]:
     """Small configurations where estimate and trace are compared (full/LoRA/freeze x fp32/bf16 x
     shapes x checkpointing x attention)."""
@@ -152,7 +152,7 @@ def _grid_section() -> list[str]:
     lines = [
         "## Analytic estimate vs fake-tensor trace",
         "",
-        f"{len(results)} configurations (tiny Llama, Qwen2 and Mistral configs; full / LoRA all-linear / "
+        f"{len(results)} configurations (tiny Llama, Qwen2, Mistral, GPT-2 and BERT configs; full / LoRA all-linear / "
         "freeze; fp32 / bf16; three batch x sequence shapes; checkpointing on/off; SDPA / eager).",
         "",
         f"Median absolute error {statistics.median(errors):.2%}, max {max(errors):.2%}, "

@@ -18,10 +18,10 @@ What is real and what stands in (reported in ``TraceResult.stand_ins``):
   op lists, which keep a few more ops in fp32 than CUDA's.
 - FSDP / ZeRO-3 plans are traced per rank: FSDP2 ``fully_shard`` per block and root over a fake
   process group of ``plan.gpus`` ranks, measured by PyTorch's FSDPMemTracker.
+- Attention dropout under SDPA is switched off: CUDA's flash / memory-efficient kernels store
+  nothing for it, while the CPU would fall back to the math kernel and keep an s x s mask.
 Limitations: ZeRO-1/2 (DeepSpeed) are not traced; CUDA caching-allocator rounding and workspaces
-are not traced (the estimator adds them for reserved and device totals); SDPA with attention
-dropout > 0 takes the math kernel on CPU (an s x s matrix that CUDA's flash kernel never stores):
-trace such models with attention="eager" for a like-for-like comparison.
+are not traced (the estimator adds them for reserved and device totals).
 
 Example:
     >>> result = trace_memory(TrainPlan(model="tiny-llama", method="full", precision="fp32"))
@@ -287,6 +287,15 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], devic
         if getattr(config, "pad_token_id", None) is None:
             config.pad_token_id = 0
     attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa"}[plan.attention.value]
+    if attn == "sdpa":
+        # CUDA's flash / memory-efficient SDPA kernels regenerate attention dropout from an RNG seed
+        # and store no s x s tensor; on CPU, SDPA with dropout falls back to the math kernel, which
+        # does. Trace the GPU kernel: attention dropout off (its memory is nil there).
+        for key in ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob"):
+            if getattr(config, key, 0):
+                setattr(config, key, 0.0)
+                stand_ins.append("attention dropout under SDPA traced as the GPU kernels store it: nothing "
+                                 "(the CPU math fallback would keep an s x s mask)")
     if plan.attention.value == "flash":
         stand_ins.append("attention: flash-attention 2 traced as SDPA (same saved tensors: output + logsumexp)")
     auto = {Task.CAUSAL_LM: transformers.AutoModelForCausalLM,

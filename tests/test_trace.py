@@ -21,6 +21,9 @@ def _grid():
                                lora_targets="all-linear" if i % 2 else "q_proj,v_proj"))
     plans += [
         TrainPlan(model="tiny-gpt2", method="full", precision="fp32", batch_size=2, seq_len=256, attention="eager"),
+        TrainPlan(model="tiny-gpt2", method="lora", precision="bf16", batch_size=2, seq_len=256, attention="sdpa",
+                  lora_targets="all-linear"),
+        TrainPlan(model="tiny-bert", method="full", precision="fp32", batch_size=2, seq_len=256, attention="sdpa"),
         TrainPlan(model="tiny-bert", method="freeze", precision="bf16", batch_size=2, seq_len=256, attention="eager"),
         TrainPlan(model="tiny-gemma2", method="lora", precision="fp32", batch_size=2, seq_len=256, attention="eager",
                   lora_targets="all-linear"),
