@@ -77,6 +77,7 @@ from gpuwork.trial import (
     TrialError,
     TrialRecord,
     checkpoint_result,
+    flatten_state,
     summarize,
 )
 
@@ -163,23 +164,12 @@ def _fingerprint(t: Any) -> tuple[str, tuple[int, ...], float, float, float]:
     return (str(x.dtype), tuple(x.shape), float(flat.sum()), float(flat.abs().sum()), float((flat * flat).sum()))
 
 
-def _flatten_state(prefix: str, value: Any, out: dict[str, Any]) -> None:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flatten_state(f"{prefix}.{k}" if prefix else str(k), v, out)
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            _flatten_state(f"{prefix}[{i}]", v, out)
-    else:
-        out[prefix] = value
-
-
 def _fingerprints(state: Any) -> tuple[dict[str, Any], int]:
     """Each entry of a (nested) state dict: a tensor's fingerprint or the plain value; and the tensor count."""
     import torch
 
     flat: dict[str, Any] = {}
-    _flatten_state("", state, flat)
+    flatten_state("", state, flat)
     tensors = sum(1 for v in flat.values() if torch.is_tensor(v))
     return {k: _fingerprint(v) if torch.is_tensor(v) else v for k, v in flat.items()}, tensors
 

@@ -109,7 +109,6 @@ class _States:
     optimizer: int
     optimizer_paged: int  # states in unified memory (bnb paged): not in torch's allocator
     trainable_param_bytes: int  # bytes per trainable parameter (its dtype)
-    largest_trainable: int  # elements of the largest trainable tensor
 
 
 def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -229,7 +228,6 @@ def _model_states(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> _Sta
         optimizer=opt - paged,
         optimizer_paged=paged,
         trainable_param_bytes=pb,
-        largest_trainable=_largest_trainable(spec, plan),
     )
 
 

@@ -112,7 +112,7 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, safety_margin: flo
             if need_n < best[1]:
                 best = (candidate, need_n)
             if need_n <= usable:
-                return Fit(True, candidate, need_n, usable, _changes(plan, candidate),
+                return Fit(True, candidate, need_n, usable, plan_changes(plan, candidate),
                            f"fits with {n} GPU(s) and {sharding.value}: {need_n / 2**30:.1f} of "
                            f"{usable / 2**30:.1f} GiB per GPU")
     candidate, need_n = best
@@ -121,7 +121,8 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, safety_margin: flo
                f"{candidate.sharding.value}; {usable / 2**30:.1f} GiB usable")
 
 
-def _changes(plan: TrainPlan, fitted: TrainPlan) -> tuple[str, ...]:
+def plan_changes(plan: TrainPlan, fitted: TrainPlan) -> tuple[str, ...]:
+    """What fitting changed in the plan (GPU count, sharding), as short phrases."""
     changes = []
     if fitted.gpus != plan.gpus:
         changes.append(f"gpus {plan.gpus} -> {fitted.gpus}")
@@ -245,7 +246,7 @@ def evaluate_offer(plan: TrainPlan, offer: Offer, *, safety_margin: float = DEFA
                 reasons.append(f"the node's {billed_gpus} GPUs are rented whole, so all are used "
                                f"({fit.plan.gpus} would be enough for memory)")
                 fit = Fit(True, whole.plan, whole.device_total_bytes, whole.usable_bytes,
-                          _changes(plan, whole.plan), whole.reason)
+                          plan_changes(plan, whole.plan), whole.reason)
         else:
             reasons.append(f"the node has {offer.gpus_per_node} GPUs and is rented whole; the plan uses "
                            f"{fit.plan.gpus}")
@@ -387,6 +388,7 @@ __all__ = [
     "evaluate_offer",
     "evaluate_offers",
     "fit_plan",
+    "plan_changes",
     "preemption_cost",
     "usable_memory_bytes",
     "young_daly_interval_s",

@@ -27,7 +27,7 @@ from typing import Any
 from gpuwork.catalog import GpuSpec, Mode, get_gpu
 from gpuwork.compute import HOUR_S, TimeEstimate, estimate_time
 from gpuwork.model import ModelSpec, spec_for_plan
-from gpuwork.offers import DEFAULT_SAFETY_MARGIN, fit_plan, usable_memory_bytes
+from gpuwork.offers import DEFAULT_SAFETY_MARGIN, fit_plan, plan_changes, usable_memory_bytes
 from gpuwork.plan import Sharding, TrainPlan
 
 GIB = 2**30
@@ -306,16 +306,7 @@ def _several_gpus(ctx: _Context, plan: TrainPlan, card80: GpuSpec, need: int, wh
                               f"оценка времени — {_hours_ru(time.total_s)} ч, эффективность масштабирования "
                               f"{time.comm.scaling_efficiency * 100:.0f} %"]
     return ctx.result(p03, card80, fitted, memory, need, time, reasons, reasons_ru,
-                      changes + _plan_changes(plan, fitted))
-
-
-def _plan_changes(plan: TrainPlan, fitted: TrainPlan) -> tuple[str, ...]:
-    out = []
-    if fitted.gpus != plan.gpus:
-        out.append(f"gpus {plan.gpus} -> {fitted.gpus}")
-    if fitted.sharding is not plan.sharding:
-        out.append(f"sharding {plan.sharding.value} -> {fitted.sharding.value}")
-    return tuple(out)
+                      changes + plan_changes(plan, fitted))
 
 
 def match_profile(plan: TrainPlan, *, safety_margin: float = DEFAULT_SAFETY_MARGIN,

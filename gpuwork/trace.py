@@ -363,6 +363,16 @@ def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[s
     return model
 
 
+def _training_model(plan: TrainPlan, spec, config_dict: dict, stand_ins: list[str], device: str):
+    """The plan's model on ``device`` with its method applied, checkpointing as planned, in train mode."""
+    model, task, compute = _build_model(plan, config_dict, stand_ins, device=device)
+    model = _apply_method(model, plan, spec, task, compute, stand_ins)
+    if plan.grad_checkpointing:
+        model.gradient_checkpointing_enable()
+    model.train()
+    return model, task, compute
+
+
 @functools.lru_cache(maxsize=1)
 def _make_fake4bitLinear_cached(torch):
     return _make_fake4bit_linear(torch)
@@ -484,11 +494,7 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
     config_dict, _ = load_config(plan.model)
-    model, task, compute = _build_model(plan, config_dict, stand_ins)
-    model = _apply_method(model, plan, spec, task, compute, stand_ins)
-    if plan.grad_checkpointing:
-        model.gradient_checkpointing_enable()
-    model.train()
+    model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="meta")
     fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
     _materialize_fake(model, fake_mode)
     if bar:
@@ -622,11 +628,7 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
     try:
         mesh = init_device_mesh("cpu", (plan.gpus,))  # outside fake mode: the mesh reads real ranks
         # build and apply the method on meta (peft cannot swap fake parameters), then fake them
-        model, task, compute = _build_model(plan, config_dict, stand_ins, device="meta")
-        model = _apply_method(model, plan, spec, task, compute, stand_ins)
-        if plan.grad_checkpointing:
-            model.gradient_checkpointing_enable()
-        model.train()
+        model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="meta")
         fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
         _materialize_fake(model, fake_mode)
         with fake_mode:
@@ -686,11 +688,7 @@ def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
     spec = spec_for_plan(plan)
     config_dict, _ = load_config(plan.model)
     stand_ins: list[str] = []
-    model, task, compute = _build_model(plan, config_dict, stand_ins, device="cpu")
-    model = _apply_method(model, plan, spec, task, compute, stand_ins)
-    if plan.grad_checkpointing:
-        model.gradient_checkpointing_enable()
-    model.train()
+    model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="cpu")
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = _optimizer(plan, trainable, stand_ins)
     batch = _batch(torch, plan, spec, task)

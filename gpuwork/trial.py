@@ -1291,13 +1291,14 @@ def _load_checkpoint(run: _Run, setup: _Setup, folder: Path) -> dict[str, Any]:
     return torch.load(folder / "rng_state.pth", weights_only=False)  # our own file: python/numpy RNG tuples
 
 
-def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def flatten_state(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    """Nested dicts/lists as one flat dict keyed by a path ("a.b[0]")."""
     if isinstance(value, dict):
         for k, v in value.items():
-            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+            flatten_state(f"{prefix}.{k}" if prefix else str(k), v, out)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            _flatten(f"{prefix}[{i}]", v, out)
+            flatten_state(f"{prefix}[{i}]", v, out)
     else:
         out[prefix] = value
 
@@ -1308,8 +1309,8 @@ def _compare_states(saved: Any, restored: Any, what: str) -> tuple[int, list[str
 
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
-    _flatten(what, saved, a)
-    _flatten(what, restored, b)
+    flatten_state(what, saved, a)
+    flatten_state(what, restored, b)
     tensors = 0
     bad = []
     for key, value in a.items():
