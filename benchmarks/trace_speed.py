@@ -21,7 +21,7 @@ CASES = [
 CHILD = """
 import json, sys, time
 from gpuwork import TrainPlan, estimate_memory
-from gpuwork.trace import trace_memory
+from gpuwork.measure.trace import trace_memory
 plan = TrainPlan(**json.loads(sys.argv[1]))
 t0 = time.perf_counter()
 r = trace_memory(plan)

@@ -24,8 +24,8 @@ import time
 
 def bare_step_time(plan, steps: int, warmup: int) -> float:
     """Mean seconds per step of the trial's training step with no measuring around it."""
-    from gpuwork.data import cycle, make_loader
-    from gpuwork.trial import _build_run, _prepare, _quiet_libraries, _release_memory, _train_step
+    from gpuwork.measure.textdata import cycle, make_loader
+    from gpuwork.measure.trial import _build_run, _prepare, _quiet_libraries, _release_memory, _train_step
 
     setup, text = _prepare(plan, device=None, seed=0, warmup=warmup, lr=None, data=None, tokenizer=None,
                            model_factory=None, max_grad_norm=1.0)
@@ -58,8 +58,8 @@ def main() -> None:
 
     import torch
 
+    from gpuwork.measure.trial import run_trial
     from gpuwork.plan import TrainPlan
-    from gpuwork.trial import run_trial
 
     torch.set_num_threads(args.threads)
     plan = TrainPlan(model=args.model, method=args.method, precision="fp32", seq_len=args.seq_len,

@@ -2,14 +2,14 @@
 """Measured vs estimated memory and step time on one CUDA GPU: a grid of real trials.
 
 Grid (default): full fine-tuning of llama-3.2-1b, LoRA and QLoRA of llama-3.1-8b, each at two
-sequence lengths x two micro-batch sizes, random weights, a few steps per case (gpuwork.trial,
+sequence lengths x two micro-batch sizes, random weights, a few steps per case (gpuwork.measure.trial,
 no checkpoint round-trip). For every case it prints and writes:
 
 - measured peak allocated / reserved (torch.cuda.max_memory_allocated / max_memory_reserved) and
   device memory in use (torch.cuda.mem_get_info: total - free, after each step: reserved + CUDA
   context, what nvidia-smi shows) next to ``estimate_memory``'s three totals and their ratios;
 - the measured median step time and tokens/s next to ``estimate_time``'s (when the GPU is in
-  data/gpus.csv and gpuwork.compute is present);
+  data/gpus.csv and gpuwork.estimate.timing is present);
 - out of memory per case as "OOM" (the grid goes on), other failures as the error's first line.
 
 The header gives the GPU name, driver, CUDA, cuDNN and library versions. Output: a Markdown table
@@ -132,7 +132,7 @@ def save_qlora_base(model: str, folder: Path) -> Path:
     import torch
     import transformers
 
-    from gpuwork.model import load_config
+    from gpuwork.facts.model import load_config
 
     config, _ = load_config(model)
     hf = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(dict(config))
@@ -148,10 +148,10 @@ def save_qlora_base(model: str, folder: Path) -> Path:
 def run_case(case: dict[str, Any], args: argparse.Namespace, qlora_dir: Path | None) -> dict[str, Any]:
     import torch
 
-    from gpuwork.calibration import match_catalog_gpu
-    from gpuwork.memory import estimate_memory
+    from gpuwork.measure.calibration import match_catalog_gpu
+    from gpuwork.measure.trial import run_trial
     from gpuwork.plan import TrainPlan
-    from gpuwork.trial import run_trial
+    from gpuwork.sizing import estimate_memory
 
     plan = TrainPlan(model=case["model"], method=case["method"], precision=case["precision"],
                      seq_len=case["seq_len"], batch_size=case["batch_size"], attention="sdpa", lora_r=16,
@@ -188,7 +188,7 @@ def run_case(case: dict[str, Any], args: argparse.Namespace, qlora_dir: Path | N
     gpu = match_catalog_gpu(record.environment.device_name, record.environment.device_total_bytes)
     if gpu is not None:
         try:
-            from gpuwork.compute import estimate_time
+            from gpuwork.sizing import estimate_time
 
             te = estimate_time(plan, gpu)
             result["estimated"].update({"step_time_s": te.step_time_s, "tokens_per_s": te.tokens_per_s,

@@ -25,9 +25,9 @@ import nbformat
 import psutil
 import pytest
 
-from gpuwork import app_view
-from gpuwork.app_view import GIB, TITLE, App, StaticApp, build_app
 from gpuwork.plan import TrainPlan
+from gpuwork.ui import app as app_view
+from gpuwork.ui.app import GIB, TITLE, App, StaticApp, build_app
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
@@ -92,7 +92,7 @@ def test_a_finished_demo_trial_joins_the_comparison() -> None:
 
 
 def test_a_bug_never_shows_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpuwork import widgets as gw
+    from gpuwork.ui import widgets as gw
 
     def broken(plan: TrainPlan, axis: str = "seq_len") -> None:
         raise RuntimeError("boom")
@@ -106,7 +106,7 @@ def test_a_bug_never_shows_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_report_mode_builds_a_static_app(monkeypatch: pytest.MonkeyPatch) -> None:
     import plotly.graph_objects as go
 
-    from gpuwork import widgets as gw
+    from gpuwork.ui import widgets as gw
 
     shown: list = []
     monkeypatch.setattr(gw, "_display", lambda *objs: shown.extend(objs))
@@ -306,7 +306,7 @@ def test_voila_serves_the_app(voila_app: SimpleNamespace) -> None:
     assert TITLE in html.unescape(body), "the page lacks the app title"
     assert "Traceback" not in body
     assert "application/vnd.jupyter.widget-view+json" in body  # the app widget was displayed
-    assert "from gpuwork.app_view import" not in body  # sources stripped
+    assert "from gpuwork.ui.app import" not in body  # sources stripped
     config = json.loads(body.split('<script id="jupyter-config-data" type="application/json">', 1)[1]
                         .split("</script>", 1)[0])
     loaded = [ext["name"] for ext in config.get("federated_extensions", [])]

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.calibration (trial vs estimates, the user file) and gpuwork.trial.extrapolate.
+"""Tests for gpuwork.measure.calibration (trial vs estimates, the user file) and gpuwork.measure.trial.extrapolate.
 
 One real tiny trial runs on the CPU (a few seconds); GPU records are that record with its
 environment and measurements replaced, so nothing here needs a GPU. The calibration file always
@@ -14,7 +14,8 @@ import math
 import pytest
 import torch
 
-from gpuwork.calibration import (
+from gpuwork.facts.catalog import load_offers
+from gpuwork.measure.calibration import (
     ENV_CALIBRATION,
     CalibrationError,
     apply_memory_calibration,
@@ -24,10 +25,9 @@ from gpuwork.calibration import (
     match_catalog_gpu,
     save_calibration,
 )
-from gpuwork.catalog import load_offers
-from gpuwork.memory import estimate_memory
+from gpuwork.measure.trial import TRIAL_TIME_MARGIN, TrialError, extrapolate, run_trial
 from gpuwork.plan import TrainPlan
-from gpuwork.trial import TRIAL_TIME_MARGIN, TrialError, extrapolate, run_trial
+from gpuwork.sizing import estimate_memory
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -94,7 +94,7 @@ def test_gpu_record_memory_factors_are_measured_over_estimated(cpu_record):
 
 
 def test_time_calibration_reproduces_the_measured_step(cpu_record):
-    estimate_time = pytest.importorskip("gpuwork.compute").estimate_time
+    from gpuwork.sizing import estimate_time
 
     record = as_gpu(cpu_record, median_s=0.5)
     cal = calibrate(record)
@@ -183,7 +183,7 @@ def test_memory_calibration_is_applied_only_when_asked(cpu_record):
         apply_memory_calibration(est, {"allocated": 0, "reserved": 1.0})
 
 
-# -- extrapolation (gpuwork.trial.extrapolate) --------------------------------------------------------------------
+# -- extrapolation (gpuwork.measure.trial.extrapolate) --------------------------------------------------------------------
 
 
 def test_extrapolation_formula(cpu_record):

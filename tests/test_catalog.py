@@ -1,4 +1,4 @@
-"""Tests for gpuwork.catalog: bundled data, spot-checked facts, row validation, lookup, filters."""
+"""Tests for gpuwork.facts.catalog: bundled data, spot-checked facts, row validation, lookup, filters."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwork.catalog import (
+from gpuwork.errors import CatalogError
+from gpuwork.facts.catalog import (
     GB,
     GPUS_CSV_COLUMNS,
     OFFERS_CSV_COLUMNS,
@@ -25,9 +26,8 @@ from gpuwork.catalog import (
     load_gpus,
     load_offers,
 )
-from gpuwork.errors import CatalogError
 
-BUNDLED = Path(__file__).resolve().parent.parent / "data"
+BUNDLED = Path(__file__).resolve().parent.parent / "gpuwork" / "facts" / "data"
 
 
 # ----------------------------------------------------------------------------- helpers

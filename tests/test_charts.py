@@ -8,10 +8,11 @@ from types import SimpleNamespace
 import plotly.graph_objects as go
 import pytest
 
-from gpuwork import charts
-from gpuwork.catalog import load_gpus, load_offers
-from gpuwork.memory import GIB, MIB, TERM_LABELS, estimate_memory
+from gpuwork.estimate.memory import GIB, MIB, TERM_LABELS
+from gpuwork.facts.catalog import load_gpus, load_offers
 from gpuwork.plan import TrainPlan
+from gpuwork.present import charts
+from gpuwork.sizing import estimate_memory
 
 GPUS = load_gpus()
 CARDS = [GPUS["rtx4090"], GPUS["h100_sxm"]]
@@ -110,7 +111,7 @@ def test_estimate_vs_measured_picks_the_unit() -> None:
 
 
 def test_offers_scatter_one_trace_per_mode_only_fitting_finite_offers() -> None:
-    from gpuwork.offers import evaluate_offers
+    from gpuwork.sizing import evaluate_offers
 
     results = evaluate_offers(TrainPlan(model="llama-3.1-8b", method="qlora"))
     fig = charts.offers_figure(results)

@@ -141,7 +141,7 @@ def test_trace_falls_back_to_the_estimate_when_tracing_fails():
 
 
 def test_calibrated_totals_are_shown_only_when_asked(tmp_path):
-    from gpuwork.calibration import Calibration, MemoryCalibration, save_calibration
+    from gpuwork.measure.calibration import Calibration, MemoryCalibration, save_calibration
 
     store = tmp_path / "calibration.json"
     env = {"GPUWORK_CALIBRATION": str(store)}

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.cli_plan: the plan / offers / request subcommands, their JSON, filters and errors."""
+"""Tests for gpuwork.cli.plan: the plan / offers / request subcommands, their JSON, filters and errors."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuwork.catalog import OFFERS_CSV_COLUMNS
-from gpuwork.cli import _Parser
-from gpuwork.cli_plan import main, register, size_bytes, token_count
+from gpuwork.cli import main
+from gpuwork.cli.args import Parser as _Parser
+from gpuwork.cli.plan import register, size_bytes, token_count
+from gpuwork.facts.catalog import OFFERS_CSV_COLUMNS
 
 BUNDLED = Path(__file__).resolve().parent.parent / "data"
 LORA_8B = ["--model", "llama-3.1-8b", "--method", "lora"]

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.cli_trial (`gpuwork trial`, `gpuwork compare`) and scripts/gpu_check.py's CPU behaviour.
+"""Tests for gpuwork.cli.trial (`gpuwork trial`, `gpuwork compare`) and scripts/gpu_check.py's CPU behaviour.
 
 Trials are tiny (tiny-llama, seq 64, batch 2, 1 warm-up + 2 steps, one thread); messages and exit
 codes are asserted, never timings.
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpuwork.cli_trial import EXIT_DOES_NOT_FIT, main, register
+from gpuwork.cli import main
+from gpuwork.cli.trial import EXIT_DOES_NOT_FIT, register
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["--model", "tiny-llama", "--precision", "fp32", "--seq-len", "64", "--batch-size", "2", "--lora-r", "8",

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.compute: FLOPs per token, peaks and MFU, step time, communication, data feed,
+"""Tests for gpuwork.estimate.timing: FLOPs per token, peaks and MFU, step time, communication, data feed,
 total time, and the accuracy table against published throughputs. Numbers are worked by hand in
 the comments (the FLOP convention is the module docstring's: 2/2/2 per weight, torchtitan attention)."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuwork.catalog import get_gpu
-from gpuwork.compute import (
+from gpuwork.errors import CatalogError, PlanError
+from gpuwork.estimate.timing import (
     COMM_OVERLAP_FRACTION,
     DISK_WRITE_BYTES_S,
     LINK_EFFICIENCY,
@@ -18,22 +18,17 @@ from gpuwork.compute import (
     MEM_BW_EFFICIENCY,
     QLORA_THROUGHPUT_FACTOR,
     TIME_MARGIN,
-    V100_SXM2_16GB,
     batch_factor,
     default_mfu,
-    estimate_time,
-    flops_per_token,
     matmul_params,
-    mfu_table,
     peak_flops,
-    time_accuracy_markdown,
-    time_accuracy_rows,
-    time_cases,
 )
-from gpuwork.errors import CatalogError, PlanError
-from gpuwork.model import count_params, get_spec
+from gpuwork.facts.catalog import get_gpu
+from gpuwork.facts.efficiency import mfu_table
+from gpuwork.facts.model import count_params, get_spec
+from gpuwork.measure.accuracy import V100_SXM2_16GB, time_accuracy_markdown, time_accuracy_rows, time_cases
 from gpuwork.plan import Precision, TrainPlan
-from gpuwork.storage import checkpoint_bytes
+from gpuwork.sizing import checkpoint_bytes, estimate_time, flops_per_token
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -122,22 +117,22 @@ def test_mfu_table_and_defaults():
     # H100 full on 8 GPUs (FSDP), 2048 tokens: k = 300 x 989/312 = 951; (2048/2999)/(4096/5047) = 0.8415;
     # 0.38 x 0.8415 = 0.320
     eight = dict(gpus=8, sharding="fsdp")
-    choice = default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048, **eight), get_gpu("h100_sxm"))
+    choice = default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048, **eight), get_gpu("h100_sxm"), mfu_table())
     assert choice.table_value == 0.38 and choice.source == "default"
     assert choice.value == pytest.approx(0.38 * 0.8415, abs=1e-3)
     # A100 full at >= 4096 tokens per micro-batch: the table value as it is
     assert default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=4096, **eight),
-                       get_gpu("a100_80_sxm")).value == 0.45
+                       get_gpu("a100_80_sxm"), mfu_table()).value == 0.45
     # one GPU: the Hugging Face loop rows (0.25 full, 0.30 LoRA)
     assert default_mfu(TrainPlan(model="llama-3.1-8b", method="full", seq_len=4096),
-                       get_gpu("a100_80_sxm")).value == 0.25
+                       get_gpu("a100_80_sxm"), mfu_table()).value == 0.25
     # QLoRA = LoRA x 0.78 (torchtune)
-    lora = default_mfu(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096), get_gpu("a100_80_sxm"))
-    qlora = default_mfu(TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096), get_gpu("a100_80_sxm"))
+    lora = default_mfu(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096), get_gpu("a100_80_sxm"), mfu_table())
+    qlora = default_mfu(TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096), get_gpu("a100_80_sxm"), mfu_table())
     assert lora.value == 0.30 and qlora.value == pytest.approx(0.30 * QLORA_THROUGHPUT_FACTOR)
     # fp32 plans use the fp32 row whatever the GPU
     assert default_mfu(TrainPlan(model="gpt2", method="full", precision="fp32", seq_len=4096),
-                       get_gpu("l40s")).table_value == 0.50
+                       get_gpu("l40s"), mfu_table()).table_value == 0.50
 
 
 def test_step_time_worked_example():

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.data: text sources, tokenizers, packing, datasets and loader throughput."""
+"""Tests for gpuwork.measure.textdata: text sources, tokenizers, packing, datasets and loader throughput."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from gpuwork.data import (
+from gpuwork.measure.textdata import (
     BUILTIN_DATASET,
     MIN_VOCAB,
     VOCAB_CAP,

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.distributed: the trial as 2 processes under torchrun (gloo on CPU), DDP and FSDP2.
+"""Tests for gpuwork.measure.distributed: the trial as 2 processes under torchrun (gloo on CPU), DDP and FSDP2.
 
 The two real runs (tiny-llama, seq 64, batch 2, 1 warm-up + 3 steps) take about 15 s each on a
 2-core machine; everything else is pure. Timings are never asserted.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwork.distributed import (
+from gpuwork.measure.distributed import (
     _RankShard,
     free_port,
     merge_ranks,
@@ -22,8 +22,8 @@ from gpuwork.distributed import (
     strategy_for,
     torchrun_command,
 )
+from gpuwork.measure.trial import ParallelInfo, RankResult, StepMeasurement, TrialError, TrialRecord
 from gpuwork.plan import TrainPlan
-from gpuwork.trial import ParallelInfo, RankResult, StepMeasurement, TrialError, TrialRecord
 
 
 def plan(**changes) -> TrainPlan:
@@ -66,7 +66,7 @@ def test_torchrun_command_binds_to_loopback_only(tmp_path):
     assert cmd[cmd.index("--master-addr") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--master-port") + 1] == str(port)
     assert cmd[cmd.index("--nproc-per-node") + 1] == "2"
-    assert cmd[-4:] == ["--module", "gpuwork.distributed", "--spec", str(tmp_path / "spec.json")]
+    assert cmd[-4:] == ["--module", "gpuwork.measure.distributed", "--spec", str(tmp_path / "spec.json")]
 
 
 def test_bad_launch_arguments_are_refused():

@@ -3,8 +3,8 @@ import math
 import pytest
 
 from gpuwork import GIB, TrainPlan, count_params, estimate_memory, get_spec
-from gpuwork.accuracy import PUBLISHED_CASES, published_rows
-from gpuwork.memory import CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES, SOURCES
+from gpuwork.estimate.memory import CUBLAS_WORKSPACE_BYTES, CUDA_CONTEXT_BYTES, SOURCES
+from gpuwork.measure.accuracy import PUBLISHED_CASES, published_rows
 
 P8B = get_spec("llama-3.1-8b").params_total
 

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from gpuwork import ModelError, TrainPlan, count_params, get_spec, list_presets
-from gpuwork._paths import data_dir, models_dir
-from gpuwork.model import build_spec, load_config, lora_target_linears
+from gpuwork.facts.model import build_spec, load_config, lora_target_linears
+from gpuwork.facts.paths import data_dir, models_dir
 
 PUBLISHED = {r["name"]: r for r in csv.DictReader(open(models_dir() / "index.csv"))}
 

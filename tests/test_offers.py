@@ -1,4 +1,4 @@
-"""Tests for gpuwork.offers and the driver-reported memory column of gpus.csv: fit search, costs worked
+"""Tests for gpuwork.estimate.offers and the driver-reported memory column of gpus.csv: fit search, costs worked
 by hand, preemptions (Young/Daly), filters and ranking."""
 
 from __future__ import annotations
@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from gpuwork.catalog import (
+from gpuwork.errors import CatalogError, PlanError
+from gpuwork.estimate.offers import (
+    DEFAULT_SAFETY_MARGIN,
+    RESTART_OVERHEAD_S,
+    evaluate_offer,
+    preemption_cost,
+    usable_memory_bytes,
+    young_daly_interval_s,
+)
+from gpuwork.facts.catalog import (
     GPUS_CSV_COLUMNS,
     GPUS_CSV_OPTIONAL_COLUMNS,
     MIB,
@@ -23,20 +32,9 @@ from gpuwork.catalog import (
     get_gpu,
     load_gpus,
 )
-from gpuwork.compute import estimate_time
-from gpuwork.errors import CatalogError, PlanError
-from gpuwork.memory import estimate_memory
-from gpuwork.offers import (
-    DEFAULT_SAFETY_MARGIN,
-    RESTART_OVERHEAD_S,
-    evaluate_offer,
-    evaluate_offers,
-    fit_plan,
-    preemption_cost,
-    usable_memory_bytes,
-    young_daly_interval_s,
-)
+from gpuwork.facts.resolve import resolve
 from gpuwork.plan import TrainPlan
+from gpuwork.sizing import estimate_memory, estimate_time, evaluate_offers, fit_plan
 
 BUNDLED = Path(__file__).resolve().parent.parent / "data"
 
@@ -149,7 +147,7 @@ def test_preemption_cost_worked_example():
 def test_on_demand_cost_worked_example():
     plan = TrainPlan(model="llama-3.1-8b", method="qlora")
     offer = _offer("h100_sxm", price=2.0)
-    r = evaluate_offer(plan, offer)
+    r = evaluate_offer(plan, offer, resolve(plan))
     t = estimate_time(plan, "h100_sxm")
     assert r.fits and r.time.total_s == pytest.approx(t.total_s)
     # run cost = hours x 1 GPU x $2.00; billed = at least the 1-hour minimum
@@ -162,7 +160,7 @@ def test_on_demand_cost_worked_example():
 
 def test_reserved_bills_whole_periods():
     plan = TrainPlan(model="llama-3.1-8b", method="qlora", dataset_tokens=20_000_000_000)
-    r = evaluate_offer(plan, _offer("h100_sxm", mode="reserved", price=1.5, min_hours=720))
+    r = evaluate_offer(plan, _offer("h100_sxm", mode="reserved", price=1.5, min_hours=720), resolve(plan))
     hours = r.time.total_s / 3600
     assert hours > 720  # ~4.1 h per 100 M tokens x 200: more than one month
     periods = math.ceil(hours / 720)
@@ -172,7 +170,8 @@ def test_reserved_bills_whole_periods():
 
 def test_interruptible_adds_expected_rework_and_recommends_an_interval():
     plan = TrainPlan(model="llama-3.1-8b", method="qlora")
-    r = evaluate_offer(plan, _offer("l40s", mode="interruptible", price=0.4), preemption_rate_per_hour=0.2)
+    r = evaluate_offer(plan, _offer("l40s", mode="interruptible", price=0.4), resolve(plan),
+                       preemption_rate_per_hour=0.2)
     t = r.time
     interval = plan.checkpoint_every_steps * t.step_time_s
     preemptions, lost, wall = preemption_cost(t.total_s, 0.2, interval)
@@ -189,14 +188,14 @@ def test_interruptible_adds_expected_rework_and_recommends_an_interval():
 def test_whole_nodes_are_rented():
     plan = TrainPlan(model="llama-3.1-8b", method="qlora")
     node = _offer("h100_sxm", gpus=8, link="nvlink_switch", price=3.0)
-    used = evaluate_offer(plan, node)
+    used = evaluate_offer(plan, node, resolve(plan))
     assert used.billed_gpus == 8 and used.fit.plan.gpus == 8 and "gpus 1 -> 8" in used.fit.changes
-    alone = evaluate_offer(plan, node, use_whole_node=False)
+    alone = evaluate_offer(plan, node, resolve(plan), use_whole_node=False)
     assert alone.billed_gpus == 8 and alone.fit.plan.gpus == 1
     assert alone.run_cost_usd == pytest.approx(alone.time.total_s / 3600 * 8 * 3.0)
     assert used.time.total_s < alone.time.total_s and used.run_cost_usd < alone.run_cost_usd
     # more GPUs than a node has, and no network: cannot run
-    big = evaluate_offer(plan.replace(gpus=16, sharding="zero3"), node)
+    big = evaluate_offer(plan.replace(gpus=16, sharding="zero3"), node, resolve(plan))
     assert not big.fits and "no inter-node network" in big.reasons[0]
 
 

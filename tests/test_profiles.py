@@ -1,4 +1,4 @@
-"""Tests for gpuwork.profiles: canonical plans land in the brief's three rental profiles, with reasons in
+"""Tests for gpuwork.estimate.profiles: canonical plans land in the brief's three rental profiles, with reasons in
 English and Russian for the match and for every profile rejected."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from gpuwork.catalog import Mode, get_gpu
-from gpuwork.memory import estimate_memory
-from gpuwork.offers import usable_memory_bytes
+from gpuwork.estimate.offers import usable_memory_bytes
+from gpuwork.estimate.profiles import PROFILES, SHORT_RUN_MAX_S, get_profile
+from gpuwork.facts.catalog import Mode, get_gpu
 from gpuwork.plan import TrainPlan
-from gpuwork.profiles import PROFILES, SHORT_RUN_MAX_S, get_profile, match_profile
+from gpuwork.sizing import estimate_memory, match_profile
 
 CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from gpuwork import cli_report, report
+from gpuwork.cli import main as cli_main
+from gpuwork.cli import report as cli_report
 from gpuwork.plan import TrainPlan
+from gpuwork.ui import report
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -160,13 +162,13 @@ def test_failing_cell_is_one_line_naming_the_notebook(tmp_path: Path) -> None:
 def test_cli_report_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "plan.json"
     bad.write_text('{"modle": "gpt2"}')
-    assert cli_report.main(["report", "--plan", str(bad), "--out", str(tmp_path / "out")]) == 2
+    assert cli_main(["report", "--plan", str(bad), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("gpuwork: error:") and "modle" in err and "model" in err and err.count("\n") == 1
-    assert cli_report.main(["report", "--plan", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert cli_main(["report", "--plan", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
     assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
-        cli_report.main(["report", "--out", str(tmp_path), "--notebooks", "99_nope"])
+        cli_main(["report", "--out", str(tmp_path), "--notebooks", "99_nope"])
     assert exit_info.value.code == 2
     assert "01_sizing" in capsys.readouterr().err
 
@@ -184,7 +186,7 @@ def test_cli_report_one_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[s
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"plan": {"model": "qwen2.5-0.5b", "method": "full"}}))  # `estimate --json` shape
     out = tmp_path / "out"
-    assert cli_report.main(["report", "--plan", str(plan), "--out", str(out), "--notebooks", "01_sizing",
+    assert cli_main(["report", "--plan", str(plan), "--out", str(out), "--notebooks", "01_sizing",
                             "--no-progress"]) == 0
     printed = capsys.readouterr()
     assert printed.out.strip() == str(out.resolve() / "01_sizing.html")

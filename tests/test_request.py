@@ -1,4 +1,4 @@
-"""Tests for gpuwork.request: the product brief's own example in both languages, JSON fields, Russian
+"""Tests for gpuwork.present.request: the product brief's own example in both languages, JSON fields, Russian
 wording (plurals, dates, numbers) and errors."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from gpuwork.errors import PlanError
 from gpuwork.plan import TrainPlan
-from gpuwork.request import format_size, model_display_name, plural_ru, rental_request
+from gpuwork.present.request import format_size, model_display_name, plural_ru, rental_request
 
 # The brief: "Fine-tuning, LoRA adapters, context and batch size in the config; dataset 200 GB, need room
 # for checkpoints; one month; step-time test required" - a LoRA plan with a 200 GB dataset (50 B tokens

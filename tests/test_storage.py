@@ -1,4 +1,4 @@
-"""Tests for gpuwork.storage: disk lines worked by hand (memory_formulas §3.5), fields it must not read,
+"""Tests for gpuwork.estimate.disk: disk lines worked by hand (memory_formulas §3.5), fields it must not read,
 compression, pre-quantized downloads, checkpoint sizes per optimizer and sharding."""
 
 from __future__ import annotations
@@ -8,18 +8,17 @@ import math
 import pytest
 
 from gpuwork.errors import PlanError
-from gpuwork.model import count_params, get_spec
-from gpuwork.plan import TrainPlan
-from gpuwork.storage import (
+from gpuwork.estimate.disk import (
     BYTES_PER_TOKEN_TEXT,
     DISK_MARGIN,
     ENVIRONMENT_BYTES,
     NF4_DQ_BYTES_PER_PARAM,
-    checkpoint_bytes,
     checkpoint_size,
-    estimate_disk,
     token_id_bytes,
 )
+from gpuwork.facts.model import count_params, get_spec
+from gpuwork.plan import TrainPlan
+from gpuwork.sizing import checkpoint_bytes, estimate_disk
 
 P_8B = 8_030_261_248  # Llama-3.1-8B parameters (data/model_specs.json)
 ADAPTER_8B_R16_QV = 6_815_744  # 32 layers x 16 x ((4096+4096) + (4096+1024))
@@ -60,15 +59,15 @@ def test_full_checkpoints_follow_the_real_optimizer_bytes():
     # mixed precision: fp32 parameters (4 B) + AdamW m, v in fp32 (8 B) = 12 B/param (memory_formulas §3.5)
     assert checkpoint_bytes(plan) == 12 * P_8B
     # DeepSpeed ZeRO, mixed: 16-bit weights (2) + fp32 master (4) + m, v (8) = 14 B/param
-    zero = checkpoint_size(plan.replace(sharding="zero3"))
+    zero = checkpoint_size(plan.replace(sharding="zero3"), spec)
     assert (zero.weights_bytes, zero.master_bytes, zero.optimizer_bytes) == (2 * P_8B, 4 * P_8B, 8 * P_8B)
     # pure bf16: weights 2 B + AdamW states in the parameter dtype 2 x 2 B = 6 B/param
     assert checkpoint_bytes(plan.replace(precision="bf16", gpus=1, sharding="ddp")) == 6 * P_8B
     # 8-bit AdamW: 2 B of states per param + an fp32 absmax per 256 values, much smaller than AdamW
-    eight = checkpoint_size(plan.replace(precision="bf16", gpus=1, sharding="ddp", optimizer="adamw-8bit"))
+    eight = checkpoint_size(plan.replace(precision="bf16", gpus=1, sharding="ddp", optimizer="adamw-8bit"), spec)
     assert eight.optimizer_bytes == pytest.approx(2 * P_8B, rel=0.05)
     # SGD: one momentum buffer
-    assert checkpoint_size(plan.replace(precision="bf16", gpus=1, sharding="ddp", optimizer="sgd")).optimizer_bytes \
+    assert checkpoint_size(plan.replace(precision="bf16", gpus=1, sharding="ddp", optimizer="sgd"), spec).optimizer_bytes \
         == 2 * count_params(spec, plan).trainable
 
 

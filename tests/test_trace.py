@@ -3,8 +3,8 @@ import itertools
 import pytest
 
 from gpuwork import TraceError, TrainPlan, estimate_memory
-from gpuwork.accuracy import compare_with_trace
-from gpuwork.trace import real_step_peak, trace_memory
+from gpuwork.measure.accuracy import compare_with_trace
+from gpuwork.measure.trace import real_step_peak, trace_memory
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Tests for gpuwork.trial: real tiny fine-tunes on CPU, measured, checkpointed, capped and ramped.
+"""Tests for gpuwork.measure.trial: real tiny fine-tunes on CPU, measured, checkpointed, capped and ramped.
 
 Models are the tiny presets (a few million parameters) at seq 64, batch 2, a few steps each.
 Timings are never asserted (the machine is shared and noisy); counts, flags and exact losses are.
@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpuwork.model import count_params, get_spec
-from gpuwork.plan import TrainPlan
-from gpuwork.trial import (
+from gpuwork.facts.model import count_params, get_spec
+from gpuwork.measure.trial import (
     CPU_LOSS_RTOL,
     DATA_WAIT_THRESHOLD,
     RESUME_STEPS,
@@ -31,6 +30,7 @@ from gpuwork.trial import (
     run_trial,
     summarize,
 )
+from gpuwork.plan import TrainPlan
 
 PRESET = "tiny-llama"
 
@@ -206,7 +206,7 @@ def test_fp32_plan_has_no_precision_substitution_and_eager_attention(model_ref):
 def test_local_model_folder_with_weights_is_loaded(model_ref, tmp_path):
     import transformers
 
-    from gpuwork.model import load_config
+    from gpuwork.facts.model import load_config
 
     config, _ = load_config(model_ref)
     torch.manual_seed(7)
@@ -232,7 +232,7 @@ def test_users_jsonl_data_is_recorded(model_ref, tmp_path):
 
 @pytest.mark.slow
 def test_prepared_text_data_is_reused_or_repacked(model_ref):
-    from gpuwork.data import prepare_text_data
+    from gpuwork.measure.textdata import prepare_text_data
 
     data = prepare_text_data(seq_len=32, vocab_size=4096)
     state = torch.get_rng_state()

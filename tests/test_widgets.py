@@ -11,10 +11,11 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from gpuwork import widgets as gw
-from gpuwork.memory import GIB, estimate_memory
-from gpuwork.model import load_config
+from gpuwork.estimate.memory import GIB
+from gpuwork.facts.model import load_config
 from gpuwork.plan import TrainPlan
+from gpuwork.sizing import estimate_memory
+from gpuwork.ui import widgets as gw
 
 PLAN = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 2048, "batch_size": 2}
 

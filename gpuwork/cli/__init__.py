@@ -1,0 +1,48 @@
+"""The ``gpuwork`` command: one module per group of verbs, shared argument handling in ``args``.
+
+Errors in what the user typed print one line on stderr and exit with status 2 (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpuwork.cli import estimate, plan, report, trial
+from gpuwork.cli.args import EXIT_USAGE, Parser
+from gpuwork.errors import GpuworkError
+
+
+def _version() -> str:
+    from gpuwork import __version__
+
+    return f"gpuwork {__version__}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="gpuwork", description="Size a fine-tuning run before renting a GPU.")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for verbs in (estimate, plan, trial, report):
+        verbs.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except GpuworkError as exc:
+        print(f"gpuwork: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gpuwork: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `gpuwork models | head`
+        sys.stderr.close()
+        return 0
+
+
+__all__ = ["build_parser", "main"]

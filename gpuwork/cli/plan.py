@@ -1,0 +1,355 @@
+"""Command line: ``gpuwork plan | offers | request`` — from a plan to a rental.
+
+``register(subparsers)`` adds the three subcommands to gpuwork's parser.
+Errors print one line on stderr and exit with status 2, as everywhere in ``gpuwork.cli``.
+
+    gpuwork plan --model llama-3.1-8b --method lora --dataset-bytes 200GB
+    gpuwork offers --model llama-3.1-8b --method qlora --mode on-demand --sort cost
+    gpuwork request --model llama-3.1-8b --method lora --dataset-bytes 200GB --rent-days 30 --lang ru
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from datetime import date
+from typing import Any
+
+from gpuwork.cli.args import plan_arguments, plan_from_args
+from gpuwork.errors import PlanError
+from gpuwork.plan import TrainPlan
+from gpuwork.units import GIB, HOUR_S
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+
+# -- argument types ---------------------------------------------------------------------------------
+
+
+def size_bytes(text: str) -> int:
+    """'200GB', '1.5 TB', '500MiB', '2e11' -> bytes (decimal GB/TB, binary GiB/MiB)."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: write e.g. 200GB, 1.5TB or 500MiB")
+    return round(float(match.group(1)) * _SIZE_UNITS[unit])
+
+
+def token_count(text: str) -> int:
+    """'50B', '100M', '5e9', '2000000' -> a whole number of tokens."""
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]?)\s*", text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _COUNT_UNITS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a token count: write e.g. 50B, 100M or 5e9")
+    return round(float(match.group(1)) * _COUNT_UNITS[unit])
+
+
+def _iso_date(text: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date written YYYY-MM-DD") from None
+
+
+def _data_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("data and schedule")
+    g.add_argument("--dataset-tokens", type=token_count, metavar="N", help="tokens in one epoch (50B, 100M)")
+    g.add_argument("--dataset-bytes", type=size_bytes, metavar="SIZE",
+                   help="raw dataset size (200GB); without --dataset-tokens, tokens = size / 4 B")
+    g.add_argument("--compression-ratio", type=float, default=1.0, metavar="X",
+                   help="unpacked / downloaded size of the dataset (1 = not compressed)")
+    g.add_argument("--epochs", type=float)
+    g.add_argument("--eval-fraction", type=float, help="validation time as a share of training time")
+    g.add_argument("--checkpoint-every", type=int, dest="checkpoint_every_steps", metavar="STEPS")
+    g.add_argument("--checkpoints-kept", type=int)
+
+
+def _time_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("time model")
+    g.add_argument("--mfu", type=float, help="efficiency on the dense peak (default: data/mfu.csv)")
+    g.add_argument("--loader-tokens-per-s", type=float, help="what the data loader delivers (all GPUs)")
+    g.add_argument("--disk-write-gbs", type=float, help="checkpoint write speed, GB/s (default 0.5)")
+
+
+def full_plan(args: argparse.Namespace) -> TrainPlan:
+    """TrainPlan from --plan/flags (gpuwork.cli.plan_from_args) plus the data and schedule flags."""
+    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
+
+    plan = plan_from_args(args)
+    changes: dict[str, Any] = {}
+    for name in ("dataset_tokens", "dataset_bytes", "epochs", "eval_fraction", "checkpoint_every_steps",
+                 "checkpoints_kept"):
+        value = getattr(args, name, None)
+        if value is not None:
+            changes[name] = value
+    if changes.get("epochs") is not None and float(changes["epochs"]).is_integer():
+        changes["epochs"] = int(changes["epochs"])
+    if "dataset_bytes" in changes and "dataset_tokens" not in changes:
+        ratio = getattr(args, "compression_ratio", 1.0) or 1.0
+        changes["dataset_tokens"] = max(1, round(changes["dataset_bytes"] * ratio / BYTES_PER_TOKEN_TEXT))
+        print(f"gpuwork: note: dataset_tokens = {changes['dataset_tokens']:,} from --dataset-bytes at "
+              f"{BYTES_PER_TOKEN_TEXT:g} B/token (give --dataset-tokens to override)", file=sys.stderr)
+    return plan.replace(**changes) if changes else plan
+
+
+def _time_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if getattr(args, "mfu", None) is not None:
+        options["mfu"] = args.mfu
+    if getattr(args, "loader_tokens_per_s", None) is not None:
+        options["loader_tokens_per_s"] = args.loader_tokens_per_s
+    if getattr(args, "disk_write_gbs", None) is not None:
+        options["disk_write_bytes_s"] = args.disk_write_gbs * 1e9
+    return options
+
+
+# -- display helpers --------------------------------------------------------------------------------
+
+
+def _h(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    if seconds == float("inf"):
+        return "never"
+    hours = seconds / HOUR_S
+    if hours < 1:
+        return f"{seconds / 60:.0f} min"
+    text = f"{hours:,.1f} h" if hours < 10 else f"{hours:,.0f} h"
+    return text + (f" ({hours / 24:.0f} days)" if hours > 72 else "")
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB"
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e12:.2f} TB" if n >= 1e12 else f"{n / 1e9:.1f} GB"
+
+
+def _usd(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x == float("inf"):
+        return "never ends"
+    return f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
+
+
+# -- plan -------------------------------------------------------------------------------------------
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from gpuwork.estimate.offers import usable_memory_bytes
+    from gpuwork.facts.catalog import get_gpu
+    from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time, evaluate_offers, match_profile
+
+    plan = full_plan(args)
+    options = _time_options(args)
+    memory = estimate_memory(plan)
+    match = match_profile(plan, time_options=options)
+    run_plan = match.fitted_plan or plan
+    warnings: list[str] = []
+    if args.gpu:
+        gpu = get_gpu(args.gpu)
+        run_plan = plan
+        if memory.device_total_bytes > usable_memory_bytes(gpu):
+            warnings.append(f"the plan needs {_gib(memory.device_total_bytes)} per GPU; {gpu.display_name} has "
+                            f"{_gib(usable_memory_bytes(gpu))} usable: it will not fit as planned")
+    else:
+        gpu = get_gpu(match.gpu_id) if match.gpu_id else get_gpu("h100_sxm")
+    nodes = -(-run_plan.gpus // 8)
+    time = estimate_time(run_plan, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None, **options)
+    disk = estimate_disk(plan, compression_ratio=args.compression_ratio)
+    offers = evaluate_offers(plan, include_unfit=False, time_options=options)[: args.offers]
+    if args.json:
+        out = {"plan": plan.as_dict(), "memory": memory.as_dict(), "profile": match.as_dict(),
+               "time": {"gpu_id": gpu.gpu_id, "plan": run_plan.as_dict(), **time.as_dict()},
+               "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers]}
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    print(format_plan_report(plan, memory, match, run_plan, time, disk, offers))
+    for warning in warnings:
+        print(f"gpuwork: warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: TrainPlan, time: Any, disk: Any,
+                       offers: list[Any]) -> str:
+    """The `gpuwork plan` report: memory, profile, time, communication, data, disk, offers."""
+    p = plan
+    lines = [
+        f"gpuwork plan: {p.model}, {p.method}, {p.precision}, {p.optimizer}, seq {p.seq_len} x batch "
+        f"{p.batch_size} (x{p.grad_accum}), {p.gpus} GPU(s) {p.sharding}",
+        f"data: {p.dataset_tokens:,} tokens x {p.epochs:g} epoch(s); checkpoint every {p.checkpoint_every_steps} "
+        f"steps, {p.checkpoints_kept} kept",
+        "",
+        "memory per GPU (as planned):",
+        f"  device total (nvidia-smi)        {_gib(memory.device_total_bytes)}  (peak at {memory.peak_phase})",
+        "",
+    ]
+    if match.profile is not None:
+        lines.append(f"profile {match.profile.profile_id} \"{match.profile.name_en}\": {match.gpus} x "
+                     f"{match.gpu_name} ({match.profile.mode.value})")
+    else:
+        lines.append("profile: none fits")
+    lines += [f"  + {r}" for r in match.reasons]
+    lines += [f"  - not {k}: {v}" for k, v in sorted(match.rejected.items())]
+    if match.changes:
+        lines.append(f"  changes to the plan: {', '.join(match.changes)}")
+    lines += [f"  check: {c}" for c in match.checks]
+    t = time
+    lines += [
+        "",
+        f"time on {run_plan.gpus} x {t.gpu_name} ({t.peak_label}, {t.peak_flops_per_gpu / 1e12:g} TFLOPS, "
+        f"MFU {t.mfu.value:.2f} {t.mfu.source}):",
+        f"  FLOPs per token                  {t.flops_per_token.total:.3e}  ({t.flops_per_token.convention})",
+        f"  step: compute {t.compute_s:.3f} s + optimizer {t.optimizer_s:.3f} s + exposed communication "
+        f"{t.comm.exposed_s:.3f} s = {t.step_time_s:.3f} s",
+        f"  throughput                       {t.tokens_per_s:,.0f} tokens/s ({t.steps:,} steps)",
+        f"  training {_h(t.train_s)} + eval {_h(t.eval_s)} + {t.checkpoints:,} checkpoints {_h(t.checkpoint_s)} "
+        f"+ margin {_h(t.margin_s)} = {_h(t.total_s)} ({t.gpu_hours:,.0f} GPU-hours)",
+        f"  communication: {t.comm.verdict}",
+        f"  data: {t.data.verdict}",
+        "",
+        f"disk: {_gb(disk.recommended_bytes)} recommended",
+    ]
+    for item in disk.lines:
+        lines.append(f"  {item.label:44s}{_gb(item.bytes):>10s}  {item.rule}")
+    lines.append(f"  {'margin':44s}{_gb(disk.margin_bytes):>10s}")
+    lines += [f"  note: {n}" for n in disk.notes]
+    if offers:
+        lines += ["", "cheapest fitting offers (illustrative prices):"]
+        lines += [_offer_line(r) for r in offers]
+    for warning in t.warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
+# -- offers -----------------------------------------------------------------------------------------
+
+
+_OFFER_HEADER = (f"{'offer':30s}{'GPU':18s}{'mode':14s}{'$/GPU-h':>8s}{'GPUs':>6s} {'sharding':9s}"
+                 f"{'time':>16s}{'cost':>12s}  notes")
+
+
+def _offer_line(r: Any) -> str:
+    o = r.offer
+    if not r.fits:
+        return (f"{o.offer_id:30s}{o.gpu.display_name[:17]:18s}{o.mode.value:14s}{o.price_per_gpu_hour:8.2f}"
+                f"{'–':>6s} {'–':9s}{'–':>16s}{'–':>12s}  {r.fit.reason}")
+    notes = []
+    if r.fit.changes:
+        notes.append(", ".join(r.fit.changes))
+    if r.expected_preemptions:
+        notes.append(f"~{r.expected_preemptions:.1f} preemptions; checkpoint every "
+                     f"~{r.recommended_checkpoint_every_steps} steps")
+    if r.meets_deadline is False:
+        notes.append("misses the deadline")
+    return (f"{o.offer_id:30s}{o.gpu.display_name[:17]:18s}{o.mode.value:14s}{o.price_per_gpu_hour:8.2f}"
+            f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{_h(r.expected_total_s):>16s}"
+            f"{_usd(r.expected_cost_usd):>12s}  {'; '.join(notes)}")
+
+
+def _cmd_offers(args: argparse.Namespace) -> int:
+    from gpuwork.estimate.offers import DEFAULT_PREEMPTION_RATE_PER_HOUR, DEFAULT_SAFETY_MARGIN
+    from gpuwork.facts.catalog import load_offers
+    from gpuwork.sizing import evaluate_offers
+
+    if args.sort == "deadline" and args.deadline_hours is None:
+        raise PlanError("deadline_s", "--sort deadline needs --deadline-hours (e.g. --deadline-hours 48)")
+    plan = full_plan(args)
+    rate = args.preemption_rate if args.preemption_rate is not None else DEFAULT_PREEMPTION_RATE_PER_HOUR
+    offers = load_offers(args.catalog) if args.catalog else None
+    results = evaluate_offers(
+        plan, offers, safety_margin=args.safety_margin if args.safety_margin is not None else DEFAULT_SAFETY_MARGIN,
+        preemption_rate_per_hour=rate, sort=args.sort,
+        deadline_s=args.deadline_hours * HOUR_S if args.deadline_hours is not None else None,
+        budget_usd=args.budget, min_vram_gb=args.min_vram, gpu_class=args.gpu_class, mode=args.mode,
+        region=args.region, max_price_per_gpu_hour=args.max_price, include_unfit=args.all,
+        time_options=_time_options(args))
+    if args.limit:
+        results = results[: args.limit]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in results], indent=2, default=str))
+        return 0
+    print(f"gpuwork offers: {plan.model}, {plan.method}, seq {plan.seq_len} x batch {plan.batch_size}, "
+          f"{plan.dataset_tokens:,} tokens x {plan.epochs:g} epoch(s); sorted by {args.sort}; prices illustrative")
+    if not results:
+        print("no offer passes the filters")
+        return 0
+    print(_OFFER_HEADER)
+    for r in results:
+        print(_offer_line(r))
+    return 0
+
+
+# -- request ----------------------------------------------------------------------------------------
+
+
+def _cmd_request(args: argparse.Namespace) -> int:
+    from gpuwork.present.request import rental_request
+
+    plan = full_plan(args)
+    req = rental_request(plan, lang=args.lang, start_date=args.start_date, budget_usd=args.budget,
+                         rent_period_days=args.rent_days, trial_required=not args.no_trial,
+                         context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio)
+    if args.format == "json":
+        print(json.dumps(req.as_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        print(req.text)
+    return 0
+
+
+# -- wiring -----------------------------------------------------------------------------------------
+
+
+def register(subparsers: Any) -> None:
+    """Add `plan`, `offers` and `request` to a gpuwork subparsers object."""
+    p = subparsers.add_parser("plan", help="memory, profile, time, disk and offers for a run, in one report")
+    plan_arguments(p)
+    _data_arguments(p)
+    _time_arguments(p)
+    p.add_argument("--gpu", help="GPU for the time estimate (default: the matched profile's card)")
+    p.add_argument("--offers", type=int, default=5, metavar="N", help="cheapest fitting offers to list")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd_plan)
+
+    p = subparsers.add_parser("offers", help="rental offers ranked for a run: fit, time and cost")
+    plan_arguments(p)
+    _data_arguments(p)
+    _time_arguments(p)
+    f = p.add_argument_group("filters and ranking")
+    f.add_argument("--max-price", type=float, metavar="USD", help="most USD per GPU-hour")
+    f.add_argument("--mode", action="append", help="on-demand | reserved | interruptible (repeatable)")
+    f.add_argument("--class", dest="gpu_class", action="append", help="consumer | workstation | server")
+    f.add_argument("--region", action="append", help="eu | us | asia")
+    f.add_argument("--min-vram", type=float, metavar="GB", help="least memory per GPU (vendor GB)")
+    f.add_argument("--budget", type=float, metavar="USD", help="drop offers whose expected cost exceeds it")
+    f.add_argument("--sort", choices=("cost", "time", "deadline"), default="cost")
+    f.add_argument("--deadline-hours", type=float, metavar="H", help="wall-clock limit (needed by --sort deadline)")
+    f.add_argument("--preemption-rate", type=float, default=None, metavar="PER_H",
+                   help="preemptions per hour on interruptible offers (default 0.05)")
+    f.add_argument("--safety-margin", type=float, metavar="FRACTION", help="memory kept free per GPU (0.05)")
+    f.add_argument("--catalog", metavar="FILE", help="offers CSV instead of data/catalog.csv")
+    f.add_argument("--all", action="store_true", help="also list offers the run does not fit")
+    f.add_argument("--limit", type=int, metavar="N", help="show the first N")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=_cmd_offers)
+
+    p = subparsers.add_parser("request", help="the rental request to send a provider (ru/en text or JSON)")
+    plan_arguments(p)
+    _data_arguments(p)
+    p.add_argument("--lang", choices=("ru", "en"), default="en")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--start-date", type=_iso_date, metavar="YYYY-MM-DD")
+    p.add_argument("--budget", type=float, metavar="USD")
+    p.add_argument("--rent-days", type=int, metavar="DAYS", help="rental period (default: from the time estimate)")
+    p.add_argument("--no-trial", action="store_true", help="do not ask for the step-time trial")
+    p.add_argument("--explicit-context", action="store_true",
+                   help="state seq length and batch instead of 'context and batch in the config'")
+    p.set_defaults(func=_cmd_request)
+
+

@@ -1,0 +1,58 @@
+"""Command line: ``gpuwork report --plan plan.json --out DIR`` — the workbook as offline HTML.
+
+``register(subparsers)`` adds the subcommand to gpuwork's parser.
+Errors print one line on stderr and exit with status 2 (no traceback), as everywhere in ``gpuwork.cli``.
+
+    gpuwork report --plan plan.json --out reports/llama-lora
+    gpuwork report --out /tmp/report --notebooks 01_sizing,03_offers
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+EXIT_USAGE = 2
+
+
+def _notebook_list(text: str) -> tuple[str, ...]:
+    from gpuwork.ui.report import NOTEBOOKS
+
+    names = tuple(n.strip().removesuffix(".ipynb") for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in NOTEBOOKS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(NOTEBOOKS)} (comma-separated)")
+    return names
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from gpuwork.facts.planfile import load_plan
+    from gpuwork.plan import TrainPlan
+    from gpuwork.ui.report import NOTEBOOKS, build_report
+
+    plan = load_plan(args.plan) if args.plan else TrainPlan()
+    result = build_report(plan, args.out, notebooks=args.notebooks or NOTEBOOKS, steps=args.steps,
+                          progress=not args.no_progress and sys.stderr.isatty() or args.progress,
+                          timeout_s=args.timeout)
+    for page in result.html:
+        print(page)
+    print(f"gpuwork report: {len(result.html)} page(s) in {result.out_dir} ({result.elapsed_s:.0f} s); open "
+          f"{result.index}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add `report` to a gpuwork subparsers object."""
+    p = subparsers.add_parser("report", help="execute the workbook's notebooks for a plan and export offline HTML")
+    p.add_argument("--plan", metavar="FILE", help="plan.json with TrainPlan fields (default: TrainPlan())")
+    p.add_argument("--out", metavar="DIR", required=True, help="report folder; nothing is written elsewhere")
+    p.add_argument("--notebooks", type=_notebook_list, metavar="NAMES",
+                   help="comma-separated subset of 01_sizing,02_trial,03_offers (default: all)")
+    p.add_argument("--steps", type=int, default=5, metavar="N", help="measured steps of the trial (default 5)")
+    p.add_argument("--timeout", type=float, default=900, metavar="S", help="seconds allowed per cell (default 900)")
+    p.add_argument("--progress", action="store_true", help="progress bars even when stderr is not a terminal")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_report)
+
+

@@ -1,0 +1,294 @@
+"""Disk a training run needs: dataset (raw, unpacked, tokenized), base model, checkpoints, export.
+
+A pure function: ``estimate_disk(plan, spec) -> DiskPlan``, every line in bytes with the
+rule behind it, then a margin. Disk is sold in decimal GB, so the display helpers use 1e9.
+
+Example:
+    >>> plan = TrainPlan(model="llama-3.1-8b", method="lora", dataset_bytes=200 * 10**9)
+    >>> disk = estimate_disk(plan, resolve(plan).spec)
+    >>> disk.recommended_bytes > 200 * 10**9
+    True
+
+Limitations: one copy of each file per node (multi-node runs need it on every node, or on a shared
+volume); logs, W&B/TensorBoard files and the Python environment's caches beyond
+``ENVIRONMENT_BYTES`` are left to the margin; optimizer states of bitsandbytes 8-bit optimizers
+are saved as they live in memory (uint8 + fp32 absmax).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwork.estimate.memory import estimate_memory
+from gpuwork.facts.spec import ModelSpec, count_params
+from gpuwork.plan import Method, Precision, Sharding, TrainPlan
+from gpuwork.units import GB
+
+# -- named constants (each with its reason) --------------------------------------------------------
+
+# Bytes of raw text per token for English BPE tokenizers: "one token is roughly 4 characters of
+# English text" (OpenAI's tokenizer guide; Llama-3/tiktoken-style vocabularies are close), and
+# English text is ~1 byte per character in UTF-8. Other languages need more bytes per token.
+BYTES_PER_TOKEN_TEXT = 4.0
+# dataset_bytes / dataset_tokens outside this range (bytes per token) is flagged: text is 2-8 B/token
+# across languages and tokenizers (4 for English BPE, more for Cyrillic/CJK in UTF-8); records with
+# metadata (JSONL fields) add more. A wide band: it catches a default dataset_tokens left unchanged.
+DATASET_BYTES_PER_TOKEN_PLAUSIBLE = (1.0, 40.0)
+# Token ids fit uint16 when the vocabulary has fewer than 2**16 entries, else uint32 (nanoGPT's
+# data/openwebtext/prepare.py writes uint16 because GPT-2's largest id 50256 < 2**16).
+UINT16_VOCAB_LIMIT = 2**16
+# Base model as downloaded: safetensors in bf16 (memory_formulas §3.5: ≈ 2 B/param).
+BASE_DOWNLOAD_BYTES_PER_PARAM = 2
+# Pre-quantized bnb-4bit download: NF4 with double quantization = 4.127 bits per quantized weight
+# (QLoRA paper §3, memory_formulas §2.9); embeddings, norms and lm_head stay 16-bit.
+NF4_DQ_BYTES_PER_PARAM = 4.127 / 8
+# PEFT saves adapters in fp32 by default (autocast_adapter_dtype=True): 4 B/param
+# (memory_formulas §3.1/§3.5: 9.18 M params -> 36.7 MB file).
+ADAPTER_SAVE_BYTES_PER_PARAM = 4
+# Software on the rented disk: a CUDA PyTorch container image or venv plus pip/HF caches.
+# Assumption: NGC PyTorch images unpack to roughly 20 GB; a pip venv with CUDA wheels is 5-10 GB.
+ENVIRONMENT_BYTES = 20 * GB
+# Margin on the total: logs, temporary files while a checkpoint is written, HF datasets cache
+# fragments, and files a user forgets to delete. A product assumption, shown as its own line.
+DISK_MARGIN = 0.20
+
+
+@dataclass(frozen=True)
+class DiskLine:
+    """One thing stored on disk."""
+
+    key: str  # machine name, e.g. "checkpoints"
+    label: str  # what it is, for people
+    bytes: int
+    rule: str  # how the number was obtained (formula and source)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "bytes": self.bytes, "rule": self.rule}
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    """Bytes of one training checkpoint (what ``Trainer.save_model`` + ``optimizer.pt`` write)."""
+
+    weights_bytes: int  # model or adapter weights
+    master_bytes: int  # fp32 master copy saved next to 16-bit weights (DeepSpeed ZeRO, mixed)
+    optimizer_bytes: int  # optimizer states of the trainable parameters
+    total_bytes: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {"weights_bytes": self.weights_bytes, "master_bytes": self.master_bytes,
+                "optimizer_bytes": self.optimizer_bytes, "total_bytes": self.total_bytes}
+
+
+@dataclass(frozen=True)
+class DiskPlan:
+    """Disk needed by a plan: each line, the subtotal, the margin and the recommendation (bytes)."""
+
+    plan: TrainPlan
+    lines: tuple[DiskLine, ...]
+    checkpoint: CheckpointSize
+    checkpoints_on_disk: int  # checkpoints_kept + the one being written
+    subtotal_bytes: int
+    margin_bytes: int
+    recommended_bytes: int
+    notes: tuple[str, ...] = ()
+
+    def line(self, key: str) -> DiskLine:
+        for item in self.lines:
+            if item.key == key:
+                return item
+        raise KeyError(key)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lines": [item.as_dict() for item in self.lines],
+            "checkpoint": self.checkpoint.as_dict(),
+            "checkpoints_on_disk": self.checkpoints_on_disk,
+            "subtotal_bytes": self.subtotal_bytes,
+            "margin_bytes": self.margin_bytes,
+            "margin_fraction": DISK_MARGIN,
+            "recommended_bytes": self.recommended_bytes,
+            "notes": list(self.notes),
+        }
+
+
+def token_id_bytes(vocab_size: int) -> int:
+    """Bytes per stored token id: 2 (uint16) below 65,536 entries, else 4 (uint32)."""
+    return 2 if vocab_size < UINT16_VOCAB_LIMIT else 4
+
+
+def dataset_text_bytes(plan: TrainPlan) -> int:
+    """Raw dataset size: ``plan.dataset_bytes`` when given, else tokens x BYTES_PER_TOKEN_TEXT."""
+    if plan.dataset_bytes is not None:
+        return plan.dataset_bytes
+    return round(plan.dataset_tokens * BYTES_PER_TOKEN_TEXT)
+
+
+def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
+    """Optimizer states of all trainable parameters, unsharded, as the memory estimator models them
+    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored)."""
+    replica = plan.replace(gpus=1, sharding=Sharding.DDP, offload_optimizer=False, offload_params=False)
+    est = estimate_memory(replica, spec)
+    return est.breakdown.get("optimizer_states", 0) + est.breakdown.get("paged_optimizer_states", 0)
+
+
+def checkpoint_size(plan: TrainPlan, spec: ModelSpec) -> CheckpointSize:
+    """Bytes of one resumable checkpoint (all ranks together).
+
+    Full/scratch/freeze: the whole model in its parameter dtype (fp32 masters when mixed: HF Trainer
+    saves the parameters as they are) + the optimizer's real states; DeepSpeed ZeRO with mixed
+    precision saves 16-bit weights plus fp32 masters and states (memory_formulas §3.5: ≈ 14 B/p with
+    AdamW). Adapters: adapter (and trained head) params x 4 B (PEFT fp32) + their optimizer states.
+    """
+    counts = count_params(spec, plan)
+    optimizer = _optimizer_state_bytes(plan, spec)
+    master = 0
+    if plan.uses_adapters:
+        weights = ADAPTER_SAVE_BYTES_PER_PARAM * counts.trainable
+    elif plan.precision.is_mixed and plan.sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3):
+        weights = 2 * counts.base  # DeepSpeed model states file: 16-bit module weights
+        master = 4 * counts.trainable  # + fp32 master partitions in the optimizer states files
+    else:
+        weights = plan.precision.param_bytes * counts.base
+    return CheckpointSize(weights, master, optimizer, weights + master + optimizer)
+
+
+def checkpoint_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
+    """Total bytes of one checkpoint (see ``checkpoint_size``)."""
+    return checkpoint_size(plan, spec).total_bytes
+
+
+def _base_download(plan: TrainPlan, spec: ModelSpec, prequantized: bool) -> tuple[int, str]:
+    counts = count_params(spec, plan)
+    if plan.method is Method.SCRATCH:
+        return 0, "training from scratch: no base weights to download"
+    if prequantized and counts.quantized:
+        quant = math.ceil(counts.quantized * NF4_DQ_BYTES_PER_PARAM)
+        rest = BASE_DOWNLOAD_BYTES_PER_PARAM * (counts.base - counts.quantized)
+        return quant + rest, (f"pre-quantized 4-bit: {counts.quantized:,} linear weights x 4.127 bits (NF4 + "
+                              f"double quant, QLoRA §3) + {counts.base - counts.quantized:,} others x 2 B")
+    return (BASE_DOWNLOAD_BYTES_PER_PARAM * counts.base,
+            f"{counts.base:,} params x 2 B (bf16 safetensors, memory_formulas §3.5)")
+
+
+def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float = 1.0,
+                  prequantized_base: bool | None = None, merged_export: bool = False,
+                  include_environment: bool = True) -> DiskPlan:
+    """Disk a plan needs on the training machine, line by line, plus ``DISK_MARGIN``.
+
+    Args:
+        plan: reads model, method, precision, optimizer, sharding, dataset_tokens, dataset_bytes and
+            checkpoints_kept (never epochs or the batch shape).
+        spec: the model spec (``gpuwork.facts.resolve(plan).spec``).
+        compression_ratio: unpacked size / downloaded size of the raw dataset. 1.0 (default) means
+            ``dataset_bytes`` is already the unpacked size; gzip'd JSONL text is typically 2.5-4.
+        prequantized_base: download a 4-bit pre-quantized base (bnb-4bit) instead of bf16 weights;
+            None = yes for QLoRA, no otherwise.
+        merged_export: adapters only: also export the base merged with the adapters (bf16).
+        include_environment: count ``ENVIRONMENT_BYTES`` for the container/venv.
+
+    Example:
+        >>> estimate_disk(TrainPlan(model="qwen2.5-0.5b", method="full")).line("tokenized").rule
+        '100,000,000 tokens x 4 B (uint32: vocab 151,936 >= 65,536)'
+    """
+    if isinstance(compression_ratio, bool) or not isinstance(compression_ratio, int | float) \
+            or not compression_ratio >= 1:
+        from gpuwork.errors import PlanError
+
+        raise PlanError("compression_ratio", f"compression_ratio={compression_ratio!r} must be a number >= 1 "
+                        "(unpacked size / downloaded size; 1 when the dataset is not compressed)")
+    counts = count_params(spec, plan)
+    lines: list[DiskLine] = []
+    notes: list[str] = []
+
+    # -- dataset ---------------------------------------------------------------------------------
+    text = dataset_text_bytes(plan)
+    given = plan.dataset_bytes is not None
+    if compression_ratio > 1:
+        if given:  # the size given is the download; unpacking multiplies it
+            raw, unpacked = text, round(text * compression_ratio)
+            raw_rule = "dataset_bytes as given (compressed download)"
+        else:  # tokens give the unpacked text; the download is smaller
+            raw, unpacked = round(text / compression_ratio), text
+            raw_rule = (f"{plan.dataset_tokens:,} tokens x {BYTES_PER_TOKEN_TEXT:g} B/token (English BPE) / "
+                        f"compression {compression_ratio:g}")
+        lines.append(DiskLine("dataset_raw", "dataset as downloaded (compressed)", raw, raw_rule))
+        lines.append(DiskLine("dataset_unpacked", "dataset unpacked", unpacked,
+                              f"downloaded size x compression ratio {compression_ratio:g} (both kept)"))
+    else:
+        lines.append(DiskLine("dataset_raw", "dataset (raw text)", text,
+                              "dataset_bytes as given" if given else
+                              f"{plan.dataset_tokens:,} tokens x {BYTES_PER_TOKEN_TEXT:g} B/token (English BPE: "
+                              "~4 characters per token)"))
+    id_bytes = token_id_bytes(spec.vocab_size)
+    kind = "uint16" if id_bytes == 2 else "uint32"
+    relation = "<" if id_bytes == 2 else ">="
+    lines.append(DiskLine("tokenized", "tokenized dataset (token ids)", plan.dataset_tokens * id_bytes,
+                          f"{plan.dataset_tokens:,} tokens x {id_bytes} B ({kind}: vocab {spec.vocab_size:,} "
+                          f"{relation} 65,536)"))
+
+    # -- model -----------------------------------------------------------------------------------
+    prequantized = plan.method is Method.QLORA if prequantized_base is None else prequantized_base
+    base_bytes, base_rule = _base_download(plan, spec, prequantized)
+    if base_bytes:
+        lines.append(DiskLine("base_model", "base model download", base_bytes, base_rule))
+
+    # -- checkpoints -----------------------------------------------------------------------------
+    ckpt = checkpoint_size(plan, spec)
+    on_disk = plan.checkpoints_kept + 1 if plan.checkpoints_kept > 0 else 0
+    if on_disk:
+        what = "adapter x 4 B + optimizer states" if plan.uses_adapters else (
+            "weights in the saved dtype + optimizer states" + (" + fp32 masters" if ckpt.master_bytes else ""))
+        lines.append(DiskLine(
+            "checkpoints", f"checkpoints ({plan.checkpoints_kept} kept + 1 being written)", on_disk * ckpt.total_bytes,
+            f"{on_disk} x {ckpt.total_bytes / GB:.2f} GB ({what}); transformers Trainer writes a new checkpoint "
+            "before deleting the oldest (save_total_limit rotation)"))
+
+    # -- final export ----------------------------------------------------------------------------
+    if plan.uses_adapters:
+        export = ADAPTER_SAVE_BYTES_PER_PARAM * counts.trainable
+        rule = f"{counts.trainable:,} trainable params x 4 B (PEFT adapter, fp32)"
+        if merged_export:
+            export += BASE_DOWNLOAD_BYTES_PER_PARAM * counts.base
+            rule += f" + merged model {counts.base:,} x 2 B (bf16)"
+    else:
+        export_bytes = 4 if plan.precision is Precision.FP32 else 2
+        export = export_bytes * counts.base
+        rule = f"{counts.base:,} params x {export_bytes} B ({'fp32' if export_bytes == 4 else 'bf16'} safetensors)"
+    lines.append(DiskLine("export", "final model export", export, rule))
+
+    if include_environment:
+        lines.append(DiskLine("environment", "software (container image or venv, caches)", ENVIRONMENT_BYTES,
+                              "assumption: a CUDA PyTorch container unpacks to ~20 GB"))
+
+    subtotal = sum(item.bytes for item in lines)
+    margin = math.ceil(subtotal * DISK_MARGIN)
+    if given:
+        per_token = plan.dataset_bytes * compression_ratio / plan.dataset_tokens  # unpacked text per token
+        low, high = DATASET_BYTES_PER_TOKEN_PLAUSIBLE
+        if not low <= per_token <= high:
+            notes.append(f"dataset_bytes / dataset_tokens = {per_token:,.1f} B per token, far from the "
+                         f"~{BYTES_PER_TOKEN_TEXT:g} B of English text: check dataset_tokens (time and the "
+                         "tokenized files use it)")
+    if plan.gpus > 1:
+        notes.append("multi-node runs need the dataset and base model on every node or on a shared volume")
+    return DiskPlan(plan=plan, lines=tuple(lines), checkpoint=ckpt, checkpoints_on_disk=on_disk,
+                    subtotal_bytes=subtotal, margin_bytes=margin, recommended_bytes=subtotal + margin,
+                    notes=tuple(notes))
+
+
+__all__ = [
+    "BYTES_PER_TOKEN_TEXT",
+    "DISK_MARGIN",
+    "ENVIRONMENT_BYTES",
+    "CheckpointSize",
+    "DiskLine",
+    "DiskPlan",
+    "checkpoint_bytes",
+    "checkpoint_size",
+    "dataset_text_bytes",
+    "estimate_disk",
+    "token_id_bytes",
+]

@@ -1,0 +1,680 @@
+"""Per-GPU memory estimate of one training step: a pure function of (TrainPlan, ModelSpec).
+
+The step is modelled as a timeline — forward, the loss backward, the backward through the blocks,
+the optimizer step — and the peak is the largest of those moments. Every byte term below names
+where it comes from: a library's source (what is saved for backward, which dtype states use), a
+paper, or a measurement with ``gpuwork trace`` (fake-tensor tracing of the real model class).
+
+Three totals, because they answer different questions:
+- ``peak_allocated_bytes``: live tensors at the peak (``torch.cuda.max_memory_allocated``).
+- ``peak_reserved_bytes``: plus what PyTorch's caching allocator holds but is not using
+  (``torch.cuda.max_memory_reserved``).
+- ``device_total_bytes``: plus the CUDA context, kernels and library handles (what nvidia-smi shows).
+
+Example:
+    >>> plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
+    >>> est = estimate_memory(plan, resolve(plan).spec)
+    >>> est.peak_allocated_bytes < est.peak_reserved_bytes < est.device_total_bytes
+    True
+
+Limitations: activation accounting follows Hugging Face's Llama-style blocks (also Mistral, Qwen2,
+Mixtral attention, Phi-3, Gemma 2) and GPT-2/BERT blocks op by op; other architectures fall back
+to the nearest of those. Tensor/pipeline/context parallelism is not modelled (data parallel only).
+Mixed precision follows CUDA autocast (linear outputs 16-bit, fp32 residual stream).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
+from gpuwork.units import GIB, MIB
+
+# -- named constants (each with its source) ------------------------------------------------------
+
+# CUDA context + loaded kernels + cuBLAS/cuDNN handles after the first training step, outside
+# PyTorch's allocator. HF docs measured 1,343 MB on a V100 with eager module loading (CUDA 11);
+# CUDA >= 11.7 lazy loading brings it to roughly 0.5-0.8 GiB on A100/H100 (PyTorch CUDA semantics
+# docs, "lazy loading"); one public estimator uses 1,000 MiB. We use 1 GiB.
+CUDA_CONTEXT_BYTES = 1024 * MIB
+# cuBLAS workspace allocated through the caching allocator on Hopper (PyTorch CUDA semantics:
+# CUBLAS_WORKSPACE_CONFIG default ":4096:8" + ":16:8" = 4 MiB * 8 + ...; 32 MiB on sm90).
+CUBLAS_WORKSPACE_BYTES = 32 * MIB
+# Caching-allocator slack: reserved/allocated. Megatron's estimator multiplies by 1.05; a ROCm
+# estimator uses 7 %; PEFT's measured Llama-3.2-3B runs (memory_formulas.md §5.2) fit 1.06-1.10.
+ALLOCATOR_SLACK = 0.08
+# Block allocations round up to 512 B and large segments to 2 MiB (c10/cuda/CUDACachingAllocator.cpp);
+# covered by ALLOCATOR_SLACK above.
+
+_BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes optimizers keep fp32 states below this numel (optimizer.py)
+_BNB_8BIT_BLOCK = 256  # blockwise 8-bit states: one fp32 absmax per 256 values (functional.py)
+_NF4_BLOCK = 64  # 4-bit quantization block: one absmax per 64 weights (QLoRA paper §3)
+_DQ_BLOCK = 256  # double quantization: absmax quantized to 8 bit in blocks of 256 (QLoRA §3)
+# DDP (gradient_as_bucket_view=False, the default) copies gradients into flat buckets that cover
+# every trainable parameter: one more gradient-sized buffer (torch DDP docs, gradient_as_bucket_view).
+_DDP_BUCKET_COPIES = 1
+# DeepSpeed default reduce_bucket_size / allgather_bucket_size = 5e8 elements (zero/config.py).
+_ZERO_BUCKET_ELEMENTS = 500_000_000
+# Backward through one block keeps, besides its weight gradients, gradients of its intermediate
+# tensors: measured with gpuwork trace on Llama-style blocks (tiny-llama, T = 1-4k tokens) as
+# about this many intermediate-sized (I) tensors of the activation dtype.
+_BLOCK_BACKWARD_TRANSIENT_I = 1.5
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Per-GPU memory of one training step, in bytes.
+
+    ``breakdown`` lists the terms present at the peak; the allocated terms add up to
+    ``peak_allocated_bytes``, and with ``allocator_cache`` and ``cuda_context`` to
+    ``device_total_bytes``.
+    """
+
+    plan: TrainPlan
+    params: ParamCounts
+    breakdown: dict[str, int]
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int
+    device_total_bytes: int
+    peak_phase: str  # "forward", "loss backward", "block backward", "optimizer step"
+    phase_peaks: dict[str, int]  # allocated bytes at each candidate moment
+    sources: dict[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    host_bytes: int = 0  # CPU RAM used by offloaded states (not on the GPU)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "peak_allocated_bytes": self.peak_allocated_bytes,
+            "peak_reserved_bytes": self.peak_reserved_bytes,
+            "device_total_bytes": self.device_total_bytes,
+            "breakdown": dict(self.breakdown),
+            "peak_phase": self.peak_phase,
+            "phase_peaks": dict(self.phase_peaks),
+            "host_bytes": self.host_bytes,
+            "warnings": list(self.warnings),
+        }
+
+
+# -- storage of model states -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _States:
+    weights: int
+    gradients: int
+    optimizer: int
+    optimizer_paged: int  # states in unified memory (bnb paged): not in torch's allocator
+    trainable_param_bytes: int  # bytes per trainable parameter (its dtype)
+
+
+def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    p = plan.precision
+    if plan.method is Method.QLORA:
+        q = counts.quantized
+        packed = q // 2  # two 4-bit values per byte (bnb Params4bit)
+        blocks = math.ceil(q / _NF4_BLOCK)
+        if plan.double_quant:  # uint8 absmax + one fp32 per 256 blocks (QLoRA §3, 0.127 bit/param)
+            absmax = blocks + 4 * math.ceil(blocks / _DQ_BLOCK)
+        else:  # one fp32 absmax per 64 weights (0.5 bit/param)
+            absmax = 4 * blocks
+        # peft prepare_model_for_kbit_training casts every non-quantized 16-bit parameter to fp32
+        rest = 4 * (counts.base - q)
+        return packed + absmax + rest + 4 * counts.adapter
+    if plan.uses_adapters:
+        # Frozen base stored in the compute dtype (fp32 masters are only for trained weights);
+        # peft keeps adapters in fp32 (autocast_adapter_dtype=True, peft tuners_utils).
+        return p.compute_bytes * counts.base + 4 * counts.adapter
+    return p.param_bytes * counts.base
+
+
+def _trainable_bytes_per_param(plan: TrainPlan) -> int:
+    if plan.uses_adapters:
+        return 4  # peft upcasts adapters to fp32
+    return plan.precision.param_bytes
+
+
+def _largest_trainable(spec: ModelSpec, plan: TrainPlan) -> int:
+    if plan.uses_adapters:
+        targets = lora_target_linears(spec, plan.lora_targets)
+        return max((plan.lora_r * max(t.in_features, t.out_features) for t in targets), default=0)
+    sizes = [lin.in_features * lin.out_features * lin.experts for lin in spec.linears]
+    sizes.append(spec.params_embedding if spec.params_embedding else 0)
+    return max(sizes)
+
+
+def _small_tensor_params(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    """Trainable parameters in tensors below bnb's 8-bit threshold (norms, biases)."""
+    if plan.uses_adapters:
+        return 0
+    linear_in_block = sum(lin.params for lin in spec.block_linears)
+    block_small = max(spec.params_block - linear_in_block, 0)
+    bias = sum(lin.out_features * lin.count * lin.experts for lin in spec.linears if lin.bias)
+    if spec.hidden_size >= _BNB_MIN_8BIT_SIZE:
+        return 0  # norms and biases are large enough for 8-bit states
+    small = block_small * spec.num_layers + spec.params_other + bias
+    return min(small, counts.trainable)
+
+
+def _optimizer_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    n = counts.trainable
+    pb = _trainable_bytes_per_param(plan)
+    opt = plan.optimizer
+    if opt is Optimizer.ADAMW:
+        # torch AdamW keeps exp_avg and exp_avg_sq in the parameter's dtype (torch/optim/adamw.py,
+        # zeros_like(p)): 8 B/param for fp32, 4 B/param for pure bf16 (traced: stack_facts.md).
+        return 2 * pb * n
+    if opt is Optimizer.SGD:
+        return pb * n  # one momentum buffer (torch/optim/sgd.py, clone of the grad)
+    if opt is Optimizer.LION:
+        return 4 * n  # bnb Lion (32-bit): one fp32 state (bitsandbytes Optimizer1State)
+    if opt is Optimizer.ADAFACTOR:
+        return _adafactor_bytes(spec, plan, counts, pb)
+    # bnb AdamW8bit / PagedAdamW8bit: two uint8 states + fp32 absmax per 256 values for tensors
+    # with >= 4096 values; smaller tensors keep two fp32 states (bitsandbytes Optimizer2State).
+    small = _small_tensor_params(spec, plan, counts)
+    big = n - small
+    return 2 * big + 2 * 4 * math.ceil(big / _BNB_8BIT_BLOCK) + 8 * small
+
+
+def _adafactor_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int) -> int:
+    # transformers Adafactor (beta1=None): factored second moment for >= 2-D tensors — a row and a
+    # column vector — and a full one for 1-D tensors, in the gradient's dtype (optimization.py).
+    if plan.uses_adapters:
+        total = 0
+        for lin in lora_target_linears(spec, plan.lora_targets):
+            total += lin.count * ((plan.lora_r + lin.in_features) + (lin.out_features + plan.lora_r))
+        return pb * total
+    vectors = 0
+    matrix_params = 0
+    for lin in spec.linears:
+        vectors += lin.count * lin.experts * (lin.in_features + lin.out_features)
+        matrix_params += lin.count * lin.params
+    vectors += spec.vocab_size + spec.hidden_size  # token embedding matrix
+    matrix_params += spec.vocab_size * spec.hidden_size
+    one_d = max(counts.trainable - matrix_params, 0)
+    scale = counts.trainable / max(counts.base, 1)  # freeze: only the trained share
+    return int(pb * (vectors * scale + one_d))
+
+
+def _optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    pb = _trainable_bytes_per_param(plan)
+    largest = _largest_trainable(spec, plan)
+    opt = plan.optimizer
+    if opt is Optimizer.ADAMW:
+        if plan.optimizer_foreach:
+            # _multi_tensor_adamw: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), one state-sized
+            # temporary for every trainable tensor (torch/optim/adamw.py; traced: +1 x params).
+            return pb * counts.trainable
+        # _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bc2).add_(eps): two per tensor.
+        return 2 * pb * largest
+    if opt is Optimizer.ADAFACTOR:
+        # per tensor: fp32 copies of grad and param, the grad**2 update and its factored
+        # approximation (transformers Adafactor.step); traced: 4 fp32 copies of the largest tensor.
+        return 4 * 4 * largest
+    return 0  # SGD in place; bitsandbytes optimizers are fused kernels
+
+
+def _model_states(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> _States:
+    pb = _trainable_bytes_per_param(plan)
+    opt = _optimizer_bytes(spec, plan, counts)
+    paged = opt if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT else 0
+    return _States(
+        weights=_weight_bytes(spec, plan, counts),
+        gradients=pb * counts.trainable,  # grads take the parameter's dtype (AccumulateGrad)
+        optimizer=opt - paged,
+        optimizer_paged=paged,
+        trainable_param_bytes=pb,
+    )
+
+
+# -- activations -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Dtypes:
+    stream: int  # residual stream and norm outputs
+    linear_out: int  # outputs of the block's linears (attention q/k/v/o, MLP)
+    autocast: bool  # linears cast their inputs to 16-bit and save the copy
+
+
+def _dtypes(plan: TrainPlan) -> _Dtypes:
+    p = plan.precision
+    if plan.method is Method.QLORA:
+        # embeddings/norms are fp32 after prepare_model_for_kbit_training, and bnb Linear4bit casts
+        # its output back to the input dtype (bitsandbytes nn/modules.py Linear4bit.forward).
+        return _Dtypes(stream=4, linear_out=4, autocast=False)
+    if p is Precision.FP32:
+        return _Dtypes(4, 4, False)
+    if p.is_mixed:
+        if plan.uses_adapters:  # 16-bit frozen base; autocast keeps linears 16-bit
+            return _Dtypes(2, 2, True)
+        return _Dtypes(4, 2, True)  # fp32 masters: fp32 embeddings/residual, 16-bit linear outputs
+    return _Dtypes(2, 2, False)
+
+
+def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
+    """Blocks whose own weights train (the last ones for freeze; none for adapters)."""
+    if plan.method in (Method.FULL, Method.SCRATCH):
+        return spec.num_layers
+    if plan.method is Method.FREEZE:
+        return min(plan.trainable_layers, spec.num_layers)
+    return 0
+
+
+def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainable: bool,
+                    lora: set[str], plan: TrainPlan, dt: _Dtypes, already_saved: bool = False) -> int:
+    """Bytes per token saved for backward because linears consume X.
+
+    A linear saves its input only to compute its weight gradient (torch addmm/mm backward), so a
+    frozen linear saves nothing; peft's LoRA casts X to the adapter dtype (fp32) and lora_A saves
+    it — a copy per adapter when X is 16-bit, X itself when it is already fp32; lora_dropout > 0
+    saves its fp32 output and a 1-byte mask instead (peft lora/layer.py Linear.forward).
+    """
+    saved = 0
+    x_saved = already_saved
+    if trainable and consumers and not x_saved:
+        if dt.autocast:
+            saved += 2 * x_elems * len(consumers)  # each autocast linear saves its own 16-bit cast
+        else:
+            saved += x_bytes * x_elems
+            x_saved = True
+    for lin in consumers:
+        if lin.name not in lora:
+            continue
+        if plan.lora_dropout > 0:
+            saved += (4 + 1) * x_elems
+        elif x_bytes == 4 and not dt.autocast:
+            if not x_saved:
+                saved += 4 * x_elems
+                x_saved = True
+        else:
+            saved += 4 * x_elems
+        saved += 4 * plan.lora_r  # lora_A output, saved by lora_B
+    return saved
+
+
+def _block_groups(spec: ModelSpec) -> dict[str, list[Linear]]:
+    """Group a block's linears by the tensor they read: attention input, attention output,
+    MLP input, MLP hidden."""
+    key = (spec.name, spec.task, spec.params_total)
+    cached = _GROUPS_CACHE.get(key)
+    if cached is None:
+        cached = _GROUPS_CACHE[key] = _group_linears(spec)
+    return cached
+
+
+_GROUPS_CACHE: dict[tuple, dict[str, list[Linear]]] = {}
+
+
+def _group_linears(spec: ModelSpec) -> dict[str, list[Linear]]:
+    groups: dict[str, list[Linear]] = {"attn_in": [], "attn_out": [], "mlp_in": [], "mlp_hidden": []}
+    for lin in spec.block_linears:
+        if lin.experts > 1:
+            continue
+        short = lin.short_name
+        if short in ("q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query", "key", "value", "Wqkv"):
+            groups["attn_in"].append(lin)
+        elif short in ("o_proj", "out_proj", "dense") and ("attn" in lin.name or "attention" in lin.name):
+            groups["attn_out"].append(lin)
+        elif lin.name.endswith("attn.c_proj"):
+            groups["attn_out"].append(lin)
+        elif short in ("gate_proj", "up_proj", "gate_up_proj", "c_fc", "fc1", "w1", "w3") or \
+                lin.name.startswith("intermediate"):
+            groups["mlp_in"].append(lin)
+        elif short in ("down_proj", "fc2", "w2") or lin.name.endswith("mlp.c_proj") or lin.name.startswith("output"):
+            groups["mlp_hidden"].append(lin)
+        elif short == "gate":  # MoE router reads the MLP input
+            groups["mlp_in"].append(lin)
+    return groups
+
+
+@dataclass(frozen=True)
+class _Activations:
+    per_layer_trained: int  # bytes per token saved by one block whose weights train
+    per_layer_frozen: int  # bytes per token saved by one block whose weights are frozen
+    per_layer_quadratic: int  # bytes per token per token of context (eager attention matrices)
+    checkpoint_per_layer: int  # bytes per token kept per block with gradient checkpointing
+    mlp_saved: int  # bytes per token the MLP half of one trained block saves
+    head: int  # bytes per token after the blocks: final norm, logits, loss (fwd end)
+    head_logsoftmax: int  # part of head freed once the loss backward ran
+    loss_backward: int  # transient bytes per token while the loss backward runs
+    rotary: int  # bytes per token of cos/sin shared by all blocks
+    inputs: int  # input ids, labels
+
+
+def _norm_saved(spec: ModelSpec, dt: _Dtypes, weight_trainable: bool) -> int:
+    h = spec.hidden_size
+    if spec.norm == "rms":
+        # HF LlamaRMSNorm: x.to(fp32) saved by pow/mul, rsqrt (1 fp32/token), and x_hat cast back to
+        # the input dtype saved by the weight multiply when the weight trains.
+        return 4 * h + 4 + (dt.stream * h if weight_trainable else 0)
+    # torch native_layer_norm saves its input plus fp32 mean and rstd.
+    return dt.stream * h + 8
+
+
+def _activations(spec: ModelSpec, plan: TrainPlan, dt: _Dtypes) -> _Activations:
+    h, a, kv, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
+    q_dim, kv_dim = a * d, kv * d
+    inter = spec.intermediate_size
+    e = dt.linear_out
+    groups = _block_groups(spec)
+    lora = {lin.name for lin in lora_target_linears(spec, plan.lora_targets)} if plan.uses_adapters else set()
+    moe = spec.num_experts > 1
+    k_exp = spec.experts_per_token if moe else 1
+    decoder_style = spec.norm == "rms"
+
+    def block(trainable: bool) -> tuple[int, int]:
+        lin_saved = 0
+        norms = 2
+        if spec.model_type in ("gemma2", "gemma3"):
+            norms = 4  # pre/post attention and pre/post feed-forward RMSNorms
+        norm_bytes = norms * _norm_saved(spec, dt, trainable) if decoder_style else 0
+        # attention input: norm output (decoder) or block input (BERT post-LN: the stream itself)
+        lin_saved += _consumer_saved(h, dt.stream, groups["attn_in"], trainable, lora, plan, dt)
+        # attention core (SDPA / flash: q, k, v, output and fp32 logsumexp; torch
+        # _scaled_dot_product_flash_attention saves these, no s x s matrix)
+        qkv = e * (q_dim + 2 * kv_dim)  # (GPT-2's fused c_attn output: one storage, same bytes)
+        quadratic = 0
+        if plan.attention is Attention.EAGER:
+            # HF eager_attention_forward: repeat_kv copies K and V to all heads; Llama-style models
+            # take the softmax in fp32 and save it, then the cast back that the P@V matmul saves
+            # (GPT-2/BERT softmax in the compute dtype); dropout saves a 1-byte mask and its output.
+            # The output transpose(1, 2).contiguous() copy is saved by the out projection (below).
+            kv_saved = 2 * e * (q_dim if kv < a else kv_dim)
+            core = e * q_dim + kv_saved
+            # CUDA autocast runs softmax in fp32 (autocast fp32 op list) and P@V casts P to 16 bit.
+            probs = 4 if (decoder_style or dt.autocast) else e
+            quadratic = probs * a + (e * a if probs != e else 0)
+            if spec.extras.get("attn_logit_softcapping"):
+                quadratic += e * a  # tanh soft-capping saves its output (Gemma 2)
+            if spec.attention_dropout > 0:
+                quadratic += (probs + 1) * a
+            core_out_saved = 0
+        else:
+            core = qkv + e * q_dim + 4 * a
+            core_out_saved = e * q_dim  # the SDPA output, viewed (no copy) by the out projection
+        attn_out = _consumer_saved(q_dim, e, groups["attn_out"], trainable, lora, plan, dt,
+                                   already_saved=core_out_saved > 0)
+        # MLP
+        mlp_in = _consumer_saved(h, dt.stream, groups["mlp_in"], trainable, lora, plan, dt)
+        # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of
+        # pow, tanh and muls that saves four intermediate-sized tensors (activations.NewGELUActivation)
+        act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") else 1
+        if spec.mlp_gated:
+            # act(gate) saves gate; gate*up saves both operands
+            mlp_core = (act_saved + 2) * e * inter * k_exp
+        else:
+            mlp_core = act_saved * e * inter
+        if moe:
+            # router logits + softmax (fp32) and the top-k routing weights
+            mlp_core += 4 * 2 * spec.num_experts + 4 * k_exp
+            hidden_consumers = [lin for lin in spec.block_linears if lin.experts > 1 and "down" in lin.name]
+            mlp_hidden = (e * inter * k_exp) if (trainable and hidden_consumers) else 0
+        else:
+            mlp_hidden = _consumer_saved(inter, e, groups["mlp_hidden"], trainable, lora, plan, dt)
+        dropout = 0
+        if spec.hidden_dropout > 0:
+            dropout += 2 * h  # 1-byte masks of the two residual dropouts
+        if not decoder_style:
+            # GPT-2 pre-LN and BERT post-LN: two LayerNorms per block save their inputs
+            norm_bytes = 2 * _norm_saved(spec, dt, trainable)
+        linear = norm_bytes + lin_saved + core + attn_out + mlp_in + mlp_core + mlp_hidden + dropout
+        return linear, quadratic, mlp_in + mlp_core + mlp_hidden
+
+    trained, quad, mlp_saved = block(True)
+    frozen, _, _ = block(False)
+
+    # after the blocks
+    head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
+    if decoder_style:
+        final_norm = _norm_saved(spec, dt, head_trainable)
+    else:
+        final_norm = _norm_saved(spec, dt, head_trainable) if spec.model_type == "gpt2" else 0
+    vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
+    head_in = dt.stream * h if head_trainable else 0  # lm_head saves its input when it trains
+    head_out_bytes = 4 if plan.method is Method.QLORA or dt.linear_out == 4 else 2
+    # causal LMs use transformers' ForCausalLMLoss, which upcasts logits to fp32; BERT heads call
+    # CrossEntropyLoss on the logits as they are. log_softmax saves its output.
+    loss_bytes = 4 if spec.task is Task.CAUSAL_LM else head_out_bytes
+    logsoftmax = loss_bytes * vocab
+    logits_extra = 0
+    if spec.extras.get("final_logit_softcapping"):
+        logits_extra = head_out_bytes * vocab  # tanh saves its output (Gemma 2 soft-capping)
+    mlm_head = 0
+    if spec.task is Task.MASKED_LM and not decoder_style:
+        mlm_head = 4 * e * h + 8  # transform dense in/out, GELU out, LayerNorm in
+    head = final_norm + head_in + logsoftmax + logits_extra + mlm_head
+    loss_backward = 2 * loss_bytes * vocab  # nll grad + log_softmax grad, vocab-wide
+    rotary = 2 * d * dt.stream if spec.extras.get("position_embedding") == "rope" else 0
+    inputs = 8 * 3  # input ids, labels, shifted labels (int64)
+    if spec.hidden_dropout > 0:
+        inputs += h  # embedding dropout mask
+    # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps
+    # only its input hidden states.
+    ckpt = dt.stream * h
+    return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs)
+
+
+# -- the estimate ----------------------------------------------------------------------------------
+
+
+def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
+    """Per-GPU peak memory of one steady-state training step of ``plan``.
+
+    Args:
+        plan: the run (memory reads everything above ``dataset_tokens``).
+        spec: the model's spec (``gpuwork.facts.resolve(plan).spec``).
+
+    Returns a MemoryEstimate with the breakdown at the peak and the three totals, in bytes.
+    """
+    counts = count_params(spec, plan)
+    states = _model_states(spec, plan, counts)
+    dt = _dtypes(plan)
+    act = _activations(spec, plan, dt)
+    warnings: list[str] = []
+    if spec.max_position and plan.seq_len > spec.max_position:
+        warnings.append(f"seq_len={plan.seq_len} is above {spec.name}'s max_position_embeddings="
+                        f"{spec.max_position}: quality may suffer unless RoPE scaling is configured")
+
+    if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
+        warnings.append(f"transformers has no SDPA path for {spec.architecture} (attention soft-capping): "
+                        "training runs with attention='eager' or 'flash'; set one of those")
+    tokens = plan.batch_size * plan.seq_len
+    n_gpus = plan.gpus
+    sharding = plan.sharding
+
+    # --- model states per GPU after sharding -----------------------------------------------
+    weights, grads, opt = states.weights, states.gradients, states.optimizer
+    host = 0
+    compute_bytes = plan.precision.compute_bytes
+    sharding_buffers = 0
+    if sharding is Sharding.DDP and n_gpus > 1:
+        sharding_buffers += _DDP_BUCKET_COPIES * grads
+    if sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        opt = math.ceil(opt / n_gpus)  # ZeRO paper §5: P_os
+    if sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        grads = math.ceil(grads / n_gpus)  # P_os+g
+    if sharding in (Sharding.ZERO2, Sharding.ZERO3):
+        # DeepSpeed reduces gradients through a bucket (FSDP reduce-scatters unit by unit instead)
+        sharding_buffers += min(_ZERO_BUCKET_ELEMENTS * states.trainable_param_bytes, states.gradients)
+    if sharding.shards_params:
+        weights = math.ceil(weights / n_gpus)  # P_os+g+p
+    if plan.offload_optimizer:
+        host += opt
+        opt = 0
+    if plan.offload_params:
+        host += weights
+        weights = 0
+    paged = states.optimizer_paged
+    if sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        paged = math.ceil(paged / n_gpus)
+
+    # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
+    # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
+    # 18 B/param for mixed-precision AdamW).
+    autocast_copies = 0
+    if plan.precision.is_mixed and not plan.uses_adapters:
+        linear_params = sum(lin.count * lin.params for lin in spec.linears)
+        autocast_copies = 2 * linear_params * counts.trainable // max(counts.base, 1)
+        if sharding.shards_params:
+            autocast_copies = 2 * compute_bytes * spec.params_largest_module
+    grads_during_fwd = grads if plan.grad_accum > 1 else 0
+
+    # --- activations ----------------------------------------------------------------------
+    quad = act.per_layer_quadratic * plan.seq_len
+    trained_layers = _trained_layers(spec, plan)
+    trained_bytes = (act.per_layer_trained + quad) * tokens
+    if plan.method is Method.FREEZE:
+        # the frozen blocks sit below the trained ones: no gradient flows through them, so autograd
+        # saves nothing for them
+        frozen_bytes = 0
+    else:
+        frozen_bytes = (act.per_layer_frozen + quad) * tokens
+    first_norm_saving = 0
+    if plan.method not in (Method.FULL, Method.SCRATCH) and spec.norm == "rms":
+        # the first saving block reads hidden states that need no gradient (frozen embeddings), so
+        # its first RMSNorm keeps neither the fp32 input nor rsqrt
+        first_norm_saving = (4 * spec.hidden_size + 4) * tokens
+    if plan.grad_checkpointing:
+        blocks_saved = act.checkpoint_per_layer * tokens * spec.num_layers
+        recompute = max(trained_bytes if trained_layers else 0, frozen_bytes)  # one block re-runs forward
+    else:
+        blocks_saved = (trained_layers * trained_bytes + (spec.num_layers - trained_layers) * frozen_bytes
+                        - first_norm_saving)
+        recompute = 0
+    shared = (act.rotary + act.inputs) * tokens
+    activations = blocks_saved + shared
+    logits = act.head * tokens
+
+    # --- timeline ---------------------------------------------------------------------------
+    pb = states.trainable_param_bytes
+    lm_head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)  # params_head: untied part
+    g_head = pb * spec.params_head if lm_head_trainable else 0
+    if sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        g_head = math.ceil(g_head / n_gpus)
+    g_block = grads // max(spec.num_layers, 1) if plan.method is not Method.FREEZE else (
+        pb * spec.params_block)
+    if plan.uses_adapters:
+        g_block = grads // max(spec.num_layers, 1)
+    # Backward through one block: the MLP part runs first (gradients of its intermediates), then
+    # attention, whose eager softmax backward materialises an fp32 s x s gradient per head
+    # (torch _softmax_backward_data); by then the MLP's saved tensors are freed unless the block
+    # was just recomputed (checkpointing). Measured with gpuwork trace (Llama, BERT, GPT-2 blocks).
+    mlp_transient = int(_BLOCK_BACKWARD_TRANSIENT_I * dt.linear_out * spec.intermediate_size
+                        * max(spec.experts_per_token, 1) * tokens)
+    attn_transient = 4 * spec.num_heads * plan.seq_len * tokens if plan.attention is Attention.EAGER else 0
+    if not plan.grad_checkpointing:
+        attn_transient -= act.mlp_saved * tokens
+    block_transient = max(mlp_transient, attn_transient)
+
+    opt_temp = _optimizer_step_temporary(spec, plan, counts)
+    if plan.offload_optimizer:
+        opt_temp = 0
+    elif sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        opt_temp = math.ceil(opt_temp / n_gpus)
+
+    # Each moment of the step as named terms; the peak's terms are the breakdown.
+    # Gathered (unsharded) parameters and gradients of sharded plans, per moment. FSDP2 wraps each
+    # block and the root (embeddings, head, final norm); the root stays gathered from forward to
+    # the end of backward (reshard_after_forward=False for the root), one block is gathered and the
+    # next prefetched, and a unit's full gradient exists until it is reduce-scattered
+    # (torch.distributed.fsdp fully_shard docs; checked with FSDPMemTracker under a fake process group).
+    gather = dict.fromkeys(("forward", "loss backward", "block backward", "backward end", "optimizer step"), 0)
+    if sharding.shards_params:
+        root = spec.params_embedding + spec.params_head + spec.params_other
+        block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
+        root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
+        gather["forward"] = gather["loss backward"] = compute_bytes * (root + spec.params_block)
+        gather["block backward"] = compute_bytes * (root + 2 * spec.params_block) + block_grad
+        gather["backward end"] = compute_bytes * root + root_grad
+    base_terms = {"weights": weights, "optimizer_states": opt}
+    logits_after_loss = logits - act.head_logsoftmax * tokens
+    moments: dict[str, dict[str, int]] = {
+        "forward": {"gradients": grads_during_fwd, "activations": activations,
+                    "autocast_weight_copies": autocast_copies, "logits_and_loss": logits},
+        "loss backward": {"gradients": grads_during_fwd, "activations": activations,
+                          "autocast_weight_copies": autocast_copies,
+                          "logits_and_loss": logits + act.loss_backward * tokens},
+        "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
+                           "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
+                           "temporaries": block_transient},
+        # end of backward: every gradient exists, the first block's intermediates still transient
+        "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
+        "optimizer step": {"gradients": grads, "temporaries": opt_temp},
+    }
+    for name, terms in moments.items():
+        terms["sharding_buffers"] = sharding_buffers + gather[name]
+    phases = {name: sum(base_terms.values()) + sum(terms.values()) for name, terms in moments.items()}
+    peak_phase = max(phases, key=lambda k: phases[k])
+    breakdown = {**base_terms, **moments[peak_phase]}
+    breakdown = {k: int(v) for k, v in breakdown.items()}
+    allocated = int(sum(breakdown.values()))
+
+    allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
+    reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
+    breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
+    breakdown["allocator_cache"] = reserved - allocated_total
+    breakdown["paged_optimizer_states"] = paged  # unified memory, resident when the GPU has room
+    breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
+    device_total = reserved + paged + CUDA_CONTEXT_BYTES
+    if plan.offload_optimizer or plan.offload_params:
+        warnings.append(f"offloaded states use {host / GIB:.1f} GiB of CPU RAM per GPU")
+    return MemoryEstimate(
+        plan=plan,
+        params=counts,
+        breakdown=breakdown,
+        peak_allocated_bytes=allocated_total,
+        peak_reserved_bytes=reserved,
+        device_total_bytes=device_total,
+        peak_phase=peak_phase,
+        phase_peaks={k: int(v) + CUBLAS_WORKSPACE_BYTES for k, v in phases.items()},
+        sources=SOURCES,
+        warnings=tuple(warnings),
+        host_bytes=host,
+    )
+
+
+# Display names of the breakdown terms (CLI, app, reports share them).
+TERM_LABELS = {
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer_states": "optimizer states",
+    "activations": "activations (saved for backward)",
+    "logits_and_loss": "logits and loss",
+    "temporaries": "temporaries (backward / optimizer step)",
+    "sharding_buffers": "sharding / DDP buffers",
+    "cublas_workspace": "cuBLAS workspace",
+    "allocator_cache": "allocator cache (reserved, unused)",
+    "paged_optimizer_states": "paged optimizer states (unified memory)",
+    "autocast_weight_copies": "autocast 16-bit weight copies",
+    "cuda_context": "CUDA context and kernels",
+}
+
+
+SOURCES = {
+    "weights": "parameter count (meta-device build) x dtype bytes; QLoRA NF4/FP4 packing and absmax per "
+               "QLoRA paper §3; peft keeps adapters in fp32",
+    "gradients": "trainable parameters x their dtype bytes (torch AccumulateGrad)",
+    "optimizer_states": "torch AdamW/SGD states in the parameter dtype; bitsandbytes 8-bit blockwise states; "
+                        "transformers Adafactor factored moments",
+    "activations": "tensors saved for backward, op by op for Hugging Face Llama/GPT-2/BERT blocks; checked "
+                   "against gpuwork trace",
+    "logits_and_loss": "fp32 upcast logits, log_softmax output and its backward (transformers ForCausalLMLoss)",
+    "autocast_weight_copies": "16-bit copies of trained weights cached by autocast for forward and "
+                              "backward (mixed precision only)",
+    "temporaries": "optimizer-step temporaries (torch foreach AdamW: one state-sized buffer) or backward "
+                   "intermediates (measured with gpuwork trace)",
+    "sharding_buffers": "DDP gradient buckets; ZeRO buckets; FSDP/ZeRO-3 gathered units (ZeRO, FSDP docs)",
+    "cublas_workspace": "cuBLAS workspace in the caching allocator (PyTorch CUDA semantics)",
+    "allocator_cache": f"caching-allocator slack, {ALLOCATOR_SLACK:.0%} of allocated (Megatron x1.05; "
+                       "PEFT L40S runs 6-10 %)",
+    "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
+                              "torch.cuda.max_memory_allocated)",
+    "cuda_context": "CUDA context, kernels and library handles (HF docs 1.3 GB on V100 without lazy "
+                    "loading; ~0.5-0.8 GiB with CUDA lazy loading)",
+}
+
+__all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "MemoryEstimate", "SOURCES", "TERM_LABELS", "estimate_memory"]

@@ -1,0 +1,399 @@
+"""Rental offers for a plan: does it fit, on how many GPUs with which sharding, how long, how much.
+
+``evaluate_offers(plan) -> list[OfferResult]`` walks the catalog (data/catalog.csv): per offer it
+checks the per-GPU memory against what the driver reports minus a safety margin, finds the GPU
+count inside the node and the sharding that make the plan fit (DDP → ZeRO-2 → ZeRO-3), estimates
+the run's time, its cost as used and as billed (minimum rental, whole nodes), and for
+interruptible offers the expected cost with preemptions and the checkpoint interval that
+minimises lost work (Young/Daly). Pure functions over the catalog; prices are illustrative.
+
+Example:
+    >>> results = evaluate_offers(TrainPlan(model="llama-3.1-8b", method="qlora"), mode="on-demand")
+    >>> results[0].fits
+    True
+
+Limitations: an offer's node is rented whole (an 8-GPU offer bills 8 GPUs, and by default the plan
+runs on all of them); provider storage,
+egress and CPU RAM are not priced; preemptions arrive at a constant rate (Poisson), which real
+spot markets do not promise; a preempted run is assumed to restart on the same offer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwork.errors import PlanError
+from gpuwork.estimate.memory import estimate_memory
+from gpuwork.estimate.timing import HOUR_S, TimeEstimate, estimate_time
+from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
+from gpuwork.facts.inputs import Inputs
+from gpuwork.facts.spec import ModelSpec
+from gpuwork.plan import Sharding, TrainPlan
+
+# -- named constants (each with its reason) --------------------------------------------------------
+
+# Fraction of the driver-reported memory kept free. The estimate already includes the CUDA context
+# and allocator slack; this covers what it cannot see: fragmentation spikes, NCCL buffers, a
+# monitoring agent, a notebook kernel left open. Assumption.
+DEFAULT_SAFETY_MARGIN = 0.05
+# Preemptions per hour of an interruptible offer. Assumption: no provider publishes an hourly rate
+# (AWS's Spot advisor gives monthly interruption-frequency bands, GPU instances often in the top
+# ">20 %" band; marketplace bids end whenever outbid). One preemption per ~20 hours; editable.
+DEFAULT_PREEMPTION_RATE_PER_HOUR = 0.05
+# Time lost to each preemption besides the work since the last checkpoint: find a new machine,
+# pull the container, load the checkpoint, warm up. Assumption: 10 minutes.
+RESTART_OVERHEAD_S = 600.0
+# Sharding tried, in order, when the plan does not fit as it is (least communication first).
+SHARDING_ORDER = (Sharding.DDP, Sharding.ZERO2, Sharding.ZERO3)
+SORT_KEYS = ("cost", "time", "deadline")
+
+
+def usable_memory_bytes(gpu: GpuSpec, safety_margin: float = DEFAULT_SAFETY_MARGIN) -> int:
+    """What a plan may use per GPU: the driver-reported total x (1 − safety_margin)."""
+    return int(gpu.memory_total_bytes * (1 - safety_margin))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether a plan fits a GPU type, and the GPU count / sharding that makes it fit."""
+
+    fits: bool
+    plan: TrainPlan  # the plan as it fits (or the last one tried)
+    device_total_bytes: int  # per GPU, what nvidia-smi would show
+    usable_bytes: int  # per GPU
+    changes: tuple[str, ...]  # what was changed from the plan ("gpus 1 -> 2", "sharding ddp -> zero3")
+    reason: str
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.usable_bytes - self.device_total_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fits": self.fits, "gpus": self.plan.gpus, "sharding": self.plan.sharding.value,
+                "device_total_bytes": self.device_total_bytes, "usable_bytes": self.usable_bytes,
+                "headroom_bytes": self.headroom_bytes, "changes": list(self.changes), "reason": self.reason}
+
+
+def _memory(plan: TrainPlan, spec: ModelSpec, memo: dict[TrainPlan, int] | None) -> int:
+    if memo is not None and plan in memo:
+        return memo[plan]
+    value = estimate_memory(plan, spec).device_total_bytes
+    if memo is not None:
+        memo[plan] = value
+    return value
+
+
+def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
+             safety_margin: float = DEFAULT_SAFETY_MARGIN, memo: dict[TrainPlan, int] | None = None) -> Fit:
+    """The plan as it fits ``gpu``: unchanged if it fits, else the fewest GPUs (from plan.gpus up to
+    max_gpus) and, for each count, the first of DDP → ZeRO-2 → ZeRO-3 that fits.
+
+    Raises PlanError when safety_margin is not in [0, 1).
+    """
+    if isinstance(safety_margin, bool) or not isinstance(safety_margin, int | float) or not 0 <= safety_margin < 1:
+        raise PlanError("safety_margin", f"safety_margin={safety_margin!r} must be a fraction in [0, 1), e.g. 0.05")
+    usable = usable_memory_bytes(gpu, safety_margin)
+    need = _memory(plan, spec, memo)
+    if need <= usable:
+        return Fit(True, plan, need, usable, (), f"fits as planned: {need / 2**30:.1f} of {usable / 2**30:.1f} GiB")
+    best = (plan, need)  # the attempt that came closest, for the message
+    for n in range(max(plan.gpus, 1), max_gpus + 1):
+        for sharding in SHARDING_ORDER if n > 1 else (Sharding.DDP,):
+            if n == plan.gpus and sharding is plan.sharding:
+                continue
+            try:
+                candidate = plan.replace(gpus=n, sharding=sharding)
+            except PlanError:
+                continue  # e.g. offload flags that need ZeRO
+            need_n = _memory(candidate, spec, memo)
+            if need_n < best[1]:
+                best = (candidate, need_n)
+            if need_n <= usable:
+                return Fit(True, candidate, need_n, usable, plan_changes(plan, candidate),
+                           f"fits with {n} GPU(s) and {sharding.value}: {need_n / 2**30:.1f} of "
+                           f"{usable / 2**30:.1f} GiB per GPU")
+    candidate, need_n = best
+    return Fit(False, candidate, need_n, usable, (),
+               f"does not fit: needs {need_n / 2**30:.1f} GiB per GPU with {candidate.gpus} GPU(s) and "
+               f"{candidate.sharding.value}; {usable / 2**30:.1f} GiB usable")
+
+
+def plan_changes(plan: TrainPlan, fitted: TrainPlan) -> tuple[str, ...]:
+    """What fitting changed in the plan (GPU count, sharding), as short phrases."""
+    changes = []
+    if fitted.gpus != plan.gpus:
+        changes.append(f"gpus {plan.gpus} -> {fitted.gpus}")
+    if fitted.sharding is not plan.sharding:
+        changes.append(f"sharding {plan.sharding.value} -> {fitted.sharding.value}")
+    return tuple(changes)
+
+
+@dataclass(frozen=True)
+class OfferResult:
+    """One offer evaluated for a plan. Costs in USD, times in seconds."""
+
+    offer: Offer
+    fit: Fit
+    nodes: int
+    billed_gpus: int  # whole nodes are rented
+    time: TimeEstimate | None
+    run_cost_usd: float | None  # hours of the run x GPUs billed x price
+    min_rental_cost_usd: float  # the minimum rental period x GPUs billed x price
+    billed_cost_usd: float | None  # what the rental costs: at least the minimum, reserved in whole periods
+    expected_preemptions: float  # 0 for on-demand and reserved offers
+    expected_lost_s: float  # work redone + restarts, expected
+    expected_total_s: float | None  # wall time including expected preemptions
+    expected_cost_usd: float | None  # billed cost including expected preemptions
+    checkpoint_interval_s: float | None  # plan.checkpoint_every_steps in time
+    recommended_checkpoint_interval_s: float | None  # Young/Daly, for interruptible offers
+    recommended_checkpoint_every_steps: int | None
+    meets_deadline: bool | None
+    within_budget: bool | None
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        return self.fit.fits
+
+    def as_dict(self) -> dict[str, Any]:
+        o = self.offer
+        return {
+            "offer_id": o.offer_id, "provider": o.provider, "gpu_id": o.gpu_id, "gpu_name": o.gpu.display_name,
+            "gpus_per_node": o.gpus_per_node, "link": o.link.value, "network": o.network.value,
+            "mode": o.mode.value, "region": o.region.value, "price_per_gpu_hour_usd": o.price_per_gpu_hour,
+            "min_rental_hours": o.min_rental_hours, "as_of": o.as_of.isoformat(),
+            "fits": self.fits, "fit": self.fit.as_dict(), "nodes": self.nodes, "billed_gpus": self.billed_gpus,
+            "step_time_s": self.time.step_time_s if self.time else None,
+            "tokens_per_s": self.time.tokens_per_s if self.time else None,
+            "total_s": self.time.total_s if self.time else None,
+            "run_cost_usd": self.run_cost_usd, "min_rental_cost_usd": self.min_rental_cost_usd,
+            "billed_cost_usd": self.billed_cost_usd, "expected_preemptions": self.expected_preemptions,
+            "expected_lost_s": self.expected_lost_s, "expected_total_s": self.expected_total_s,
+            "expected_cost_usd": self.expected_cost_usd, "checkpoint_interval_s": self.checkpoint_interval_s,
+            "recommended_checkpoint_interval_s": self.recommended_checkpoint_interval_s,
+            "recommended_checkpoint_every_steps": self.recommended_checkpoint_every_steps,
+            "meets_deadline": self.meets_deadline, "within_budget": self.within_budget,
+            "reasons": list(self.reasons),
+            "time": self.time.as_dict() if self.time else None,
+        }
+
+
+def young_daly_interval_s(checkpoint_write_s: float, mtbf_s: float) -> float:
+    """Checkpoint interval that minimises expected lost time: sqrt(2 x C x MTBF).
+
+    Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974;
+    Daly, FGCS 22(3), 2006 (the same first-order term). Worked example: C = 60 s, MTBF = 20 h
+    (72,000 s) -> sqrt(2 x 60 x 72,000) = 2,939 s ≈ 49 min.
+    """
+    return math.sqrt(2 * checkpoint_write_s * mtbf_s)
+
+
+def preemption_cost(total_s: float, rate_per_hour: float, checkpoint_interval_s: float) -> tuple[float, float, float]:
+    """Expected (preemptions, lost seconds, wall seconds) for a run of ``total_s`` seconds of work.
+
+    Each preemption loses half a checkpoint interval of work on average plus RESTART_OVERHEAD_S.
+    With λ preemptions per second of wall time, wall = work + λ·wall·loss, so
+    wall = work / (1 − λ·loss) (inf when λ·loss ≥ 1: the run never gets ahead).
+    """
+    if rate_per_hour <= 0:
+        return 0.0, 0.0, total_s
+    rate_s = rate_per_hour / HOUR_S
+    loss = checkpoint_interval_s / 2 + RESTART_OVERHEAD_S
+    if rate_s * loss >= 1:
+        return math.inf, math.inf, math.inf
+    wall = total_s / (1 - rate_s * loss)
+    preemptions = rate_s * wall
+    return preemptions, preemptions * loss, wall
+
+
+def billed_hours(hours: float, offer: Offer) -> float:
+    """Hours paid for a run of ``hours`` on ``offer``: reserved offers in whole periods, others at least
+    the minimum rental. The one billing rule: offers, the trial's extrapolation and the request use it."""
+    if offer.mode is Mode.RESERVED:  # committed in whole periods
+        return math.ceil(hours / offer.min_rental_hours - 1e-9) * offer.min_rental_hours
+    return max(hours, offer.min_rental_hours)
+
+
+def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_margin: float = DEFAULT_SAFETY_MARGIN,
+                   preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
+                   deadline_s: float | None = None, budget_usd: float | None = None,
+                   memo: dict[TrainPlan, int] | None = None,
+                   time_options: Mapping[str, Any] | None = None, use_whole_node: bool = True) -> OfferResult:
+    """One offer for one plan (see ``evaluate_offers``)."""
+    spec = inputs.spec
+    reasons: list[str] = []
+    max_gpus = offer.gpus_per_node
+    if plan.gpus > offer.gpus_per_node:
+        if offer.network is Network.NONE:
+            fit = Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, safety_margin), (),
+                      f"needs {plan.gpus} GPUs; a node has {offer.gpus_per_node} and the offer has no "
+                      "inter-node network")
+            return _unfit(offer, fit, reasons, deadline_s, budget_usd)
+        max_gpus = plan.gpus
+    fit = fit_plan(plan, offer.gpu, max_gpus=max_gpus, safety_margin=safety_margin, spec=spec, memo=memo)
+    reasons.append(fit.reason)
+    if not fit.fits:
+        return _unfit(offer, fit, reasons, deadline_s, budget_usd)
+    nodes = math.ceil(fit.plan.gpus / offer.gpus_per_node)
+    billed_gpus = nodes * offer.gpus_per_node
+    if billed_gpus > fit.plan.gpus:
+        if use_whole_node:
+            # the node is paid for whole: run on all of its GPUs if the plan still fits that way
+            whole = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
+                             safety_margin=safety_margin, spec=spec, memo=memo)
+            if whole.fits:
+                reasons.append(f"the node's {billed_gpus} GPUs are rented whole, so all are used "
+                               f"({fit.plan.gpus} would be enough for memory)")
+                fit = Fit(True, whole.plan, whole.device_total_bytes, whole.usable_bytes,
+                          plan_changes(plan, whole.plan), whole.reason)
+        else:
+            reasons.append(f"the node has {offer.gpus_per_node} GPUs and is rented whole; the plan uses "
+                           f"{fit.plan.gpus}")
+    fitted = fit.plan
+    est = estimate_time(fitted, offer.gpu, inputs, link=offer.link if fitted.gpus > 1 else Link.PCIE,
+                        network=offer.network if nodes > 1 else None, nodes=nodes,
+                        **dict(time_options or {}))
+    price_s = offer.price_per_gpu_hour * billed_gpus / HOUR_S
+    run_cost = est.total_s * price_s
+    min_cost = offer.min_rental_hours * HOUR_S * price_s
+    billed = billed_hours(est.total_s / HOUR_S, offer) * HOUR_S * price_s
+    interval = fitted.checkpoint_every_steps * est.step_time_s
+    preemptions, lost, wall = 0.0, 0.0, est.total_s
+    recommended = recommended_steps = None
+    expected_cost = billed
+    if offer.mode is Mode.INTERRUPTIBLE:
+        preemptions, lost, wall = preemption_cost(est.total_s, preemption_rate_per_hour, interval)
+        expected_cost = max(wall * price_s, min_cost) if math.isfinite(wall) else math.inf
+        if preemption_rate_per_hour > 0:
+            recommended = young_daly_interval_s(est.checkpoint_write_s, HOUR_S / preemption_rate_per_hour)
+            recommended_steps = max(1, round(recommended / est.step_time_s))
+            reasons.append(f"interruptible: ~{preemptions:.1f} expected preemptions at {preemption_rate_per_hour:g}/h "
+                           f"cost {lost / HOUR_S:.1f} h of rework; checkpoint every ~{recommended / 60:.0f} min "
+                           f"(~{recommended_steps} steps; now every {interval / 60:.0f} min)")
+        if not math.isfinite(wall):
+            reasons.append("preemptions come faster than checkpoints save work: checkpoint more often")
+    if offer.mode is Mode.RESERVED and est.total_s / HOUR_S < offer.min_rental_hours:
+        reasons.append(f"reserved for {offer.min_rental_hours:g} h; the run needs {est.total_s / HOUR_S:.1f} h")
+    meets = None if deadline_s is None else wall <= deadline_s
+    within = None if budget_usd is None else expected_cost <= budget_usd
+    reasons.extend(est.warnings)
+    return OfferResult(offer=offer, fit=fit, nodes=nodes, billed_gpus=billed_gpus, time=est, run_cost_usd=run_cost,
+                       min_rental_cost_usd=min_cost, billed_cost_usd=billed, expected_preemptions=preemptions,
+                       expected_lost_s=lost, expected_total_s=wall, expected_cost_usd=expected_cost,
+                       checkpoint_interval_s=interval, recommended_checkpoint_interval_s=recommended,
+                       recommended_checkpoint_every_steps=recommended_steps, meets_deadline=meets,
+                       within_budget=within, reasons=tuple(reasons))
+
+
+def _unfit(offer: Offer, fit: Fit, reasons: list[str], deadline_s: float | None,
+           budget_usd: float | None) -> OfferResult:
+    if fit.reason not in reasons:
+        reasons.append(fit.reason)
+    return OfferResult(offer=offer, fit=fit, nodes=0, billed_gpus=0, time=None, run_cost_usd=None,
+                       min_rental_cost_usd=offer.min_rental_hours * offer.price_per_node_hour,
+                       billed_cost_usd=None, expected_preemptions=0.0, expected_lost_s=0.0, expected_total_s=None,
+                       expected_cost_usd=None, checkpoint_interval_s=None, recommended_checkpoint_interval_s=None,
+                       recommended_checkpoint_every_steps=None,
+                       meets_deadline=None if deadline_s is None else False,
+                       within_budget=None if budget_usd is None else False, reasons=tuple(reasons))
+
+
+def _sort_key(sort: str) -> Any:
+    def key(r: OfferResult) -> tuple:
+        if not r.fits:
+            return (2, 0, r.offer.price_per_gpu_hour, r.offer.offer_id)
+        cost = r.expected_cost_usd if r.expected_cost_usd is not None else math.inf
+        wall = r.expected_total_s if r.expected_total_s is not None else math.inf
+        if sort == "time":
+            return (0, wall, cost, r.offer.offer_id)
+        if sort == "deadline":
+            return (0, 0, cost, r.offer.offer_id) if r.meets_deadline else (1, wall, cost, r.offer.offer_id)
+        return (0, cost, wall, r.offer.offer_id)
+
+    return key
+
+
+def evaluate_offers(
+    plan: TrainPlan,
+    offers: Iterable[Offer],
+    inputs: Inputs,
+    *,
+    safety_margin: float = DEFAULT_SAFETY_MARGIN,
+    preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
+    deadline_s: float | None = None,
+    budget_usd: float | None = None,
+    sort: str = "cost",
+    min_vram_gb: float | None = None,
+    gpu_class: str | Iterable[str] | None = None,
+    mode: str | Iterable[str] | None = None,
+    region: str | Iterable[str] | None = None,
+    max_price_per_gpu_hour: float | None = None,
+    gpu_ids: str | Iterable[str] | None = None,
+    include_unfit: bool = True,
+    use_whole_node: bool = True,
+    time_options: Mapping[str, Any] | None = None,
+) -> list[OfferResult]:
+    """Every offer that passes the filters, evaluated for ``plan`` and ranked.
+
+    Args:
+        plan: the run; its GPU count is a minimum — more GPUs of the node are used when needed.
+        offers: offers to consider (``gpuwork.facts.catalog.load_offers()``).
+        inputs: the plan's facts (``gpuwork.facts.resolve(plan)``).
+        safety_margin: fraction of each GPU's driver-reported memory kept free (DEFAULT_SAFETY_MARGIN).
+        preemption_rate_per_hour: preemptions per hour on interruptible offers.
+        deadline_s: wall-clock limit; sets ``meets_deadline`` and the "deadline" ranking.
+        budget_usd: offers whose expected cost exceeds it are dropped.
+        sort: "cost" (expected cost), "time" (expected wall time) or "deadline" (cheapest among
+            those meeting the deadline, then the rest by time). Offers that do not fit come last.
+        min_vram_gb, gpu_class, mode, region, max_price_per_gpu_hour, gpu_ids: catalog filters
+            (``gpuwork.facts.catalog.filter_offers``).
+        include_unfit: keep offers the plan cannot fit (at the end, with the reason).
+        use_whole_node: a node is billed whole, so run on all its GPUs when the plan still fits
+            (more data-parallel ranks: the global batch grows; ``fit.changes`` says so).
+        time_options: passed to ``estimate_time`` (mfu, calibration, loader_tokens_per_s, ...).
+
+    Raises:
+        PlanError: bad sort, margin, deadline or budget; CatalogError: bad filter values.
+    """
+    if sort not in SORT_KEYS:
+        raise PlanError("sort", f"sort={sort!r} is not one of {', '.join(SORT_KEYS)}")
+    if sort == "deadline" and deadline_s is None:
+        raise PlanError("deadline_s", "sort='deadline' needs deadline_s (e.g. 48 hours = 172800)")
+    for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd),
+                        ("preemption_rate_per_hour", preemption_rate_per_hour)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
+            raise PlanError(name, f"{name}={value!r} must be a number >= 0")
+    pool = filter_offers(offers, min_vram_gb=min_vram_gb, gpu_class=gpu_class,
+                         mode=mode, region=region, max_price_per_gpu_hour=max_price_per_gpu_hour, gpu_ids=gpu_ids)
+    memo: dict[TrainPlan, int] = {}
+    results = [evaluate_offer(plan, offer, inputs, safety_margin=safety_margin,
+                              preemption_rate_per_hour=preemption_rate_per_hour, deadline_s=deadline_s,
+                              budget_usd=budget_usd, memo=memo, time_options=time_options,
+                              use_whole_node=use_whole_node)
+               for offer in pool]
+    if budget_usd is not None:
+        results = [r for r in results if not r.fits or r.within_budget]
+    if not include_unfit:
+        results = [r for r in results if r.fits]
+    return sorted(results, key=_sort_key(sort))
+
+
+__all__ = [
+    "DEFAULT_PREEMPTION_RATE_PER_HOUR",
+    "DEFAULT_SAFETY_MARGIN",
+    "RESTART_OVERHEAD_S",
+    "SHARDING_ORDER",
+    "billed_hours",
+    "Fit",
+    "OfferResult",
+    "evaluate_offer",
+    "evaluate_offers",
+    "fit_plan",
+    "plan_changes",
+    "preemption_cost",
+    "usable_memory_bytes",
+    "young_daly_interval_s",
+]

@@ -1,0 +1,759 @@
+"""Training time of a plan on a GPU: FLOPs per token, step time, communication, data feed, total.
+
+``estimate_time(plan, gpu, inputs) -> TimeEstimate`` is pure (no torch, no I/O: the MFU table comes
+in ``inputs``): it counts the FLOPs one token costs, divides a step's FLOPs by the GPUs' dense peak times
+an efficiency (MFU), adds the optimizer step, the exposed multi-GPU communication and the data
+feed, then scales to the whole run with evaluation, checkpoint writes and a margin. Seconds
+internally; hours only on display.
+
+FLOP convention (one, labelled): per token, a weight costs 2 FLOPs forward, 2 for the gradient of
+its input and 2 for its own gradient (Kaplan et al. 2020 §2.1: 6N for training). Frozen weights
+skip their own gradient, so adapters (LoRA/QLoRA) cost 4N + 6·N_adapter (NVIDIA NeMo's LoRA
+throughput implies ≈ 4N, gpu_facts §3b). Gradient checkpointing re-runs each block's forward:
++2N (memory_formulas §3.4, BigScience 8N). Attention scores and values add 12·L·H·Q·T per token
+for forward + backward (torchtitan ``get_num_flop_per_token``; causal masking ignored, i.e. the
+full T×T product is counted as torchtitan does) and +4·L·H·Q·T when recomputed. N counts the
+weights that multiply activations: active parameters (MoE: routed experts only) minus embedding
+tables, plus the output layer when it is tied to the embeddings (torchtitan excludes embeddings).
+
+Example:
+    >>> plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
+    >>> inputs = resolve(plan)
+    >>> est = estimate_time(plan, inputs.gpu("h100_sxm"), inputs)
+    >>> 0 < est.step_time_s < est.total_s
+    True
+
+Limitations: MFU is an assumption per GPU family and method (gpu_facts §3c) until a measured
+trial calibrates it; FP32 plans use the non-tensor FP32 peak (PyTorch keeps TF32 off for matmuls
+by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12), so runs that enable
+TF32 will be faster; tensor/pipeline/context parallelism is not modelled; sliding-window attention
+is counted as full attention; padding is not modelled (tokens are the plan's seq_len × batch).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuwork.errors import CatalogError, PlanError
+from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
+from gpuwork.estimate.memory import estimate_memory
+from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
+from gpuwork.facts.efficiency import MFU_CSV, MfuRow
+from gpuwork.facts.inputs import Inputs
+from gpuwork.facts.spec import ModelSpec, count_params
+from gpuwork.plan import Method, Precision, Sharding, TrainPlan
+from gpuwork.units import HOUR_S
+
+# -- FLOP convention (Kaplan et al. 2020 §2.1; torchtitan; NeMo) ------------------------------------
+
+FWD_FLOPS_PER_WEIGHT = 2  # one multiply-add per weight per token
+BWD_INPUT_FLOPS_PER_WEIGHT = 2  # gradient w.r.t. the layer input (needed through every block it crosses)
+BWD_WEIGHT_FLOPS_PER_WEIGHT = 2  # gradient w.r.t. the weight (skipped for frozen weights)
+ATTN_FWD_FLOPS = 4  # per layer and token, x H·Q·T: Q·K^T (2·H·Q·T) + P·V (2·H·Q·T)
+ATTN_TRAIN_FLOPS = 12  # forward + backward = 3 x forward (torchtitan: 12·L·H·Q·T per token)
+
+# -- efficiency -------------------------------------------------------------------------------------
+
+# QLoRA runs slower than LoRA because every 4-bit weight is dequantized in forward and backward:
+# torchtune's README measures QLoRA at 0.78x LoRA's tokens/s (gpu_facts §3c), i.e. a 1.28x slowdown.
+# gpu_poor's estimator uses x1.75 "to be safe" (memory_formulas §3.4): the pessimistic alternative.
+QLORA_THROUGHPUT_FACTOR = 0.78
+# MFU falls with fewer tokens per micro-batch (smaller matmuls, fixed per-micro-batch overheads:
+# kernel launches, non-matmul ops): factor T/(T + k). k is derived from the Qwen-7B LoRA A100 runs in
+# memory_formulas §3.4 (25 % at 256 tokens per micro-batch vs 47 % at 2,048:
+# 0.53 = (256/(256+k)) / (2048/(2048+k)) -> k ≈ 300 on A100 BF16, 312 TFLOPS). The overheads cost
+# time, not FLOPs, so the tokens needed to amortise them grow with the peak: k scales with
+# peak / SMALL_BATCH_REFERENCE_PEAK (H100 BF16: k ≈ 950; V100 FP32: k ≈ 15). The table's MFU values
+# (llm-foundry / torchtitan runs of >= 4k tokens per micro-batch) hold at MFU_REFERENCE_TOKENS: the
+# factor is normalised there and capped at 1.
+SMALL_BATCH_TOKENS = 300
+SMALL_BATCH_REFERENCE_PEAK = 312e12
+MFU_REFERENCE_TOKENS = 4096
+# Element-wise, memory-bound kernels (the optimizer step) reach this share of peak DRAM bandwidth.
+# Assumption: STREAM-like copy kernels reach 80-90 % of HBM/GDDR peak; we take the low end.
+MEM_BW_EFFICIENCY = 0.80
+# Offloaded optimizer (DeepSpeed CPU-Adam): parameters updated per second per GPU's share of host.
+# Assumption (order of magnitude of the ZeRO-Offload paper's CPU-Adam, Ren et al. 2021 §5): 1e9/s.
+CPU_ADAM_PARAMS_S = 1.0e9
+
+# -- communication ----------------------------------------------------------------------------------
+
+# NCCL ring all-gather / reduce-scatter / all-reduce reach 80-82 % of NVLink's unidirectional spec
+# on 8xH200 (gpu_facts §1a [S3]); we apply the same share to PCIe and xGMI links.
+LINK_EFFICIENCY = 0.80
+# Inter-node: an HDR 200 Gb/s link (25 GB/s) sustains ≈ 20 GB/s GPU to GPU (gpu_facts §1b [S3b]).
+NETWORK_EFFICIENCY = 0.80
+# Per-direction line rate of each fabric, bytes/s, and whether it is per GPU (one NIC per GPU, as
+# DGX H100 / AWS P5, gpu_facts §1b) or shared by the whole node (plain Ethernet, no RDMA).
+NETWORK_BYTES_S: dict[Network, tuple[float, bool]] = {
+    Network.ETHERNET_25G: (25e9 / 8, False),  # 25 Gb/s per node
+    Network.ETHERNET_100G: (100e9 / 8, False),  # 100 Gb/s per node
+    Network.ROCE_400G: (400e9 / 8, True),  # Meta Llama 3 clusters: 400 Gb/s per GPU [T12]
+    Network.IB_HDR_200G: (200e9 / 8, True),  # IB HDR 4x port, one per GPU [S3]
+    Network.IB_NDR_400G: (400e9 / 8, True),  # DGX H100: 8x ConnectX-7 NDR400, one per GPU [S3]
+}
+# Share of the overlap window (backward for DDP/ZeRO-1/2, the whole step for ZeRO-3/FSDP
+# prefetching) during which communication can hide behind compute. PyTorch DDP launches each
+# gradient bucket's all-reduce as soon as it is ready in backward (DDP design notes), but NCCL
+# kernels share SMs and memory bandwidth with compute and the last bucket cannot overlap.
+# Assumption: half the window.
+COMM_OVERLAP_FRACTION = 0.5
+# Verdict threshold: above this share of a step spent communicating over PCIe, NVLink is "needed".
+LINK_VERDICT_SHARE = 0.10
+
+# -- data, checkpoints, margin ----------------------------------------------------------------------
+
+# One DataLoader worker (one process, Python collation) tokenizing on the fly. Assumption: HF
+# tokenizers' README gives "< 20 s per GB of text on a server's CPU" (≈ 12.5 M tokens/s over all
+# cores); one worker with Python overhead is taken as 200 k tokens/s. Pre-tokenized memory-mapped
+# data is much faster than this.
+LOADER_WORKER_TOKENS_S = 200_000.0
+# Checkpoint write speed to the rented disk. Assumption: network block volumes give 0.2-1 GB/s,
+# local NVMe 2-3 GB/s; 0.5 GB/s is the conservative middle.
+DISK_WRITE_BYTES_S = 0.5e9
+# Margin on the total time for what the model leaves out (restarts, slow first steps, stragglers).
+TIME_MARGIN = 0.10
+
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """FLOPs one training token costs on the GPUs, by part (see the module docstring)."""
+
+    forward: float  # 2 x weights that multiply activations (+ adapters)
+    backward_input: float  # gradients of activations through the blocks that need them
+    backward_weight: float  # gradients of trainable weights
+    recompute: float  # forward re-run by gradient checkpointing
+    attention: float  # Q·K^T and P·V, forward + backward (+ recompute)
+    attention_backward: float  # the backward part of ``attention``
+    total: float  # executed FLOPs (recompute included): what the GPU must run
+    model: float  # total without recompute: the "model FLOPs" of MFU
+    weights: int  # N: weights that multiply activations (active params, no embedding tables)
+    convention: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ("forward", "backward_input", "backward_weight", "recompute",
+                                              "attention", "attention_backward", "total", "model", "weights",
+                                              "convention")}
+
+    @property
+    def backward(self) -> float:
+        """FLOPs of the backward pass per token (recompute included: it runs inside backward)."""
+        return self.backward_input + self.backward_weight + self.attention_backward + self.recompute
+
+
+@dataclass(frozen=True)
+class MfuChoice:
+    """The efficiency used: value, where it comes from and the documented range."""
+
+    value: float  # on the dense peak named in TimeEstimate.peak_label, batch factor applied
+    source: str  # "default" | "argument" | "calibration"
+    basis: str  # why this number
+    table_value: float | None = None  # the mfu.csv row before QLoRA / batch factors
+    low: float | None = None
+    high: float | None = None
+    batch_factor: float = 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "source": self.source, "basis": self.basis, "table_value": self.table_value,
+                "low": self.low, "high": self.high, "batch_factor": self.batch_factor}
+
+
+@dataclass(frozen=True)
+class CommEstimate:
+    """Gradient / parameter traffic per optimizer step and what it costs (per GPU)."""
+
+    strategy: str  # "none" | "ddp all-reduce" | "zero reduce-scatter + all-gather" | "zero3/fsdp ..."
+    gpus: int
+    nodes: int
+    bytes_per_step: float  # bytes each GPU sends per optimizer step
+    link: str  # the intra-node link used ("pcie", "nvlink_switch", ...), "+ network" when multi-node
+    bandwidth_bytes_s: float  # effective bottleneck bandwidth per GPU per direction
+    comm_s: float  # time to move bytes_per_step
+    overlap_window_s: float  # compute time it may hide behind
+    exposed_s: float  # what is left on the step's critical path
+    scaling_efficiency: float  # compute / (compute + exposed)
+    pcie_share: float | None  # exposed share of a step if the same GPUs talked over PCIe
+    link_share: float | None  # exposed share of a step over the GPU's best link (NVLink/xGMI)
+    verdict: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class DataFeed:
+    """What the GPUs consume and whether a loader keeps up."""
+
+    tokens_per_s: float  # all GPUs together, at the compute-bound step time
+    token_id_bytes_per_s: float  # reading pre-tokenized ids (2 or 4 B per token)
+    text_bytes_per_s: float  # tokenizing raw text on the fly (BYTES_PER_TOKEN_TEXT per token)
+    loader_tokens_per_s: float | None  # what the given loader delivers (None = not given)
+    gpus_wait: bool
+    wait_share: float  # share of each step the GPUs idle waiting for data
+    workers_needed: int  # DataLoader workers at LOADER_WORKER_TOKENS_S each, tokenizing on the fly
+    verdict: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """Time of a run: per step, per phase and in total (seconds)."""
+
+    plan: TrainPlan
+    gpu_id: str
+    gpu_name: str
+    peak_label: str  # which peak: "BF16 tensor, dense" / "FP16 tensor, dense" / "FP32 (non-tensor)"
+    peak_flops_per_gpu: float
+    mfu: MfuChoice
+    flops_per_token: FlopsPerToken
+    tokens_per_step: int  # all GPUs, one optimizer step
+    flops_per_step: float  # executed, all GPUs
+    compute_s: float  # per step: FLOPs / (GPUs x peak x MFU)
+    optimizer_s: float  # per step: memory-bound optimizer update (or CPU-Adam + PCIe when offloaded)
+    offload_s: float  # per step: parameter transfers over PCIe (offload_params)
+    comm: CommEstimate
+    data: DataFeed
+    step_time_s: float  # compute + optimizer + offload + exposed communication, or data-bound
+    tokens_per_s: float  # all GPUs
+    steps: int  # optimizer steps for dataset_tokens x epochs
+    train_s: float
+    eval_s: float  # train_s x plan.eval_fraction
+    checkpoints: int  # checkpoints written during the run
+    checkpoint_bytes: int  # one checkpoint
+    checkpoint_write_s: float  # one checkpoint at disk_write_bytes_s
+    checkpoint_s: float  # all checkpoint writes
+    margin_s: float  # TIME_MARGIN x (train + eval + checkpoints)
+    total_s: float
+    warnings: tuple[str, ...] = ()
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total_hours(self) -> float:
+        return self.total_s / HOUR_S
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.total_s / HOUR_S * self.plan.gpus
+
+    @property
+    def model_flops_utilization(self) -> float:
+        """Achieved model FLOPs / peak over the whole step (what a trial would measure)."""
+        return self.flops_per_token.model * self.tokens_per_s / (self.plan.gpus * self.peak_flops_per_gpu)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "gpu_id": self.gpu_id,
+            "gpu_name": self.gpu_name,
+            "peak_label": self.peak_label,
+            "peak_flops_per_gpu": self.peak_flops_per_gpu,
+            "mfu": self.mfu.as_dict(),
+            "flops_per_token": self.flops_per_token.as_dict(),
+            "tokens_per_step": self.tokens_per_step,
+            "flops_per_step": self.flops_per_step,
+            "compute_s": self.compute_s,
+            "optimizer_s": self.optimizer_s,
+            "offload_s": self.offload_s,
+            "comm": self.comm.as_dict(),
+            "data": self.data.as_dict(),
+            "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s,
+            "model_flops_utilization": self.model_flops_utilization,
+            "steps": self.steps,
+            "train_s": self.train_s,
+            "eval_s": self.eval_s,
+            "checkpoints": self.checkpoints,
+            "checkpoint_bytes": self.checkpoint_bytes,
+            "checkpoint_write_s": self.checkpoint_write_s,
+            "checkpoint_s": self.checkpoint_s,
+            "margin_s": self.margin_s,
+            "total_s": self.total_s,
+            "gpu_hours": self.gpu_hours,
+            "warnings": list(self.warnings),
+        }
+
+
+# -- FLOPs ----------------------------------------------------------------------------------------
+
+
+def _head_matmul_params(spec: ModelSpec) -> int:
+    """Weights of the output layer(s), counting a tied output layer that reuses the embeddings."""
+    tied = spec.vocab_size * spec.hidden_size if spec.tie_embeddings else 0
+    return spec.params_head + tied
+
+
+def matmul_params(spec: ModelSpec) -> int:
+    """N: weights that multiply activations per token — active params minus embedding tables
+    (lookups, not matmuls; torchtitan excludes them) plus a tied output layer (it is a matmul)."""
+    return spec.params_active - spec.params_embedding + (spec.vocab_size * spec.hidden_size
+                                                         if spec.tie_embeddings else 0)
+
+
+def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
+    """FLOPs per training token for the plan's method (see the module docstring for the convention).
+
+    Worked example (Llama-3.1-8B, full, seq 2048, no checkpointing): N = 8,030,261,248 − 525,336,576
+    (embeddings) = 7,504,924,672; 6N = 4.503e10; attention 12·32·32·128·2048 = 3.221e9; total 4.825e10.
+    """
+    counts = count_params(spec, plan)
+    n = matmul_params(spec)
+    head = _head_matmul_params(spec)
+    blocks = n - head  # weights inside the blocks (and poolers): what checkpointing recomputes
+    hq_t = spec.num_heads * spec.head_dim * plan.seq_len  # H·Q·T
+    layers = spec.num_layers
+    adapter = counts.adapter
+    if plan.method in (Method.FULL, Method.SCRATCH):
+        fwd = FWD_FLOPS_PER_WEIGHT * n
+        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * n
+        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * n
+        grad_layers = layers
+        convention = "6N (full update)"
+    elif plan.uses_adapters:
+        # frozen base: forward + input gradients through every block, weight gradients only for the
+        # adapters (NeMo's LoRA numbers imply 4N, gpu_facts §3b) and a task head trained in full
+        fwd = FWD_FLOPS_PER_WEIGHT * (n + adapter)
+        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * (n + adapter)
+        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * (adapter + counts.head_trainable)
+        grad_layers = layers
+        convention = "4N + 6 x adapter params (frozen base, NeMo convention)"
+    else:  # FREEZE: the last k blocks (+ head) train; autograd stops below the first trained block
+        k = min(plan.trainable_layers, layers)
+        path = head + blocks * k // max(layers, 1)
+        fwd = FWD_FLOPS_PER_WEIGHT * n
+        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * path
+        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * counts.trainable
+        grad_layers = k
+        convention = "2N + 2 x (trained blocks + head) + 2 x trainable (freeze: no gradient below the trained blocks)"
+    attention_backward = (ATTN_TRAIN_FLOPS - ATTN_FWD_FLOPS) * grad_layers * hq_t
+    attention = ATTN_FWD_FLOPS * layers * hq_t + attention_backward
+    recompute = 0.0
+    if plan.grad_checkpointing:
+        # HF checkpoints each decoder block: its forward runs again in backward (+2N, +attention fwd)
+        recompute_blocks = blocks * grad_layers // max(layers, 1)
+        recompute = FWD_FLOPS_PER_WEIGHT * (recompute_blocks + (adapter if plan.uses_adapters else 0)) \
+            + ATTN_FWD_FLOPS * grad_layers * hq_t
+        convention += " + recompute (gradient checkpointing)"
+    attention_model = attention
+    total = fwd + bwd_in + bwd_w + attention + recompute
+    model = fwd + bwd_in + bwd_w + attention_model
+    return FlopsPerToken(forward=float(fwd), backward_input=float(bwd_in), backward_weight=float(bwd_w),
+                         recompute=float(recompute), attention=float(attention),
+                         attention_backward=float(attention_backward), total=float(total),
+                         model=float(model), weights=n, convention=convention + " + attention 12·L·H·Q·T")
+
+
+# -- peaks and MFU ----------------------------------------------------------------------------------
+
+
+def peak_flops(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
+    """Dense peak for the plan's compute dtype, and its label."""
+    if precision is Precision.FP32:
+        return gpu.fp32_flops, "FP32 (non-tensor; TF32 off, the PyTorch default for matmuls)"
+    if precision in (Precision.FP16, Precision.FP16_MIXED):
+        return gpu.fp16_dense_flops, "FP16 tensor, dense, FP32 accumulate"
+    return gpu.bf16_dense_flops, "BF16 tensor, dense, FP32 accumulate"
+
+
+def batch_factor(tokens_per_micro_batch: int, peak_flops: float = SMALL_BATCH_REFERENCE_PEAK) -> float:
+    """MFU multiplier for a micro-batch of T tokens per GPU: (T/(T+k)) / (T_ref/(T_ref+k)), at most 1,
+    with k = SMALL_BATCH_TOKENS x peak_flops / SMALL_BATCH_REFERENCE_PEAK.
+
+    Worked example (A100 BF16, T = 512): k = 300; (512/812) / (4096/4396) = 0.631 / 0.932 = 0.68.
+    """
+    t, ref = tokens_per_micro_batch, MFU_REFERENCE_TOKENS
+    k = SMALL_BATCH_TOKENS * peak_flops / SMALL_BATCH_REFERENCE_PEAK
+    return min(1.0, (t / (t + k)) / (ref / (ref + k)))
+
+
+def _method_group(plan: TrainPlan) -> str:
+    if plan.precision is Precision.FP32:
+        return "fp32"
+    group = "lora" if plan.uses_adapters else "full"
+    # One GPU without sharding is the typical Hugging Face Trainer / PEFT loop, which reaches far
+    # less than the tuned multi-GPU frameworks behind the other rows (gpu_facts §3c).
+    return f"{group}-single" if plan.gpus == 1 else group
+
+
+def default_mfu(plan: TrainPlan, gpu: GpuSpec, table: tuple[MfuRow, ...]) -> MfuChoice:
+    """MFU default for this plan on this GPU: the mfu.csv row for its method group and architecture
+    (first architecture prefix that matches, else "*"), x QLORA_THROUGHPUT_FACTOR for QLoRA,
+    x batch_factor(tokens per micro-batch)."""
+    rows = table
+    group = _method_group(plan)
+    candidates = [r for r in rows if r.method_group == group]
+    if not candidates and group.endswith("-single"):
+        group = group.removesuffix("-single")
+        candidates = [r for r in rows if r.method_group == group]
+    row = next((r for r in candidates if r.architecture != "*" and gpu.architecture.startswith(r.architecture)),
+               None) or next((r for r in candidates if r.architecture == "*"), None)
+    if row is None:
+        raise CatalogError(f"{MFU_CSV}: no row for method group '{group}' (add one with architecture '*')")
+    value, basis = row.mfu, row.basis
+    if plan.method is Method.QLORA:
+        value *= QLORA_THROUGHPUT_FACTOR
+        basis += f"; QLoRA x {QLORA_THROUGHPUT_FACTOR} (torchtune: QLoRA 0.78x LoRA tokens/s)"
+    peak, _ = peak_flops(gpu, plan.precision)
+    factor = batch_factor(plan.tokens_per_micro_batch, peak)
+    if factor < 1:
+        k = SMALL_BATCH_TOKENS * peak / SMALL_BATCH_REFERENCE_PEAK
+        basis += (f"; x {factor:.2f} for {plan.tokens_per_micro_batch:,} tokens per micro-batch "
+                  f"(T/(T+{k:.0f}), 1 at {MFU_REFERENCE_TOKENS:,})")
+    return MfuChoice(value=value * factor, source="default", basis=basis, table_value=row.mfu,
+                     low=row.low, high=row.high, batch_factor=factor)
+
+
+# -- communication --------------------------------------------------------------------------------
+
+
+def _coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
+    if value is None:
+        return gpu.link
+    try:
+        link = Link(value)
+    except ValueError:
+        raise CatalogError(f"link {value!r} is not one of {', '.join(x.value for x in Link)}") from None
+    if link is not Link.PCIE and link is not gpu.link:
+        raise CatalogError(f"link '{link.value}' is not available on {gpu.gpu_id} (it has '{gpu.link.value}'); "
+                           f"use '{gpu.link.value}' or 'pcie'")
+    return link
+
+
+def _link_bytes_s(gpu: GpuSpec, link: Link) -> float:
+    return gpu.pcie_bw_bytes_s if link is Link.PCIE else gpu.link_bw_bytes_s
+
+
+def _network_bytes_s_per_gpu(network: Network, gpus_per_node: int) -> float:
+    rate, per_gpu = NETWORK_BYTES_S[network]
+    return rate if per_gpu else rate / max(gpus_per_node, 1)
+
+
+def _comm_bytes_per_step(plan: TrainPlan, counts: Any, weights_bytes_per_param: float) -> tuple[float, str]:
+    """Bytes each GPU sends per optimizer step, and the strategy's name.
+
+    Ring all-reduce sends 2(n−1)/n·S, all-gather and reduce-scatter (n−1)/n·S each (gpu_facts §3b
+    [S3][T13]). DDP all-reduces gradients once per optimizer step (no_sync during accumulation).
+    ZeRO-1/2 reduce-scatter gradients and all-gather the updated 16-bit parameters: the same volume
+    as DDP (ZeRO paper §7). ZeRO-3/FSDP all-gather the parameters in forward and again in backward
+    for every micro-batch and reduce-scatter gradients once: 1.5x DDP for a full update (ZeRO §7).
+    """
+    n = plan.gpus
+    if n == 1:
+        return 0.0, "none"
+    share = (n - 1) / n
+    grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
+    grads = counts.trainable * grad_bytes
+    if plan.sharding is Sharding.DDP:
+        return 2 * share * grads, "DDP ring all-reduce of gradients, once per step"
+    if plan.sharding in (Sharding.ZERO1, Sharding.ZERO2):
+        params16 = counts.trainable * plan.precision.compute_bytes
+        return share * (grads + params16), "ZeRO reduce-scatter of gradients + all-gather of parameters"
+    gathered = counts.total * weights_bytes_per_param  # every (also frozen) sharded weight is gathered
+    return (share * (2 * gathered * plan.grad_accum + grads),
+            "ZeRO-3/FSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter")
+
+
+def _verdict(plan: TrainPlan, gpu: GpuSpec, link: Link, pcie_share: float | None, link_share: float | None,
+             own_intra_share: float, network_note: str) -> str:
+    if plan.gpus == 1:
+        return "single GPU: no inter-GPU communication"
+    parts = []
+    if gpu.link is Link.PCIE:
+        parts.append(f"{gpu.display_name} has no NVLink: communication takes {own_intra_share:.0%} of each step "
+                     "over PCIe")
+        if own_intra_share > LINK_VERDICT_SHARE:
+            parts.append("consider more gradient accumulation, fewer GPUs, or a GPU with NVLink")
+        if gpu.gpu_class is GpuClass.CONSUMER:
+            parts.append("GeForce drivers disable peer-to-peer, so traffic goes through host memory")
+    elif pcie_share is not None and pcie_share > LINK_VERDICT_SHARE:
+        best = f"{link_share:.0%} over {gpu.link.value}" if link_share is not None else ""
+        parts.append(f"NVLink needed: PCIe would spend {pcie_share:.0%} of each step communicating ({best})")
+        if link is Link.PCIE:
+            parts.append("this setup uses PCIe: rent nodes with NVLink/NVSwitch")
+    else:
+        shown = pcie_share if pcie_share is not None else own_intra_share
+        parts.append(f"PCIe is enough: communication would take {shown:.0%} of each step over PCIe")
+    if network_note:
+        parts.append(network_note)
+    return "; ".join(parts)
+
+
+def _rate(bytes_s: float) -> str:
+    """Bytes per second for display, decimal units."""
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bytes_s >= size:
+            return f"{bytes_s / size:,.1f} {unit}"
+    return f"{bytes_s:,.0f} B/s"
+
+
+# -- the estimate -----------------------------------------------------------------------------------
+
+
+def _resolve_mfu(plan: TrainPlan, gpu: GpuSpec, mfu: float | None, calibration: Mapping[str, Any] | None,
+                 flops: FlopsPerToken, peak: float, optimizer_s: float, table: tuple[MfuRow, ...]) -> MfuChoice:
+    if mfu is not None:
+        if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
+            raise PlanError("mfu", f"mfu={mfu!r} must be a number in (0, 1], e.g. 0.35")
+        return MfuChoice(value=float(mfu), source="argument", basis="given by the caller")
+    if calibration:
+        return mfu_from_measurement(plan, gpu, calibration, flops, peak, optimizer_s)
+    return default_mfu(plan, gpu, table)
+
+
+def mfu_from_measurement(plan: TrainPlan, gpu: GpuSpec, cal: Mapping[str, Any], flops: FlopsPerToken, peak: float,
+                    optimizer_s: float) -> MfuChoice:
+    """MFU from a measurement: {"mfu": x} or {"tokens_per_s": per-GPU tokens/s measured on this GPU
+    with this plan}; optional "gpu_id" (must match), "tokens_per_micro_batch" (rescaled with
+    batch_factor when it differs from the plan's) and "source" (a label for reports)."""
+    label = str(cal.get("source", "measured trial"))
+    measured_gpu = cal.get("gpu_id")
+    if measured_gpu and str(measured_gpu).lower() not in (gpu.gpu_id, gpu.display_name.lower()):
+        raise PlanError("calibration", f"calibration was measured on {measured_gpu}, not {gpu.gpu_id}: run a "
+                        "trial on this GPU or pass mfu= explicitly")
+    if "mfu" in cal:
+        value = float(cal["mfu"])
+    elif "tokens_per_s" in cal:
+        tokens_per_s = float(cal["tokens_per_s"])
+        if tokens_per_s <= 0:
+            raise PlanError("calibration", "calibration tokens_per_s must be above 0")
+        tokens = plan.tokens_per_micro_batch * plan.grad_accum
+        step_s = tokens / tokens_per_s - optimizer_s  # the optimizer step is modelled separately
+        if step_s <= 0:
+            step_s = tokens / tokens_per_s
+        value = flops.total * tokens / (step_s * peak)
+    else:
+        raise PlanError("calibration", "calibration needs 'mfu' or 'tokens_per_s' (per GPU, measured on this "
+                        "GPU with this plan)")
+    factor = 1.0
+    measured_tokens = cal.get("tokens_per_micro_batch")
+    if measured_tokens and int(measured_tokens) != plan.tokens_per_micro_batch:
+        factor = batch_factor(plan.tokens_per_micro_batch, peak) / batch_factor(int(measured_tokens), peak)
+    if not 0 < value * factor <= 1:
+        raise PlanError("calibration", f"calibration implies MFU {value * factor:.2f}, outside (0, 1]: check the "
+                        "measurement's units (per-GPU tokens/s) and the plan")
+    return MfuChoice(value=value * factor, source="calibration", basis=f"measured: {label}", batch_factor=factor)
+
+
+def _optimizer_step_s(plan: TrainPlan, gpu: GpuSpec, counts: Any, optimizer_state_bytes: int) -> float:
+    """The optimizer update is memory-bound: it reads parameter, gradient and states and writes the
+    parameter and states (torch/optim/adamw.py foreach kernels) — per GPU's share of trainables."""
+    shards = plan.sharding is not Sharding.DDP
+    n = counts.trainable / plan.gpus if shards else counts.trainable
+    pb = 4 if plan.uses_adapters else plan.precision.param_bytes
+    if plan.offload_optimizer:
+        # gradients down and parameters up over PCIe, CPU-Adam on the host
+        return n / CPU_ADAM_PARAMS_S + 2 * pb * n / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
+    traffic = 3 * pb * n + 2 * optimizer_state_bytes
+    return traffic / (gpu.mem_bw_bytes_s * MEM_BW_EFFICIENCY)
+
+
+def estimate_time(
+    plan: TrainPlan,
+    gpu: GpuSpec,
+    inputs: Inputs,
+    *,
+    mfu: float | None = None,
+    calibration: Mapping[str, Any] | None = None,
+    link: Link | str | None = None,
+    network: Network | str | None = None,
+    nodes: int | None = None,
+    loader_tokens_per_s: float | None = None,
+    disk_write_bytes_s: float = DISK_WRITE_BYTES_S,
+) -> TimeEstimate:
+    """Step time and total time of ``plan`` on ``plan.gpus`` GPUs of type ``gpu``.
+
+    Args:
+        plan: the run; reads the batch shape, method, precision, sharding, dataset_tokens, epochs,
+            eval_fraction, checkpoint_every_steps.
+        gpu: the GPU (``inputs.gpu('h100_sxm')``).
+        inputs: the plan's facts (``gpuwork.facts.resolve(plan)``): model spec and efficiency table.
+        mfu: efficiency on the dense peak, overriding the default and any calibration.
+        calibration: a measurement, e.g. {"tokens_per_s": 2316, "gpu_id": "l40s", "source": "trial"}
+            (per GPU) or {"mfu": 0.31}; replaces the default MFU.
+        link: intra-node link ("pcie", "nvlink_switch", ...); None = the GPU's best link.
+        network: inter-node fabric (needed when nodes > 1), e.g. "ib-ndr-400g".
+        nodes: nodes the GPUs are spread over; None = 1.
+        loader_tokens_per_s: what the data pipeline delivers (all GPUs); None = assumed to keep up.
+        disk_write_bytes_s: checkpoint write speed, bytes/s.
+
+    Raises:
+        PlanError / CatalogError: bad mfu, calibration, link, network or node count.
+    """
+    spec = inputs.spec
+    counts = count_params(spec, plan)
+    nodes = 1 if nodes is None else nodes
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or nodes > plan.gpus:
+        raise PlanError("nodes", f"nodes={nodes!r} must be a whole number from 1 to gpus={plan.gpus}")
+    net = None
+    if nodes > 1:
+        if network is None or Network(network) is Network.NONE:
+            raise PlanError("network", f"nodes={nodes} needs an inter-node network: pass network='ib-ndr-400g', "
+                            "'ib-hdr-200g', 'roce-400g', 'ethernet-100g' or 'ethernet-25g'")
+        net = Network(network)
+    intra = _coerce_link(link, gpu)
+    if disk_write_bytes_s <= 0:
+        raise PlanError("disk_write_bytes_s", "disk_write_bytes_s must be above 0 (e.g. 0.5e9)")
+    warnings: list[str] = []
+
+    flops = flops_per_token(plan, spec)
+    peak, peak_label = peak_flops(gpu, plan.precision)
+    if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
+        warnings.append(f"{gpu.display_name} has no BF16 tensor cores: use fp16-mixed")
+    memory = estimate_memory(plan, spec)
+    opt_state = memory.breakdown.get("optimizer_states", 0) + memory.breakdown.get("paged_optimizer_states", 0)
+    optimizer_s = _optimizer_step_s(plan, gpu, counts, opt_state)
+    choice = _resolve_mfu(plan, gpu, mfu, calibration, flops, peak, optimizer_s, inputs.efficiency)
+
+    tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
+    compute_s = flops.total * tokens_per_gpu_step / (peak * choice.value)
+    offload_s = 0.0
+    if plan.offload_params:
+        # ZeRO-3 param offload: each GPU fetches its shard from host memory in forward and backward
+        shard = counts.total * plan.precision.compute_bytes / plan.gpus  # 16-bit weights fetched per GPU
+        offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
+
+    # communication
+    weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
+    comm_bytes, strategy = _comm_bytes_per_step(plan, counts, weight_bytes)
+    gpus_per_node = math.ceil(plan.gpus / nodes)
+
+    def comm_time(link_used: Link, over_network: bool = True) -> tuple[float, float]:
+        bandwidth = _link_bytes_s(gpu, link_used) * LINK_EFFICIENCY
+        if net is not None and over_network:
+            bandwidth = min(bandwidth, _network_bytes_s_per_gpu(net, gpus_per_node) * NETWORK_EFFICIENCY)
+        return (comm_bytes / bandwidth if comm_bytes else 0.0), bandwidth
+
+    backward_share = flops.backward / flops.total
+    if plan.sharding.shards_params:
+        window = compute_s  # prefetched all-gathers overlap forward and backward of every micro-batch
+    else:
+        window = compute_s / plan.grad_accum * backward_share  # the last micro-batch's backward
+
+    def exposed(comm: float) -> float:
+        return max(0.0, comm - COMM_OVERLAP_FRACTION * window)
+
+    comm_s, bandwidth = comm_time(intra)
+    exposed_s = exposed(comm_s)
+    base_step = compute_s + optimizer_s + offload_s
+
+    def share(comm: float) -> float:
+        e = exposed(comm)
+        return e / (base_step + e) if base_step + e > 0 else 0.0
+
+    # the link verdict compares intra-node links alone; the network gets its own note
+    pcie_share = share(comm_time(Link.PCIE, over_network=False)[0]) if plan.gpus > 1 else None
+    link_share = (share(comm_time(gpu.link, over_network=False)[0])
+                  if plan.gpus > 1 and gpu.link is not Link.PCIE else None)
+    network_note = ""
+    if net is not None:
+        per_gpu = _network_bytes_s_per_gpu(net, gpus_per_node) * NETWORK_EFFICIENCY
+        bottleneck = " (the network is the bottleneck)" if per_gpu < _link_bytes_s(gpu, intra) * LINK_EFFICIENCY \
+            else ""
+        network_note = (f"{nodes} nodes over {net.value} at ~{_rate(per_gpu)} per GPU: communication takes "
+                        f"{share(comm_s):.0%} of each step{bottleneck}")
+    comm = CommEstimate(
+        strategy=strategy, gpus=plan.gpus, nodes=nodes, bytes_per_step=comm_bytes,
+        link=intra.value + (f" + {net.value}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
+        comm_s=comm_s, overlap_window_s=window, exposed_s=exposed_s,
+        scaling_efficiency=compute_s / (compute_s + exposed_s) if compute_s + exposed_s > 0 else 1.0,
+        pcie_share=pcie_share, link_share=link_share,
+        verdict=_verdict(plan, gpu, intra, pcie_share, link_share, share(comm_time(intra, False)[0]), network_note),
+    )
+    own_share = share(comm_s)
+
+    # data feed
+    step_s = base_step + exposed_s
+    consumed = plan.tokens_per_step / step_s
+    id_bytes = token_id_bytes(spec.vocab_size)
+    workers = math.ceil(consumed / LOADER_WORKER_TOKENS_S)
+    if loader_tokens_per_s is not None:
+        if loader_tokens_per_s <= 0:
+            raise PlanError("loader_tokens_per_s", "loader_tokens_per_s must be above 0")
+        data_step = plan.tokens_per_step / loader_tokens_per_s
+        waits = data_step > step_s
+        wait_share = (data_step - step_s) / data_step if waits else 0.0
+        if waits:
+            verdict = (f"GPUs will wait for data: the loader gives {loader_tokens_per_s:,.0f} tokens/s, the GPUs "
+                       f"consume {consumed:,.0f} (idle {wait_share:.0%} of each step); use ~{workers} loader "
+                       "workers or pre-tokenize")
+            step_s = data_step
+        else:
+            verdict = (f"the loader keeps up: {loader_tokens_per_s:,.0f} tokens/s available, "
+                       f"{consumed:,.0f} needed")
+    else:
+        waits, wait_share = False, 0.0
+        verdict = (f"GPUs consume {consumed:,.0f} tokens/s ({_rate(consumed * id_bytes)} of token ids, "
+                   f"{_rate(consumed * BYTES_PER_TOKEN_TEXT)} of text if tokenized on the fly): about "
+                   f"{workers} loader worker(s) at {LOADER_WORKER_TOKENS_S:,.0f} tokens/s each")
+    data = DataFeed(tokens_per_s=consumed, token_id_bytes_per_s=consumed * id_bytes,
+                    text_bytes_per_s=consumed * BYTES_PER_TOKEN_TEXT, loader_tokens_per_s=loader_tokens_per_s,
+                    gpus_wait=waits, wait_share=wait_share, workers_needed=workers, verdict=verdict)
+
+    # the whole run
+    total_tokens = plan.dataset_tokens * plan.epochs
+    steps = max(1, math.ceil(total_tokens / plan.tokens_per_step))
+    train_s = steps * step_s
+    eval_s = train_s * plan.eval_fraction
+    ckpt_bytes = checkpoint_bytes(plan, spec)
+    n_ckpt = steps // plan.checkpoint_every_steps
+    ckpt_write_s = ckpt_bytes / disk_write_bytes_s
+    ckpt_s = n_ckpt * ckpt_write_s
+    margin_s = TIME_MARGIN * (train_s + eval_s + ckpt_s)
+    total_s = train_s + eval_s + ckpt_s + margin_s
+    if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
+        warnings.append("LoRA with ZeRO-3/FSDP gathers the whole frozen base every micro-batch")
+    if comm.pcie_share is not None and intra is Link.PCIE and own_share > LINK_VERDICT_SHARE:
+        warnings.append(comm.verdict)
+    if waits:
+        warnings.append(verdict)
+
+    sources = {
+        "flops_per_token": flops.convention,
+        "peak": f"{gpu.display_name} {peak_label}: {peak / 1e12:g} TFLOPS (data/gpus.csv)",
+        "mfu": choice.basis,
+        "optimizer_s": "memory-bound update: 3 x param bytes + 2 x state bytes over DRAM at "
+                       f"{MEM_BW_EFFICIENCY:.0%} of peak bandwidth",
+        "comm": f"{strategy}; {LINK_EFFICIENCY:.0%} of link spec (NCCL rings, gpu_facts §1a); "
+                f"{COMM_OVERLAP_FRACTION:.0%} of the overlap window hides communication",
+        "eval_s": "train time x plan.eval_fraction",
+        "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
+        "margin_s": f"{TIME_MARGIN:.0%} of the total",
+    }
+    return TimeEstimate(
+        plan=plan, gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, peak_label=peak_label,
+        peak_flops_per_gpu=peak, mfu=choice, flops_per_token=flops, tokens_per_step=plan.tokens_per_step,
+        flops_per_step=flops.total * plan.tokens_per_step, compute_s=compute_s, optimizer_s=optimizer_s,
+        offload_s=offload_s, comm=comm, data=data, step_time_s=step_s,
+        tokens_per_s=plan.tokens_per_step / step_s, steps=steps, train_s=train_s, eval_s=eval_s,
+        checkpoints=n_ckpt, checkpoint_bytes=ckpt_bytes, checkpoint_write_s=ckpt_write_s, checkpoint_s=ckpt_s,
+        margin_s=margin_s, total_s=total_s, warnings=tuple(warnings), sources=sources,
+    )
+
+
+__all__ = [
+    "COMM_OVERLAP_FRACTION",
+    "DISK_WRITE_BYTES_S",
+    "LINK_EFFICIENCY",
+    "LOADER_WORKER_TOKENS_S",
+    "QLORA_THROUGHPUT_FACTOR",
+    "TIME_MARGIN",
+    "CommEstimate",
+    "DataFeed",
+    "FlopsPerToken",
+    "MfuChoice",
+    "TimeEstimate",
+    "batch_factor",
+    "default_mfu",
+    "estimate_time",
+    "flops_per_token",
+    "matmul_params",
+    "mfu_from_measurement",
+    "peak_flops",
+]

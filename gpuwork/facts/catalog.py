@@ -1,0 +1,754 @@
+"""GPU catalog: GPU specifications (data/gpus.csv) and rental offers (data/catalog.csv).
+
+The facts live in data files with sources and dates; this module reads them, checks every
+column and turns them into frozen dataclasses with units in the names (bytes, FLOP/s, bytes/s).
+A bad row fails with one `CatalogError` that names the file, the line, the field, the bad value
+and the fix. Prices in the bundled catalog are illustrative dated snapshots, never quotes.
+
+Example:
+    >>> gpu = get_gpu("H100 SXM")
+    >>> gpu.bf16_dense_flops
+    989000000000000.0
+    >>> cheap = filter_offers(load_offers(), min_vram_gb=48, max_price_per_gpu_hour=1.0)
+
+Limitations:
+    `GpuSpec.memory_bytes` is the vendor's marketed "GB" x 1e9. Vendors' memory GB are binary in
+    practice (an "80 GB" H100 reports 81,559 MiB = 85.5e9 bytes in nvidia-smi), so this is a
+    conservative lower bound on what the driver reports, not the usable capacity.
+    `GpuSpec.memory_total_bytes` is what the driver reports as the card's total (nvidia-smi
+    "Total", rocm-smi "VRAM Total Memory"), from the optional `memory_total_mib` column: public
+    nvidia-smi/rocm-smi outputs, with ECC in the state cloud GPUs ship in. Where no public output
+    was found the column holds `memory_gb x 1024` and `memory_total_source` says "estimated".
+    What a training run can use is that total minus the CUDA context (see `gpuwork.estimate.memory`).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import date
+from enum import StrEnum
+from functools import lru_cache
+from pathlib import Path
+from typing import TypeVar
+
+from gpuwork.errors import CatalogError
+from gpuwork.facts.paths import ENV_DATA_DIR, data_dir
+from gpuwork.units import GB, MIB
+
+__all__ = [
+    "GB",
+    "GPUS_CSV_COLUMNS",
+    "GPUS_CSV_OPTIONAL_COLUMNS",
+    "MIB",
+    "OFFERS_CSV_COLUMNS",
+    "GpuClass",
+    "GpuSpec",
+    "Link",
+    "Mode",
+    "Network",
+    "Offer",
+    "Region",
+    "data_dir",
+    "filter_offers",
+    "get_gpu",
+    "load_gpus",
+    "load_offers",
+]
+
+_TERA = 1e12  # TFLOPS -> FLOP/s
+
+# PCIe x16 bandwidth per direction in GB/s, by generation: gpu_facts.md §1a [S3]
+# (gen 3 by the same arithmetic: 8 GT/s x 16 lanes x 128/130 / 8 bits).
+_PCIE_X16_GBS_UNIDIR = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+class GpuClass(StrEnum):
+    CONSUMER = "consumer"  # GeForce cards
+    WORKSTATION = "workstation"  # RTX A-series / Ada / PRO cards
+    SERVER = "server"  # data-centre parts: PCIe, SXM, OAM, rack
+
+
+class Link(StrEnum):
+    """How GPUs inside one node talk to each other."""
+
+    PCIE = "pcie"  # through the PCIe host link (no peer link, or peer-to-peer disabled)
+    NVLINK_BRIDGE = "nvlink_bridge"  # 2- or 4-way NVLink bridge between PCIe cards
+    NVLINK_SWITCH = "nvlink_switch"  # NVSwitch baseboard (HGX/DGX), all-to-all
+    NVLINK_SWITCH_RACK = "nvlink_switch_rack"  # rack-scale NVLink domain (GB200 NVL72)
+    XGMI = "xgmi"  # AMD Infinity Fabric, all-to-all on the UBB baseboard
+
+
+class Network(StrEnum):
+    """How nodes talk to each other (per-GPU NIC class on multi-GPU server nodes)."""
+
+    NONE = "none"  # single node only
+    ETHERNET_25G = "ethernet-25g"
+    ETHERNET_100G = "ethernet-100g"
+    ROCE_400G = "roce-400g"
+    IB_HDR_200G = "ib-hdr-200g"
+    IB_NDR_400G = "ib-ndr-400g"
+
+
+class Mode(StrEnum):
+    ON_DEMAND = "on-demand"  # pay per hour, stop any time
+    RESERVED = "reserved"  # committed period (min_rental_hours), lower rate
+    INTERRUPTIBLE = "interruptible"  # spot / preemptible / bid: can be stopped by the provider
+
+
+class Region(StrEnum):
+    EU = "eu"
+    US = "us"
+    ASIA = "asia"
+
+
+GPUS_CSV_COLUMNS = (
+    "gpu_id", "display_name", "vendor", "architecture", "class", "form_factor", "memory_gb",
+    "mem_bw_gbs", "bf16_dense_tflops", "fp16_dense_tflops", "fp8_dense_tflops", "fp32_tflops",
+    "link", "link_bw_gbs_unidir", "pcie_gen", "compute_capability", "tdp_w", "status", "source",
+    "notes",
+)  # fmt: skip
+# Read when present, so older or hand-written gpus.csv files still load:
+# memory_total_mib: the total the driver reports (nvidia-smi "Total" in MiB; AMD: rocm-smi bytes / 2**20)
+# memory_total_source: where that number comes from: nvidia-smi | rocm-smi | estimated
+GPUS_CSV_OPTIONAL_COLUMNS = ("memory_total_mib", "memory_total_source")
+_MEMORY_TOTAL_SOURCES = ("nvidia-smi", "rocm-smi", "estimated")
+OFFERS_CSV_COLUMNS = (
+    "offer_id", "provider", "gpu_id", "gpus_per_node", "link", "network", "mode", "region",
+    "price_per_gpu_hour_usd", "min_rental_hours", "as_of", "note",
+)  # fmt: skip
+
+_STATUS = {"V": "vendor-confirmed", "D": "derived from a vendor figure", "S": "secondary source only"}
+
+# Fixes for values people commonly write: (field, lower-cased value) -> advice.
+_HINTS = {
+    ("mode", "spot"): "use 'interruptible' for spot/preemptible offers",
+    ("mode", "preemptible"): "use 'interruptible' for spot/preemptible offers",
+    ("mode", "bid"): "use 'interruptible' for spot/preemptible offers",
+    ("mode", "ondemand"): "write it 'on-demand'",
+    ("mode", "on_demand"): "write it 'on-demand'",
+    ("mode", "committed"): "use 'reserved' and put the commitment in min_rental_hours",
+    ("class", "datacenter_pcie"): "map datacenter_* classes to 'server'",
+    ("class", "datacenter_sxm"): "map datacenter_* classes to 'server'",
+    ("class", "datacenter_oam"): "map datacenter_* classes to 'server'",
+    ("class", "datacenter_rack"): "map datacenter_* classes to 'server'",
+    ("class", "datacenter"): "use 'server' for data-centre parts",
+    ("link", "nvlink"): "say which: nvlink_bridge (bridged cards), nvlink_switch (NVSwitch "
+    "baseboard) or nvlink_switch_rack (NVL72 rack)",
+    ("link", "pcie_or_nvlink_bridge"): "record the link the GPU can have (nvlink_bridge); offers "
+    "without a bridge say 'pcie'",
+    ("link", "nvswitch"): "use 'nvlink_switch'",
+    ("link", "infinity_fabric"): "use 'xgmi'",
+    ("network", "infiniband"): "give the generation: 'ib-hdr-200g' or 'ib-ndr-400g'",
+    ("network", "ib"): "give the generation: 'ib-hdr-200g' or 'ib-ndr-400g'",
+    ("network", "ethernet"): "give the speed: 'ethernet-25g' or 'ethernet-100g'",
+    ("network", ""): "use 'none' for single-node offers",
+}
+
+
+# ----------------------------------------------------------------------------- dataclasses
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model, from a row of gpus.csv. Peak figures are dense (no 2:4 sparsity)."""
+
+    gpu_id: str  # short lower-case id, e.g. "h100_sxm"
+    display_name: str  # e.g. "H100 SXM"
+    vendor: str  # "NVIDIA" / "AMD"
+    architecture: str  # e.g. "Hopper GH100"
+    gpu_class: GpuClass  # consumer / workstation / server
+    form_factor: str  # e.g. "SXM5 (HGX)"
+    memory_bytes: int  # marketed GB x 1e9 (conservative; see module Limitations)
+    mem_bw_bytes_s: float  # peak memory bandwidth
+    bf16_dense_flops: float  # tensor BF16, FP32 accumulate, dense
+    fp16_dense_flops: float  # tensor FP16, FP32 accumulate (half rate on GeForce), dense
+    fp8_dense_flops: float | None  # dense FP8 tensor; None when the GPU has no FP8
+    fp32_flops: float  # non-tensor FP32
+    link: Link  # best GPU-to-GPU link this model can have
+    link_bw_bytes_s: float  # that link, per GPU, per direction
+    pcie_gen: int  # host link generation (x16)
+    compute_capability: str  # CUDA "9.0", or AMD gfx target "gfx942"
+    tdp_w: int  # board power, watts
+    status: str  # V vendor-confirmed / D derived / S secondary (gpu_facts.md tags)
+    sources: tuple[str, ...]  # source ids in gpu_facts.md, e.g. ("S5", "S4")
+    notes: str = ""
+    memory_total_mib: float | None = None  # driver-reported total (nvidia-smi MiB); None = unknown
+    memory_total_source: str = "estimated"  # nvidia-smi | rocm-smi | estimated
+
+    @property
+    def memory_gb(self) -> float:
+        """Marketed memory in vendor GB (for display)."""
+        return self.memory_bytes / GB
+
+    @property
+    def memory_total_bytes(self) -> int:
+        """Total memory as the driver reports it (nvidia-smi "Total"), in bytes.
+
+        Falls back to `memory_gb x 1024 MiB` (the marketed GB read as GiB) when the catalog has no
+        reported figure; `memory_total_source` then says "estimated".
+        """
+        mib = self.memory_total_mib if self.memory_total_mib is not None else self.memory_bytes / GB * 1024
+        return round(mib * MIB)
+
+    @property
+    def pcie_bw_bytes_s(self) -> float:
+        """PCIe x16 host-link bandwidth per direction (gpu_facts.md §1a)."""
+        return _PCIE_X16_GBS_UNIDIR[self.pcie_gen] * GB
+
+
+@dataclass(frozen=True)
+class Offer:
+    """One rental offer, from a row of catalog.csv. Prices are illustrative snapshots."""
+
+    offer_id: str
+    provider: str  # illustrative provider label, e.g. "neocloud-b"
+    gpu_id: str
+    gpu: GpuSpec  # resolved from gpus.csv
+    gpus_per_node: int
+    link: Link  # intra-node link actually offered ('pcie' when no peer link)
+    network: Network  # inter-node fabric ('none' = single node only)
+    mode: Mode
+    region: Region
+    price_per_gpu_hour: float  # USD per GPU-hour
+    min_rental_hours: float  # shortest rental (720 = one month, 8760 = one year)
+    as_of: date  # when the price was read
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.gpu.gpu_id != self.gpu_id:
+            raise CatalogError(
+                f"offer {self.offer_id!r}: gpu_id {self.gpu_id!r} does not match gpu {self.gpu.gpu_id!r}"
+            )
+
+    @property
+    def price_per_node_hour(self) -> float:
+        """USD per hour for the whole node (all its GPUs)."""
+        return self.price_per_gpu_hour * self.gpus_per_node
+
+    @property
+    def node_memory_bytes(self) -> int:
+        """GPU memory of the whole node (marketed, see GpuSpec.memory_bytes)."""
+        return self.gpu.memory_bytes * self.gpus_per_node
+
+    @property
+    def link_bw_bytes_s(self) -> float:
+        """Intra-node GPU-to-GPU bandwidth per GPU per direction for this offer's link."""
+        return self.gpu.pcie_bw_bytes_s if self.link is Link.PCIE else self.gpu.link_bw_bytes_s
+
+    @property
+    def min_rental_s(self) -> float:
+        return self.min_rental_hours * 3600.0
+
+
+# ----------------------------------------------------------------------------- CSV reading
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One data row of a CSV file, with the means to complain about a field."""
+
+    file: str
+    line: int
+    values: Mapping[str, str]
+
+    def fail(self, field: str, message: str) -> CatalogError:
+        return CatalogError(f"{self.file} line {self.line}, field '{field}': {message}")
+
+    def text(self, field: str, example: str, *, optional: bool = False) -> str:
+        value = self.values[field]
+        if not value and not optional:
+            raise self.fail(field, f"is empty (give a value, e.g. {example})")
+        return value
+
+    def number(self, field: str, unit_example: str, *, optional: bool = False) -> float | None:
+        """A finite number above zero; None when optional and empty."""
+        value = self.values[field]
+        if not value:
+            if optional:
+                return None
+            raise self.fail(field, f"is empty (give a number above 0 {unit_example})")
+        try:
+            number = float(value)
+        except ValueError:
+            raise self.fail(
+                field,
+                f"{value!r} is not a number (give a number above 0 "
+                f"{unit_example}, without units or currency signs)",
+            ) from None
+        if not math.isfinite(number) or number <= 0:
+            raise self.fail(field, f"{value!r} must be a number above 0 {unit_example}")
+        return number
+
+    def integer(self, field: str, unit_example: str, *, allowed: Iterable[int] | None = None) -> int:
+        value = self.values[field]
+        if not value:
+            raise self.fail(field, f"is empty (give a whole number above 0 {unit_example})")
+        if not re.fullmatch(r"[+-]?\d+", value):
+            raise self.fail(
+                field, f"{value!r} is not a whole number (give a whole number above 0 {unit_example})"
+            )
+        number = int(value)
+        if number <= 0:
+            raise self.fail(field, f"{value!r} must be a whole number above 0 {unit_example}")
+        if allowed is not None and number not in allowed:
+            choices = ", ".join(str(a) for a in sorted(allowed))
+            raise self.fail(field, f"{value!r} is not one of {choices}")
+        return number
+
+    def choice(self, field: str, enum: type[_E]) -> _E:
+        value = self.values[field]
+        try:
+            return enum(value)
+        except ValueError:
+            pass
+        choices = ", ".join(e.value for e in enum)
+        if not value:
+            hint = _HINTS.get((field, ""))
+            raise self.fail(field, f"is empty (use one of {choices}" + (f"; {hint})" if hint else ")"))
+        raise self.fail(field, f"{value!r} is not one of {choices} ({_advice(field, value, enum)})")
+
+    def iso_date(self, field: str) -> date:
+        value = self.values[field]
+        if not value:
+            raise self.fail(
+                field, "is empty (give the date the price was read as YYYY-MM-DD, e.g. 2026-09-20)"
+            )
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            try:
+                return date.fromisoformat(value)
+            except ValueError:
+                pass
+        raise self.fail(field, f"{value!r} is not a date written YYYY-MM-DD (e.g. 2026-09-20)")
+
+
+def _advice(field: str, value: str, enum: type[StrEnum]) -> str:
+    hint = _HINTS.get((field, value.strip().lower()))
+    if hint:
+        return hint
+    close = difflib.get_close_matches(value.lower(), [e.value for e in enum], n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    return "use one of the values listed, spelled exactly"
+
+
+def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> Iterator[_Row]:
+    """Yield the non-blank data rows of a CSV file, after checking its header.
+
+    Line numbers are 1-based as in a text editor (header = line 1). Columns not in `columns`
+    or `optional` are ignored; every column in `columns` must be present; an `optional` column
+    that is absent reads as empty.
+    """
+    name = path.name
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        hint = f", or unset {ENV_DATA_DIR} to use the bundled data" if os.environ.get(ENV_DATA_DIR) else ""
+        raise CatalogError(f"{name}: file not found at {path} (pass the path of an existing CSV file{hint})") from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError(
+            f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8 CSV"
+        ) from None
+    except OSError as exc:
+        raise CatalogError(f"{name}: cannot read {path}: {exc.strerror}") from None
+
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header_row = next(reader, None)
+    expected = ", ".join(columns)
+    if not header_row or not any(h.strip() for h in header_row):
+        raise CatalogError(
+            f"{name} line 1: the header row is missing (the first line must name the columns: {expected})"
+        )
+    header = [h.strip() for h in header_row]
+    for index, column in enumerate(header):
+        if column and column in header[:index]:
+            raise CatalogError(
+                f"{name} line 1, field '{column}': the column appears twice in the header (keep one)"
+            )
+    for column in columns:
+        if column not in header:
+            extra = [h for h in header if h not in columns]
+            close = difflib.get_close_matches(column, extra, n=1, cutoff=0.5)
+            fix = f"rename column '{close[0]}' to '{column}'" if close else f"add a '{column}' column"
+            raise CatalogError(
+                f"{name} line 1, field '{column}': column is missing from the header "
+                f"({fix}); expected columns: {expected}"
+            )
+
+    last_line = reader.line_num
+    for raw in reader:
+        line, last_line = last_line + 1, reader.line_num  # first physical line of this record
+        if not any(cell.strip() for cell in raw):
+            continue
+        if len(raw) != len(header):
+            raise CatalogError(
+                f"{name} line {line}: has {len(raw)} values but the header has "
+                f"{len(header)} columns (quote values that contain commas, and "
+                "leave optional values empty rather than dropping them)"
+            )
+        values = {h: cell.strip() for h, cell in zip(header, raw, strict=True) if h in columns or h in optional}
+        for column in optional:
+            values.setdefault(column, "")
+        yield _Row(name, line, values)
+
+
+def _norm(name: str) -> str:
+    """Lookup key: lower case, letters and digits only ("H100 SXM" -> "h100sxm")."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+_BRAND_WORDS = re.compile(r"\b(nvidia|geforce|amd|instinct)\b", re.IGNORECASE)
+
+
+def _keys(gpu: GpuSpec) -> set[str]:
+    keys = {_norm(gpu.gpu_id), _norm(gpu.display_name), _norm(_BRAND_WORDS.sub("", gpu.display_name))}
+    keys.discard("")
+    return keys
+
+
+def _parse_gpu(row: _Row) -> GpuSpec:
+    gpu_id = row.text("gpu_id", "'h100_sxm'")
+    if not re.fullmatch(r"[a-z0-9_]+", gpu_id):
+        raise row.fail(
+            "gpu_id", f"{gpu_id!r} must use only lower-case letters, digits and underscores (e.g. 'h100_sxm')"
+        )
+    compute_capability = row.text("compute_capability", "'9.0' or 'gfx942'")
+    if not re.fullmatch(r"\d+\.\d+|gfx[0-9a-f]+", compute_capability):
+        raise row.fail(
+            "compute_capability",
+            f"{compute_capability!r} is neither a CUDA compute "
+            "capability like '8.9' nor an AMD target like 'gfx942'",
+        )
+    status = row.text("status", "'V'")
+    if status not in _STATUS:
+        choices = ", ".join(f"{k} ({v})" for k, v in _STATUS.items())
+        raise row.fail("status", f"{status!r} is not one of {choices}")
+    sources = tuple(s.strip() for s in row.text("source", "'S5;S4'").split(";") if s.strip())
+    if not sources:
+        raise row.fail("source", "names no source (list source ids separated by ';', e.g. 'S5;S4')")
+    memory_gb = _req(row.number("memory_gb", "in vendor GB, e.g. 80"))
+    total_mib, total_source = _memory_total(row, memory_gb)
+    return GpuSpec(
+        gpu_id=gpu_id,
+        display_name=row.text("display_name", "'H100 SXM'"),
+        vendor=row.text("vendor", "'NVIDIA'"),
+        architecture=row.text("architecture", "'Hopper GH100'"),
+        gpu_class=row.choice("class", GpuClass),
+        form_factor=row.text("form_factor", "'SXM5 (HGX)'"),
+        memory_bytes=round(memory_gb * GB),
+        mem_bw_bytes_s=_req(row.number("mem_bw_gbs", "in GB/s, e.g. 3350")) * GB,
+        bf16_dense_flops=_req(row.number("bf16_dense_tflops", "in dense TFLOPS, e.g. 989")) * _TERA,
+        fp16_dense_flops=_req(
+            row.number("fp16_dense_tflops", "in dense TFLOPS with FP32 accumulate, e.g. 989")
+        )
+        * _TERA,
+        fp8_dense_flops=_scale(
+            row.number(
+                "fp8_dense_tflops", "in dense TFLOPS (leave empty when the GPU has no FP8)", optional=True
+            ),
+            _TERA,
+        ),
+        fp32_flops=_req(row.number("fp32_tflops", "in TFLOPS, e.g. 67")) * _TERA,
+        link=row.choice("link", Link),
+        link_bw_bytes_s=_req(row.number("link_bw_gbs_unidir", "in GB/s per direction, e.g. 450")) * GB,
+        pcie_gen=row.integer("pcie_gen", "(PCIe generation, e.g. 5)", allowed=_PCIE_X16_GBS_UNIDIR),
+        compute_capability=compute_capability,
+        tdp_w=row.integer("tdp_w", "in watts, e.g. 700 (one figure, not a range)"),
+        status=status,
+        sources=sources,
+        notes=row.text("notes", "", optional=True),
+        memory_total_mib=total_mib,
+        memory_total_source=total_source,
+    )
+
+
+def _memory_total(row: _Row, memory_gb: float) -> tuple[float | None, str]:
+    """The optional driver-reported total (MiB) and where it comes from; checked against memory_gb."""
+    mib = row.number("memory_total_mib", "in MiB as nvidia-smi prints it, e.g. 81559", optional=True)
+    source = row.values.get("memory_total_source", "") or ("estimated" if mib is None else "")
+    if source not in _MEMORY_TOTAL_SOURCES:
+        raise row.fail("memory_total_source", f"{source!r} is not one of {', '.join(_MEMORY_TOTAL_SOURCES)} "
+                       "(say which tool printed memory_total_mib, or 'estimated' for memory_gb x 1024)")
+    if mib is None:
+        return None, "estimated"
+    # A reported total lies between ~0.85x the marketed GB (ECC reserve on GDDR cards, e.g. A10:
+    # 23,028 MiB for "24 GB") and the marketed GB read as GiB (+ a little: 3090 reports 24,576).
+    low, high = 0.85 * memory_gb * GB / MIB, 1.05 * memory_gb * 1024
+    if not low <= mib <= high:
+        raise row.fail("memory_total_mib", f"{mib:g} MiB does not fit memory_gb={memory_gb:g} (expected "
+                       f"{low:,.0f}-{high:,.0f} MiB; give MiB as nvidia-smi prints them, not GB)")
+    return mib, source
+
+
+def _req(value: float | None) -> float:
+    assert value is not None  # only optional fields return None
+    return value
+
+
+def _scale(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _parse_gpus(path: Path) -> dict[str, GpuSpec]:
+    gpus: dict[str, GpuSpec] = {}
+    lines: dict[str, int] = {}
+    key_owner: dict[str, str] = {}
+    for row in _read_rows(path, GPUS_CSV_COLUMNS, GPUS_CSV_OPTIONAL_COLUMNS):
+        gpu = _parse_gpu(row)
+        if gpu.gpu_id in gpus:
+            raise row.fail(
+                "gpu_id",
+                f"{gpu.gpu_id!r} is a duplicate of line {lines[gpu.gpu_id]} "
+                "(each GPU model appears once; rename or delete one row)",
+            )
+        other = key_owner.get(_norm(gpu.gpu_id))
+        if other is not None:
+            raise row.fail(
+                "gpu_id",
+                f"{gpu.gpu_id!r} differs from {other!r} (line {lines[other]}) "
+                "only in punctuation, so names would be ambiguous; rename one",
+            )
+        gpus[gpu.gpu_id] = gpu
+        lines[gpu.gpu_id] = row.line
+        for key in _keys(gpu):
+            key_owner.setdefault(key, gpu.gpu_id)
+    if not gpus:
+        raise CatalogError(f"{path.name}: has a header but no GPU rows")
+    return gpus
+
+
+def _parse_offer(row: _Row, gpus: Mapping[str, GpuSpec]) -> Offer:
+    gpu_id = row.text("gpu_id", "'h100_sxm'")
+    gpu = gpus.get(gpu_id)
+    if gpu is None:
+        raise row.fail("gpu_id", _unknown_gpu_message(gpu_id, gpus, "use a gpu_id from gpus.csv"))
+    link = row.choice("link", Link)
+    if link is not Link.PCIE and link is not gpu.link:
+        raise row.fail(
+            "link",
+            f"{link.value!r} is not available on {gpu_id} (it has "
+            f"'{gpu.link.value}'); use '{gpu.link.value}' or 'pcie'",
+        )
+    return Offer(
+        offer_id=row.text("offer_id", "'neocloud-b-h100-8x'"),
+        provider=row.text("provider", "'neocloud-b'"),
+        gpu_id=gpu_id,
+        gpu=gpu,
+        gpus_per_node=row.integer("gpus_per_node", "(GPUs in one node, e.g. 8)"),
+        link=link,
+        network=row.choice("network", Network),
+        mode=row.choice("mode", Mode),
+        region=row.choice("region", Region),
+        price_per_gpu_hour=_req(row.number("price_per_gpu_hour_usd", "in USD per GPU-hour, e.g. 2.49")),
+        min_rental_hours=_req(
+            row.number("min_rental_hours", "in hours, e.g. 1 for on-demand, 720 for a month")
+        ),
+        as_of=row.iso_date("as_of"),
+        note=row.text("note", "", optional=True),
+    )
+
+
+def _parse_offers(path: Path, gpus: Mapping[str, GpuSpec]) -> list[Offer]:
+    offers: list[Offer] = []
+    lines: dict[str, int] = {}
+    for row in _read_rows(path, OFFERS_CSV_COLUMNS):
+        offer = _parse_offer(row, gpus)
+        if offer.offer_id in lines:
+            raise row.fail(
+                "offer_id",
+                f"{offer.offer_id!r} is a duplicate of line "
+                f"{lines[offer.offer_id]} (offer ids must be unique)",
+            )
+        lines[offer.offer_id] = row.line
+        offers.append(offer)
+    return offers
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+@lru_cache(maxsize=8)
+def _cached_gpus(path: str) -> dict[str, GpuSpec]:
+    return _parse_gpus(Path(path))
+
+
+@lru_cache(maxsize=8)
+def _cached_offers(offers_path: str, gpus_path: str) -> tuple[Offer, ...]:
+    return tuple(_parse_offers(Path(offers_path), _cached_gpus(gpus_path)))
+
+
+def load_gpus(path: str | os.PathLike[str] | None = None) -> dict[str, GpuSpec]:
+    """Read GPU specifications, keyed by gpu_id.
+
+    Args:
+        path: a gpus.csv file; None reads `data_dir()/gpus.csv` (cached after the first read).
+
+    Raises:
+        CatalogError: the file is missing or a row is bad (file, line, field, value and fix).
+    """
+    if path is None:
+        return dict(_cached_gpus(str(data_dir() / "gpus.csv")))
+    return _parse_gpus(Path(path))
+
+
+def load_offers(
+    path: str | os.PathLike[str] | None = None, gpus: Mapping[str, GpuSpec] | None = None
+) -> list[Offer]:
+    """Read rental offers, each with its GpuSpec resolved.
+
+    Args:
+        path: a catalog.csv file; None reads `data_dir()/catalog.csv`.
+        gpus: the GPUs offers may name; None uses `load_gpus()`. Both None: cached.
+
+    Raises:
+        CatalogError: the file is missing or a row is bad (file, line, field, value and fix).
+
+    Example:
+        >>> offers = load_offers()
+        >>> {o.mode for o in offers} == {"on-demand", "reserved", "interruptible"}
+        True
+    """
+    if path is None and gpus is None:
+        folder = data_dir()
+        return list(_cached_offers(str(folder / "catalog.csv"), str(folder / "gpus.csv")))
+    offers_path = Path(path) if path is not None else data_dir() / "catalog.csv"
+    return _parse_offers(offers_path, gpus if gpus is not None else load_gpus())
+
+
+def _unknown_gpu_message(name: str, gpus: Mapping[str, GpuSpec], fix: str) -> str:
+    owners: dict[str, str] = {}
+    for gpu in gpus.values():
+        for key in _keys(gpu):
+            owners.setdefault(key, gpu.gpu_id)
+    key = _norm(name)
+    # ids that start with what was typed ("a100" -> the four A100s), else the closest spellings
+    starts = sorted((k for k in owners if key and k.startswith(key)), key=len)
+    close = difflib.get_close_matches(key or name, list(owners), n=10, cutoff=0.5)
+    ids = list(dict.fromkeys(owners[k] for k in (starts or close)))[:4]
+    if ids:
+        return f"unknown GPU {name!r}: did you mean {', '.join(ids)}? ({fix})"
+    return f"unknown GPU {name!r}: known GPUs are {', '.join(sorted(gpus))} ({fix})"
+
+
+def get_gpu(gpu_id_or_name: str, gpus: Mapping[str, GpuSpec] | None = None) -> GpuSpec:
+    """Find a GPU by id or display name, ignoring case, spaces, '-' and '_'.
+
+    "H100 SXM", "h100_sxm" and "h100-sxm" all find h100_sxm; "RTX 4090" and "GeForce RTX 4090"
+    find rtx4090. A name that matches nothing exactly is an error, never a guess.
+
+    Args:
+        gpu_id_or_name: the id or display name.
+        gpus: where to look; None uses `load_gpus()`.
+
+    Raises:
+        CatalogError: unknown name, with the closest ids ("did you mean h100_sxm, h100_pcie?").
+    """
+    if isinstance(gpu_id_or_name, GpuSpec):
+        return gpu_id_or_name
+    table = load_gpus() if gpus is None else gpus
+    if not isinstance(gpu_id_or_name, str):
+        raise CatalogError(f"GPU must be given as an id or name string; got {gpu_id_or_name!r}")
+    if gpu_id_or_name in table:
+        return table[gpu_id_or_name]
+    key = _norm(gpu_id_or_name)
+    matches = {gpu.gpu_id: gpu for gpu in table.values() if key and key in _keys(gpu)}
+    if len(matches) == 1:
+        return next(iter(matches.values()))
+    if len(matches) > 1:
+        raise CatalogError(
+            f"GPU {gpu_id_or_name!r} is ambiguous: it matches {', '.join(sorted(matches))} (use the gpu_id)"
+        )
+    raise CatalogError(
+        _unknown_gpu_message(gpu_id_or_name, table, "use a gpu_id or display name from gpus.csv")
+    )
+
+
+def _wanted(field: str, value: str | Iterable[str] | None, enum: type[_E]) -> set[_E] | None:
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else list(value)
+    wanted: set[_E] = set()
+    for item in items:
+        try:
+            wanted.add(enum(item))
+        except ValueError:
+            choices = ", ".join(e.value for e in enum)
+            hint_field = "class" if field == "gpu_class" else field
+            raise CatalogError(
+                f"filter_offers: {field} {item!r} is not one of {choices} "
+                f"({_advice(hint_field, str(item), enum)})"
+            ) from None
+    return wanted
+
+
+def _limit(field: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise CatalogError(f"filter_offers: {field} must be a number of at least 0; got {value!r}")
+    return float(value)
+
+
+def filter_offers(
+    offers: Iterable[Offer],
+    *,
+    min_vram_gb: float | None = None,
+    gpu_class: str | Iterable[str] | None = None,
+    mode: str | Iterable[str] | None = None,
+    region: str | Iterable[str] | None = None,
+    max_price_per_gpu_hour: float | None = None,
+    gpu_ids: str | Iterable[str] | None = None,
+    min_gpus_per_node: int | None = None,
+) -> list[Offer]:
+    """Keep the offers that pass every given condition (None = no condition); order is kept.
+
+    Args:
+        offers: offers to filter, e.g. `load_offers()`.
+        min_vram_gb: least memory per GPU, vendor GB (24 keeps 24 GB cards).
+        gpu_class / mode / region: one value or several ("consumer", ["on-demand", "reserved"]).
+        max_price_per_gpu_hour: most USD per GPU-hour (inclusive).
+        gpu_ids: GPU ids or display names ("H100 SXM"); an unknown name is an error.
+        min_gpus_per_node: least GPUs in one node.
+
+    Raises:
+        CatalogError: a condition names an unknown value (the message lists the valid ones).
+
+    Example:
+        >>> offers = filter_offers(load_offers(), min_vram_gb=80, mode="reserved")
+        >>> all(o.gpu.memory_bytes >= 80 * GB for o in offers)
+        True
+    """
+    offers = list(offers)
+    classes = _wanted("gpu_class", gpu_class, GpuClass)
+    modes = _wanted("mode", mode, Mode)
+    regions = _wanted("region", region, Region)
+    min_vram = _limit("min_vram_gb", min_vram_gb)
+    max_price = _limit("max_price_per_gpu_hour", max_price_per_gpu_hour)
+    min_gpus = _limit("min_gpus_per_node", min_gpus_per_node)
+    ids: set[str] | None = None
+    if gpu_ids is not None:
+        known = {**load_gpus(), **{o.gpu.gpu_id: o.gpu for o in offers}}
+        names = [gpu_ids] if isinstance(gpu_ids, str) else list(gpu_ids)
+        ids = {get_gpu(name, known).gpu_id for name in names}
+
+    def keep(offer: Offer) -> bool:
+        return (
+            (classes is None or offer.gpu.gpu_class in classes)
+            and (modes is None or offer.mode in modes)
+            and (regions is None or offer.region in regions)
+            and (min_vram is None or offer.gpu.memory_bytes >= min_vram * GB)
+            and (max_price is None or offer.price_per_gpu_hour <= max_price)
+            and (min_gpus is None or offer.gpus_per_node >= min_gpus)
+            and (ids is None or offer.gpu_id in ids)
+        )
+
+    return [offer for offer in offers if keep(offer)]

@@ -1,0 +1,26 @@
+"""The facts one plan's estimates need, as one value the pure estimators take."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpuwork.facts.catalog import GpuSpec, get_gpu
+from gpuwork.facts.efficiency import MfuRow
+from gpuwork.facts.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The facts one plan's estimates need."""
+
+    spec: ModelSpec  # the plan's model: exact counts and layer shapes
+    gpus: Mapping[str, GpuSpec]  # the GPU table (data/gpus.csv), by gpu_id
+    efficiency: tuple[MfuRow, ...]  # data/mfu.csv
+
+    def gpu(self, gpu_id_or_name: str | GpuSpec) -> GpuSpec:
+        """A GPU of the table by id or display name (an explicit error for an unknown one)."""
+        return gpu_id_or_name if isinstance(gpu_id_or_name, GpuSpec) else get_gpu(gpu_id_or_name, self.gpus)
+
+
+__all__ = ["Inputs"]

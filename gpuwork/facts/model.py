@@ -1,0 +1,362 @@
+"""ModelSpec: exact parameter counts and per-layer shapes of a Hugging Face architecture.
+
+A spec is built by instantiating the real transformers model class on the ``meta`` device
+(shapes only, no memory, no weights), so counts are exact for whatever the config describes.
+Bundled presets have their specs precomputed in ``data/model_specs.json`` so that estimates
+start without importing torch; ``gpuwork models --rebuild`` regenerates that file and a test
+checks it against a fresh meta build.
+
+Example:
+    >>> spec = get_spec("llama-3.2-1b")
+    >>> spec.params_total
+    1235814400
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from gpuwork.errors import ModelError
+from gpuwork.facts.paths import data_dir, models_dir
+from gpuwork.facts.spec import (
+    Linear,
+    ModelSpec,
+    ParamCounts,
+    count_params,
+    lora_target_linears,
+    quantized_linears,
+)
+from gpuwork.plan import Task, TrainPlan
+
+SPEC_CACHE_FILE = "model_specs.json"
+SPEC_VERSION = 1  # bump when ModelSpec fields change; stale caches are rebuilt
+
+
+# -- resolving a model reference -------------------------------------------------------------
+
+
+def list_presets() -> list[str]:
+    return sorted(p.stem for p in models_dir().glob("*.json"))
+
+
+def load_config(ref: str) -> tuple[dict[str, Any], str]:
+    """Config dict and a display name for a preset name, local path, or hub id.
+
+    Raises ModelError with the closest preset names, or with the parse error of a bad file.
+    """
+    path = Path(ref).expanduser()
+    preset = models_dir() / f"{ref}.json"
+    if preset.is_file():
+        return _read_json(preset), ref
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise ModelError(f"model folder '{ref}' has no config.json: pass the folder that holds it or the "
+                             "file itself")
+    if path.is_file():
+        return _read_json(path), str(ref)
+    if ref.endswith(".json") or ref.startswith((".", "/", "~")):
+        raise ModelError(f"model file '{ref}' does not exist: check the path")
+    if ref.count("/") == 1 and not ref.endswith(".json"):
+        return _hub_config(ref), ref
+    close = difflib.get_close_matches(ref.lower(), list_presets(), n=3, cutoff=0.4)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise ModelError(f"unknown model '{ref}': not a preset, a config.json path or a hub id (org/name).{hint} "
+                     "Run `gpuwork models` to list presets.")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ModelError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}): "
+                         "fix the file or download config.json again") from None
+    except OSError as exc:
+        raise ModelError(f"cannot read {path}: {exc.strerror}") from None
+    if not isinstance(data, dict) or "model_type" not in data:
+        raise ModelError(f"{path} is not a Hugging Face config.json: it has no 'model_type' key")
+    return data
+
+
+def _hub_config(hub_id: str) -> dict[str, Any]:
+    # read the offline switches here: huggingface_hub reads them only once, at import
+    offline = any(os.environ.get(k, "").lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE",
+                                                                                  "TRANSFORMERS_OFFLINE"))
+    try:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(hub_id, local_files_only=offline)
+    except Exception as exc:  # noqa: BLE001 - any failure means: no config reachable
+        raise ModelError(f"cannot fetch the config of '{hub_id}' from the Hugging Face Hub ({type(exc).__name__}): "
+                         "without network access, download its config.json and pass its path") from None
+    return config.to_dict()
+
+
+# -- building specs -----------------------------------------------------------------------------
+
+
+def get_spec(ref: str, task: Task | str = Task.AUTO) -> ModelSpec:
+    """ModelSpec for a model reference; presets come from the shipped cache, others are built."""
+    task = Task(task)
+    cached = _preset_cache().get(_cache_key(ref, task))
+    if cached is not None:
+        return cached
+    return _build_cached(ref, task)
+
+
+def spec_for_plan(plan: TrainPlan) -> ModelSpec:
+    return get_spec(plan.model, plan.task)
+
+
+@functools.lru_cache(maxsize=256)
+def _build_cached(ref: str, task: Task) -> ModelSpec:
+    config, name = load_config(ref)
+    return build_spec(config, name=name, task=task)
+
+
+def _cache_key(ref: str, task: Task) -> str:
+    return f"{ref}|{task.value}"
+
+
+@functools.lru_cache(maxsize=1)
+def _preset_cache() -> dict[str, ModelSpec]:
+    path = data_dir() / SPEC_CACHE_FILE
+    if not path.is_file():
+        return {}
+    raw = json.loads(path.read_text())
+    if raw.get("version") != SPEC_VERSION:
+        return {}
+    return {key: ModelSpec.from_dict(value) for key, value in raw["specs"].items()}
+
+
+def rebuild_preset_cache(progress: bool = True) -> Path:
+    """Build every preset on the meta device and write data/model_specs.json."""
+    specs = {}
+    names = list_presets()
+    iterator = names
+    if progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(names, desc="building presets on meta")
+    for name in iterator:
+        config, _ = load_config(name)
+        for task in _tasks_for(config):
+            spec = build_spec(config, name=name, task=task)
+            specs[_cache_key(name, task)] = spec.as_dict()
+            if task is resolve_task(config, Task.AUTO):
+                specs[_cache_key(name, Task.AUTO)] = spec.as_dict()
+    path = data_dir() / SPEC_CACHE_FILE
+    path.write_text(json.dumps({"version": SPEC_VERSION, "specs": specs}, indent=1, sort_keys=True) + "\n")
+    _preset_cache.cache_clear()
+    return path
+
+
+def _tasks_for(config: dict[str, Any]) -> list[Task]:
+    if _is_encoder(config):
+        return [Task.MASKED_LM, Task.SEQ_CLS]
+    return [Task.CAUSAL_LM]
+
+
+_ENCODER_TYPES = {"bert", "roberta", "distilbert", "deberta", "deberta-v2", "electra", "xlm-roberta", "modernbert"}
+
+
+def _is_encoder(config: dict[str, Any]) -> bool:
+    return config.get("model_type") in _ENCODER_TYPES
+
+
+def resolve_task(config: dict[str, Any], task: Task) -> Task:
+    """The head a plan trains: ``task`` itself, or for "auto" what the config's architectures say."""
+    if task is not Task.AUTO:
+        return task
+    arch = (config.get("architectures") or [""])[0]
+    if arch.endswith("ForSequenceClassification"):
+        return Task.SEQ_CLS
+    if arch.endswith(("ForMaskedLM", "ForPreTraining")) or _is_encoder(config):
+        return Task.MASKED_LM
+    return Task.CAUSAL_LM
+
+
+def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.AUTO) -> ModelSpec:
+    """Instantiate the transformers class on the meta device and read its exact shapes.
+
+    Imports torch and transformers (seconds). Raises ModelError when the config cannot be built.
+    """
+    import torch
+    import transformers
+
+    task = resolve_task(config_dict, Task(task))
+    model_type = config_dict.get("model_type")
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise ModelError(f"model_type '{model_type}' of {name} is not known to transformers "
+                         f"{transformers.__version__}: upgrade transformers or pick another model")
+    transformers.logging.set_verbosity_error()  # config sanity warnings are noise for sizing
+    try:
+        config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(config_dict))
+        if task is Task.SEQ_CLS:
+            config.num_labels = 2
+        auto = {
+            Task.CAUSAL_LM: transformers.AutoModelForCausalLM,
+            Task.SEQ_CLS: transformers.AutoModelForSequenceClassification,
+            Task.MASKED_LM: transformers.AutoModelForMaskedLM,
+        }[task]
+        with torch.device("meta"):
+            model = auto.from_config(config)
+    except Exception as exc:  # noqa: BLE001 - report any construction failure in one line
+        raise ModelError(f"cannot build {name} ({model_type}) as {task.value}: {type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+    return _read_spec(model, config, name, task)
+
+
+def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
+    import torch
+
+    blocks_prefix, blocks = _find_blocks(model, config.num_hidden_layers)
+    block_params = sum(p.numel() for p in blocks[0].parameters())
+    total = sum(p.numel() for p in model.parameters())
+
+    embedding_params = 0
+    embedding_ids = set()
+    for module_name, module in model.named_modules():
+        if isinstance(module, torch.nn.Embedding) and not module_name.startswith(blocks_prefix + "."):
+            embedding_params += module.weight.numel()
+            embedding_ids.add(id(module.weight))
+
+    output_layers: list[str] = []
+    head_params = 0
+    out_emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    head_modules = []
+    for module_name, module in model.named_children():
+        if module_name in ("lm_head", "cls", "classifier", "score", "qa_outputs"):
+            head_modules.append((module_name, module))
+    seen: set[int] = set()
+    for _module_name, module in head_modules:
+        for p in module.parameters():
+            if id(p) not in embedding_ids and id(p) not in seen:
+                seen.add(id(p))
+                head_params += p.numel()
+    if out_emb is not None:
+        for module_name, module in model.named_modules():
+            if module is out_emb:
+                output_layers.append(module_name)
+    for module_name, module in model.named_modules():
+        if module_name.split(".")[-1] in ("classifier", "score") and isinstance(module, torch.nn.Linear):
+            output_layers.append(module_name)
+
+    linears: dict[str, Linear] = {}
+    for module_name, module in model.named_modules():
+        in_block = module_name.startswith(blocks_prefix + ".")
+        if in_block:
+            parts = module_name[len(blocks_prefix) + 1:].split(".", 1)
+            if parts[0] != "0" or len(parts) == 1:
+                continue
+            key = parts[1]
+        else:
+            key = module_name
+        count = config.num_hidden_layers if in_block else 1
+        if isinstance(module, torch.nn.Linear):
+            linears[key] = Linear(key, module.in_features, module.out_features, module.bias is not None,
+                                  count, in_block)
+        elif type(module).__name__ == "Conv1D":  # GPT-2's transposed linear: weight is [in, out]
+            linears[key] = Linear(key, module.weight.shape[0], module.weight.shape[1], module.bias is not None,
+                                  count, in_block)
+        elif in_block:
+            for pname, p in module.named_parameters(recurse=False):
+                if p.dim() == 3:  # fused MoE experts: [experts, out, in]
+                    linears[f"{key}.{pname}"] = Linear(f"{key}.{pname}", p.shape[2], p.shape[1], False,
+                                                      config.num_hidden_layers, True, experts=p.shape[0])
+
+    final_norm = 0
+    for module_name, module in model.named_modules():
+        if module_name.startswith(blocks_prefix) or not module_name:
+            continue
+        if "norm" in type(module).__name__.lower() and module_name.count(".") <= 1:
+            final_norm += sum(p.numel() for p in module.parameters(recurse=False))
+    other = total - embedding_params - head_params - block_params * config.num_hidden_layers
+
+    num_heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // num_heads
+    num_experts = int(getattr(config, "num_local_experts", None) or getattr(config, "num_experts", None) or 1)
+    mlp_names = {lin.short_name for lin in linears.values()}
+    gated = bool({"gate_proj", "gate_up_proj"} & mlp_names) or any(lin.experts > 1 for lin in linears.values())
+    norm_kind = "rms" if any("rms" in type(m).__name__.lower() for m in blocks[0].modules()) else "layer"
+    intermediate = (getattr(config, "intermediate_size", None) or getattr(config, "n_inner", None)
+                    or 4 * config.hidden_size)
+    extras = {
+        "output_layers": sorted(set(output_layers)),
+        "params_final_norm": final_norm,
+        "blocks_prefix": blocks_prefix,
+        "sliding_window": getattr(config, "sliding_window", None),
+        "final_logit_softcapping": getattr(config, "final_logit_softcapping", None),
+        "attn_logit_softcapping": getattr(config, "attn_logit_softcapping", None),
+        "position_embedding": "absolute" if any(n.endswith(("wpe", "position_embeddings"))
+                                                 for n, _ in model.named_modules()) else "rope",
+        "qkv_fused": "qkv_proj" in mlp_names or "c_attn" in mlp_names,
+    }
+    largest = max(block_params, embedding_params, head_params)
+    max_pos = (getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 0)
+    return ModelSpec(
+        name=name,
+        model_type=config.model_type,
+        architecture=type(model).__name__,
+        task=task,
+        hidden_size=config.hidden_size,
+        num_layers=config.num_hidden_layers,
+        num_heads=num_heads,
+        num_kv_heads=getattr(config, "num_key_value_heads", None) or num_heads,
+        head_dim=head_dim,
+        intermediate_size=int(getattr(config, "moe_intermediate_size", None) or intermediate),
+        vocab_size=config.vocab_size,
+        max_position=int(max_pos),
+        tie_embeddings=bool(getattr(config, "tie_word_embeddings", False)) and task is not Task.SEQ_CLS,
+        mlp_gated=gated,
+        norm=norm_kind,
+        activation=str(getattr(config, "hidden_act", None) or getattr(config, "activation_function", "")),
+        attention_dropout=float(getattr(config, "attention_dropout", None)
+                                or getattr(config, "attention_probs_dropout_prob", None)
+                                or getattr(config, "attn_pdrop", None) or 0.0),
+        hidden_dropout=float(getattr(config, "hidden_dropout_prob", None) or getattr(config, "resid_pdrop", None)
+                             or getattr(config, "hidden_dropout", None) or 0.0),
+        num_experts=num_experts,
+        experts_per_token=int(getattr(config, "num_experts_per_tok", None) or 1) if num_experts > 1 else 1,
+        is_encoder=_is_encoder(config.to_dict()),
+        num_labels=2 if task is Task.SEQ_CLS else 0,
+        params_total=total,
+        params_embedding=embedding_params,
+        params_head=head_params,
+        params_block=block_params,
+        params_other=other,
+        params_largest_module=largest,
+        linears=tuple(linears.values()),
+        extras=extras,
+    )
+
+
+def _find_blocks(model: Any, num_layers: int) -> tuple[str, Any]:
+    import torch
+
+    for module_name, module in model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == num_layers:
+            return module_name, module
+    raise ModelError(f"cannot find the {num_layers} transformer blocks of {type(model).__name__}")
+
+
+__all__ = [
+    "Linear",
+    "ModelSpec",
+    "ParamCounts",
+    "build_spec",
+    "count_params",
+    "get_spec",
+    "list_presets",
+    "load_config",
+    "lora_target_linears",
+    "quantized_linears",
+    "rebuild_preset_cache",
+    "resolve_task",
+    "spec_for_plan",
+]

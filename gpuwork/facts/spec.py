@@ -1,0 +1,213 @@
+"""ModelSpec: the shapes and exact parameter counts of one architecture, and the counts a plan derives.
+
+Pure types and arithmetic; ``gpuwork.facts.model`` builds specs from configs (meta device, presets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpuwork.errors import ModelError
+from gpuwork.plan import ALL_LINEAR, Method, Task, TrainPlan
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One linear (or fused expert) weight of the model.
+
+    ``name`` is the module path inside a decoder block (``self_attn.q_proj``) or inside the
+    model for modules outside blocks (``lm_head``); ``count`` is how many blocks hold it.
+    ``experts`` > 1 marks a fused MoE expert tensor holding that many [out, in] matrices.
+    """
+
+    name: str
+    in_features: int
+    out_features: int
+    bias: bool
+    count: int
+    in_block: bool
+    experts: int = 1
+
+    @property
+    def params(self) -> int:
+        return self.experts * (self.in_features * self.out_features + (self.out_features if self.bias else 0))
+
+    @property
+    def short_name(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Shapes and exact parameter counts of one architecture with one head.
+
+    Counts are numbers of parameters (not bytes). Tied input/output embeddings count once.
+    """
+
+    name: str  # preset name, file path or hub id it came from
+    model_type: str  # config.model_type ("llama", "bert", ...)
+    architecture: str  # the transformers class that was built ("LlamaForCausalLM", ...)
+    task: Task
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int  # per expert for MoE
+    vocab_size: int
+    max_position: int  # longest sequence the config supports (warned about, not enforced)
+    tie_embeddings: bool
+    mlp_gated: bool  # SwiGLU/GeGLU-style gate (three MLP matrices) vs two-matrix MLP
+    norm: str  # "rms" or "layer"
+    activation: str  # hidden_act from the config
+    attention_dropout: float
+    hidden_dropout: float
+    num_experts: int  # 1 for dense models
+    experts_per_token: int  # 1 for dense models
+    is_encoder: bool  # bidirectional encoder (BERT-style)
+    num_labels: int  # classes of a seq-cls head (0 otherwise)
+    params_total: int
+    params_embedding: int  # token (+ position, token-type) embeddings
+    params_head: int  # output layer(s) not tied to the embeddings (lm_head, MLM/cls head)
+    params_block: int  # one decoder/encoder block
+    params_other: int  # final norms, poolers, anything outside blocks, embeddings and head
+    params_largest_module: int  # largest of: one block, the embeddings, the head
+    linears: tuple[Linear, ...] = field(default_factory=tuple)
+    extras: dict[str, Any] = field(default_factory=dict, compare=False)  # family-specific switches
+
+    # -- derived counts -----------------------------------------------------------------------
+
+    @property
+    def params_blocks(self) -> int:
+        return self.params_block * self.num_layers
+
+    @property
+    def params_active(self) -> int:
+        """Parameters used per token (MoE: only the routed experts count)."""
+        if self.num_experts <= 1:
+            return self.params_total
+        expert = sum(lin.params for lin in self.linears if lin.experts > 1) // self.num_experts
+        unused = (self.num_experts - self.experts_per_token) * expert * self.num_layers
+        return self.params_total - unused
+
+    @property
+    def block_linears(self) -> tuple[Linear, ...]:
+        return tuple(lin for lin in self.linears if lin.in_block)
+
+    def linear_names(self) -> list[str]:
+        """Short names of the linear modules that LoRA can target (as peft matches them)."""
+        names = []
+        for lin in self.linears:
+            if lin.experts == 1 and lin.short_name not in names:
+                names.append(lin.short_name)
+        return names
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["task"] = self.task.value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
+        data = dict(data)
+        data["task"] = Task(data["task"])
+        data["linears"] = tuple(Linear(**lin) for lin in data.get("linears", ()))
+        return cls(**data)
+
+
+# -- trainable parameters ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameter counts of a plan: how many exist, how many train, how the base is stored."""
+
+    total: int  # every parameter of the model (adapters included for LoRA/QLoRA)
+    trainable: int  # parameters that get gradients and optimizer states
+    base: int  # parameters of the base model (no adapters)
+    adapter: int  # LoRA A and B matrices (0 without adapters)
+    quantized: int  # base parameters stored in 4 bits (QLoRA); the rest stay 16/32-bit
+    head_trainable: int  # a task head trained in full next to adapters (seq-cls)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linear]:
+    """Linears that peft's LoRA would wrap for these targets.
+
+    peft matches a target key against the end of the module path; "all-linear" takes every
+    nn.Linear except the output layer (peft `_maybe_include_all_linear_layers`).
+    Raises ModelError when a target matches nothing, listing the real names.
+    """
+    key = (spec.name, spec.task, spec.params_total, targets)
+    cached = _TARGETS_CACHE.get(key)
+    if cached is not None:
+        return list(cached)
+    chosen = _lora_target_linears(spec, targets)
+    if len(_TARGETS_CACHE) > 4096:
+        _TARGETS_CACHE.clear()
+    _TARGETS_CACHE[key] = tuple(chosen)
+    return chosen
+
+
+_TARGETS_CACHE: dict[tuple, tuple[Linear, ...]] = {}
+
+
+def _lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linear]:
+    skip = _output_layer_names(spec)
+    candidates = [lin for lin in spec.linears if lin.experts == 1 and lin.name not in skip]
+    if targets == (ALL_LINEAR,):
+        return candidates
+    chosen: list[Linear] = []
+    for target in targets:
+        hits = [lin for lin in candidates if lin.name == target or lin.name.endswith("." + target)]
+        if not hits:
+            raise ModelError(
+                f"lora_targets: '{target}' matches no linear module of {spec.name}; its linear modules are: "
+                f"{', '.join(spec.linear_names())} (or use 'all-linear')"
+            )
+        chosen.extend(h for h in hits if h not in chosen)
+    return chosen
+
+
+def _output_layer_names(spec: ModelSpec) -> set[str]:
+    return set(spec.extras.get("output_layers", []))
+
+
+def count_params(spec: ModelSpec, plan: TrainPlan) -> ParamCounts:
+    """Exact parameter counts for a plan's method. Pure; reads method, LoRA and freeze fields."""
+    base = spec.params_total
+    head_trainable = 0
+    adapter = 0
+    quantized = 0
+    if plan.uses_adapters:
+        for lin in lora_target_linears(spec, plan.lora_targets):
+            adapter += plan.lora_r * (lin.in_features + lin.out_features) * lin.count
+        if spec.task is Task.SEQ_CLS:
+            head_trainable = spec.params_head  # peft SEQ_CLS keeps the classifier trainable
+        trainable = adapter + head_trainable
+        if plan.method is Method.QLORA:
+            quantized = sum(lin.count * lin.in_features * lin.out_features for lin in quantized_linears(spec))
+    elif plan.method is Method.FREEZE:
+        layers = min(plan.trainable_layers, spec.num_layers)
+        # params_head already leaves out a weight tied to the (frozen) input embeddings
+        trainable = layers * spec.params_block + spec.extras.get("params_final_norm", 0) + spec.params_head
+    else:
+        trainable = base
+    return ParamCounts(total=base + adapter, trainable=trainable, base=base, adapter=adapter,
+                       quantized=quantized, head_trainable=head_trainable)
+
+
+def quantized_linears(spec: ModelSpec) -> list[Linear]:
+    """Linears bitsandbytes stores in 4 bits: every nn.Linear except the output layer.
+
+    transformers' bnb integration skips `lm_head` (get_keys_to_not_convert) and classifier
+    heads; fused MoE expert tensors are not nn.Linear and stay 16-bit.
+    """
+    skip = _output_layer_names(spec)
+    return [lin for lin in spec.linears if lin.experts == 1 and lin.name not in skip]
+
+
+__all__ = ["Linear", "ModelSpec", "ParamCounts", "count_params", "lora_target_linears", "quantized_linears"]

@@ -1,0 +1,457 @@
+"""Calibration: what a measured trial says about the estimators, kept per device in one user file.
+
+``calibrate(record, plan)`` compares a ``TrialRecord`` with ``estimate_memory`` (and with
+``gpuwork.estimate.timing.estimate_time`` when that module is present) for the same plan:
+
+- memory, CUDA only: measured ``torch.cuda.max_memory_allocated`` peak / estimated
+  ``peak_allocated_bytes`` and measured ``max_memory_reserved`` / estimated ``peak_reserved_bytes``
+  (the highest rank of a multi-process trial; the estimate is per GPU). On a CPU the trial measures
+  the process RSS, which holds the Python runtime, libraries and the allocator's cache and is no
+  GPU quantity: no memory factor is derived (a note says so).
+- time, GPUs of data/gpus.csv only: the measured MFU (model FLOPs per token x measured tokens/s ÷
+  (GPUs x dense peak)) next to the estimator's, the step-time ratio, and the efficiency that makes
+  ``estimate_time`` reproduce the measured step (``time_calibration``, the mapping
+  ``estimate_time(..., calibration=...)`` takes).
+
+``save_calibration(cal)`` adds the result to the user's calibration file, by device name (the name
+torch reports, e.g. "NVIDIA H200"): ``~/.config/gpuwork/calibration.json``, or the file named by the
+environment variable ``GPUWORK_CALIBRATION``, or ``path=``. Nothing else is ever written.
+``load_calibration(device_name)`` reads a device's entries back; ``apply_memory_calibration(estimate,
+factors)`` returns corrected totals next to the estimate's own and never changes ``estimate_memory``
+(corrections are off unless a caller applies them, and shown as such when on).
+
+File format (JSON, ``schema_version`` 1)::
+
+    {"schema_version": 1,
+     "devices": {"NVIDIA H200": {"gpu_id": "h200_sxm",
+                                 "entries": [<Calibration.as_dict()>, ...]}}}   # oldest first
+
+Example:
+    >>> cal = calibrate(record)                   # a record from gpuwork.measure.trial.run_trial on a GPU
+    >>> path = save_calibration(cal)              # ~/.config/gpuwork/calibration.json
+    >>> factors = load_calibration(cal.device_name).memory_factors
+    >>> apply_memory_calibration(estimate_memory(plan), factors)["peak_reserved_bytes"]
+
+Limitations: factors are medians over a device's trials of any shape; a factor measured at one
+batch shape corrects another shape only as far as the error scales with the total. Time
+calibration is kept per method group (full / adapters / fp32) and precision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gpuwork.errors import CatalogError, GpuworkError
+from gpuwork.plan import Attention, Precision, Sharding, TrainPlan
+
+SCHEMA_VERSION = 1
+ENV_CALIBRATION = "GPUWORK_CALIBRATION"  # overrides the default file location
+DEFAULT_PATH = Path("~/.config/gpuwork/calibration.json")
+MAX_ENTRIES_PER_DEVICE = 50  # oldest entries beyond this are dropped when saving
+_CPU_MEMORY_NOTE = ("CPU trial: memory is the process RSS (runtime, libraries, allocator cache), not a GPU "
+                    "quantity: no memory factor derived")
+
+
+class CalibrationError(GpuworkError, ValueError):
+    """A calibration file cannot be read or written; the message names the file and the fix."""
+
+
+# -- which catalog GPU a device is ------------------------------------------------------------------------------
+
+_BRAND = {"nvidia", "geforce", "amd", "instinct", "tesla"}
+_PACKAGING = re.compile(r"^(sxm\d*|pcie|nvl|hbm\d*e?|hgx|oam|per|gpu|\d+gb)$")
+
+
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.findall(r"[a-z0-9]+", name.lower()) if t not in _BRAND]
+
+
+def _model_key(name: str) -> str:
+    """The GPU model without brand, packaging and memory words: "NVIDIA H100 80GB HBM3" -> "h100"."""
+    return "".join(t for t in _tokens(name) if not _PACKAGING.match(t))
+
+
+def _form(words: list[str]) -> str | None:
+    if "nvl" in words:
+        return "nvl"
+    if "pcie" in words:
+        return "pcie"
+    if any(w.startswith("sxm") or w.startswith("hbm") for w in words):  # H100 SXM reports "80GB HBM3"
+        return "sxm"
+    return None
+
+
+def match_catalog_gpu(device_name: str, device_total_bytes: int | None = None,
+                      gpus: Mapping[str, Any] | None = None) -> Any:
+    """The data/gpus.csv GPU a device name (as torch reports it) denotes, or None — never a guess.
+
+    "NVIDIA H100 80GB HBM3" -> h100_sxm, "NVIDIA A100-SXM4-80GB" -> a100_80_sxm, "NVIDIA H200" ->
+    h200_sxm, "NVIDIA H200 NVL" -> h200_nvl, "NVIDIA GeForce RTX 4090" -> rtx4090. Rules: the model
+    (name without brand, packaging and memory words) must equal a catalog GPU's; several candidates
+    are narrowed by the packaging word (SXM/HBM, PCIe, NVL), a memory word ("80GB") or the device's
+    total memory (within 3 % of ``memory_total_mib``), and finally by NVIDIA's naming rule that SXM
+    modules carry no packaging word ("NVIDIA H200", "NVIDIA B200"). Anything still ambiguous: None.
+    """
+    from gpuwork.facts.catalog import get_gpu, load_gpus
+
+    table = load_gpus() if gpus is None else gpus
+    try:
+        return get_gpu(device_name, table)
+    except CatalogError:
+        pass
+    key = _model_key(device_name)
+    if not key:
+        return None
+    candidates = [g for g in table.values() if _model_key(g.display_name) == key]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    words = _tokens(device_name)
+
+    def gpu_form(g: Any) -> str | None:
+        return _form(_tokens(g.display_name)) or _form(_tokens(g.form_factor))
+
+    form = _form(words)
+    if form is not None:
+        candidates = [g for g in candidates if gpu_form(g) == form] or candidates
+    memory_words = [int(w[:-2]) for w in words if re.fullmatch(r"\d+gb", w)]
+    if memory_words and len(candidates) > 1:
+        candidates = [g for g in candidates if round(g.memory_bytes / 1e9) == memory_words[0]] or candidates
+    if device_total_bytes and len(candidates) > 1:
+        mib = device_total_bytes / 2**20
+        close = [g for g in candidates if g.memory_total_mib and abs(g.memory_total_mib - mib) <= 0.03 * mib]
+        candidates = close or candidates
+    if form is None and len(candidates) > 1:
+        sxm = [g for g in candidates if gpu_form(g) == "sxm"]
+        candidates = sxm if len(sxm) == 1 else candidates
+    return candidates[0] if len(candidates) == 1 else None
+
+
+# -- one trial against the estimates (pure apart from reading data files) -------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryCalibration:
+    """Measured vs estimated per-GPU memory (bytes) and the ratios measured / estimated."""
+
+    measured_allocated_bytes: int  # torch.cuda.max_memory_allocated, highest rank, measured steps
+    estimated_allocated_bytes: int  # estimate_memory(plan).peak_allocated_bytes
+    allocated_factor: float
+    measured_reserved_bytes: int  # torch.cuda.max_memory_reserved
+    estimated_reserved_bytes: int  # estimate_memory(plan).peak_reserved_bytes
+    reserved_factor: float
+
+
+@dataclass(frozen=True)
+class TimeCalibration:
+    """Measured vs estimated speed on a catalog GPU."""
+
+    gpu_id: str
+    peak_flops_per_gpu: float  # the dense peak the estimator uses for the plan's precision
+    model_flops_per_token: float  # FLOPs per token without recompute (MFU's numerator)
+    measured_tokens_per_s: float  # all GPUs
+    measured_step_time_s: float  # median
+    measured_mfu: float  # model FLOPs/s achieved / (GPUs x peak)
+    estimated_tokens_per_s: float
+    estimated_step_time_s: float
+    estimated_mfu: float  # the estimator's default, same definition
+    step_time_factor: float  # measured / estimated step time
+    efficiency: float  # the value estimate_time needs as calibration "mfu" to reproduce the measured step
+    method_group: str  # "full" | "lora" | "fp32": which plans this entry calibrates
+    precision: str
+    tokens_per_micro_batch: int
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One trial compared with the estimates for its plan."""
+
+    device_name: str
+    device_kind: str  # "cuda" | "cpu"
+    gpu_id: str | None  # the matching data/gpus.csv GPU, if any
+    trial: str  # the record's label
+    record_created_utc: str
+    calibrated_utc: str
+    world_size: int
+    plan: dict[str, Any]  # the plan the estimates were made for (as the trial ran it)
+    memory: MemoryCalibration | None
+    time: TimeCalibration | None
+    notes: tuple[str, ...]
+
+    @property
+    def memory_factors(self) -> dict[str, float] | None:
+        if self.memory is None:
+            return None
+        return {"allocated": self.memory.allocated_factor, "reserved": self.memory.reserved_factor}
+
+    def time_calibration(self) -> dict[str, Any] | None:
+        """The mapping ``gpuwork.estimate.timing.estimate_time(..., calibration=)`` takes, or None."""
+        return _time_mapping(self.as_dict())
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["notes"] = list(self.notes)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
+        data = dict(data)
+        data["memory"] = MemoryCalibration(**data["memory"]) if data.get("memory") else None
+        data["time"] = TimeCalibration(**data["time"]) if data.get("time") else None
+        data["notes"] = tuple(data.get("notes") or ())
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _method_group(plan: TrainPlan) -> str:
+    if plan.precision is Precision.FP32:
+        return "fp32"
+    return "lora" if plan.uses_adapters else "full"
+
+
+def _plan_as_run(record: Any, plan: TrainPlan | None) -> TrainPlan:
+    """The plan the trial actually ran: its device count and sharding, the attention it used."""
+    plan = plan if plan is not None else record.plan
+    world = record.world_size
+    if world == 1:
+        plan = plan.replace(gpus=1, sharding=Sharding.DDP, offload_optimizer=False, offload_params=False)
+    elif plan.gpus != world:
+        plan = plan.replace(gpus=world)
+    used = {"flash_attention_2": Attention.FLASH, "sdpa": Attention.SDPA, "eager": Attention.EAGER}
+    attention = used.get(record.protocol.attention_used)
+    if attention is not None and attention is not plan.attention:
+        plan = plan.replace(attention=attention)
+    return plan
+
+
+def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
+    """Compare a trial with the estimators for the same plan (see the module docstring).
+
+    Args:
+        record: a ``gpuwork.measure.trial.TrialRecord`` that fits, with measured steps.
+        plan: the plan to estimate; None = the record's plan (run as the trial ran it: its number of
+            processes, the attention it used).
+    Raises CalibrationError when the record has no measured step.
+    """
+    from gpuwork.sizing import estimate_memory
+
+    if record.summary is None or not record.fits:
+        raise CalibrationError(f"trial '{record.label}' did not complete its steps: nothing to calibrate with "
+                               "(run a trial that fits)")
+    plan = _plan_as_run(record, plan)
+    env, s = record.environment, record.summary
+    notes: list[str] = []
+    cuda = env.device != "cpu"
+    memory = None
+    if not cuda:
+        notes.append(_CPU_MEMORY_NOTE)
+    elif s.cuda_peak_allocated_bytes is None or s.cuda_peak_reserved_bytes is None:
+        notes.append("the record holds no CUDA allocator peaks: no memory factor derived")
+    else:
+        est = estimate_memory(plan)
+        memory = MemoryCalibration(
+            measured_allocated_bytes=int(s.cuda_peak_allocated_bytes),
+            estimated_allocated_bytes=est.peak_allocated_bytes,
+            allocated_factor=s.cuda_peak_allocated_bytes / est.peak_allocated_bytes,
+            measured_reserved_bytes=int(s.cuda_peak_reserved_bytes),
+            estimated_reserved_bytes=est.peak_reserved_bytes,
+            reserved_factor=s.cuda_peak_reserved_bytes / est.peak_reserved_bytes)
+    gpu = match_catalog_gpu(env.device_name, env.device_total_bytes) if cuda else None
+    if cuda and gpu is None:
+        notes.append(f"'{env.device_name}' matches no GPU of data/gpus.csv: no time calibration")
+    elif not cuda:
+        notes.append("CPU trial: the time estimator models GPUs of data/gpus.csv only: no time calibration")
+    time_cal = _time(record, plan, gpu, notes) if gpu is not None else None
+    if record.protocol.precision_used.split("-")[0] not in plan.precision.value:
+        notes.append(f"the trial computed in {record.protocol.precision_used}, the plan asks "
+                     f"{plan.precision.value}")
+    return Calibration(
+        device_name=env.device_name, device_kind="cuda" if cuda else "cpu",
+        gpu_id=gpu.gpu_id if gpu is not None else None, trial=record.label,
+        record_created_utc=record.created_utc, calibrated_utc=datetime.now(UTC).isoformat(timespec="seconds"),
+        world_size=record.world_size, plan=plan.as_dict(), memory=memory, time=time_cal, notes=tuple(notes))
+
+
+def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[str]) -> TimeCalibration | None:
+    try:
+        from gpuwork.sizing import estimate_time
+    except ImportError:
+        notes.append("gpuwork.estimate.timing is not available: no time calibration")
+        return None
+    te = estimate_time(plan, gpu)
+    s = record.summary
+    world = record.world_size
+    tokens_per_s = s.tokens_per_s  # all ranks
+    measured_mfu = te.flops_per_token.model * tokens_per_s / (world * te.peak_flops_per_gpu)
+    # the efficiency estimate_time would need: its step = FLOPs/(peak x eff) + optimizer + offload + comm
+    tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
+    overhead = te.optimizer_s + te.offload_s + te.comm.exposed_s
+    compute_s = s.median_step_time_s - overhead
+    if compute_s <= 0:
+        notes.append("the measured step is shorter than the modelled optimizer/communication time: efficiency "
+                      "taken over the whole step")
+        compute_s = s.median_step_time_s
+    efficiency = te.flops_per_token.total * tokens_per_gpu_step / (compute_s * te.peak_flops_per_gpu)
+    return TimeCalibration(
+        gpu_id=gpu.gpu_id, peak_flops_per_gpu=te.peak_flops_per_gpu, model_flops_per_token=te.flops_per_token.model,
+        measured_tokens_per_s=tokens_per_s, measured_step_time_s=s.median_step_time_s, measured_mfu=measured_mfu,
+        estimated_tokens_per_s=te.tokens_per_s, estimated_step_time_s=te.step_time_s,
+        estimated_mfu=te.model_flops_utilization, step_time_factor=s.median_step_time_s / te.step_time_s,
+        efficiency=efficiency, method_group=_method_group(plan), precision=plan.precision.value,
+        tokens_per_micro_batch=plan.tokens_per_micro_batch)
+
+
+def _time_mapping(entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    t = entry.get("time")
+    if not t or not 0 < t["efficiency"] <= 1:
+        return None
+    return {"mfu": t["efficiency"], "gpu_id": t["gpu_id"], "tokens_per_micro_batch": t["tokens_per_micro_batch"],
+            "source": f"trial {entry.get('trial')} on {entry.get('device_name')}, {entry.get('record_created_utc')}"}
+
+
+# -- the user file ----------------------------------------------------------------------------------------------
+
+
+def default_calibration_path() -> Path:
+    """$GPUWORK_CALIBRATION if set, else ~/.config/gpuwork/calibration.json."""
+    env = os.environ.get(ENV_CALIBRATION)
+    return Path(env).expanduser() if env else DEFAULT_PATH.expanduser()
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {"schema_version": SCHEMA_VERSION, "devices": {}}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}): fix or delete it") from None
+    except OSError as exc:
+        raise CalibrationError(f"cannot read {path}: {exc.strerror}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("devices"), dict):
+        raise CalibrationError(f"{path} is not a gpuwork calibration file (no 'devices' object): fix or delete it")
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise CalibrationError(f"{path} has schema {data.get('schema_version')}, this gpuwork reads "
+                               f"{SCHEMA_VERSION}: delete it and calibrate again")
+    return data
+
+
+@dataclass(frozen=True)
+class DeviceCalibration:
+    """A device's saved calibrations (oldest first) and the corrections they give."""
+
+    device_name: str
+    gpu_id: str | None
+    entries: tuple[Calibration, ...]
+    path: str
+
+    @property
+    def memory_factors(self) -> dict[str, float] | None:
+        """Median measured/estimated ratios over the entries with memory data: {"allocated", "reserved"}."""
+        mems = [e.memory for e in self.entries if e.memory is not None]
+        if not mems:
+            return None
+        return {"allocated": statistics.median(m.allocated_factor for m in mems),
+                "reserved": statistics.median(m.reserved_factor for m in mems), "trials": len(mems)}
+
+    def time_calibration(self, plan: TrainPlan) -> dict[str, Any] | None:
+        """The newest entry's ``estimate_time`` calibration for plans like ``plan`` (same method
+        group and precision), or None."""
+        group = _method_group(plan)
+        for entry in reversed(self.entries):
+            t = entry.time
+            if t is not None and t.method_group == group and t.precision == plan.precision.value:
+                return entry.time_calibration()
+        return None
+
+
+def save_calibration(cal: Calibration, path: str | Path | None = None) -> Path:
+    """Add ``cal`` to the calibration file (by device name) and return the file's path.
+
+    Args:
+        cal: the result of ``calibrate``.
+        path: the file; None = ``default_calibration_path()``. Its folder is created if needed;
+            the file is replaced atomically (written next to it, then renamed).
+    """
+    target = Path(path).expanduser() if path is not None else default_calibration_path()
+    data = _read(target)
+    device = data["devices"].setdefault(cal.device_name, {"gpu_id": cal.gpu_id, "entries": []})
+    device["gpu_id"] = cal.gpu_id or device.get("gpu_id")
+    device["entries"] = [*device.get("entries", []), cal.as_dict()][-MAX_ENTRIES_PER_DEVICE:]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{target.name}.tmp")
+        temp.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
+        os.replace(temp, target)
+    except OSError as exc:
+        raise CalibrationError(f"cannot write {target}: {exc.strerror} (set {ENV_CALIBRATION} to a writable "
+                               "file)") from None
+    return target
+
+
+def load_calibration(device_name: str, path: str | Path | None = None) -> DeviceCalibration | None:
+    """A device's saved calibrations, or None when the file or the device is absent."""
+    target = Path(path).expanduser() if path is not None else default_calibration_path()
+    data = _read(target)
+    device = data["devices"].get(device_name)
+    if device is None:
+        return None
+    try:
+        entries = tuple(Calibration.from_dict(e) for e in device.get("entries", []))
+    except (TypeError, KeyError) as exc:
+        raise CalibrationError(f"{target}: an entry of '{device_name}' is malformed ({exc}): delete it") from None
+    return DeviceCalibration(device_name=device_name, gpu_id=device.get("gpu_id"), entries=entries,
+                             path=str(target))
+
+
+def apply_memory_calibration(estimate: Any, factors: Any) -> dict[str, Any]:
+    """Corrected memory totals next to the estimate's own; ``estimate_memory`` is never changed.
+
+    Args:
+        estimate: a ``gpuwork.estimate.memory.MemoryEstimate``.
+        factors: {"allocated": x, "reserved": y}, a ``DeviceCalibration`` / ``Calibration``, or None.
+    Returns {"calibrated": bool, "factors", "peak_allocated_bytes", "peak_reserved_bytes",
+    "device_total_bytes", "estimated": {the three uncorrected totals}}. The device total is the
+    corrected reserved peak plus what the estimate adds outside the allocator (CUDA context).
+    """
+    if factors is not None and not isinstance(factors, Mapping):
+        factors = factors.memory_factors
+    estimated = {"peak_allocated_bytes": estimate.peak_allocated_bytes,
+                 "peak_reserved_bytes": estimate.peak_reserved_bytes,
+                 "device_total_bytes": estimate.device_total_bytes}
+    if not factors:
+        return {"calibrated": False, "factors": None, **estimated, "estimated": estimated}
+    for name in ("allocated", "reserved"):
+        value = factors.get(name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise CalibrationError(f"memory factor '{name}'={value!r} must be a number above 0")
+    allocated = round(estimate.peak_allocated_bytes * factors["allocated"])
+    reserved = round(estimate.peak_reserved_bytes * factors["reserved"])
+    outside = estimate.device_total_bytes - estimate.peak_reserved_bytes
+    return {"calibrated": True, "factors": {"allocated": factors["allocated"], "reserved": factors["reserved"]},
+            "peak_allocated_bytes": allocated, "peak_reserved_bytes": max(reserved, allocated),
+            "device_total_bytes": max(reserved, allocated) + outside, "estimated": estimated}
+
+
+__all__ = [
+    "DEFAULT_PATH",
+    "ENV_CALIBRATION",
+    "Calibration",
+    "CalibrationError",
+    "DeviceCalibration",
+    "MemoryCalibration",
+    "TimeCalibration",
+    "apply_memory_calibration",
+    "calibrate",
+    "default_calibration_path",
+    "load_calibration",
+    "match_catalog_gpu",
+    "save_calibration",
+]

@@ -1,0 +1,750 @@
+"""Measured trials on several devices: the same trial, one process per device, under torchrun.
+
+``run_distributed(plan, nproc)`` launches
+``python -m torch.distributed.run --nnodes 1 --nproc-per-node N --master-addr 127.0.0.1 --master-port P
+--module gpuwork.measure.distributed --spec FILE`` as a subprocess. Each process (rank) runs
+``gpuwork.measure.trial.iter_trial`` with this module's ``DistributedParallel`` hooks:
+
+- process group: ``nccl`` on CUDA (rank *r* on ``cuda:LOCAL_RANK``), ``gloo`` on the CPU;
+- the model is wrapped after the method is applied and before the optimizer is built:
+  ``sharding="ddp"`` → ``DistributedDataParallel``; ``"fsdp"``/``"zero3"`` → FSDP2
+  (``torch.distributed.fsdp.fully_shard``) on every decoder block, then on the root, resharding after
+  forward (ZeRO-3-like); ``"zero2"``/``"zero1"`` → the same without resharding after forward
+  (ZeRO-2-like: FSDP2 has no optimizer-only sharding, a substitution the record lists);
+- each rank trains on its own shard of the packed rows (row ``i`` goes to rank ``i mod N``);
+  gradient accumulation skips the gradient sync on all but the last micro-batch of a step;
+- each rank measures its own steps and memory; the checkpoint round-trip writes one distributed
+  checkpoint (``torch.distributed.checkpoint``: every rank writes its part), restores it into a
+  freshly built and wrapped model, checks each tensor's fingerprint and resumes;
+- rank 0 gathers the ranks' records (``all_gather_object``) and writes one ``TrialRecord``:
+  per step the slowest rank's time, the summed tokens (so tokens/s is for all devices), the
+  highest memory and the mean loss; per rank its own results (``record.ranks``).
+
+The plan travels as a JSON file in a work folder inside ``out_dir`` (or a temporary folder) that is
+removed when the run ends. The rendezvous binds to the loopback address only (127.0.0.1 and a
+free port) rather than ``--standalone``, which names ``localhost`` (the same thing, less explicit).
+
+Out of memory on a rank: that rank writes its record to the work folder and exits with
+``EXIT_DOES_NOT_FIT``; torchrun stops the others; ``run_distributed`` returns a record with
+``fits=False`` and what the failing rank(s) measured.
+
+Example:
+    >>> record = run_distributed(TrainPlan(model="tiny-llama", method="full", precision="fp32", seq_len=64,
+    ...                                    batch_size=2, gpus=2, sharding="fsdp"), nproc=2, steps=3, warmup=1)
+    >>> record.world_size, len(record.ranks)
+    (2, 2)
+
+Limitations: one node only; QLoRA (bitsandbytes 4-bit weights) runs with DDP only; FSDP2 needs
+one parameter dtype per wrapped block (fine for fp32 and for pure 16-bit full fine-tuning); the
+checkpoint round-trip compares per-tensor fingerprints (float64 sum, absolute sum and sum of
+squares) instead of the bytes themselves; CPU offload (``offload_params``/``offload_optimizer``) maps
+to FSDP2's ``CPUOffloadPolicy`` on CUDA, which offloads parameters, gradients and the optimizer step
+together.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuwork.errors import GpuworkError
+from gpuwork.measure.trial import (
+    RESUME_STEPS,
+    CheckpointResult,
+    Parallel,
+    ParallelInfo,
+    RankResult,
+    StepMeasurement,
+    TrialError,
+    TrialRecord,
+    checkpoint_result,
+    flatten_state,
+    summarize,
+)
+from gpuwork.plan import Method, Sharding, TrainPlan
+
+if TYPE_CHECKING:
+    import torch
+
+EXIT_DOES_NOT_FIT = 3  # a rank ran out of memory (its record is in the work folder)
+EXIT_ERROR = 2  # a rank refused the trial (TrialError / ModelError / DataError...): message on stderr
+SPEC_FILE = "trial-spec.json"
+RESULT_FILE = "record.json"
+STEP_PREFIX = "gpuwork-step "  # rank 0 prints each step as this prefix + JSON on stdout
+ERROR_PREFIX = "gpuwork-error "  # a rank prints a user-facing error as this prefix + text on stderr
+DEFAULT_TIMEOUT_S = 1800.0  # process-group timeout: a rank stuck this long in a collective fails
+STDERR_TAIL_LINES = 40
+
+
+# -- how the plan maps to torch's wrappers (pure) ---------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Strategy:
+    """The wrapper a plan's sharding maps to."""
+
+    name: str  # "ddp" | "fsdp2"
+    reshard_after_forward: bool | None  # FSDP2 only
+    substitutions: tuple[str, ...]
+
+
+def strategy_for(plan: TrainPlan, device_type: str) -> Strategy:
+    """DDP for ``ddp``; FSDP2 fully_shard for the ZeRO/FSDP shardings (see the module docstring)."""
+    notes: list[str] = []
+    if plan.sharding is Sharding.DDP:
+        if plan.offload_optimizer or plan.offload_params:  # TrainPlan refuses this; kept for safety
+            notes.append("offload needs a sharded strategy: not applied with DDP")
+        return Strategy("ddp", None, tuple(notes))
+    if plan.method is Method.QLORA:
+        raise TrialError(f"sharding='{plan.sharding}' with method='qlora': FSDP2 cannot shard bitsandbytes 4-bit "
+                         "weights; use sharding='ddp' for a multi-GPU QLoRA trial")
+    reshard = plan.sharding.shards_params
+    if plan.sharding is Sharding.ZERO1:
+        notes.append("sharding zero1 -> FSDP2 without resharding after forward (ZeRO-2-like: gradients are "
+                     "sharded too; PyTorch has no optimizer-only sharding for FSDP2)")
+    elif plan.sharding is Sharding.ZERO2:
+        notes.append("sharding zero2 -> FSDP2 fully_shard(reshard_after_forward=False) (ZeRO-2-like)")
+    if plan.offload_params or plan.offload_optimizer:
+        if device_type == "cuda":
+            notes.append("offload -> FSDP2 CPUOffloadPolicy: parameters, gradients and the optimizer step on "
+                         "the CPU together")
+        else:
+            notes.append("offload: nothing to offload on CPU devices (ignored)")
+    return Strategy("fsdp2", reshard, tuple(notes))
+
+
+class _RankShard:
+    """Rank ``rank``'s rows of a dataset: rows rank, rank + N, rank + 2N, ... (picklable for workers)."""
+
+    def __init__(self, dataset: Any, rank: int, world_size: int):
+        self.dataset, self.rank, self.world_size = dataset, rank, world_size
+
+    def __len__(self) -> int:
+        return len(self.dataset) // self.world_size
+
+    def __getitem__(self, index: int) -> Any:
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self.dataset[index * self.world_size + self.rank]
+
+
+def _local(t: Any) -> Any:
+    """A DTensor's local shard, or the tensor itself."""
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
+def _tensor_bytes(tensors: Iterable[Any]) -> int:
+    return sum(int(_local(t).numel()) * int(_local(t).element_size()) for t in tensors)
+
+
+def _fingerprint(t: Any) -> tuple[str, tuple[int, ...], float, float, float]:
+    """(dtype, local shape, float64 sum, absolute sum, sum of squares) of a tensor's local part."""
+    import torch
+
+    x = _local(t).detach()
+    flat = x.reshape(-1).to(torch.float64)
+    return (str(x.dtype), tuple(x.shape), float(flat.sum()), float(flat.abs().sum()), float((flat * flat).sum()))
+
+
+def _fingerprints(state: Any) -> tuple[dict[str, Any], int]:
+    """Each entry of a (nested) state dict: a tensor's fingerprint or the plain value; and the tensor count."""
+    import torch
+
+    flat: dict[str, Any] = {}
+    flatten_state("", state, flat)
+    tensors = sum(1 for v in flat.values() if torch.is_tensor(v))
+    return {k: _fingerprint(v) if torch.is_tensor(v) else v for k, v in flat.items()}, tensors
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+# -- the hooks each rank plugs into iter_trial -------------------------------------------------------------
+
+
+class DistributedParallel(Parallel):
+    """``Parallel`` hooks for one rank of a torchrun process group (see the module docstring)."""
+
+    writes_record = False  # rank 0 merges and writes after gathering
+
+    def __init__(self, plan: TrainPlan, device: torch.device, work_dir: Path, backend: str):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.rank = dist.get_rank()
+        self.world_size = dist.get_world_size()
+        self.device = device
+        self.backend = backend
+        self.work_dir = Path(work_dir)
+        self.strategy = strategy_for(plan, device.type)
+        self.wrapping = ""
+        self.param_bytes = 0
+        self.trainable_param_bytes = 0
+        self.optimizer_state_bytes = 0
+        self.params_sha256 = ""
+        self._fsdp_root: Any = None
+
+    # -- agreement ----------------------------------------------------------------------------------
+
+    def agree(self, value: Any) -> Any:
+        box = [value]
+        self.dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def barrier(self) -> None:
+        if self.backend == "nccl":
+            self.dist.barrier(device_ids=[self.device.index])
+        else:
+            self.dist.barrier()
+
+    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[str]:
+        notes = list(self.strategy.substitutions)
+        if plan.gpus != self.world_size:
+            notes.append(f"gpus={plan.gpus} -> {self.world_size}: the processes torchrun started")
+        return notes
+
+    def scratch_dir(self, stack: contextlib.ExitStack, out_path: Path | None, stem: str) -> Path:
+        folder = self.work_dir / "scratch"  # shared by the ranks; the launcher removes the work folder
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    # -- model, data, steps -----------------------------------------------------------------------------
+
+    def wrap(self, model: Any, setup: Any) -> Any:
+        import torch
+
+        if self.strategy.name == "ddp":
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
+            self.wrapping = f"DistributedDataParallel over {self.world_size} ranks ({self.backend})"
+            self._fsdp_root = None
+        else:
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
+
+            from gpuwork.measure.trial import _find_blocks
+
+            mesh = init_device_mesh(self.device.type, (self.world_size,))
+            kwargs: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": self.strategy.reshard_after_forward}
+            if (setup.plan.offload_params or setup.plan.offload_optimizer) and self.device.type == "cuda":
+                kwargs["offload_policy"] = CPUOffloadPolicy()
+            _, blocks = _find_blocks(model)
+            for block in blocks:
+                fully_shard(block, **kwargs)
+            root = model.get_base_model() if hasattr(model, "get_base_model") else model
+            fully_shard(root, **kwargs)
+            self._fsdp_root = root
+            self.wrapping = (f"fully_shard on each of {len(blocks)} decoder blocks + the root "
+                             f"(reshard_after_forward={self.strategy.reshard_after_forward}, {self.backend})")
+        params = list(model.parameters())
+        self.param_bytes = _tensor_bytes(params)
+        self.trainable_param_bytes = _tensor_bytes(p for p in params if p.requires_grad)
+        return model
+
+    def shard(self, dataset: Any) -> Any:
+        return _RankShard(dataset, self.rank, self.world_size)
+
+    def sync_gradients(self, model: Any, sync: bool) -> contextlib.AbstractContextManager:
+        if self._fsdp_root is not None:
+            self._fsdp_root.set_requires_gradient_sync(sync)
+            return contextlib.nullcontext()
+        if not sync and hasattr(model, "no_sync"):
+            return model.no_sync()
+        return contextlib.nullcontext()
+
+    def grad_norm(self, norm: Any) -> float:
+        if hasattr(norm, "full_tensor"):
+            norm = norm.full_tensor()
+        return float(norm.item())
+
+    def after_steps(self, run: Any) -> None:
+        import torch
+
+        states = [v for state in run.optimizer.state.values() for v in state.values() if torch.is_tensor(v)]
+        self.optimizer_state_bytes = _tensor_bytes(states)
+        digest = hashlib.sha256()
+        for name, p in run.model.named_parameters():
+            digest.update(name.removeprefix("module.").encode())
+            digest.update(repr(_fingerprint(p)).encode())
+        self.params_sha256 = digest.hexdigest()
+
+    # -- checkpoint round-trip (torch.distributed.checkpoint) -------------------------------------------
+
+    def checkpoint_roundtrip(self, owner: list[Any], setup: Any, scratch: Path, out_path: Path | None, stem: str,
+                             step: int, batches: list[dict[str, Any]], clock: Callable[[], float]
+                             ) -> CheckpointResult:
+        import torch
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+
+        from gpuwork.measure.trial import _build_run, _release_memory, _rng_state, _set_rng_state, _train_step
+
+        run = owner.pop()
+        folder = (out_path / f"{stem}-checkpoint") if out_path is not None else scratch / "checkpoint"
+        cuda = self.device.type == "cuda"
+        adapters = setup.plan.uses_adapters
+        # adapters: save what trains (as the one-process trial saves adapter_model.safetensors)
+        get_options = StateDictOptions(ignore_frozen_params=adapters)
+        set_options = StateDictOptions(ignore_frozen_params=adapters, strict=not adapters)
+
+        def sync() -> None:
+            if cuda:
+                torch.cuda.synchronize(self.device)
+
+        def replay(target: Any) -> list[float]:
+            queue = iter(batches)
+            return [_train_step(target, setup, lambda: next(queue), clock, None)[0] for _ in range(RESUME_STEPS)]
+
+        sync()
+        self.barrier()
+        start = clock()
+        model_sd, optim_sd = get_state_dict(run.model, run.optimizer, options=get_options)
+        saved, checked = _fingerprints({"model": model_sd, "optimizer": optim_sd})
+        dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(folder))
+        if self.rank == 0:
+            torch.save(run.scheduler.state_dict(), folder / "scheduler.pt")
+            if run.scaler is not None:
+                torch.save(run.scaler.state_dict(), folder / "scaler.pt")
+            (folder / "trainer_state.json").write_text(json.dumps(
+                {"global_step": step, "seed": setup.seed, "world_size": self.world_size,
+                 "plan": setup.plan.as_dict()}, indent=1))
+        torch.save(_rng_state(self.device), folder / f"rng_state_{self.rank}.pth")
+        sync()
+        self.barrier()
+        save_s = clock() - start
+        scheduler_saved = run.scheduler.state_dict()
+        del model_sd, optim_sd
+
+        _set_rng_state(_rng_state(self.device))
+        uninterrupted = replay(run)
+        run = None  # free the original before the fresh model exists
+        _release_memory(self.device)
+
+        start = clock()
+        fresh = _build_run(setup)
+        sync()
+        rebuild_s = clock() - start
+        start = clock()
+        model_sd, optim_sd = get_state_dict(fresh.model, fresh.optimizer, options=get_options)
+        dcp.load({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(folder))
+        set_state_dict(fresh.model, fresh.optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd,
+                       options=set_options)
+        fresh.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+        if fresh.scaler is not None:
+            fresh.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=True))
+        rng = torch.load(folder / f"rng_state_{self.rank}.pth", weights_only=False)
+        _set_rng_state(rng)
+        sync()
+        restore_s = clock() - start
+        del model_sd, optim_sd
+
+        model_sd, optim_sd = get_state_dict(fresh.model, fresh.optimizer, options=get_options)
+        restored, _ = _fingerprints({"model": model_sd, "optimizer": optim_sd})
+        del model_sd, optim_sd
+        bad = [k for k, v in saved.items() if k not in restored or not _same(v, restored[k])]
+        bad += [f"scheduler.{k}" for k, v in scheduler_saved.items()
+                if not _same(v, fresh.scheduler.state_dict().get(k))]
+        if not torch.equal(rng["torch"], torch.get_rng_state()):
+            bad.append("rng.torch")
+        checked += 1  # the RNG state
+        resumed = replay(fresh)
+        del fresh
+        self.barrier()
+        files = {}
+        if folder.is_dir():
+            files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
+        return checkpoint_result(
+            uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda,
+            what=f"restored {checked} tensors (fingerprints equal) from a distributed checkpoint",
+            path=str(folder) if out_path is not None else None, files=files, save_s=save_s, rebuild_s=rebuild_s,
+            restore_s=restore_s, prefix=f"rank {self.rank}: ")
+
+    # -- what this rank reports ---------------------------------------------------------------------------
+
+    def rank_result(self, record: TrialRecord) -> RankResult:
+        s = record.summary
+        return RankResult(
+            rank=self.rank, device=record.environment.device, device_name=record.environment.device_name,
+            losses=tuple(m.loss for m in record.steps), step_times_s=tuple(m.step_time_s for m in record.steps),
+            data_wait_s=tuple(m.data_wait_s for m in record.steps), tokens_per_step=record.protocol.tokens_per_step,
+            median_step_time_s=s.median_step_time_s if s else None, tokens_per_s=s.tokens_per_s if s else None,
+            peak_trial_memory_bytes=record.peak_trial_memory_bytes,
+            cuda_peak_allocated_bytes=s.cuda_peak_allocated_bytes if s else None,
+            cuda_peak_reserved_bytes=s.cuda_peak_reserved_bytes if s else None,
+            rss_peak_bytes=s.rss_peak_bytes if s else None, param_bytes=self.param_bytes,
+            trainable_param_bytes=self.trainable_param_bytes, optimizer_state_bytes=self.optimizer_state_bytes,
+            params_sha256=self.params_sha256, fits=record.fits, error=record.error,
+            checkpoint_verified=record.checkpoint.verified if record.checkpoint else None)
+
+    def info(self, launcher: str) -> ParallelInfo:
+        return ParallelInfo(world_size=self.world_size, backend=self.backend, strategy=self.strategy.name,
+                            sharding_requested="", wrapping=self.wrapping,
+                            reshard_after_forward=self.strategy.reshard_after_forward, launcher=launcher)
+
+
+# -- merging the ranks' records (pure) --------------------------------------------------------------------------
+
+
+def _max_or_none(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], parallel: ParallelInfo,
+                saved_to: str | None = None) -> TrialRecord:
+    """One record for the whole group from each rank's record (rank order). Pure.
+
+    Per step (the steps every rank completed): step time and data wait = the slowest rank's, tokens =
+    the sum, tokens/s = summed tokens / slowest time, memory = the highest rank's, loss = the mean of
+    the ranks' own losses, gradient norm and learning rate = rank 0's (the same everywhere).
+    """
+    if not records or len(records) != len(ranks):
+        raise TrialError("merge_ranks needs one record and one RankResult per rank")
+    first = records[0]
+    count = min(len(r.steps) for r in records)
+    steps: list[StepMeasurement] = []
+    for i in range(count):
+        row = [r.steps[i] for r in records]
+        time_s = max(m.step_time_s for m in row)
+        tokens = sum(m.tokens for m in row)
+        steps.append(StepMeasurement(
+            step=row[0].step, is_warmup=row[0].is_warmup, loss=statistics.fmean(m.loss for m in row),
+            step_time_s=time_s, data_wait_s=max(m.data_wait_s for m in row), tokens=tokens,
+            tokens_per_s=tokens / time_s if time_s > 0 else math.inf, grad_norm=row[0].grad_norm,
+            learning_rate=row[0].learning_rate, trial_memory_bytes=max(m.trial_memory_bytes for m in row),
+            cuda_peak_allocated_bytes=_max_or_none(m.cuda_peak_allocated_bytes for m in row),
+            cuda_peak_reserved_bytes=_max_or_none(m.cuda_peak_reserved_bytes for m in row),
+            rss_peak_bytes=_max_or_none(m.rss_peak_bytes for m in row),
+            rss_after_step_bytes=_max_or_none(m.rss_after_step_bytes for m in row)))
+    protocol = dataclasses.replace(first.protocol, tokens_per_step=sum(r.protocol.tokens_per_step for r in records))
+    checkpoint = first.checkpoint
+    if checkpoint is not None:
+        others = [r.checkpoint for r in records[1:]]
+        all_ok = checkpoint.verified and all(c is not None and c.verified for c in others)
+        messages = [c.message for c in [checkpoint, *others] if c is not None and not c.verified]
+        checkpoint = dataclasses.replace(
+            checkpoint, verified=all_ok,
+            tensors_checked=sum(c.tensors_checked for c in [checkpoint, *others] if c is not None),
+            tensors_equal=all(c is not None and c.tensors_equal for c in [checkpoint, *others]),
+            save_s=max(c.save_s for c in [checkpoint, *others] if c is not None),
+            restore_s=max(c.restore_s for c in [checkpoint, *others] if c is not None),
+            rebuild_s=max(c.rebuild_s for c in [checkpoint, *others] if c is not None),
+            max_abs_loss_diff=max(c.max_abs_loss_diff for c in [checkpoint, *others] if c is not None),
+            message=(f"all {len(records)} ranks: " + checkpoint.message.split(": ", 1)[-1]) if all_ok
+            else "; ".join(messages) or "a rank ran no checkpoint round-trip")
+    errors = [f"rank {rr.rank}: {r.error}" for r, rr in zip(records, ranks, strict=True) if r.error]
+    kind = "GPU" if first.environment.device != "cpu" else "CPU"
+    return TrialRecord(
+        protocol=protocol, environment=first.environment, summary=summarize(steps, kind), steps=tuple(steps),
+        checkpoint=checkpoint, fits=all(r.fits for r in records), error="; ".join(errors) or None,
+        peak_trial_memory_bytes=max(r.peak_trial_memory_bytes for r in records), created_utc=first.created_utc,
+        duration_s=max(r.duration_s for r in records), notes=tuple(dict.fromkeys(n for r in records for n in r.notes)),
+        saved_to=saved_to, parallel=parallel, ranks=tuple(ranks))
+
+
+# -- one rank (what torchrun starts) ------------------------------------------------------------------------
+
+
+def rank_main(argv: list[str] | None = None) -> int:
+    """Entry point of each process under torchrun: ``python -m gpuwork.measure.distributed --spec FILE``."""
+    parser = argparse.ArgumentParser(prog="gpuwork.measure.distributed", description="one rank of a gpuwork trial "
+                                     "(started by torchrun; use `gpuwork trial --nproc N`)")
+    parser.add_argument("--spec", required=True, help="the trial spec JSON written by run_distributed")
+    args = parser.parse_args(argv)
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        print(f"{ERROR_PREFIX}gpuwork.measure.distributed runs under torchrun: use `gpuwork trial --nproc N`",
+              file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    spec = json.loads(Path(args.spec).read_text())
+    work_dir = Path(args.spec).parent
+    try:
+        return _rank(spec, work_dir)
+    except GpuworkError as exc:
+        print(f"{ERROR_PREFIX}rank {os.environ.get('RANK')}: {exc}", file=sys.stderr, flush=True)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - the traceback for debugging, one line for the launcher
+        traceback.print_exc()
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"{ERROR_PREFIX}rank {os.environ.get('RANK')}: {type(exc).__name__}: {first}"[:2000],
+              file=sys.stderr, flush=True)
+        return 1
+
+
+def _rank(spec: dict[str, Any], work_dir: Path) -> int:
+    import torch
+    import torch.distributed as dist
+
+    from gpuwork.measure.trial import iter_trial
+
+    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    wanted = spec.get("device") or "auto"
+    use_cuda = wanted == "cuda" or (wanted == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        if not torch.cuda.is_available():
+            raise TrialError("device 'cuda' asked for, but this torch sees no CUDA GPU: use device='cpu'")
+        if local_rank >= torch.cuda.device_count():
+            raise TrialError(f"{world} processes but only {torch.cuda.device_count()} CUDA GPU(s): use --nproc "
+                             f"{torch.cuda.device_count()} or fewer")
+        torch.cuda.set_device(local_rank)
+        device, backend = torch.device("cuda", local_rank), "nccl"
+    else:
+        device, backend = torch.device("cpu"), "gloo"
+    timeout = timedelta(seconds=float(spec.get("timeout_s") or DEFAULT_TIMEOUT_S))
+    kwargs: dict[str, Any] = {"device_id": device} if backend == "nccl" else {}
+    dist.init_process_group(backend, timeout=timeout, **kwargs)
+    try:
+        plan = TrainPlan.from_dict(spec["plan"])
+        hooks = DistributedParallel(plan, device, work_dir, backend)
+        gen = iter_trial(plan, steps=spec["steps"], warmup=spec["warmup"], seed=spec.get("seed", 0), device=device,
+                         data=spec.get("data"), tokenizer=spec.get("tokenizer"), out_dir=spec.get("out_dir"),
+                         memory_cap_bytes=spec.get("memory_cap_bytes"), lr=spec.get("lr"),
+                         loader_workers=spec.get("loader_workers", 0), checkpoint=spec.get("checkpoint", True),
+                         parallel=hooks)
+        while True:
+            try:
+                m = next(gen)
+            except StopIteration as stop:
+                record: TrialRecord = stop.value
+                break
+            if rank == 0:
+                print(STEP_PREFIX + json.dumps(dataclasses.asdict(m)), flush=True)
+        info = dataclasses.replace(hooks.info(spec.get("launcher", "torchrun")),
+                                   sharding_requested=plan.sharding.value)
+        mine = {"record": record.as_dict(), "rank": dataclasses.asdict(hooks.rank_result(record)),
+                "parallel": dataclasses.asdict(info)}
+        if not record.fits:
+            # the other ranks may wait in a collective this rank will never join: leave the result in a
+            # file and exit; torchrun stops the group and run_distributed reads the files
+            (work_dir / f"rank{rank}-does-not-fit.json").write_text(json.dumps(mine, allow_nan=True))
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_DOES_NOT_FIT)
+        gathered: list[Any] = [None] * world
+        dist.all_gather_object(gathered, mine)
+        if rank == 0:
+            merged = _merge_payloads(gathered)
+            (work_dir / RESULT_FILE).write_text(merged.to_json())
+            if merged.saved_to:
+                merged.to_json(merged.saved_to)
+        hooks.barrier()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    return 0
+
+
+def _merge_payloads(payloads: Sequence[dict[str, Any]]) -> TrialRecord:
+    payloads = sorted(payloads, key=lambda p: p["rank"]["rank"])
+    records = [TrialRecord.from_dict(p["record"]) for p in payloads]
+    ranks = [RankResult(**{**p["rank"], **{k: tuple(p["rank"][k]) for k in ("losses", "step_times_s",
+                                                                             "data_wait_s")}})
+             for p in payloads]
+    parallel = ParallelInfo(**payloads[0]["parallel"])
+    return merge_ranks(records, ranks, parallel, records[0].saved_to)
+
+
+# -- the launcher --------------------------------------------------------------------------------------------
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def torchrun_command(nproc: int, spec_path: str | Path, *, port: int, python: str | None = None) -> list[str]:
+    """The command ``run_distributed`` starts: torchrun on one node, rendezvous on 127.0.0.1 only."""
+    return [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node-rank", "0",
+            "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port", str(port),
+            "--max-restarts", "0", "--module", "gpuwork.measure.distributed", "--spec", str(spec_path)]
+
+
+def _child_env(threads: int | None) -> dict[str, str]:
+    env = dict(os.environ)
+    # one OpenMP thread per process unless asked: N processes x M threads on few cores stall each other
+    env["OMP_NUM_THREADS"] = str(threads) if threads else env.get("OMP_NUM_THREADS", "1")
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if sys.platform == "linux" and Path("/sys/class/net/lo").exists():
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo's data connections on the loopback interface
+    return env
+
+
+def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int = 2, seed: int = 0,
+                    device: str | None = None, data: str | Path | Sequence[str | Path] | None = None,
+                    tokenizer: str | Path | None = None, out_dir: str | Path | None = None,
+                    memory_cap_bytes: int | None = None, lr: float | None = None, checkpoint: bool = True,
+                    loader_workers: int = 0, callbacks: Iterable[Callable[[StepMeasurement], Any]] = (),
+                    timeout_s: float | None = None, threads_per_process: int | None = None,
+                    python: str | None = None) -> TrialRecord:
+    """Run the trial as ``nproc`` processes under torchrun and return rank 0's merged record.
+
+    Args:
+        plan: the run; ``gpus`` is set to ``nproc`` (the processes are the GPUs); ``sharding`` picks
+            DDP or FSDP2 (see the module docstring).
+        nproc: processes, one per device (CUDA GPUs when present, else CPU processes with gloo).
+        steps, warmup, seed, data, tokenizer, memory_cap_bytes, lr, checkpoint, loader_workers: as
+            ``gpuwork.measure.trial.iter_trial`` (memory_cap_bytes applies to each rank).
+        device: "cpu", "cuda" or None (CUDA when the ranks see it).
+        out_dir: where the record JSON and the checkpoint folder go (and, while it runs, the work
+            folder with the plan); None = a temporary folder removed at the end.
+        callbacks: called with rank 0's StepMeasurement of each step as it arrives.
+        timeout_s: stop the whole group after this many seconds (TrialError); None = no limit.
+        threads_per_process: OMP_NUM_THREADS for each process (default: the caller's, else 1).
+        python: the interpreter for torchrun (default: this one).
+    Raises TrialError when a rank refuses the trial, torchrun fails, or the timeout passes; out of
+    memory is not raised: the record has ``fits=False``.
+    """
+    if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
+        raise TrialError(f"nproc={nproc!r}: use a whole number of processes >= 1")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise TrialError(f"steps={steps!r}: measure at least one step")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise TrialError(f"warmup={warmup!r}: use a whole number >= 0 (2 is typical)")
+    if device not in (None, "cpu", "cuda"):
+        raise TrialError(f"device={device!r}: a multi-process trial takes 'cpu', 'cuda' or None")
+    if plan.gpus != nproc:
+        if nproc == 1 and plan.sharding is not Sharding.DDP:
+            raise TrialError(f"sharding='{plan.sharding}' needs at least 2 processes: use --nproc 2 or more, "
+                             "or sharding='ddp'")
+        plan = plan.replace(gpus=nproc)
+    strategy_for(plan, "cuda" if device == "cuda" else "cpu")  # refuse impossible combinations here
+    callbacks = list(callbacks)
+    out_path = Path(out_dir).expanduser() if out_dir is not None else None
+    with contextlib.ExitStack() as stack:
+        if out_path is not None:
+            out_path.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=".gpuwork-torchrun-", dir=out_path))
+            stack.callback(shutil.rmtree, work, ignore_errors=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpuwork-torchrun-")))
+        data_arg: Any = data
+        if data is not None:
+            items = [data] if isinstance(data, (str, Path)) else list(data)
+            data_arg = [str(Path(d).expanduser().resolve()) for d in items]
+        spec_path = work / SPEC_FILE
+        command = torchrun_command(nproc, spec_path, port=free_port(), python=python)
+        spec = {"plan": plan.as_dict(), "steps": steps, "warmup": warmup, "seed": seed, "device": device or "auto",
+                "data": data_arg, "tokenizer": str(Path(tokenizer).expanduser().resolve()) if tokenizer else None,
+                "out_dir": str(out_path.resolve()) if out_path is not None else None,
+                "memory_cap_bytes": memory_cap_bytes, "lr": lr, "checkpoint": checkpoint,
+                "loader_workers": loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
+                "launcher": " ".join(command)}
+        spec_path.write_text(json.dumps(spec, indent=1))
+        rc, tail = _launch(command, _child_env(threads_per_process), callbacks, timeout_s)
+        result = work / RESULT_FILE
+        if rc == 0 and result.is_file():
+            return TrialRecord.from_json(result)
+        failed = sorted(work.glob("rank*-does-not-fit.json"))
+        if failed:
+            merged = _merge_payloads([json.loads(p.read_text()) for p in failed])
+            if merged.saved_to:
+                merged.to_json(merged.saved_to)
+            return merged
+        errors = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
+        if errors:
+            raise TrialError(errors[0])
+        if rc is None:
+            raise TrialError(f"the {nproc}-process trial did not finish within {timeout_s:g} s and was stopped")
+        shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
+        raise TrialError(f"torchrun exited with status {rc} and no record; last output: {shown[-1500:]}")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[StepMeasurement], Any]],
+            timeout_s: float | None) -> tuple[int | None, list[str]]:
+    """Run torchrun; stream rank 0's steps to the callbacks; return (exit status or None on timeout,
+    the last lines of stderr and non-step stdout)."""
+    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+    lock = threading.Lock()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)  # its own process group: a timeout stops it whole
+
+    errors: list[str] = []  # a rank's user-facing errors are kept whatever follows them
+
+    def read_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            with lock:
+                if line.startswith(ERROR_PREFIX):
+                    errors.append(line.rstrip("\n"))
+                tail.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=read_stderr, name="gpuwork-torchrun-stderr", daemon=True)
+    reader.start()
+    timer = None
+    timed_out = threading.Event()
+    if timeout_s is not None:
+        def stop() -> None:
+            timed_out.set()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 15)
+
+        timer = threading.Timer(timeout_s, stop)
+        timer.daemon = True
+        timer.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith(STEP_PREFIX):
+                m = StepMeasurement(**json.loads(line[len(STEP_PREFIX):]))
+                for callback in callbacks:
+                    callback(m)
+            elif line.strip():
+                with lock:
+                    tail.append(line.rstrip("\n"))
+        rc = proc.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+    reader.join(timeout=5)
+    with lock:
+        lines = errors + list(tail)
+    return (None if timed_out.is_set() else rc), lines
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "EXIT_DOES_NOT_FIT",
+    "DistributedParallel",
+    "Strategy",
+    "free_port",
+    "merge_ranks",
+    "rank_main",
+    "run_distributed",
+    "strategy_for",
+    "torchrun_command",
+]
+
+
+if __name__ == "__main__":
+    sys.exit(rank_main())

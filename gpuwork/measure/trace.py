@@ -1,0 +1,734 @@
+"""Exact mode: run one real training step under fake tensors and measure its peak memory.
+
+The real transformers model class is built from the plan's config, the plan's method is applied
+(peft LoRA, freeze, full), and forward, loss, backward and one optimizer step run on *fake*
+tensors (shapes and dtypes only: no memory, no GPU, no weights). A dispatch-mode tracker adds up
+the bytes of every live tensor storage and keeps the peak with its breakdown by category.
+
+What is real and what stands in (reported in ``TraceResult.stand_ins``):
+- bitsandbytes 0.50 registers its 4-bit ops with torch.library and they do run on fake tensors
+  (``torch.ops.bitsandbytes.dequantize_4bit`` has a fake kernel), but its ``Params4bit`` tensor
+  subclass cannot wrap a FakeTensor ("raw Tensor object is already associated to a python object
+  of type FakeTensor"). So QLoRA traces a stand-in linear that stores the same packed uint8 weight
+  and absmax tensors and reproduces bnb 0.50's ``MatMul4Bit`` (no saved input; a dequantized
+  weight as a transient in backward).
+- bitsandbytes optimizers (8-bit AdamW, Lion) run fused C kernels: a stand-in allocates the same
+  state tensors and steps without temporaries, as the fused kernels do.
+- Fake tensors live on the CPU device: autocast (mixed precision) follows PyTorch's CPU autocast
+  op lists, which keep a few more ops in fp32 than CUDA's.
+- FSDP / ZeRO-3 plans are traced per rank: FSDP2 ``fully_shard`` per block and root over a fake
+  process group of ``plan.gpus`` ranks, measured by PyTorch's FSDPMemTracker.
+- Attention dropout under SDPA is switched off: CUDA's flash / memory-efficient kernels store
+  nothing for it, while the CPU would fall back to the math kernel and keep an s x s mask.
+Limitations: ZeRO-1/2 (DeepSpeed) are not traced; CUDA caching-allocator rounding and workspaces
+are not traced (the estimator adds them for reserved and device totals).
+
+Example:
+    >>> result = trace_memory(TrainPlan(model="tiny-llama", method="full", precision="fp32"))
+    >>> result.peak_allocated_bytes > 0
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuwork.errors import TraceError
+from gpuwork.plan import Method, Optimizer, Precision, Task, TrainPlan
+
+CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations", "temporaries")
+_BNB_BLOCKSIZE_8BIT = 256  # bitsandbytes blockwise 8-bit optimizer states (functional.py)
+_BNB_MIN_8BIT_SIZE = 4096  # bnb optimizers keep 32-bit states for tensors smaller than this
+_NF4_BLOCKSIZE = 64  # bitsandbytes 4-bit quantization block (QLoRA paper §3)
+_DQ_BLOCKSIZE = 256  # double quantization: absmax constants quantized in blocks of 256
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """Peak memory of one traced training step (bytes of live tensors, CPU fake device)."""
+
+    plan: TrainPlan
+    peak_allocated_bytes: int
+    breakdown: dict[str, int]  # categories at the moment of the peak
+    phase_peaks: dict[str, int]  # peak reached in forward, backward and the optimizer step
+    peak_phase: str
+    params_total: int
+    params_trainable: int
+    stand_ins: tuple[str, ...] = ()
+    elapsed_s: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    marks: dict[str, dict[str, int]] = field(default_factory=dict)  # live bytes at phase ends
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan.as_dict(),
+            "params": {"total": self.params_total, "trainable": self.params_trainable},
+            "memory": {
+                "peak_allocated_bytes": self.peak_allocated_bytes,
+                "breakdown": dict(self.breakdown),
+                "phase_peaks": dict(self.phase_peaks),
+                "peak_phase": self.peak_phase,
+            },
+            "trace": {"stand_ins": list(self.stand_ins), "elapsed_s": round(self.elapsed_s, 3),
+                      "notes": list(self.notes)},
+        }
+
+
+# -- the tracker ---------------------------------------------------------------------------------
+
+
+def _make_tracker_class():
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    from torch.utils.weak import WeakIdKeyDictionary
+
+    _BERNOULLI = {torch.ops.aten.bernoulli_.float, torch.ops.aten.bernoulli_.Tensor}
+
+    class LiveBytes(TorchDispatchMode):
+        """Sum of live storage bytes by category; the peak and its breakdown.
+
+        Every tensor an op returns is attributed to the current phase's category the first time
+        its storage is seen; a weakref callback subtracts it when the storage dies.
+        """
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.current = dict.fromkeys(CATEGORIES, 0)
+            self.total = 0
+            self.peak = 0
+            self.peak_breakdown = dict(self.current)
+            self.phase = "forward"
+            self.phase_peaks: dict[str, int] = {}
+            self.peak_phase = "forward"
+            self.marks: dict[str, dict[str, int]] = {}
+            self._seen = WeakIdKeyDictionary()
+            self._refs: list[Any] = []
+
+        def category_for_phase(self) -> str:
+            # states exist before the traced step (warm-up), so anything new in the step is temporary
+            return "activations" if self.phase == "forward" else "temporaries"
+
+        def track(self, tensor: Any, category: str) -> None:
+            if not isinstance(tensor, torch.Tensor):
+                return
+            try:
+                storage = tensor.untyped_storage()
+            except (NotImplementedError, RuntimeError):
+                return
+            entry = self._seen.get(storage)
+            if entry is not None:
+                if entry[0] != category and category in ("gradients", "optimizer_states", "parameters"):
+                    self.current[entry[0]] -= entry[1]
+                    self.current[category] += entry[1]
+                    entry[0] = category
+                return
+            nbytes = storage.nbytes()
+            entry = [category, nbytes]
+            self._seen[storage] = entry
+            self.current[category] += nbytes
+            self.total += nbytes
+            self._refs.append(weakref.ref(storage, functools.partial(self._release, entry)))
+            self._update_peak()
+
+        def shrink_to_bytes(self, tensor: Any, nbytes: int) -> None:
+            entry = self._seen.get(tensor.untyped_storage())
+            if entry is None:
+                self.track(tensor, self.category_for_phase())
+                entry = self._seen.get(tensor.untyped_storage())
+            if entry is not None and entry[1] > nbytes:
+                self.current[entry[0]] -= entry[1] - nbytes
+                self.total -= entry[1] - nbytes
+                entry[1] = nbytes
+
+        def _release(self, entry: list, _ref: Any) -> None:
+            self.current[entry[0]] -= entry[1]
+            self.total -= entry[1]
+
+        def _update_peak(self) -> None:
+            if self.total > self.phase_peaks.get(self.phase, 0):
+                self.phase_peaks[self.phase] = self.total
+            if self.total > self.peak:
+                self.peak = self.total
+                self.peak_breakdown = dict(self.current)
+                self.peak_phase = self.phase
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in _BERNOULLI and self.phase != "optimizer":
+                # CPU dropout keeps its noise mask in the input dtype; CUDA's fused dropout keeps a
+                # 1-byte mask. Count what the GPU will hold.
+                self.shrink_to_bytes(args[0], args[0].numel())
+            category = self.category_for_phase()
+            for t in tree_flatten(out)[0]:
+                self.track(t, category)
+            return out
+
+        def mark(self, name: str) -> None:
+            self.marks[name] = dict(self.current)
+
+        def reset_peak(self) -> None:
+            self.peak = self.total
+            self.peak_breakdown = dict(self.current)
+            self.phase_peaks = {}
+
+    return LiveBytes
+
+
+# -- stand-ins for bitsandbytes ------------------------------------------------------------------
+
+
+def _make_fake4bit_linear(torch):
+    class _MatMul4BitStandIn(torch.autograd.Function):
+        """bitsandbytes 0.50 MatMul4Bit: fused gemm forward, saves only the packed weight."""
+
+        @staticmethod
+        def forward(ctx, x, packed, out_features, in_features):
+            ctx.shape = (out_features, in_features)
+            ctx.save_for_backward(packed)
+            return x.new_empty((*x.shape[:-1], out_features))
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (packed,) = ctx.saved_tensors
+            weight = grad_out.new_empty(ctx.shape)  # dequantize_4bit: a transient 16-bit weight
+            return grad_out @ weight, None, None, None
+
+    class Fake4bitLinear(torch.nn.Linear):
+        """Stand-in for bnb Linear4bit: packed uint8 weight + absmax; casts input to compute dtype."""
+
+        def __init__(self, in_features, out_features, bias, compute_dtype, double_quant, device):
+            torch.nn.Module.__init__(self)
+            self.in_features, self.out_features = in_features, out_features
+            numel = in_features * out_features
+            blocks = math.ceil(numel / _NF4_BLOCKSIZE)
+            self.weight = torch.nn.Parameter(torch.empty((numel + 1) // 2, 1, dtype=torch.uint8, device=device),
+                                             requires_grad=False)
+            if double_quant:
+                self.register_buffer("absmax", torch.empty(blocks, dtype=torch.uint8, device=device))
+                self.register_buffer("absmax2", torch.empty(math.ceil(blocks / _DQ_BLOCKSIZE),
+                                                            dtype=torch.float32, device=device))
+            else:
+                self.register_buffer("absmax", torch.empty(blocks, dtype=torch.float32, device=device))
+            self.bias = (torch.nn.Parameter(torch.empty(out_features, dtype=compute_dtype, device=device),
+                                            requires_grad=False) if bias else None)
+            self.compute_dtype = compute_dtype
+
+        def forward(self, x):
+            in_dtype = x.dtype
+            x = x.to(self.compute_dtype)
+            out = _MatMul4BitStandIn.apply(x, self.weight, self.out_features, self.in_features)
+            if self.bias is not None:
+                out = out + self.bias
+            return out.to(in_dtype)
+
+    return Fake4bitLinear
+
+
+def _make_bnb_optimizer_standin(torch):
+    class BnbStandIn(torch.optim.Optimizer):
+        """Allocates bitsandbytes optimizer states; the step is a fused kernel (no temporaries)."""
+
+        def __init__(self, params, states: int, eight_bit: bool):
+            super().__init__(params, {"lr": 1e-4})
+            self.n_states, self.eight_bit = states, eight_bit
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if not state:
+                        state["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
+                        eight = self.eight_bit and p.numel() >= _BNB_MIN_8BIT_SIZE
+                        for i in range(self.n_states):
+                            if eight:
+                                state[f"state{i + 1}"] = torch.empty_like(p, dtype=torch.uint8)
+                                blocks = math.ceil(p.numel() / _BNB_BLOCKSIZE_8BIT)
+                                state[f"absmax{i + 1}"] = torch.empty(blocks, dtype=torch.float32, device=p.device)
+                                state[f"qmap{i + 1}"] = torch.empty(256, dtype=torch.float32, device=p.device)
+                            else:
+                                state[f"state{i + 1}"] = torch.empty_like(p, dtype=torch.float32)
+                    p.add_(p.grad, alpha=0.0)  # the fused kernel writes p in place
+            return None
+
+    return BnbStandIn
+
+
+# -- building the traced model ---------------------------------------------------------------------
+
+
+def _dtype(torch, name: str):
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
+
+
+def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], device: str = "meta"):
+    import torch
+    import transformers
+
+    from gpuwork.facts.model import resolve_task
+
+    transformers.logging.set_verbosity_error()
+    task = resolve_task(config_dict, plan.task)
+    compute = _dtype(torch, plan.precision.torch_dtype_name)
+    storage_dtype = torch.float32 if plan.precision in (Precision.FP32,) or (
+        plan.precision.is_mixed and not plan.uses_adapters) else compute
+    config = transformers.CONFIG_MAPPING[config_dict["model_type"]].from_dict(dict(config_dict))
+    if task is Task.SEQ_CLS:
+        config.num_labels = 2
+        if getattr(config, "pad_token_id", None) is None:
+            config.pad_token_id = 0
+    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa"}[plan.attention.value]
+    if attn == "sdpa":
+        # CUDA's flash / memory-efficient SDPA kernels regenerate attention dropout from an RNG seed
+        # and store no s x s tensor; on CPU, SDPA with dropout falls back to the math kernel, which
+        # does. Trace the GPU kernel: attention dropout off (its memory is nil there).
+        for key in ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob"):
+            if getattr(config, key, 0):
+                setattr(config, key, 0.0)
+                stand_ins.append("attention dropout under SDPA traced as the GPU kernels store it: nothing "
+                                 "(the CPU math fallback would keep an s x s mask)")
+    if plan.attention.value == "flash":
+        stand_ins.append("attention: flash-attention 2 traced as SDPA (same saved tensors: output + logsumexp)")
+    auto = {Task.CAUSAL_LM: transformers.AutoModelForCausalLM,
+            Task.SEQ_CLS: transformers.AutoModelForSequenceClassification,
+            Task.MASKED_LM: transformers.AutoModelForMaskedLM}[task]
+    with torch.device(device):
+        model = auto.from_config(config, attn_implementation=attn, dtype=storage_dtype)
+    return model, task, compute
+
+
+def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[str]):
+    import torch
+
+    from gpuwork.facts.model import quantized_linears
+
+    if plan.method is Method.QLORA:
+        fake4 = _make_fake4bitLinear_cached(torch)
+        names = {lin.name for lin in quantized_linears(spec)}
+        prefix = spec.extras["blocks_prefix"]
+        for module_name, module in list(model.named_modules()):
+            if not isinstance(module, torch.nn.Linear):
+                continue
+            key = module_name
+            if module_name.startswith(prefix + "."):
+                key = module_name[len(prefix) + 1:].split(".", 1)[1]
+            if key not in names:
+                continue
+            parent_name, _, child = module_name.rpartition(".")
+            parent = model.get_submodule(parent_name) if parent_name else model
+            setattr(parent, child, fake4(module.in_features, module.out_features, module.bias is not None,
+                                         compute, plan.double_quant, "meta"))
+        # peft prepare_model_for_kbit_training: every non-quantized 16-bit parameter becomes fp32
+        for p in model.parameters():
+            if p.dtype in (torch.float16, torch.bfloat16):
+                p.data = p.data.to(torch.float32)
+        stand_ins.append("qlora: bitsandbytes Linear4bit traced with a stand-in of the same storage "
+                         "(packed uint8 + absmax) and bnb 0.50 MatMul4Bit saved tensors")
+
+    if plan.uses_adapters:
+        from peft import LoraConfig, TaskType, get_peft_model
+
+        targets = "all-linear" if plan.lora_targets == ("all-linear",) else list(plan.lora_targets)
+        task_type = {Task.CAUSAL_LM: TaskType.CAUSAL_LM, Task.SEQ_CLS: TaskType.SEQ_CLS}.get(task)
+        if plan.method is Method.QLORA and targets == "all-linear":
+            targets = sorted({lin.short_name for lin in quantized_linears(spec)})
+        lora = LoraConfig(r=plan.lora_r, lora_alpha=plan.lora_alpha, lora_dropout=plan.lora_dropout,
+                          target_modules=targets, task_type=task_type)
+        if plan.method is Method.QLORA:
+            model.is_loaded_in_4bit = True
+        model = get_peft_model(model, lora)
+        if plan.precision.is_mixed or plan.method is Method.QLORA:
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.data = p.data.to(torch.float32)
+    elif plan.method is Method.FREEZE:
+        prefix = spec.extras["blocks_prefix"]
+        first_trained = spec.num_layers - min(plan.trainable_layers, spec.num_layers)
+        for name, p in model.named_parameters():
+            trained = False
+            if name.startswith(prefix + "."):
+                trained = int(name[len(prefix) + 1:].split(".", 1)[0]) >= first_trained
+            elif not any(e in name for e in ("embed", "wte", "wpe", "embeddings")):
+                trained = True  # final norm and head
+            p.requires_grad_(trained)
+    return model
+
+
+def _training_model(plan: TrainPlan, spec, config_dict: dict, stand_ins: list[str], device: str):
+    """The plan's model on ``device`` with its method applied, checkpointing as planned, in train mode."""
+    model, task, compute = _build_model(plan, config_dict, stand_ins, device=device)
+    model = _apply_method(model, plan, spec, task, compute, stand_ins)
+    if plan.grad_checkpointing:
+        model.gradient_checkpointing_enable()
+    model.train()
+    return model, task, compute
+
+
+@functools.lru_cache(maxsize=1)
+def _make_fake4bitLinear_cached(torch):
+    return _make_fake4bit_linear(torch)
+
+
+def _materialize_fake(model, fake_mode) -> None:
+    """Replace every meta parameter and buffer by a fake CPU tensor, keeping ties."""
+    import torch
+
+    replaced: dict[int, Any] = {}
+    with fake_mode:
+        for module in model.modules():
+            for name, p in list(module._parameters.items()):
+                if p is None:
+                    continue
+                if id(p) not in replaced:
+                    new = torch.nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="cpu"),
+                                             requires_grad=p.requires_grad)
+                    replaced[id(p)] = new
+                module._parameters[name] = replaced[id(p)]
+            for name, b in list(module._buffers.items()):
+                if b is None:
+                    continue
+                if id(b) not in replaced:
+                    replaced[id(b)] = torch.zeros(b.shape, dtype=b.dtype, device="cpu")
+                module._buffers[name] = replaced[id(b)]
+
+
+def _optimizer(plan: TrainPlan, params, stand_ins: list[str]):
+    import torch
+
+    lr = 1e-4
+    if plan.optimizer is Optimizer.ADAMW:
+        return torch.optim.AdamW(params, lr=lr, foreach=plan.optimizer_foreach)
+    if plan.optimizer is Optimizer.SGD:
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=plan.optimizer_foreach)
+    if plan.optimizer is Optimizer.ADAFACTOR:
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+    standin = _make_bnb_optimizer_standin(torch)
+    stand_ins.append(f"optimizer: bitsandbytes {plan.optimizer.value} traced as its state tensors "
+                     "(fused kernel step)")
+    if plan.optimizer is Optimizer.LION:
+        return standin(params, states=1, eight_bit=False)
+    return standin(params, states=2, eight_bit=True)
+
+
+def _batch(torch, plan: TrainPlan, spec, task):
+    b, s = plan.batch_size, plan.seq_len
+    input_ids = torch.zeros((b, s), dtype=torch.long)
+    if task is Task.SEQ_CLS:
+        return {"input_ids": input_ids, "labels": torch.zeros((b,), dtype=torch.long)}
+    return {"input_ids": input_ids, "labels": torch.zeros((b, s), dtype=torch.long)}
+
+
+def _train_step(model, optimizer, batch: dict, autocast, micro_batches: int) -> None:
+    """Forward, loss and backward for each micro-batch, then the optimizer step (grads set to None)."""
+    for _ in range(micro_batches):
+        with autocast:
+            loss = model(**batch).loss
+        loss.backward()
+        del loss
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = True) -> TraceResult:
+    """Trace one steady-state training step of the plan (per GPU, no sharding) under fake tensors.
+
+    Args:
+        plan: the run; memory fields are read, data/schedule fields are not.
+        progress: show a tqdm bar over the trace stages.
+        use_cache: reuse the result of an identical plan traced earlier in this process.
+
+    Returns the peak of live tensor bytes (what ``torch.cuda.max_memory_allocated`` would report,
+    less allocator rounding) with a breakdown by category at that moment.
+    Raises TraceError naming the op or module that fake tensors cannot run.
+    """
+    if plan.sharding.value in ("zero1", "zero2"):
+        raise TraceError(f"sharding='{plan.sharding}' (DeepSpeed) is not traced; trace sharding='fsdp' or "
+                         "'zero3' (FSDP2 full shard), or use the analytic estimate")
+    key = _cache_key(plan)
+    if use_cache and key in _CACHE:
+        return _CACHE[key]
+    if plan.sharding.shards_params:
+        result = _run_isolated(plan) if _needs_isolation() else _trace_fsdp(plan)
+    else:
+        result = _trace_uncached(plan, progress=progress)
+    _CACHE[key] = result
+    return result
+
+
+_CACHE: dict[tuple, TraceResult] = {}
+
+
+def _cache_key(plan: TrainPlan) -> tuple:
+    memory_fields = plan.as_dict()
+    for name in ("dataset_tokens", "dataset_bytes", "epochs", "eval_fraction", "checkpoint_every_steps",
+                 "checkpoints_kept"):
+        memory_fields.pop(name, None)
+    return tuple(sorted((k, str(v)) for k, v in memory_fields.items()))
+
+
+def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuwork.facts.model import count_params, load_config, spec_for_plan
+
+    started = time.perf_counter()
+    stages = ["build", "warm-up step", "traced step"]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(stages), desc="trace", unit="stage")
+    stand_ins: list[str] = []
+    spec = spec_for_plan(plan)
+    counts = count_params(spec, plan)
+    config_dict, _ = load_config(plan.model)
+    model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="meta")
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    _materialize_fake(model, fake_mode)
+    if bar:
+        bar.update(1)
+    tracker_cls = _make_tracker_class()
+    autocast = (torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed
+                else contextlib.nullcontext())
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    try:
+        with fake_mode:
+            optimizer = _optimizer(plan, trainable, stand_ins)
+            batch = _batch(torch, plan, spec, task)
+            # warm-up step (untracked): creates the optimizer states a steady-state step holds
+            with autocast:
+                loss = model(**batch).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            del loss
+            if bar:
+                bar.update(1)
+            tracker = tracker_cls()
+            for p in model.parameters():
+                tracker.track(p, "parameters")
+            for b in model.buffers():
+                tracker.track(b, "buffers")
+            for state in optimizer.state.values():
+                for value in state.values():
+                    tracker.track(value, "optimizer_states")
+            for t in batch.values():
+                tracker.track(t, "activations")
+            handles = [p.register_post_accumulate_grad_hook(lambda q: tracker.track(q.grad, "gradients"))
+                       for p in trainable]
+            tracker.reset_peak()
+            with tracker:
+                for micro in range(min(plan.grad_accum, 2)):
+                    tracker.phase = "forward"
+                    with autocast:
+                        loss = model(**batch).loss
+                    tracker.mark(f"end-forward-{micro}")
+                    tracker.phase = "backward"
+                    loss.backward()
+                    del loss
+                tracker.mark("end-backward")
+                tracker.phase = "optimizer"
+                optimizer.step()
+                tracker.phase = "after-step"
+                optimizer.zero_grad(set_to_none=True)
+            for h in handles:
+                h.remove()
+    except torch._subclasses.fake_tensor.DataDependentOutputException as exc:
+        raise TraceError(f"fake tensors cannot run a data-dependent op ({exc.func if hasattr(exc, 'func') else exc}) "
+                         f"in {spec.architecture}: use the analytic estimate instead") from None
+    except (NotImplementedError, RuntimeError, TypeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TraceError(f"cannot trace {spec.architecture} with method '{plan.method}': {first[:300]}; "
+                         "use the analytic estimate instead") from None
+    finally:
+        if bar:
+            bar.close()
+    if bar:
+        bar.update(1)
+    breakdown = {k: int(v) for k, v in tracker.peak_breakdown.items()}
+    return TraceResult(
+        plan=plan,
+        peak_allocated_bytes=int(tracker.peak),
+        breakdown=breakdown,
+        phase_peaks={k: int(v) for k, v in tracker.phase_peaks.items()},
+        peak_phase=tracker.peak_phase,
+        params_total=counts.total,
+        params_trainable=counts.trainable,
+        stand_ins=tuple(dict.fromkeys(stand_ins)),
+        elapsed_s=time.perf_counter() - started,
+        marks={k: {c: int(v) for c, v in m.items()} for k, m in tracker.marks.items()},
+    )
+
+
+# -- sharded plans: FSDP2 under a fake process group ---------------------------------------------
+
+_FSDP_CATEGORIES = {  # FSDPMemTracker reference types -> our categories
+    "Sharded Param": "parameters",
+    "Buffer": "buffers",
+    "Sharded Grad": "gradients",
+    "OptState": "optimizer_states",
+    "Activation": "activations",
+    "Inputs": "activations",
+    "Temp": "temporaries",
+    "Unsharded Param": "sharding_buffers",
+    "Unsharded Grad": "sharding_buffers",
+    "All Gather": "sharding_buffers",
+    "Reduce Scatter": "sharding_buffers",
+}
+
+
+def _needs_isolation() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def _run_isolated(plan: TrainPlan) -> TraceResult:
+    raise TraceError("a process group is already initialised in this process: run the sharded trace in a "
+                     "fresh process (gpuwork trace ...)")
+
+
+def _trace_fsdp(plan: TrainPlan) -> TraceResult:
+    """Per-rank peak of an FSDP2 (fully_shard per block + root) step with ``plan.gpus`` fake ranks.
+
+    PyTorch's fake process group runs collectives as no-ops with the right shapes, and its
+    FSDPMemTracker attributes the sharded and gathered tensors (torch.distributed._tools).
+    """
+    import torch
+    import torch.distributed as dist
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    from gpuwork.facts.model import count_params, load_config, spec_for_plan
+
+    if plan.method is Method.QLORA:
+        raise TraceError("sharded QLoRA (FSDP over 4-bit weights) is not traced; use the analytic estimate")
+    started = time.perf_counter()
+    stand_ins = [f"sharding: {plan.sharding} traced as PyTorch FSDP2 fully_shard per block over "
+                 f"{plan.gpus} fake ranks (per-rank numbers)"]
+    spec = spec_for_plan(plan)
+    counts = count_params(spec, plan)
+    config_dict, _ = load_config(plan.model)
+    dist.init_process_group("fake", rank=0, world_size=plan.gpus, store=FakeStore())
+    try:
+        mesh = init_device_mesh("cpu", (plan.gpus,))  # outside fake mode: the mesh reads real ranks
+        # build and apply the method on meta (peft cannot swap fake parameters), then fake them
+        model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="meta")
+        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+        _materialize_fake(model, fake_mode)
+        with fake_mode:
+            prefix = spec.extras["blocks_prefix"]
+            for block in model.get_submodule(prefix if not plan.uses_adapters else "base_model.model." + prefix):
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            optimizer = _optimizer(plan, trainable, stand_ins)
+            batch = _batch(torch, plan, spec, task)
+            autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
+
+            def step() -> None:
+                _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
+
+            step()  # warm-up: optimizer states exist
+            tracker = FSDPMemTracker(model, optimizer)
+            tracker.track_inputs(tuple(batch.values()))
+            with tracker:
+                step()
+            snapshot = next(iter(tracker.get_tracker_snapshot("peak").values()))
+    except (NotImplementedError, RuntimeError, TypeError, AttributeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TraceError(f"cannot trace {spec.architecture} with sharding '{plan.sharding}': {first[:300]}; "
+                         "use the analytic estimate instead") from None
+    finally:
+        dist.destroy_process_group()
+    breakdown = dict.fromkeys((*CATEGORIES, "sharding_buffers"), 0)
+    for key, value in snapshot.items():
+        name = getattr(key, "value", key)
+        if name == "Total":
+            continue
+        breakdown[_FSDP_CATEGORIES.get(name, "temporaries")] += int(value)
+    return TraceResult(plan=plan, peak_allocated_bytes=int(snapshot["Total"]), breakdown=breakdown,
+                       phase_peaks={}, peak_phase="step", params_total=counts.total,
+                       params_trainable=counts.trainable, stand_ins=tuple(stand_ins),
+                       elapsed_s=time.perf_counter() - started)
+
+
+def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
+    """Run one real training step on the CPU and measure live tensor bytes with PyTorch's MemTracker.
+
+    The reference that fake tracing is checked against: same model build, method, optimizer and
+    batch, but real tensors (so only for small models). QLoRA is not supported here (bitsandbytes
+    real 4-bit weights are exercised by the trial instead).
+
+    Returns {"peak_bytes": ..., and MemTracker's categories at the peak}.
+    """
+    import torch
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from gpuwork.facts.model import load_config, spec_for_plan
+
+    if plan.method is Method.QLORA:
+        raise TraceError("real_step_peak does not build 4-bit models: use method lora/full/freeze")
+    torch.manual_seed(seed)
+    spec = spec_for_plan(plan)
+    config_dict, _ = load_config(plan.model)
+    stand_ins: list[str] = []
+    model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="cpu")
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = _optimizer(plan, trainable, stand_ins)
+    batch = _batch(torch, plan, spec, task)
+    autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
+
+    def step() -> None:
+        _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
+
+    step()  # warm-up: optimizer states exist before measuring
+
+    class _TrainableHooksOnly(MemTracker):
+        # MemTracker hooks every parameter's gradient and fails on frozen ones
+        def _track_module_params_and_buffers(self, module, install_grad_hooks=True):
+            frozen = [p for p in module.parameters() if not p.requires_grad]
+            saved = {id(p): p.register_hook for p in frozen}
+            for p in frozen:
+                p.register_hook = lambda *a, **k: _NoHandle()
+                p.register_post_accumulate_grad_hook = lambda *a, **k: _NoHandle()
+            try:
+                return super()._track_module_params_and_buffers(module, install_grad_hooks)
+            finally:
+                for p in frozen:
+                    del p.register_hook
+                    del p.register_post_accumulate_grad_hook
+                del saved
+
+    tracker = _TrainableHooksOnly()
+    tracker.track_external(model, optimizer, *batch.values())
+    with tracker:
+        step()
+    snapshot = tracker.get_tracker_snapshot("peak")
+    device_snapshot = next(iter(snapshot.values()))
+    out = {"peak_bytes": int(device_snapshot["Total"])}
+    out.update({str(k): int(v) for k, v in device_snapshot.items() if k != "Total"})
+    return out
+
+
+class _NoHandle:
+    def remove(self) -> None:
+        pass
+
+
+__all__ = ["CATEGORIES", "TraceResult", "real_step_peak", "trace_memory"]

@@ -1,0 +1,490 @@
+"""Charts: pure functions from estimator results to ``plotly.graph_objects.Figure``.
+
+Nothing here calls an estimator or computes a formula: every function takes results (a
+``MemoryEstimate``, a what-if series, trial measurements, offer results) and only converts units for
+display (bytes -> GiB/MiB, seconds -> hours) and lays them out. Widgets wrap these figures in
+``FigureWidget`` and copy new ones in with ``batch_update()``; report notebooks display them as they are.
+
+Every figure keeps a fixed set of traces for a given kind of input (one per breakdown term, one per
+method, one per trial metric, one per rental mode) so that a live widget can be updated in place.
+
+Example:
+    >>> from gpuwork.estimate.memory import estimate_memory
+    >>> from gpuwork.facts.catalog import load_gpus
+    >>> from gpuwork.plan import TrainPlan
+    >>> fig = memory_breakdown_figure(estimate_memory(TrainPlan()), [load_gpus()["rtx4090"]])
+    >>> fig.layout.barmode
+    'stack'
+
+Limitations: labels exist in English and Russian only; GPU capacity lines use the driver-reported
+total (what nvidia-smi shows), not what a run can use after a safety margin.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from gpuwork.estimate.memory import GIB, MIB, SOURCES, TERM_LABELS, MemoryEstimate
+from gpuwork.facts.catalog import GpuSpec
+from gpuwork.units import HOUR_S
+
+LANGS = ("en", "ru")
+
+# Russian display names of the breakdown terms (TERM_LABELS holds the English ones).
+TERM_LABELS_RU = {
+    "weights": "веса",
+    "gradients": "градиенты",
+    "optimizer_states": "состояния оптимизатора",
+    "activations": "активации (сохранённые для backward)",
+    "logits_and_loss": "логиты и loss",
+    "temporaries": "временные буферы (backward / шаг оптимизатора)",
+    "sharding_buffers": "буферы шардирования / DDP",
+    "cublas_workspace": "рабочая область cuBLAS",
+    "allocator_cache": "кэш аллокатора (зарезервировано, не занято)",
+    "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
+    "autocast_weight_copies": "16-битные копии весов (autocast)",
+    "cuda_context": "контекст CUDA и ядра",
+}
+
+# (attribute of MemoryEstimate, English label and meaning, Russian label and meaning)
+TOTALS: tuple[tuple[str, tuple[str, str], tuple[str, str]], ...] = (
+    ("peak_allocated_bytes",
+     ("Peak allocated", "tensors alive at the worst moment of a step: what torch.cuda.max_memory_allocated() "
+                        "reports"),
+     ("Пик выделенной", "тензоры, живые в самый тяжёлый момент шага: то, что показывает "
+                        "torch.cuda.max_memory_allocated()")),
+    ("peak_reserved_bytes",
+     ("Peak reserved", "allocated peak plus the PyTorch caching allocator's cache: "
+                       "torch.cuda.max_memory_reserved()"),
+     ("Пик зарезервированной", "пик выделенной плюс кэш аллокатора PyTorch: torch.cuda.max_memory_reserved()")),
+    ("device_total_bytes",
+     ("Device total", "reserved plus the CUDA context and library workspaces: what nvidia-smi shows; compare "
+                      "this with the card's memory"),
+     ("Всего на устройстве", "зарезервированная плюс контекст CUDA и рабочие области библиотек: то, что "
+                             "показывает nvidia-smi; сравнивайте это с памятью карты")),
+)
+
+_TEXT = {
+    "en": {
+        "breakdown_y": "memory per GPU, GiB (stack = device total, nvidia-smi)",
+        "breakdown_x": "plan",
+        "breakdown_title": "Memory per GPU at the step's peak, term by term",
+        "gpu_line": "{name}: {gib:.1f} GiB total (nvidia-smi)",
+        "whatif_y": "device total per GPU (nvidia-smi), GiB",
+        "whatif_x_seq_len": "sequence length, tokens per sequence (log scale)",
+        "whatif_x_batch_size": "micro-batch, sequences per GPU per step (log scale)",
+        "whatif_title_seq_len": "What if: memory vs sequence length, per method",
+        "whatif_title_batch_size": "What if: memory vs micro-batch, per method",
+        "runs_out": "runs out",
+        "runs_out_hover": "{series} no longer fits {gpu} ({gib:.1f} GiB) at {x}",
+        "current": "this plan",
+        "trial_title": "Trial, step by step",
+        "loss": "loss, nats per token (cross-entropy)",
+        "step_time": "step time, s (data + fwd + bwd + optimizer)",
+        "tokens_s": "throughput, tokens/s",
+        "memory": "trial memory, MiB (CUDA allocated / CPU RSS)",
+        "step_x": "optimizer step",
+        "measured": "measured",
+        "warmup": "warm-up (excluded)",
+        "evm_title": "Estimate vs measured",
+        "evm_y": "memory, {unit}",
+        "estimate": "estimate",
+        "offers_title": "Offers: expected cost vs time (illustrative prices)",
+        "offers_x": "expected wall time incl. preemptions, hours (log scale)",
+        "offers_y": "expected cost as billed, USD (log scale)",
+        "no_offers": "no fitting offer to plot",
+    },
+    "ru": {
+        "breakdown_y": "память на GPU, ГиБ (столбец = всего на устройстве, nvidia-smi)",
+        "breakdown_x": "план",
+        "breakdown_title": "Память на GPU в пике шага, по слагаемым",
+        "gpu_line": "{name}: всего {gib:.1f} ГиБ (nvidia-smi)",
+        "whatif_y": "всего на устройстве на один GPU (nvidia-smi), ГиБ",
+        "whatif_x_seq_len": "длина последовательности, токенов (логарифмическая шкала)",
+        "whatif_x_batch_size": "микробатч, последовательностей на GPU за шаг (логарифмическая шкала)",
+        "whatif_title_seq_len": "Что если: память в зависимости от длины последовательности, по методам",
+        "whatif_title_batch_size": "Что если: память в зависимости от микробатча, по методам",
+        "runs_out": "не помещается",
+        "runs_out_hover": "{series} перестаёт помещаться в {gpu} ({gib:.1f} ГиБ) при {x}",
+        "current": "этот план",
+        "trial_title": "Пробный запуск по шагам",
+        "loss": "loss, нат на токен (кросс-энтропия)",
+        "step_time": "время шага, с (данные + fwd + bwd + оптим.)",
+        "tokens_s": "скорость, токенов/с",
+        "memory": "память запуска, МиБ (CUDA выделенная / RSS CPU)",
+        "step_x": "шаг оптимизатора",
+        "measured": "замер",
+        "warmup": "прогрев (не учитывается)",
+        "evm_title": "Оценка и замер",
+        "evm_y": "память, {unit}",
+        "estimate": "оценка",
+        "offers_title": "Предложения: ожидаемая стоимость и время (цены ориентировочные)",
+        "offers_x": "ожидаемое время с учётом прерываний, часы (лог. шкала)",
+        "offers_y": "ожидаемая стоимость по счёту, USD (лог. шкала)",
+        "no_offers": "нет подходящих предложений",
+    },
+}
+
+# One colour per breakdown term (stable across figures) and per method / rental mode.
+_TERM_COLORS = {
+    "weights": "#4c78a8", "gradients": "#f58518", "optimizer_states": "#e45756", "activations": "#72b7b2",
+    "logits_and_loss": "#54a24b", "temporaries": "#eeca3b", "sharding_buffers": "#b279a2",
+    "cublas_workspace": "#9d755d", "allocator_cache": "#bab0ac", "paged_optimizer_states": "#ff9da6",
+    "autocast_weight_copies": "#79706e", "cuda_context": "#d8b5a5",
+}
+_SERIES_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#9d755d")
+_MODE_COLORS = {"on-demand": "#4c78a8", "reserved": "#54a24b", "interruptible": "#f58518"}
+_GPU_LINE_COLORS = ("#444444", "#8c564b", "#7f7f7f", "#17becf", "#bcbd22", "#1f77b4")
+_TOTAL_SYMBOLS = ("line-ew-open", "line-ew-open", "line-ew-open")
+
+
+def text(key: str, lang: str = "en") -> str:
+    """A chart label in ``lang`` ("en" or "ru"); unknown languages fall back to English."""
+    return _TEXT.get(lang, _TEXT["en"]).get(key, _TEXT["en"][key])
+
+
+def term_label(term: str, lang: str = "en") -> str:
+    """Display name of a breakdown term."""
+    if lang == "ru" and term in TERM_LABELS_RU:
+        return TERM_LABELS_RU[term]
+    return TERM_LABELS.get(term, term.replace("_", " "))
+
+
+def total_label(attr: str, lang: str = "en") -> tuple[str, str]:
+    """(label, meaning) of one of the three totals (``peak_allocated_bytes`` ...)."""
+    for name, en, ru in TOTALS:
+        if name == attr:
+            return ru if lang == "ru" else en
+    raise KeyError(attr)
+
+
+def _gib(n_bytes: float) -> float:
+    return n_bytes / GIB
+
+
+TEMPLATE = "plotly_white"
+
+
+def _base_layout(title: str, template: str | None = TEMPLATE, **extra: Any) -> dict[str, Any]:
+    layout: dict[str, Any] = {
+        "title": {"text": title, "x": 0.01, "xanchor": "left"},
+        "template": template,
+        "margin": {"l": 70, "r": 20, "t": 60, "b": 60},
+        "legend": {"orientation": "v", "x": 1.02, "y": 1, "xanchor": "left"},
+        "font": {"size": 12},
+    }
+    layout.update(extra)
+    return layout
+
+
+def _gpu_lines(gpus: Sequence[GpuSpec], lang: str) -> tuple[list[dict], list[dict]]:
+    """Dashed horizontal lines at each GPU's driver-reported total: (layout shapes, annotations).
+
+    Plain dicts set in one layout update (``Figure.add_hline`` costs ~20 ms a line).
+    """
+    shapes, notes = [], []
+    for i, gpu in enumerate(gpus):
+        gib = _gib(gpu.memory_total_bytes)
+        color = _GPU_LINE_COLORS[i % len(_GPU_LINE_COLORS)]
+        shapes.append({"type": "line", "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": gib, "y1": gib,
+                       "line": {"dash": "dash", "width": 1.5, "color": color}, "name": gpu.gpu_id})
+        notes.append({"xref": "paper", "yref": "y", "x": 0, "y": gib, "xanchor": "left", "yanchor": "bottom",
+                      "showarrow": False, "font": {"size": 11, "color": color},
+                      "text": text("gpu_line", lang).format(name=html.escape(gpu.display_name), gib=gib)})
+    return shapes, notes
+
+
+# -- memory breakdown --------------------------------------------------------------------------------
+
+
+def memory_breakdown_figure(estimates: MemoryEstimate | Sequence[MemoryEstimate], gpus: Sequence[GpuSpec] = (),
+                            *, labels: Sequence[str] | None = None, lang: str = "en",
+                            template: str | None = TEMPLATE) -> go.Figure:
+    """Stacked per-GPU memory bar(s), one segment per breakdown term, with candidate GPUs' memory.
+
+    Args:
+        estimates: one estimate or several (one bar each, e.g. several methods side by side).
+        gpus: candidate cards; each gets a dashed line at its driver-reported total, GiB.
+        labels: the bars' names; default "model, method".
+        lang: "en" or "ru".
+        template: plotly template; None skips it (a live widget keeps the one it was created with, and
+            resolving a template costs ~13 ms a figure).
+
+    Traces: one bar per term of ``TERM_LABELS`` (always all of them, zero where a plan has none; terms
+    that are zero in every bar are left out of the legend), then one marker trace per total
+    (allocated, reserved, device) whose hover says what that total counts.
+    """
+    items = [estimates] if isinstance(estimates, MemoryEstimate) else list(estimates)
+    names = list(labels) if labels is not None else [f"{e.plan.model}, {e.plan.method.value}" for e in items]
+    if len(names) != len(items):
+        raise ValueError(f"{len(names)} labels for {len(items)} estimates")
+    traces: list[Any] = []
+    for term in TERM_LABELS:
+        values = [_gib(e.breakdown.get(term, 0)) for e in items]
+        label = term_label(term, lang)
+        source = html.escape(SOURCES.get(term, ""))
+        traces.append(go.Bar(
+            x=names, y=values, name=label, marker={"color": _TERM_COLORS.get(term)},
+            showlegend=any(v > 0 for v in values), legendgroup="terms",
+            hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} GiB<br>%{{x}}<br>"
+                          f"<span style='font-size:10px'>{_wrap(source)}</span><extra></extra>",
+        ))
+    for attr, _en, _ru in TOTALS:
+        label, meaning = total_label(attr, lang)
+        traces.append(go.Scatter(
+            x=names, y=[_gib(getattr(e, attr)) for e in items], mode="markers", name=label,
+            marker={"symbol": "line-ew-open", "size": 46, "line": {"width": 3}},
+            legendgroup="totals",
+            hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} GiB<br>{_wrap(html.escape(meaning))}"
+                          "<extra></extra>",
+        ))
+    top = max([_gib(e.device_total_bytes) for e in items] + [_gib(g.memory_total_bytes) for g in gpus] + [0.0])
+    shapes, notes = _gpu_lines(gpus, lang)
+    layout = _base_layout(text("breakdown_title", lang), template, barmode="stack", bargap=0.45, shapes=shapes, height=520,
+                          annotations=notes,
+                          yaxis={"title": {"text": text("breakdown_y", lang)}, "range": [0, top * 1.1 or 1]},
+                          xaxis={"title": {"text": text("breakdown_x", lang)}})
+    return go.Figure(data=traces, layout=layout)
+
+
+def _wrap(text_: str, width: int = 70) -> str:
+    """Break long hover text into lines of about ``width`` characters (plotly hover does not wrap)."""
+    words, lines, line = text_.split(), [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    if line:
+        lines.append(line)
+    return "<br>".join(lines)
+
+
+# -- what-if curves ---------------------------------------------------------------------------------
+
+
+def runs_out_at(values: Sequence[float], totals: Sequence[float | None], capacity: float) -> int | None:
+    """Index of the first value whose total is above ``capacity`` (None when all fit or are missing)."""
+    for i, total in enumerate(totals):
+        if total is not None and total > capacity:
+            return i
+    return None
+
+
+def whatif_figure(values: Sequence[int], series: Mapping[str, Sequence[int | None]], gpus: Sequence[GpuSpec] = (),
+                  *, field: str = "seq_len", current: int | None = None, lang: str = "en",
+                  template: str | None = TEMPLATE) -> go.Figure:
+    """Device total per GPU (GiB) against one plan field, one curve per method, with GPU capacities.
+
+    Args:
+        values: the x values (sequence lengths or micro-batches), ascending.
+        series: curve name (a method) -> device total in bytes per value (None where that plan is invalid).
+        gpus: cards whose driver-reported total is drawn as a dashed line; the first point of each
+            curve above a card's line is marked "runs out".
+        field: "seq_len" or "batch_size" (axis titles).
+        current: the plan's own value, marked with a vertical dotted line.
+        template: plotly template (None: none, see ``memory_breakdown_figure``).
+
+    Traces: one line per series (in the given order), then one "runs out" marker trace.
+    """
+    traces: list[Any] = []
+    xs = list(values)
+    for i, (name, totals) in enumerate(series.items()):
+        traces.append(go.Scatter(
+            x=xs, y=[_gib(t) if t is not None else None for t in totals], mode="lines+markers", name=name,
+            line={"color": _SERIES_COLORS[i % len(_SERIES_COLORS)], "width": 2}, marker={"size": 6},
+            connectgaps=False,
+            hovertemplate=f"<b>{html.escape(name)}</b><br>{field} %{{x:,}}: %{{y:.2f}} GiB<extra></extra>",
+        ))
+    out_x, out_y, out_text = [], [], []
+    for name, totals in series.items():
+        for gpu in gpus:
+            at = runs_out_at(xs, [_gib(t) if t is not None else None for t in totals], _gib(gpu.memory_total_bytes))
+            if at is None:
+                continue
+            out_x.append(xs[at])
+            out_y.append(_gib(totals[at]))
+            out_text.append(text("runs_out_hover", lang).format(series=name, gpu=gpu.display_name,
+                                                                gib=_gib(gpu.memory_total_bytes),
+                                                                x=f"{field} {xs[at]:,}"))
+    traces.append(go.Scatter(
+        x=out_x, y=out_y, mode="markers", name=text("runs_out", lang), text=out_text,
+        marker={"symbol": "x", "size": 12, "color": "#c62828", "line": {"width": 1}},
+        hovertemplate="%{text}<extra></extra>",
+    ))
+    shapes, notes = _gpu_lines(gpus, lang)
+    if current is not None:
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": current, "x1": current, "y0": 0, "y1": 1,
+                       "line": {"dash": "dot", "width": 1, "color": "#555"}, "name": "current"})
+        notes.append({"xref": "x", "yref": "paper", "x": math.log10(current), "y": 1, "xanchor": "left",
+                      "yanchor": "top", "showarrow": False, "font": {"size": 11, "color": "#555"},
+                      "text": " " + text("current", lang)})
+    yaxis: dict[str, Any] = {"title": {"text": text("whatif_y", lang)}, "rangemode": "tozero"}
+    top = _whatif_top(series, gpus, xs, current)
+    if top is not None:
+        yaxis["range"] = [0, top]
+    layout = _base_layout(
+        text(f"whatif_title_{field}", lang), template, shapes=shapes, annotations=notes,
+        xaxis={"title": {"text": text(f"whatif_x_{field}", lang)}, "type": "log", "tickvals": xs,
+               "ticktext": [f"{x:,}" for x in xs]},
+        yaxis=yaxis,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def _whatif_top(series: Mapping[str, Sequence[int | None]], gpus: Sequence[GpuSpec], xs: Sequence[int],
+                current: int | None) -> float | None:
+    """Upper end of the y axis: enough to show the cards' lines and the plan's own point with room above,
+    without letting the longest curves squash them (those run off the top; zoom out to see them)."""
+    values = [_gib(t) for totals in series.values() for t in totals if t is not None]
+    if not values:
+        return None
+    limit = max([_gib(g.memory_total_bytes) * 1.6 for g in gpus], default=0.0)
+    if current is not None and current in xs:
+        at = xs.index(current)
+        limit = max([limit] + [_gib(t[at]) * 1.3 for t in series.values() if t[at] is not None])
+    highest = max(values) * 1.05
+    return min(highest, limit) if limit > 0 else highest
+
+
+# -- trial curves ------------------------------------------------------------------------------------
+
+
+_TRIAL_METRICS = (("loss", "loss"), ("step_time_s", "step_time"), ("tokens_per_s", "tokens_s"),
+                  ("trial_memory_bytes", "memory"))
+
+
+def trial_figure(steps: Sequence[Any], *, lang: str = "en") -> go.Figure:
+    """Loss, step time, tokens/s and trial memory against the optimizer step (2 x 2 panels).
+
+    Args:
+        steps: ``gpuwork.measure.trial.StepMeasurement`` objects (warm-up included; drawn hollow and grey).
+
+    Traces: for each metric (loss, step time, tokens/s, memory) a "measured" then a "warm-up" trace.
+    """
+    titles = [text(key, lang) for _attr, key in _TRIAL_METRICS]
+    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.16, vertical_spacing=0.16)
+    for i, (attr, _key) in enumerate(_TRIAL_METRICS):
+        row, col = divmod(i, 2)
+        for warm in (False, True):
+            chosen = [s for s in steps if bool(s.is_warmup) == warm]
+            ys = [getattr(s, attr) for s in chosen]
+            if attr == "trial_memory_bytes":
+                ys = [y / MIB for y in ys]
+            fig.add_trace(go.Scatter(
+                x=[s.step for s in chosen], y=ys, mode="lines+markers" if not warm else "markers",
+                name=text("warmup" if warm else "measured", lang), legendgroup="warm" if warm else "measured",
+                showlegend=i == 0,
+                marker={"color": "#9e9e9e" if warm else _SERIES_COLORS[i], "size": 7,
+                        "symbol": "circle-open" if warm else "circle"},
+                line={"color": _SERIES_COLORS[i]},
+                hovertemplate=f"{html.escape(titles[i])}<br>step %{{x}}: %{{y:,.4g}}<extra></extra>",
+            ), row=row + 1, col=col + 1)
+        fig.update_xaxes(title_text=text("step_x", lang), row=row + 1, col=col + 1, rangemode="tozero",
+                         title_font_size=11)
+        fig.update_yaxes(title_text=titles[i], row=row + 1, col=col + 1, title_font_size=11)
+    fig.update_layout(**_base_layout(text("trial_title", lang), height=620,
+                                     margin={"l": 70, "r": 20, "t": 90, "b": 60},
+                                     legend={"orientation": "h", "x": 0, "y": 1.04, "xanchor": "left",
+                                             "yanchor": "bottom"}))
+    return fig
+
+
+# -- estimate vs measured ----------------------------------------------------------------------------
+
+
+def estimate_vs_measured_figure(rows: Sequence[Mapping[str, Any]], *, lang: str = "en") -> go.Figure:
+    """Grouped bars: an estimate and the matching measurement for each row.
+
+    Args:
+        rows: dicts with ``label``, ``estimated_bytes``, ``measured_bytes`` and optionally
+            ``estimated_what`` / ``measured_what`` (what each number counts, shown on hover).
+            Shown in MiB when every value is below 1 GiB, else GiB.
+
+    Traces: "estimate", then "measured".
+    """
+    values = [v for r in rows for v in (r.get("estimated_bytes"), r.get("measured_bytes")) if v is not None]
+    small = all(v < GIB for v in values)
+    unit, scale = ("MiB", MIB) if small else ("GiB", GIB)
+    if lang == "ru":
+        unit_shown = "МиБ" if small else "ГиБ"
+    else:
+        unit_shown = unit
+    labels = [str(r["label"]) for r in rows]
+    traces: list[Any] = []
+    for key, what, name, color in (("estimated_bytes", "estimated_what", text("estimate", lang), "#4c78a8"),
+                                   ("measured_bytes", "measured_what", text("measured", lang), "#f58518")):
+        ys = [r[key] / scale if r.get(key) is not None else None for r in rows]
+        hover = [html.escape(str(r.get(what, ""))) for r in rows]
+        traces.append(go.Bar(x=labels, y=ys, name=name, marker={"color": color}, customdata=hover,
+                             hovertemplate=f"<b>{html.escape(name)}</b>: %{{y:,.1f}} {unit_shown}<br>"
+                                           "%{customdata}<extra></extra>"))
+    layout = _base_layout(text("evm_title", lang), barmode="group",
+                          yaxis={"title": {"text": text("evm_y", lang).format(unit=unit_shown)}})
+    return go.Figure(data=traces, layout=layout)
+
+
+# -- offers ------------------------------------------------------------------------------------------
+
+
+def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
+    """Expected cost against expected wall time for each fitting offer, one trace per rental mode.
+
+    Args:
+        results: ``gpuwork.estimate.offers.OfferResult`` objects; offers that do not fit, or whose expected time
+            or cost is infinite (preemptions faster than checkpoints), are left out.
+
+    Traces: on-demand, reserved, interruptible (always three, possibly empty).
+    """
+    by_mode: dict[str, list[Any]] = {mode: [] for mode in _MODE_COLORS}
+    for r in results:
+        if not r.fits or r.expected_total_s is None or r.expected_cost_usd is None:
+            continue
+        if not (math.isfinite(r.expected_total_s) and math.isfinite(r.expected_cost_usd)):
+            continue
+        by_mode.setdefault(r.offer.mode.value, []).append(r)
+    traces: list[Any] = []
+    for mode, items in by_mode.items():
+        hover = [
+            f"<b>{html.escape(r.offer.offer_id)}</b> ({html.escape(r.offer.provider)})<br>"
+            f"{r.fit.plan.gpus} x {html.escape(r.offer.gpu.display_name)}, {r.fit.plan.sharding.value}, "
+            f"{r.offer.region.value}<br>${r.offer.price_per_gpu_hour:,.2f} per GPU-hour, "
+            f"{r.billed_gpus} GPU(s) billed"
+            + (f"<br>~{r.expected_preemptions:.1f} expected preemptions" if r.expected_preemptions else "")
+            for r in items
+        ]
+        traces.append(go.Scatter(
+            x=[r.expected_total_s / HOUR_S for r in items], y=[r.expected_cost_usd for r in items],
+            mode="markers", name=mode, text=hover, marker={"size": 10, "color": _MODE_COLORS.get(mode, "#888"),
+                                                           "line": {"width": 1, "color": "#333"}},
+            hovertemplate="%{text}<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>",
+        ))
+    notes = [] if any(by_mode.values()) else [
+        {"text": text("no_offers", lang), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]
+    layout = _base_layout(text("offers_title", lang), annotations=notes, height=500,
+                          xaxis={"title": {"text": text("offers_x", lang)}, "type": "log"},
+                          yaxis={"title": {"text": text("offers_y", lang)}, "type": "log"})
+    return go.Figure(data=traces, layout=layout)
+
+
+__all__ = [
+    "LANGS",
+    "TERM_LABELS_RU",
+    "TOTALS",
+    "estimate_vs_measured_figure",
+    "memory_breakdown_figure",
+    "offers_figure",
+    "runs_out_at",
+    "term_label",
+    "text",
+    "total_label",
+    "trial_figure",
+    "whatif_figure",
+]

@@ -1,0 +1,69 @@
+"""Estimates straight from a plan: gather the facts (``gpuwork.facts.resolve``), then run the pure estimators.
+
+These are the functions the workbook, the CLI, the trial and the Python API call. Each takes the same
+arguments as its pure twin in ``gpuwork.estimate`` but looks up what the plan names (model, GPU, catalog)
+itself; pass ``spec=`` to reuse a spec you already have.
+
+    >>> est = estimate_memory(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048))
+    >>> est.device_total_bytes / GIB
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gpuwork.estimate import disk as _disk
+from gpuwork.estimate import memory as _memory
+from gpuwork.estimate import offers as _offers
+from gpuwork.estimate import profiles as _profiles
+from gpuwork.estimate import timing as _timing
+from gpuwork.facts.catalog import GpuSpec, Offer, load_offers
+from gpuwork.facts.model import ModelSpec
+from gpuwork.facts.resolve import Inputs, resolve
+from gpuwork.plan import TrainPlan
+
+
+def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> _memory.MemoryEstimate:
+    """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``)."""
+    return _memory.estimate_memory(plan, spec or resolve(plan).spec)
+
+
+def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
+                  **options: Any) -> _timing.TimeEstimate:
+    """Step and total time on ``plan.gpus`` GPUs of type ``gpu`` (a GpuSpec, gpu_id or display name)."""
+    inputs = resolve(plan, spec)
+    return _timing.estimate_time(plan, inputs.gpu(gpu), inputs, **options)
+
+
+def flops_per_token(plan: TrainPlan, spec: ModelSpec | None = None) -> _timing.FlopsPerToken:
+    return _timing.flops_per_token(plan, spec or resolve(plan).spec)
+
+
+def estimate_disk(plan: TrainPlan, spec: ModelSpec | None = None, **options: Any) -> _disk.DiskPlan:
+    """Disk the run needs (see ``gpuwork.estimate.disk.estimate_disk``)."""
+    return _disk.estimate_disk(plan, spec or resolve(plan).spec, **options)
+
+
+def checkpoint_bytes(plan: TrainPlan, spec: ModelSpec | None = None) -> int:
+    return _disk.checkpoint_bytes(plan, spec or resolve(plan).spec)
+
+
+def evaluate_offers(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
+                    **options: Any) -> list[_offers.OfferResult]:
+    """Every offer of the catalog (or ``offers``) evaluated for ``plan`` and ranked."""
+    return _offers.evaluate_offers(plan, load_offers() if offers is None else offers, resolve(plan, spec),
+                                   **options)
+
+
+def match_profile(plan: TrainPlan, *, spec: ModelSpec | None = None, **options: Any) -> _profiles.ProfileMatch:
+    """Which rental profile suits ``plan``, with the reasons."""
+    return _profiles.match_profile(plan, resolve(plan, spec), **options)
+
+
+def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **options: Any) -> _offers.Fit:
+    return _offers.fit_plan(plan, gpu, spec=spec or resolve(plan).spec, **options)
+
+
+__all__ = ["Inputs", "checkpoint_bytes", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
+           "fit_plan", "flops_per_token", "match_profile", "resolve"]

@@ -1,0 +1,160 @@
+"""The Voila app: tabs Sizing / Offers / Request / Demo trial over one plan, in English or Russian.
+
+``notebooks/app.ipynb`` only calls ``build_app()``. The panels come from ``gpuwork.ui.widgets`` (state +
+pure update + thin view); this module wires them together:
+
+- the Sizing form owns the plan; every valid change is handed to the Offers and Request tabs, which
+  re-evaluate when they are shown (so typing in the form stays fast);
+- the language switch relabels every tab and rewrites the rental request;
+- the demo trial is guarded: tiny models on the CPU, a few steps, one trial per machine at a time;
+  its record joins the Offers tab's side-by-side comparison.
+
+Example:
+    >>> app = build_app()
+    >>> app.sizing.controls["seq_len"].value = 4096  # charts and totals re-render
+    >>> app.sizing.memory.device_total_bytes > 0
+    True
+
+Limitations: one plan per page (each Voila page gets its own kernel); the demo trial proves the
+pipeline on this machine's CPU, not a GPU's speed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+# Startup time of the Voila page: plotly's FigureWidget imports nbformat, whose jsonschema imports the
+# optional ``rfc3987_syntax`` package (when installed) to check IRI formats; building its grammar takes
+# 2-6 s on a 2-core machine, a third of the page's first render. Nothing in this kernel validates IRIs,
+# so the app's kernel goes without it (jsonschema then skips that format check).
+if "jsonschema" not in sys.modules:
+    sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]
+
+import ipywidgets as widgets  # noqa: E402
+
+from gpuwork.estimate.memory import GIB  # noqa: E402
+from gpuwork.plan import TrainPlan  # noqa: E402
+from gpuwork.ui.widgets import (  # noqa: E402
+    LANGS,
+    OffersPanel,
+    RequestPanel,
+    SizingForm,
+    TrialPanel,
+    error_html,
+    one_line,
+    ui,
+)
+
+TITLE = "gpuwork — GPU sizing for fine-tuning"
+TABS = ("sizing", "offers", "request", "trial")
+
+
+class App(widgets.VBox):
+    """The whole app: a header with the language switch, then the tabs.
+
+    Attributes: ``sizing`` (SizingForm), ``offers`` (OffersPanel), ``request`` (RequestPanel),
+    ``trial`` (TrialPanel in demo mode, or None), ``tabs`` and ``lang_toggle``.
+    """
+
+    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
+                 demo_trial: bool = True, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.lang = lang if lang in LANGS else "en"
+        self.intro = widgets.HTML(layout={"flex": "1 1 auto"})
+        self.intro.add_class("gpuwork-intro")
+        self.lang_toggle = widgets.ToggleButtons(options=[("English", "en"), ("Русский", "ru")], value=self.lang,
+                                                 style={"button_width": "90px"})
+        self.lang_toggle.add_class("gpuwork-lang")
+        self.sizing = SizingForm(plan, lang=self.lang, stagger=True)
+        self.offers = OffersPanel(lang=self.lang, with_request=False)
+        self.request = RequestPanel(lang=self.lang, show_lang=False)
+        self.trial = TrialPanel(demo=True, lang=self.lang) if demo_trial else None
+        views = [self.sizing.view(), self.offers.view(), self.request.view()]
+        if self.trial is not None:
+            views.append(self.trial.view())
+            self.trial.listeners.append(self.offers.add_record)
+        self.tabs = widgets.Tab(children=views)
+        self.tabs.add_class("gpuwork-tabs")
+        self.sizing.on_plan(self._on_plan)
+        self.tabs.observe(self._on_tab, names="selected_index")
+        self.lang_toggle.observe(lambda change: self.set_lang(change["new"]), names="value")
+        self.children = [widgets.HBox([self.intro, self.lang_toggle],
+                                      layout={"justify_content": "space-between", "align_items": "flex-start"}),
+                         self.tabs]
+        self.add_class("gpuwork-app")
+        if self.sizing.plan is not None:
+            self._on_plan(self.sizing.plan)
+        self._apply_labels()
+
+    def _apply_labels(self) -> None:
+        self.intro.value = f'<p style="margin:0 12px 6px 0;max-width:1100px">{ui("intro", self.lang)}</p>'
+        self.tabs.titles = tuple(ui(f"tab_{name}", self.lang) for name in TABS[: len(self.tabs.children)])
+
+    def _current(self) -> str:
+        index = self.tabs.selected_index
+        return TABS[index] if index is not None else "sizing"
+
+    def _on_plan(self, plan: TrainPlan) -> None:
+        """A new valid plan: the hidden tabs re-evaluate when they are shown."""
+        self.offers.set_plan(plan, lazy=True)
+        self.request.plan = plan
+        self._request_stale = True
+        self._refresh_visible()
+
+    def _on_tab(self, _change: Any) -> None:
+        self._refresh_visible()
+
+    def _refresh_visible(self) -> None:
+        current = self._current()
+        if current == "offers":
+            self.offers.refresh_if_stale()
+        elif current == "request" and getattr(self, "_request_stale", False):
+            self._request_stale = False
+            self.request.refresh()
+
+    def set_lang(self, lang: str) -> None:
+        """Relabel every tab and rewrite the request in ``lang`` ("en" or "ru")."""
+        self.lang = lang if lang in LANGS else "en"
+        if self.lang_toggle.value != self.lang:
+            self.lang_toggle.value = self.lang
+            return  # the toggle's observer calls back
+        self._apply_labels()
+        self.sizing.set_lang(self.lang)
+        self.offers.set_lang(self.lang)
+        self.request.set_lang(self.lang)
+        if self.trial is not None:
+            self.trial.set_lang(self.lang)
+
+
+class StaticApp:
+    """The app's content as plain figures and HTML (report mode: survives offline HTML export)."""
+
+    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en"):
+        self.sizing = SizingForm(plan, lang=lang, report=True)
+        self.offers = OffersPanel(self.sizing.plan, lang=lang, report=True) if self.sizing.plan else None
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import HTML, display
+
+        if self.sizing.plan is None:
+            display(HTML(error_html(self.sizing.error or "invalid plan")))
+            return
+        for part in ("controls", "totals", "breakdown", "whatif", "details"):
+            self.sizing.show(part)
+        if self.offers is not None:
+            for part in ("table", "scatter", "request"):
+                self.offers.show(part)
+
+
+def build_app(plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en", report: bool = False,
+              demo_trial: bool = True) -> App | StaticApp:
+    """The app's widget tree, starting from ``plan`` (default: ``TrainPlan()``); ``report=True`` gives
+    the same content as static figures and HTML."""
+    if report:
+        return StaticApp(plan, lang=lang)
+    return App(plan, lang=lang, demo_trial=demo_trial)
+
+
+__all__ = ["GIB", "TABS", "TITLE", "App", "StaticApp", "build_app", "error_html", "one_line"]

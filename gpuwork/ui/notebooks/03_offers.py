@@ -1,0 +1,68 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Offers: where to rent, for how long, for how much — and the request to send
+#
+# Every offer of the bundled catalog (`data/catalog.csv`, illustrative dated prices) evaluated for the plan:
+# does it fit (GPU count and sharding are raised inside a node until it does), how long the run takes,
+# what it costs as billed, and for interruptible offers the expected preemptions, rework and the checkpoint
+# interval that minimises lost work. `records` lists trial records (JSON from 02 · Trial) to compare;
+# `request` holds the rental request's options (start date, budget, rent period in days).
+
+# %% tags=["parameters"]
+plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4,
+        "dataset_tokens": 200_000_000}
+records = []
+request = {"start_date": None, "budget_usd": None, "rent_period_days": None}
+lang = "en"
+report = False
+
+# %%
+from gpuwork.ui.widgets import OffersPanel, setup_notebook
+
+setup_notebook(report)
+offers = OffersPanel(plan, records=records, request=request, lang=lang, report=report)
+
+# %% [markdown]
+# ## Filters and the offers table
+
+# %%
+offers.show("filters")
+offers.show("table")
+
+# %% [markdown]
+# ## Cost against time
+
+# %%
+offers.show("scatter")
+
+# %% [markdown]
+# ## Interruptible offers: preemptions and checkpoints
+
+# %%
+offers.show("interruptible")
+
+# %% [markdown]
+# ## Trial records side by side
+
+# %%
+offers.show("compare")
+
+# %% [markdown]
+# ## The rental request
+
+# %%
+offers.show("request")

@@ -1,0 +1,29 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # gpuwork — GPU sizing for fine-tuning
+
+# %% tags=["parameters"]
+plan = None
+lang = "en"
+report = False
+
+# %%
+from gpuwork.ui.app import build_app
+from gpuwork.ui.widgets import setup_notebook
+
+setup_notebook(report)
+build_app(plan, lang=lang, report=report)

@@ -1,0 +1,45 @@
+"""Units and their display, both languages."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuwork import units
+from gpuwork.units import GIB, HOUR_S, MIB
+
+
+def test_russian_groups_digits_with_spaces_and_uses_a_decimal_comma() -> None:
+    assert units.fmt_int(8294, "ru") == "8 294" and units.fmt_int(8294, "en") == "8,294"
+    assert units.fmt_gib(1.5 * GIB, "ru") == "1,5 ГиБ" and units.fmt_gib(1.5 * GIB) == "1.5 GiB"
+    assert units.fmt_usd(1250, "ru") == "1 250 USD" and units.fmt_usd(1250) == "$1,250"
+    assert units.fmt_usd(2.5) == "$2.50"
+
+
+def test_sizes_are_decimal_and_memory_is_binary() -> None:
+    assert units.fmt_size(200e9) == "200.0 GB" and units.fmt_size(1.5e12, "ru") == "1,50 ТБ"
+    assert units.fmt_memory(512 * MIB) == "512.0 MiB" and units.fmt_memory(3 * GIB) == "3.00 GiB"
+
+
+def test_durations_switch_units_at_an_hour_and_add_days_past_three() -> None:
+    assert units.fmt_duration(30 * 60) == "30 min"
+    assert units.fmt_duration(2.5 * HOUR_S, "ru") == "2,5 ч"
+    assert units.fmt_duration(100 * HOUR_S) == "100 h (4 days)"
+    assert units.fmt_seconds(0.2153) == "0.215 s" and units.fmt_seconds(90) == "1.5 min"
+
+
+def test_missing_and_infinite_values_are_shown_as_such() -> None:
+    assert units.fmt_duration(None) == units.MISSING and units.fmt_usd(math.inf) == units.INFINITE
+    assert units.fmt_gib(None, "ru") == units.MISSING
+
+
+@pytest.mark.parametrize(("n", "word"), [(1, "день"), (2, "дня"), (5, "дней"), (11, "дней"), (21, "день"),
+                                         (112, "дней"), (104, "дня")])
+def test_russian_plurals(n: int, word: str) -> None:
+    assert units.plural_ru(n, "день", "дня", "дней") == word
+
+
+def test_an_unknown_language_is_refused() -> None:
+    with pytest.raises(ValueError, match="lang='de'"):
+        units.fmt_gib(GIB, "de")
