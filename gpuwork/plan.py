@@ -222,6 +222,11 @@ class TrainPlan:
         """A copy with some fields changed (validated like a new plan)."""
         return dataclasses.replace(self, **changes)
 
+    def single_gpu(self) -> TrainPlan:
+        """The same run on one GPU: no sharding, nothing offloaded (what a single card must hold)."""
+        return dataclasses.replace(self, gpus=1, sharding=Sharding.DDP, offload_optimizer=False,
+                                   offload_params=False)
+
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict; enum values as strings, targets as a list."""
         out: dict[str, Any] = {}

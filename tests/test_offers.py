@@ -232,7 +232,18 @@ def test_deadline_ranking():
     assert [r.expected_total_s for r in misses] == sorted(r.expected_total_s for r in misses)
     with pytest.raises(PlanError, match="deadline_s"):
         evaluate_offers(plan, sort="deadline")
-    with pytest.raises(PlanError, match="sort"):
-        evaluate_offers(plan, sort="price")
+    with pytest.raises(PlanError, match="sort='cheapest'"):
+        evaluate_offers(plan, sort="cheapest")
     with pytest.raises(CatalogError, match="interruptible"):
         evaluate_offers(plan, mode="spot")
+
+
+def test_price_and_vram_rankings_keep_unfit_offers_last() -> None:
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048, dataset_tokens=10**8)
+    by_price = evaluate_offers(plan, sort="price")
+    fits = [r for r in by_price if r.fits]
+    assert fits and by_price[:len(fits)] == fits  # every offer that fits comes before every one that does not
+    assert [r.offer.price_per_gpu_hour for r in fits] == sorted(r.offer.price_per_gpu_hour for r in fits)
+    by_vram = [r for r in evaluate_offers(plan, sort="vram") if r.fits]
+    assert [r.offer.gpu.memory_bytes for r in by_vram] == sorted((r.offer.gpu.memory_bytes for r in by_vram),
+                                                                 reverse=True)

@@ -129,7 +129,7 @@ def dataset_text_bytes(plan: TrainPlan) -> int:
 def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
     """Optimizer states of all trainable parameters, unsharded, as the memory estimator models them
     (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored)."""
-    replica = plan.replace(gpus=1, sharding=Sharding.DDP, offload_optimizer=False, offload_params=False)
+    replica = plan.single_gpu()
     est = estimate_memory(replica, spec)
     return est.breakdown.get("optimizer_states", 0) + est.breakdown.get("paged_optimizer_states", 0)
 

@@ -48,7 +48,7 @@ DEFAULT_PREEMPTION_RATE_PER_HOUR = 0.05
 RESTART_OVERHEAD_S = 600.0
 # Sharding tried, in order, when the plan does not fit as it is (least communication first).
 SHARDING_ORDER = (Sharding.DDP, Sharding.ZERO2, Sharding.ZERO3)
-SORT_KEYS = ("cost", "time", "deadline")
+SORT_KEYS = ("cost", "time", "deadline", "price", "vram")
 
 
 def usable_memory_bytes(gpu: GpuSpec, safety_margin: float = DEFAULT_SAFETY_MARGIN) -> int:
@@ -301,7 +301,15 @@ def _unfit(offer: Offer, fit: Fit, reasons: list[str], deadline_s: float | None,
                        within_budget=None if budget_usd is None else False, reasons=tuple(reasons))
 
 
-def _sort_key(sort: str) -> Any:
+def sort_offers(results: Iterable[OfferResult], sort: str = "cost") -> list[OfferResult]:
+    """Rank evaluated offers; offers that do not fit always come last (cheapest first among them).
+
+    ``sort``: "cost" (expected cost), "time" (expected wall time), "deadline" (cheapest among those that
+    meet the deadline, then the rest by time), "price" (per GPU-hour) or "vram" (most memory per GPU first).
+    """
+    if sort not in SORT_KEYS:
+        raise PlanError("sort", f"sort={sort!r} is not one of {', '.join(SORT_KEYS)}")
+
     def key(r: OfferResult) -> tuple:
         if not r.fits:
             return (2, 0, r.offer.price_per_gpu_hour, r.offer.offer_id)
@@ -311,9 +319,13 @@ def _sort_key(sort: str) -> Any:
             return (0, wall, cost, r.offer.offer_id)
         if sort == "deadline":
             return (0, 0, cost, r.offer.offer_id) if r.meets_deadline else (1, wall, cost, r.offer.offer_id)
+        if sort == "price":
+            return (0, r.offer.price_per_gpu_hour, cost, r.offer.offer_id)
+        if sort == "vram":
+            return (0, -r.offer.gpu.memory_bytes, r.offer.price_per_gpu_hour, r.offer.offer_id)
         return (0, cost, wall, r.offer.offer_id)
 
-    return key
+    return sorted(results, key=key)
 
 
 def evaluate_offers(
@@ -346,8 +358,7 @@ def evaluate_offers(
         preemption_rate_per_hour: preemptions per hour on interruptible offers.
         deadline_s: wall-clock limit; sets ``meets_deadline`` and the "deadline" ranking.
         budget_usd: offers whose expected cost exceeds it are dropped.
-        sort: "cost" (expected cost), "time" (expected wall time) or "deadline" (cheapest among
-            those meeting the deadline, then the rest by time). Offers that do not fit come last.
+        sort: a ranking of ``sort_offers`` ("cost", "time", "deadline", "price", "vram").
         min_vram_gb, gpu_class, mode, region, max_price_per_gpu_hour, gpu_ids: catalog filters
             (``gpuwork.facts.catalog.filter_offers``).
         include_unfit: keep offers the plan cannot fit (at the end, with the reason).
@@ -378,13 +389,14 @@ def evaluate_offers(
         results = [r for r in results if not r.fits or r.within_budget]
     if not include_unfit:
         results = [r for r in results if r.fits]
-    return sorted(results, key=_sort_key(sort))
+    return sort_offers(results, sort)
 
 
 __all__ = [
     "DEFAULT_PREEMPTION_RATE_PER_HOUR",
     "DEFAULT_SAFETY_MARGIN",
     "RESTART_OVERHEAD_S",
+    "SORT_KEYS",
     "SHARDING_ORDER",
     "billed_hours",
     "Fit",
@@ -394,6 +406,7 @@ __all__ = [
     "fit_plan",
     "plan_changes",
     "preemption_cost",
+    "sort_offers",
     "usable_memory_bytes",
     "young_daly_interval_s",
 ]

@@ -146,10 +146,6 @@ def _hours_ru(s: float) -> str:
     return _hours(s).replace(".", ",")
 
 
-def _single(plan: TrainPlan) -> TrainPlan:
-    return plan.replace(gpus=1, sharding=Sharding.DDP, offload_optimizer=False, offload_params=False)
-
-
 def _multi_gpu_fit(plan: TrainPlan, gpu: GpuSpec, safety_margin: float, spec: ModelSpec,
                    memo: dict[TrainPlan, int]) -> tuple[TrainPlan | None, int]:
     """Fewest GPUs (>= 2) of ``gpu`` and the sharding that fit: inside one node first, then whole
@@ -333,7 +329,7 @@ def match_profile(plan: TrainPlan, inputs: Inputs, *, safety_margin: float = DEF
     ctx = _Context(plan, inputs, safety_margin, short_run_max_s, dict(time_options or {}), {})
     card24, card48 = (inputs.gpu(g) for g in PROFILES[0].reference_gpu_ids)
     card80 = inputs.gpu(PROFILES[1].reference_gpu_ids[0])
-    single = _single(plan)
+    single = plan.single_gpu()
     fit80 = fit_plan(single, card80, max_gpus=1, safety_margin=safety_margin, spec=spec, memo=ctx.memo)
     need = fit80.device_total_bytes
     usable80 = fit80.usable_bytes

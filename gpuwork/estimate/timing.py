@@ -373,13 +373,19 @@ def batch_factor(tokens_per_micro_batch: int, peak_flops: float = SMALL_BATCH_RE
     return min(1.0, (t / (t + k)) / (ref / (ref + k)))
 
 
-def _method_group(plan: TrainPlan) -> str:
+def method_group(plan: TrainPlan) -> str:
+    """How the step's efficiency is grouped: "fp32", "lora" (adapters) or "full". The one grouping: the
+    MFU table, the calibration file and the trial's comparisons use it."""
     if plan.precision is Precision.FP32:
         return "fp32"
-    group = "lora" if plan.uses_adapters else "full"
+    return "lora" if plan.uses_adapters else "full"
+
+
+def _mfu_row_group(plan: TrainPlan) -> str:
     # One GPU without sharding is the typical Hugging Face Trainer / PEFT loop, which reaches far
     # less than the tuned multi-GPU frameworks behind the other rows (gpu_facts §3c).
-    return f"{group}-single" if plan.gpus == 1 else group
+    group = method_group(plan)
+    return f"{group}-single" if plan.gpus == 1 and group != "fp32" else group
 
 
 def default_mfu(plan: TrainPlan, gpu: GpuSpec, table: tuple[MfuRow, ...]) -> MfuChoice:
@@ -387,7 +393,7 @@ def default_mfu(plan: TrainPlan, gpu: GpuSpec, table: tuple[MfuRow, ...]) -> Mfu
     (first architecture prefix that matches, else "*"), x QLORA_THROUGHPUT_FACTOR for QLoRA,
     x batch_factor(tokens per micro-batch)."""
     rows = table
-    group = _method_group(plan)
+    group = _mfu_row_group(plan)
     candidates = [r for r in rows if r.method_group == group]
     if not candidates and group.endswith("-single"):
         group = group.removesuffix("-single")
@@ -754,6 +760,7 @@ __all__ = [
     "estimate_time",
     "flops_per_token",
     "matmul_params",
+    "method_group",
     "mfu_from_measurement",
     "peak_flops",
 ]

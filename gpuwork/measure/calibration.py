@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import CatalogError, GpuworkError
-from gpuwork.plan import Attention, Precision, Sharding, TrainPlan
+from gpuwork.estimate.timing import method_group
+from gpuwork.plan import Attention, TrainPlan
 
 SCHEMA_VERSION = 1
 ENV_CALIBRATION = "GPUWORK_CALIBRATION"  # overrides the default file location
@@ -211,18 +212,12 @@ class Calibration:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
-def _method_group(plan: TrainPlan) -> str:
-    if plan.precision is Precision.FP32:
-        return "fp32"
-    return "lora" if plan.uses_adapters else "full"
-
-
 def _plan_as_run(record: Any, plan: TrainPlan | None) -> TrainPlan:
     """The plan the trial actually ran: its device count and sharding, the attention it used."""
     plan = plan if plan is not None else record.plan
     world = record.world_size
     if world == 1:
-        plan = plan.replace(gpus=1, sharding=Sharding.DDP, offload_optimizer=False, offload_params=False)
+        plan = plan.single_gpu()
     elif plan.gpus != world:
         plan = plan.replace(gpus=world)
     used = {"flash_attention_2": Attention.FLASH, "sdpa": Attention.SDPA, "eager": Attention.EAGER}
@@ -305,7 +300,7 @@ def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[str]) -> TimeCalib
         measured_tokens_per_s=tokens_per_s, measured_step_time_s=s.median_step_time_s, measured_mfu=measured_mfu,
         estimated_tokens_per_s=te.tokens_per_s, estimated_step_time_s=te.step_time_s,
         estimated_mfu=te.model_flops_utilization, step_time_factor=s.median_step_time_s / te.step_time_s,
-        efficiency=efficiency, method_group=_method_group(plan), precision=plan.precision.value,
+        efficiency=efficiency, method_group=method_group(plan), precision=plan.precision.value,
         tokens_per_micro_batch=plan.tokens_per_micro_batch)
 
 
@@ -364,7 +359,7 @@ class DeviceCalibration:
     def time_calibration(self, plan: TrainPlan) -> dict[str, Any] | None:
         """The newest entry's ``estimate_time`` calibration for plans like ``plan`` (same method
         group and precision), or None."""
-        group = _method_group(plan)
+        group = method_group(plan)
         for entry in reversed(self.entries):
             t = entry.time
             if t is not None and t.method_group == group and t.precision == plan.precision.value:

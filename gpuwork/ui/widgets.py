@@ -1173,7 +1173,7 @@ def estimate_vs_measured_rows(record: Any) -> list[dict[str, Any]]:
     with contextlib.suppress(GpuworkError, ValueError):
         plan = plan.replace(precision=record.protocol.precision_used)
     with contextlib.suppress(GpuworkError, ValueError):
-        plan = plan.replace(gpus=1, sharding="ddp", offload_optimizer=False, offload_params=False)
+        plan = plan.single_gpu()
     try:
         est = estimate_memory(plan)
     except GpuworkError:
@@ -1564,7 +1564,7 @@ class TrialPanel:
 
 # -- offers: pure update --------------------------------------------------------------------------------
 
-SORTS = ("cost", "time", "price", "vram")
+SORTS = ("cost", "time", "price", "vram")  # the rankings of estimate.offers.sort_offers the panel offers
 
 
 def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classes: Sequence[str] | None = None,
@@ -1581,16 +1581,11 @@ def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classe
     kwargs: dict[str, Any] = {}
     if preemption_rate_per_hour is not None:
         kwargs["preemption_rate_per_hour"] = preemption_rate_per_hour
-    results = sizing.evaluate_offers(
-        plan, sort=sort if sort in ("cost", "time") else "cost", mode=list(modes) if modes is not None else None,
+    return sizing.evaluate_offers(
+        plan, sort=sort, mode=list(modes) if modes is not None else None,
         gpu_class=list(classes) if classes is not None else None, region=list(regions) if regions is not None else None,
         max_price_per_gpu_hour=max_price, min_vram_gb=min_vram_gb, budget_usd=budget_usd,
         include_unfit=include_unfit, **kwargs)
-    if sort == "price":
-        results.sort(key=lambda r: (not r.fits, r.offer.price_per_gpu_hour, r.offer.offer_id))
-    elif sort == "vram":
-        results.sort(key=lambda r: (not r.fits, -r.offer.gpu.memory_bytes, r.offer.price_per_gpu_hour))
-    return results
 
 
 def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | None = None) -> str:
