@@ -1,14 +1,16 @@
 # gpuwork: the two everyday commands are `make app` and `make test` (see README.md).
 #
-#   make venv          create .venv (python3.11), torch first, then this package with its test extras
-#   make app           serve notebooks/app.ipynb with Voila on http://$(HOST):$(PORT) (config: voila.json)
+#   make venv          create .venv (python3.11), torch first, then this package with all its extras
+#   make app           `gpuwork app`: the bundled app notebook with Voila on http://$(HOST):$(PORT)
 #   make test          the whole pytest suite (installs chromium for browser tests when it can)
 #   make lint          ruff check gpuwork tests
 #   make browser-deps  apt-get install chromium if /usr/bin/chromium is missing
+#   make check-wheel   build the wheel, install it in fresh virtualenvs outside the checkout, run the CLI
 #
 # torch is installed on its own, pinned, BEFORE the package: left to the resolver together with
 # everything else, pip may pick another torch build (on Linux PyPI that is a multi-GB CUDA wheel).
-# The pin must equal the one in pyproject.toml and environment.yml (tests/test_environment.py checks).
+# constraints.txt holds the pin for both installs; it must equal the pin below and environment.yml's,
+# and fall in pyproject.toml's [trial] range (tests/test_environment.py checks).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -22,24 +24,25 @@ PORT ?= 8866
 #   make venv TORCH_PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu"
 TORCH_PIP_ARGS ?=
 CHROMIUM := /usr/bin/chromium
-# Written after a complete install; rebuilt when pyproject.toml changes.
+CONSTRAINTS := constraints.txt
+# Written after a complete install; rebuilt when pyproject.toml or the constraints change.
 STAMP := $(VENV)/.gpuwork-installed
 
-.PHONY: help venv app test lint browser-deps
+.PHONY: help venv app test lint browser-deps check-wheel
 
 help:
-	@sed -n '3,7p' Makefile
+	@sed -n '3,8p' Makefile
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@if [ ! -x "$(PY)" ]; then echo "creating $(VENV) with $(PYTHON)"; $(PYTHON) -m venv "$(VENV)"; fi
-	$(PY) -m pip install $(TORCH_PIP_ARGS) "torch==2.13.0"
-	$(PY) -m pip install -e ".[test]"
+	$(PY) -m pip install $(TORCH_PIP_ARGS) -c $(CONSTRAINTS) "torch==2.13.0"
+	$(PY) -m pip install -c $(CONSTRAINTS) -e ".[test]"
 	@touch "$(STAMP)"
 
 app: venv
-	$(VENV)/bin/voila notebooks/app.ipynb --Voila.ip=$(HOST) --port=$(PORT) --no-browser
+	$(VENV)/bin/gpuwork app --host $(HOST) --port $(PORT)
 
 test: venv
 	@$(MAKE) --no-print-directory browser-deps || \
@@ -48,6 +51,9 @@ test: venv
 
 lint: venv
 	$(VENV)/bin/ruff check gpuwork tests
+
+check-wheel: venv
+	PYTHON=$(PYTHON) scripts/check_wheel.sh
 
 browser-deps:
 	@if [ -x "$(CHROMIUM)" ]; then \

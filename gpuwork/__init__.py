@@ -11,7 +11,19 @@ from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task
 from gpuwork.present.request import RentalRequest, rental_request
 from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time, evaluate_offers, match_profile
 
-__version__ = "0.1.0"
+
+def _installed_version(distribution: str = "gpuwork") -> str:
+    """The installed distribution's version (pyproject.toml's, via its metadata); a source tree that was
+    never installed has no metadata and reports ``0+unknown``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _installed_version()
 
 
 def trace_memory(plan, **kwargs):
@@ -26,6 +38,27 @@ def run_trial(plan, **kwargs):
     from gpuwork.measure.trial import run_trial as _run
 
     return _run(plan, **kwargs)
+
+
+def offers_frame(results, lang="en"):
+    """pandas DataFrame, one row per evaluated offer; imports pandas on first use. See gpuwork.present.tables."""
+    from gpuwork.present.tables import offers_frame as _frame
+
+    return _frame(results, lang=lang)
+
+
+def records_frame(records):
+    """pandas DataFrame, one row per TrialRecord (or its JSON file). See gpuwork.present.tables."""
+    from gpuwork.present.tables import records_frame as _frame
+
+    return _frame(records)
+
+
+def memory_frame(estimate):
+    """pandas DataFrame, one row per term of a MemoryEstimate (term, bytes, GiB). See gpuwork.present.tables."""
+    from gpuwork.present.tables import memory_frame as _frame
+
+    return _frame(estimate)
 
 
 __all__ = [
@@ -56,6 +89,9 @@ __all__ = [
     "estimate_time",
     "evaluate_offers",
     "match_profile",
+    "memory_frame",
+    "offers_frame",
+    "records_frame",
     "rental_request",
     "get_spec",
     "list_presets",

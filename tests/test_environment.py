@@ -1,7 +1,8 @@
-"""The install paths agree: environment.yml, pyproject.toml, the Makefile, .ci/run and the README.
+"""The install paths agree: constraints.txt, environment.yml, pyproject.toml, the Makefile, .ci/run, README.
 
-conda cannot run here (no conda channel is reachable), so environment.yml is checked structurally.
-Each test fails when one of these files drifts from the others.
+The torch pin lives in constraints.txt; the Makefile and environment.yml install it first and must name the
+same version, and pyproject.toml's [trial] range must contain it. conda cannot run here (no conda channel
+is reachable), so environment.yml is checked structurally. Each test fails when one file drifts.
 """
 
 from __future__ import annotations
@@ -38,13 +39,48 @@ def _pip_section(env: dict) -> list[str]:
     return [str(line).strip() for line in sections[0]]
 
 
-def _torch_pin_pyproject(pyproject: dict) -> str:
-    reqs = [Requirement(r) for r in pyproject["project"]["dependencies"]]
-    torch = [r for r in reqs if r.name == "torch"]
-    assert len(torch) == 1, "pyproject.toml must list torch once in [project] dependencies"
+def _torch_pin() -> str:
+    """The torch version of constraints.txt (the one pin every install path shares)."""
+    lines = [line.split("#")[0].strip() for line in (ROOT / "constraints.txt").read_text().splitlines()]
+    torch = [Requirement(line) for line in lines if line and Requirement(line).name == "torch"]
+    assert len(torch) == 1, "constraints.txt must pin torch once"
     specs = list(torch[0].specifier)
     assert len(specs) == 1 and specs[0].operator == "==", f"torch must be pinned with ==, got {torch[0]}"
     return specs[0].version
+
+
+def _extra(pyproject: dict, name: str) -> list[Requirement]:
+    return [Requirement(r) for r in pyproject["project"]["optional-dependencies"][name]]
+
+
+def test_torch_pin_lies_in_the_trial_range(pyproject: dict) -> None:
+    torch = [r for r in _extra(pyproject, "trial") if r.name == "torch"]
+    assert len(torch) == 1, "pyproject.toml's [trial] extra must list torch once"
+    specs = list(torch[0].specifier)
+    assert specs and all(s.operator != "==" for s in specs), f"[trial] takes a range of torch, got {torch[0]}"
+    assert torch[0].specifier.contains(_torch_pin()), f"constraints.txt's torch {_torch_pin()} is outside {torch[0]}"
+
+
+def test_core_dependencies_are_light(pyproject: dict) -> None:
+    """`pip install gpuwork` brings no torch, no model libraries and no notebook stack."""
+    core = {Requirement(r).name for r in pyproject["project"]["dependencies"]}
+    heavy = {"torch", "transformers", "peft", "bitsandbytes", "accelerate", "voila", "jupyterlab", "pandas",
+             "plotly", "ipywidgets"}
+    assert not core & heavy, f"move {sorted(core & heavy)} from [project] dependencies to an extra"
+
+
+def test_extras_compose(pyproject: dict) -> None:
+    """[all] is trial + workbook + app; [test] is [all] plus the test tools; accelerate is nowhere."""
+    assert [(r.name, r.extras) for r in _extra(pyproject, "all")] == [("gpuwork", {"trial", "workbook", "app"})]
+    test = _extra(pyproject, "test")
+    assert any(r.name == "gpuwork" and r.extras == {"all"} for r in test), "[test] must include gpuwork[all]"
+    assert {"pytest", "pytest-timeout", "playwright", "ruff", "import-linter"} <= {r.name for r in test}
+    declared = {Requirement(r).name for r in pyproject["project"]["dependencies"]}
+    for extra in pyproject["project"]["optional-dependencies"]:
+        declared |= {r.name for r in _extra(pyproject, extra)}
+    assert "accelerate" not in declared, "gpuwork imports no accelerate: do not declare it"
+    assert pyproject["project"]["license"] == "Apache-2.0" and pyproject["project"]["license-files"] == ["LICENSE"]
+    assert "Apache License" in (ROOT / "LICENSE").read_text()[:200]
 
 
 def test_environment_uses_conda_forge(env: dict) -> None:
@@ -61,12 +97,12 @@ def test_environment_python_matches_requires_python(env: dict, pyproject: dict) 
     assert "pip" in _conda_deps(env)
 
 
-def test_environment_torch_pin_matches_pyproject(env: dict, pyproject: dict) -> None:
+def test_environment_torch_pin_matches_constraints(env: dict) -> None:
     pip = _pip_section(env)
     torch_lines = [line for line in pip if re.match(r"torch\b", line)]
     assert torch_lines, "environment.yml's pip section must pin torch"
     assert pip[0] == torch_lines[0], "torch must come first in the pip section (before the package)"
-    assert torch_lines[0] == f"torch=={_torch_pin_pyproject(pyproject)}"
+    assert torch_lines[0] == f"torch=={_torch_pin()}"
 
 
 def test_environment_pip_installs_this_package(env: dict) -> None:
@@ -74,6 +110,8 @@ def test_environment_pip_installs_this_package(env: dict) -> None:
     package = [line for line in pip if re.fullmatch(r"(-e\s+)?\.(\[[\w,-]+\])?", line)]
     assert package, f"the pip section must install this package (`-e .` or `.`); got {pip}"
     assert pip.index(package[0]) > 0, "the package must come after the torch pin"
+    assert re.search(r"\[(.*,)?(test|all)(,.*)?\]", package[0]), f"install the extras: `-e .[test]`, got {package[0]}"
+    assert "-c constraints.txt" in pip, "the pip section must install under `-c constraints.txt`"
 
 
 @pytest.mark.slow
@@ -104,33 +142,46 @@ def _make_recipe(target: str) -> list[str]:
     raise AssertionError(f"Makefile has no rule for {target}")
 
 
-def test_makefile_installs_torch_pin_before_package(pyproject: dict) -> None:
+def test_makefile_installs_torch_pin_before_package() -> None:
     recipe = _make_recipe("$(STAMP)")
     torch_idx = [i for i, line in enumerate(recipe) if "pip install" in line and "torch==" in line]
-    pkg_idx = [i for i, line in enumerate(recipe) if re.search(r"pip install\s.*-e\s+\"?\.", line)]
-    assert torch_idx and pkg_idx, f"the venv recipe must pip install torch, then -e .; got {recipe}"
+    pkg_idx = [i for i, line in enumerate(recipe) if re.search(r"pip install\s.*-e\s+\"?\.\[(test|all)", line)]
+    assert torch_idx and pkg_idx, f"the venv recipe must pip install torch, then -e .[test]; got {recipe}"
     assert torch_idx[0] < pkg_idx[0], "torch must be installed before the package"
     pin = re.search(r"torch==([\w.+-]+)", recipe[torch_idx[0]]).group(1)
-    assert pin == _torch_pin_pyproject(pyproject)
-    assert "python3.11" in (ROOT / "Makefile").read_text(), "the venv must be made with python3.11"
+    assert pin == _torch_pin()
+    text = (ROOT / "Makefile").read_text()
+    assert re.search(r"^CONSTRAINTS\s*:=\s*constraints\.txt\s*$", text, re.M)
+    assert all("-c $(CONSTRAINTS)" in recipe[i] for i in (torch_idx[0], pkg_idx[0])), \
+        "both installs must run under -c $(CONSTRAINTS)"
+    assert re.search(r"^\$\(STAMP\):.*\$\(CONSTRAINTS\)", text, re.M), "the stamp must depend on the constraints"
+    assert "python3.11" in text, "the venv must be made with python3.11"
 
 
 def test_makefile_has_the_documented_targets() -> None:
     text = (ROOT / "Makefile").read_text()
-    for target in ("venv", "app", "test", "lint", "browser-deps"):
+    for target in ("venv", "app", "test", "lint", "browser-deps", "check-wheel"):
         assert re.search(rf"^{target}\s*:", text, re.M), f"Makefile lacks target {target}"
     assert any("pytest" in line for line in _make_recipe("test"))
-    assert any("voila" in line and "notebooks/app.ipynb" in line for line in _make_recipe("app"))
+    assert any(re.search(r"bin/gpuwork app\b.*--port \$\(PORT\)", line) for line in _make_recipe("app"))
+    assert any("scripts/check_wheel.sh" in line for line in _make_recipe("check-wheel"))
 
 
-def test_ci_runs_make_test() -> None:
+def test_ci_runs_make_test_then_the_wheel_check() -> None:
     ci = ROOT / ".ci" / "run"
     text = ci.read_text()
     assert ci.stat().st_mode & 0o111, ".ci/run must be executable"
     assert text.startswith("#!/usr/bin/env bash") or text.startswith("#!/bin/bash")
     assert "set -euo pipefail" in text
     commands = [line.strip() for line in text.splitlines() if not line.strip().startswith("#")]
-    assert any(re.match(r"^make test\b", c) for c in commands), ".ci/run must run `make test`"
+    test = [i for i, c in enumerate(commands) if re.match(r"^make test\b", c)]
+    wheel = [i for i, c in enumerate(commands) if re.match(r"^(bash )?scripts/check_wheel\.sh\b", c)]
+    assert test, ".ci/run must run `make test`"
+    assert wheel and wheel[0] > test[0], ".ci/run must run scripts/check_wheel.sh after `make test`"
+    script = ROOT / "scripts" / "check_wheel.sh"
+    assert script.stat().st_mode & 0o111, "scripts/check_wheel.sh must be executable"
+    assert "set -euo pipefail" in script.read_text()
+    assert "constraints.txt" in script.read_text(), "the wheel check installs torch from constraints.txt"
 
 
 def test_readme_quick_start_commands() -> None:

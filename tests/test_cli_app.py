@@ -1,0 +1,140 @@
+"""``gpuwork app``: the bundled app notebook served by Voila with voila.json's settings, from any directory.
+
+The slow test starts the real command on a free 127.0.0.1 port from an empty temporary directory, fetches
+the page and stops the server by its PID. Nothing but 127.0.0.1 is contacted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gpuwork.cli.app import APP_NOTEBOOK, VOILA_SETTINGS, app_notebook, require, voila_argv
+from gpuwork.errors import GpuworkError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_settings_are_voila_json() -> None:
+    """The wheel does not ship voila.json, so the command carries the same settings."""
+    assert VOILA_SETTINGS == json.loads((ROOT / "voila.json").read_text())
+
+
+def test_the_app_notebook_ships_inside_the_package() -> None:
+    import gpuwork
+
+    notebook = app_notebook()
+    assert notebook.name == APP_NOTEBOOK and notebook.is_file()
+    assert Path(gpuwork.__file__).parent in notebook.parents
+    assert json.loads(notebook.read_text())["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_voila_reads_the_command_line_as_the_settings() -> None:
+    """Voila's own parser turns voila_argv into VOILA_SETTINGS, with the host and port asked for."""
+    from jupyter_server.services.kernels.kernelmanager import MappingKernelManager
+    from voila.app import Voila
+    from voila.configuration import VoilaConfiguration
+
+    voila = Voila()
+    voila.parse_command_line(voila_argv(app_notebook(), host="127.0.0.1", port=9123))
+    assert voila.extra_args == [str(app_notebook())]
+    assert (voila.ip, voila.port, voila.open_browser) == ("127.0.0.1", 9123, False)
+    configuration = VoilaConfiguration(parent=voila)
+    assert configuration.strip_sources is True
+    assert configuration.extension_denylist == ["jupyterlab-jupytext"]
+    kernels = MappingKernelManager(config=voila.config)
+    assert (kernels.cull_interval, kernels.cull_idle_timeout) == (60, 600)
+
+
+def test_require_names_the_extra_to_install() -> None:
+    with pytest.raises(GpuworkError) as error:
+        require("gpuwork_no_such_module", "app")
+    assert str(error.value) == ("gpuwork_no_such_module is not installed: install gpuwork[app] "
+                                "(pip install 'gpuwork[app]')")
+
+
+def _gpuwork(*args: str, code: str = "", cwd: Path) -> subprocess.CompletedProcess:
+    """`gpuwork ARGS` in a fresh interpreter; ``code`` runs first (e.g. to hide a module)."""
+    program = f"import sys\n{code}\nfrom gpuwork.cli import main\nsys.exit(main({list(args)!r}))"
+    return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def test_without_voila_one_line_says_install_the_app_extra(tmp_path: Path) -> None:
+    # sys.modules[name] = None makes `import voila` fail as it does where voila is not installed
+    result = _gpuwork("app", code="sys.modules['voila'] = None", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == ("gpuwork: error: voila is not installed: install gpuwork[app] "
+                             "(pip install 'gpuwork[app]')\n")
+
+
+@pytest.mark.parametrize("port", ["0", "70000", "http"])
+def test_a_bad_port_is_one_line(port: str, tmp_path: Path) -> None:
+    result = _gpuwork("app", "--port", port, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and f"{port!r} is not a TCP port" in result.stderr
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_gpuwork_app_serves_the_app_from_any_directory(tmp_path: Path) -> None:
+    command = Path(sys.executable).with_name("gpuwork")
+    assert command.exists(), f"the gpuwork console script is not installed next to {sys.executable}: make venv"
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log_path = tmp_path / "app.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([str(command), "app", "--port", str(port)], cwd=tmp_path, stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    kernels: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 150
+        body = ""
+        while True:
+            assert proc.poll() is None, f"gpuwork app exited with {proc.returncode}:\n{log_path.read_text()}"
+            try:  # the first GET starts a kernel and runs the notebook
+                with urllib.request.urlopen(url, timeout=120) as response:
+                    if response.status == 200:
+                        body = response.read().decode()
+                        break
+            except OSError:
+                assert time.monotonic() < deadline, f"no answer on {url} within 150 s:\n{log_path.read_text()}"
+                time.sleep(0.5)
+        kernels = psutil.Process(proc.pid).children(recursive=True)
+        assert "<title>app</title>" in body
+        log = log_path.read_text(errors="replace")
+        assert f"http://127.0.0.1:{port}/" in log
+        assert "Error at server while executing cell" not in log, log[-3000:]
+        assert kernels, "serving the page started no kernel"
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)  # Voila stops its loop and shuts its kernels down
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        for kernel in kernels:
+            try:
+                kernel.wait(timeout=10)
+            except psutil.TimeoutExpired:
+                kernel.kill()
+            except psutil.NoSuchProcess:
+                pass
+    assert proc.returncode == 0, log_path.read_text()
+    assert "Kernel shutdown" in log_path.read_text()
