@@ -26,7 +26,7 @@ plan = TrainPlan(**json.loads(sys.argv[1]))
 t0 = time.perf_counter()
 r = trace_memory(plan)
 est = estimate_memory(plan)
-analytic = est.peak_allocated_bytes - est.breakdown["cublas_workspace"]
+analytic = est.traceable_bytes
 import resource
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"s": time.perf_counter() - t0, "traced": r.peak_allocated_bytes, "analytic": analytic,

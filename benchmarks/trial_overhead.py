@@ -24,22 +24,22 @@ import time
 
 def bare_step_time(plan, steps: int, warmup: int) -> float:
     """Mean seconds per step of the trial's training step with no measuring around it."""
+    from gpuwork.measure.runtime import build_run, prepare, quiet_libraries, release_memory, train_step
     from gpuwork.measure.textdata import cycle, make_loader
-    from gpuwork.measure.trial import _build_run, _prepare, _quiet_libraries, _release_memory, _train_step
 
-    setup, text = _prepare(plan, device=None, seed=0, warmup=warmup, lr=None, data=None, tokenizer=None,
-                           model_factory=None, max_grad_norm=1.0)
-    with _quiet_libraries():
-        run = _build_run(setup)
+    setup, text = prepare(plan, device=None, seed=0, warmup=warmup, lr=None, data=None, tokenizer=None,
+                          model_factory=None, max_grad_norm=1.0)
+    with quiet_libraries():
+        run = build_run(setup)
         batches = cycle(make_loader(text.dataset(setup.task.value), plan.batch_size))
         for _ in range(warmup):
-            _train_step(run, setup, lambda: next(batches), time.perf_counter, None)
+            train_step(run, setup, lambda: next(batches), time.perf_counter)
         start = time.perf_counter()
         for _ in range(steps):
-            _train_step(run, setup, lambda: next(batches), time.perf_counter, None)
+            train_step(run, setup, lambda: next(batches), time.perf_counter)
         elapsed = time.perf_counter() - start
     del run
-    _release_memory(setup.device)
+    release_memory(setup.device)
     return elapsed / steps
 
 

@@ -148,7 +148,7 @@ def save_qlora_base(model: str, folder: Path) -> Path:
 def run_case(case: dict[str, Any], args: argparse.Namespace, qlora_dir: Path | None) -> dict[str, Any]:
     import torch
 
-    from gpuwork.measure.calibration import match_catalog_gpu
+    from gpuwork.facts.catalog import match_gpu_name
     from gpuwork.measure.trial import run_trial
     from gpuwork.plan import TrainPlan
     from gpuwork.sizing import estimate_memory
@@ -185,7 +185,7 @@ def run_case(case: dict[str, Any], args: argparse.Namespace, qlora_dir: Path | N
     if record.error:
         result["error"] = record.error
     result["substitutions"] = list(record.protocol.substitutions)
-    gpu = match_catalog_gpu(record.environment.device_name, record.environment.device_total_bytes)
+    gpu = match_gpu_name(record.environment.device_name, record.environment.device_total_bytes)
     if gpu is not None:
         try:
             from gpuwork.sizing import estimate_time

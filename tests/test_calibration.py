@@ -1,4 +1,5 @@
-"""Tests for gpuwork.measure.calibration (trial vs estimates, the user file) and gpuwork.measure.trial.extrapolate.
+"""Tests for gpuwork.measure.calibration (trial vs estimates, the user file) and
+gpuwork.measure.extrapolation (the whole run from a trial, billed per offer).
 
 One real tiny trial runs on the CPU (a few seconds); GPU records are that record with its
 environment and measurements replaced, so nothing here needs a GPU. The calibration file always
@@ -14,7 +15,10 @@ import math
 import pytest
 import torch
 
-from gpuwork.facts.catalog import load_offers
+from gpuwork import sizing
+from gpuwork.estimate.offers import billed_hours
+from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, TIME_MARGIN
+from gpuwork.facts.catalog import Mode, load_offers, match_gpu_name
 from gpuwork.measure.calibration import (
     ENV_CALIBRATION,
     CalibrationError,
@@ -22,10 +26,10 @@ from gpuwork.measure.calibration import (
     calibrate,
     default_calibration_path,
     load_calibration,
-    match_catalog_gpu,
     save_calibration,
 )
-from gpuwork.measure.trial import TRIAL_TIME_MARGIN, TrialError, extrapolate, run_trial
+from gpuwork.measure.extrapolation import extrapolate
+from gpuwork.measure.trial import TrialError, run_trial
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory
 
@@ -54,21 +58,21 @@ def as_gpu(record, name=H100, total_mib=81559, median_s=0.5, allocated=3 * 2**30
     return dataclasses.replace(record, environment=env, summary=summary)
 
 
-# -- which catalog GPU -----------------------------------------------------------------------------------
+# -- which catalog GPU: one matcher (gpuwork.facts.catalog.match_gpu_name) for every caller -------------------
 
 
 @pytest.mark.parametrize(("name", "total_mib", "gpu_id"), [
-    ("NVIDIA H100 80GB HBM3", None, "h100_sxm"), ("NVIDIA H100 PCIe", None, "h100_pcie"),
-    ("NVIDIA H100 NVL", None, "h100_nvl"), ("NVIDIA H200", 143771, "h200_sxm"), ("NVIDIA H200 NVL", None, "h200_nvl"),
-    ("NVIDIA A100-SXM4-80GB", None, "a100_80_sxm"), ("NVIDIA A100-PCIE-40GB", None, "a100_40_pcie"),
-    ("NVIDIA A100 80GB PCIe", None, "a100_80_pcie"), ("NVIDIA L40S", None, "l40s"), ("NVIDIA L4", None, "l4"),
-    ("NVIDIA GeForce RTX 4090", None, "rtx4090"), ("NVIDIA RTX 6000 Ada Generation", None, "rtx6000_ada"),
-    ("NVIDIA B200", None, "b200"), ("AMD Instinct MI300X", None, "mi300x"),
-    ("Tesla T4", None, None), ("AMD EPYC 7763 64-Core Processor", None, None),
+    ("NVIDIA H100 80GB HBM3", 81559, "h100_sxm"), ("NVIDIA H200", 143771, "h200_sxm"),
+    ("NVIDIA A100-SXM4", 81920, "a100_80_sxm"), ("NVIDIA A100", 0, None), ("NVIDIA Mystery 9000", 1000, None),
 ])
-def test_device_names_match_catalog_gpus_or_nothing(name, total_mib, gpu_id):
-    gpu = match_catalog_gpu(name, total_mib * 2**20 if total_mib else None)
-    assert (gpu.gpu_id if gpu else None) == gpu_id
+def test_calibration_and_extrapolation_name_the_same_catalog_gpu(cpu_record, name, total_mib, gpu_id):
+    record = as_gpu(cpu_record, name=name, total_mib=total_mib)
+    matched = match_gpu_name(name, record.environment.device_total_bytes)
+    assert (matched.gpu_id if matched else None) == gpu_id
+    assert calibrate(record).gpu_id == gpu_id
+    ext = extrapolate(record)
+    assert ext.catalog_gpu_id == gpu_id and {o.gpu_id for o in ext.offers} <= {gpu_id}
+    assert (ext.offers != ()) == (gpu_id is not None)
 
 
 # -- calibrate ----------------------------------------------------------------------------------------------
@@ -183,7 +187,7 @@ def test_memory_calibration_is_applied_only_when_asked(cpu_record):
         apply_memory_calibration(est, {"allocated": 0, "reserved": 1.0})
 
 
-# -- extrapolation (gpuwork.measure.trial.extrapolate) --------------------------------------------------------------------
+# -- extrapolation (gpuwork.measure.extrapolation.extrapolate) -------------------------------------------------------
 
 
 def test_extrapolation_formula(cpu_record):
@@ -201,7 +205,8 @@ def test_extrapolation_formula(cpu_record):
     assert ext.cost == pytest.approx(ext.total_s / 3600 * 2.0)
     assert ext.checkpoint_bytes_measured and ext.catalog_gpu_id == "h100_sxm"
     default = extrapolate(record, plan, offers=[])
-    assert default.margin == TRIAL_TIME_MARGIN and default.eval_fraction == 0.05 and default.cost is None
+    assert default.margin == TIME_MARGIN and default.eval_fraction == 0.05 and default.cost is None
+    assert default.checkpoint_write_bytes_s == DISK_WRITE_BYTES_S  # the estimator's margin and disk speed
     assert extrapolate(record, plan, eval_fraction=0.0, offers=[]).eval_s == 0.0
     four = extrapolate(record, plan.replace(gpus=4), offers=[])
     assert four.steps == 2_500 and any("linear scaling" in n for n in four.notes)
@@ -211,13 +216,17 @@ def test_extrapolation_prices_the_same_gpus_offers(cpu_record):
     record = as_gpu(cpu_record, median_s=0.5)
     plan = record.plan.replace(dataset_tokens=10**8)
     ext = extrapolate(record, plan)
-    expected = [o for o in load_offers() if o.gpu_id == "h100_sxm"]
+    expected = {o.offer_id: o for o in load_offers() if o.gpu_id == "h100_sxm"}
     assert expected and len(ext.offers) == len(expected)
+    assert ext.catalog_gpu_name == "H100 SXM"
     assert [o.cost for o in ext.offers] == sorted(o.cost for o in ext.offers)
     for o in ext.offers:
+        offer = expected[o.offer_id]
         assert o.gpu_id == "h100_sxm"
-        assert o.billed_hours == max(ext.total_hours, o.min_rental_hours)
-        assert o.cost == pytest.approx(o.billed_hours * o.price_per_gpu_hour)
+        assert o.billed_hours == billed_hours(ext.total_hours, offer)
+        assert o.billed_gpus == offer.gpus_per_node  # one GPU measured, the node rented whole
+        assert o.cost == pytest.approx(o.billed_hours * o.billed_gpus * o.price_per_gpu_hour)
+        assert ("rented whole" in o.note) == (offer.gpus_per_node > 1)
     cpu = extrapolate(cpu_record, cpu_record.plan)
     assert cpu.offers == () and any("CPU" in n for n in cpu.notes)
     assert math.isfinite(cpu.total_s)
@@ -230,3 +239,29 @@ def test_extrapolation_refuses_another_shape_or_a_failed_trial(cpu_record):
         extrapolate(dataclasses.replace(cpu_record, fits=False, summary=None))
     with pytest.raises(TrialError, match="eval_fraction"):
         extrapolate(cpu_record, eval_fraction=1.5)
+
+
+def test_a_reserved_offer_bills_whole_periods_in_the_trial_and_in_offers(cpu_record):
+    """One billing rule: a 1,000-hour run on a 720-hour reserved offer pays 1,440 hours, in the trial's
+    extrapolation and in the offers ranking alike."""
+    offer = next(o for o in load_offers() if o.offer_id == "nba-l40s-1x-res1m")
+    assert offer.mode is Mode.RESERVED and offer.min_rental_hours == 720 and offer.gpus_per_node == 1
+    assert billed_hours(1000.0, offer) == 1440.0
+
+    record = as_gpu(cpu_record, name="NVIDIA L40S", total_mib=46068, median_s=3600.0)  # an hour a step
+    tokens = record.summary.tokens_per_step
+    plan = record.plan.replace(dataset_tokens=tokens * 1000, epochs=1.0, eval_fraction=0.0,
+                               checkpoint_every_steps=2000)
+    ext = extrapolate(record, plan, margin=0.0)
+    assert ext.steps == 1000 and ext.checkpoints == 0 and ext.total_hours == pytest.approx(1000.0)
+    priced = {o.offer_id: o for o in ext.offers}[offer.offer_id]
+    assert priced.billed_hours == 1440.0 and priced.billed_gpus == 1
+    assert priced.cost == pytest.approx(1440 * offer.price_per_gpu_hour)
+
+    base = TrainPlan(model="llama-3.2-1b", method="lora", seq_len=1024, dataset_tokens=10**8)
+    probe = sizing.evaluate_offers(base, [offer])[0]
+    run = base.replace(dataset_tokens=round(base.dataset_tokens * 1000 * 3600 / probe.time.total_s))
+    result = sizing.evaluate_offers(run, [offer])[0]
+    assert result.fits and result.billed_gpus == 1
+    assert 990 < result.time.total_s / 3600 < 1010  # a 1,000-hour run
+    assert result.billed_cost_usd == pytest.approx(1440 * offer.price_per_gpu_hour)

@@ -25,6 +25,7 @@ from gpuwork.facts.catalog import (
     get_gpu,
     load_gpus,
     load_offers,
+    match_gpu_name,
 )
 
 BUNDLED = Path(__file__).resolve().parent.parent / "gpuwork" / "facts" / "data"
@@ -394,6 +395,34 @@ def test_get_gpu_with_user_table():
     assert get_gpu("RTX 4090", gpus).gpu_id == "rtx4090"
     with pytest.raises(CatalogError):
         get_gpu("H100 SXM", gpus)
+
+
+# ----------------------------------------------------------------------------- device names (torch / nvidia-smi)
+
+
+@pytest.mark.parametrize(("name", "total_mib", "gpu_id"), [
+    ("NVIDIA H100 80GB HBM3", None, "h100_sxm"), ("NVIDIA H100 PCIe", None, "h100_pcie"),
+    ("NVIDIA H100 NVL", None, "h100_nvl"), ("NVIDIA H200", 143771, "h200_sxm"), ("NVIDIA H200 NVL", None, "h200_nvl"),
+    ("NVIDIA A100-SXM4-80GB", None, "a100_80_sxm"), ("NVIDIA A100-PCIE-40GB", None, "a100_40_pcie"),
+    ("NVIDIA A100 80GB PCIe", None, "a100_80_pcie"), ("NVIDIA L40S", None, "l40s"), ("NVIDIA L4", None, "l4"),
+    ("NVIDIA GeForce RTX 4090", None, "rtx4090"), ("NVIDIA RTX 6000 Ada Generation", None, "rtx6000_ada"),
+    ("NVIDIA B200", None, "b200"), ("AMD Instinct MI300X", None, "mi300x"),
+    ("Tesla T4", None, None), ("AMD EPYC 7763 64-Core Processor", None, None),
+])
+def test_device_names_match_catalog_gpus_or_nothing(name, total_mib, gpu_id):
+    gpu = match_gpu_name(name, total_mib * 2**20 if total_mib else None)
+    assert (gpu.gpu_id if gpu else None) == gpu_id
+
+
+def test_device_name_matching_uses_memory_only_to_break_ties_and_never_guesses():
+    gpus = load_gpus()
+    a100s = [g for g in gpus.values() if g.gpu_id.startswith("a100_")]
+    assert len(a100s) == 4  # 40/80 GB x SXM/PCIe: a bare "NVIDIA A100" names none of them alone
+    assert match_gpu_name("NVIDIA A100", None) is None
+    sxm80 = gpus["a100_80_sxm"]
+    assert match_gpu_name("NVIDIA A100-SXM4", round(sxm80.memory_total_mib * 2**20)).gpu_id == "a100_80_sxm"
+    assert match_gpu_name("NVIDIA L40S", None, {"l4": gpus["l4"]}) is None  # a user table without it
+    assert match_gpu_name("", None) is None
 
 
 # ----------------------------------------------------------------------------- filters

@@ -66,6 +66,29 @@ def test_trial_prints_the_summary_table(trial_out):
 
 
 @pytest.mark.slow
+def test_trial_prints_offers_billed_by_the_one_rule(trial_out):
+    """The offers `gpuwork trial` prints are gpuwork.measure.extrapolation's: a 1,000-hour run on a 720-hour
+    reserved offer is billed two whole periods, 1,440 hours (gpuwork.estimate.offers.billed_hours)."""
+    import dataclasses
+
+    from gpuwork.cli.trial import format_extrapolation
+    from gpuwork.measure.extrapolation import extrapolate
+    from gpuwork.measure.trial import TrialRecord
+
+    record = TrialRecord.from_json(next(trial_out[3].glob("*.json")))
+    env = dataclasses.replace(record.environment, device="cuda:0", device_name="NVIDIA L40S",
+                              device_total_bytes=46068 * 2**20)
+    gpu = dataclasses.replace(record, environment=env,
+                              summary=dataclasses.replace(record.summary, median_step_time_s=3600.0))
+    plan = gpu.plan.replace(dataset_tokens=gpu.summary.tokens_per_step * 1000, eval_fraction=0.0,
+                            checkpoint_every_steps=2000)
+    text = format_extrapolation(extrapolate(gpu, plan, margin=0.0))
+    assert "1,000 steps" in text
+    line = next(line for line in text.splitlines() if "nba-l40s-1x-res1m" in line)
+    assert "reserved, $0.72/GPU-h, billed 1,440.0 h x 1 GPU(s)): $1,036.80" in line
+
+
+@pytest.mark.slow
 def test_calibrate_on_cpu_saves_nothing_and_says_why(trial_out):
     _, text, _, _, cal = trial_out
     assert "calibration on" in text and "not a GPU quantity" in text

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwork.measure.checkpoint import CPU_LOSS_RTOL, RESUME_STEPS
 from gpuwork.measure.distributed import (
     _RankShard,
     free_port,
@@ -146,6 +147,11 @@ def test_ddp_and_fsdp_finish_with_two_ranks(ddp_fsdp):
         assert record.checkpoint.resumed_losses == record.checkpoint.uninterrupted_losses  # bit-exact on CPU
         assert all(r.checkpoint_verified for r in record.ranks)
         assert ".metadata" in record.checkpoint.files and "__1_0.distcp" in record.checkpoint.files
+        # the one round-trip of gpuwork.measure.checkpoint, as the one-process trial runs it
+        assert {"scheduler.pt", "trainer_state.json", "rng_state_0.pth", "rng_state_1.pth"} <= set(record.checkpoint.files)
+        assert len(record.checkpoint.resumed_losses) == RESUME_STEPS and record.checkpoint.loss_rtol == CPU_LOSS_RTOL
+        assert record.checkpoint.message.endswith(f"the next {RESUME_STEPS} losses match the uninterrupted run "
+                                                  "bit-exact")
     assert "fully_shard on each of 4 decoder blocks + the root" in ddp_fsdp[1].parallel.wrapping
 
 

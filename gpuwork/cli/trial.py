@@ -135,7 +135,8 @@ def format_extrapolation(ext: Any, on_cpu: bool = False) -> str:
         lines.append(f"  cost ${ext.cost:,.2f} at ${ext.price_per_gpu_hour:g} per GPU-hour")
     for offer in ext.offers[:5]:
         lines.append(f"  offer {offer.offer_id} ({offer.provider}, {offer.mode}, ${offer.price_per_gpu_hour:g}/GPU-h, "
-                     f"billed {offer.billed_hours:,.1f} h): ${offer.cost:,.2f}{' — ' + offer.note if offer.note else ''}")
+                     f"billed {offer.billed_hours:,.1f} h x {offer.billed_gpus} GPU(s)): ${offer.cost:,.2f}"
+                     f"{' — ' + offer.note if offer.note else ''}")
     lines.extend(f"  note: {n}" for n in ext.notes)
     return "\n".join(lines)
 
@@ -207,7 +208,8 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 def _cmd_trial(args: argparse.Namespace) -> int:
-    from gpuwork.measure.trial import TrialError, extrapolate, ramp, run_trial
+    from gpuwork.measure.extrapolation import extrapolate
+    from gpuwork.measure.trial import TrialError, ramp, run_trial
 
     plan = _plan(args)
     if args.steps < 1 or args.warmup < 0:

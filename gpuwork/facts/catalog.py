@@ -60,6 +60,7 @@ __all__ = [
     "get_gpu",
     "load_gpus",
     "load_offers",
+    "match_gpu_name",
 ]
 
 _TERA = 1e12  # TFLOPS -> FLOP/s
@@ -671,6 +672,80 @@ def get_gpu(gpu_id_or_name: str, gpus: Mapping[str, GpuSpec] | None = None) -> G
         _unknown_gpu_message(gpu_id_or_name, table, "use a gpu_id or display name from gpus.csv")
     )
 
+
+
+# -- device names as the driver reports them ------------------------------------------------------------
+
+_DEVICE_BRAND_WORDS = {"nvidia", "geforce", "amd", "instinct", "tesla"}
+_PACKAGING_WORD = re.compile(r"^(sxm\d*|pcie|nvl|hbm\d*e?|hgx|oam|per|gpu|\d+gb)$")
+
+
+def _device_words(name: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _DEVICE_BRAND_WORDS]
+
+
+def _model_key(name: str) -> str:
+    """The GPU model without brand, packaging and memory words: "NVIDIA H100 80GB HBM3" -> "h100"."""
+    return "".join(w for w in _device_words(name) if not _PACKAGING_WORD.match(w))
+
+
+def _form(words: list[str]) -> str | None:
+    if "nvl" in words:
+        return "nvl"
+    if "pcie" in words:
+        return "pcie"
+    if any(w.startswith("sxm") or w.startswith("hbm") for w in words):  # H100 SXM reports "80GB HBM3"
+        return "sxm"
+    return None
+
+
+def match_gpu_name(device_name: str, device_total_bytes: int | None = None,
+                   gpus: Mapping[str, GpuSpec] | None = None) -> GpuSpec | None:
+    """The gpus.csv GPU a device name (as torch / nvidia-smi report it) denotes, or None — never a guess.
+
+    "NVIDIA H100 80GB HBM3" -> h100_sxm, "NVIDIA A100-SXM4-80GB" -> a100_80_sxm, "NVIDIA H200" ->
+    h200_sxm, "NVIDIA H200 NVL" -> h200_nvl, "NVIDIA GeForce RTX 4090" -> rtx4090. Rules: a name
+    ``get_gpu`` knows wins; else the model (the name without brand, packaging and memory words) must
+    equal a catalog GPU's; several candidates are narrowed by the packaging word (SXM/HBM, PCIe,
+    NVL), a memory word ("80GB") or the device's total memory (within 3 % of ``memory_total_mib``),
+    and finally by NVIDIA's naming rule that SXM modules carry no packaging word ("NVIDIA H200",
+    "NVIDIA B200"). Anything still ambiguous: None.
+
+    Args:
+        device_name: e.g. ``torch.cuda.get_device_name()``.
+        device_total_bytes: the device's total memory (``torch.cuda.mem_get_info()[1]``), or None.
+        gpus: where to look; None uses ``load_gpus()``.
+    """
+    table = load_gpus() if gpus is None else gpus
+    try:
+        return get_gpu(device_name, table)
+    except CatalogError:
+        pass
+    key = _model_key(device_name)
+    if not key:
+        return None
+    candidates = [g for g in table.values() if _model_key(g.display_name) == key]
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    words = _device_words(device_name)
+
+    def gpu_form(g: GpuSpec) -> str | None:
+        return _form(_device_words(g.display_name)) or _form(_device_words(g.form_factor))
+
+    form = _form(words)
+    if form is not None:
+        candidates = [g for g in candidates if gpu_form(g) == form] or candidates
+    memory_words = [int(w[:-2]) for w in words if re.fullmatch(r"\d+gb", w)]
+    if memory_words and len(candidates) > 1:
+        candidates = [g for g in candidates if round(g.memory_bytes / 1e9) == memory_words[0]] or candidates
+    if device_total_bytes and len(candidates) > 1:
+        mib = device_total_bytes / MIB
+        close = [g for g in candidates if g.memory_total_mib and abs(g.memory_total_mib - mib) <= 0.03 * mib]
+        candidates = close or candidates
+    if form is None and len(candidates) > 1:
+        sxm = [g for g in candidates if gpu_form(g) == "sxm"]
+        candidates = sxm if len(sxm) == 1 else candidates
+    return candidates[0] if len(candidates) == 1 else None
 
 def _wanted(field: str, value: str | Iterable[str] | None, enum: type[_E]) -> set[_E] | None:
     if value is None:

@@ -33,6 +33,8 @@ from gpuwork.facts.spec import (
 )
 from gpuwork.plan import Task, TrainPlan
 
+# Top-level modules that are a task head (counted as params_head; trained in full next to adapters).
+HEAD_MODULES = ("lm_head", "cls", "classifier", "score", "qa_outputs")
 SPEC_CACHE_FILE = "model_specs.json"
 SPEC_VERSION = 1  # bump when ModelSpec fields change; stale caches are rebuilt
 
@@ -199,11 +201,7 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
         config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(config_dict))
         if task is Task.SEQ_CLS:
             config.num_labels = 2
-        auto = {
-            Task.CAUSAL_LM: transformers.AutoModelForCausalLM,
-            Task.SEQ_CLS: transformers.AutoModelForSequenceClassification,
-            Task.MASKED_LM: transformers.AutoModelForMaskedLM,
-        }[task]
+        auto = auto_class(task)
         with torch.device("meta"):
             model = auto.from_config(config)
     except Exception as exc:  # noqa: BLE001 - report any construction failure in one line
@@ -215,7 +213,7 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
 def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
     import torch
 
-    blocks_prefix, blocks = _find_blocks(model, config.num_hidden_layers)
+    blocks_prefix, blocks = find_blocks(model, config.num_hidden_layers)
     block_params = sum(p.numel() for p in blocks[0].parameters())
     total = sum(p.numel() for p in model.parameters())
 
@@ -231,7 +229,7 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
     out_emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     head_modules = []
     for module_name, module in model.named_children():
-        if module_name in ("lm_head", "cls", "classifier", "score", "qa_outputs"):
+        if module_name in HEAD_MODULES:
             head_modules.append((module_name, module))
     seen: set[int] = set()
     for _module_name, module in head_modules:
@@ -336,7 +334,19 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
     )
 
 
-def _find_blocks(model: Any, num_layers: int) -> tuple[str, Any]:
+def auto_class(task: Task) -> Any:
+    """The transformers ``AutoModelFor*`` class that builds a task's model."""
+    import transformers
+
+    return {
+        Task.CAUSAL_LM: transformers.AutoModelForCausalLM,
+        Task.SEQ_CLS: transformers.AutoModelForSequenceClassification,
+        Task.MASKED_LM: transformers.AutoModelForMaskedLM,
+    }[task]
+
+
+def find_blocks(model: Any, num_layers: int) -> tuple[str, Any]:
+    """(name, ModuleList) of the model's transformer blocks: the module list as long as the layer count."""
     import torch
 
     for module_name, module in model.named_modules():
@@ -346,7 +356,10 @@ def _find_blocks(model: Any, num_layers: int) -> tuple[str, Any]:
 
 
 __all__ = [
+    "HEAD_MODULES",
     "Linear",
+    "auto_class",
+    "find_blocks",
     "ModelSpec",
     "ParamCounts",
     "build_spec",

@@ -100,12 +100,13 @@ def trace_grid(models: tuple[str, ...] = ("tiny-llama", "tiny-qwen2", "tiny-mist
 
 
 def compare_with_trace(plan: TrainPlan) -> dict[str, Any]:
-    """Analytic vs traced allocated peak (both without the cuBLAS workspace, which tracing has not)."""
+    """Analytic vs traced allocated peak: ``MemoryEstimate.traceable_bytes`` (no cuBLAS workspace, which
+    tracing has not) against the traced live-tensor peak."""
     from gpuwork.measure.trace import trace_memory
 
     traced = trace_memory(plan)
     est = estimate_memory(plan)
-    analytic = est.peak_allocated_bytes - est.breakdown.get("cublas_workspace", 0)
+    analytic = est.traceable_bytes
     return {"plan": plan, "traced_bytes": traced.peak_allocated_bytes, "estimated_bytes": analytic,
             "error": analytic / traced.peak_allocated_bytes - 1, "traced_phase": traced.peak_phase,
             "estimated_phase": est.peak_phase}

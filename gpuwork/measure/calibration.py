@@ -8,7 +8,8 @@
   (the highest rank of a multi-process trial; the estimate is per GPU). On a CPU the trial measures
   the process RSS, which holds the Python runtime, libraries and the allocator's cache and is no
   GPU quantity: no memory factor is derived (a note says so).
-- time, GPUs of data/gpus.csv only: the measured MFU (model FLOPs per token x measured tokens/s ÷
+- time, GPUs of data/gpus.csv only (the device name matched by
+  ``gpuwork.facts.catalog.match_gpu_name``): the measured MFU (model FLOPs per token x measured tokens/s ÷
   (GPUs x dense peak)) next to the estimator's, the step-time ratio, and the efficiency that makes
   ``estimate_time`` reproduce the measured step (``time_calibration``, the mapping
   ``estimate_time(..., calibration=...)`` takes).
@@ -42,7 +43,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,8 +50,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpuwork.errors import CatalogError, GpuworkError
+from gpuwork.errors import GpuworkError
 from gpuwork.estimate.timing import method_group
+from gpuwork.facts.catalog import match_gpu_name
 from gpuwork.plan import Attention, TrainPlan
 
 SCHEMA_VERSION = 1
@@ -64,76 +65,6 @@ _CPU_MEMORY_NOTE = ("CPU trial: memory is the process RSS (runtime, libraries, a
 
 class CalibrationError(GpuworkError, ValueError):
     """A calibration file cannot be read or written; the message names the file and the fix."""
-
-
-# -- which catalog GPU a device is ------------------------------------------------------------------------------
-
-_BRAND = {"nvidia", "geforce", "amd", "instinct", "tesla"}
-_PACKAGING = re.compile(r"^(sxm\d*|pcie|nvl|hbm\d*e?|hgx|oam|per|gpu|\d+gb)$")
-
-
-def _tokens(name: str) -> list[str]:
-    return [t for t in re.findall(r"[a-z0-9]+", name.lower()) if t not in _BRAND]
-
-
-def _model_key(name: str) -> str:
-    """The GPU model without brand, packaging and memory words: "NVIDIA H100 80GB HBM3" -> "h100"."""
-    return "".join(t for t in _tokens(name) if not _PACKAGING.match(t))
-
-
-def _form(words: list[str]) -> str | None:
-    if "nvl" in words:
-        return "nvl"
-    if "pcie" in words:
-        return "pcie"
-    if any(w.startswith("sxm") or w.startswith("hbm") for w in words):  # H100 SXM reports "80GB HBM3"
-        return "sxm"
-    return None
-
-
-def match_catalog_gpu(device_name: str, device_total_bytes: int | None = None,
-                      gpus: Mapping[str, Any] | None = None) -> Any:
-    """The data/gpus.csv GPU a device name (as torch reports it) denotes, or None — never a guess.
-
-    "NVIDIA H100 80GB HBM3" -> h100_sxm, "NVIDIA A100-SXM4-80GB" -> a100_80_sxm, "NVIDIA H200" ->
-    h200_sxm, "NVIDIA H200 NVL" -> h200_nvl, "NVIDIA GeForce RTX 4090" -> rtx4090. Rules: the model
-    (name without brand, packaging and memory words) must equal a catalog GPU's; several candidates
-    are narrowed by the packaging word (SXM/HBM, PCIe, NVL), a memory word ("80GB") or the device's
-    total memory (within 3 % of ``memory_total_mib``), and finally by NVIDIA's naming rule that SXM
-    modules carry no packaging word ("NVIDIA H200", "NVIDIA B200"). Anything still ambiguous: None.
-    """
-    from gpuwork.facts.catalog import get_gpu, load_gpus
-
-    table = load_gpus() if gpus is None else gpus
-    try:
-        return get_gpu(device_name, table)
-    except CatalogError:
-        pass
-    key = _model_key(device_name)
-    if not key:
-        return None
-    candidates = [g for g in table.values() if _model_key(g.display_name) == key]
-    if len(candidates) <= 1:
-        return candidates[0] if candidates else None
-    words = _tokens(device_name)
-
-    def gpu_form(g: Any) -> str | None:
-        return _form(_tokens(g.display_name)) or _form(_tokens(g.form_factor))
-
-    form = _form(words)
-    if form is not None:
-        candidates = [g for g in candidates if gpu_form(g) == form] or candidates
-    memory_words = [int(w[:-2]) for w in words if re.fullmatch(r"\d+gb", w)]
-    if memory_words and len(candidates) > 1:
-        candidates = [g for g in candidates if round(g.memory_bytes / 1e9) == memory_words[0]] or candidates
-    if device_total_bytes and len(candidates) > 1:
-        mib = device_total_bytes / 2**20
-        close = [g for g in candidates if g.memory_total_mib and abs(g.memory_total_mib - mib) <= 0.03 * mib]
-        candidates = close or candidates
-    if form is None and len(candidates) > 1:
-        sxm = [g for g in candidates if gpu_form(g) == "sxm"]
-        candidates = sxm if len(sxm) == 1 else candidates
-    return candidates[0] if len(candidates) == 1 else None
 
 
 # -- one trial against the estimates (pure apart from reading data files) -------------------------------------
@@ -259,7 +190,7 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
             measured_reserved_bytes=int(s.cuda_peak_reserved_bytes),
             estimated_reserved_bytes=est.peak_reserved_bytes,
             reserved_factor=s.cuda_peak_reserved_bytes / est.peak_reserved_bytes)
-    gpu = match_catalog_gpu(env.device_name, env.device_total_bytes) if cuda else None
+    gpu = match_gpu_name(env.device_name, env.device_total_bytes) if cuda else None
     if cuda and gpu is None:
         notes.append(f"'{env.device_name}' matches no GPU of data/gpus.csv: no time calibration")
     elif not cuda:
@@ -447,6 +378,5 @@ __all__ = [
     "calibrate",
     "default_calibration_path",
     "load_calibration",
-    "match_catalog_gpu",
     "save_calibration",
 ]

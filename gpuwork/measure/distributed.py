@@ -13,7 +13,8 @@
   (ZeRO-2-like: FSDP2 has no optimizer-only sharding, a substitution the record lists);
 - each rank trains on its own shard of the packed rows (row ``i`` goes to rank ``i mod N``);
   gradient accumulation skips the gradient sync on all but the last micro-batch of a step;
-- each rank measures its own steps and memory; the checkpoint round-trip writes one distributed
+- each rank measures its own steps and memory; the checkpoint round-trip (the one of
+  ``gpuwork.measure.checkpoint``, with ``DistributedCheckpoint`` as its store) writes one distributed
   checkpoint (``torch.distributed.checkpoint``: every rank writes its part), restores it into a
   freshly built and wrapped model, checks each tensor's fingerprint and resumes;
 - rank 0 gathers the ranks' records (``all_gather_object``) and writes one ``TrialRecord``:
@@ -66,19 +67,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.errors import GpuworkError
-from gpuwork.measure.trial import (
-    RESUME_STEPS,
-    CheckpointResult,
-    Parallel,
-    ParallelInfo,
-    RankResult,
-    StepMeasurement,
-    TrialError,
-    TrialRecord,
-    checkpoint_result,
+from gpuwork.measure.checkpoint import (
+    CheckpointStore,
     flatten_state,
-    summarize,
+    load_training_state,
+    same_value,
+    save_training_state,
 )
+from gpuwork.measure.runtime import Parallel, Run, Setup, TrialError, find_blocks, rng_state
+from gpuwork.measure.trial import ParallelInfo, RankResult, StepMeasurement, TrialRecord, summarize
 from gpuwork.plan import Method, Sharding, TrainPlan
 
 if TYPE_CHECKING:
@@ -174,10 +171,65 @@ def _fingerprints(state: Any) -> tuple[dict[str, Any], int]:
     return {k: _fingerprint(v) if torch.is_tensor(v) else v for k, v in flat.items()}, tensors
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return a == b
+# -- checkpoint: one torch.distributed.checkpoint for all ranks ------------------------------------------------
+
+
+class DistributedCheckpoint(CheckpointStore):
+    """Every rank writes its part of one distributed checkpoint (``torch.distributed.checkpoint``); rank 0
+    adds the scheduler and trainer state, each rank its RNG. The restore is checked by per-tensor
+    fingerprints (the shards are not gathered)."""
+
+    def __init__(self, rank: int, world_size: int, device: torch.device):
+        self.rank, self.world_size, self.device = rank, world_size, device
+        self.prefix = f"rank {rank}: "
+
+    def _options(self, setup: Setup) -> tuple[Any, Any]:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+        adapters = setup.plan.uses_adapters  # save what trains (as the one-process trial saves its adapter)
+        return (StateDictOptions(ignore_frozen_params=adapters),
+                StateDictOptions(ignore_frozen_params=adapters, strict=not adapters))
+
+    def _state(self, run: Run, setup: Setup) -> dict[str, Any]:
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        model_sd, optim_sd = get_state_dict(run.model, run.optimizer, options=self._options(setup)[0])
+        return {"model": model_sd, "optimizer": optim_sd}
+
+    def save(self, run: Run, setup: Setup, folder: Path, step: int) -> Any:
+        import torch
+        import torch.distributed.checkpoint as dcp
+
+        state = self._state(run, setup)
+        fingerprints, checked = _fingerprints(state)
+        dcp.save(state, checkpoint_id=str(folder))
+        if self.rank == 0:
+            save_training_state(run, setup, folder, step, world_size=self.world_size)
+        torch.save(rng_state(self.device), folder / f"rng_state_{self.rank}.pth")
+        return fingerprints, checked, run.scheduler.state_dict()
+
+    def load(self, run: Run, setup: Setup, folder: Path) -> dict[str, Any]:
+        import torch
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import set_state_dict
+
+        state = self._state(run, setup)
+        dcp.load(state, checkpoint_id=str(folder))
+        set_state_dict(run.model, run.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"],
+                       options=self._options(setup)[1])
+        load_training_state(run, folder)
+        return torch.load(folder / f"rng_state_{self.rank}.pth", weights_only=False)
+
+    def verify(self, run: Run, setup: Setup, folder: Path, saved: Any) -> tuple[int, list[str]]:
+        fingerprints, checked, scheduler_saved = saved
+        restored, _ = _fingerprints(self._state(run, setup))
+        bad = [k for k, v in fingerprints.items() if k not in restored or not same_value(v, restored[k])]
+        current = run.scheduler.state_dict()
+        bad += [f"scheduler.{k}" for k, v in scheduler_saved.items() if not same_value(v, current.get(k))]
+        return checked, bad
+
+    def describe(self, checked: int) -> str:
+        return f"restored {checked} tensors (fingerprints equal) from a distributed checkpoint"
 
 
 # -- the hooks each rank plugs into iter_trial -------------------------------------------------------------
@@ -243,13 +295,11 @@ class DistributedParallel(Parallel):
             from torch.distributed.device_mesh import init_device_mesh
             from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
 
-            from gpuwork.measure.trial import _find_blocks
-
             mesh = init_device_mesh(self.device.type, (self.world_size,))
             kwargs: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": self.strategy.reshard_after_forward}
             if (setup.plan.offload_params or setup.plan.offload_optimizer) and self.device.type == "cuda":
                 kwargs["offload_policy"] = CPUOffloadPolicy()
-            _, blocks = _find_blocks(model)
+            _, blocks = find_blocks(model)
             for block in blocks:
                 fully_shard(block, **kwargs)
             root = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -289,96 +339,10 @@ class DistributedParallel(Parallel):
             digest.update(repr(_fingerprint(p)).encode())
         self.params_sha256 = digest.hexdigest()
 
-    # -- checkpoint round-trip (torch.distributed.checkpoint) -------------------------------------------
+    # -- checkpoint round-trip ---------------------------------------------------------------------------
 
-    def checkpoint_roundtrip(self, owner: list[Any], setup: Any, scratch: Path, out_path: Path | None, stem: str,
-                             step: int, batches: list[dict[str, Any]], clock: Callable[[], float]
-                             ) -> CheckpointResult:
-        import torch
-        import torch.distributed.checkpoint as dcp
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
-
-        from gpuwork.measure.trial import _build_run, _release_memory, _rng_state, _set_rng_state, _train_step
-
-        run = owner.pop()
-        folder = (out_path / f"{stem}-checkpoint") if out_path is not None else scratch / "checkpoint"
-        cuda = self.device.type == "cuda"
-        adapters = setup.plan.uses_adapters
-        # adapters: save what trains (as the one-process trial saves adapter_model.safetensors)
-        get_options = StateDictOptions(ignore_frozen_params=adapters)
-        set_options = StateDictOptions(ignore_frozen_params=adapters, strict=not adapters)
-
-        def sync() -> None:
-            if cuda:
-                torch.cuda.synchronize(self.device)
-
-        def replay(target: Any) -> list[float]:
-            queue = iter(batches)
-            return [_train_step(target, setup, lambda: next(queue), clock, None)[0] for _ in range(RESUME_STEPS)]
-
-        sync()
-        self.barrier()
-        start = clock()
-        model_sd, optim_sd = get_state_dict(run.model, run.optimizer, options=get_options)
-        saved, checked = _fingerprints({"model": model_sd, "optimizer": optim_sd})
-        dcp.save({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(folder))
-        if self.rank == 0:
-            torch.save(run.scheduler.state_dict(), folder / "scheduler.pt")
-            if run.scaler is not None:
-                torch.save(run.scaler.state_dict(), folder / "scaler.pt")
-            (folder / "trainer_state.json").write_text(json.dumps(
-                {"global_step": step, "seed": setup.seed, "world_size": self.world_size,
-                 "plan": setup.plan.as_dict()}, indent=1))
-        torch.save(_rng_state(self.device), folder / f"rng_state_{self.rank}.pth")
-        sync()
-        self.barrier()
-        save_s = clock() - start
-        scheduler_saved = run.scheduler.state_dict()
-        del model_sd, optim_sd
-
-        _set_rng_state(_rng_state(self.device))
-        uninterrupted = replay(run)
-        run = None  # free the original before the fresh model exists
-        _release_memory(self.device)
-
-        start = clock()
-        fresh = _build_run(setup)
-        sync()
-        rebuild_s = clock() - start
-        start = clock()
-        model_sd, optim_sd = get_state_dict(fresh.model, fresh.optimizer, options=get_options)
-        dcp.load({"model": model_sd, "optimizer": optim_sd}, checkpoint_id=str(folder))
-        set_state_dict(fresh.model, fresh.optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd,
-                       options=set_options)
-        fresh.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
-        if fresh.scaler is not None:
-            fresh.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=True))
-        rng = torch.load(folder / f"rng_state_{self.rank}.pth", weights_only=False)
-        _set_rng_state(rng)
-        sync()
-        restore_s = clock() - start
-        del model_sd, optim_sd
-
-        model_sd, optim_sd = get_state_dict(fresh.model, fresh.optimizer, options=get_options)
-        restored, _ = _fingerprints({"model": model_sd, "optimizer": optim_sd})
-        del model_sd, optim_sd
-        bad = [k for k, v in saved.items() if k not in restored or not _same(v, restored[k])]
-        bad += [f"scheduler.{k}" for k, v in scheduler_saved.items()
-                if not _same(v, fresh.scheduler.state_dict().get(k))]
-        if not torch.equal(rng["torch"], torch.get_rng_state()):
-            bad.append("rng.torch")
-        checked += 1  # the RNG state
-        resumed = replay(fresh)
-        del fresh
-        self.barrier()
-        files = {}
-        if folder.is_dir():
-            files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}
-        return checkpoint_result(
-            uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda,
-            what=f"restored {checked} tensors (fingerprints equal) from a distributed checkpoint",
-            path=str(folder) if out_path is not None else None, files=files, save_s=save_s, rebuild_s=rebuild_s,
-            restore_s=restore_s, prefix=f"rank {self.rank}: ")
+    def checkpoint_store(self) -> CheckpointStore:
+        return DistributedCheckpoint(self.rank, self.world_size, self.device)
 
     # -- what this rank reports ---------------------------------------------------------------------------
 
@@ -735,6 +699,7 @@ def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[S
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "EXIT_DOES_NOT_FIT",
+    "DistributedCheckpoint",
     "DistributedParallel",
     "Strategy",
     "free_port",

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.errors import TraceError
+from gpuwork.facts.model import auto_class
 from gpuwork.plan import Method, Optimizer, Precision, Task, TrainPlan
 
 CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations", "temporaries")
@@ -298,9 +299,7 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], devic
                                  "(the CPU math fallback would keep an s x s mask)")
     if plan.attention.value == "flash":
         stand_ins.append("attention: flash-attention 2 traced as SDPA (same saved tensors: output + logsumexp)")
-    auto = {Task.CAUSAL_LM: transformers.AutoModelForCausalLM,
-            Task.SEQ_CLS: transformers.AutoModelForSequenceClassification,
-            Task.MASKED_LM: transformers.AutoModelForMaskedLM}[task]
+    auto = auto_class(task)
     with torch.device(device):
         model = auto.from_config(config, attn_implementation=attn, dtype=storage_dtype)
     return model, task, compute
@@ -363,14 +362,33 @@ def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[s
     return model
 
 
-def _training_model(plan: TrainPlan, spec, config_dict: dict, stand_ins: list[str], device: str):
-    """The plan's model on ``device`` with its method applied, checkpointing as planned, in train mode."""
+def _training_model(plan: TrainPlan, spec, stand_ins: list[str], device: str):
+    """(model, task, autocast): the plan's model on ``device`` with its method applied, checkpointing
+    as planned, in train mode, and the context its steps run under (CPU autocast to the compute
+    dtype for mixed precision, else none)."""
+    import torch
+
+    from gpuwork.facts.model import load_config
+
+    config_dict, _ = load_config(plan.model)
     model, task, compute = _build_model(plan, config_dict, stand_ins, device=device)
     model = _apply_method(model, plan, spec, task, compute, stand_ins)
     if plan.grad_checkpointing:
         model.gradient_checkpointing_enable()
     model.train()
-    return model, task, compute
+    autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
+    return model, task, autocast
+
+
+def _fake_training_model(plan: TrainPlan, spec, stand_ins: list[str]):
+    """(model, task, autocast, fake_mode): the training model with fake CPU tensors for parameters and
+    buffers. Built and given its method on the meta device first: peft cannot swap fake parameters."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    model, task, autocast = _training_model(plan, spec, stand_ins, device="meta")
+    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+    _materialize_fake(model, fake_mode)
+    return model, task, autocast, fake_mode
 
 
 @functools.lru_cache(maxsize=1)
@@ -479,9 +497,8 @@ def _cache_key(plan: TrainPlan) -> tuple:
 
 def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
     import torch
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from gpuwork.facts.model import count_params, load_config, spec_for_plan
+    from gpuwork.facts.model import count_params, spec_for_plan
 
     started = time.perf_counter()
     stages = ["build", "warm-up step", "traced step"]
@@ -493,27 +510,17 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
     stand_ins: list[str] = []
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
-    config_dict, _ = load_config(plan.model)
-    model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="meta")
-    fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-    _materialize_fake(model, fake_mode)
+    model, task, autocast, fake_mode = _fake_training_model(plan, spec, stand_ins)
     if bar:
         bar.update(1)
     tracker_cls = _make_tracker_class()
-    autocast = (torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed
-                else contextlib.nullcontext())
     trainable = [p for p in model.parameters() if p.requires_grad]
     try:
         with fake_mode:
             optimizer = _optimizer(plan, trainable, stand_ins)
             batch = _batch(torch, plan, spec, task)
             # warm-up step (untracked): creates the optimizer states a steady-state step holds
-            with autocast:
-                loss = model(**batch).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            del loss
+            _train_step(model, optimizer, batch, autocast, 1)
             if bar:
                 bar.update(1)
             tracker = tracker_cls()
@@ -608,13 +615,12 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
     """
     import torch
     import torch.distributed as dist
-    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
-    from gpuwork.facts.model import count_params, load_config, spec_for_plan
+    from gpuwork.facts.model import count_params, spec_for_plan
 
     if plan.method is Method.QLORA:
         raise TraceError("sharded QLoRA (FSDP over 4-bit weights) is not traced; use the analytic estimate")
@@ -623,14 +629,10 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
                  f"{plan.gpus} fake ranks (per-rank numbers)"]
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
-    config_dict, _ = load_config(plan.model)
     dist.init_process_group("fake", rank=0, world_size=plan.gpus, store=FakeStore())
     try:
         mesh = init_device_mesh("cpu", (plan.gpus,))  # outside fake mode: the mesh reads real ranks
-        # build and apply the method on meta (peft cannot swap fake parameters), then fake them
-        model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="meta")
-        fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
-        _materialize_fake(model, fake_mode)
+        model, task, autocast, fake_mode = _fake_training_model(plan, spec, stand_ins)
         with fake_mode:
             prefix = spec.extras["blocks_prefix"]
             for block in model.get_submodule(prefix if not plan.uses_adapters else "base_model.model." + prefix):
@@ -639,7 +641,6 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
             trainable = [p for p in model.parameters() if p.requires_grad]
             optimizer = _optimizer(plan, trainable, stand_ins)
             batch = _batch(torch, plan, spec, task)
-            autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
 
             def step() -> None:
                 _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
@@ -680,19 +681,17 @@ def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
     import torch
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    from gpuwork.facts.model import load_config, spec_for_plan
+    from gpuwork.facts.model import spec_for_plan
 
     if plan.method is Method.QLORA:
         raise TraceError("real_step_peak does not build 4-bit models: use method lora/full/freeze")
     torch.manual_seed(seed)
     spec = spec_for_plan(plan)
-    config_dict, _ = load_config(plan.model)
     stand_ins: list[str] = []
-    model, task, compute = _training_model(plan, spec, config_dict, stand_ins, device="cpu")
+    model, task, autocast = _training_model(plan, spec, stand_ins, device="cpu")
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = _optimizer(plan, trainable, stand_ins)
     batch = _batch(torch, plan, spec, task)
-    autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
 
     def step() -> None:
         _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))

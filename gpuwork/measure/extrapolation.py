@@ -1,0 +1,227 @@
+"""From a trial's measured steps to the whole run: time, and cost per catalog offer.
+
+``extrapolate(record, plan)`` is the one whole-run model of a measured trial: ``gpuwork trial``
+prints it and the trial panel shows it. It counts
+
+- steps = ceil(dataset_tokens x epochs / tokens_per_step), tokens_per_step = the trial's tokens per
+  GPU and step x the plan's GPUs;
+- train_s = steps x the median measured step time (data wait included);
+- eval_s = train_s x eval_fraction (validation);
+- checkpoint_s = steps // checkpoint_every_steps writes of the checkpoint the round-trip wrote
+  (its measured size; estimated when the trial ran none) at a disk write speed;
+- margin_s = margin x (train + eval + checkpoints), the estimator's TIME_MARGIN by default, so a
+  measured and an estimated total are comparable (``gpuwork.estimate.timing``);
+- per offer of the catalog GPU the trial ran on (``gpuwork.facts.catalog.match_gpu_name``): the
+  billed hours (``gpuwork.estimate.offers.billed_hours``: reserved offers in whole periods, others
+  at least the minimum rental), the GPUs billed (whole nodes) and the cost.
+
+Example:
+    >>> ext = extrapolate(record, record.plan.replace(dataset_tokens=10**9), price_per_gpu_hour=2.0)
+    >>> ext.total_s > ext.train_s
+    True
+
+Limitations: every step of the run is assumed to cost the measured median (same shapes, same data
+speed); more GPUs than the trial measured scale linearly (communication between them is not
+measured); interruptible offers are priced without preemption rework.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpuwork.estimate.offers import billed_hours
+from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN
+from gpuwork.facts.catalog import Mode, Network, match_gpu_name
+from gpuwork.measure.runtime import TrialError
+from gpuwork.plan import TrainPlan
+
+if TYPE_CHECKING:
+    from gpuwork.measure.trial import TrialRecord
+
+# What must be the trial's for its step time to hold for the plan.
+_SHAPE_FIELDS = ("model", "method", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
+                 "grad_checkpointing", "attention", "lora_r", "lora_targets", "sharding")
+
+
+@dataclass(frozen=True)
+class OfferCost:
+    """The extrapolated run priced at one catalog offer (``gpuwork.facts.catalog.load_offers``)."""
+
+    offer_id: str
+    provider: str
+    gpu_id: str
+    mode: str  # on-demand | reserved | interruptible
+    region: str
+    price_per_gpu_hour: float  # USD
+    min_rental_hours: float
+    gpus_per_node: int
+    billed_hours: float  # gpuwork.estimate.offers.billed_hours of the run's hours
+    billed_gpus: int  # whole nodes: ceil(run GPUs / gpus_per_node) x gpus_per_node
+    cost: float  # USD: billed_hours x billed_gpus x price_per_gpu_hour
+    note: str  # e.g. "interruptible: preemption rework not included"
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """Total time (and cost) of the whole run from a trial's measured steady-state step time.
+
+    total_s = train_s + eval_s + checkpoint_s + margin_s (see the module docstring).
+    """
+
+    trial: str  # the record's label
+    device_name: str  # as the trial's device reported it
+    gpus: int  # GPUs of the run being extrapolated (the plan's)
+    measured_gpus: int  # processes the trial ran on
+    step_time_s: float  # steady state: median measured step time (data wait included)
+    tokens_per_step: int  # all GPUs of the run
+    tokens_per_s: float
+    dataset_tokens: int
+    epochs: float
+    steps: int
+    train_s: float
+    eval_fraction: float
+    eval_s: float
+    checkpoint_every_steps: int
+    checkpoints: int
+    checkpoint_bytes: int  # one checkpoint, as measured by the round-trip (or estimated, see notes)
+    checkpoint_bytes_measured: bool
+    checkpoint_write_bytes_s: float
+    checkpoint_s: float
+    margin: float
+    margin_s: float
+    total_s: float
+    price_per_gpu_hour: float | None
+    cost: float | None  # USD at price_per_gpu_hour: total hours x gpus x price
+    catalog_gpu_id: str | None  # the catalog GPU the trial's device matched, if any
+    catalog_gpu_name: str | None  # its display name, e.g. "H100 SXM"
+    offers: tuple[OfferCost, ...]  # the same GPU model's catalog offers, cheapest first
+    notes: tuple[str, ...]
+
+    @property
+    def total_hours(self) -> float:
+        return self.total_s / HOUR_S
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.total_s / HOUR_S * self.gpus
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "notes": list(self.notes), "total_hours": self.total_hours,
+                "gpu_hours": self.gpu_hours}
+
+
+def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_fraction: float | None = None,
+                checkpoint_write_bytes_s: float = DISK_WRITE_BYTES_S, margin: float = TIME_MARGIN,
+                price_per_gpu_hour: float | None = None, offers: Sequence[Any] | None = None) -> Extrapolation:
+    """The whole run's time (and cost) from a trial's measured steps. Pure apart from reading the catalog.
+
+    Args:
+        record: a trial that fits, with measured steps (``gpuwork.measure.trial.TrialRecord``).
+        plan: the run to extrapolate to (dataset_tokens, epochs, eval_fraction,
+            checkpoint_every_steps, gpus); None = the trial's own plan. Its batch shape (model,
+            method, precision, seq_len, batch_size, grad_accum, ...) must be the trial's.
+        eval_fraction: share of training time spent on validation; None = plan.eval_fraction.
+        checkpoint_write_bytes_s: disk write speed for checkpoints, bytes/s (the estimator's
+            DISK_WRITE_BYTES_S by default).
+        margin: share added to the total (the estimator's TIME_MARGIN by default).
+        price_per_gpu_hour: USD per GPU-hour, for ``cost``.
+        offers: catalog offers to price; None = ``gpuwork.facts.catalog.load_offers()`` of the GPU
+            model the trial ran on (none when the device matches no catalog GPU, e.g. a CPU).
+
+    Raises TrialError for a trial with no measured step, another batch shape, or bad arguments.
+    """
+    if record.summary is None or not record.fits:
+        raise TrialError(f"trial '{record.label}' has no measured step that fits: nothing to extrapolate "
+                         "(re-run with a smaller batch or more memory)")
+    plan = plan if plan is not None else record.plan
+    measured_plan = record.plan
+    differs = [f for f in _SHAPE_FIELDS if getattr(plan, f) != getattr(measured_plan, f)]
+    if differs:
+        raise TrialError(f"the plan differs from the trial in {', '.join(differs)}: the measured step time only "
+                         "holds for the trial's shape; run a trial with this plan")
+    eval_fraction = plan.eval_fraction if eval_fraction is None else eval_fraction
+    if not 0 <= eval_fraction < 1:
+        raise TrialError(f"eval_fraction={eval_fraction!r}: use a share of training time in [0, 1), e.g. 0.05")
+    if checkpoint_write_bytes_s <= 0:
+        raise TrialError("checkpoint_write_bytes_s must be above 0 (e.g. 0.5e9 for 0.5 GB/s)")
+    if margin < 0:
+        raise TrialError(f"margin={margin!r} must be >= 0 (0.10 adds 10 %)")
+    if price_per_gpu_hour is not None and price_per_gpu_hour < 0:
+        raise TrialError(f"price_per_gpu_hour={price_per_gpu_hour!r} must be >= 0")
+    notes: list[str] = []
+    env = record.environment
+    measured_gpus = record.world_size
+    per_gpu_tokens = record.summary.tokens_per_step // measured_gpus
+    tokens_per_step = per_gpu_tokens * plan.gpus
+    if env.device == "cpu":
+        notes.append("measured on a CPU: the total is this CPU's time, not a GPU's")
+    if plan.gpus != measured_gpus:
+        notes.append(f"measured on {measured_gpus} process(es), extrapolated to {plan.gpus} GPUs assuming linear "
+                     "scaling (communication between them not measured)")
+    step_s = record.summary.median_step_time_s
+    steps = max(1, math.ceil(plan.dataset_tokens * plan.epochs / tokens_per_step))
+    train_s = steps * step_s
+    eval_s = train_s * eval_fraction
+    if record.checkpoint is not None:
+        ckpt_bytes, measured_ckpt = record.checkpoint.bytes_on_disk, True
+    else:
+        from gpuwork.sizing import checkpoint_bytes
+
+        ckpt_bytes, measured_ckpt = checkpoint_bytes(plan), False
+        notes.append("the trial ran no checkpoint round-trip: checkpoint size estimated (gpuwork.estimate.disk)")
+    checkpoints = steps // plan.checkpoint_every_steps
+    ckpt_s = checkpoints * ckpt_bytes / checkpoint_write_bytes_s
+    margin_s = margin * (train_s + eval_s + ckpt_s)
+    total_s = train_s + eval_s + ckpt_s + margin_s
+    hours = total_s / HOUR_S
+    cost = hours * plan.gpus * price_per_gpu_hour if price_per_gpu_hour is not None else None
+
+    gpu = match_gpu_name(env.device_name, env.device_total_bytes) if env.device != "cpu" else None
+    if env.device != "cpu" and gpu is None:
+        notes.append(f"'{env.device_name}' matches no GPU of data/gpus.csv: no offers priced")
+    if offers is None:
+        from gpuwork.facts.catalog import load_offers
+
+        offers = [o for o in load_offers() if o.gpu_id == gpu.gpu_id] if gpu is not None else []
+    priced = [p for p in (_offer_cost(o, hours, plan.gpus) for o in offers) if p is not None]
+    if len(priced) < len(offers):
+        notes.append(f"{len(offers) - len(priced)} offer(s) left out: a node has fewer than {plan.gpus} GPUs and "
+                     "no inter-node network")
+    priced.sort(key=lambda o: o.cost)
+    return Extrapolation(
+        trial=record.label, device_name=env.device_name, gpus=plan.gpus, measured_gpus=measured_gpus,
+        step_time_s=step_s, tokens_per_step=tokens_per_step, tokens_per_s=tokens_per_step / step_s,
+        dataset_tokens=plan.dataset_tokens, epochs=plan.epochs, steps=steps, train_s=train_s,
+        eval_fraction=eval_fraction, eval_s=eval_s, checkpoint_every_steps=plan.checkpoint_every_steps,
+        checkpoints=checkpoints, checkpoint_bytes=ckpt_bytes, checkpoint_bytes_measured=measured_ckpt,
+        checkpoint_write_bytes_s=checkpoint_write_bytes_s, checkpoint_s=ckpt_s, margin=margin, margin_s=margin_s,
+        total_s=total_s, price_per_gpu_hour=price_per_gpu_hour, cost=cost,
+        catalog_gpu_id=gpu.gpu_id if gpu is not None else None,
+        catalog_gpu_name=gpu.display_name if gpu is not None else None, offers=tuple(priced), notes=tuple(notes),
+    )
+
+
+def _offer_cost(offer: Any, hours: float, gpus: int) -> OfferCost | None:
+    """The run of ``hours`` on ``gpus`` GPUs billed at ``offer``: None when its nodes cannot hold them."""
+    nodes = math.ceil(gpus / offer.gpus_per_node)
+    if nodes > 1 and offer.network is Network.NONE:
+        return None
+    billed_gpus = nodes * offer.gpus_per_node  # a node is rented whole (as gpuwork.estimate.offers bills it)
+    billed = billed_hours(hours, offer)
+    notes = []
+    if offer.mode is Mode.INTERRUPTIBLE:
+        notes.append("interruptible: preemption rework not included")
+    if billed_gpus > gpus:
+        notes.append(f"the node's {billed_gpus} GPUs are rented whole; the run uses {gpus}")
+    return OfferCost(
+        offer_id=offer.offer_id, provider=offer.provider, gpu_id=offer.gpu_id, mode=offer.mode.value,
+        region=offer.region.value, price_per_gpu_hour=offer.price_per_gpu_hour,
+        min_rental_hours=float(offer.min_rental_hours), gpus_per_node=offer.gpus_per_node, billed_hours=billed,
+        billed_gpus=billed_gpus, cost=billed * billed_gpus * offer.price_per_gpu_hour, note="; ".join(notes))
+
+
+__all__ = ["Extrapolation", "OfferCost", "extrapolate"]

@@ -1,0 +1,703 @@
+"""What a trial runs: the plan resolved into a setup, the model built with its method, one optimizer step.
+
+Shared by the one-process trial (``gpuwork.measure.trial``), each rank of a torchrun trial
+(``gpuwork.measure.distributed``) and the checkpoint round-trip (``gpuwork.measure.checkpoint``):
+
+- ``prepare(plan, ...)`` resolves the device, model config, task, precision, attention, learning
+  rate and data into a ``Setup`` (every substitution it makes is listed in ``Setup.substitutions``);
+- ``build_run(setup)`` builds the model with the plan's method applied (full / freeze / LoRA /
+  QLoRA), wrapped by the ``Parallel`` hooks, plus its optimizer, scheduler and gradient scaler;
+- ``train_step(run, setup, ...)`` runs one optimizer step of ``grad_accum`` micro-batches;
+- ``rng_state`` / ``set_rng_state`` capture and restore every RNG a step reads;
+- ``release_memory`` frees what a dropped model held (CUDA cache, glibc heap);
+- ``Parallel`` is the set of hooks a multi-process trial overrides (the defaults are one process).
+
+Limitations: one device per process; the model is a Hugging Face ``AutoModelFor*`` class (or what
+a ``ModelFactory`` returns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import random
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuwork.errors import GpuworkError, ModelError
+from gpuwork.facts.model import HEAD_MODULES, auto_class
+from gpuwork.facts.model import find_blocks as _find_model_blocks
+from gpuwork.plan import ALL_LINEAR, Attention, Method, Optimizer, Precision, Task, TrainPlan
+
+if TYPE_CHECKING:
+    import torch
+
+    from gpuwork.measure.textdata import TextData
+
+MAX_GRAD_NORM = 1.0  # gradient clipping as in transformers' Trainer default
+# Learning rates: common fine-tuning defaults (transformers/peft examples); the trial measures speed,
+# the rate only has to keep losses finite and moving. Lion wants ~3-10x less than AdamW (Chen et al. 2023).
+DEFAULT_LR_FULL = 3e-4
+DEFAULT_LR_ADAPTERS = 1e-3
+LR_FACTOR = {Optimizer.SGD: 10.0, Optimizer.LION: 0.3}
+
+ModelFactory = Callable[[Any, TrainPlan], Any]  # (transformers config, plan) -> nn.Module on CPU, fp32
+
+
+class TrialError(GpuworkError, RuntimeError):
+    """A trial cannot be set up as asked (bad arguments, unusable model or data)."""
+
+
+# -- one process or several: the hooks a multi-process trial plugs in ----------------------------------
+
+
+class Parallel:
+    """Hooks that let ``iter_trial`` run as one of several processes; these defaults are one process.
+
+    ``gpuwork.measure.distributed`` subclasses it (DDP / FSDP2 wrapping, a data shard per rank, a
+    distributed checkpoint). Every method is called at the same point on every rank.
+    """
+
+    rank = 0
+    world_size = 1
+    writes_record = True  # False: the caller merges the ranks' records and writes the result
+
+    def agree(self, value: Any) -> Any:
+        """Rank 0's value on every rank (timestamps, file names)."""
+        return value
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+
+    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[str]:
+        """Where this way of running differs from the plan."""
+        if plan.gpus > 1:
+            return [f"gpus={plan.gpus}, sharding={plan.sharding}: this trial runs one process on one device "
+                    "(multi-GPU trials run under torchrun: gpuwork trial --nproc N)"]
+        return []
+
+    def scratch_dir(self, stack: contextlib.ExitStack, out_path: Path | None, stem: str) -> Path:
+        """A folder for temporary files, removed when the trial ends (same path on every rank)."""
+        return _scratch_dir(stack, out_path, stem)
+
+    def wrap(self, model: Any, setup: Setup) -> Any:
+        """The model as it trains (DDP / fully_shard); called before the optimizer is built."""
+        return model
+
+    def shard(self, dataset: Any) -> Any:
+        """This rank's part of the dataset."""
+        return dataset
+
+    def sync_gradients(self, model: Any, sync: bool) -> contextlib.AbstractContextManager:
+        """Context for one micro-batch's backward; ``sync`` is False for all but the last of a step."""
+        return contextlib.nullcontext()
+
+    def grad_norm(self, norm: Any) -> float:
+        """The total gradient norm as a float (a sharded norm is reduced first)."""
+        return float(norm.item())
+
+    def after_steps(self, run: Run) -> None:
+        """Called once the measured steps are done, before the checkpoint round-trip."""
+
+    def checkpoint_store(self) -> Any:
+        """Where the checkpoint round-trip writes: a ``gpuwork.measure.checkpoint.CheckpointStore``, or
+        None for one process's files (``FileCheckpoint``, Hugging Face Trainer's layout)."""
+        return None
+
+
+ONE_PROCESS = Parallel()
+
+
+# -- memory, errors ------------------------------------------------------------------------------------
+
+
+def is_oom(exc: BaseException) -> bool:
+    """Whether ``exc`` is running out of memory (CUDA's error, or the CPU allocator's failure)."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in text or "not enough memory" in text)
+
+
+def release_memory(device: torch.device | None) -> None:
+    """Free what dropped objects held: collect garbage, empty the CUDA cache, trim the C heap."""
+    import torch
+
+    gc.collect()
+    if device is not None and device.type == "cuda":
+        torch.cuda.empty_cache()
+    _malloc_trim()
+
+
+def _malloc_trim() -> None:
+    """Return freed heap pages to the OS (glibc), so the next trial's RSS baseline is honest."""
+    if sys.platform != "linux":
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+# -- the run: model, optimizer, scheduler ------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    """Everything resolved once per trial and needed to (re)build the model."""
+
+    plan: TrainPlan
+    config_dict: dict[str, Any]
+    model_name: str
+    task: Task
+    device: torch.device
+    compute_dtype: torch.dtype  # the dtype the model computes in
+    param_dtype: torch.dtype  # the dtype trainable weights are kept in
+    autocast_dtype: torch.dtype | None  # mixed precision: the autocast dtype
+    precision_used: str
+    attention: str  # attn_implementation asked of transformers
+    lr: float
+    seed: int
+    warmup: int
+    max_grad_norm: float | None
+    weights_dir: Path | None  # local pretrained weights, or None for random init
+    factory: ModelFactory | None
+    pad_id: int
+    substitutions: list[str]
+    qlora_base_dir: Path | None = None  # random-init model saved for 4-bit loading
+    parallel: Parallel = field(default_factory=Parallel)  # one process unless torchrun
+
+
+@dataclass
+class Run:
+    """A built model (method applied, wrapped) with its optimizer, scheduler and gradient scaler."""
+
+    model: Any
+    optimizer: Any
+    scheduler: Any
+    scaler: Any  # torch.amp.GradScaler for fp16-mixed, else None
+    trainable: list[Any]
+    params_total: int
+    params_trainable: int
+
+
+def _hf_config(setup: Setup) -> Any:
+    import transformers
+
+    model_type = setup.config_dict.get("model_type")
+    if model_type not in transformers.CONFIG_MAPPING:
+        raise ModelError(f"model_type '{model_type}' of {setup.model_name} is not known to transformers "
+                         f"{transformers.__version__}: upgrade transformers or pick another model")
+    config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(setup.config_dict))
+    if setup.task is Task.SEQ_CLS:
+        config.num_labels = 2
+        if getattr(config, "pad_token_id", None) is None:
+            config.pad_token_id = setup.pad_id  # needed to find the last token of each row (batch > 1)
+    config.use_cache = False  # training: no KV cache
+    return config
+
+
+def _base_model(setup: Setup, config: Any, dtype: torch.dtype, device: torch.device | None = None) -> Any:
+    """The plan's base model on ``device`` (default: the trial's) in ``dtype``, seeded.
+
+    Random weights are initialised directly on the device (no CPU copy of a large model); local
+    weights are loaded with ``from_pretrained``; a factory's model is moved and cast.
+    """
+    import torch
+
+    device = device or setup.device
+    torch.manual_seed(setup.seed)
+    auto = auto_class(setup.task)
+    if setup.factory is not None:
+        return setup.factory(config, setup.plan).to(dtype).to(device)
+    kwargs = {"attn_implementation": setup.attention, "dtype": dtype}
+    try:
+        if setup.weights_dir is not None:
+            return auto.from_pretrained(str(setup.weights_dir), config=config, **kwargs).to(device)
+        with torch.device(device):
+            return auto.from_config(config, **kwargs)
+    except (ValueError, ImportError) as exc:
+        message = str(exc).lower()
+        if setup.attention == "eager" or ("attn" not in message and "attention" not in message):
+            raise
+        setup.substitutions.append(f"attention {setup.attention} -> eager: {type(config).__name__} does not "
+                                   "support it")
+        setup.attention = "eager"
+        return _base_model(setup, config, dtype, device)
+
+
+def build_run(setup: Setup) -> Run:
+    """Model with the method applied, on the device, plus optimizer, scheduler and scaler."""
+    import torch
+
+    plan = setup.plan
+    config = _hf_config(setup)
+    if plan.method is Method.QLORA:
+        model = _qlora_model(setup, config)
+    else:
+        model = _base_model(setup, config, setup.param_dtype)
+        if plan.grad_checkpointing:
+            _enable_checkpointing(model)
+        if plan.method is Method.FREEZE:
+            _freeze_all_but_last(model, plan.trainable_layers, setup.task)
+        elif plan.method is Method.LORA:
+            model = _with_lora(model, setup)
+    model.train()
+    model = setup.parallel.wrap(model, setup)  # DDP / fully_shard before the optimizer sees parameters
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if not trainable:
+        raise TrialError(f"method '{plan.method}' left no trainable parameter in {setup.model_name}")
+    optimizer = _make_optimizer(plan, trainable, setup)
+    warmup = setup.warmup
+
+    def schedule(done: int) -> float:  # linear warm-up over the trial's warm-up steps, then constant
+        return min(1.0, (done + 1) / (warmup + 1))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    scaler = None
+    if setup.autocast_dtype == torch.float16:
+        scaler = torch.amp.GradScaler(setup.device.type)
+    params_total = sum(p.numel() for p in model.parameters())
+    if plan.method is Method.QLORA:  # Params4bit packs two 4-bit values per uint8 element
+        params_total = sum(p.numel() * (2 if p.dtype == torch.uint8 else 1) for p in model.parameters())
+    return Run(model=model, optimizer=optimizer, scheduler=scheduler, scaler=scaler, trainable=trainable,
+                params_total=params_total, params_trainable=sum(p.numel() for p in trainable))
+
+
+def preload(setup: Setup) -> None:
+    """Import what building the model imports, so that library code is not counted as trial memory."""
+    import safetensors.torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    with contextlib.suppress(Exception):  # resolving the class imports its modeling module
+        auto_class(setup.task)._model_mapping[type(_hf_config(setup))]
+    if setup.plan.uses_adapters:
+        import peft  # noqa: F401
+    if setup.plan.method is Method.QLORA or setup.plan.optimizer in (
+            Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT, Optimizer.LION):
+        import bitsandbytes  # noqa: F401
+
+
+def _enable_checkpointing(model: Any) -> None:
+    kwargs = {"use_reentrant": False}  # works with frozen inputs (LoRA, freeze) without input grads
+    if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x name
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    elif hasattr(model, "gradient_checkpointing_enable"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    else:
+        raise TrialError(f"{type(model).__name__} does not support gradient checkpointing: turn it off")
+
+
+def find_blocks(model: Any) -> tuple[str, Any]:
+    """(name, ModuleList) of the model's transformer blocks (freeze and FSDP wrapping need them)."""
+    layers = getattr(model.config, "num_hidden_layers", None)
+    try:
+        return _find_model_blocks(model, layers)
+    except ModelError:
+        raise TrialError(f"cannot find the {layers} transformer blocks of {type(model).__name__} (method='freeze' "
+                         "and FSDP wrapping need them): use method full/lora, or sharding='ddp'") from None
+
+
+def _freeze_all_but_last(model: Any, layers: int, task: Task) -> None:
+    """Train the last ``layers`` blocks, the final norm and the head (less any weight tied to the
+    embeddings), as gpuwork.facts.model counts them."""
+    import torch
+
+    prefix, blocks = find_blocks(model)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for block in list(blocks)[-layers:]:
+        for p in block.parameters():
+            p.requires_grad_(True)
+    for name, module in model.named_modules():
+        if name and not name.startswith(prefix) and "norm" in type(module).__name__.lower() and name.count(".") <= 1:
+            for p in module.parameters(recurse=False):
+                p.requires_grad_(True)
+    # the head trains except a weight tied to the input embeddings (those stay frozen)
+    embedding_ids = {id(m.weight) for n, m in model.named_modules()
+                     if isinstance(m, torch.nn.Embedding) and not n.startswith(prefix + ".")}
+    for name, module in model.named_children():
+        if name in HEAD_MODULES:
+            for p in module.parameters():
+                if id(p) not in embedding_ids:
+                    p.requires_grad_(True)
+
+
+def _lora_config(setup: Setup) -> Any:
+    from peft import LoraConfig
+
+    plan = setup.plan
+    targets: Any = ALL_LINEAR if plan.lora_targets == (ALL_LINEAR,) else list(plan.lora_targets)
+    task_type = {Task.CAUSAL_LM: "CAUSAL_LM", Task.SEQ_CLS: "SEQ_CLS"}.get(setup.task)
+    return LoraConfig(r=plan.lora_r, lora_alpha=plan.lora_alpha, lora_dropout=plan.lora_dropout,
+                      target_modules=targets, task_type=task_type, bias="none")
+
+
+def _with_lora(model: Any, setup: Setup) -> Any:
+    from peft import get_peft_model
+
+    try:
+        return get_peft_model(model, _lora_config(setup))
+    except ValueError as exc:
+        if "target" in str(exc).lower():
+            raise ModelError(f"lora_targets {list(setup.plan.lora_targets)} do not fit {setup.model_name}: "
+                             f"{str(exc).splitlines()[0]} (use its module names or 'all-linear')") from None
+        raise
+
+
+def _qlora_model(setup: Setup, config: Any) -> Any:
+    """stack_facts recipe: save the random-init model, reload it 4-bit, prepare for k-bit training, add LoRA."""
+    import torch
+    from peft import prepare_model_for_kbit_training
+    from transformers import BitsAndBytesConfig
+
+    source = setup.weights_dir
+    if source is None:
+        if setup.qlora_base_dir is None:
+            raise TrialError("internal: no folder for the 4-bit base model")
+        if setup.parallel.rank == 0 and not (setup.qlora_base_dir / "config.json").is_file():
+            # once per trial (the restore reuses it), by rank 0 only; built on the CPU: the 16-bit
+            # base never occupies the GPU, only its 4-bit reload does
+            base = _base_model(setup, config, setup.compute_dtype, torch.device("cpu"))
+            base.save_pretrained(str(setup.qlora_base_dir))
+            del base
+            release_memory(setup.device)
+        setup.parallel.barrier()  # the other ranks load what rank 0 wrote
+        source = setup.qlora_base_dir
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=setup.plan.quant_type.value,
+                               bnb_4bit_use_double_quant=setup.plan.double_quant,
+                               bnb_4bit_compute_dtype=setup.compute_dtype)
+    device_map = {"": setup.device.index or 0} if setup.device.type == "cuda" else {"": "cpu"}
+    torch.manual_seed(setup.seed)
+    model = auto_class(setup.task).from_pretrained(
+        str(source), config=config, quantization_config=quant, device_map=device_map,
+        dtype=setup.compute_dtype, attn_implementation=setup.attention)
+    model = prepare_model_for_kbit_training(
+        model, use_gradient_checkpointing=setup.plan.grad_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False})
+    return _with_lora(model, setup)
+
+
+def _make_optimizer(plan: TrainPlan, params: list[Any], setup: Setup) -> Any:
+    import torch
+
+    lr = setup.lr
+    opt = plan.optimizer
+    if opt is Optimizer.ADAMW:
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=plan.optimizer_foreach)
+    if opt is Optimizer.SGD:
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=plan.optimizer_foreach)
+    if opt is Optimizer.ADAFACTOR:
+        from transformers.optimization import Adafactor
+
+        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+    import bitsandbytes as bnb
+
+    if opt is Optimizer.ADAMW_8BIT:
+        return bnb.optim.AdamW8bit(params, lr=lr, weight_decay=0.0)
+    if opt is Optimizer.PAGED_ADAMW_8BIT:
+        return bnb.optim.PagedAdamW8bit(params, lr=lr, weight_decay=0.0)
+    if opt is Optimizer.LION:
+        return bnb.optim.Lion(params, lr=lr, weight_decay=0.0)
+    raise TrialError(f"optimizer '{opt}' is not supported by the trial")
+
+
+# -- one training step ----------------------------------------------------------------------------------------
+
+
+def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    if device.type == "cpu":
+        return batch
+    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def train_step(run: Run, setup: Setup, next_batch: Callable[[], dict[str, Any]], clock: Callable[[], float],
+               memory: Any = None) -> tuple[float, float, float, float]:
+    """One optimizer step of grad_accum micro-batches. Returns (loss, grad_norm, data_wait_s, lr).
+
+    ``memory``: the trial's memory monitor, whose ``check(phase)`` raises out-of-memory past its cap
+    (after forward, backward and the optimizer step); None checks nothing.
+    """
+    import torch
+
+    accum = setup.plan.grad_accum
+    device = setup.device
+    wait = 0.0
+    losses = []
+    autocast = (torch.autocast(device.type, dtype=setup.autocast_dtype) if setup.autocast_dtype is not None
+                else contextlib.nullcontext())
+    lr = float(run.optimizer.param_groups[0]["lr"])
+    for index in range(accum):
+        start = clock()
+        batch = _to_device(next_batch(), device)
+        wait += clock() - start
+        with setup.parallel.sync_gradients(run.model, index == accum - 1):
+            with autocast:
+                loss = run.model(**batch).loss / accum
+            if memory is not None:
+                memory.check("forward")
+            if run.scaler is not None:
+                run.scaler.scale(loss).backward()
+            else:
+                loss.backward()
+        if memory is not None:
+            memory.check("backward")
+        losses.append(loss.detach())
+        del loss
+    if run.scaler is not None:
+        run.scaler.unscale_(run.optimizer)
+    max_norm = setup.max_grad_norm if setup.max_grad_norm is not None else math.inf
+    grad_norm = torch.nn.utils.clip_grad_norm_(run.trainable, max_norm)
+    if run.scaler is not None:
+        run.scaler.step(run.optimizer)
+        run.scaler.update()
+    else:
+        run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    loss_value = float(torch.stack(losses).sum().item())
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    if memory is not None:
+        memory.check("optimizer step")
+    return loss_value, setup.parallel.grad_norm(grad_norm), wait, lr
+
+
+# -- RNG -------------------------------------------------------------------------------------------------------
+
+
+def rng_state(device: torch.device) -> dict[str, Any]:
+    """Every RNG a training step reads: torch (CPU and, on CUDA, every GPU), Python, numpy."""
+    import torch
+
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    with contextlib.suppress(ImportError):
+        import numpy as np
+
+        state["numpy"] = np.random.get_state()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore what ``rng_state`` captured."""
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    if "cuda" in state:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(state["numpy"])
+
+
+# -- from a plan to a setup ------------------------------------------------------------------------------------
+
+
+def prepare(plan: TrainPlan, *, device: Any, seed: int, warmup: int, lr: float | None, data: Any,
+            tokenizer: Any, model_factory: ModelFactory | None, max_grad_norm: float | None,
+            parallel: Parallel | None = None) -> tuple[Setup, TextData]:
+    """Resolve device, model config, task, precision, attention, learning rate and data for a trial."""
+    from gpuwork.facts.model import load_config, resolve_task
+
+    dev = _resolve_device(device)
+    config_dict, model_name = load_config(plan.model)
+    task = resolve_task(config_dict, plan.task)
+    substitutions: list[str] = []
+    compute, param_dtype, autocast_dtype, precision_used = _precision(plan.precision, dev, substitutions)
+    attention = _attention(plan.attention, dev, compute, substitutions)
+    if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT and dev.type == "cpu":
+        substitutions.append("paged-adamw-8bit runs unpaged on CPU (bitsandbytes has no paged memory there)")
+    parallel = parallel if parallel is not None else ONE_PROCESS
+    substitutions.extend(parallel.substitutions(plan, dev))
+    if lr is None:
+        lr = (DEFAULT_LR_ADAPTERS if plan.uses_adapters else DEFAULT_LR_FULL) * LR_FACTOR.get(plan.optimizer, 1.0)
+    weights_dir = _weights_dir(plan.model) if plan.method is not Method.SCRATCH else None
+    text = _text_data(data, tokenizer, plan.seq_len, _vocab_size(config_dict),
+                      min_sequences=plan.batch_size * parallel.world_size)
+    setup = Setup(plan=plan, config_dict=config_dict, model_name=model_name, task=task, device=dev,
+                  compute_dtype=compute, param_dtype=param_dtype, autocast_dtype=autocast_dtype,
+                  precision_used=precision_used, attention=attention, lr=lr, seed=seed, warmup=warmup,
+                  max_grad_norm=max_grad_norm, weights_dir=weights_dir, factory=model_factory,
+                  pad_id=text.tokenizer.pad_id, substitutions=substitutions, parallel=parallel)
+    return setup, text
+
+
+# -- helpers: device, precision, data, files ----------------------------------------------------------------------
+
+
+def _resolve_device(device: Any) -> torch.device:
+    import torch
+
+    if device is None:
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise TrialError(f"device '{device}' asked for, but this torch sees no CUDA GPU: use device='cpu'")
+        if dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+    elif dev.type != "cpu":
+        raise TrialError(f"device '{device}' is not supported: use 'cpu' or 'cuda[:N]'")
+    return dev
+
+
+def _precision(precision: Precision, device: torch.device, substitutions: list[str]
+               ) -> tuple[torch.dtype, torch.dtype, torch.dtype | None, str]:
+    """(compute dtype, trainable weight dtype, autocast dtype or None, precision used)."""
+    import torch
+
+    if precision is Precision.FP32:
+        return torch.float32, torch.float32, None, "fp32"
+    if device.type == "cpu":
+        substitutions.append(f"precision {precision.value} -> fp32 on CPU (16-bit matmuls are 35-40x slower "
+                             "on CPUs without bf16 hardware; stack_facts.md)")
+        return torch.float32, torch.float32, None, "fp32"
+    low = torch.bfloat16 if precision in (Precision.BF16, Precision.BF16_MIXED) else torch.float16
+    if low == torch.bfloat16 and not torch.cuda.is_bf16_supported():
+        substitutions.append(f"precision {precision.value} -> fp16 equivalent: this GPU has no bf16")
+        low = torch.float16
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}[low]
+    if precision.is_mixed:
+        return low, torch.float32, low, f"{name}-mixed"
+    return low, low, None, name
+
+
+def _attention(attention: Attention, device: torch.device, compute: torch.dtype, substitutions: list[str]) -> str:
+    import torch
+
+    if attention is Attention.EAGER:
+        return "eager"
+    if attention is Attention.SDPA:
+        return "sdpa"
+    reason = None
+    if device.type != "cuda":
+        reason = "no CUDA device"
+    elif compute == torch.float32:
+        reason = "flash-attention needs fp16/bf16"
+    else:
+        try:
+            from transformers.utils import is_flash_attn_2_available
+
+            if not is_flash_attn_2_available():
+                reason = "the flash-attn package is not installed"
+        except ImportError:
+            reason = "transformers cannot check for flash-attn"
+    if reason:
+        substitutions.append(f"attention flash -> sdpa: {reason}")
+        return "sdpa"
+    return "flash_attention_2"
+
+
+def optimizer_class_name(opt: Optimizer) -> str:
+    """The class ``build_run`` instantiates for ``opt``, as the record names it."""
+    return {
+        Optimizer.ADAMW: "torch.optim.AdamW",
+        Optimizer.SGD: "torch.optim.SGD(momentum=0.9)",
+        Optimizer.ADAFACTOR: "transformers.optimization.Adafactor",
+        Optimizer.ADAMW_8BIT: "bitsandbytes.optim.AdamW8bit",
+        Optimizer.PAGED_ADAMW_8BIT: "bitsandbytes.optim.PagedAdamW8bit",
+        Optimizer.LION: "bitsandbytes.optim.Lion",
+    }[opt]
+
+
+def _vocab_size(config: dict[str, Any]) -> int:
+    value = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+    if not isinstance(value, int) or value < 1:
+        raise ModelError("the model config has no vocab_size: the trial cannot size its tokenizer")
+    return value
+
+
+def _weights_dir(ref: str) -> Path | None:
+    """A local folder with pretrained weights next to the config, if the plan's model is one."""
+    from gpuwork.facts.paths import models_dir
+
+    if (models_dir() / f"{ref}.json").is_file():  # a preset name: config only, never a folder
+        return None
+    path = Path(ref).expanduser()
+    folder = path if path.is_dir() else path.parent if path.is_file() else None
+    if folder is None:
+        return None
+    if any(folder.glob("*.safetensors")) or (folder / "pytorch_model.bin").is_file():
+        return folder
+    return None
+
+
+def _text_data(data: Any, tokenizer: Any, seq_len: int, vocab_size: int, *, min_sequences: int) -> TextData:
+    from gpuwork.measure.textdata import BUILTIN_DATASET, TextData, prepare_text_data
+
+    if isinstance(data, TextData):
+        if data.seq_len == seq_len and data.sequences.shape[0] >= min_sequences:
+            return data
+        files = None if data.source.name == BUILTIN_DATASET else [f.path for f in data.source.files]
+        return prepare_text_data(seq_len, vocab_size, files=files, tokenizer=data.tokenizer,
+                                 min_sequences=min_sequences)
+    return prepare_text_data(seq_len, vocab_size, files=data, tokenizer=tokenizer, min_sequences=min_sequences)
+
+
+def _scratch_dir(stack: contextlib.ExitStack, out_path: Path | None, stem: str) -> Path:
+    """A folder for temporary files, removed when the trial ends: inside out_dir when given."""
+    if out_path is None:
+        return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpuwork-trial-")))
+    folder = out_path / f".{stem}-tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    stack.callback(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+@contextlib.contextmanager
+def quiet_libraries() -> Iterator[None]:
+    """Silence transformers' progress bars and info logs during the trial, then restore them."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+__all__ = [
+    "DEFAULT_LR_ADAPTERS",
+    "DEFAULT_LR_FULL",
+    "LR_FACTOR",
+    "MAX_GRAD_NORM",
+    "ONE_PROCESS",
+    "ModelFactory",
+    "Parallel",
+    "Run",
+    "Setup",
+    "TrialError",
+    "build_run",
+    "find_blocks",
+    "is_oom",
+    "optimizer_class_name",
+    "preload",
+    "prepare",
+    "quiet_libraries",
+    "release_memory",
+    "rng_state",
+    "set_rng_state",
+    "train_step",
+]
