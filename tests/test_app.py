@@ -92,12 +92,12 @@ def test_a_finished_demo_trial_joins_the_comparison() -> None:
 
 
 def test_a_bug_never_shows_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpuwork.ui import widgets as gw
+    from gpuwork.ui import sizing as ui_sizing
 
     def broken(plan: TrainPlan, axis: str = "seq_len") -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(gw, "size_plan", broken)
+    monkeypatch.setattr(ui_sizing, "size_plan", broken)
     app = build_app()
     assert "unexpected error" in app.sizing.error and "boom" in app.sizing.error
     assert "Traceback" not in app.sizing.message.value
@@ -106,10 +106,10 @@ def test_a_bug_never_shows_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_report_mode_builds_a_static_app(monkeypatch: pytest.MonkeyPatch) -> None:
     import plotly.graph_objects as go
 
-    from gpuwork.ui import widgets as gw
+    from gpuwork.ui import common
 
     shown: list = []
-    monkeypatch.setattr(gw, "_display", lambda *objs: shown.extend(objs))
+    monkeypatch.setattr(common, "display", lambda *objs: shown.extend(objs))
     static = build_app({"model": "llama-3.2-1b"}, report=True)
     assert isinstance(static, StaticApp)
     static._ipython_display_()

@@ -1,7 +1,8 @@
 """The Voila app: tabs Sizing / Offers / Request / Demo trial over one plan, in English or Russian.
 
-``notebooks/app.ipynb`` only calls ``build_app()``. The panels come from ``gpuwork.ui.widgets`` (state +
-pure update + thin view); this module wires them together:
+``notebooks/app.ipynb`` only calls ``build_app()``. The panels come from ``gpuwork.ui.sizing``,
+``offers``, ``request`` and ``trial`` (state + pure update + thin view, shared pieces in
+``gpuwork.ui.common``); this module wires them together:
 
 - the Sizing form owns the plan; every valid change is handed to the Offers and Request tabs, which
   re-evaluate when they are shown (so typing in the form stays fast);
@@ -36,18 +37,14 @@ import ipywidgets as widgets  # noqa: E402
 
 from gpuwork.estimate.memory import GIB  # noqa: E402
 from gpuwork.plan import TrainPlan  # noqa: E402
-from gpuwork.ui.widgets import (  # noqa: E402
-    LANGS,
-    OffersPanel,
-    RequestPanel,
-    SizingForm,
-    TrialPanel,
-    error_html,
-    one_line,
-    ui,
-)
+from gpuwork.ui.common import LANGS, error_html, one_line, ui  # noqa: E402
+from gpuwork.ui.offers import OffersPanel  # noqa: E402
+from gpuwork.ui.request import RequestPanel  # noqa: E402
+from gpuwork.ui.sizing import SizingForm  # noqa: E402
+from gpuwork.ui.trial import TrialPanel  # noqa: E402
 
-TITLE = "gpuwork — GPU sizing for fine-tuning"
+# The notebook's heading, the same in every language; the app shows its subtitle (ui("title")) in the chosen one.
+TITLE = "gpuwork"
 TABS = ("sizing", "offers", "request", "trial")
 
 
@@ -64,7 +61,8 @@ class App(widgets.VBox):
         self.lang = lang if lang in LANGS else "en"
         self.intro = widgets.HTML(layout={"flex": "1 1 auto"})
         self.intro.add_class("gpuwork-intro")
-        self.lang_toggle = widgets.ToggleButtons(options=[("English", "en"), ("Русский", "ru")], value=self.lang,
+        self.lang_toggle = widgets.ToggleButtons(options=[(ui("lang_name.en"), "en"), (ui("lang_name.ru"), "ru")],
+                                                 value=self.lang,
                                                  style={"button_width": "90px"})
         self.lang_toggle.add_class("gpuwork-lang")
         self.sizing = SizingForm(plan, lang=self.lang, stagger=True)
@@ -89,7 +87,8 @@ class App(widgets.VBox):
         self._apply_labels()
 
     def _apply_labels(self) -> None:
-        self.intro.value = f'<p style="margin:0 12px 6px 0;max-width:1100px">{ui("intro", self.lang)}</p>'
+        self.intro.value = (f'<h3 class="gpuwork-title" style="margin:0 0 4px 0">{ui("title", self.lang)}</h3>'
+                            f'<p style="margin:0 12px 6px 0;max-width:1100px">{ui("intro", self.lang)}</p>')
         self.tabs.titles = tuple(ui(f"tab_{name}", self.lang) for name in TABS[: len(self.tabs.children)])
 
     def _current(self) -> str:

@@ -31,7 +31,8 @@ verify = False
 report = False
 
 # %%
-from gpuwork.ui.widgets import SizingForm, setup_notebook
+from gpuwork.ui.common import setup_notebook
+from gpuwork.ui.sizing import SizingForm
 
 setup_notebook(report)
 sizing = SizingForm(plan, gpus=gpus, lang=lang, report=report)

@@ -33,7 +33,8 @@ lang = "en"
 report = False
 
 # %%
-from gpuwork.ui.widgets import TrialPanel, setup_notebook
+from gpuwork.ui.common import setup_notebook
+from gpuwork.ui.trial import TrialPanel
 
 setup_notebook(report)
 trial = TrialPanel(plan, steps=steps, warmup=warmup, ramp=ramp, out_dir=out_dir, note=note, lang=lang,

@@ -31,7 +31,8 @@ lang = "en"
 report = False
 
 # %%
-from gpuwork.ui.widgets import OffersPanel, setup_notebook
+from gpuwork.ui.common import setup_notebook
+from gpuwork.ui.offers import OffersPanel
 
 setup_notebook(report)
 offers = OffersPanel(plan, records=records, request=request, lang=lang, report=report)

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # gpuwork — GPU sizing for fine-tuning
+# # gpuwork
 
 # %% tags=["parameters"]
 plan = None
@@ -23,7 +23,7 @@ report = False
 
 # %%
 from gpuwork.ui.app import build_app
-from gpuwork.ui.widgets import setup_notebook
+from gpuwork.ui.common import setup_notebook
 
 setup_notebook(report)
 build_app(plan, lang=lang, report=report)

@@ -1,0 +1,348 @@
+"""What the workbook's panels share: labels in two languages, HTML helpers, friendly errors, live charts.
+
+The panels (``gpuwork.ui.sizing``, ``trial``, ``offers``, ``request``) follow solara's rule, three
+layers each: *state* (the plan and the results, plain attributes), a *pure update* (``size_plan``,
+``offer_results``, ``estimate_vs_measured_rows``, ... call the estimators and return data, no widgets),
+and a *thin view* (ipywidgets controls that rebuild the state on every change and re-render HTML and
+plotly ``FigureWidget``s inside ``batch_update()``). Nothing here computes a formula: numbers come from
+gpuwork's estimators and are only converted for display.
+
+Every panel runs in two modes: interactive (widgets, live ``FigureWidget``s) and report
+(``report=True``: plain ``go.Figure``s and HTML that survive offline HTML export). A panel's
+``show(part)`` displays one part in either mode through ``display`` (the one seam tests replace).
+Invalid input anywhere shows one friendly line (``error_html``, class ``gpuwork-error``), never a
+traceback, and the panel keeps working.
+
+Example:
+    >>> ui("method")
+    'Method'
+    >>> error_html("bad\\nvalue")
+    '<div class="gpuwork-error" style="color:#c62828;font-weight:600">bad value</div>'
+
+Limitations: labels exist in English and Russian (catalog entries ``ui.*`` of gpuwork.present.messages). Button actions (trace, trial) run in a background
+thread (``run_in_thread``); several at once are refused by the panels rather than queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import logging
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from gpuwork.errors import GpuworkError
+from gpuwork.message import msg
+from gpuwork.plan import TrainPlan
+from gpuwork.present import messages
+from gpuwork.units import fmt_duration, fmt_size
+
+_log = logging.getLogger(__name__)
+
+LANGS = ("en", "ru")
+
+_ERROR_COLOR = "#c62828"
+NOTE_COLOR = "#9a6700"  # warnings and notes that need attention
+MUTED = "#555"  # secondary text
+WIDE = {"description_width": "170px"}  # the controls' label column
+CHECKBOX_LAYOUT = {"width": "auto"}
+
+# -- labels -----------------------------------------------------------------------------------------
+
+
+class Label(str):
+    """A workbook label: the text of catalog entry ``ui.<key>`` in one language.
+
+    ``Label.format(**params)`` renders the entry through the catalog (numbers in the language's form), so
+    ``ui("trial_step", lang).format(step=3, ...)`` and ``ui("trial_step", lang, step=3, ...)`` say the same.
+    """
+
+    code: str
+    lang: str
+
+    def __new__(cls, code: str, lang: str) -> Label:
+        label = super().__new__(cls, messages.CATALOG[code][lang])
+        label.code, label.lang = code, lang
+        return label
+
+    def format(self, *args: Any, **params: Any) -> str:  # type: ignore[override]
+        if args:
+            raise TypeError(f"{self.code}: pass the parameters by name")
+        return messages.render(msg(self.code, **params), self.lang)
+
+
+def ui(key: str, lang: str = "en", **params: Any) -> str:
+    """A workbook label in ``lang`` (catalog entry ``ui.<key>``; English for an unknown language).
+
+    With ``params`` the entry is rendered: ``ui("params", "ru", total=8_030_261_248, trainable=...)``.
+    """
+    lang = lang if lang in LANGS else "en"
+    if params:
+        return messages.render(msg(f"ui.{key}", **params), lang)
+    return Label(f"ui.{key}", lang)
+
+
+# -- small display helpers (conversion for display only) ---------------------------------------------
+
+
+def one_line(message: Any) -> str:
+    """A message on one line (the app shows errors as a single line)."""
+    return " ".join(str(message).split())
+
+
+def error_html(message: str) -> str:
+    """A friendly one-line error in red, HTML-escaped."""
+    return (f'<div class="gpuwork-error" style="color:{_ERROR_COLOR};font-weight:600">'
+            f"{html.escape(one_line(message))}</div>")
+
+
+def note_html(message: str, color: str = MUTED, cls: str = "gpuwork-note") -> str:
+    """A line of already-escaped HTML in ``color``."""
+    return f'<div class="{cls}" style="color:{color}">{message}</div>'
+
+
+def friendly(exc: BaseException, lang: str = "en") -> str:
+    """One line for the user in ``lang``: the message of a GpuworkError, or a short 'unexpected error' line.
+
+    Limitations: only errors raised with a message code (every TrainPlan check) have a Russian text; the
+    others (model, catalog and trial errors) are still English.
+    """
+    if isinstance(exc, GpuworkError):
+        return one_line(exc.text(lang))
+    _log.error("unexpected error in a gpuwork widget", exc_info=exc)
+    return one_line(ui("unexpected", lang, error=f"{type(exc).__name__}: {exc}"))
+
+
+def gb_text(n_bytes: float, lang: str = "en") -> str:
+    """Decimal gigabytes (terabytes from 1 TB), as disks are sold."""
+    return fmt_size(n_bytes, lang)
+
+
+def duration_text(seconds: float | None, lang: str = "en") -> str:
+    """Minutes under an hour, else hours (and days beyond three); "–" for None, "∞" for an infinite time."""
+    return fmt_duration(seconds, lang if lang in LANGS else "en")
+
+
+def table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, right: Sequence[int] = ()) -> str:
+    """An HTML table; cells are already-escaped HTML strings; ``right`` aligns those columns right."""
+    def cell(tag: str, i: int, value: Any) -> str:
+        style = "text-align:right;white-space:nowrap" if i in right else "text-align:left"
+        return f'<{tag} style="{style};padding:2px 8px">{value}</{tag}>'
+
+    head = "".join(cell("th", i, h) for i, h in enumerate(header))
+    body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
+    return (f'<table class="{cls}" style="border-collapse:collapse;margin:4px 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def heading_html(level: int, text: str) -> str:
+    """A compact ``<hN>`` heading, HTML-escaped."""
+    return f'<h{level} style="margin:10px 0 4px 0">{html.escape(text)}</h{level}>'
+
+
+def plan_caption(plan: TrainPlan, model_label: str | None = None, lang: str = "en") -> str:
+    """The plan on one line (model, method, precision, optimizer, batch shape, GPUs, sharding)."""
+    return ui("plan_caption", lang, model=model_label or plan.model, method=plan.method, precision=plan.precision,
+              optimizer=plan.optimizer, seq_len=plan.seq_len, batch=plan.batch_size, grad_accum=plan.grad_accum,
+              gpus=plan.gpus, sharding=plan.sharding)
+
+
+def setup_notebook(report: bool = False) -> None:
+    """Call once at the top of a notebook. Report mode embeds plotly.js in the output (offline HTML).
+
+    With ``report=True`` plotly's renderer becomes ``plotly_mimetype+notebook``: the first figure's cell
+    carries the plotly.js library itself, so exported HTML works without a network. Interactive mode
+    keeps the default renderer (FigureWidgets render through their widget).
+    """
+    if report:
+        import plotly.io as pio
+
+        pio.renderers.default = "plotly_mimetype+notebook"
+
+
+def plan_from(value: TrainPlan | Mapping[str, Any] | None, default: Mapping[str, Any] | None = None) -> TrainPlan:
+    """A TrainPlan from a plan, a dict of fields (``{"plan": {...}}`` accepted) or None (the default)."""
+    if isinstance(value, TrainPlan):
+        return value
+    data = dict(default or {})
+    if value:
+        inner = value.get("plan") if isinstance(value.get("plan"), Mapping) else value
+        data.update(inner)
+    return TrainPlan.from_dict(data)
+
+
+def display(*objects: Any) -> None:
+    """Display each object that is not None: every panel's ``show(part)`` goes through here (tests replace it)."""
+    from IPython.display import display as ipython_display
+
+    for obj in objects:
+        if obj is not None:
+            ipython_display(obj)
+
+
+def html_output(value: str) -> Any:
+    """An IPython HTML object for ``display``."""
+    from IPython.display import HTML
+
+    return HTML(value)
+
+
+class Panel:
+    """What every workbook panel shares: ``show(part)`` displays the live widgets of a part in a notebook,
+    or, in a report (``self.report``), plain figures and HTML; ``view()`` is the whole panel."""
+
+    report: bool
+
+    def live_parts(self) -> dict[str, Callable[[], Any]]:
+        """Part name -> the widget that shows it live (None: shown elsewhere)."""
+        raise NotImplementedError
+
+    def static_parts(self) -> dict[str, Callable[[], list[Any]]]:
+        """Part name -> the figures and HTML that show it in a report."""
+        raise NotImplementedError
+
+    def show(self, part: str) -> None:
+        parts = self.static_parts() if self.report else self.live_parts()
+        if part not in parts:
+            raise KeyError(part)
+        shown = parts[part]()
+        if self.report:
+            display(*shown)  # a list of figures and HTML
+        else:
+            display(shown)  # one live widget
+
+    def view(self) -> Any:
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.view()._repr_mimebundle_(**kwargs)
+
+
+# -- FigureWidget updates -----------------------------------------------------------------------------
+
+
+def sync_figure(target: go.FigureWidget, fig: go.Figure) -> None:
+    """Make a live FigureWidget show ``fig``: in place, in one ``batch_update()`` message carrying only the
+    properties that changed, when the traces match in number and type (the charts keep them fixed);
+    else by replacing the traces. The widget keeps the template it was created with."""
+    new_layout = fig.layout.to_plotly_json()
+    new_layout.pop("template", None)
+    same = len(target.data) == len(fig.data) and all(a.type == b.type for a, b in zip(target.data, fig.data,
+                                                                                        strict=False))
+    if not same:
+        target.data = ()
+        target.add_traces(list(fig.data))
+    old_layout = target.layout.to_plotly_json()
+    with target.batch_update():
+        if same:
+            for old, new in zip(target.data, fig.data, strict=True):
+                before, after = old.to_plotly_json(), new.to_plotly_json()
+                changed = {k: v for k, v in after.items() if k not in ("type", "uid") and before.get(k) != v}
+                if changed:
+                    old.update(changed, overwrite=True)
+        changed_layout = {k: v for k, v in new_layout.items() if old_layout.get(k) != v}
+        if changed_layout:
+            target.layout.update(changed_layout, overwrite=True)
+
+
+class LiveFigure:
+    """A chart slot: a FigureWidget created on first use (each one ships plotly.js to the browser).
+
+    ``after`` (another slot) defers this one until that slot's chart has rendered in a browser (its
+    first trace report comes back): two FigureWidgets loading at once on a small machine can exceed
+    anywidget's 2 s initialisation limit. Until then the latest figure waits in ``pending``.
+    """
+
+    def __init__(self, css_class: str, after: LiveFigure | None = None):
+        self.box = widgets.VBox(layout={"width": "100%"})  # a column stretches the chart to the full width
+        self.box.add_class(css_class)
+        self.widget: go.FigureWidget | None = None
+        self.pending: go.Figure | None = None
+        self._waiting = after is not None
+        self._followers: list[LiveFigure] = []
+        self._lock = threading.Lock()
+        if after is not None:
+            after._followers.append(self)
+
+    def show(self, fig: go.Figure) -> None:
+        with self._lock:
+            if self._waiting:
+                self.pending = fig
+                return
+            if self.widget is None:
+                self.widget = go.FigureWidget(fig)
+                if self._followers:
+                    self.widget.observe(self._rendered, names="_js2py_traceDeltas")
+                self.box.children = (self.widget,)
+            else:
+                sync_figure(self.widget, fig)
+
+    def release(self) -> None:
+        """Stop waiting: create the chart now with the latest figure."""
+        with self._lock:
+            self._waiting = False
+            fig, self.pending = self.pending, None
+        if fig is not None:
+            self.show(fig)
+
+    def _rendered(self, change: Any) -> None:
+        if change["new"] is None or self.widget is None:
+            return
+        self.widget.unobserve(self._rendered, names="_js2py_traceDeltas")
+        for follower in self._followers:
+            follower.release()
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Library warnings (FutureWarning from transformers, ...) must not reach the page."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def run_in_thread(name: str, target: Callable[[], Any]) -> threading.Thread:
+    """Start ``target`` in a daemon thread named ``gpuwork-<name>``; an exception is logged, never raised."""
+    def guarded() -> None:
+        try:
+            target()
+        except Exception:  # noqa: BLE001 - the target shows its own errors; never kill the kernel
+            _log.exception("%s failed", name)
+
+    thread = threading.Thread(target=guarded, name=f"gpuwork-{name}", daemon=True)
+    thread.start()
+    return thread
+
+
+
+__all__ = [
+    "CHECKBOX_LAYOUT",
+    "LANGS",
+    "MUTED",
+    "NOTE_COLOR",
+    "WIDE",
+    "LiveFigure",
+    "Panel",
+    "display",
+    "duration_text",
+    "error_html",
+    "friendly",
+    "gb_text",
+    "heading_html",
+    "html_output",
+    "note_html",
+    "one_line",
+    "plan_caption",
+    "plan_from",
+    "quiet",
+    "run_in_thread",
+    "setup_notebook",
+    "sync_figure",
+    "table_html",
+    "ui",
+]

@@ -1,0 +1,421 @@
+"""The offers panel: rental offers for a plan, filtered and sorted, with cost vs time and trial records.
+
+``OffersPanel`` shows every catalog offer evaluated for the plan (``offer_results``, filters and the
+rankings of ``SORTS``) as a table (``offers_table_html``), a cost-vs-time chart, the interruptible
+offers with their preemptions and checkpoint intervals (``interruptible_html``), trial records side by
+side (``compare_html``) and, with ``with_request``, the rental request (``gpuwork.ui.request``).
+
+Example:
+    >>> panel = OffersPanel({"model": "llama-3.1-8b", "method": "qlora"})
+    >>> all(r.fits for r in panel.results)
+    True
+
+Limitations: prices are the bundled catalog's illustrative dated snapshots, not quotes.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from gpuwork import sizing
+from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.estimate.memory import MIB
+from gpuwork.estimate.offers import DEFAULT_PREEMPTION_RATE_PER_HOUR
+from gpuwork.facts.catalog import GpuClass, Mode, Region
+from gpuwork.plan import TrainPlan
+from gpuwork.present import charts, messages
+from gpuwork.present.messages import render, render_all
+from gpuwork.ui import common
+from gpuwork.ui.common import (
+    CHECKBOX_LAYOUT,
+    LANGS,
+    MUTED,
+    NOTE_COLOR,
+    WIDE,
+    LiveFigure,
+    duration_text,
+    error_html,
+    friendly,
+    heading_html,
+    html_output,
+    note_html,
+    one_line,
+    plan_caption,
+    plan_from,
+    quiet,
+    table_html,
+    ui,
+)
+from gpuwork.ui.request import RequestPanel
+from gpuwork.units import fmt_int, fmt_number, fmt_usd, unit
+
+SORTS = ("cost", "time", "price", "vram")  # the rankings of estimate.offers.sort_offers the panel offers
+
+
+def _usd(x: float | None, lang: str = "en") -> str:
+    return fmt_usd(x, lang if lang in LANGS else "en")
+
+
+# -- offers: pure update --------------------------------------------------------------------------------
+
+
+def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classes: Sequence[str] | None = None,
+                  regions: Sequence[str] | None = None, max_price: float | None = None, min_vram_gb: float | None = None,
+                  budget_usd: float | None = None, sort: str = "cost", include_unfit: bool = False,
+                  preemption_rate_per_hour: float | None = None) -> list[Any]:
+    """Offers evaluated for ``plan`` (gpuwork.estimate.offers.evaluate_offers), filtered and sorted.
+
+    ``sort``: "cost" / "time" (the evaluator's rankings), "price" (per GPU-hour) or "vram" (most memory
+    first); offers that do not fit always come last.
+    """
+    if sort not in SORTS:
+        raise PlanError("sort", f"sort={sort!r} must be one of {', '.join(SORTS)}")
+    kwargs: dict[str, Any] = {}
+    if preemption_rate_per_hour is not None:
+        kwargs["preemption_rate_per_hour"] = preemption_rate_per_hour
+    return sizing.evaluate_offers(
+        plan, sort=sort, mode=list(modes) if modes is not None else None,
+        gpu_class=list(classes) if classes is not None else None, region=list(regions) if regions is not None else None,
+        max_price_per_gpu_hour=max_price, min_vram_gb=min_vram_gb, budget_usd=budget_usd,
+        include_unfit=include_unfit, **kwargs)
+
+
+def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | None = None) -> str:
+    if not results:
+        return note_html(html.escape(ui("no_offers", lang)), NOTE_COLOR, "gpuwork-offers-empty")
+    rows = []
+    for r in results[:limit] if limit else results:
+        o = r.offer
+        if r.fits:
+            notes = render_all(r.fit.changes, lang)
+            if r.expected_preemptions:
+                notes.append(ui("preemptions", lang, preemptions=r.expected_preemptions))
+            if r.meets_deadline is False:
+                notes.append(ui("misses_deadline", lang))
+            used = f"{r.fit.plan.gpus} / {r.billed_gpus}"
+            cells = (used, r.fit.plan.sharding.value, duration_text(r.expected_total_s, lang),
+                     _usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
+        else:
+            cells = ("–", "–", "–", "–", f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
+        rows.append((f"<code>{html.escape(o.offer_id)}</code>", html.escape(o.gpu.display_name),
+                     html.escape(ui("mode_option", lang, value=o.mode)), html.escape(ui("region_option", lang,
+                                                                                         value=o.region)),
+                     fmt_number(o.price_per_gpu_hour, lang, 2), *cells))
+    header = [ui(k, lang) for k in ("col_offer", "col_gpu", "col_mode", "col_region", "col_price", "col_gpus",
+                                    "col_sharding", "col_time", "col_cost", "col_notes")]
+    return (table_html(header, rows, "gpuwork-offers", right=(4, 5, 7, 8))
+            + note_html(html.escape(ui("offers_note", lang))))
+
+
+def interruptible_html(results: Sequence[Any], lang: str = "en") -> str:
+    """Interruptible offers that fit: expected preemptions, rework, checkpoint interval now vs recommended."""
+    rows = []
+    for r in results:
+        if not r.fits or r.offer.mode is not Mode.INTERRUPTIBLE or r.time is None:
+            continue
+        recommended = (ui("recommended", lang, interval_s=r.recommended_checkpoint_interval_s,
+                          steps=r.recommended_checkpoint_every_steps)
+                       if r.recommended_checkpoint_interval_s is not None else "–")
+        rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", duration_text(r.time.total_s, lang),
+                     duration_text(r.expected_total_s, lang), fmt_number(r.expected_preemptions, lang, 1),
+                     duration_text(r.expected_lost_s, lang), duration_text(r.checkpoint_interval_s, lang), recommended,
+                     _usd(r.expected_cost_usd, lang)))
+    if not rows:
+        return note_html(html.escape(ui("none_interruptible", lang)))
+    header = [ui(k, lang) for k in ("col_offer", "col_uninterrupted", "col_time", "col_preemptions", "col_rework",
+                                    "col_interval", "col_recommended", "col_cost")]
+    return table_html(header, rows, "gpuwork-interruptible", right=(1, 2, 3, 4, 5, 7))
+
+
+def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str = "en") -> str:
+    """Trial records side by side (gpuwork.measure.trial.compare)."""
+    if not records:
+        return note_html(html.escape(ui("no_records", lang)))
+    from gpuwork.measure.trial import compare
+
+    rows = compare(records, price_per_hour)
+
+    def fmt(value: Any, key: str) -> str:
+        if value is None:
+            return "–"
+        if key == "tokens_per_s":
+            return fmt_int(value, lang)
+        if key.endswith("_bytes"):
+            return f"{fmt_int(value / MIB, lang)} {unit('MiB', lang)}"
+        if key.endswith("_s"):
+            return f"{fmt_number(value, lang, 3)} {unit('s', lang)}"
+        if key == "data_wait_fraction":
+            return f"{fmt_number(value * 100, lang, 1)}%"
+        if key == "cost_per_1m_tokens":
+            return _usd(value, lang)
+        if isinstance(value, bool):
+            return ui("yes" if value else "no", lang)
+        return html.escape(str(value))
+
+    def title(key: str) -> str:
+        code = f"ui.compare.{key}"
+        return messages.text(code, lang) if code in messages.CATALOG else key.replace("_", " ")
+
+    keys = list(rows[0])
+    table = table_html([html.escape(title(k)) for k in keys],
+                       [[fmt(row[k], k) for k in keys] for row in rows], "gpuwork-compare")
+    return f'<div style="overflow-x:auto">{table}</div>'
+
+
+# -- the offers panel -----------------------------------------------------------------------------------
+
+
+class OffersPanel(common.Panel):
+    """Rental offers for the current plan: filters, sorting, table, cost vs time, interruptible offers,
+    trial records side by side and (``with_request``) the rental request.
+
+    State: ``plan``, ``results`` (OfferResult list after filters), ``records`` (TrialRecords to compare),
+    ``error``.
+    """
+
+    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
+                 report: bool = False, with_request: bool = True, records: Sequence[Any] = (),
+                 request: Mapping[str, Any] | None = None):
+        self.lang = lang if lang in LANGS else "en"
+        self.report = report
+        self.plan: TrainPlan | None = None
+        self.results: list[Any] = []
+        self.records: list[Any] = []
+        self.error: str | None = None
+        self._stale = True
+        self._muted = False
+        default_rate = DEFAULT_PREEMPTION_RATE_PER_HOUR
+        lay = {"width": "340px"}
+        self.modes = widgets.SelectMultiple(options=self._choice_options("mode_option", Mode),
+                                            value=tuple(m.value for m in Mode), rows=3, style=WIDE, layout=lay)
+        self.classes = widgets.SelectMultiple(options=self._choice_options("class_option", GpuClass),
+                                              value=tuple(c.value for c in GpuClass), rows=3, style=WIDE, layout=lay)
+        self.regions = widgets.SelectMultiple(options=self._choice_options("region_option", Region),
+                                              value=tuple(r.value for r in Region), rows=3, style=WIDE, layout=lay)
+        self.max_price = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
+        self.min_vram = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
+        self.budget = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
+        self.sort = widgets.Dropdown(options=self._sort_options(), value="cost", style=WIDE, layout=lay)
+        self.include_unfit = widgets.Checkbox(value=False, style=WIDE, layout=CHECKBOX_LAYOUT)
+        self.preemption_rate = widgets.FloatText(value=default_rate, step=0.01, style=WIDE, layout=lay)
+        self.limit = widgets.IntText(value=25, style=WIDE, layout=lay)
+        self.message = widgets.HTML()
+        self.table = widgets.HTML()
+        self.table.add_class("gpuwork-offers-table")
+        self.interruptible = widgets.HTML()
+        self.record_upload = widgets.FileUpload(accept=".json", multiple=True)
+        self.record_price = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
+        self.compare = widgets.HTML()
+        self.headings = {k: widgets.HTML() for k in ("h_offers", "h_interruptible", "h_compare")}
+        self.scatter = LiveFigure("gpuwork-offers-scatter")
+        self._filters = [self.modes, self.classes, self.regions, self.max_price, self.min_vram, self.budget, self.sort,
+                         self.include_unfit, self.preemption_rate, self.limit]
+        for control in self._filters:
+            control.observe(lambda _c: self.refresh(), names="value")
+        self.record_upload.observe(self._on_records, names="value")
+        self.record_price.observe(lambda _c: self._render_compare(), names="value")
+        self.request = RequestPanel(lang=self.lang, report=report, options=request) if with_request else None
+        self._apply_labels()
+        for path in records:
+            self._load_record_file(path)
+        if plan is not None:
+            try:
+                self.set_plan(plan_from(plan))
+            except GpuworkError as exc:
+                self._show_error(friendly(exc, self.lang))
+        self._render_compare()
+
+    def _sort_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"sort_{s}", self.lang), s) for s in SORTS]
+
+    def _choice_options(self, key: str, choices: Any) -> list[tuple[str, str]]:
+        return [(ui(key, self.lang, value=c), c.value) for c in choices]
+
+    def _apply_labels(self) -> None:
+        lang = self.lang
+        for control, key in ((self.modes, "modes"), (self.classes, "classes"), (self.regions, "regions"),
+                             (self.max_price, "max_price"), (self.min_vram, "min_vram"), (self.budget, "budget"),
+                             (self.sort, "sort"), (self.include_unfit, "include_unfit"),
+                             (self.preemption_rate, "preemption_rate"), (self.limit, "limit"),
+                             (self.record_upload, "records"), (self.record_price, "record_price")):
+            control.description = ui(key, lang)
+        for control in (self.max_price, self.min_vram, self.budget):
+            control.tooltip = ui("zero_any", lang)
+        for key, heading in self.headings.items():
+            heading.value = heading_html(4, ui(key, lang))
+        self._muted = True
+        try:
+            for control, options in ((self.sort, self._sort_options()),
+                                     (self.modes, self._choice_options("mode_option", Mode)),
+                                     (self.classes, self._choice_options("class_option", GpuClass)),
+                                     (self.regions, self._choice_options("region_option", Region))):
+                value = control.value
+                control.options = options
+                control.value = value
+        finally:
+            self._muted = False
+
+    def set_lang(self, lang: str) -> None:
+        self.lang = lang if lang in LANGS else "en"
+        self._apply_labels()
+        if self.request is not None:
+            self.request.set_lang(lang)
+        self.refresh()
+        self._render_compare()
+
+    def set_plan(self, plan: TrainPlan, *, lazy: bool = False) -> None:
+        """Evaluate offers for ``plan`` (with ``lazy=True``: on the next ``refresh``)."""
+        self.plan = plan
+        self._stale = True
+        if self.request is not None and not lazy:
+            self.request.set_plan(plan)
+        if not lazy:
+            self.refresh()
+
+    def refresh_if_stale(self) -> None:
+        if self._stale:
+            self.refresh()
+            if self.request is not None and self.plan is not None:
+                self.request.set_plan(self.plan)
+
+    def filters(self) -> dict[str, Any]:
+        """offer_results keyword arguments from the controls (0 = no limit; all selected = no filter)."""
+        def chosen(control: widgets.SelectMultiple, what: str) -> list[str] | None:
+            if not control.value:
+                raise PlanError(what, ui("pick_one", self.lang, what=control.description))
+            return None if len(control.value) == len(control.options) else list(control.value)
+
+        for control, name in ((self.max_price, "max_price"), (self.min_vram, "min_vram_gb"), (self.budget, "budget_usd"),
+                              (self.preemption_rate, "preemption_rate_per_hour")):
+            if control.value is None or control.value < 0:
+                raise PlanError(name, ui("must_be_positive", self.lang, what=control.description,
+                                         value=repr(control.value)))
+        return {"modes": chosen(self.modes, "mode"), "classes": chosen(self.classes, "gpu_class"),
+                "regions": chosen(self.regions, "region"), "max_price": self.max_price.value or None,
+                "min_vram_gb": self.min_vram.value or None, "budget_usd": self.budget.value or None,
+                "sort": self.sort.value, "include_unfit": self.include_unfit.value,
+                "preemption_rate_per_hour": self.preemption_rate.value}
+
+    def refresh(self) -> None:
+        if self.plan is None or self._muted:
+            return
+        try:
+            if self.limit.value < 1:
+                raise PlanError("limit", ui("must_be_one", self.lang, what=self.limit.description,
+                                            value=str(self.limit.value)))
+            with quiet():
+                results = offer_results(self.plan, **self.filters())
+        except Exception as exc:  # noqa: BLE001
+            self._show_error(friendly(exc, self.lang))
+            return
+        self.results, self.error, self._stale = results, None, False
+        self.message.value = ""
+        self.table.value = offers_table_html(results, self.lang, self.limit.value)
+        self.interruptible.value = interruptible_html(results, self.lang)
+        if not self.report:
+            self.scatter.show(self.scatter_figure())
+
+    def _show_error(self, message: str) -> None:
+        self.error = one_line(message)
+        self.message.value = error_html(message)
+
+    def scatter_figure(self) -> go.Figure:
+        return charts.offers_figure(self.results, lang=self.lang)
+
+    # -- trial records ----------------------------------------------------------------------------
+
+    def add_record(self, record: Any) -> None:
+        self.records.append(record)
+        self._render_compare()
+
+    def _load_record_file(self, path: str | os.PathLike[str]) -> None:
+        from gpuwork.measure.trial import TrialRecord
+
+        try:
+            self.records.append(TrialRecord.from_json(Path(path)))
+        except (OSError, ValueError, KeyError, TypeError, GpuworkError) as exc:
+            self._show_error(ui("cannot_read_record", self.lang, name=str(path),
+                                error=friendly(exc, self.lang) if isinstance(exc, GpuworkError) else str(exc)))
+
+    def _on_records(self, change: Any) -> None:
+        from gpuwork.measure.trial import TrialRecord
+
+        for item in change["new"] or ():
+            name = item.get("name", "record.json")
+            try:
+                self.records.append(TrialRecord.from_json(bytes(item["content"]).decode("utf-8")))
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError, GpuworkError) as exc:
+                self._show_error(ui("bad_record", self.lang, name=name, error=one_line(exc)))
+        self._render_compare()
+
+    def _render_compare(self) -> None:
+        price = self.record_price.value
+        try:
+            if price is not None and price < 0:
+                raise PlanError("price", ui("must_be_positive", self.lang, what=self.record_price.description,
+                                            value=repr(price)))
+            self.compare.value = compare_html(self.records, price or None, self.lang)
+        except Exception as exc:  # noqa: BLE001
+            self.compare.value = error_html(friendly(exc, self.lang))
+
+    # -- views ------------------------------------------------------------------------------------
+
+    def filters_box(self) -> widgets.Widget:
+        left = widgets.VBox([self.modes, self.classes, self.regions])
+        right = widgets.VBox([self.max_price, self.min_vram, self.budget, self.sort, self.preemption_rate, self.limit,
+                              self.include_unfit])
+        box = widgets.HBox([left, right], layout={"flex_flow": "row wrap"})
+        box.add_class("gpuwork-offers-filters")
+        return box
+
+    def view(self) -> widgets.Widget:
+        compare = widgets.VBox([self.headings["h_compare"], widgets.HBox([self.record_upload, self.record_price]),
+                                self.compare])
+        parts = [self.headings["h_offers"], self.filters_box(), self.message, self.table, self.scatter.box,
+                 self.headings["h_interruptible"], self.interruptible, compare]
+        if self.request is not None:
+            parts.append(self.request.view())
+        box = widgets.VBox(parts)
+        box.add_class("gpuwork-offers")
+        return box
+
+    def show(self, part: str) -> None:
+        """Display "filters", "table", "scatter", "interruptible", "compare" or "request"."""
+        self.refresh_if_stale()
+        super().show(part)
+
+    def live_parts(self) -> dict[str, Callable[[], Any]]:
+        return {"filters": lambda: widgets.VBox([self.filters_box(), self.message]),
+                "table": lambda: self.table, "scatter": lambda: self.scatter.box,
+                "interruptible": lambda: self.interruptible,
+                "compare": lambda: widgets.VBox([widgets.HBox([self.record_upload, self.record_price]),
+                                                 self.compare]),
+                "request": lambda: self.request.view() if self.request else None}
+
+    def static_parts(self) -> dict[str, Callable[[], list[Any]]]:
+        caption = plan_caption(self.plan, lang=self.lang) if self.plan else ""
+        return {
+            "filters": lambda: [html_output(note_html(html.escape(caption)) + (self.message.value or ""))],
+            "table": lambda: [html_output(self.table.value)],
+            "scatter": lambda: [self.scatter_figure()],
+            "interruptible": lambda: [html_output(self.interruptible.value)],
+            "compare": lambda: [html_output(self.compare.value)],
+            "request": lambda: [html_output(self.request.static_html())] if self.request else [],
+        }
+
+
+__all__ = [
+    "SORTS",
+    "OffersPanel",
+    "compare_html",
+    "interruptible_html",
+    "offer_results",
+    "offers_table_html",
+]

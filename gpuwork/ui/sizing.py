@@ -1,0 +1,743 @@
+"""The sizing form: controls bound to a TrainPlan, and what the estimators say about it.
+
+``SizingForm``: model (preset, uploaded config.json or manual architecture), method, precision,
+optimizer, batch shape, checkpointing, attention, LoRA, GPUs, sharding, data -> memory breakdown and
+what-if charts, totals with their meanings, profile, time and disk, and a "Verify exactly" button
+(fake-tensor trace of one step). Its pure update is ``size_plan`` (a ``SizingResult``) with
+``whatif_series``; ``totals_html``, ``details_html`` and ``trace_html`` render results as HTML.
+The shared pieces (labels, modes, friendly errors) are in ``gpuwork.ui.common``.
+
+Example:
+    >>> form = SizingForm({"model": "llama-3.2-1b", "method": "lora"})
+    >>> form.controls["seq_len"].value = 4096
+    >>> form.plan.seq_len, form.memory.device_total_bytes > 0
+    (4096, True)
+
+Every explanation (reasons, verdicts, disk rules, warnings) is a catalog message rendered in the form's
+language (gpuwork.present.messages). Limitations: error messages of invalid plans are in English. The manual
+architecture
+builds a Llama-style decoder. The exact check runs in a background thread; a second press while it
+runs is refused rather than queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import html
+import json
+import logging
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+import plotly.graph_objects as go
+
+from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError
+from gpuwork.estimate.memory import GIB, MemoryEstimate
+from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
+from gpuwork.facts.model import list_presets, spec_for_plan
+from gpuwork.message import Msg, msg
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, TrainPlan
+from gpuwork.present import charts
+from gpuwork.present.messages import render, render_all
+from gpuwork.sizing import estimate_disk, estimate_memory, match_profile
+from gpuwork.ui import common
+from gpuwork.ui.common import (
+    CHECKBOX_LAYOUT,
+    LANGS,
+    MUTED,
+    NOTE_COLOR,
+    WIDE,
+    LiveFigure,
+    error_html,
+    friendly,
+    gb_text,
+    heading_html,
+    html_output,
+    note_html,
+    one_line,
+    plan_caption,
+    plan_from,
+    quiet,
+    run_in_thread,
+    table_html,
+    ui,
+)
+from gpuwork.units import fmt_number, fmt_seconds, unit
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_GPUS = ("rtx4090", "l40s", "h100_sxm")  # the profiles' reference cards (gpuwork.estimate.profiles)
+WHATIF_VALUES = {
+    "seq_len": (256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
+    "batch_size": (1, 2, 4, 8, 16, 32, 64),
+}
+WHATIF_METHODS = tuple(m.value for m in Method)
+# A Llama-3.2-1B-shaped decoder as the starting point of the manual architecture fields.
+MANUAL_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                 "intermediate_size", "vocab_size")
+MANUAL_DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+                   "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256}
+_CONTROL_LAYOUT = {"width": "380px"}
+
+
+def _gib(n_bytes: float, lang: str = "en") -> str:
+    """GiB with two decimals, no unit (the column says GiB)."""
+    return fmt_number(n_bytes / GIB, lang, 2)
+
+
+# -- model configs written by the form ---------------------------------------------------------------
+
+
+def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A Llama-style Hugging Face config dict from the six manual architecture fields.
+
+    Raises ModelError with the field and the fix when a value is not a positive whole number or the
+    heads do not divide the hidden size / each other (transformers' attention needs both).
+    """
+    out: dict[str, int] = {}
+    for name in MANUAL_FIELDS:
+        value = values.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ModelError(f"{name}={value!r}: use a whole number >= 1")
+        out[name] = value
+    if out["hidden_size"] % out["num_attention_heads"]:
+        raise ModelError(f"hidden_size={out['hidden_size']} must be divisible by num_attention_heads="
+                         f"{out['num_attention_heads']} (each head gets an equal slice)")
+    if out["num_attention_heads"] % out["num_key_value_heads"]:
+        raise ModelError(f"num_attention_heads={out['num_attention_heads']} must be divisible by "
+                         f"num_key_value_heads={out['num_key_value_heads']} (grouped-query attention)")
+    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **out,
+            "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "hidden_act": "silu",
+            "tie_word_embeddings": False, "rope_theta": 500000.0}
+
+
+def parse_config(content: bytes, name: str = "config.json") -> dict[str, Any]:
+    """The dict in an uploaded config.json; ModelError when it is not a Hugging Face config."""
+    try:
+        data = json.loads(bytes(content).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{name} is not valid JSON ({exc}): upload the model's config.json") from None
+    if not isinstance(data, dict) or "model_type" not in data:
+        raise ModelError(f"{name} is not a Hugging Face config.json: it has no 'model_type' key")
+    return data
+
+
+class ConfigStore:
+    """Config dicts as files (gpuwork.facts.model reads a path), in a TemporaryDirectory this object owns.
+
+    Each distinct config gets its own folder named by a hash of its content, so a changed config never
+    hits gpuwork.facts.model's cache of an earlier one. ``close()`` removes everything.
+    """
+
+    def __init__(self) -> None:
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def path_for(self, config: Mapping[str, Any]) -> str:
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="gpuwork-configs-")
+        text = json.dumps(config, sort_keys=True, indent=1)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        folder = Path(self._tmp.name) / digest
+        path = folder / "config.json"
+        if not path.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        return str(path)
+
+    @property
+    def folder(self) -> str | None:
+        return self._tmp.name if self._tmp is not None else None
+
+    def close(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+# -- sizing: pure update -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    """What the estimators say about one plan (no widgets)."""
+
+    plan: TrainPlan
+    memory: MemoryEstimate
+    axis: str  # the what-if field: "seq_len" or "batch_size"
+    whatif_values: tuple[int, ...]
+    whatif: dict[str, list[int | None]]  # method -> device total bytes per value (None: invalid there)
+    profile: Any = None  # gpuwork.estimate.profiles.ProfileMatch when that module is present
+    disk: Any = None  # gpuwork.estimate.disk.DiskPlan
+    notes: tuple[Msg, ...] = field(default_factory=tuple)  # parts that could not be estimated, one each
+
+
+def whatif_series(plan: TrainPlan, axis: str, values: Sequence[int], methods: Sequence[str] = WHATIF_METHODS
+                  ) -> dict[str, list[int | None]]:
+    """Device total per GPU (bytes) of ``plan`` with ``axis`` set to each value, for each method."""
+    if axis not in WHATIF_VALUES:
+        raise PlanError(axis, f"what-if axis {axis!r} must be one of {', '.join(WHATIF_VALUES)}")
+    spec = spec_for_plan(plan)
+    out: dict[str, list[int | None]] = {}
+    for method in methods:
+        row: list[int | None] = []
+        for value in values:
+            try:
+                row.append(estimate_memory(plan.replace(method=method, **{axis: value}), spec).device_total_bytes)
+            except GpuworkError:
+                row.append(None)
+        out[method] = row
+    return out
+
+
+def size_plan(plan: TrainPlan, *, axis: str = "seq_len") -> SizingResult:
+    """Memory, what-if curves, profile (with its time estimate) and disk for one plan.
+
+    Raises GpuworkError when the memory estimate itself cannot be made; profile and disk failures
+    become one-line ``notes`` so that the memory answer is still shown.
+    """
+    memory = estimate_memory(plan)
+    values = tuple(sorted(set(WHATIF_VALUES[axis]) | {getattr(plan, axis)}))
+    series = whatif_series(plan, axis, values)
+    notes: list[Msg] = []
+    profile = disk = None
+    try:
+        profile = match_profile(plan)
+    except GpuworkError as exc:
+        notes.append(msg("ui.not_estimated", what="profile", error=one_line(exc)))
+    try:
+        disk = estimate_disk(plan)
+    except GpuworkError as exc:
+        notes.append(msg("ui.not_estimated", what="disk", error=one_line(exc)))
+    return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes))
+
+
+def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_label: str | None = None) -> str:
+    """The three totals with what each one counts, the peak's phase, warnings and offloaded RAM."""
+    rows = []
+    for attr in charts.TOTALS:
+        label, meaning = charts.total_label(attr, lang)
+        rows.append((f"<b>{html.escape(label)}</b>", f"<b>{_gib(getattr(est, attr), lang)}</b>", html.escape(meaning)))
+    table = table_html((ui("total", lang), ui("gib", lang), ui("meaning", lang)), rows, "gpuwork-totals", right=(1,))
+    notes = [ui("peak_at", lang, phase=est.peak_phase),
+             ui("params", lang, total=est.params.total, trainable=est.params.trainable)]
+    if est.host_bytes:
+        notes.append(html.escape(ui("host", lang, host_bytes=est.host_bytes)))
+    warn = "".join(note_html("⚠ " + html.escape(one_line(render(w, lang))), NOTE_COLOR, "gpuwork-warning")
+                   for w in est.warnings)
+    return (f'<div class="gpuwork-summary"><p style="margin:2px 0">{html.escape(plan_caption(plan, model_label, lang))}'
+            f"</p>{table}<p style='margin:2px 0;color:{MUTED}'>{' '.join(notes)} {ui('gib_note', lang)}</p>"
+            f"{warn}</div>")
+
+
+def details_html(result: SizingResult, lang: str = "en") -> str:
+    """Profile (with reasons), time on the profile's card and the disk plan, as HTML."""
+    parts: list[str] = []
+    match = result.profile
+    if match is not None:
+        parts.append(heading_html(4, ui("h_profile", lang)))
+        if match.profile is None:
+            parts.append(f"<p>{ui('no_profile', lang)}</p>")
+        else:
+            parts.append("<p>" + html.escape(ui("profile", lang, id=match.profile.profile_id, name=match.profile.name,
+                                                gpus=match.gpus, gpu=match.gpu_name or "?",
+                                                mode=match.profile.mode)) + "</p>")
+        items = [f"<li>+ {html.escape(r)}</li>" for r in render_all(match.reasons, lang)]
+        items += [f"<li style='color:{MUTED}'>– " + html.escape(ui("not_profile", lang, id=k, why=v))
+                  + "</li>" for k, v in sorted(match.rejected.items())]
+        if match.changes:
+            items.append("<li>" + html.escape(ui("changes", lang, what=match.changes)) + "</li>")
+        items += [f"<li>{html.escape(ui('check', lang, what=c))}</li>" for c in match.checks]
+        parts.append(f'<ul class="gpuwork-profile" style="margin:2px 0">{"".join(items)}</ul>')
+        t = match.time
+        if t is not None:
+            parts.append(heading_html(4, ui("h_time", lang)))
+            parts.append('<p class="gpuwork-time">' + ui(  # the template's own <b>; the GPU name escaped
+                "time_line", lang, gpus=t.plan.gpus, gpu=html.escape(t.gpu_name), step_s=t.step_time_s,
+                tokens_s=t.tokens_per_s, steps=t.steps, train_s=t.train_s, eval_s=t.eval_s,
+                checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours) + "</p>")
+            parts.append(note_html(html.escape(ui("peak", lang, peak=t.peak, tflops=t.peak_flops_per_gpu / 1e12))))
+            parts.append(note_html(html.escape(ui("mfu", lang, mfu=t.mfu.value, note=t.mfu.note))))
+            for line in (*t.comm.verdict, t.data.verdict, *t.warnings):
+                parts.append(note_html(html.escape(render(line, lang))))
+    disk = result.disk
+    if disk is not None:
+        parts.append(heading_html(4, ui("h_disk", lang)))
+        parts.append("<p>" + ui("disk_total", lang, total_bytes=disk.recommended_bytes,
+                                margin_bytes=disk.margin_bytes) + "</p>")
+        rows = [(html.escape(render(item.label, lang)), gb_text(item.bytes, lang),
+                 f"<span style='color:{MUTED}'>{html.escape(render(item.rule, lang))}</span>") for item in disk.lines]
+        parts.append(table_html(("", "", ""), rows, "gpuwork-disk", right=(1,)))
+        parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(disk.notes, lang)]
+    parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(result.notes, lang)]
+    return '<div class="gpuwork-details">' + "".join(parts) + "</div>"
+
+
+def trace_html(plan: TrainPlan, traced: Any, est: MemoryEstimate | None, lang: str = "en") -> str:
+    """Traced peak (fake-tensor step) next to the analytic estimate of the same quantity."""
+    rows = [(html.escape(charts.term_label(k, lang)), _gib(v, lang)) for k, v in traced.breakdown.items() if v]
+    parts = [note_html(html.escape(ui("trace_plan", lang, plan=plan_caption(plan, lang=lang)))),
+             table_html((ui("category", lang), ui("gib", lang)), rows, "gpuwork-trace-breakdown", right=(1,))]
+    total_rows = [(f"<b>{ui('traced', lang)}</b>", f"<b>{_gib(traced.peak_allocated_bytes, lang)}</b>")]
+    if est is not None and est.plan == plan:
+        analytic = est.traceable_bytes  # as `gpuwork trace` shows
+        diff = analytic / traced.peak_allocated_bytes - 1 if traced.peak_allocated_bytes else float("nan")
+        total_rows += [(ui("analytic", lang), _gib(analytic, lang)),
+                       (ui("difference", lang), fmt_number(diff * 100, lang, 1) + "%")]
+        parts.append(table_html(("", ui("gib", lang)), total_rows, "gpuwork-trace-totals", right=(1,)))
+        parts.append(note_html(html.escape(ui("traced_phase", lang, traced=traced.peak_phase,
+                                              analytic=est.peak_phase))))
+    else:
+        parts.append(table_html(("", ui("gib", lang)), total_rows, "gpuwork-trace-totals", right=(1,)))
+    parts += [note_html(html.escape(ui("stand_in", lang, what=s)), NOTE_COLOR) for s in traced.stand_ins]
+    parts.append(note_html(fmt_seconds(traced.elapsed_s, lang)))
+    return '<div class="gpuwork-trace">' + "".join(parts) + "</div>"
+
+
+# -- the sizing form ---------------------------------------------------------------------------------
+
+
+class SizingForm(common.Panel):
+    """Controls bound to a TrainPlan, and what the estimators say about it.
+
+    State (after every change): ``plan`` and ``result`` (a SizingResult; None while the input is
+    invalid), ``error`` (the one-line message shown, or None), ``traced`` (the last exact check).
+    ``controls`` maps TrainPlan field -> widget; ``manual`` the architecture fields; ``upload`` the
+    config.json upload; ``model_source`` chooses between preset, upload and manual.
+
+    Args:
+        plan: the starting plan (a TrainPlan or a dict of its fields).
+        gpus: gpu_ids (or names) of the cards drawn as memory lines.
+        lang: "en" or "ru".
+        report: build plain figures and HTML for ``show`` (no FigureWidgets).
+        stagger: create the what-if chart only once the breakdown chart has rendered in a browser (the
+            Voila app: one plotly.js bundle loads at a time).
+    """
+
+    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, gpus: Sequence[str] = DEFAULT_GPUS,
+                 lang: str = "en", report: bool = False, stagger: bool = False):
+        self.lang = lang if lang in LANGS else "en"
+        self.report = report
+        self.store = ConfigStore()
+        self.plan: TrainPlan | None = None
+        self.result: SizingResult | None = None
+        self.error: str | None = None
+        self.traced: Any = None
+        self._listeners: list[Callable[[TrainPlan], Any]] = []
+        self._muted = False
+        self._busy = threading.Lock()
+        self._uploaded: tuple[str, dict[str, Any]] | None = None
+        self._catalog = load_gpus()
+        try:
+            base = plan_from(plan)
+            start_error = None
+        except GpuworkError as exc:
+            base, start_error = TrainPlan(), friendly(exc, self.lang)
+        self.base_plan = base
+        self._build_controls(base, gpus)
+        self.breakdown = LiveFigure("gpuwork-breakdown")
+        self.whatif = LiveFigure("gpuwork-whatif", after=self.breakdown if stagger else None)
+        self.refresh()
+        if start_error:
+            self._show_error(start_error)
+
+    # -- construction ---------------------------------------------------------------------------
+
+    def _build_controls(self, base: TrainPlan, gpus: Sequence[str]) -> None:
+        lay = _CONTROL_LAYOUT
+        presets = list_presets()
+        source = "preset"
+        model_value = base.model
+        if base.model not in presets:
+            if Path(base.model).expanduser().exists() or base.model.endswith(".json"):
+                source = "upload"
+                with contextlib.suppress(GpuworkError, OSError):
+                    from gpuwork.facts.model import load_config
+
+                    config, _name = load_config(base.model)
+                    self._uploaded = (Path(base.model).name, config)
+            else:
+                presets = [base.model, *presets]  # a hub id: kept as given
+            model_value = base.model if base.model in presets else presets[0]
+        self.model_source = widgets.ToggleButtons(options=self._source_options(), value=source,
+                                                  style={"description_width": "170px", "button_width": "96px"})
+        self.upload = widgets.FileUpload(accept=".json", multiple=False)
+        self.upload_name = widgets.HTML()
+        self.manual = {name: widgets.IntText(value=MANUAL_DEFAULTS[name], style=WIDE, layout=lay)
+                       for name in MANUAL_FIELDS}
+        c: dict[str, widgets.ValueWidget] = {
+            "model": widgets.Dropdown(options=presets, value=model_value, style=WIDE, layout=lay),
+            "method": widgets.Dropdown(options=self._method_options(), value=base.method.value, style=WIDE,
+                                       layout=lay),
+            "precision": widgets.Dropdown(options=[p.value for p in Precision], value=base.precision.value,
+                                          style=WIDE, layout=lay),
+            "optimizer": widgets.Dropdown(options=[o.value for o in Optimizer], value=base.optimizer.value,
+                                          style=WIDE, layout=lay),
+            "seq_len": widgets.IntText(value=base.seq_len, style=WIDE, layout=lay),
+            "batch_size": widgets.IntText(value=base.batch_size, style=WIDE, layout=lay),
+            "grad_accum": widgets.IntText(value=base.grad_accum, style=WIDE, layout=lay),
+            "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
+                                                   layout=CHECKBOX_LAYOUT),
+            "attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
+                                          style=WIDE, layout=lay),
+            "lora_r": widgets.IntText(value=base.lora_r, style=WIDE, layout=lay),
+            # module names differ between architectures (q_proj / c_attn / query): free text, checked by
+            # the estimator, whose message lists the model's linear modules
+            "lora_targets": widgets.Text(value=",".join(base.lora_targets), continuous_update=False, style=WIDE,
+                                         layout=lay),
+            "gpus": widgets.IntText(value=base.gpus, style=WIDE, layout=lay),
+            "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
+                                         style=WIDE, layout=lay),
+            "dataset_tokens": widgets.IntText(value=base.dataset_tokens, style=WIDE, layout=lay),
+            "epochs": widgets.FloatText(value=base.epochs, style=WIDE, layout=lay),
+        }
+        self.controls = c
+        ids = []
+        for g in gpus:
+            with contextlib.suppress(CatalogError):
+                ids.append(get_gpu(g, self._catalog).gpu_id)
+        self.gpu_select = widgets.SelectMultiple(options=self._gpu_options(), value=tuple(ids), rows=7, style=WIDE,
+                                                 layout={"width": "380px"})
+        self.axis = widgets.ToggleButtons(options=self._axis_options(), value="seq_len",
+                                          style={"description_width": "initial", "button_width": "170px"})
+        self.verify_button = widgets.Button(icon="search", layout={"width": "300px"})
+        self.verify_button.add_class("gpuwork-verify")
+        self.verify_out = widgets.HTML()
+        self.message = widgets.HTML()
+        self.message.add_class("gpuwork-message")
+        self.totals = widgets.HTML()
+        self.totals.add_class("gpuwork-result")
+        self.details = widgets.HTML()
+        self.headings = {key: widgets.HTML() for key in ("h_model", "h_training", "h_gpus", "h_totals", "h_verify")}
+        for name, control in {**c, **{f"manual-{k}": v for k, v in self.manual.items()}}.items():
+            control.add_class(f"gpuwork-{name.replace('_', '-')}")  # stable hooks for browser tests
+        self.model_source.add_class("gpuwork-model-source")
+        self.upload.add_class("gpuwork-upload")
+        for control in [*c.values(), *self.manual.values(), self.gpu_select, self.axis]:
+            control.observe(self._on_change, names="value")
+        self.model_source.observe(self._on_source, names="value")
+        self.upload.observe(self._on_upload, names="value")
+        self.verify_button.on_click(lambda _b: self._start(self.verify))
+        self._apply_labels()
+
+    def _source_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"src_{v}", self.lang), v) for v in ("preset", "upload", "manual")]
+
+    def _axis_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"axis_{v}", self.lang), v) for v in ("seq_len", "batch_size")]
+
+    def _method_options(self) -> list[tuple[str, str]]:
+        return [(ui("method_option", self.lang, value=m), m.value) for m in Method]
+
+    def _gpu_options(self) -> list[tuple[str, str]]:
+        return [(f"{g.display_name} ({fmt_number(g.memory_gb, self.lang, 0)} {unit('GB', self.lang)})", g.gpu_id)
+                for g in self._catalog.values()]
+
+    def _apply_labels(self) -> None:
+        lang = self.lang
+        for name, control in self.controls.items():
+            control.description = ui(name, lang)
+        for name, control in self.manual.items():
+            control.description = ui(name, lang)
+        self.model_source.description = ui("model_source", lang)
+        self.upload.description = ui("upload", lang)
+        self.gpu_select.description = ui("candidates", lang)
+        self.axis.description = ui("axis", lang)
+        self.verify_button.description = ui("verify", lang)
+        self.verify_button.tooltip = ui("verify_hint", lang)
+        self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
+        for key, heading in self.headings.items():
+            heading.value = heading_html(4, ui(key, lang))
+        with self._mute():
+            for control, options in ((self.model_source, self._source_options()), (self.axis, self._axis_options()),
+                                     (self.controls["method"], self._method_options()),
+                                     (self.gpu_select, self._gpu_options())):
+                value = control.value
+                control.options = options
+                control.value = value
+        self._update_visibility()
+
+    @contextlib.contextmanager
+    def _mute(self) -> Iterator[None]:
+        before, self._muted = self._muted, True
+        try:
+            yield
+        finally:
+            self._muted = before
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def memory(self) -> MemoryEstimate | None:
+        return self.result.memory if self.result else None
+
+    def on_plan(self, callback: Callable[[TrainPlan], Any]) -> None:
+        """Call ``callback(plan)`` after every valid change (the app keeps other tabs in step)."""
+        self._listeners.append(callback)
+
+    def candidate_gpus(self) -> list[GpuSpec]:
+        return [self._catalog[g] for g in self.gpu_select.value if g in self._catalog]
+
+    def model_label(self) -> str:
+        source = self.model_source.value
+        if source == "upload":
+            return self._uploaded[0] if self._uploaded else "config.json"
+        if source == "manual":
+            m = {k: w.value for k, w in self.manual.items()}
+            return (f"manual {m['num_hidden_layers']}×{m['hidden_size']} "
+                    f"({m['num_attention_heads']}/{m['num_key_value_heads']} heads)")
+        return str(self.controls["model"].value)
+
+    def model_ref(self) -> str:
+        """What TrainPlan.model gets: the preset name, or the path of a config written by the store."""
+        source = self.model_source.value
+        if source == "upload":
+            if self._uploaded is None:
+                raise ModelError(ui("upload_first", self.lang))
+            return self.store.path_for(self._uploaded[1])
+        if source == "manual":
+            return self.store.path_for(manual_config({k: w.value for k, w in self.manual.items()}))
+        return str(self.controls["model"].value)
+
+    def values(self) -> dict[str, Any]:
+        """The TrainPlan fields the form sets (model resolved by ``model_ref``)."""
+        out = {name: control.value for name, control in self.controls.items()}
+        out["model"] = self.model_ref()
+        if isinstance(out["epochs"], float) and out["epochs"].is_integer():
+            out["epochs"] = int(out["epochs"])
+        return out
+
+    # -- update -----------------------------------------------------------------------------------
+
+    def _on_change(self, _change: Any = None) -> None:
+        self.refresh()
+
+    def _on_source(self, _change: Any = None) -> None:
+        self._update_visibility()
+        self.refresh()
+
+    def _on_upload(self, change: Any) -> None:
+        files = change["new"]
+        if not files:
+            return
+        item = files[0]
+        try:
+            config = parse_config(item["content"], item.get("name", "config.json"))
+        except GpuworkError as exc:
+            self._show_error(friendly(exc, self.lang))
+            return
+        self._uploaded = (item.get("name", "config.json"), config)
+        self.upload_name.value = note_html(html.escape(self._uploaded[0]))
+        if self.model_source.value != "upload":
+            self.model_source.value = "upload"  # refreshes
+        else:
+            self.refresh()
+
+    def _update_visibility(self) -> None:
+        source = self.model_source.value
+        self.controls["model"].layout.display = None if source == "preset" else "none"
+        self.upload.layout.display = None if source == "upload" else "none"
+        self.upload_name.layout.display = None if source == "upload" else "none"
+        for control in self.manual.values():
+            control.layout.display = None if source == "manual" else "none"
+        adapters = self.controls["method"].value in ("lora", "qlora")
+        for name in ("lora_r", "lora_targets"):
+            self.controls[name].layout.display = None if adapters else "none"
+
+    def refresh(self) -> None:
+        """Rebuild the plan from the controls, estimate it and re-render; errors show one red line."""
+        if self._muted:
+            return
+        self._update_visibility()
+        try:
+            with quiet():
+                plan = self.base_plan.replace(**self.values())
+                if self.model_source.value != "preset" and plan.model not in _SPEC_SEEN:
+                    self.message.value = note_html(html.escape(ui("building", self.lang, name=self.model_label())))
+                result = size_plan(plan, axis=self.axis.value)
+                _SPEC_SEEN.add(plan.model)
+        except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
+            self._show_error(friendly(exc, self.lang))
+            return
+        self.plan, self.result, self.error = plan, result, None
+        self._render()
+        for callback in self._listeners:
+            try:
+                callback(plan)
+            except Exception as exc:  # noqa: BLE001
+                _log.error("plan listener failed", exc_info=exc)
+
+    def _show_error(self, message: str) -> None:
+        self.plan, self.result, self.error = None, None, one_line(message)
+        self.message.value = error_html(message)
+        self.totals.value = note_html(html.escape(ui("invalid", self.lang)))
+
+    def _render(self) -> None:
+        assert self.result is not None and self.plan is not None
+        self.message.value = ""
+        self.totals.value = totals_html(self.plan, self.result.memory, self.lang, self.model_label())
+        self.details.value = details_html(self.result, self.lang)
+        if not self.report:  # a live chart keeps its template: updates skip resolving it again
+            self.breakdown.show(self.breakdown_figure(None if self.breakdown.widget else charts.TEMPLATE))
+            self.whatif.show(self.whatif_figure(template=None if self.whatif.widget else charts.TEMPLATE))
+
+    def set_lang(self, lang: str) -> None:
+        self.lang = lang if lang in LANGS else "en"
+        self._apply_labels()
+        if self.result is not None:
+            self._render()
+        elif self.error:
+            self.totals.value = note_html(html.escape(ui("invalid", self.lang)))
+        if self.traced is not None and self.plan is not None:
+            self.verify_out.value = trace_html(self.traced.plan, self.traced, self.memory, self.lang)
+
+    # -- figures (pure given the state) -----------------------------------------------------------
+
+    def breakdown_figure(self, template: str | None = charts.TEMPLATE) -> go.Figure:
+        assert self.result is not None
+        return charts.memory_breakdown_figure(
+            [self.result.memory], self.candidate_gpus(),
+            labels=[f"{self.model_label()}, {self.result.plan.method.value}"], lang=self.lang, template=template)
+
+    def whatif_figure(self, axis: str | None = None, template: str | None = charts.TEMPLATE) -> go.Figure:
+        assert self.result is not None
+        result = self.result
+        if axis is not None and axis != result.axis:
+            result = size_plan(result.plan, axis=axis)
+        return charts.whatif_figure(result.whatif_values, result.whatif, self.candidate_gpus(), field=result.axis,
+                                    current=getattr(result.plan, result.axis), lang=self.lang, template=template)
+
+    # -- exact check ------------------------------------------------------------------------------
+
+    def verify(self) -> Any:
+        """Trace one step of the current plan under fake tensors (gpuwork.measure.trace); show traced vs analytic."""
+        plan = self.plan
+        if plan is None:
+            self.verify_out.value = error_html(self.error or ui("invalid", self.lang))
+            return None
+        if not self._busy.acquire(blocking=False):
+            self.verify_out.value = error_html(ui("busy", self.lang))
+            return None
+        self.verify_button.disabled = True
+        self.verify_out.value = note_html(html.escape(ui("tracing", self.lang)))
+        try:
+            from gpuwork.measure.trace import trace_memory
+
+            with quiet():
+                traced = trace_memory(plan)
+        except Exception as exc:  # noqa: BLE001
+            self.verify_out.value = error_html(friendly(exc, self.lang))
+            return None
+        finally:
+            self.verify_button.disabled = False
+            self._busy.release()
+        self.traced = traced
+        self.verify_out.value = trace_html(plan, traced, self.memory if self.plan == plan else None, self.lang)
+        return traced
+
+    def _start(self, action: Callable[[], Any]) -> None:
+        run_in_thread(action.__name__, action)
+
+    # -- views ------------------------------------------------------------------------------------
+
+    def controls_box(self) -> widgets.Widget:
+        c = self.controls
+        model = widgets.VBox([self.headings["h_model"], self.model_source, c["model"], self.upload, self.upload_name,
+                              *self.manual.values()])
+        training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
+                                 c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
+                                 c["attention"], c["lora_r"], c["lora_targets"]])
+        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], c["epochs"],
+                             self.gpu_select])
+        box = widgets.VBox([model, training, gpus], layout={"min_width": "400px"})
+        box.add_class("gpuwork-controls")
+        return box
+
+    def results_box(self) -> widgets.Widget:
+        verify = widgets.VBox([self.headings["h_verify"], self.verify_button, self.verify_out])
+        box = widgets.VBox([self.message, self.headings["h_totals"], self.totals, self.breakdown.box, self.axis,
+                            self.whatif.box, self.details, verify], layout={"flex": "1 1 auto", "min_width": "0"})
+        box.add_class("gpuwork-results")
+        return box
+
+    def view(self) -> widgets.Widget:
+        """The whole form: controls on the left, results on the right."""
+        if self.report:
+            raise GpuworkError("a report-mode form has no live view: use show(part)")
+        box = widgets.HBox([self.controls_box(), self.results_box()], layout={"width": "100%"})
+        box.add_class("gpuwork-sizing")
+        return box
+
+    def show(self, part: str, *, run: bool = False) -> None:
+        """Display one part: "controls", "totals", "breakdown", "whatif", "details" or "verify".
+
+        Interactive: the live widgets. Report: plain figures and HTML for the plan as it is.
+        ``run=True`` with "verify" runs the exact check first.
+        """
+        if part == "verify" and run:
+            self.verify()
+        if self.report and self.result is None:
+            common.display(html_output(error_html(self.error or ui("invalid", self.lang))))
+            return
+        super().show(part)
+
+    def live_parts(self) -> dict[str, Callable[[], Any]]:
+        return {"controls": lambda: widgets.VBox([self.message, self.controls_box()]),
+                "totals": lambda: widgets.VBox([self.message, self.totals]),
+                "breakdown": lambda: self.breakdown.box,
+                "whatif": lambda: widgets.VBox([self.axis, self.whatif.box]),
+                "details": lambda: self.details,
+                "verify": lambda: widgets.VBox([self.verify_button, self.verify_out])}
+
+    def static_parts(self) -> dict[str, Callable[[], list[Any]]]:
+        return {
+            "controls": lambda: [html_output(self._plan_table())],
+            "totals": lambda: [html_output(self.totals.value)],
+            "breakdown": lambda: [self.breakdown_figure()],
+            "whatif": lambda: [self.whatif_figure("seq_len"), self.whatif_figure("batch_size")],
+            "details": lambda: [html_output(self.details.value)],
+            "verify": lambda: [html_output(self.verify_out.value
+                                           or note_html(html.escape(ui("verify_hint", self.lang))))],
+        }
+
+    def _plan_table(self) -> str:
+        assert self.plan is not None
+        rows = [(html.escape(k), html.escape(str(v))) for k, v in self.plan.as_dict().items()]
+        rows[0] = ("model", html.escape(self.model_label()))
+        return table_html(("field", "value"), rows, "gpuwork-plan")
+
+
+    def close(self) -> None:
+        """Remove the temporary config files."""
+        self.store.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.store.close()
+
+
+_SPEC_SEEN: set[str] = set()
+
+
+__all__ = [
+    "DEFAULT_GPUS",
+    "MANUAL_DEFAULTS",
+    "MANUAL_FIELDS",
+    "WHATIF_METHODS",
+    "WHATIF_VALUES",
+    "ConfigStore",
+    "SizingForm",
+    "SizingResult",
+    "details_html",
+    "manual_config",
+    "parse_config",
+    "size_plan",
+    "totals_html",
+    "trace_html",
+    "whatif_series",
+]

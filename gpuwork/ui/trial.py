@@ -1,0 +1,493 @@
+"""The trial panel: a measured trial (tiny model on the CPU by default) with live curves.
+
+``TrialPanel`` runs ``gpuwork.measure.trial`` with progress, Stop, the checkpoint round-trip, the
+ramp, the extrapolation to the whole run and estimate vs measured. Its pure updates are
+``estimate_vs_measured_rows`` and ``extrapolate``. In demo mode (the Voila app) it runs tiny presets
+only, within ``DEMO_LIMITS``, on the CPU, one trial per machine at a time (a file lock).
+
+Example:
+    >>> panel = TrialPanel(steps=2, warmup=1)
+    >>> record = panel.run()  # a few seconds on a CPU
+    >>> record.fits, len(record.measured)
+    (True, 2)
+
+Limitations: a trial on a CPU proves the pipeline, not the speed: the whole-run extrapolation needs a
+trial on a GPU listed in data/gpus.csv. The Run button runs the trial in a background thread; a second
+run while one is going is refused rather than queued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import html
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as widgets
+
+from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.estimate.memory import MIB
+from gpuwork.facts.model import list_presets
+from gpuwork.measure import calibration, extrapolation
+from gpuwork.plan import Method, Precision, TrainPlan
+from gpuwork.present import charts
+from gpuwork.sizing import estimate_memory
+from gpuwork.ui import common
+from gpuwork.ui.common import (
+    CHECKBOX_LAYOUT,
+    LANGS,
+    NOTE_COLOR,
+    WIDE,
+    LiveFigure,
+    duration_text,
+    error_html,
+    friendly,
+    gb_text,
+    html_output,
+    note_html,
+    one_line,
+    plan_caption,
+    plan_from,
+    quiet,
+    run_in_thread,
+    ui,
+)
+
+_log = logging.getLogger(__name__)
+
+# Trial defaults: a tiny real model on the CPU, a few steps (seconds).
+DEFAULT_TRIAL_PLAN = {"model": "tiny-llama", "method": "lora", "precision": "fp32", "seq_len": 128,
+                      "batch_size": 4}
+# The app's demo trial: tiny presets only, short, one at a time on this machine.
+DEMO_LIMITS = {"steps": 20, "warmup": 3, "seq_len": 256, "batch_size": 8, "grad_accum": 4}
+DEMO_LOCK_FILE = "gpuwork-demo-trial.lock"
+
+
+# -- trial: pure update --------------------------------------------------------------------------------
+
+
+def estimate_vs_measured_rows(record: Any) -> list[dict[str, Any]]:
+    """Rows for ``charts.estimate_vs_measured_figure``: the estimate of the trial's own plan (as it ran:
+    its precision, device count and attention) next to what the trial measured, each with what it counts.
+
+    On CUDA the numbers come from ``gpuwork.measure.calibration.calibrate`` (the
+    same comparison the calibration file keeps); on a CPU the measured number is the process RSS.
+    """
+    s = record.summary
+    if s is not None and s.cuda_peak_allocated_bytes and record.fits:
+        try:
+            memory = calibration.calibrate(record).memory
+        except GpuworkError:
+            memory = None
+        if memory is not None:
+            return [
+                {"label": "peak allocated", "estimated_bytes": memory.estimated_allocated_bytes,
+                 "measured_bytes": memory.measured_allocated_bytes,
+                 "estimated_what": "estimate: live tensors at the peak",
+                 "measured_what": "torch.cuda.max_memory_allocated() over the measured steps"},
+                {"label": "peak reserved", "estimated_bytes": memory.estimated_reserved_bytes,
+                 "measured_bytes": memory.measured_reserved_bytes,
+                 "estimated_what": "estimate: allocated + allocator cache",
+                 "measured_what": "torch.cuda.max_memory_reserved() over the measured steps"},
+            ]
+    plan = record.plan
+    with contextlib.suppress(GpuworkError, ValueError):
+        plan = plan.replace(precision=record.protocol.precision_used)
+    with contextlib.suppress(GpuworkError, ValueError):
+        plan = plan.single_gpu()
+    try:
+        est = estimate_memory(plan)
+    except GpuworkError:
+        return []
+    if s is not None and s.cuda_peak_allocated_bytes:
+        return [
+            {"label": "peak allocated", "estimated_bytes": est.peak_allocated_bytes,
+             "measured_bytes": s.cuda_peak_allocated_bytes, "estimated_what": "estimate: live tensors at the peak",
+             "measured_what": "torch.cuda.max_memory_allocated() over the measured steps"},
+            {"label": "peak reserved", "estimated_bytes": est.peak_reserved_bytes,
+             "measured_bytes": s.cuda_peak_reserved_bytes, "estimated_what": "estimate: allocated + allocator cache",
+             "measured_what": "torch.cuda.max_memory_reserved() over the measured steps"},
+        ]
+    return [{"label": "peak memory", "estimated_bytes": est.peak_allocated_bytes,
+             "measured_bytes": record.peak_trial_memory_bytes,
+             "estimated_what": "estimate: tensors alive at the peak (what a GPU's allocator would hold)",
+             "measured_what": "CPU trial: process RSS above its value before the trial (includes the "
+                              "runtime's, libraries' and allocator's overhead: not a GPU quantity)"}]
+
+
+def extrapolate(record: Any, plan: TrainPlan | None = None) -> tuple[extrapolation.Extrapolation | None, str | None]:
+    """The whole run at the trial's measured speed: (Extrapolation, None), or (None, why not).
+
+    ``gpuwork.measure.extrapolation.extrapolate``, the answer ``gpuwork trial`` prints (steps, tokens,
+    eval and checkpoint margins, billed hours per offer). The panel shows it for a trial on a GPU of
+    data/gpus.csv only: a CPU's or an unknown device's time is no rental's time.
+    """
+    env = record.environment
+    if record.summary is None or not record.fits:
+        return None, env.device_name
+    try:
+        ext = extrapolation.extrapolate(record, plan)
+    except GpuworkError as exc:
+        return None, f"{env.device_name} ({one_line(exc)})"
+    if ext.catalog_gpu_id is None:
+        unmatched = [n for n in ext.notes if "matches no GPU" in n]
+        return None, f"{env.device_name} ({unmatched[0]})" if unmatched else env.device_name
+    return ext, None
+
+
+@contextlib.contextmanager
+def _machine_lock(path: Path) -> Iterator[bool]:
+    """An exclusive, non-blocking lock on a file: yields False when someone else holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+# -- the trial panel ------------------------------------------------------------------------------------
+
+
+class TrialPanel(common.Panel):
+    """A measured trial with live curves: tiny model on the CPU by default (gpuwork.measure.trial).
+
+    State: ``steps_seen`` (StepMeasurement so far), ``record`` (TrialRecord of the last finished run),
+    ``ramp_result``, ``stopped``, ``error``. ``run()`` runs synchronously (notebooks, tests); the Run
+    button runs it in a thread so that Stop, checked between steps, can be pressed.
+
+    Args:
+        plan: the trial plan (default: tiny-llama, LoRA, fp32, seq 128, batch 4).
+        steps / warmup: measured and warm-up optimizer steps.
+        ramp: after the trial, find the largest micro-batch and sequence that fit (short probes).
+        out_dir: where the TrialRecord JSON (and checkpoint) is written; None writes nothing.
+        demo: the app's guarded mode: tiny presets only, DEMO_LIMITS, CPU, one trial per machine.
+        device: "cpu", "cuda", ... (None: CUDA when present, else CPU; demo: always CPU).
+        note: a line shown above the controls (e.g. "a CPU stand-in for ...").
+    """
+
+    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, steps: int = 5, warmup: int = 1,
+                 ramp: bool = False, out_dir: str | os.PathLike[str] | None = None, demo: bool = False,
+                 device: str | None = None, note: str | None = None, lang: str = "en", report: bool = False):
+        self.lang = lang if lang in LANGS else "en"
+        self.report = report
+        self.demo = demo
+        self.extra_note = note
+        self.device = "cpu" if demo else device
+        self.out_dir = str(out_dir) if out_dir is not None else None
+        self.steps_seen: list[Any] = []
+        self.record: Any = None
+        self.ramp_result: Any = None
+        self.stopped = False
+        self.error: str | None = None
+        self.listeners: list[Callable[[Any], Any]] = []
+        self._stop = threading.Event()
+        self._running = threading.Lock()
+        try:
+            base = plan_from(plan, DEFAULT_TRIAL_PLAN if plan is None else None)
+            start_error = None
+        except GpuworkError as exc:
+            base, start_error = plan_from(DEFAULT_TRIAL_PLAN), friendly(exc)
+        self.base_plan = base
+        lay = {"width": "340px"}
+        presets = [p for p in list_presets() if p.startswith("tiny-")] if demo else list_presets()
+        model = base.model if base.model in presets or demo is False else presets[0]
+        if model not in presets:
+            presets = [model, *presets]
+        self.controls: dict[str, widgets.ValueWidget] = {
+            "model": widgets.Dropdown(options=presets, value=model, style=WIDE, layout=lay),
+            "method": widgets.Dropdown(options=[m.value for m in Method], value=base.method.value, style=WIDE,
+                                       layout=lay),
+            "precision": widgets.Dropdown(options=[p.value for p in Precision], value=base.precision.value,
+                                          style=WIDE, layout=lay),
+            "seq_len": widgets.IntText(value=base.seq_len, style=WIDE, layout=lay),
+            "batch_size": widgets.IntText(value=base.batch_size, style=WIDE, layout=lay),
+            "grad_accum": widgets.IntText(value=base.grad_accum, style=WIDE, layout=lay),
+        }
+        self.steps = widgets.IntText(value=steps, style=WIDE, layout=lay)
+        self.warmup = widgets.IntText(value=warmup, style=WIDE, layout=lay)
+        self.ramp = widgets.Checkbox(value=ramp, style=WIDE, indent=True, layout=CHECKBOX_LAYOUT)
+        self.run_button = widgets.Button(button_style="primary", icon="play")
+        self.stop_button = widgets.Button(button_style="warning", icon="stop", disabled=True)
+        self.progress = widgets.IntProgress(value=0, min=0, max=steps + warmup, style=WIDE, layout=lay)
+        self.status = widgets.HTML()
+        self.status.add_class("gpuwork-trial-status")
+        self.results = widgets.HTML()
+        self.results.add_class("gpuwork-trial-results")
+        self.note = widgets.HTML()
+        for name, control in {**self.controls, "steps": self.steps, "warmup": self.warmup}.items():
+            control.add_class(f"gpuwork-trial-{name.replace('_', '-')}")
+        self.run_button.add_class("gpuwork-trial-run")
+        self.stop_button.add_class("gpuwork-trial-stop")
+        self.run_button.on_click(lambda _b: self.start())
+        self.stop_button.on_click(lambda _b: self.stop())
+        for control in [*self.controls.values(), self.steps, self.warmup]:
+            control.observe(lambda _c: self._ready(), names="value")
+        self.curves = LiveFigure("gpuwork-trial-curves")
+        self.comparison = LiveFigure("gpuwork-trial-evm")
+        self._apply_labels()
+        if start_error:
+            self.error = start_error
+            self.status.value = error_html(start_error)
+        else:
+            self._ready()
+
+    def _apply_labels(self) -> None:
+        lang = self.lang
+        for name, control in self.controls.items():
+            control.description = ui(name, lang)
+        self.steps.description = ui("steps", lang)
+        self.warmup.description = ui("warmup", lang)
+        self.ramp.description = ui("ramp", lang)
+        self.run_button.description = ui("run", lang)
+        self.stop_button.description = ui("stop", lang)
+        self.progress.description = ui("progress", lang)
+        notes = [ui("demo_note", lang).format(steps=DEMO_LIMITS["steps"], seq=DEMO_LIMITS["seq_len"],
+                                              batch=DEMO_LIMITS["batch_size"])] if self.demo else []
+        if self.extra_note:
+            notes.append(self.extra_note)
+        self.note.value = "".join(note_html(html.escape(n), NOTE_COLOR) for n in notes)
+
+    def set_lang(self, lang: str) -> None:
+        self.lang = lang if lang in LANGS else "en"
+        self._apply_labels()
+        if self.record is not None:
+            self._render_record()
+        elif not self._running.locked():
+            self._ready()
+
+    def trial_plan(self) -> TrainPlan:
+        """The plan the controls describe (validated; demo limits enforced)."""
+        values = {name: control.value for name, control in self.controls.items()}
+        plan = self.base_plan.replace(**values)
+        if self.demo:
+            if not plan.model.startswith("tiny-"):
+                raise PlanError("model", f"the demo trial runs tiny models only (tiny-llama, tiny-gpt2, ...); got "
+                                f"{plan.model!r}")
+            for name in ("seq_len", "batch_size", "grad_accum"):
+                if getattr(plan, name) > DEMO_LIMITS[name]:
+                    raise PlanError(name, f"{name}={getattr(plan, name)} is above the demo's limit of "
+                                    f"{DEMO_LIMITS[name]}: this trial runs on a shared CPU")
+        return plan
+
+    def _counts(self) -> tuple[int, int]:
+        steps, warmup = self.steps.value, self.warmup.value
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise PlanError("steps", f"steps={steps!r}: measure at least one step")
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise PlanError("warmup", f"warmup={warmup!r}: use a whole number >= 0 (1-2 is typical)")
+        if self.demo and (steps > DEMO_LIMITS["steps"] or warmup > DEMO_LIMITS["warmup"]):
+            raise PlanError("steps", f"the demo runs at most {DEMO_LIMITS['steps']} steps and "
+                            f"{DEMO_LIMITS['warmup']} warm-up steps")
+        return steps, warmup
+
+    def _ready(self) -> None:
+        if self._running.locked():
+            return
+        try:
+            plan = self.trial_plan()
+            self._counts()
+        except GpuworkError as exc:
+            self.error = friendly(exc)
+            self.status.value = error_html(self.error)
+            self.run_button.disabled = True
+            return
+        self.error = None
+        self.run_button.disabled = False
+        self.status.value = note_html(html.escape(ui("trial_ready", self.lang).format(plan=plan_caption(plan, lang=self.lang))))
+
+    # -- running ----------------------------------------------------------------------------------
+
+    def start(self) -> threading.Thread:
+        """Run in a background thread (the Run button): Stop stays clickable."""
+        return run_in_thread("trial", self.run)
+
+    def stop(self) -> None:
+        """Ask the running trial to stop; it stops after the current step."""
+        self._stop.set()
+
+    def run(self) -> Any:
+        """Run the trial to the end (or until Stop); returns the TrialRecord, or None."""
+        if not self._running.acquire(blocking=False):
+            self.status.value = error_html(ui("busy", self.lang))
+            return None
+        try:
+            try:
+                plan = self.trial_plan()
+                steps, warmup = self._counts()
+            except GpuworkError as exc:
+                self.error = friendly(exc)
+                self.status.value = error_html(self.error)
+                return None
+            lock = (_machine_lock(Path(tempfile.gettempdir()) / DEMO_LOCK_FILE) if self.demo
+                    else contextlib.nullcontext(True))
+            with lock as acquired:
+                if not acquired:
+                    self.status.value = error_html(ui("trial_busy", self.lang))
+                    return None
+                return self._run(plan, steps, warmup)
+        finally:
+            self._running.release()
+            self.run_button.disabled = False
+            self.stop_button.disabled = True
+
+    def _run(self, plan: TrainPlan, steps: int, warmup: int) -> Any:
+        from gpuwork.measure.trial import iter_trial
+
+        self._stop.clear()
+        self.stopped, self.error, self.record, self.ramp_result = False, None, None, None
+        self.steps_seen = []
+        self.results.value = ""
+        self.progress.max, self.progress.value = steps + warmup, 0
+        self.run_button.disabled, self.stop_button.disabled = True, False
+        self.status.value = note_html(html.escape(ui("trial_building", self.lang)))
+        if not self.report:
+            self.curves.show(charts.trial_figure([], lang=self.lang))
+        gen = None
+        try:
+            with quiet():
+                gen = iter_trial(plan, steps=steps, warmup=warmup, out_dir=self.out_dir, device=self.device)
+                while True:
+                    if self._stop.is_set():
+                        gen.close()
+                        self.stopped = True
+                        self.status.value = note_html(html.escape(ui("trial_stopped", self.lang).format(
+                            n=len(self.steps_seen))), NOTE_COLOR)
+                        return None
+                    try:
+                        m = next(gen)
+                    except StopIteration as done:
+                        record = done.value
+                        break
+                    self._on_step(m, steps + warmup)
+                if self.ramp.value:
+                    from gpuwork.measure.trial import ramp
+
+                    self.ramp_result = ramp(plan, max_batch_size=plan.batch_size * 4, max_seq_len=plan.seq_len * 2,
+                                            steps=1, warmup=0, device=self.device)
+        except Exception as exc:  # noqa: BLE001 - one line, the panel keeps working
+            if gen is not None:
+                with contextlib.suppress(Exception):
+                    gen.close()
+            self.error = friendly(exc)
+            self.status.value = error_html(self.error)
+            return None
+        self.record = record
+        self._render_record()
+        for callback in self.listeners:
+            try:
+                callback(record)
+            except Exception as exc:  # noqa: BLE001
+                _log.error("trial listener failed", exc_info=exc)
+        return record
+
+    def _on_step(self, m: Any, total: int) -> None:
+        self.steps_seen.append(m)
+        self.progress.value = m.step
+        self.status.value = note_html(html.escape(ui("trial_step", self.lang).format(
+            step=m.step, total=total, loss=m.loss, time=m.step_time_s, tps=m.tokens_per_s)))
+        if not self.report:
+            self.curves.show(charts.trial_figure(self.steps_seen, lang=self.lang))
+
+    def _render_record(self) -> None:
+        record, lang = self.record, self.lang
+        s = record.summary
+        lines = []
+        if not record.fits:
+            lines.append(error_html(ui("trial_oom", lang).format(error=record.error,
+                                                                 mib=f"{record.peak_trial_memory_bytes / MIB:,.0f}")))
+        if s is not None:
+            lines.append("<p>" + html.escape(ui("summary", lang).format(
+                median=s.median_step_time_s, p90=s.p90_step_time_s, tps=s.tokens_per_s,
+                mib=s.peak_trial_memory_bytes / MIB, device=record.environment.device_name,
+                first=s.first_loss, last=s.last_loss)) + "</p>")
+            lines.append(note_html(html.escape(ui("data_verdict", lang).format(verdict=s.verdict))))
+        c = record.checkpoint
+        if c is not None:
+            verdict = ui("verified" if c.verified else "not_verified", lang)
+            lines.append('<p class="gpuwork-checkpoint">' + html.escape(ui("checkpoint", lang).format(
+                verdict=verdict, message=c.message, size=gb_text(c.bytes_on_disk) if c.bytes_on_disk >= 1e8 else
+                f"{c.bytes_on_disk / MIB:,.1f} MiB", save=c.save_s, restore=c.restore_s)) + "</p>")
+        r = self.ramp_result
+        if r is not None:
+            if r.max_batch_size is None:
+                lines.append(f"<p>{html.escape(ui('ramp_none', lang))}</p>")
+            else:
+                lines.append('<p class="gpuwork-ramp">' + html.escape(ui("ramp_line", lang).format(
+                    batch=r.max_batch_size, seq0=record.protocol.seq_len, why_b=r.batch_limited_by,
+                    seq=r.max_seq_len, why_s=r.seq_limited_by, n=len(r.probes))) + "</p>")
+        time, why = extrapolate(record)
+        if time is not None:
+            lines.append("<p>" + html.escape(ui("extrapolation", lang).format(
+                gpus=time.gpus, gpu=time.catalog_gpu_name, total=duration_text(time.total_s, lang),
+                steps=f"{time.steps:,}")) + "</p>")
+        else:
+            lines.append(note_html(html.escape(ui("no_extrapolation", lang).format(device=why))))
+        if record.protocol.substitutions:
+            lines.append(note_html(html.escape(ui("substitutions", lang).format(
+                what="; ".join(record.protocol.substitutions))), NOTE_COLOR))
+        lines.append(note_html(ui("saved", lang).format(path=html.escape(record.saved_to)) if record.saved_to
+                               else html.escape(ui("not_saved", lang))))
+        self.results.value = '<div class="gpuwork-trial-record">' + "".join(lines) + "</div>"
+        self.progress.value = self.progress.max
+        self.status.value = note_html(html.escape(ui("trial_done", lang).format(
+            n=len(record.measured), s=record.duration_s)))
+        if not self.report:
+            self.curves.show(charts.trial_figure(record.steps, lang=lang))
+            rows = estimate_vs_measured_rows(record)
+            if rows:
+                self.comparison.show(charts.estimate_vs_measured_figure(rows, lang=lang))
+
+    # -- views ------------------------------------------------------------------------------------
+
+    def controls_box(self) -> widgets.Widget:
+        box = widgets.VBox([self.note, *self.controls.values(), self.steps, self.warmup, self.ramp,
+                            widgets.HBox([self.run_button, self.stop_button]), self.progress, self.status])
+        box.add_class("gpuwork-trial-controls")
+        return box
+
+    def view(self) -> widgets.Widget:
+        box = widgets.VBox([self.controls_box(), self.curves.box, self.results, self.comparison.box])
+        box.add_class("gpuwork-trial")
+        return box
+
+    def live_parts(self) -> dict[str, Callable[[], Any]]:
+        """"controls" (with the live curves), "curves", "results", "estimate_vs_measured"."""
+        return {"controls": lambda: widgets.VBox([self.controls_box(), self.curves.box]),
+                "curves": lambda: None,  # live above, under the controls
+                "results": lambda: self.results,
+                "estimate_vs_measured": lambda: self.comparison.box}
+
+    def static_parts(self) -> dict[str, Callable[[], list[Any]]]:
+        record = self.record
+        return {
+            "controls": lambda: [html_output(self.note.value + self.status.value)],
+            "curves": lambda: [charts.trial_figure(record.steps if record else self.steps_seen, lang=self.lang)],
+            "results": lambda: [html_output(self.results.value or self.status.value)],
+            "estimate_vs_measured": lambda: (
+                [charts.estimate_vs_measured_figure(estimate_vs_measured_rows(record), lang=self.lang)]
+                if record is not None and estimate_vs_measured_rows(record) else []),
+        }
+
+
+__all__ = [
+    "DEFAULT_TRIAL_PLAN",
+    "DEMO_LIMITS",
+    "DEMO_LOCK_FILE",
+    "TrialPanel",
+    "estimate_vs_measured_rows",
+    "extrapolate",
+]

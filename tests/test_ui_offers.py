@@ -1,0 +1,88 @@
+"""The offers panel without a browser: filters, sorting, the cost-vs-time chart, trial records side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from conftest import upload_value
+
+from gpuwork.measure.trial import TrialRecord, run_trial
+from gpuwork.plan import TrainPlan
+from gpuwork.ui.common import quiet
+from gpuwork.ui.offers import OffersPanel
+from gpuwork.ui.trial import DEFAULT_TRIAL_PLAN
+
+OFFER_PLAN = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4}
+
+
+
+
+@pytest.fixture(scope="module")
+def trial_record(one_thread, tmp_path_factory: pytest.TempPathFactory) -> TrialRecord:
+    """The trial panel's default trial (tiny-llama on the CPU), saved: a record to compare."""
+    with quiet():  # as the trial panel runs it: library deprecation warnings stay out of the output
+        return run_trial(TrainPlan.from_dict(DEFAULT_TRIAL_PLAN), steps=2, warmup=1,
+                         out_dir=tmp_path_factory.mktemp("trials"))
+
+
+def test_offers_filters_sorting_scatter_and_interruptible() -> None:
+    panel = OffersPanel(OFFER_PLAN)
+    assert panel.error is None and panel.results and all(r.fits for r in panel.results)
+    assert "gpuwork-offers" in panel.table.value
+    scatter = panel.scatter.widget
+    assert [t.name for t in scatter.data] == ["on-demand", "reserved", "interruptible"]
+    assert "Expected preemptions" in panel.interruptible.value
+
+    panel.modes.value = ("interruptible",)
+    assert {r.offer.mode.value for r in panel.results} == {"interruptible"}
+    assert len(scatter.data[2].x) == len(panel.results) and len(scatter.data[0].x or ()) == 0
+    panel.modes.value = ()
+    assert "pick at least one" in panel.error and "gpuwork-error" in panel.message.value
+    panel.modes.value = ("on-demand", "reserved", "interruptible")
+    panel.sort.value = "price"
+    prices = [r.offer.price_per_gpu_hour for r in panel.results]
+    assert prices == sorted(prices)
+    panel.max_price.value = 1.0
+    assert all(r.offer.price_per_gpu_hour <= 1.0 for r in panel.results)
+    panel.max_price.value = -1
+    assert "must be a number >= 0" in panel.error
+    panel.max_price.value = 0
+    panel.include_unfit.value = True
+    assert any(not r.fits for r in panel.results) or panel.results
+    panel.preemption_rate.value = 0.5
+    assert panel.error is None
+
+
+def test_offers_with_a_plan_that_fits_nowhere_keep_working() -> None:
+    panel = OffersPanel({"model": "llama-3.1-70b", "method": "full", "seq_len": 8192})
+    panel.classes.value = ("consumer",)
+    assert panel.error is None and "No offer passes" in panel.table.value
+    panel.include_unfit.value = True
+    assert panel.results and not any(r.fits for r in panel.results)
+
+
+def test_compare_trial_records(trial_record: TrialRecord) -> None:
+    panel = OffersPanel(OFFER_PLAN, with_request=False)
+    assert "No trial records" in panel.compare.value
+    panel.add_record(trial_record)
+    assert "tiny-llama" in panel.compare.value and "tokens per s" in panel.compare.value
+    panel.record_price.value = 2.0
+    assert "$" in panel.compare.value
+    text = Path(trial_record.saved_to).read_bytes()
+    panel.record_upload.value = upload_value(text, "trial.json")
+    assert len(panel.records) == 2
+    panel.record_upload.value = upload_value(b"{}", "bad.json")
+    assert "bad.json is not a gpuwork trial record" in panel.error
+    from_file = OffersPanel(OFFER_PLAN, records=[trial_record.saved_to], with_request=False)
+    assert len(from_file.records) == 1
+
+
+def test_offers_panel_report_mode(shown: list) -> None:
+    panel = OffersPanel(OFFER_PLAN, report=True)
+    for part in ("filters", "table", "scatter", "interruptible", "compare", "request"):
+        panel.show(part)
+    assert sum(isinstance(o, go.Figure) for o in shown) == 1
+    assert panel.scatter.widget is None
+    assert any("gpuwork-request-text" in getattr(o, "data", "") for o in shown)

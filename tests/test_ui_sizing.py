@@ -1,0 +1,241 @@
+"""The sizing form without a browser: set ``.value`` on controls, assert on the plan, the results and fig.data."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from conftest import upload_value
+
+from gpuwork.errors import ModelError
+from gpuwork.estimate.memory import GIB
+from gpuwork.facts.model import load_config
+from gpuwork.plan import TrainPlan
+from gpuwork.sizing import estimate_memory
+from gpuwork.ui import sizing as ui_sizing
+from gpuwork.ui.sizing import (
+    DEFAULT_GPUS,
+    MANUAL_DEFAULTS,
+    WHATIF_METHODS,
+    SizingForm,
+    manual_config,
+    parse_config,
+)
+
+PLAN = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 2048, "batch_size": 2}
+
+
+
+def _device_total_y(form: SizingForm) -> float:
+    fig = form.breakdown.widget
+    return next(t.y[0] for t in fig.data if t.name == "Device total")
+
+
+
+def test_form_starts_from_the_plan_and_shows_everything() -> None:
+    form = SizingForm(PLAN)
+    assert form.error is None and form.plan == TrainPlan.from_dict(PLAN)
+    est = estimate_memory(form.plan)
+    assert form.memory.device_total_bytes == est.device_total_bytes
+    for text in ("Peak allocated", "Peak reserved", "Device total", "nvidia-smi", "max_memory_allocated"):
+        assert text in form.totals.value
+    assert f"{est.device_total_bytes / GIB:,.2f}" in form.totals.value
+    assert _device_total_y(form) == pytest.approx(est.device_total_bytes / GIB)
+    whatif = form.whatif.widget
+    assert [t.name for t in whatif.data] == [*WHATIF_METHODS, "runs out"]
+    lora = next(t for t in whatif.data if t.name == "lora")
+    assert lora.y[list(lora.x).index(2048)] == pytest.approx(est.device_total_bytes / GIB)
+    details = html.unescape(form.details.value)
+    assert "Profile 01" in details and "Recommended disk" in details and "GPU-hours" in details
+    assert {s.name for s in form.breakdown.widget.layout.shapes} == set(DEFAULT_GPUS)
+
+
+def test_changes_update_plan_totals_and_figures() -> None:
+    form = SizingForm(PLAN)
+    first = form.memory.device_total_bytes
+    form.controls["seq_len"].value = 8192
+    assert form.plan.seq_len == 8192 and form.memory.device_total_bytes > first
+    assert _device_total_y(form) == pytest.approx(form.memory.device_total_bytes / GIB)
+    assert f"{form.memory.device_total_bytes / GIB:,.2f}" in form.totals.value
+
+    form.controls["method"].value = "full"
+    assert form.plan.method.value == "full"
+    bars = {t.name: t.y[0] for t in form.breakdown.widget.data if t.type == "bar"}
+    assert bars["optimizer states"] == pytest.approx(form.memory.breakdown["optimizer_states"] / GIB)
+    assert form.controls["lora_r"].layout.display == "none"  # LoRA fields hide for full fine-tuning
+
+    for name, value in (("precision", "bf16-mixed"), ("optimizer", "adamw-8bit"), ("grad_accum", 4),
+                        ("grad_checkpointing", True), ("attention", "eager"), ("gpus", 4), ("sharding", "zero3"),
+                        ("dataset_tokens", 10**9), ("epochs", 2.0)):
+        form.controls[name].value = value
+        assert form.error is None, (name, form.error)
+    plan = form.plan
+    assert (plan.gpus, plan.sharding.value, plan.grad_checkpointing, plan.epochs) == (4, "zero3", True, 2)
+
+    form.axis.value = "batch_size"
+    assert form.result.axis == "batch_size"
+    assert list(form.whatif.widget.data[0].x) == list(form.result.whatif_values)
+    assert 1 in form.result.whatif_values and 64 in form.result.whatif_values
+
+    form.gpu_select.value = ("l4",)
+    assert [s.name for s in form.breakdown.widget.layout.shapes] == ["l4"]
+
+
+def test_invalid_input_is_one_red_line_and_the_form_recovers() -> None:
+    form = SizingForm(PLAN)
+    form.controls["seq_len"].value = 0  # must not raise
+    assert form.plan is None and form.result is None
+    assert form.error and "seq_len" in form.error and "\n" not in form.error
+    assert 'class="gpuwork-error"' in form.message.value and "Traceback" not in form.message.value
+    assert "Peak allocated" not in form.totals.value
+    form.controls["sharding"].value = "zero3"  # still invalid: one GPU
+    assert "seq_len" in form.error or "sharding" in form.error
+    form.controls["seq_len"].value = 1024
+    assert "sharding" in form.error and "gpus" in form.error
+    form.controls["sharding"].value = "ddp"
+    assert form.error is None and form.plan.seq_len == 1024 and form.message.value == ""
+    assert "Peak allocated" in form.totals.value
+
+
+def test_lora_targets_follow_the_architecture() -> None:
+    form = SizingForm(PLAN)
+    form.controls["model"].value = "gpt2"
+    assert form.plan is None and "c_attn" in form.error and "all-linear" in form.error
+    form.controls["lora_targets"].value = "c_attn"
+    assert form.error is None and form.plan.lora_targets == ("c_attn",)
+
+
+def test_unknown_model_and_a_bug_are_friendly(monkeypatch: pytest.MonkeyPatch) -> None:
+    form = SizingForm({"model": "no-such-model-xyz"})
+    assert form.plan is None and "no-such-model-xyz" in form.error
+
+    def broken(plan: TrainPlan, axis: str = "seq_len") -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ui_sizing, "size_plan", broken)
+    form = SizingForm(PLAN)
+    assert "unexpected error" in form.error and "boom" in form.error
+    assert "Traceback" not in form.message.value
+
+
+def test_uploaded_config_is_used_from_a_temporary_folder_owned_by_the_form() -> None:
+    config, _ = load_config("tiny-llama")
+    form = SizingForm(PLAN)
+    form.upload.value = upload_value(json.dumps(config).encode())
+    assert form.model_source.value == "upload" and form.error is None, form.error
+    folder = Path(form.store.folder)
+    assert Path(form.plan.model).parent.parent == folder and Path(form.plan.model).name == "config.json"
+    assert form.memory.params.total == estimate_memory(TrainPlan(**{**PLAN, "model": "tiny-llama"})).params.total
+    assert form.model_label() == "config.json" and "config.json" in form.breakdown.widget.data[0].x[0]
+
+    form.upload.value = upload_value(b"{not json", "broken.json")
+    assert "broken.json is not valid JSON" in form.error
+    form.upload.value = upload_value(b'{"hidden_size": 8}', "other.json")
+    assert "model_type" in form.error
+    form.model_source.value = "preset"
+    assert form.error is None and form.plan.model == "llama-3.2-1b"
+    form.close()
+    assert not folder.exists()
+
+
+def test_upload_source_without_a_file_asks_for_one() -> None:
+    form = SizingForm(PLAN)
+    form.model_source.value = "upload"
+    assert "config.json" in form.error
+    assert form.upload.layout.display is None and form.controls["model"].layout.display == "none"
+    form.close()
+
+
+def test_manual_architecture_builds_a_config() -> None:
+    form = SizingForm(PLAN)
+    form.model_source.value = "manual"
+    for name, value in {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 8,
+                        "num_key_value_heads": 4, "intermediate_size": 688, "vocab_size": 4096}.items():
+        form.manual[name].value = value
+    assert form.error is None, form.error
+    tiny = estimate_memory(TrainPlan(**{**PLAN, "model": "tiny-llama"}))
+    assert form.memory.params.total == tiny.params.total
+    assert form.model_label().startswith("manual 4×256")
+    form.manual["num_attention_heads"].value = 7
+    assert "divisible" in form.error and "num_attention_heads" in form.error
+    form.manual["num_attention_heads"].value = 8
+    form.manual["vocab_size"].value = 0
+    assert "vocab_size" in form.error
+    form.close()
+
+
+def test_manual_config_and_parse_config() -> None:
+    config = manual_config(MANUAL_DEFAULTS)
+    assert config["model_type"] == "llama" and config["hidden_size"] == 2048
+    with pytest.raises(ModelError, match="num_key_value_heads"):
+        manual_config({**MANUAL_DEFAULTS, "num_key_value_heads": 5})
+    assert parse_config(b'{"model_type": "llama"}') == {"model_type": "llama"}
+
+
+def test_language_switch_relabels_the_form() -> None:
+    form = SizingForm(PLAN)
+    form.set_lang("ru")
+    assert form.controls["method"].description == "Метод"
+    assert "Всего на устройстве" in form.totals.value
+    assert form.breakdown.widget.data[0].name == "веса"
+    assert form.model_source.value == "preset"
+    form.set_lang("en")
+    assert form.controls["method"].description == "Method"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_verify_exactly_traces_one_step_and_compares() -> None:
+    form = SizingForm({"model": "tiny-llama", "method": "lora", "precision": "fp32", "seq_len": 128})
+    traced = form.verify()
+    assert traced is not None and traced.peak_allocated_bytes > 0
+    text = html.unescape(form.verify_out.value)
+    assert "Traced peak allocated" in text and "Analytic estimate" in text and "Difference" in text
+    assert not form.verify_button.disabled
+
+
+def test_verify_with_invalid_plan_is_a_message() -> None:
+    form = SizingForm(PLAN)
+    form.controls["batch_size"].value = 0
+    assert form.verify() is None and "gpuwork-error" in form.verify_out.value
+
+
+def test_report_mode_shows_plain_figures(shown: list) -> None:
+    form = SizingForm(PLAN, report=True)
+    assert form.breakdown.widget is None and form.whatif.widget is None  # no FigureWidget in reports
+    for part in ("controls", "totals", "breakdown", "whatif", "details", "verify"):
+        form.show(part)
+    figures = [o for o in shown if isinstance(o, go.Figure)]
+    assert len(figures) == 3 and not any(isinstance(o, go.FigureWidget) for o in shown)
+    assert figures[1].layout.xaxis.title.text.startswith("sequence length")
+    assert figures[2].layout.xaxis.title.text.startswith("micro-batch")
+    with pytest.raises(KeyError):
+        form.show("nope")
+
+
+def test_interactive_show_gives_widgets(shown: list) -> None:
+    form = SizingForm(PLAN)
+    form.show("breakdown")
+    assert shown[-1] is form.breakdown.box and form.breakdown.box.children[0] is form.breakdown.widget
+
+
+def test_staggered_whatif_waits_for_the_breakdown_to_render() -> None:
+    form = SizingForm(PLAN, stagger=True)
+    assert form.whatif.widget is None and form.whatif.pending is not None
+    form.controls["seq_len"].value = 4096  # keeps the latest figure
+    form.breakdown.widget._js2py_traceDeltas = {"trace_deltas": [], "trace_edit_id": 0}  # what the browser sends
+    assert form.whatif.widget is not None and form.whatif.pending is None
+    assert form.whatif.widget.layout.shapes[-1].x0 == 4096
+
+
+def test_an_invalid_plan_is_explained_in_russian_in_russian_mode() -> None:
+    form = SizingForm(PLAN)
+    form.set_lang("ru")
+    form.controls["seq_len"].value = 0
+    assert form.error == "seq_len=0 — слишком мало: нужно целое число ≥ 1"
+    form.controls["seq_len"].value = 1024
+    form.controls["sharding"].value = "zero3"
+    assert "требует gpus ≥ 2" in form.error and "needs" not in form.error

@@ -1,0 +1,145 @@
+"""The trial panel without a browser: a real tiny trial on the CPU, its curves, record, Stop, ramp and demo guard."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+from gpuwork.measure.extrapolation import extrapolate as whole_run
+from gpuwork.sizing import estimate_memory
+from gpuwork.ui import trial as ui_trial
+from gpuwork.ui.trial import DEMO_LOCK_FILE, TrialPanel, estimate_vs_measured_rows, extrapolate
+
+
+@pytest.fixture(scope="module")
+def finished_trial(one_thread, tmp_path_factory: pytest.TempPathFactory) -> TrialPanel:
+    panel = TrialPanel(steps=2, warmup=1, out_dir=tmp_path_factory.mktemp("trials"))
+    record = panel.run()
+    assert record is not None, panel.error
+    return panel
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_trial_runs_with_live_curves_progress_and_a_saved_record(finished_trial: TrialPanel) -> None:
+    panel = finished_trial
+    record = panel.record
+    assert record.fits and record.checkpoint.verified and len(record.measured) == 2
+    assert panel.progress.value == panel.progress.max == 3
+    curves = panel.curves.widget
+    assert len(curves.data) == 8 and list(curves.data[0].x) == [2, 3] and list(curves.data[1].x) == [1]
+    assert list(curves.data[0].y) == pytest.approx([s.loss for s in record.measured])
+    text = html.unescape(panel.results.value)
+    assert "Checkpoint round-trip: verified" in text and "Median step" in text
+    assert "proves the pipeline, not the speed" in text  # CPU: no extrapolation
+    assert Path(record.saved_to).is_file() and record.saved_to in text
+    evm = panel.comparison.widget
+    assert [t.name for t in evm.data] == ["estimate", "measured"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_stop_is_checked_between_steps(one_thread, monkeypatch: pytest.MonkeyPatch) -> None:
+    panel = TrialPanel(steps=5, warmup=0)
+    seen = panel._on_step
+
+    def step_then_stop(m, total):  # the user presses Stop during the first step
+        seen(m, total)
+        panel.stop()
+
+    monkeypatch.setattr(panel, "_on_step", step_then_stop)
+    assert panel.run() is None
+    assert panel.stopped and len(panel.steps_seen) == 1 and panel.record is None
+    assert "Stopped after 1 step" in panel.status.value
+    assert not panel.run_button.disabled and panel.stop_button.disabled
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_trial_with_ramp_reports_what_fits(one_thread) -> None:
+    panel = TrialPanel({"model": "tiny-llama", "method": "lora", "precision": "fp32", "seq_len": 32,
+                           "batch_size": 1}, steps=1, warmup=0, ramp=True)
+    record = panel.run()
+    assert record is not None, panel.error
+    result = panel.ramp_result
+    assert result is not None and result.max_batch_size == 4 and result.max_seq_len == 64  # 4 x batch, 2 x seq
+    assert "Ramp: largest micro-batch 4" in html.unescape(panel.results.value)
+
+
+def test_trial_input_errors_are_one_line() -> None:
+    panel = TrialPanel(steps=2)
+    panel.steps.value = 0
+    assert "steps" in panel.error and panel.run_button.disabled
+    assert panel.run() is None and "gpuwork-error" in panel.status.value
+    panel.steps.value = 2
+    panel.controls["batch_size"].value = -1
+    assert "batch_size" in panel.error
+    panel.controls["batch_size"].value = 2
+    assert panel.error is None and not panel.run_button.disabled
+
+
+def test_demo_trial_is_guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    panel = TrialPanel(demo=True)
+    assert all(m.startswith("tiny-") for m in panel.controls["model"].options)
+    assert panel.device == "cpu" and "one trial at a time" in panel.note.value
+    panel.controls["seq_len"].value = 4096
+    assert "demo" in panel.error and "seq_len" in panel.error
+    panel.controls["seq_len"].value = 64
+    panel.steps.value = 500
+    assert "at most" in panel.error
+    panel.steps.value = 2
+    assert panel.error is None
+    monkeypatch.setattr(ui_trial.tempfile, "tempdir", str(tmp_path))
+    with ui_trial._machine_lock(tmp_path / DEMO_LOCK_FILE) as held:  # another page's trial is running
+        assert held
+        assert panel.run() is None
+    assert "already running" in panel.status.value
+
+
+def test_report_mode_trial_shows_plain_figures(finished_trial: TrialPanel, shown: list) -> None:
+    panel = TrialPanel(report=True)
+    panel.record, panel.steps_seen = finished_trial.record, list(finished_trial.record.steps)
+    panel._render_record()
+    for part in ("controls", "curves", "results", "estimate_vs_measured"):
+        panel.show(part)
+    assert sum(isinstance(o, go.Figure) and not isinstance(o, go.FigureWidget) for o in shown) == 2
+    assert panel.curves.widget is None
+
+
+def test_estimate_vs_measured_rows_use_the_precision_that_ran(finished_trial: TrialPanel) -> None:
+    rows = estimate_vs_measured_rows(finished_trial.record)
+    plan = finished_trial.record.plan.replace(precision="fp32")
+    assert rows[0]["estimated_bytes"] == estimate_memory(plan).peak_allocated_bytes
+    assert rows[0]["measured_bytes"] == finished_trial.record.peak_trial_memory_bytes
+    time, why = extrapolate(finished_trial.record)
+    assert time is None and why
+
+
+def test_a_gpu_record_extrapolates_and_compares_allocator_peaks(finished_trial: TrialPanel) -> None:
+    """The CUDA path without a GPU: the CPU record relabelled as measured on an H100."""
+    import dataclasses
+
+    cpu = finished_trial.record
+    env = dataclasses.replace(cpu.environment, device="cuda:0", device_name="NVIDIA H100 80GB HBM3",
+                              device_total_bytes=85_045_755_904)
+    summary = dataclasses.replace(cpu.summary, cuda_peak_allocated_bytes=300 * 2**20,
+                                  cuda_peak_reserved_bytes=400 * 2**20)
+    gpu = dataclasses.replace(cpu, environment=env, summary=summary)
+    ext, why = extrapolate(gpu)
+    assert why is None and ext.catalog_gpu_id == "h100_sxm"
+    assert ext.total_s > ext.train_s > 0  # the whole run, with eval, checkpoints and margin
+    assert ext == whole_run(gpu)  # the one model `gpuwork trial` prints: same steps, margins and billed offers
+    assert ext.offers and all(o.gpu_id == "h100_sxm" for o in ext.offers)
+    unknown = dataclasses.replace(gpu, environment=dataclasses.replace(env, device_name="NVIDIA Mystery 9000"))
+    none, why = extrapolate(unknown)
+    assert none is None and "NVIDIA Mystery 9000" in why and "matches no GPU" in why
+    rows = estimate_vs_measured_rows(gpu)
+    assert [r["label"] for r in rows] == ["peak allocated", "peak reserved"]
+    assert rows[0]["measured_bytes"] == 300 * 2**20 and rows[1]["measured_bytes"] == 400 * 2**20
+    panel = TrialPanel(report=True)
+    panel.record = gpu
+    panel._render_record()
+    assert "Whole run on 1 × H100 SXM" in html.unescape(panel.results.value)
