@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.message import msg
 
 
 class Method(StrEnum):
@@ -154,14 +156,13 @@ class TrainPlan:
             object.__setattr__(self, name, _coerce_enum(name, getattr(self, name), enum))
         object.__setattr__(self, "lora_targets", _coerce_targets(self.lora_targets))
         if not isinstance(self.model, str) or not self.model.strip():
-            raise PlanError("model", "model must be a preset name, a config.json path or a hub id; got "
-                            f"{self.model!r}. Run `gpuwork models` to list presets.")
+            raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params",
                      "optimizer_foreach"):
             value = getattr(self, name)
             if not isinstance(value, bool):
-                raise PlanError(name, f"{name} must be true or false; got {value!r}")
+                raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
         self._check_numbers()
         self._check_combinations()
 
@@ -177,31 +178,25 @@ class TrainPlan:
             _require_int("dataset_bytes", self.dataset_bytes, minimum=1)
         if self.method in (Method.LORA, Method.QLORA):
             if isinstance(self.lora_r, bool) or not isinstance(self.lora_r, int) or self.lora_r < 1:
-                raise PlanError("lora_r", f"lora_r={self.lora_r!r} is not a valid LoRA rank: use a whole "
-                                "number >= 1 (8, 16, 32 and 64 are common)")
+                raise PlanError("lora_r", msg("error.plan.lora_r", value=repr(self.lora_r)))
         _require_number("lora_alpha", self.lora_alpha, minimum=0, strict=True)
         _require_number("lora_dropout", self.lora_dropout, minimum=0)
         if self.lora_dropout >= 1:
-            raise PlanError("lora_dropout", f"lora_dropout={self.lora_dropout!r} must be below 1 (0.05 is common)")
+            raise PlanError("lora_dropout", msg("error.plan.lora_dropout", value=repr(self.lora_dropout)))
         _require_number("epochs", self.epochs, minimum=0, strict=True)
         _require_number("eval_fraction", self.eval_fraction, minimum=0)
         if self.eval_fraction >= 1:
-            raise PlanError("eval_fraction", f"eval_fraction={self.eval_fraction!r} is a share of training "
-                            "time: use a value in [0, 1), e.g. 0.05")
+            raise PlanError("eval_fraction", msg("error.plan.eval_fraction", value=repr(self.eval_fraction)))
 
     def _check_combinations(self) -> None:
         if self.sharding is not Sharding.DDP and self.gpus < 2:
-            raise PlanError("sharding", f"sharding='{self.sharding}' needs gpus >= 2: set gpus or use "
-                            "sharding='ddp'")
+            raise PlanError("sharding", msg("error.plan.sharding_needs_gpus", sharding=self.sharding.value))
         if self.offload_params and not self.sharding.shards_params:
-            raise PlanError("offload_params", "offload_params needs parameter sharding: use "
-                            "sharding='zero3' or 'fsdp' (with gpus >= 2), or turn offload_params off")
+            raise PlanError("offload_params", msg("error.plan.offload_params"))
         if self.offload_optimizer and self.sharding is Sharding.DDP:
-            raise PlanError("offload_optimizer", "offload_optimizer needs ZeRO or FSDP: use sharding='zero1', "
-                            "'zero2', 'zero3' or 'fsdp' (with gpus >= 2), or turn offload_optimizer off")
+            raise PlanError("offload_optimizer", msg("error.plan.offload_optimizer"))
         if self.method is Method.QLORA and self.offload_params:
-            raise PlanError("offload_params", "method='qlora' keeps 4-bit weights on the GPU: turn "
-                            "offload_params off")
+            raise PlanError("offload_params", msg("error.plan.qlora_offload"))
 
     # -- conveniences ---------------------------------------------------------------------------
 
@@ -243,13 +238,14 @@ class TrainPlan:
     def from_dict(cls, data: dict[str, Any]) -> TrainPlan:
         """Build from a dict (e.g. plan.json); an unknown key is an error naming the closest field."""
         if not isinstance(data, dict):
-            raise PlanError("plan", f"a plan must be a JSON object of fields; got {type(data).__name__}")
+            raise PlanError("plan", msg("error.plan.not_object", kind=type(data).__name__))
         known = {f.name for f in fields(cls)}
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)
-                hint = f" Did you mean '{close[0]}'?" if close else f" Known fields: {', '.join(sorted(known))}."
-                raise PlanError(key, f"unknown plan field '{key}'.{hint}")
+                if close:
+                    raise PlanError(key, msg("error.plan.unknown_field_close", field=key, close=close[0]))
+                raise PlanError(key, msg("error.plan.unknown_field", field=key, known=", ".join(sorted(known))))
         return cls(**data)
 
 
@@ -266,21 +262,21 @@ def _coerce_enum(name: str, value: Any, enum: type[StrEnum]) -> StrEnum:
         if key in allowed:
             return enum(key)
         close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.5)
-        fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(allowed)}"
-        raise PlanError(name, f"{name}={value!r} is not known; allowed: {', '.join(allowed)} ({fix})")
-    raise PlanError(name, f"{name}={value!r} must be one of: {', '.join(allowed)}")
+        if close:
+            raise PlanError(name, msg("error.plan.unknown_choice_close", field=name, value=repr(value),
+                                      allowed=", ".join(allowed), close=close[0]))
+        raise PlanError(name, msg("error.plan.unknown_choice", field=name, value=repr(value), allowed=", ".join(allowed)))
+    raise PlanError(name, msg("error.plan.choice", field=name, value=repr(value), allowed=", ".join(allowed)))
 
 
 def _coerce_targets(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v for v in value.replace(" ", ",").split(",")]
     if not isinstance(value, (list, tuple)):
-        raise PlanError("lora_targets", f"lora_targets={value!r} must be module names like "
-                        "['q_proj', 'v_proj'] or 'all-linear'")
+        raise PlanError("lora_targets", msg("error.plan.targets_type", value=repr(value)))
     names = tuple(str(v).strip() for v in value if str(v).strip())
     if not names:
-        raise PlanError("lora_targets", "lora_targets is empty: name modules like q_proj,v_proj or use "
-                        "'all-linear'")
+        raise PlanError("lora_targets", msg("error.plan.targets_empty"))
     if ALL_LINEAR in [n.lower().replace("_", "-") for n in names]:
         return (ALL_LINEAR,)
     return names
@@ -288,17 +284,19 @@ def _coerce_targets(value: Any) -> tuple[str, ...]:
 
 def _require_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PlanError(name, f"{name}={value!r} must be a whole number >= {minimum}")
+        raise PlanError(name, msg("error.plan.whole_number", field=name, value=repr(value), minimum=minimum))
     if value < minimum:
-        raise PlanError(name, f"{name}={value} is too small: use a whole number >= {minimum}")
+        raise PlanError(name, msg("error.plan.too_small", field=name, value=value, minimum=minimum))
 
 
 def _require_number(name: str, value: Any, minimum: float, strict: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise PlanError(name, f"{name}={value!r} must be a number")
+        raise PlanError(name, msg("error.plan.number", field=name, value=repr(value)))
+    if not math.isfinite(value):  # NaN passes every comparison: refuse it here, by name
+        raise PlanError(name, msg("error.plan.not_finite", field=name, value=repr(value)))
     if value < minimum or (strict and value == minimum):
-        bound = f"> {minimum}" if strict else f">= {minimum}"
-        raise PlanError(name, f"{name}={value} is out of range: use a number {bound}")
+        code = "error.plan.above" if strict else "error.plan.at_least"
+        raise PlanError(name, msg(code, field=name, value=repr(value), minimum=repr(minimum)))
 
 
 __all__ = [

@@ -160,3 +160,24 @@ def test_calibrated_totals_are_shown_only_when_asked(tmp_path):
     assert data["calibrated"]["peak_allocated_bytes"] == round(allocated * 1.1)
     table = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA H200", env=env).stdout
     assert "calibrated with trials on NVIDIA H200" in table
+
+
+def test_a_verb_whose_extra_is_missing_names_the_extra(tmp_path) -> None:
+    """A core install has no torch: `gpuwork trace` says which extra to install, in one line, exit 2."""
+    script = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
+              "from gpuwork.cli import main\n"
+              "sys.exit(main(['trace', '--model', 'tiny-llama']))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'gpuwork[trial]'" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_estimate_speaks_russian_with_russian_numbers() -> None:
+    done = subprocess.run([sys.executable, "-m", "gpuwork", "estimate", "--model", "llama-3.1-8b", "--method", "lora",
+                           "--lang", "ru"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "параметры: всего 8 037 076 992, обучаемых 6 815 744" in out
+    assert "всего на устройстве (как в nvidia-smi)" in out and "14,98" in out
+    assert "total" not in out and "weights" not in out

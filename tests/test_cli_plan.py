@@ -59,6 +59,28 @@ def test_plan_report_and_json(capsys):
     assert data["profile"]["profile"]["profile_id"] == "02"
     assert data["time"]["mfu"]["value"] == 0.3 and data["time"]["mfu"]["source"] == "argument"
     assert data["disk"]["recommended_bytes"] > 400 * 10**9 and len(data["offers"]) == 5
+    # JSON keeps codes and numbers; text is for people
+    assert [r["code"] for r in data["profile"]["reasons"]] == ["profile.fits_server_card", "profile.regular_run",
+                                                               "profile.long_run"]  # 50 B tokens on one GPU
+    assert data["disk"]["lines"][0]["rule"] == {"code": "disk.rule.given", "params": {}}
+    assert data["time"]["data"]["verdict"]["code"] == "data.needed"
+
+
+def test_plan_and_offers_in_russian(capsys):
+    rc, out, err = _run(capsys, ["plan", *LORA_8B, "--method", "qlora", "--seq-len", "2048", "--lang", "ru",
+                                 "--dataset-bytes", "400MB"])
+    assert rc == 0
+    assert "dataset_tokens = 100 000 000 из --dataset-bytes" in err  # the note follows --lang too
+    for section in ("gpuwork, план:", "профиль 01 «LoRA/QLoRA и короткая проверка»: 1 × L40S (почасовая аренда)",
+                    "  + помещается на одну карту 48 ГБ: ", "время на 1 × L40S", "FLOPs на токен", "обмен между GPU:",
+                    "данные: GPU потребляют", "диск: рекомендуется", "самые дешёвые подходящие предложения"):
+        assert section in out, section
+    assert "ГиБ из 42,7 ГиБ на L40S" in out and "100 000 000 токенов × 4 Б" in out
+    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--method", "qlora", "--mode", "reserved", "--lang", "ru",
+                               "--limit", "3"])
+    lines = out.splitlines()
+    assert rc == 0 and "сортировка по стоимости" in lines[0] and lines[1].startswith("предложение")
+    assert len(lines) == 5 and all("резервирование" in line for line in lines[2:])
 
 
 def test_offers_table_filters_and_json(capsys):

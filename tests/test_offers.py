@@ -33,6 +33,7 @@ from gpuwork.facts.catalog import (
     load_gpus,
 )
 from gpuwork.facts.resolve import resolve
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory, estimate_time, evaluate_offers, fit_plan
 
@@ -104,6 +105,7 @@ def test_fit_as_planned_or_with_more_gpus_and_sharding():
     fit = fit_plan(small, h100, max_gpus=8)
     assert fit.fits and fit.plan == small and fit.changes == ()
     assert fit.device_total_bytes == estimate_memory(small).device_total_bytes
+    assert fit.reason == msg("fit.as_planned", need_bytes=fit.device_total_bytes, usable_bytes=fit.usable_bytes)
     # Llama-3.1-8B full, pure bf16 AdamW: ~81.8 GiB > 75.7 GiB usable on one H100
     full = TrainPlan(model="llama-3.1-8b", method="full", seq_len=2048)
     assert estimate_memory(full).device_total_bytes > usable_memory_bytes(h100)
@@ -111,11 +113,16 @@ def test_fit_as_planned_or_with_more_gpus_and_sharding():
     assert fit.fits and fit.plan.gpus == 2
     # DDP on 2 GPUs keeps a full replica each (plus buckets): it does not fit, ZeRO-2 does
     assert estimate_memory(full.replace(gpus=2)).device_total_bytes > usable_memory_bytes(h100)
-    assert fit.plan.sharding == "zero2" and fit.changes == ("gpus 1 -> 2", "sharding ddp -> zero2")
+    assert fit.plan.sharding == "zero2"
+    assert fit.changes == (msg("change.gpus", old=1, new=2), msg("change.sharding", old="ddp", new="zero2"))
+    assert fit.reason == msg("fit.with_gpus", gpus=2, sharding="zero2", need_bytes=fit.device_total_bytes,
+                             usable_bytes=fit.usable_bytes)
     assert fit.device_total_bytes <= fit.usable_bytes and fit.headroom_bytes >= 0
     # no room in a single 24 GB card: the closest attempt is reported
     miss = fit_plan(full, get_gpu("rtx4090"), max_gpus=1)
-    assert not miss.fits and miss.reason.startswith("does not fit")
+    assert not miss.fits and miss.reason.code == "fit.does_not_fit"
+    assert miss.reason["need_bytes"] == miss.device_total_bytes > miss.reason["usable_bytes"] == miss.usable_bytes
+    assert miss.as_dict()["reason"] == {"code": "fit.does_not_fit", "params": dict(miss.reason.params)}
     with pytest.raises(PlanError, match="safety_margin"):
         fit_plan(full, h100, max_gpus=1, safety_margin=1.5)
 
@@ -182,21 +189,29 @@ def test_interruptible_adds_expected_rework_and_recommends_an_interval():
     # Young/Daly with the checkpoint write time and MTBF = 1/0.2 h = 18,000 s
     assert r.recommended_checkpoint_interval_s == pytest.approx(math.sqrt(2 * t.checkpoint_write_s * 18_000))
     assert r.recommended_checkpoint_every_steps == round(r.recommended_checkpoint_interval_s / t.step_time_s)
-    assert any("interruptible" in reason for reason in r.reasons)
+    notes = [reason for reason in r.reasons if reason.code == "offer.interruptible"]
+    assert len(notes) == 1
+    note = notes[0]
+    assert note["preemptions"] == pytest.approx(preemptions) and note["lost_s"] == pytest.approx(lost)
+    assert note["rate_per_hour"] == 0.2 and note["interval_s"] == pytest.approx(interval)
+    assert note["recommended_s"] == r.recommended_checkpoint_interval_s
+    assert note["recommended_steps"] == r.recommended_checkpoint_every_steps
 
 
 def test_whole_nodes_are_rented():
     plan = TrainPlan(model="llama-3.1-8b", method="qlora")
     node = _offer("h100_sxm", gpus=8, link="nvlink_switch", price=3.0)
     used = evaluate_offer(plan, node, resolve(plan))
-    assert used.billed_gpus == 8 and used.fit.plan.gpus == 8 and "gpus 1 -> 8" in used.fit.changes
+    assert used.billed_gpus == 8 and used.fit.plan.gpus == 8 and msg("change.gpus", old=1, new=8) in used.fit.changes
+    assert msg("offer.whole_node_used", billed_gpus=8, needed_gpus=1) in used.reasons
     alone = evaluate_offer(plan, node, resolve(plan), use_whole_node=False)
     assert alone.billed_gpus == 8 and alone.fit.plan.gpus == 1
+    assert msg("offer.whole_node_idle", per_node=8, used_gpus=1) in alone.reasons
     assert alone.run_cost_usd == pytest.approx(alone.time.total_s / 3600 * 8 * 3.0)
     assert used.time.total_s < alone.time.total_s and used.run_cost_usd < alone.run_cost_usd
     # more GPUs than a node has, and no network: cannot run
     big = evaluate_offer(plan.replace(gpus=16, sharding="zero3"), node, resolve(plan))
-    assert not big.fits and "no inter-node network" in big.reasons[0]
+    assert not big.fits and big.reasons[0] == msg("offer.no_network", gpus=16, per_node=8)
 
 
 # -- the catalog ---------------------------------------------------------------------------------------

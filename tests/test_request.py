@@ -54,6 +54,25 @@ def test_the_briefs_example_in_english_and_russian():
     assert data["estimates"]["total_s"] > 30 * 86400  # 50 B tokens on one H100: more than the month
     assert "Внимание" in ru.text and "Note: the estimated training time" in en.text
     assert data["suggested"]["offer"]["illustrative"] is True
+    # reasons: rendered text for the reader of the request, codes for a program
+    assert data["reasons"][0].startswith("помещается на одну серверную карту 80 ГБ: ")
+    assert [r["code"] for r in data["reason_codes"]] == ["profile.fits_server_card", "profile.regular_run",
+                                                        "profile.long_run"]  # 50 B tokens: months on one GPU
+    assert data["profile"]["name"] == "регулярное дообучение" and en.as_dict()["profile"]["name"] == "regular fine-tuning"
+
+
+def test_numbers_follow_the_language() -> None:
+    """Sizes, memory, durations, prices and counts: "8 294 токенов/с", "31,8 ГиБ" in Russian, "8,294" in English."""
+    en = rental_request(BRIEF_PLAN, lang="en", rent_period_days=30, budget_usd=12_500)
+    ru = rental_request(BRIEF_PLAN, lang="ru", rent_period_days=30, budget_usd=12_500)
+    assert "Budget: up to $12,500." in en.text and "Бюджет: до 12 500 USD." in ru.text
+    assert "(8.03 B parameters, 6.8 M trainable)" in en.text and "(8,03 млрд параметров, обучаемых — 6,8 млн)" in ru.text
+    assert "(about 50.0 B tokens)" in en.text and "(около 50,0 млрд токенов)" in ru.text
+    gib = f"{ru.fields['estimates']['memory_per_gpu_bytes'] / 2**30:.1f}"
+    assert f"Estimates: {gib} GiB of GPU memory" in en.text
+    assert f"Оценки: память {gib.replace('.', ',')} ГиБ на GPU" in ru.text
+    tokens_s = round(ru.fields["estimates"]["tokens_per_s"])
+    assert f"{tokens_s:,} tokens/s" in en.text and f"{tokens_s:,} токенов/с".replace(",", " ") in ru.text
 
 
 def test_explicit_context_date_budget_and_period():

@@ -17,6 +17,7 @@ from gpuwork.estimate.disk import (
     token_id_bytes,
 )
 from gpuwork.facts.model import count_params, get_spec
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import checkpoint_bytes, estimate_disk
 
@@ -37,11 +38,17 @@ def test_lora_disk_worked_example():
     disk = estimate_disk(plan)
     assert disk.line("dataset_raw").bytes == 200 * 10**9
     assert disk.line("tokenized").bytes == 50 * 10**9 * 4  # vocab 128,256 -> uint32
+    assert disk.line("tokenized").rule == msg("disk.rule.tokenized_uint32", tokens=50 * 10**9, id_bytes=4,
+                                              vocab=128_256, limit=65_536)
+    assert disk.line("dataset_raw").rule == msg("disk.rule.given")
     assert disk.line("base_model").bytes == 2 * P_8B  # bf16 safetensors: 16,060,522,496 B
     # checkpoint: adapters in fp32 (4 B) + AdamW m, v in fp32 (8 B) = 12 B x 6,815,744 = 81,788,928 B
     assert disk.checkpoint.total_bytes == 12 * ADAPTER_8B_R16_QV == 81_788_928
     assert disk.checkpoints_on_disk == 3  # 2 kept + the one being written
     assert disk.line("checkpoints").bytes == 3 * 81_788_928
+    assert disk.line("checkpoints").label == msg("disk.label.checkpoints", kept=2)
+    assert disk.line("checkpoints").rule == msg("disk.rule.checkpoints", count=3, each_bytes=81_788_928,
+                                                what=msg("disk.what.adapter"))
     assert disk.line("export").bytes == 4 * ADAPTER_8B_R16_QV
     assert disk.line("environment").bytes == ENVIRONMENT_BYTES
     subtotal = 200e9 + 200e9 + 2 * P_8B + 3 * 81_788_928 + 4 * ADAPTER_8B_R16_QV + ENVIRONMENT_BYTES
@@ -87,6 +94,7 @@ def test_dataset_from_tokens_and_compression():
     disk = estimate_disk(plan)
     assert disk.line("dataset_raw").bytes == 1_000_000 * BYTES_PER_TOKEN_TEXT
     assert disk.line("tokenized").bytes == 2_000_000  # GPT-2 vocab 50,257 -> uint16
+    assert disk.line("tokenized").rule.code == "disk.rule.tokenized_uint16"
     packed = estimate_disk(plan.replace(dataset_bytes=1_000_000), compression_ratio=3)
     assert packed.line("dataset_raw").bytes == 1_000_000  # the download as given
     assert packed.line("dataset_unpacked").bytes == 3_000_000  # unpacked next to it
@@ -109,7 +117,10 @@ def test_disk_ignores_fields_it_must_not_read():
 def test_notes_and_special_cases():
     # 200 GB of data but the default 100 M tokens: 2,000 B per token is flagged
     odd = estimate_disk(TrainPlan(model="llama-3.1-8b", method="lora", dataset_bytes=200 * 10**9))
-    assert any("B per token" in n for n in odd.notes)
+    assert odd.notes == (msg("disk.note.bytes_per_token", bytes_per_token=2000.0, expected=BYTES_PER_TOKEN_TEXT),)
+    assert odd.as_dict()["notes"] == [{"code": "disk.note.bytes_per_token",
+                                       "params": {"bytes_per_token": 2000.0, "expected": 4.0}}]
+    assert estimate_disk(TrainPlan(model="gpt2", method="full", gpus=2)).notes == (msg("disk.note.multi_node"),)
     scratch = estimate_disk(TrainPlan(model="gpt2", method="scratch"))
     assert "base_model" not in {item.key for item in scratch.lines}
     none_kept = estimate_disk(TrainPlan(model="gpt2", method="full", checkpoints_kept=0))

@@ -8,9 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpuwork.cli import estimate, plan, report, trial
+from gpuwork.cli import app, estimate, plan, report, trial
 from gpuwork.cli.args import EXIT_USAGE, Parser
 from gpuwork.errors import GpuworkError
+
+# Which extra brings a module that a verb imports lazily (the core install has none of them).
+_EXTRA_FOR = {**dict.fromkeys(("torch", "transformers", "peft", "bitsandbytes", "tokenizers", "safetensors", "psutil",
+                               "tqdm"), "trial"),
+              **dict.fromkeys(("papermill", "nbconvert", "nbformat", "nbclient", "ipywidgets", "plotly", "pandas",
+                               "jupytext", "anywidget"), "workbook"),
+              "voila": "app"}
 
 
 def _version() -> str:
@@ -24,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for verbs in (estimate, plan, trial, report):
+    for verbs in (estimate, plan, trial, report, app):
         verbs.register(sub)
     return parser
 
@@ -35,7 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except GpuworkError as exc:
-        print(f"gpuwork: error: {exc}", file=sys.stderr)
+        print(f"gpuwork: error: {exc.text(getattr(args, 'lang', None) or 'en')}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModuleNotFoundError as exc:
+        extra = _EXTRA_FOR.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print(f"gpuwork: error: `gpuwork {args.command}` needs {exc.name}, which is not installed: "
+              f"pip install 'gpuwork[{extra}]'", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("gpuwork: interrupted", file=sys.stderr)

@@ -10,36 +10,36 @@ from typing import Any
 
 from gpuwork.cli.args import plan_arguments, plan_from_args
 from gpuwork.errors import PlanError
-from gpuwork.estimate.memory import TERM_LABELS
+from gpuwork.present.messages import render, text
+from gpuwork.units import GIB, fmt_number
 
 
-def _gib(n: int) -> str:
-    return f"{n / 2**30:8.2f}"
+def _gib(n: int, lang: str = "en") -> str:
+    return f"{fmt_number(n / GIB, lang, 2):>9s}"
 
 
-
-
-def format_estimate(est: Any) -> str:
+def format_estimate(est: Any, lang: str = "en") -> str:
+    """The per-GPU breakdown and the three totals, labelled in ``lang``."""
     plan = est.plan
     lines = [
-        f"gpuwork estimate: {plan.model}, {plan.method}, {plan.precision}, {plan.optimizer}, "
-        f"seq {plan.seq_len} x batch {plan.batch_size} (x{plan.grad_accum} accumulation), "
-        f"{plan.gpus} GPU(s) {plan.sharding}",
-        f"parameters: {est.params.total:,} total, {est.params.trainable:,} trainable",
+        text("cli.estimate.header", lang, model=plan.model, method=plan.method, precision=plan.precision,
+             optimizer=plan.optimizer, seq_len=plan.seq_len, batch=plan.batch_size, grad_accum=plan.grad_accum,
+             gpus=plan.gpus, sharding=plan.sharding),
+        text("cli.estimate.params", lang, total=est.params.total, trainable=est.params.trainable),
         "",
-        f"per-GPU memory at the peak ({est.peak_phase}), GiB:",
+        text("cli.estimate.breakdown", lang, phase=est.peak_phase),
     ]
     for key, value in est.breakdown.items():
         if value:
-            lines.append(f"  {TERM_LABELS.get(key, key):44s}{_gib(value)}")
+            lines.append(f"  {text(f'term.{key}', lang):52s} {_gib(value, lang)}")
     lines += [
         "",
-        f"  {'peak allocated (torch max_memory_allocated)':44s}{_gib(est.peak_allocated_bytes)}",
-        f"  {'peak reserved (torch max_memory_reserved)':44s}{_gib(est.peak_reserved_bytes)}",
-        f"  {'device total (what nvidia-smi shows)':44s}{_gib(est.device_total_bytes)}",
+        f"  {text('cli.estimate.allocated', lang):52s} {_gib(est.peak_allocated_bytes, lang)}",
+        f"  {text('cli.estimate.reserved', lang):52s} {_gib(est.peak_reserved_bytes, lang)}",
+        f"  {text('cli.estimate.device', lang):52s} {_gib(est.device_total_bytes, lang)}",
     ]
     if est.host_bytes:
-        lines.append(f"  {'CPU RAM for offloaded states':44s}{_gib(est.host_bytes)}")
+        lines.append(f"  {text('cli.estimate.host', lang):52s} {_gib(est.host_bytes, lang)}")
     return "\n".join(lines)
 
 
@@ -48,8 +48,9 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 
     plan = plan_from_args(args)
     est = estimate_memory(plan)
+    lang = getattr(args, "lang", None) or "en"
     for warning in est.warnings:
-        print(f"gpuwork: warning: {warning}", file=sys.stderr)
+        print(text("cli.warning", lang, text=render(warning, lang)), file=sys.stderr)
     calibrated = None
     if getattr(args, "calibrated", None):
         from gpuwork.measure.calibration import apply_memory_calibration, load_calibration
@@ -66,14 +67,14 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
             out["calibrated"] = calibrated
         print(json.dumps(out, indent=2))
     else:
-        print(format_estimate(est))
+        print(format_estimate(est, lang))
         if calibrated:
             f = calibrated["factors"]
             print(f"\ncalibrated with trials on {args.calibrated} (measured/estimated: allocated x{f['allocated']:.3f}, "
                   f"reserved x{f['reserved']:.3f}), GiB:")
             for key, label in (("peak_allocated_bytes", "peak allocated"), ("peak_reserved_bytes", "peak reserved"),
                                ("device_total_bytes", "device total")):
-                print(f"  {label:44s}{_gib(calibrated[key])}")
+                print(f"  {label:52s} {_gib(calibrated[key])}")
     return 0
 
 
@@ -99,10 +100,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     print(f"peak of live tensors at {result.peak_phase}, GiB:")
     for key, value in result.breakdown.items():
         if value:
-            print(f"  {key:44s}{_gib(value)}")
-    print(f"  {'traced peak allocated':44s}{_gib(result.peak_allocated_bytes)}")
-    analytic = est.peak_allocated_bytes - est.breakdown.get("cublas_workspace", 0)
-    print(f"  {'analytic estimate (same quantity)':44s}{_gib(analytic)}  "
+            print(f"  {key:52s} {_gib(value)}")
+    print(f"  {'traced peak allocated':52s} {_gib(result.peak_allocated_bytes)}")
+    analytic = est.traceable_bytes  # the same quantity: live tensors, no cuBLAS workspace
+    print(f"  {'analytic estimate (same quantity)':52s} {_gib(analytic)}  "
           f"({analytic / result.peak_allocated_bytes - 1:+.1%})")
     for note in result.stand_ins:
         print(f"  stand-in: {note}")
@@ -149,6 +150,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("estimate", help="per-GPU memory of a training step (analytic, instant)")
     plan_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help="language of the report (en or ru)")
     p.add_argument("--calibrated", metavar="DEVICE", help="also show totals corrected by the calibration that "
                    "`gpuwork trial --calibrate` stored for this device (off by default)")
     p.set_defaults(func=_cmd_estimate)

@@ -6,6 +6,9 @@ Errors print one line on stderr and exit with status 2, as everywhere in ``gpuwo
     gpuwork plan --model llama-3.1-8b --method lora --dataset-bytes 200GB
     gpuwork offers --model llama-3.1-8b --method qlora --mode on-demand --sort cost
     gpuwork request --model llama-3.1-8b --method lora --dataset-bytes 200GB --rent-days 30 --lang ru
+
+Every verb takes ``--lang en|ru``: reasons, notes, verdicts and labels come from the message catalog
+(``gpuwork.present.messages``). JSON output keeps codes and numbers (``{"code": ..., "params": ...}``).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from typing import Any
 
 from gpuwork.cli.args import plan_arguments, plan_from_args
 from gpuwork.errors import PlanError
+from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
-from gpuwork.units import GIB, HOUR_S
+from gpuwork.present.messages import render, render_all, text
+from gpuwork.units import HOUR_S, MISSING, fmt_duration, fmt_gib, fmt_number, fmt_size, fmt_usd
 
 _SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -91,9 +96,13 @@ def full_plan(args: argparse.Namespace) -> TrainPlan:
     if "dataset_bytes" in changes and "dataset_tokens" not in changes:
         ratio = getattr(args, "compression_ratio", 1.0) or 1.0
         changes["dataset_tokens"] = max(1, round(changes["dataset_bytes"] * ratio / BYTES_PER_TOKEN_TEXT))
-        print(f"gpuwork: note: dataset_tokens = {changes['dataset_tokens']:,} from --dataset-bytes at "
-              f"{BYTES_PER_TOKEN_TEXT:g} B/token (give --dataset-tokens to override)", file=sys.stderr)
+        print(text("cli.dataset_tokens_note", _lang(args), tokens=changes["dataset_tokens"],
+                   bytes_per_token=BYTES_PER_TOKEN_TEXT), file=sys.stderr)
     return plan.replace(**changes) if changes else plan
+
+
+def _lang(args: argparse.Namespace) -> str:
+    return getattr(args, "lang", None) or "en"
 
 
 def _time_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -107,37 +116,6 @@ def _time_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-# -- display helpers --------------------------------------------------------------------------------
-
-
-def _h(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    if seconds == float("inf"):
-        return "never"
-    hours = seconds / HOUR_S
-    if hours < 1:
-        return f"{seconds / 60:.0f} min"
-    text = f"{hours:,.1f} h" if hours < 10 else f"{hours:,.0f} h"
-    return text + (f" ({hours / 24:.0f} days)" if hours > 72 else "")
-
-
-def _gib(n: float) -> str:
-    return f"{n / GIB:.1f} GiB"
-
-
-def _gb(n: float) -> str:
-    return f"{n / 1e12:.2f} TB" if n >= 1e12 else f"{n / 1e9:.1f} GB"
-
-
-def _usd(x: float | None) -> str:
-    if x is None:
-        return "–"
-    if x == float("inf"):
-        return "never ends"
-    return f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
-
-
 # -- plan -------------------------------------------------------------------------------------------
 
 
@@ -146,18 +124,19 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from gpuwork.facts.catalog import get_gpu
     from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time, evaluate_offers, match_profile
 
+    lang = _lang(args)
     plan = full_plan(args)
     options = _time_options(args)
     memory = estimate_memory(plan)
     match = match_profile(plan, time_options=options)
     run_plan = match.fitted_plan or plan
-    warnings: list[str] = []
+    warnings: list[Msg] = []
     if args.gpu:
         gpu = get_gpu(args.gpu)
         run_plan = plan
         if memory.device_total_bytes > usable_memory_bytes(gpu):
-            warnings.append(f"the plan needs {_gib(memory.device_total_bytes)} per GPU; {gpu.display_name} has "
-                            f"{_gib(usable_memory_bytes(gpu))} usable: it will not fit as planned")
+            warnings.append(msg("cli.plan.gpu_too_small", need_bytes=memory.device_total_bytes,
+                                gpu=gpu.display_name, usable_bytes=usable_memory_bytes(gpu)))
     else:
         gpu = get_gpu(match.gpu_id) if match.gpu_id else get_gpu("h100_sxm")
     nodes = -(-run_plan.gpus // 8)
@@ -170,87 +149,98 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers]}
         print(json.dumps(out, indent=2, default=str))
         return 0
-    print(format_plan_report(plan, memory, match, run_plan, time, disk, offers))
-    for warning in warnings:
-        print(f"gpuwork: warning: {warning}", file=sys.stderr)
+    print(format_plan_report(plan, memory, match, run_plan, time, disk, offers, lang=lang))
+    for warning in [*memory.warnings, *warnings]:
+        print(text("cli.warning", lang, text=render(warning, lang)), file=sys.stderr)
     return 0
 
 
 def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: TrainPlan, time: Any, disk: Any,
-                       offers: list[Any]) -> str:
-    """The `gpuwork plan` report: memory, profile, time, communication, data, disk, offers."""
+                       offers: list[Any], lang: str = "en") -> str:
+    """The `gpuwork plan` report: memory, profile, time, communication, data, disk, offers (in ``lang``)."""
+    def say(code: str, **params: Any) -> str:
+        return text(code, lang, **params)
+
     p = plan
     lines = [
-        f"gpuwork plan: {p.model}, {p.method}, {p.precision}, {p.optimizer}, seq {p.seq_len} x batch "
-        f"{p.batch_size} (x{p.grad_accum}), {p.gpus} GPU(s) {p.sharding}",
-        f"data: {p.dataset_tokens:,} tokens x {p.epochs:g} epoch(s); checkpoint every {p.checkpoint_every_steps} "
-        f"steps, {p.checkpoints_kept} kept",
+        say("cli.plan.header", model=p.model, method=p.method, precision=p.precision, optimizer=p.optimizer,
+            seq_len=p.seq_len, batch=p.batch_size, grad_accum=p.grad_accum, gpus=p.gpus, sharding=p.sharding),
+        say("cli.plan.data", tokens=p.dataset_tokens, epochs=p.epochs, every=p.checkpoint_every_steps,
+            kept=p.checkpoints_kept),
         "",
-        "memory per GPU (as planned):",
-        f"  device total (nvidia-smi)        {_gib(memory.device_total_bytes)}  (peak at {memory.peak_phase})",
+        say("cli.plan.memory"),
+        f"  {say('cli.plan.device_total'):33s}{fmt_gib(memory.device_total_bytes, lang)}  "
+        f"{say('cli.plan.peak_at', phase=memory.peak_phase)}",
         "",
     ]
     if match.profile is not None:
-        lines.append(f"profile {match.profile.profile_id} \"{match.profile.name_en}\": {match.gpus} x "
-                     f"{match.gpu_name} ({match.profile.mode.value})")
+        lines.append(say("cli.plan.profile", profile_id=match.profile.profile_id, name=match.profile.name,
+                         gpus=match.gpus, gpu=match.gpu_name, mode=match.profile.mode))
     else:
-        lines.append("profile: none fits")
-    lines += [f"  + {r}" for r in match.reasons]
-    lines += [f"  - not {k}: {v}" for k, v in sorted(match.rejected.items())]
+        lines.append(say("cli.plan.no_profile"))
+    lines += [f"  + {r}" for r in render_all(match.reasons, lang)]
+    lines += [f"  - {say('cli.plan.rejected', profile_id=k, why=v)}" for k, v in sorted(match.rejected.items())]
     if match.changes:
-        lines.append(f"  changes to the plan: {', '.join(match.changes)}")
-    lines += [f"  check: {c}" for c in match.checks]
+        lines.append("  " + say("cli.plan.changes", changes=match.changes))
+    lines += ["  " + say("cli.plan.check", what=c) for c in match.checks]
     t = time
     lines += [
         "",
-        f"time on {run_plan.gpus} x {t.gpu_name} ({t.peak_label}, {t.peak_flops_per_gpu / 1e12:g} TFLOPS, "
-        f"MFU {t.mfu.value:.2f} {t.mfu.source}):",
-        f"  FLOPs per token                  {t.flops_per_token.total:.3e}  ({t.flops_per_token.convention})",
-        f"  step: compute {t.compute_s:.3f} s + optimizer {t.optimizer_s:.3f} s + exposed communication "
-        f"{t.comm.exposed_s:.3f} s = {t.step_time_s:.3f} s",
-        f"  throughput                       {t.tokens_per_s:,.0f} tokens/s ({t.steps:,} steps)",
-        f"  training {_h(t.train_s)} + eval {_h(t.eval_s)} + {t.checkpoints:,} checkpoints {_h(t.checkpoint_s)} "
-        f"+ margin {_h(t.margin_s)} = {_h(t.total_s)} ({t.gpu_hours:,.0f} GPU-hours)",
-        f"  communication: {t.comm.verdict}",
-        f"  data: {t.data.verdict}",
+        say("cli.plan.time", gpus=run_plan.gpus, gpu=t.gpu_name, peak=t.peak, tflops=t.peak_flops_per_gpu / 1e12,
+            mfu=t.mfu.value, source=t.mfu.source),
+        f"  {say('cli.plan.flops'):33s}{say('cli.plan.flops_value', flops=t.flops_per_token.total, note=t.flops_per_token.note)}",
+        "  " + say("cli.plan.mfu", note=t.mfu.note),
+        "  " + say("cli.plan.step", compute_s=t.compute_s, optimizer_s=t.optimizer_s, exposed_s=t.comm.exposed_s,
+                   step_s=t.step_time_s),
+        f"  {say('cli.plan.throughput'):33s}{say('cli.plan.throughput_value', tokens_s=t.tokens_per_s, steps=t.steps)}",
+        "  " + say("cli.plan.total", train_s=t.train_s, eval_s=t.eval_s, checkpoints=t.checkpoints,
+                   checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours),
+        "  " + say("cli.plan.communication", verdict=t.comm.verdict),
+        "  " + say("cli.plan.data_feed", verdict=t.data.verdict),
         "",
-        f"disk: {_gb(disk.recommended_bytes)} recommended",
+        say("cli.plan.disk", total_bytes=disk.recommended_bytes),
     ]
     for item in disk.lines:
-        lines.append(f"  {item.label:44s}{_gb(item.bytes):>10s}  {item.rule}")
-    lines.append(f"  {'margin':44s}{_gb(disk.margin_bytes):>10s}")
-    lines += [f"  note: {n}" for n in disk.notes]
+        lines.append(f"  {render(item.label, lang):44s}{fmt_size(item.bytes, lang):>10s}  {render(item.rule, lang)}")
+    lines.append(f"  {say('disk.label.margin'):44s}{fmt_size(disk.margin_bytes, lang):>10s}")
+    lines += ["  " + say("cli.plan.note", note=n) for n in disk.notes]
     if offers:
-        lines += ["", "cheapest fitting offers (illustrative prices):"]
-        lines += [_offer_line(r) for r in offers]
+        lines += ["", say("cli.plan.offers")]
+        lines += [_offer_line(r, lang) for r in offers]
     for warning in t.warnings:
-        lines.append(f"warning: {warning}")
+        lines.append(say("cli.plan.warning", warning=warning))
     return "\n".join(lines)
 
 
 # -- offers -----------------------------------------------------------------------------------------
 
 
-_OFFER_HEADER = (f"{'offer':30s}{'GPU':18s}{'mode':14s}{'$/GPU-h':>8s}{'GPUs':>6s} {'sharding':9s}"
-                 f"{'time':>16s}{'cost':>12s}  notes")
+def _offer_header(lang: str) -> str:
+    def col(key: str) -> str:
+        return text(f"cli.offers.col.{key}", lang)
+
+    return (f"{col('offer'):30s}{col('gpu'):24s}{col('mode'):18s}{col('price'):>8s}{col('gpus'):>6s} "
+            f"{col('sharding'):9s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
 
 
-def _offer_line(r: Any) -> str:
+def _offer_line(r: Any, lang: str = "en") -> str:
     o = r.offer
+    mode = text("cli.offers.mode", lang, mode=o.mode)
+    price = fmt_number(o.price_per_gpu_hour, lang, 2)
     if not r.fits:
-        return (f"{o.offer_id:30s}{o.gpu.display_name[:17]:18s}{o.mode.value:14s}{o.price_per_gpu_hour:8.2f}"
-                f"{'–':>6s} {'–':9s}{'–':>16s}{'–':>12s}  {r.fit.reason}")
+        return (f"{o.offer_id:30s}{o.gpu.display_name:24s}{mode:18s}{price:>8s}"
+                f"{MISSING:>6s} {MISSING:9s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")
     notes = []
     if r.fit.changes:
-        notes.append(", ".join(r.fit.changes))
+        notes.append(", ".join(render_all(r.fit.changes, lang)))
     if r.expected_preemptions:
-        notes.append(f"~{r.expected_preemptions:.1f} preemptions; checkpoint every "
-                     f"~{r.recommended_checkpoint_every_steps} steps")
+        notes.append(text("cli.offers.preemptions", lang, preemptions=r.expected_preemptions,
+                          steps=r.recommended_checkpoint_every_steps))
     if r.meets_deadline is False:
-        notes.append("misses the deadline")
-    return (f"{o.offer_id:30s}{o.gpu.display_name[:17]:18s}{o.mode.value:14s}{o.price_per_gpu_hour:8.2f}"
-            f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{_h(r.expected_total_s):>16s}"
-            f"{_usd(r.expected_cost_usd):>12s}  {'; '.join(notes)}")
+        notes.append(text("cli.offers.misses_deadline", lang))
+    return (f"{o.offer_id:30s}{o.gpu.display_name:24s}{mode:18s}{price:>8s}"
+            f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{fmt_duration(r.expected_total_s, lang):>16s}"
+            f"{fmt_usd(r.expected_cost_usd, lang):>12s}  {'; '.join(notes)}")
 
 
 def _cmd_offers(args: argparse.Namespace) -> int:
@@ -275,14 +265,15 @@ def _cmd_offers(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([r.as_dict() for r in results], indent=2, default=str))
         return 0
-    print(f"gpuwork offers: {plan.model}, {plan.method}, seq {plan.seq_len} x batch {plan.batch_size}, "
-          f"{plan.dataset_tokens:,} tokens x {plan.epochs:g} epoch(s); sorted by {args.sort}; prices illustrative")
+    lang = _lang(args)
+    print(text("cli.offers.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
+               batch=plan.batch_size, tokens=plan.dataset_tokens, epochs=plan.epochs, sort=args.sort))
     if not results:
-        print("no offer passes the filters")
+        print(text("cli.offers.none", lang))
         return 0
-    print(_OFFER_HEADER)
+    print(_offer_header(lang))
     for r in results:
-        print(_offer_line(r))
+        print(_offer_line(r, lang))
     return 0
 
 
@@ -314,6 +305,7 @@ def register(subparsers: Any) -> None:
     _time_arguments(p)
     p.add_argument("--gpu", help="GPU for the time estimate (default: the matched profile's card)")
     p.add_argument("--offers", type=int, default=5, metavar="N", help="cheapest fitting offers to list")
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help="language of the report (en or ru)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd_plan)
 
@@ -336,6 +328,7 @@ def register(subparsers: Any) -> None:
     f.add_argument("--catalog", metavar="FILE", help="offers CSV instead of data/catalog.csv")
     f.add_argument("--all", action="store_true", help="also list offers the run does not fit")
     f.add_argument("--limit", type=int, metavar="N", help="show the first N")
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help="language of the table (en or ru)")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=_cmd_offers)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from gpuwork.estimate.memory import estimate_memory
 from gpuwork.facts.spec import ModelSpec, count_params
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Precision, Sharding, TrainPlan
 from gpuwork.units import GB
 
@@ -60,12 +61,12 @@ class DiskLine:
     """One thing stored on disk."""
 
     key: str  # machine name, e.g. "checkpoints"
-    label: str  # what it is, for people
+    label: Msg  # what it is, for people
     bytes: int
-    rule: str  # how the number was obtained (formula and source)
+    rule: Msg  # how the number was obtained (formula and source)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "label": self.label, "bytes": self.bytes, "rule": self.rule}
+        return {"key": self.key, "label": self.label.as_dict(), "bytes": self.bytes, "rule": self.rule.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class DiskPlan:
     subtotal_bytes: int
     margin_bytes: int
     recommended_bytes: int
-    notes: tuple[str, ...] = ()
+    notes: tuple[Msg, ...] = ()
 
     def line(self, key: str) -> DiskLine:
         for item in self.lines:
@@ -110,7 +111,7 @@ class DiskPlan:
             "margin_bytes": self.margin_bytes,
             "margin_fraction": DISK_MARGIN,
             "recommended_bytes": self.recommended_bytes,
-            "notes": list(self.notes),
+            "notes": [n.as_dict() for n in self.notes],
         }
 
 
@@ -160,17 +161,16 @@ def checkpoint_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
     return checkpoint_size(plan, spec).total_bytes
 
 
-def _base_download(plan: TrainPlan, spec: ModelSpec, prequantized: bool) -> tuple[int, str]:
+def _base_download(plan: TrainPlan, spec: ModelSpec, prequantized: bool) -> tuple[int, Msg]:
     counts = count_params(spec, plan)
     if plan.method is Method.SCRATCH:
-        return 0, "training from scratch: no base weights to download"
+        return 0, msg("disk.rule.scratch")
     if prequantized and counts.quantized:
         quant = math.ceil(counts.quantized * NF4_DQ_BYTES_PER_PARAM)
         rest = BASE_DOWNLOAD_BYTES_PER_PARAM * (counts.base - counts.quantized)
-        return quant + rest, (f"pre-quantized 4-bit: {counts.quantized:,} linear weights x 4.127 bits (NF4 + "
-                              f"double quant, QLoRA §3) + {counts.base - counts.quantized:,} others x 2 B")
-    return (BASE_DOWNLOAD_BYTES_PER_PARAM * counts.base,
-            f"{counts.base:,} params x 2 B (bf16 safetensors, memory_formulas §3.5)")
+        return quant + rest, msg("disk.rule.base_prequantized", quantized=counts.quantized,
+                                 others=counts.base - counts.quantized)
+    return BASE_DOWNLOAD_BYTES_PER_PARAM * counts.base, msg("disk.rule.base_bf16", params=counts.base)
 
 
 def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float = 1.0,
@@ -190,8 +190,8 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
         include_environment: count ``ENVIRONMENT_BYTES`` for the container/venv.
 
     Example:
-        >>> estimate_disk(TrainPlan(model="qwen2.5-0.5b", method="full")).line("tokenized").rule
-        '100,000,000 tokens x 4 B (uint32: vocab 151,936 >= 65,536)'
+        >>> estimate_disk(TrainPlan(model="qwen2.5-0.5b", method="full")).line("tokenized").rule.code
+        'disk.rule.tokenized_uint32'
     """
     if isinstance(compression_ratio, bool) or not isinstance(compression_ratio, int | float) \
             or not compression_ratio >= 1:
@@ -201,7 +201,7 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
                         "(unpacked size / downloaded size; 1 when the dataset is not compressed)")
     counts = count_params(spec, plan)
     lines: list[DiskLine] = []
-    notes: list[str] = []
+    notes: list[Msg] = []
 
     # -- dataset ---------------------------------------------------------------------------------
     text = dataset_text_bytes(plan)
@@ -209,59 +209,58 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
     if compression_ratio > 1:
         if given:  # the size given is the download; unpacking multiplies it
             raw, unpacked = text, round(text * compression_ratio)
-            raw_rule = "dataset_bytes as given (compressed download)"
+            raw_rule = msg("disk.rule.given_compressed")
         else:  # tokens give the unpacked text; the download is smaller
             raw, unpacked = round(text / compression_ratio), text
-            raw_rule = (f"{plan.dataset_tokens:,} tokens x {BYTES_PER_TOKEN_TEXT:g} B/token (English BPE) / "
-                        f"compression {compression_ratio:g}")
-        lines.append(DiskLine("dataset_raw", "dataset as downloaded (compressed)", raw, raw_rule))
-        lines.append(DiskLine("dataset_unpacked", "dataset unpacked", unpacked,
-                              f"downloaded size x compression ratio {compression_ratio:g} (both kept)"))
+            raw_rule = msg("disk.rule.tokens_compressed", tokens=plan.dataset_tokens,
+                           bytes_per_token=BYTES_PER_TOKEN_TEXT, ratio=compression_ratio)
+        lines.append(DiskLine("dataset_raw", msg("disk.label.dataset_compressed"), raw, raw_rule))
+        lines.append(DiskLine("dataset_unpacked", msg("disk.label.dataset_unpacked"), unpacked,
+                              msg("disk.rule.unpacked", ratio=compression_ratio)))
     else:
-        lines.append(DiskLine("dataset_raw", "dataset (raw text)", text,
-                              "dataset_bytes as given" if given else
-                              f"{plan.dataset_tokens:,} tokens x {BYTES_PER_TOKEN_TEXT:g} B/token (English BPE: "
-                              "~4 characters per token)"))
+        lines.append(DiskLine("dataset_raw", msg("disk.label.dataset_raw"), text,
+                              msg("disk.rule.given") if given else
+                              msg("disk.rule.tokens_text", tokens=plan.dataset_tokens,
+                                  bytes_per_token=BYTES_PER_TOKEN_TEXT)))
     id_bytes = token_id_bytes(spec.vocab_size)
-    kind = "uint16" if id_bytes == 2 else "uint32"
-    relation = "<" if id_bytes == 2 else ">="
-    lines.append(DiskLine("tokenized", "tokenized dataset (token ids)", plan.dataset_tokens * id_bytes,
-                          f"{plan.dataset_tokens:,} tokens x {id_bytes} B ({kind}: vocab {spec.vocab_size:,} "
-                          f"{relation} 65,536)"))
+    rule = msg("disk.rule.tokenized_uint16" if id_bytes == 2 else "disk.rule.tokenized_uint32",
+               tokens=plan.dataset_tokens, id_bytes=id_bytes, vocab=spec.vocab_size, limit=UINT16_VOCAB_LIMIT)
+    lines.append(DiskLine("tokenized", msg("disk.label.tokenized"), plan.dataset_tokens * id_bytes, rule))
 
     # -- model -----------------------------------------------------------------------------------
     prequantized = plan.method is Method.QLORA if prequantized_base is None else prequantized_base
     base_bytes, base_rule = _base_download(plan, spec, prequantized)
     if base_bytes:
-        lines.append(DiskLine("base_model", "base model download", base_bytes, base_rule))
+        lines.append(DiskLine("base_model", msg("disk.label.base_model"), base_bytes, base_rule))
 
     # -- checkpoints -----------------------------------------------------------------------------
     ckpt = checkpoint_size(plan, spec)
     on_disk = plan.checkpoints_kept + 1 if plan.checkpoints_kept > 0 else 0
     if on_disk:
-        what = "adapter x 4 B + optimizer states" if plan.uses_adapters else (
-            "weights in the saved dtype + optimizer states" + (" + fp32 masters" if ckpt.master_bytes else ""))
+        what = msg("disk.what.adapter") if plan.uses_adapters else (
+            msg("disk.what.weights_masters") if ckpt.master_bytes else msg("disk.what.weights"))
         lines.append(DiskLine(
-            "checkpoints", f"checkpoints ({plan.checkpoints_kept} kept + 1 being written)", on_disk * ckpt.total_bytes,
-            f"{on_disk} x {ckpt.total_bytes / GB:.2f} GB ({what}); transformers Trainer writes a new checkpoint "
-            "before deleting the oldest (save_total_limit rotation)"))
+            "checkpoints", msg("disk.label.checkpoints", kept=plan.checkpoints_kept), on_disk * ckpt.total_bytes,
+            msg("disk.rule.checkpoints", count=on_disk, each_bytes=ckpt.total_bytes, what=what)))
 
     # -- final export ----------------------------------------------------------------------------
     if plan.uses_adapters:
         export = ADAPTER_SAVE_BYTES_PER_PARAM * counts.trainable
-        rule = f"{counts.trainable:,} trainable params x 4 B (PEFT adapter, fp32)"
         if merged_export:
             export += BASE_DOWNLOAD_BYTES_PER_PARAM * counts.base
-            rule += f" + merged model {counts.base:,} x 2 B (bf16)"
+            rule = msg("disk.rule.export_adapter_merged", trainable=counts.trainable, params=counts.base)
+        else:
+            rule = msg("disk.rule.export_adapter", trainable=counts.trainable)
     else:
         export_bytes = 4 if plan.precision is Precision.FP32 else 2
         export = export_bytes * counts.base
-        rule = f"{counts.base:,} params x {export_bytes} B ({'fp32' if export_bytes == 4 else 'bf16'} safetensors)"
-    lines.append(DiskLine("export", "final model export", export, rule))
+        rule = msg("disk.rule.export_full", params=counts.base, param_bytes=export_bytes,
+                   dtype="fp32" if export_bytes == 4 else "bf16")
+    lines.append(DiskLine("export", msg("disk.label.export"), export, rule))
 
     if include_environment:
-        lines.append(DiskLine("environment", "software (container image or venv, caches)", ENVIRONMENT_BYTES,
-                              "assumption: a CUDA PyTorch container unpacks to ~20 GB"))
+        lines.append(DiskLine("environment", msg("disk.label.environment"), ENVIRONMENT_BYTES,
+                              msg("disk.rule.environment", size_bytes=ENVIRONMENT_BYTES)))
 
     subtotal = sum(item.bytes for item in lines)
     margin = math.ceil(subtotal * DISK_MARGIN)
@@ -269,11 +268,10 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
         per_token = plan.dataset_bytes * compression_ratio / plan.dataset_tokens  # unpacked text per token
         low, high = DATASET_BYTES_PER_TOKEN_PLAUSIBLE
         if not low <= per_token <= high:
-            notes.append(f"dataset_bytes / dataset_tokens = {per_token:,.1f} B per token, far from the "
-                         f"~{BYTES_PER_TOKEN_TEXT:g} B of English text: check dataset_tokens (time and the "
-                         "tokenized files use it)")
+            notes.append(msg("disk.note.bytes_per_token", bytes_per_token=per_token,
+                             expected=BYTES_PER_TOKEN_TEXT))
     if plan.gpus > 1:
-        notes.append("multi-node runs need the dataset and base model on every node or on a shared volume")
+        notes.append(msg("disk.note.multi_node"))
     return DiskPlan(plan=plan, lines=tuple(lines), checkpoint=ckpt, checkpoints_on_disk=on_disk,
                     subtotal_bytes=subtotal, margin_bytes=margin, recommended_bytes=subtotal + margin,
                     notes=tuple(notes))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
 from gpuwork.units import GIB, MIB
 
@@ -82,8 +83,21 @@ class MemoryEstimate:
     peak_phase: str  # "forward", "loss backward", "block backward", "optimizer step"
     phase_peaks: dict[str, int]  # allocated bytes at each candidate moment
     sources: dict[str, str] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Msg, ...] = ()  # catalog messages (gpuwork.present.messages renders them)
     host_bytes: int = 0  # CPU RAM used by offloaded states (not on the GPU)
+
+    @property
+    def traceable_bytes(self) -> int:
+        """The estimate comparable to a trace: live tensors of the step at the peak, in bytes.
+
+        ``peak_allocated_bytes`` less the cuBLAS workspace: weights, gradients, optimizer states,
+        activations, logits, temporaries and sharding buffers — what ``gpuwork trace`` (fake
+        tensors) and PyTorch's MemTracker on a real CPU step measure. The workspace is left out
+        because it is no tensor of the step: cuBLAS takes it from the CUDA caching allocator at the
+        first GEMM and keeps it, so ``max_memory_allocated`` on a GPU counts it but neither a
+        traced nor a CPU step ever creates it.
+        """
+        return self.peak_allocated_bytes - self.breakdown.get("cublas_workspace", 0)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,7 +108,7 @@ class MemoryEstimate:
             "peak_phase": self.peak_phase,
             "phase_peaks": dict(self.phase_peaks),
             "host_bytes": self.host_bytes,
-            "warnings": list(self.warnings),
+            "warnings": [w.as_dict() for w in self.warnings],
         }
 
 
@@ -474,14 +488,13 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     states = _model_states(spec, plan, counts)
     dt = _dtypes(plan)
     act = _activations(spec, plan, dt)
-    warnings: list[str] = []
+    warnings: list[Msg] = []
     if spec.max_position and plan.seq_len > spec.max_position:
-        warnings.append(f"seq_len={plan.seq_len} is above {spec.name}'s max_position_embeddings="
-                        f"{spec.max_position}: quality may suffer unless RoPE scaling is configured")
+        warnings.append(msg("memory.seq_len_above_max", seq_len=plan.seq_len, model=spec.name,
+                            max_position_embeddings=spec.max_position))
 
     if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
-        warnings.append(f"transformers has no SDPA path for {spec.architecture} (attention soft-capping): "
-                        "training runs with attention='eager' or 'flash'; set one of those")
+        warnings.append(msg("memory.no_sdpa_path", architecture=spec.architecture))
     tokens = plan.batch_size * plan.seq_len
     n_gpus = plan.gpus
     sharding = plan.sharding
@@ -621,7 +634,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
     if plan.offload_optimizer or plan.offload_params:
-        warnings.append(f"offloaded states use {host / GIB:.1f} GiB of CPU RAM per GPU")
+        warnings.append(msg("memory.offload_host", host_bytes=host))
     return MemoryEstimate(
         plan=plan,
         params=counts,

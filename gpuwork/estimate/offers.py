@@ -31,6 +31,7 @@ from gpuwork.estimate.timing import HOUR_S, TimeEstimate, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Sharding, TrainPlan
 
 # -- named constants (each with its reason) --------------------------------------------------------
@@ -64,8 +65,8 @@ class Fit:
     plan: TrainPlan  # the plan as it fits (or the last one tried)
     device_total_bytes: int  # per GPU, what nvidia-smi would show
     usable_bytes: int  # per GPU
-    changes: tuple[str, ...]  # what was changed from the plan ("gpus 1 -> 2", "sharding ddp -> zero3")
-    reason: str
+    changes: tuple[Msg, ...]  # what was changed from the plan (change.gpus 1 -> 2, change.sharding ddp -> zero3)
+    reason: Msg
 
     @property
     def headroom_bytes(self) -> int:
@@ -74,7 +75,8 @@ class Fit:
     def as_dict(self) -> dict[str, Any]:
         return {"fits": self.fits, "gpus": self.plan.gpus, "sharding": self.plan.sharding.value,
                 "device_total_bytes": self.device_total_bytes, "usable_bytes": self.usable_bytes,
-                "headroom_bytes": self.headroom_bytes, "changes": list(self.changes), "reason": self.reason}
+                "headroom_bytes": self.headroom_bytes, "changes": [c.as_dict() for c in self.changes],
+                "reason": self.reason.as_dict()}
 
 
 def _memory(plan: TrainPlan, spec: ModelSpec, memo: dict[TrainPlan, int] | None) -> int:
@@ -98,7 +100,7 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
     usable = usable_memory_bytes(gpu, safety_margin)
     need = _memory(plan, spec, memo)
     if need <= usable:
-        return Fit(True, plan, need, usable, (), f"fits as planned: {need / 2**30:.1f} of {usable / 2**30:.1f} GiB")
+        return Fit(True, plan, need, usable, (), msg("fit.as_planned", need_bytes=need, usable_bytes=usable))
     best = (plan, need)  # the attempt that came closest, for the message
     for n in range(max(plan.gpus, 1), max_gpus + 1):
         for sharding in SHARDING_ORDER if n > 1 else (Sharding.DDP,):
@@ -113,21 +115,20 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
                 best = (candidate, need_n)
             if need_n <= usable:
                 return Fit(True, candidate, need_n, usable, plan_changes(plan, candidate),
-                           f"fits with {n} GPU(s) and {sharding.value}: {need_n / 2**30:.1f} of "
-                           f"{usable / 2**30:.1f} GiB per GPU")
+                           msg("fit.with_gpus", gpus=n, sharding=sharding, need_bytes=need_n, usable_bytes=usable))
     candidate, need_n = best
     return Fit(False, candidate, need_n, usable, (),
-               f"does not fit: needs {need_n / 2**30:.1f} GiB per GPU with {candidate.gpus} GPU(s) and "
-               f"{candidate.sharding.value}; {usable / 2**30:.1f} GiB usable")
+               msg("fit.does_not_fit", need_bytes=need_n, gpus=candidate.gpus, sharding=candidate.sharding,
+                   usable_bytes=usable))
 
 
-def plan_changes(plan: TrainPlan, fitted: TrainPlan) -> tuple[str, ...]:
-    """What fitting changed in the plan (GPU count, sharding), as short phrases."""
+def plan_changes(plan: TrainPlan, fitted: TrainPlan) -> tuple[Msg, ...]:
+    """What fitting changed in the plan (GPU count, sharding), as messages."""
     changes = []
     if fitted.gpus != plan.gpus:
-        changes.append(f"gpus {plan.gpus} -> {fitted.gpus}")
+        changes.append(msg("change.gpus", old=plan.gpus, new=fitted.gpus))
     if fitted.sharding is not plan.sharding:
-        changes.append(f"sharding {plan.sharding.value} -> {fitted.sharding.value}")
+        changes.append(msg("change.sharding", old=plan.sharding, new=fitted.sharding))
     return tuple(changes)
 
 
@@ -152,7 +153,7 @@ class OfferResult:
     recommended_checkpoint_every_steps: int | None
     meets_deadline: bool | None
     within_budget: bool | None
-    reasons: tuple[str, ...] = ()
+    reasons: tuple[Msg, ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -176,7 +177,7 @@ class OfferResult:
             "recommended_checkpoint_interval_s": self.recommended_checkpoint_interval_s,
             "recommended_checkpoint_every_steps": self.recommended_checkpoint_every_steps,
             "meets_deadline": self.meets_deadline, "within_budget": self.within_budget,
-            "reasons": list(self.reasons),
+            "reasons": [r.as_dict() for r in self.reasons],
             "time": self.time.as_dict() if self.time else None,
         }
 
@@ -224,13 +225,12 @@ def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_marg
                    time_options: Mapping[str, Any] | None = None, use_whole_node: bool = True) -> OfferResult:
     """One offer for one plan (see ``evaluate_offers``)."""
     spec = inputs.spec
-    reasons: list[str] = []
+    reasons: list[Msg] = []
     max_gpus = offer.gpus_per_node
     if plan.gpus > offer.gpus_per_node:
         if offer.network is Network.NONE:
             fit = Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, safety_margin), (),
-                      f"needs {plan.gpus} GPUs; a node has {offer.gpus_per_node} and the offer has no "
-                      "inter-node network")
+                      msg("offer.no_network", gpus=plan.gpus, per_node=offer.gpus_per_node))
             return _unfit(offer, fit, reasons, deadline_s, budget_usd)
         max_gpus = plan.gpus
     fit = fit_plan(plan, offer.gpu, max_gpus=max_gpus, safety_margin=safety_margin, spec=spec, memo=memo)
@@ -245,13 +245,11 @@ def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_marg
             whole = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
                              safety_margin=safety_margin, spec=spec, memo=memo)
             if whole.fits:
-                reasons.append(f"the node's {billed_gpus} GPUs are rented whole, so all are used "
-                               f"({fit.plan.gpus} would be enough for memory)")
+                reasons.append(msg("offer.whole_node_used", billed_gpus=billed_gpus, needed_gpus=fit.plan.gpus))
                 fit = Fit(True, whole.plan, whole.device_total_bytes, whole.usable_bytes,
                           plan_changes(plan, whole.plan), whole.reason)
         else:
-            reasons.append(f"the node has {offer.gpus_per_node} GPUs and is rented whole; the plan uses "
-                           f"{fit.plan.gpus}")
+            reasons.append(msg("offer.whole_node_idle", per_node=offer.gpus_per_node, used_gpus=fit.plan.gpus))
     fitted = fit.plan
     est = estimate_time(fitted, offer.gpu, inputs, link=offer.link if fitted.gpus > 1 else Link.PCIE,
                         network=offer.network if nodes > 1 else None, nodes=nodes,
@@ -270,13 +268,13 @@ def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_marg
         if preemption_rate_per_hour > 0:
             recommended = young_daly_interval_s(est.checkpoint_write_s, HOUR_S / preemption_rate_per_hour)
             recommended_steps = max(1, round(recommended / est.step_time_s))
-            reasons.append(f"interruptible: ~{preemptions:.1f} expected preemptions at {preemption_rate_per_hour:g}/h "
-                           f"cost {lost / HOUR_S:.1f} h of rework; checkpoint every ~{recommended / 60:.0f} min "
-                           f"(~{recommended_steps} steps; now every {interval / 60:.0f} min)")
+            reasons.append(msg("offer.interruptible", preemptions=preemptions, rate_per_hour=preemption_rate_per_hour,
+                               lost_s=lost, recommended_s=recommended, recommended_steps=recommended_steps,
+                               interval_s=interval))
         if not math.isfinite(wall):
-            reasons.append("preemptions come faster than checkpoints save work: checkpoint more often")
+            reasons.append(msg("offer.preemptions_outpace_checkpoints"))
     if offer.mode is Mode.RESERVED and est.total_s / HOUR_S < offer.min_rental_hours:
-        reasons.append(f"reserved for {offer.min_rental_hours:g} h; the run needs {est.total_s / HOUR_S:.1f} h")
+        reasons.append(msg("offer.reserved_minimum", min_rental_s=offer.min_rental_hours * HOUR_S, run_s=est.total_s))
     meets = None if deadline_s is None else wall <= deadline_s
     within = None if budget_usd is None else expected_cost <= budget_usd
     reasons.extend(est.warnings)
@@ -288,7 +286,7 @@ def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_marg
                        within_budget=within, reasons=tuple(reasons))
 
 
-def _unfit(offer: Offer, fit: Fit, reasons: list[str], deadline_s: float | None,
+def _unfit(offer: Offer, fit: Fit, reasons: list[Msg], deadline_s: float | None,
            budget_usd: float | None) -> OfferResult:
     if fit.reason not in reasons:
         reasons.append(fit.reason)

@@ -44,6 +44,7 @@ from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
 from gpuwork.facts.efficiency import MFU_CSV, MfuRow
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec, count_params
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Precision, Sharding, TrainPlan
 from gpuwork.units import HOUR_S
 
@@ -135,12 +136,14 @@ class FlopsPerToken:
     total: float  # executed FLOPs (recompute included): what the GPU must run
     model: float  # total without recompute: the "model FLOPs" of MFU
     weights: int  # N: weights that multiply activations (active params, no embedding tables)
-    convention: str
+    convention: str  # the formula with its sources (English: a citation)
+    note: Msg  # the same convention as a catalog message, for people
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("forward", "backward_input", "backward_weight", "recompute",
-                                              "attention", "attention_backward", "total", "model", "weights",
-                                              "convention")}
+        out = {k: getattr(self, k) for k in ("forward", "backward_input", "backward_weight", "recompute",
+                                             "attention", "attention_backward", "total", "model", "weights",
+                                             "convention")}
+        return {**out, "note": self.note.as_dict()}
 
     @property
     def backward(self) -> float:
@@ -154,15 +157,17 @@ class MfuChoice:
 
     value: float  # on the dense peak named in TimeEstimate.peak_label, batch factor applied
     source: str  # "default" | "argument" | "calibration"
-    basis: str  # why this number
+    basis: str  # why this number, with its sources (English: a citation, from data/mfu.csv)
+    note: Msg  # why this number, as a catalog message for people
     table_value: float | None = None  # the mfu.csv row before QLoRA / batch factors
     low: float | None = None
     high: float | None = None
     batch_factor: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "source": self.source, "basis": self.basis, "table_value": self.table_value,
-                "low": self.low, "high": self.high, "batch_factor": self.batch_factor}
+        return {"value": self.value, "source": self.source, "basis": self.basis, "note": self.note.as_dict(),
+                "table_value": self.table_value, "low": self.low, "high": self.high,
+                "batch_factor": self.batch_factor}
 
 
 @dataclass(frozen=True)
@@ -181,10 +186,11 @@ class CommEstimate:
     scaling_efficiency: float  # compute / (compute + exposed)
     pcie_share: float | None  # exposed share of a step if the same GPUs talked over PCIe
     link_share: float | None  # exposed share of a step over the GPU's best link (NVLink/xGMI)
-    verdict: str
+    verdict: tuple[Msg, ...]  # its parts, shown joined with "; "
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {**out, "verdict": [m.as_dict() for m in self.verdict]}
 
 
 @dataclass(frozen=True)
@@ -198,10 +204,11 @@ class DataFeed:
     gpus_wait: bool
     wait_share: float  # share of each step the GPUs idle waiting for data
     workers_needed: int  # DataLoader workers at LOADER_WORKER_TOKENS_S each, tokenizing on the fly
-    verdict: str
+    verdict: Msg
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {**out, "verdict": self.verdict.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -233,8 +240,13 @@ class TimeEstimate:
     checkpoint_s: float  # all checkpoint writes
     margin_s: float  # TIME_MARGIN x (train + eval + checkpoints)
     total_s: float
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Msg, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def peak(self) -> Msg:
+        """Which peak the MFU is on, as a catalog message (``peak_label`` is the same in English)."""
+        return peak_kind(self.plan.precision)
 
     @property
     def total_hours(self) -> float:
@@ -277,7 +289,7 @@ class TimeEstimate:
             "margin_s": self.margin_s,
             "total_s": self.total_s,
             "gpu_hours": self.gpu_hours,
-            "warnings": list(self.warnings),
+            "warnings": [w.as_dict() for w in self.warnings],
         }
 
 
@@ -315,7 +327,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
         bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * n
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * n
         grad_layers = layers
-        convention = "6N (full update)"
+        convention, note = "6N (full update)", msg("flops.full")
     elif plan.uses_adapters:
         # frozen base: forward + input gradients through every block, weight gradients only for the
         # adapters (NeMo's LoRA numbers imply 4N, gpu_facts §3b) and a task head trained in full
@@ -323,7 +335,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
         bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * (n + adapter)
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * (adapter + counts.head_trainable)
         grad_layers = layers
-        convention = "4N + 6 x adapter params (frozen base, NeMo convention)"
+        convention, note = "4N + 6 x adapter params (frozen base, NeMo convention)", msg("flops.adapters")
     else:  # FREEZE: the last k blocks (+ head) train; autograd stops below the first trained block
         k = min(plan.trainable_layers, layers)
         path = head + blocks * k // max(layers, 1)
@@ -332,6 +344,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * counts.trainable
         grad_layers = k
         convention = "2N + 2 x (trained blocks + head) + 2 x trainable (freeze: no gradient below the trained blocks)"
+        note = msg("flops.freeze")
     attention_backward = (ATTN_TRAIN_FLOPS - ATTN_FWD_FLOPS) * grad_layers * hq_t
     attention = ATTN_FWD_FLOPS * layers * hq_t + attention_backward
     recompute = 0.0
@@ -347,7 +360,9 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     return FlopsPerToken(forward=float(fwd), backward_input=float(bwd_in), backward_weight=float(bwd_w),
                          recompute=float(recompute), attention=float(attention),
                          attention_backward=float(attention_backward), total=float(total),
-                         model=float(model), weights=n, convention=convention + " + attention 12·L·H·Q·T")
+                         model=float(model), weights=n, convention=convention + " + attention 12·L·H·Q·T",
+                         note=msg("flops.convention", method=note,
+                                  recompute=msg("flops.recompute") if plan.grad_checkpointing else None))
 
 
 # -- peaks and MFU ----------------------------------------------------------------------------------
@@ -360,6 +375,15 @@ def peak_flops(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
     if precision in (Precision.FP16, Precision.FP16_MIXED):
         return gpu.fp16_dense_flops, "FP16 tensor, dense, FP32 accumulate"
     return gpu.bf16_dense_flops, "BF16 tensor, dense, FP32 accumulate"
+
+
+def peak_kind(precision: Precision) -> Msg:
+    """The peak ``peak_flops`` uses for a precision, as a catalog message."""
+    if precision is Precision.FP32:
+        return msg("peak.fp32")
+    if precision in (Precision.FP16, Precision.FP16_MIXED):
+        return msg("peak.fp16")
+    return msg("peak.bf16")
 
 
 def batch_factor(tokens_per_micro_batch: int, peak_flops: float = SMALL_BATCH_REFERENCE_PEAK) -> float:
@@ -403,16 +427,24 @@ def default_mfu(plan: TrainPlan, gpu: GpuSpec, table: tuple[MfuRow, ...]) -> Mfu
     if row is None:
         raise CatalogError(f"{MFU_CSV}: no row for method group '{group}' (add one with architecture '*')")
     value, basis = row.mfu, row.basis
+    qlora = None
     if plan.method is Method.QLORA:
         value *= QLORA_THROUGHPUT_FACTOR
         basis += f"; QLoRA x {QLORA_THROUGHPUT_FACTOR} (torchtune: QLoRA 0.78x LoRA tokens/s)"
+        qlora = msg("mfu.qlora", factor=QLORA_THROUGHPUT_FACTOR)
     peak, _ = peak_flops(gpu, plan.precision)
     factor = batch_factor(plan.tokens_per_micro_batch, peak)
+    small = None
     if factor < 1:
         k = SMALL_BATCH_TOKENS * peak / SMALL_BATCH_REFERENCE_PEAK
         basis += (f"; x {factor:.2f} for {plan.tokens_per_micro_batch:,} tokens per micro-batch "
                   f"(T/(T+{k:.0f}), 1 at {MFU_REFERENCE_TOKENS:,})")
-    return MfuChoice(value=value * factor, source="default", basis=basis, table_value=row.mfu,
+        small = msg("mfu.small_batch", factor=factor, tokens=plan.tokens_per_micro_batch,
+                    reference_tokens=MFU_REFERENCE_TOKENS)
+    architecture = row.architecture if row.architecture != "*" else msg("mfu.any_architecture")
+    note = msg("mfu.default", group=row.method_group, architecture=architecture, table_value=row.mfu,
+               low=row.low, high=row.high, qlora=qlora, small_batch=small)
+    return MfuChoice(value=value * factor, source="default", basis=basis, note=note, table_value=row.mfu,
                      low=row.low, high=row.high, batch_factor=factor)
 
 
@@ -467,36 +499,26 @@ def _comm_bytes_per_step(plan: TrainPlan, counts: Any, weights_bytes_per_param: 
 
 
 def _verdict(plan: TrainPlan, gpu: GpuSpec, link: Link, pcie_share: float | None, link_share: float | None,
-             own_intra_share: float, network_note: str) -> str:
+             own_intra_share: float, network_note: Msg | None) -> tuple[Msg, ...]:
     if plan.gpus == 1:
-        return "single GPU: no inter-GPU communication"
+        return (msg("comm.single_gpu"),)
     parts = []
     if gpu.link is Link.PCIE:
-        parts.append(f"{gpu.display_name} has no NVLink: communication takes {own_intra_share:.0%} of each step "
-                     "over PCIe")
+        parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
         if own_intra_share > LINK_VERDICT_SHARE:
-            parts.append("consider more gradient accumulation, fewer GPUs, or a GPU with NVLink")
+            parts.append(msg("comm.consider_less_traffic"))
         if gpu.gpu_class is GpuClass.CONSUMER:
-            parts.append("GeForce drivers disable peer-to-peer, so traffic goes through host memory")
+            parts.append(msg("comm.geforce_no_p2p"))
     elif pcie_share is not None and pcie_share > LINK_VERDICT_SHARE:
-        best = f"{link_share:.0%} over {gpu.link.value}" if link_share is not None else ""
-        parts.append(f"NVLink needed: PCIe would spend {pcie_share:.0%} of each step communicating ({best})")
+        parts.append(msg("comm.nvlink_needed", pcie_share=pcie_share, link_share=link_share, link=gpu.link))
         if link is Link.PCIE:
-            parts.append("this setup uses PCIe: rent nodes with NVLink/NVSwitch")
+            parts.append(msg("comm.setup_uses_pcie"))
     else:
         shown = pcie_share if pcie_share is not None else own_intra_share
-        parts.append(f"PCIe is enough: communication would take {shown:.0%} of each step over PCIe")
-    if network_note:
+        parts.append(msg("comm.pcie_enough", share=shown))
+    if network_note is not None:
         parts.append(network_note)
-    return "; ".join(parts)
-
-
-def _rate(bytes_s: float) -> str:
-    """Bytes per second for display, decimal units."""
-    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bytes_s >= size:
-            return f"{bytes_s / size:,.1f} {unit}"
-    return f"{bytes_s:,.0f} B/s"
+    return tuple(parts)
 
 
 # -- the estimate -----------------------------------------------------------------------------------
@@ -507,7 +529,7 @@ def _resolve_mfu(plan: TrainPlan, gpu: GpuSpec, mfu: float | None, calibration: 
     if mfu is not None:
         if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
             raise PlanError("mfu", f"mfu={mfu!r} must be a number in (0, 1], e.g. 0.35")
-        return MfuChoice(value=float(mfu), source="argument", basis="given by the caller")
+        return MfuChoice(value=float(mfu), source="argument", basis="given by the caller", note=msg("mfu.argument"))
     if calibration:
         return mfu_from_measurement(plan, gpu, calibration, flops, peak, optimizer_s)
     return default_mfu(plan, gpu, table)
@@ -519,6 +541,7 @@ def mfu_from_measurement(plan: TrainPlan, gpu: GpuSpec, cal: Mapping[str, Any], 
     with this plan}; optional "gpu_id" (must match), "tokens_per_micro_batch" (rescaled with
     batch_factor when it differs from the plan's) and "source" (a label for reports)."""
     label = str(cal.get("source", "measured trial"))
+    named = msg("mfu.calibration", label=str(cal["source"]) if cal.get("source") else msg("mfu.a_trial"))
     measured_gpu = cal.get("gpu_id")
     if measured_gpu and str(measured_gpu).lower() not in (gpu.gpu_id, gpu.display_name.lower()):
         raise PlanError("calibration", f"calibration was measured on {measured_gpu}, not {gpu.gpu_id}: run a "
@@ -544,7 +567,8 @@ def mfu_from_measurement(plan: TrainPlan, gpu: GpuSpec, cal: Mapping[str, Any], 
     if not 0 < value * factor <= 1:
         raise PlanError("calibration", f"calibration implies MFU {value * factor:.2f}, outside (0, 1]: check the "
                         "measurement's units (per-GPU tokens/s) and the plan")
-    return MfuChoice(value=value * factor, source="calibration", basis=f"measured: {label}", batch_factor=factor)
+    return MfuChoice(value=value * factor, source="calibration", basis=f"measured: {label}",
+                     note=named, batch_factor=factor)
 
 
 def _optimizer_step_s(plan: TrainPlan, gpu: GpuSpec, counts: Any, optimizer_state_bytes: int) -> float:
@@ -606,12 +630,12 @@ def estimate_time(
     intra = _coerce_link(link, gpu)
     if disk_write_bytes_s <= 0:
         raise PlanError("disk_write_bytes_s", "disk_write_bytes_s must be above 0 (e.g. 0.5e9)")
-    warnings: list[str] = []
+    warnings: list[Msg] = []
 
     flops = flops_per_token(plan, spec)
     peak, peak_label = peak_flops(gpu, plan.precision)
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
-        warnings.append(f"{gpu.display_name} has no BF16 tensor cores: use fp16-mixed")
+        warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
     memory = estimate_memory(plan, spec)
     opt_state = memory.breakdown.get("optimizer_states", 0) + memory.breakdown.get("paged_optimizer_states", 0)
     optimizer_s = _optimizer_step_s(plan, gpu, counts, opt_state)
@@ -657,13 +681,12 @@ def estimate_time(
     pcie_share = share(comm_time(Link.PCIE, over_network=False)[0]) if plan.gpus > 1 else None
     link_share = (share(comm_time(gpu.link, over_network=False)[0])
                   if plan.gpus > 1 and gpu.link is not Link.PCIE else None)
-    network_note = ""
+    network_note = None
     if net is not None:
         per_gpu = _network_bytes_s_per_gpu(net, gpus_per_node) * NETWORK_EFFICIENCY
-        bottleneck = " (the network is the bottleneck)" if per_gpu < _link_bytes_s(gpu, intra) * LINK_EFFICIENCY \
-            else ""
-        network_note = (f"{nodes} nodes over {net.value} at ~{_rate(per_gpu)} per GPU: communication takes "
-                        f"{share(comm_s):.0%} of each step{bottleneck}")
+        bottleneck = per_gpu < _link_bytes_s(gpu, intra) * LINK_EFFICIENCY
+        network_note = msg("comm.network_bottleneck" if bottleneck else "comm.network", nodes=nodes, network=net,
+                           bytes_s=per_gpu, share=share(comm_s))
     comm = CommEstimate(
         strategy=strategy, gpus=plan.gpus, nodes=nodes, bytes_per_step=comm_bytes,
         link=intra.value + (f" + {net.value}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
@@ -686,18 +709,16 @@ def estimate_time(
         waits = data_step > step_s
         wait_share = (data_step - step_s) / data_step if waits else 0.0
         if waits:
-            verdict = (f"GPUs will wait for data: the loader gives {loader_tokens_per_s:,.0f} tokens/s, the GPUs "
-                       f"consume {consumed:,.0f} (idle {wait_share:.0%} of each step); use ~{workers} loader "
-                       "workers or pre-tokenize")
+            verdict = msg("data.gpus_wait", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed,
+                          wait_share=wait_share, workers=workers)
             step_s = data_step
         else:
-            verdict = (f"the loader keeps up: {loader_tokens_per_s:,.0f} tokens/s available, "
-                       f"{consumed:,.0f} needed")
+            verdict = msg("data.keeps_up", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed)
     else:
         waits, wait_share = False, 0.0
-        verdict = (f"GPUs consume {consumed:,.0f} tokens/s ({_rate(consumed * id_bytes)} of token ids, "
-                   f"{_rate(consumed * BYTES_PER_TOKEN_TEXT)} of text if tokenized on the fly): about "
-                   f"{workers} loader worker(s) at {LOADER_WORKER_TOKENS_S:,.0f} tokens/s each")
+        verdict = msg("data.needed", needed_tokens_s=consumed, ids_bytes_s=consumed * id_bytes,
+                      text_bytes_s=consumed * BYTES_PER_TOKEN_TEXT, workers=workers,
+                      worker_tokens_s=LOADER_WORKER_TOKENS_S)
     data = DataFeed(tokens_per_s=consumed, token_id_bytes_per_s=consumed * id_bytes,
                     text_bytes_per_s=consumed * BYTES_PER_TOKEN_TEXT, loader_tokens_per_s=loader_tokens_per_s,
                     gpus_wait=waits, wait_share=wait_share, workers_needed=workers, verdict=verdict)
@@ -714,9 +735,9 @@ def estimate_time(
     margin_s = TIME_MARGIN * (train_s + eval_s + ckpt_s)
     total_s = train_s + eval_s + ckpt_s + margin_s
     if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
-        warnings.append("LoRA with ZeRO-3/FSDP gathers the whole frozen base every micro-batch")
+        warnings.append(msg("time.adapters_sharded"))
     if comm.pcie_share is not None and intra is Link.PCIE and own_share > LINK_VERDICT_SHARE:
-        warnings.append(comm.verdict)
+        warnings.extend(comm.verdict)
     if waits:
         warnings.append(verdict)
 
@@ -763,4 +784,5 @@ __all__ = [
     "method_group",
     "mfu_from_measurement",
     "peak_flops",
+    "peak_kind",
 ]

@@ -16,7 +16,8 @@ Example:
     >>> fig.layout.barmode
     'stack'
 
-Limitations: labels exist in English and Russian only; GPU capacity lines use the driver-reported
+Limitations: labels exist in English and Russian only (catalog entries chart.*, term.*, total.* of
+gpuwork.present.messages); GPU capacity lines use the driver-reported
 total (what nvidia-smi shows), not what a run can use after a safety margin.
 """
 
@@ -32,104 +33,14 @@ from plotly.subplots import make_subplots
 
 from gpuwork.estimate.memory import GIB, MIB, SOURCES, TERM_LABELS, MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec
-from gpuwork.units import HOUR_S
+from gpuwork.present import messages
+from gpuwork.units import HOUR_S, unit
 
 LANGS = ("en", "ru")
 
-# Russian display names of the breakdown terms (TERM_LABELS holds the English ones).
-TERM_LABELS_RU = {
-    "weights": "веса",
-    "gradients": "градиенты",
-    "optimizer_states": "состояния оптимизатора",
-    "activations": "активации (сохранённые для backward)",
-    "logits_and_loss": "логиты и loss",
-    "temporaries": "временные буферы (backward / шаг оптимизатора)",
-    "sharding_buffers": "буферы шардирования / DDP",
-    "cublas_workspace": "рабочая область cuBLAS",
-    "allocator_cache": "кэш аллокатора (зарезервировано, не занято)",
-    "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
-    "autocast_weight_copies": "16-битные копии весов (autocast)",
-    "cuda_context": "контекст CUDA и ядра",
-}
-
-# (attribute of MemoryEstimate, English label and meaning, Russian label and meaning)
-TOTALS: tuple[tuple[str, tuple[str, str], tuple[str, str]], ...] = (
-    ("peak_allocated_bytes",
-     ("Peak allocated", "tensors alive at the worst moment of a step: what torch.cuda.max_memory_allocated() "
-                        "reports"),
-     ("Пик выделенной", "тензоры, живые в самый тяжёлый момент шага: то, что показывает "
-                        "torch.cuda.max_memory_allocated()")),
-    ("peak_reserved_bytes",
-     ("Peak reserved", "allocated peak plus the PyTorch caching allocator's cache: "
-                       "torch.cuda.max_memory_reserved()"),
-     ("Пик зарезервированной", "пик выделенной плюс кэш аллокатора PyTorch: torch.cuda.max_memory_reserved()")),
-    ("device_total_bytes",
-     ("Device total", "reserved plus the CUDA context and library workspaces: what nvidia-smi shows; compare "
-                      "this with the card's memory"),
-     ("Всего на устройстве", "зарезервированная плюс контекст CUDA и рабочие области библиотек: то, что "
-                             "показывает nvidia-smi; сравнивайте это с памятью карты")),
-)
-
-_TEXT = {
-    "en": {
-        "breakdown_y": "memory per GPU, GiB (stack = device total, nvidia-smi)",
-        "breakdown_x": "plan",
-        "breakdown_title": "Memory per GPU at the step's peak, term by term",
-        "gpu_line": "{name}: {gib:.1f} GiB total (nvidia-smi)",
-        "whatif_y": "device total per GPU (nvidia-smi), GiB",
-        "whatif_x_seq_len": "sequence length, tokens per sequence (log scale)",
-        "whatif_x_batch_size": "micro-batch, sequences per GPU per step (log scale)",
-        "whatif_title_seq_len": "What if: memory vs sequence length, per method",
-        "whatif_title_batch_size": "What if: memory vs micro-batch, per method",
-        "runs_out": "runs out",
-        "runs_out_hover": "{series} no longer fits {gpu} ({gib:.1f} GiB) at {x}",
-        "current": "this plan",
-        "trial_title": "Trial, step by step",
-        "loss": "loss, nats per token (cross-entropy)",
-        "step_time": "step time, s (data + fwd + bwd + optimizer)",
-        "tokens_s": "throughput, tokens/s",
-        "memory": "trial memory, MiB (CUDA allocated / CPU RSS)",
-        "step_x": "optimizer step",
-        "measured": "measured",
-        "warmup": "warm-up (excluded)",
-        "evm_title": "Estimate vs measured",
-        "evm_y": "memory, {unit}",
-        "estimate": "estimate",
-        "offers_title": "Offers: expected cost vs time (illustrative prices)",
-        "offers_x": "expected wall time incl. preemptions, hours (log scale)",
-        "offers_y": "expected cost as billed, USD (log scale)",
-        "no_offers": "no fitting offer to plot",
-    },
-    "ru": {
-        "breakdown_y": "память на GPU, ГиБ (столбец = всего на устройстве, nvidia-smi)",
-        "breakdown_x": "план",
-        "breakdown_title": "Память на GPU в пике шага, по слагаемым",
-        "gpu_line": "{name}: всего {gib:.1f} ГиБ (nvidia-smi)",
-        "whatif_y": "всего на устройстве на один GPU (nvidia-smi), ГиБ",
-        "whatif_x_seq_len": "длина последовательности, токенов (логарифмическая шкала)",
-        "whatif_x_batch_size": "микробатч, последовательностей на GPU за шаг (логарифмическая шкала)",
-        "whatif_title_seq_len": "Что если: память в зависимости от длины последовательности, по методам",
-        "whatif_title_batch_size": "Что если: память в зависимости от микробатча, по методам",
-        "runs_out": "не помещается",
-        "runs_out_hover": "{series} перестаёт помещаться в {gpu} ({gib:.1f} ГиБ) при {x}",
-        "current": "этот план",
-        "trial_title": "Пробный запуск по шагам",
-        "loss": "loss, нат на токен (кросс-энтропия)",
-        "step_time": "время шага, с (данные + fwd + bwd + оптим.)",
-        "tokens_s": "скорость, токенов/с",
-        "memory": "память запуска, МиБ (CUDA выделенная / RSS CPU)",
-        "step_x": "шаг оптимизатора",
-        "measured": "замер",
-        "warmup": "прогрев (не учитывается)",
-        "evm_title": "Оценка и замер",
-        "evm_y": "память, {unit}",
-        "estimate": "оценка",
-        "offers_title": "Предложения: ожидаемая стоимость и время (цены ориентировочные)",
-        "offers_x": "ожидаемое время с учётом прерываний, часы (лог. шкала)",
-        "offers_y": "ожидаемая стоимость по счёту, USD (лог. шкала)",
-        "no_offers": "нет подходящих предложений",
-    },
-}
+# The three totals of a MemoryEstimate, in the order they are shown; labels and meanings are catalog
+# entries total.<attr> and total.<attr>.meaning (gpuwork.present.messages).
+TOTALS: tuple[str, ...] = ("peak_allocated_bytes", "peak_reserved_bytes", "device_total_bytes")
 
 # One colour per breakdown term (stable across figures) and per method / rental mode.
 _TERM_COLORS = {
@@ -144,24 +55,23 @@ _GPU_LINE_COLORS = ("#444444", "#8c564b", "#7f7f7f", "#17becf", "#bcbd22", "#1f7
 _TOTAL_SYMBOLS = ("line-ew-open", "line-ew-open", "line-ew-open")
 
 
-def text(key: str, lang: str = "en") -> str:
-    """A chart label in ``lang`` ("en" or "ru"); unknown languages fall back to English."""
-    return _TEXT.get(lang, _TEXT["en"]).get(key, _TEXT["en"][key])
+def text(key: str, lang: str = "en", **params: Any) -> str:
+    """A chart label in ``lang`` ("en" or "ru"): the catalog entry ``chart.<key>``."""
+    return messages.text(f"chart.{key}", lang, **params)
 
 
 def term_label(term: str, lang: str = "en") -> str:
-    """Display name of a breakdown term."""
-    if lang == "ru" and term in TERM_LABELS_RU:
-        return TERM_LABELS_RU[term]
+    """Display name of a breakdown term (catalog entry ``term.<term>``)."""
+    if f"term.{term}" in messages.CATALOG:
+        return messages.text(f"term.{term}", lang)
     return TERM_LABELS.get(term, term.replace("_", " "))
 
 
 def total_label(attr: str, lang: str = "en") -> tuple[str, str]:
     """(label, meaning) of one of the three totals (``peak_allocated_bytes`` ...)."""
-    for name, en, ru in TOTALS:
-        if name == attr:
-            return ru if lang == "ru" else en
-    raise KeyError(attr)
+    if attr not in TOTALS:
+        raise KeyError(attr)
+    return messages.text(f"total.{attr}", lang), messages.text(f"total.{attr}.meaning", lang)
 
 
 def _gib(n_bytes: float) -> float:
@@ -196,7 +106,8 @@ def _gpu_lines(gpus: Sequence[GpuSpec], lang: str) -> tuple[list[dict], list[dic
                        "line": {"dash": "dash", "width": 1.5, "color": color}, "name": gpu.gpu_id})
         notes.append({"xref": "paper", "yref": "y", "x": 0, "y": gib, "xanchor": "left", "yanchor": "bottom",
                       "showarrow": False, "font": {"size": 11, "color": color},
-                      "text": text("gpu_line", lang).format(name=html.escape(gpu.display_name), gib=gib)})
+                      "text": text("gpu_line", lang, name=html.escape(gpu.display_name),
+                                   total_bytes=gpu.memory_total_bytes)})
     return shapes, notes
 
 
@@ -225,23 +136,24 @@ def memory_breakdown_figure(estimates: MemoryEstimate | Sequence[MemoryEstimate]
     if len(names) != len(items):
         raise ValueError(f"{len(names)} labels for {len(items)} estimates")
     traces: list[Any] = []
+    gib = unit("GiB", lang)
     for term in TERM_LABELS:
         values = [_gib(e.breakdown.get(term, 0)) for e in items]
         label = term_label(term, lang)
-        source = html.escape(SOURCES.get(term, ""))
+        source = html.escape(SOURCES.get(term, "")) if lang == "en" else ""  # sources are English citations
         traces.append(go.Bar(
             x=names, y=values, name=label, marker={"color": _TERM_COLORS.get(term)},
             showlegend=any(v > 0 for v in values), legendgroup="terms",
-            hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} GiB<br>%{{x}}<br>"
+            hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} {gib}<br>%{{x}}<br>"
                           f"<span style='font-size:10px'>{_wrap(source)}</span><extra></extra>",
         ))
-    for attr, _en, _ru in TOTALS:
+    for attr in TOTALS:
         label, meaning = total_label(attr, lang)
         traces.append(go.Scatter(
             x=names, y=[_gib(getattr(e, attr)) for e in items], mode="markers", name=label,
             marker={"symbol": "line-ew-open", "size": 46, "line": {"width": 3}},
             legendgroup="totals",
-            hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} GiB<br>{_wrap(html.escape(meaning))}"
+            hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} {gib}<br>{_wrap(html.escape(meaning))}"
                           "<extra></extra>",
         ))
     top = max([_gib(e.device_total_bytes) for e in items] + [_gib(g.memory_total_bytes) for g in gpus] + [0.0])
@@ -311,9 +223,8 @@ def whatif_figure(values: Sequence[int], series: Mapping[str, Sequence[int | Non
                 continue
             out_x.append(xs[at])
             out_y.append(_gib(totals[at]))
-            out_text.append(text("runs_out_hover", lang).format(series=name, gpu=gpu.display_name,
-                                                                gib=_gib(gpu.memory_total_bytes),
-                                                                x=f"{field} {xs[at]:,}"))
+            out_text.append(text("runs_out_hover", lang, series=name, gpu=gpu.display_name,
+                                 total_bytes=gpu.memory_total_bytes, field=field, x=xs[at]))
     traces.append(go.Scatter(
         x=out_x, y=out_y, mode="markers", name=text("runs_out", lang), text=out_text,
         marker={"symbol": "x", "size": 12, "color": "#c62828", "line": {"width": 1}},
@@ -412,11 +323,8 @@ def estimate_vs_measured_figure(rows: Sequence[Mapping[str, Any]], *, lang: str 
     """
     values = [v for r in rows for v in (r.get("estimated_bytes"), r.get("measured_bytes")) if v is not None]
     small = all(v < GIB for v in values)
-    unit, scale = ("MiB", MIB) if small else ("GiB", GIB)
-    if lang == "ru":
-        unit_shown = "МиБ" if small else "ГиБ"
-    else:
-        unit_shown = unit
+    unit_key, scale = ("MiB", MIB) if small else ("GiB", GIB)
+    unit_shown = unit(unit_key, lang)
     labels = [str(r["label"]) for r in rows]
     traces: list[Any] = []
     for key, what, name, color in (("estimated_bytes", "estimated_what", text("estimate", lang), "#4c78a8"),
@@ -427,7 +335,7 @@ def estimate_vs_measured_figure(rows: Sequence[Mapping[str, Any]], *, lang: str 
                              hovertemplate=f"<b>{html.escape(name)}</b>: %{{y:,.1f}} {unit_shown}<br>"
                                            "%{customdata}<extra></extra>"))
     layout = _base_layout(text("evm_title", lang), barmode="group",
-                          yaxis={"title": {"text": text("evm_y", lang).format(unit=unit_shown)}})
+                          yaxis={"title": {"text": text("evm_y", lang, unit=unit_shown)}})
     return go.Figure(data=traces, layout=layout)
 
 
@@ -454,17 +362,19 @@ def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
     for mode, items in by_mode.items():
         hover = [
             f"<b>{html.escape(r.offer.offer_id)}</b> ({html.escape(r.offer.provider)})<br>"
-            f"{r.fit.plan.gpus} x {html.escape(r.offer.gpu.display_name)}, {r.fit.plan.sharding.value}, "
-            f"{r.offer.region.value}<br>${r.offer.price_per_gpu_hour:,.2f} per GPU-hour, "
-            f"{r.billed_gpus} GPU(s) billed"
-            + (f"<br>~{r.expected_preemptions:.1f} expected preemptions" if r.expected_preemptions else "")
+            + text("offer_hover", lang, gpus=r.fit.plan.gpus, gpu=html.escape(r.offer.gpu.display_name),
+                   sharding=r.fit.plan.sharding, region=r.offer.region, price_usd=r.offer.price_per_gpu_hour,
+                   billed=r.billed_gpus)
+            + ("<br>" + text("offer_preemptions", lang, preemptions=r.expected_preemptions)
+               if r.expected_preemptions else "")
             for r in items
         ]
         traces.append(go.Scatter(
             x=[r.expected_total_s / HOUR_S for r in items], y=[r.expected_cost_usd for r in items],
-            mode="markers", name=mode, text=hover, marker={"size": 10, "color": _MODE_COLORS.get(mode, "#888"),
-                                                           "line": {"width": 1, "color": "#333"}},
-            hovertemplate="%{text}<br>%{x:,.1f} h, $%{y:,.0f}<extra></extra>",
+            mode="markers", name=text("mode", lang, mode=mode),
+            text=hover, marker={"size": 10, "color": _MODE_COLORS.get(mode, "#888"),
+                                "line": {"width": 1, "color": "#333"}},
+            hovertemplate=f"%{{text}}<br>%{{x:,.1f}} {unit('h', lang)}, %{{y:,.0f}} USD<extra></extra>",
         ))
     notes = [] if any(by_mode.values()) else [
         {"text": text("no_offers", lang), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]
@@ -476,7 +386,6 @@ def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
 
 __all__ = [
     "LANGS",
-    "TERM_LABELS_RU",
     "TOTALS",
     "estimate_vs_measured_figure",
     "memory_breakdown_figure",
