@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gpuwork"
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 # Where Russian text may live: the catalog, and units' unit symbols (ГиБ, ч, дн.).
-RUSSIAN_ALLOWED = {PACKAGE / "present" / "messages.py", PACKAGE / "units.py"}
+RUSSIAN_ALLOWED = {*(PACKAGE / "present").glob("messages*.py"), PACKAGE / "units.py"}
 DECISION_MODULES = [PACKAGE / "estimate" / name for name in ("profiles.py", "offers.py", "disk.py", "timing.py",
                                                               "memory.py")]
 
