@@ -114,18 +114,20 @@ def test_environment_pip_installs_this_package(env: dict) -> None:
     assert "-c constraints.txt" in pip, "the pip section must install under `-c constraints.txt`"
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_environment_pip_section_resolves(env: dict) -> None:
-    """pip can resolve environment.yml's pip section as written (dry run: nothing is installed)."""
-    import shlex
-    import subprocess
-    import sys
-
-    args = [arg for line in _pip_section(env) for arg in shlex.split(line)]
-    result = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "-q", *args],
-                            cwd=ROOT, capture_output=True, text=True, timeout=280)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_environment_pip_section_is_well_formed(env: dict) -> None:
+    """Every line of environment.yml's pip section is something pip accepts, checked offline: a requirement
+    that parses, a constraints file that exists, or this package with extras that pyproject.toml defines."""
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    for line in _pip_section(env):
+        if line.startswith("-c "):
+            assert (ROOT / line[3:].strip()).is_file(), f"{line}: no such constraints file"
+        elif line.startswith("-e "):
+            target = line[3:].strip()
+            assert target.split("[")[0] == ".", f"{line}: the package is installed from the repository root"
+            wanted = set(target[target.index("[") + 1:-1].split(",")) if "[" in target else set()
+            assert wanted <= extras, f"{line}: unknown extras {sorted(wanted - extras)}"
+        else:
+            Requirement(line)  # raises InvalidRequirement on a malformed line
 
 
 def _make_recipe(target: str) -> list[str]:
