@@ -242,6 +242,28 @@ def test_unknown_mode_message_exactly(tmp_path):
     )
 
 
+def test_a_bad_row_speaks_the_readers_language(tmp_path):
+    """The row error is coded: file, line and field as they are, the problem and its advice as catalog entries."""
+    with pytest.raises(CatalogError) as info:
+        load_offers(_bad_offers(tmp_path, 5, mode="spot"))
+    error = info.value
+    assert error.msg.code == "error.catalog.row"
+    assert (error.msg["file"], error.msg["line"], error.msg["field"]) == ("catalog.csv", 7, "mode")
+    assert error.msg["problem"].code == "error.catalog.choice"
+    assert error.msg["problem"]["advice"].code == "error.catalog.hint.interruptible"
+    assert error.text("ru") == (
+        "catalog.csv, строка 7, поле 'mode': 'spot' — не из списка: on-demand, reserved, interruptible "
+        "(для предложений spot/preemptible укажите 'interruptible')"
+    )
+    with pytest.raises(CatalogError) as info:
+        load_offers(_bad_offers(tmp_path, 3, price_per_gpu_hour_usd="$2.49"))
+    assert info.value.msg["problem"].code == "error.catalog.not_number"
+    assert info.value.text("ru") == (
+        "catalog.csv, строка 5, поле 'price_per_gpu_hour_usd': '$2.49' — не число (укажите число больше 0 "
+        "в USD за GPU-час, например 2.49, без единиц измерения и знаков валют)"
+    )
+
+
 def test_duplicate_offer_id(tmp_path):
     rows = _rows("catalog.csv")
     rows[10] = {**rows[10], "offer_id": rows[2]["offer_id"]}
@@ -326,6 +348,16 @@ def test_bad_gpu_row(tmp_path, index, field, value, expect):
     assert expect in message
 
 
+def test_a_bad_status_lists_the_tags_and_their_meanings_in_both_languages(tmp_path):
+    with pytest.raises(CatalogError) as info:
+        load_gpus(_bad_gpus(tmp_path, 8, status="!"))
+    assert str(info.value) == ("gpus.csv line 10, field 'status': '!' is not one of V (vendor-confirmed), "
+                               "D (derived from a vendor figure), S (secondary source only)")
+    assert info.value.text("ru") == ("gpus.csv, строка 10, поле 'status': '!' — не из списка: V (подтверждено "
+                                     "производителем), D (выведено из данных производителя), S (только "
+                                     "вторичный источник)")
+
+
 def test_duplicate_gpu_id(tmp_path):
     rows = _rows("gpus.csv")
     rows[5] = {**rows[5], "gpu_id": rows[1]["gpu_id"]}
@@ -388,6 +420,10 @@ def test_get_gpu_unknown_suggests_never_guesses():
     message = _message(get_gpu, "H100")  # ambiguous family name: an error, not a pick
     assert "h100_sxm" in message and "h100_pcie" in message and "h100_nvl" in message
     assert "known GPUs are" in _message(get_gpu, "zzzz")
+    with pytest.raises(CatalogError) as info:
+        get_gpu("H100X")
+    assert info.value.msg.code == "error.catalog.gpu_close"
+    assert info.value.text("ru").startswith("неизвестный GPU 'H100X': может быть, h100_sxm")
 
 
 def test_get_gpu_with_user_table():

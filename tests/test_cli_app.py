@@ -61,6 +61,9 @@ def test_require_names_the_extra_to_install() -> None:
         require("gpuwork_no_such_module", "app")
     assert str(error.value) == ("gpuwork_no_such_module is not installed: install gpuwork[app] "
                                 "(pip install 'gpuwork[app]')")
+    assert error.value.msg.code == "error.cli.not_installed"
+    assert error.value.text("ru") == ("gpuwork_no_such_module не установлен: установите gpuwork[app] "
+                                      "(pip install 'gpuwork[app]')")
 
 
 def _gpuwork(*args: str, code: str = "", cwd: Path) -> subprocess.CompletedProcess:

@@ -185,8 +185,10 @@ def test_calibration_replaces_the_default():
         estimate_time(plan, "l40s", calibration={"mfu": 0.2, "gpu_id": "h100_sxm"})
     with pytest.raises(PlanError, match="'mfu' or 'tokens_per_s'"):
         estimate_time(plan, "l40s", calibration={"step": 1})
-    with pytest.raises(PlanError, match=r"\(0, 1\]"):
+    with pytest.raises(PlanError, match=r"\(0, 1\]") as info:
         estimate_time(plan, "l40s", mfu=1.5)
+    assert info.value.field == "mfu" and info.value.msg.code == "error.time.mfu"
+    assert info.value.text("ru") == "mfu=1.5: нужно число из (0, 1], например 0,35"
 
 
 def test_ddp_all_reduce_worked_example():
@@ -256,8 +258,10 @@ def test_multi_node_needs_a_network_and_uses_it():
     assert net["bytes_s"] == pytest.approx(12.5e9 / 8 * 0.8) and 0 < net["share"] < 1
     assert ib.comm.verdict[-1].code == "comm.network_bottleneck"  # 40 GB/s per GPU, far below NVLink
     assert eth.step_time_s > ib.step_time_s
-    with pytest.raises(CatalogError, match="not available on l40s"):
+    with pytest.raises(CatalogError, match="not available on l40s") as info:
         estimate_time(plan.replace(gpus=2), "l40s", link="nvlink_switch")
+    assert info.value.msg.code == "error.time.link_unavailable"
+    assert info.value.text("ru").startswith("связь 'nvlink_switch' недоступна на l40s")
 
 
 def test_data_feed_verdict_and_wait():
@@ -301,3 +305,11 @@ def test_time_accuracy_rows_cover_the_published_cases():
 def test_docs_time_accuracy_is_current():
     text = (DOCS / "time_accuracy.md").read_text(encoding="utf-8")
     assert time_accuracy_markdown() in text, "regenerate docs/time_accuracy.md from time_accuracy_markdown()"
+
+
+def test_an_unknown_network_is_a_plan_error_in_both_languages():
+    plan = TrainPlan(model="llama-3.1-8b", gpus=16, sharding="fsdp")
+    with pytest.raises(PlanError) as err:
+        estimate_time(plan, "h100_sxm", nodes=2, network="bogus")
+    assert err.value.field == "network" and err.value.msg.code == "error.time.network_choice"
+    assert "ib-ndr-400g" in str(err.value) and "не из списка" in err.value.text("ru")

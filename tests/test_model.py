@@ -95,12 +95,18 @@ def test_unknown_preset_suggests_close_names():
     with pytest.raises(ModelError) as info:
         get_spec("llama-3.1-8")
     assert "llama-3.1-8b" in str(info.value)
+    assert info.value.msg.code == "error.model.unknown_close" and info.value.msg["ref"] == "llama-3.1-8"
+    assert info.value.text("ru") == (
+        "неизвестная модель 'llama-3.1-8': это не пресет, не путь к config.json и не id на Hugging Face Hub "
+        "(org/name). Может быть, llama-3.1-8b, llama-3.1-70b, llama-3.2-3b? Список пресетов: `gpuwork models`.")
 
 
 def test_lora_targets_matching_nothing_lists_real_modules():
     with pytest.raises(ModelError) as info:
         lora_target_linears(get_spec("gpt2"), ("q_proj",))
     assert "c_attn" in str(info.value)
+    assert info.value.msg.code == "error.model.target_not_found"
+    assert "не совпадает ни с одним линейным модулем gpt2" in info.value.text("ru")
 
 
 def test_local_config_file_and_folder(tmp_path):

@@ -247,8 +247,10 @@ def test_deadline_ranking():
     assert [r.expected_total_s for r in misses] == sorted(r.expected_total_s for r in misses)
     with pytest.raises(PlanError, match="deadline_s"):
         evaluate_offers(plan, sort="deadline")
-    with pytest.raises(PlanError, match="sort='cheapest'"):
+    with pytest.raises(PlanError, match="sort='cheapest'") as info:
         evaluate_offers(plan, sort="cheapest")
+    assert info.value.msg.code == "error.offers.sort"
+    assert info.value.text("ru") == "sort='cheapest' — не из списка: cost, time, deadline, price, vram"
     with pytest.raises(CatalogError, match="interruptible"):
         evaluate_offers(plan, mode="spot")
 

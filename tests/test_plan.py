@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 
@@ -66,3 +67,24 @@ def test_dict_round_trip_and_unknown_field():
 def test_tokens_per_step_counts_all_gpus():
     plan = TrainPlan(seq_len=1024, batch_size=4, grad_accum=8, gpus=2, sharding="zero2")
     assert plan.tokens_per_step == 1024 * 4 * 8 * 2
+
+
+def test_plan_file_errors_name_the_file_in_both_languages(tmp_path):
+    from gpuwork.facts.planfile import load_plan, read_plan_fields
+
+    (tmp_path / "plan.json").write_text(json.dumps(TrainPlan(model="tiny-llama").as_dict()))
+    assert load_plan(tmp_path / "plan.json") == TrainPlan(model="tiny-llama")
+    cases = [
+        (tmp_path / "nope.json", "error.planfile.missing", "does not exist", "нет"),
+        (tmp_path / "broken.json", "error.planfile.bad_json", "is not valid JSON (line 2:",
+         "некорректный JSON (строка 2:"),
+        (tmp_path / "list.json", "error.planfile.not_object", "must hold a JSON object", "должен быть JSON-объект"),
+    ]
+    (tmp_path / "broken.json").write_text('{"model": "gpt2",\n "seq_len": }')
+    (tmp_path / "list.json").write_text("[1, 2]")
+    for path, code, english, russian in cases:
+        with pytest.raises(PlanError) as info:
+            read_plan_fields(path)
+        assert info.value.field == "plan" and info.value.msg.code == code
+        assert english in str(info.value) and str(path) in str(info.value)
+        assert russian in info.value.text("ru") and str(path) in info.value.text("ru")

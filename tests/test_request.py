@@ -128,8 +128,10 @@ def test_methods_in_both_languages():
 def test_errors():
     with pytest.raises(PlanError, match="lang"):
         rental_request(BRIEF_PLAN, lang="de")
-    with pytest.raises(PlanError, match="YYYY-MM-DD"):
+    with pytest.raises(PlanError, match="YYYY-MM-DD") as info:
         rental_request(BRIEF_PLAN, start_date="01.12.2026")
+    assert info.value.msg.code == "error.request.start_date"
+    assert info.value.text("ru") == "start_date='01.12.2026' — не дата в виде ГГГГ-ММ-ДД"
     with pytest.raises(PlanError, match="budget_usd"):
         rental_request(BRIEF_PLAN, budget_usd=-1)
     with pytest.raises(PlanError, match="rent_period_days"):

@@ -100,8 +100,10 @@ def test_dataset_from_tokens_and_compression():
     assert packed.line("dataset_unpacked").bytes == 3_000_000  # unpacked next to it
     derived = estimate_disk(plan, compression_ratio=2)  # tokens give the unpacked text
     assert derived.line("dataset_unpacked").bytes == 4_000_000 and derived.line("dataset_raw").bytes == 2_000_000
-    with pytest.raises(PlanError, match="compression_ratio"):
+    with pytest.raises(PlanError, match="compression_ratio") as info:
         estimate_disk(plan, compression_ratio=0.5)
+    assert info.value.msg.code == "error.disk.compression_ratio"
+    assert info.value.text("ru").startswith("compression_ratio=0.5: нужно число ≥ 1 (размер после распаковки")
 
 
 def test_disk_ignores_fields_it_must_not_read():

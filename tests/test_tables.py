@@ -109,10 +109,14 @@ def test_without_pandas_the_error_says_what_to_install() -> None:
             "try:\n"
             "    gpuwork.memory_frame(gpuwork.estimate_memory(gpuwork.TrainPlan()))\n"
             "except gpuwork.GpuworkError as exc:\n"
-            "    print(exc)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+            "    print(exc)\n"
+            "    print(exc.msg.code, exc.text('ru'))\n")
+    result = subprocess.run([sys.executable, "-X", "utf8", "-c", code], capture_output=True, encoding="utf-8",
+                            timeout=60)
     assert result.returncode == 0, result.stderr
-    assert "pip install 'gpuwork[workbook]'" in result.stdout and result.stdout.count("\n") == 1
+    english, russian = result.stdout.splitlines()
+    assert "pip install 'gpuwork[workbook]'" in english
+    assert russian.startswith("error.tables.pandas для таблиц gpuwork нужен pandas, а он не установлен")
 
 
 # -- trial records: real tiny fine-tunes on the CPU ------------------------------------------------------

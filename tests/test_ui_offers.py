@@ -48,6 +48,9 @@ def test_offers_filters_sorting_scatter_and_interruptible() -> None:
     assert all(r.offer.price_per_gpu_hour <= 1.0 for r in panel.results)
     panel.max_price.value = -1
     assert "must be a number >= 0" in panel.error
+    panel.set_lang("ru")  # the panel re-checks its filters in the new language
+    assert panel.error == f"{panel.max_price.description}: -1.0 — нужно число не меньше 0"
+    panel.set_lang("en")
     panel.max_price.value = 0
     panel.include_unfit.value = True
     assert any(not r.fits for r in panel.results) or panel.results

@@ -31,4 +31,6 @@ def test_request_text_in_both_languages_with_download_links() -> None:
     panel.dataset_gb.value = 200
     assert panel.error is None and "200 GB" in panel.text.value
     panel.dataset_gb.value = -5
-    assert "dataset" in panel.error
+    assert panel.error == "dataset size -5 GB must be above 0 (0 = from tokens)"
+    panel.set_lang("ru")
+    assert panel.error == "размер датасета -5 ГБ должен быть больше 0 (0 — считать по токенам)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import shutil
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -13,9 +14,11 @@ from conftest import upload_value
 from gpuwork.errors import ModelError
 from gpuwork.estimate.memory import GIB
 from gpuwork.facts.model import load_config
+from gpuwork.facts.paths import ENV_DATA_DIR, bundled_data_dir
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory
 from gpuwork.ui import sizing as ui_sizing
+from gpuwork.ui.offers import OffersPanel
 from gpuwork.ui.sizing import (
     DEFAULT_GPUS,
     MANUAL_DEFAULTS,
@@ -239,3 +242,26 @@ def test_an_invalid_plan_is_explained_in_russian_in_russian_mode() -> None:
     form.controls["seq_len"].value = 1024
     form.controls["sharding"].value = "zero3"
     assert "требует gpus ≥ 2" in form.error and "needs" not in form.error
+
+
+def test_in_russian_a_bad_model_name_and_a_bad_catalog_row_are_explained_in_russian(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    form = SizingForm({**PLAN, "model": "llama-3.1-8"}, lang="ru")  # a name typed one character short
+    assert form.plan is None and form.error == (
+        "неизвестная модель 'llama-3.1-8': это не пресет, не путь к config.json и не id на Hugging Face Hub "
+        "(org/name). Может быть, llama-3.1-8b, llama-3.1-70b, llama-3.2-3b? Список пресетов: `gpuwork models`.")
+    form.set_lang("en")  # the same error, now in English
+    assert form.error.startswith("unknown model 'llama-3.1-8': not a preset")
+    form.close()
+
+    # the user's own data folder, whose catalog says 'spot' where the mode belongs
+    data = shutil.copytree(bundled_data_dir(), tmp_path / "data")
+    catalog = (data / "catalog.csv").read_text(encoding="utf-8").splitlines()
+    catalog[6] = catalog[6].replace(",interruptible,", ",spot,")
+    (data / "catalog.csv").write_text("\n".join(catalog) + "\n", encoding="utf-8")
+    monkeypatch.setenv(ENV_DATA_DIR, str(data))
+    panel = OffersPanel(PLAN, lang="ru", with_request=False)
+    assert panel.error == (
+        "catalog.csv, строка 7, поле 'mode': 'spot' — не из списка: on-demand, reserved, interruptible "
+        "(для предложений spot/preemptible укажите 'interruptible')")
+    assert "catalog.csv, строка 7" in html.unescape(panel.message.value)

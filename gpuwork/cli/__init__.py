@@ -11,6 +11,7 @@ import sys
 from gpuwork.cli import app, estimate, plan, report, trial
 from gpuwork.cli.args import EXIT_USAGE, Parser
 from gpuwork.errors import GpuworkError
+from gpuwork.present.messages import text
 
 # Which extra brings a module that a verb imports lazily (the core install has none of them).
 _EXTRA_FOR = {**dict.fromkeys(("torch", "transformers", "peft", "bitsandbytes", "tokenizers", "safetensors", "psutil",
@@ -48,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         extra = _EXTRA_FOR.get((exc.name or "").split(".")[0])
         if extra is None:
             raise
-        print(f"gpuwork: error: `gpuwork {args.command}` needs {exc.name}, which is not installed: "
-              f"pip install 'gpuwork[{extra}]'", file=sys.stderr)
+        print("gpuwork: error: " + text("error.cli.missing_extra", getattr(args, "lang", None) or "en",
+                                        command=args.command, module=exc.name, extra=extra), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("gpuwork: interrupted", file=sys.stderr)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import GpuworkError
+from gpuwork.message import msg
 
 APP_NOTEBOOK = "app.ipynb"
 DEFAULT_HOST = "127.0.0.1"
@@ -63,8 +64,7 @@ def require(module: str, extra: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError:
-        raise GpuworkError(f"{module} is not installed: install gpuwork[{extra}] "
-                           f"(pip install 'gpuwork[{extra}]')") from None
+        raise GpuworkError(msg("error.cli.not_installed", module=module, extra=extra)) from None
 
 
 def _port(text: str) -> int:
@@ -80,7 +80,7 @@ def _port(text: str) -> int:
 def _cmd_app(args: argparse.Namespace) -> int:
     notebook = app_notebook()
     if not notebook.is_file():
-        raise GpuworkError(f"the app notebook is missing from this installation ({notebook}): reinstall gpuwork")
+        raise GpuworkError(msg("error.cli.app_notebook", path=str(notebook)))
     require("voila", "app")
     if args.host not in _LOCAL_HOSTS:
         print(f"gpuwork app: note: listening on {args.host}, beyond this machine; the app has no login, so "

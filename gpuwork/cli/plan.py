@@ -249,7 +249,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
     from gpuwork.sizing import evaluate_offers
 
     if args.sort == "deadline" and args.deadline_hours is None:
-        raise PlanError("deadline_s", "--sort deadline needs --deadline-hours (e.g. --deadline-hours 48)")
+        raise PlanError("deadline_s", msg("error.cli.deadline_hours"))
     plan = full_plan(args)
     rate = args.preemption_rate if args.preemption_rate is not None else DEFAULT_PREEMPTION_RATE_PER_HOUR
     offers = load_offers(args.catalog) if args.catalog else None

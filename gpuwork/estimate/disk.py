@@ -197,8 +197,7 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
             or not compression_ratio >= 1:
         from gpuwork.errors import PlanError
 
-        raise PlanError("compression_ratio", f"compression_ratio={compression_ratio!r} must be a number >= 1 "
-                        "(unpacked size / downloaded size; 1 when the dataset is not compressed)")
+        raise PlanError("compression_ratio", msg("error.disk.compression_ratio", value=repr(compression_ratio)))
     counts = count_params(spec, plan)
     lines: list[DiskLine] = []
     notes: list[Msg] = []

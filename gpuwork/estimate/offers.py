@@ -96,7 +96,7 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
     Raises PlanError when safety_margin is not in [0, 1).
     """
     if isinstance(safety_margin, bool) or not isinstance(safety_margin, int | float) or not 0 <= safety_margin < 1:
-        raise PlanError("safety_margin", f"safety_margin={safety_margin!r} must be a fraction in [0, 1), e.g. 0.05")
+        raise PlanError("safety_margin", msg("error.offers.safety_margin", value=repr(safety_margin)))
     usable = usable_memory_bytes(gpu, safety_margin)
     need = _memory(plan, spec, memo)
     if need <= usable:
@@ -306,7 +306,7 @@ def sort_offers(results: Iterable[OfferResult], sort: str = "cost") -> list[Offe
     meet the deadline, then the rest by time), "price" (per GPU-hour) or "vram" (most memory per GPU first).
     """
     if sort not in SORT_KEYS:
-        raise PlanError("sort", f"sort={sort!r} is not one of {', '.join(SORT_KEYS)}")
+        raise PlanError("sort", msg("error.offers.sort", value=repr(sort), choices=", ".join(SORT_KEYS)))
 
     def key(r: OfferResult) -> tuple:
         if not r.fits:
@@ -368,13 +368,13 @@ def evaluate_offers(
         PlanError: bad sort, margin, deadline or budget; CatalogError: bad filter values.
     """
     if sort not in SORT_KEYS:
-        raise PlanError("sort", f"sort={sort!r} is not one of {', '.join(SORT_KEYS)}")
+        raise PlanError("sort", msg("error.offers.sort", value=repr(sort), choices=", ".join(SORT_KEYS)))
     if sort == "deadline" and deadline_s is None:
-        raise PlanError("deadline_s", "sort='deadline' needs deadline_s (e.g. 48 hours = 172800)")
+        raise PlanError("deadline_s", msg("error.offers.deadline_needed"))
     for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd),
                         ("preemption_rate_per_hour", preemption_rate_per_hour)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
-            raise PlanError(name, f"{name}={value!r} must be a number >= 0")
+            raise PlanError(name, msg("error.offers.not_negative", field=name, value=repr(value)))
     pool = filter_offers(offers, min_vram_gb=min_vram_gb, gpu_class=gpu_class,
                          mode=mode, region=region, max_price_per_gpu_hour=max_price_per_gpu_hour, gpu_ids=gpu_ids)
     memo: dict[TrainPlan, int] = {}

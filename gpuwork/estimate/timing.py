@@ -425,7 +425,7 @@ def default_mfu(plan: TrainPlan, gpu: GpuSpec, table: tuple[MfuRow, ...]) -> Mfu
     row = next((r for r in candidates if r.architecture != "*" and gpu.architecture.startswith(r.architecture)),
                None) or next((r for r in candidates if r.architecture == "*"), None)
     if row is None:
-        raise CatalogError(f"{MFU_CSV}: no row for method group '{group}' (add one with architecture '*')")
+        raise CatalogError(msg("error.efficiency.no_row", file=MFU_CSV, group=group))
     value, basis = row.mfu, row.basis
     qlora = None
     if plan.method is Method.QLORA:
@@ -457,10 +457,11 @@ def _coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
     try:
         link = Link(value)
     except ValueError:
-        raise CatalogError(f"link {value!r} is not one of {', '.join(x.value for x in Link)}") from None
+        raise CatalogError(msg("error.time.link_choice", value=repr(value),
+                               choices=", ".join(x.value for x in Link))) from None
     if link is not Link.PCIE and link is not gpu.link:
-        raise CatalogError(f"link '{link.value}' is not available on {gpu.gpu_id} (it has '{gpu.link.value}'); "
-                           f"use '{gpu.link.value}' or 'pcie'")
+        raise CatalogError(msg("error.time.link_unavailable", link=link.value, gpu_id=gpu.gpu_id,
+                               has=gpu.link.value))
     return link
 
 
@@ -528,7 +529,7 @@ def _resolve_mfu(plan: TrainPlan, gpu: GpuSpec, mfu: float | None, calibration: 
                  flops: FlopsPerToken, peak: float, optimizer_s: float, table: tuple[MfuRow, ...]) -> MfuChoice:
     if mfu is not None:
         if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
-            raise PlanError("mfu", f"mfu={mfu!r} must be a number in (0, 1], e.g. 0.35")
+            raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
         return MfuChoice(value=float(mfu), source="argument", basis="given by the caller", note=msg("mfu.argument"))
     if calibration:
         return mfu_from_measurement(plan, gpu, calibration, flops, peak, optimizer_s)
@@ -544,29 +545,27 @@ def mfu_from_measurement(plan: TrainPlan, gpu: GpuSpec, cal: Mapping[str, Any], 
     named = msg("mfu.calibration", label=str(cal["source"]) if cal.get("source") else msg("mfu.a_trial"))
     measured_gpu = cal.get("gpu_id")
     if measured_gpu and str(measured_gpu).lower() not in (gpu.gpu_id, gpu.display_name.lower()):
-        raise PlanError("calibration", f"calibration was measured on {measured_gpu}, not {gpu.gpu_id}: run a "
-                        "trial on this GPU or pass mfu= explicitly")
+        raise PlanError("calibration", msg("error.time.calibration_gpu", measured=str(measured_gpu),
+                                           gpu_id=gpu.gpu_id))
     if "mfu" in cal:
         value = float(cal["mfu"])
     elif "tokens_per_s" in cal:
         tokens_per_s = float(cal["tokens_per_s"])
         if tokens_per_s <= 0:
-            raise PlanError("calibration", "calibration tokens_per_s must be above 0")
+            raise PlanError("calibration", msg("error.time.calibration_tokens"))
         tokens = plan.tokens_per_micro_batch * plan.grad_accum
         step_s = tokens / tokens_per_s - optimizer_s  # the optimizer step is modelled separately
         if step_s <= 0:
             step_s = tokens / tokens_per_s
         value = flops.total * tokens / (step_s * peak)
     else:
-        raise PlanError("calibration", "calibration needs 'mfu' or 'tokens_per_s' (per GPU, measured on this "
-                        "GPU with this plan)")
+        raise PlanError("calibration", msg("error.time.calibration_empty"))
     factor = 1.0
     measured_tokens = cal.get("tokens_per_micro_batch")
     if measured_tokens and int(measured_tokens) != plan.tokens_per_micro_batch:
         factor = batch_factor(plan.tokens_per_micro_batch, peak) / batch_factor(int(measured_tokens), peak)
     if not 0 < value * factor <= 1:
-        raise PlanError("calibration", f"calibration implies MFU {value * factor:.2f}, outside (0, 1]: check the "
-                        "measurement's units (per-GPU tokens/s) and the plan")
+        raise PlanError("calibration", msg("error.time.calibration_range", mfu=value * factor))
     return MfuChoice(value=value * factor, source="calibration", basis=f"measured: {label}",
                      note=named, batch_factor=factor)
 
@@ -620,16 +619,18 @@ def estimate_time(
     counts = count_params(spec, plan)
     nodes = 1 if nodes is None else nodes
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or nodes > plan.gpus:
-        raise PlanError("nodes", f"nodes={nodes!r} must be a whole number from 1 to gpus={plan.gpus}")
+        raise PlanError("nodes", msg("error.time.nodes", value=repr(nodes), gpus=plan.gpus))
     net = None
     if nodes > 1:
+        if network is not None and network not in {n.value for n in Network}:
+            raise PlanError("network", msg("error.time.network_choice", value=repr(network),
+                                           choices=", ".join(n.value for n in Network if n is not Network.NONE)))
         if network is None or Network(network) is Network.NONE:
-            raise PlanError("network", f"nodes={nodes} needs an inter-node network: pass network='ib-ndr-400g', "
-                            "'ib-hdr-200g', 'roce-400g', 'ethernet-100g' or 'ethernet-25g'")
+            raise PlanError("network", msg("error.time.network_needed", nodes=nodes))
         net = Network(network)
     intra = _coerce_link(link, gpu)
     if disk_write_bytes_s <= 0:
-        raise PlanError("disk_write_bytes_s", "disk_write_bytes_s must be above 0 (e.g. 0.5e9)")
+        raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
     warnings: list[Msg] = []
 
     flops = flops_per_token(plan, spec)
@@ -704,7 +705,7 @@ def estimate_time(
     workers = math.ceil(consumed / LOADER_WORKER_TOKENS_S)
     if loader_tokens_per_s is not None:
         if loader_tokens_per_s <= 0:
-            raise PlanError("loader_tokens_per_s", "loader_tokens_per_s must be above 0")
+            raise PlanError("loader_tokens_per_s", msg("error.time.loader"))
         data_step = plan.tokens_per_step / loader_tokens_per_s
         waits = data_step > step_s
         wait_share = (data_step - step_s) / data_step if waits else 0.0

@@ -40,6 +40,7 @@ from typing import TypeVar
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import ENV_DATA_DIR, data_dir
+from gpuwork.message import Msg, msg
 from gpuwork.units import GB, MIB
 
 __all__ = [
@@ -128,31 +129,34 @@ OFFERS_CSV_COLUMNS = (
     "price_per_gpu_hour_usd", "min_rental_hours", "as_of", "note",
 )  # fmt: skip
 
-_STATUS = {"V": "vendor-confirmed", "D": "derived from a vendor figure", "S": "secondary source only"}
+# Source status tags (gpu_facts.md); their meanings are catalog entries error.catalog.status_meaning.<tag>.
+_STATUSES = ("V", "D", "S")
 
-# Fixes for values people commonly write: (field, lower-cased value) -> advice.
+# Fixes for values people commonly write: (field, lower-cased value) -> advice (a catalog entry).
+_INTERRUPTIBLE = msg("error.catalog.hint.interruptible")
+_ON_DEMAND = msg("error.catalog.hint.on_demand")
+_DATACENTER = msg("error.catalog.hint.datacenter_class")
+_IB = msg("error.catalog.hint.infiniband")
 _HINTS = {
-    ("mode", "spot"): "use 'interruptible' for spot/preemptible offers",
-    ("mode", "preemptible"): "use 'interruptible' for spot/preemptible offers",
-    ("mode", "bid"): "use 'interruptible' for spot/preemptible offers",
-    ("mode", "ondemand"): "write it 'on-demand'",
-    ("mode", "on_demand"): "write it 'on-demand'",
-    ("mode", "committed"): "use 'reserved' and put the commitment in min_rental_hours",
-    ("class", "datacenter_pcie"): "map datacenter_* classes to 'server'",
-    ("class", "datacenter_sxm"): "map datacenter_* classes to 'server'",
-    ("class", "datacenter_oam"): "map datacenter_* classes to 'server'",
-    ("class", "datacenter_rack"): "map datacenter_* classes to 'server'",
-    ("class", "datacenter"): "use 'server' for data-centre parts",
-    ("link", "nvlink"): "say which: nvlink_bridge (bridged cards), nvlink_switch (NVSwitch "
-    "baseboard) or nvlink_switch_rack (NVL72 rack)",
-    ("link", "pcie_or_nvlink_bridge"): "record the link the GPU can have (nvlink_bridge); offers "
-    "without a bridge say 'pcie'",
-    ("link", "nvswitch"): "use 'nvlink_switch'",
-    ("link", "infinity_fabric"): "use 'xgmi'",
-    ("network", "infiniband"): "give the generation: 'ib-hdr-200g' or 'ib-ndr-400g'",
-    ("network", "ib"): "give the generation: 'ib-hdr-200g' or 'ib-ndr-400g'",
-    ("network", "ethernet"): "give the speed: 'ethernet-25g' or 'ethernet-100g'",
-    ("network", ""): "use 'none' for single-node offers",
+    ("mode", "spot"): _INTERRUPTIBLE,
+    ("mode", "preemptible"): _INTERRUPTIBLE,
+    ("mode", "bid"): _INTERRUPTIBLE,
+    ("mode", "ondemand"): _ON_DEMAND,
+    ("mode", "on_demand"): _ON_DEMAND,
+    ("mode", "committed"): msg("error.catalog.hint.reserved"),
+    ("class", "datacenter_pcie"): _DATACENTER,
+    ("class", "datacenter_sxm"): _DATACENTER,
+    ("class", "datacenter_oam"): _DATACENTER,
+    ("class", "datacenter_rack"): _DATACENTER,
+    ("class", "datacenter"): msg("error.catalog.hint.server"),
+    ("link", "nvlink"): msg("error.catalog.hint.nvlink"),
+    ("link", "pcie_or_nvlink_bridge"): msg("error.catalog.hint.pcie_or_bridge"),
+    ("link", "nvswitch"): msg("error.catalog.hint.nvswitch"),
+    ("link", "infinity_fabric"): msg("error.catalog.hint.xgmi"),
+    ("network", "infiniband"): _IB,
+    ("network", "ib"): _IB,
+    ("network", "ethernet"): msg("error.catalog.hint.ethernet"),
+    ("network", ""): msg("error.catalog.hint.no_network"),
 }
 
 
@@ -227,9 +231,8 @@ class Offer:
 
     def __post_init__(self) -> None:
         if self.gpu.gpu_id != self.gpu_id:
-            raise CatalogError(
-                f"offer {self.offer_id!r}: gpu_id {self.gpu_id!r} does not match gpu {self.gpu.gpu_id!r}"
-            )
+            raise CatalogError(msg("error.catalog.offer_gpu", offer=repr(self.offer_id),
+                                   gpu_id=repr(self.gpu_id), gpu=repr(self.gpu.gpu_id)))
 
     @property
     def price_per_node_hour(self) -> float:
@@ -262,48 +265,45 @@ class _Row:
     line: int
     values: Mapping[str, str]
 
-    def fail(self, field: str, message: str) -> CatalogError:
-        return CatalogError(f"{self.file} line {self.line}, field '{field}': {message}")
+    def fail(self, field: str, problem: Msg) -> CatalogError:
+        return CatalogError(msg("error.catalog.row", file=self.file, line=self.line, field=field,
+                                problem=problem))
 
-    def text(self, field: str, example: str, *, optional: bool = False) -> str:
+    def text(self, field: str, example: str | Msg, *, optional: bool = False) -> str:
         value = self.values[field]
         if not value and not optional:
-            raise self.fail(field, f"is empty (give a value, e.g. {example})")
+            raise self.fail(field, msg("error.catalog.empty", example=example))
         return value
 
-    def number(self, field: str, unit_example: str, *, optional: bool = False) -> float | None:
+    def number(self, field: str, unit_example: Msg, *, optional: bool = False) -> float | None:
         """A finite number above zero; None when optional and empty."""
         value = self.values[field]
         if not value:
             if optional:
                 return None
-            raise self.fail(field, f"is empty (give a number above 0 {unit_example})")
+            raise self.fail(field, msg("error.catalog.number_empty", unit=unit_example))
         try:
             number = float(value)
         except ValueError:
-            raise self.fail(
-                field,
-                f"{value!r} is not a number (give a number above 0 "
-                f"{unit_example}, without units or currency signs)",
-            ) from None
+            raise self.fail(field, msg("error.catalog.not_number", value=repr(value),
+                                       unit=unit_example)) from None
         if not math.isfinite(number) or number <= 0:
-            raise self.fail(field, f"{value!r} must be a number above 0 {unit_example}")
+            raise self.fail(field, msg("error.catalog.not_positive", value=repr(value), unit=unit_example))
         return number
 
-    def integer(self, field: str, unit_example: str, *, allowed: Iterable[int] | None = None) -> int:
+    def integer(self, field: str, unit_example: Msg, *, allowed: Iterable[int] | None = None) -> int:
         value = self.values[field]
         if not value:
-            raise self.fail(field, f"is empty (give a whole number above 0 {unit_example})")
+            raise self.fail(field, msg("error.catalog.integer_empty", unit=unit_example))
         if not re.fullmatch(r"[+-]?\d+", value):
-            raise self.fail(
-                field, f"{value!r} is not a whole number (give a whole number above 0 {unit_example})"
-            )
+            raise self.fail(field, msg("error.catalog.not_integer", value=repr(value), unit=unit_example))
         number = int(value)
         if number <= 0:
-            raise self.fail(field, f"{value!r} must be a whole number above 0 {unit_example}")
+            raise self.fail(field, msg("error.catalog.integer_not_positive", value=repr(value),
+                                       unit=unit_example))
         if allowed is not None and number not in allowed:
             choices = ", ".join(str(a) for a in sorted(allowed))
-            raise self.fail(field, f"{value!r} is not one of {choices}")
+            raise self.fail(field, msg("error.catalog.not_one_of", value=repr(value), choices=choices))
         return number
 
     def choice(self, field: str, enum: type[_E]) -> _E:
@@ -315,31 +315,32 @@ class _Row:
         choices = ", ".join(e.value for e in enum)
         if not value:
             hint = _HINTS.get((field, ""))
-            raise self.fail(field, f"is empty (use one of {choices}" + (f"; {hint})" if hint else ")"))
-        raise self.fail(field, f"{value!r} is not one of {choices} ({_advice(field, value, enum)})")
+            if hint:
+                raise self.fail(field, msg("error.catalog.choice_empty_hint", choices=choices, hint=hint))
+            raise self.fail(field, msg("error.catalog.choice_empty", choices=choices))
+        raise self.fail(field, msg("error.catalog.choice", value=repr(value), choices=choices,
+                                   advice=_advice(field, value, enum)))
 
     def iso_date(self, field: str) -> date:
         value = self.values[field]
         if not value:
-            raise self.fail(
-                field, "is empty (give the date the price was read as YYYY-MM-DD, e.g. 2026-09-20)"
-            )
+            raise self.fail(field, msg("error.catalog.date_empty"))
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
             try:
                 return date.fromisoformat(value)
             except ValueError:
                 pass
-        raise self.fail(field, f"{value!r} is not a date written YYYY-MM-DD (e.g. 2026-09-20)")
+        raise self.fail(field, msg("error.catalog.not_date", value=repr(value)))
 
 
-def _advice(field: str, value: str, enum: type[StrEnum]) -> str:
+def _advice(field: str, value: str, enum: type[StrEnum]) -> Msg:
     hint = _HINTS.get((field, value.strip().lower()))
     if hint:
         return hint
     close = difflib.get_close_matches(value.lower(), [e.value for e in enum], n=1, cutoff=0.6)
     if close:
-        return f"did you mean '{close[0]}'?"
-    return "use one of the values listed, spelled exactly"
+        return msg("error.catalog.advice.did_you_mean", close=close[0])
+    return msg("error.catalog.advice.spell_exactly")
 
 
 def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> Iterator[_Row]:
@@ -353,37 +354,34 @@ def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] =
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        hint = f", or unset {ENV_DATA_DIR} to use the bundled data" if os.environ.get(ENV_DATA_DIR) else ""
-        raise CatalogError(f"{name}: file not found at {path} (pass the path of an existing CSV file{hint})") from None
+        if os.environ.get(ENV_DATA_DIR):
+            raise CatalogError(msg("error.catalog.file_missing_env", file=name, path=str(path),
+                                   env=ENV_DATA_DIR)) from None
+        raise CatalogError(msg("error.catalog.file_missing", file=name, path=str(path))) from None
     except UnicodeDecodeError as exc:
-        raise CatalogError(
-            f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start}); save the file as UTF-8 CSV"
-        ) from None
+        raise CatalogError(msg("error.catalog.not_utf8", file=name, reason=exc.reason, byte=exc.start)) from None
     except OSError as exc:
-        raise CatalogError(f"{name}: cannot read {path}: {exc.strerror}") from None
+        raise CatalogError(msg("error.catalog.unreadable", file=name, path=str(path),
+                               reason=str(exc.strerror))) from None
 
     reader = csv.reader(io.StringIO(text, newline=""))
     header_row = next(reader, None)
     expected = ", ".join(columns)
     if not header_row or not any(h.strip() for h in header_row):
-        raise CatalogError(
-            f"{name} line 1: the header row is missing (the first line must name the columns: {expected})"
-        )
+        raise CatalogError(msg("error.catalog.line", file=name, line=1,
+                               problem=msg("error.catalog.no_header", expected=expected)))
     header = [h.strip() for h in header_row]
     for index, column in enumerate(header):
         if column and column in header[:index]:
-            raise CatalogError(
-                f"{name} line 1, field '{column}': the column appears twice in the header (keep one)"
-            )
+            raise CatalogError(msg("error.catalog.row", file=name, line=1, field=column,
+                                   problem=msg("error.catalog.column_twice")))
     for column in columns:
         if column not in header:
             extra = [h for h in header if h not in columns]
             close = difflib.get_close_matches(column, extra, n=1, cutoff=0.5)
-            fix = f"rename column '{close[0]}' to '{column}'" if close else f"add a '{column}' column"
-            raise CatalogError(
-                f"{name} line 1, field '{column}': column is missing from the header "
-                f"({fix}); expected columns: {expected}"
-            )
+            problem = (msg("error.catalog.column_misnamed", close=close[0], column=column, expected=expected)
+                       if close else msg("error.catalog.column_missing", column=column, expected=expected))
+            raise CatalogError(msg("error.catalog.row", file=name, line=1, field=column, problem=problem))
 
     last_line = reader.line_num
     for raw in reader:
@@ -391,11 +389,8 @@ def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] =
         if not any(cell.strip() for cell in raw):
             continue
         if len(raw) != len(header):
-            raise CatalogError(
-                f"{name} line {line}: has {len(raw)} values but the header has "
-                f"{len(header)} columns (quote values that contain commas, and "
-                "leave optional values empty rather than dropping them)"
-            )
+            problem = msg("error.catalog.row_length", values=len(raw), columns=len(header))
+            raise CatalogError(msg("error.catalog.line", file=name, line=line, problem=problem))
         values = {h: cell.strip() for h, cell in zip(header, raw, strict=True) if h in columns or h in optional}
         for column in optional:
             values.setdefault(column, "")
@@ -419,24 +414,19 @@ def _keys(gpu: GpuSpec) -> set[str]:
 def _parse_gpu(row: _Row) -> GpuSpec:
     gpu_id = row.text("gpu_id", "'h100_sxm'")
     if not re.fullmatch(r"[a-z0-9_]+", gpu_id):
-        raise row.fail(
-            "gpu_id", f"{gpu_id!r} must use only lower-case letters, digits and underscores (e.g. 'h100_sxm')"
-        )
-    compute_capability = row.text("compute_capability", "'9.0' or 'gfx942'")
+        raise row.fail("gpu_id", msg("error.catalog.gpu_id_format", value=repr(gpu_id)))
+    compute_capability = row.text("compute_capability", msg("error.catalog.example.compute_capability"))
     if not re.fullmatch(r"\d+\.\d+|gfx[0-9a-f]+", compute_capability):
-        raise row.fail(
-            "compute_capability",
-            f"{compute_capability!r} is neither a CUDA compute "
-            "capability like '8.9' nor an AMD target like 'gfx942'",
-        )
+        raise row.fail("compute_capability",
+                       msg("error.catalog.compute_capability", value=repr(compute_capability)))
     status = row.text("status", "'V'")
-    if status not in _STATUS:
-        choices = ", ".join(f"{k} ({v})" for k, v in _STATUS.items())
-        raise row.fail("status", f"{status!r} is not one of {choices}")
+    if status not in _STATUSES:
+        choices = tuple(msg("error.catalog.status_choice", status=s) for s in _STATUSES)
+        raise row.fail("status", msg("error.catalog.status", value=repr(status), choices=choices))
     sources = tuple(s.strip() for s in row.text("source", "'S5;S4'").split(";") if s.strip())
     if not sources:
-        raise row.fail("source", "names no source (list source ids separated by ';', e.g. 'S5;S4')")
-    memory_gb = _req(row.number("memory_gb", "in vendor GB, e.g. 80"))
+        raise row.fail("source", msg("error.catalog.no_source"))
+    memory_gb = _req(row.number("memory_gb", msg("error.catalog.unit.memory_gb")))
     total_mib, total_source = _memory_total(row, memory_gb)
     return GpuSpec(
         gpu_id=gpu_id,
@@ -446,24 +436,20 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         gpu_class=row.choice("class", GpuClass),
         form_factor=row.text("form_factor", "'SXM5 (HGX)'"),
         memory_bytes=round(memory_gb * GB),
-        mem_bw_bytes_s=_req(row.number("mem_bw_gbs", "in GB/s, e.g. 3350")) * GB,
-        bf16_dense_flops=_req(row.number("bf16_dense_tflops", "in dense TFLOPS, e.g. 989")) * _TERA,
-        fp16_dense_flops=_req(
-            row.number("fp16_dense_tflops", "in dense TFLOPS with FP32 accumulate, e.g. 989")
-        )
+        mem_bw_bytes_s=_req(row.number("mem_bw_gbs", msg("error.catalog.unit.mem_bw_gbs"))) * GB,
+        bf16_dense_flops=_req(row.number("bf16_dense_tflops", msg("error.catalog.unit.bf16_dense_tflops")))
         * _TERA,
-        fp8_dense_flops=_scale(
-            row.number(
-                "fp8_dense_tflops", "in dense TFLOPS (leave empty when the GPU has no FP8)", optional=True
-            ),
-            _TERA,
-        ),
-        fp32_flops=_req(row.number("fp32_tflops", "in TFLOPS, e.g. 67")) * _TERA,
+        fp16_dense_flops=_req(row.number("fp16_dense_tflops", msg("error.catalog.unit.fp16_dense_tflops")))
+        * _TERA,
+        fp8_dense_flops=_scale(row.number("fp8_dense_tflops", msg("error.catalog.unit.fp8_dense_tflops"),
+                                          optional=True), _TERA),
+        fp32_flops=_req(row.number("fp32_tflops", msg("error.catalog.unit.fp32_tflops"))) * _TERA,
         link=row.choice("link", Link),
-        link_bw_bytes_s=_req(row.number("link_bw_gbs_unidir", "in GB/s per direction, e.g. 450")) * GB,
-        pcie_gen=row.integer("pcie_gen", "(PCIe generation, e.g. 5)", allowed=_PCIE_X16_GBS_UNIDIR),
+        link_bw_bytes_s=_req(row.number("link_bw_gbs_unidir", msg("error.catalog.unit.link_bw_gbs_unidir")))
+        * GB,
+        pcie_gen=row.integer("pcie_gen", msg("error.catalog.unit.pcie_gen"), allowed=_PCIE_X16_GBS_UNIDIR),
         compute_capability=compute_capability,
-        tdp_w=row.integer("tdp_w", "in watts, e.g. 700 (one figure, not a range)"),
+        tdp_w=row.integer("tdp_w", msg("error.catalog.unit.tdp_w")),
         status=status,
         sources=sources,
         notes=row.text("notes", "", optional=True),
@@ -474,19 +460,19 @@ def _parse_gpu(row: _Row) -> GpuSpec:
 
 def _memory_total(row: _Row, memory_gb: float) -> tuple[float | None, str]:
     """The optional driver-reported total (MiB) and where it comes from; checked against memory_gb."""
-    mib = row.number("memory_total_mib", "in MiB as nvidia-smi prints it, e.g. 81559", optional=True)
+    mib = row.number("memory_total_mib", msg("error.catalog.unit.memory_total_mib"), optional=True)
     source = row.values.get("memory_total_source", "") or ("estimated" if mib is None else "")
     if source not in _MEMORY_TOTAL_SOURCES:
-        raise row.fail("memory_total_source", f"{source!r} is not one of {', '.join(_MEMORY_TOTAL_SOURCES)} "
-                       "(say which tool printed memory_total_mib, or 'estimated' for memory_gb x 1024)")
+        raise row.fail("memory_total_source", msg("error.catalog.total_source", value=repr(source),
+                                                  choices=", ".join(_MEMORY_TOTAL_SOURCES)))
     if mib is None:
         return None, "estimated"
     # A reported total lies between ~0.85x the marketed GB (ECC reserve on GDDR cards, e.g. A10:
     # 23,028 MiB for "24 GB") and the marketed GB read as GiB (+ a little: 3090 reports 24,576).
     low, high = 0.85 * memory_gb * GB / MIB, 1.05 * memory_gb * 1024
     if not low <= mib <= high:
-        raise row.fail("memory_total_mib", f"{mib:g} MiB does not fit memory_gb={memory_gb:g} (expected "
-                       f"{low:,.0f}-{high:,.0f} MiB; give MiB as nvidia-smi prints them, not GB)")
+        raise row.fail("memory_total_mib", msg("error.catalog.total_mib", mib=f"{mib:g}",
+                                               memory_gb=f"{memory_gb:g}", low=low, high=high))
     return mib, source
 
 
@@ -506,24 +492,18 @@ def _parse_gpus(path: Path) -> dict[str, GpuSpec]:
     for row in _read_rows(path, GPUS_CSV_COLUMNS, GPUS_CSV_OPTIONAL_COLUMNS):
         gpu = _parse_gpu(row)
         if gpu.gpu_id in gpus:
-            raise row.fail(
-                "gpu_id",
-                f"{gpu.gpu_id!r} is a duplicate of line {lines[gpu.gpu_id]} "
-                "(each GPU model appears once; rename or delete one row)",
-            )
+            raise row.fail("gpu_id", msg("error.catalog.gpu_duplicate", value=repr(gpu.gpu_id),
+                                         line=lines[gpu.gpu_id]))
         other = key_owner.get(_norm(gpu.gpu_id))
         if other is not None:
-            raise row.fail(
-                "gpu_id",
-                f"{gpu.gpu_id!r} differs from {other!r} (line {lines[other]}) "
-                "only in punctuation, so names would be ambiguous; rename one",
-            )
+            raise row.fail("gpu_id", msg("error.catalog.gpu_near_duplicate", value=repr(gpu.gpu_id),
+                                         other=repr(other), line=lines[other]))
         gpus[gpu.gpu_id] = gpu
         lines[gpu.gpu_id] = row.line
         for key in _keys(gpu):
             key_owner.setdefault(key, gpu.gpu_id)
     if not gpus:
-        raise CatalogError(f"{path.name}: has a header but no GPU rows")
+        raise CatalogError(msg("error.catalog.no_gpus", file=path.name))
     return gpus
 
 
@@ -531,28 +511,27 @@ def _parse_offer(row: _Row, gpus: Mapping[str, GpuSpec]) -> Offer:
     gpu_id = row.text("gpu_id", "'h100_sxm'")
     gpu = gpus.get(gpu_id)
     if gpu is None:
-        raise row.fail("gpu_id", _unknown_gpu_message(gpu_id, gpus, "use a gpu_id from gpus.csv"))
+        ids = _gpu_suggestions(gpu_id, gpus)
+        problem = (msg("error.catalog.offer_gpu_close", value=repr(gpu_id), ids=", ".join(ids)) if ids
+                   else msg("error.catalog.offer_gpu_unknown", value=repr(gpu_id), known=", ".join(sorted(gpus))))
+        raise row.fail("gpu_id", problem)
     link = row.choice("link", Link)
     if link is not Link.PCIE and link is not gpu.link:
-        raise row.fail(
-            "link",
-            f"{link.value!r} is not available on {gpu_id} (it has "
-            f"'{gpu.link.value}'); use '{gpu.link.value}' or 'pcie'",
-        )
+        raise row.fail("link", msg("error.catalog.link_unavailable", value=repr(link.value), gpu_id=gpu_id,
+                                   has=gpu.link.value))
     return Offer(
         offer_id=row.text("offer_id", "'neocloud-b-h100-8x'"),
         provider=row.text("provider", "'neocloud-b'"),
         gpu_id=gpu_id,
         gpu=gpu,
-        gpus_per_node=row.integer("gpus_per_node", "(GPUs in one node, e.g. 8)"),
+        gpus_per_node=row.integer("gpus_per_node", msg("error.catalog.unit.gpus_per_node")),
         link=link,
         network=row.choice("network", Network),
         mode=row.choice("mode", Mode),
         region=row.choice("region", Region),
-        price_per_gpu_hour=_req(row.number("price_per_gpu_hour_usd", "in USD per GPU-hour, e.g. 2.49")),
-        min_rental_hours=_req(
-            row.number("min_rental_hours", "in hours, e.g. 1 for on-demand, 720 for a month")
-        ),
+        price_per_gpu_hour=_req(row.number("price_per_gpu_hour_usd",
+                                           msg("error.catalog.unit.price_per_gpu_hour_usd"))),
+        min_rental_hours=_req(row.number("min_rental_hours", msg("error.catalog.unit.min_rental_hours"))),
         as_of=row.iso_date("as_of"),
         note=row.text("note", "", optional=True),
     )
@@ -564,11 +543,8 @@ def _parse_offers(path: Path, gpus: Mapping[str, GpuSpec]) -> list[Offer]:
     for row in _read_rows(path, OFFERS_CSV_COLUMNS):
         offer = _parse_offer(row, gpus)
         if offer.offer_id in lines:
-            raise row.fail(
-                "offer_id",
-                f"{offer.offer_id!r} is a duplicate of line "
-                f"{lines[offer.offer_id]} (offer ids must be unique)",
-            )
+            raise row.fail("offer_id", msg("error.catalog.offer_duplicate", value=repr(offer.offer_id),
+                                           line=lines[offer.offer_id]))
         lines[offer.offer_id] = row.line
         offers.append(offer)
     return offers
@@ -625,7 +601,8 @@ def load_offers(
     return _parse_offers(offers_path, gpus if gpus is not None else load_gpus())
 
 
-def _unknown_gpu_message(name: str, gpus: Mapping[str, GpuSpec], fix: str) -> str:
+def _gpu_suggestions(name: str, gpus: Mapping[str, GpuSpec]) -> list[str]:
+    """Up to four gpu_ids an unknown name may have meant."""
     owners: dict[str, str] = {}
     for gpu in gpus.values():
         for key in _keys(gpu):
@@ -634,10 +611,7 @@ def _unknown_gpu_message(name: str, gpus: Mapping[str, GpuSpec], fix: str) -> st
     # ids that start with what was typed ("a100" -> the four A100s), else the closest spellings
     starts = sorted((k for k in owners if key and k.startswith(key)), key=len)
     close = difflib.get_close_matches(key or name, list(owners), n=10, cutoff=0.5)
-    ids = list(dict.fromkeys(owners[k] for k in (starts or close)))[:4]
-    if ids:
-        return f"unknown GPU {name!r}: did you mean {', '.join(ids)}? ({fix})"
-    return f"unknown GPU {name!r}: known GPUs are {', '.join(sorted(gpus))} ({fix})"
+    return list(dict.fromkeys(owners[k] for k in (starts or close)))[:4]
 
 
 def get_gpu(gpu_id_or_name: str, gpus: Mapping[str, GpuSpec] | None = None) -> GpuSpec:
@@ -657,7 +631,7 @@ def get_gpu(gpu_id_or_name: str, gpus: Mapping[str, GpuSpec] | None = None) -> G
         return gpu_id_or_name
     table = load_gpus() if gpus is None else gpus
     if not isinstance(gpu_id_or_name, str):
-        raise CatalogError(f"GPU must be given as an id or name string; got {gpu_id_or_name!r}")
+        raise CatalogError(msg("error.catalog.gpu_type", value=repr(gpu_id_or_name)))
     if gpu_id_or_name in table:
         return table[gpu_id_or_name]
     key = _norm(gpu_id_or_name)
@@ -665,12 +639,13 @@ def get_gpu(gpu_id_or_name: str, gpus: Mapping[str, GpuSpec] | None = None) -> G
     if len(matches) == 1:
         return next(iter(matches.values()))
     if len(matches) > 1:
-        raise CatalogError(
-            f"GPU {gpu_id_or_name!r} is ambiguous: it matches {', '.join(sorted(matches))} (use the gpu_id)"
-        )
-    raise CatalogError(
-        _unknown_gpu_message(gpu_id_or_name, table, "use a gpu_id or display name from gpus.csv")
-    )
+        raise CatalogError(msg("error.catalog.gpu_ambiguous", value=repr(gpu_id_or_name),
+                               ids=", ".join(sorted(matches))))
+    ids = _gpu_suggestions(gpu_id_or_name, table)
+    if ids:
+        raise CatalogError(msg("error.catalog.gpu_close", value=repr(gpu_id_or_name), ids=", ".join(ids)))
+    raise CatalogError(msg("error.catalog.gpu_unknown", value=repr(gpu_id_or_name),
+                           known=", ".join(sorted(table))))
 
 
 
@@ -758,10 +733,8 @@ def _wanted(field: str, value: str | Iterable[str] | None, enum: type[_E]) -> se
         except ValueError:
             choices = ", ".join(e.value for e in enum)
             hint_field = "class" if field == "gpu_class" else field
-            raise CatalogError(
-                f"filter_offers: {field} {item!r} is not one of {choices} "
-                f"({_advice(hint_field, str(item), enum)})"
-            ) from None
+            raise CatalogError(msg("error.catalog.filter_choice", field=field, value=repr(item), choices=choices,
+                                   advice=_advice(hint_field, str(item), enum))) from None
     return wanted
 
 
@@ -769,7 +742,7 @@ def _limit(field: str, value: float | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise CatalogError(f"filter_offers: {field} must be a number of at least 0; got {value!r}")
+        raise CatalogError(msg("error.catalog.filter_limit", field=field, value=repr(value)))
     return float(value)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import data_dir
+from gpuwork.message import msg
 
 MFU_CSV = "mfu.csv"
 # "-single": one GPU, no sharding (Hugging Face Trainer / PEFT style loops)
@@ -39,24 +40,30 @@ def _read_mfu_table(path: str) -> tuple[MfuRow, ...]:
     try:
         text = file.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CatalogError(f"{file.name}: cannot read {file}: {exc.strerror}") from None
+        raise CatalogError(msg("error.catalog.unreadable", file=file.name, path=str(file),
+                               reason=str(exc.strerror))) from None
     reader = csv.DictReader(text.splitlines())
     missing = [c for c in MFU_CSV_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
-        raise CatalogError(f"{file.name} line 1: column(s) {', '.join(missing)} missing; expected "
-                           f"{', '.join(MFU_CSV_COLUMNS)}")
+        problem = msg("error.efficiency.columns_missing", missing=", ".join(missing),
+                      expected=", ".join(MFU_CSV_COLUMNS))
+        raise CatalogError(msg("error.catalog.line", file=file.name, line=1, problem=problem))
     rows = []
     for line, raw in enumerate(reader, start=2):
         try:
             values = [float(raw[c]) for c in ("mfu", "mfu_low", "mfu_high")]
         except (TypeError, ValueError):
-            raise CatalogError(f"{file.name} line {line}: mfu, mfu_low and mfu_high must be numbers") from None
+            raise CatalogError(msg("error.catalog.line", file=file.name, line=line,
+                                   problem=msg("error.efficiency.not_numbers"))) from None
         mfu, low, high = values
         if not 0 < low <= mfu <= high <= 1:
-            raise CatalogError(f"{file.name} line {line}: need 0 < mfu_low <= mfu <= mfu_high <= 1")
+            raise CatalogError(msg("error.catalog.line", file=file.name, line=line,
+                                   problem=msg("error.efficiency.order")))
         if raw["method_group"] not in METHOD_GROUPS:
-            raise CatalogError(f"{file.name} line {line}, field 'method_group': {raw['method_group']!r} is not "
-                               f"one of {', '.join(METHOD_GROUPS)}")
+            problem = msg("error.catalog.not_one_of", value=repr(raw["method_group"]),
+                          choices=", ".join(METHOD_GROUPS))
+            raise CatalogError(msg("error.catalog.row", file=file.name, line=line, field="method_group",
+                                   problem=problem))
         rows.append(MfuRow(raw["method_group"], raw["architecture"].strip(), mfu, low, high, raw["basis"]))
     return tuple(rows)
 

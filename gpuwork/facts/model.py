@@ -31,6 +31,7 @@ from gpuwork.facts.spec import (
     lora_target_linears,
     quantized_linears,
 )
+from gpuwork.message import msg
 from gpuwork.plan import Task, TrainPlan
 
 # Top-level modules that are a task head (counted as params_head; trained in full next to adapters).
@@ -58,30 +59,29 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
     if path.is_dir():
         path = path / "config.json"
         if not path.is_file():
-            raise ModelError(f"model folder '{ref}' has no config.json: pass the folder that holds it or the "
-                             "file itself")
+            raise ModelError(msg("error.model.folder_without_config", ref=ref))
     if path.is_file():
         return _read_json(path), str(ref)
     if ref.endswith(".json") or ref.startswith((".", "/", "~")):
-        raise ModelError(f"model file '{ref}' does not exist: check the path")
+        raise ModelError(msg("error.model.file_missing", ref=ref))
     if ref.count("/") == 1 and not ref.endswith(".json"):
         return _hub_config(ref), ref
     close = difflib.get_close_matches(ref.lower(), list_presets(), n=3, cutoff=0.4)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise ModelError(f"unknown model '{ref}': not a preset, a config.json path or a hub id (org/name).{hint} "
-                     "Run `gpuwork models` to list presets.")
+    if close:
+        raise ModelError(msg("error.model.unknown_close", ref=ref, close=", ".join(close)))
+    raise ModelError(msg("error.model.unknown", ref=ref))
 
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ModelError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}): "
-                         "fix the file or download config.json again") from None
+        raise ModelError(msg("error.model.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
+                             reason=exc.msg)) from None
     except OSError as exc:
-        raise ModelError(f"cannot read {path}: {exc.strerror}") from None
+        raise ModelError(msg("error.model.unreadable", path=str(path), reason=str(exc.strerror))) from None
     if not isinstance(data, dict) or "model_type" not in data:
-        raise ModelError(f"{path} is not a Hugging Face config.json: it has no 'model_type' key")
+        raise ModelError(msg("error.model.not_hf_config", path=str(path)))
     return data
 
 
@@ -94,8 +94,7 @@ def _hub_config(hub_id: str) -> dict[str, Any]:
 
         config = AutoConfig.from_pretrained(hub_id, local_files_only=offline)
     except Exception as exc:  # noqa: BLE001 - any failure means: no config reachable
-        raise ModelError(f"cannot fetch the config of '{hub_id}' from the Hugging Face Hub ({type(exc).__name__}): "
-                         "without network access, download its config.json and pass its path") from None
+        raise ModelError(msg("error.model.hub_unreachable", hub_id=hub_id, error=type(exc).__name__)) from None
     return config.to_dict()
 
 
@@ -194,8 +193,8 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
     task = resolve_task(config_dict, Task(task))
     model_type = config_dict.get("model_type")
     if model_type not in transformers.CONFIG_MAPPING:
-        raise ModelError(f"model_type '{model_type}' of {name} is not known to transformers "
-                         f"{transformers.__version__}: upgrade transformers or pick another model")
+        raise ModelError(msg("error.model.unknown_type", model_type=str(model_type), name=name,
+                             version=transformers.__version__))
     transformers.logging.set_verbosity_error()  # config sanity warnings are noise for sizing
     try:
         config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(config_dict))
@@ -205,8 +204,9 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
         with torch.device("meta"):
             model = auto.from_config(config)
     except Exception as exc:  # noqa: BLE001 - report any construction failure in one line
-        raise ModelError(f"cannot build {name} ({model_type}) as {task.value}: {type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise ModelError(msg("error.model.build_failed", name=name, model_type=model_type, task=task.value,
+                             error=type(exc).__name__, detail=detail)) from None
     return _read_spec(model, config, name, task)
 
 
@@ -352,7 +352,7 @@ def find_blocks(model: Any, num_layers: int) -> tuple[str, Any]:
     for module_name, module in model.named_modules():
         if isinstance(module, torch.nn.ModuleList) and len(module) == num_layers:
             return module_name, module
-    raise ModelError(f"cannot find the {num_layers} transformer blocks of {type(model).__name__}")
+    raise ModelError(msg("error.model.no_blocks", layers=num_layers, model=type(model).__name__))
 
 
 __all__ = [

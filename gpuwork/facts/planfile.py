@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.message import msg
 
 
 def read_plan_fields(path: str | Path) -> dict[str, Any]:
@@ -15,13 +16,14 @@ def read_plan_fields(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(file.read_text())
     except FileNotFoundError:
-        raise PlanError("plan", f"plan file '{file}' does not exist") from None
+        raise PlanError("plan", msg("error.planfile.missing", file=str(file))) from None
     except json.JSONDecodeError as exc:
-        raise PlanError("plan", f"{file} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise PlanError("plan", msg("error.planfile.bad_json", file=str(file), line=exc.lineno,
+                                    reason=exc.msg)) from None
     if isinstance(data, dict) and isinstance(data.get("plan"), dict):
         data = data["plan"]  # the output of `gpuwork estimate --json`
     if not isinstance(data, dict):
-        raise PlanError("plan", f"{file} must hold a JSON object of TrainPlan fields")
+        raise PlanError("plan", msg("error.planfile.not_object", file=str(file)))
     return data
 
 

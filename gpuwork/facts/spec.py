@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpuwork.errors import ModelError
+from gpuwork.message import msg
 from gpuwork.plan import ALL_LINEAR, Method, Task, TrainPlan
 
 
@@ -164,10 +165,8 @@ def _lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Line
     for target in targets:
         hits = [lin for lin in candidates if lin.name == target or lin.name.endswith("." + target)]
         if not hits:
-            raise ModelError(
-                f"lora_targets: '{target}' matches no linear module of {spec.name}; its linear modules are: "
-                f"{', '.join(spec.linear_names())} (or use 'all-linear')"
-            )
+            raise ModelError(msg("error.model.target_not_found", target=target, model=spec.name,
+                                 names=", ".join(spec.linear_names())))
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 

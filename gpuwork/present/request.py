@@ -135,18 +135,18 @@ def rental_request(
         PlanError: unknown language, bad date, budget or period.
     """
     if lang not in LANGS:
-        raise PlanError("lang", f"lang={lang!r} is not one of {', '.join(LANGS)}")
+        raise PlanError("lang", msg("error.request.lang", value=repr(lang), choices=", ".join(LANGS)))
     if isinstance(start_date, str):
         try:
             start_date = date.fromisoformat(start_date)
         except ValueError:
-            raise PlanError("start_date", f"start_date={start_date!r} is not a date written YYYY-MM-DD") from None
+            raise PlanError("start_date", msg("error.request.start_date", value=repr(start_date))) from None
     if budget_usd is not None and (isinstance(budget_usd, bool) or not isinstance(budget_usd, int | float)
                                    or budget_usd <= 0):
-        raise PlanError("budget_usd", f"budget_usd={budget_usd!r} must be a number above 0 (USD)")
+        raise PlanError("budget_usd", msg("error.request.budget", value=repr(budget_usd)))
     if rent_period_days is not None and (isinstance(rent_period_days, bool) or not isinstance(rent_period_days, int)
                                          or rent_period_days < 1):
-        raise PlanError("rent_period_days", f"rent_period_days={rent_period_days!r} must be a whole number >= 1")
+        raise PlanError("rent_period_days", msg("error.request.rent_period", value=repr(rent_period_days)))
 
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)

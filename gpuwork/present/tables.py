@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gpuwork.errors import GpuworkError
 from gpuwork.estimate.memory import MemoryEstimate
 from gpuwork.estimate.offers import OfferResult
-from gpuwork.message import Msg
+from gpuwork.message import Msg, msg
 from gpuwork.present.messages import render
 from gpuwork.units import GIB, HOUR_S
 
@@ -47,8 +47,7 @@ def _pandas() -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise GpuworkError("gpuwork's tables need pandas, which is not installed: "
-                           "pip install 'gpuwork[workbook]' (or pip install pandas)") from None
+        raise GpuworkError(msg("error.tables.pandas")) from None
     return pd
 
 

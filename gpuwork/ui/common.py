@@ -109,8 +109,8 @@ def note_html(message: str, color: str = MUTED, cls: str = "gpuwork-note") -> st
 def friendly(exc: BaseException, lang: str = "en") -> str:
     """One line for the user in ``lang``: the message of a GpuworkError, or a short 'unexpected error' line.
 
-    Limitations: only errors raised with a message code (every TrainPlan check) have a Russian text; the
-    others (model, catalog and trial errors) are still English.
+    Errors raised with a message code render in ``lang``; one raised without a code falls back to its English
+    text.
     """
     if isinstance(exc, GpuworkError):
         return one_line(exc.text(lang))

@@ -29,6 +29,7 @@ from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.estimate.memory import MIB
 from gpuwork.estimate.offers import DEFAULT_PREEMPTION_RATE_PER_HOUR
 from gpuwork.facts.catalog import GpuClass, Mode, Region
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import charts, messages
 from gpuwork.present.messages import render, render_all
@@ -76,7 +77,7 @@ def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classe
     first); offers that do not fit always come last.
     """
     if sort not in SORTS:
-        raise PlanError("sort", f"sort={sort!r} must be one of {', '.join(SORTS)}")
+        raise PlanError("sort", msg("error.ui.offers_sort", value=repr(sort), choices=", ".join(SORTS)))
     kwargs: dict[str, Any] = {}
     if preemption_rate_per_hour is not None:
         kwargs["preemption_rate_per_hour"] = preemption_rate_per_hour
@@ -289,14 +290,14 @@ class OffersPanel(common.Panel):
         """offer_results keyword arguments from the controls (0 = no limit; all selected = no filter)."""
         def chosen(control: widgets.SelectMultiple, what: str) -> list[str] | None:
             if not control.value:
-                raise PlanError(what, ui("pick_one", self.lang, what=control.description))
+                raise PlanError(what, msg("ui.pick_one", what=control.description))
             return None if len(control.value) == len(control.options) else list(control.value)
 
         for control, name in ((self.max_price, "max_price"), (self.min_vram, "min_vram_gb"), (self.budget, "budget_usd"),
                               (self.preemption_rate, "preemption_rate_per_hour")):
             if control.value is None or control.value < 0:
-                raise PlanError(name, ui("must_be_positive", self.lang, what=control.description,
-                                         value=repr(control.value)))
+                raise PlanError(name, msg("ui.must_be_positive", what=control.description,
+                                          value=repr(control.value)))
         return {"modes": chosen(self.modes, "mode"), "classes": chosen(self.classes, "gpu_class"),
                 "regions": chosen(self.regions, "region"), "max_price": self.max_price.value or None,
                 "min_vram_gb": self.min_vram.value or None, "budget_usd": self.budget.value or None,
@@ -308,8 +309,8 @@ class OffersPanel(common.Panel):
             return
         try:
             if self.limit.value < 1:
-                raise PlanError("limit", ui("must_be_one", self.lang, what=self.limit.description,
-                                            value=str(self.limit.value)))
+                raise PlanError("limit", msg("ui.must_be_one", what=self.limit.description,
+                                             value=str(self.limit.value)))
             with quiet():
                 results = offer_results(self.plan, **self.filters())
         except Exception as exc:  # noqa: BLE001
@@ -359,8 +360,8 @@ class OffersPanel(common.Panel):
         price = self.record_price.value
         try:
             if price is not None and price < 0:
-                raise PlanError("price", ui("must_be_positive", self.lang, what=self.record_price.description,
-                                            value=repr(price)))
+                raise PlanError("price", msg("ui.must_be_positive", what=self.record_price.description,
+                                             value=repr(price)))
             self.compare.value = compare_html(self.records, price or None, self.lang)
         except Exception as exc:  # noqa: BLE001
             self.compare.value = error_html(friendly(exc, self.lang))

@@ -23,6 +23,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import request as rental
 from gpuwork.ui.common import (
@@ -132,7 +133,7 @@ class RequestPanel:
             gb = self.dataset_gb.value
             if gb:
                 if gb < 0:
-                    raise PlanError("dataset_bytes", f"dataset size {gb:g} GB must be above 0 (0 = from tokens)")
+                    raise PlanError("dataset_bytes", msg("error.ui.dataset_size", gb=gb))
                 plan = plan.replace(dataset_bytes=round(gb * 1e9))
             with quiet():
                 req = rental.rental_request(plan, **self.options())

@@ -104,14 +104,14 @@ def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
     for name in MANUAL_FIELDS:
         value = values.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ModelError(f"{name}={value!r}: use a whole number >= 1")
+            raise ModelError(msg("error.ui.manual_whole", field=name, value=repr(value)))
         out[name] = value
     if out["hidden_size"] % out["num_attention_heads"]:
-        raise ModelError(f"hidden_size={out['hidden_size']} must be divisible by num_attention_heads="
-                         f"{out['num_attention_heads']} (each head gets an equal slice)")
+        raise ModelError(msg("error.ui.hidden_by_heads", hidden=out["hidden_size"],
+                             heads=out["num_attention_heads"]))
     if out["num_attention_heads"] % out["num_key_value_heads"]:
-        raise ModelError(f"num_attention_heads={out['num_attention_heads']} must be divisible by "
-                         f"num_key_value_heads={out['num_key_value_heads']} (grouped-query attention)")
+        raise ModelError(msg("error.ui.heads_by_kv", heads=out["num_attention_heads"],
+                             kv_heads=out["num_key_value_heads"]))
     return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **out,
             "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "hidden_act": "silu",
             "tie_word_embeddings": False, "rope_theta": 500000.0}
@@ -122,9 +122,9 @@ def parse_config(content: bytes, name: str = "config.json") -> dict[str, Any]:
     try:
         data = json.loads(bytes(content).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"{name} is not valid JSON ({exc}): upload the model's config.json") from None
+        raise ModelError(msg("error.ui.upload_json", name=name, reason=str(exc))) from None
     if not isinstance(data, dict) or "model_type" not in data:
-        raise ModelError(f"{name} is not a Hugging Face config.json: it has no 'model_type' key")
+        raise ModelError(msg("error.model.not_hf_config", path=name))
     return data
 
 
@@ -181,7 +181,7 @@ def whatif_series(plan: TrainPlan, axis: str, values: Sequence[int], methods: Se
                   ) -> dict[str, list[int | None]]:
     """Device total per GPU (bytes) of ``plan`` with ``axis`` set to each value, for each method."""
     if axis not in WHATIF_VALUES:
-        raise PlanError(axis, f"what-if axis {axis!r} must be one of {', '.join(WHATIF_VALUES)}")
+        raise PlanError(axis, msg("error.ui.whatif_axis", value=repr(axis), choices=", ".join(WHATIF_VALUES)))
     spec = spec_for_plan(plan)
     out: dict[str, list[int | None]] = {}
     for method in methods:
@@ -498,7 +498,7 @@ class SizingForm(common.Panel):
         source = self.model_source.value
         if source == "upload":
             if self._uploaded is None:
-                raise ModelError(ui("upload_first", self.lang))
+                raise ModelError(msg("ui.upload_first"))
             return self.store.path_for(self._uploaded[1])
         if source == "manual":
             return self.store.path_for(manual_config({k: w.value for k, w in self.manual.items()}))
@@ -592,7 +592,7 @@ class SizingForm(common.Panel):
         if self.result is not None:
             self._render()
         elif self.error:
-            self.totals.value = note_html(html.escape(ui("invalid", self.lang)))
+            self.refresh()  # the same controls fail again: the error is said in the new language
         if self.traced is not None and self.plan is not None:
             self.verify_out.value = trace_html(self.traced.plan, self.traced, self.memory, self.lang)
 
@@ -668,7 +668,7 @@ class SizingForm(common.Panel):
     def view(self) -> widgets.Widget:
         """The whole form: controls on the left, results on the right."""
         if self.report:
-            raise GpuworkError("a report-mode form has no live view: use show(part)")
+            raise GpuworkError(msg("error.ui.report_no_view"))
         box = widgets.HBox([self.controls_box(), self.results_box()], layout={"width": "100%"})
         box.add_class("gpuwork-sizing")
         return box
