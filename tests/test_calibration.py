@@ -30,7 +30,9 @@ from gpuwork.measure.calibration import (
 )
 from gpuwork.measure.extrapolation import extrapolate
 from gpuwork.measure.trial import TrialError, run_trial
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import render
 from gpuwork.sizing import estimate_memory
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -81,7 +83,10 @@ def test_calibration_and_extrapolation_name_the_same_catalog_gpu(cpu_record, nam
 def test_cpu_record_gives_no_memory_or_time_factor(cpu_record):
     cal = calibrate(cpu_record)
     assert cal.device_kind == "cpu" and cal.memory is None and cal.time is None and cal.gpu_id is None
-    assert any("RSS" in n and "not a GPU quantity" in n for n in cal.notes)
+    assert [n.code for n in cal.notes] == ["calibration.cpu_memory", "calibration.cpu_time",
+                                           "calibration.precision_differs"]  # bf16-mixed asked, fp32 on CPU
+    assert "RSS" in render(cal.notes[0]) and "not a GPU quantity" in render(cal.notes[0])
+    assert "RSS процесса" in render(cal.notes[0], "ru")
     assert cal.memory_factors is None and cal.time_calibration() is None
 
 
@@ -116,7 +121,7 @@ def test_time_calibration_reproduces_the_measured_step(cpu_record):
 def test_unknown_gpu_and_failed_trials(cpu_record):
     cal = calibrate(as_gpu(cpu_record, name="NVIDIA Mystery 9000"))
     assert cal.memory is not None and cal.time is None and cal.gpu_id is None
-    assert any("matches no GPU" in n for n in cal.notes)
+    assert msg("calibration.unknown_gpu", device="NVIDIA Mystery 9000") in cal.notes
     failed = dataclasses.replace(cpu_record, fits=False, summary=None)
     with pytest.raises(CalibrationError, match="nothing to calibrate"):
         calibrate(failed)
@@ -209,7 +214,8 @@ def test_extrapolation_formula(cpu_record):
     assert default.checkpoint_write_bytes_s == DISK_WRITE_BYTES_S  # the estimator's margin and disk speed
     assert extrapolate(record, plan, eval_fraction=0.0, offers=[]).eval_s == 0.0
     four = extrapolate(record, plan.replace(gpus=4), offers=[])
-    assert four.steps == 2_500 and any("linear scaling" in n for n in four.notes)
+    assert four.steps == 2_500 and msg("extrapolation.linear_scaling", measured=1, gpus=4) in four.notes
+    assert "linear scaling" in render(four.notes[-1])
 
 
 def test_extrapolation_prices_the_same_gpus_offers(cpu_record):
@@ -226,9 +232,11 @@ def test_extrapolation_prices_the_same_gpus_offers(cpu_record):
         assert o.billed_hours == billed_hours(ext.total_hours, offer)
         assert o.billed_gpus == offer.gpus_per_node  # one GPU measured, the node rented whole
         assert o.cost == pytest.approx(o.billed_hours * o.billed_gpus * o.price_per_gpu_hour)
-        assert ("rented whole" in o.note) == (offer.gpus_per_node > 1)
+        whole = msg("extrapolation.offer.whole_node", billed_gpus=offer.gpus_per_node, gpus=1)
+        assert (whole in o.notes) == (offer.gpus_per_node > 1)
+        assert (msg("extrapolation.offer.interruptible") in o.notes) == (offer.mode is Mode.INTERRUPTIBLE)
     cpu = extrapolate(cpu_record, cpu_record.plan)
-    assert cpu.offers == () and any("CPU" in n for n in cpu.notes)
+    assert cpu.offers == () and msg("extrapolation.cpu") in cpu.notes
     assert math.isfinite(cpu.total_s)
 
 

@@ -160,6 +160,13 @@ def test_calibrated_totals_are_shown_only_when_asked(tmp_path):
     assert data["calibrated"]["peak_allocated_bytes"] == round(allocated * 1.1)
     table = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA H200", env=env).stdout
     assert "calibrated with trials on NVIDIA H200" in table
+    russian = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA H200", "--lang", "ru", env=env).stdout
+    assert "с калибровкой по запускам на NVIDIA H200 (замер/оценка: выделенная ×1,100" in russian
+    assert "пик зарезервированной (torch max_memory_reserved)" in russian and "peak" not in russian
+    missing = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA A100", "--lang", "ru", env=env)
+    assert missing.returncode == 2
+    assert missing.stderr == ("gpuwork: error: для 'NVIDIA A100' нет сохранённой калибровки памяти: сначала "
+                              "запустите `gpuwork trial --calibrate` на этом GPU\n")
 
 
 def test_a_verb_whose_extra_is_missing_names_the_extra(tmp_path) -> None:
@@ -181,3 +188,30 @@ def test_estimate_speaks_russian_with_russian_numbers() -> None:
     assert "параметры: всего 8 037 076 992, обучаемых 6 815 744" in out
     assert "всего на устройстве (как в nvidia-smi)" in out and "14,98" in out
     assert "total" not in out and "weights" not in out
+
+
+def test_models_speak_russian() -> None:
+    from test_messages_measure import english_leftovers
+
+    from gpuwork.facts.model import get_spec, list_presets
+
+    out = run("models", "--lang", "ru")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("пресет") and "8 030 261 248" in out.stdout
+    architectures = {get_spec(name).architecture for name in list_presets()}
+    assert not english_leftovers(out.stdout, *architectures), english_leftovers(out.stdout, *architectures)
+
+
+@pytest.mark.slow
+def test_trace_speaks_russian() -> None:
+    from test_messages_measure import english_leftovers
+
+    out = run("trace", "--model", "tiny-llama", "--method", "qlora", "--optimizer", "adamw-8bit", "--attention",
+              "flash", "--seq-len", "64", "--lang", "ru")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("gpuwork, трассировка: tiny-llama, qlora, bf16, контекст 64 × батч")
+    for expected in ("пик выделенной по трассировке", "аналитическая оценка (та же величина)", "параметры",
+                     "замена: qlora: Linear4bit из bitsandbytes", "замена: оптимизатор: adamw-8bit"):
+        assert expected in out.stdout, expected
+    assert not english_leftovers(out.stdout), english_leftovers(out.stdout)
+    assert out.stderr == ""  # no library notices either

@@ -52,6 +52,64 @@ def trial_out(tmp_path_factory):
     return rc, stdout.getvalue(), stderr.getvalue(), out, cal
 
 
+@pytest.fixture(scope="module")
+def russian_out(tmp_path_factory):
+    """The same trial with --lang ru (and a price, --calibrate into a private file, --out)."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("trials-ru")
+    old = os.environ.get("GPUWORK_CALIBRATION")
+    os.environ["GPUWORK_CALIBRATION"] = str(out.parent / "calibration-ru.json")
+    stdout, stderr = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            rc = main(["trial", *TINY, "--method", "lora", "--precision", "bf16", "--attention", "flash", "--steps",
+                       "2", "--warmup", "1", "--out", str(out), "--price-per-hour", "2.5", "--calibrate",
+                       "--lang", "ru"])
+    finally:
+        if old is None:
+            os.environ.pop("GPUWORK_CALIBRATION", None)
+        else:
+            os.environ["GPUWORK_CALIBRATION"] = old
+    return rc, stdout.getvalue(), stderr.getvalue(), out
+
+
+def _device_words() -> set[str]:
+    from gpuwork.measure.trial import _cpu_model
+
+    return set(_cpu_model().replace("(", " ").replace(")", " ").split())
+
+
+@pytest.mark.slow
+def test_a_russian_trial_prints_no_english(russian_out):
+    from test_messages_measure import english_leftovers
+
+    rc, text, err, out = russian_out
+    assert rc == 0, err
+    for expected in ("gpuwork, пробный запуск: tiny-llama, lora, fp32 (запрошено bf16)", "время шага  медиана",
+                     "замена: точность bf16 → fp32 на CPU", "замена: attention flash → sdpa: нет устройства CUDA",
+                     "загрузка данных успевает", "чекпойнт    проверен: сохранение", "помещается  да",
+                     "пересчёт на 100 000 000 токенов", "стоимость", "по 2,5 USD за GPU-час", "калибровка на",
+                     "калибровка: сохранять нечего"):
+        assert expected in text, expected
+    assert not english_leftovers(text, *_device_words()), english_leftovers(text, *_device_words())
+    records = sorted(out.glob("*.json"))
+    assert len(records) == 1 and f"запись: {records[0]}" in text
+
+
+@pytest.mark.slow
+def test_a_russian_comparison_prints_no_english(russian_out, capsys):
+    from test_messages_measure import english_leftovers
+
+    record = str(next(russian_out[3].glob("*.json")))
+    assert main(["compare", record, record, "--price-per-hour", "2", "--lang", "ru"]) == 0
+    text = capsys.readouterr().out
+    for row in ("запуск", "время шага (медиана)", "токенов/с", "пик памяти", "стоимость 1 млн токенов"):
+        assert any(line.startswith(row) for line in text.splitlines()), row
+    assert "2 USD" in text and not english_leftovers(text, *_device_words()), text
+
+
 @pytest.mark.slow
 def test_trial_prints_the_summary_table(trial_out):
     rc, text, err, out, _ = trial_out
@@ -102,7 +160,9 @@ def test_does_not_fit_exits_3_with_the_peak_reached_as_json(tmp_path, capsys):
                "--json", "--out", str(tmp_path)])
     assert rc == EXIT_DOES_NOT_FIT == 3
     out = json.loads(capsys.readouterr().out)
-    assert out["record"]["fits"] is False and "memory cap exceeded" in out["record"]["error"]
+    error = out["record"]["error"]  # a coded message, as TrialRecord.as_dict writes it
+    assert out["record"]["fits"] is False and error["code"] == "trial.memory_cap_exceeded"
+    assert error["params"]["used_mib"] > error["params"]["cap_mib"] > 0
     assert out["record"]["peak_trial_memory_bytes"] > 0 and out["extrapolation"] is None
     assert len(list(tmp_path.glob("*.json"))) == 1
 
@@ -125,6 +185,17 @@ def test_ramp_where_nothing_fits_exits_3(capsys):
                "--memory-cap-gib", "0.00001"])
     assert rc == 3
     assert "nothing fits" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_russian_ramp_prints_no_english(capsys):
+    from test_messages_measure import english_leftovers
+
+    rc = main(["trial", *TINY, "--method", "lora", "--batch-size", "1", "--seq-len", "32", "--ramp", "--steps", "1",
+               "--warmup", "0", "--memory-cap-gib", "0.00001", "--lang", "ru"])
+    text = capsys.readouterr().out
+    assert rc == 3 and "ничего не помещается: даже батч 1 при seq_len плана" in text
+    assert "1 × 32" in text and not english_leftovers(text), text
 
 
 @pytest.mark.slow

@@ -24,7 +24,9 @@ from gpuwork.measure.distributed import (
     torchrun_command,
 )
 from gpuwork.measure.trial import ParallelInfo, RankResult, StepMeasurement, TrialError, TrialRecord
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import render
 
 
 def plan(**changes) -> TrainPlan:
@@ -42,10 +44,13 @@ def test_sharding_maps_to_ddp_or_fsdp2():
         s = strategy_for(plan(sharding=sharding), "cpu")
         assert (s.name, s.reshard_after_forward, s.substitutions) == ("fsdp2", True, ())
     zero2 = strategy_for(plan(sharding="zero2"), "cuda")
-    assert zero2.reshard_after_forward is False and "ZeRO-2-like" in zero2.substitutions[0]
-    assert "no optimizer-only sharding" in strategy_for(plan(sharding="zero1"), "cuda").substitutions[0]
+    assert zero2.reshard_after_forward is False and zero2.substitutions == (msg("trial.sub.zero2"),)
+    assert "ZeRO-2-like" in render(zero2.substitutions[0])
+    zero1 = strategy_for(plan(sharding="zero1"), "cuda").substitutions
+    assert zero1 == (msg("trial.sub.zero1"),) and "no optimizer-only sharding" in render(zero1[0])
     offload = strategy_for(plan(sharding="fsdp", offload_params=True), "cpu")
-    assert any("nothing to offload" in n for n in offload.substitutions)
+    assert offload.substitutions == (msg("trial.sub.offload_cpu"),)
+    assert "nothing to offload" in render(offload.substitutions[0])
     with pytest.raises(TrialError, match="use sharding='ddp'"):
         strategy_for(plan(method="qlora", sharding="fsdp"), "cuda")
 
@@ -150,8 +155,11 @@ def test_ddp_and_fsdp_finish_with_two_ranks(ddp_fsdp):
         # the one round-trip of gpuwork.measure.checkpoint, as the one-process trial runs it
         assert {"scheduler.pt", "trainer_state.json", "rng_state_0.pth", "rng_state_1.pth"} <= set(record.checkpoint.files)
         assert len(record.checkpoint.resumed_losses) == RESUME_STEPS and record.checkpoint.loss_rtol == CPU_LOSS_RTOL
-        assert record.checkpoint.message.endswith(f"the next {RESUME_STEPS} losses match the uninterrupted run "
-                                                  "bit-exact")
+        message = record.checkpoint.message
+        assert message.code == "checkpoint.all_ranks" and message["ranks"] == 2
+        assert message["what"].code == "checkpoint.verified_exact" and message["what"]["steps"] == RESUME_STEPS
+        assert message["what"]["what"].code == "checkpoint.restored_fingerprints"
+        assert render(message).endswith(f"the next {RESUME_STEPS} losses match the uninterrupted run bit-exact")
     assert "fully_shard on each of 4 decoder blocks + the root" in ddp_fsdp[1].parallel.wrapping
 
 
@@ -196,3 +204,15 @@ def test_rank_results_survive_json(ddp_fsdp):
     r = ddp.ranks[0]
     assert RankResult(**{**dataclasses.asdict(r)}) == r
     assert ParallelInfo(**dataclasses.asdict(ddp.parallel)) == ddp.parallel
+
+
+@pytest.mark.slow
+def test_a_ranks_error_reaches_the_caller_as_a_coded_message(tmp_path):
+    """A rank refuses the trial (its data file is missing): the launcher raises the rank's own message, which
+    renders in either language."""
+    with pytest.raises(TrialError) as info:
+        run_distributed(plan(), 2, steps=1, warmup=0, data=tmp_path / "missing.txt", timeout_s=300)
+    error = info.value.msg
+    assert error.code == "error.trial.rank" and error["error"].code == "error.data.missing"
+    assert str(info.value).endswith(f"data file '{tmp_path / 'missing.txt'}' does not exist: check the path")
+    assert info.value.text("ru").endswith(f"файла данных '{tmp_path / 'missing.txt'}' нет: проверьте путь")

@@ -13,6 +13,7 @@ import pytest
 from gpuwork.cli import main as cli_main
 from gpuwork.cli import report as cli_report
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import render
 from gpuwork.ui import report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +22,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
 PLAN = {"model": "llama-3.1-8b", "method": "lora", "seq_len": 2048, "batch_size": 2}
+
+
+def _visible_text(page: str) -> str:
+    """What a reader sees: the page without scripts (plotly.js), styles and tags."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", page, flags=re.S | re.I)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))
 
 
 def _repo_files() -> set[str]:
@@ -77,6 +84,9 @@ def test_report_html_embeds_plotly_and_the_figures_and_needs_no_network(built) -
     assert '"name":"optimizer states"' in sizing and "Device total" in sizing and "runs out" in sizing
     trial = result.html[1].read_text(encoding="utf-8")
     assert "stand-in for llama-3.1-8b" in trial and "Checkpoint round-trip: verified" in trial
+    # a static page asks no one to press a button: the report's prose and the panel's status say what ran
+    shown = _visible_text(trial)
+    assert "Run trial" not in shown and "Press" not in shown and "Trial plan: tiny-llama" in shown
     offers = result.html[2].read_text(encoding="utf-8")
     assert '"name":"interruptible"' in offers and "Fine-tuning, LoRA adapters" in offers
     assert "tiny-llama lora" in offers  # the trial's record compared on the offers page
@@ -123,7 +133,8 @@ def test_trial_plan_on_cpu_is_a_tiny_stand_in() -> None:
                                    cuda=False)
     assert (plan.model, plan.method.value, plan.precision.value, plan.seq_len, plan.batch_size) == (
         "tiny-llama", "qlora", "fp32", 128, 4)
-    assert "stand-in for llama-3.1-8b" in note
+    assert note.code == "report.cpu_stand_in" and (note["tiny"], note["model"]) == ("tiny-llama", "llama-3.1-8b")
+    assert "stand-in for llama-3.1-8b" in render(note) and "вместо llama-3.1-8b" in render(note, "ru")
     gpt2, _ = report.trial_plan(TrainPlan(model="gpt2", lora_targets=("c_attn",)), cuda=False)
     assert gpt2.model == "tiny-gpt2" and gpt2.lora_targets == ("c_attn",)
     same, none = report.trial_plan(TrainPlan(model="llama-3.1-8b"), cuda=True)
@@ -132,11 +143,38 @@ def test_trial_plan_on_cpu_is_a_tiny_stand_in() -> None:
 
 def test_parameters_per_notebook(tmp_path: Path) -> None:
     plan = TrainPlan.from_dict(PLAN)
-    assert report.parameters_for("01_sizing", plan, tmp_path) == {"plan": plan.as_dict(), "report": True}
+    assert report.parameters_for("01_sizing", plan, tmp_path) == {"plan": plan.as_dict(), "lang": "en",
+                                                                  "report": True}
     trial = report.parameters_for("02_trial", plan, tmp_path, steps=3, cuda=False)
     assert trial["out_dir"] == str(tmp_path / "trials") and trial["steps"] == 3 and trial["report"] is True
     assert json.dumps(trial)  # papermill parameters must be JSON
+    russian = report.parameters_for("02_trial", plan, tmp_path, steps=3, cuda=False, lang="ru")
+    assert russian["lang"] == "ru" and russian["note"].startswith("здесь нет GPU с CUDA: вместо llama-3.1-8b")
     assert report.parameters_for("03_offers", plan, tmp_path, records=["a.json"])["records"] == ["a.json"]
+
+
+def test_every_markdown_cell_of_the_notebooks_has_the_reports_text_in_both_languages() -> None:
+    """The report replaces the notebooks' prose (written for interactive use) with the catalog's, cell by cell."""
+    for name in report.NOTEBOOKS:
+        nb = nbformat.read(report.notebooks_dir() / f"{name}.ipynb", as_version=4)
+        cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
+        english, russian = report.report_prose(name, "en"), report.report_prose(name, "ru")
+        assert len(english) == len(russian) == len(cells), name
+        # the same heading level in each language, and the heading of the notebook's own cell
+        for own, en, ru in zip(cells, english, russian, strict=True):
+            assert en.split(" ", 1)[0] == ru.split(" ", 1)[0] == own.split(" ", 1)[0], (name, en)
+            assert en.splitlines()[0] == own.splitlines()[0], (name, en)
+        assert not any("Run trial" in text or "Press" in text for text in english)
+
+
+def test_the_index_page_speaks_the_reports_language(tmp_path: Path) -> None:
+    plan = TrainPlan.from_dict(PLAN)
+    pages = [tmp_path / "01_sizing.html", tmp_path / "02_trial.html"]
+    ru = report._index_html(plan, pages, "ru")
+    assert "<html lang='ru'>" in ru and "Отчёт gpuwork" in ru and "Пробный запуск: замеренные шаги" in ru
+    assert "контекст 2 048 × батч 2" in ru
+    en = report._index_html(plan, pages, "en")
+    assert "gpuwork report" in en and "Sizing: memory, profile, time, disk" in en and "seq 2,048" in en
 
 
 def test_failing_cell_is_one_line_naming_the_notebook(tmp_path: Path) -> None:
@@ -191,3 +229,18 @@ def test_cli_report_one_notebook(tmp_path: Path, capsys: pytest.CaptureFixture[s
     printed = capsys.readouterr()
     assert printed.out.strip() == str(out.resolve() / "01_sizing.html")
     assert "qwen2.5-0.5b" in (out / "01_sizing.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_cli_report_in_russian(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert cli_main(["report", "--out", str(out), "--notebooks", "01_sizing", "--no-progress", "--lang", "ru"]) == 0
+    assert "gpuwork, отчёт: 1 страница в" in capsys.readouterr().err
+    page = _visible_text((out / "01_sizing.html").read_text(encoding="utf-8"))
+    for heading in ("01 · Расчёт: поместится ли запуск", "Память на один GPU", "Что если", "Профиль, время и диск",
+                    "Точная проверка", "Профиль аренды", "Пик выделенной"):
+        assert heading in page, heading
+    for english in ("Memory per GPU", "What if", "Exact check", "Peak allocated", "Rental profile"):
+        assert english not in page, english
+    assert "Отчёт gpuwork" in (out / "index.html").read_text(encoding="utf-8")

@@ -5,6 +5,8 @@ import pytest
 from gpuwork import TraceError, TrainPlan, estimate_memory
 from gpuwork.measure.accuracy import compare_with_trace
 from gpuwork.measure.trace import real_step_peak, trace_memory
+from gpuwork.message import msg
+from gpuwork.present.messages import render
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +96,9 @@ def test_trace_result_is_cached_and_reports_categories():
 
 def test_qlora_trace_says_it_used_a_stand_in():
     result = trace_memory(TrainPlan(model="tiny-llama", method="qlora", seq_len=64))
-    assert any("qlora" in note for note in result.stand_ins)
+    assert msg("trace.stand_in.qlora") in result.stand_ins
+    assert any(text.startswith("qlora: bitsandbytes Linear4bit") for text in map(render, result.stand_ins))
+    assert {"code": "trace.stand_in.qlora", "params": {}} in result.as_dict()["trace"]["stand_ins"]
 
 
 def test_untraceable_model_names_the_problem():
@@ -102,12 +106,13 @@ def test_untraceable_model_names_the_problem():
     with pytest.raises(TraceError) as info:
         trace_memory(TrainPlan(model="tiny-mixtral", method="full", precision="fp32", seq_len=64))
     assert "MixtralForCausalLM" in str(info.value) and "analytic" in str(info.value)
+    assert info.value.msg.code == "error.trace.method" and "аналитическую оценку" in info.value.text("ru")
 
 
 def test_deepspeed_stages_without_parameter_sharding_are_not_traced():
     with pytest.raises(TraceError) as info:
         trace_memory(TrainPlan(model="tiny-llama", gpus=2, sharding="zero2"))
-    assert "analytic" in str(info.value)
+    assert "analytic" in str(info.value) and info.value.msg == msg("error.trace.deepspeed", sharding="zero2")
 
 
 @pytest.mark.parametrize("plan", [
@@ -120,7 +125,8 @@ def test_deepspeed_stages_without_parameter_sharding_are_not_traced():
 ], ids=lambda p: f"{p.model}-{p.method}-{p.gpus}gpus")
 def test_fsdp_per_rank_trace_under_a_fake_process_group(plan):
     traced = trace_memory(plan)
-    assert any("FSDP2" in note for note in traced.stand_ins)
+    assert msg("trace.stand_in.fsdp", sharding=plan.sharding, ranks=plan.gpus) in traced.stand_ins
+    assert "FSDP2" in render(traced.stand_ins[0])
     assert traced.breakdown["sharding_buffers"] > 0
     single = trace_memory(plan.replace(gpus=1, sharding="ddp"))
     assert traced.breakdown["parameters"] < single.breakdown["parameters"]

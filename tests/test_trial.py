@@ -30,7 +30,9 @@ from gpuwork.measure.trial import (
     run_trial,
     summarize,
 )
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import render
 
 PRESET = "tiny-llama"
 
@@ -113,7 +115,11 @@ def test_data_wait_verdict():
     slow = summarize([step(1, False, 1.0, wait_s=0.2), step(2, False, 1.0, wait_s=0.2)], "GPU")
     assert not fast.data_bound and fast.data_wait_fraction == pytest.approx(0.01)
     assert slow.data_bound and slow.data_wait_fraction > DATA_WAIT_THRESHOLD
-    assert "GPU waits for data" in slow.verdict
+    assert fast.verdict.code == "trial.data_wait.keeps_up" and fast.verdict["share"] == pytest.approx(0.01)
+    assert slow.verdict.code == "trial.data_wait.bound" and slow.verdict["share"] == pytest.approx(0.2)
+    assert (slow.verdict["device"], slow.verdict["threshold"]) == ("GPU", DATA_WAIT_THRESHOLD)
+    assert render(slow.verdict).startswith("the GPU waits for data: 20% of step time is data wait (more than 5%)")
+    assert render(slow.verdict, "ru").startswith("GPU ждёт данные: ожидание данных — 20 % времени шага")
 
 
 def test_bad_arguments_are_refused(model_ref):
@@ -136,7 +142,8 @@ def test_every_method_trains_measures_and_resumes_exactly(model_ref, method):
     assert seen == list(record.steps)
     assert_resumed_exactly(record)
     p = record.protocol
-    assert p.precision_used == "fp32" and any("bf16-mixed -> fp32" in s for s in p.substitutions)
+    assert p.precision_used == "fp32" and p.substitutions == (msg("trial.sub.precision_cpu", precision="bf16-mixed"),)
+    assert "bf16-mixed -> fp32" in render(p.substitutions[0])
     assert p.tokens_per_step == 128 and record.summary.tokens_per_step == 128
     expected = count_params(get_spec(model_ref), plan)
     assert p.params_trainable == expected.trainable
@@ -170,10 +177,13 @@ def test_the_one_round_trip_judges_any_store_and_catches_a_lost_optimizer_state(
     record = run_trial(tiny(model_ref), steps=1, warmup=1, parallel=_OneProcessStoringIn(_LosesOptimizerState()))
     ck = record.checkpoint
     assert record.fits and not ck.verified and not ck.tensors_equal
-    assert "saved entries differ after restore (first: optimizer.state." in ck.message
+    entries, losses = ck.message["parts"]
+    assert entries.code == "checkpoint.entries_differ" and entries["first"].startswith("optimizer.state.")
+    assert "saved entries differ after restore (first: optimizer.state." in render(ck.message)
     assert ck.resumed_losses[0] == ck.uninterrupted_losses[0]  # the weights came back
     assert ck.resumed_losses[1] != ck.uninterrupted_losses[1]  # the 2nd step reads the lost AdamW moments
-    assert "differ from uninterrupted" in ck.message
+    assert losses.code == "checkpoint.losses_differ" and losses["diff"] == ck.max_abs_loss_diff > 0
+    assert "differ from uninterrupted" in render(ck.message)
 
 
 @pytest.mark.slow
@@ -184,7 +194,7 @@ def test_every_optimizer_steps_and_its_state_restores(model_ref, optimizer):
     assert_resumed_exactly(record)
     assert record.protocol.optimizer == optimizer
     if optimizer == "paged-adamw-8bit":
-        assert any("unpaged" in s for s in record.protocol.substitutions)
+        assert msg("trial.sub.paged_cpu") in record.protocol.substitutions
 
 
 @pytest.mark.slow
@@ -222,7 +232,8 @@ def test_other_heads_and_families(model, task, method):
     p = record.protocol
     assert p.task == {"tiny-bert": "masked-lm", "tiny-llama": "seq-cls", "tiny-gpt2": "causal-lm"}[model]
     assert p.attention_requested == "flash" and p.attention_used in ("sdpa", "eager")
-    assert any(s.startswith("attention flash") for s in p.substitutions)
+    assert msg("trial.sub.flash", reason="no_cuda") in p.substitutions
+    assert "attention flash -> sdpa: no CUDA device" in [render(s) for s in p.substitutions]
 
 
 @pytest.mark.slow
@@ -327,7 +338,10 @@ def oom_above(limit_tokens: int):
 def test_memory_cap_gives_fits_false_and_the_process_goes_on(model_ref):
     failed = run_trial(tiny(model_ref, method="full"), steps=2, warmup=1, memory_cap_bytes=1)
     assert not failed.fits
-    assert "memory cap exceeded" in failed.error and "OutOfMemoryError" in failed.error
+    error = failed.error
+    assert error.code == "trial.memory_cap_exceeded" and error["phase"] in ("build", "forward")
+    assert error["used_mib"] > error["cap_mib"] == pytest.approx(1 / 2**20)
+    assert render(error).startswith("memory cap exceeded after")
     assert failed.peak_trial_memory_bytes > 1
     assert failed.checkpoint is None and failed.summary is None
     ok = run_trial(tiny(model_ref, method="lora"), steps=1, warmup=0, checkpoint=False)
@@ -338,7 +352,8 @@ def test_memory_cap_gives_fits_false_and_the_process_goes_on(model_ref):
 def test_a_real_out_of_memory_error_in_a_step_is_recorded(model_ref):
     plan = tiny(model_ref, batch_size=4)
     record = run_trial(plan, steps=2, warmup=1, model_factory=oom_above(128))
-    assert not record.fits and record.steps == () and "simulated" in record.error
+    assert not record.fits and record.steps == ()
+    assert record.error == msg("trial.out_of_memory", kind="OutOfMemoryError", detail="simulated: 256 tokens > 128")
     fine = run_trial(tiny(model_ref, batch_size=2), steps=1, warmup=0, model_factory=oom_above(128))
     assert fine.fits
     assert_resumed_exactly(fine)  # the factory is called again for the restore
@@ -370,7 +385,7 @@ def test_ramp_under_a_memory_cap(model_ref):
     assert any(not p.fits for p in result.probes)
     for p in result.probes:
         if not p.fits:
-            assert "memory cap" in p.error
+            assert p.error.code == "trial.memory_cap_exceeded"
             assert p.peak_trial_memory_bytes > cap
 
 

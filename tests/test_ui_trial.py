@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import re
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -143,3 +145,45 @@ def test_a_gpu_record_extrapolates_and_compares_allocator_peaks(finished_trial: 
     panel.record = gpu
     panel._render_record()
     assert "Whole run on 1 × H100 SXM" in html.unescape(panel.results.value)
+
+
+def test_the_demo_guard_speaks_the_panels_language() -> None:
+    panel = TrialPanel(demo=True, lang="ru")
+    panel.controls["seq_len"].value = 4096
+    assert panel.error == "seq_len=4096 больше предела демонстрации (256): этот запуск идёт на общем CPU"
+    panel.controls["seq_len"].value = 64
+    panel.steps.value = 500
+    assert panel.error == "демонстрация выполняет не больше 20 шагов замера и 3 шагов прогрева"
+    panel.steps.value = 0
+    assert panel.error == "steps=0: нужен хотя бы один шаг замера"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_russian_panel_shows_the_record_in_russian(finished_trial: TrialPanel) -> None:
+    """Everything the measure layer said (verdict, checkpoint check, ramp limits, no extrapolation on a CPU, an
+    out-of-memory failure) rendered in the panel's language, numbers in the Russian form."""
+    from test_messages_measure import english_leftovers
+
+    from gpuwork.measure.trial import RampResult, _cpu_model
+    from gpuwork.message import msg
+
+    record = finished_trial.record
+    panel = TrialPanel(lang="ru", report=True)
+    assert "План пробного запуска: tiny-llama" in panel.status.value  # a static page asks no one to press "Run"
+    panel.record, panel.ramp_result = record, RampResult((), 8, 256, "out of memory", "max_seq_len")
+    panel._render_record()
+    text = re.sub(r"<[^>]+>", " ", html.unescape(panel.results.value))
+    assert "Чекпойнт: проверен — восстановлено точно" in text and "Медиана шага" in text
+    assert "Данные: загрузка данных успевает" in text and "проверяет конвейер, а не скорость" in text
+    assert "Рампа: наибольший микробатч 8 при длине 128 (нехватка памяти)" in text
+    assert "(предел max_seq_len)" in text
+    device = set(_cpu_model().replace("(", " ").replace(")", " ").split())
+    assert not english_leftovers(text, *device), english_leftovers(text, *device)
+    rows = estimate_vs_measured_rows(record, "ru")
+    assert rows[0]["label"] == "пик памяти" and rows[0]["measured_what"].startswith("запуск на CPU: RSS процесса")
+    panel.record = dataclasses.replace(record, fits=False, error=msg("trial.memory_cap_exceeded", phase="forward",
+                                                                     used_mib=60.5, cap_mib=50.0))
+    panel._render_record()
+    assert "Не хватило памяти: превышен предел памяти после прямого прохода: запуск занял 60,5 МиБ" in (
+        html.unescape(panel.results.value))

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 from gpuwork.cli.args import plan_arguments, plan_from_args
 from gpuwork.errors import PlanError
+from gpuwork.message import msg
 from gpuwork.present.messages import render, text
-from gpuwork.units import GIB, fmt_number
+from gpuwork.units import GIB, LANGS, fmt_int, fmt_number
 
 
 def _gib(n: int, lang: str = "en") -> str:
@@ -57,8 +59,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
 
         device = load_calibration(args.calibrated)
         if device is None or not device.memory_factors:
-            raise PlanError("calibrated", f"no memory calibration stored for '{args.calibrated}': run "
-                            "`gpuwork trial --calibrate` on that GPU first")
+            raise PlanError("calibrated", msg("error.calibration.none_stored", device=args.calibrated))
         calibrated = apply_memory_calibration(est, device)
     if args.json:
         out = {"plan": plan.as_dict(), "params": {"total": est.params.total, "trainable": est.params.trainable},
@@ -70,11 +71,12 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
         print(format_estimate(est, lang))
         if calibrated:
             f = calibrated["factors"]
-            print(f"\ncalibrated with trials on {args.calibrated} (measured/estimated: allocated x{f['allocated']:.3f}, "
-                  f"reserved x{f['reserved']:.3f}), GiB:")
-            for key, label in (("peak_allocated_bytes", "peak allocated"), ("peak_reserved_bytes", "peak reserved"),
-                               ("device_total_bytes", "device total")):
-                print(f"  {label:52s} {_gib(calibrated[key])}")
+            print("\n" + text("cli.estimate.calibrated", lang, device=args.calibrated, allocated=f["allocated"],
+                              reserved=f["reserved"]))
+            for key, label in (("peak_allocated_bytes", "cli.estimate.allocated"),
+                               ("peak_reserved_bytes", "cli.estimate.reserved"),
+                               ("device_total_bytes", "cli.estimate.device")):
+                print(f"  {text(label, lang):52s} {_gib(calibrated[key], lang)}")
     return 0
 
 
@@ -84,38 +86,45 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from gpuwork.sizing import estimate_memory
 
     plan = plan_from_args(args)
+    lang = args.lang
     try:
-        result = trace_memory(plan, progress=not args.json and sys.stderr.isatty())
+        with warnings.catch_warnings():  # libraries' deprecation notices are not the user's business here
+            warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            result = trace_memory(plan, progress=not args.json and sys.stderr.isatty())
     except TraceError as exc:
         # the op or module that fake tensors cannot run is named; the analytic estimate still answers
-        print(f"gpuwork: warning: {exc}; showing the analytic estimate", file=sys.stderr)
+        error = exc.msg or msg("measure.text", text=str(exc))
+        print(text("cli.warning", lang, text=msg("cli.trace.fallback", error=error)), file=sys.stderr)
         args.json = getattr(args, "json", False)
         return _cmd_estimate(args)
     if args.json:
         print(json.dumps(result.as_dict(), indent=2))
         return 0
     est = estimate_memory(plan)
-    print(f"gpuwork trace: {plan.model}, {plan.method}, {plan.precision}, seq {plan.seq_len} x batch "
-          f"{plan.batch_size} — one step under fake tensors ({result.elapsed_s:.1f} s)")
-    print(f"peak of live tensors at {result.peak_phase}, GiB:")
+    print(text("cli.trace.header", lang, model=plan.model, method=plan.method, precision=plan.precision,
+               seq_len=plan.seq_len, batch=plan.batch_size, elapsed_s=result.elapsed_s))
+    print(text("cli.trace.peak", lang, phase=result.peak_phase))
     for key, value in result.breakdown.items():
         if value:
-            print(f"  {key:52s} {_gib(value)}")
-    print(f"  {'traced peak allocated':52s} {_gib(result.peak_allocated_bytes)}")
+            print(f"  {text(f'trace.category.{key}', lang):52s} {_gib(value, lang)}")
+    print(f"  {text('cli.trace.traced', lang):52s} {_gib(result.peak_allocated_bytes, lang)}")
     analytic = est.traceable_bytes  # the same quantity: live tensors, no cuBLAS workspace
-    print(f"  {'analytic estimate (same quantity)':52s} {_gib(analytic)}  "
-          f"({analytic / result.peak_allocated_bytes - 1:+.1%})")
+    difference = analytic / result.peak_allocated_bytes - 1
+    print(f"  {text('cli.trace.analytic', lang):52s} {_gib(analytic, lang)}  "
+          + text("cli.trace.difference", lang, sign="+" if difference >= 0 else "-", pct=abs(difference) * 100))
     for note in result.stand_ins:
-        print(f"  stand-in: {note}")
+        print(text("cli.trace.stand_in", lang, what=note))
     return 0
 
 
 def _cmd_models(args: argparse.Namespace) -> int:
     from gpuwork.facts.model import get_spec, list_presets, rebuild_preset_cache
 
+    lang = args.lang
     if args.rebuild:
         path = rebuild_preset_cache(progress=sys.stderr.isatty())
-        print(f"wrote {path}")
+        print(text("cli.models.wrote", lang, path=str(path)))
         return 0
     rows = []
     for name in list_presets():
@@ -126,10 +135,14 @@ def _cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'preset':22s}{'architecture':32s}{'parameters':>18s}{'active':>18s}{'layers':>8s}{'context':>9s}")
+    def head(key: str) -> str:
+        return text(f"cli.models.{key}", lang)
+
+    print(f"{head('preset'):22s}{head('architecture'):32s}{head('parameters'):>18s}{head('active'):>18s}"
+          f"{head('layers'):>8s}{head('context'):>9s}")
     for r in rows:
-        print(f"{r['name']:22s}{r['architecture']:32s}{r['params_total']:>18,}{r['params_active']:>18,}"
-              f"{r['layers']:>8}{r['max_position']:>9}")
+        print(f"{r['name']:22s}{r['architecture']:32s}{fmt_int(r['params_total'], lang):>18s}"
+              f"{fmt_int(r['params_active'], lang):>18s}{r['layers']:>8}{r['max_position']:>9}")
     return 0
 
 
@@ -150,16 +163,18 @@ def register(sub: Any) -> None:
     p = sub.add_parser("estimate", help="per-GPU memory of a training step (analytic, instant)")
     plan_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help="language of the report (en or ru)")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the report (en or ru)")
     p.add_argument("--calibrated", metavar="DEVICE", help="also show totals corrected by the calibration that "
                    "`gpuwork trial --calibrate` stored for this device (off by default)")
     p.set_defaults(func=_cmd_estimate)
     p = sub.add_parser("trace", help="exact mode: trace one real step under fake tensors (seconds to a minute)")
     plan_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
     p.set_defaults(func=_cmd_trace)
     p = sub.add_parser("models", help="list bundled model presets with exact parameter counts")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
     p.add_argument("--rebuild", action="store_true", help="rebuild data/model_specs.json on the meta device")
     p.set_defaults(func=_cmd_models)
     p = sub.add_parser("accuracy", help="estimates vs published measurements (docs/accuracy.md)")

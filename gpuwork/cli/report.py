@@ -5,6 +5,7 @@ Errors print one line on stderr and exit with status 2 (no traceback), as everyw
 
     gpuwork report --plan plan.json --out reports/llama-lora
     gpuwork report --out /tmp/report --notebooks 01_sizing,03_offers
+    gpuwork report --out /tmp/report-ru --lang ru
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+from gpuwork.present.messages import text
+from gpuwork.units import LANGS
 
 EXIT_USAGE = 2
 
@@ -34,11 +38,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     plan = load_plan(args.plan) if args.plan else TrainPlan()
     result = build_report(plan, args.out, notebooks=args.notebooks or NOTEBOOKS, steps=args.steps,
                           progress=not args.no_progress and sys.stderr.isatty() or args.progress,
-                          timeout_s=args.timeout)
+                          timeout_s=args.timeout, lang=args.lang)
     for page in result.html:
         print(page)
-    print(f"gpuwork report: {len(result.html)} page(s) in {result.out_dir} ({result.elapsed_s:.0f} s); open "
-          f"{result.index}", file=sys.stderr)
+    print(text("cli.report.done", args.lang, pages=len(result.html), out=str(result.out_dir),
+               elapsed_s=result.elapsed_s, index=str(result.index)), file=sys.stderr)
     return 0
 
 
@@ -53,6 +57,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--timeout", type=float, default=900, metavar="S", help="seconds allowed per cell (default 900)")
     p.add_argument("--progress", action="store_true", help="progress bars even when stderr is not a terminal")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the pages and messages (en or ru)")
     p.set_defaults(func=_cmd_report)
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import GpuworkError
-from gpuwork.units import GIB, MIB
+from gpuwork.message import msg
+from gpuwork.present.messages import render, text
+from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_seconds
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -39,151 +41,168 @@ examples:
 # -- formatting (pure) -----------------------------------------------------------------------------------------
 
 
-def _size(n: int | float | None) -> str:
-    if n is None:
-        return "-"
-    return f"{n / GIB:.2f} GiB" if abs(n) >= GIB else f"{n / MIB:.1f} MiB"
+def _size(n: int | float | None, lang: str = "en") -> str:
+    return "-" if n is None else fmt_memory(n, lang)
 
 
-def _seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    if s >= 3600:
-        return f"{s / 3600:.1f} h"
-    if s >= 60:
-        return f"{s / 60:.1f} min"
-    return f"{s:.3f} s" if s < 10 else f"{s:.1f} s"
+def _seconds(s: float | None, lang: str = "en") -> str:
+    return "-" if s is None else fmt_seconds(s, lang)
 
 
-def _memory_lines(record: Any) -> list[str]:
+def _memory_lines(record: Any, lang: str = "en") -> list[str]:
     env, s = record.environment, record.summary
-    ranks = f" (highest of {record.world_size} ranks)" if record.world_size > 1 else ""
+    ranks = msg("cli.trial.highest_of", ranks=record.world_size) if record.world_size > 1 else None
     lines = []
     if env.device == "cpu":
         rss = s.rss_peak_bytes if s else None
-        lines.append(f"{_size(record.peak_trial_memory_bytes)} above the process's start{ranks} — process RSS "
-                     f"(CPU memory; runtime and allocator cache included; not comparable with GPU memory); "
-                     f"RSS peak {_size(rss)}")
+        lines.append(text("cli.trial.memory_cpu", lang, peak=_size(record.peak_trial_memory_bytes, lang), ranks=ranks,
+                          rss=_size(rss, lang)))
     else:
         alloc = s.cuda_peak_allocated_bytes if s else None
         reserved = s.cuda_peak_reserved_bytes if s else None
-        lines.append(f"allocated {_size(alloc)} (torch.cuda.max_memory_allocated){ranks}, reserved "
-                     f"{_size(reserved)} (max_memory_reserved: + the allocator's cache); the device total adds "
-                     "the CUDA context, not measured here")
+        lines.append(text("cli.trial.memory_cuda", lang, allocated=_size(alloc, lang), ranks=ranks,
+                          reserved=_size(reserved, lang)))
     for r in record.ranks:
-        measured = r.cuda_peak_allocated_bytes if r.cuda_peak_allocated_bytes is not None else r.rss_peak_bytes
-        lines.append(f"rank {r.rank}: peak {_size(r.peak_trial_memory_bytes)} above start, "
-                     f"{'allocated' if r.cuda_peak_allocated_bytes is not None else 'RSS'} {_size(measured)}; "
-                     f"parameters held {_size(r.param_bytes)}, optimizer states {_size(r.optimizer_state_bytes)}")
+        allocated = r.cuda_peak_allocated_bytes is not None
+        measured = r.cuda_peak_allocated_bytes if allocated else r.rss_peak_bytes
+        lines.append(text("cli.trial.rank_memory", lang, rank=r.rank, peak=_size(r.peak_trial_memory_bytes, lang),
+                          kind=msg("cli.trial.kind_allocated" if allocated else "cli.trial.kind_rss"),
+                          measured=_size(measured, lang), params=_size(r.param_bytes, lang),
+                          states=_size(r.optimizer_state_bytes, lang)))
     return lines
 
 
-def format_trial(record: Any) -> str:
-    """The summary table of a trial record."""
+def format_trial(record: Any, lang: str = "en") -> str:
+    """The summary table of a trial record, in ``lang``."""
     p, env, s = record.protocol, record.environment, record.summary
-    procs = (f"{record.world_size} processes ({record.parallel.strategy}, {record.parallel.backend})"
-             if record.parallel is not None else "1 process")
+    processes = (msg("cli.trial.processes", world=record.world_size, strategy=record.parallel.strategy,
+                     backend=record.parallel.backend) if record.parallel is not None else msg("cli.trial.one_process"))
     precision = p.precision_used if p.precision_used == p.precision_requested else \
-        f"{p.precision_used} (asked {p.precision_requested})"
-    head = [f"gpuwork trial: {p.model}, {p.method}, {precision}, {p.optimizer}, seq {p.seq_len} x batch "
-            f"{p.micro_batch} (x{p.grad_accum} accumulation), {procs} on {env.device} ({env.device_name})"]
-    for sub in p.substitutions:
-        head.append(f"  substitution: {sub}")
+        msg("cli.trial.precision_asked", used=p.precision_used, asked=p.precision_requested)
+    head = [text("cli.trial.header", lang, model=p.model, method=p.method, precision=precision, optimizer=p.optimizer,
+                 seq_len=p.seq_len, batch=p.micro_batch, grad_accum=p.grad_accum, processes=processes,
+                 device=msg("cli.trial.cpu") if env.device == "cpu" else env.device, device_name=env.device_name)]
+    head += [text("cli.trial.substitution", lang, what=sub) for sub in p.substitutions]
     rows: list[tuple[str, str]] = []
+
+    def row(key: str, value: str) -> None:
+        rows.append((text(f"cli.trial.row.{key}", lang) if key else "", value))
+
     if s is not None:
-        rows.append(("step time", f"median {_seconds(s.median_step_time_s)}, p90 {_seconds(s.p90_step_time_s)} "
-                                  f"({s.measured_steps} steps after {p.warmup} warm-up)"))
-        rows.append(("throughput", f"{s.tokens_per_s:,.0f} tokens/s ({s.tokens_per_step:,} tokens per step"
-                                   f"{', all ranks' if record.world_size > 1 else ''})"))
-        rows.append(("data wait", s.verdict))
-        rows.append(("loss", f"{s.first_loss:.4f} -> {s.last_loss:.4f}"))
+        row("step_time", text("cli.trial.step_time", lang, median=_seconds(s.median_step_time_s, lang),
+                              p90=_seconds(s.p90_step_time_s, lang), steps=s.measured_steps, warmup=p.warmup))
+        row("throughput", text("cli.trial.throughput", lang, tokens_s=s.tokens_per_s, tokens=s.tokens_per_step,
+                               all_ranks=msg("cli.trial.all_ranks") if record.world_size > 1 else None))
+        row("data_wait", render(s.verdict, lang))
+        row("loss", text("cli.trial.loss", lang, first=fmt_number(s.first_loss, lang, 4),
+                         last=fmt_number(s.last_loss, lang, 4)))
     else:
-        rows.append(("step time", "no measured step completed"))
-    memory = _memory_lines(record)
-    rows.append(("peak memory", memory[0]))
-    rows.extend(("", line) for line in memory[1:])
+        row("step_time", text("cli.trial.no_steps", lang))
+    memory = _memory_lines(record, lang)
+    row("peak_memory", memory[0])
+    for line in memory[1:]:
+        row("", line)
     ck = record.checkpoint
     if ck is not None:
-        state = "verified" if ck.verified else "NOT verified"
-        rows.append(("checkpoint", f"{state}: save {_seconds(ck.save_s)}, restore {_seconds(ck.restore_s)} "
-                                   f"(+ rebuild {_seconds(ck.rebuild_s)}), {_size(ck.bytes_on_disk)} on disk"))
-        rows.append(("", ck.message))
+        row("checkpoint", text("cli.trial.checkpoint", lang,
+                               state=msg("cli.trial.verified" if ck.verified else "cli.trial.not_verified"),
+                               save=_seconds(ck.save_s, lang), restore=_seconds(ck.restore_s, lang),
+                               rebuild=_seconds(ck.rebuild_s, lang), size=_size(ck.bytes_on_disk, lang)))
+        row("", render(ck.message, lang))
     elif record.fits:
-        rows.append(("checkpoint", "round-trip not run"))
+        row("checkpoint", text("cli.trial.checkpoint_not_run", lang))
     if record.fits:
-        cap = f" (under the cap of {_size(p.memory_cap_bytes)})" if p.memory_cap_bytes else ""
-        rows.append(("fits", f"yes{cap}"))
+        cap = (msg("cli.trial.under_cap", cap=_size(p.memory_cap_bytes, lang)) if p.memory_cap_bytes else None)
+        row("fits", text("cli.trial.fits", lang, cap=cap))
     else:
-        rows.append(("fits", f"does not fit — {record.error}; peak reached {_size(record.peak_trial_memory_bytes)} "
-                             "above the start"))
+        row("fits", text("cli.trial.does_not_fit", lang, error=record.error,
+                         peak=_size(record.peak_trial_memory_bytes, lang)))
     width = max(len(k) for k, _ in rows) + 2
     lines = head + [f"  {k:<{width}}{v}" for k, v in rows]
     if record.saved_to:
-        lines.append(f"record: {record.saved_to}")
+        lines.append(text("cli.trial.record", lang, path=record.saved_to))
     return "\n".join(lines)
 
 
-def format_extrapolation(ext: Any, on_cpu: bool = False) -> str:
-    where = f"{ext.gpus} CPU process(es) like this one" if on_cpu else f"{ext.gpus} GPU(s)"
-    lines = [f"extrapolated to {ext.dataset_tokens:,} tokens x {ext.epochs:g} epoch(s) on {where}: "
-             f"{ext.steps:,} steps",
-             f"  train {_seconds(ext.train_s)} + validation {_seconds(ext.eval_s)} ({ext.eval_fraction:.0%}) + "
-             f"{ext.checkpoints} checkpoint write(s) {_seconds(ext.checkpoint_s)} ({_size(ext.checkpoint_bytes)} each "
-             f"at {ext.checkpoint_write_bytes_s / 1e9:g} GB/s) + margin {_seconds(ext.margin_s)} ({ext.margin:.0%})",
-             f"  total {_seconds(ext.total_s)} = {ext.gpu_hours:,.1f} {'process' if on_cpu else 'GPU'}-hours"]
+def format_extrapolation(ext: Any, on_cpu: bool = False, lang: str = "en") -> str:
+    """The whole run at the trial's speed (``gpuwork.measure.extrapolation``), in ``lang``."""
+    where = msg("cli.trial.where_cpu" if on_cpu else "cli.trial.where_gpu", gpus=ext.gpus)
+    lines = [text("cli.trial.extrapolated", lang, tokens=ext.dataset_tokens, epochs=ext.epochs, where=where,
+                  steps=ext.steps),
+             text("cli.trial.parts", lang, train=_seconds(ext.train_s, lang), eval=_seconds(ext.eval_s, lang),
+                  eval_share=ext.eval_fraction, checkpoints=ext.checkpoints,
+                  checkpoint=_seconds(ext.checkpoint_s, lang), size=_size(ext.checkpoint_bytes, lang),
+                  write_gbs=ext.checkpoint_write_bytes_s / GB, margin=_seconds(ext.margin_s, lang),
+                  margin_share=ext.margin),
+             text("cli.trial.total", lang, total=_seconds(ext.total_s, lang), hours=ext.gpu_hours,
+                  unit=msg("cli.trial.process_hours" if on_cpu else "cli.trial.gpu_hours"))]
     if ext.cost is not None:
-        lines.append(f"  cost ${ext.cost:,.2f} at ${ext.price_per_gpu_hour:g} per GPU-hour")
+        lines.append(text("cli.trial.cost", lang, cost=ext.cost, price=ext.price_per_gpu_hour))
     for offer in ext.offers[:5]:
-        lines.append(f"  offer {offer.offer_id} ({offer.provider}, {offer.mode}, ${offer.price_per_gpu_hour:g}/GPU-h, "
-                     f"billed {offer.billed_hours:,.1f} h x {offer.billed_gpus} GPU(s)): ${offer.cost:,.2f}"
-                     f"{' — ' + offer.note if offer.note else ''}")
-    lines.extend(f"  note: {n}" for n in ext.notes)
+        lines.append(text("cli.trial.offer", lang, offer=offer.offer_id, provider=offer.provider, mode=offer.mode,
+                          price=offer.price_per_gpu_hour, hours=offer.billed_hours, gpus=offer.billed_gpus,
+                          cost=offer.cost,
+                          notes=msg("cli.trial.offer_notes", notes=offer.notes) if offer.notes else None))
+    lines.extend(text("cli.trial.note", lang, note=n) for n in ext.notes)
     return "\n".join(lines)
 
 
-def format_calibration(cal: Any) -> str:
-    lines = [f"calibration on {cal.device_name}" + (f" ({cal.gpu_id})" if cal.gpu_id else "")]
+def format_calibration(cal: Any, lang: str = "en") -> str:
+    """A calibration's measured/estimated factors and notes (``gpuwork.measure.calibration``), in ``lang``."""
+    gpu = msg("cli.trial.calibration_gpu", gpu_id=cal.gpu_id) if cal.gpu_id else None
+    lines = [text("cli.trial.calibration", lang, device=cal.device_name, gpu=gpu)]
     if cal.memory is not None:
         m = cal.memory
-        lines.append(f"  allocated peak: measured {_size(m.measured_allocated_bytes)}, estimated "
-                     f"{_size(m.estimated_allocated_bytes)} (factor {m.allocated_factor:.3f})")
-        lines.append(f"  reserved peak:  measured {_size(m.measured_reserved_bytes)}, estimated "
-                     f"{_size(m.estimated_reserved_bytes)} (factor {m.reserved_factor:.3f})")
+        lines.append(text("cli.trial.cal_allocated", lang, measured=_size(m.measured_allocated_bytes, lang),
+                          estimated=_size(m.estimated_allocated_bytes, lang), factor=m.allocated_factor))
+        lines.append(text("cli.trial.cal_reserved", lang, measured=_size(m.measured_reserved_bytes, lang),
+                          estimated=_size(m.estimated_reserved_bytes, lang), factor=m.reserved_factor))
     if cal.time is not None:
         t = cal.time
-        lines.append(f"  step time: measured {_seconds(t.measured_step_time_s)}, estimated "
-                     f"{_seconds(t.estimated_step_time_s)} (factor {t.step_time_factor:.3f})")
-        lines.append(f"  MFU: measured {t.measured_mfu:.1%}, estimator's default {t.estimated_mfu:.1%}")
-    lines.extend(f"  note: {n}" for n in cal.notes)
+        lines.append(text("cli.trial.cal_step", lang, measured=_seconds(t.measured_step_time_s, lang),
+                          estimated=_seconds(t.estimated_step_time_s, lang), factor=t.step_time_factor))
+        lines.append(text("cli.trial.cal_mfu", lang, measured_pct=t.measured_mfu * 100,
+                          estimated_pct=t.estimated_mfu * 100))
+    lines.extend(text("cli.trial.note", lang, note=n) for n in cal.notes)
     return "\n".join(lines)
 
 
-def format_compare(rows: list[dict[str, Any]]) -> str:
-    """A side-by-side table of compare() rows: one column per trial."""
-    fields = [("trial", "trial", str), ("device", "device", str), ("GPUs", "gpus", str), ("fits", "fits",
-              lambda v: "yes" if v else "NO"), ("step time (median)", "median_step_time_s", _seconds),
-              ("step time (p90)", "p90_step_time_s", _seconds),
-              ("tokens/s", "tokens_per_s", lambda v: "-" if v is None else f"{v:,.0f}"),
-              ("peak memory", "peak_memory_bytes", _size),
-              ("checkpoint verified", "checkpoint_verified", lambda v: "-" if v is None else ("yes" if v else "NO")),
-              ("price per GPU-hour", "price_per_hour", lambda v: "-" if v is None else f"${v:g}"),
-              ("cost per 1M tokens", "cost_per_1m_tokens", lambda v: "-" if v is None else f"${v:,.4f}")]
-    table = [[label] + [fmt(r.get(key)) for r in rows] for label, key, fmt in fields]
+def format_compare(rows: list[dict[str, Any]], lang: str = "en") -> str:
+    """A side-by-side table of compare() rows: one column per trial, labelled in ``lang``."""
+    def yes_no(v: Any) -> str:
+        return "-" if v is None else text("cli.compare.yes" if v else "cli.compare.no", lang)
+
+    def price(v: float | None) -> str:
+        return "-" if v is None else text("cli.compare.usd_price", lang, value=v)
+
+    def cost(v: float | None) -> str:  # four decimals: a cent per million tokens is a real difference
+        return "-" if v is None else text("cli.compare.usd_cost", lang, value=fmt_number(v, lang, 4))
+
+    fields = [("trial", "trial", str), ("device", "device", str), ("gpus", "gpus", str),
+              ("fits", "fits", yes_no), ("median", "median_step_time_s", lambda v: _seconds(v, lang)),
+              ("p90", "p90_step_time_s", lambda v: _seconds(v, lang)),
+              ("tokens_s", "tokens_per_s", lambda v: "-" if v is None else fmt_int(v, lang)),
+              ("peak_memory", "peak_memory_bytes", lambda v: _size(v, lang)),
+              ("checkpoint", "checkpoint_verified", yes_no),
+              ("price", "price_per_hour", price), ("cost", "cost_per_1m_tokens", cost)]
+    table = [[text(f"cli.compare.{label}", lang)] + [fmt(r.get(key)) for r in rows] for label, key, fmt in fields]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
 
-def format_ramp(result: Any) -> str:
-    lines = ["ramp: batch x seq_len -> fits, peak above start, median step, tokens/s"]
+def format_ramp(result: Any, lang: str = "en") -> str:
+    """The ramp's probes and what limited the batch and the sequence, in ``lang``."""
+    lines = [text("cli.ramp.header", lang)]
+    fits, oom, by = text("cli.ramp.fits", lang), text("cli.ramp.oom", lang), text("cli.ramp.by", lang)
     for p in result.probes:
-        lines.append(f"  {p.batch_size:>4} x {p.seq_len:<6} {'fits' if p.fits else 'OOM ':<5} "
-                     f"{_size(p.peak_trial_memory_bytes):>11}  {_seconds(p.median_step_time_s):>9}  "
-                     f"{'-' if p.tokens_per_s is None else f'{p.tokens_per_s:,.0f}'}")
+        lines.append(f"  {p.batch_size:>4} {by} {p.seq_len:<6} {fits if p.fits else oom:<5} "
+                     f"{_size(p.peak_trial_memory_bytes, lang):>11}  {_seconds(p.median_step_time_s, lang):>9}  "
+                     f"{'-' if p.tokens_per_s is None else fmt_int(p.tokens_per_s, lang)}")
     if result.max_batch_size is None:
-        lines.append("nothing fits: not even batch 1 at the plan's seq_len")
+        lines.append(text("cli.ramp.nothing", lang))
     else:
-        lines.append(f"largest batch {result.max_batch_size} (limited by {result.batch_limited_by}); at that batch "
-                     f"the longest seq_len {result.max_seq_len} (limited by {result.seq_limited_by})")
+        lines.append(text("cli.ramp.result", lang, batch=result.max_batch_size, batch_why=result.batch_limited_by,
+                          seq=result.max_seq_len, seq_why=result.seq_limited_by))
     return "\n".join(lines)
 
 
@@ -200,43 +219,45 @@ def _plan(args: argparse.Namespace) -> Any:
     return plan.replace(**changes) if changes else plan
 
 
-def _progress(total: int, enabled: bool) -> Any:
+def _progress(total: int, enabled: bool, lang: str = "en") -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc="trial", unit="step", file=sys.stderr, disable=None if enabled else True,
-                leave=False, dynamic_ncols=True)
+    return tqdm(total=total, desc=text("cli.trial.progress", lang), unit=text("cli.trial.progress_unit", lang),
+                file=sys.stderr, disable=None if enabled else True, leave=False, dynamic_ncols=True)
 
 
 def _cmd_trial(args: argparse.Namespace) -> int:
     from gpuwork.measure.extrapolation import extrapolate
     from gpuwork.measure.trial import TrialError, ramp, run_trial
 
+    lang = args.lang
     plan = _plan(args)
     if args.steps < 1 or args.warmup < 0:
-        raise TrialError("--steps must be >= 1 and --warmup >= 0")
+        raise TrialError(msg("error.trial.flag_steps"))
     cap = None
     if args.memory_cap_gib is not None:
         if args.memory_cap_gib <= 0:
-            raise TrialError("--memory-cap-gib must be above 0")
+            raise TrialError(msg("error.trial.flag_memory_cap"))
         cap = int(args.memory_cap_gib * GIB)
     if args.price_per_hour is not None and args.price_per_hour < 0:
-        raise TrialError("--price-per-hour must be >= 0")
+        raise TrialError(msg("error.trial.flag_price"))
     data = args.data or None
     if args.ramp:
         if args.nproc:
-            raise TrialError("--ramp runs single-process probes: drop --nproc")
+            raise TrialError(msg("error.trial.flag_ramp_nproc"))
         result = ramp(plan, steps=args.steps, warmup=args.warmup, memory_cap_bytes=cap, data=data, seed=args.seed,
                       device=args.device)
         if args.json:
             print(json.dumps(result.as_dict(), indent=1))
         else:
-            print(format_ramp(result))
+            print(format_ramp(result, lang))
         return EXIT_OK if result.max_batch_size is not None else EXIT_DOES_NOT_FIT
-    bar = _progress(args.warmup + args.steps, not args.no_progress)
+    bar = _progress(args.warmup + args.steps, not args.no_progress, lang)
 
     def on_step(m: Any) -> None:
         bar.update(1)
-        bar.set_postfix(loss=f"{m.loss:.3f}", step=_seconds(m.step_time_s), refresh=False)
+        bar.set_postfix({"loss": fmt_number(m.loss, lang, 3),
+                         text("cli.trial.progress_unit", lang): _seconds(m.step_time_s, lang)}, refresh=False)
 
     try:
         if args.nproc:
@@ -257,7 +278,8 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         try:  # to plan.gpus: with --nproc N and no --gpus, the N measured
             extrapolation = extrapolate(record, plan, price_per_gpu_hour=args.price_per_hour)
         except GpuworkError as exc:
-            print(f"gpuwork: warning: no extrapolation: {exc}", file=sys.stderr)
+            warning = msg("cli.trial.no_extrapolation", error=exc.msg or msg("measure.text", text=str(exc)))
+            print(text("cli.warning", lang, text=warning), file=sys.stderr)
     calibration, saved = None, None
     if args.calibrate and record.fits:
         from gpuwork.measure.calibration import calibrate, save_calibration
@@ -273,15 +295,15 @@ def _cmd_trial(args: argparse.Namespace) -> int:
             out["calibration_file"] = str(saved) if saved else None
         print(json.dumps(out, indent=1, allow_nan=True))
     else:
-        print(format_trial(record))
+        print(format_trial(record, lang))
         if extrapolation is not None:
-            print(format_extrapolation(extrapolation, on_cpu=record.environment.device == "cpu"))
+            print(format_extrapolation(extrapolation, on_cpu=record.environment.device == "cpu", lang=lang))
         if calibration is not None:
-            print(format_calibration(calibration))
-            print(f"calibration saved to {saved}" if saved else
-                  "calibration: nothing to save (no memory or time factor from this device)")
+            print(format_calibration(calibration, lang))
+            print(text("cli.trial.calibration_saved", lang, path=str(saved)) if saved else
+                  text("cli.trial.calibration_nothing", lang))
         elif args.calibrate:
-            print("calibration: skipped, the run does not fit")
+            print(text("cli.trial.calibration_skipped", lang))
     return EXIT_OK if record.fits else EXIT_DOES_NOT_FIT
 
 
@@ -290,28 +312,29 @@ def _load_record(path: str) -> Any:
 
     file = Path(path)
     if not file.is_file():
-        raise TrialError(f"trial record '{path}' does not exist")
+        raise TrialError(msg("error.trial.record_missing", path=path))
     try:
         return TrialRecord.from_json(file)
     except json.JSONDecodeError as exc:
-        raise TrialError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg})") from None
+        raise TrialError(msg("error.trial.record_json", path=path, line=exc.lineno, detail=exc.msg)) from None
     except TrialError as exc:
-        raise TrialError(f"{path}: {exc}") from None
+        raise TrialError(msg("error.trial.record_in", path=path,
+                             error=exc.msg or msg("measure.text", text=str(exc)))) from None
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise TrialError(f"{path} is not a gpuwork trial record ({type(exc).__name__}: {exc})") from None
+        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__, detail=str(exc))) from None
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from gpuwork.measure.trial import TrialError, compare
 
     if args.price_per_hour is not None and args.price_per_hour < 0:
-        raise TrialError("--price-per-hour must be >= 0")
+        raise TrialError(msg("error.trial.flag_price"))
     records = [_load_record(p) for p in args.records]
     rows = compare(records, args.price_per_hour)
     if args.json:
         print(json.dumps(rows, indent=1, allow_nan=True))
     else:
-        print(format_compare(rows))
+        print(format_compare(rows, args.lang))
     return EXIT_OK
 
 
@@ -348,12 +371,14 @@ def register(subparsers: Any) -> None:
                         "($GPUWORK_CALIBRATION or ~/.config/gpuwork/calibration.json)")
     g.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
     p.set_defaults(func=_cmd_trial)
 
     p = subparsers.add_parser("compare", help="trial records side by side (step time, tokens/s, memory, cost)")
     p.add_argument("records", nargs="+", metavar="RECORD.json", help="trial records written by `gpuwork trial --out`")
     p.add_argument("--price-per-hour", type=float, metavar="USD", help="price per GPU-hour, for cost per 1M tokens")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
     p.set_defaults(func=_cmd_compare)
 
 

@@ -53,14 +53,14 @@ from typing import Any
 from gpuwork.errors import GpuworkError
 from gpuwork.estimate.timing import method_group
 from gpuwork.facts.catalog import match_gpu_name
+from gpuwork.measure.coded import all_from_json, to_json
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, TrainPlan
 
 SCHEMA_VERSION = 1
 ENV_CALIBRATION = "GPUWORK_CALIBRATION"  # overrides the default file location
 DEFAULT_PATH = Path("~/.config/gpuwork/calibration.json")
 MAX_ENTRIES_PER_DEVICE = 50  # oldest entries beyond this are dropped when saving
-_CPU_MEMORY_NOTE = ("CPU trial: memory is the process RSS (runtime, libraries, allocator cache), not a GPU "
-                    "quantity: no memory factor derived")
 
 
 class CalibrationError(GpuworkError, ValueError):
@@ -116,7 +116,7 @@ class Calibration:
     plan: dict[str, Any]  # the plan the estimates were made for (as the trial ran it)
     memory: MemoryCalibration | None
     time: TimeCalibration | None
-    notes: tuple[str, ...]
+    notes: tuple[Msg, ...]  # why a factor is missing or what to keep in mind (calibration.* codes)
 
     @property
     def memory_factors(self) -> dict[str, float] | None:
@@ -129,16 +129,14 @@ class Calibration:
         return _time_mapping(self.as_dict())
 
     def as_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        out["notes"] = list(self.notes)
-        return out
+        return to_json(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Calibration:
         data = dict(data)
         data["memory"] = MemoryCalibration(**data["memory"]) if data.get("memory") else None
         data["time"] = TimeCalibration(**data["time"]) if data.get("time") else None
-        data["notes"] = tuple(data.get("notes") or ())
+        data["notes"] = all_from_json(data.get("notes"))  # English text in files written before codes
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
@@ -170,17 +168,16 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
     from gpuwork.sizing import estimate_memory
 
     if record.summary is None or not record.fits:
-        raise CalibrationError(f"trial '{record.label}' did not complete its steps: nothing to calibrate with "
-                               "(run a trial that fits)")
+        raise CalibrationError(msg("error.calibration.no_steps", trial=record.label))
     plan = _plan_as_run(record, plan)
     env, s = record.environment, record.summary
-    notes: list[str] = []
+    notes: list[Msg] = []
     cuda = env.device != "cpu"
     memory = None
     if not cuda:
-        notes.append(_CPU_MEMORY_NOTE)
+        notes.append(msg("calibration.cpu_memory"))
     elif s.cuda_peak_allocated_bytes is None or s.cuda_peak_reserved_bytes is None:
-        notes.append("the record holds no CUDA allocator peaks: no memory factor derived")
+        notes.append(msg("calibration.no_allocator_peaks"))
     else:
         est = estimate_memory(plan)
         memory = MemoryCalibration(
@@ -192,13 +189,13 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
             reserved_factor=s.cuda_peak_reserved_bytes / est.peak_reserved_bytes)
     gpu = match_gpu_name(env.device_name, env.device_total_bytes) if cuda else None
     if cuda and gpu is None:
-        notes.append(f"'{env.device_name}' matches no GPU of data/gpus.csv: no time calibration")
+        notes.append(msg("calibration.unknown_gpu", device=env.device_name))
     elif not cuda:
-        notes.append("CPU trial: the time estimator models GPUs of data/gpus.csv only: no time calibration")
+        notes.append(msg("calibration.cpu_time"))
     time_cal = _time(record, plan, gpu, notes) if gpu is not None else None
     if record.protocol.precision_used.split("-")[0] not in plan.precision.value:
-        notes.append(f"the trial computed in {record.protocol.precision_used}, the plan asks "
-                     f"{plan.precision.value}")
+        notes.append(msg("calibration.precision_differs", used=record.protocol.precision_used,
+                         asked=plan.precision))
     return Calibration(
         device_name=env.device_name, device_kind="cuda" if cuda else "cpu",
         gpu_id=gpu.gpu_id if gpu is not None else None, trial=record.label,
@@ -206,11 +203,11 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
         world_size=record.world_size, plan=plan.as_dict(), memory=memory, time=time_cal, notes=tuple(notes))
 
 
-def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[str]) -> TimeCalibration | None:
+def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[Msg]) -> TimeCalibration | None:
     try:
         from gpuwork.sizing import estimate_time
     except ImportError:
-        notes.append("gpuwork.estimate.timing is not available: no time calibration")
+        notes.append(msg("calibration.no_timing"))
         return None
     te = estimate_time(plan, gpu)
     s = record.summary
@@ -222,8 +219,7 @@ def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[str]) -> TimeCalib
     overhead = te.optimizer_s + te.offload_s + te.comm.exposed_s
     compute_s = s.median_step_time_s - overhead
     if compute_s <= 0:
-        notes.append("the measured step is shorter than the modelled optimizer/communication time: efficiency "
-                      "taken over the whole step")
+        notes.append(msg("calibration.whole_step"))
         compute_s = s.median_step_time_s
     efficiency = te.flops_per_token.total * tokens_per_gpu_step / (compute_s * te.peak_flops_per_gpu)
     return TimeCalibration(
@@ -240,7 +236,8 @@ def _time_mapping(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     if not t or not 0 < t["efficiency"] <= 1:
         return None
     return {"mfu": t["efficiency"], "gpu_id": t["gpu_id"], "tokens_per_micro_batch": t["tokens_per_micro_batch"],
-            "source": f"trial {entry.get('trial')} on {entry.get('device_name')}, {entry.get('record_created_utc')}"}
+            # names only (no words), so the label reads the same in every language
+            "source": f"{entry.get('trial')}, {entry.get('device_name')}, {entry.get('record_created_utc')}"}
 
 
 # -- the user file ----------------------------------------------------------------------------------------------
@@ -258,14 +255,14 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise CalibrationError(f"{path} is not valid JSON (line {exc.lineno}: {exc.msg}): fix or delete it") from None
+        raise CalibrationError(msg("error.calibration.json", path=str(path), line=exc.lineno, detail=exc.msg)) from None
     except OSError as exc:
-        raise CalibrationError(f"cannot read {path}: {exc.strerror}") from None
+        raise CalibrationError(msg("error.calibration.read", path=str(path), detail=str(exc.strerror))) from None
     if not isinstance(data, dict) or not isinstance(data.get("devices"), dict):
-        raise CalibrationError(f"{path} is not a gpuwork calibration file (no 'devices' object): fix or delete it")
+        raise CalibrationError(msg("error.calibration.not_a_file", path=str(path)))
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise CalibrationError(f"{path} has schema {data.get('schema_version')}, this gpuwork reads "
-                               f"{SCHEMA_VERSION}: delete it and calibrate again")
+        raise CalibrationError(msg("error.calibration.schema", path=str(path), found=str(data.get("schema_version")),
+                                   expected=SCHEMA_VERSION))
     return data
 
 
@@ -317,8 +314,8 @@ def save_calibration(cal: Calibration, path: str | Path | None = None) -> Path:
         temp.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
         os.replace(temp, target)
     except OSError as exc:
-        raise CalibrationError(f"cannot write {target}: {exc.strerror} (set {ENV_CALIBRATION} to a writable "
-                               "file)") from None
+        raise CalibrationError(msg("error.calibration.write", path=str(target), detail=str(exc.strerror),
+                                   env=ENV_CALIBRATION)) from None
     return target
 
 
@@ -332,7 +329,8 @@ def load_calibration(device_name: str, path: str | Path | None = None) -> Device
     try:
         entries = tuple(Calibration.from_dict(e) for e in device.get("entries", []))
     except (TypeError, KeyError) as exc:
-        raise CalibrationError(f"{target}: an entry of '{device_name}' is malformed ({exc}): delete it") from None
+        raise CalibrationError(msg("error.calibration.malformed", path=str(target), device=device_name,
+                                   detail=str(exc))) from None
     return DeviceCalibration(device_name=device_name, gpu_id=device.get("gpu_id"), entries=entries,
                              path=str(target))
 
@@ -357,7 +355,7 @@ def apply_memory_calibration(estimate: Any, factors: Any) -> dict[str, Any]:
     for name in ("allocated", "reserved"):
         value = factors.get(name)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise CalibrationError(f"memory factor '{name}'={value!r} must be a number above 0")
+            raise CalibrationError(msg("error.calibration.factor", name=name, value=repr(value)))
     allocated = round(estimate.peak_allocated_bytes * factors["allocated"])
     reserved = round(estimate.peak_reserved_bytes * factors["reserved"])
     outside = estimate.device_total_bytes - estimate.peak_reserved_bytes

@@ -41,6 +41,7 @@ from gpuwork.measure.runtime import (
     set_rng_state,
     train_step,
 )
+from gpuwork.message import Msg, msg
 
 RESUME_STEPS = 2  # steps run after the checkpoint on both models; the 2nd depends on the optimizer state
 GPU_LOSS_RTOL = 1e-3  # GPU kernels (atomics in backward, split-K GEMMs) are not bit-reproducible
@@ -64,7 +65,7 @@ class CheckpointResult:
     max_abs_loss_diff: float
     loss_rtol: float  # 0 on CPU (bit-exact), GPU_LOSS_RTOL on CUDA
     verified: bool  # tensors equal and losses within loss_rtol
-    message: str
+    message: Msg  # what was checked and how it compared (checkpoint.* codes)
 
 
 # -- where the state goes ------------------------------------------------------------------------------------
@@ -73,7 +74,7 @@ class CheckpointResult:
 class CheckpointStore:
     """Where a round-trip writes the run's state and how it checks the restore (one per process)."""
 
-    prefix = ""  # put before each message, e.g. "rank 1: "
+    rank: int | None = None  # the process of a multi-process trial whose state this store holds, if any
 
     def save(self, run: Run, setup: Setup, folder: Path, step: int) -> Any:
         """Write the run's state into ``folder``; return what ``verify`` compares the restore with."""
@@ -87,7 +88,7 @@ class CheckpointStore:
         """(tensors checked, names of the saved entries that differ in the restored run)."""
         raise NotImplementedError
 
-    def describe(self, checked: int) -> str:
+    def describe(self, checked: int) -> Msg:
         """What a verified restore did, for the message."""
         raise NotImplementedError
 
@@ -155,13 +156,13 @@ class FileCheckpoint(CheckpointStore):
             state = load_file(str(folder / _weights_file(run.model)), device=str(setup.device))
             result = set_peft_model_state_dict(run.model, state)
             if getattr(result, "unexpected_keys", None):
-                raise TrialError(f"adapter checkpoint has unexpected keys: {result.unexpected_keys[:3]}")
+                raise TrialError(msg("error.trial.adapter_keys", keys=", ".join(result.unexpected_keys[:3])))
         else:
             missing, unexpected = load_model(run.model, str(folder / _weights_file(run.model)),
                                              device=str(setup.device))
             if missing or unexpected:
-                raise TrialError(f"checkpoint does not match the model: missing {missing[:3]}, unexpected "
-                                 f"{unexpected[:3]}")
+                raise TrialError(msg("error.trial.checkpoint_mismatch", missing=", ".join(missing[:3]) or "-",
+                                     unexpected=", ".join(unexpected[:3]) or "-"))
         run.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=setup.device,
                                                  weights_only=True))
         load_training_state(run, folder)
@@ -180,8 +181,8 @@ class FileCheckpoint(CheckpointStore):
             bad += wrong
         return checked, bad
 
-    def describe(self, checked: int) -> str:
-        return f"restored {checked} tensors exactly"
+    def describe(self, checked: int) -> Msg:
+        return msg("checkpoint.restored_exactly", tensors=checked)
 
 
 # -- comparing states ---------------------------------------------------------------------------------------
@@ -299,12 +300,12 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
     files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
     return _judge(uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda, what=store.describe(checked),
                   path=str(folder) if out_path is not None else None, files=files, save_s=save_s,
-                  rebuild_s=rebuild_s, restore_s=restore_s, prefix=store.prefix)
+                  rebuild_s=rebuild_s, restore_s=restore_s, rank=store.rank)
 
 
 def _judge(uninterrupted: list[float], resumed: list[float], *, bad: list[str], checked: int, cuda: bool,
-           what: str, path: str | None, files: dict[str, int], save_s: float, rebuild_s: float, restore_s: float,
-           prefix: str) -> CheckpointResult:
+           what: Msg, path: str | None, files: dict[str, int], save_s: float, rebuild_s: float, restore_s: float,
+           rank: int | None) -> CheckpointResult:
     """Every saved entry equal and the resumed losses matching the uninterrupted run (bit-exact on CPU,
     GPU_LOSS_RTOL on GPU)."""
     diffs = [abs(a - b) for a, b in zip(uninterrupted, resumed, strict=True)]
@@ -313,22 +314,31 @@ def _judge(uninterrupted: list[float], resumed: list[float], *, bad: list[str], 
     losses_ok = all(d <= rtol * max(1.0, abs(a)) for d, a in zip(diffs, uninterrupted, strict=True))
     verified = not bad and losses_ok
     if verified:
-        how = "bit-exact" if rtol == 0 else f"within {rtol:g} relative"
-        message = f"{prefix}{what}; the next {RESUME_STEPS} losses match the uninterrupted run {how}"
+        if rtol == 0:
+            message = msg("checkpoint.verified_exact", what=what, steps=RESUME_STEPS)
+        else:
+            message = msg("checkpoint.verified_within", what=what, steps=RESUME_STEPS, rtol=rtol)
     else:
         parts = []
         if bad:
-            parts.append(f"{prefix}{len(bad)} saved entries differ after restore (first: {', '.join(bad[:3])})")
+            parts.append(msg("checkpoint.entries_differ", count=len(bad), first=", ".join(bad[:3])))
         if not losses_ok:
-            parts.append(f"{prefix}resumed losses {resumed} differ from uninterrupted {uninterrupted} "
-                         f"by {max_diff:.3g}")
-        message = "; ".join(parts)
+            parts.append(msg("checkpoint.losses_differ", resumed=_losses(resumed),
+                             uninterrupted=_losses(uninterrupted), diff=max_diff))
+        message = msg("checkpoint.not_verified", parts=tuple(parts))
+    if rank is not None:
+        message = msg("checkpoint.on_rank", rank=rank, what=message)
     return CheckpointResult(
         path=path, files=files, bytes_on_disk=sum(files.values()), save_s=save_s, rebuild_s=rebuild_s,
         restore_s=restore_s, tensors_checked=checked, tensors_equal=not bad,
         uninterrupted_losses=tuple(uninterrupted), resumed_losses=tuple(resumed), max_abs_loss_diff=max_diff,
         loss_rtol=rtol, verified=verified, message=message,
     )
+
+
+def _losses(values: list[float]) -> str:
+    """Losses as a list of numbers with every digit (a difference may be in the last one)."""
+    return "[" + ", ".join(repr(v) for v in values) + "]"
 
 
 __all__ = [

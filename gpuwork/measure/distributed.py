@@ -74,8 +74,10 @@ from gpuwork.measure.checkpoint import (
     same_value,
     save_training_state,
 )
+from gpuwork.measure.coded import from_json, to_json
 from gpuwork.measure.runtime import Parallel, Run, Setup, TrialError, find_blocks, rng_state
 from gpuwork.measure.trial import ParallelInfo, RankResult, StepMeasurement, TrialRecord, summarize
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ EXIT_ERROR = 2  # a rank refused the trial (TrialError / ModelError / DataError.
 SPEC_FILE = "trial-spec.json"
 RESULT_FILE = "record.json"
 STEP_PREFIX = "gpuwork-step "  # rank 0 prints each step as this prefix + JSON on stdout
-ERROR_PREFIX = "gpuwork-error "  # a rank prints a user-facing error as this prefix + text on stderr
+ERROR_PREFIX = "gpuwork-error "  # a rank prints a user-facing error as this prefix + its message's JSON on stderr
 DEFAULT_TIMEOUT_S = 1800.0  # process-group timeout: a rank stuck this long in a collective fails
 STDERR_TAIL_LINES = 40
 
@@ -100,31 +102,28 @@ class Strategy:
 
     name: str  # "ddp" | "fsdp2"
     reshard_after_forward: bool | None  # FSDP2 only
-    substitutions: tuple[str, ...]
+    substitutions: tuple[Msg, ...]
 
 
 def strategy_for(plan: TrainPlan, device_type: str) -> Strategy:
     """DDP for ``ddp``; FSDP2 fully_shard for the ZeRO/FSDP shardings (see the module docstring)."""
-    notes: list[str] = []
+    notes: list[Msg] = []
     if plan.sharding is Sharding.DDP:
         if plan.offload_optimizer or plan.offload_params:  # TrainPlan refuses this; kept for safety
-            notes.append("offload needs a sharded strategy: not applied with DDP")
+            notes.append(msg("trial.sub.offload_ddp"))
         return Strategy("ddp", None, tuple(notes))
     if plan.method is Method.QLORA:
-        raise TrialError(f"sharding='{plan.sharding}' with method='qlora': FSDP2 cannot shard bitsandbytes 4-bit "
-                         "weights; use sharding='ddp' for a multi-GPU QLoRA trial")
+        raise TrialError(msg("error.trial.qlora_sharded", sharding=plan.sharding))
     reshard = plan.sharding.shards_params
     if plan.sharding is Sharding.ZERO1:
-        notes.append("sharding zero1 -> FSDP2 without resharding after forward (ZeRO-2-like: gradients are "
-                     "sharded too; PyTorch has no optimizer-only sharding for FSDP2)")
+        notes.append(msg("trial.sub.zero1"))
     elif plan.sharding is Sharding.ZERO2:
-        notes.append("sharding zero2 -> FSDP2 fully_shard(reshard_after_forward=False) (ZeRO-2-like)")
+        notes.append(msg("trial.sub.zero2"))
     if plan.offload_params or plan.offload_optimizer:
         if device_type == "cuda":
-            notes.append("offload -> FSDP2 CPUOffloadPolicy: parameters, gradients and the optimizer step on "
-                         "the CPU together")
+            notes.append(msg("trial.sub.offload_fsdp"))
         else:
-            notes.append("offload: nothing to offload on CPU devices (ignored)")
+            notes.append(msg("trial.sub.offload_cpu"))
     return Strategy("fsdp2", reshard, tuple(notes))
 
 
@@ -181,7 +180,6 @@ class DistributedCheckpoint(CheckpointStore):
 
     def __init__(self, rank: int, world_size: int, device: torch.device):
         self.rank, self.world_size, self.device = rank, world_size, device
-        self.prefix = f"rank {rank}: "
 
     def _options(self, setup: Setup) -> tuple[Any, Any]:
         from torch.distributed.checkpoint.state_dict import StateDictOptions
@@ -228,8 +226,8 @@ class DistributedCheckpoint(CheckpointStore):
         bad += [f"scheduler.{k}" for k, v in scheduler_saved.items() if not same_value(v, current.get(k))]
         return checked, bad
 
-    def describe(self, checked: int) -> str:
-        return f"restored {checked} tensors (fingerprints equal) from a distributed checkpoint"
+    def describe(self, checked: int) -> Msg:
+        return msg("checkpoint.restored_fingerprints", tensors=checked)
 
 
 # -- the hooks each rank plugs into iter_trial -------------------------------------------------------------
@@ -270,10 +268,10 @@ class DistributedParallel(Parallel):
         else:
             self.dist.barrier()
 
-    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[str]:
+    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[Msg]:
         notes = list(self.strategy.substitutions)
         if plan.gpus != self.world_size:
-            notes.append(f"gpus={plan.gpus} -> {self.world_size}: the processes torchrun started")
+            notes.append(msg("trial.sub.gpus_processes", gpus=plan.gpus, processes=self.world_size))
         return notes
 
     def scratch_dir(self, stack: contextlib.ExitStack, out_path: Path | None, stem: str) -> Path:
@@ -384,7 +382,7 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
     the ranks' own losses, gradient norm and learning rate = rank 0's (the same everywhere).
     """
     if not records or len(records) != len(ranks):
-        raise TrialError("merge_ranks needs one record and one RankResult per rank")
+        raise TrialError(msg("error.trial.merge_ranks"))
     first = records[0]
     count = min(len(r.steps) for r in records)
     steps: list[StepMeasurement] = []
@@ -406,7 +404,7 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
     if checkpoint is not None:
         others = [r.checkpoint for r in records[1:]]
         all_ok = checkpoint.verified and all(c is not None and c.verified for c in others)
-        messages = [c.message for c in [checkpoint, *others] if c is not None and not c.verified]
+        failed = tuple(c.message for c in [checkpoint, *others] if c is not None and not c.verified)
         checkpoint = dataclasses.replace(
             checkpoint, verified=all_ok,
             tensors_checked=sum(c.tensors_checked for c in [checkpoint, *others] if c is not None),
@@ -415,19 +413,32 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
             restore_s=max(c.restore_s for c in [checkpoint, *others] if c is not None),
             rebuild_s=max(c.rebuild_s for c in [checkpoint, *others] if c is not None),
             max_abs_loss_diff=max(c.max_abs_loss_diff for c in [checkpoint, *others] if c is not None),
-            message=(f"all {len(records)} ranks: " + checkpoint.message.split(": ", 1)[-1]) if all_ok
-            else "; ".join(messages) or "a rank ran no checkpoint round-trip")
-    errors = [f"rank {rr.rank}: {r.error}" for r, rr in zip(records, ranks, strict=True) if r.error]
+            message=msg("checkpoint.all_ranks", ranks=len(records), what=_unranked(checkpoint.message)) if all_ok
+            else msg("checkpoint.not_verified", parts=failed) if failed else msg("checkpoint.rank_skipped"))
+    errors = tuple(msg("trial.rank_error", rank=rr.rank, error=r.error)
+                   for r, rr in zip(records, ranks, strict=True) if r.error)
     kind = "GPU" if first.environment.device != "cpu" else "CPU"
     return TrialRecord(
         protocol=protocol, environment=first.environment, summary=summarize(steps, kind), steps=tuple(steps),
-        checkpoint=checkpoint, fits=all(r.fits for r in records), error="; ".join(errors) or None,
+        checkpoint=checkpoint, fits=all(r.fits for r in records),
+        error=(errors[0] if len(errors) == 1 else msg("trial.rank_errors", errors=errors)) if errors else None,
         peak_trial_memory_bytes=max(r.peak_trial_memory_bytes for r in records), created_utc=first.created_utc,
         duration_s=max(r.duration_s for r in records), notes=tuple(dict.fromkeys(n for r in records for n in r.notes)),
         saved_to=saved_to, parallel=parallel, ranks=tuple(ranks))
 
 
+def _unranked(message: Msg) -> Msg:
+    """A rank's checkpoint message without its "rank N:" wrapper (the merged record speaks for all ranks)."""
+    return message["what"] if message.code == "checkpoint.on_rank" else message
+
+
 # -- one rank (what torchrun starts) ------------------------------------------------------------------------
+
+
+def _report_error(rank: Any, error: Msg) -> None:
+    """One line on stderr for the launcher: ERROR_PREFIX + the rank's message as JSON (it renders it)."""
+    line = json.dumps(msg("error.trial.rank", rank=str(rank), error=error).as_dict())
+    print(f"{ERROR_PREFIX}{line}", file=sys.stderr, flush=True)
 
 
 def rank_main(argv: list[str] | None = None) -> int:
@@ -437,21 +448,20 @@ def rank_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, help="the trial spec JSON written by run_distributed")
     args = parser.parse_args(argv)
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        print(f"{ERROR_PREFIX}gpuwork.measure.distributed runs under torchrun: use `gpuwork trial --nproc N`",
-              file=sys.stderr, flush=True)
+        # started by hand, not by the launcher: a person reads this line
+        print(f"gpuwork: error: {TrialError(msg('error.trial.not_torchrun'))}", file=sys.stderr, flush=True)
         return EXIT_ERROR
     spec = json.loads(Path(args.spec).read_text())
     work_dir = Path(args.spec).parent
     try:
         return _rank(spec, work_dir)
     except GpuworkError as exc:
-        print(f"{ERROR_PREFIX}rank {os.environ.get('RANK')}: {exc}", file=sys.stderr, flush=True)
+        _report_error(os.environ.get("RANK"), exc.msg or from_json(str(exc)))  # uncoded: its English text
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the traceback for debugging, one line for the launcher
         traceback.print_exc()
         first = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"{ERROR_PREFIX}rank {os.environ.get('RANK')}: {type(exc).__name__}: {first}"[:2000],
-              file=sys.stderr, flush=True)
+        _report_error(os.environ.get("RANK"), msg("trial.crash", kind=type(exc).__name__, detail=first[:2000]))
         return 1
 
 
@@ -467,10 +477,9 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
     use_cuda = wanted == "cuda" or (wanted == "auto" and torch.cuda.is_available())
     if use_cuda:
         if not torch.cuda.is_available():
-            raise TrialError("device 'cuda' asked for, but this torch sees no CUDA GPU: use device='cpu'")
+            raise TrialError(msg("error.trial.no_cuda", device="cuda"))
         if local_rank >= torch.cuda.device_count():
-            raise TrialError(f"{world} processes but only {torch.cuda.device_count()} CUDA GPU(s): use --nproc "
-                             f"{torch.cuda.device_count()} or fewer")
+            raise TrialError(msg("error.trial.too_few_gpus", processes=world, gpus=torch.cuda.device_count()))
         torch.cuda.set_device(local_rank)
         device, backend = torch.device("cuda", local_rank), "nccl"
     else:
@@ -496,8 +505,8 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
                 print(STEP_PREFIX + json.dumps(dataclasses.asdict(m)), flush=True)
         info = dataclasses.replace(hooks.info(spec.get("launcher", "torchrun")),
                                    sharding_requested=plan.sharding.value)
-        mine = {"record": record.as_dict(), "rank": dataclasses.asdict(hooks.rank_result(record)),
-                "parallel": dataclasses.asdict(info)}
+        mine = {"record": record.as_dict(), "rank": to_json(hooks.rank_result(record)),
+                "parallel": to_json(info)}
         if not record.fits:
             # the other ranks may wait in a collective this rank will never join: leave the result in a
             # file and exit; torchrun stops the group and run_distributed reads the files
@@ -523,7 +532,8 @@ def _merge_payloads(payloads: Sequence[dict[str, Any]]) -> TrialRecord:
     payloads = sorted(payloads, key=lambda p: p["rank"]["rank"])
     records = [TrialRecord.from_dict(p["record"]) for p in payloads]
     ranks = [RankResult(**{**p["rank"], **{k: tuple(p["rank"][k]) for k in ("losses", "step_times_s",
-                                                                             "data_wait_s")}})
+                                                                             "data_wait_s")},
+                            "error": from_json(p["rank"].get("error"))})
              for p in payloads]
     parallel = ParallelInfo(**payloads[0]["parallel"])
     return merge_ranks(records, ranks, parallel, records[0].saved_to)
@@ -584,17 +594,16 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
     memory is not raised: the record has ``fits=False``.
     """
     if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
-        raise TrialError(f"nproc={nproc!r}: use a whole number of processes >= 1")
+        raise TrialError(msg("error.trial.nproc", nproc=repr(nproc)))
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise TrialError(f"steps={steps!r}: measure at least one step")
+        raise TrialError(msg("error.trial.steps", steps=repr(steps)))
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise TrialError(f"warmup={warmup!r}: use a whole number >= 0 (2 is typical)")
+        raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
     if device not in (None, "cpu", "cuda"):
-        raise TrialError(f"device={device!r}: a multi-process trial takes 'cpu', 'cuda' or None")
+        raise TrialError(msg("error.trial.nproc_device", device=repr(device)))
     if plan.gpus != nproc:
         if nproc == 1 and plan.sharding is not Sharding.DDP:
-            raise TrialError(f"sharding='{plan.sharding}' needs at least 2 processes: use --nproc 2 or more, "
-                             "or sharding='ddp'")
+            raise TrialError(msg("error.trial.sharding_one_process", sharding=plan.sharding))
         plan = plan.replace(gpus=nproc)
     strategy_for(plan, "cuda" if device == "cuda" else "cpu")  # refuse impossible combinations here
     callbacks = list(callbacks)
@@ -629,14 +638,22 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
             if merged.saved_to:
                 merged.to_json(merged.saved_to)
             return merged
-        errors = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
+        errors = [_rank_error(line[len(ERROR_PREFIX):]) for line in tail if line.startswith(ERROR_PREFIX)]
         if errors:
             raise TrialError(errors[0])
         if rc is None:
-            raise TrialError(f"the {nproc}-process trial did not finish within {timeout_s:g} s and was stopped")
+            raise TrialError(msg("error.trial.timeout", processes=nproc, timeout_s=timeout_s))
         shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
-        raise TrialError(f"torchrun exited with status {rc} and no record; last output: {shown[-1500:]}")
+        raise TrialError(msg("error.trial.torchrun", status=rc, output=shown[-1500:]))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _rank_error(text: str) -> Msg:
+    """A rank's error line (after ERROR_PREFIX) as a message; a line that is not JSON is shown as it is."""
+    try:
+        return from_json(json.loads(text))
+    except (ValueError, TypeError):
+        return msg("trial.crash", kind="torchrun", detail=text[:2000])
 
 
 def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[StepMeasurement], Any]],

@@ -27,7 +27,6 @@ measured); interruptible offers are priced without preemption rework.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +35,9 @@ from typing import TYPE_CHECKING, Any
 from gpuwork.estimate.offers import billed_hours
 from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN
 from gpuwork.facts.catalog import Mode, Network, match_gpu_name
+from gpuwork.measure.coded import to_json
 from gpuwork.measure.runtime import TrialError
+from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class OfferCost:
     billed_hours: float  # gpuwork.estimate.offers.billed_hours of the run's hours
     billed_gpus: int  # whole nodes: ceil(run GPUs / gpus_per_node) x gpus_per_node
     cost: float  # USD: billed_hours x billed_gpus x price_per_gpu_hour
-    note: str  # e.g. "interruptible: preemption rework not included"
+    notes: tuple[Msg, ...]  # e.g. extrapolation.offer.interruptible (preemption rework not included)
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class Extrapolation:
     catalog_gpu_id: str | None  # the catalog GPU the trial's device matched, if any
     catalog_gpu_name: str | None  # its display name, e.g. "H100 SXM"
     offers: tuple[OfferCost, ...]  # the same GPU model's catalog offers, cheapest first
-    notes: tuple[str, ...]
+    notes: tuple[Msg, ...]  # what the total leaves out or assumes (extrapolation.* codes)
 
     @property
     def total_hours(self) -> float:
@@ -110,8 +111,7 @@ class Extrapolation:
         return self.total_s / HOUR_S * self.gpus
 
     def as_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "notes": list(self.notes), "total_hours": self.total_hours,
-                "gpu_hours": self.gpu_hours}
+        return {**to_json(self), "total_hours": self.total_hours, "gpu_hours": self.gpu_hours}
 
 
 def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_fraction: float | None = None,
@@ -135,33 +135,30 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
     Raises TrialError for a trial with no measured step, another batch shape, or bad arguments.
     """
     if record.summary is None or not record.fits:
-        raise TrialError(f"trial '{record.label}' has no measured step that fits: nothing to extrapolate "
-                         "(re-run with a smaller batch or more memory)")
+        raise TrialError(msg("error.trial.nothing_to_extrapolate", trial=record.label))
     plan = plan if plan is not None else record.plan
     measured_plan = record.plan
     differs = [f for f in _SHAPE_FIELDS if getattr(plan, f) != getattr(measured_plan, f)]
     if differs:
-        raise TrialError(f"the plan differs from the trial in {', '.join(differs)}: the measured step time only "
-                         "holds for the trial's shape; run a trial with this plan")
+        raise TrialError(msg("error.trial.plan_differs", fields=", ".join(differs)))
     eval_fraction = plan.eval_fraction if eval_fraction is None else eval_fraction
     if not 0 <= eval_fraction < 1:
-        raise TrialError(f"eval_fraction={eval_fraction!r}: use a share of training time in [0, 1), e.g. 0.05")
+        raise TrialError(msg("error.trial.eval_fraction", value=repr(eval_fraction)))
     if checkpoint_write_bytes_s <= 0:
-        raise TrialError("checkpoint_write_bytes_s must be above 0 (e.g. 0.5e9 for 0.5 GB/s)")
+        raise TrialError(msg("error.trial.write_speed"))
     if margin < 0:
-        raise TrialError(f"margin={margin!r} must be >= 0 (0.10 adds 10 %)")
+        raise TrialError(msg("error.trial.margin", value=repr(margin)))
     if price_per_gpu_hour is not None and price_per_gpu_hour < 0:
-        raise TrialError(f"price_per_gpu_hour={price_per_gpu_hour!r} must be >= 0")
-    notes: list[str] = []
+        raise TrialError(msg("error.trial.price", value=repr(price_per_gpu_hour)))
+    notes: list[Msg] = []
     env = record.environment
     measured_gpus = record.world_size
     per_gpu_tokens = record.summary.tokens_per_step // measured_gpus
     tokens_per_step = per_gpu_tokens * plan.gpus
     if env.device == "cpu":
-        notes.append("measured on a CPU: the total is this CPU's time, not a GPU's")
+        notes.append(msg("extrapolation.cpu"))
     if plan.gpus != measured_gpus:
-        notes.append(f"measured on {measured_gpus} process(es), extrapolated to {plan.gpus} GPUs assuming linear "
-                     "scaling (communication between them not measured)")
+        notes.append(msg("extrapolation.linear_scaling", measured=measured_gpus, gpus=plan.gpus))
     step_s = record.summary.median_step_time_s
     steps = max(1, math.ceil(plan.dataset_tokens * plan.epochs / tokens_per_step))
     train_s = steps * step_s
@@ -172,7 +169,7 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
         from gpuwork.sizing import checkpoint_bytes
 
         ckpt_bytes, measured_ckpt = checkpoint_bytes(plan), False
-        notes.append("the trial ran no checkpoint round-trip: checkpoint size estimated (gpuwork.estimate.disk)")
+        notes.append(msg("extrapolation.checkpoint_estimated"))
     checkpoints = steps // plan.checkpoint_every_steps
     ckpt_s = checkpoints * ckpt_bytes / checkpoint_write_bytes_s
     margin_s = margin * (train_s + eval_s + ckpt_s)
@@ -182,15 +179,14 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
 
     gpu = match_gpu_name(env.device_name, env.device_total_bytes) if env.device != "cpu" else None
     if env.device != "cpu" and gpu is None:
-        notes.append(f"'{env.device_name}' matches no GPU of data/gpus.csv: no offers priced")
+        notes.append(msg("extrapolation.unknown_gpu", device=env.device_name))
     if offers is None:
         from gpuwork.facts.catalog import load_offers
 
         offers = [o for o in load_offers() if o.gpu_id == gpu.gpu_id] if gpu is not None else []
     priced = [p for p in (_offer_cost(o, hours, plan.gpus) for o in offers) if p is not None]
     if len(priced) < len(offers):
-        notes.append(f"{len(offers) - len(priced)} offer(s) left out: a node has fewer than {plan.gpus} GPUs and "
-                     "no inter-node network")
+        notes.append(msg("extrapolation.offers_left_out", count=len(offers) - len(priced), gpus=plan.gpus))
     priced.sort(key=lambda o: o.cost)
     return Extrapolation(
         trial=record.label, device_name=env.device_name, gpus=plan.gpus, measured_gpus=measured_gpus,
@@ -214,14 +210,14 @@ def _offer_cost(offer: Any, hours: float, gpus: int) -> OfferCost | None:
     billed = billed_hours(hours, offer)
     notes = []
     if offer.mode is Mode.INTERRUPTIBLE:
-        notes.append("interruptible: preemption rework not included")
+        notes.append(msg("extrapolation.offer.interruptible"))
     if billed_gpus > gpus:
-        notes.append(f"the node's {billed_gpus} GPUs are rented whole; the run uses {gpus}")
+        notes.append(msg("extrapolation.offer.whole_node", billed_gpus=billed_gpus, gpus=gpus))
     return OfferCost(
         offer_id=offer.offer_id, provider=offer.provider, gpu_id=offer.gpu_id, mode=offer.mode.value,
         region=offer.region.value, price_per_gpu_hour=offer.price_per_gpu_hour,
         min_rental_hours=float(offer.min_rental_hours), gpus_per_node=offer.gpus_per_node, billed_hours=billed,
-        billed_gpus=billed_gpus, cost=billed * billed_gpus * offer.price_per_gpu_hour, note="; ".join(notes))
+        billed_gpus=billed_gpus, cost=billed * billed_gpus * offer.price_per_gpu_hour, notes=tuple(notes))
 
 
 __all__ = ["Extrapolation", "OfferCost", "extrapolate"]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from gpuwork.errors import GpuworkError, ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class
 from gpuwork.facts.model import find_blocks as _find_model_blocks
+from gpuwork.message import Msg, msg
 from gpuwork.plan import ALL_LINEAR, Attention, Method, Optimizer, Precision, Task, TrainPlan
 
 if TYPE_CHECKING:
@@ -75,11 +76,10 @@ class Parallel:
     def barrier(self) -> None:
         """Wait for every rank."""
 
-    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[str]:
+    def substitutions(self, plan: TrainPlan, device: torch.device) -> list[Msg]:
         """Where this way of running differs from the plan."""
         if plan.gpus > 1:
-            return [f"gpus={plan.gpus}, sharding={plan.sharding}: this trial runs one process on one device "
-                    "(multi-GPU trials run under torchrun: gpuwork trial --nproc N)"]
+            return [msg("trial.sub.one_process", gpus=plan.gpus, sharding=plan.sharding)]
         return []
 
     def scratch_dir(self, stack: contextlib.ExitStack, out_path: Path | None, stem: str) -> Path:
@@ -173,7 +173,7 @@ class Setup:
     weights_dir: Path | None  # local pretrained weights, or None for random init
     factory: ModelFactory | None
     pad_id: int
-    substitutions: list[str]
+    substitutions: list[Msg]  # every place the trial does not run exactly what the plan says
     qlora_base_dir: Path | None = None  # random-init model saved for 4-bit loading
     parallel: Parallel = field(default_factory=Parallel)  # one process unless torchrun
 
@@ -196,8 +196,8 @@ def _hf_config(setup: Setup) -> Any:
 
     model_type = setup.config_dict.get("model_type")
     if model_type not in transformers.CONFIG_MAPPING:
-        raise ModelError(f"model_type '{model_type}' of {setup.model_name} is not known to transformers "
-                         f"{transformers.__version__}: upgrade transformers or pick another model")
+        raise ModelError(msg("error.trial.model_type_unknown", model_type=str(model_type), model=setup.model_name,
+                             version=transformers.__version__))
     config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(setup.config_dict))
     if setup.task is Task.SEQ_CLS:
         config.num_labels = 2
@@ -230,8 +230,8 @@ def _base_model(setup: Setup, config: Any, dtype: torch.dtype, device: torch.dev
         message = str(exc).lower()
         if setup.attention == "eager" or ("attn" not in message and "attention" not in message):
             raise
-        setup.substitutions.append(f"attention {setup.attention} -> eager: {type(config).__name__} does not "
-                                   "support it")
+        setup.substitutions.append(msg("trial.sub.attention_eager", attention=setup.attention,
+                                       config=type(config).__name__))
         setup.attention = "eager"
         return _base_model(setup, config, dtype, device)
 
@@ -256,7 +256,7 @@ def build_run(setup: Setup) -> Run:
     model = setup.parallel.wrap(model, setup)  # DDP / fully_shard before the optimizer sees parameters
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
-        raise TrialError(f"method '{plan.method}' left no trainable parameter in {setup.model_name}")
+        raise TrialError(msg("error.trial.nothing_trainable", method=plan.method, model=setup.model_name))
     optimizer = _make_optimizer(plan, trainable, setup)
     warmup = setup.warmup
 
@@ -295,7 +295,7 @@ def _enable_checkpointing(model: Any) -> None:
     elif hasattr(model, "gradient_checkpointing_enable"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     else:
-        raise TrialError(f"{type(model).__name__} does not support gradient checkpointing: turn it off")
+        raise TrialError(msg("error.trial.no_checkpointing", model_class=type(model).__name__))
 
 
 def find_blocks(model: Any) -> tuple[str, Any]:
@@ -304,8 +304,7 @@ def find_blocks(model: Any) -> tuple[str, Any]:
     try:
         return _find_model_blocks(model, layers)
     except ModelError:
-        raise TrialError(f"cannot find the {layers} transformer blocks of {type(model).__name__} (method='freeze' "
-                         "and FSDP wrapping need them): use method full/lora, or sharding='ddp'") from None
+        raise TrialError(msg("error.trial.no_blocks", layers=str(layers), model_class=type(model).__name__)) from None
 
 
 def _freeze_all_but_last(model: Any, layers: int, task: Task) -> None:
@@ -350,8 +349,8 @@ def _with_lora(model: Any, setup: Setup) -> Any:
         return get_peft_model(model, _lora_config(setup))
     except ValueError as exc:
         if "target" in str(exc).lower():
-            raise ModelError(f"lora_targets {list(setup.plan.lora_targets)} do not fit {setup.model_name}: "
-                             f"{str(exc).splitlines()[0]} (use its module names or 'all-linear')") from None
+            raise ModelError(msg("error.trial.lora_targets", targets=", ".join(setup.plan.lora_targets),
+                                 model=setup.model_name, detail=str(exc).splitlines()[0])) from None
         raise
 
 
@@ -364,7 +363,7 @@ def _qlora_model(setup: Setup, config: Any) -> Any:
     source = setup.weights_dir
     if source is None:
         if setup.qlora_base_dir is None:
-            raise TrialError("internal: no folder for the 4-bit base model")
+            raise TrialError(msg("error.trial.no_qlora_folder"))
         if setup.parallel.rank == 0 and not (setup.qlora_base_dir / "config.json").is_file():
             # once per trial (the restore reuses it), by rank 0 only; built on the CPU: the 16-bit
             # base never occupies the GPU, only its 4-bit reload does
@@ -409,7 +408,7 @@ def _make_optimizer(plan: TrainPlan, params: list[Any], setup: Setup) -> Any:
         return bnb.optim.PagedAdamW8bit(params, lr=lr, weight_decay=0.0)
     if opt is Optimizer.LION:
         return bnb.optim.Lion(params, lr=lr, weight_decay=0.0)
-    raise TrialError(f"optimizer '{opt}' is not supported by the trial")
+    raise TrialError(msg("error.trial.optimizer", optimizer=opt))
 
 
 # -- one training step ----------------------------------------------------------------------------------------
@@ -516,11 +515,11 @@ def prepare(plan: TrainPlan, *, device: Any, seed: int, warmup: int, lr: float |
     dev = _resolve_device(device)
     config_dict, model_name = load_config(plan.model)
     task = resolve_task(config_dict, plan.task)
-    substitutions: list[str] = []
+    substitutions: list[Msg] = []
     compute, param_dtype, autocast_dtype, precision_used = _precision(plan.precision, dev, substitutions)
     attention = _attention(plan.attention, dev, compute, substitutions)
     if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT and dev.type == "cpu":
-        substitutions.append("paged-adamw-8bit runs unpaged on CPU (bitsandbytes has no paged memory there)")
+        substitutions.append(msg("trial.sub.paged_cpu"))
     parallel = parallel if parallel is not None else ONE_PROCESS
     substitutions.extend(parallel.substitutions(plan, dev))
     if lr is None:
@@ -547,15 +546,15 @@ def _resolve_device(device: Any) -> torch.device:
     dev = torch.device(device)
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise TrialError(f"device '{device}' asked for, but this torch sees no CUDA GPU: use device='cpu'")
+            raise TrialError(msg("error.trial.no_cuda", device=str(device)))
         if dev.index is None:
             dev = torch.device("cuda", torch.cuda.current_device())
     elif dev.type != "cpu":
-        raise TrialError(f"device '{device}' is not supported: use 'cpu' or 'cuda[:N]'")
+        raise TrialError(msg("error.trial.device", device=str(device)))
     return dev
 
 
-def _precision(precision: Precision, device: torch.device, substitutions: list[str]
+def _precision(precision: Precision, device: torch.device, substitutions: list[Msg]
                ) -> tuple[torch.dtype, torch.dtype, torch.dtype | None, str]:
     """(compute dtype, trainable weight dtype, autocast dtype or None, precision used)."""
     import torch
@@ -563,12 +562,11 @@ def _precision(precision: Precision, device: torch.device, substitutions: list[s
     if precision is Precision.FP32:
         return torch.float32, torch.float32, None, "fp32"
     if device.type == "cpu":
-        substitutions.append(f"precision {precision.value} -> fp32 on CPU (16-bit matmuls are 35-40x slower "
-                             "on CPUs without bf16 hardware; stack_facts.md)")
+        substitutions.append(msg("trial.sub.precision_cpu", precision=precision))
         return torch.float32, torch.float32, None, "fp32"
     low = torch.bfloat16 if precision in (Precision.BF16, Precision.BF16_MIXED) else torch.float16
     if low == torch.bfloat16 and not torch.cuda.is_bf16_supported():
-        substitutions.append(f"precision {precision.value} -> fp16 equivalent: this GPU has no bf16")
+        substitutions.append(msg("trial.sub.no_bf16", precision=precision))
         low = torch.float16
     name = {torch.bfloat16: "bf16", torch.float16: "fp16"}[low]
     if precision.is_mixed:
@@ -576,28 +574,28 @@ def _precision(precision: Precision, device: torch.device, substitutions: list[s
     return low, low, None, name
 
 
-def _attention(attention: Attention, device: torch.device, compute: torch.dtype, substitutions: list[str]) -> str:
+def _attention(attention: Attention, device: torch.device, compute: torch.dtype, substitutions: list[Msg]) -> str:
     import torch
 
     if attention is Attention.EAGER:
         return "eager"
     if attention is Attention.SDPA:
         return "sdpa"
-    reason = None
+    reason = None  # why flash-attention cannot run: the last part of trial.flash.<reason>
     if device.type != "cuda":
-        reason = "no CUDA device"
+        reason = "no_cuda"
     elif compute == torch.float32:
-        reason = "flash-attention needs fp16/bf16"
+        reason = "fp32"
     else:
         try:
             from transformers.utils import is_flash_attn_2_available
 
             if not is_flash_attn_2_available():
-                reason = "the flash-attn package is not installed"
+                reason = "not_installed"
         except ImportError:
-            reason = "transformers cannot check for flash-attn"
+            reason = "cannot_check"
     if reason:
-        substitutions.append(f"attention flash -> sdpa: {reason}")
+        substitutions.append(msg("trial.sub.flash", reason=reason))
         return "sdpa"
     return "flash_attention_2"
 
@@ -617,7 +615,7 @@ def optimizer_class_name(opt: Optimizer) -> str:
 def _vocab_size(config: dict[str, Any]) -> int:
     value = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
     if not isinstance(value, int) or value < 1:
-        raise ModelError("the model config has no vocab_size: the trial cannot size its tokenizer")
+        raise ModelError(msg("error.trial.no_vocab_size"))
     return value
 
 

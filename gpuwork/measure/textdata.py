@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuwork.errors import GpuworkError
 from gpuwork.facts.paths import data_dir
+from gpuwork.message import msg
 
 if TYPE_CHECKING:  # torch is imported lazily: estimators must start without it
     import torch
@@ -105,7 +106,7 @@ def builtin_text_files() -> list[Path]:
     folder = data_dir() / "text"
     files = sorted(folder.glob("*.txt"))
     if not files:
-        raise DataError(f"no shipped text found in {folder}: reinstall gpuwork or pass your own .txt/.jsonl files")
+        raise DataError(msg("error.data.no_shipped_text", folder=str(folder)))
     return files
 
 
@@ -122,23 +123,21 @@ def load_texts(paths: str | Path | Sequence[str | Path] | None = None) -> tuple[
     else:
         items = [paths] if isinstance(paths, (str, Path)) else list(paths)
         if not items:
-            raise DataError("no data files given: pass .txt or .jsonl files, a folder of them, or None for "
-                            "the shipped corpus")
+            raise DataError(msg("error.data.no_files"))
         files = []
         for item in items:
             path = Path(item).expanduser()
             if path.is_dir():
                 found = sorted(p for p in path.iterdir() if p.suffix in TEXT_SUFFIXES)
                 if not found:
-                    raise DataError(f"folder '{path}' holds no .txt or .jsonl files")
+                    raise DataError(msg("error.data.empty_folder", path=str(path)))
                 files.extend(found)
             elif path.is_file():
                 if path.suffix not in TEXT_SUFFIXES:
-                    raise DataError(f"'{path}' is not a .txt or .jsonl file: convert it to plain text or to "
-                                    'JSON lines with a "text" field')
+                    raise DataError(msg("error.data.suffix", path=str(path)))
                 files.append(path)
             else:
-                raise DataError(f"data file '{path}' does not exist: check the path")
+                raise DataError(msg("error.data.missing", path=str(path)))
         name = Path(items[0]).name if len(items) == 1 else f"{Path(items[0]).name} (+{len(items) - 1} more)"
     texts: list[str] = []
     described = []
@@ -148,7 +147,7 @@ def load_texts(paths: str | Path | Sequence[str | Path] | None = None) -> tuple[
         texts.extend(_documents(path, raw))
     texts = [t for t in texts if t.strip()]
     if not texts:
-        raise DataError(f"the data files of '{name}' hold no text")
+        raise DataError(msg("error.data.no_text", name=name))
     return texts, TextSource(name, tuple(described), len(texts), sum(len(t) for t in texts))
 
 
@@ -156,7 +155,7 @@ def _documents(path: Path, raw: bytes) -> list[str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataError(f"'{path}' is not UTF-8 text (byte {exc.start}): re-save it as UTF-8") from None
+        raise DataError(msg("error.data.not_utf8", path=str(path), byte=exc.start)) from None
     if path.suffix == ".txt":
         return [text]
     docs = []
@@ -166,9 +165,9 @@ def _documents(path: Path, raw: bytes) -> list[str]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+            raise DataError(msg("error.data.json", path=str(path), line=number, detail=exc.msg)) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-            raise DataError(f'{path}, line {number}: expected an object with a string field "text"')
+            raise DataError(msg("error.data.no_text_field", path=str(path), line=number))
         docs.append(obj["text"])
     return docs
 
@@ -229,8 +228,7 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, *, source: str = "tex
     """
     vocab_size = min(int(vocab_size), VOCAB_CAP)
     if vocab_size < MIN_VOCAB:
-        raise DataError(f"vocab_size={vocab_size} is too small for a byte-level BPE tokenizer: use at least "
-                        f"{MIN_VOCAB}, or pass a tokenizer folder")
+        raise DataError(msg("error.data.vocab_too_small", vocab_size=vocab_size, minimum=MIN_VOCAB))
     key = (cache_key, vocab_size) if cache_key else None
     if key is not None:
         with _CACHE_LOCK:
@@ -268,11 +266,10 @@ def load_tokenizer(folder: str | Path) -> TextTokenizer:
 
         tok = Tokenizer.from_file(str(path))
         if any(tok.token_to_id(t) is None for t in SPECIAL_TOKENS):
-            raise DataError(f"'{path}' lacks the special tokens {', '.join(SPECIAL_TOKENS)}: pass the folder of a "
-                            "Hugging Face tokenizer instead")
+            raise DataError(msg("error.data.special_tokens", path=str(path), tokens=", ".join(SPECIAL_TOKENS)))
         return _wrap_trained(tok, str(path))
     if not path.is_dir():
-        raise DataError(f"tokenizer folder '{path}' does not exist: pass a folder with tokenizer files")
+        raise DataError(msg("error.data.tokenizer_missing", path=str(path)))
     if (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
         return load_tokenizer(path / "tokenizer.json")
     try:
@@ -280,12 +277,11 @@ def load_tokenizer(folder: str | Path) -> TextTokenizer:
 
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any loader failure means: not a usable folder
-        raise DataError(f"cannot load a tokenizer from '{path}' ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0] if str(exc) else ''}): it needs tokenizer.json or the "
-                        "files of a Hugging Face tokenizer") from None
+        raise DataError(msg("error.data.tokenizer_load", path=str(path), kind=type(exc).__name__,
+                            detail=str(exc).splitlines()[0] if str(exc) else "")) from None
     eos = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
     if eos is None:
-        raise DataError(f"the tokenizer in '{path}' has neither an EOS nor a SEP token: packing needs one")
+        raise DataError(msg("error.data.no_eos", path=str(path)))
     pad = tok.pad_token_id if tok.pad_token_id is not None else eos
     return TextTokenizer(kind="pretrained", source=str(path), vocab_size=len(tok), eos_id=eos, pad_id=pad,
                          mask_id=tok.mask_token_id, backend=tok)
@@ -304,13 +300,13 @@ def pack(token_lists: Iterable[Sequence[int]], seq_len: int, eos_id: int,
     import torch
 
     if seq_len < 2:
-        raise DataError(f"seq_len={seq_len} is too short to train on: use at least 2 tokens")
+        raise DataError(msg("error.data.seq_len", seq_len=seq_len))
     stream: list[int] = []
     for ids in token_lists:
         stream.extend(ids)
         stream.append(eos_id)
     if not stream:
-        raise DataError("no tokens to pack: the texts are empty")
+        raise DataError(msg("error.data.no_tokens"))
     needed = max(1, min_sequences) * seq_len
     repeats = max(1, -(-needed // len(stream)))
     flat = torch.tensor(stream, dtype=torch.int64)
@@ -337,10 +333,9 @@ class PackedTextDataset:
     def __init__(self, sequences: torch.Tensor, task: str = "causal-lm", *, seed: int = 0,
                  mask_id: int | None = None):
         if task not in ("causal-lm", "masked-lm", "seq-cls"):
-            raise DataError(f"task '{task}' is not supported: use causal-lm, masked-lm or seq-cls")
+            raise DataError(msg("error.data.task", task=str(task)))
         if task == "masked-lm" and mask_id is None:
-            raise DataError("masked-lm needs a tokenizer with a mask token: use the trained tokenizer or one "
-                            "that defines mask_token")
+            raise DataError(msg("error.data.no_mask"))
         self.sequences = sequences
         self.task = task
         self.seed = seed
@@ -371,10 +366,9 @@ def make_loader(dataset: Any, batch_size: int, *, workers: int = 0, seed: int = 
     import torch
 
     if batch_size < 1 or workers < 0:
-        raise DataError(f"batch_size={batch_size} and workers={workers}: use batch_size >= 1 and workers >= 0")
+        raise DataError(msg("error.data.loader_args", batch_size=batch_size, workers=workers))
     if len(dataset) < batch_size:
-        raise DataError(f"the dataset has {len(dataset)} rows, fewer than batch_size={batch_size}: pack with "
-                        "min_sequences=batch_size or use more text")
+        raise DataError(msg("error.data.too_few_rows", rows=len(dataset), batch_size=batch_size))
     return torch.utils.data.DataLoader(
         dataset, batch_size=batch_size, shuffle=shuffle, drop_last=True, num_workers=workers,
         generator=torch.Generator().manual_seed(seed), pin_memory=pin_memory,
@@ -390,7 +384,7 @@ def cycle(loader: Iterable[Any]) -> Iterator[Any]:
             empty = False
             yield batch
         if empty:
-            raise DataError("the loader yields no batches: the dataset is smaller than one batch")
+            raise DataError(msg("error.data.no_batches"))
 
 
 @dataclass(frozen=True)
@@ -415,7 +409,7 @@ def measure_loader(loader: Iterable[Any], batches: int = 50, *,
     The first batch is timed separately (``first_batch_s``) and excluded from the rates.
     """
     if batches < 1:
-        raise DataError(f"batches={batches}: measure at least one batch")
+        raise DataError(msg("error.data.batches", batches=batches))
     source = cycle(loader)
     start = clock()
     next(source)
@@ -483,8 +477,7 @@ def prepare_text_data(seq_len: int, vocab_size: int, *, files: str | Path | Sequ
     else:
         tok = _trained_tokenizer(texts, source, vocab_size, cache_dir)
     if tok.vocab_size > vocab_size:
-        raise DataError(f"the tokenizer has {tok.vocab_size} tokens but the model only {vocab_size} embeddings: "
-                        "use the model's own tokenizer or let gpuwork train one (tokenizer=None)")
+        raise DataError(msg("error.data.vocab_too_large", tokens=tok.vocab_size, embeddings=vocab_size))
     key = (source.sha256, id(tok.backend), tok.source)
     encoded = _ENCODED_CACHE.get(key)
     if encoded is None:

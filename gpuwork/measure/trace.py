@@ -41,6 +41,7 @@ from typing import Any
 
 from gpuwork.errors import TraceError
 from gpuwork.facts.model import auto_class
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Optimizer, Precision, Task, TrainPlan
 
 CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations", "temporaries")
@@ -61,9 +62,9 @@ class TraceResult:
     peak_phase: str
     params_total: int
     params_trainable: int
-    stand_ins: tuple[str, ...] = ()
+    stand_ins: tuple[Msg, ...] = ()  # what was traced in place of the real thing (trace.stand_in.* codes)
     elapsed_s: float = 0.0
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[Msg, ...] = field(default_factory=tuple)
     marks: dict[str, dict[str, int]] = field(default_factory=dict)  # live bytes at phase ends
 
     def as_dict(self) -> dict[str, Any]:
@@ -76,8 +77,8 @@ class TraceResult:
                 "phase_peaks": dict(self.phase_peaks),
                 "peak_phase": self.peak_phase,
             },
-            "trace": {"stand_ins": list(self.stand_ins), "elapsed_s": round(self.elapsed_s, 3),
-                      "notes": list(self.notes)},
+            "trace": {"stand_ins": [m.as_dict() for m in self.stand_ins], "elapsed_s": round(self.elapsed_s, 3),
+                      "notes": [m.as_dict() for m in self.notes]},
         }
 
 
@@ -271,7 +272,7 @@ def _dtype(torch, name: str):
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[name]
 
 
-def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], device: str = "meta"):
+def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[Msg], device: str = "meta"):
     import torch
     import transformers
 
@@ -295,17 +296,16 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[str], devic
         for key in ("attention_dropout", "attn_pdrop", "attention_probs_dropout_prob"):
             if getattr(config, key, 0):
                 setattr(config, key, 0.0)
-                stand_ins.append("attention dropout under SDPA traced as the GPU kernels store it: nothing "
-                                 "(the CPU math fallback would keep an s x s mask)")
+                stand_ins.append(msg("trace.stand_in.attention_dropout"))
     if plan.attention.value == "flash":
-        stand_ins.append("attention: flash-attention 2 traced as SDPA (same saved tensors: output + logsumexp)")
+        stand_ins.append(msg("trace.stand_in.flash"))
     auto = auto_class(task)
     with torch.device(device):
         model = auto.from_config(config, attn_implementation=attn, dtype=storage_dtype)
     return model, task, compute
 
 
-def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[str]):
+def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[Msg]):
     import torch
 
     from gpuwork.facts.model import quantized_linears
@@ -330,8 +330,7 @@ def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[s
         for p in model.parameters():
             if p.dtype in (torch.float16, torch.bfloat16):
                 p.data = p.data.to(torch.float32)
-        stand_ins.append("qlora: bitsandbytes Linear4bit traced with a stand-in of the same storage "
-                         "(packed uint8 + absmax) and bnb 0.50 MatMul4Bit saved tensors")
+        stand_ins.append(msg("trace.stand_in.qlora"))
 
     if plan.uses_adapters:
         from peft import LoraConfig, TaskType, get_peft_model
@@ -362,7 +361,7 @@ def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[s
     return model
 
 
-def _training_model(plan: TrainPlan, spec, stand_ins: list[str], device: str):
+def _training_model(plan: TrainPlan, spec, stand_ins: list[Msg], device: str):
     """(model, task, autocast): the plan's model on ``device`` with its method applied, checkpointing
     as planned, in train mode, and the context its steps run under (CPU autocast to the compute
     dtype for mixed precision, else none)."""
@@ -380,7 +379,7 @@ def _training_model(plan: TrainPlan, spec, stand_ins: list[str], device: str):
     return model, task, autocast
 
 
-def _fake_training_model(plan: TrainPlan, spec, stand_ins: list[str]):
+def _fake_training_model(plan: TrainPlan, spec, stand_ins: list[Msg]):
     """(model, task, autocast, fake_mode): the training model with fake CPU tensors for parameters and
     buffers. Built and given its method on the meta device first: peft cannot swap fake parameters."""
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -419,7 +418,7 @@ def _materialize_fake(model, fake_mode) -> None:
                 module._buffers[name] = replaced[id(b)]
 
 
-def _optimizer(plan: TrainPlan, params, stand_ins: list[str]):
+def _optimizer(plan: TrainPlan, params, stand_ins: list[Msg]):
     import torch
 
     lr = 1e-4
@@ -432,8 +431,7 @@ def _optimizer(plan: TrainPlan, params, stand_ins: list[str]):
 
         return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
     standin = _make_bnb_optimizer_standin(torch)
-    stand_ins.append(f"optimizer: bitsandbytes {plan.optimizer.value} traced as its state tensors "
-                     "(fused kernel step)")
+    stand_ins.append(msg("trace.stand_in.optimizer", optimizer=plan.optimizer))
     if plan.optimizer is Optimizer.LION:
         return standin(params, states=1, eight_bit=False)
     return standin(params, states=2, eight_bit=True)
@@ -471,8 +469,7 @@ def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = T
     Raises TraceError naming the op or module that fake tensors cannot run.
     """
     if plan.sharding.value in ("zero1", "zero2"):
-        raise TraceError(f"sharding='{plan.sharding}' (DeepSpeed) is not traced; trace sharding='fsdp' or "
-                         "'zero3' (FSDP2 full shard), or use the analytic estimate")
+        raise TraceError(msg("error.trace.deepspeed", sharding=plan.sharding))
     key = _cache_key(plan)
     if use_cache and key in _CACHE:
         return _CACHE[key]
@@ -507,7 +504,7 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(stages), desc="trace", unit="stage")
-    stand_ins: list[str] = []
+    stand_ins: list[Msg] = []
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
     model, task, autocast, fake_mode = _fake_training_model(plan, spec, stand_ins)
@@ -553,12 +550,12 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
             for h in handles:
                 h.remove()
     except torch._subclasses.fake_tensor.DataDependentOutputException as exc:
-        raise TraceError(f"fake tensors cannot run a data-dependent op ({exc.func if hasattr(exc, 'func') else exc}) "
-                         f"in {spec.architecture}: use the analytic estimate instead") from None
+        raise TraceError(msg("error.trace.data_dependent", op=str(exc.func if hasattr(exc, "func") else exc),
+                             architecture=spec.architecture)) from None
     except (NotImplementedError, RuntimeError, TypeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TraceError(f"cannot trace {spec.architecture} with method '{plan.method}': {first[:300]}; "
-                         "use the analytic estimate instead") from None
+        raise TraceError(msg("error.trace.method", architecture=spec.architecture, method=plan.method,
+                             detail=first[:300])) from None
     finally:
         if bar:
             bar.close()
@@ -603,8 +600,7 @@ def _needs_isolation() -> bool:
 
 
 def _run_isolated(plan: TrainPlan) -> TraceResult:
-    raise TraceError("a process group is already initialised in this process: run the sharded trace in a "
-                     "fresh process (gpuwork trace ...)")
+    raise TraceError(msg("error.trace.process_group"))
 
 
 def _trace_fsdp(plan: TrainPlan) -> TraceResult:
@@ -623,10 +619,9 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
     from gpuwork.facts.model import count_params, spec_for_plan
 
     if plan.method is Method.QLORA:
-        raise TraceError("sharded QLoRA (FSDP over 4-bit weights) is not traced; use the analytic estimate")
+        raise TraceError(msg("error.trace.sharded_qlora"))
     started = time.perf_counter()
-    stand_ins = [f"sharding: {plan.sharding} traced as PyTorch FSDP2 fully_shard per block over "
-                 f"{plan.gpus} fake ranks (per-rank numbers)"]
+    stand_ins = [msg("trace.stand_in.fsdp", sharding=plan.sharding, ranks=plan.gpus)]
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
     dist.init_process_group("fake", rank=0, world_size=plan.gpus, store=FakeStore())
@@ -653,8 +648,8 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
             snapshot = next(iter(tracker.get_tracker_snapshot("peak").values()))
     except (NotImplementedError, RuntimeError, TypeError, AttributeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise TraceError(f"cannot trace {spec.architecture} with sharding '{plan.sharding}': {first[:300]}; "
-                         "use the analytic estimate instead") from None
+        raise TraceError(msg("error.trace.sharding", architecture=spec.architecture, sharding=plan.sharding,
+                             detail=first[:300])) from None
     finally:
         dist.destroy_process_group()
     breakdown = dict.fromkeys((*CATEGORIES, "sharding_buffers"), 0)
@@ -684,10 +679,10 @@ def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
     from gpuwork.facts.model import spec_for_plan
 
     if plan.method is Method.QLORA:
-        raise TraceError("real_step_peak does not build 4-bit models: use method lora/full/freeze")
+        raise TraceError(msg("error.trace.real_qlora"))
     torch.manual_seed(seed)
     spec = spec_for_plan(plan)
-    stand_ins: list[str] = []
+    stand_ins: list[Msg] = []
     model, task, autocast = _training_model(plan, spec, stand_ins, device="cpu")
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = _optimizer(plan, trainable, stand_ins)

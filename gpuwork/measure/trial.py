@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
 import json
 import math
 import os
@@ -70,6 +69,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.measure.checkpoint import RESUME_STEPS, CheckpointResult, roundtrip
+from gpuwork.measure.coded import all_from_json, from_json, to_json
 from gpuwork.measure.runtime import (
     MAX_GRAD_NORM,
     ONE_PROCESS,
@@ -88,7 +88,9 @@ from gpuwork.measure.runtime import (
     set_rng_state,
     train_step,
 )
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
+from gpuwork.units import MIB
 
 if TYPE_CHECKING:
     import torch
@@ -161,7 +163,7 @@ class TrialProtocol:
     tokenizer: dict[str, Any]  # kind, source, vocab_size, special ids
     loader_workers: int
     memory_cap_bytes: int | None
-    substitutions: tuple[str, ...]  # every place the trial did not run exactly what the plan says
+    substitutions: tuple[Msg, ...]  # every place the trial did not run exactly what the plan says
     plan: dict[str, Any]  # TrainPlan.as_dict()
 
 
@@ -205,7 +207,7 @@ class TrialSummary:
     mean_data_wait_s: float
     data_wait_fraction: float  # mean data wait / mean step time
     data_bound: bool  # data_wait_fraction > DATA_WAIT_THRESHOLD
-    verdict: str
+    verdict: Msg  # trial.data_wait.bound / trial.data_wait.keeps_up
     first_loss: float
     last_loss: float
     losses_finite: bool
@@ -226,11 +228,11 @@ class TrialRecord:
     steps: tuple[StepMeasurement, ...]  # warm-up included (is_warmup=True)
     checkpoint: CheckpointResult | None
     fits: bool
-    error: str | None  # the out-of-memory message when fits is False
+    error: Msg | None  # what ran out of memory when fits is False (trial.out_of_memory, trial.memory_cap_exceeded)
     peak_trial_memory_bytes: int  # highest over all steps (and at the failure when fits is False)
     created_utc: str
     duration_s: float  # the whole trial: build, steps, checkpoint round-trip
-    notes: tuple[str, ...] = ()  # library warnings seen while building
+    notes: tuple[str, ...] = ()  # library warnings seen while building (the libraries' own English text)
     saved_to: str | None = None  # the JSON file written in out_dir
     schema_version: int = SCHEMA_VERSION
     parallel: ParallelInfo | None = None  # set when the trial ran as several processes (torchrun)
@@ -258,22 +260,36 @@ class TrialRecord:
         return label
 
     def as_dict(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self))
+        """JSON-ready data; messages as ``Msg.as_dict()``."""
+        return to_json(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
+        """A record from ``as_dict()`` data; records written before messages were coded (English text in
+        ``verdict``, ``error``, ``substitutions``, ``message``) are read too (see ``gpuwork.measure.coded``)."""
         if data.get("schema_version") != SCHEMA_VERSION:
-            raise TrialError(f"trial record schema {data.get('schema_version')} is not {SCHEMA_VERSION}: "
-                             "re-run the trial with this gpuwork version")
+            raise TrialError(msg("error.trial.record_schema", found=str(data.get("schema_version")),
+                                 expected=SCHEMA_VERSION))
         data = dict(data)
-        data["protocol"] = _build(TrialProtocol, data["protocol"])
+        protocol = dict(data["protocol"])
+        protocol["substitutions"] = all_from_json(protocol.get("substitutions"))
+        data["protocol"] = _build(TrialProtocol, protocol)
         data["environment"] = _build(TrialEnvironment, data["environment"])
-        data["summary"] = _build(TrialSummary, data["summary"]) if data.get("summary") else None
+        if data.get("summary"):
+            data["summary"] = _build(TrialSummary, {**data["summary"], "verdict": from_json(data["summary"]["verdict"])})
+        else:
+            data["summary"] = None
         data["steps"] = tuple(_build(StepMeasurement, s) for s in data["steps"])
-        data["checkpoint"] = _build(CheckpointResult, data["checkpoint"]) if data.get("checkpoint") else None
+        if data.get("checkpoint"):
+            checkpoint = data["checkpoint"]
+            data["checkpoint"] = _build(CheckpointResult, {**checkpoint, "message": from_json(checkpoint["message"])})
+        else:
+            data["checkpoint"] = None
+        data["error"] = from_json(data.get("error"))
         data["notes"] = tuple(data.get("notes", ()))
         data["parallel"] = _build(ParallelInfo, data["parallel"]) if data.get("parallel") else None
-        data["ranks"] = tuple(_build(RankResult, r) for r in data.get("ranks") or ())
+        data["ranks"] = tuple(_build(RankResult, {**r, "error": from_json(r.get("error"))})
+                              for r in data.get("ranks") or ())
         return _build(cls, data)
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -327,7 +343,7 @@ class RankResult:
     optimizer_state_bytes: int  # optimizer state tensors held by this rank after the measured steps
     params_sha256: str  # SHA-256 of the parameters' fingerprints after the measured steps (DDP: all equal)
     fits: bool
-    error: str | None
+    error: Msg | None  # as TrialRecord.error
     checkpoint_verified: bool | None
 
 
@@ -338,16 +354,6 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
         if f.name in values and isinstance(values[f.name], list) and "tuple" in str(f.type):
             values[f.name] = tuple(values[f.name])
     return cls(**values)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
 
 
 # -- pure summaries ------------------------------------------------------------------------------------
@@ -365,10 +371,9 @@ def summarize(steps: Sequence[StepMeasurement], device_kind: str = "GPU") -> Tri
     fraction = wait / mean_time if mean_time > 0 else 0.0
     data_bound = fraction > DATA_WAIT_THRESHOLD
     if data_bound:
-        verdict = (f"the {device_kind} waits for data: {fraction:.0%} of step time is data wait (more than "
-                   f"{DATA_WAIT_THRESHOLD:.0%}): add loader workers or pre-tokenize")
+        verdict = msg("trial.data_wait.bound", device=device_kind, share=fraction, threshold=DATA_WAIT_THRESHOLD)
     else:
-        verdict = f"data loading keeps up: {fraction:.1%} of step time is data wait"
+        verdict = msg("trial.data_wait.keeps_up", share=fraction)
     warm = [s.step_time_s for s in steps if s.is_warmup]
     tokens = measured[0].tokens
 
@@ -424,8 +429,7 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
     else:
         prices = list(price_per_hour)
         if len(prices) != len(records):
-            raise TrialError(f"price_per_hour has {len(prices)} prices for {len(records)} records: give one "
-                             "price, or one per record")
+            raise TrialError(msg("error.trial.prices", prices=len(prices), records=len(records)))
     rows = []
     for record, price in zip(records, prices, strict=True):
         p, s = record.protocol, record.summary
@@ -546,14 +550,18 @@ class _Memory:
         return used
 
     def check(self, phase: str) -> None:
-        """Raise torch.OutOfMemoryError when the measured memory passes the cap."""
+        """Raise torch.OutOfMemoryError when the measured memory passes the cap (``phase``: build, forward,
+        backward, optimizer; the error's ``gpuwork_msg`` says it in the catalog's words)."""
         import torch
 
         used = self.trial_bytes()
         if self.cap_bytes is not None and used > self.cap_bytes:
-            raise torch.OutOfMemoryError(
-                f"memory cap exceeded after {phase}: the trial used {used / 2**20:.1f} MiB, the cap is "
-                f"{self.cap_bytes / 2**20:.1f} MiB")
+            error = torch.OutOfMemoryError(
+                f"memory cap exceeded after {phase}: the trial used {used / MIB:.1f} MiB, the cap is "
+                f"{self.cap_bytes / MIB:.1f} MiB")
+            error.gpuwork_msg = msg("trial.memory_cap_exceeded", phase=phase, used_mib=used / MIB,
+                                    cap_mib=self.cap_bytes / MIB)
+            raise error
 
     def step_fields(self) -> dict[str, int | None]:
         import torch
@@ -610,11 +618,11 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
     and its progress bars are off (both restored at the end); the caller's RNG states are restored.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise TrialError(f"steps={steps!r}: measure at least one step")
+        raise TrialError(msg("error.trial.steps", steps=repr(steps)))
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise TrialError(f"warmup={warmup!r}: use a whole number >= 0 (2 is typical)")
+        raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
     if memory_cap_bytes is not None and memory_cap_bytes <= 0:
-        raise TrialError(f"memory_cap_bytes={memory_cap_bytes}: use a positive number of bytes or None")
+        raise TrialError(msg("error.trial.memory_cap", cap=repr(memory_cap_bytes)))
     import torch
 
     parallel = parallel if parallel is not None else ONE_PROCESS
@@ -634,7 +642,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
 
     measurements: list[StepMeasurement] = []
     notes: list[str] = []
-    error: str | None = None
+    error: Msg | None = None
     checkpoint_result: CheckpointResult | None = None
     run: Run | None = None
     memory: _Memory | None = None
@@ -656,7 +664,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
                 run = build_run(setup)
             notes.extend(_useful_warnings(caught))
             params_total, params_trainable = run.params_total, run.params_trainable
-            memory.check("building the model")
+            memory.check("build")
             from gpuwork.measure.textdata import cycle, make_loader
 
             dataset = parallel.shard(text.dataset(task.value, seed=seed))
@@ -688,7 +696,10 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is recorded; anything else re-raised
             if not is_oom(exc):
                 raise
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else 'out of memory'}"
+            detail = str(exc).splitlines()[0] if str(exc) else ""
+            error = getattr(exc, "gpuwork_msg", None) or (
+                msg("trial.out_of_memory", kind=type(exc).__name__, detail=detail) if detail
+                else msg("trial.out_of_memory_bare", kind=type(exc).__name__))
             if memory is not None:
                 with contextlib.suppress(Exception):
                     memory.trial_bytes()
@@ -768,7 +779,7 @@ class RampProbe:
     peak_trial_memory_bytes: int
     median_step_time_s: float | None
     tokens_per_s: float | None
-    error: str | None
+    error: Msg | None  # as TrialRecord.error
 
 
 @dataclass(frozen=True)
@@ -778,11 +789,12 @@ class RampResult:
     probes: tuple[RampProbe, ...]
     max_batch_size: int | None  # None when not even the smallest batch fit
     max_seq_len: int | None  # at max_batch_size
+    # what stopped the search, a code rendered by the catalog's ramp.limit.<code> (spaces as "_"):
     batch_limited_by: str  # "out of memory", "max_batch_size" or "nothing fit"
     seq_limited_by: str  # "out of memory", "max_seq_len" or "nothing fit"
 
     def as_dict(self) -> dict[str, Any]:
-        return _jsonable(dataclasses.asdict(self))
+        return to_json(self)
 
 
 def ramp(plan: TrainPlan, *, max_batch_size: int = 256, max_seq_len: int | None = None, steps: int = 2,

@@ -898,6 +898,7 @@ _UI_ENTRIES: dict[str, tuple[str, str]] = {
         "(×{grad_accum}), {gpus} GPU, {sharding:raw}"),
     "tab_sizing": ("Sizing", "Расчёт"), "tab_offers": ("Offers", "Предложения"), "tab_request": ("Request", "Заявка"),
     "tab_trial": ("Demo trial", "Пробный запуск"), "language": ("Language", "Язык"),
+    "plan_field": ("field", "поле"), "plan_value": ("value", "значение"),  # the report's plan table
     # each language is named in itself, in both modes: that is how a reader finds their own
     "lang_name.en": ("English", "English"), "lang_name.ru": ("Русский", "Русский"),
 }

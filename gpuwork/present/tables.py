@@ -92,13 +92,13 @@ def _record(item: TrialRecord | str | os.PathLike[str]) -> TrialRecord:
     raise TypeError(f"records_frame takes TrialRecord objects or paths of their JSON files, not {type(item).__name__}")
 
 
-def records_frame(records: Iterable[TrialRecord | str | os.PathLike[str]]) -> pd.DataFrame:
+def records_frame(records: Iterable[TrialRecord | str | os.PathLike[str]], lang: str = "en") -> pd.DataFrame:
     """One row per measured trial: plan essentials, device, median step time, tokens/s, peaks, fits.
 
     ``records`` holds TrialRecord objects or paths of trial JSON files (``runs/trial-*.json``). Peak
     memory is in bytes by kind: the trial's own peak (what a memory cap is compared with), CUDA
     allocated / reserved peaks (NA on CPU) and the process RSS peak (NA on CUDA). Step time and
-    tokens/s are NA when no measured step completed (the trial did not fit).
+    tokens/s are NA when no measured step completed (the trial did not fit); "error" is in ``lang``.
     """
     pd = _pandas()
     rows = []
@@ -113,7 +113,8 @@ def records_frame(records: Iterable[TrialRecord | str | os.PathLike[str]]) -> pd
             "cuda_peak_allocated_bytes": s.cuda_peak_allocated_bytes if s else None,
             "cuda_peak_reserved_bytes": s.cuda_peak_reserved_bytes if s else None,
             "rss_peak_bytes": s.rss_peak_bytes if s else None,
-            "fits": record.fits, "error": record.error, "saved_to": record.saved_to,
+            "fits": record.fits, "error": render(record.error, lang) if record.error is not None else None,
+            "saved_to": record.saved_to,
         })
     frame = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
     return frame.astype({"seq_len": _NULLABLE_INT, "micro_batch": _NULLABLE_INT, "grad_accum": _NULLABLE_INT,

@@ -1,11 +1,13 @@
 """Reports: the workbook's notebooks executed for one plan and exported as self-contained HTML.
 
-``build_report(plan, out_dir)`` runs ``notebooks/01_sizing``, ``02_trial`` and ``03_offers`` with
-papermill (parameters: the plan as a dict and ``report=True``; kernel ``python3``), then exports each
+``build_report(plan, out_dir, lang=...)`` runs ``notebooks/01_sizing``, ``02_trial`` and ``03_offers`` with
+papermill (parameters: the plan as a dict, ``report=True`` and ``lang``; kernel ``python3``), then exports each
 executed notebook with nbconvert into one HTML file that opens offline: the notebooks' report mode
 embeds plotly.js in the output (``plotly_mimetype+notebook``), the template drops require.js, MathJax
 and mermaid from the page head, and any remaining external ``<script src=...>`` (plotly adds a MathJax
-CDN tag per figure; no label here uses LaTeX) is removed. Code cells are hidden.
+CDN tag per figure; no label here uses LaTeX) is removed. Code cells are hidden, and the notebooks' prose
+(written for interactive use: "press Run trial") is replaced by the catalog's text for a static page in the
+report's language (entries ``report.md.<notebook>.<n>``, one per markdown cell in order).
 
 Everything is written into ``out_dir``: ``<name>.ipynb`` (executed), ``<name>.html``, ``trials/`` (the
 trial's record and checkpoint) and ``index.html``.
@@ -32,7 +34,9 @@ from typing import Any
 
 from gpuwork.errors import GpuworkError, ModelError
 from gpuwork.facts.paths import notebooks_dir
+from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import CATALOG, LANGS, render, text
 
 NOTEBOOKS = ("01_sizing", "02_trial", "03_offers")
 KERNEL = "python3"
@@ -80,8 +84,8 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def trial_plan(plan: TrainPlan, *, cuda: bool | None = None) -> tuple[TrainPlan, str | None]:
-    """The plan the report's trial runs, and a note when it is a CPU stand-in for ``plan``."""
+def trial_plan(plan: TrainPlan, *, cuda: bool | None = None) -> tuple[TrainPlan, Msg | None]:
+    """The plan the report's trial runs, and a note (``report.cpu_stand_in``) when it is a CPU stand-in for ``plan``."""
     if cuda is None:
         cuda = _cuda_available()
     if cuda or plan.model.startswith("tiny-"):
@@ -101,19 +105,18 @@ def trial_plan(plan: TrainPlan, *, cuda: bool | None = None) -> tuple[TrainPlan,
     if model_type not in TINY_BY_MODEL_TYPE:
         changes["lora_targets"] = ("q_proj", "v_proj")
     stand_in = plan.replace(**changes)
-    return stand_in, (f"no CUDA GPU here: the trial runs {tiny} ({plan.method.value}) on the CPU as a stand-in for "
-                      f"{plan.model}; it proves the pipeline, not the speed")
+    return stand_in, msg("report.cpu_stand_in", tiny=tiny, method=plan.method, model=plan.model)
 
 
 def parameters_for(name: str, plan: TrainPlan, out_dir: Path, *, steps: int = TRIAL_STEPS,
-                   cuda: bool | None = None, records: Sequence[str] = ()) -> dict[str, Any]:
-    """papermill parameters for one notebook of the report."""
-    params: dict[str, Any] = {"plan": plan.as_dict(), "report": True}
+                   cuda: bool | None = None, records: Sequence[str] = (), lang: str = "en") -> dict[str, Any]:
+    """papermill parameters for one notebook of the report (every notebook has a ``lang`` parameter)."""
+    params: dict[str, Any] = {"plan": plan.as_dict(), "lang": lang, "report": True}
     if name == "02_trial":
         run_plan, note = trial_plan(plan, cuda=cuda)
         params.update(plan=run_plan.as_dict(), steps=steps, warmup=TRIAL_WARMUP, out_dir=str(out_dir / "trials"))
         if note:
-            params["note"] = note
+            params["note"] = render(note, lang)
     elif name == "03_offers":
         params["records"] = list(records)
     return params
@@ -128,12 +131,24 @@ def _exporter() -> Any:
                         exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
 
 
-def export_html(notebook: Path, target: Path) -> Path:
-    """Export an executed notebook to one offline HTML file (see the module docstring)."""
+def report_prose(name: str, lang: str = "en") -> list[str]:
+    """The report's text for the markdown cells of notebook ``name``, in order (catalog ``report.md.<name>.<n>``)."""
+    out = []
+    while (code := f"report.md.{name}.{len(out)}") in CATALOG:
+        out.append(text(code, lang))
+    return out
+
+
+def export_html(notebook: Path, target: Path, lang: str = "en") -> Path:
+    """Export an executed notebook to one offline HTML file in ``lang`` (see the module docstring)."""
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     nb.metadata.pop("widgets", None)
+    prose = iter(report_prose(notebook.stem, lang))
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = next(prose, cell.source)  # a cell the catalog lacks keeps its text (tests catch it)
     body, _resources = _exporter().from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     body = _EXTERNAL_SCRIPT.sub("", body)
     target.write_text(body, encoding="utf-8")
@@ -152,32 +167,37 @@ def execute(name: str, params: Mapping[str, Any], out_dir: Path, *, progress: bo
 
     src = (source or notebooks_dir()) / f"{name}.ipynb"
     if not src.is_file():
-        raise ReportError(f"notebook {src} is missing: the report needs the workbook's notebooks/")
+        raise ReportError(msg("error.report.notebook_missing", path=str(src)))
     target = out_dir / f"{name}.ipynb"
     try:
         papermill.execute_notebook(
             str(src), str(target), parameters=dict(params), kernel_name=KERNEL, progress_bar=progress,
             cwd=str(out_dir), execution_timeout=int(timeout_s), store_widget_state=False, log_output=False)
     except PapermillExecutionError as exc:
-        raise ReportError(f"{name}: cell {exc.exec_count} failed: {exc.ename}: {_one_line(exc.evalue)}") from None
+        raise ReportError(msg("error.report.cell_failed", name=name, cell=str(exc.exec_count), kind=exc.ename,
+                              detail=_one_line(exc.evalue))) from None
     except Exception as exc:  # noqa: BLE001 - kernel missing, timeout, ...: one line naming the notebook
-        raise ReportError(f"{name}: {type(exc).__name__}: {_one_line(exc)}") from None
+        raise ReportError(msg("error.report.failed", name=name, kind=type(exc).__name__,
+                              detail=_one_line(exc))) from None
     return target
 
 
-def _index_html(plan: TrainPlan, pages: Sequence[Path]) -> str:
-    titles = {"01_sizing": "Sizing: memory, profile, time, disk", "02_trial": "Trial: measured steps and checkpoint",
-              "03_offers": "Offers and the rental request"}
-    items = "".join(f'<li><a href="{html.escape(p.name)}">{html.escape(titles.get(p.stem, p.stem))}</a></li>'
-                    for p in pages)
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>gpuwork report</title></head><body>"
-            f"<h1>gpuwork report</h1><p>{html.escape(plan.model)}, {plan.method.value}, {plan.precision.value}, "
-            f"seq {plan.seq_len} × batch {plan.batch_size}, {plan.gpus} GPU(s)</p><ul>{items}</ul></body></html>")
+def _index_html(plan: TrainPlan, pages: Sequence[Path], lang: str = "en") -> str:
+    def title(stem: str) -> str:
+        return text(f"report.page.{stem}", lang) if f"report.page.{stem}" in CATALOG else stem
+
+    items = "".join(f'<li><a href="{html.escape(p.name)}">{html.escape(title(p.stem))}</a></li>' for p in pages)
+    caption = text("ui.plan_caption", lang, model=plan.model, method=plan.method, precision=plan.precision,
+                   optimizer=plan.optimizer, seq_len=plan.seq_len, batch=plan.batch_size, grad_accum=plan.grad_accum,
+                   gpus=plan.gpus, sharding=plan.sharding)
+    heading = html.escape(text("report.title", lang))
+    return (f"<!DOCTYPE html><html lang='{lang}'><head><meta charset='utf-8'><title>{heading}</title></head><body>"
+            f"<h1>{heading}</h1><p>{html.escape(caption)}</p><ul>{items}</ul></body></html>")
 
 
 def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, notebooks: Sequence[str] = NOTEBOOKS,
                  steps: int = TRIAL_STEPS, progress: bool = True, timeout_s: float = 900,
-                 log: Callable[[str], Any] | None = None, cuda: bool | None = None) -> ReportResult:
+                 log: Callable[[str], Any] | None = None, cuda: bool | None = None, lang: str = "en") -> ReportResult:
     """Execute the notebooks for ``plan`` and write offline HTML into ``out_dir`` (and nothing elsewhere).
 
     Args:
@@ -189,6 +209,7 @@ def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, no
         timeout_s: per cell.
         log: where progress lines go (default: stderr).
         cuda: force the trial's device choice (None: detect).
+        lang: the pages' language, "en" or "ru" (the notebooks' ``lang`` parameter and the pages' prose).
 
     Raises:
         PlanError: the plan is invalid. ReportError: a notebook failed (named, with the cell's error).
@@ -197,9 +218,11 @@ def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, no
     plan = plan if isinstance(plan, TrainPlan) else TrainPlan.from_dict(dict(plan))
     unknown = [n for n in notebooks if n not in NOTEBOOKS]
     if unknown:
-        raise ReportError(f"unknown notebook(s) {', '.join(unknown)}: choose from {', '.join(NOTEBOOKS)}")
+        raise ReportError(msg("error.report.unknown_notebooks", names=", ".join(unknown), choices=", ".join(NOTEBOOKS)))
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ReportError(f"steps={steps!r}: the trial needs at least one measured step")
+        raise ReportError(msg("error.report.steps", steps=repr(steps)))
+    if lang not in LANGS:
+        raise ReportError(msg("error.report.no_lang", lang=repr(lang)))
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     out = Path(out_dir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -207,14 +230,14 @@ def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, no
     pages: list[Path] = []
     for i, name in enumerate(notebooks, 1):
         records = sorted(str(p) for p in (out / "trials").glob("*.json")) if (out / "trials").is_dir() else []
-        params = parameters_for(name, plan, out, steps=steps, cuda=cuda, records=records)
-        say(f"gpuwork report [{i}/{len(notebooks)}] {name}")
+        params = parameters_for(name, plan, out, steps=steps, cuda=cuda, records=records, lang=lang)
+        say(text("report.progress", lang, i=i, n=len(notebooks), name=name))
         executed.append(execute(name, params, out, progress=progress, timeout_s=timeout_s))
-        pages.append(export_html(executed[-1], out / f"{name}.html"))
+        pages.append(export_html(executed[-1], out / f"{name}.html", lang))
     index = out / "index.html"
-    index.write_text(_index_html(plan, pages), encoding="utf-8")
+    index.write_text(_index_html(plan, pages, lang), encoding="utf-8")
     return ReportResult(out, tuple(pages), tuple(executed), index, time.monotonic() - started)
 
 
 __all__ = ["NOTEBOOKS", "ReportError", "ReportResult", "build_report", "export_html", "notebooks_dir",
-           "parameters_for", "trial_plan"]
+           "parameters_for", "report_prose", "trial_plan"]

@@ -709,7 +709,7 @@ class SizingForm(common.Panel):
         assert self.plan is not None
         rows = [(html.escape(k), html.escape(str(v))) for k, v in self.plan.as_dict().items()]
         rows[0] = ("model", html.escape(self.model_label()))
-        return table_html(("field", "value"), rows, "gpuwork-plan")
+        return table_html((ui("plan_field", self.lang), ui("plan_value", self.lang)), rows, "gpuwork-plan")
 
 
     def close(self) -> None:

@@ -35,8 +35,10 @@ from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.estimate.memory import MIB
 from gpuwork.facts.model import list_presets
 from gpuwork.measure import calibration, extrapolation
+from gpuwork.message import msg
 from gpuwork.plan import Method, Precision, TrainPlan
 from gpuwork.present import charts
+from gpuwork.present.messages import render, text
 from gpuwork.sizing import estimate_memory
 from gpuwork.ui import common
 from gpuwork.ui.common import (
@@ -58,6 +60,7 @@ from gpuwork.ui.common import (
     run_in_thread,
     ui,
 )
+from gpuwork.units import GB, fmt_memory
 
 _log = logging.getLogger(__name__)
 
@@ -72,13 +75,25 @@ DEMO_LOCK_FILE = "gpuwork-demo-trial.lock"
 # -- trial: pure update --------------------------------------------------------------------------------
 
 
-def estimate_vs_measured_rows(record: Any) -> list[dict[str, Any]]:
+def estimate_vs_measured_rows(record: Any, lang: str = "en") -> list[dict[str, Any]]:
     """Rows for ``charts.estimate_vs_measured_figure``: the estimate of the trial's own plan (as it ran:
-    its precision, device count and attention) next to what the trial measured, each with what it counts.
+    its precision, device count and attention) next to what the trial measured, each with what it counts
+    (labels in ``lang``).
 
     On CUDA the numbers come from ``gpuwork.measure.calibration.calibrate`` (the
     same comparison the calibration file keeps); on a CPU the measured number is the process RSS.
     """
+    def say(key: str) -> str:
+        return text(f"trial.evm.{key}", lang)
+
+    def cuda_rows(allocated: tuple[int, int | None], reserved: tuple[int, int | None]) -> list[dict[str, Any]]:
+        return [
+            {"label": say("peak_allocated"), "estimated_bytes": allocated[0], "measured_bytes": allocated[1],
+             "estimated_what": say("estimate_live"), "measured_what": say("measured_allocated")},
+            {"label": say("peak_reserved"), "estimated_bytes": reserved[0], "measured_bytes": reserved[1],
+             "estimated_what": say("estimate_cache"), "measured_what": say("measured_reserved")},
+        ]
+
     s = record.summary
     if s is not None and s.cuda_peak_allocated_bytes and record.fits:
         try:
@@ -86,16 +101,8 @@ def estimate_vs_measured_rows(record: Any) -> list[dict[str, Any]]:
         except GpuworkError:
             memory = None
         if memory is not None:
-            return [
-                {"label": "peak allocated", "estimated_bytes": memory.estimated_allocated_bytes,
-                 "measured_bytes": memory.measured_allocated_bytes,
-                 "estimated_what": "estimate: live tensors at the peak",
-                 "measured_what": "torch.cuda.max_memory_allocated() over the measured steps"},
-                {"label": "peak reserved", "estimated_bytes": memory.estimated_reserved_bytes,
-                 "measured_bytes": memory.measured_reserved_bytes,
-                 "estimated_what": "estimate: allocated + allocator cache",
-                 "measured_what": "torch.cuda.max_memory_reserved() over the measured steps"},
-            ]
+            return cuda_rows((memory.estimated_allocated_bytes, memory.measured_allocated_bytes),
+                             (memory.estimated_reserved_bytes, memory.measured_reserved_bytes))
     plan = record.plan
     with contextlib.suppress(GpuworkError, ValueError):
         plan = plan.replace(precision=record.protocol.precision_used)
@@ -106,23 +113,16 @@ def estimate_vs_measured_rows(record: Any) -> list[dict[str, Any]]:
     except GpuworkError:
         return []
     if s is not None and s.cuda_peak_allocated_bytes:
-        return [
-            {"label": "peak allocated", "estimated_bytes": est.peak_allocated_bytes,
-             "measured_bytes": s.cuda_peak_allocated_bytes, "estimated_what": "estimate: live tensors at the peak",
-             "measured_what": "torch.cuda.max_memory_allocated() over the measured steps"},
-            {"label": "peak reserved", "estimated_bytes": est.peak_reserved_bytes,
-             "measured_bytes": s.cuda_peak_reserved_bytes, "estimated_what": "estimate: allocated + allocator cache",
-             "measured_what": "torch.cuda.max_memory_reserved() over the measured steps"},
-        ]
-    return [{"label": "peak memory", "estimated_bytes": est.peak_allocated_bytes,
-             "measured_bytes": record.peak_trial_memory_bytes,
-             "estimated_what": "estimate: tensors alive at the peak (what a GPU's allocator would hold)",
-             "measured_what": "CPU trial: process RSS above its value before the trial (includes the "
-                              "runtime's, libraries' and allocator's overhead: not a GPU quantity)"}]
+        return cuda_rows((est.peak_allocated_bytes, s.cuda_peak_allocated_bytes),
+                         (est.peak_reserved_bytes, s.cuda_peak_reserved_bytes))
+    return [{"label": say("peak_memory"), "estimated_bytes": est.peak_allocated_bytes,
+             "measured_bytes": record.peak_trial_memory_bytes, "estimated_what": say("estimate_gpu"),
+             "measured_what": say("measured_rss")}]
 
 
-def extrapolate(record: Any, plan: TrainPlan | None = None) -> tuple[extrapolation.Extrapolation | None, str | None]:
-    """The whole run at the trial's measured speed: (Extrapolation, None), or (None, why not).
+def extrapolate(record: Any, plan: TrainPlan | None = None,
+                lang: str = "en") -> tuple[extrapolation.Extrapolation | None, str | None]:
+    """The whole run at the trial's measured speed: (Extrapolation, None), or (None, why not in ``lang``).
 
     ``gpuwork.measure.extrapolation.extrapolate``, the answer ``gpuwork trial`` prints (steps, tokens,
     eval and checkpoint margins, billed hours per offer). The panel shows it for a trial on a GPU of
@@ -134,10 +134,10 @@ def extrapolate(record: Any, plan: TrainPlan | None = None) -> tuple[extrapolati
     try:
         ext = extrapolation.extrapolate(record, plan)
     except GpuworkError as exc:
-        return None, f"{env.device_name} ({one_line(exc)})"
+        return None, f"{env.device_name} ({one_line(exc.text(lang))})"
     if ext.catalog_gpu_id is None:
-        unmatched = [n for n in ext.notes if "matches no GPU" in n]
-        return None, f"{env.device_name} ({unmatched[0]})" if unmatched else env.device_name
+        unmatched = [n for n in ext.notes if n.code == "extrapolation.unknown_gpu"]
+        return None, f"{env.device_name} ({render(unmatched[0], lang)})" if unmatched else env.device_name
     return ext, None
 
 
@@ -200,7 +200,7 @@ class TrialPanel(common.Panel):
             base = plan_from(plan, DEFAULT_TRIAL_PLAN if plan is None else None)
             start_error = None
         except GpuworkError as exc:
-            base, start_error = plan_from(DEFAULT_TRIAL_PLAN), friendly(exc)
+            base, start_error = plan_from(DEFAULT_TRIAL_PLAN), friendly(exc, self.lang)
         self.base_plan = base
         lay = {"width": "340px"}
         presets = [p for p in list_presets() if p.startswith("tiny-")] if demo else list_presets()
@@ -275,23 +275,22 @@ class TrialPanel(common.Panel):
         plan = self.base_plan.replace(**values)
         if self.demo:
             if not plan.model.startswith("tiny-"):
-                raise PlanError("model", f"the demo trial runs tiny models only (tiny-llama, tiny-gpt2, ...); got "
-                                f"{plan.model!r}")
+                raise PlanError("model", msg("error.trial.demo_tiny_only", model=plan.model))
             for name in ("seq_len", "batch_size", "grad_accum"):
                 if getattr(plan, name) > DEMO_LIMITS[name]:
-                    raise PlanError(name, f"{name}={getattr(plan, name)} is above the demo's limit of "
-                                    f"{DEMO_LIMITS[name]}: this trial runs on a shared CPU")
+                    raise PlanError(name, msg("error.trial.demo_limit", field=name, value=getattr(plan, name),
+                                              limit=DEMO_LIMITS[name]))
         return plan
 
     def _counts(self) -> tuple[int, int]:
         steps, warmup = self.steps.value, self.warmup.value
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-            raise PlanError("steps", f"steps={steps!r}: measure at least one step")
+            raise PlanError("steps", msg("error.trial.steps", steps=repr(steps)))
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-            raise PlanError("warmup", f"warmup={warmup!r}: use a whole number >= 0 (1-2 is typical)")
+            raise PlanError("warmup", msg("error.trial.warmup", warmup=repr(warmup)))
         if self.demo and (steps > DEMO_LIMITS["steps"] or warmup > DEMO_LIMITS["warmup"]):
-            raise PlanError("steps", f"the demo runs at most {DEMO_LIMITS['steps']} steps and "
-                            f"{DEMO_LIMITS['warmup']} warm-up steps")
+            raise PlanError("steps", msg("error.trial.demo_steps", steps=DEMO_LIMITS["steps"],
+                                         warmup=DEMO_LIMITS["warmup"]))
         return steps, warmup
 
     def _ready(self) -> None:
@@ -301,13 +300,15 @@ class TrialPanel(common.Panel):
             plan = self.trial_plan()
             self._counts()
         except GpuworkError as exc:
-            self.error = friendly(exc)
+            self.error = friendly(exc, self.lang)
             self.status.value = error_html(self.error)
             self.run_button.disabled = True
             return
         self.error = None
         self.run_button.disabled = False
-        self.status.value = note_html(html.escape(ui("trial_ready", self.lang).format(plan=plan_caption(plan, lang=self.lang))))
+        # a report is a static page: it names the plan and asks no one to press a button
+        self.status.value = note_html(html.escape(ui("trial_plan" if self.report else "trial_ready", self.lang,
+                                                     plan=plan_caption(plan, lang=self.lang))))
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -329,7 +330,7 @@ class TrialPanel(common.Panel):
                 plan = self.trial_plan()
                 steps, warmup = self._counts()
             except GpuworkError as exc:
-                self.error = friendly(exc)
+                self.error = friendly(exc, self.lang)
                 self.status.value = error_html(self.error)
                 return None
             lock = (_machine_lock(Path(tempfile.gettempdir()) / DEMO_LOCK_FILE) if self.demo
@@ -382,7 +383,7 @@ class TrialPanel(common.Panel):
             if gen is not None:
                 with contextlib.suppress(Exception):
                     gen.close()
-            self.error = friendly(exc)
+            self.error = friendly(exc, self.lang)
             self.status.value = error_html(self.error)
             return None
         self.record = record
@@ -407,8 +408,8 @@ class TrialPanel(common.Panel):
         s = record.summary
         lines = []
         if not record.fits:
-            lines.append(error_html(ui("trial_oom", lang).format(error=record.error,
-                                                                 mib=f"{record.peak_trial_memory_bytes / MIB:,.0f}")))
+            lines.append(error_html(ui("trial_oom", lang, error=record.error,
+                                       mib=round(record.peak_trial_memory_bytes / MIB))))
         if s is not None:
             lines.append("<p>" + html.escape(ui("summary", lang).format(
                 median=s.median_step_time_s, p90=s.p90_step_time_s, tps=s.tokens_per_s,
@@ -418,27 +419,28 @@ class TrialPanel(common.Panel):
         c = record.checkpoint
         if c is not None:
             verdict = ui("verified" if c.verified else "not_verified", lang)
+            size = gb_text(c.bytes_on_disk, lang) if c.bytes_on_disk >= GB / 10 else fmt_memory(c.bytes_on_disk, lang)
             lines.append('<p class="gpuwork-checkpoint">' + html.escape(ui("checkpoint", lang).format(
-                verdict=verdict, message=c.message, size=gb_text(c.bytes_on_disk) if c.bytes_on_disk >= 1e8 else
-                f"{c.bytes_on_disk / MIB:,.1f} MiB", save=c.save_s, restore=c.restore_s)) + "</p>")
+                verdict=verdict, message=c.message, size=size, save=c.save_s, restore=c.restore_s)) + "</p>")
         r = self.ramp_result
         if r is not None:
             if r.max_batch_size is None:
                 lines.append(f"<p>{html.escape(ui('ramp_none', lang))}</p>")
             else:
                 lines.append('<p class="gpuwork-ramp">' + html.escape(ui("ramp_line", lang).format(
-                    batch=r.max_batch_size, seq0=record.protocol.seq_len, why_b=r.batch_limited_by,
-                    seq=r.max_seq_len, why_s=r.seq_limited_by, n=len(r.probes))) + "</p>")
-        time, why = extrapolate(record)
+                    batch=r.max_batch_size, seq0=record.protocol.seq_len,
+                    why_b=msg("ramp.limit_of", why=r.batch_limited_by), seq=r.max_seq_len,
+                    why_s=msg("ramp.limit_of", why=r.seq_limited_by), n=len(r.probes))) + "</p>")
+        time, why = extrapolate(record, lang=lang)
         if time is not None:
             lines.append("<p>" + html.escape(ui("extrapolation", lang).format(
                 gpus=time.gpus, gpu=time.catalog_gpu_name, total=duration_text(time.total_s, lang),
-                steps=f"{time.steps:,}")) + "</p>")
+                steps=time.steps)) + "</p>")
         else:
             lines.append(note_html(html.escape(ui("no_extrapolation", lang).format(device=why))))
         if record.protocol.substitutions:
             lines.append(note_html(html.escape(ui("substitutions", lang).format(
-                what="; ".join(record.protocol.substitutions))), NOTE_COLOR))
+                what=tuple(record.protocol.substitutions))), NOTE_COLOR))
         lines.append(note_html(ui("saved", lang).format(path=html.escape(record.saved_to)) if record.saved_to
                                else html.escape(ui("not_saved", lang))))
         self.results.value = '<div class="gpuwork-trial-record">' + "".join(lines) + "</div>"
@@ -447,7 +449,7 @@ class TrialPanel(common.Panel):
             n=len(record.measured), s=record.duration_s)))
         if not self.report:
             self.curves.show(charts.trial_figure(record.steps, lang=lang))
-            rows = estimate_vs_measured_rows(record)
+            rows = estimate_vs_measured_rows(record, lang)
             if rows:
                 self.comparison.show(charts.estimate_vs_measured_figure(rows, lang=lang))
 
@@ -478,8 +480,8 @@ class TrialPanel(common.Panel):
             "curves": lambda: [charts.trial_figure(record.steps if record else self.steps_seen, lang=self.lang)],
             "results": lambda: [html_output(self.results.value or self.status.value)],
             "estimate_vs_measured": lambda: (
-                [charts.estimate_vs_measured_figure(estimate_vs_measured_rows(record), lang=self.lang)]
-                if record is not None and estimate_vs_measured_rows(record) else []),
+                [charts.estimate_vs_measured_figure(estimate_vs_measured_rows(record, self.lang), lang=self.lang)]
+                if record is not None and estimate_vs_measured_rows(record, self.lang) else []),
         }
 
 
