@@ -1,6 +1,40 @@
 import datetime as dt
+import os
+import signal
+import socket
+import subprocess
 
 import pytest
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for a server a test starts)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def stop_server(proc: subprocess.Popen, children: list, *, sig: int = signal.SIGINT, group: bool = False,
+                grace_s: float = 15) -> None:
+    """Stop a server this test started, by PID: ``sig`` first (its clean stop, to the process group when
+    ``group``), SIGKILL when it is too slow; then wait for the children it started (kernels), killing laggards."""
+    import psutil
+
+    send = os.killpg if group else os.kill
+    if proc.poll() is None:
+        send(proc.pid, sig)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            send(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    for child in children:
+        try:
+            child.wait(timeout=5)
+        except psutil.TimeoutExpired:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 def upload_value(content: bytes, name: str = "config.json") -> tuple[dict, ...]:

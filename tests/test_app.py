@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -24,6 +23,7 @@ import ipywidgets as widgets
 import nbformat
 import psutil
 import pytest
+from conftest import free_port, stop_server
 
 from gpuwork.plan import TrainPlan
 from gpuwork.ui import app as app_view
@@ -130,33 +130,13 @@ def test_app_view_exports() -> None:
 # -- (c) Voila serves the page ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _stop(proc: subprocess.Popen) -> None:
-    """Stop Voila (its process group) and any kernel it started, all by PID."""
+    """Stop Voila (its process group; SIGINT is its clean stop, which shuts its kernels down) and its kernels."""
     try:
         started = psutil.Process(proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         started = []
-    if proc.poll() is None:
-        # Voila's clean stop (it shuts its kernels down); SIGKILL if SIGINT is ignored or too slow.
-        os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-    for child in started:
-        try:
-            child.wait(timeout=5)
-        except psutil.TimeoutExpired:
-            child.kill()
-        except psutil.NoSuchProcess:
-            pass
+    stop_server(proc, started, sig=signal.SIGINT, group=True)
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +148,7 @@ def voila_app(tmp_path_factory: pytest.TempPathFactory):
     """
     voila = Path(sys.executable).with_name("voila")
     assert voila.exists(), f"voila is not installed next to {sys.executable}: run `make venv`"
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/"
     log_path = tmp_path_factory.mktemp("voila") / "voila.log"
     with open(log_path, "wb") as log:

@@ -7,9 +7,7 @@ the page and stops the server by its PID. Nothing but 127.0.0.1 is contacted.
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import free_port, stop_server
 
 from gpuwork.cli.app import APP_NOTEBOOK, VOILA_SETTINGS, app_notebook, require, voila_argv
 from gpuwork.errors import GpuworkError
@@ -87,18 +86,12 @@ def test_a_bad_port_is_one_line(port: str, tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1 and f"{port!r} is not a TCP port" in result.stderr
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_gpuwork_app_serves_the_app_from_any_directory(tmp_path: Path) -> None:
     command = Path(sys.executable).with_name("gpuwork")
     assert command.exists(), f"the gpuwork console script is not installed next to {sys.executable}: make venv"
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}/"
     log_path = tmp_path / "app.log"
     with open(log_path, "wb") as log:
@@ -125,19 +118,6 @@ def test_gpuwork_app_serves_the_app_from_any_directory(tmp_path: Path) -> None:
         assert "Error at server while executing cell" not in log, log[-3000:]
         assert kernels, "serving the page started no kernel"
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)  # Voila stops its loop and shuts its kernels down
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-        for kernel in kernels:
-            try:
-                kernel.wait(timeout=10)
-            except psutil.TimeoutExpired:
-                kernel.kill()
-            except psutil.NoSuchProcess:
-                pass
+        stop_server(proc, kernels, sig=signal.SIGTERM, grace_s=30)  # Voila shuts its kernels down
     assert proc.returncode == 0, log_path.read_text()
     assert "Kernel shutdown" in log_path.read_text()

@@ -638,9 +638,9 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
             if merged.saved_to:
                 merged.to_json(merged.saved_to)
             return merged
-        errors = [_rank_error(line[len(ERROR_PREFIX):]) for line in tail if line.startswith(ERROR_PREFIX)]
-        if errors:
-            raise TrialError(errors[0])
+        reported = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
+        if reported:
+            raise TrialError(_rank_error(reported[0]))  # the rank's own coded message
         if rc is None:
             raise TrialError(msg("error.trial.timeout", processes=nproc, timeout_s=timeout_s))
         shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())

@@ -90,6 +90,12 @@ def ui(key: str, lang: str = "en", **params: Any) -> str:
 # -- small display helpers (conversion for display only) ---------------------------------------------
 
 
+def describe(controls: Mapping[str, Any], lang: str) -> None:
+    """Label each control with its catalog entry: ``{"steps": IntText}`` gets ``ui("steps", lang)``."""
+    for key, control in controls.items():
+        control.description = ui(key, lang)
+
+
 def one_line(message: Any) -> str:
     """A message on one line (the app shows errors as a single line)."""
     return " ".join(str(message).split())
@@ -328,6 +334,7 @@ __all__ = [
     "WIDE",
     "LiveFigure",
     "Panel",
+    "describe",
     "display",
     "duration_text",
     "error_html",

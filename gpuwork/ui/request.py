@@ -30,6 +30,7 @@ from gpuwork.ui.common import (
     CHECKBOX_LAYOUT,
     LANGS,
     WIDE,
+    describe,
     error_html,
     friendly,
     heading_html,
@@ -88,14 +89,10 @@ class RequestPanel:
 
     def _apply_labels(self) -> None:
         lang = self.lang
-        self.req_lang.description = ui("req_lang", lang)
-        self.start_date.description = ui("start_date", lang)
+        describe({"req_lang": self.req_lang, "start_date": self.start_date, "budget": self.budget,
+                  "rent_days": self.rent_days, "dataset_gb": self.dataset_gb, "trial_required": self.trial_required,
+                  "explicit_context": self.explicit_context}, lang)
         self.start_date.placeholder = ui("date_hint", lang)
-        self.budget.description = ui("budget", lang)
-        self.rent_days.description = ui("rent_days", lang)
-        self.dataset_gb.description = ui("dataset_gb", lang)
-        self.trial_required.description = ui("trial_required", lang)
-        self.explicit_context.description = ui("explicit_context", lang)
         self.heading.value = heading_html(4, ui("h_request", lang)) + note_html(html.escape(
             f"{ui('rent_days', lang)}: {ui('days_hint', lang)}; {ui('dataset_gb', lang)}: {ui('gb_hint', lang)}; "
             f"{ui('budget', lang)}: 0 = –. {ui('copy_hint', lang)}"))

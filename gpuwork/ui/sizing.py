@@ -54,6 +54,7 @@ from gpuwork.ui.common import (
     NOTE_COLOR,
     WIDE,
     LiveFigure,
+    describe,
     error_html,
     friendly,
     gb_text,
@@ -440,15 +441,8 @@ class SizingForm(common.Panel):
 
     def _apply_labels(self) -> None:
         lang = self.lang
-        for name, control in self.controls.items():
-            control.description = ui(name, lang)
-        for name, control in self.manual.items():
-            control.description = ui(name, lang)
-        self.model_source.description = ui("model_source", lang)
-        self.upload.description = ui("upload", lang)
-        self.gpu_select.description = ui("candidates", lang)
-        self.axis.description = ui("axis", lang)
-        self.verify_button.description = ui("verify", lang)
+        describe({**self.controls, **self.manual, "model_source": self.model_source, "upload": self.upload,
+                  "candidates": self.gpu_select, "axis": self.axis, "verify": self.verify_button}, lang)
         self.verify_button.tooltip = ui("verify_hint", lang)
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         for key, heading in self.headings.items():

@@ -47,6 +47,7 @@ from gpuwork.ui.common import (
     NOTE_COLOR,
     WIDE,
     LiveFigure,
+    describe,
     duration_text,
     error_html,
     friendly,
@@ -247,14 +248,8 @@ class TrialPanel(common.Panel):
 
     def _apply_labels(self) -> None:
         lang = self.lang
-        for name, control in self.controls.items():
-            control.description = ui(name, lang)
-        self.steps.description = ui("steps", lang)
-        self.warmup.description = ui("warmup", lang)
-        self.ramp.description = ui("ramp", lang)
-        self.run_button.description = ui("run", lang)
-        self.stop_button.description = ui("stop", lang)
-        self.progress.description = ui("progress", lang)
+        describe({**self.controls, "steps": self.steps, "warmup": self.warmup, "ramp": self.ramp,
+                  "run": self.run_button, "stop": self.stop_button, "progress": self.progress}, lang)
         notes = [ui("demo_note", lang).format(steps=DEMO_LIMITS["steps"], seq=DEMO_LIMITS["seq_len"],
                                               batch=DEMO_LIMITS["batch_size"])] if self.demo else []
         if self.extra_note:
