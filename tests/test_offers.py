@@ -15,6 +15,7 @@ from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate.offers import (
     DEFAULT_SAFETY_MARGIN,
     RESTART_OVERHEAD_S,
+    billed_nodes,
     evaluate_offer,
     preemption_cost,
     usable_memory_bytes,
@@ -31,6 +32,7 @@ from gpuwork.facts.catalog import (
     Region,
     get_gpu,
     load_gpus,
+    load_offers,
 )
 from gpuwork.facts.resolve import resolve
 from gpuwork.message import msg
@@ -264,3 +266,10 @@ def test_price_and_vram_rankings_keep_unfit_offers_last() -> None:
     by_vram = [r for r in evaluate_offers(plan, sort="vram") if r.fits]
     assert [r.offer.gpu.memory_bytes for r in by_vram] == sorted((r.offer.gpu.memory_bytes for r in by_vram),
                                                                  reverse=True)
+
+
+def test_nodes_are_billed_whole() -> None:
+    node = next(o for o in load_offers() if o.gpus_per_node == 8)
+    assert billed_nodes(1, node) == (1, 8)
+    assert billed_nodes(8, node) == (1, 8)
+    assert billed_nodes(9, node) == (2, 16)

@@ -218,6 +218,12 @@ def billed_hours(hours: float, offer: Offer) -> float:
     return max(hours, offer.min_rental_hours)
 
 
+def billed_nodes(gpus: int, offer: Offer) -> tuple[int, int]:
+    """(nodes, GPUs paid for) to run on ``gpus`` GPUs of ``offer``: a node is rented whole."""
+    nodes = math.ceil(gpus / offer.gpus_per_node)
+    return nodes, nodes * offer.gpus_per_node
+
+
 def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_margin: float = DEFAULT_SAFETY_MARGIN,
                    preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
                    deadline_s: float | None = None, budget_usd: float | None = None,
@@ -237,8 +243,7 @@ def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_marg
     reasons.append(fit.reason)
     if not fit.fits:
         return _unfit(offer, fit, reasons, deadline_s, budget_usd)
-    nodes = math.ceil(fit.plan.gpus / offer.gpus_per_node)
-    billed_gpus = nodes * offer.gpus_per_node
+    nodes, billed_gpus = billed_nodes(fit.plan.gpus, offer)
     if billed_gpus > fit.plan.gpus:
         if use_whole_node:
             # the node is paid for whole: run on all of its GPUs if the plan still fits that way
@@ -397,6 +402,7 @@ __all__ = [
     "SORT_KEYS",
     "SHARDING_ORDER",
     "billed_hours",
+    "billed_nodes",
     "Fit",
     "OfferResult",
     "evaluate_offer",

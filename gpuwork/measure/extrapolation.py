@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gpuwork.estimate.offers import billed_hours
+from gpuwork.estimate.offers import billed_hours, billed_nodes
 from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN
 from gpuwork.facts.catalog import Mode, Network, match_gpu_name
 from gpuwork.measure.coded import to_json
@@ -203,10 +203,9 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
 
 def _offer_cost(offer: Any, hours: float, gpus: int) -> OfferCost | None:
     """The run of ``hours`` on ``gpus`` GPUs billed at ``offer``: None when its nodes cannot hold them."""
-    nodes = math.ceil(gpus / offer.gpus_per_node)
+    nodes, billed_gpus = billed_nodes(gpus, offer)  # nodes are rented whole, as `gpuwork offers` bills them
     if nodes > 1 and offer.network is Network.NONE:
         return None
-    billed_gpus = nodes * offer.gpus_per_node  # a node is rented whole (as gpuwork.estimate.offers bills it)
     billed = billed_hours(hours, offer)
     notes = []
     if offer.mode is Mode.INTERRUPTIBLE:
