@@ -583,6 +583,35 @@ def _optimizer_step_s(plan: TrainPlan, gpu: GpuSpec, counts: Any, optimizer_stat
     return traffic / (gpu.mem_bw_bytes_s * MEM_BW_EFFICIENCY)
 
 
+@dataclass(frozen=True)
+class WholeRun:
+    """A run's length from its step time: the one formula of the estimate and the trial's extrapolation."""
+
+    steps: int  # optimizer steps over dataset_tokens x epochs
+    train_s: float  # steps x step time
+    eval_s: float  # train_s x eval_fraction
+    checkpoints: int  # steps // checkpoint_every_steps
+    checkpoint_s: float  # checkpoints x bytes / write speed
+    margin_s: float  # margin x (train + eval + checkpoints)
+
+    @property
+    def total_s(self) -> float:
+        return self.train_s + self.eval_s + self.checkpoint_s + self.margin_s
+
+
+def whole_run(plan: TrainPlan, step_s: float, tokens_per_step: int, *, checkpoint_bytes: int,
+              eval_fraction: float | None = None, disk_write_bytes_s: float = DISK_WRITE_BYTES_S,
+              margin: float = TIME_MARGIN) -> WholeRun:
+    """Scale one step to the whole run: dataset_tokens x epochs, evaluation, checkpoint writes and a margin."""
+    steps = max(1, math.ceil(plan.dataset_tokens * plan.epochs / tokens_per_step))
+    train_s = steps * step_s
+    eval_s = train_s * (plan.eval_fraction if eval_fraction is None else eval_fraction)
+    checkpoints = steps // plan.checkpoint_every_steps
+    checkpoint_s = checkpoints * checkpoint_bytes / disk_write_bytes_s
+    return WholeRun(steps=steps, train_s=train_s, eval_s=eval_s, checkpoints=checkpoints, checkpoint_s=checkpoint_s,
+                    margin_s=margin * (train_s + eval_s + checkpoint_s))
+
+
 def estimate_time(
     plan: TrainPlan,
     gpu: GpuSpec,
@@ -725,16 +754,12 @@ def estimate_time(
                     gpus_wait=waits, wait_share=wait_share, workers_needed=workers, verdict=verdict)
 
     # the whole run
-    total_tokens = plan.dataset_tokens * plan.epochs
-    steps = max(1, math.ceil(total_tokens / plan.tokens_per_step))
-    train_s = steps * step_s
-    eval_s = train_s * plan.eval_fraction
     ckpt_bytes = checkpoint_bytes(plan, spec)
-    n_ckpt = steps // plan.checkpoint_every_steps
+    run = whole_run(plan, step_s, plan.tokens_per_step, checkpoint_bytes=ckpt_bytes,
+                    disk_write_bytes_s=disk_write_bytes_s)
+    steps, train_s, eval_s, n_ckpt, ckpt_s, margin_s, total_s = (run.steps, run.train_s, run.eval_s, run.checkpoints,
+                                                                 run.checkpoint_s, run.margin_s, run.total_s)
     ckpt_write_s = ckpt_bytes / disk_write_bytes_s
-    ckpt_s = n_ckpt * ckpt_write_s
-    margin_s = TIME_MARGIN * (train_s + eval_s + ckpt_s)
-    total_s = train_s + eval_s + ckpt_s + margin_s
     if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
         warnings.append(msg("time.adapters_sharded"))
     if comm.pcie_share is not None and intra is Link.PCIE and own_share > LINK_VERDICT_SHARE:
@@ -779,7 +804,9 @@ __all__ = [
     "TimeEstimate",
     "batch_factor",
     "default_mfu",
+    "WholeRun",
     "estimate_time",
+    "whole_run",
     "flops_per_token",
     "matmul_params",
     "method_group",

@@ -27,13 +27,12 @@ measured); interruptible offers are priced without preemption rework.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.estimate.offers import billed_hours, billed_nodes
-from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN
+from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN, whole_run
 from gpuwork.facts.catalog import Mode, Network, match_gpu_name
 from gpuwork.measure.coded import to_json
 from gpuwork.measure.runtime import TrialError
@@ -160,9 +159,6 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
     if plan.gpus != measured_gpus:
         notes.append(msg("extrapolation.linear_scaling", measured=measured_gpus, gpus=plan.gpus))
     step_s = record.summary.median_step_time_s
-    steps = max(1, math.ceil(plan.dataset_tokens * plan.epochs / tokens_per_step))
-    train_s = steps * step_s
-    eval_s = train_s * eval_fraction
     if record.checkpoint is not None:
         ckpt_bytes, measured_ckpt = record.checkpoint.bytes_on_disk, True
     else:
@@ -170,10 +166,10 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
 
         ckpt_bytes, measured_ckpt = checkpoint_bytes(plan), False
         notes.append(msg("extrapolation.checkpoint_estimated"))
-    checkpoints = steps // plan.checkpoint_every_steps
-    ckpt_s = checkpoints * ckpt_bytes / checkpoint_write_bytes_s
-    margin_s = margin * (train_s + eval_s + ckpt_s)
-    total_s = train_s + eval_s + ckpt_s + margin_s
+    run = whole_run(plan, step_s, tokens_per_step, checkpoint_bytes=ckpt_bytes, eval_fraction=eval_fraction,
+                    disk_write_bytes_s=checkpoint_write_bytes_s, margin=margin)
+    steps, train_s, eval_s, checkpoints, ckpt_s, margin_s, total_s = (
+        run.steps, run.train_s, run.eval_s, run.checkpoints, run.checkpoint_s, run.margin_s, run.total_s)
     hours = total_s / HOUR_S
     cost = hours * plan.gpus * price_per_gpu_hour if price_per_gpu_hour is not None else None
 
