@@ -165,7 +165,7 @@ def test_calibrated_totals_are_shown_only_when_asked(tmp_path):
     assert "пик зарезервированной (torch max_memory_reserved)" in russian and "peak" not in russian
     missing = run("estimate", "--model", "tiny-llama", "--calibrated", "NVIDIA A100", "--lang", "ru", env=env)
     assert missing.returncode == 2
-    assert missing.stderr == ("gpuwork: error: для 'NVIDIA A100' нет сохранённой калибровки памяти: сначала "
+    assert missing.stderr == ("gpuwork: ошибка: для 'NVIDIA A100' нет сохранённой калибровки памяти: сначала "
                               "запустите `gpuwork trial --calibrate` на этом GPU\n")
 
 
@@ -215,3 +215,18 @@ def test_trace_speaks_russian() -> None:
         assert expected in out.stdout, expected
     assert not english_leftovers(out.stdout), english_leftovers(out.stdout)
     assert out.stderr == ""  # no library notices either
+
+
+@pytest.mark.parametrize(("argv", "russian"), [
+    (["estimate", "--seq-len", "abc"], "аргумент --seq-len: недопустимое значение 'abc' (ожидается целое число)"),
+    (["plan", "--dataset-bytes", "200XB"], "аргумент --dataset-bytes: '200XB' — не размер"),
+    (["offers", "--sort", "cheapest"], "аргумент --sort: нет такого варианта: 'cheapest'"),
+    (["estimate", "--bogus", "1"], "неизвестные аргументы: --bogus 1"),
+])
+def test_a_bad_flag_is_reported_in_the_language_asked_for(argv, russian) -> None:
+    """argparse fails before --lang is read: the parser reads it ahead and says the error in Russian too."""
+    english = run(*argv)
+    assert english.returncode == 2 and english.stderr.startswith("gpuwork: error: ") and "Traceback" not in english.stderr
+    done = run(*argv, "--lang", "ru")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("gpuwork: ошибка: ") and russian in done.stderr and "(см. `gpuwork" in done.stderr

@@ -134,10 +134,10 @@ def test_errors_are_one_line_with_status_2(capsys):
     rc, _, err = _run(capsys, ["offers", *LORA_8B, "--sort", "deadline"])
     assert rc == 2 and "--deadline-hours" in err
     rc, _, err = _run(capsys, ["offers", *LORA_8B, "--sort", "deadline", "--lang", "ru"])
-    assert rc == 2 and err == ("gpuwork: error: для --sort deadline нужен --deadline-hours (например, "
+    assert rc == 2 and err == ("gpuwork: ошибка: для --sort deadline нужен --deadline-hours (например, "
                                "--deadline-hours 48)\n")
     rc, _, err = _run(capsys, ["offers", "--model", "no-such-model", "--lang", "ru"])
-    assert rc == 2 and err.startswith("gpuwork: error: неизвестная модель 'no-such-model'")
+    assert rc == 2 and err.startswith("gpuwork: ошибка: неизвестная модель 'no-such-model'")
     rc, _, err = _run(capsys, ["plan", *LORA_8B, "--mfu", "3"])
     assert rc == 2 and "mfu=3.0" in err
     with pytest.raises(SystemExit) as info:  # argparse type errors exit 2 in one line too

@@ -186,6 +186,6 @@ def test_the_cli_prints_a_measure_error_in_russian(tmp_path: Path, capsys: pytes
 
     assert main(["compare", str(tmp_path / "missing.json"), "--lang", "ru"]) == 2
     err = capsys.readouterr().err
-    assert err == f"gpuwork: error: записи пробного запуска '{tmp_path / 'missing.json'}' нет\n"
+    assert err == f"gpuwork: ошибка: записи пробного запуска '{tmp_path / 'missing.json'}' нет\n"
     assert main(["trial", "--model", "tiny-llama", "--steps", "0", "--lang", "ru", "--no-progress"]) == 2
     assert "--steps должно быть ≥ 1" in capsys.readouterr().err

@@ -9,7 +9,8 @@ import argparse
 import sys
 
 from gpuwork.cli import app, estimate, plan, report, trial
-from gpuwork.cli.args import EXIT_USAGE, Parser
+from gpuwork.cli import args as args_module
+from gpuwork.cli.args import EXIT_USAGE, Parser, error_line
 from gpuwork.errors import GpuworkError
 from gpuwork.present.messages import text
 
@@ -39,18 +40,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    args_module.current_argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    lang = getattr(args, "lang", None) or "en"
     try:
         return args.func(args)
     except GpuworkError as exc:
-        print(f"gpuwork: error: {exc.text(getattr(args, 'lang', None) or 'en')}", file=sys.stderr)
+        print(error_line(exc.text(lang), lang), file=sys.stderr)
         return EXIT_USAGE
     except ModuleNotFoundError as exc:
         extra = _EXTRA_FOR.get((exc.name or "").split(".")[0])
         if extra is None:
             raise
-        print("gpuwork: error: " + text("error.cli.missing_extra", getattr(args, "lang", None) or "en",
-                                        command=args.command, module=exc.name, extra=extra), file=sys.stderr)
+        print(error_line(text("error.cli.missing_extra", lang, command=args.command, module=exc.name, extra=extra),
+                         lang), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("gpuwork: interrupted", file=sys.stderr)

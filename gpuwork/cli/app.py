@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpuwork.cli.args import FlagValueError
 from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
 
@@ -73,7 +74,7 @@ def _port(text: str) -> int:
     except ValueError:
         port = -1
     if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port: give a number from 1 to 65535, e.g. 8866")
+        raise FlagValueError(msg("error.args.port", value=repr(text)))
     return port
 
 

@@ -3,19 +3,84 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from gpuwork.facts.planfile import read_plan_fields
+from gpuwork.message import Msg
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import LANGS, MessageError, render, text
 
 EXIT_USAGE = 2
 
 
+# The command line being parsed (set by gpuwork.cli.main): argparse reports a bad flag before --lang is read.
+current_argv: list[str] = []
+
+
+def argv_lang(argv: list[str] | None = None) -> str:
+    """The --lang of a command line, read ahead of parsing ("en" unless it says --lang ru)."""
+    argv = current_argv if argv is None else argv
+    for i, arg in enumerate(argv):
+        if arg == "--lang" and i + 1 < len(argv) and argv[i + 1] in LANGS:
+            return argv[i + 1]
+        if arg.startswith("--lang=") and arg.split("=", 1)[1] in LANGS:
+            return arg.split("=", 1)[1]
+    return "en"
+
+
+def error_line(message: str, lang: str) -> str:
+    """"gpuwork: error: ..." in the reader's language: the one way every verb reports an error."""
+    return text("error.cli.line", lang, message=message)
+
+
+class FlagValueError(argparse.ArgumentTypeError):
+    """A flag value that does not parse, with a message code, so the error can be said in the reader's language."""
+
+    last: Msg | None = None  # argparse keeps only the text: the parser looks the message up here
+
+    def __init__(self, message: Msg):
+        FlagValueError.last = message
+        super().__init__(render(message, "en"))
+
+
+# argparse's own phrases (Python 3.11) -> catalog codes, for a command line that asked for another language
+_ARGPARSE = (
+    (re.compile(r"invalid (?P<kind>\w+) value: (?P<value>.+)"), "error.args.invalid_value"),
+    (re.compile(r"invalid choice: (?P<value>.+) \(choose from (?P<choices>.+)\)"), "error.args.invalid_choice"),
+    (re.compile(r"expected one argument"), "error.args.expected_one"),
+    (re.compile(r"unrecognized arguments: (?P<value>.+)"), "error.args.unrecognized"),
+    (re.compile(r"the following arguments are required: (?P<value>.+)"), "error.args.required"),
+)
+
+
+def _localized(message: str, lang: str) -> str:
+    if lang == "en":
+        return message
+    match = re.fullmatch(r"argument (?P<arg>[^:]+): (?P<rest>.*)", message, flags=re.S)
+    arg, rest = (match["arg"], match["rest"]) if match else (None, message)
+    coded = FlagValueError.last
+    if coded is not None and rest == render(coded, "en"):
+        rest = render(coded, lang)
+    else:
+        for pattern, code in _ARGPARSE:
+            found = pattern.fullmatch(rest)
+            if found:
+                try:
+                    rest = text(code, lang, **found.groupdict())
+                except MessageError:  # a phrase about a type the catalog does not name: leave argparse's words
+                    pass
+                break
+    return text("error.args.argument", lang, arg=arg, message=rest) if arg else rest
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse that reports bad arguments in one line (exit 2) instead of usage + error."""
+    """argparse that reports bad arguments in one line (exit 2), in the language the command line asks for."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"gpuwork: error: {message} (see `{self.prog} --help`)\n")
+        lang = argv_lang()
+        line = text("error.args.see_help", lang, message=_localized(message, lang), prog=self.prog)
+        self.exit(EXIT_USAGE, error_line(line, lang) + "\n")
 
 
 def plan_arguments(parser: argparse.ArgumentParser) -> None:

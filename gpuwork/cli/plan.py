@@ -20,8 +20,9 @@ import sys
 from datetime import date
 from typing import Any
 
-from gpuwork.cli.args import plan_arguments, plan_from_args
+from gpuwork.cli.args import FlagValueError, plan_arguments, plan_from_args
 from gpuwork.errors import PlanError
+from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import render, render_all, text
@@ -40,7 +41,7 @@ def size_bytes(text: str) -> int:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
     unit = match.group(2).lower() if match else None
     if not match or unit not in _SIZE_UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size: write e.g. 200GB, 1.5TB or 500MiB")
+        raise FlagValueError(msg("error.args.size", value=repr(text)))
     return round(float(match.group(1)) * _SIZE_UNITS[unit])
 
 
@@ -49,7 +50,7 @@ def token_count(text: str) -> int:
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]?)\s*", text)
     unit = match.group(2).lower() if match else None
     if not match or unit not in _COUNT_UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a token count: write e.g. 50B, 100M or 5e9")
+        raise FlagValueError(msg("error.args.tokens", value=repr(text)))
     return round(float(match.group(1)) * _COUNT_UNITS[unit])
 
 
@@ -57,7 +58,7 @@ def _iso_date(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date written YYYY-MM-DD") from None
+        raise FlagValueError(msg("error.args.date", value=repr(text))) from None
 
 
 def _data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -320,7 +321,7 @@ def register(subparsers: Any) -> None:
     f.add_argument("--region", action="append", help="eu | us | asia")
     f.add_argument("--min-vram", type=float, metavar="GB", help="least memory per GPU (vendor GB)")
     f.add_argument("--budget", type=float, metavar="USD", help="drop offers whose expected cost exceeds it")
-    f.add_argument("--sort", choices=("cost", "time", "deadline"), default="cost")
+    f.add_argument("--sort", choices=SORT_KEYS, default="cost")
     f.add_argument("--deadline-hours", type=float, metavar="H", help="wall-clock limit (needed by --sort deadline)")
     f.add_argument("--preemption-rate", type=float, default=None, metavar="PER_H",
                    help="preemptions per hour on interruptible offers (default 0.05)")

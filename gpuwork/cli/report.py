@@ -14,6 +14,8 @@ import argparse
 import sys
 from typing import Any
 
+from gpuwork.cli.args import FlagValueError
+from gpuwork.message import msg
 from gpuwork.present.messages import text
 from gpuwork.units import LANGS
 
@@ -26,7 +28,7 @@ def _notebook_list(text: str) -> tuple[str, ...]:
     names = tuple(n.strip().removesuffix(".ipynb") for n in text.split(",") if n.strip())
     unknown = [n for n in names if n not in NOTEBOOKS]
     if not names or unknown:
-        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(NOTEBOOKS)} (comma-separated)")
+        raise FlagValueError(msg("error.args.notebooks", value=repr(text), choices=", ".join(NOTEBOOKS)))
     return names
 
 

@@ -7,6 +7,29 @@ kinds are documented there.
 from __future__ import annotations
 
 ENTRIES: dict[str, tuple[str, str]] = {
+    # -- the command line: the error line, argparse's own phrases, flag values ------------------------------------
+    "error.cli.line": ("gpuwork: error: {message}", "gpuwork: ошибка: {message}"),
+    "error.args.see_help": ("{message} (see `{prog:raw} --help`)", "{message} (см. `{prog:raw} --help`)"),
+    "error.args.argument": ("argument {arg:raw}: {message}", "аргумент {arg:raw}: {message}"),
+    "error.args.invalid_value": ("invalid {kind:@argkind} value: {value:raw}",
+                                 "недопустимое значение {value:raw} (ожидается {kind:@argkind})"),
+    "argkind.int": ("int", "целое число"),  # argparse names the flag's type as Python does
+    "argkind.float": ("float", "число"),
+    "error.args.invalid_choice": ("invalid choice: {value:raw} (choose from {choices:raw})",
+                                  "нет такого варианта: {value:raw} (выберите из {choices:raw})"),
+    "error.args.expected_one": ("expected one argument", "нужно одно значение"),
+    "error.args.unrecognized": ("unrecognized arguments: {value:raw}", "неизвестные аргументы: {value:raw}"),
+    "error.args.required": ("the following arguments are required: {value:raw}",
+                            "не хватает обязательных аргументов: {value:raw}"),
+    "error.args.port": ("{value:raw} is not a TCP port: give a number from 1 to 65535, e.g. 8866",
+                        "{value:raw} — не TCP-порт: укажите число от 1 до 65535, например 8866"),
+    "error.args.size": ("{value:raw} is not a size: write e.g. 200GB, 1.5TB or 500MiB",
+                        "{value:raw} — не размер: пишите, например, 200GB, 1.5TB или 500MiB"),
+    "error.args.tokens": ("{value:raw} is not a token count: write e.g. 50B, 100M or 5e9",
+                          "{value:raw} — не число токенов: пишите, например, 50B, 100M или 5e9"),
+    "error.args.date": ("{value:raw} is not a date written YYYY-MM-DD", "{value:raw} — не дата вида ГГГГ-ММ-ДД"),
+    "error.args.notebooks": ("{value:raw}: choose from {choices:raw} (comma-separated)",
+                             "{value:raw}: выберите из {choices:raw} (через запятую)"),
     "error.cli.missing_extra": (
         "`gpuwork {command:raw}` needs {module:raw}, which is not installed: pip install 'gpuwork[{extra:raw}]'",
         "`gpuwork {command:raw}` требует {module:raw}, а он не установлен: pip install 'gpuwork[{extra:raw}]'"),
