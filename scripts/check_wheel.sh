@@ -185,5 +185,10 @@ status=0
 [ "$status" = 2 ] || { cat "$WORK/core-app.log" >&2; fail "core app: exit status $status, expected 2"; }
 expect core-app "install gpuwork[app]"
 [ "$(wc -l <"$WORK/core-app.log")" = 1 ] || { cat "$WORK/core-app.log" >&2; fail "core app: more than one line"; }
+status=0
+(cd "$RUN" && "$CORE/gpuwork" trial --model tiny-llama --steps 1) >"$WORK/core-trial.log" 2>&1 || status=$?
+[ "$status" = 2 ] || { cat "$WORK/core-trial.log" >&2; fail "core trial: exit status $status, expected 2"; }
+expect core-trial "pip install 'gpuwork[trial]'"
+[ "$(wc -l <"$WORK/core-trial.log")" = 1 ] || { cat "$WORK/core-trial.log" >&2; fail "core trial: more than one line"; }
 
 step "all checks passed in $(( $(date +%s) - start )) s"

@@ -141,11 +141,11 @@ def test_preemption_cost_worked_example():
     # 10 h of work, 0.1 preemptions/h, checkpoints every 30 min: loss = 900 s + 600 s restart = 1,500 s;
     # λ = 0.1/3600 per s; λ·loss = 0.041667; wall = 36,000 / (1 - 0.041667) = 37,565.2 s;
     # preemptions = λ x wall = 1.0435; lost = 1.0435 x 1,500 = 1,565.2 s
-    assert RESTART_OVERHEAD_S == 600
     preemptions, lost, wall = preemption_cost(36_000, 0.1, 1_800)
     assert wall == pytest.approx(37_565.2, abs=0.1)
     assert preemptions == pytest.approx(1.0435, abs=1e-4)
     assert lost == pytest.approx(wall - 36_000)
+    assert lost == pytest.approx(preemptions * (1_800 / 2 + RESTART_OVERHEAD_S))  # half an interval + restart
     assert preemption_cost(36_000, 0.0, 1_800) == (0.0, 0.0, 36_000)
     assert preemption_cost(36_000, 10.0, 3_600)[2] == math.inf  # preempted faster than work is saved
 
