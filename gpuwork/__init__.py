@@ -9,6 +9,7 @@ from gpuwork.estimate.timing import TimeEstimate
 from gpuwork.facts.model import ModelSpec, ParamCounts, count_params, get_spec, list_presets
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
 from gpuwork.present.request import RentalRequest, rental_request
+from gpuwork.present.tables import memory_frame, offers_frame, records_frame  # pandas on first call
 from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time, evaluate_offers, match_profile
 
 
@@ -38,27 +39,6 @@ def run_trial(plan, **kwargs):
     from gpuwork.measure.trial import run_trial as _run
 
     return _run(plan, **kwargs)
-
-
-def offers_frame(results, lang="en"):
-    """pandas DataFrame, one row per evaluated offer; imports pandas on first use. See gpuwork.present.tables."""
-    from gpuwork.present.tables import offers_frame as _frame
-
-    return _frame(results, lang=lang)
-
-
-def records_frame(records):
-    """pandas DataFrame, one row per TrialRecord (or its JSON file). See gpuwork.present.tables."""
-    from gpuwork.present.tables import records_frame as _frame
-
-    return _frame(records)
-
-
-def memory_frame(estimate):
-    """pandas DataFrame, one row per term of a MemoryEstimate (term, bytes, GiB). See gpuwork.present.tables."""
-    from gpuwork.present.tables import memory_frame as _frame
-
-    return _frame(estimate)
 
 
 __all__ = [
