@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -230,3 +231,123 @@ def test_a_bad_flag_is_reported_in_the_language_asked_for(argv, russian) -> None
     done = run(*argv, "--lang", "ru")
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     assert done.stderr.startswith("gpuwork: ошибка: ") and russian in done.stderr and "(см. `gpuwork" in done.stderr
+
+
+# -- --help in both languages -----------------------------------------------------------------------------------
+
+RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimizer", "--seq-len", "--batch-size",
+             "--grad-accum", "--grad-checkpointing", "--attention", "--trainable-layers", "--lora-r", "--lora-alpha",
+             "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--gpus", "--sharding",
+             "--offload-optimizer", "--offload-params", "--no-foreach"}
+DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
+              "--checkpoint-every", "--checkpoints-kept"}
+TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}
+# verb -> (its flags, phrases of its English help as they read before the help was translated)
+HELP = {
+    None: ({"--help", "--version"}, ["Size a fine-tuning run before renting a GPU.", "positional arguments",
+                                     "show program's version number and exit",
+                                     "per-GPU memory of a training step (analytic, instant)",
+                                     "execute the workbook's notebooks for a plan and export offline HTML"]),
+    "estimate": (RUN_FLAGS | {"--json", "--lang", "--calibrated"},
+                 ["the run (defaults: TrainPlan's):", "micro-batch: sequences per GPU per step",
+                  "language of the report (en or ru)", "`gpuwork trial --calibrate` stored for this device"]),
+    "trace": (RUN_FLAGS | {"--json", "--lang"}, ["print one JSON object", "single-tensor optimizer step"]),
+    "models": ({"--json", "--lang", "--rebuild"}, ["rebuild data/model_specs.json on the meta device"]),
+    "accuracy": ({"--out", "--grid"}, ["write Markdown here instead of printing it", "small-model grid (minutes)"]),
+    "plan": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--gpu", "--offers", "--lang", "--json"},
+             ["data and schedule:", "time model:", "tokens = size / 4 B", "cheapest fitting offers to list"]),
+    "offers": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--max-price", "--mode", "--class", "--region", "--min-vram",
+                                                      "--budget", "--sort", "--deadline-hours", "--preemption-rate",
+                                                      "--safety-margin", "--catalog", "--all", "--limit", "--lang",
+                                                      "--json"},
+               ["filters and ranking:", "on-demand | reserved | interruptible (repeatable)", "print a JSON list"]),
+    "request": (RUN_FLAGS | DATA_FLAGS | {"--lang", "--format", "--start-date", "--budget", "--rent-days",
+                                         "--no-trial", "--explicit-context"},
+                ["instead of 'context and batch in the config'", "do not ask for the step-time trial"]),
+    "trial": (RUN_FLAGS | {"--steps", "--warmup", "--ramp", "--out", "--nproc", "--memory-cap-gib", "--data",
+                           "--device", "--seed", "--no-checkpoint", "--timeout-s", "--price-per-hour",
+                           "--dataset-tokens", "--epochs", "--calibrate", "--json", "--no-progress", "--lang"},
+              ["the trial:", "exit status:", "3  it does not fit", "examples:", "warm-up, measured steps",
+               "gpuwork compare trials/*.json --price-per-hour 2.5"]),
+    "compare": ({"--price-per-hour", "--json", "--lang"}, ["RECORD.json", "trial records written by `gpuwork trial"]),
+    "report": ({"--plan", "--out", "--notebooks", "--steps", "--timeout", "--progress", "--no-progress", "--lang"},
+               ["seconds allowed per cell (default 900)", "language of the pages and messages (en or ru)"]),
+    "app": ({"--port", "--host"}, ["Stop it with Ctrl+C.", "TCP port (default 8866)",
+                                   "(default 127.0.0.1: this machine only; the app has no login)"]),
+}
+
+
+@pytest.fixture
+def help_of(capsys, monkeypatch):
+    """verb, *extra -> what `gpuwork [verb] --help [extra]` prints (exit 0)."""
+    from gpuwork.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # argparse wraps at hyphens too: keep `all-linear` whole for the word check
+
+    def help_of(verb: str | None, *extra: str) -> str:
+        with pytest.raises(SystemExit) as exc:
+            main([*([verb] if verb else []), "--help", *extra])
+        assert exc.value.code == 0
+        return capsys.readouterr().out
+
+    return help_of
+
+# names the Russian help keeps beyond the shared list: values the help lists, programs, the example folder
+HELP_NAMES = {"auto", "all-linear", "Markdown", "Voila", "Ctrl", "TrainPlan", "stderr", "trials"}
+
+
+def _options_in_usage(text: str) -> set[str]:
+    usage = text.split("\n\n")[0]
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", usage))
+
+
+@pytest.mark.parametrize("verb", list(HELP))
+def test_english_help_is_as_it_was(verb, help_of) -> None:
+    flags, phrases = HELP[verb]
+    text = help_of(verb)
+    assert text.startswith(f"usage: gpuwork {verb or ''}".rstrip() + " ")
+    assert "\noptions:\n  -h, --help" in text and "show this help message and exit" in text
+    assert _options_in_usage(text) == flags - {"--help"}
+    for phrase in phrases:
+        assert phrase in text, phrase
+    assert help_of(verb, "--lang", "en") == text  # asking for English changes nothing
+    assert not re.search("[а-яё]", text, flags=re.I)
+
+
+@pytest.mark.parametrize("verb", list(HELP))
+def test_russian_help_speaks_russian(verb, help_of) -> None:
+    from test_messages_measure import english_leftovers
+
+    from gpuwork.cli import build_parser
+    from gpuwork.facts.catalog import GpuClass, Mode, Region
+
+    flags, _phrases = HELP[verb]
+    text = help_of(verb, "--lang", "ru")
+    assert text.startswith(f"использование: gpuwork {verb or ''}".rstrip() + " ")
+    assert "\nпараметры:\n  -h, --help" in text and "показать эту справку и выйти" in text
+    assert _options_in_usage(text) == flags - {"--help"}
+    english = help_of(verb)
+    assert set(re.findall(r"--[a-z][a-z0-9-]*", text)) == set(re.findall(r"--[a-z][a-z0-9-]*", english))
+    # names a user types stay: verbs, the choices of every flag, and the values the help lists
+    parser = build_parser("ru")
+    verbs = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    names = set(verbs) | HELP_NAMES
+    names |= {v.value for enum in (Mode, GpuClass, Region) for v in enum}
+    for action in (verbs[verb] if verb else parser)._actions:
+        names.update(str(choice) for choice in action.choices or ())
+    words = re.sub(r"(?<![\w-])-[a-z]\b", " ", text)  # the short flag -h
+    assert not english_leftovers(words, *names), english_leftovers(words, *names)
+
+
+def test_help_entries_have_no_english_words_in_russian() -> None:
+    """Every cli.help.* entry, not only those a --help shows by default (e.g. a placeholder's surroundings)."""
+    from test_messages_measure import _literal_text, english_leftovers
+
+    from gpuwork.facts.catalog import GpuClass, Mode, Region
+    from gpuwork.present.messages_help import ENTRIES
+
+    names = HELP_NAMES | {"en", "ru", "trial", "compare"} | {v.value for enum in (Mode, GpuClass, Region) for v in enum}
+    leftovers = {code: words for code, (_en, ru) in ENTRIES.items()
+                 if (words := english_leftovers(_literal_text(ru), *names))}
+    assert not leftovers, leftovers
+    assert all(code.startswith("cli.help.") for code in ENTRIES)

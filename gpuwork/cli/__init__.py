@@ -6,11 +6,12 @@ Errors in what the user typed print one line on stderr and exit with status 2 (n
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
 from gpuwork.cli import app, estimate, plan, report, trial
 from gpuwork.cli import args as args_module
-from gpuwork.cli.args import EXIT_USAGE, Parser, error_line
+from gpuwork.cli.args import EXIT_USAGE, Parser, argv_lang, error_line
 from gpuwork.errors import GpuworkError
 from gpuwork.present.messages import text
 
@@ -28,19 +29,20 @@ def _version() -> str:
     return f"gpuwork {__version__}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="gpuwork", description="Size a fine-tuning run before renting a GPU.")
-    parser.add_argument("--version", action="version", version=_version())
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+def build_parser(lang: str = "en") -> argparse.ArgumentParser:
+    """gpuwork's parser, its help in ``lang`` (``main`` passes the --lang of the command line)."""
+    parser = Parser(prog="gpuwork", description=text("cli.help.gpuwork.description", lang), lang=lang)
+    parser.add_argument("--version", action="version", version=_version(), help=text("cli.help.version", lang))
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=functools.partial(Parser, lang=lang))
     sub.required = True
     for verbs in (estimate, plan, trial, report, app):
-        verbs.register(sub)
+        verbs.register(sub, lang)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     args_module.current_argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv_lang())
     args = parser.parse_args(argv)
     lang = getattr(args, "lang", None) or "en"
     try:

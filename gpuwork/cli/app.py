@@ -1,6 +1,6 @@
 """Command line: ``gpuwork app`` — serve the bundled app notebook with Voila, from any directory.
 
-``register(subparsers)`` adds the subcommand to gpuwork's parser.
+``register(subparsers, lang)`` adds the subcommand to gpuwork's parser.
 
     gpuwork app                       # http://127.0.0.1:8866, stop with Ctrl+C
     gpuwork app --port 9000
@@ -23,6 +23,7 @@ from typing import Any
 from gpuwork.cli.args import FlagValueError
 from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
+from gpuwork.present.messages import text
 
 APP_NOTEBOOK = "app.ipynb"
 DEFAULT_HOST = "127.0.0.1"
@@ -92,14 +93,12 @@ def _cmd_app(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add ``app`` to a gpuwork subparsers object."""
-    p = subparsers.add_parser("app", help="serve the app (notebooks/app.ipynb) with Voila on a local port",
-                              description="Serve gpuwork's app with Voila: the sizing form, offers, the rental "
-                                          "request and a demo trial, in a browser. Stop it with Ctrl+C.")
-    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
-    p.add_argument("--host", default=DEFAULT_HOST,
-                   help=f"address to listen on (default {DEFAULT_HOST}: this machine only; the app has no login)")
+def register(subparsers: Any, lang: str = "en") -> None:
+    """Add ``app`` to a gpuwork subparsers object, its help in ``lang``."""
+    p = subparsers.add_parser("app", help=text("cli.help.app.summary", lang),
+                              description=text("cli.help.app.description", lang))
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=text("cli.help.app.port", lang, port=DEFAULT_PORT))
+    p.add_argument("--host", default=DEFAULT_HOST, help=text("cli.help.app.host", lang, host=DEFAULT_HOST))
     p.set_defaults(func=_cmd_app)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from typing import Any
 
@@ -74,8 +75,35 @@ def _localized(message: str, lang: str) -> str:
     return text("error.args.argument", lang, arg=arg, message=rest) if arg else rest
 
 
+@functools.cache
+def _help_formatter(base: type[argparse.HelpFormatter], usage_prefix: str) -> type[argparse.HelpFormatter]:
+    """``base`` with "usage: " in the catalog's words (argparse takes it from its own gettext catalog)."""
+
+    class HelpFormatter(base):  # type: ignore[valid-type,misc]
+        def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
+            super().add_usage(usage, actions, groups, usage_prefix if prefix is None else prefix)
+
+    return HelpFormatter
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse that reports bad arguments in one line (exit 2), in the language the command line asks for."""
+    """argparse that reports bad arguments in one line (exit 2), in the language the command line asks for.
+
+    ``lang`` is the language of the help: argparse's own words ("usage: ", "options", -h's help) come from the
+    catalog (cli.help.*), so ``--help --lang ru`` is Russian and English stays argparse's text.
+    """
+
+    def __init__(self, *args: Any, lang: str = "en", **kwargs: Any) -> None:
+        add_help = kwargs.pop("add_help", True)
+        base = kwargs.pop("formatter_class", argparse.HelpFormatter)
+        super().__init__(*args, formatter_class=_help_formatter(base, text("cli.help.usage", lang)),
+                         add_help=False, **kwargs)
+        # the two groups argparse creates itself, titled in English by its own catalog
+        self._positionals.title = text("cli.help.positionals", lang)
+        self._optionals.title = text("cli.help.options", lang)
+        if add_help:  # argparse's -h, with its help text from our catalog
+            self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS,
+                              help=text("cli.help.help", lang))
 
     def error(self, message: str) -> None:  # type: ignore[override]
         lang = argv_lang()
@@ -83,33 +111,37 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, error_line(line, lang) + "\n")
 
 
-def plan_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("the run (defaults: TrainPlan's)")
-    g.add_argument("--plan", metavar="FILE", help="plan.json with TrainPlan fields; flags override it")
-    g.add_argument("--model", help="preset name (see `gpuwork models`), config.json path, or hub id")
-    g.add_argument("--method", help="scratch | full | freeze | lora | qlora")
-    g.add_argument("--task", help="auto | causal-lm | seq-cls | masked-lm")
-    g.add_argument("--precision", help="fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed")
-    g.add_argument("--optimizer", help="adamw | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion")
-    g.add_argument("--seq-len", type=int, help="tokens per sequence")
-    g.add_argument("--batch-size", type=int, help="micro-batch: sequences per GPU per step")
-    g.add_argument("--grad-accum", type=int, help="micro-batches per optimizer step")
-    g.add_argument("--grad-checkpointing", action="store_true", default=None, help="recompute blocks in backward")
-    g.add_argument("--attention", help="eager | sdpa | flash")
-    g.add_argument("--trainable-layers", type=int, help="method=freeze: last N blocks trained")
-    g.add_argument("--lora-r", type=int, help="LoRA rank")
-    g.add_argument("--lora-alpha", type=float, help="LoRA alpha")
-    g.add_argument("--lora-dropout", type=float, help="LoRA dropout")
-    g.add_argument("--lora-targets", help="comma-separated module names, or all-linear")
-    g.add_argument("--quant-type", help="qlora: nf4 | fp4")
+def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
+    """The TrainPlan flags, their help in ``lang``."""
+    def say(code: str) -> str:
+        return text(f"cli.help.run.{code}", lang)
+
+    g = parser.add_argument_group(say("title"))
+    g.add_argument("--plan", metavar="FILE", help=say("plan"))
+    g.add_argument("--model", help=say("model"))
+    g.add_argument("--method", help=say("method"))
+    g.add_argument("--task", help=say("task"))
+    g.add_argument("--precision", help=say("precision"))
+    g.add_argument("--optimizer", help=say("optimizer"))
+    g.add_argument("--seq-len", type=int, help=say("seq_len"))
+    g.add_argument("--batch-size", type=int, help=say("batch_size"))
+    g.add_argument("--grad-accum", type=int, help=say("grad_accum"))
+    g.add_argument("--grad-checkpointing", action="store_true", default=None, help=say("grad_checkpointing"))
+    g.add_argument("--attention", help=say("attention"))
+    g.add_argument("--trainable-layers", type=int, help=say("trainable_layers"))
+    g.add_argument("--lora-r", type=int, help=say("lora_r"))
+    g.add_argument("--lora-alpha", type=float, help=say("lora_alpha"))
+    g.add_argument("--lora-dropout", type=float, help=say("lora_dropout"))
+    g.add_argument("--lora-targets", help=say("lora_targets"))
+    g.add_argument("--quant-type", help=say("quant_type"))
     g.add_argument("--no-double-quant", dest="double_quant", action="store_false", default=None,
-                   help="qlora: keep fp32 absmax constants")
-    g.add_argument("--gpus", type=int, help="data-parallel GPUs")
-    g.add_argument("--sharding", help="ddp | zero1 | zero2 | zero3 | fsdp")
-    g.add_argument("--offload-optimizer", action="store_true", default=None, help="optimizer states on CPU")
-    g.add_argument("--offload-params", action="store_true", default=None, help="parameters on CPU (zero3/fsdp)")
+                   help=say("double_quant"))
+    g.add_argument("--gpus", type=int, help=say("gpus"))
+    g.add_argument("--sharding", help=say("sharding"))
+    g.add_argument("--offload-optimizer", action="store_true", default=None, help=say("offload_optimizer"))
+    g.add_argument("--offload-params", action="store_true", default=None, help=say("offload_params"))
     g.add_argument("--no-foreach", dest="optimizer_foreach", action="store_false", default=None,
-                   help="single-tensor optimizer step (no multi-tensor temporaries)")
+                   help=say("foreach"))
 
 
 _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",

@@ -158,26 +158,25 @@ def _cmd_accuracy(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
-    """Add estimate, trace, models and accuracy to the gpuwork subparsers."""
-    p = sub.add_parser("estimate", help="per-GPU memory of a training step (analytic, instant)")
-    plan_arguments(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the report (en or ru)")
-    p.add_argument("--calibrated", metavar="DEVICE", help="also show totals corrected by the calibration that "
-                   "`gpuwork trial --calibrate` stored for this device (off by default)")
+def register(sub: Any, lang: str = "en") -> None:
+    """Add estimate, trace, models and accuracy to the gpuwork subparsers, their help in ``lang``."""
+    p = sub.add_parser("estimate", help=text("cli.help.estimate.summary", lang))
+    plan_arguments(p, lang)
+    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
+    p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.report", lang))
+    p.add_argument("--calibrated", metavar="DEVICE", help=text("cli.help.estimate.calibrated", lang))
     p.set_defaults(func=_cmd_estimate)
-    p = sub.add_parser("trace", help="exact mode: trace one real step under fake tensors (seconds to a minute)")
-    plan_arguments(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
+    p = sub.add_parser("trace", help=text("cli.help.trace.summary", lang))
+    plan_arguments(p, lang)
+    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
+    p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.set_defaults(func=_cmd_trace)
-    p = sub.add_parser("models", help="list bundled model presets with exact parameter counts")
+    p = sub.add_parser("models", help=text("cli.help.models.summary", lang))
     p.add_argument("--json", action="store_true")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
-    p.add_argument("--rebuild", action="store_true", help="rebuild data/model_specs.json on the meta device")
+    p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
+    p.add_argument("--rebuild", action="store_true", help=text("cli.help.models.rebuild", lang))
     p.set_defaults(func=_cmd_models)
-    p = sub.add_parser("accuracy", help="estimates vs published measurements (docs/accuracy.md)")
-    p.add_argument("--out", metavar="FILE", help="write Markdown here instead of printing it")
-    p.add_argument("--grid", action="store_true", help="also trace the small-model grid (minutes)")
+    p = sub.add_parser("accuracy", help=text("cli.help.accuracy.summary", lang))
+    p.add_argument("--out", metavar="FILE", help=text("cli.help.accuracy.out", lang))
+    p.add_argument("--grid", action="store_true", help=text("cli.help.accuracy.grid", lang))
     p.set_defaults(func=_cmd_accuracy)

@@ -1,6 +1,6 @@
 """Command line: ``gpuwork plan | offers | request`` — from a plan to a rental.
 
-``register(subparsers)`` adds the three subcommands to gpuwork's parser.
+``register(subparsers, lang)`` adds the three subcommands to gpuwork's parser.
 Errors print one line on stderr and exit with status 2, as everywhere in ``gpuwork.cli``.
 
     gpuwork plan --model llama-3.1-8b --method lora --dataset-bytes 200GB
@@ -61,24 +61,23 @@ def _iso_date(text: str) -> date:
         raise FlagValueError(msg("error.args.date", value=repr(text))) from None
 
 
-def _data_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("data and schedule")
-    g.add_argument("--dataset-tokens", type=token_count, metavar="N", help="tokens in one epoch (50B, 100M)")
-    g.add_argument("--dataset-bytes", type=size_bytes, metavar="SIZE",
-                   help="raw dataset size (200GB); without --dataset-tokens, tokens = size / 4 B")
+def _data_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
+    g = parser.add_argument_group(text("cli.help.data.title", lang))
+    g.add_argument("--dataset-tokens", type=token_count, metavar="N", help=text("cli.help.data.dataset_tokens", lang))
+    g.add_argument("--dataset-bytes", type=size_bytes, metavar="SIZE", help=text("cli.help.data.dataset_bytes", lang))
     g.add_argument("--compression-ratio", type=float, default=1.0, metavar="X",
-                   help="unpacked / downloaded size of the dataset (1 = not compressed)")
+                   help=text("cli.help.data.compression_ratio", lang))
     g.add_argument("--epochs", type=float)
-    g.add_argument("--eval-fraction", type=float, help="validation time as a share of training time")
+    g.add_argument("--eval-fraction", type=float, help=text("cli.help.data.eval_fraction", lang))
     g.add_argument("--checkpoint-every", type=int, dest="checkpoint_every_steps", metavar="STEPS")
     g.add_argument("--checkpoints-kept", type=int)
 
 
-def _time_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("time model")
-    g.add_argument("--mfu", type=float, help="efficiency on the dense peak (default: data/mfu.csv)")
-    g.add_argument("--loader-tokens-per-s", type=float, help="what the data loader delivers (all GPUs)")
-    g.add_argument("--disk-write-gbs", type=float, help="checkpoint write speed, GB/s (default 0.5)")
+def _time_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
+    g = parser.add_argument_group(text("cli.help.time.title", lang))
+    g.add_argument("--mfu", type=float, help=text("cli.help.time.mfu", lang))
+    g.add_argument("--loader-tokens-per-s", type=float, help=text("cli.help.time.loader", lang))
+    g.add_argument("--disk-write-gbs", type=float, help=text("cli.help.time.disk_write", lang))
 
 
 def full_plan(args: argparse.Namespace) -> TrainPlan:
@@ -298,52 +297,49 @@ def _cmd_request(args: argparse.Namespace) -> int:
 # -- wiring -----------------------------------------------------------------------------------------
 
 
-def register(subparsers: Any) -> None:
-    """Add `plan`, `offers` and `request` to a gpuwork subparsers object."""
-    p = subparsers.add_parser("plan", help="memory, profile, time, disk and offers for a run, in one report")
-    plan_arguments(p)
-    _data_arguments(p)
-    _time_arguments(p)
-    p.add_argument("--gpu", help="GPU for the time estimate (default: the matched profile's card)")
-    p.add_argument("--offers", type=int, default=5, metavar="N", help="cheapest fitting offers to list")
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help="language of the report (en or ru)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+def register(subparsers: Any, lang: str = "en") -> None:
+    """Add `plan`, `offers` and `request` to a gpuwork subparsers object, their help in ``lang``."""
+    p = subparsers.add_parser("plan", help=text("cli.help.plan.summary", lang))
+    plan_arguments(p, lang)
+    _data_arguments(p, lang)
+    _time_arguments(p, lang)
+    p.add_argument("--gpu", help=text("cli.help.plan.gpu", lang))
+    p.add_argument("--offers", type=int, default=5, metavar="N", help=text("cli.help.plan.offers", lang))
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.report", lang))
+    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
     p.set_defaults(func=_cmd_plan)
 
-    p = subparsers.add_parser("offers", help="rental offers ranked for a run: fit, time and cost")
-    plan_arguments(p)
-    _data_arguments(p)
-    _time_arguments(p)
-    f = p.add_argument_group("filters and ranking")
-    f.add_argument("--max-price", type=float, metavar="USD", help="most USD per GPU-hour")
-    f.add_argument("--mode", action="append", help="on-demand | reserved | interruptible (repeatable)")
-    f.add_argument("--class", dest="gpu_class", action="append", help="consumer | workstation | server")
-    f.add_argument("--region", action="append", help="eu | us | asia")
-    f.add_argument("--min-vram", type=float, metavar="GB", help="least memory per GPU (vendor GB)")
-    f.add_argument("--budget", type=float, metavar="USD", help="drop offers whose expected cost exceeds it")
+    p = subparsers.add_parser("offers", help=text("cli.help.offers.summary", lang))
+    plan_arguments(p, lang)
+    _data_arguments(p, lang)
+    _time_arguments(p, lang)
+    f = p.add_argument_group(text("cli.help.offers.title", lang))
+    f.add_argument("--max-price", type=float, metavar="USD", help=text("cli.help.offers.max_price", lang))
+    f.add_argument("--mode", action="append", help=text("cli.help.offers.mode", lang))
+    f.add_argument("--class", dest="gpu_class", action="append", help=text("cli.help.offers.gpu_class", lang))
+    f.add_argument("--region", action="append", help=text("cli.help.offers.region", lang))
+    f.add_argument("--min-vram", type=float, metavar="GB", help=text("cli.help.offers.min_vram", lang))
+    f.add_argument("--budget", type=float, metavar="USD", help=text("cli.help.offers.budget", lang))
     f.add_argument("--sort", choices=SORT_KEYS, default="cost")
-    f.add_argument("--deadline-hours", type=float, metavar="H", help="wall-clock limit (needed by --sort deadline)")
+    f.add_argument("--deadline-hours", type=float, metavar="H", help=text("cli.help.offers.deadline_hours", lang))
     f.add_argument("--preemption-rate", type=float, default=None, metavar="PER_H",
-                   help="preemptions per hour on interruptible offers (default 0.05)")
-    f.add_argument("--safety-margin", type=float, metavar="FRACTION", help="memory kept free per GPU (0.05)")
-    f.add_argument("--catalog", metavar="FILE", help="offers CSV instead of data/catalog.csv")
-    f.add_argument("--all", action="store_true", help="also list offers the run does not fit")
-    f.add_argument("--limit", type=int, metavar="N", help="show the first N")
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help="language of the table (en or ru)")
-    p.add_argument("--json", action="store_true", help="print a JSON list")
+                   help=text("cli.help.offers.preemption_rate", lang))
+    f.add_argument("--safety-margin", type=float, metavar="FRACTION", help=text("cli.help.offers.safety_margin", lang))
+    f.add_argument("--catalog", metavar="FILE", help=text("cli.help.offers.catalog", lang))
+    f.add_argument("--all", action="store_true", help=text("cli.help.offers.all", lang))
+    f.add_argument("--limit", type=int, metavar="N", help=text("cli.help.offers.limit", lang))
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
+    p.add_argument("--json", action="store_true", help=text("cli.help.offers.json", lang))
     p.set_defaults(func=_cmd_offers)
 
-    p = subparsers.add_parser("request", help="the rental request to send a provider (ru/en text or JSON)")
-    plan_arguments(p)
-    _data_arguments(p)
+    p = subparsers.add_parser("request", help=text("cli.help.request.summary", lang))
+    plan_arguments(p, lang)
+    _data_arguments(p, lang)
     p.add_argument("--lang", choices=("ru", "en"), default="en")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--start-date", type=_iso_date, metavar="YYYY-MM-DD")
     p.add_argument("--budget", type=float, metavar="USD")
-    p.add_argument("--rent-days", type=int, metavar="DAYS", help="rental period (default: from the time estimate)")
-    p.add_argument("--no-trial", action="store_true", help="do not ask for the step-time trial")
-    p.add_argument("--explicit-context", action="store_true",
-                   help="state seq length and batch instead of 'context and batch in the config'")
+    p.add_argument("--rent-days", type=int, metavar="DAYS", help=text("cli.help.request.rent_days", lang))
+    p.add_argument("--no-trial", action="store_true", help=text("cli.help.request.no_trial", lang))
+    p.add_argument("--explicit-context", action="store_true", help=text("cli.help.request.explicit_context", lang))
     p.set_defaults(func=_cmd_request)
-
-

@@ -1,6 +1,6 @@
 """Command line: ``gpuwork report --plan plan.json --out DIR`` — the workbook as offline HTML.
 
-``register(subparsers)`` adds the subcommand to gpuwork's parser.
+``register(subparsers, lang)`` adds the subcommand to gpuwork's parser.
 Errors print one line on stderr and exit with status 2 (no traceback), as everywhere in ``gpuwork.cli``.
 
     gpuwork report --plan plan.json --out reports/llama-lora
@@ -48,18 +48,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: Any) -> None:
-    """Add `report` to a gpuwork subparsers object."""
-    p = subparsers.add_parser("report", help="execute the workbook's notebooks for a plan and export offline HTML")
-    p.add_argument("--plan", metavar="FILE", help="plan.json with TrainPlan fields (default: TrainPlan())")
-    p.add_argument("--out", metavar="DIR", required=True, help="report folder; nothing is written elsewhere")
-    p.add_argument("--notebooks", type=_notebook_list, metavar="NAMES",
-                   help="comma-separated subset of 01_sizing,02_trial,03_offers (default: all)")
-    p.add_argument("--steps", type=int, default=5, metavar="N", help="measured steps of the trial (default 5)")
-    p.add_argument("--timeout", type=float, default=900, metavar="S", help="seconds allowed per cell (default 900)")
-    p.add_argument("--progress", action="store_true", help="progress bars even when stderr is not a terminal")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the pages and messages (en or ru)")
+def register(subparsers: Any, lang: str = "en") -> None:
+    """Add `report` to a gpuwork subparsers object, its help in ``lang``."""
+    p = subparsers.add_parser("report", help=text("cli.help.report.summary", lang))
+    p.add_argument("--plan", metavar="FILE", help=text("cli.help.report.plan", lang))
+    p.add_argument("--out", metavar="DIR", required=True, help=text("cli.help.report.out", lang))
+    p.add_argument("--notebooks", type=_notebook_list, metavar="NAMES", help=text("cli.help.report.notebooks", lang))
+    p.add_argument("--steps", type=int, default=5, metavar="N", help=text("cli.help.report.steps", lang))
+    p.add_argument("--timeout", type=float, default=900, metavar="S", help=text("cli.help.report.timeout", lang))
+    p.add_argument("--progress", action="store_true", help=text("cli.help.report.progress", lang))
+    p.add_argument("--no-progress", action="store_true", help=text("cli.help.report.no_progress", lang))
+    p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.pages", lang))
     p.set_defaults(func=_cmd_report)
-
-

@@ -1,6 +1,6 @@
 """Command line for measured trials: ``gpuwork trial`` and ``gpuwork compare``.
 
-``register(subparsers)`` adds both commands to the main parser (``gpuwork.cli``).
+``register(subparsers, lang)`` adds both commands to the main parser (``gpuwork.cli``).
 
 Exit status of ``gpuwork trial``: 0 the run fits (or, with ``--ramp``, something fits); 3 it does
 not fit (out of memory, or over ``--memory-cap-gib``): the peak reached is printed, this is a
@@ -23,19 +23,6 @@ from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_s
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_DOES_NOT_FIT = 3
-
-_TRIAL_EPILOG = """\
-exit status:
-  0  the run fits (with --ramp: at least the smallest batch fits)
-  3  it does not fit: out of memory (or over --memory-cap-gib); the peak reached is printed
-  2  an error in the arguments, the model, the data or a file (one line on stderr)
-
-examples:
-  gpuwork trial --model tiny-llama --method lora --seq-len 64 --batch-size 2 --steps 5
-  gpuwork trial --model llama-3.1-8b --method qlora --seq-len 2048 --out trials/ --price-per-hour 2.5
-  gpuwork trial --model tiny-llama --method full --nproc 2 --sharding fsdp
-  gpuwork compare trials/*.json --price-per-hour 2.5
-"""
 
 
 # -- formatting (pure) -----------------------------------------------------------------------------------------
@@ -341,46 +328,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 # -- wiring ---------------------------------------------------------------------------------------------
 
 
-def register(subparsers: Any) -> None:
-    """Add ``trial`` and ``compare`` to a parser's subcommands (as ``gpuwork.cli`` builds them)."""
+def register(subparsers: Any, lang: str = "en") -> None:
+    """Add ``trial`` and ``compare`` to a parser's subcommands (as ``gpuwork.cli`` builds them), help in ``lang``."""
     from gpuwork.cli.args import plan_arguments
 
-    p = subparsers.add_parser(
-        "trial", help="measured trial: a real fine-tune on this machine (step time, memory, checkpoint)",
-        description="Run a short real fine-tune of the plan on this machine's device (CUDA if present, else the "
-                    "CPU): warm-up, measured steps, checkpoint save -> restore -> verify; then extrapolate to the "
-                    "whole run.", epilog=_TRIAL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    plan_arguments(p)
-    g = p.add_argument_group("the trial")
-    g.add_argument("--steps", type=int, default=10, help="measured optimizer steps (default 10)")
-    g.add_argument("--warmup", type=int, default=2, help="warm-up steps, not measured (default 2)")
-    g.add_argument("--ramp", action="store_true", help="instead: double the batch, then seq_len, until out of memory")
-    g.add_argument("--out", metavar="DIR", help="write the record JSON and the checkpoint here")
-    g.add_argument("--nproc", type=int, help="processes (GPUs) under torchrun: DDP, or FSDP2 with --sharding fsdp")
-    g.add_argument("--memory-cap-gib", type=float, help="simulated device size: out of memory above this")
-    g.add_argument("--data", nargs="+", metavar="FILE", help=".txt / .jsonl files or folders (default: shipped text)")
-    g.add_argument("--device", choices=("cpu", "cuda"), help="default: CUDA when present, else CPU")
+    p = subparsers.add_parser("trial", help=text("cli.help.trial.summary", lang),
+                              description=text("cli.help.trial.description", lang),
+                              epilog=text("cli.help.trial.epilog", lang),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    plan_arguments(p, lang)
+    g = p.add_argument_group(text("cli.help.trial.title", lang))
+    g.add_argument("--steps", type=int, default=10, help=text("cli.help.trial.steps", lang))
+    g.add_argument("--warmup", type=int, default=2, help=text("cli.help.trial.warmup", lang))
+    g.add_argument("--ramp", action="store_true", help=text("cli.help.trial.ramp", lang))
+    g.add_argument("--out", metavar="DIR", help=text("cli.help.trial.out", lang))
+    g.add_argument("--nproc", type=int, help=text("cli.help.trial.nproc", lang))
+    g.add_argument("--memory-cap-gib", type=float, help=text("cli.help.trial.memory_cap", lang))
+    g.add_argument("--data", nargs="+", metavar="FILE", help=text("cli.help.trial.data", lang))
+    g.add_argument("--device", choices=("cpu", "cuda"), help=text("cli.help.trial.device", lang))
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--no-checkpoint", action="store_true", help="skip the checkpoint round-trip")
-    g.add_argument("--timeout-s", type=float, help="--nproc: stop the processes after this many seconds")
-    g.add_argument("--price-per-hour", type=float, metavar="USD", help="price per GPU-hour, for the total cost")
-    g.add_argument("--dataset-tokens", type=int, help="tokens in one epoch, for the extrapolation")
-    g.add_argument("--epochs", type=float, help="epochs, for the extrapolation")
-    g.add_argument("--calibrate", action="store_true",
-                   help="compare with the estimates and save per-device factors to the calibration file "
-                        "($GPUWORK_CALIBRATION or ~/.config/gpuwork/calibration.json)")
-    g.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    g.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
+    g.add_argument("--no-checkpoint", action="store_true", help=text("cli.help.trial.no_checkpoint", lang))
+    g.add_argument("--timeout-s", type=float, help=text("cli.help.trial.timeout", lang))
+    g.add_argument("--price-per-hour", type=float, metavar="USD", help=text("cli.help.trial.price", lang))
+    g.add_argument("--dataset-tokens", type=int, help=text("cli.help.trial.dataset_tokens", lang))
+    g.add_argument("--epochs", type=float, help=text("cli.help.trial.epochs", lang))
+    g.add_argument("--calibrate", action="store_true", help=text("cli.help.trial.calibrate", lang))
+    g.add_argument("--json", action="store_true", help=text("cli.help.trial.json", lang))
+    g.add_argument("--no-progress", action="store_true", help=text("cli.help.trial.no_progress", lang))
+    p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.set_defaults(func=_cmd_trial)
 
-    p = subparsers.add_parser("compare", help="trial records side by side (step time, tokens/s, memory, cost)")
-    p.add_argument("records", nargs="+", metavar="RECORD.json", help="trial records written by `gpuwork trial --out`")
-    p.add_argument("--price-per-hour", type=float, metavar="USD", help="price per GPU-hour, for cost per 1M tokens")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the output and errors (en or ru)")
+    p = subparsers.add_parser("compare", help=text("cli.help.compare.summary", lang))
+    p.add_argument("records", nargs="+", metavar="RECORD.json", help=text("cli.help.compare.records", lang))
+    p.add_argument("--price-per-hour", type=float, metavar="USD", help=text("cli.help.compare.price", lang))
+    p.add_argument("--json", action="store_true", help=text("cli.help.compare.json", lang))
+    p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.set_defaults(func=_cmd_compare)
-
 
 
 __all__ = ["EXIT_DOES_NOT_FIT", "format_compare", "format_trial", "register"]

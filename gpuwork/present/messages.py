@@ -39,7 +39,7 @@ from typing import Any
 from gpuwork import errors
 from gpuwork.estimate.memory import TERM_LABELS
 from gpuwork.message import Msg, msg
-from gpuwork.present import messages_errors, messages_measure
+from gpuwork.present import messages_errors, messages_help, messages_measure
 from gpuwork.units import (
     GB,
     MISSING,
@@ -922,7 +922,7 @@ _TERMS_RU = {
 
 _ENTRIES.update({f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_LABELS.items()})
 
-for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES):  # sections kept in their own files
+for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.ENTRIES):  # sections in own files
     _clash = _ENTRIES.keys() & _part.keys()
     assert not _clash, f"catalog codes defined twice: {sorted(_clash)}"
     _ENTRIES.update(_part)
