@@ -341,15 +341,10 @@ def evaluate_offers(
     deadline_s: float | None = None,
     budget_usd: float | None = None,
     sort: str = "cost",
-    min_vram_gb: float | None = None,
-    gpu_class: str | Iterable[str] | None = None,
-    mode: str | Iterable[str] | None = None,
-    region: str | Iterable[str] | None = None,
-    max_price_per_gpu_hour: float | None = None,
-    gpu_ids: str | Iterable[str] | None = None,
     include_unfit: bool = True,
     use_whole_node: bool = True,
     time_options: Mapping[str, Any] | None = None,
+    **filters: Any,
 ) -> list[OfferResult]:
     """Every offer that passes the filters, evaluated for ``plan`` and ranked.
 
@@ -362,8 +357,8 @@ def evaluate_offers(
         deadline_s: wall-clock limit; sets ``meets_deadline`` and the "deadline" ranking.
         budget_usd: offers whose expected cost exceeds it are dropped.
         sort: a ranking of ``sort_offers`` ("cost", "time", "deadline", "price", "vram").
-        min_vram_gb, gpu_class, mode, region, max_price_per_gpu_hour, gpu_ids: catalog filters
-            (``gpuwork.facts.catalog.filter_offers``).
+        filters: the conditions of ``gpuwork.facts.catalog.filter_offers`` (min_vram_gb, gpu_class, mode,
+            region, max_price_per_gpu_hour, gpu_ids, min_gpus_per_node); an unknown name is a TypeError.
         include_unfit: keep offers the plan cannot fit (at the end, with the reason).
         use_whole_node: a node is billed whole, so run on all its GPUs when the plan still fits
             (more data-parallel ranks: the global batch grows; ``fit.changes`` says so).
@@ -380,8 +375,7 @@ def evaluate_offers(
                         ("preemption_rate_per_hour", preemption_rate_per_hour)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
             raise PlanError(name, msg("error.offers.not_negative", field=name, value=repr(value)))
-    pool = filter_offers(offers, min_vram_gb=min_vram_gb, gpu_class=gpu_class,
-                         mode=mode, region=region, max_price_per_gpu_hour=max_price_per_gpu_hour, gpu_ids=gpu_ids)
+    pool = filter_offers(offers, **filters)
     memo: dict[TrainPlan, int] = {}
     results = [evaluate_offer(plan, offer, inputs, safety_margin=safety_margin,
                               preemption_rate_per_hour=preemption_rate_per_hour, deadline_s=deadline_s,
