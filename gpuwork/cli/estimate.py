@@ -91,7 +91,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():  # libraries' deprecation notices are not the user's business here
             warnings.simplefilter("ignore", FutureWarning)
             warnings.simplefilter("ignore", DeprecationWarning)
-            result = trace_memory(plan, progress=not args.json and sys.stderr.isatty())
+            result = trace_memory(plan, progress=not args.json and sys.stderr.isatty(),
+                                  progress_labels=(text("cli.trace.progress", lang), text("cli.trace.progress_unit", lang)))
     except TraceError as exc:
         # the op or module that fake tensors cannot run is named; the analytic estimate still answers
         error = exc.msg or msg("measure.text", text=str(exc))

@@ -456,12 +456,14 @@ def _train_step(model, optimizer, batch: dict, autocast, micro_batches: int) -> 
     optimizer.zero_grad(set_to_none=True)
 
 
-def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = True) -> TraceResult:
+def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = True,
+                 progress_labels: tuple[str, str] = ("trace", "stage")) -> TraceResult:
     """Trace one steady-state training step of the plan (per GPU, no sharding) under fake tensors.
 
     Args:
         plan: the run; memory fields are read, data/schedule fields are not.
         progress: show a tqdm bar over the trace stages.
+        progress_labels: the bar's description and unit (the CLI passes them in the reader's language).
         use_cache: reuse the result of an identical plan traced earlier in this process.
 
     Returns the peak of live tensor bytes (what ``torch.cuda.max_memory_allocated`` would report,
@@ -476,7 +478,7 @@ def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = T
     if plan.sharding.shards_params:
         result = _run_isolated(plan) if _needs_isolation() else _trace_fsdp(plan)
     else:
-        result = _trace_uncached(plan, progress=progress)
+        result = _trace_uncached(plan, progress=progress, labels=progress_labels)
     _CACHE[key] = result
     return result
 
@@ -492,7 +494,7 @@ def _cache_key(plan: TrainPlan) -> tuple:
     return tuple(sorted((k, str(v)) for k, v in memory_fields.items()))
 
 
-def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
+def _trace_uncached(plan: TrainPlan, progress: bool, labels: tuple[str, str] = ("trace", "stage")) -> TraceResult:
     import torch
 
     from gpuwork.facts.model import count_params, spec_for_plan
@@ -503,7 +505,7 @@ def _trace_uncached(plan: TrainPlan, progress: bool) -> TraceResult:
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(stages), desc="trace", unit="stage")
+        bar = tqdm(total=len(stages), desc=labels[0], unit=labels[1])
     stand_ins: list[Msg] = []
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)

@@ -10,6 +10,8 @@ kinds are documented there. Sections: what the measure layer says (``trial.*``, 
 from __future__ import annotations
 
 ENTRIES: dict[str, tuple[str, str]] = {
+    "cli.trace.progress": ("trace", "трассировка"),
+    "cli.trace.progress_unit": ("stage", "этап"),
     # text a record held before its messages were coded (gpuwork.measure.coded): shown as it is
     "measure.text": ("{text}", "{text}"),
 
