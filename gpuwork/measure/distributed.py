@@ -438,7 +438,9 @@ def _unranked(message: Msg) -> Msg:
 def _report_error(rank: Any, error: Msg) -> None:
     """One line on stderr for the launcher: ERROR_PREFIX + the rank's message as JSON (it renders it)."""
     line = json.dumps(msg("error.trial.rank", rank=str(rank), error=error).as_dict())
-    print(f"{ERROR_PREFIX}{line}", file=sys.stderr, flush=True)
+    sys.stderr.flush()
+    # one write(2): every rank shares this pipe, and a line written in pieces can interleave with another rank's
+    os.write(sys.stderr.fileno(), f"{ERROR_PREFIX}{line}\n".encode())
 
 
 def rank_main(argv: list[str] | None = None) -> int:
@@ -639,8 +641,9 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                 merged.to_json(merged.saved_to)
             return merged
         reported = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
-        if reported:
-            raise TrialError(_rank_error(reported[0]))  # the rank's own coded message
+        if reported:  # the first rank's own coded message; a line that did not come through whole only if alone
+            whole = [line for line in reported if _rank_error(line).code != "trial.crash"]
+            raise TrialError(_rank_error((whole or reported)[0]))
         if rc is None:
             raise TrialError(msg("error.trial.timeout", processes=nproc, timeout_s=timeout_s))
         shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
