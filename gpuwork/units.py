@@ -93,6 +93,18 @@ def fmt_size(n_bytes: float | None, lang: str = "en") -> str:
     return f"{fmt_number(n_bytes / GB, lang, 1)}{SP}{unit('GB', lang)}"
 
 
+def fmt_size_short(n_bytes: float | None, lang: str = "en") -> str:
+    """Decimal GB/TB as requests state them, whole when round or from 10 up: ``200 GB``, ``1.5 TB``, ``1,5 ТБ``."""
+    if n_bytes is None:
+        return MISSING
+    name, value = ("TB", n_bytes / TB) if n_bytes >= TB else ("GB", n_bytes / GB)
+    if value >= 10 or float(value).is_integer():
+        number = fmt_number(round(value), lang, 0)
+    else:
+        number = fmt_number(value, lang, 1)
+    return f"{number}{SP}{unit(name, lang)}"
+
+
 def fmt_rate(bytes_s: float, lang: str = "en") -> str:
     """Bytes per second in decimal units: ``1.2 GB/s``."""
     for name, size in (("GB/s", GB), ("MB/s", MB), ("kB/s", KB)):
@@ -148,5 +160,5 @@ def plural_ru(n: int, one: str, few: str, many: str) -> str:
 __all__ = [
     "DAY_S", "GB", "GIB", "HOUR_S", "INFINITE", "KB", "KIB", "LANGS", "MB", "MIB", "MINUTE_S", "MISSING", "SP", "TB",
     "TIB", "check_lang", "fmt_duration", "fmt_gib", "fmt_int", "fmt_memory", "fmt_number", "fmt_rate",
-    "fmt_seconds", "fmt_size", "fmt_usd", "plural_ru", "unit",
+    "fmt_seconds", "fmt_size", "fmt_size_short", "fmt_usd", "plural_ru", "unit",
 ]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuwork import units
 from gpuwork.estimate.memory import TERM_LABELS
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.facts import catalog as catalog_module
@@ -182,7 +183,7 @@ def test_numbers_follow_the_language() -> None:
     share = msg("comm.pcie_enough", share=0.054)
     assert "5%" in render(share, "en") and "5 %" in render(share, "ru")
     assert render(msg("disk.rule.base_bf16", params=8_030_261_248), "ru").startswith("8 030 261 248 параметров × 2 Б")
-    assert messages.format_size(200e9, "ru") == "200 ГБ" and messages.format_size(1.5e12) == "1.5 TB"
+    assert units.fmt_size_short(200e9, "ru") == "200 ГБ" and units.fmt_size_short(1.5e12) == "1.5 TB"
 
 
 def test_russian_plurals_and_nested_messages() -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from gpuwork.errors import PlanError
 from gpuwork.plan import TrainPlan
-from gpuwork.present.request import format_size, model_display_name, plural_ru, rental_request
+from gpuwork.present.request import model_display_name, plural_ru, rental_request
+from gpuwork.units import fmt_size_short as format_size
 
 # The brief: "Fine-tuning, LoRA adapters, context and batch size in the config; dataset 200 GB, need room
 # for checkpoints; one month; step-time test required" - a LoRA plan with a 200 GB dataset (50 B tokens

@@ -11,10 +11,8 @@ from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.plan import TrainPlan
 from gpuwork.ui.common import (
     LiveFigure,
-    duration_text,
     error_html,
     friendly,
-    gb_text,
     plan_from,
     sync_figure,
     table_html,
@@ -39,18 +37,6 @@ def test_errors_are_one_escaped_line_and_a_bug_says_so(caplog: pytest.LogCapture
         line = friendly(RuntimeError("boom"))
     assert line.startswith("unexpected error (RuntimeError: boom); this is a bug in gpuwork")
     assert [r.exc_info[0] for r in caplog.records] == [RuntimeError]  # logged with its traceback
-
-
-@pytest.mark.parametrize(("seconds", "lang", "text"), [
-    (None, "en", "–"), (float("inf"), "en", "∞"), (1800, "en", "30 min"), (5 * 3600, "en", "5.0 h"),
-    (50 * 3600, "en", "50 h"), (100 * 3600, "en", "100 h (4 days)"), (100 * 3600, "ru", "100 ч (4 дн.)"),
-])
-def test_duration_text(seconds: float | None, lang: str, text: str) -> None:
-    assert duration_text(seconds, lang) == text
-
-
-def test_gb_text_uses_decimal_units() -> None:
-    assert gb_text(2.5e9) == "2.5 GB" and gb_text(1.5e12) == "1.50 TB"
 
 
 def test_table_html_aligns_the_chosen_columns_right() -> None:

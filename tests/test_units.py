@@ -43,3 +43,15 @@ def test_russian_plurals(n: int, word: str) -> None:
 def test_an_unknown_language_is_refused() -> None:
     with pytest.raises(ValueError, match="lang='de'"):
         units.fmt_gib(GIB, "de")
+
+
+@pytest.mark.parametrize(("seconds", "lang", "text"), [
+    (None, "en", "–"), (float("inf"), "en", "∞"), (1800, "en", "30 min"), (5 * 3600, "en", "5.0 h"),
+    (50 * 3600, "en", "50 h"), (100 * 3600, "en", "100 h (4 days)"), (100 * 3600, "ru", "100 ч (4 дн.)"),
+])
+def test_durations_shown_in_tables(seconds: float | None, lang: str, text: str) -> None:
+    assert units.fmt_duration(seconds, lang) == text
+
+
+def test_sizes_in_tables_use_decimal_units() -> None:
+    assert units.fmt_size(2.5e9) == "2.5 GB" and units.fmt_size(1.5e12) == "1.50 TB"

@@ -44,7 +44,6 @@ from gpuwork.units import (
     GB,
     MISSING,
     SP,
-    TB,
     check_lang,
     fmt_duration,
     fmt_gib,
@@ -52,6 +51,7 @@ from gpuwork.units import (
     fmt_number,
     fmt_rate,
     fmt_size,
+    fmt_size_short,
     fmt_usd,
     plural_ru,
     unit,
@@ -948,18 +948,6 @@ def _pct(x: float | None, lang: str) -> str:
     return f"{fmt_number(x * 100, lang, 0)}{SP}%" if lang == "ru" else f"{fmt_number(x * 100, lang, 0)}%"
 
 
-def format_size(n_bytes: float | None, lang: str = "en") -> str:
-    """Decimal GB/TB as disks and datasets are sold, whole when round: 200 GB, 1.5 TB / 200 ГБ, 1,5 ТБ."""
-    if n_bytes is None:
-        return MISSING
-    name, value = ("TB", n_bytes / TB) if n_bytes >= TB else ("GB", n_bytes / GB)
-    if value >= 10 or float(value).is_integer():
-        number = fmt_number(round(value), lang, 0)
-    else:
-        number = fmt_number(value, lang, 1)
-    return f"{number}{SP}{unit(name, lang)}"
-
-
 def _sci(x: float, lang: str) -> str:
     text = f"{x:.3e}"
     return text.replace(".", ",") if lang == "ru" else text
@@ -996,7 +984,7 @@ _KINDS: dict[str, Callable[[Any, str], str]] = {
     "pct": _pct,
     "gib": fmt_gib,
     "size": fmt_size,
-    "gb": format_size,
+    "gb": fmt_size_short,
     "gb2": lambda v, lang: f"{fmt_number(v / GB, lang, 2)}{SP}{unit('GB', lang)}",
     "rate": fmt_rate,
     "dur": fmt_duration,
@@ -1102,7 +1090,7 @@ def render_dict(messages: Mapping[str, Msg], lang: str = "en") -> dict[str, str]
     return {key: render(m, lang) for key, m in messages.items()}
 
 
-__all__ = ["CATALOG", "LANGS", "MessageError", "format_size", "placeholders", "render", "render_all",
+__all__ = ["CATALOG", "LANGS", "MessageError", "placeholders", "render", "render_all",
            "render_dict", "text"]
 
 

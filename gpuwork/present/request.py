@@ -38,7 +38,7 @@ from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
-from gpuwork.present.messages import format_size, render, render_all
+from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile
 from gpuwork.units import HOUR_S, plural_ru
 
@@ -312,4 +312,4 @@ def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: floa
     return out
 
 
-__all__ = ["LANGS", "RentalRequest", "format_size", "model_display_name", "plural_ru", "rental_request"]
+__all__ = ["LANGS", "RentalRequest", "model_display_name", "plural_ru", "rental_request"]

@@ -40,7 +40,6 @@ from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import messages
-from gpuwork.units import fmt_duration, fmt_size
 
 _log = logging.getLogger(__name__)
 
@@ -122,16 +121,6 @@ def friendly(exc: BaseException, lang: str = "en") -> str:
         return one_line(exc.text(lang))
     _log.error("unexpected error in a gpuwork widget", exc_info=exc)
     return one_line(ui("unexpected", lang, error=f"{type(exc).__name__}: {exc}"))
-
-
-def gb_text(n_bytes: float, lang: str = "en") -> str:
-    """Decimal gigabytes (terabytes from 1 TB), as disks are sold."""
-    return fmt_size(n_bytes, lang)
-
-
-def duration_text(seconds: float | None, lang: str = "en") -> str:
-    """Minutes under an hour, else hours (and days beyond three); "–" for None, "∞" for an infinite time."""
-    return fmt_duration(seconds, lang if lang in LANGS else "en")
 
 
 def table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, right: Sequence[int] = ()) -> str:
@@ -336,10 +325,8 @@ __all__ = [
     "Panel",
     "describe",
     "display",
-    "duration_text",
     "error_html",
     "friendly",
-    "gb_text",
     "heading_html",
     "html_output",
     "note_html",

@@ -41,7 +41,6 @@ from gpuwork.ui.common import (
     NOTE_COLOR,
     WIDE,
     LiveFigure,
-    duration_text,
     error_html,
     friendly,
     heading_html,
@@ -55,7 +54,7 @@ from gpuwork.ui.common import (
     ui,
 )
 from gpuwork.ui.request import RequestPanel
-from gpuwork.units import fmt_int, fmt_number, fmt_usd, unit
+from gpuwork.units import fmt_duration, fmt_int, fmt_number, fmt_usd, unit
 
 SORTS = ("cost", "time", "price", "vram")  # the rankings of estimate.offers.sort_offers the panel offers
 
@@ -101,7 +100,7 @@ def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | Non
             if r.meets_deadline is False:
                 notes.append(ui("misses_deadline", lang))
             used = f"{r.fit.plan.gpus} / {r.billed_gpus}"
-            cells = (used, r.fit.plan.sharding.value, duration_text(r.expected_total_s, lang),
+            cells = (used, r.fit.plan.sharding.value, fmt_duration(r.expected_total_s, lang),
                      _usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
         else:
             cells = ("–", "–", "–", "–", f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
@@ -124,9 +123,9 @@ def interruptible_html(results: Sequence[Any], lang: str = "en") -> str:
         recommended = (ui("recommended", lang, interval_s=r.recommended_checkpoint_interval_s,
                           steps=r.recommended_checkpoint_every_steps)
                        if r.recommended_checkpoint_interval_s is not None else "–")
-        rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", duration_text(r.time.total_s, lang),
-                     duration_text(r.expected_total_s, lang), fmt_number(r.expected_preemptions, lang, 1),
-                     duration_text(r.expected_lost_s, lang), duration_text(r.checkpoint_interval_s, lang), recommended,
+        rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", fmt_duration(r.time.total_s, lang),
+                     fmt_duration(r.expected_total_s, lang), fmt_number(r.expected_preemptions, lang, 1),
+                     fmt_duration(r.expected_lost_s, lang), fmt_duration(r.checkpoint_interval_s, lang), recommended,
                      _usd(r.expected_cost_usd, lang)))
     if not rows:
         return note_html(html.escape(ui("none_interruptible", lang)))

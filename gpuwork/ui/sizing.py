@@ -57,7 +57,6 @@ from gpuwork.ui.common import (
     describe,
     error_html,
     friendly,
-    gb_text,
     heading_html,
     html_output,
     note_html,
@@ -69,7 +68,7 @@ from gpuwork.ui.common import (
     table_html,
     ui,
 )
-from gpuwork.units import fmt_number, fmt_seconds, unit
+from gpuwork.units import fmt_number, fmt_seconds, fmt_size, unit
 
 _log = logging.getLogger(__name__)
 
@@ -271,7 +270,7 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
         parts.append(heading_html(4, ui("h_disk", lang)))
         parts.append("<p>" + ui("disk_total", lang, total_bytes=disk.recommended_bytes,
                                 margin_bytes=disk.margin_bytes) + "</p>")
-        rows = [(html.escape(render(item.label, lang)), gb_text(item.bytes, lang),
+        rows = [(html.escape(render(item.label, lang)), fmt_size(item.bytes, lang),
                  f"<span style='color:{MUTED}'>{html.escape(render(item.rule, lang))}</span>") for item in disk.lines]
         parts.append(table_html(("", "", ""), rows, "gpuwork-disk", right=(1,)))
         parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(disk.notes, lang)]

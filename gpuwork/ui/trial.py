@@ -48,10 +48,8 @@ from gpuwork.ui.common import (
     WIDE,
     LiveFigure,
     describe,
-    duration_text,
     error_html,
     friendly,
-    gb_text,
     html_output,
     note_html,
     one_line,
@@ -61,7 +59,7 @@ from gpuwork.ui.common import (
     run_in_thread,
     ui,
 )
-from gpuwork.units import GB, fmt_memory
+from gpuwork.units import GB, fmt_duration, fmt_memory, fmt_size
 
 _log = logging.getLogger(__name__)
 
@@ -414,7 +412,7 @@ class TrialPanel(common.Panel):
         c = record.checkpoint
         if c is not None:
             verdict = ui("verified" if c.verified else "not_verified", lang)
-            size = gb_text(c.bytes_on_disk, lang) if c.bytes_on_disk >= GB / 10 else fmt_memory(c.bytes_on_disk, lang)
+            size = fmt_size(c.bytes_on_disk, lang) if c.bytes_on_disk >= GB / 10 else fmt_memory(c.bytes_on_disk, lang)
             lines.append('<p class="gpuwork-checkpoint">' + html.escape(ui("checkpoint", lang).format(
                 verdict=verdict, message=c.message, size=size, save=c.save_s, restore=c.restore_s)) + "</p>")
         r = self.ramp_result
@@ -429,7 +427,7 @@ class TrialPanel(common.Panel):
         time, why = extrapolate(record, lang=lang)
         if time is not None:
             lines.append("<p>" + html.escape(ui("extrapolation", lang).format(
-                gpus=time.gpus, gpu=time.catalog_gpu_name, total=duration_text(time.total_s, lang),
+                gpus=time.gpus, gpu=time.catalog_gpu_name, total=fmt_duration(time.total_s, lang),
                 steps=time.steps)) + "</p>")
         else:
             lines.append(note_html(html.escape(ui("no_extrapolation", lang).format(device=why))))
