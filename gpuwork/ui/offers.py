@@ -59,10 +59,6 @@ from gpuwork.units import fmt_duration, fmt_int, fmt_number, fmt_usd, unit
 SORTS = ("cost", "time", "price", "vram")  # the rankings of estimate.offers.sort_offers the panel offers
 
 
-def _usd(x: float | None, lang: str = "en") -> str:
-    return fmt_usd(x, lang if lang in LANGS else "en")
-
-
 # -- offers: pure update --------------------------------------------------------------------------------
 
 
@@ -101,7 +97,7 @@ def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | Non
                 notes.append(ui("misses_deadline", lang))
             used = f"{r.fit.plan.gpus} / {r.billed_gpus}"
             cells = (used, r.fit.plan.sharding.value, fmt_duration(r.expected_total_s, lang),
-                     _usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
+                     fmt_usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
         else:
             cells = ("–", "–", "–", "–", f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
         rows.append((f"<code>{html.escape(o.offer_id)}</code>", html.escape(o.gpu.display_name),
@@ -126,7 +122,7 @@ def interruptible_html(results: Sequence[Any], lang: str = "en") -> str:
         rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", fmt_duration(r.time.total_s, lang),
                      fmt_duration(r.expected_total_s, lang), fmt_number(r.expected_preemptions, lang, 1),
                      fmt_duration(r.expected_lost_s, lang), fmt_duration(r.checkpoint_interval_s, lang), recommended,
-                     _usd(r.expected_cost_usd, lang)))
+                     fmt_usd(r.expected_cost_usd, lang)))
     if not rows:
         return note_html(html.escape(ui("none_interruptible", lang)))
     header = [ui(k, lang) for k in ("col_offer", "col_uninterrupted", "col_time", "col_preemptions", "col_rework",
@@ -154,7 +150,7 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
         if key == "data_wait_fraction":
             return f"{fmt_number(value * 100, lang, 1)}%"
         if key == "cost_per_1m_tokens":
-            return _usd(value, lang)
+            return fmt_usd(value, lang)
         if isinstance(value, bool):
             return ui("yes" if value else "no", lang)
         return html.escape(str(value))
