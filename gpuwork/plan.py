@@ -74,6 +74,34 @@ class Attention(StrEnum):
     FLASH = "flash"  # flash-attention 2 kernels
 
 
+class OptimizerImpl(StrEnum):
+    """How torch runs the optimizer update (torch.optim ``foreach=`` / ``fused=``)."""
+
+    FOREACH = "foreach"  # multi-tensor kernels over lists of tensors (the CUDA default)
+    FUSED = "fused"  # one fused kernel per parameter group (Trainer's adamw_torch_fused)
+    FOR_LOOP = "for-loop"  # one set of element-wise kernels per parameter (foreach=False)
+
+    @property
+    def torch_kwargs(self) -> dict[str, bool]:
+        """Keyword arguments of torch.optim.AdamW / SGD that select this implementation."""
+        if self is OptimizerImpl.FUSED:
+            return {"fused": True}
+        return {"foreach": self is OptimizerImpl.FOREACH}
+
+
+class Stack(StrEnum):
+    """The software that runs the step: which kernels, how many launches, what overlaps.
+
+    What each one changes is data with sources (``gpuwork/facts/data/stacks.csv``).
+    """
+
+    HF_TRAINER = "hf-trainer"  # Hugging Face Trainer / TRL + PEFT, eager PyTorch kernels (most users)
+    HF_LIGER = "hf-liger"  # the same with Liger kernels (fused RMSNorm, RoPE, SwiGLU, linear cross-entropy)
+    TORCH_COMPILE = "torch-compile"  # the same with torch.compile (fused element-wise ops)
+    UNSLOTH = "unsloth"  # Unsloth: hand-written Triton kernels, fused LoRA, own checkpointing
+    FRAMEWORK = "framework"  # tuned pre-training frameworks (torchtitan, llm-foundry, Megatron, NeMo)
+
+
 class Sharding(StrEnum):
     DDP = "ddp"  # every GPU holds a full replica
     ZERO1 = "zero1"  # optimizer states sharded
@@ -106,6 +134,8 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "optimizer": Optimizer,
     "attention": Attention,
     "sharding": Sharding,
+    "optimizer_impl": OptimizerImpl,
+    "stack": Stack,
     "quant_type": QuantType,
     "task": Task,
 }
@@ -142,7 +172,8 @@ class TrainPlan:
     sharding: Sharding = Sharding.DDP
     offload_optimizer: bool = False  # optimizer states (and step) on CPU
     offload_params: bool = False  # parameters on CPU between uses (ZeRO-3 / FSDP only)
-    optimizer_foreach: bool = True  # torch multi-tensor optimizer step (the CUDA default)
+    optimizer_impl: OptimizerImpl = OptimizerImpl.FOREACH  # torch optimizer kernels
+    stack: Stack = Stack.HF_TRAINER  # the software that runs the step (kernels, launches, overlap)
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -158,8 +189,7 @@ class TrainPlan:
         if not isinstance(self.model, str) or not self.model.strip():
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
-        for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params",
-                     "optimizer_foreach"):
+        for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
@@ -240,6 +270,7 @@ class TrainPlan:
         if not isinstance(data, dict):
             raise PlanError("plan", msg("error.plan.not_object", kind=type(data).__name__))
         known = {f.name for f in fields(cls)}
+        data = _upgrade_legacy(data)
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -247,6 +278,18 @@ class TrainPlan:
                     raise PlanError(key, msg("error.plan.unknown_field_close", field=key, close=close[0]))
                 raise PlanError(key, msg("error.plan.unknown_field", field=key, known=", ".join(sorted(known))))
         return cls(**data)
+
+
+def _upgrade_legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """Plan files written before ``optimizer_impl`` existed name the choice ``optimizer_foreach``."""
+    if "optimizer_foreach" not in data or "optimizer_impl" in data:
+        return data
+    data = dict(data)
+    foreach = data.pop("optimizer_foreach")
+    if not isinstance(foreach, bool):
+        raise PlanError("optimizer_foreach", msg("error.plan.bool", field="optimizer_foreach", value=repr(foreach)))
+    data["optimizer_impl"] = OptimizerImpl.FOREACH if foreach else OptimizerImpl.FOR_LOOP
+    return data
 
 
 def field_names() -> list[str]:
@@ -304,9 +347,11 @@ __all__ = [
     "Attention",
     "Method",
     "Optimizer",
+    "OptimizerImpl",
     "Precision",
     "QuantType",
     "Sharding",
+    "Stack",
     "Task",
     "TrainPlan",
     "field_names",

@@ -238,7 +238,7 @@ def test_a_bad_flag_is_reported_in_the_language_asked_for(argv, russian) -> None
 RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimizer", "--seq-len", "--batch-size",
              "--grad-accum", "--grad-checkpointing", "--attention", "--trainable-layers", "--lora-r", "--lora-alpha",
              "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--gpus", "--sharding",
-             "--offload-optimizer", "--offload-params", "--no-foreach"}
+             "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}
 TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}
@@ -251,7 +251,7 @@ HELP = {
     "estimate": (RUN_FLAGS | {"--json", "--lang", "--calibrated"},
                  ["the run (defaults: TrainPlan's):", "micro-batch: sequences per GPU per step",
                   "language of the report (en or ru)", "`gpuwork trial --calibrate` stored for this device"]),
-    "trace": (RUN_FLAGS | {"--json", "--lang"}, ["print one JSON object", "single-tensor optimizer step"]),
+    "trace": (RUN_FLAGS | {"--json", "--lang"}, ["print one JSON object", "optimizer kernels: foreach (default) | fused | for-loop"]),
     "models": ({"--json", "--lang", "--rebuild"}, ["rebuild data/model_specs.json on the meta device"]),
     "accuracy": ({"--out", "--grid"}, ["write Markdown here instead of printing it", "small-model grid (minutes)"]),
     "plan": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--gpu", "--offers", "--lang", "--json"},

@@ -88,3 +88,18 @@ def test_plan_file_errors_name_the_file_in_both_languages(tmp_path):
         assert info.value.field == "plan" and info.value.msg.code == code
         assert english in str(info.value) and str(path) in str(info.value)
         assert russian in info.value.text("ru") and str(path) in info.value.text("ru")
+
+
+def test_plan_files_from_before_optimizer_impl_still_load():
+    assert TrainPlan.from_dict({"optimizer_foreach": False}).optimizer_impl.value == "for-loop"
+    assert TrainPlan.from_dict({"optimizer_foreach": True}).optimizer_impl.value == "foreach"
+    with pytest.raises(PlanError) as err:
+        TrainPlan.from_dict({"optimizer_foreach": "no"})
+    assert err.value.field == "optimizer_foreach"
+
+
+def test_optimizer_impl_selects_the_torch_kernels():
+    assert TrainPlan(optimizer_impl="fused").optimizer_impl.torch_kwargs == {"fused": True}
+    assert TrainPlan(optimizer_impl="for_loop").optimizer_impl.torch_kwargs == {"foreach": False}
+    assert TrainPlan().optimizer_impl.torch_kwargs == {"foreach": True}
+    assert TrainPlan(stack="hf_liger").stack.value == "hf-liger"

@@ -46,7 +46,7 @@ def test_analytic_estimate_within_five_percent_of_trace(plan):
 
 
 @pytest.mark.parametrize("plan", [
-    TrainPlan(model="tiny-llama", method="full", precision="fp32", optimizer_foreach=False, seq_len=128, batch_size=2),
+    TrainPlan(model="tiny-llama", method="full", precision="fp32", optimizer_impl="for-loop", seq_len=128, batch_size=2),
     TrainPlan(model="tiny-llama", method="lora", precision="fp32", seq_len=128, batch_size=2),
     TrainPlan(model="tiny-qwen2", method="freeze", precision="fp32", seq_len=256, grad_checkpointing=True),
     # no dropout here: the trace counts CUDA's 1-byte dropout masks, the CPU kernel keeps float masks
@@ -59,9 +59,9 @@ def test_traced_peak_within_two_percent_of_a_real_cpu_step(plan):
 
 
 @pytest.mark.parametrize("plan", [
-    TrainPlan(model="tiny-llama", method="full", precision="fp32", optimizer_foreach=False, seq_len=128, batch_size=2),
-    TrainPlan(model="tiny-llama", method="lora", precision="fp32", optimizer_foreach=False, seq_len=256, batch_size=2),
-    TrainPlan(model="tiny-llama", method="freeze", precision="fp32", optimizer_foreach=False, seq_len=128),
+    TrainPlan(model="tiny-llama", method="full", precision="fp32", optimizer_impl="for-loop", seq_len=128, batch_size=2),
+    TrainPlan(model="tiny-llama", method="lora", precision="fp32", optimizer_impl="for-loop", seq_len=256, batch_size=2),
+    TrainPlan(model="tiny-llama", method="freeze", precision="fp32", optimizer_impl="for-loop", seq_len=128),
 ], ids=lambda p: p.method)
 def test_estimate_against_real_cpu_training_step(plan):
     # issue: estimates vs real measured peaks of small models trained on CPU (MemTracker, real tensors)

@@ -140,14 +140,16 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--sharding", help=say("sharding"))
     g.add_argument("--offload-optimizer", action="store_true", default=None, help=say("offload_optimizer"))
     g.add_argument("--offload-params", action="store_true", default=None, help=say("offload_params"))
-    g.add_argument("--no-foreach", dest="optimizer_foreach", action="store_false", default=None,
+    g.add_argument("--optimizer-impl", help=say("optimizer_impl"))
+    g.add_argument("--no-foreach", dest="optimizer_impl", action="store_const", const="for-loop", default=None,
                    help=say("foreach"))
+    g.add_argument("--stack", help=say("stack"))
 
 
 _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
                 "grad_checkpointing", "attention", "trainable_layers", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_targets", "quant_type", "double_quant", "gpus", "sharding", "offload_optimizer",
-                "offload_params", "optimizer_foreach")
+                "offload_params", "optimizer_impl", "stack")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

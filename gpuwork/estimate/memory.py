@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
 from gpuwork.units import GIB, MIB
 
 # -- named constants (each with its source) ------------------------------------------------------
@@ -218,7 +218,9 @@ def _optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCou
     largest = _largest_trainable(spec, plan)
     opt = plan.optimizer
     if opt is Optimizer.ADAMW:
-        if plan.optimizer_foreach:
+        if plan.optimizer_impl is OptimizerImpl.FUSED:
+            return 0  # torch._fused_adamw_ updates params and states in place, one kernel per group
+        if plan.optimizer_impl is OptimizerImpl.FOREACH:
             # _multi_tensor_adamw: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), one state-sized
             # temporary for every trainable tensor (torch/optim/adamw.py; traced: +1 x params).
             return pb * counts.trainable

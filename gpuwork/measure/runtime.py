@@ -393,9 +393,9 @@ def _make_optimizer(plan: TrainPlan, params: list[Any], setup: Setup) -> Any:
     lr = setup.lr
     opt = plan.optimizer
     if opt is Optimizer.ADAMW:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, foreach=plan.optimizer_foreach)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, **plan.optimizer_impl.torch_kwargs)
     if opt is Optimizer.SGD:
-        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=plan.optimizer_foreach)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, **plan.optimizer_impl.torch_kwargs)
     if opt is Optimizer.ADAFACTOR:
         from transformers.optimization import Adafactor
 

@@ -423,9 +423,9 @@ def _optimizer(plan: TrainPlan, params, stand_ins: list[Msg]):
 
     lr = 1e-4
     if plan.optimizer is Optimizer.ADAMW:
-        return torch.optim.AdamW(params, lr=lr, foreach=plan.optimizer_foreach)
+        return torch.optim.AdamW(params, lr=lr, **plan.optimizer_impl.torch_kwargs)
     if plan.optimizer is Optimizer.SGD:
-        return torch.optim.SGD(params, lr=lr, momentum=0.9, foreach=plan.optimizer_foreach)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, **plan.optimizer_impl.torch_kwargs)
     if plan.optimizer is Optimizer.ADAFACTOR:
         from transformers.optimization import Adafactor
 

@@ -54,8 +54,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.sharding": ("ddp | zero1 | zero2 | zero3 | fsdp", "ddp | zero1 | zero2 | zero3 | fsdp"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp)", "параметры в памяти CPU (zero3/fsdp)"),
-    "cli.help.run.foreach": ("single-tensor optimizer step (no multi-tensor temporaries)",
-                             "шаг оптимизатора по одному тензору (без временных многотензорных буферов)"),
+    "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",
+                             "то же, что --optimizer-impl for-loop (без временных многотензорных буферов)"),
+    "cli.help.run.optimizer_impl": ("optimizer kernels: foreach (default) | fused | for-loop",
+                                    "ядра оптимизатора: foreach (по умолчанию) | fused | for-loop"),
+    "cli.help.run.stack": ("software running the step: hf-trainer (default) | hf-liger | torch-compile | unsloth | "
+                           "framework", "программный стек шага: hf-trainer (по умолчанию) | hf-liger | "
+                           "torch-compile | unsloth | framework"),
     # -- estimate, trace, models, accuracy ----------------------------------------------------------------------------
     "cli.help.estimate.summary": ("per-GPU memory of a training step (analytic, instant)",
                                   "память на GPU для шага обучения (аналитически, мгновенно)"),
