@@ -99,6 +99,7 @@ class Stack(StrEnum):
     HF_LIGER = "hf-liger"  # the same with Liger kernels (fused RMSNorm, RoPE, SwiGLU, linear cross-entropy)
     TORCH_COMPILE = "torch-compile"  # the same with torch.compile (fused element-wise ops)
     UNSLOTH = "unsloth"  # Unsloth: hand-written Triton kernels, fused LoRA, own checkpointing
+    TORCHTUNE = "torchtune"  # torchtune recipes with compile: native PyTorch modules, adapters in the model dtype
     FRAMEWORK = "framework"  # tuned pre-training frameworks (torchtitan, llm-foundry, Megatron, NeMo)
 
 
@@ -140,6 +141,26 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "task": Task,
 }
 _POSITIVE_INT_FIELDS = ("seq_len", "batch_size", "grad_accum", "gpus", "checkpoint_every_steps")
+
+# Physical upper bounds: beyond them a value is a typo, not a run (and the estimate would print nonsense such as
+# 303,576 GiB or "0.0 h"). Field -> (largest value, catalog entry bound.<name> that says why).
+MAX_SEQ_LEN = 2**24  # 16.8 M tokens: above any model's context window (the longest are ~10 M)
+MAX_GPUS = 65_536  # the largest training clusters
+UPPER_BOUNDS: dict[str, int] = {
+    "seq_len": MAX_SEQ_LEN,
+    "batch_size": 2**20,
+    "grad_accum": 2**20,
+    "gpus": MAX_GPUS,
+    "trainable_layers": 10_000,
+    "lora_r": 65_536,
+    "lora_alpha": 1_000_000,
+    "dataset_tokens": 10**15,  # a quadrillion; the largest pre-training sets are ~4e13
+    "dataset_bytes": 10**18,  # an exabyte
+    "epochs": 10_000,
+    "checkpoint_every_steps": 10**9,
+    "checkpoints_kept": 10_000,
+}
+_BOUND_WHY = {"trainable_layers": "layers"}  # bound.<name> in the catalog, where it is not the field's own name
 
 
 @dataclass(frozen=True)
@@ -214,6 +235,12 @@ class TrainPlan:
         if self.lora_dropout >= 1:
             raise PlanError("lora_dropout", msg("error.plan.lora_dropout", value=repr(self.lora_dropout)))
         _require_number("epochs", self.epochs, minimum=0, strict=True)
+        for name, maximum in UPPER_BOUNDS.items():
+            value = getattr(self, name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
+                code = "error.plan.number_too_large" if isinstance(value, float) else "error.plan.too_large"
+                raise PlanError(name, msg(code, field=name, value=repr(value), maximum=maximum,
+                                          why=_BOUND_WHY.get(name, name)))
         _require_number("eval_fraction", self.eval_fraction, minimum=0)
         if self.eval_fraction >= 1:
             raise PlanError("eval_fraction", msg("error.plan.eval_fraction", value=repr(self.eval_fraction)))
@@ -344,6 +371,9 @@ def _require_number(name: str, value: Any, minimum: float, strict: bool = False)
 
 __all__ = [
     "ALL_LINEAR",
+    "MAX_GPUS",
+    "MAX_SEQ_LEN",
+    "UPPER_BOUNDS",
     "Attention",
     "Method",
     "Optimizer",

@@ -36,6 +36,13 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None
     return _timing.estimate_time(plan, inputs.gpu(gpu), inputs, **options)
 
 
+def scaling(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
+            **options: Any) -> tuple[_timing.ScalingPoint, ...]:
+    """Tokens/s per GPU from 1 to 64 GPUs (see ``gpuwork.estimate.timing.scaling``)."""
+    inputs = resolve(plan, spec)
+    return _timing.scaling(plan, inputs.gpu(gpu), inputs, **options)
+
+
 def flops_per_token(plan: TrainPlan, spec: ModelSpec | None = None) -> _timing.FlopsPerToken:
     return _timing.flops_per_token(plan, spec or resolve(plan).spec)
 
@@ -66,4 +73,4 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **
 
 
 __all__ = ["Inputs", "checkpoint_bytes", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
-           "fit_plan", "flops_per_token", "match_profile", "resolve"]
+           "fit_plan", "flops_per_token", "match_profile", "resolve", "scaling"]

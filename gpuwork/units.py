@@ -13,6 +13,12 @@ as an en dash, an infinite one as ``∞``.
 from __future__ import annotations
 
 import math
+import re
+from decimal import Decimal
+from typing import Any
+
+from gpuwork.errors import PlanError
+from gpuwork.message import msg
 
 KIB = 2**10
 MIB = 2**20
@@ -157,8 +163,137 @@ def plural_ru(n: int, one: str, few: str, many: str) -> str:
     return many
 
 
+# -- reading numbers that people type -------------------------------------------------------------------------
+
+# Sizes: decimal kB/MB/GB/TB/PB as disks and datasets are sold, binary KiB/MiB/GiB/TiB as memory is counted.
+_SIZE_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1, "kb": KB, "mb": MB, "gb": GB, "tb": TB, "pb": 10**15,
+               "kib": KIB, "mib": MIB, "gib": GIB, "tib": TIB}
+# Counts (tokens, rows): k, M, B (or G), T; a trailing word such as "tokens" is allowed and ignored.
+_COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+_COUNT_WORDS = ("tokens", "token", "tok", "rows", "sequences", "samples")
+_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?"
+# digits grouped by "_", a space, a thin space or (English) commas of exactly three digits: 4_096, 4 096, 4,096
+_GROUPED = re.compile(r"[+-]?\d{1,3}(?:([,_ \u2009\u202f])\d{3})(?:\1\d{3})*(?:\.\d+)?")
+
+
+def _split_number(text: str) -> tuple[str, str] | None:
+    """("4.5", "gb") from "4.5 GB": the number (digit groups removed) and the lower-case unit, or None."""
+    s = text.strip().lower()
+    grouped = _GROUPED.match(s)
+    if grouped and grouped.group(1):
+        number, rest = re.sub(r"[,_ \u2009\u202f]", "", grouped.group(0)), s[grouped.end():]
+    else:
+        found = re.match(_NUMBER, s)
+        if not found:
+            return None
+        number, rest = found.group(0), s[found.end():]
+    return number, rest.strip()
+
+
+def _exact(number: str, factor: int) -> int | float:
+    """``number`` x ``factor`` in decimal arithmetic: exact for whole results ("1.1k" is 1100, "4611686019B" all
+    its digits), a float when fractional, infinity when it overflows a float (as "1e400" does)."""
+    value = Decimal(number) * factor
+    if not math.isfinite(float(value)):
+        return math.inf
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def _checked(value: float, text: Any, field: str, *, integer: bool, minimum: float | None,
+             maximum: float | None, strict: bool) -> int | float:
+    if not math.isfinite(value):
+        raise PlanError(field, msg("error.input.not_finite", field=field, value=repr(text)))
+    if integer:
+        if not float(value).is_integer():
+            raise PlanError(field, msg("error.input.not_whole", field=field, value=repr(text)))
+        value = int(value)
+    if minimum is not None and (value < minimum or (strict and value == minimum)):
+        code = "error.input.above" if strict else "error.input.at_least"
+        raise PlanError(field, msg(code, field=field, value=repr(text), minimum=minimum))
+    if maximum is not None and value > maximum:
+        raise PlanError(field, msg("error.input.at_most", field=field, value=repr(text), maximum=maximum))
+    return value
+
+
+def parse_number(text: Any, field: str = "value", *, integer: bool = False, minimum: float | None = None,
+                 maximum: float | None = None, strict: bool = False) -> int | float:
+    """A plain number typed by a person ("1e4", "0.5", "4 096"), checked: finite, whole if ``integer``, in range.
+
+    ``strict`` makes ``minimum`` exclusive. Raises PlanError naming ``field`` and the fix; an int or float
+    given as such is checked the same way (a bool is not a number).
+
+        >>> parse_number("1e4", "seq_len", integer=True)
+        10000
+    """
+    if isinstance(text, bool):
+        raise PlanError(field, msg("error.input.not_number", field=field, value=repr(text)))
+    if isinstance(text, int | float):
+        return _checked(text, text, field, integer=integer, minimum=minimum, maximum=maximum, strict=strict)
+    parts = _split_number(str(text)) if isinstance(text, str) else None
+    if parts is None or parts[1]:
+        if isinstance(text, str) and text.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
+            raise PlanError(field, msg("error.input.not_finite", field=field, value=repr(text)))
+        code = "error.input.not_whole_text" if integer else "error.input.not_number"
+        raise PlanError(field, msg(code, field=field, value=repr(text)))
+    return _checked(float(parts[0]), text, field, integer=integer, minimum=minimum, maximum=maximum, strict=strict)
+
+
+def parse_count(text: Any, field: str = "count", *, minimum: float | None = 1, maximum: float | None = None) -> int:
+    """A whole count with an optional k / M / B / T suffix: "4096", "4k", "1.5B", "2M tokens", "1e9" -> int.
+
+    A fractional result ("4096.5", "1.5") is an error, never rounded; so is anything that does not parse
+    ("200 MB" is a size, not a count). Raises PlanError naming ``field`` and what to write instead.
+
+        >>> parse_count("2M tokens")
+        2000000
+    """
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise PlanError(field, msg("error.input.not_count", field=field, value=repr(text)))
+    if isinstance(text, int | float):
+        return int(_checked(text, text, field, integer=True, minimum=minimum, maximum=maximum, strict=False))
+    parts = _split_number(text)
+    if parts is not None:
+        number, rest = parts
+        for word in _COUNT_WORDS:
+            if rest.endswith(word):
+                rest = rest[: -len(word)].strip()
+                break
+        if rest in _COUNT_UNITS:
+            return int(_checked(_exact(number, _COUNT_UNITS[rest]), text, field, integer=True, minimum=minimum,
+                                maximum=maximum, strict=False))
+    if text.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity"):
+        raise PlanError(field, msg("error.input.not_finite", field=field, value=repr(text)))
+    raise PlanError(field, msg("error.input.not_count", field=field, value=repr(text)))
+
+
+def parse_size(text: Any, field: str = "size", *, minimum: float | None = 1, maximum: float | None = None) -> int:
+    """Bytes from a size with a unit: "200MB", "1.5 GB", "500MiB", "2e11" (bytes) -> int (rounded to a byte).
+
+    Decimal kB/MB/GB/TB/PB and binary KiB/MiB/GiB/TiB; a bare number is bytes. Raises PlanError naming
+    ``field`` and the units it takes.
+
+        >>> parse_size("1.5 GB")
+        1500000000
+    """
+    if isinstance(text, bool) or not isinstance(text, int | float | str):
+        raise PlanError(field, msg("error.input.not_size", field=field, value=repr(text)))
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        parts = _split_number(text)
+        if parts is None or parts[1] not in _SIZE_UNITS:
+            if text.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity"):
+                raise PlanError(field, msg("error.input.not_finite", field=field, value=repr(text)))
+            raise PlanError(field, msg("error.input.not_size", field=field, value=repr(text)))
+        value = _exact(parts[0], _SIZE_UNITS[parts[1]])
+    if math.isfinite(value):
+        value = round(value)  # a fraction of a byte
+    return int(_checked(value, text, field, integer=True, minimum=minimum, maximum=maximum, strict=False))
+
+
 __all__ = [
     "DAY_S", "GB", "GIB", "HOUR_S", "INFINITE", "KB", "KIB", "LANGS", "MB", "MIB", "MINUTE_S", "MISSING", "SP", "TB",
     "TIB", "check_lang", "fmt_duration", "fmt_gib", "fmt_int", "fmt_memory", "fmt_number", "fmt_rate",
-    "fmt_seconds", "fmt_size", "fmt_size_short", "fmt_usd", "plural_ru", "unit",
+    "fmt_seconds", "fmt_size", "fmt_size_short", "fmt_usd", "parse_count", "parse_number", "parse_size", "plural_ru",
+    "unit",
 ]

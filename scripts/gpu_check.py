@@ -1,5 +1,19 @@
 #!/usr/bin/env python
-"""Measured vs estimated memory and step time on one CUDA GPU: a grid of real trials.
+"""Measured vs estimated memory and step time on one CUDA GPU: kernels, calibration, a Trainer run, a grid of trials.
+
+Sections, in this order (``--sections`` picks some):
+
+- kernels: achieved bf16 GEMM TFLOPS at 4096^3, 8192^3 and the op model's projection shapes
+  (m = 4096 tokens; n, k = 4096, 14336, 1024; a LoRA rank-16 GEMM) next to the op model's rate for
+  the shape (data/rates.csv x ``gpuwork.estimate.steptime.wave_efficiency``); copy bandwidth next
+  to rates.csv; the host's eager dispatch cost per op next to kernels.csv; SDPA (flash) attention
+  forward and backward TFLOPS next to the op model's attention rate. The benchmark functions are
+  ``gpuwork.measure.cpu_rates``'s, which run on any device.
+- calibration: a real trial at shape A fits the op model's one factor (``calibrate_on``), which
+  predicts shape B (another sequence length and batch); B is run and the error printed.
+- trainer: a real ``transformers.Trainer`` run with ``gpuwork.measure.hf.GpuworkCallback`` for a
+  few steps: the record's median step, tokens/s and memory, next to ``estimate_time``.
+- grid: the trials below.
 
 Grid (default): full fine-tuning of llama-3.2-1b, LoRA and QLoRA of llama-3.1-8b, each at two
 sequence lengths x two micro-batch sizes, random weights, a few steps per case (gpuwork.measure.trial,
@@ -17,7 +31,8 @@ The header gives the GPU name, driver, CUDA, cuDNN and library versions. Output:
 rewritten after each case so that a run stopped early keeps what it measured. QLoRA cases load a
 random-init llama-3.1-8b saved once to ``--work-dir`` (about 16 GB, removed at the end).
 
-Budget: built to finish in under 8 minutes on one H200 (``--budget-s`` stops starting new cases).
+Budget: built to finish in under 8 minutes on one H200 (``--budget-s`` stops starting new grid cases;
+the kernels, calibration and trainer sections take about a minute and a half).
 Without a CUDA GPU it prints "no CUDA GPU" and exits with status 1 without writing anything.
 
 Usage:
@@ -43,6 +58,13 @@ sys.path.insert(0, str(ROOT))
 GIB = 2**30
 FULL_MODEL = "llama-3.2-1b"
 ADAPTER_MODEL = "llama-3.1-8b"
+SECTIONS = ("kernels", "calibration", "trainer", "grid")
+# (m tokens, n out, k in): the classic squares, then Llama-3.1-8B's projections at 4096 tokens per micro-batch
+# (q/o: 4096 -> 4096, k/v with GQA: 4096 -> 1024, MLP up/gate: 4096 -> 14336, down: 14336 -> 4096, LoRA A r=16)
+GPU_GEMM_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4096, 1024, 4096), (4096, 14336, 4096),
+                   (4096, 4096, 14336), (4096, 16, 4096))
+GPU_COPY_BYTES = 2**30
+GPU_SDPA_SHAPE = (2, 32, 4096, 128)  # batch, heads, sequence, head dim (the FA2 measurements of rates' sources)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +83,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget-s", type=float, default=450.0,
                    help="start no new case after this many seconds (default 450)")
     p.add_argument("--work-dir", help="where the QLoRA base model is saved (default: a temporary folder)")
+    p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS),
+                   help="what to run, in this order (default: all)")
+    p.add_argument("--cal-model", default=FULL_MODEL, help=f"model of the calibration section (default {FULL_MODEL})")
+    p.add_argument("--cal-methods", nargs="+", default=["lora", "full"], choices=["lora", "full"])
+    p.add_argument("--cal-shapes", nargs=2, default=["512x4", "2048x2"], metavar=("AxB", "AxB"),
+                   help="seq x batch of the measured shape A and the predicted shape B (default 512x4 2048x2)")
+    p.add_argument("--cal-steps", type=int, default=8, help="measured steps per calibration trial (default 8)")
+    p.add_argument("--trainer-model", default=FULL_MODEL, help=f"model of the Trainer section (default {FULL_MODEL})")
     return p.parse_args(argv)
 
 
@@ -97,10 +127,220 @@ def _r(a: float | None, b: float | None) -> str:
     return "-" if not a or not b else f"{a / b:.2f}"
 
 
-def markdown(results: list[dict[str, Any]], env: dict[str, Any] | None, elapsed_s: float) -> str:
+# -- kernels ---------------------------------------------------------------------------------------
+
+
+def reference_device(gpu: Any, rates: Any) -> Any:
+    """The op model's rates for ``gpu`` (rates.csv, or derived from its datasheet when it has no row)."""
+    from gpuwork.estimate.timing import derived_device
+
+    return rates.device(gpu.gpu_id) or derived_device(gpu, rates)
+
+
+def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shapes=GPU_GEMM_SHAPES,
+                copy_bytes: int = GPU_COPY_BYTES, sdpa_shape=GPU_SDPA_SHAPE, repeats: int = 5) -> list[dict[str, Any]]:
+    """Measured kernel rates on ``device`` next to what the op model prices for ``gpu`` (None: no reference).
+
+    Rows: one per GEMM shape (FLOP/s), the copy (bytes/s), the dispatch per op (seconds), SDPA forward
+    and backward (FLOP/s). ``model`` is the op model's figure and ``basis`` says where it comes from.
+    """
+    from gpuwork.estimate.steptime import attention_fraction, wave_efficiency
+    from gpuwork.facts.rates import load_rates
+    from gpuwork.measure.cpu_rates import copy_rate, dispatch_cost, gemm_rate, sdpa_rate
+
+    rates = load_rates()
+    ref = reference_device(gpu, rates) if gpu is not None else None
+    tile_m, tile_n = int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))
+    rows: list[dict[str, Any]] = []
+
+    def row(kernel: str, shape: str, unit: str, measured: float, model: float | None, basis: str) -> None:
+        rows.append({"kernel": kernel, "shape": shape, "unit": unit, "measured": measured, "model": model,
+                     "ratio": measured / model if model else None, "basis": basis})
+
+    for m, n, k in gemm_shapes:
+        g = gemm_rate(m, n, k, dtype, device=device, repeats=repeats)
+        model = basis = None
+        if ref is not None:
+            wave = wave_efficiency(m, n, ref.sm_count, tile_m, tile_n)
+            model = ref.matmul_flops[dtype] * wave
+            basis = f"rates.csv {ref.matmul_flops[dtype] / 1e12:.1f} TF x wave efficiency {wave:.3f} ({ref.sm_count} SMs)"
+        row(f"GEMM {dtype}", f"{m} x {n} x {k}", "TFLOPS", g.flops_s, model, basis or "")
+    copy = copy_rate(copy_bytes, device=device, repeats=repeats)
+    row("copy (clone)", f"{copy_bytes / 2**20:g} MiB", "GB/s", copy, ref.mem_bw_bytes_s if ref else None,
+        ref.basis.get("mem_bw", "") if ref else "")
+    d = dispatch_cost(device=device, repeats=repeats)
+    eager_us = rates.kernel("launch_overhead_eager_us")
+    row("eager dispatch per op", "1-element mul", "us", d.eager_us * 1e-6, eager_us * 1e-6,
+        "kernels.csv launch_overhead_eager_us")
+    row("eager dispatch per kernel", "nn.Linear fwd + bwd", "us", d.per_kernel_us * 1e-6, eager_us * 1e-6,
+        "kernels.csv launch_overhead_eager_us")
+    b, h, seq, hd = sdpa_shape
+    fwd, bwd = sdpa_rate(b, h, seq, hd, dtype, device=device, repeats=repeats)
+    for name, value in (("fwd", fwd), ("bwd", bwd)):
+        model, basis = None, ""
+        if gpu is not None:
+            if dtype == "fp32":
+                model, basis = rates.kernel("sdpa_mem_efficient_fraction") * gpu.fp32_flops, \
+                    "kernels.csv sdpa_mem_efficient_fraction x fp32 peak"
+            else:
+                fraction, key = attention_fraction(gpu, rates, name)
+                peak = gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
+                model, basis = fraction * peak, f"kernels.csv {key} {fraction:.3f} x dense peak {peak / 1e12:.0f} TF"
+        row(f"SDPA {name} (causal)", f"b{b} h{h} s{seq} d{hd}", "TFLOPS", value, model, basis)
+    return rows
+
+
+def _value(v: float | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit == "TFLOPS":
+        return f"{v / 1e12:.1f}" if v >= 1e11 else f"{v / 1e12:.3g}"  # a CPU's few GFLOP/s stay visible
+    return {"GB/s": f"{v / 1e9:.0f}", "us": f"{v * 1e6:.2f}"}.get(unit, f"{v:.3g}")
+
+
+def kernels_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Kernels: measured vs the op model's rates", "",
+             "| kernel | shape | unit | measured | op model | ratio | op model basis |", "|---|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['kernel']} | {r['shape']} | {r['unit']} | {_value(r['measured'], r['unit'])} "
+                     f"| {_value(r['model'], r['unit'])} | {_f(r['ratio'], '.2f')} | {r['basis']} |")
+    return lines
+
+
+# -- calibration -----------------------------------------------------------------------------------
+
+
+def _shape(text: str) -> tuple[int, int]:
+    seq, batch = str(text).lower().split("x")
+    return int(seq), int(batch)
+
+
+def calibration_case(plan_a: Any, plan_b: Any, *, device: Any, gpu: Any, device_rates: Any, steps: int = 8,
+                     warmup: int = 2, clock: Any = time.perf_counter) -> dict[str, Any]:
+    """Run a trial at ``plan_a``, fit the op model's factor, predict ``plan_b``, run it: the figures and the error."""
+    from gpuwork.measure.cpu_rates import calibrate_on
+    from gpuwork.measure.trial import run_trial
+
+    measured = []
+    environment = None
+    for plan in (plan_a, plan_b):
+        record = run_trial(plan, steps=steps, warmup=warmup, device=device, checkpoint=False, clock=clock)
+        if not record.fits or record.summary is None:
+            raise RuntimeError(f"the calibration trial at {plan.seq_len} x {plan.batch_size} did not run: "
+                               f"{record.error}")
+        measured.append(record.summary.median_step_time_s)
+        environment = environment or record.as_dict()["environment"]
+    cal = calibrate_on(plan_a, measured[0], plan_b, gpu, device_rates)
+    return {"method": plan_a.method.value, "model": plan_a.model, "precision": plan_a.precision.value,
+            "a": [plan_a.seq_len, plan_a.batch_size], "b": [plan_b.seq_len, plan_b.batch_size],
+            "measured_a_s": measured[0], "measured_b_s": measured[1], "priced_a_s": cal.priced_measured_s,
+            "uncalibrated_b_s": cal.uncalibrated.total_s, "factor": cal.factor, "calibrated_b_s": cal.step_s,
+            "error": cal.step_s / measured[1] - 1, "uncalibrated_error": cal.uncalibrated.total_s / measured[1] - 1,
+            "environment": environment}
+
+
+def calibration_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Calibration: one factor fitted at A predicts B", "",
+             "| method | model | A (seq x batch) | B | measured A (s) | priced A (s) | factor | measured B (s) "
+             "| uncalibrated B (s) | error | calibrated B (s) | error |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if r.get("error_text"):
+            lines.append(f"| {r['method']} | {r['model']} | - | - | - | - | - | - | - | - | - | {r['error_text']} |")
+            continue
+        lines.append(f"| {r['method']} | {r['model']} | {r['a'][0]} x {r['a'][1]} | {r['b'][0]} x {r['b'][1]} "
+                     f"| {r['measured_a_s']:.4f} | {r['priced_a_s']:.4f} | {r['factor']:.3f} | {r['measured_b_s']:.4f} "
+                     f"| {r['uncalibrated_b_s']:.4f} | {r['uncalibrated_error']:+.1%} | {r['calibrated_b_s']:.4f} "
+                     f"| {r['error']:+.1%} |")
+    return lines
+
+
+# -- a real Trainer with the callback --------------------------------------------------------------
+
+
+def trainer_case(model: str, *, device: Any, seq_len: int, batch_size: int, steps: int = 5, warmup: int = 2,
+                 lora: bool = True, gpu: Any = None, out_dir: str | Path | None = None) -> dict[str, Any]:
+    """A ``transformers.Trainer`` run of ``model`` (random weights; LoRA on all linears when ``lora``) with
+    ``GpuworkCallback`` measuring ``steps`` steps after ``warmup``: its record's figures (and ``estimate_time``
+    of the record's plan on ``gpu`` when given)."""
+    import torch
+    import transformers
+
+    from gpuwork.facts.model import load_config
+    from gpuwork.measure.hf import GpuworkCallback
+
+    dev = torch.device(device)
+    config, _ = load_config(model)
+    hf_config = transformers.CONFIG_MAPPING[config["model_type"]].from_dict(dict(config))
+    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
+    torch.manual_seed(0)
+    net = transformers.AutoModelForCausalLM.from_config(hf_config, dtype=dtype, attn_implementation="sdpa")
+    if lora:
+        from peft import LoraConfig, get_peft_model
+
+        net = get_peft_model(net, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"))
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for _ in range(batch_size * (warmup + steps + 4)):
+        ids = torch.randint(0, hf_config.vocab_size, (seq_len,), generator=generator)
+        rows.append({"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids.clone()})
+    callback = GpuworkCallback(steps=steps, warmup=warmup, checkpoint=False, evaluate=False)
+    with tempfile.TemporaryDirectory(prefix="gpuwork-trainer-") as tmp:
+        args = transformers.TrainingArguments(
+            output_dir=str(out_dir or tmp), per_device_train_batch_size=batch_size, max_steps=warmup + steps + 4,
+            learning_rate=1e-4, report_to=[], save_strategy="no", logging_steps=1000, disable_tqdm=True,
+            use_cpu=dev.type != "cuda", dataloader_num_workers=0, seed=0)
+        trainer = transformers.Trainer(model=net, args=args, train_dataset=rows, callbacks=[callback])
+        trainer.train()
+    record = callback.record
+    s = record.summary
+    result = {"model": model, "method": "lora" if lora else "full", "seq_len": seq_len, "batch_size": batch_size,
+              "device": str(dev), "steps": len(record.measured), "median_step_s": s.median_step_time_s if s else None,
+              "tokens_per_s": s.tokens_per_s if s else None,
+              "cuda_peak_allocated_bytes": s.cuda_peak_allocated_bytes if s else None,
+              "cuda_peak_reserved_bytes": s.cuda_peak_reserved_bytes if s else None,
+              "rss_peak_bytes": s.rss_peak_bytes if s else None, "peak_trial_bytes": record.peak_trial_memory_bytes}
+    if gpu is not None and s is not None:
+        from gpuwork.sizing import estimate_time
+
+        result["estimated_step_s"] = estimate_time(record.plan, gpu).step_time_s
+    return result
+
+
+def trainer_markdown(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["## Trainer run measured by GpuworkCallback", "",
+             "| method | model | seq x batch | device | steps | median step (s) | step est (s) | ratio | tokens/s "
+             "| alloc peak | reserved peak | RSS peak |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if r.get("error_text"):
+            lines.append(f"| {r.get('method', '-')} | {r.get('model', '-')} | - | - | - | - | - | - | - | - | - "
+                         f"| {r['error_text']} |")
+            continue
+        lines.append(f"| {r['method']} | {r['model']} | {r['seq_len']} x {r['batch_size']} | {r['device']} "
+                     f"| {r['steps']} | {_f(r['median_step_s'], '.4f')} | {_f(r.get('estimated_step_s'), '.4f')} "
+                     f"| {_r(r['median_step_s'], r.get('estimated_step_s'))} | {_f(r['tokens_per_s'], ',.0f')} "
+                     f"| {_g(r['cuda_peak_allocated_bytes'])} | {_g(r['cuda_peak_reserved_bytes'])} "
+                     f"| {_g(r['rss_peak_bytes'])} |")
+    return lines
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+
+
+def markdown(results: list[dict[str, Any]], env: dict[str, Any] | None, elapsed_s: float,
+             kernels: list[dict[str, Any]] | None = None, calibration: list[dict[str, Any]] | None = None,
+             trainer: list[dict[str, Any]] | None = None) -> str:
     lines = ["# gpuwork GPU check: measured vs estimated", ""]
     if env:
         lines += environment_lines(env)
+    for rows, render in ((kernels, kernels_markdown), (calibration, calibration_markdown),
+                         (trainer, trainer_markdown)):
+        if rows:
+            lines += ["", *render(rows), ""]
+    if not results:
+        return "\n".join(lines) + "\n"
+    lines += ["## Trials: memory and step time", ""]
     lines += [f"- {len(results)} cases in {elapsed_s:.0f} s; memory in GiB (2^30 bytes); ratio = measured / estimated",
               "- allocated = torch.cuda.max_memory_allocated, reserved = max_memory_reserved, device = "
               "mem_get_info total - free after each step (reserved + CUDA context, as nvidia-smi shows)", "",
@@ -216,19 +456,68 @@ def main(argv: list[str] | None = None) -> int:
     json_path = Path(args.json) if args.json else out.with_suffix(".json")
     started = time.perf_counter()
     results: list[dict[str, Any]] = []
+    done: dict[str, list[dict[str, Any]]] = {"kernels": [], "calibration": [], "trainer": []}
     env: dict[str, Any] | None = None
-    grid = cases(args)
+    grid = cases(args) if "grid" in args.sections else []
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="gpuwork-gpu-check-"))
     qlora_dir: Path | None = None
-    print(f"gpu_check: {torch.cuda.get_device_name(0)}, {len(grid)} cases, budget {args.budget_s:.0f} s",
-          flush=True)
+    from gpuwork.facts.catalog import match_gpu_name
+    from gpuwork.plan import TrainPlan
+
+    name = torch.cuda.get_device_name(0)
+    gpu = match_gpu_name(name, torch.cuda.get_device_properties(0).total_memory)
+    print(f"gpu_check: {name} ({gpu.gpu_id if gpu else 'not in data/gpus.csv'}), sections {' '.join(args.sections)}, "
+          f"{len(grid)} grid cases, budget {args.budget_s:.0f} s", flush=True)
 
     def write() -> None:
         elapsed = time.perf_counter() - started
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(markdown(results, env, elapsed))
+        out.write_text(markdown(results, env, elapsed, **done))
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps({"environment": env, "elapsed_s": elapsed, "results": results}, indent=1))
+        json_path.write_text(json.dumps({"environment": env, "elapsed_s": elapsed, **done, "results": results},
+                                        indent=1, default=str))
+
+    if "kernels" in args.sections:
+        try:
+            done["kernels"] = kernel_rows("cuda", gpu)
+        except Exception as exc:  # noqa: BLE001 - the other sections still run
+            done["kernels"] = [{"kernel": "failed", "shape": "-", "unit": "", "measured": None, "model": None,
+                                "ratio": None, "basis": _failure(exc)}]
+        print("\n".join(kernels_markdown(done["kernels"])), flush=True)
+        torch.cuda.empty_cache()
+        write()
+    if "calibration" in args.sections:
+        (seq_a, batch_a), (seq_b, batch_b) = (_shape(x) for x in args.cal_shapes)
+        for method in args.cal_methods:
+            plan_a = TrainPlan(model=args.cal_model, method=method, precision="bf16" if method == "lora" else
+                               "bf16-mixed", seq_len=seq_a, batch_size=batch_a, attention="sdpa",
+                               lora_targets="all-linear")
+            try:
+                if gpu is None:
+                    raise RuntimeError(f"{name} is not in data/gpus.csv: no op model rates to calibrate")
+                from gpuwork.facts.rates import load_rates
+
+                row = calibration_case(plan_a, plan_a.replace(seq_len=seq_b, batch_size=batch_b), device="cuda",
+                                       gpu=gpu, device_rates=reference_device(gpu, load_rates()),
+                                       steps=args.cal_steps, warmup=2)
+                env = env or row.pop("environment", None)
+                row.pop("environment", None)
+            except Exception as exc:  # noqa: BLE001
+                row = {"method": method, "model": args.cal_model, "error_text": _failure(exc)}
+            done["calibration"].append(row)
+            torch.cuda.empty_cache()
+            write()
+        print("\n".join(calibration_markdown(done["calibration"])), flush=True)
+    if "trainer" in args.sections:
+        try:
+            row = trainer_case(args.trainer_model, device="cuda", seq_len=1024, batch_size=4, steps=5, warmup=2,
+                               gpu=gpu)
+        except Exception as exc:  # noqa: BLE001
+            row = {"method": "lora", "model": args.trainer_model, "error_text": _failure(exc)}
+        done["trainer"].append(row)
+        torch.cuda.empty_cache()
+        print("\n".join(trainer_markdown(done["trainer"])), flush=True)
+        write()
 
     try:
         for case in grid:
@@ -262,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
         elif qlora_dir is not None:
             shutil.rmtree(qlora_dir, ignore_errors=True)
     write()
-    print(markdown(results, env, time.perf_counter() - started))
+    print(markdown(results, env, time.perf_counter() - started, **done))
     print(f"wrote {out} and {json_path}")
     return 0
 

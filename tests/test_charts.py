@@ -140,3 +140,35 @@ def test_charts_never_call_estimators() -> None:
         a.attr for a in ast.walk(tree) if isinstance(a, ast.Attribute)}
     for forbidden in ("estimate_memory", "estimate_time", "estimate_disk", "evaluate_offers", "match_profile"):
         assert forbidden not in names, forbidden
+
+
+def test_step_time_figure_stacks_the_breakdown_with_values():
+    from gpuwork.present.charts import step_time_figure
+    from gpuwork.sizing import estimate_time
+
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
+    times = [estimate_time(plan, "h100_sxm"), estimate_time(plan.replace(gpus=2), "rtx4090")]
+    fig = step_time_figure(times, lang="ru")
+    assert fig.layout.barmode == "stack"
+    by_name = {trace.name: trace for trace in fig.data}
+    assert "умножения матриц" in by_name and "обмен, не скрытый вычислениями" in by_name
+    matmul = by_name["умножения матриц"]
+    assert list(matmul.x) == [t.breakdown["matmul"] for t in times]
+    assert all(label.endswith(" с") for label in matmul.text)  # every segment says its value and unit
+    # the segments of each bar add up to the priced step (less what the data feed adds)
+    for i, t in enumerate(times):
+        assert sum(trace.x[i] for trace in fig.data) == pytest.approx(t.step_time_s)
+
+
+def test_scaling_figure_plots_tokens_per_gpu_and_efficiency():
+    from gpuwork.present.charts import scaling_figure
+    from gpuwork.sizing import scaling
+
+    points = scaling(TrainPlan(model="llama-3.1-8b", method="full", seq_len=4096, gpus=8, sharding="fsdp"),
+                     "h100_sxm")
+    fig = scaling_figure(points, gpu_name="H100 SXM")
+    tokens, efficiency = fig.data
+    assert list(tokens.x) == [1, 2, 4, 8, 16, 32, 64]
+    assert list(tokens.y) == [p.tokens_per_s_per_gpu for p in points]
+    assert all(0 < y <= 100 for y in efficiency.y)
+    assert "H100 SXM" in fig.layout.title.text

@@ -238,7 +238,7 @@ def test_a_bad_flag_is_reported_in_the_language_asked_for(argv, russian) -> None
 RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimizer", "--seq-len", "--batch-size",
              "--grad-accum", "--grad-checkpointing", "--attention", "--trainable-layers", "--lora-r", "--lora-alpha",
              "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--gpus", "--sharding",
-             "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack"}
+             "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack", "--from"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}
 TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}
@@ -266,7 +266,8 @@ HELP = {
                 ["instead of 'context and batch in the config'", "do not ask for the step-time trial"]),
     "trial": (RUN_FLAGS | {"--steps", "--warmup", "--ramp", "--out", "--nproc", "--memory-cap-gib", "--data",
                            "--device", "--seed", "--no-checkpoint", "--timeout-s", "--price-per-hour",
-                           "--dataset-tokens", "--epochs", "--calibrate", "--json", "--no-progress", "--lang"},
+                           "--dataset-tokens", "--epochs", "--calibrate", "--json", "--no-progress", "--lang", "--resume",
+                           "--checkpoint-every", "--until-stable", "--tolerance", "--max-steps"},
               ["the trial:", "exit status:", "3  it does not fit", "examples:", "warm-up, measured steps",
                "gpuwork compare trials/*.json --price-per-hour 2.5"]),
     "compare": ({"--price-per-hour", "--json", "--lang"}, ["RECORD.json", "trial records written by `gpuwork trial"]),

@@ -42,7 +42,7 @@ def test_size_and_count_arguments():
     with pytest.raises(argparse.ArgumentTypeError, match="not a size"):
         size_bytes("lots")
     with pytest.raises(argparse.ArgumentTypeError, match="not a token count"):
-        token_count("50 tokens")
+        token_count("50 bananas")
 
 
 def test_plan_report_and_json(capsys):

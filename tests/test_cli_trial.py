@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -264,3 +265,32 @@ def test_gpu_check_without_cuda_exits_cleanly(tmp_path):
     assert result.returncode == 1
     assert "no CUDA GPU" in result.stderr and "Traceback" not in result.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_until_stable_reports_the_interval_and_whether_it_converged(tmp_path, capsys):
+    # a tolerance no real CPU run meets: the cap of 7 measured steps ends it, and the record says so
+    rc = main(["trial", *TINY, "--method", "lora", "--until-stable", "--tolerance", "0.00001", "--steps", "6",
+               "--max-steps", "7", "--warmup", "1", "--no-checkpoint", "--out", str(tmp_path),
+               "--price-per-hour", "2", "--dataset-tokens", "1000000"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    from gpuwork.measure.trial import TrialRecord
+
+    record = TrialRecord.from_json(next(tmp_path.glob("*.json")))
+    st = record.stability
+    assert (st.converged, st.measured_steps, st.max_steps, st.min_steps, st.tolerance) == (False, 7, 7, 6, 0.00001)
+    s = record.summary
+    assert s.measured_steps == 7 and s.step_time_low_s <= s.median_step_time_s <= s.step_time_high_s
+    assert re.search(r"\n  interval +95 %: median in .*order statistics", out)
+    assert re.search(r"\n  stability +NOT reached: \+-.* after 7 measured steps \(cap 7", out)
+    assert "range at the step time's 95 % interval: " in out and "cost range $" in out
+
+
+def test_until_stable_flags_are_checked_in_one_line(capsys):
+    assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--nproc", "2"]) == 2
+    assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--tolerance", "3"]) == 2
+    assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--max-steps", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("gpuwork: error: ") for line in err)
+    assert "drop --nproc" in err[0] and "tolerance 3.0" in err[1] and "max_steps 4" in err[2]

@@ -101,7 +101,7 @@ def test_wheel_holds_every_bundled_data_file_and_notebook(wheel: zipfile.ZipFile
         "preset cache": _tree("facts/data/model_specs.json"),
         "GPU table": _tree("facts/data/gpus.csv"),
         "offer catalog": _tree("facts/data/catalog.csv"),
-        "efficiency table": _tree("facts/data/mfu.csv"),
+        "kernel rates": _tree("facts/data/rates.csv") | _tree("facts/data/kernels.csv") | _tree("facts/data/stacks.csv"),
         "trial texts": _tree("facts/data/text/*.txt"),
         "notebooks": _tree("ui/notebooks/*.ipynb"),
         "every data file": _tree("facts/data/**/*"),

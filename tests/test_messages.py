@@ -16,7 +16,6 @@ from gpuwork.estimate.memory import TERM_LABELS
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.facts import catalog as catalog_module
 from gpuwork.facts.catalog import GpuClass, Link, Mode, Network, Region, load_gpus, load_offers
-from gpuwork.facts.efficiency import METHOD_GROUPS
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Stack, TrainPlan
 from gpuwork.present import messages
@@ -67,7 +66,7 @@ def test_lookups_cover_every_value_they_are_given() -> None:
     families = {
         "mode": [m.value for m in Mode], "method": [m.value for m in Method], "network": [n.value for n in Network],
         "link": [link.value for link in Link], "sort": list(SORT_KEYS), "month": [str(i) for i in range(1, 13)],
-        "mfu.group": list(METHOD_GROUPS), "mfu.source": ["default", "argument", "calibration"],
+        "mfu.source": ["default", "argument", "calibration"],
         "phase": list(estimate_memory(TrainPlan()).phase_peaks), "term": list(TERM_LABELS),
         "ui.method": [m.value for m in Method], "ui.gpu_class": [c.value for c in GpuClass],
         "ui.region": [r.value for r in Region], "ui.part": ["profile", "disk"],
@@ -314,7 +313,7 @@ def _realistic_messages() -> list[Msg]:
     for t in times:
         out += [*t.warnings, *t.comm.verdict, t.data.verdict, t.mfu.note, t.flops_per_token.note, t.peak]
     assert {"time.adapters_sharded", "comm.setup_uses_pcie", "comm.geforce_no_p2p", "data.gpus_wait",
-            "comm.network_bottleneck", "mfu.calibration", "mfu.argument"} <= {m.code for m in out}
+            "comm.network_bottleneck", "mfu.calibrated", "mfu.argument"} <= {m.code for m in out}
     for plan in (TrainPlan(model="gpt2", method="full", seq_len=4096, attention="eager"),
                  TrainPlan(model="gemma-2-2b", method="lora", seq_len=1024),
                  TrainPlan(model="llama-3.1-8b", method="full", gpus=2, sharding="zero3", offload_optimizer=True)):

@@ -177,9 +177,11 @@ def test_the_one_round_trip_judges_any_store_and_catches_a_lost_optimizer_state(
     record = run_trial(tiny(model_ref), steps=1, warmup=1, parallel=_OneProcessStoringIn(_LosesOptimizerState()))
     ck = record.checkpoint
     assert record.fits and not ck.verified and not ck.tensors_equal
+    assert ck.message.code == "checkpoint.not_verified_because"
     entries, losses = ck.message["parts"]
-    assert entries.code == "checkpoint.entries_differ" and entries["first"].startswith("optimizer.state.")
-    assert "saved entries differ after restore (first: optimizer.state." in render(ck.message)
+    assert entries.code == "checkpoint.state_differs" and entries["first"].startswith("optimizer.state.")
+    assert render(ck.message).startswith("checkpoint NOT verified: ")
+    assert "differ after the restore (first: optimizer.state." in render(ck.message)
     assert ck.resumed_losses[0] == ck.uninterrupted_losses[0]  # the weights came back
     assert ck.resumed_losses[1] != ck.uninterrupted_losses[1]  # the 2nd step reads the lost AdamW moments
     assert losses.code == "checkpoint.losses_differ" and losses["diff"] == ck.max_abs_loss_diff > 0
@@ -481,3 +483,74 @@ def test_models_are_freed_the_restore_never_holds_two_and_oom_releases(model_ref
     assert not failed.fits
     gc.collect()
     assert all(r() is None for r in refs)  # out of memory: everything released, nothing kept alive
+
+
+# -- the step time's interval and --until-stable ------------------------------------------------------------------
+
+
+def test_summary_tokens_per_step_is_the_mean_and_the_interval_is_set():
+    # a user's run: real tokens vary by batch; the summary takes the mean of the measured steps (not the first)
+    steps = [dataclasses_replace(step(i + 1, i == 0, t), tokens=n) for i, (t, n) in
+             enumerate(zip([9.0, 1.0, 1.2, 0.9, 1.1, 1.0, 1.05], [10, 90, 110, 100, 95, 105, 100], strict=True))]
+    summary = summarize(steps)
+    assert summary.tokens_per_step == 100  # (90 + 110 + 100 + 95 + 105 + 100) / 6
+    assert summary.tokens_per_s == pytest.approx(100 / 1.025)
+    # six measured steps: the whole range is the 95 % interval (coverage 1 - 2/64); median 1.025
+    assert (summary.step_time_low_s, summary.step_time_high_s) == (0.9, 1.2)
+    assert summary.step_time_coverage == pytest.approx(0.96875)
+    assert summary.step_time_half_width == pytest.approx(0.175 / 1.025)
+    assert summary.step_time_confidence == 0.95 and "order statistics" in summary.step_time_interval_method
+    assert summary.drift_per_100_steps is not None
+
+
+def dataclasses_replace(obj, **changes):
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
+
+
+def test_until_stable_stops_once_the_interval_is_tight(model_ref, tmp_path):
+    record = run_trial(tiny(model_ref, method="lora"), steps=6, warmup=1, until_stable=0.03, max_steps=30,
+                       clock=TickClock(0.001), checkpoint=False, out_dir=tmp_path)  # equal steps: a tight interval
+    st = record.stability
+    assert st.converged and st.measured_steps == 6 == record.summary.measured_steps  # checked from the 6th on
+    assert (st.tolerance, st.min_steps, st.max_steps, st.confidence) == (0.03, 6, 30, 0.95)
+    assert st.half_width == pytest.approx(0.0, abs=1e-9)
+    assert len(record.steps) == 7 and record.protocol.steps == 6
+    again = TrialRecord.from_json(Path(record.saved_to))  # the rule and its outcome are in the file
+    assert again.stability == st and again.summary == record.summary
+    assert all(s.padding_tokens == 0 for s in again.steps)  # packed text
+
+
+def test_until_stable_stops_at_the_cap_when_the_interval_stays_wide(model_ref):
+    # real step times never agree to 1e-5 of the median over 8 steps: the cap ends the trial
+    record = run_trial(tiny(model_ref, method="lora"), steps=6, warmup=1, until_stable=1e-5, max_steps=8,
+                       checkpoint=False)
+    st = record.stability
+    assert not st.converged and st.measured_steps == 8 == record.summary.measured_steps
+    assert st.half_width == record.summary.step_time_half_width > 1e-5
+    assert record.summary.step_time_low_s <= record.summary.median_step_time_s <= record.summary.step_time_high_s
+
+
+def test_until_stable_arguments_are_checked(model_ref):
+    with pytest.raises(TrialError) as tolerance:
+        run_trial(tiny(model_ref), steps=6, until_stable=1.5)
+    assert tolerance.value.msg.code == "error.trial.tolerance"
+    with pytest.raises(TrialError) as cap:
+        run_trial(tiny(model_ref), steps=6, until_stable=0.03, max_steps=5)
+    assert cap.value.msg.code == "error.trial.max_steps" and "at least the 6 of --steps" in str(cap.value)
+
+
+def test_records_with_the_callbacks_older_own_run_section_read_into_the_fields(tmp_path):
+    from gpuwork.measure.hf import read_own_run
+
+    data = json.loads(Path(__file__).parent.joinpath("data", "trial_record_own_run.json").read_text())
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    record = TrialRecord.from_json(path)
+    assert record.source == "gpuwork.hf.measure"
+    assert record.evaluation["passes"] == 1 and record.inferred["model"]["value"] == "tiny-llama"
+    assert [s.padding_tokens for s in record.steps] == [e["padding_tokens"] for e in data["own_run"]["steps"]]
+    assert record.saves[0]["save_s"] == data["own_run"]["saves"][0]["save_s"]
+    assert record.summary.step_time_low_s is None  # written before the interval was measured
+    assert read_own_run(path) == data["own_run"]

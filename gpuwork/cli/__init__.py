@@ -1,19 +1,28 @@
 """The ``gpuwork`` command: one module per group of verbs, shared argument handling in ``args``.
 
-Errors in what the user typed print one line on stderr and exit with status 2 (no traceback).
+Errors in what the user typed print one line on stderr and exit with status 2 (no traceback). So do files that
+cannot be read or written (missing, a folder, no permission, not UTF-8, not JSON/YAML, disk full): ``main``'s
+one handler names the file and the fix. Anything else is a bug: one line, exit 1 (``GPUWORK_TRACEBACK=1``
+shows the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
+import json
+import os
 import sys
 
 from gpuwork.cli import app, estimate, plan, report, trial
 from gpuwork.cli import args as args_module
 from gpuwork.cli.args import EXIT_USAGE, Parser, argv_lang, error_line
 from gpuwork.errors import GpuworkError
-from gpuwork.present.messages import text
+from gpuwork.message import Msg, msg
+from gpuwork.present.messages import render, text
+
+EXIT_INTERNAL = 1
 
 # Which extra brings a module that a verb imports lazily (the core install has none of them).
 _EXTRA_FOR = {**dict.fromkeys(("torch", "transformers", "peft", "bitsandbytes", "tokenizers", "safetensors", "psutil",
@@ -63,6 +72,52 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `gpuwork models | head`
         sys.stderr.close()
         return 0
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(error_line(render(file_error(exc), lang), lang), file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        if _is_yaml_error(exc):
+            print(error_line(render(msg("error.file.bad_yaml", path=_yaml_file(exc),
+                                        reason=str(exc).splitlines()[0]), lang), lang), file=sys.stderr)
+            return EXIT_USAGE
+        if os.environ.get("GPUWORK_TRACEBACK"):
+            raise
+        # a bug, not the user's input: one line that can be reported, not a page of traceback
+        detail = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
+        print(error_line(text("error.cli.internal", lang, error=detail), lang), file=sys.stderr)
+        return EXIT_INTERNAL
 
 
-__all__ = ["build_parser", "main"]
+def file_error(exc: BaseException) -> Msg:
+    """The one-line message for a file that cannot be read or written: which file, what is wrong, the fix."""
+    if isinstance(exc, UnicodeDecodeError):
+        return msg("error.file.not_utf8_unnamed", byte=exc.start, reason=exc.reason)
+    if isinstance(exc, json.JSONDecodeError):
+        return msg("error.file.bad_json_unnamed", line=exc.lineno, column=exc.colno, reason=exc.msg)
+    path = exc.filename if isinstance(exc, OSError) else None
+    if path is None:
+        return msg("error.file.os_unnamed", reason=str(getattr(exc, "strerror", None) or exc))
+    path = os.fsdecode(path)
+    if isinstance(exc, IsADirectoryError):
+        return msg("error.file.is_directory", path=path)
+    if isinstance(exc, FileNotFoundError):
+        return msg("error.file.not_found", path=path)
+    if isinstance(exc, PermissionError):
+        return msg("error.file.permission", path=path)
+    if exc.errno == errno.ENOSPC:
+        return msg("error.file.no_space", path=path)
+    if exc.errno == errno.EROFS:
+        return msg("error.file.read_only", path=path)
+    return msg("error.file.os", path=path, reason=str(exc.strerror or exc))
+
+
+def _is_yaml_error(exc: BaseException) -> bool:
+    return any(cls.__module__.split(".")[0] == "yaml" and cls.__name__ == "YAMLError" for cls in type(exc).__mro__)
+
+
+def _yaml_file(exc: BaseException) -> str:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return str(getattr(mark, "name", None) or "YAML")
+
+
+__all__ = ["build_parser", "file_error", "main"]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import re
+import sys
 from typing import Any
 
 from gpuwork.facts.planfile import read_plan_fields
-from gpuwork.message import Msg
-from gpuwork.plan import TrainPlan
+from gpuwork.message import Msg, msg
+from gpuwork.plan import TrainPlan, field_names
 from gpuwork.present.messages import LANGS, MessageError, render, text
 
 EXIT_USAGE = 2
@@ -75,6 +77,51 @@ def _localized(message: str, lang: str) -> str:
     return text("error.args.argument", lang, arg=arg, message=rest) if arg else rest
 
 
+# Every numeric flag is checked once, where it is parsed: float flags must be finite (argparse's float takes "nan"
+# and "inf"), and each flag below must be in its range. Option -> (minimum, minimum is exclusive, maximum,
+# maximum is exclusive); None = no bound. A key "VERB --flag" holds for one verb only. Plan fields (--seq-len,
+# --gpus, ...) are checked by TrainPlan itself; the trial checks its --steps, --warmup, --memory-cap-gib and
+# --price-per-hour in gpuwork.cli.trial.
+FLAG_BOUNDS: dict[str, tuple[float | None, bool, float | None, bool]] = {
+    "--compression-ratio": (0, True, 100, False),
+    "--epochs": (0, True, 10_000, False),
+    "--loader-tokens-per-s": (0, True, None, False),
+    "--disk-write-gbs": (0, True, 10_000, False),
+    "--offers": (0, False, 10_000, False),
+    "--max-price": (0, False, None, False),
+    "--min-vram": (0, False, None, False),
+    "--budget": (0, True, None, False),
+    "--deadline-hours": (0, True, None, False),
+    "--preemption-rate": (0, False, 1_000, False),
+    "--safety-margin": (0, False, 1, True),
+    "--limit": (1, False, None, False),
+    "--rent-days": (1, False, 36_500, False),
+    "--nproc": (1, False, 4_096, False),
+    "--seed": (0, False, 2**32 - 1, False),
+    "--timeout-s": (0, True, None, False),
+    "--dataset-tokens": (1, False, 10**15, False),
+    "report --steps": (1, False, 10_000, False),
+    "report --timeout": (0, True, None, False),
+}
+
+
+def finite_float(text: str) -> float:
+    """argparse's float without NaN and infinity (registered for every ``type=float`` flag of a Parser)."""
+    value = float(text)  # a ValueError reads "invalid float value: ..." as argparse says it
+    if not math.isfinite(value):
+        raise FlagValueError(msg("error.flag.not_finite", value=repr(text)))
+    return value
+
+
+def _bound_problem(value: float, bounds: tuple[float | None, bool, float | None, bool]) -> Msg | None:
+    minimum, min_strict, maximum, max_strict = bounds
+    if minimum is not None and (value < minimum or (min_strict and value == minimum)):
+        return msg("error.flag.above" if min_strict else "error.flag.at_least", value=repr(value), minimum=minimum)
+    if maximum is not None and (value > maximum or (max_strict and value == maximum)):
+        return msg("error.flag.below" if max_strict else "error.flag.at_most", value=repr(value), maximum=maximum)
+    return None
+
+
 @functools.cache
 def _help_formatter(base: type[argparse.HelpFormatter], usage_prefix: str) -> type[argparse.HelpFormatter]:
     """``base`` with "usage: " in the catalog's words (argparse takes it from its own gettext catalog)."""
@@ -104,6 +151,20 @@ class Parser(argparse.ArgumentParser):
         if add_help:  # argparse's -h, with its help text from our catalog
             self.add_argument("-h", "--help", action="help", default=argparse.SUPPRESS,
                               help=text("cli.help.help", lang))
+        self.register("type", float, finite_float)  # every `type=float` flag: NaN and inf are refused
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        namespace, extras = super().parse_known_args(args, namespace)
+        verb = self.prog.split()[-1]
+        for action in self._actions:  # each flag in its range (FLAG_BOUNDS), named in the one error line
+            keys = [k for o in action.option_strings for k in (f"{verb} {o}", o) if k in FLAG_BOUNDS]
+            value = getattr(namespace, action.dest, None) if keys else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                problem = _bound_problem(value, FLAG_BOUNDS[keys[0]])
+                if problem is not None:
+                    FlagValueError.last = problem
+                    self.error(f"argument {'/'.join(action.option_strings)}: {render(problem, 'en')}")
+        return namespace, extras
 
     def error(self, message: str) -> None:  # type: ignore[override]
         lang = argv_lang()
@@ -118,6 +179,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
 
     g = parser.add_argument_group(say("title"))
     g.add_argument("--plan", metavar="FILE", help=say("plan"))
+    g.add_argument("--from", dest="from_files", metavar="FILE", action="append", help=say("from"))
     g.add_argument("--model", help=say("model"))
     g.add_argument("--method", help=say("method"))
     g.add_argument("--task", help=say("task"))
@@ -157,6 +219,14 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
     fields: dict[str, Any] = {}
     if getattr(args, "plan", None):
         fields.update(TrainPlan.from_dict(read_plan_fields(args.plan)).as_dict())
+    if getattr(args, "from_files", None):  # the user's training configs (gpuwork.facts.configs), printed on stderr
+        from gpuwork.facts.configs import import_configs
+
+        flagged = [name for name in field_names() if getattr(args, name, None) is not None]
+        imported = import_configs(args.from_files, overridden=flagged)
+        fields.update(imported.fields)
+        lang = getattr(args, "lang", None) or "en"
+        print("\n".join(render(line, lang) for line in imported.report(flagged)) + "\n", file=sys.stderr)
     for name in _FLAG_FIELDS:
         value = getattr(args, name, None)
         if value is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.cli.args import plan_arguments, plan_from_args
-from gpuwork.errors import PlanError
+from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import GIB, LANGS, fmt_int, fmt_number
@@ -150,12 +150,15 @@ def _cmd_models(args: argparse.Namespace) -> int:
 def _cmd_accuracy(args: argparse.Namespace) -> int:
     from gpuwork.measure.accuracy import accuracy_report
 
-    text = accuracy_report(grid=args.grid)
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"wrote {args.out}")
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():  # say so before the report is computed, not after
+        raise GpuworkError(msg("error.file.out_folder_missing", path=str(out), folder=str(out.parent)))
+    report = accuracy_report(grid=args.grid)
+    if out is not None:
+        out.write_text(report, encoding="utf-8")  # other OS errors: gpuwork.cli.main's one handler
+        print(text("cli.accuracy.wrote", getattr(args, "lang", None) or "en", path=str(out)))
     else:
-        print(text)
+        print(report)
     return 0
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from datetime import date
 from typing import Any
@@ -24,34 +23,39 @@ from gpuwork.cli.args import FlagValueError, plan_arguments, plan_from_args
 from gpuwork.errors import PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
-from gpuwork.plan import TrainPlan
-from gpuwork.present.messages import render, render_all, text
-from gpuwork.units import HOUR_S, MISSING, fmt_duration, fmt_gib, fmt_number, fmt_size, fmt_usd
-
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_COUNT_UNITS = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
-
+from gpuwork.plan import UPPER_BOUNDS, TrainPlan
+from gpuwork.present.messages import render, render_all, text, time_kind_code
+from gpuwork.units import (
+    HOUR_S,
+    MISSING,
+    fmt_duration,
+    fmt_gib,
+    fmt_number,
+    fmt_size,
+    fmt_usd,
+    parse_count,
+    parse_size,
+)
 
 # -- argument types ---------------------------------------------------------------------------------
 
 
 def size_bytes(text: str) -> int:
-    """'200GB', '1.5 TB', '500MiB', '2e11' -> bytes (decimal GB/TB, binary GiB/MiB)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _SIZE_UNITS:
-        raise FlagValueError(msg("error.args.size", value=repr(text)))
-    return round(float(match.group(1)) * _SIZE_UNITS[unit])
+    """'200GB', '1.5 TB', '500MiB', '2e11' -> bytes (decimal GB/TB, binary GiB/MiB; gpuwork.units.parse_size)."""
+    try:
+        return parse_size(text, "dataset_bytes", maximum=UPPER_BOUNDS["dataset_bytes"])
+    except PlanError as exc:  # the flag is named by argparse: say what a size looks like, or the range
+        raise FlagValueError(msg("error.args.size", value=repr(text)) if exc.msg.code == "error.input.not_size"
+                             else exc.msg) from None
 
 
 def token_count(text: str) -> int:
-    """'50B', '100M', '5e9', '2000000' -> a whole number of tokens."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-zA-Z]?)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _COUNT_UNITS:
-        raise FlagValueError(msg("error.args.tokens", value=repr(text)))
-    return round(float(match.group(1)) * _COUNT_UNITS[unit])
+    """'50B', '100M', '5e9', '2M tokens' -> a whole number of tokens (gpuwork.units.parse_count)."""
+    try:
+        return parse_count(text, "dataset_tokens", maximum=UPPER_BOUNDS["dataset_tokens"])
+    except PlanError as exc:
+        raise FlagValueError(msg("error.args.tokens", value=repr(text)) if exc.msg.code == "error.input.not_count"
+                             else exc.msg) from None
 
 
 def _iso_date(text: str) -> date:
@@ -119,10 +123,25 @@ def _time_options(args: argparse.Namespace) -> dict[str, Any]:
 # -- plan -------------------------------------------------------------------------------------------
 
 
+def step_breakdown(time: Any) -> tuple[Msg, ...]:
+    """Where one step goes on one GPU, largest first, as catalog messages (seconds and share)."""
+    total = sum(time.breakdown.values()) or 1.0
+    parts = sorted(((k, v) for k, v in time.breakdown.items() if v > 0), key=lambda kv: -kv[1])
+    return tuple(msg("cli.plan.breakdown_part", kind=msg(time_kind_code(k)), seconds=v, share=v / total)
+                 for k, v in parts)
+
+
 def _cmd_plan(args: argparse.Namespace) -> int:
     from gpuwork.estimate.offers import usable_memory_bytes
     from gpuwork.facts.catalog import get_gpu
-    from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time, evaluate_offers, match_profile
+    from gpuwork.sizing import (
+        estimate_disk,
+        estimate_memory,
+        estimate_time,
+        evaluate_offers,
+        match_profile,
+        scaling,
+    )
 
     lang = _lang(args)
     plan = full_plan(args)
@@ -141,23 +160,26 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         gpu = get_gpu(match.gpu_id) if match.gpu_id else get_gpu("h100_sxm")
     nodes = -(-run_plan.gpus // 8)
     time = estimate_time(run_plan, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None, **options)
+    curve = scaling(run_plan, gpu, **options)
     disk = estimate_disk(plan, compression_ratio=args.compression_ratio)
     offers = evaluate_offers(plan, include_unfit=False, time_options=options)[: args.offers]
     if args.json:
         out = {"plan": plan.as_dict(), "memory": memory.as_dict(), "profile": match.as_dict(),
                "time": {"gpu_id": gpu.gpu_id, "plan": run_plan.as_dict(), **time.as_dict()},
+               "scaling": [point.as_dict() for point in curve],
                "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers]}
         print(json.dumps(out, indent=2, default=str))
         return 0
-    print(format_plan_report(plan, memory, match, run_plan, time, disk, offers, lang=lang))
+    print(format_plan_report(plan, memory, match, run_plan, time, disk, offers, lang=lang, scaling=curve))
     for warning in [*memory.warnings, *warnings]:
         print(text("cli.warning", lang, text=render(warning, lang)), file=sys.stderr)
     return 0
 
 
 def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: TrainPlan, time: Any, disk: Any,
-                       offers: list[Any], lang: str = "en") -> str:
-    """The `gpuwork plan` report: memory, profile, time, communication, data, disk, offers (in ``lang``)."""
+                       offers: list[Any], lang: str = "en", scaling: Any = ()) -> str:
+    """The `gpuwork plan` report: memory, profile, time (where a step goes, throughput by GPU count),
+    communication, data, disk, offers (in ``lang``)."""
     def say(code: str, **params: Any) -> str:
         return text(code, lang, **params)
 
@@ -192,9 +214,13 @@ def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: Train
         "  " + say("cli.plan.mfu", note=t.mfu.note),
         "  " + say("cli.plan.step", compute_s=t.compute_s, optimizer_s=t.optimizer_s, exposed_s=t.comm.exposed_s,
                    step_s=t.step_time_s),
+        "  " + say("cli.plan.breakdown", stack=t.stack, parts=step_breakdown(t)),
         f"  {say('cli.plan.throughput'):33s}{say('cli.plan.throughput_value', tokens_s=t.tokens_per_s, steps=t.steps)}",
         "  " + say("cli.plan.total", train_s=t.train_s, eval_s=t.eval_s, checkpoints=t.checkpoints,
                    checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours),
+        *(["  " + say("cli.plan.scaling", gpu=t.gpu_name, points=tuple(
+            msg("cli.plan.scaling_point", gpus=pt.gpus, tokens_s=pt.tokens_per_s_per_gpu) for pt in scaling))]
+          if scaling else []),
         "  " + say("cli.plan.communication", verdict=t.comm.verdict),
         "  " + say("cli.plan.data_feed", verdict=t.data.verdict),
         "",

@@ -33,11 +33,13 @@ def _notebook_list(text: str) -> tuple[str, ...]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from gpuwork.facts.model import spec_for_plan
     from gpuwork.facts.planfile import load_plan
     from gpuwork.plan import TrainPlan
     from gpuwork.ui.report import NOTEBOOKS, build_report
 
     plan = load_plan(args.plan) if args.plan else TrainPlan()
+    spec_for_plan(plan)  # an unknown or broken model is the user's error (exit 2), before any page is built
     result = build_report(plan, args.out, notebooks=args.notebooks or NOTEBOOKS, steps=args.steps,
                           progress=not args.no_progress and sys.stderr.isatty() or args.progress,
                           timeout_s=args.timeout, lang=args.lang)

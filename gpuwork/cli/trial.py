@@ -4,7 +4,10 @@
 
 Exit status of ``gpuwork trial``: 0 the run fits (or, with ``--ramp``, something fits); 3 it does
 not fit (out of memory, or over ``--memory-cap-gib``): the peak reached is printed, this is a
-result and not an error; 2 an error in what was asked (one line on stderr).
+result and not an error; 4 the checkpoint check failed ("checkpoint NOT verified"); 2 an error in
+what was asked, or a record that could not be written (one line on stderr; the measurements are
+still printed); 130 / 143 stopped by SIGINT / SIGTERM (the steps measured so far are printed, saved,
+and ``--resume RUN`` goes on from the checkpoint).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import GpuworkError
+from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_seconds
@@ -23,6 +27,8 @@ from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_s
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_DOES_NOT_FIT = 3
+EXIT_CHECKPOINT_NOT_VERIFIED = 4
+EXIT_SIGNAL_BASE = 128  # stopped by a signal: 128 + its number, as a shell reports it (130 SIGINT, 143 SIGTERM)
 
 
 # -- formatting (pure) -----------------------------------------------------------------------------------------
@@ -78,6 +84,10 @@ def format_trial(record: Any, lang: str = "en") -> str:
     if s is not None:
         row("step_time", text("cli.trial.step_time", lang, median=_seconds(s.median_step_time_s, lang),
                               p90=_seconds(s.p90_step_time_s, lang), steps=s.measured_steps, warmup=p.warmup))
+        if s.step_time_interval_method is not None:  # records written before the interval have none
+            row("interval", _interval(s, lang))
+        if record.stability is not None:
+            row("until_stable", _stability(record.stability, lang))
         row("throughput", text("cli.trial.throughput", lang, tokens_s=s.tokens_per_s, tokens=s.tokens_per_step,
                                all_ranks=msg("cli.trial.all_ranks") if record.world_size > 1 else None))
         row("data_wait", render(s.verdict, lang))
@@ -111,6 +121,29 @@ def format_trial(record: Any, lang: str = "en") -> str:
     return "\n".join(lines)
 
 
+def _pct1(share: float | None) -> float | None:
+    return None if share is None else share * 100
+
+
+def _interval(s: Any, lang: str = "en") -> str:
+    """The median step time's 95 % interval and drift (``gpuwork.measure.stability``), in ``lang``."""
+    if s.step_time_low_s is None:
+        return text("cli.trial.no_interval", lang, steps=s.measured_steps)
+    return text("cli.trial.interval", lang, low=_seconds(s.step_time_low_s, lang), high=_seconds(s.step_time_high_s, lang),
+                half_pct=_pct1(s.step_time_half_width), coverage_pct=_pct1(s.step_time_coverage),
+                drift_pct=_pct1(s.drift_per_100_steps or 0.0))
+
+
+def _stability(st: Any, lang: str = "en") -> str:
+    """Whether ``--until-stable`` reached its tolerance, in ``lang``."""
+    if st.converged:
+        return text("cli.trial.stable", lang, half_pct=_pct1(st.half_width), tolerance_pct=_pct1(st.tolerance),
+                    steps=st.measured_steps)
+    half = "-" if st.half_width is None else text("cli.trial.half_pct", lang, value=_pct1(st.half_width))
+    return text("cli.trial.not_stable", lang, half=half, steps=st.measured_steps, max_steps=st.max_steps,
+                tolerance_pct=_pct1(st.tolerance))
+
+
 def format_extrapolation(ext: Any, on_cpu: bool = False, lang: str = "en") -> str:
     """The whole run at the trial's speed (``gpuwork.measure.extrapolation``), in ``lang``."""
     where = msg("cli.trial.where_cpu" if on_cpu else "cli.trial.where_gpu", gpus=ext.gpus)
@@ -123,13 +156,20 @@ def format_extrapolation(ext: Any, on_cpu: bool = False, lang: str = "en") -> st
                   margin_share=ext.margin),
              text("cli.trial.total", lang, total=_seconds(ext.total_s, lang), hours=ext.gpu_hours,
                   unit=msg("cli.trial.process_hours" if on_cpu else "cli.trial.gpu_hours"))]
+    if ext.total_low_s is not None:
+        lines.append(text("cli.trial.total_range", lang, low=_seconds(ext.total_low_s, lang),
+                          high=_seconds(ext.total_high_s, lang)))
     if ext.cost is not None:
         lines.append(text("cli.trial.cost", lang, cost=ext.cost, price=ext.price_per_gpu_hour))
+        if ext.cost_low is not None:
+            lines.append(text("cli.trial.cost_range", lang, low=ext.cost_low, high=ext.cost_high))
     for offer in ext.offers[:5]:
         lines.append(text("cli.trial.offer", lang, offer=offer.offer_id, provider=offer.provider, mode=offer.mode,
                           price=offer.price_per_gpu_hour, hours=offer.billed_hours, gpus=offer.billed_gpus,
                           cost=offer.cost,
                           notes=msg("cli.trial.offer_notes", notes=offer.notes) if offer.notes else None))
+        if offer.cost_low is not None and offer.cost_high is not None:
+            lines.append(text("cli.trial.offer_range", lang, low=offer.cost_low, high=offer.cost_high))
     lines.extend(text("cli.trial.note", lang, note=n) for n in ext.notes)
     return "\n".join(lines)
 
@@ -165,14 +205,34 @@ def format_compare(rows: list[dict[str, Any]], lang: str = "en") -> str:
     def cost(v: float | None) -> str:  # four decimals: a cent per million tokens is a real difference
         return "-" if v is None else text("cli.compare.usd_cost", lang, value=fmt_number(v, lang, 4))
 
+    def interval(r: dict[str, Any]) -> str:
+        if r.get("step_time_low_s") is None:
+            return "-"
+        return text("cli.compare.interval_value", lang, low=_seconds(r["step_time_low_s"], lang),
+                    high=_seconds(r["step_time_high_s"], lang), half_pct=_pct1(r["step_time_half_width"]))
+
+    def drift(v: float | None) -> str:
+        return "-" if v is None else text("cli.compare.drift_value", lang, drift_pct=_pct1(v))
+
+    def cost_range(r: dict[str, Any]) -> str:
+        if r.get("cost_per_1m_tokens_low") is None:
+            return "-"
+        return text("cli.compare.usd_cost_range", lang, low=fmt_number(r["cost_per_1m_tokens_low"], lang, 4),
+                    high=fmt_number(r["cost_per_1m_tokens_high"], lang, 4))
+
+    whole_row = None  # a field computed from the whole row, not one key
     fields = [("trial", "trial", str), ("device", "device", str), ("gpus", "gpus", str),
               ("fits", "fits", yes_no), ("median", "median_step_time_s", lambda v: _seconds(v, lang)),
+              ("interval", whole_row, interval), ("drift", "drift_per_100_steps", drift),
+              ("steps", "measured_steps", str), ("stable", "converged", yes_no),
               ("p90", "p90_step_time_s", lambda v: _seconds(v, lang)),
               ("tokens_s", "tokens_per_s", lambda v: "-" if v is None else fmt_int(v, lang)),
               ("peak_memory", "peak_memory_bytes", lambda v: _size(v, lang)),
               ("checkpoint", "checkpoint_verified", yes_no),
-              ("price", "price_per_hour", price), ("cost", "cost_per_1m_tokens", cost)]
-    table = [[text(f"cli.compare.{label}", lang)] + [fmt(r.get(key)) for r in rows] for label, key, fmt in fields]
+              ("price", "price_per_hour", price), ("cost", "cost_per_1m_tokens", cost),
+              ("cost_range", whole_row, cost_range)]
+    table = [[text(f"cli.compare.{label}", lang)] + [fmt(r if key is whole_row else r.get(key)) for r in rows]
+             for label, key, fmt in fields]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
 
@@ -215,10 +275,27 @@ def _progress(total: int, enabled: bool, lang: str = "en") -> Any:
 
 def _cmd_trial(args: argparse.Namespace) -> int:
     from gpuwork.measure.extrapolation import extrapolate
-    from gpuwork.measure.trial import TrialError, ramp, run_trial
+    from gpuwork.measure.trial import (
+        DEFAULT_MAX_STEPS,
+        TrialError,
+        check_until_stable,
+        ramp,
+        resume_options,
+        run_trial,
+    )
 
     lang = args.lang
-    plan = _plan(args)
+    if args.checkpoint_every is not None and args.checkpoint_every < 0:
+        raise TrialError(msg("error.trial.checkpoint_every", value=str(args.checkpoint_every)))
+    resume: dict[str, Any] = {}
+    if args.resume:
+        if args.ramp or args.nproc:
+            raise TrialError(msg("error.trial.resume_parallel", run=args.resume))
+        resume = resume_options(args.resume, args.out)
+        plan = resume.pop("plan")
+        args.steps, args.warmup = resume.pop("steps"), resume.pop("warmup")
+    else:
+        plan = _plan(args)
     if args.steps < 1 or args.warmup < 0:
         raise TrialError(msg("error.trial.flag_steps"))
     cap = None
@@ -229,6 +306,13 @@ def _cmd_trial(args: argparse.Namespace) -> int:
     if args.price_per_hour is not None and args.price_per_hour < 0:
         raise TrialError(msg("error.trial.flag_price"))
     data = args.data or None
+    stable: dict[str, Any] = {}
+    if args.until_stable and not resume:
+        for flag, given in (("--nproc", args.nproc), ("--ramp", args.ramp)):
+            if given:
+                raise TrialError(msg("error.trial.until_stable_with", flag=flag))
+        stable = {"until_stable": args.tolerance, "max_steps": args.max_steps}
+        check_until_stable(args.tolerance, args.max_steps, args.steps)
     if args.ramp:
         if args.nproc:
             raise TrialError(msg("error.trial.flag_ramp_nproc"))
@@ -239,7 +323,11 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         else:
             print(format_ramp(result, lang))
         return EXIT_OK if result.max_batch_size is not None else EXIT_DOES_NOT_FIT
-    bar = _progress(args.warmup + args.steps, not args.no_progress, lang)
+    done_before = resume["resume"].step if resume else 0
+    step_cap = resume.get("max_steps") or stable.get("max_steps") or DEFAULT_MAX_STEPS
+    most = step_cap if (stable or resume.get("until_stable") is not None) else args.steps
+    bar = _progress(args.warmup + most, not args.no_progress, lang)
+    bar.update(done_before)
 
     def on_step(m: Any) -> None:
         bar.update(1)
@@ -254,21 +342,27 @@ def _cmd_trial(args: argparse.Namespace) -> int:
                                      device=args.device, data=data, out_dir=args.out, memory_cap_bytes=cap,
                                      checkpoint=not args.no_checkpoint, callbacks=[on_step],
                                      timeout_s=args.timeout_s)
+        elif resume:
+            record = run_trial(plan, steps=args.steps, warmup=args.warmup, device=args.device,
+                               checkpoint=not args.no_checkpoint, callbacks=[on_step],
+                               checkpoint_every=args.checkpoint_every or 0, **resume)
         else:
             record = run_trial(plan, steps=args.steps, warmup=args.warmup, seed=args.seed, device=args.device,
                                data=data, out_dir=args.out, memory_cap_bytes=cap,
-                               checkpoint=not args.no_checkpoint, callbacks=[on_step])
+                               checkpoint=not args.no_checkpoint, callbacks=[on_step],
+                               checkpoint_every=args.checkpoint_every or 0, **stable)
     finally:
         bar.close()
+    interrupted = record.status == "interrupted"
     extrapolation = None
-    if record.fits and record.summary is not None:
+    if record.fits and record.summary is not None and not interrupted:
         try:  # to plan.gpus: with --nproc N and no --gpus, the N measured
             extrapolation = extrapolate(record, plan, price_per_gpu_hour=args.price_per_hour)
         except GpuworkError as exc:
             warning = msg("cli.trial.no_extrapolation", error=exc.msg or msg("measure.text", text=str(exc)))
             print(text("cli.warning", lang, text=warning), file=sys.stderr)
     calibration, saved = None, None
-    if args.calibrate and record.fits:
+    if args.calibrate and record.fits and not interrupted:
         from gpuwork.measure.calibration import calibrate, save_calibration
 
         calibration = calibrate(record)
@@ -282,6 +376,8 @@ def _cmd_trial(args: argparse.Namespace) -> int:
             out["calibration_file"] = str(saved) if saved else None
         print(json.dumps(out, indent=1, allow_nan=True))
     else:
+        if record.resumed_from:
+            print(text("cli.trial.resumed", lang, run=record.resumed_from, step=done_before + 1))
         print(format_trial(record, lang))
         if extrapolation is not None:
             print(format_extrapolation(extrapolation, on_cpu=record.environment.device == "cpu", lang=lang))
@@ -291,6 +387,31 @@ def _cmd_trial(args: argparse.Namespace) -> int:
                   text("cli.trial.calibration_nothing", lang))
         elif args.calibrate:
             print(text("cli.trial.calibration_skipped", lang))
+    return _exit_status(record, lang)
+
+
+def _exit_status(record: Any, lang: str) -> int:
+    """The exit status of a finished trial, with one line on stderr for each way it did not succeed."""
+    import signal
+
+    if record.write_error is not None:
+        print(f"gpuwork: error: {text('cli.trial.not_saved', lang, error=record.write_error)}", file=sys.stderr)
+        return EXIT_USAGE
+    if record.status == "interrupted":
+        done = record.steps[-1].step if record.steps else 0
+        total = record.protocol.warmup + (record.stability.max_steps if record.stability else record.protocol.steps)
+        if record.saved_to:
+            line = text("cli.trial.interrupted", lang, signal=record.stop_signal, done=done, total=total,
+                        folder=str(Path(record.saved_to).parent), run=record.saved_to)
+        else:
+            line = text("cli.trial.interrupted_unsaved", lang, signal=record.stop_signal, done=done, total=total)
+        print(f"gpuwork: {line}", file=sys.stderr)
+        number = getattr(signal, record.stop_signal or "SIGINT", signal.SIGINT)
+        return EXIT_SIGNAL_BASE + int(number)
+    if record.checkpoint is not None and not record.checkpoint.verified:
+        print(f"gpuwork: error: {text('cli.trial.checkpoint_failed', lang, what=record.checkpoint.message)}",
+              file=sys.stderr)
+        return EXIT_CHECKPOINT_NOT_VERIFIED
     return EXIT_OK if record.fits else EXIT_DOES_NOT_FIT
 
 
@@ -340,6 +461,9 @@ def register(subparsers: Any, lang: str = "en") -> None:
     g = p.add_argument_group(text("cli.help.trial.title", lang))
     g.add_argument("--steps", type=int, default=10, help=text("cli.help.trial.steps", lang))
     g.add_argument("--warmup", type=int, default=2, help=text("cli.help.trial.warmup", lang))
+    g.add_argument("--until-stable", action="store_true", help=text("cli.help.trial.until_stable", lang))
+    g.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help=text("cli.help.trial.tolerance", lang))
+    g.add_argument("--max-steps", type=int, metavar="N", help=text("cli.help.trial.max_steps", lang))
     g.add_argument("--ramp", action="store_true", help=text("cli.help.trial.ramp", lang))
     g.add_argument("--out", metavar="DIR", help=text("cli.help.trial.out", lang))
     g.add_argument("--nproc", type=int, help=text("cli.help.trial.nproc", lang))
@@ -355,6 +479,8 @@ def register(subparsers: Any, lang: str = "en") -> None:
     g.add_argument("--calibrate", action="store_true", help=text("cli.help.trial.calibrate", lang))
     g.add_argument("--json", action="store_true", help=text("cli.help.trial.json", lang))
     g.add_argument("--no-progress", action="store_true", help=text("cli.help.trial.no_progress", lang))
+    g.add_argument("--resume", metavar="RUN", help=text("cli.help.trial.resume", lang))
+    g.add_argument("--checkpoint-every", type=int, metavar="N", help=text("cli.help.trial.checkpoint_every", lang))
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.set_defaults(func=_cmd_trial)
 
@@ -366,5 +492,5 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.set_defaults(func=_cmd_compare)
 
 
-__all__ = ["EXIT_DOES_NOT_FIT", "format_compare", "format_trial", "register"]
+__all__ = ["EXIT_CHECKPOINT_NOT_VERIFIED", "EXIT_DOES_NOT_FIT", "format_compare", "format_trial", "register"]
 

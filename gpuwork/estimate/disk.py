@@ -129,10 +129,21 @@ def dataset_text_bytes(plan: TrainPlan) -> int:
 
 def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
     """Optimizer states of all trainable parameters, unsharded, as the memory estimator models them
-    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored)."""
-    replica = plan.single_gpu()
-    est = estimate_memory(replica, spec)
-    return est.breakdown.get("optimizer_states", 0) + est.breakdown.get("paged_optimizer_states", 0)
+    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored). Cached by
+    what the states depend on (a time sweep asks for the same states at many shapes)."""
+    key = (spec.name, spec.params_total, spec.task, plan.method, plan.precision, plan.optimizer, plan.lora_r,
+           plan.lora_targets, plan.trainable_layers, plan.quant_type, plan.double_quant)
+    cached = _STATES.get(key)
+    if cached is None:
+        est = estimate_memory(plan.single_gpu(), spec)
+        cached = est.breakdown.get("optimizer_states", 0) + est.breakdown.get("paged_optimizer_states", 0)
+        if len(_STATES) > 4096:
+            _STATES.clear()
+        _STATES[key] = cached
+    return cached
+
+
+_STATES: dict[tuple, int] = {}
 
 
 def checkpoint_size(plan: TrainPlan, spec: ModelSpec) -> CheckpointSize:

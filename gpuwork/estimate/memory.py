@@ -250,25 +250,25 @@ def _model_states(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> _Sta
 
 
 @dataclass(frozen=True)
-class _Dtypes:
+class Dtypes:
     stream: int  # residual stream and norm outputs
     linear_out: int  # outputs of the block's linears (attention q/k/v/o, MLP)
     autocast: bool  # linears cast their inputs to 16-bit and save the copy
 
 
-def _dtypes(plan: TrainPlan) -> _Dtypes:
+def plan_dtypes(plan: TrainPlan) -> Dtypes:
     p = plan.precision
     if plan.method is Method.QLORA:
         # embeddings/norms are fp32 after prepare_model_for_kbit_training, and bnb Linear4bit casts
         # its output back to the input dtype (bitsandbytes nn/modules.py Linear4bit.forward).
-        return _Dtypes(stream=4, linear_out=4, autocast=False)
+        return Dtypes(stream=4, linear_out=4, autocast=False)
     if p is Precision.FP32:
-        return _Dtypes(4, 4, False)
+        return Dtypes(4, 4, False)
     if p.is_mixed:
         if plan.uses_adapters:  # 16-bit frozen base; autocast keeps linears 16-bit
-            return _Dtypes(2, 2, True)
-        return _Dtypes(4, 2, True)  # fp32 masters: fp32 embeddings/residual, 16-bit linear outputs
-    return _Dtypes(2, 2, False)
+            return Dtypes(2, 2, True)
+        return Dtypes(4, 2, True)  # fp32 masters: fp32 embeddings/residual, 16-bit linear outputs
+    return Dtypes(2, 2, False)
 
 
 def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
@@ -281,7 +281,7 @@ def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
 
 
 def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainable: bool,
-                    lora: set[str], plan: TrainPlan, dt: _Dtypes, already_saved: bool = False) -> int:
+                    lora: set[str], plan: TrainPlan, dt: Dtypes, already_saved: bool = False) -> int:
     """Bytes per token saved for backward because linears consume X.
 
     A linear saves its input only to compute its weight gradient (torch addmm/mm backward), so a
@@ -312,7 +312,7 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
     return saved
 
 
-def _block_groups(spec: ModelSpec) -> dict[str, list[Linear]]:
+def block_groups(spec: ModelSpec) -> dict[str, list[Linear]]:
     """Group a block's linears by the tensor they read: attention input, attention output,
     MLP input, MLP hidden."""
     key = (spec.name, spec.task, spec.params_total)
@@ -361,7 +361,7 @@ class _Activations:
     inputs: int  # input ids, labels
 
 
-def _norm_saved(spec: ModelSpec, dt: _Dtypes, weight_trainable: bool) -> int:
+def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool) -> int:
     h = spec.hidden_size
     if spec.norm == "rms":
         # HF LlamaRMSNorm: x.to(fp32) saved by pow/mul, rsqrt (1 fp32/token), and x_hat cast back to
@@ -371,12 +371,12 @@ def _norm_saved(spec: ModelSpec, dt: _Dtypes, weight_trainable: bool) -> int:
     return dt.stream * h + 8
 
 
-def _activations(spec: ModelSpec, plan: TrainPlan, dt: _Dtypes) -> _Activations:
+def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
     h, a, kv, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
     q_dim, kv_dim = a * d, kv * d
     inter = spec.intermediate_size
     e = dt.linear_out
-    groups = _block_groups(spec)
+    groups = block_groups(spec)
     lora = {lin.name for lin in lora_target_linears(spec, plan.lora_targets)} if plan.uses_adapters else set()
     moe = spec.num_experts > 1
     k_exp = spec.experts_per_token if moe else 1
@@ -488,7 +488,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     """
     counts = count_params(spec, plan)
     states = _model_states(spec, plan, counts)
-    dt = _dtypes(plan)
+    dt = plan_dtypes(plan)
     act = _activations(spec, plan, dt)
     warnings: list[Msg] = []
     if spec.max_position and plan.seq_len > spec.max_position:
@@ -692,4 +692,5 @@ SOURCES = {
                     "loading; ~0.5-0.8 GiB with CUDA lazy loading)",
 }
 
-__all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "MemoryEstimate", "SOURCES", "TERM_LABELS", "estimate_memory"]
+__all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
+           "estimate_memory", "plan_dtypes"]

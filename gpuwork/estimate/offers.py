@@ -214,7 +214,7 @@ def billed_hours(hours: float, offer: Offer) -> float:
     """Hours paid for a run of ``hours`` on ``offer``: reserved offers in whole periods, others at least
     the minimum rental. The one billing rule: offers, the trial's extrapolation and the request use it."""
     if offer.mode is Mode.RESERVED:  # committed in whole periods
-        return math.ceil(hours / offer.min_rental_hours - 1e-9) * offer.min_rental_hours
+        return max(1, math.ceil(hours / offer.min_rental_hours - 1e-9)) * offer.min_rental_hours
     return max(hours, offer.min_rental_hours)
 
 

@@ -39,10 +39,11 @@ from typing import Any
 
 from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
-from gpuwork.estimate.memory import estimate_memory
+from gpuwork.estimate.ops import Kind, Phase, step_ops
+from gpuwork.estimate.steptime import price_ops, stack_kernels
 from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
-from gpuwork.facts.efficiency import MFU_CSV, MfuRow
 from gpuwork.facts.inputs import Inputs
+from gpuwork.facts.rates import DeviceRates, Rates
 from gpuwork.facts.spec import ModelSpec, count_params
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Precision, Sharding, TrainPlan
@@ -56,37 +57,12 @@ BWD_WEIGHT_FLOPS_PER_WEIGHT = 2  # gradient w.r.t. the weight (skipped for froze
 ATTN_FWD_FLOPS = 4  # per layer and token, x H·Q·T: Q·K^T (2·H·Q·T) + P·V (2·H·Q·T)
 ATTN_TRAIN_FLOPS = 12  # forward + backward = 3 x forward (torchtitan: 12·L·H·Q·T per token)
 
-# -- efficiency -------------------------------------------------------------------------------------
-
-# QLoRA runs slower than LoRA because every 4-bit weight is dequantized in forward and backward:
-# torchtune's README measures QLoRA at 0.78x LoRA's tokens/s (gpu_facts §3c), i.e. a 1.28x slowdown.
-# gpu_poor's estimator uses x1.75 "to be safe" (memory_formulas §3.4): the pessimistic alternative.
-QLORA_THROUGHPUT_FACTOR = 0.78
-# MFU falls with fewer tokens per micro-batch (smaller matmuls, fixed per-micro-batch overheads:
-# kernel launches, non-matmul ops): factor T/(T + k). k is derived from the Qwen-7B LoRA A100 runs in
-# memory_formulas §3.4 (25 % at 256 tokens per micro-batch vs 47 % at 2,048:
-# 0.53 = (256/(256+k)) / (2048/(2048+k)) -> k ≈ 300 on A100 BF16, 312 TFLOPS). The overheads cost
-# time, not FLOPs, so the tokens needed to amortise them grow with the peak: k scales with
-# peak / SMALL_BATCH_REFERENCE_PEAK (H100 BF16: k ≈ 950; V100 FP32: k ≈ 15). The table's MFU values
-# (llm-foundry / torchtitan runs of >= 4k tokens per micro-batch) hold at MFU_REFERENCE_TOKENS: the
-# factor is normalised there and capped at 1.
-SMALL_BATCH_TOKENS = 300
-SMALL_BATCH_REFERENCE_PEAK = 312e12
-MFU_REFERENCE_TOKENS = 4096
-# Element-wise, memory-bound kernels (the optimizer step) reach this share of peak DRAM bandwidth.
-# Assumption: STREAM-like copy kernels reach 80-90 % of HBM/GDDR peak; we take the low end.
-MEM_BW_EFFICIENCY = 0.80
-# Offloaded optimizer (DeepSpeed CPU-Adam): parameters updated per second per GPU's share of host.
-# Assumption (order of magnitude of the ZeRO-Offload paper's CPU-Adam, Ren et al. 2021 §5): 1e9/s.
-CPU_ADAM_PARAMS_S = 1.0e9
-
 # -- communication ----------------------------------------------------------------------------------
 
-# NCCL ring all-gather / reduce-scatter / all-reduce reach 80-82 % of NVLink's unidirectional spec
-# on 8xH200 (gpu_facts §1a [S3]); we apply the same share to PCIe and xGMI links.
+# GPU-to-GPU collectives reach the measured NCCL bus-bandwidth shares of data/kernels.csv per link.
+# Host links (offloaded optimizer states and parameters) move at this share of the PCIe spec: the
+# NCCL share measured on NVLink rings (data/kernels.csv nccl_busbw_fraction_nvlink) taken for DMA too.
 LINK_EFFICIENCY = 0.80
-# Inter-node: an HDR 200 Gb/s link (25 GB/s) sustains ≈ 20 GB/s GPU to GPU (gpu_facts §1b [S3b]).
-NETWORK_EFFICIENCY = 0.80
 # Per-direction line rate of each fabric, bytes/s, and whether it is per GPU (one NIC per GPU, as
 # DGX H100 / AWS P5, gpu_facts §1b) or shared by the whole node (plain Ethernet, no RDMA).
 NETWORK_BYTES_S: dict[Network, tuple[float, bool]] = {
@@ -96,12 +72,8 @@ NETWORK_BYTES_S: dict[Network, tuple[float, bool]] = {
     Network.IB_HDR_200G: (200e9 / 8, True),  # IB HDR 4x port, one per GPU [S3]
     Network.IB_NDR_400G: (400e9 / 8, True),  # DGX H100: 8x ConnectX-7 NDR400, one per GPU [S3]
 }
-# Share of the overlap window (backward for DDP/ZeRO-1/2, the whole step for ZeRO-3/FSDP
-# prefetching) during which communication can hide behind compute. PyTorch DDP launches each
-# gradient bucket's all-reduce as soon as it is ready in backward (DDP design notes), but NCCL
-# kernels share SMs and memory bandwidth with compute and the last bucket cannot overlap.
-# Assumption: half the window.
-COMM_OVERLAP_FRACTION = 0.5
+# torch DistributedDataParallel bucket_cap_mb default: gradients are all-reduced in 25 MiB buckets.
+_DDP_BUCKET_BYTES = 25 * 1024 * 1024
 # Verdict threshold: above this share of a step spent communicating over PCIe, NVLink is "needed".
 LINK_VERDICT_SHARE = 0.10
 
@@ -153,21 +125,17 @@ class FlopsPerToken:
 
 @dataclass(frozen=True)
 class MfuChoice:
-    """The efficiency used: value, where it comes from and the documented range."""
+    """The efficiency the step amounts to, and where it comes from."""
 
-    value: float  # on the dense peak named in TimeEstimate.peak_label, batch factor applied
-    source: str  # "default" | "argument" | "calibration"
-    basis: str  # why this number, with its sources (English: a citation, from data/mfu.csv)
+    value: float  # model FLOPs / (dense peak x compute time): the MFU a trial would measure
+    source: str  # "default" (the per-operation model) | "argument" (a given MFU) | "calibration"
+    basis: str  # why this number, with its sources (English: a citation)
     note: Msg  # why this number, as a catalog message for people
-    table_value: float | None = None  # the mfu.csv row before QLoRA / batch factors
-    low: float | None = None
-    high: float | None = None
-    batch_factor: float = 1.0
+    scale: float = 1.0  # factor on every GPU-bound time fitted from a measurement (1.0 = rates as measured)
 
     def as_dict(self) -> dict[str, Any]:
         return {"value": self.value, "source": self.source, "basis": self.basis, "note": self.note.as_dict(),
-                "table_value": self.table_value, "low": self.low, "high": self.high,
-                "batch_factor": self.batch_factor}
+                "scale": self.scale}
 
 
 @dataclass(frozen=True)
@@ -242,6 +210,9 @@ class TimeEstimate:
     total_s: float
     warnings: tuple[Msg, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)
+    breakdown: dict[str, float] = field(default_factory=dict)  # seconds per step by kind of work (one GPU)
+    launches_per_step: int = 0  # kernels one GPU launches per optimizer step
+    stack: str = "hf-trainer"
 
     @property
     def peak(self) -> Msg:
@@ -289,6 +260,9 @@ class TimeEstimate:
             "margin_s": self.margin_s,
             "total_s": self.total_s,
             "gpu_hours": self.gpu_hours,
+            "breakdown": dict(self.breakdown),
+            "launches_per_step": self.launches_per_step,
+            "stack": self.stack,
             "warnings": [w.as_dict() for w in self.warnings],
         }
 
@@ -386,66 +360,12 @@ def peak_kind(precision: Precision) -> Msg:
     return msg("peak.bf16")
 
 
-def batch_factor(tokens_per_micro_batch: int, peak_flops: float = SMALL_BATCH_REFERENCE_PEAK) -> float:
-    """MFU multiplier for a micro-batch of T tokens per GPU: (T/(T+k)) / (T_ref/(T_ref+k)), at most 1,
-    with k = SMALL_BATCH_TOKENS x peak_flops / SMALL_BATCH_REFERENCE_PEAK.
-
-    Worked example (A100 BF16, T = 512): k = 300; (512/812) / (4096/4396) = 0.631 / 0.932 = 0.68.
-    """
-    t, ref = tokens_per_micro_batch, MFU_REFERENCE_TOKENS
-    k = SMALL_BATCH_TOKENS * peak_flops / SMALL_BATCH_REFERENCE_PEAK
-    return min(1.0, (t / (t + k)) / (ref / (ref + k)))
-
-
 def method_group(plan: TrainPlan) -> str:
-    """How the step's efficiency is grouped: "fp32", "lora" (adapters) or "full". The one grouping: the
-    MFU table, the calibration file and the trial's comparisons use it."""
+    """How measurements are grouped: "fp32", "lora" (adapters) or "full". The one grouping: the
+    calibration file and the trial's comparisons use it."""
     if plan.precision is Precision.FP32:
         return "fp32"
     return "lora" if plan.uses_adapters else "full"
-
-
-def _mfu_row_group(plan: TrainPlan) -> str:
-    # One GPU without sharding is the typical Hugging Face Trainer / PEFT loop, which reaches far
-    # less than the tuned multi-GPU frameworks behind the other rows (gpu_facts §3c).
-    group = method_group(plan)
-    return f"{group}-single" if plan.gpus == 1 and group != "fp32" else group
-
-
-def default_mfu(plan: TrainPlan, gpu: GpuSpec, table: tuple[MfuRow, ...]) -> MfuChoice:
-    """MFU default for this plan on this GPU: the mfu.csv row for its method group and architecture
-    (first architecture prefix that matches, else "*"), x QLORA_THROUGHPUT_FACTOR for QLoRA,
-    x batch_factor(tokens per micro-batch)."""
-    rows = table
-    group = _mfu_row_group(plan)
-    candidates = [r for r in rows if r.method_group == group]
-    if not candidates and group.endswith("-single"):
-        group = group.removesuffix("-single")
-        candidates = [r for r in rows if r.method_group == group]
-    row = next((r for r in candidates if r.architecture != "*" and gpu.architecture.startswith(r.architecture)),
-               None) or next((r for r in candidates if r.architecture == "*"), None)
-    if row is None:
-        raise CatalogError(msg("error.efficiency.no_row", file=MFU_CSV, group=group))
-    value, basis = row.mfu, row.basis
-    qlora = None
-    if plan.method is Method.QLORA:
-        value *= QLORA_THROUGHPUT_FACTOR
-        basis += f"; QLoRA x {QLORA_THROUGHPUT_FACTOR} (torchtune: QLoRA 0.78x LoRA tokens/s)"
-        qlora = msg("mfu.qlora", factor=QLORA_THROUGHPUT_FACTOR)
-    peak, _ = peak_flops(gpu, plan.precision)
-    factor = batch_factor(plan.tokens_per_micro_batch, peak)
-    small = None
-    if factor < 1:
-        k = SMALL_BATCH_TOKENS * peak / SMALL_BATCH_REFERENCE_PEAK
-        basis += (f"; x {factor:.2f} for {plan.tokens_per_micro_batch:,} tokens per micro-batch "
-                  f"(T/(T+{k:.0f}), 1 at {MFU_REFERENCE_TOKENS:,})")
-        small = msg("mfu.small_batch", factor=factor, tokens=plan.tokens_per_micro_batch,
-                    reference_tokens=MFU_REFERENCE_TOKENS)
-    architecture = row.architecture if row.architecture != "*" else msg("mfu.any_architecture")
-    note = msg("mfu.default", group=row.method_group, architecture=architecture, table_value=row.mfu,
-               low=row.low, high=row.high, qlora=qlora, small_batch=small)
-    return MfuChoice(value=value * factor, source="default", basis=basis, note=note, table_value=row.mfu,
-                     low=row.low, high=row.high, batch_factor=factor)
 
 
 # -- communication --------------------------------------------------------------------------------
@@ -525,64 +445,6 @@ def _verdict(plan: TrainPlan, gpu: GpuSpec, link: Link, pcie_share: float | None
 # -- the estimate -----------------------------------------------------------------------------------
 
 
-def _resolve_mfu(plan: TrainPlan, gpu: GpuSpec, mfu: float | None, calibration: Mapping[str, Any] | None,
-                 flops: FlopsPerToken, peak: float, optimizer_s: float, table: tuple[MfuRow, ...]) -> MfuChoice:
-    if mfu is not None:
-        if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
-            raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
-        return MfuChoice(value=float(mfu), source="argument", basis="given by the caller", note=msg("mfu.argument"))
-    if calibration:
-        return mfu_from_measurement(plan, gpu, calibration, flops, peak, optimizer_s)
-    return default_mfu(plan, gpu, table)
-
-
-def mfu_from_measurement(plan: TrainPlan, gpu: GpuSpec, cal: Mapping[str, Any], flops: FlopsPerToken, peak: float,
-                    optimizer_s: float) -> MfuChoice:
-    """MFU from a measurement: {"mfu": x} or {"tokens_per_s": per-GPU tokens/s measured on this GPU
-    with this plan}; optional "gpu_id" (must match), "tokens_per_micro_batch" (rescaled with
-    batch_factor when it differs from the plan's) and "source" (a label for reports)."""
-    label = str(cal.get("source", "measured trial"))
-    named = msg("mfu.calibration", label=str(cal["source"]) if cal.get("source") else msg("mfu.a_trial"))
-    measured_gpu = cal.get("gpu_id")
-    if measured_gpu and str(measured_gpu).lower() not in (gpu.gpu_id, gpu.display_name.lower()):
-        raise PlanError("calibration", msg("error.time.calibration_gpu", measured=str(measured_gpu),
-                                           gpu_id=gpu.gpu_id))
-    if "mfu" in cal:
-        value = float(cal["mfu"])
-    elif "tokens_per_s" in cal:
-        tokens_per_s = float(cal["tokens_per_s"])
-        if tokens_per_s <= 0:
-            raise PlanError("calibration", msg("error.time.calibration_tokens"))
-        tokens = plan.tokens_per_micro_batch * plan.grad_accum
-        step_s = tokens / tokens_per_s - optimizer_s  # the optimizer step is modelled separately
-        if step_s <= 0:
-            step_s = tokens / tokens_per_s
-        value = flops.total * tokens / (step_s * peak)
-    else:
-        raise PlanError("calibration", msg("error.time.calibration_empty"))
-    factor = 1.0
-    measured_tokens = cal.get("tokens_per_micro_batch")
-    if measured_tokens and int(measured_tokens) != plan.tokens_per_micro_batch:
-        factor = batch_factor(plan.tokens_per_micro_batch, peak) / batch_factor(int(measured_tokens), peak)
-    if not 0 < value * factor <= 1:
-        raise PlanError("calibration", msg("error.time.calibration_range", mfu=value * factor))
-    return MfuChoice(value=value * factor, source="calibration", basis=f"measured: {label}",
-                     note=named, batch_factor=factor)
-
-
-def _optimizer_step_s(plan: TrainPlan, gpu: GpuSpec, counts: Any, optimizer_state_bytes: int) -> float:
-    """The optimizer update is memory-bound: it reads parameter, gradient and states and writes the
-    parameter and states (torch/optim/adamw.py foreach kernels) — per GPU's share of trainables."""
-    shards = plan.sharding is not Sharding.DDP
-    n = counts.trainable / plan.gpus if shards else counts.trainable
-    pb = 4 if plan.uses_adapters else plan.precision.param_bytes
-    if plan.offload_optimizer:
-        # gradients down and parameters up over PCIe, CPU-Adam on the host
-        return n / CPU_ADAM_PARAMS_S + 2 * pb * n / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
-    traffic = 3 * pb * n + 2 * optimizer_state_bytes
-    return traffic / (gpu.mem_bw_bytes_s * MEM_BW_EFFICIENCY)
-
-
 @dataclass(frozen=True)
 class WholeRun:
     """A run's length from its step time: the one formula of the estimate and the trial's extrapolation."""
@@ -612,6 +474,51 @@ def whole_run(plan: TrainPlan, step_s: float, tokens_per_step: int, *, checkpoin
                     margin_s=margin * (train_s + eval_s + checkpoint_s))
 
 
+def derived_device(gpu: GpuSpec, rates: Rates) -> DeviceRates:
+    """Rates for a GPU that rates.csv does not list (a user's own GPU table): its datasheet figures
+    times the median achieved/peak share of the measured GPUs of the same vendor (stated as derived)."""
+    same = [r for gid, r in rates.devices.items() if gid in _DATASHEET and _DATASHEET[gid][0] == gpu.vendor] or \
+        [r for gid, r in rates.devices.items() if gid in _DATASHEET]
+    def share(key: str, peak_of) -> float:
+        values = sorted(r.matmul_flops[key] / peak_of(_DATASHEET[r.gpu_id][1]) for r in same)
+        return values[len(values) // 2] if values else 0.7
+    bf16 = share("bf16", lambda g: g.bf16_dense_flops)
+    fp16 = share("fp16", lambda g: g.fp16_dense_flops)
+    fp32 = share("fp32", lambda g: g.fp32_flops)
+    bws = sorted(r.mem_bw_bytes_s / _DATASHEET[r.gpu_id][1].mem_bw_bytes_s for r in same)
+    bw = bws[len(bws) // 2] if bws else 0.8
+    basis = f"derived: datasheet x median achieved/peak of the measured {gpu.vendor} GPUs in rates.csv"
+    sms = max(1, round(gpu.bf16_dense_flops / 7.5e12))  # ~7.5 dense BF16 TFLOPS per SM (H100 SXM: 989 / 132)
+    return DeviceRates(gpu.gpu_id, {"bf16": gpu.bf16_dense_flops * bf16, "fp16": gpu.fp16_dense_flops * fp16,
+                                    "fp32": gpu.fp32_flops * fp32}, gpu.mem_bw_bytes_s * bw, sms,
+                       {"matmul_bf16": basis, "mem_bw": basis, "sm": "derived: dense BF16 peak / 7.5 TFLOPS per SM"})
+
+
+_DATASHEET: dict[str, tuple[str, GpuSpec]] = {}
+
+
+def _device_rates(gpu: GpuSpec, inputs: Inputs, warnings: list[Msg]) -> DeviceRates:
+    if not _DATASHEET:
+        _DATASHEET.update({g.gpu_id: (g.vendor, g) for g in inputs.gpus.values()})
+    device = inputs.rates.device(gpu.gpu_id)
+    if device is None:
+        warnings.append(msg("time.derived_rates", gpu=gpu.display_name))
+        device = derived_device(gpu, inputs.rates)
+    return device
+
+
+def _busbw_fraction(rates: Rates, link: Link) -> tuple[float, str]:
+    key = {Link.PCIE: "nccl_busbw_fraction_pcie", Link.XGMI: "nccl_busbw_fraction_xgmi"}.get(
+        link, "nccl_busbw_fraction_nvlink")
+    return rates.kernel(key), key
+
+
+def _fit_scale(ops, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile, measured_s: float) -> float:
+    """The factor on every priced time (GPU and host) that makes the step equal ``measured_s``: each
+    operation costs max(GPU, host) / factor, so the factor is the priced step over the measured one."""
+    return price_ops(ops, gpu, device, inputs.rates, profile).total_s / measured_s
+
+
 def estimate_time(
     plan: TrainPlan,
     gpu: GpuSpec,
@@ -627,14 +534,21 @@ def estimate_time(
 ) -> TimeEstimate:
     """Step time and total time of ``plan`` on ``plan.gpus`` GPUs of type ``gpu``.
 
+    The step is priced operation by operation (``gpuwork.estimate.ops`` + ``steptime``) with the GPU's
+    achievable rates and the plan's stack; the same per-GPU price holds on one GPU or many, and
+    several GPUs add only their exposed communication.
+
     Args:
-        plan: the run; reads the batch shape, method, precision, sharding, dataset_tokens, epochs,
-            eval_fraction, checkpoint_every_steps.
+        plan: the run; reads the batch shape, method, precision, stack, sharding, dataset_tokens,
+            epochs, eval_fraction, checkpoint_every_steps.
         gpu: the GPU (``inputs.gpu('h100_sxm')``).
-        inputs: the plan's facts (``gpuwork.facts.resolve(plan)``): model spec and efficiency table.
-        mfu: efficiency on the dense peak, overriding the default and any calibration.
+        inputs: the plan's facts (``gpuwork.facts.resolve(plan)``): model spec and rates.
+        mfu: a fixed efficiency on the dense peak instead of the per-operation model (compute =
+            executed FLOPs / (peak x mfu)).
         calibration: a measurement, e.g. {"tokens_per_s": 2316, "gpu_id": "l40s", "source": "trial"}
-            (per GPU) or {"mfu": 0.31}; replaces the default MFU.
+            (per GPU, this plan's shape or another's with "tokens_per_micro_batch"), or a fitted
+            {"scale": 0.8}; fits the factor on every operation's time, then prices this plan's
+            operations with it.
         link: intra-node link ("pcie", "nvlink_switch", ...); None = the GPU's best link.
         network: inter-node fabric (needed when nodes > 1), e.g. "ib-ndr-400g".
         nodes: nodes the GPUs are spread over; None = 1.
@@ -658,74 +572,126 @@ def estimate_time(
             raise PlanError("network", msg("error.time.network_needed", nodes=nodes))
         net = Network(network)
     intra = _coerce_link(link, gpu)
-    if disk_write_bytes_s <= 0:
+    if not (isinstance(disk_write_bytes_s, int | float) and math.isfinite(disk_write_bytes_s)
+            and disk_write_bytes_s > 0):
         raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
     warnings: list[Msg] = []
+    rates = inputs.rates
+    profile = rates.stacks[plan.stack]
 
     flops = flops_per_token(plan, spec)
     peak, peak_label = peak_flops(gpu, plan.precision)
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
         warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
-    memory = estimate_memory(plan, spec)
-    opt_state = memory.breakdown.get("optimizer_states", 0) + memory.breakdown.get("paged_optimizer_states", 0)
-    optimizer_s = _optimizer_step_s(plan, gpu, counts, opt_state)
-    choice = _resolve_mfu(plan, gpu, mfu, calibration, flops, peak, optimizer_s, inputs.efficiency)
-
+    device = _device_rates(gpu, inputs, warnings)
+    ops = step_ops(plan, spec, stack_kernels(profile))
     tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
-    compute_s = flops.total * tokens_per_gpu_step / (peak * choice.value)
+
+    scale, source = 1.0, "op model"
+    label = None
+    if mfu is not None:
+        if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
+            raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
+        source = "argument"
+    elif calibration:
+        scale, label = _calibration_scale(plan, gpu, device, inputs, profile, calibration)
+        source = "calibration"
+    price = price_ops(ops, gpu, device, rates, profile, efficiency=scale)
+    optimizer_s = price.by_phase.get(Phase.OPTIMIZER.value, 0.0)
+    compute_s = price.total_s - optimizer_s
+    breakdown = dict(price.by_kind)
+    if mfu is not None:
+        compute_s = flops.total * tokens_per_gpu_step / (peak * mfu)
+        breakdown = {"compute (given MFU)": compute_s, Kind.OPTIMIZER.value: optimizer_s}
+    if plan.offload_optimizer:
+        # gradients down and parameters up over PCIe, DeepSpeed CPU-Adam on the host
+        shards = plan.sharding is not Sharding.DDP
+        n = counts.trainable / plan.gpus if shards else counts.trainable
+        pb = 4 if plan.uses_adapters else plan.precision.param_bytes
+        host_update = n / rates.kernel("cpu_adam_params_per_s") + 2 * pb * n / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
+        breakdown["optimizer on CPU"] = host_update
+        optimizer_s += host_update
     offload_s = 0.0
     if plan.offload_params:
         # ZeRO-3 param offload: each GPU fetches its shard from host memory in forward and backward
         shard = counts.total * plan.precision.compute_bytes / plan.gpus  # 16-bit weights fetched per GPU
         offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
+        breakdown["parameter offload (PCIe)"] = offload_s
 
-    # communication
+    # communication: the same per-GPU compute; only what does not hide behind it adds
     weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
     comm_bytes, strategy = _comm_bytes_per_step(plan, counts, weight_bytes)
     gpus_per_node = math.ceil(plan.gpus / nodes)
+    layers = max(spec.num_layers, 1)
+    forward_s = price.by_phase.get(Phase.FORWARD.value, 0.0)
+    backward_s = price.by_phase.get(Phase.BACKWARD.value, 0.0) + price.by_phase.get(Phase.RECOMPUTE.value, 0.0)
+    latency_s = rates.kernel("nccl_latency_us") * 1e-6
 
-    def comm_time(link_used: Link, over_network: bool = True) -> tuple[float, float]:
-        bandwidth = _link_bytes_s(gpu, link_used) * LINK_EFFICIENCY
+    def bandwidth_of(link_used: Link, over_network: bool = True) -> float:
+        fraction, _ = _busbw_fraction(rates, link_used)
+        bandwidth = _link_bytes_s(gpu, link_used) * fraction
+        if link_used is Link.PCIE and gpu.gpu_class is GpuClass.CONSUMER:
+            bandwidth *= rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
         if net is not None and over_network:
-            bandwidth = min(bandwidth, _network_bytes_s_per_gpu(net, gpus_per_node) * NETWORK_EFFICIENCY)
-        return (comm_bytes / bandwidth if comm_bytes else 0.0), bandwidth
+            bandwidth = min(bandwidth, _network_bytes_s_per_gpu(net, gpus_per_node) * rates.kernel(
+                "nccl_busbw_fraction_ib"))
+        return bandwidth
 
-    backward_share = flops.backward / flops.total
-    if plan.sharding.shards_params:
-        window = compute_s  # prefetched all-gathers overlap forward and backward of every micro-batch
-    else:
-        window = compute_s / plan.grad_accum * backward_share  # the last micro-batch's backward
+    def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
+        """(communication seconds, exposed seconds, bandwidth) per step."""
+        if plan.gpus == 1 or comm_bytes == 0:
+            return 0.0, 0.0, bandwidth_of(link_used, over_network)
+        bandwidth = bandwidth_of(link_used, over_network)
+        if plan.sharding.shards_params:
+            # per block and micro-batch: all-gather before forward, all-gather + reduce-scatter in
+            # backward, each prefetched behind the previous block's compute (FSDP / ZeRO-3)
+            per_unit_s = comm_bytes / bandwidth / (layers * plan.grad_accum)
+            units = layers * plan.grad_accum
+            fwd_unit = forward_s / units
+            bwd_unit = backward_s / units
+            share_fwd = 2 / 5 if plan.uses_adapters else 1 / 3  # AG fwd : AG bwd : RS in bytes
+            comm_fwd, comm_bwd = per_unit_s * share_fwd + latency_s, per_unit_s * (1 - share_fwd) + 2 * latency_s
+            exposed = units * (max(0.0, comm_fwd - fwd_unit) + max(0.0, comm_bwd - bwd_unit)) + comm_fwd
+            total = units * (comm_fwd + comm_bwd)
+            return total, exposed, bandwidth
+        grads_bytes = comm_bytes
+        buckets = max(1, math.ceil(grads_bytes / _DDP_BUCKET_BYTES))
+        total = grads_bytes / bandwidth + buckets * latency_s
+        # DDP all-reduces each bucket as soon as its gradients are ready in the last micro-batch's
+        # backward (torch DDP design notes); the last bucket always waits for the end of backward
+        window = backward_s / plan.grad_accum
+        last = min(total, _DDP_BUCKET_BYTES / bandwidth + latency_s)
+        exposed = max(last, total - window)
+        if plan.sharding in (Sharding.ZERO1, Sharding.ZERO2):
+            exposed += total / 2  # the updated parameters' all-gather follows the optimizer step
+        return total, exposed, bandwidth
 
-    def exposed(comm: float) -> float:
-        return max(0.0, comm - COMM_OVERLAP_FRACTION * window)
-
-    comm_s, bandwidth = comm_time(intra)
-    exposed_s = exposed(comm_s)
+    comm_s, exposed_s, bandwidth = exposed_comm(intra)
     base_step = compute_s + optimizer_s + offload_s
 
-    def share(comm: float) -> float:
-        e = exposed(comm)
+    def share(link_used: Link) -> float:
+        e = exposed_comm(link_used, over_network=False)[1]
         return e / (base_step + e) if base_step + e > 0 else 0.0
 
-    # the link verdict compares intra-node links alone; the network gets its own note
-    pcie_share = share(comm_time(Link.PCIE, over_network=False)[0]) if plan.gpus > 1 else None
-    link_share = (share(comm_time(gpu.link, over_network=False)[0])
-                  if plan.gpus > 1 and gpu.link is not Link.PCIE else None)
+    pcie_share = share(Link.PCIE) if plan.gpus > 1 else None
+    link_share = share(gpu.link) if plan.gpus > 1 and gpu.link is not Link.PCIE else None
     network_note = None
+    own_share = exposed_s / (base_step + exposed_s) if base_step + exposed_s > 0 else 0.0
     if net is not None:
-        per_gpu = _network_bytes_s_per_gpu(net, gpus_per_node) * NETWORK_EFFICIENCY
-        bottleneck = per_gpu < _link_bytes_s(gpu, intra) * LINK_EFFICIENCY
+        per_gpu = _network_bytes_s_per_gpu(net, gpus_per_node) * rates.kernel("nccl_busbw_fraction_ib")
+        bottleneck = per_gpu < bandwidth_of(intra, over_network=False)
         network_note = msg("comm.network_bottleneck" if bottleneck else "comm.network", nodes=nodes, network=net,
-                           bytes_s=per_gpu, share=share(comm_s))
+                           bytes_s=per_gpu, share=own_share)
     comm = CommEstimate(
         strategy=strategy, gpus=plan.gpus, nodes=nodes, bytes_per_step=comm_bytes,
         link=intra.value + (f" + {net.value}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
-        comm_s=comm_s, overlap_window_s=window, exposed_s=exposed_s,
-        scaling_efficiency=compute_s / (compute_s + exposed_s) if compute_s + exposed_s > 0 else 1.0,
+        comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
+        scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,
         pcie_share=pcie_share, link_share=link_share,
-        verdict=_verdict(plan, gpu, intra, pcie_share, link_share, share(comm_time(intra, False)[0]), network_note),
+        verdict=_verdict(plan, gpu, intra, pcie_share, link_share, share(intra), network_note),
     )
-    own_share = share(comm_s)
+    if exposed_s > 0:
+        breakdown["communication (exposed)"] = exposed_s
 
     # data feed
     step_s = base_step + exposed_s
@@ -733,7 +699,8 @@ def estimate_time(
     id_bytes = token_id_bytes(spec.vocab_size)
     workers = math.ceil(consumed / LOADER_WORKER_TOKENS_S)
     if loader_tokens_per_s is not None:
-        if loader_tokens_per_s <= 0:
+        if not (isinstance(loader_tokens_per_s, int | float) and math.isfinite(loader_tokens_per_s)
+                and loader_tokens_per_s > 0):
             raise PlanError("loader_tokens_per_s", msg("error.time.loader"))
         data_step = plan.tokens_per_step / loader_tokens_per_s
         waits = data_step > step_s
@@ -741,6 +708,7 @@ def estimate_time(
         if waits:
             verdict = msg("data.gpus_wait", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed,
                           wait_share=wait_share, workers=workers)
+            breakdown["data wait"] = data_step - step_s
             step_s = data_step
         else:
             verdict = msg("data.keeps_up", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed)
@@ -753,12 +721,24 @@ def estimate_time(
                     text_bytes_per_s=consumed * BYTES_PER_TOKEN_TEXT, loader_tokens_per_s=loader_tokens_per_s,
                     gpus_wait=waits, wait_share=wait_share, workers_needed=workers, verdict=verdict)
 
+    # what efficiency the priced step amounts to (the MFU a trial would measure, compute only)
+    implied = flops.model * tokens_per_gpu_step / (peak * compute_s) if compute_s > 0 else 0.0
+    if source == "argument":
+        choice = MfuChoice(value=float(mfu), source="argument", basis="given by the caller", note=msg("mfu.argument"))
+    elif source == "calibration":
+        choice = MfuChoice(value=implied, source="calibration",
+                           basis=f"measured: {label or 'a measured trial'}; every operation x {scale:.3f}",
+                           note=msg("mfu.calibrated", label=label or msg("mfu.a_trial"), scale=scale),
+                           scale=scale)
+    else:
+        choice = MfuChoice(value=implied, source="default",
+                           basis=f"per-operation model, stack {plan.stack.value}, rates of {gpu.display_name}",
+                           note=msg("mfu.op_model", stack=plan.stack.value, gpu=gpu.display_name))
+
     # the whole run
     ckpt_bytes = checkpoint_bytes(plan, spec)
     run = whole_run(plan, step_s, plan.tokens_per_step, checkpoint_bytes=ckpt_bytes,
                     disk_write_bytes_s=disk_write_bytes_s)
-    steps, train_s, eval_s, n_ckpt, ckpt_s, margin_s, total_s = (run.steps, run.train_s, run.eval_s, run.checkpoints,
-                                                                 run.checkpoint_s, run.margin_s, run.total_s)
     ckpt_write_s = ckpt_bytes / disk_write_bytes_s
     if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
         warnings.append(msg("time.adapters_sharded"))
@@ -767,14 +747,14 @@ def estimate_time(
     if waits:
         warnings.append(verdict)
 
+    link_fraction, link_key = _busbw_fraction(rates, intra)
     sources = {
         "flops_per_token": flops.convention,
         "peak": f"{gpu.display_name} {peak_label}: {peak / 1e12:g} TFLOPS (data/gpus.csv)",
         "mfu": choice.basis,
-        "optimizer_s": "memory-bound update: 3 x param bytes + 2 x state bytes over DRAM at "
-                       f"{MEM_BW_EFFICIENCY:.0%} of peak bandwidth",
-        "comm": f"{strategy}; {LINK_EFFICIENCY:.0%} of link spec (NCCL rings, gpu_facts §1a); "
-                f"{COMM_OVERLAP_FRACTION:.0%} of the overlap window hides communication",
+        **{f"rate: {k}": v for k, v in price.assumptions.items() if v},
+        "comm": f"{strategy}; {link_fraction:.0%} of link spec ({link_key}, data/kernels.csv); buckets and "
+                "prefetch overlap backward / the next block's compute",
         "eval_s": "train time x plan.eval_fraction",
         "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
         "margin_s": f"{TIME_MARGIN:.0%} of the total",
@@ -784,33 +764,100 @@ def estimate_time(
         peak_flops_per_gpu=peak, mfu=choice, flops_per_token=flops, tokens_per_step=plan.tokens_per_step,
         flops_per_step=flops.total * plan.tokens_per_step, compute_s=compute_s, optimizer_s=optimizer_s,
         offload_s=offload_s, comm=comm, data=data, step_time_s=step_s,
-        tokens_per_s=plan.tokens_per_step / step_s, steps=steps, train_s=train_s, eval_s=eval_s,
-        checkpoints=n_ckpt, checkpoint_bytes=ckpt_bytes, checkpoint_write_s=ckpt_write_s, checkpoint_s=ckpt_s,
-        margin_s=margin_s, total_s=total_s, warnings=tuple(warnings), sources=sources,
+        tokens_per_s=plan.tokens_per_step / step_s, steps=run.steps, train_s=run.train_s, eval_s=run.eval_s,
+        checkpoints=run.checkpoints, checkpoint_bytes=ckpt_bytes, checkpoint_write_s=ckpt_write_s,
+        checkpoint_s=run.checkpoint_s, margin_s=run.margin_s, total_s=run.total_s, warnings=tuple(warnings),
+        sources=sources, breakdown=breakdown, launches_per_step=price.launches, stack=plan.stack.value,
     )
 
 
+def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile,
+                       cal: Mapping[str, Any]) -> tuple[float, str | None]:
+    """The efficiency factor a measurement implies: {"tokens_per_s": per-GPU tokens/s measured on this GPU
+    with this stack}; optional "tokens_per_micro_batch" (the measured shape, when it differs: the
+    measured step is re-priced at that shape), "gpu_id" (must match) and "source" (a label)."""
+    label = str(cal["source"]) if cal.get("source") else None  # None: "a measured trial" in the reader's language
+    measured_gpu = cal.get("gpu_id")
+    if measured_gpu and str(measured_gpu).lower() not in (gpu.gpu_id, gpu.display_name.lower()):
+        raise PlanError("calibration", msg("error.time.calibration_gpu", measured=str(measured_gpu),
+                                           gpu_id=gpu.gpu_id))
+    if "scale" in cal:
+        value = cal["scale"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+            raise PlanError("calibration", msg("error.time.calibration_range", mfu=float("nan")))
+        return float(value), label
+    if "tokens_per_s" not in cal:
+        raise PlanError("calibration", msg("error.time.calibration_empty"))
+    tokens_per_s = cal["tokens_per_s"]
+    if isinstance(tokens_per_s, bool) or not isinstance(tokens_per_s, int | float) or not math.isfinite(tokens_per_s) \
+            or tokens_per_s <= 0:
+        raise PlanError("calibration", msg("error.time.calibration_tokens"))
+    measured_plan = plan.single_gpu()
+    measured_tokens = cal.get("tokens_per_micro_batch")
+    if measured_tokens and int(measured_tokens) != plan.tokens_per_micro_batch:
+        # the measured shape: same batch, the sequence that gives the measured tokens per micro-batch
+        seq = max(1, int(measured_tokens) // plan.batch_size)
+        measured_plan = measured_plan.replace(seq_len=seq)
+    ops = step_ops(measured_plan, inputs.spec, stack_kernels(profile))
+    measured_s = measured_plan.tokens_per_micro_batch * measured_plan.grad_accum / float(tokens_per_s)
+    return _fit_scale(ops, gpu, device, inputs, profile, measured_s), label
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    """Throughput of the plan on ``gpus`` GPUs (same per-GPU batch), from ``scaling``."""
+
+    gpus: int
+    nodes: int
+    tokens_per_s_per_gpu: float
+    step_time_s: float
+    exposed_comm_s: float
+    scaling_efficiency: float  # per-GPU compute / (compute + exposed communication)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+SCALING_GPUS = (1, 2, 4, 8, 16, 32, 64)
+GPUS_PER_NODE = 8  # HGX/DGX-style servers; more GPUs span several nodes
+
+
+def scaling(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, counts: tuple[int, ...] = SCALING_GPUS,
+            network: Network | str = Network.IB_NDR_400G, **options: Any) -> tuple[ScalingPoint, ...]:
+    """Tokens per second per GPU when the plan runs on 1, 2, ... 64 GPUs (the plan's sharding; one GPU
+    runs unsharded), nodes of ``GPUS_PER_NODE`` joined by ``network``. The per-GPU compute is the same
+    at every count: what changes is the exposed communication and the sharded optimizer step."""
+    points = []
+    for n in counts:
+        p = plan.single_gpu() if n == 1 else plan.replace(gpus=n)
+        nodes = math.ceil(n / GPUS_PER_NODE)
+        est = estimate_time(p, gpu, inputs, nodes=nodes, network=network if nodes > 1 else None, **options)
+        points.append(ScalingPoint(gpus=n, nodes=nodes, tokens_per_s_per_gpu=est.tokens_per_s / n,
+                                   step_time_s=est.step_time_s, exposed_comm_s=est.comm.exposed_s,
+                                   scaling_efficiency=est.comm.scaling_efficiency))
+    return tuple(points)
+
+
 __all__ = [
-    "COMM_OVERLAP_FRACTION",
     "DISK_WRITE_BYTES_S",
     "LINK_EFFICIENCY",
     "LOADER_WORKER_TOKENS_S",
-    "QLORA_THROUGHPUT_FACTOR",
     "TIME_MARGIN",
     "CommEstimate",
     "DataFeed",
     "FlopsPerToken",
     "MfuChoice",
     "TimeEstimate",
-    "batch_factor",
-    "default_mfu",
+    "SCALING_GPUS",
+    "ScalingPoint",
     "WholeRun",
+    "derived_device",
     "estimate_time",
-    "whole_run",
     "flops_per_token",
     "matmul_params",
     "method_group",
-    "mfu_from_measurement",
     "peak_flops",
     "peak_kind",
+    "scaling",
+    "whole_run",
 ]

@@ -257,6 +257,15 @@ class Offer:
 # ----------------------------------------------------------------------------- CSV reading
 
 
+# The largest value a real row can hold, with room: beyond it a number is a typo (a price of 2.49e9, a node of
+# 99,999,999 GPUs) that would silently bend every estimate made from the catalog.
+_MAXIMUM: dict[str, float] = {
+    "memory_gb": 4_096, "mem_bw_gbs": 100_000, "bf16_dense_tflops": 100_000, "fp16_dense_tflops": 100_000,
+    "fp8_dense_tflops": 100_000, "fp32_tflops": 100_000, "link_bw_gbs_unidir": 100_000, "tdp_w": 10_000,
+    "price_per_gpu_hour_usd": 1_000, "min_rental_hours": 87_600, "gpus_per_node": 576,
+}
+
+
 @dataclass(frozen=True)
 class _Row:
     """One data row of a CSV file, with the means to complain about a field."""
@@ -289,7 +298,14 @@ class _Row:
                                        unit=unit_example)) from None
         if not math.isfinite(number) or number <= 0:
             raise self.fail(field, msg("error.catalog.not_positive", value=repr(value), unit=unit_example))
+        self._at_most(field, number, value, unit_example)
         return number
+
+    def _at_most(self, field: str, number: float, value: str, unit_example: Msg) -> None:
+        maximum = _MAXIMUM.get(field)
+        if maximum is not None and number > maximum:
+            raise self.fail(field, msg("error.catalog.too_large", value=repr(value), maximum=maximum,
+                                       unit=unit_example))
 
     def integer(self, field: str, unit_example: Msg, *, allowed: Iterable[int] | None = None) -> int:
         value = self.values[field]
@@ -301,6 +317,7 @@ class _Row:
         if number <= 0:
             raise self.fail(field, msg("error.catalog.integer_not_positive", value=repr(value),
                                        unit=unit_example))
+        self._at_most(field, number, value, unit_example)
         if allowed is not None and number not in allowed:
             choices = ", ".join(str(a) for a in sorted(allowed))
             raise self.fail(field, msg("error.catalog.not_one_of", value=repr(value), choices=choices))
@@ -360,6 +377,8 @@ def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] =
         raise CatalogError(msg("error.catalog.file_missing", file=name, path=str(path))) from None
     except UnicodeDecodeError as exc:
         raise CatalogError(msg("error.catalog.not_utf8", file=name, reason=exc.reason, byte=exc.start)) from None
+    except IsADirectoryError:
+        raise CatalogError(msg("error.file.is_directory", path=str(path))) from None
     except OSError as exc:
         raise CatalogError(msg("error.catalog.unreadable", file=name, path=str(path),
                                reason=str(exc.strerror))) from None

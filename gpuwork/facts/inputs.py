@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuwork.facts.catalog import GpuSpec, get_gpu
-from gpuwork.facts.efficiency import MfuRow
+from gpuwork.facts.rates import Rates
 from gpuwork.facts.spec import ModelSpec
 
 
@@ -16,7 +16,7 @@ class Inputs:
 
     spec: ModelSpec  # the plan's model: exact counts and layer shapes
     gpus: Mapping[str, GpuSpec]  # the GPU table (data/gpus.csv), by gpu_id
-    efficiency: tuple[MfuRow, ...]  # data/mfu.csv
+    rates: Rates  # achievable kernel rates per GPU and the stacks (data/rates.csv, kernels.csv, stacks.csv)
 
     def gpu(self, gpu_id_or_name: str | GpuSpec) -> GpuSpec:
         """A GPU of the table by id or display name (an explicit error for an unknown one)."""

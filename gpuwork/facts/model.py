@@ -74,7 +74,9 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:  # a binary file (weights, an archive) given where config.json belongs
+        raise ModelError(msg("error.file.not_utf8", path=str(path), byte=exc.start, reason=exc.reason)) from None
     except json.JSONDecodeError as exc:
         raise ModelError(msg("error.model.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
                              reason=exc.msg)) from None
@@ -195,6 +197,7 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
     if model_type not in transformers.CONFIG_MAPPING:
         raise ModelError(msg("error.model.unknown_type", model_type=str(model_type), name=name,
                              version=transformers.__version__))
+    check_config(config_dict, name, transformers.CONFIG_MAPPING[model_type].attribute_map)
     transformers.logging.set_verbosity_error()  # config sanity warnings are noise for sizing
     try:
         config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(config_dict))
@@ -208,6 +211,61 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
         raise ModelError(msg("error.model.build_failed", name=name, model_type=model_type, task=task.value,
                              error=type(exc).__name__, detail=detail)) from None
     return _read_spec(model, config, name, task)
+
+
+# The fields every architecture needs, and the largest value a real model has (with room): beyond it a config is a
+# typo, and building it on the meta device would take minutes (a 100,000-layer model) for a meaningless answer.
+REQUIRED_CONFIG_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+CONFIG_BOUNDS = {
+    "num_hidden_layers": 1_024,  # the deepest released decoders have ~200 blocks
+    "hidden_size": 131_072,  # the widest have ~25,000
+    "num_attention_heads": 4_096,
+    "num_key_value_heads": 4_096,
+    "intermediate_size": 1_048_576,
+    "vocab_size": 16_777_216,  # the largest vocabularies have ~260,000 entries
+    "head_dim": 65_536,
+}
+
+
+def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str] | None = None) -> None:
+    """Refuse a config that would be filled with library defaults or could not be a model.
+
+    ``attribute_map`` is the config class's map from standard names to its own (GPT-2's ``n_embd`` for
+    ``hidden_size``). A missing required field, a count that is not a whole number >= 1 or beyond
+    CONFIG_BOUNDS, key/value heads that do not divide the heads, or a hidden size the heads do not divide
+    (without ``head_dim``) raise ModelError naming the fields.
+    """
+    aliases = attribute_map or {}
+    source = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+
+    def get(field: str) -> Any:
+        for key in (field, aliases.get(field)):
+            if key and key in config:
+                return config[key]
+            if key and key in source:
+                return source[key]
+        return None
+
+    missing = [f for f in REQUIRED_CONFIG_FIELDS if get(f) is None]
+    if missing:
+        raise ModelError(msg("error.config.missing_fields", name=name, fields=", ".join(missing)))
+    values: dict[str, int] = {}
+    for field, maximum in CONFIG_BOUNDS.items():
+        value = get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ModelError(msg("error.config.not_positive_int", name=name, field=aliases.get(field, field)
+                                 if field not in config else field, value=repr(value)))
+        if value > maximum:
+            raise ModelError(msg("error.config.too_large", name=name, field=field, value=repr(value),
+                                 maximum=maximum))
+        values[field] = value
+    heads, kv_heads = values["num_attention_heads"], values.get("num_key_value_heads")
+    if kv_heads is not None and heads % kv_heads:
+        raise ModelError(msg("error.config.heads_by_kv", name=name, heads=heads, kv_heads=kv_heads))
+    if "head_dim" not in values and values["hidden_size"] % heads:
+        raise ModelError(msg("error.config.hidden_by_heads", name=name, hidden=values["hidden_size"], heads=heads))
 
 
 def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
@@ -362,7 +420,10 @@ __all__ = [
     "find_blocks",
     "ModelSpec",
     "ParamCounts",
+    "CONFIG_BOUNDS",
+    "REQUIRED_CONFIG_FIELDS",
     "build_spec",
+    "check_config",
     "count_params",
     "get_spec",
     "list_presets",

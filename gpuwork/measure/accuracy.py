@@ -8,13 +8,16 @@ case is compared with the total that matches the source's metric (nvidia-smi →
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpuwork.estimate.memory import GIB, MIB
-from gpuwork.estimate.timing import mfu_from_measurement
-from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link, get_gpu
+from gpuwork.facts.catalog import get_gpu
+from gpuwork.measure.time_cases import EXTRA_GPUS, TIME_CASES, TimeCase
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory, estimate_time
 
@@ -173,138 +176,131 @@ def _grid_section() -> list[str]:
     return lines + [""]
 
 
-# -- accuracy against published measurements ---------------------------------------------------------
+# -- time against published measurements ----------------------------------------------------------------
 
-# The HF transformers perf docs ran on a V100 16 GB, which gpus.csv does not list (the catalog is of
-# GPUs rented today). Its figures, from NVIDIA's Tesla V100 datasheet (SXM2): 125 TFLOPS FP16 tensor
-# (Volta has no sparsity, so this is dense), 15.7 TFLOPS FP32, 900 GB/s HBM2, 16 GB; Volta has no
-# BF16 at all (bf16_dense_flops holds the FP32 rate, a bound no bf16 run beats); nvidia-smi shows
-# 16,160 MiB (torch reports total_memory=16160MB for Tesla V100-SXM2-16GB in public logs).
-V100_SXM2_16GB = GpuSpec(
-    gpu_id="v100_sxm2_16gb", display_name="Tesla V100 SXM2 16GB", vendor="NVIDIA", architecture="Volta GV100",
-    gpu_class=GpuClass.SERVER, form_factor="SXM2", memory_bytes=16 * GB, mem_bw_bytes_s=900e9,
-    bf16_dense_flops=15.7e12, fp16_dense_flops=125e12, fp8_dense_flops=None, fp32_flops=15.7e12,
-    link=Link.PCIE, link_bw_bytes_s=15.75e9, pcie_gen=3, compute_capability="7.0", tdp_w=300, status="V",
-    sources=("NVIDIA Tesla V100 datasheet",), notes="accuracy cases only; NVLink2 cube-mesh not modelled",
-    memory_total_mib=16160, memory_total_source="nvidia-smi",
-)
-
-
-@dataclass(frozen=True)
-class TimeCase:
-    """A published throughput measurement and the plan that reproduces its setup."""
-
-    name: str
-    source: str
-    gpu: GpuSpec
-    plan: TrainPlan
-    metric: str  # "samples/s" or "tokens/s"
-    measured: float
-    measured_time_s: float | None = None  # the source's own run time, when it gives one
-    samples: int | None = None  # samples in that run (for a predicted run time)
+# A measured throughput whose executed FLOPs (recompute included) would need more than the GPU's dense
+# datasheet peak cannot be what the stated configuration ran: such a case is shown, marked, and left out
+# of the summary (the hardware bound, not the model, rules it out).
+PHYSICAL_LIMIT = 1.0
+# Cases on more than one node: 8 GPUs per node (HGX/DGX servers) joined by one 400 Gb/s NIC per GPU,
+# the fabric of the clusters these runs come from (torchtitan: AWS/Meta H100 and A100 clusters).
+GPUS_PER_NODE = 8
+CLUSTER_NETWORK = "ib-ndr-400g"
+PREVIOUS_PREDICTIONS = Path(__file__).resolve().parents[2] / "docs" / "time_accuracy_previous.json"
 
 
 @dataclass(frozen=True)
 class TimeAccuracyRow:
-    """Prediction vs measurement for one case."""
+    """Prediction vs measurement for one published case, in tokens/s per GPU."""
 
     name: str
-    source: str
+    source_id: str
     gpu: str
-    metric: str
-    measured: float
-    predicted: float
+    gpus: int
+    method: str
+    stack: str
+    metric: str  # the source's metric (time_cases.METRICS)
+    measured: float  # tokens/s per GPU, from the source's figure
+    predicted: float  # tokens/s per GPU
     error: float  # predicted / measured − 1
-    measured_time_s: float | None
-    predicted_time_s: float | None
-    mfu_used: float
-    implied_mfu: float  # the MFU that would have reproduced the measurement
+    previous: float | None  # the previous model's prediction (docs/time_accuracy_previous.json)
+    utilisation: float  # executed FLOPs/s the measurement implies / dense datasheet peak
+    excluded: bool  # utilisation > PHYSICAL_LIMIT
+    breakdown: dict[str, float]  # share of the predicted step by kind of work
+
+    @property
+    def previous_error(self) -> float | None:
+        return None if self.previous is None else self.previous / self.measured - 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "previous_error": self.previous_error}
 
 
-_HF_DOCS = ("huggingface/transformers docs model_memory_anatomy.md / perf_train_gpu_one "
-            "(memory_formulas §5.1): bert-large-uncased, 512 samples of 512 tokens, HF Trainer")
-_PEFT = ("huggingface/peft method_comparison/MetaMathQA results (memory_formulas §5.2): "
-         "Llama-3.2-3B, bf16, batch 4, max 768 tokens (bucketed, most batches shorter)")
+def _measured_per_gpu(case: TimeCase) -> float:
+    plan = case.plan
+    if case.metric == "samples_per_s":
+        return case.measured * plan.seq_len / plan.gpus
+    if case.metric == "tokens_per_s":
+        return case.measured / plan.gpus
+    if case.metric == "step_s":
+        return plan.tokens_per_step / case.measured / plan.gpus
+    return case.measured
 
 
-def time_cases() -> tuple[TimeCase, ...]:
-    """The published cases of memory_formulas §5 that give a throughput."""
-    bert = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision="fp32", seq_len=512,
-                     batch_size=4, attention="eager", eval_fraction=0.0)
-    ga = {"batch_size": 1, "grad_accum": 4}
-    amp = {"precision": "fp16-mixed"}
-    gc = {"grad_checkpointing": True}
-    cases = [
-        ("bs 4, fp32", {}, 57.82, 8.86),
-        ("bs 1, GA 4", ga, 66.03, 7.75),
-        ("bs 1, GA 4, gradient checkpointing", {**ga, **gc}, 85.47, 5.99),
-        ("bs 4, fp16 AMP", amp, 27.46, 18.64),
-        ("bs 1, GA 4, GC, fp16", {**ga, **gc, **amp}, 50.76, 10.09),
-        ("bs 4, Adafactor", {"optimizer": "adafactor"}, 64.31, 7.96),
-        ("bs 1, GA 4, GC, fp16, Adafactor", {**ga, **gc, **amp, "optimizer": "adafactor"}, 56.54, 9.06),
-        ("bs 4, bnb Adam8bit", {"optimizer": "adamw-8bit"}, 55.95, 9.15),
-        ("bs 1, GA 4, GC, fp16, Adam8bit", {**ga, **gc, **amp, "optimizer": "adamw-8bit"}, 49.46, 10.35),
-    ]
-    out = [TimeCase(f"bert-large {label}", _HF_DOCS, V100_SXM2_16GB, bert.replace(**changes), "samples/s",
-                    samples_s, measured_time_s=time_s, samples=512)
-           for label, changes, time_s, samples_s in cases]
-    llama = TrainPlan(model="llama-3.2-3b", method="full", precision="bf16", seq_len=768, batch_size=4,
-                      eval_fraction=0.0)
-    l40s = get_gpu("l40s")
-    out += [
-        TimeCase("Llama-3.2-3B full fine-tuning", _PEFT, l40s, llama, "tokens/s", 2316),
-        TimeCase("Llama-3.2-3B LoRA r32 q,v", _PEFT, l40s,
-                 llama.replace(method="lora", lora_r=32, lora_alpha=64), "tokens/s", 7174),
-        TimeCase("Llama-3.2-3B LoRA r64 q,v", _PEFT, l40s,
-                 llama.replace(method="lora", lora_r=64, lora_alpha=128), "tokens/s", 7062),
-        TimeCase("Llama-3.2-3B LoRA r10 MLP", _PEFT, l40s,
-                 llama.replace(method="lora", lora_r=10, lora_alpha=20,
-                               lora_targets=("gate_proj", "up_proj", "down_proj")), "tokens/s", 6309),
-    ]
-    return tuple(out)
+def _previous_predictions() -> dict[str, float]:
+    try:
+        return json.loads(PREVIOUS_PREDICTIONS.read_text(encoding="utf-8"))["predictions"]
+    except (OSError, ValueError, KeyError):
+        return {}
 
 
 def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAccuracyRow]:
-    """Predicted vs measured throughput for the published cases (default MFU, nothing fitted)."""
+    """Predicted vs measured throughput for the published cases (rates as measured per kernel, nothing fitted)."""
+    previous = _previous_predictions()
     rows = []
-    for case in cases or time_cases():
-        est = estimate_time(case.plan, case.gpu)
-        per_sample = case.plan.seq_len
-        predicted = est.tokens_per_s / per_sample if case.metric == "samples/s" else est.tokens_per_s
-        measured_tokens_s = case.measured * per_sample if case.metric == "samples/s" else case.measured
-        implied = mfu_from_measurement(case.plan, case.gpu, {"tokens_per_s": measured_tokens_s / case.plan.gpus},
-                                  est.flops_per_token, est.peak_flops_per_gpu, est.optimizer_s).value
-        predicted_time = case.samples / predicted if case.samples and case.metric == "samples/s" else None
+    for case in cases or TIME_CASES:
+        plan = case.plan
+        gpu = EXTRA_GPUS.get(case.gpu_id) or get_gpu(case.gpu_id)
+        nodes = plan.gpus // GPUS_PER_NODE if plan.gpus > GPUS_PER_NODE else 1
+        est = estimate_time(plan, gpu, nodes=nodes, network=CLUSTER_NETWORK if nodes > 1 else None)
+        measured = _measured_per_gpu(case)
+        predicted = est.tokens_per_s / plan.gpus
+        utilisation = est.flops_per_token.total * measured / est.peak_flops_per_gpu
         rows.append(TimeAccuracyRow(
-            name=case.name, source=case.source, gpu=case.gpu.display_name, metric=case.metric,
-            measured=case.measured, predicted=predicted, error=predicted / case.measured - 1,
-            measured_time_s=case.measured_time_s, predicted_time_s=predicted_time, mfu_used=est.mfu.value,
-            implied_mfu=implied))
+            name=case.name, source_id=case.source_id, gpu=gpu.display_name, gpus=plan.gpus, method=plan.method.value,
+            stack=plan.stack.value, metric=case.metric, measured=measured, predicted=predicted,
+            error=predicted / measured - 1, previous=previous.get(case.name), utilisation=utilisation,
+            excluded=utilisation > PHYSICAL_LIMIT,
+            breakdown={k: v / est.step_time_s for k, v in est.breakdown.items() if v > 0}))
     return rows
 
 
+def _quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def time_accuracy_summary(rows: list[TimeAccuracyRow]) -> dict[str, Any]:
+    """Median and 90th percentile of |error| over the cases the hardware bound admits, for both models."""
+    kept = [r for r in rows if not r.excluded]
+    both = [r for r in kept if r.previous is not None]
+    errors = [abs(r.error) for r in kept]
+    return {
+        "cases": len(kept), "excluded": len(rows) - len(kept),
+        "sources": len({r.source_id for r in kept}),
+        "gpus": (min(r.gpus for r in kept), max(r.gpus for r in kept)) if kept else (0, 0),
+        "median": statistics.median(errors) if errors else math.nan,
+        "p90": _quantile(errors, 0.9) if errors else math.nan,
+        "previous_median": statistics.median([abs(r.previous_error) for r in both]) if both else math.nan,
+        "previous_p90": _quantile([abs(r.previous_error) for r in both], 0.9) if both else math.nan,
+    }
+
+
+_KINDS = ("matmul", "attention", "memory", "optimizer", "launch overhead", "communication (exposed)")
+
+
 def time_accuracy_markdown(rows: list[TimeAccuracyRow] | None = None) -> str:
-    """docs/time_accuracy.md: the table of time_accuracy_rows() with its sources."""
+    """The table of docs/time_accuracy.md: every case, both models' errors and the predicted step's make-up."""
     rows = rows if rows is not None else time_accuracy_rows()
     lines = [
-        "| case | GPU | metric | measured | predicted | error | run time measured / predicted (s) "
-        "| MFU used | MFU implied |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+        "| case | source | GPU | stack | measured tok/s/GPU | predicted | error | previous model | "
+        "measured FLOP use | predicted step: matmul / attention / memory / optimizer / launch / comm |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
-        times = (f"{r.measured_time_s:.1f} / {r.predicted_time_s:.1f}"
-                 if r.measured_time_s is not None and r.predicted_time_s is not None else "–")
-        lines.append(f"| {r.name} | {r.gpu} | {r.metric} | {r.measured:,.2f} | {r.predicted:,.2f} | "
-                     f"{r.error:+.0%} | {times} | {r.mfu_used:.2f} | {r.implied_mfu:.2f} |")
-    errors = [abs(r.error) for r in rows]
-    lines += ["", f"Median absolute error {sorted(errors)[len(errors) // 2]:.0%}, worst {max(errors):.0%} "
-              f"over {len(rows)} cases."]
+        prev = f"{r.previous_error:+.0%}" if r.previous_error is not None else "–"
+        shares = " / ".join(f"{r.breakdown.get(k, 0.0):.0%}" for k in _KINDS)
+        mark = " (excluded: beyond peak)" if r.excluded else ""
+        lines.append(f"| {r.name}{mark} | {r.source_id} | {r.gpus}× {r.gpu} | {r.stack} | {r.measured:,.0f} | "
+                     f"{r.predicted:,.0f} | {r.error:+.0%} | {prev} | {r.utilisation:.2f} | {shares} |")
+    s = time_accuracy_summary(rows)
+    lines += ["", f"Over {s['cases']} cases from {s['sources']} sources ({s['gpus'][0]}–{s['gpus'][1]} GPUs; "
+              f"{s['excluded']} excluded as beyond the peak): median |error| {s['median']:.0%}, 90th percentile "
+              f"{s['p90']:.0%}. The previous model (one MFU per GPU family and method) on the same cases: median "
+              f"{s['previous_median']:.0%}, 90th percentile {s['previous_p90']:.0%}."]
     return "\n".join(lines)
 
 
-__all__ = ["TimeAccuracyRow", "TimeCase", "V100_SXM2_16GB", "time_accuracy_markdown", "time_accuracy_rows",
-           "time_cases", "PUBLISHED_CASES", "PublishedCase", "accuracy_report", "compare_with_trace", "published_rows",
+__all__ = ["PHYSICAL_LIMIT", "TimeAccuracyRow", "time_accuracy_markdown", "time_accuracy_rows", "time_accuracy_summary",
+           "PUBLISHED_CASES", "PublishedCase", "accuracy_report", "compare_with_trace", "published_rows",
            "trace_grid"]

@@ -96,7 +96,7 @@ class TimeCalibration:
     estimated_step_time_s: float
     estimated_mfu: float  # the estimator's default, same definition
     step_time_factor: float  # measured / estimated step time
-    efficiency: float  # the value estimate_time needs as calibration "mfu" to reproduce the measured step
+    efficiency: float  # the factor estimate_time applies (calibration "scale") to reproduce the measured step
     method_group: str  # "full" | "lora" | "fp32": which plans this entry calibrates
     precision: str
     tokens_per_micro_batch: int
@@ -214,14 +214,9 @@ def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[Msg]) -> TimeCalib
     world = record.world_size
     tokens_per_s = s.tokens_per_s  # all ranks
     measured_mfu = te.flops_per_token.model * tokens_per_s / (world * te.peak_flops_per_gpu)
-    # the efficiency estimate_time would need: its step = FLOPs/(peak x eff) + optimizer + offload + comm
-    tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
-    overhead = te.optimizer_s + te.offload_s + te.comm.exposed_s
-    compute_s = s.median_step_time_s - overhead
-    if compute_s <= 0:
-        notes.append(msg("calibration.whole_step"))
-        compute_s = s.median_step_time_s
-    efficiency = te.flops_per_token.total * tokens_per_gpu_step / (compute_s * te.peak_flops_per_gpu)
+    # the factor on the GPU-bound work that makes the per-operation model reproduce the measured step
+    fitted = estimate_time(plan, gpu, calibration={"tokens_per_s": tokens_per_s / world, "gpu_id": gpu.gpu_id})
+    efficiency = fitted.mfu.scale
     return TimeCalibration(
         gpu_id=gpu.gpu_id, peak_flops_per_gpu=te.peak_flops_per_gpu, model_flops_per_token=te.flops_per_token.model,
         measured_tokens_per_s=tokens_per_s, measured_step_time_s=s.median_step_time_s, measured_mfu=measured_mfu,
@@ -233,9 +228,9 @@ def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[Msg]) -> TimeCalib
 
 def _time_mapping(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     t = entry.get("time")
-    if not t or not 0 < t["efficiency"] <= 1:
+    if not t or not t["efficiency"] > 0:
         return None
-    return {"mfu": t["efficiency"], "gpu_id": t["gpu_id"], "tokens_per_micro_batch": t["tokens_per_micro_batch"],
+    return {"scale": t["efficiency"], "gpu_id": t["gpu_id"], "tokens_per_micro_batch": t["tokens_per_micro_batch"],
             # names only (no words), so the label reads the same in every language
             "source": f"{entry.get('trial')}, {entry.get('device_name')}, {entry.get('record_created_utc')}"}
 

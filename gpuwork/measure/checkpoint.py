@@ -3,12 +3,16 @@
 One implementation (``roundtrip``) for the one-process trial and for every rank of a torchrun
 trial, in this order:
 
-1. save the run's state (``CheckpointStore.save``), timed;
+1. hash the run's whole state in memory (model, optimizer, scheduler, RNG, step and data position),
+   then save it (``CheckpointStore.save``, atomically: a temporary folder moved into place), timed;
 2. run RESUME_STEPS more steps on the original model: the uninterrupted losses;
 3. free the original (the round-trip never holds two models at once);
 4. build a fresh model, optimizer and scheduler (``runtime.build_run``), timed apart;
 5. restore the checkpoint into it and set the saved RNG state (``CheckpointStore.load``), timed;
-6. check every saved entry against the restored one (``CheckpointStore.verify``) and the RNG;
+   a file that is missing or cannot be read ends the check there: "checkpoint NOT verified";
+6. compare the restored state with the digests taken in memory before the save
+   (``CheckpointStore.verify``): a flipped bit, a wrong optimizer state, a swapped RNG state or a
+   wrong step show up here, because the reference never came from the files;
 7. run the same RESUME_STEPS steps on the same batches: the resumed losses;
 8. judge: every entry equal, and the resumed losses equal to the uninterrupted ones (bit-exact on
    CPU, GPU_LOSS_RTOL relative on CUDA).
@@ -18,26 +22,35 @@ What differs is where the state goes: ``FileCheckpoint`` writes Hugging Face Tra
 and compares tensors exactly; ``gpuwork.measure.distributed`` plugs in a store that writes one
 ``torch.distributed.checkpoint`` for all ranks and compares per-tensor fingerprints.
 
-Limitations: the resume is RESUME_STEPS steps long; a difference that shows only later (e.g. a
-data-loader position, which the trial does not save) is not seen.
+Every file is read with ``torch.load(weights_only=True)`` or safetensors: the RNG state is stored as
+tensors (``runtime.rng_tensors``), so a swapped file cannot run code.
+
+Limitations: the resume is RESUME_STEPS steps long; the digests are SHA-256 of each tensor's bytes,
+taken on the CPU (a copy of one tensor at a time).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwork.measure import records
 from gpuwork.measure.runtime import (
     Run,
     Setup,
     TrialError,
     build_run,
+    is_oom,
     release_memory,
+    rng_from_tensors,
     rng_state,
+    rng_tensors,
     set_rng_state,
     train_step,
 )
@@ -75,9 +88,11 @@ class CheckpointStore:
     """Where a round-trip writes the run's state and how it checks the restore (one per process)."""
 
     rank: int | None = None  # the process of a multi-process trial whose state this store holds, if any
+    reading: str = ""  # the file being read by ``load`` (named when it cannot be read)
 
-    def save(self, run: Run, setup: Setup, folder: Path, step: int) -> Any:
-        """Write the run's state into ``folder``; return what ``verify`` compares the restore with."""
+    def save(self, run: Run, setup: Setup, folder: Path, step: int, **position: Any) -> Any:
+        """Write the run's state into ``folder``; return what ``verify`` compares the restore with, taken
+        in memory before anything is written. ``position``: the data position (``micro_batches``)."""
         raise NotImplementedError
 
     def load(self, run: Run, setup: Setup, folder: Path) -> dict[str, Any]:
@@ -93,24 +108,46 @@ class CheckpointStore:
         raise NotImplementedError
 
 
+TRAINER_STATE = "trainer_state.json"
+RNG_FILE = "rng_state.pth"
+OPTIMIZER_FILE = "optimizer.pt"
+SCHEDULER_FILE = "scheduler.pt"
+SCALER_FILE = "scaler.pt"
+POSITION_KEYS = ("global_step", "micro_batches", "seed")  # what the trainer state must bring back exactly
+
+
 def save_training_state(run: Run, setup: Setup, folder: Path, step: int, **extra: Any) -> None:
-    """scheduler.pt, scaler.pt (fp16 mixed precision) and trainer_state.json, as the HF Trainer names them."""
-    import torch
-
-    torch.save(run.scheduler.state_dict(), folder / "scheduler.pt")
+    """scheduler.pt, scaler.pt (fp16 mixed precision) and trainer_state.json, as the HF Trainer names them
+    (each written atomically)."""
+    records.save_torch(run.scheduler.state_dict(), folder / SCHEDULER_FILE)
     if run.scaler is not None:
-        torch.save(run.scaler.state_dict(), folder / "scaler.pt")
+        records.save_torch(run.scaler.state_dict(), folder / SCALER_FILE)
     state = {"global_step": step, "seed": setup.seed, **extra, "plan": setup.plan.as_dict()}
-    (folder / "trainer_state.json").write_text(json.dumps(state, indent=1))
+    records.write_text(folder / TRAINER_STATE, json.dumps(state, indent=1))
 
 
-def load_training_state(run: Run, folder: Path) -> None:
-    """Restore what ``save_training_state`` wrote into a fresh run's scheduler and scaler."""
+def load_training_state(run: Run, folder: Path, store: CheckpointStore | None = None) -> dict[str, Any]:
+    """Restore what ``save_training_state`` wrote into a fresh run's scheduler and scaler; return the
+    trainer state (step, seed, data position)."""
     import torch
 
-    run.scheduler.load_state_dict(torch.load(folder / "scheduler.pt", weights_only=True))
+    def reading(name: str) -> Path:
+        if store is not None:
+            store.reading = name
+        return folder / name
+
+    run.scheduler.load_state_dict(torch.load(reading(SCHEDULER_FILE), weights_only=True))
     if run.scaler is not None:
-        run.scaler.load_state_dict(torch.load(folder / "scaler.pt", weights_only=True))
+        run.scaler.load_state_dict(torch.load(reading(SCALER_FILE), weights_only=True))
+    state = json.loads(reading(TRAINER_STATE).read_text())
+    if not isinstance(state, dict):
+        raise ValueError(f"{TRAINER_STATE} holds {type(state).__name__}, not an object")
+    return state
+
+
+def read_trainer_state(folder: Path) -> dict[str, Any]:
+    """The trainer state of a checkpoint folder (step, seed, data position, run id)."""
+    return json.loads((folder / TRAINER_STATE).read_text())
 
 
 def _is_peft(model: Any) -> bool:
@@ -129,60 +166,122 @@ def _weights_file(model: Any) -> str:
     return "adapter_model.safetensors" if _is_peft(model) else "model.safetensors"
 
 
+def _weights_to_save(model: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The tensors of the weights file and its metadata, shared tensors once (as ``safetensors.save_model``)."""
+    state = {k: v.detach() for k, v in _model_state(model).items()}
+    metadata: dict[str, str] = {"format": "pt"}
+    if not _is_peft(model):
+        from safetensors.torch import _remove_duplicate_names
+
+        for kept, removed in _remove_duplicate_names(state).items():
+            for name in removed:
+                metadata[name] = kept
+                del state[name]
+    return {k: v.contiguous() for k, v in state.items()}, metadata
+
+
+def snapshot(run: Run, setup: Setup, step: int, **position: Any) -> dict[str, Any]:
+    """Digests of the run's whole state as it is in memory now: model (what is saved), optimizer, scheduler,
+    RNG, step, seed and data position. A flat dict: tensor -> (dtype, shape, SHA-256), plain values as they are."""
+    out: dict[str, Any] = {}
+    out.update(digest_state("model", _model_state(run.model)))
+    out.update(digest_state("optimizer", run.optimizer.state_dict()))
+    out.update(digest_state("scheduler", run.scheduler.state_dict()))
+    if run.scaler is not None:
+        out.update(digest_state("scaler", run.scaler.state_dict()))
+    out.update(digest_state("rng", rng_tensors(rng_state(setup.device))))
+    trainer = {"global_step": step, "seed": setup.seed, **position}
+    out.update(digest_state("trainer_state", {k: trainer.get(k) for k in POSITION_KEYS}))
+    return out
+
+
+def digest_state(what: str, state: Any) -> dict[str, Any]:
+    """A nested state flattened ("optimizer.state.0.exp_avg"), each tensor as (dtype, shape, SHA-256 of its bytes)."""
+    import torch
+
+    flat: dict[str, Any] = {}
+    flatten_state(what, state, flat)
+    return {k: _digest(v) if torch.is_tensor(v) else v for k, v in flat.items()}
+
+
+def _digest(t: Any) -> tuple[str, tuple[int, ...], str]:
+    import torch
+
+    x = t.detach()
+    if hasattr(x, "to_local"):
+        x = x.to_local()
+    x = x.cpu().contiguous().reshape(-1)
+    raw = x.view(torch.uint8) if x.dtype != torch.bool else x.to(torch.uint8)
+    return str(t.dtype), tuple(t.shape), hashlib.sha256(raw.numpy().tobytes()).hexdigest()
+
+
 class FileCheckpoint(CheckpointStore):
-    """One process: Hugging Face Trainer's layout, every tensor compared exactly after the restore."""
+    """One process: Hugging Face Trainer's layout, the restore compared with the state hashed before the save."""
 
-    def save(self, run: Run, setup: Setup, folder: Path, step: int) -> None:
-        import torch
-        from safetensors.torch import save_file, save_model
+    def __init__(self) -> None:
+        self.trainer_state: dict[str, Any] = {}
 
-        folder.mkdir(parents=True, exist_ok=True)
-        if _is_peft(run.model):
-            state = {k: v.detach().contiguous() for k, v in _model_state(run.model).items()}
-            save_file(state, str(folder / _weights_file(run.model)))
-        else:
-            save_model(run.model, str(folder / _weights_file(run.model)))
-        torch.save(run.optimizer.state_dict(), folder / "optimizer.pt")
-        save_training_state(run, setup, folder, step)
-        torch.save(rng_state(setup.device), folder / "rng_state.pth")
+    def save(self, run: Run, setup: Setup, folder: Path, step: int, **position: Any) -> dict[str, Any]:
+        before = snapshot(run, setup, step, **position)  # the reference, before a byte is written
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        staging = records.temp_folder(folder)
+        try:
+            tensors, metadata = _weights_to_save(run.model)
+            records.save_safetensors(tensors, staging / _weights_file(run.model), metadata)
+            del tensors
+            records.save_torch(run.optimizer.state_dict(), staging / OPTIMIZER_FILE)
+            save_training_state(run, setup, staging, step, **position)
+            records.save_torch(rng_tensors(rng_state(setup.device)), staging / RNG_FILE)
+            records.replace_folder(staging, folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # gone already when it was moved into place
+        return before
 
     def load(self, run: Run, setup: Setup, folder: Path) -> dict[str, Any]:
         import torch
         from safetensors.torch import load_file, load_model
 
+        self.reading = _weights_file(run.model)
         if _is_peft(run.model):
             from peft import set_peft_model_state_dict
 
-            state = load_file(str(folder / _weights_file(run.model)), device=str(setup.device))
+            state = load_file(str(folder / self.reading), device=str(setup.device))
             result = set_peft_model_state_dict(run.model, state)
             if getattr(result, "unexpected_keys", None):
                 raise TrialError(msg("error.trial.adapter_keys", keys=", ".join(result.unexpected_keys[:3])))
         else:
-            missing, unexpected = load_model(run.model, str(folder / _weights_file(run.model)),
-                                             device=str(setup.device))
+            missing, unexpected = load_model(run.model, str(folder / self.reading), device=str(setup.device))
             if missing or unexpected:
                 raise TrialError(msg("error.trial.checkpoint_mismatch", missing=", ".join(missing[:3]) or "-",
                                      unexpected=", ".join(unexpected[:3]) or "-"))
-        run.optimizer.load_state_dict(torch.load(folder / "optimizer.pt", map_location=setup.device,
+        self.reading = OPTIMIZER_FILE
+        run.optimizer.load_state_dict(torch.load(folder / OPTIMIZER_FILE, map_location=setup.device,
                                                  weights_only=True))
-        load_training_state(run, folder)
-        return torch.load(folder / "rng_state.pth", weights_only=False)  # our own file: python/numpy RNG tuples
+        self.trainer_state = load_training_state(run, folder, self)
+        self.reading = RNG_FILE
+        return rng_from_tensors(torch.load(folder / RNG_FILE, weights_only=True))
 
     def verify(self, run: Run, setup: Setup, folder: Path, saved: Any) -> tuple[int, list[str]]:
-        import torch
-        from safetensors.torch import load_file
-
-        checked, bad = _compare_states(load_file(str(folder / _weights_file(run.model))), _model_state(run.model),
-                                       "model")
-        for name, current, what in (("optimizer.pt", run.optimizer.state_dict(), "optimizer"),
-                                    ("scheduler.pt", run.scheduler.state_dict(), "scheduler")):
-            n, wrong = _compare_states(torch.load(folder / name, weights_only=True), current, what)
-            checked += n
-            bad += wrong
-        return checked, bad
+        state = self.trainer_state
+        position = {k: v for k, v in state.items() if k in POSITION_KEYS and k not in ("global_step", "seed")}
+        restored = snapshot(run, setup, state.get("global_step"), **position)
+        restored["trainer_state.seed"] = state.get("seed")
+        return compare_digests(saved, restored)
 
     def describe(self, checked: int) -> Msg:
         return msg("checkpoint.restored_exactly", tensors=checked)
+
+
+def compare_digests(saved: dict[str, Any], restored: dict[str, Any]) -> tuple[int, list[str]]:
+    """(tensors in ``saved``, the entries of ``saved`` that are missing or different in ``restored``)."""
+    tensors = sum(1 for v in saved.values() if _is_digest(v))
+    bad = [k for k, v in saved.items() if k not in restored or not same_value(v, restored[k])]
+    bad += [k for k in restored if k not in saved]
+    return tensors, bad
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, tuple) and len(value) == 3 and isinstance(value[2], str) and len(value[2]) == 64
 
 
 # -- comparing states ---------------------------------------------------------------------------------------
@@ -205,31 +304,6 @@ def same_value(a: Any, b: Any) -> bool:
     return a == b or (_is_nan(a) and _is_nan(b))
 
 
-def _compare_states(saved: Any, restored: Any, what: str) -> tuple[int, list[str]]:
-    """Count tensors in ``saved`` and list the entries that differ in ``restored``."""
-    import torch
-
-    a: dict[str, Any] = {}
-    b: dict[str, Any] = {}
-    flatten_state(what, saved, a)
-    flatten_state(what, restored, b)
-    tensors = 0
-    bad = []
-    for key, value in a.items():
-        other = b.get(key, _MISSING)
-        if torch.is_tensor(value):
-            tensors += 1
-            if not (torch.is_tensor(other) and value.shape == other.shape and value.dtype == other.dtype
-                    and torch.equal(value.cpu(), other.cpu())):
-                bad.append(key)
-        elif other is _MISSING or not same_value(value, other):
-            bad.append(key)
-    return tensors, bad
-
-
-_MISSING = object()
-
-
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
@@ -238,7 +312,8 @@ def _is_nan(value: Any) -> bool:
 
 
 def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path | None, stem: str, step: int,
-              batches: list[dict[str, Any]], clock: Callable[[], float]) -> CheckpointResult:
+              batches: list[dict[str, Any]], clock: Callable[[], float], micro_batches: int | None = None,
+              after_save: Callable[[Path], Any] | None = None) -> CheckpointResult:
     """Save, continue the original, free it, restore into a fresh build, verify, resume, compare.
 
     Args:
@@ -251,6 +326,8 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
         step: the optimizer steps done, saved with the state.
         batches: RESUME_STEPS x grad_accum batches, fed to both the original and the restored run.
         clock: seconds as a float.
+        micro_batches: the data position saved with the state (micro-batches taken from the loader).
+        after_save: called with the checkpoint folder after the save and before the restore (fault injection).
     """
     import torch
 
@@ -259,6 +336,7 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
     folder = (out_path / f"{stem}-checkpoint") if out_path is not None else scratch / "checkpoint"
     cuda = setup.device.type == "cuda"
     barrier = setup.parallel.barrier
+    position = {} if micro_batches is None else {"micro_batches": micro_batches}
 
     def sync() -> None:
         if cuda:
@@ -271,10 +349,12 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
     sync()
     barrier()
     start = clock()
-    saved = store.save(run, setup, folder, step)
+    saved = store.save(run, setup, folder, step, **position)
     sync()
     barrier()
     save_s = clock() - start
+    if after_save is not None:
+        after_save(folder)
 
     uninterrupted = replay(run)
     run = None  # free the original before the fresh model exists: the round-trip never holds two
@@ -285,34 +365,53 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
     sync()
     rebuild_s = clock() - start
     start = clock()
-    rng = store.load(fresh, setup, folder)
-    set_rng_state(rng)
+    unreadable: Msg | None = None
+    checked, bad, resumed = 0, [], []
+    try:
+        rng = store.load(fresh, setup, folder)
+        set_rng_state(rng)
+    except Exception as exc:  # noqa: BLE001 - any failure to read a file back is the verdict, not a crash
+        if is_oom(exc):
+            raise
+        unreadable = unreadable_file(store.reading, exc)
     sync()
     restore_s = clock() - start
-
-    checked, bad = store.verify(fresh, setup, folder, saved)
-    checked += 1  # the RNG state
-    if not torch.equal(rng["torch"], torch.get_rng_state()):
-        bad.append("rng.torch")
-    resumed = replay(fresh)
+    if unreadable is None:
+        checked, bad = store.verify(fresh, setup, folder, saved)
+        if store.rank is not None:  # the distributed store does not digest the RNG: compare it here
+            checked += 1
+            if not torch.equal(rng["torch"], torch.get_rng_state()):
+                bad.append("rng.torch")
+        resumed = replay(fresh)
     del fresh
     barrier()
     files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
     return _judge(uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda, what=store.describe(checked),
                   path=str(folder) if out_path is not None else None, files=files, save_s=save_s,
-                  rebuild_s=rebuild_s, restore_s=restore_s, rank=store.rank)
+                  rebuild_s=rebuild_s, restore_s=restore_s, rank=store.rank, unreadable=unreadable)
+
+
+def unreadable_file(name: str, exc: BaseException) -> Msg:
+    """The message for a checkpoint file that is missing or cannot be read back."""
+    if isinstance(exc, FileNotFoundError):
+        return msg("checkpoint.file_missing", file=name or "?")
+    detail = str(exc).splitlines()[0][:300] if str(exc) else ""
+    return msg("checkpoint.file_unreadable", file=name or "?", kind=type(exc).__name__, detail=detail)
 
 
 def _judge(uninterrupted: list[float], resumed: list[float], *, bad: list[str], checked: int, cuda: bool,
            what: Msg, path: str | None, files: dict[str, int], save_s: float, rebuild_s: float, restore_s: float,
-           rank: int | None) -> CheckpointResult:
-    """Every saved entry equal and the resumed losses matching the uninterrupted run (bit-exact on CPU,
-    GPU_LOSS_RTOL on GPU)."""
-    diffs = [abs(a - b) for a, b in zip(uninterrupted, resumed, strict=True)]
-    max_diff = max(diffs) if diffs else 0.0
+           rank: int | None, unreadable: Msg | None = None) -> CheckpointResult:
+    """Every file read back, every entry equal to the state hashed before the save, and the resumed losses
+    matching the uninterrupted run (bit-exact on CPU, GPU_LOSS_RTOL on GPU)."""
     rtol = GPU_LOSS_RTOL if cuda else CPU_LOSS_RTOL
-    losses_ok = all(d <= rtol * max(1.0, abs(a)) for d, a in zip(diffs, uninterrupted, strict=True))
-    verified = not bad and losses_ok
+    if unreadable is None:
+        diffs = [abs(a - b) for a, b in zip(uninterrupted, resumed, strict=True)]
+        losses_ok = all(d <= rtol * max(1.0, abs(a)) for d, a in zip(diffs, uninterrupted, strict=True))
+    else:
+        diffs, losses_ok = [], False
+    max_diff = max(diffs) if diffs else 0.0
+    verified = unreadable is None and not bad and losses_ok
     if verified:
         if rtol == 0:
             message = msg("checkpoint.verified_exact", what=what, steps=RESUME_STEPS)
@@ -320,17 +419,19 @@ def _judge(uninterrupted: list[float], resumed: list[float], *, bad: list[str], 
             message = msg("checkpoint.verified_within", what=what, steps=RESUME_STEPS, rtol=rtol)
     else:
         parts = []
+        if unreadable is not None:
+            parts.append(unreadable)
         if bad:
-            parts.append(msg("checkpoint.entries_differ", count=len(bad), first=", ".join(bad[:3])))
-        if not losses_ok:
+            parts.append(msg("checkpoint.state_differs", count=len(bad), first=", ".join(bad[:3])))
+        if unreadable is None and not losses_ok:
             parts.append(msg("checkpoint.losses_differ", resumed=_losses(resumed),
                              uninterrupted=_losses(uninterrupted), diff=max_diff))
-        message = msg("checkpoint.not_verified", parts=tuple(parts))
+        message = msg("checkpoint.not_verified_because", parts=tuple(parts))
     if rank is not None:
         message = msg("checkpoint.on_rank", rank=rank, what=message)
     return CheckpointResult(
         path=path, files=files, bytes_on_disk=sum(files.values()), save_s=save_s, rebuild_s=rebuild_s,
-        restore_s=restore_s, tensors_checked=checked, tensors_equal=not bad,
+        restore_s=restore_s, tensors_checked=checked, tensors_equal=unreadable is None and not bad,
         uninterrupted_losses=tuple(uninterrupted), resumed_losses=tuple(resumed), max_abs_loss_diff=max_diff,
         loss_rtol=rtol, verified=verified, message=message,
     )
@@ -343,14 +444,22 @@ def _losses(values: list[float]) -> str:
 
 __all__ = [
     "CPU_LOSS_RTOL",
+    "OPTIMIZER_FILE",
+    "RNG_FILE",
+    "TRAINER_STATE",
     "GPU_LOSS_RTOL",
     "RESUME_STEPS",
     "CheckpointResult",
     "CheckpointStore",
     "FileCheckpoint",
+    "compare_digests",
+    "digest_state",
     "flatten_state",
     "load_training_state",
+    "read_trainer_state",
     "roundtrip",
     "same_value",
     "save_training_state",
+    "snapshot",
+    "unreadable_file",
 ]

@@ -67,6 +67,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.errors import GpuworkError
+from gpuwork.measure import records
 from gpuwork.measure.checkpoint import (
     CheckpointStore,
     flatten_state,
@@ -75,7 +76,16 @@ from gpuwork.measure.checkpoint import (
     save_training_state,
 )
 from gpuwork.measure.coded import from_json, to_json
-from gpuwork.measure.runtime import Parallel, Run, Setup, TrialError, find_blocks, rng_state
+from gpuwork.measure.runtime import (
+    Parallel,
+    Run,
+    Setup,
+    TrialError,
+    find_blocks,
+    rng_from_tensors,
+    rng_state,
+    rng_tensors,
+)
 from gpuwork.measure.trial import ParallelInfo, RankResult, StepMeasurement, TrialRecord, summarize
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
@@ -194,16 +204,15 @@ class DistributedCheckpoint(CheckpointStore):
         model_sd, optim_sd = get_state_dict(run.model, run.optimizer, options=self._options(setup)[0])
         return {"model": model_sd, "optimizer": optim_sd}
 
-    def save(self, run: Run, setup: Setup, folder: Path, step: int) -> Any:
-        import torch
+    def save(self, run: Run, setup: Setup, folder: Path, step: int, **position: Any) -> Any:
         import torch.distributed.checkpoint as dcp
 
         state = self._state(run, setup)
-        fingerprints, checked = _fingerprints(state)
+        fingerprints, checked = _fingerprints(state)  # in memory, before the save
         dcp.save(state, checkpoint_id=str(folder))
         if self.rank == 0:
-            save_training_state(run, setup, folder, step, world_size=self.world_size)
-        torch.save(rng_state(self.device), folder / f"rng_state_{self.rank}.pth")
+            save_training_state(run, setup, folder, step, world_size=self.world_size, **position)
+        records.save_torch(rng_tensors(rng_state(self.device)), folder / f"rng_state_{self.rank}.pth")
         return fingerprints, checked, run.scheduler.state_dict()
 
     def load(self, run: Run, setup: Setup, folder: Path) -> dict[str, Any]:
@@ -212,11 +221,13 @@ class DistributedCheckpoint(CheckpointStore):
         from torch.distributed.checkpoint.state_dict import set_state_dict
 
         state = self._state(run, setup)
+        self.reading = ".metadata"
         dcp.load(state, checkpoint_id=str(folder))
         set_state_dict(run.model, run.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"],
                        options=self._options(setup)[1])
-        load_training_state(run, folder)
-        return torch.load(folder / f"rng_state_{self.rank}.pth", weights_only=False)
+        load_training_state(run, folder, self)
+        self.reading = f"rng_state_{self.rank}.pth"
+        return rng_from_tensors(torch.load(folder / self.reading, weights_only=True))
 
     def verify(self, run: Run, setup: Setup, folder: Path, saved: Any) -> tuple[int, list[str]]:
         fingerprints, checked, scheduler_saved = saved

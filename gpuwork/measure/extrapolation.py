@@ -11,6 +11,9 @@ prints it and the trial panel shows it. It counts
   (its measured size; estimated when the trial ran none) at a disk write speed;
 - margin_s = margin x (train + eval + checkpoints), the estimator's TIME_MARGIN by default, so a
   measured and an estimated total are comparable (``gpuwork.estimate.timing``);
+- the same at the ends of the median step's 95 % confidence interval (``gpuwork.measure.stability``):
+  ``total_low_s`` / ``total_high_s`` and ``cost_low`` / ``cost_high``, so the whole run comes as a range
+  (none when the trial measured too few steps for an interval: a note says so);
 - per offer of the catalog GPU the trial ran on (``gpuwork.facts.catalog.match_gpu_name``): the
   billed hours (``gpuwork.estimate.offers.billed_hours``: reserved offers in whole periods, others
   at least the minimum rental), the GPUs billed (whole nodes) and the cost.
@@ -21,7 +24,9 @@ Example:
     True
 
 Limitations: every step of the run is assumed to cost the measured median (same shapes, same data
-speed); more GPUs than the trial measured scale linearly (communication between them is not
+speed); the range covers the uncertainty of that median, not a drift of the step time over a long
+run (a note gives the measured drift when the trend across the trial exceeds the interval), nor checkpoint writes
+or evaluation slower than assumed; more GPUs than the trial measured scale linearly (communication between them is not
 measured); interruptible offers are priced without preemption rework.
 """
 
@@ -43,6 +48,7 @@ if TYPE_CHECKING:
     from gpuwork.measure.trial import TrialRecord
 
 # What must be the trial's for its step time to hold for the plan.
+DRIFT_NOTE_SHARE = 0.02  # a drift that moved the step time more than this (or the interval) over the trial: noted
 _SHAPE_FIELDS = ("model", "method", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
                  "grad_checkpointing", "attention", "lora_r", "lora_targets", "sharding")
 
@@ -63,6 +69,8 @@ class OfferCost:
     billed_gpus: int  # whole nodes: ceil(run GPUs / gpus_per_node) x gpus_per_node
     cost: float  # USD: billed_hours x billed_gpus x price_per_gpu_hour
     notes: tuple[Msg, ...]  # e.g. extrapolation.offer.interruptible (preemption rework not included)
+    cost_low: float | None = None  # at the ends of the step time's interval (billed the same way)
+    cost_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,15 @@ class Extrapolation:
     catalog_gpu_name: str | None  # its display name, e.g. "H100 SXM"
     offers: tuple[OfferCost, ...]  # the same GPU model's catalog offers, cheapest first
     notes: tuple[Msg, ...]  # what the total leaves out or assumes (extrapolation.* codes)
+    # the whole run at the ends of the median step's confidence interval (None: no interval measured)
+    confidence: float | None = None
+    step_time_low_s: float | None = None
+    step_time_high_s: float | None = None
+    total_low_s: float | None = None
+    total_high_s: float | None = None
+    cost_low: float | None = None
+    cost_high: float | None = None
+    drift_per_100_steps: float | None = None  # as measured by the trial
 
     @property
     def total_hours(self) -> float:
@@ -172,6 +189,25 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
         run.steps, run.train_s, run.eval_s, run.checkpoints, run.checkpoint_s, run.margin_s, run.total_s)
     hours = total_s / HOUR_S
     cost = hours * plan.gpus * price_per_gpu_hour if price_per_gpu_hour is not None else None
+    summary = record.summary
+    low_s, high_s = summary.step_time_low_s, summary.step_time_high_s
+    total_low = total_high = cost_low = cost_high = None
+    range_notes: list[Msg] = []  # said first, before what the total assumes
+    if low_s is not None and high_s is not None:
+        total_low, total_high = (whole_run(plan, t, tokens_per_step, checkpoint_bytes=ckpt_bytes,
+                                           eval_fraction=eval_fraction, disk_write_bytes_s=checkpoint_write_bytes_s,
+                                           margin=margin).total_s for t in (low_s, high_s))
+        if price_per_gpu_hour is not None:
+            cost_low, cost_high = (t / HOUR_S * plan.gpus * price_per_gpu_hour for t in (total_low, total_high))
+    else:
+        range_notes.append(msg("extrapolation.no_interval", steps=summary.measured_steps))
+    drift = summary.drift_per_100_steps
+    # said when the trend across the measured steps moved the step more than the interval's half-width (and
+    # 2 %); without an interval (under 6 steps) a slope is noise
+    across = abs(drift) * (summary.measured_steps - 1) / 100 if drift is not None else 0.0
+    if low_s is not None and across > max(DRIFT_NOTE_SHARE, summary.step_time_half_width or 0.0):
+        range_notes.append(msg("extrapolation.drift", drift_pct=drift * 100, steps=summary.measured_steps))
+    notes[:0] = range_notes
 
     gpu = match_gpu_name(env.device_name, env.device_total_bytes) if env.device != "cpu" else None
     if env.device != "cpu" and gpu is None:
@@ -180,7 +216,8 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
         from gpuwork.facts.catalog import load_offers
 
         offers = [o for o in load_offers() if o.gpu_id == gpu.gpu_id] if gpu is not None else []
-    priced = [p for p in (_offer_cost(o, hours, plan.gpus) for o in offers) if p is not None]
+    hours_range = (total_low / HOUR_S, total_high / HOUR_S) if total_low is not None else None
+    priced = [p for p in (_offer_cost(o, hours, plan.gpus, hours_range) for o in offers) if p is not None]
     if len(priced) < len(offers):
         notes.append(msg("extrapolation.offers_left_out", count=len(offers) - len(priced), gpus=plan.gpus))
     priced.sort(key=lambda o: o.cost)
@@ -194,11 +231,16 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
         total_s=total_s, price_per_gpu_hour=price_per_gpu_hour, cost=cost,
         catalog_gpu_id=gpu.gpu_id if gpu is not None else None,
         catalog_gpu_name=gpu.display_name if gpu is not None else None, offers=tuple(priced), notes=tuple(notes),
+        confidence=summary.step_time_confidence if low_s is not None else None, step_time_low_s=low_s,
+        step_time_high_s=high_s, total_low_s=total_low, total_high_s=total_high, cost_low=cost_low,
+        cost_high=cost_high, drift_per_100_steps=drift,
     )
 
 
-def _offer_cost(offer: Any, hours: float, gpus: int) -> OfferCost | None:
-    """The run of ``hours`` on ``gpus`` GPUs billed at ``offer``: None when its nodes cannot hold them."""
+def _offer_cost(offer: Any, hours: float, gpus: int, hours_range: tuple[float, float] | None = None
+                ) -> OfferCost | None:
+    """The run of ``hours`` (and of each end of ``hours_range``) on ``gpus`` GPUs billed at ``offer``: None when
+    its nodes cannot hold them."""
     nodes, billed_gpus = billed_nodes(gpus, offer)  # nodes are rented whole, as `gpuwork offers` bills them
     if nodes > 1 and offer.network is Network.NONE:
         return None
@@ -212,7 +254,10 @@ def _offer_cost(offer: Any, hours: float, gpus: int) -> OfferCost | None:
         offer_id=offer.offer_id, provider=offer.provider, gpu_id=offer.gpu_id, mode=offer.mode.value,
         region=offer.region.value, price_per_gpu_hour=offer.price_per_gpu_hour,
         min_rental_hours=float(offer.min_rental_hours), gpus_per_node=offer.gpus_per_node, billed_hours=billed,
-        billed_gpus=billed_gpus, cost=billed * billed_gpus * offer.price_per_gpu_hour, notes=tuple(notes))
+        billed_gpus=billed_gpus, cost=billed * billed_gpus * offer.price_per_gpu_hour, notes=tuple(notes),
+        **({} if hours_range is None else {
+            "cost_low": billed_hours(hours_range[0], offer) * billed_gpus * offer.price_per_gpu_hour,
+            "cost_high": billed_hours(hours_range[1], offer) * billed_gpus * offer.price_per_gpu_hour}))
 
 
 __all__ = ["Extrapolation", "OfferCost", "extrapolate"]

@@ -503,6 +503,51 @@ def set_rng_state(state: dict[str, Any]) -> None:
         np.random.set_state(state["numpy"])
 
 
+def rng_tensors(state: dict[str, Any]) -> dict[str, Any]:
+    """What ``rng_state`` captured, as tensors only: saved with ``torch.save`` it loads back with
+    ``torch.load(weights_only=True)``, which runs no code from the file (a pickled tuple could)."""
+    import torch
+
+    version, internal, gauss = state["python"]
+    out: dict[str, Any] = {
+        "torch": state["torch"].clone(),
+        "python_version": torch.tensor(int(version), dtype=torch.int64),
+        "python_state": torch.tensor(list(internal), dtype=torch.int64),
+        "python_gauss": torch.tensor([0.0 if gauss is None else float(gauss)], dtype=torch.float64),
+        "python_has_gauss": torch.tensor(gauss is not None),
+    }
+    if "cuda" in state:
+        out["cuda"] = torch.stack([t.cpu() for t in state["cuda"]])
+    if "numpy" in state:
+        name, keys, pos, has_gauss, cached = state["numpy"]
+        if name != "MT19937":
+            raise TrialError(msg("error.trial.rng_kind", kind=str(name)))
+        out["numpy_keys"] = torch.tensor(keys.astype("int64"))
+        out["numpy_pos"] = torch.tensor(int(pos), dtype=torch.int64)
+        out["numpy_has_gauss"] = torch.tensor(int(has_gauss), dtype=torch.int64)
+        out["numpy_gauss"] = torch.tensor(float(cached), dtype=torch.float64)
+    return out
+
+
+def rng_from_tensors(saved: dict[str, Any]) -> dict[str, Any]:
+    """The ``rng_state`` form of what ``rng_tensors`` wrote (KeyError / TypeError when it is not that)."""
+    import torch
+
+    gauss = float(saved["python_gauss"][0]) if bool(saved["python_has_gauss"]) else None
+    state: dict[str, Any] = {
+        "torch": saved["torch"].to(torch.uint8),
+        "python": (int(saved["python_version"]), tuple(int(v) for v in saved["python_state"].tolist()), gauss),
+    }
+    if "cuda" in saved:
+        state["cuda"] = list(saved["cuda"].to(torch.uint8).unbind(0))
+    if "numpy_keys" in saved:
+        import numpy as np
+
+        state["numpy"] = ("MT19937", saved["numpy_keys"].numpy().astype(np.uint32), int(saved["numpy_pos"]),
+                          int(saved["numpy_has_gauss"]), float(saved["numpy_gauss"]))
+    return state
+
+
 # -- from a plan to a setup ------------------------------------------------------------------------------------
 
 
@@ -695,7 +740,9 @@ __all__ = [
     "prepare",
     "quiet_libraries",
     "release_memory",
+    "rng_from_tensors",
     "rng_state",
+    "rng_tensors",
     "set_rng_state",
     "train_step",
 ]

@@ -57,8 +57,9 @@ import json
 import math
 import os
 import platform
-import re
+import signal
 import statistics
+import tempfile
 import threading
 import time
 import warnings
@@ -68,8 +69,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuwork.measure.checkpoint import RESUME_STEPS, CheckpointResult, roundtrip
+from gpuwork.measure import records
+from gpuwork.measure.checkpoint import (
+    RESUME_STEPS,
+    CheckpointResult,
+    FileCheckpoint,
+    read_trainer_state,
+    roundtrip,
+    unreadable_file,
+)
 from gpuwork.measure.coded import all_from_json, from_json, to_json
+from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
     MAX_GRAD_NORM,
     ONE_PROCESS,
@@ -88,6 +98,7 @@ from gpuwork.measure.runtime import (
     set_rng_state,
     train_step,
 )
+from gpuwork.measure.stability import CONFIDENCE, DEFAULT_TOLERANCE, is_stable, step_time_stats
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
 from gpuwork.units import MIB
@@ -100,6 +111,10 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1  # bump when a record field changes meaning
 DATA_WAIT_THRESHOLD = 0.05  # data wait above this share of step time: "the device waits for data"
 RSS_SAMPLE_INTERVAL_S = 0.02  # CPU memory sampler period: 5 ms cost ~5% of a 100 ms step (benchmarks/trial_overhead.py)
+DEFAULT_MAX_STEPS = 200  # until_stable's cap: minutes on a GPU, and more steps rarely tighten a drifting run
+# TrialRecord.status: "running" (rewritten after each step), "interrupted" (a signal ended it; resumable),
+# "complete" (every step ran, or out of memory ended it: see fits)
+STATUS_RUNNING, STATUS_INTERRUPTED, STATUS_COMPLETE = "running", "interrupted", "complete"
 
 
 # -- what a trial produces ---------------------------------------------------------------------------
@@ -130,6 +145,10 @@ class StepMeasurement:
     cuda_peak_reserved_bytes: int | None = None
     rss_peak_bytes: int | None = None
     rss_after_step_bytes: int | None = None
+    device_total_bytes: int | None = None  # CUDA: memory in use on the device after the step (mem_get_info
+    #   total - free: reserved + CUDA context + other processes, what nvidia-smi shows); None on CPU
+    padding_tokens: int | None = None  # padding in the step's batches, not counted in ``tokens``;
+    #   gpuwork's own trial packs text (0); the callback counts the attention mask's zeros
 
 
 @dataclass(frozen=True)
@@ -216,6 +235,28 @@ class TrialSummary:
     cuda_peak_reserved_bytes: int | None
     rss_peak_bytes: int | None
     warmup_mean_step_time_s: float | None  # how slow the first steps were, for the record
+    # the median step's 95 % confidence interval and drift (gpuwork.measure.stability; None: too few steps,
+    # or a record written before they were measured)
+    step_time_low_s: float | None = None
+    step_time_high_s: float | None = None
+    step_time_coverage: float | None = None  # the interval's exact coverage, >= step_time_confidence
+    step_time_half_width: float | None = None  # max distance from the median to an end, as a share of it
+    step_time_confidence: float | None = None
+    step_time_interval_method: str | None = None
+    drift_per_100_steps: float | None = None  # least-squares slope of step time x 100 steps / median
+
+
+@dataclass(frozen=True)
+class Stability:
+    """``--until-stable``: the rule the trial ran under and whether it was met."""
+
+    tolerance: float  # stop once the interval lies within +-tolerance of the median
+    confidence: float
+    min_steps: int  # measured steps run before the first check
+    max_steps: int  # measured steps at most
+    converged: bool  # the interval met the tolerance (False: the cap, a signal or out of memory came first)
+    measured_steps: int
+    half_width: float | None  # at the last measured step
 
 
 @dataclass(frozen=True)
@@ -237,6 +278,17 @@ class TrialRecord:
     schema_version: int = SCHEMA_VERSION
     parallel: ParallelInfo | None = None  # set when the trial ran as several processes (torchrun)
     ranks: tuple[RankResult, ...] = ()  # one entry per process of a multi-process trial
+    status: str = STATUS_COMPLETE  # STATUS_RUNNING / STATUS_INTERRUPTED / STATUS_COMPLETE
+    run_id: str | None = None  # the name of the record and checkpoint files (records.new_run_id)
+    resumed_from: str | None = None  # the run id of the interrupted trial this one went on from
+    stop_signal: str | None = None  # "SIGINT" / "SIGTERM" when status is interrupted
+    write_error: Msg | None = None  # a write to out_dir that failed (disk full, read-only): error.trial.*
+    stability: Stability | None = None  # set when the trial ran until its step time was stable
+    source: str = "gpuwork trial"  # what measured: "gpuwork trial", "gpuwork.hf.GpuworkCallback", "gpuwork.hf.measure"
+    evaluation: dict[str, Any] | None = None  # the evaluation passes timed: passes, times_s, mean_s,
+    #   share_of_run (of the run's training time), run_steps, run_eval_passes[, eval_strategy, ranks]
+    inferred: dict[str, Any] | None = None  # plan field -> {"value", "from"}: how the plan of a user's run was read
+    saves: tuple[dict[str, Any], ...] = ()  # every checkpoint save a user's run made: path, save_s, bytes_on_disk
 
     @property
     def world_size(self) -> int:
@@ -270,7 +322,7 @@ class TrialRecord:
         if data.get("schema_version") != SCHEMA_VERSION:
             raise TrialError(msg("error.trial.record_schema", found=str(data.get("schema_version")),
                                  expected=SCHEMA_VERSION))
-        data = dict(data)
+        data = _own_run_fields(dict(data))
         protocol = dict(data["protocol"])
         protocol["substitutions"] = all_from_json(protocol.get("substitutions"))
         data["protocol"] = _build(TrialProtocol, protocol)
@@ -286,17 +338,20 @@ class TrialRecord:
         else:
             data["checkpoint"] = None
         data["error"] = from_json(data.get("error"))
+        data["write_error"] = from_json(data.get("write_error"))
         data["notes"] = tuple(data.get("notes", ()))
         data["parallel"] = _build(ParallelInfo, data["parallel"]) if data.get("parallel") else None
+        data["stability"] = _build(Stability, data["stability"]) if data.get("stability") else None
         data["ranks"] = tuple(_build(RankResult, {**r, "error": from_json(r.get("error"))})
                               for r in data.get("ranks") or ())
         return _build(cls, data)
 
     def to_json(self, path: str | Path | None = None) -> str:
-        """The record as JSON text; also written to ``path`` when given."""
+        """The record as JSON text; also written to ``path`` when given, atomically (a temporary file renamed
+        over it: a reader never sees half a record); RecordWriteError names the folder when that fails."""
         text = json.dumps(self.as_dict(), indent=1, allow_nan=True) + "\n"
         if path is not None:
-            Path(path).write_text(text)
+            records.write_text(Path(path), text)
         return text
 
     @classmethod
@@ -347,6 +402,19 @@ class RankResult:
     checkpoint_verified: bool | None
 
 
+def _own_run_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A record the user's-run callback wrote before these were fields (its JSON section "own_run"), with
+    that section's source, inferred plan, evaluation, saves and per-step padding / device total as fields."""
+    own = data.get("own_run")
+    if not isinstance(own, dict):
+        return data
+    extra = {e.get("step"): e for e in own.get("steps") or ()}
+    steps = [{**s, **{k: extra.get(s.get("step"), {}).get(k) for k in ("padding_tokens", "device_total_bytes")}}
+             for s in data.get("steps") or ()]
+    return {**data, "steps": steps, "source": own.get("source", "gpuwork trial"), "inferred": own.get("inferred"),
+            "evaluation": own.get("evaluation"), "saves": own.get("saves") or ()}
+
+
 def _build(cls: type, data: dict[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k in names}
@@ -354,6 +422,88 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
         if f.name in values and isinstance(values[f.name], list) and "tuple" in str(f.type):
             values[f.name] = tuple(values[f.name])
     return cls(**values)
+
+
+# -- resuming an interrupted trial ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where an interrupted trial goes on from (``resume_point``; ``iter_trial(resume=...)``)."""
+
+    run_id: str  # the interrupted trial's run id
+    record_path: str
+    checkpoint: str  # its checkpoint folder
+    step: int  # optimizer steps done at the checkpoint
+    micro_batches: int  # micro-batches taken from the loader by then (the data position)
+    steps: tuple[StepMeasurement, ...]  # the measurements of those steps, from the record
+
+
+def find_record(run: str | Path, out_dir: str | Path | None = None) -> Path:
+    """A trial's record file from a path or a run id (looked for in ``out_dir``, then the current folder)."""
+    path = Path(run).expanduser()
+    if path.is_file():
+        return path
+    name = path.name if path.name.endswith(".json") else f"{path.name}.json"
+    for folder in ([Path(out_dir).expanduser()] if out_dir is not None else []) + [path.parent, Path.cwd()]:
+        if (folder / name).is_file():
+            return folder / name
+    raise TrialError(msg("error.trial.resume_not_found", run=str(run),
+                         folder=str(Path(out_dir).expanduser() if out_dir is not None else Path.cwd())))
+
+
+def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[TrialRecord, ResumePoint]:
+    """The record of an interrupted (or killed) trial and the checkpoint it can go on from.
+
+    Leftover temporary files of that run (a SIGKILL leaves them) are removed. Raises TrialError naming
+    the file when the record or checkpoint cannot be used.
+    """
+    path = find_record(run, out_dir)
+    try:
+        record = TrialRecord.from_json(path)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise TrialError(msg("error.trial.not_a_record", path=str(path), kind=type(exc).__name__,
+                             detail=str(exc).splitlines()[0] if str(exc) else "")) from None
+    run_id = record.run_id or path.stem
+    if record.status == STATUS_COMPLETE:
+        raise TrialError(msg("error.trial.resume_complete", run=run_id))
+    if record.parallel is not None:
+        raise TrialError(msg("error.trial.resume_parallel", run=run_id))
+    folder = records.previous_folder(path.parent / f"{path.stem}-checkpoint")
+    if folder is None:
+        raise TrialError(msg("error.trial.resume_no_checkpoint", run=run_id, folder=str(path.parent)))
+    try:
+        state = read_trainer_state(folder)
+        step, taken = int(state["global_step"]), int(state["micro_batches"])
+    except Exception as exc:  # noqa: BLE001 - missing, truncated or foreign: one line naming the file
+        raise TrialError(msg("error.trial.resume_unreadable", folder=str(folder),
+                             what=unreadable_file("trainer_state.json", exc))) from None
+    done = tuple(s for s in record.steps if s.step <= step)
+    if [s.step for s in done] != list(range(1, step + 1)):
+        raise TrialError(msg("error.trial.resume_mismatch", folder=str(folder), step=str(step),
+                             expected=len(done)))
+    records.remove_leftovers(path.parent, path.stem)
+    return record, ResumePoint(run_id=run_id, record_path=str(path), checkpoint=str(folder), step=step,
+                               micro_batches=taken, steps=done)
+
+
+def resume_options(run: str | Path, out_dir: str | Path | None = None) -> dict[str, Any]:
+    """``run_trial`` keyword arguments that go on with an interrupted trial exactly as it was started:
+    plan, steps, warm-up, seed, learning rate, clipping, data, tokenizer, loader workers, memory cap,
+    out_dir (the interrupted record's folder unless given) and ``resume``."""
+    from gpuwork.measure.textdata import BUILTIN_DATASET
+
+    record, point = resume_point(run, out_dir)
+    p = record.protocol
+    data = None if p.dataset.get("name") == BUILTIN_DATASET else [f["path"] for f in p.dataset.get("files", [])]
+    tokenizer = p.tokenizer.get("source") if p.tokenizer.get("kind") == "pretrained" else None
+    options = {"plan": record.plan, "steps": p.steps, "warmup": p.warmup, "seed": p.seed, "lr": p.learning_rate,
+               "max_grad_norm": p.max_grad_norm, "data": data, "tokenizer": tokenizer,
+               "loader_workers": p.loader_workers, "memory_cap_bytes": p.memory_cap_bytes,
+               "out_dir": out_dir if out_dir is not None else str(Path(point.record_path).parent), "resume": point}
+    if record.stability is not None:  # the same stopping rule
+        options.update(until_stable=record.stability.tolerance, max_steps=record.stability.max_steps)
+    return options
 
 
 # -- pure summaries ------------------------------------------------------------------------------------
@@ -375,7 +525,8 @@ def summarize(steps: Sequence[StepMeasurement], device_kind: str = "GPU") -> Tri
     else:
         verdict = msg("trial.data_wait.keeps_up", share=fraction)
     warm = [s.step_time_s for s in steps if s.is_warmup]
-    tokens = measured[0].tokens
+    tokens = round(statistics.fmean(s.tokens for s in measured))  # batches of a user's run vary in real tokens
+    stats = step_time_stats([s.step_time_s for s in measured], [s.step for s in measured])
 
     def peak(name: str) -> int | None:
         values = [getattr(s, name) for s in measured if getattr(s, name) is not None]
@@ -401,6 +552,13 @@ def summarize(steps: Sequence[StepMeasurement], device_kind: str = "GPU") -> Tri
         cuda_peak_reserved_bytes=peak("cuda_peak_reserved_bytes"),
         rss_peak_bytes=peak("rss_peak_bytes"),
         warmup_mean_step_time_s=statistics.fmean(warm) if warm else None,
+        step_time_low_s=stats.low_s,
+        step_time_high_s=stats.high_s,
+        step_time_coverage=stats.coverage,
+        step_time_half_width=stats.half_width,
+        step_time_confidence=stats.confidence,
+        step_time_interval_method=stats.method,
+        drift_per_100_steps=stats.drift_per_100_steps,
     )
 
 
@@ -422,7 +580,8 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
         records: trial records.
         price_per_hour: a rental price per GPU-hour (one for all, or one per record, None to skip);
             gives ``cost_per_1m_tokens`` = price x GPUs / 3600 x seconds per 1M tokens at the measured
-            speed (GPUs = the trial's processes; tokens/s of a multi-process trial is all of them).
+            speed (GPUs = the trial's processes; tokens/s of a multi-process trial is all of them);
+            ``cost_per_1m_tokens_low`` / ``_high`` the same at the ends of the step time's 95 % interval.
     """
     if price_per_hour is None or isinstance(price_per_hour, (int, float)):
         prices = [price_per_hour] * len(records)
@@ -434,9 +593,13 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
     for record, price in zip(records, prices, strict=True):
         p, s = record.protocol, record.summary
         tokens_per_s = s.tokens_per_s if s else None
-        cost = None
+        cost = cost_low = cost_high = None
+        low_s = s.step_time_low_s if s else None
+        high_s = s.step_time_high_s if s else None
         if price is not None and tokens_per_s:
             cost = price * record.world_size / 3600.0 * (1e6 / tokens_per_s)
+            if low_s is not None and high_s is not None:  # cost per token is proportional to the step time
+                cost_low, cost_high = (cost * t / s.median_step_time_s for t in (low_s, high_s))
         rows.append({
             "trial": record.label,
             "model": p.model,
@@ -451,12 +614,21 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             "fits": record.fits,
             "median_step_time_s": s.median_step_time_s if s else None,
             "p90_step_time_s": s.p90_step_time_s if s else None,
+            "step_time_low_s": low_s,
+            "step_time_high_s": high_s,
+            "step_time_half_width": s.step_time_half_width if s else None,
+            "drift_per_100_steps": s.drift_per_100_steps if s else None,
+            "measured_steps": s.measured_steps if s else 0,
+            "converged": record.stability.converged if record.stability else None,
+            "source": record.source,
             "tokens_per_s": tokens_per_s,
             "peak_memory_bytes": record.peak_trial_memory_bytes,
             "data_wait_fraction": s.data_wait_fraction if s else None,
             "checkpoint_verified": record.checkpoint.verified if record.checkpoint else None,
             "price_per_hour": price,
             "cost_per_1m_tokens": cost,
+            "cost_per_1m_tokens_low": cost_low,
+            "cost_per_1m_tokens_high": cost_high,
         })
     return rows
 
@@ -568,9 +740,11 @@ class _Memory:
 
         used = self.trial_bytes()
         if self.cuda:
+            free, total = torch.cuda.mem_get_info(self.device)  # after the step: not a peak (the driver keeps none)
             return {"trial_memory_bytes": used,
                     "cuda_peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
-                    "cuda_peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device))}
+                    "cuda_peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
+                    "device_total_bytes": int(total - free)}
         return {"trial_memory_bytes": used, "rss_peak_bytes": self.rss.peak_bytes,
                 "rss_after_step_bytes": self.rss.read()}
 
@@ -582,6 +756,37 @@ class _Memory:
 # -- the trial ------------------------------------------------------------------------------------------------
 
 
+class _StopSignals:
+    """SIGINT / SIGTERM ask the trial to stop after the current step; a second signal stops it at once.
+
+    Installed only in the main thread (Python delivers signals there); the previous handlers come back
+    when the trial ends.
+    """
+
+    def __init__(self, enabled: bool):
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
+        if enabled and threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal_name is not None:  # asked twice: stop now (temporary folders are still removed)
+            self.close()
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+
+    @property
+    def requested(self) -> bool:
+        return self.signal_name is not None
+
+    def close(self) -> None:
+        for sig, handler in self._previous.items():
+            with contextlib.suppress(ValueError, TypeError):  # not the main thread any more (generator collected)
+                signal.signal(sig, handler)
+        self._previous = {}
+
+
 def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int = 0, device: Any = None,
                data: TextData | str | Path | Sequence[str | Path] | None = None,
                tokenizer: str | Path | None = None, out_dir: str | Path | None = None,
@@ -589,6 +794,9 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
                clock: Callable[[], float] = time.perf_counter, lr: float | None = None, loader_workers: int = 0,
                checkpoint: bool = True, max_grad_norm: float | None = MAX_GRAD_NORM,
                memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, parallel: Parallel | None = None,
+               resume: ResumePoint | None = None, checkpoint_every: int = 0, handle_signals: bool | None = None,
+               after_checkpoint_save: Callable[[Path], Any] | None = None,
+               until_stable: float | None = None, max_steps: int | None = None,
                ) -> Generator[StepMeasurement, None, TrialRecord]:
     """Run a measured trial, yielding each step's measurement; the generator returns the TrialRecord.
 
@@ -600,8 +808,9 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         device: "cpu", "cuda", "cuda:1" or a torch.device; None = CUDA when available, else CPU.
         data: a TextData, .txt/.jsonl file(s) or folder, or None for the shipped corpus.
         tokenizer: a local tokenizer folder; None trains a byte-level BPE on the data (in memory).
-        out_dir: where the record JSON (``trial-<model>-<method>-<timestamp>.json``) and the
-            checkpoint folder are written; None writes nothing (temporary folders are removed).
+        out_dir: where the record JSON (``<run id>.json``, see ``records.new_run_id``) and the
+            checkpoint folder (``<run id>-checkpoint``) are written; the record is rewritten atomically
+            after every step (``status="running"``). None writes nothing (temporary folders are removed).
         memory_cap_bytes: simulated device size: raise out-of-memory when the trial's measured
             memory (see StepMeasurement) passes it.
         model_factory: ``(transformers config, plan) -> nn.Module`` to build the base model instead
@@ -613,9 +822,24 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         max_grad_norm: gradient clipping norm (None = no clipping; the norm is still measured).
         memory_sample_interval_s: CPU RSS sampling period (0 = sample at phase boundaries only).
         parallel: hooks of a multi-process run (``gpuwork.measure.distributed`` passes them); None = one process.
-    Raises TrialError / ModelError / DataError for unusable inputs; out of memory is not raised
-    but recorded (``fits=False``). While the generator runs, transformers' logging is set to errors
-    and its progress bars are off (both restored at the end); the caller's RNG states are restored.
+        resume: go on from an interrupted trial's checkpoint (``resume_point``): its steps are kept, the
+            model, optimizer, scheduler, RNG and data position restored, and the next step is the one the
+            uninterrupted run would have taken.
+        checkpoint_every: also save a resumable checkpoint to out_dir every N steps (0 = only when stopped
+            by a signal), so that a killed trial (SIGKILL, power loss) can be resumed.
+        handle_signals: stop cleanly on SIGINT / SIGTERM (end the step, save a checkpoint, return the record
+            with ``status="interrupted"``); None = yes for one process in the main thread.
+        after_checkpoint_save: called with the round-trip's checkpoint folder between save and restore
+            (fault injection: corrupt a file and see the check catch it).
+        until_stable: run until the median step time's 95 % interval lies within +-this share of the
+            median (``gpuwork.measure.stability``; e.g. 0.03), checked after each measured step from the
+            ``steps``-th on; ``steps`` is then the minimum. ``record.stability`` says whether it converged.
+        max_steps: with ``until_stable``, the most measured steps (default DEFAULT_MAX_STEPS).
+    Raises TrialError / ModelError / DataError for unusable inputs, RecordWriteError when out_dir cannot
+    be written at the start; out of memory is not raised but recorded (``fits=False``), and a write that
+    fails later (disk full) is recorded in ``write_error`` while the steps go on in memory. While the
+    generator runs, transformers' logging is set to errors and its progress bars are off (both restored
+    at the end); the caller's RNG states are restored.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise TrialError(msg("error.trial.steps", steps=repr(steps)))
@@ -623,37 +847,139 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
         raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
     if memory_cap_bytes is not None and memory_cap_bytes <= 0:
         raise TrialError(msg("error.trial.memory_cap", cap=repr(memory_cap_bytes)))
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))
+    max_steps = check_until_stable(until_stable, max_steps, steps)
+    parallel = parallel if parallel is not None else ONE_PROCESS
+    stop = _StopSignals(parallel.world_size == 1 if handle_signals is None else handle_signals)
+    try:
+        return (yield from _trial(
+            plan, steps=steps, warmup=warmup, seed=seed, device=device, data=data, tokenizer=tokenizer,
+            out_dir=out_dir, memory_cap_bytes=memory_cap_bytes, model_factory=model_factory, clock=clock, lr=lr,
+            loader_workers=loader_workers, checkpoint=checkpoint, max_grad_norm=max_grad_norm,
+            memory_sample_interval_s=memory_sample_interval_s, parallel=parallel, resume=resume,
+            checkpoint_every=checkpoint_every, after_checkpoint_save=after_checkpoint_save, stop=stop,
+            until_stable=until_stable, max_steps=max_steps))
+    finally:
+        stop.close()
+
+
+def check_until_stable(until_stable: float | None, max_steps: int | None, steps: int) -> int:
+    """The measured-step cap for ``until_stable`` (``steps`` when it is None); TrialError for bad values."""
+    if until_stable is None:
+        return steps
+    if isinstance(until_stable, bool) or not isinstance(until_stable, (int, float)) or not 0 < until_stable < 1:
+        raise TrialError(msg("error.trial.tolerance", value=repr(until_stable), default=DEFAULT_TOLERANCE))
+    cap = DEFAULT_MAX_STEPS if max_steps is None else max_steps
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < steps:
+        raise TrialError(msg("error.trial.max_steps", value=repr(cap), steps=steps))
+    return max(cap, steps)
+
+
+def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, data: Any, tokenizer: Any,
+           out_dir: str | Path | None, memory_cap_bytes: int | None, model_factory: ModelFactory | None,
+           clock: Callable[[], float], lr: float | None, loader_workers: int, checkpoint: bool,
+           max_grad_norm: float | None, memory_sample_interval_s: float, parallel: Parallel,
+           resume: ResumePoint | None, checkpoint_every: int, after_checkpoint_save: Callable[[Path], Any] | None,
+           stop: _StopSignals, until_stable: float | None, max_steps: int
+           ) -> Generator[StepMeasurement, None, TrialRecord]:
+    """The body of ``iter_trial`` (arguments checked, signal handlers installed)."""
     import torch
 
-    parallel = parallel if parallel is not None else ONE_PROCESS
     started = clock()
     created = parallel.agree(datetime.now(UTC))
     setup, text = prepare(plan, device=device, seed=seed, warmup=warmup, lr=lr, data=data, tokenizer=tokenizer,
                           model_factory=model_factory, max_grad_norm=max_grad_norm, parallel=parallel)
     dev, model_name, weights_dir, task, lr = setup.device, setup.model_name, setup.weights_dir, setup.task, setup.lr
-    stamp = created.strftime("%Y%m%dT%H%M%SZ")
-    stem = f"trial-{_slug(model_name)}-{plan.method.value}-{stamp}"
     out_path = Path(out_dir).expanduser() if out_dir is not None else None
     if out_path is not None:
-        out_path.mkdir(parents=True, exist_ok=True)
-        stem = _unique_stem(out_path, stem)
+        try:
+            out_path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise records.folder_error(exc, out_path) from None
+        stem = records.reserve_run_id(out_path, model_name, plan.method.value, created)
+    else:
+        stem = records.new_run_id(model_name, plan.method.value, created)
     stem = parallel.agree(stem)
-    environment = _environment(dev)
+    trial_env = environment(dev)
+    json_path = out_path / f"{stem}.json" if out_path is not None else None
+    checkpoint_folder = out_path / f"{stem}-checkpoint" if out_path is not None else None
 
-    measurements: list[StepMeasurement] = []
+    measurements: list[StepMeasurement] = list(resume.steps) if resume is not None else []
     notes: list[str] = []
     error: Msg | None = None
+    write_failure: Msg | None = None
     checkpoint_result: CheckpointResult | None = None
     run: Run | None = None
     memory: _Memory | None = None
     loader = None
     temp = contextlib.ExitStack()
     params_total = params_trainable = 0
+    status = STATUS_RUNNING
+    flushing = json_path is not None and parallel.writes_record
+    last_step = warmup + (max_steps if until_stable is not None else steps)
+    converged = False
+
+    def make_record(state: str) -> TrialRecord:
+        peak = max([memory.highest_bytes if memory else 0] + [s.trial_memory_bytes for s in measurements])
+        protocol = TrialProtocol(
+            model=model_name, method=plan.method.value, task=task.value, steps=steps, warmup=warmup,
+            micro_batch=plan.batch_size, grad_accum=plan.grad_accum, seq_len=plan.seq_len,
+            tokens_per_step=plan.tokens_per_step // plan.gpus, seed=seed, learning_rate=lr,
+            lr_schedule=f"linear warm-up over {warmup} steps, then constant", max_grad_norm=max_grad_norm,
+            precision_requested=plan.precision.value, precision_used=setup.precision_used,
+            attention_requested=plan.attention.value, attention_used=setup.attention,
+            optimizer=plan.optimizer.value, optimizer_class=optimizer_class_name(plan.optimizer),
+            grad_checkpointing=plan.grad_checkpointing, params_total=params_total,
+            params_trainable=params_trainable,
+            weights=str(weights_dir) if weights_dir is not None else "random", dataset=text.as_dict(),
+            tokenizer=text.tokenizer.as_dict(), loader_workers=loader_workers, memory_cap_bytes=memory_cap_bytes,
+            substitutions=tuple(setup.substitutions), plan=plan.as_dict(),
+        )
+        summary = summarize(measurements, "GPU" if dev.type == "cuda" else "CPU")
+        stability = None
+        if until_stable is not None:
+            stability = Stability(tolerance=until_stable, confidence=CONFIDENCE, min_steps=steps, max_steps=max_steps,
+                                  converged=converged, measured_steps=summary.measured_steps if summary else 0,
+                                  half_width=summary.step_time_half_width if summary else None)
+        return TrialRecord(
+            protocol=protocol, environment=trial_env, summary=summary, stability=stability,
+            steps=tuple(measurements), checkpoint=checkpoint_result, fits=error is None, error=error,
+            peak_trial_memory_bytes=peak, created_utc=created.isoformat(timespec="seconds"),
+            duration_s=clock() - started, notes=tuple(dict.fromkeys(notes)),
+            saved_to=str(json_path) if json_path is not None and write_failure is None else None,
+            status=state, run_id=stem, resumed_from=resume.run_id if resume is not None else None,
+            stop_signal=stop.signal_name if state == STATUS_INTERRUPTED else None, write_error=write_failure,
+        )
+
+    def flush() -> None:
+        """The record as measured so far, replacing the previous one atomically."""
+        nonlocal write_failure, flushing
+        if not flushing:
+            return
+        try:
+            records.write_text(json_path, make_record(STATUS_RUNNING).to_json())
+        except RecordWriteError as exc:  # disk full: measure on in memory, say so at the end
+            write_failure, flushing = exc.msg, False
+
+    def save_resumable(target: Run, done: int, taken: int) -> None:
+        """A checkpoint ``resume_point`` can go on from (one process with out_dir only)."""
+        nonlocal write_failure, flushing
+        if checkpoint_folder is None or parallel.world_size > 1 or write_failure is not None:
+            return
+        try:
+            FileCheckpoint().save(target, setup, checkpoint_folder, done, micro_batches=taken, run_id=stem)
+        except RecordWriteError as exc:
+            write_failure, flushing = exc.msg, False
+
     caller_rng = rng_state(dev)  # the trial seeds torch/python RNGs; the caller gets theirs back
     release_memory(dev)
     try:
         temp.enter_context(quiet_libraries())
-        scratch = parallel.scratch_dir(temp, out_path, stem)
+        try:
+            scratch = parallel.scratch_dir(temp, out_path, stem)
+        except OSError as exc:
+            raise records.folder_error(exc, out_path or Path(tempfile.gettempdir())) from None
         if plan.method is Method.QLORA and weights_dir is None:
             setup.qlora_base_dir = scratch / "base-model"
         preload(setup)
@@ -665,34 +991,77 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
             notes.extend(_useful_warnings(caught))
             params_total, params_trainable = run.params_total, run.params_trainable
             memory.check("build")
+            if flushing:  # the first record: a read-only folder or a full disk is said before any step
+                records.write_text(json_path, make_record(STATUS_RUNNING).to_json())
             from gpuwork.measure.textdata import cycle, make_loader
 
             dataset = parallel.shard(text.dataset(task.value, seed=seed))
             loader = make_loader(dataset, plan.batch_size, workers=loader_workers, seed=seed,
                                  pin_memory=dev.type == "cuda")
             batches = cycle(loader)
-            torch.manual_seed(seed + 1)  # dropout stream, independent of init
-            for step in range(1, warmup + steps + 1):
+            taken = 0  # micro-batches drawn from the loader: the data position a checkpoint saves
+
+            def next_batch() -> dict[str, Any]:
+                nonlocal taken
+                taken += 1
+                return next(batches)
+
+            first = 1
+            if resume is not None:
+                rng = _restore(run, setup, resume)
+                for _ in range(resume.micro_batches):  # the same data order: skip what was trained on
+                    next(batches)
+                taken = resume.micro_batches
+                set_rng_state(rng)
+                first = resume.step + 1
+            else:
+                torch.manual_seed(seed + 1)  # dropout stream, independent of init
+            done = first - 1
+            for step in range(first, last_step + 1):
+                if stop.requested:
+                    break
                 memory.reset_peak()
                 start = clock()
-                loss, grad_norm, wait, step_lr = train_step(run, setup, lambda: next(batches), clock, memory)
+                loss, grad_norm, wait, step_lr = train_step(run, setup, next_batch, clock, memory)
                 elapsed = clock() - start
                 tokens = plan.tokens_per_step // plan.gpus
                 m = StepMeasurement(step=step, is_warmup=step <= warmup, loss=loss, step_time_s=elapsed,
                                     data_wait_s=wait, tokens=tokens,
                                     tokens_per_s=tokens / elapsed if elapsed > 0 else math.inf,
-                                    grad_norm=grad_norm, learning_rate=step_lr, **memory.step_fields())
+                                    grad_norm=grad_norm, learning_rate=step_lr, padding_tokens=0,  # packed rows
+                                    **memory.step_fields())
                 measurements.append(m)
+                done = step
+                flush()
                 yield m
-            parallel.after_steps(run)
-            if checkpoint:
-                resume_batches = [next(batches) for _ in range(RESUME_STEPS * plan.grad_accum)]
-                owner, run = [run], None  # the round-trip takes the only reference and frees it
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    checkpoint_result = roundtrip(owner, setup, scratch=scratch, out_path=out_path, stem=stem,
-                                                  step=warmup + steps, batches=resume_batches, clock=clock)
-                notes.extend(_useful_warnings(caught))
+                if until_stable is not None and step > warmup:
+                    times = [s.step_time_s for s in measurements if not s.is_warmup]
+                    converged = parallel.agree(len(times) >= steps and is_stable(times, until_stable))
+                    if converged:
+                        break
+                if checkpoint_every and step % checkpoint_every == 0 and step < last_step \
+                        and not stop.requested:
+                    save_resumable(run, step, taken)
+            if stop.requested:
+                status = STATUS_INTERRUPTED
+                save_resumable(run, done, taken)
+            else:
+                parallel.after_steps(run)
+                if checkpoint and write_failure is None:
+                    position = taken
+                    resume_batches = [next(batches) for _ in range(RESUME_STEPS * plan.grad_accum)]
+                    owner, run = [run], None  # the round-trip takes the only reference and frees it
+                    try:
+                        with warnings.catch_warnings(record=True) as caught:
+                            warnings.simplefilter("always")
+                            checkpoint_result = roundtrip(
+                                owner, setup, scratch=scratch, out_path=out_path, stem=stem,
+                                step=done, batches=resume_batches, clock=clock, micro_batches=position,
+                                after_save=after_checkpoint_save)
+                        notes.extend(_useful_warnings(caught))
+                    except RecordWriteError as exc:
+                        write_failure, flushing = exc.msg, False
+                status = STATUS_COMPLETE
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is recorded; anything else re-raised
             if not is_oom(exc):
                 raise
@@ -700,6 +1069,7 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
             error = getattr(exc, "gpuwork_msg", None) or (
                 msg("trial.out_of_memory", kind=type(exc).__name__, detail=detail) if detail
                 else msg("trial.out_of_memory_bare", kind=type(exc).__name__))
+            status = STATUS_COMPLETE
             if memory is not None:
                 with contextlib.suppress(Exception):
                     memory.trial_bytes()
@@ -711,36 +1081,35 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
     finally:
         if memory is not None:
             memory.close()
-        temp.close()
+        temp.close()  # the scratch folder, with QLoRA's 16-bit copy of the base model
         set_rng_state(caller_rng)
 
-    fits = error is None
-    peak = max([memory.highest_bytes if memory else 0] + [s.trial_memory_bytes for s in measurements])
-    protocol = TrialProtocol(
-        model=model_name, method=plan.method.value, task=task.value, steps=steps, warmup=warmup,
-        micro_batch=plan.batch_size, grad_accum=plan.grad_accum, seq_len=plan.seq_len,
-        tokens_per_step=plan.tokens_per_step // plan.gpus, seed=seed, learning_rate=lr,
-        lr_schedule=f"linear warm-up over {warmup} steps, then constant", max_grad_norm=max_grad_norm,
-        precision_requested=plan.precision.value, precision_used=setup.precision_used,
-        attention_requested=plan.attention.value, attention_used=setup.attention,
-        optimizer=plan.optimizer.value, optimizer_class=optimizer_class_name(plan.optimizer),
-        grad_checkpointing=plan.grad_checkpointing, params_total=params_total, params_trainable=params_trainable,
-        weights=str(weights_dir) if weights_dir is not None else "random", dataset=text.as_dict(),
-        tokenizer=text.tokenizer.as_dict(), loader_workers=loader_workers, memory_cap_bytes=memory_cap_bytes,
-        substitutions=tuple(setup.substitutions), plan=plan.as_dict(),
-    )
-    json_path = out_path / f"{stem}.json" if out_path is not None else None
-    record = TrialRecord(
-        protocol=protocol, environment=environment,
-        summary=summarize(measurements, "GPU" if dev.type == "cuda" else "CPU"),
-        steps=tuple(measurements), checkpoint=checkpoint_result, fits=fits, error=error,
-        peak_trial_memory_bytes=peak, created_utc=created.isoformat(timespec="seconds"),
-        duration_s=clock() - started, notes=tuple(dict.fromkeys(notes)),
-        saved_to=str(json_path) if json_path is not None else None,
-    )
-    if json_path is not None and parallel.writes_record:
-        record.to_json(json_path)
+    record = make_record(status)
+    if flushing:
+        try:
+            record.to_json(json_path)
+        except RecordWriteError as exc:
+            write_failure = exc.msg
+            record = make_record(status)
     return record
+
+
+def _restore(run: Run, setup: Any, resume: ResumePoint) -> dict[str, Any]:
+    """Load an interrupted trial's checkpoint into a freshly built run; return its RNG state."""
+    store = FileCheckpoint()
+    folder = Path(resume.checkpoint)
+    try:
+        rng = store.load(run, setup, folder)
+    except Exception as exc:  # noqa: BLE001 - a file that cannot be read back: one line naming it
+        if is_oom(exc):
+            raise
+        raise TrialError(msg("error.trial.resume_unreadable", folder=str(folder),
+                             what=unreadable_file(store.reading, exc))) from None
+    found = store.trainer_state.get("global_step")
+    if found != resume.step or store.trainer_state.get("seed") != setup.seed:
+        raise TrialError(msg("error.trial.resume_mismatch", folder=str(folder), step=str(found),
+                             expected=resume.step))
+    return rng
 
 
 def run_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int = 0, device: Any = None,
@@ -860,16 +1229,7 @@ def ramp(plan: TrainPlan, *, max_batch_size: int = 256, max_seq_len: int | None 
 # -- helpers: environment, files, warnings ----------------------------------------------------------------------
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).stem if name.endswith(".json") else name).strip("_") or "model"
-
-
-def _unique_stem(folder: Path, stem: str) -> str:
-    candidate, n = stem, 2
-    while (folder / f"{candidate}.json").exists() or (folder / f"{candidate}-checkpoint").exists():
-        candidate = f"{stem}-{n}"
-        n += 1
-    return candidate
+_slug = records.slug
 
 
 def _useful_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
@@ -923,7 +1283,8 @@ def _driver_version() -> str | None:
         return None
 
 
-def _environment(device: torch.device) -> TrialEnvironment:
+def environment(device: Any) -> TrialEnvironment:
+    """Software versions and hardware of ``device`` (a torch.device: "cpu" or "cuda:N"), as a record holds them."""
     import psutil
     import torch
 
@@ -955,15 +1316,21 @@ __all__ = [
     "RampProbe",
     "RampResult",
     "RankResult",
+    "ResumePoint",
     "StepMeasurement",
     "TrialEnvironment",
     "TrialError",
     "TrialProtocol",
     "TrialRecord",
     "TrialSummary",
+    "Stability",
     "compare",
+    "environment",
+    "find_record",
     "iter_trial",
     "ramp",
+    "resume_options",
+    "resume_point",
     "run_trial",
     "summarize",
 ]

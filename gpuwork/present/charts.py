@@ -384,6 +384,62 @@ def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
     return go.Figure(data=traces, layout=layout)
 
 
+# -- step time ----------------------------------------------------------------------------------------
+
+# One colour per part of a step (TimeEstimate.breakdown keys), stable across figures.
+_TIME_COLORS = {
+    "matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
+    "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d",
+    "optimizer on CPU": "#ff9da6", "parameter offload (PCIe)": "#eeca3b", "compute (given MFU)": "#54a24b",
+}
+
+
+def step_time_figure(times: Any | Sequence[Any], *, lang: str = "en", template: str | None = TEMPLATE) -> go.Figure:
+    """Where one optimizer step goes on one GPU: a horizontal stacked bar per TimeEstimate, seconds
+    labelled on each segment (the parts of ``TimeEstimate.breakdown``).
+
+    Traces: one per part that any of the estimates has, in the order of ``_TIME_COLORS``.
+    """
+    times = [times] if not isinstance(times, Sequence) else list(times)
+    names = [f"{html.escape(t.gpu_name)} · {t.stack}" for t in times]
+    parts = [k for k in _TIME_COLORS if any(t.breakdown.get(k, 0) > 0 for t in times)]
+    parts += sorted({k for t in times for k, v in t.breakdown.items() if v > 0} - set(parts))
+    traces = []
+    for part in parts:
+        label = messages.text(messages.time_kind_code(part), lang)
+        values = [t.breakdown.get(part, 0.0) for t in times]
+        traces.append(go.Bar(
+            y=names, x=values, name=label, orientation="h", marker={"color": _TIME_COLORS.get(part, "#888")},
+            text=[f"{v:.3g} {unit('s', lang)}" if v > 0 else "" for v in values], textposition="inside",
+            hovertemplate=f"{html.escape(label)}: %{{x:.4g}} {unit('s', lang)}<extra></extra>"))
+    layout = _base_layout(text("step_parts_title", lang), template, barmode="stack", height=160 + 60 * len(times),
+                          xaxis={"title": {"text": text("step_seconds", lang)}}, legend={"orientation": "h", "y": -0.35})
+    return go.Figure(data=traces, layout=layout)
+
+
+def scaling_figure(points: Sequence[Any], *, gpu_name: str = "", lang: str = "en",
+                   template: str | None = TEMPLATE) -> go.Figure:
+    """Tokens per second per GPU against the number of GPUs (``gpuwork.estimate.timing.scaling``).
+
+    Traces: tokens/s per GPU (markers and line) and the scaling efficiency on a second axis.
+    """
+    xs = [p.gpus for p in points]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=xs, y=[p.tokens_per_s_per_gpu for p in points], mode="lines+markers",
+                             name=text("scaling_tokens", lang), marker={"color": _SERIES_COLORS[0]},
+                             hovertemplate="%{x}: %{y:,.0f}<extra></extra>"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=xs, y=[100 * p.scaling_efficiency for p in points], mode="lines+markers",
+                             name=text("scaling_efficiency", lang), marker={"color": _SERIES_COLORS[1]},
+                             line={"dash": "dot"}, hovertemplate="%{x}: %{y:.0f} %<extra></extra>"),
+                  secondary_y=True)
+    fig.update_layout(**_base_layout(text("scaling_title", lang, gpu=html.escape(gpu_name)), template, height=380,
+                                     xaxis={"title": {"text": text("scaling_x", lang)}, "type": "log",
+                                            "tickvals": xs}))
+    fig.update_yaxes(title_text=text("scaling_tokens", lang), rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text=text("scaling_efficiency", lang), range=[0, 105], secondary_y=True)
+    return fig
+
+
 __all__ = [
     "LANGS",
     "TOTALS",
@@ -391,6 +447,8 @@ __all__ = [
     "memory_breakdown_figure",
     "offers_figure",
     "runs_out_at",
+    "scaling_figure",
+    "step_time_figure",
     "term_label",
     "text",
     "total_label",

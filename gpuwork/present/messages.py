@@ -39,7 +39,15 @@ from typing import Any
 from gpuwork import errors
 from gpuwork.estimate.memory import TERM_LABELS
 from gpuwork.message import Msg, msg
-from gpuwork.present import messages_errors, messages_help, messages_measure
+from gpuwork.present import (
+    messages_configs,
+    messages_errors,
+    messages_help,
+    messages_hf,
+    messages_measure,
+    messages_trial_faults,
+    messages_validation,
+)
 from gpuwork.units import (
     GB,
     MISSING,
@@ -345,32 +353,23 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "peak.fp16": ("FP16 tensor, dense, FP32 accumulate", "FP16 на тензорных ядрах, плотные, накопление в FP32"),
     "peak.fp32": ("FP32 (non-tensor; TF32 off, the PyTorch default for matmuls)",
                   "FP32 без тензорных ядер (TF32 выключен, как по умолчанию в PyTorch)"),
-    "mfu.source.default": ("default", "по умолчанию"),
+    "mfu.source.default": ("per-operation model", "пооперационная модель"),
     "mfu.source.argument": ("argument", "задано"),
     "mfu.source.calibration": ("calibration", "по замеру"),
     "mfu.argument": ("given by the caller", "задано вручную"),
-    "mfu.calibration": ("measured: {label}", "по замеру: {label}"),
+    "mfu.calibrated": ("measured: {label}; every operation's speed x {scale:n2}",
+                       "по замеру: {label}; скорость каждой операции × {scale:n2}"),
     "mfu.a_trial": ("a measured trial", "пробный запуск"),
-    "mfu.any_architecture": ("any GPU", "любом GPU"),
-    "mfu.default": (
-        "default for {group:@mfu.group} on {architecture}: {table_value:n2} (published runs {low:n2}–{high:n2}, "
-        "data/mfu.csv){qlora}{small_batch}",
-        "по умолчанию для режима «{group:@mfu.group}» на {architecture}: {table_value:n2} (опубликованные "
-        "запуски {low:n2}–{high:n2}, data/mfu.csv){qlora}{small_batch}"),
-    "mfu.group.full": ("a full update in a tuned multi-GPU framework",
-                       "полное обновление в оптимизированном фреймворке на нескольких GPU"),
-    "mfu.group.lora": ("adapters in a tuned framework", "адаптеры в оптимизированном фреймворке"),
-    "mfu.group.fp32": ("fp32 training", "обучение в fp32"),
-    "mfu.group.full-single": ("a full update on one GPU (Hugging Face Trainer loop)",
-                              "полное обновление на одном GPU (цикл Trainer из Hugging Face)"),
-    "mfu.group.lora-single": ("adapters on one GPU (Hugging Face / PEFT loop)",
-                              "адаптеры на одном GPU (цикл Hugging Face / PEFT)"),
-    "mfu.qlora": ("; QLoRA x {factor:n2} (4-bit weights are dequantized, torchtune)",
-                  "; QLoRA × {factor:n2} (распаковка 4-битных весов, замер torchtune)"),
-    "mfu.small_batch": (
-        "; x {factor:n2} for {tokens:int} tokens per micro-batch (1 at {reference_tokens:int})",
-        "; × {factor:n2} за {tokens:int} {tokens:pl:токен|токена|токенов} в микробатче (1 при "
-        "{reference_tokens:int})"),
+    "mfu.op_model": (
+        "what the per-operation model of the step comes to ({stack:raw} on {gpu}: measured matmul, attention and "
+        "memory rates, kernel launches)",
+        "к чему приходит пооперационная модель шага ({stack:raw} на {gpu}: измеренные скорости умножения матриц, "
+        "внимания и памяти, запуски ядер)"),
+    "time.derived_rates": (
+        "no measured kernel rates for {gpu} in rates.csv: its datasheet figures are scaled by the typical "
+        "achieved share of measured GPUs",
+        "для {gpu} в rates.csv нет измеренных скоростей ядер: паспортные значения умножены на типичную "
+        "достижимую долю измеренных GPU"),
     "comm.single_gpu": ("single GPU: no inter-GPU communication", "один GPU: обмена между GPU нет"),
     "comm.no_nvlink": (
         "{gpu} has no NVLink: communication takes {share:pct} of each step over PCIe",
@@ -581,6 +580,25 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "cli.plan.flops": ("FLOPs per token", "FLOPs на токен"),
     "cli.plan.flops_value": ("{flops:sci}  ({note})", "{flops:sci}  ({note})"),
     "cli.plan.mfu": ("MFU: {note}", "MFU: {note}"),
+    "cli.plan.breakdown": ("where a step goes (one GPU, stack {stack:raw}): {parts:list}",
+                           "из чего состоит шаг (один GPU, стек {stack:raw}): {parts:list}"),
+    "cli.plan.breakdown_part": ("{kind} {seconds:n3} s ({share:pct})", "{kind} {seconds:n3} с ({share:pct})"),
+    "cli.plan.scaling": ("tokens/s per GPU on 1–64 x {gpu} (8 per node, InfiniBand NDR 400G between nodes): "
+                         "{points:list}",
+                         "токенов/с на GPU для 1–64 × {gpu} (по 8 в узле, между узлами InfiniBand NDR 400G): "
+                         "{points:list}"),
+    "cli.plan.scaling_point": ("{gpus}: {tokens_s:int}", "{gpus}: {tokens_s:int}"),
+    "time.kind.matmul": ("matrix multiplications", "умножения матриц"),
+    "time.kind.attention": ("attention", "внимание"),
+    "time.kind.memory": ("memory-bound ops (norms, activations, casts, loss)",
+                         "операции, ограниченные памятью (нормировки, активации, приведения типов, потери)"),
+    "time.kind.optimizer": ("optimizer (clipping, update)", "оптимизатор (ограничение градиента, обновление)"),
+    "time.kind.launch_overhead": ("kernel launches (waiting on the CPU)", "запуски ядер (ожидание CPU)"),
+    "time.kind.communication_exposed": ("communication not hidden by compute", "обмен, не скрытый вычислениями"),
+    "time.kind.data_wait": ("waiting for data", "ожидание данных"),
+    "time.kind.optimizer_on_cpu": ("optimizer step on the CPU", "шаг оптимизатора на CPU"),
+    "time.kind.parameter_offload_pcie": ("parameters over PCIe (offload)", "параметры по PCIe (выгрузка)"),
+    "time.kind.compute_given_mfu": ("compute at the given MFU", "вычисления при заданном MFU"),
     "cli.plan.step": (
         "step: compute {compute_s:n3} s + optimizer {optimizer_s:n3} s + exposed communication {exposed_s:n3} s = "
         "{step_s:n3} s",
@@ -658,6 +676,13 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "chart.evm_title": ("Estimate vs measured", "Оценка и замер"),
     "chart.evm_y": ("memory, {unit}", "память, {unit}"),
     "chart.estimate": ("estimate", "оценка"),
+    "chart.step_parts_title": ("Where one step goes (one GPU)", "Из чего состоит шаг (один GPU)"),
+    "chart.step_seconds": ("seconds per optimizer step", "секунд на шаг оптимизатора"),
+    "chart.scaling_title": ("Throughput per GPU by number of {gpu} (8 per node)",
+                            "Скорость на GPU в зависимости от числа {gpu} (по 8 в узле)"),
+    "chart.scaling_x": ("GPUs", "число GPU"),
+    "chart.scaling_tokens": ("tokens/s per GPU", "токенов/с на GPU"),
+    "chart.scaling_efficiency": ("scaling efficiency, %", "эффективность масштабирования, %"),
     "chart.offers_title": ("Offers: expected cost vs time (illustrative prices)",
                            "Предложения: ожидаемая стоимость и время (цены ориентировочные)"),
     "chart.offers_x": ("expected wall time incl. preemptions, hours (log scale)",
@@ -922,7 +947,9 @@ _TERMS_RU = {
 
 _ENTRIES.update({f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_LABELS.items()})
 
-for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.ENTRIES):  # sections in own files
+for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.ENTRIES, messages_hf.ENTRIES,
+              messages_trial_faults.ENTRIES, messages_configs.ENTRIES,
+              messages_validation.ENTRIES):  # sections in own files
     _clash = _ENTRIES.keys() & _part.keys()
     assert not _clash, f"catalog codes defined twice: {sorted(_clash)}"
     _ENTRIES.update(_part)
@@ -1049,6 +1076,12 @@ def _show(value: Any, spec: str, lang: str, where: str) -> str:
     if value is None and spec in _NUMERIC:
         return MISSING
     return kind(value, lang)
+
+
+def time_kind_code(kind: str) -> str:
+    """Catalog code of a step-time part (``TimeEstimate.breakdown`` key): "launch overhead" ->
+    "time.kind.launch_overhead"."""
+    return "time.kind." + "".join(c if c.isalnum() else "_" for c in kind).strip("_").replace("__", "_")
 
 
 def render(message: Msg, lang: str = "en") -> str:

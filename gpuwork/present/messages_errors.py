@@ -96,7 +96,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.plan.at_least": ("{field:raw}={value:raw} is out of range: use a number >= {minimum:raw}",
                             "{field:raw}={value:raw} вне допустимого диапазона: нужно число ≥ {minimum:raw}"),
 
-    # -- data files (gpus.csv, catalog.csv, mfu.csv): file, line and field as they are, then the problem -------
+    # -- data files (gpus.csv, catalog.csv, rates.csv): file, line and field as they are, then the problem -------
     "error.catalog.row": ("{file:raw} line {line:raw}, field '{field:raw}': {problem}",
                           "{file:raw}, строка {line:raw}, поле '{field:raw}': {problem}"),
     "error.catalog.line": ("{file:raw} line {line:raw}: {problem}", "{file:raw}, строка {line:raw}: {problem}"),
@@ -284,15 +284,21 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.catalog.filter_limit": (
         "filter_offers: {field:raw} must be a number of at least 0; got {value:raw}",
         "filter_offers: {field:raw} — нужно число не меньше 0; получено {value:raw}"),
-    "error.efficiency.columns_missing": ("column(s) {missing:raw} missing; expected {expected:raw}",
-                                         "нет столбцов: {missing:raw}; ожидаются {expected:raw}"),
-    "error.efficiency.not_numbers": ("mfu, mfu_low and mfu_high must be numbers",
-                                     "mfu, mfu_low и mfu_high должны быть числами"),
-    "error.efficiency.order": ("need 0 < mfu_low <= mfu <= mfu_high <= 1",
-                               "нужно 0 < mfu_low ≤ mfu ≤ mfu_high ≤ 1"),
-    "error.efficiency.no_row": (
-        "{file:raw}: no row for method group '{group:raw}' (add one with architecture '*')",
-        "{file:raw}: нет строки для группы методов '{group:raw}' (добавьте строку с architecture '*')"),
+    "error.rates.columns": ("{file:raw}: column(s) {missing:raw} missing; restore the header of the bundled file",
+                            "{file:raw}: нет столбцов {missing:raw}; восстановите заголовок из поставляемого файла"),
+    "error.rates.unreadable": ("cannot read {file:raw}: {reason:raw}", "не удаётся прочитать {file:raw}: {reason:raw}"),
+    "error.rates.value": ("{file:raw} line {line:raw}, column '{column:raw}': '{value:raw}' is not a valid value (a positive "
+                          "number, or one of the listed choices)",
+                          "{file:raw}, строка {line:raw}, столбец '{column:raw}': '{value:raw}' — недопустимое значение "
+                          "(нужно положительное число или один из перечисленных вариантов)"),
+    "error.rates.missing_key": ("{file:raw} has no row '{key:raw}'; restore it from the bundled file",
+                                "в {file:raw} нет строки '{key:raw}'; восстановите её из поставляемого файла"),
+    "error.rates.stack_missing": ("{file:raw} does not describe the stack(s) {stacks:raw}; add a row for each",
+                                  "в {file:raw} не описаны стеки {stacks:raw}; добавьте строку для каждого"),
+    "error.rates.no_device": ("no achievable rates for GPU '{gpu_id:raw}' in rates.csv; add its rows (bf16, fp16, "
+                              "fp32) with sources, or pass mfu=… to use the peak-fraction model",
+                              "для GPU '{gpu_id:raw}' нет достижимых скоростей в rates.csv; добавьте его строки "
+                              "(bf16, fp16, fp32) с источниками или передайте mfu=…, чтобы считать по доле пика"),
 
     # -- models: presets, config.json files, hub ids ----------------------------------------------------------
     "error.model.folder_without_config": (

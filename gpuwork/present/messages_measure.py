@@ -157,10 +157,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                       "запуск считал в {used:raw}, а в плане — {asked:raw}"),
     "calibration.no_timing": ("gpuwork.estimate.timing is not available: no time calibration",
                               "gpuwork.estimate.timing недоступен: калибровки времени нет"),
-    "calibration.whole_step": (
-        "the measured step is shorter than the modelled optimizer/communication time: efficiency taken over the "
-        "whole step",
-        "замеренный шаг короче смоделированного времени оптимизатора и обмена: эффективность взята по всему шагу"),
+
 
     # -- the traced step's stand-ins and categories (gpuwork.measure.trace) -------------------------------------
     "trace.stand_in.attention_dropout": (

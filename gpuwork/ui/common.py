@@ -40,6 +40,7 @@ from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import messages
+from gpuwork.units import parse_count, parse_number
 
 _log = logging.getLogger(__name__)
 
@@ -50,6 +51,51 @@ NOTE_COLOR = "#9a6700"  # warnings and notes that need attention
 MUTED = "#555"  # secondary text
 WIDE = {"description_width": "170px"}  # the controls' label column
 CHECKBOX_LAYOUT = {"width": "auto"}
+
+# -- number fields ----------------------------------------------------------------------------------
+
+
+def _as_text(value: Any) -> Any:
+    """A number set from code (``control.value = 4096``) as the text a person would have typed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return str(value) if isinstance(value, int) else format(value, "g")
+
+
+class _TextOrNumber(type(widgets.Text.class_traits()["value"])):  # the trait class of Text.value (Unicode)
+    def validate(self, obj: Any, value: Any) -> Any:
+        return super().validate(obj, _as_text(value))
+
+
+class NumberText(widgets.Text):
+    """A text field for a number a person types, read by gpuwork.units: "4096", "1e4", "4k", "1.5B".
+
+    The browser's number inputs (``IntText``) keep only what they can read, so "4096.5" arrived as 40965,
+    "1e4" as 14 and "200 MB" as 200. This field sends the text as typed; ``number(field)`` parses it or
+    raises PlanError naming the field and what to write. Setting ``.value`` to a number shows it as text.
+
+    Args:
+        kind: "count" (a whole number, k/M/B/T suffixes allowed) or "number" (a finite decimal).
+    """
+
+    value = _TextOrNumber("", help="the text as typed").tag(sync=True)
+
+    def __init__(self, value: Any = "", *, kind: str = "count", **kwargs: Any):
+        if kind not in ("count", "number"):
+            raise ValueError(f"kind={kind!r} must be 'count' or 'number'")
+        kwargs.setdefault("continuous_update", False)  # re-estimate on Enter or leaving the field, not per key
+        super().__init__(value=_as_text(value), **kwargs)
+        self.kind = kind
+
+    def number(self, field: str) -> int | float:
+        """The parsed value; PlanError (naming ``field``) when the text is not a finite number of this kind."""
+        if self.kind == "count":
+            return parse_count(self.value, field, minimum=None)
+        value = parse_number(self.value, field)
+        return int(value) if float(value).is_integer() else value
+
 
 # -- labels -----------------------------------------------------------------------------------------
 

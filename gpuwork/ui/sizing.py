@@ -40,7 +40,7 @@ import plotly.graph_objects as go
 from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError
 from gpuwork.estimate.memory import GIB, MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
-from gpuwork.facts.model import list_presets, spec_for_plan
+from gpuwork.facts.model import CONFIG_BOUNDS, list_presets, spec_for_plan
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, TrainPlan
 from gpuwork.present import charts
@@ -54,6 +54,7 @@ from gpuwork.ui.common import (
     NOTE_COLOR,
     WIDE,
     LiveFigure,
+    NumberText,
     describe,
     error_html,
     friendly,
@@ -105,6 +106,9 @@ def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
         value = values.get(name)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ModelError(msg("error.ui.manual_whole", field=name, value=repr(value)))
+        if value > CONFIG_BOUNDS[name]:  # a 100,000-layer model would take minutes to build, for nothing
+            raise ModelError(msg("error.config.too_large", name="manual", field=name, value=repr(value),
+                                 maximum=CONFIG_BOUNDS[name]))
         out[name] = value
     if out["hidden_size"] % out["num_attention_heads"]:
         raise ModelError(msg("error.ui.hidden_by_heads", hidden=out["hidden_size"],
@@ -368,7 +372,7 @@ class SizingForm(common.Panel):
                                                   style={"description_width": "170px", "button_width": "96px"})
         self.upload = widgets.FileUpload(accept=".json", multiple=False)
         self.upload_name = widgets.HTML()
-        self.manual = {name: widgets.IntText(value=MANUAL_DEFAULTS[name], style=WIDE, layout=lay)
+        self.manual = {name: NumberText(value=MANUAL_DEFAULTS[name], style=WIDE, layout=lay)
                        for name in MANUAL_FIELDS}
         c: dict[str, widgets.ValueWidget] = {
             "model": widgets.Dropdown(options=presets, value=model_value, style=WIDE, layout=lay),
@@ -378,23 +382,23 @@ class SizingForm(common.Panel):
                                           style=WIDE, layout=lay),
             "optimizer": widgets.Dropdown(options=[o.value for o in Optimizer], value=base.optimizer.value,
                                           style=WIDE, layout=lay),
-            "seq_len": widgets.IntText(value=base.seq_len, style=WIDE, layout=lay),
-            "batch_size": widgets.IntText(value=base.batch_size, style=WIDE, layout=lay),
-            "grad_accum": widgets.IntText(value=base.grad_accum, style=WIDE, layout=lay),
+            "seq_len": NumberText(value=base.seq_len, style=WIDE, layout=lay),
+            "batch_size": NumberText(value=base.batch_size, style=WIDE, layout=lay),
+            "grad_accum": NumberText(value=base.grad_accum, style=WIDE, layout=lay),
             "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
                                                    layout=CHECKBOX_LAYOUT),
             "attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
                                           style=WIDE, layout=lay),
-            "lora_r": widgets.IntText(value=base.lora_r, style=WIDE, layout=lay),
+            "lora_r": NumberText(value=base.lora_r, style=WIDE, layout=lay),
             # module names differ between architectures (q_proj / c_attn / query): free text, checked by
             # the estimator, whose message lists the model's linear modules
             "lora_targets": widgets.Text(value=",".join(base.lora_targets), continuous_update=False, style=WIDE,
                                          layout=lay),
-            "gpus": widgets.IntText(value=base.gpus, style=WIDE, layout=lay),
+            "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
             "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
                                          style=WIDE, layout=lay),
-            "dataset_tokens": widgets.IntText(value=base.dataset_tokens, style=WIDE, layout=lay),
-            "epochs": widgets.FloatText(value=base.epochs, style=WIDE, layout=lay),
+            "dataset_tokens": NumberText(value=base.dataset_tokens, style=WIDE, layout=lay),
+            "epochs": NumberText(value=base.epochs, kind="number", style=WIDE, layout=lay),
         }
         self.controls = c
         ids = []
@@ -481,7 +485,7 @@ class SizingForm(common.Panel):
         if source == "upload":
             return self._uploaded[0] if self._uploaded else "config.json"
         if source == "manual":
-            m = {k: w.value for k, w in self.manual.items()}
+            m = {k: w.value.strip() for k, w in self.manual.items()}
             return (f"manual {m['num_hidden_layers']}×{m['hidden_size']} "
                     f"({m['num_attention_heads']}/{m['num_key_value_heads']} heads)")
         return str(self.controls["model"].value)
@@ -494,15 +498,14 @@ class SizingForm(common.Panel):
                 raise ModelError(msg("ui.upload_first"))
             return self.store.path_for(self._uploaded[1])
         if source == "manual":
-            return self.store.path_for(manual_config({k: w.value for k, w in self.manual.items()}))
+            return self.store.path_for(manual_config({k: w.number(k) for k, w in self.manual.items()}))
         return str(self.controls["model"].value)
 
     def values(self) -> dict[str, Any]:
         """The TrainPlan fields the form sets (model resolved by ``model_ref``)."""
-        out = {name: control.value for name, control in self.controls.items()}
+        out = {name: control.number(name) if isinstance(control, NumberText) else control.value
+               for name, control in self.controls.items()}
         out["model"] = self.model_ref()
-        if isinstance(out["epochs"], float) and out["epochs"].is_integer():
-            out["epochs"] = int(out["epochs"])
         return out
 
     # -- update -----------------------------------------------------------------------------------

@@ -1,0 +1,462 @@
+"""One optimizer step as a list of operations: FLOPs, bytes moved and kernel launches of each.
+
+``step_ops(plan, spec, stack)`` walks the step the way PyTorch runs it for a Hugging Face model —
+embedding, every block's forward (norms, projections, rotary, attention by implementation, MLP,
+residuals, dropout, LoRA adapters, 4-bit dequantisation), the loss and its logits, the backward
+(input gradients wherever gradients flow, weight gradients only where weights train), the
+recompute of gradient checkpointing, gradient accumulation, clipping and the optimizer update —
+and returns each operation once with how often it runs per optimizer step on one GPU.
+
+It reuses the memory estimator's reading of the block (``estimate.memory``: which linears read
+which tensor, the dtypes of the stream and of linear outputs under each precision, which linears
+carry adapters), so time and memory see the same block. Pure: no torch, no I/O.
+
+Kernel counts follow the eager implementations (transformers' LlamaRMSNorm and
+apply_rotary_pos_emb, peft's lora.Linear.forward, bitsandbytes' MatMul4Bit, torch.optim's
+_multi_tensor_adamw); the stack (``StackKernels``) says which of them a fused library or a compiler
+replaces by one kernel. Bytes are what each kernel reads plus writes.
+
+Limitations: the grouped (fused) MoE expert kernels of newer transformers are counted as one GEMM
+per expert over its share of tokens; sliding-window attention is counted as full attention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gpuwork.estimate.memory import block_groups, plan_dtypes
+from gpuwork.facts.spec import ModelSpec, count_params, lora_target_linears, quantized_linears
+from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
+
+
+class Kind(StrEnum):
+    MATMUL = "matmul"  # GEMMs: projections, MLP, output layer, adapters
+    ATTENTION = "attention"  # the attention kernels (flash / memory-efficient) or eager score matmuls
+    MEMORY = "memory"  # element-wise and reduction kernels: norms, activations, casts, loss, dequantisation
+    OPTIMIZER = "optimizer"  # clipping, accumulation and the update
+
+
+class Phase(StrEnum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    RECOMPUTE = "recompute"
+    OPTIMIZER = "optimizer"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operation of the step (a kernel or a short chain of kernels), per occurrence."""
+
+    name: str
+    kind: Kind
+    phase: Phase
+    flops: float  # executed FLOPs
+    bytes: float  # bytes read + written in device memory
+    launches: int  # kernels launched
+    count: int  # occurrences per optimizer step on one GPU (layers x micro-batches x ...)
+    dtype: str = "bf16"  # matmul dtype, for its rate: "bf16" | "fp16" | "fp32"
+    m: int = 0  # GEMM output rows (tokens) ...
+    n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
+    attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels
+
+
+@dataclass(frozen=True)
+class StackKernels:
+    """Which eager chains a stack runs as single fused kernels (facts.rates reads stacks.csv)."""
+
+    fused_norm: bool = False  # RMSNorm / LayerNorm: one kernel forward, one backward
+    fused_rope: bool = False  # rotary embedding of q and k: one kernel
+    fused_mlp_activation: bool = False  # SiLU(gate) * up (SwiGLU) / GELU: one kernel
+    fused_cross_entropy: bool = False  # output layer + loss in chunks, full logits never stored
+    fused_lora: bool = False  # adapter matmuls, scaling and add fused (no casts, no extra adds)
+    fuse_elementwise: bool = False  # a compiler fuses every element-wise chain between matmuls
+    adapters_fp32: bool = True  # LoRA weights fp32 on a 16-bit base (peft autocast_adapter_dtype=True)
+
+
+# torch.optim foreach kernels take lists of tensors, at most this many per launch for the
+# widest ops (ATen MultiTensorApply.cuh: depth_to_max_tensors = {110, 64, 48, 36, 30}).
+_FOREACH_TENSORS_PER_LAUNCH = 36
+# Element-wise passes of one update, per implementation (torch/optim/adamw.py, sgd.py; bitsandbytes
+# optimizer kernels; transformers Adafactor.step), and the bytes each pass moves per parameter
+# in units of the state dtype. AdamW foreach: lerp_(m), mul_+addcmul_(v), sqrt, div_, add_(eps),
+# addcdiv_(p), mul_(p, wd): 8 passes; fused: one kernel reads p, g, m, v and writes p, m, v.
+_ADAMW_FOREACH_PASSES = 8
+_ADAMW_FOREACH_TENSORS_MOVED = 20  # reads + writes of param-sized tensors over those 8 passes (2+3+2+3+2+2+2+4)
+_ADAMW_FUSED_TENSORS_MOVED = 7
+_ADAFACTOR_PASSES_PER_TENSOR = 20  # factored second moment: row/col means, rsqrt, update, RMS clip
+_ADAFACTOR_TENSORS_MOVED = 14
+
+
+def _gemm(name: str, phase: Phase, m: int, n: int, k: int, count: int, dtype: str, in_bytes: int, out_bytes: int,
+          w_bytes: int) -> Op:
+    """C[m, n] = A[m, k] @ B[k, n]: 2mnk FLOPs; reads A and B, writes C."""
+    return Op(name, Kind.MATMUL, phase, 2.0 * m * n * k, float(in_bytes * m * k + w_bytes * k * n + out_bytes * m * n),
+              1, count, dtype, m, n)
+
+
+def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
+         kind: Kind = Kind.MEMORY) -> Op:
+    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count)
+
+
+def matmul_dtype(plan: TrainPlan) -> str:
+    if plan.precision is Precision.FP32:
+        return "fp32"
+    return "fp16" if plan.precision in (Precision.FP16, Precision.FP16_MIXED) else "bf16"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    tokens: int  # T = batch x sequence, per micro-batch
+    micro_batches: int
+    layers_fwd: int  # blocks run forward
+    layers_grad: int  # blocks the gradient flows through (all but frozen bottom blocks for freeze)
+    layers_trained: int  # blocks whose own weights train
+    recompute: bool
+
+
+def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None) -> tuple[Op, ...]:
+    """The operations of one optimizer step on one GPU (see the module docstring).
+
+    Worked example: Llama-3.1-8B LoRA (q, v), bf16, seq 2048, batch 1: the q_proj forward GEMM has
+    m = 2048, n = 4096, k = 4096: 2 x 2048 x 4096 x 4096 = 68.7 GFLOPs, 32 per micro-batch.
+    """
+    stack = stack or StackKernels()
+    # what the op list reads (not the data and schedule fields, which only scale the run)
+    key = (plan.method, plan.precision, plan.optimizer, plan.optimizer_impl, plan.seq_len, plan.batch_size,
+           plan.grad_accum, plan.grad_checkpointing, plan.attention, plan.trainable_layers, plan.lora_r,
+           plan.lora_dropout > 0, plan.lora_targets, plan.double_quant, plan.gpus, plan.sharding,
+           plan.offload_optimizer, spec.name, spec.params_total, spec.task, stack)
+    cached = _CACHE.get(key)
+    if cached is None:
+        if len(_CACHE) > 2048:
+            _CACHE.clear()
+        cached = _CACHE[key] = tuple(_build(plan, spec, stack))
+    return cached
+
+
+_CACHE: dict[tuple, tuple[Op, ...]] = {}
+
+
+def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
+    counts = count_params(spec, plan)
+    dt = plan_dtypes(plan)
+    e = dt.linear_out  # bytes of activations out of a linear
+    s_b = dt.stream  # bytes of the residual stream
+    mm = matmul_dtype(plan)
+    w_b = 2 if plan.precision.compute_bytes == 2 else 4  # weight bytes as the GEMM reads them
+    if plan.method is Method.QLORA:
+        e = plan.precision.compute_bytes
+    t = plan.tokens_per_micro_batch
+    mb = plan.grad_accum
+    layers = spec.num_layers
+    if plan.method is Method.FREEZE:
+        grad_layers = min(plan.trainable_layers, layers)
+        trained = grad_layers
+    elif plan.uses_adapters:
+        grad_layers, trained = layers, 0
+    else:
+        grad_layers = trained = layers
+    sh = _Shape(t, mb, layers, grad_layers, trained, plan.grad_checkpointing)
+    h, d = spec.hidden_size, spec.head_dim
+    q_dim, kv_dim = spec.num_heads * d, spec.num_kv_heads * d
+    inter = spec.intermediate_size
+    fuse = st.fuse_elementwise
+    ops: list[Op] = []
+    groups = block_groups(spec)
+    lora = {lin.name for lin in lora_target_linears(spec, plan.lora_targets)} if plan.uses_adapters else set()
+    quant = {lin.name for lin in quantized_linears(spec)} if plan.method is Method.QLORA else set()
+    # peft keeps adapters fp32 on a 16-bit base (autocast runs them in 16 bits again); others keep the model dtype
+    adapter_mm = "fp32" if st.adapters_fp32 and not dt.autocast and mm != "fp32" else mm
+    a_b = 4 if adapter_mm == "fp32" else 2
+
+    def block_forward(phase: Phase, count_layers: int) -> list[Op]:
+        """One block's forward ops (x count_layers x micro-batches)."""
+        c = count_layers * mb
+        out: list[Op] = []
+        decoder = spec.norm == "rms"
+        out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True)
+        for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
+            for lin in groups[group]:
+                out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
+                                       lin.name in lora, plan, t, e, s_b if group in ("attn_in", "mlp_in") else e,
+                                       w_b, mm, adapter_mm, a_b, st, dt.autocast and trained > 0)
+            if group == "attn_in":
+                out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim)
+            if group == "attn_out":
+                out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c) if not fuse else
+                           _mem("residual add + norm (fused)", phase, 0, 0, 0, c))
+                if spec.norm == "layer" and not decoder:
+                    pass
+                out += _norm_ops(spec, "norm (MLP input)", phase, t * h, s_b, e, c, st.fused_norm or fuse,
+                                 forward=True)
+            if group == "mlp_in":
+                out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
+        out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm)
+        if not fuse:
+            out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c))
+        if spec.hidden_dropout > 0:
+            out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c))
+        return [o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0)]
+
+    # -- embedding and forward
+    ops.append(_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb))
+    ops += block_forward(Phase.FORWARD, layers)
+    ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, fuse)
+
+    # -- backward through the blocks, with the recompute of gradient checkpointing first
+    if sh.recompute:
+        ops += block_forward(Phase.RECOMPUTE, grad_layers)
+    ops += [_backward_of(o, plan, trained_block=trained > 0, layers_grad=grad_layers, layers_fwd=layers)
+            for o in block_forward(Phase.FORWARD, layers)]
+    ops = [o for o in ops if o.count > 0]
+    if plan.method in (Method.FULL, Method.SCRATCH):
+        # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
+        ops.append(_mem("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
+
+    ops += _optimizer_ops(spec, plan, counts, mb)
+    return ops
+
+
+def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int, e: int, count: int, fused: bool,
+              forward: bool) -> list[Op]:
+    """RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, to dtype, x weight)
+    or torch's native LayerNorm kernel."""
+    norms = 2 if spec.model_type in ("gemma2", "gemma3") else 1
+    if spec.norm != "rms" or fused:
+        return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
+    upcast = 4 + s_b if s_b < 4 else 0
+    per_element = upcast + 8 + 4 + 8 + (4 + e) + 3 * e
+    return [_mem(name, phase, elements, per_element, 8 if s_b < 4 else 7, count * norms)]
+
+
+def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantized: bool, adapted: bool,
+                    plan: TrainPlan, t: int, e: int, x_b: int, w_b: int, mm: str, adapter_mm: str, a_b: int,
+                    st: StackKernels, casts_weight: bool) -> list[Op]:
+    out: list[Op] = []
+    if quantized:
+        # bnb Linear4bit: cast x to the compute dtype, dequantize the 4-bit weight (absmax first with
+        # double quantisation), GEMM, cast the output back to the input dtype (MatMul4Bit.forward)
+        if x_b != e:
+            out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + e, 1, count))
+        out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, 0.5 + e + 1 / 16, 1 + int(plan.double_quant), count))
+        out.append(_gemm(f"{name}", phase, t, n, k, count, mm, e, e, e))
+        if x_b != e:
+            out.append(_mem(f"{name} cast back", phase, t * n, e + x_b, 1, count))
+    else:
+        if casts_weight:  # autocast copies each fp32 master weight to 16 bits, once per forward
+            out.append(_mem(f"{name} weight cast (autocast)", phase, k * n, 4 + w_b, 1, count))
+        out.append(_gemm(name, phase, t, n, k, count, mm, e, e, w_b))
+    if adapted:
+        r = plan.lora_r
+        if st.fused_lora:
+            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, e, e, a_b))
+            out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, t, n, r, count, adapter_mm, e, e, a_b))
+        else:
+            if plan.lora_dropout > 0:
+                out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count))
+            elif a_b != e:
+                out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count))
+            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, a_b, a_b, a_b))
+            out.append(_gemm(f"{name} LoRA B", phase, t, n, r, count, adapter_mm, a_b, a_b, a_b))
+            # x scaling, result + lora (type-promoted), cast back to the result dtype
+            out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, 2 * a_b + (e + a_b + a_b) + (a_b + e),
+                            3 if a_b != e else 2, count))
+    return out
+
+
+def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, e: int, st: StackKernels,
+                       fuse: bool, q_dim: int, kv_dim: int) -> list[Op]:
+    """Rotary embedding and the attention core for the plan's implementation."""
+    b, s = plan.batch_size, plan.seq_len
+    t = b * s
+    a, kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+    out: list[Op] = []
+    if spec.extras.get("position_embedding") == "rope":
+        if st.fused_rope or fuse:
+            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 2 * e, 1, count))
+        else:
+            # q * cos + rotate_half(q) * sin: neg, cat, mul, mul, add for q and for k
+            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count))
+    causal = not spec.is_encoder
+    full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
+    io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
+    if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention is Attention.FLASH):
+        # HF eager_attention_forward: repeat_kv copies, Q·K^T, scale, + mask, softmax (fp32 for
+        # Llama-style), cast, dropout, P·V, then the output transpose copy
+        scores = b * a * s * s
+        if kv < a:
+            out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
+        out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
+                      count, matmul_dtype(plan), s, s))
+        probs = 4 if spec.norm == "rms" or e == 4 else e
+        soft = (e + e) + (e + probs) + (probs + probs) + (probs + e)  # scale, mask add, softmax, cast
+        if spec.attention_dropout > 0:
+            soft += e + e + 1
+        out.append(_mem("attention softmax chain", phase, scores, soft, 4 + int(spec.attention_dropout > 0), count))
+        out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
+                      count, matmul_dtype(plan), s, d))
+    else:
+        # one fused kernel (FlashAttention-2 via SDPA or flash-attn); causal masking skips the blocks
+        # above the diagonal: FLOPs x (1 + 1/n_blocks) / 2 with 128-row blocks (flash-attention's
+        # benchmark counts causal as half)
+        flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
+        out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
+                      matmul_dtype(plan), attention_pass="fwd"))
+    if not fuse:
+        out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count))
+    return out
+
+
+def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter: int, e: int, fused: bool) -> list[Op]:
+    k_exp = spec.experts_per_token if spec.num_experts > 1 else 1
+    elems = t * inter * k_exp
+    if spec.num_experts > 1:
+        return []  # counted with the experts (_moe_forward)
+    if spec.mlp_gated:
+        if fused:
+            return [_mem("MLP activation (gated, fused)", phase, elems, 3 * e, 1, count)]
+        return [_mem("MLP activation", phase, elems, 2 * e, 1, count), _mem("MLP gate x up", phase, elems, 3 * e, 1,
+                                                                              count)]
+    if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
+        # transformers NewGELUActivation: pow, mul, add, mul, tanh, add, mul, mul
+        return [_mem("MLP activation (GELU, composite)", phase, elems, 8 * 2 * e + e, 8, count)]
+    return [_mem("MLP activation", phase, elems, 2 * e, 1, count)]
+
+
+def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, e: int, w_b: int,
+                 mm: str) -> list[Op]:
+    """Routed experts: each expert runs its GEMMs on its share of the tokens (top-k of E)."""
+    experts = [lin for lin in spec.linears if lin.in_block and lin.experts > 1]
+    if not experts:
+        return []
+    n_exp, k_exp = spec.num_experts, spec.experts_per_token
+    rows = max(1, math.ceil(t * k_exp / n_exp))
+    out = [_mem("router softmax, top-k, gather", phase, t * spec.hidden_size, 4 * e, 8, count)]
+    for lin in experts:
+        gemm = _gemm(f"expert {lin.short_name}", phase, rows, lin.out_features, lin.in_features, count * n_exp, mm, e,
+                     e, 2 if plan.method is Method.QLORA else w_b)
+        out.append(gemm)
+    out.append(_mem("expert activation, gate x up, index_add", phase, t * k_exp * spec.intermediate_size, 5 * e,
+                    4 * n_exp, count))
+    return out
+
+
+def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h: int, e: int, s_b: int, w_b: int,
+                           mm: str, st: StackKernels, fuse: bool) -> list[Op]:
+    """Final norm, output layer and loss, forward and backward (the loss backward runs first)."""
+    trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
+    out = _norm_ops(spec, "final norm", Phase.FORWARD, t * h, s_b, e, mb, st.fused_norm or fuse, forward=True)
+    if spec.task is Task.SEQ_CLS:
+        vocab, rows = max(spec.num_labels, 1), plan.batch_size
+        trains = True  # a classification head trains in every method
+    else:
+        vocab, rows = spec.vocab_size, t
+    out_b = 4 if plan.method is Method.QLORA or e == 4 else e
+    if st.fused_cross_entropy and spec.task is Task.CAUSAL_LM:
+        # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
+        out.append(_gemm("output layer (fused with loss)", Phase.FORWARD, rows, vocab, h, mb, mm, e, e, w_b))
+        out.append(_gemm("output layer input gradient", Phase.FORWARD, rows, h, vocab, mb, mm, e, e, w_b))
+        if trains:
+            out.append(_gemm("output layer weight gradient", Phase.FORWARD, h, vocab, rows, mb, mm, e, 4, e))
+        chunks = max(1, math.ceil(rows * vocab / (rows * h)))  # liger chunks rows so a chunk's logits ~ its input
+        out.append(_mem("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
+        return out
+    out.append(_gemm("output layer", Phase.FORWARD, rows, vocab, h, mb, mm, e, out_b, w_b))
+    loss_b = 4 if spec.task is Task.CAUSAL_LM else out_b
+    if loss_b != out_b:
+        out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
+    out.append(_mem("log_softmax + nll", Phase.FORWARD, rows * vocab, 2 * loss_b, 2, mb))
+    out.append(_mem("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, 4 * loss_b, 3, mb))
+    if loss_b != out_b:
+        out.append(_mem("logits gradient cast", Phase.BACKWARD, rows * vocab, out_b + loss_b, 1, mb))
+    out.append(_gemm("output layer input gradient", Phase.BACKWARD, rows, h, vocab, mb, mm, out_b, e, w_b))
+    if trains:
+        out.append(_gemm("output layer weight gradient", Phase.BACKWARD, h, vocab, rows, mb, mm, e, w_b, out_b))
+    out += _norm_ops(spec, "final norm backward", Phase.BACKWARD, t * h, s_b, e, mb, st.fused_norm or fuse,
+                     forward=False)
+    return out
+
+
+def _backward_of(op: Op, plan: TrainPlan, *, trained_block: bool, layers_grad: int, layers_fwd: int) -> Op:
+    """The backward of a forward op over the blocks the gradient reaches.
+
+    A GEMM's backward computes the input gradient (same FLOPs) and, for a weight that trains, the
+    weight gradient (same FLOPs again); frozen base weights and 4-bit weights skip the latter, LoRA
+    A/B always train. Fused attention backward runs its own kernel (5 matmuls for the forward's 2,
+    FlashAttention-2 §3.2). Element-wise chains move about twice their forward bytes (saved input and
+    incoming gradient read, gradient written) in as many kernels.
+    """
+    count = op.count * layers_grad // max(layers_fwd, 1)
+    if op.kind is Kind.MATMUL:
+        trains = ("LoRA" in op.name) or (trained_block and "expert" not in op.name) or \
+            (trained_block and "expert" in op.name)
+        factor = 2.0 if trains else 1.0
+        return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, op.flops * factor, op.bytes * factor,
+                  2 if trains else 1, count, op.dtype, op.m, op.n)
+    if op.kind is Kind.ATTENTION:
+        if op.attention_pass == "fwd":
+            return Op("attention backward (fused kernel)", op.kind, Phase.BACKWARD, op.flops * 2.5, op.bytes * 2.0, 2,
+                      count, op.dtype, attention_pass="bwd")
+        return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, op.flops * 2, op.bytes * 2, 2, count, op.dtype,
+                  op.m, op.n)
+    if "dequantize" in op.name:  # MatMul4Bit.backward dequantizes again for the input gradient
+        return Op(op.name + " (backward)", op.kind, Phase.BACKWARD, 0.0, op.bytes, op.launches, count)
+    if "weight cast" in op.name:  # the fp32 master's gradient: the cast's backward converts it
+        return Op(op.name.replace("weight cast", "weight gradient cast"), op.kind, Phase.BACKWARD, 0.0, op.bytes,
+                  op.launches, count if trained_block else 0)
+    return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, 0.0, op.bytes * 2.0, max(1, op.launches), count)
+
+
+def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
+    """Trainable parameter tensors (each optimizer kernel of a for-loop step runs once per tensor)."""
+    if plan.uses_adapters:  # lora_A and lora_B of every adapted linear, in every block that holds it
+        return max(1, 2 * sum(lin.count for lin in lora_target_linears(spec, plan.lora_targets)))
+    per_block = sum((2 if lin.bias else 1) for lin in spec.block_linears) + (4 if spec.norm == "layer" else 2)
+    blocks = spec.num_layers if plan.method is not Method.FREEZE else min(plan.trainable_layers, spec.num_layers)
+    return max(1, per_block * blocks + 3)
+
+
+def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op]:
+    """Gradient accumulation, clipping and the update, on this GPU's share of the trainable weights."""
+    shards = plan.sharding is not Sharding.DDP
+    n = counts.trainable / plan.gpus if shards else counts.trainable
+    tensors = _param_tensors(spec, plan, counts.trainable)
+    g_b = 4 if plan.uses_adapters else plan.precision.param_bytes
+    out: list[Op] = []
+    if mb > 1:  # AccumulateGrad: grad += new_grad, one kernel per tensor per later micro-batch
+        out.append(_mem("gradient accumulation", Phase.BACKWARD, counts.trainable, 3 * g_b, tensors, mb - 1, kind=Kind.OPTIMIZER))
+    lists = max(1, math.ceil(tensors / _FOREACH_TENSORS_PER_LAUNCH))
+    if plan.precision is Precision.FP16_MIXED:
+        # GradScaler.unscale_: one foreach pass checks for inf/NaN and unscales every gradient (torch/amp)
+        out.append(_mem("gradient unscale (fp16 loss scaling)", Phase.OPTIMIZER, n, 2 * g_b, lists + 2, 1,
+                        kind=Kind.OPTIMIZER))
+    # clip_grad_norm_ (Trainer's max_grad_norm = 1.0): foreach norms, then scale every gradient
+    out.append(_mem("gradient clipping", Phase.OPTIMIZER, n, 3 * g_b, 2 * lists + 4, 1, kind=Kind.OPTIMIZER))
+    if plan.offload_optimizer:
+        return out  # the update runs on the CPU (estimate.timing prices it)
+    opt, impl = plan.optimizer, plan.optimizer_impl
+    s_b = g_b
+    if opt is Optimizer.ADAMW:
+        moved = _ADAMW_FUSED_TENSORS_MOVED if impl is OptimizerImpl.FUSED else _ADAMW_FOREACH_TENSORS_MOVED
+        launches = {OptimizerImpl.FUSED: lists, OptimizerImpl.FOREACH: _ADAMW_FOREACH_PASSES * lists,
+                    OptimizerImpl.FOR_LOOP: 12 * tensors}[impl]
+        out.append(_mem("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1, kind=Kind.OPTIMIZER))
+    elif opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
+        # bitsandbytes blockwise 8-bit kernel per tensor: reads p, g, m, v (1 B) and writes p, m, v
+        out.append(_mem("8-bit AdamW update", Phase.OPTIMIZER, n, 3 * s_b + 4 * 1, tensors, 1, kind=Kind.OPTIMIZER))
+    elif opt is Optimizer.ADAFACTOR:
+        out.append(_mem("Adafactor update", Phase.OPTIMIZER, n, _ADAFACTOR_TENSORS_MOVED * s_b,
+                        _ADAFACTOR_PASSES_PER_TENSOR * tensors, 1, kind=Kind.OPTIMIZER))
+    elif opt is Optimizer.LION:
+        out.append(_mem("Lion update", Phase.OPTIMIZER, n, 5 * s_b, tensors, 1, kind=Kind.OPTIMIZER))
+    else:  # SGD with momentum: mul_+add_ (momentum), add_ (param)
+        passes = 1 if impl is OptimizerImpl.FUSED else 3
+        out.append(_mem("SGD update", Phase.OPTIMIZER, n, 8 * s_b,
+                        passes * (tensors if impl is OptimizerImpl.FOR_LOOP else lists), 1, kind=Kind.OPTIMIZER))
+    return out
+
+
+__all__ = ["Kind", "Op", "Phase", "StackKernels", "matmul_dtype", "step_ops"]

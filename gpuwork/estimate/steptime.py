@@ -1,0 +1,164 @@
+"""Price each operation of a step on one GPU: a roofline per kernel, wave quantisation, launch overhead.
+
+An operation costs ``max(GPU time, host time)``, summed over its occurrences:
+
+- GPU time = max(FLOPs / achievable rate, bytes / achievable bandwidth), and at least the
+  per-kernel floor of a kernel launched back to back (CUDA graph replay, [K2]).
+  GEMMs run at the GPU's measured maximum achievable matmul rate (data/rates.csv: MAMF and
+  ``torch.mm`` measurements) times the share of the last wave of output tiles that is busy
+  (tiles of ``gemm_tile_m x gemm_tile_n`` over the GPU's SMs; NVIDIA's "Matrix Multiplication
+  Background" guide [K3]). Fused attention kernels run at FlashAttention-2's measured share of the
+  peak for the GPU family [K4][R5]; everything else is bound by memory bandwidth.
+- Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
+  replay [K2]): kernels are launched asynchronously, so the host only sets the pace when a kernel
+  finishes faster than the next one can be dispatched. On a CPU (``DeviceRates.synchronous``) the
+  dispatch runs on the same thread as the kernel and adds to it.
+
+The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
+time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuwork.estimate.ops import Kind, Op, StackKernels
+from gpuwork.facts.catalog import GpuSpec
+from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
+
+LAUNCH_OVERHEAD = "launch overhead"
+
+
+@dataclass(frozen=True)
+class StepPrice:
+    """Seconds of one optimizer step on one GPU, by kind of work (communication and data come later)."""
+
+    total_s: float
+    by_kind: dict[str, float]  # matmul, attention, memory, optimizer (GPU-bound seconds), launch overhead
+    by_phase: dict[str, float]  # forward, backward, recompute, optimizer
+    launches: int  # kernels per step
+    flops: float  # executed FLOPs per step
+    bytes: float  # bytes moved per step
+    assumptions: dict[str, str]  # rate used -> its source
+
+
+def stack_kernels(profile: StackProfile) -> StackKernels:
+    return StackKernels(fused_norm=profile.fused_norm, fused_rope=profile.fused_rope,
+                        fused_mlp_activation=profile.fused_mlp_activation,
+                        fused_cross_entropy=profile.fused_cross_entropy, fused_lora=profile.fused_lora,
+                        fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32)
+
+
+def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple[float, str]:
+    """FlashAttention-2's share of the dense 16-bit peak on this GPU family, for "fwd" or "bwd"."""
+    family = {"h100": "h100", "h200": "h200", "gb200": "gb200", "b200": "gb200", "mi300x": "mi300x",
+              "mi325x": "mi300x"}
+    key = next((v for k, v in family.items() if gpu.gpu_id.startswith(k)), "a100")
+    fwd_key = f"flash_attn_fwd_fraction_{key}"
+    fwd = rates.kernels.get(fwd_key, rates.kernel("flash_attn_fwd_fraction"))
+    if attention_pass == "fwd":
+        return fwd, fwd_key
+    bwd_key = f"flash_attn_bwd_fraction_{key}"
+    if bwd_key in rates.kernels:
+        return rates.kernels[bwd_key], bwd_key
+    # no backward measurement for this family: the A100 backward/forward ratio of the FA2 paper
+    ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
+    return fwd * ratio, f"{fwd_key} x flash_attn_bwd_fraction / flash_attn_fwd_fraction"
+
+
+def wave_efficiency(m: int, n: int, sm_count: int, tile_m: int, tile_n: int) -> float:
+    """Busy share of the SMs over a GEMM's waves of output tiles (1.0 when the last wave is full).
+
+    Worked example: m = 2048, n = 4096 on 132 SMs with 128 x 256 tiles: 16 x 16 = 256 tiles,
+    2 waves of 132, 256 / 264 = 0.97.
+    """
+    tiles = math.ceil(m / tile_m) * math.ceil(n / tile_n)
+    waves = math.ceil(tiles / sm_count)
+    return tiles / (waves * sm_count)
+
+
+def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
+              efficiency: float = 1.0) -> StepPrice:
+    """Seconds of the step's operations on one GPU (see the module docstring).
+
+    ``efficiency`` divides every time, GPU and host (1.0 = the rates as measured): the one factor a
+    measured step determines (``estimate.timing`` fits it from a trial). Results are cached per op
+    list (``step_ops`` returns the same tuple for the same plan), GPU, stack and factor.
+    """
+    key = (id(ops), gpu.gpu_id, id(device), id(rates), profile.stack, efficiency)
+    hit = _PRICES.get(key)
+    if hit is not None and hit[0] is ops:
+        return hit[1]
+    price = _price_ops(ops, gpu, device, rates, profile, efficiency)
+    if len(_PRICES) > 4096:
+        _PRICES.clear()
+    _PRICES[key] = (ops, price)
+    return price
+
+
+_PRICES: dict[tuple, tuple[tuple[Op, ...], StepPrice]] = {}
+
+
+def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
+               efficiency: float) -> StepPrice:
+    host_us = rates.kernel("launch_overhead_eager_us" if profile.launch == "eager" else "launch_overhead_graph_us")
+    if device.host_us_per_kernel is not None:
+        host_us = device.host_us_per_kernel
+    floor_s = 0.0 if device.synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6
+    host_s_per_launch = host_us * 1e-6
+    tile_m, tile_n = int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))
+    bw = device.mem_bw_bytes_s
+    kind_s = dict.fromkeys(Kind, 0.0)
+    phase_s: dict = {}
+    overhead_s = 0.0
+    launches, flops_total, bytes_total = 0, 0.0, 0.0
+    attn_cache: dict[tuple[str, str], float] = {}
+    for op in ops:
+        if op.count <= 0:
+            continue
+        if op.kind is Kind.ATTENTION and op.attention_pass:
+            rate_key = (op.attention_pass, op.dtype)
+            rate = attn_cache.get(rate_key)
+            if rate is None:
+                if op.dtype == "fp32":
+                    rate = rates.kernel("sdpa_mem_efficient_fraction") * gpu.fp32_flops
+                else:
+                    peak = gpu.fp16_dense_flops if op.dtype == "fp16" else gpu.bf16_dense_flops
+                    rate = attention_fraction(gpu, rates, op.attention_pass)[0] * peak
+                attn_cache[rate_key] = rate
+            compute = op.flops / rate
+        elif op.flops > 0:
+            rate = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
+            if op.m and op.n:
+                rate *= wave_efficiency(op.m, op.n, device.sm_count, tile_m, tile_n)
+            compute = op.flops / rate
+        else:
+            compute = 0.0
+        gpu_s = max(compute, op.bytes / bw, op.launches * floor_s) / efficiency
+        host_s = op.launches * host_s_per_launch / efficiency
+        one = gpu_s + host_s if device.synchronous else max(gpu_s, host_s)
+        kind_s[op.kind] += gpu_s * op.count
+        overhead_s += (one - gpu_s) * op.count
+        phase_s[op.phase] = phase_s.get(op.phase, 0.0) + one * op.count
+        launches += op.launches * op.count
+        flops_total += op.flops * op.count
+        bytes_total += op.bytes * op.count
+    by_kind = {k.value: v for k, v in kind_s.items()}
+    by_kind[LAUNCH_OVERHEAD] = overhead_s
+    by_phase = {k.value: v for k, v in phase_s.items()}
+    total = sum(by_kind.values())
+    assumptions = {
+        "matmul": device.basis.get("matmul_bf16", ""),
+        "memory bandwidth": device.basis.get("mem_bw", ""),
+        "SMs": device.basis.get("sm", ""),
+        "attention": rates.kernel_basis.get("flash_attn_fwd_fraction", ""),
+        "launch": rates.kernel_basis.get("launch_overhead_eager_us" if profile.launch == "eager"
+                                         else "launch_overhead_graph_us", ""),
+        "stack": profile.basis,
+    }
+    return StepPrice(total_s=total, by_kind=by_kind, by_phase=by_phase, launches=launches, flops=flops_total,
+                     bytes=bytes_total, assumptions=assumptions)
+
+
+__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "price_ops", "stack_kernels", "wave_efficiency"]

@@ -1,0 +1,153 @@
+"""Achievable kernel rates per GPU and what each software stack fuses: data/rates.csv, kernels.csv, stacks.csv.
+
+The step-time model (``gpuwork.estimate.steptime``) prices every operation of a step with these
+numbers. They come from kernel-level measurements and documentation, each row naming its source
+(tags resolve in ``data/rates_sources.md``); nothing here is fitted to end-to-end training runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuwork.errors import CatalogError
+from gpuwork.facts.paths import data_dir
+from gpuwork.message import msg
+from gpuwork.plan import Stack
+
+RATES_CSV = "rates.csv"
+KERNELS_CSV = "kernels.csv"
+STACKS_CSV = "stacks.csv"
+DTYPES = ("bf16", "fp16", "fp32")
+
+
+@dataclass(frozen=True)
+class DeviceRates:
+    """What one GPU achieves in practice (large GEMMs, large copies), not its datasheet peak."""
+
+    gpu_id: str
+    matmul_flops: dict[str, float]  # dtype -> achievable dense matmul FLOP/s
+    mem_bw_bytes_s: float  # achievable device-memory bandwidth (copy kernel), bytes/s
+    sm_count: int  # streaming multiprocessors (NVIDIA) or compute units (AMD)
+    basis: dict[str, str]  # "matmul_<dtype>" / "mem_bw" / "sm" -> source text
+    # A CPU runs each kernel on the thread that dispatches it: dispatch adds to the kernel's time instead
+    # of hiding behind the previous kernel as on a GPU's asynchronous stream.
+    synchronous: bool = False
+    host_us_per_kernel: float | None = None  # measured dispatch cost per op on this device (None: kernels.csv)
+
+
+@dataclass(frozen=True)
+class StackProfile:
+    """What one software stack changes in the step (data/stacks.csv)."""
+
+    stack: Stack
+    fused_norm: bool
+    fused_rope: bool
+    fused_mlp_activation: bool
+    fused_cross_entropy: bool
+    fused_lora: bool
+    fuse_elementwise: bool
+    adapters_fp32: bool  # LoRA weights kept in fp32 on a 16-bit base (peft's default): casts around them
+    launch: str  # "eager" (one host dispatch per kernel) | "graph" (CUDA graph replay)
+    basis: str
+
+
+@dataclass(frozen=True)
+class Rates:
+    """All rate facts: per-GPU rates, global kernel facts and the stacks."""
+
+    devices: dict[str, DeviceRates]
+    kernels: dict[str, float]
+    kernel_basis: dict[str, str]
+    stacks: dict[Stack, StackProfile]
+
+    def device(self, gpu_id: str) -> DeviceRates | None:
+        return self.devices.get(gpu_id)
+
+    def kernel(self, key: str) -> float:
+        try:
+            return self.kernels[key]
+        except KeyError:
+            raise CatalogError(msg("error.rates.missing_key", file=KERNELS_CSV, key=key)) from None
+
+
+def _rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in columns if c not in (reader.fieldnames or ())]
+            if missing:
+                raise CatalogError(msg("error.rates.columns", file=path.name, missing=", ".join(missing)))
+            return list(reader)
+    except OSError as exc:
+        raise CatalogError(msg("error.rates.unreadable", file=str(path), reason=exc.strerror or str(exc))) from None
+
+
+def _number(path: Path, line: int, column: str, value: str, positive: bool = True) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or (positive and number <= 0):
+        raise CatalogError(msg("error.rates.value", file=path.name, line=line, column=column, value=value))
+    return number
+
+
+@functools.lru_cache(maxsize=4)
+def _load(folder: str) -> Rates:
+    base = Path(folder)
+    path = base / RATES_CSV
+    devices: dict[str, DeviceRates] = {}
+    for i, row in enumerate(_rows(path, ("gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs",
+                                         "mem_bw_basis", "sm_count", "sm_basis")), start=2):
+        gpu_id, dtype = row["gpu_id"].strip(), row["dtype"].strip()
+        if dtype not in DTYPES:
+            raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="dtype", value=dtype))
+        flops = _number(path, i, "matmul_tflops", row["matmul_tflops"]) * 1e12
+        bw = _number(path, i, "mem_bw_gbs", row["mem_bw_gbs"]) * 1e9
+        sm = int(_number(path, i, "sm_count", row["sm_count"]))
+        old = devices.get(gpu_id)
+        matmul = dict(old.matmul_flops) if old else {}
+        basis = dict(old.basis) if old else {}
+        matmul[dtype] = flops
+        basis[f"matmul_{dtype}"] = row["matmul_basis"]
+        basis["mem_bw"], basis["sm"] = row["mem_bw_basis"], row["sm_basis"]
+        devices[gpu_id] = DeviceRates(gpu_id, matmul, min(bw, old.mem_bw_bytes_s) if old else bw, sm, basis)
+    kpath = base / KERNELS_CSV
+    kernels, kbasis = {}, {}
+    for i, row in enumerate(_rows(kpath, ("key", "value", "unit", "basis")), start=2):
+        kernels[row["key"].strip()] = _number(kpath, i, "value", row["value"], positive=False)
+        kbasis[row["key"].strip()] = row["basis"]
+    spath = base / STACKS_CSV
+    stacks: dict[Stack, StackProfile] = {}
+    flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
+             "fuse_elementwise", "adapters_fp32")
+    for i, row in enumerate(_rows(spath, ("stack", *flags, "launch", "basis")), start=2):
+        try:
+            stack = Stack(row["stack"].strip())
+        except ValueError:
+            raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="stack",
+                                   value=row["stack"])) from None
+        values = {}
+        for flag in flags:
+            if row[flag].strip() not in ("0", "1"):
+                raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column=flag, value=row[flag]))
+            values[flag] = row[flag].strip() == "1"
+        if row["launch"].strip() not in ("eager", "graph"):
+            raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="launch", value=row["launch"]))
+        stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"], **values)
+    missing = [s.value for s in Stack if s not in stacks]
+    if missing:
+        raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
+    return Rates(devices, kernels, kbasis, stacks)
+
+
+def load_rates(folder: str | Path | None = None) -> Rates:
+    """The rate facts from ``folder`` (default: the data folder in use), cached per folder."""
+    return _load(str(Path(folder) if folder is not None else data_dir()))
+
+
+__all__ = ["DTYPES", "DeviceRates", "Rates", "StackProfile", "load_rates"]

@@ -1,0 +1,1099 @@
+"""Measure the user's own training run: a Trainer callback and a context manager for a plain loop.
+
+The seed advice is to prove a plan with a short trial *of the real workload*. ``gpuwork trial`` runs
+gpuwork's own loop; this module measures the user's: one added line turns a Hugging Face ``Trainer``
+or TRL ``SFTTrainer`` run into the same ``TrialRecord`` (so ``gpuwork compare``, calibration and the
+offers panel read it unchanged)::
+
+    trainer.add_callback(GpuworkCallback(out="trial-out", steps=20))   # a 20-step trial, then stop
+    trainer.train()
+
+and a plain PyTorch loop does the same with ``measure``::
+
+    with measure(model=model, out="trial-out", steps=20) as m:
+        for batch in m.batches(loader):
+            loss = model(**batch).loss; loss.backward(); opt.step(); opt.zero_grad()
+            if m.step(batch, loss=loss):
+                break
+
+What is measured, per optimizer step after ``warmup`` steps (flagged, left out of the summary):
+
+- wall time from the end of the previous step to the end of this one (CUDA synchronised), which
+  includes the data wait and excludes logging, evaluation and checkpoint saves between steps;
+- the data wait: the Trainer fetches a step's batches between ``on_step_end`` of the previous step
+  (or the evaluation / save / log that followed it) and ``on_step_begin``; in a plain loop the time
+  spent in ``next()`` of ``m.batches(loader)``;
+- tokens from the batch itself (a forward pre-hook on the model in training mode reads
+  ``attention_mask``): real tokens in ``StepMeasurement.tokens``, padding counted apart;
+- memory, every rank: on CUDA the allocator's peak allocated and reserved (reset at each step) and
+  the device total (``torch.cuda.mem_get_info``: what nvidia-smi shows); on CPU the process RSS
+  (sampled every RSS_SAMPLE_INTERVAL_S), as ``gpuwork trial`` does;
+- the loss the Trainer logs (the callback asks it to log every measured step; TRL and Trainer
+  report the mean over ranks) or the loss given to ``m.step``.
+
+Also: the checkpoint save the Trainer makes (``on_save``, timed; with ``verify_restore=True`` the
+saved weights or adapters are restored into a freshly built model and compared tensor by tensor),
+and the evaluation pass (timed; its share of the whole run is the plan's ``eval_fraction``,
+measured instead of assumed 5 %). Under torchrun / accelerate every rank measures and rank 0 writes
+one record with per-rank figures (``RankResult``; gathered with torch.distributed).
+
+The record's fields beyond gpuwork trial's: ``source`` (which of the two measured), ``inferred``
+(each plan field read from the run and where from), ``evaluation`` (passes, times, share of the
+run), ``saves`` (every checkpoint save, timed) and per step ``padding_tokens`` and, on CUDA,
+``device_total_bytes``. Both trials give the median step time with its 95 % interval and drift
+(``gpuwork.measure.stability``); ``until_stable=0.03`` runs until the interval is within +-3 %.
+Records written before these were fields kept them under the JSON key ``"own_run"``:
+``TrialRecord.from_json`` reads them into the fields, and ``read_own_run(path)`` still returns that
+section's shape.
+
+Limitations: the evaluation and save times are measured from the last event before them (step
+end or the Trainer's log), so the Trainer's own bookkeeping in between is counted with them; the
+loss the Trainer logs is the mean over ranks, so ``RankResult.losses`` repeat it on every rank;
+the checkpoint round-trip does not resume training on the restored model (the Trainer owns the
+loop); CPU memory is the process RSS (see ``gpuwork.measure.trial``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from gpuwork.errors import ModelError, PlanError
+from gpuwork.measure.checkpoint import CheckpointResult
+from gpuwork.measure.runtime import TrialError
+from gpuwork.measure.stability import CONFIDENCE, is_stable
+from gpuwork.measure.trial import (
+    RSS_SAMPLE_INTERVAL_S,
+    RankResult,
+    Stability,
+    StepMeasurement,
+    TrialProtocol,
+    TrialRecord,
+    check_until_stable,
+    environment,
+    summarize,
+)
+from gpuwork.message import msg
+from gpuwork.plan import TrainPlan
+
+OWN_RUN_KEY = "own_run"  # the JSON section older records held the callback's own figures in (read_own_run)
+UNTIL_STABLE_MIN_STEPS = 10  # until_stable without steps: measured steps before the first check
+OnMeasure = Callable[[StepMeasurement], Any]
+
+# Trainer / TRL optimizer names (transformers.training_args.OptimizerNames) -> (plan optimizer, implementation)
+_OPTIMIZERS = {
+    "adamw_torch": ("adamw", "foreach"), "adamw_torch_fused": ("adamw", "fused"), "adamw_hf": ("adamw", "foreach"),
+    "adamw_torch_xla": ("adamw", "foreach"), "adamw_apex_fused": ("adamw", "fused"),
+    "adamw_bnb_8bit": ("adamw-8bit", None), "adamw_8bit": ("adamw-8bit", None), "paged_adamw_8bit": (
+        "paged-adamw-8bit", None), "paged_adamw": ("paged-adamw-8bit", None), "adafactor": ("adafactor", None),
+    "sgd": ("sgd", None), "lion_32bit": ("lion", None), "lion_8bit": ("lion", None),
+    "paged_lion_32bit": ("lion", None), "paged_lion_8bit": ("lion", None),
+}
+# config keys that identify an architecture's shape: a user's model matching a preset on all of them is it
+_SHAPE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+               "intermediate_size", "vocab_size", "tie_word_embeddings", "n_embd", "n_layer", "n_head")
+
+
+# -- memory ----------------------------------------------------------------------------------------------------
+
+
+class _StepMemory:
+    """Per-step peaks on the run's device: CUDA allocator peaks and device total, or the process RSS."""
+
+    def __init__(self, device: Any, sample_interval_s: float = RSS_SAMPLE_INTERVAL_S):
+        import psutil
+        import torch
+
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self._process = psutil.Process()
+        self._peak = self._rss()
+        self.baseline_bytes = 0 if self.cuda else self._peak
+        self._stop = threading.Event()
+        self._thread = None
+        if not self.cuda and sample_interval_s > 0:
+            self._thread = threading.Thread(target=self._sample, args=(sample_interval_s,), daemon=True,
+                                            name="gpuwork-hf-rss")
+            self._thread.start()
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+
+    def _rss(self) -> int:
+        return int(self._process.memory_info().rss)
+
+    def _sample(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            self._peak = max(self._peak, self._rss())
+
+    def sync(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize(self.device)
+
+    def reset(self) -> None:
+        if self.cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            self._peak = self._rss()
+
+    def read(self, held_before_bytes: int) -> tuple[dict[str, int | None], int | None]:
+        """(StepMeasurement memory fields, device total bytes or None). CPU: RSS growth since measuring began
+        plus ``held_before_bytes`` (the model's tensors, loaded before the baseline was taken)."""
+        if self.cuda:
+            import torch
+
+            allocated = int(torch.cuda.max_memory_allocated(self.device))
+            free, total = torch.cuda.mem_get_info(self.device)
+            return ({"trial_memory_bytes": allocated, "cuda_peak_allocated_bytes": allocated,
+                     "cuda_peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device))},
+                    int(total - free))
+        now = self._rss()
+        self._peak = max(self._peak, now)
+        used = max(0, self._peak - self.baseline_bytes) + held_before_bytes
+        return {"trial_memory_bytes": used, "rss_peak_bytes": self._peak, "rss_after_step_bytes": now}, None
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+
+def _tensor_bytes(model: Any) -> int:
+    return sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+
+
+# -- the measuring core, shared by the callback and the context manager ------------------------------------------
+
+
+class _Recorder:
+    """Collects step measurements, saves and evaluations; builds and writes the record."""
+
+    def __init__(self, *, plan: TrainPlan | None, out: str | Path | None, steps: int | None, warmup: int,
+                 on_measure: OnMeasure | None, sample_interval_s: float, source: str,
+                 until_stable: float | None = None, max_steps: int | None = None):
+        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+            raise TrialError(msg("error.trial.steps", steps=repr(steps)))
+        if until_stable is not None and steps is None:
+            steps = UNTIL_STABLE_MIN_STEPS
+        self.until_stable = until_stable
+        self.max_steps = check_until_stable(until_stable, max_steps, steps or 1)
+        self.converged = False
+        self.agree: Callable[[Any], Any] = lambda value: value  # rank 0's decision on every rank (torchrun)
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
+        if plan is not None and not isinstance(plan, TrainPlan):
+            raise TrialError(msg("error.hf.plan_type", kind=type(plan).__name__))
+        self.plan = plan
+        self.out = Path(out).expanduser() if out is not None else None
+        self.steps = steps
+        self.warmup = warmup
+        self.on_measure = on_measure
+        self.sample_interval_s = sample_interval_s
+        self.source = source
+        self.measurements: list[StepMeasurement] = []
+        self.saves: list[dict[str, Any]] = []
+        self.evaluations_s: list[float] = []
+        self.checkpoint: CheckpointResult | None = None
+        self.inferred: dict[str, Any] = {}
+        self.notes: list[str] = []
+        self.memory: _StepMemory | None = None
+        self.model: Any = None
+        self.device: Any = None
+        self.held_before_bytes = 0
+        self.started_s = time.perf_counter()
+        self.created = datetime.now(UTC)
+        self.micro_tokens = 0
+        self.micro_padding = 0
+        self.max_seq_len = 0
+        self.max_rows = 0  # sequences in the largest micro-batch seen
+        self.micro_batches = 0
+        self.unsent = False  # the last step is not yet sent to on_measure
+        self._hook: Any = None
+        self.saved_to: Path | None = None
+        self.record: TrialRecord | None = None
+
+    # -- set-up ----------------------------------------------------------------------------------------------
+
+    def attach(self, model: Any) -> None:
+        """Start measuring ``model``'s run: memory baseline, the token-counting hook."""
+        import torch
+
+        self.model = model
+        try:
+            self.device = next(model.parameters()).device
+        except StopIteration:
+            self.device = torch.device("cpu")
+        self.held_before_bytes = _tensor_bytes(model)
+        self.memory = _StepMemory(self.device, self.sample_interval_s)
+        self._hook = _unwrap(model).register_forward_pre_hook(self._count_tokens, with_kwargs=True)
+
+    def _count_tokens(self, module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+        if not module.training:
+            return  # evaluation batches are not training tokens
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        mask = kwargs.get("attention_mask")
+        if ids is None or not hasattr(ids, "numel"):
+            return
+        total = int(ids.numel())
+        real = int(mask.sum().item()) if mask is not None and hasattr(mask, "sum") else total
+        self.micro_tokens += real
+        self.micro_padding += total - real
+        self.micro_batches += 1
+        if ids.dim() >= 2:
+            self.max_seq_len = max(self.max_seq_len, int(ids.shape[-1]))
+            self.max_rows = max(self.max_rows, int(ids.shape[0]))
+
+    def count_batch(self, batch: Any) -> None:
+        """Tokens of a batch given to ``m.step`` when the model's hook saw none (a loop without ``model=``)."""
+        if isinstance(batch, dict) and "input_ids" in batch:
+            ids = batch["input_ids"]
+            mask = batch.get("attention_mask")
+            total = int(ids.numel())
+            real = int(mask.sum().item()) if mask is not None else total
+            self.micro_tokens += real
+            self.micro_padding += total - real
+            self.max_seq_len = max(self.max_seq_len, int(ids.shape[-1]))
+            self.max_rows = max(self.max_rows, int(ids.shape[0]) if ids.dim() >= 2 else 1)
+        elif hasattr(batch, "numel"):
+            self.micro_tokens += int(batch.numel())
+            self.max_seq_len = max(self.max_seq_len, int(batch.shape[-1]))
+
+    # -- steps -------------------------------------------------------------------------------------------------
+
+    def begin_step(self) -> None:
+        self.micro_tokens = self.micro_padding = 0
+
+    @property
+    def measured_count(self) -> int:
+        return sum(1 for m in self.measurements if not m.is_warmup)
+
+    def step_done(self) -> bool:
+        """Whether the trial has measured enough: ``steps`` steps, or with ``until_stable`` an interval within
+        the tolerance (or ``max_steps``). Called once per step on every rank (the ranks agree on rank 0's)."""
+        count = self.measured_count
+        if self.until_stable is None:
+            return self.steps is not None and count >= self.steps
+        if count < self.steps:
+            return False
+        times = [m.step_time_s for m in self.measurements if not m.is_warmup]
+        self.converged = bool(self.agree(is_stable(times, self.until_stable)))
+        return self.converged or count >= self.max_steps
+
+    def end_step(self, *, step_time_s: float, data_wait_s: float, loss: float, grad_norm: float = math.nan,
+                 learning_rate: float = math.nan, notify: bool = True) -> StepMeasurement:
+        fields, device_total = self.memory.read(self.held_before_bytes)
+        step = len(self.measurements) + 1
+        tokens = self.micro_tokens
+        m = StepMeasurement(step=step, is_warmup=step <= self.warmup, loss=float(loss), step_time_s=step_time_s,
+                            data_wait_s=data_wait_s, tokens=tokens,
+                            tokens_per_s=tokens / step_time_s if step_time_s > 0 else math.inf,
+                            grad_norm=float(grad_norm), learning_rate=float(learning_rate),
+                            padding_tokens=self.micro_padding, device_total_bytes=device_total, **fields)
+        self.measurements.append(m)
+        self.micro_tokens = self.micro_padding = 0
+        self.unsent = not notify
+        if notify and self.on_measure is not None:
+            self.on_measure(m)
+        return m
+
+    def notify(self) -> None:
+        """Send the last step to ``on_measure`` once its loss is in (the Trainer logs after on_step_end)."""
+        if self.unsent and self.measurements:
+            self.unsent = False
+            if self.on_measure is not None:
+                self.on_measure(self.measurements[-1])
+
+    def fill_loss(self, loss: float | None, grad_norm: float | None, learning_rate: float | None) -> None:
+        """Put the Trainer's logged values into the last step (logging follows on_step_end)."""
+        if not self.measurements:
+            return
+        last = self.measurements[-1]
+        changes = {}
+        if loss is not None:
+            changes["loss"] = float(loss)
+        if grad_norm is not None:
+            changes["grad_norm"] = float(grad_norm)
+        if learning_rate is not None:
+            changes["learning_rate"] = float(learning_rate)
+        self.measurements[-1] = dataclasses.replace(last, **changes)
+
+    # -- saves, evaluations ---------------------------------------------------------------------------------
+
+    def saved(self, folder: Path | None, save_s: float, verify: Callable[[Path], tuple[float, float, int, list[str]]]
+              | None) -> None:
+        files = {}
+        if folder is not None and folder.is_dir():
+            for path in sorted(folder.rglob("*")):
+                if path.is_file():
+                    files[str(path.relative_to(folder))] = path.stat().st_size
+        self.saves.append({"path": str(folder) if folder else None, "save_s": save_s,
+                           "bytes_on_disk": sum(files.values())})
+        if self.checkpoint is not None:
+            return  # the record keeps the first save's round-trip
+        rebuild_s = restore_s = 0.0
+        checked, differ = 0, []
+        if verify is not None and folder is not None:
+            rebuild_s, restore_s, checked, differ = verify(folder)
+            if differ:
+                message = msg("checkpoint.entries_differ", count=len(differ), first=", ".join(differ[:3]))
+            else:
+                message = msg("hf.checkpoint.restored", tensors=checked)
+        else:
+            message = msg("hf.checkpoint.saved_only")
+        verified = verify is not None and checked > 0 and not differ
+        self.checkpoint = CheckpointResult(
+            path=str(folder) if folder else None, files=files, bytes_on_disk=sum(files.values()), save_s=save_s,
+            rebuild_s=rebuild_s, restore_s=restore_s, tensors_checked=checked, tensors_equal=verified,
+            uninterrupted_losses=(), resumed_losses=(), max_abs_loss_diff=0.0, loss_rtol=0.0, verified=verified,
+            message=message)
+
+    # -- the record -----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._hook is not None:
+            self._hook.remove()
+            self._hook = None
+        if self.memory is not None:
+            self.memory.close()
+
+    def build(self, *, protocol_extra: dict[str, Any], runs: dict[str, Any], world: _World) -> TrialRecord | None:
+        """The record of this rank, merged with the other ranks' on rank 0 (None on other ranks)."""
+        plan, inferred = self.plan, dict(self.inferred)
+        measured = [m for m in self.measurements if not m.is_warmup]
+        tokens_per_step = round(statistics.fmean(m.tokens for m in measured)) if measured else 0
+        eval_share = _eval_share(self.evaluations_s, measured, runs)
+        if plan is not None and eval_share is not None and "eval_fraction" in inferred:
+            plan = plan.replace(eval_fraction=min(max(eval_share, 0.0), 1.0))
+            inferred["eval_fraction"] = {"value": plan.eval_fraction, "from": "measured evaluation pass"}
+        device_kind = "GPU" if self.device is not None and self.device.type == "cuda" else "CPU"
+        summary = summarize(self.measurements, device_kind)  # tokens per step: the mean of the measured steps
+        stability = None
+        if self.until_stable is not None:
+            stability = Stability(tolerance=self.until_stable, confidence=CONFIDENCE, min_steps=self.steps,
+                                  max_steps=self.max_steps, converged=self.converged, measured_steps=len(measured),
+                                  half_width=summary.step_time_half_width if summary else None)
+        evaluation = {"passes": len(self.evaluations_s), "times_s": list(self.evaluations_s),
+                      "mean_s": statistics.fmean(self.evaluations_s) if self.evaluations_s else None,
+                      "share_of_run": eval_share, **runs}
+        env = environment(self.device)
+        protocol = _protocol(plan, self, tokens_per_step, protocol_extra)
+        peak = max([m.trial_memory_bytes for m in self.measurements] or [0])
+        stem = f"trial-{_slug(protocol.model)}-{protocol.method}-{self.created.strftime('%Y%m%dT%H%M%SZ')}"
+        record = TrialRecord(
+            protocol=protocol, environment=env, summary=summary, steps=tuple(self.measurements),
+            checkpoint=self.checkpoint, fits=True, error=None, peak_trial_memory_bytes=peak,
+            created_utc=self.created.isoformat(timespec="seconds"), duration_s=time.perf_counter() - self.started_s,
+            notes=tuple(dict.fromkeys(self.notes)), stability=stability, source=self.source, evaluation=evaluation,
+            inferred=inferred or None, saves=tuple(self.saves))
+        if world.size > 1:
+            record = world.merge(record, self)
+            if record is None:
+                return None
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
+            path = _unique(self.out, stem)
+            record = dataclasses.replace(record, saved_to=str(path))
+            write_record(record, path)
+            self.saved_to = path
+        self.record = record
+        return record
+
+
+def _eval_share(evaluations_s: list[float], measured: list[StepMeasurement], runs: dict[str, Any]) -> float | None:
+    """Evaluation time of the whole run over its training time: passes x mean pass / (steps x median step)."""
+    if not evaluations_s or not measured:
+        return None
+    total_steps, passes = runs.get("run_steps"), runs.get("run_eval_passes")
+    if not total_steps or passes is None:
+        return None
+    train_s = total_steps * statistics.median(m.step_time_s for m in measured)
+    return passes * statistics.fmean(evaluations_s) / train_s if train_s > 0 else None
+
+
+def write_record(record: TrialRecord, path: str | Path) -> Path:
+    """Write the record's JSON atomically (a reader never sees half a file)."""
+    path = Path(path)
+    record.to_json(path)
+    return path
+
+
+def read_own_run(path: str | Path) -> dict[str, Any] | None:
+    """What the callback measured beyond gpuwork trial's figures, in the shape of the ``own_run`` JSON section
+    records had before these were ``TrialRecord`` fields: source, inferred, per-step padding and device total,
+    saves, evaluation (and per-rank evaluation as ``ranks``). None for a ``gpuwork trial`` record.
+
+    Kept for records and scripts of that time; new code reads ``TrialRecord`` (``record.evaluation``,
+    ``record.inferred``, ``step.padding_tokens`` ...), which reads old records too.
+    """
+    data = json.loads(Path(path).read_text())
+    if isinstance(data.get(OWN_RUN_KEY), dict):
+        return data[OWN_RUN_KEY]
+    record = TrialRecord.from_dict(data)
+    if record.source == TrialRecord.source:
+        return None
+    evaluation = dict(record.evaluation or {})
+    return {"source": record.source, "inferred": record.inferred or {},
+            "steps": [{"step": s.step, "padding_tokens": s.padding_tokens, "device_total_bytes": s.device_total_bytes}
+                      for s in record.steps],
+            "saves": [dict(v) for v in record.saves], "evaluation": evaluation,
+            **({"ranks": evaluation["ranks"]} if "ranks" in evaluation else {})}
+
+
+def _unique(folder: Path, stem: str) -> Path:
+    candidate, n = folder / f"{stem}.json", 2
+    while candidate.exists():
+        candidate = folder / f"{stem}-{n}.json"
+        n += 1
+    return candidate
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).stem if name.endswith(".json") else name).strip("_") or "model"
+
+
+def _protocol(plan: TrainPlan | None, rec: _Recorder, tokens_per_step: int, extra: dict[str, Any]) -> TrialProtocol:
+    model = rec.model
+    base = _unwrap(model) if model is not None else None
+    total = sum(p.numel() for p in base.parameters()) if base is not None else 0
+    trainable = sum(p.numel() for p in base.parameters() if p.requires_grad) if base is not None else 0
+    plan_dict = plan.as_dict() if plan is not None else {}
+    precision = plan.precision.value if plan is not None else "unknown"
+    attention = str(getattr(getattr(base, "config", None), "_attn_implementation", None) or "unknown")
+    values = dict(
+        model=plan.model if plan is not None else "unknown", method=plan.method.value if plan is not None else "unknown",
+        task=plan.task.value if plan is not None else "unknown", steps=rec.measured_count, warmup=rec.warmup,
+        micro_batch=plan.batch_size if plan is not None else 0, grad_accum=plan.grad_accum if plan is not None else 1,
+        seq_len=plan.seq_len if plan is not None else rec.max_seq_len, tokens_per_step=tokens_per_step, seed=0,
+        learning_rate=math.nan, lr_schedule="the caller's", max_grad_norm=None, precision_requested=precision,
+        precision_used=precision, attention_requested=plan.attention.value if plan is not None else attention,
+        attention_used=attention, optimizer=plan.optimizer.value if plan is not None else "unknown",
+        optimizer_class="unknown", grad_checkpointing=plan.grad_checkpointing if plan is not None else False,
+        params_total=total, params_trainable=trainable, weights="the caller's model",
+        dataset={"name": "the caller's data"}, tokenizer={"kind": "the caller's"}, loader_workers=0,
+        memory_cap_bytes=None, substitutions=(), plan=plan_dict)
+    values.update(extra)
+    return TrialProtocol(**values)
+
+
+# -- inferring the plan from a model (and TrainingArguments) -------------------------------------------------------
+
+
+def _unwrap(model: Any) -> Any:
+    """The model inside DDP / FSDP / accelerate wrappers."""
+    while hasattr(model, "module") and not hasattr(model, "peft_config"):
+        model = model.module
+    return model
+
+
+def _base_model(model: Any) -> Any:
+    model = _unwrap(model)
+    if hasattr(model, "peft_config") and hasattr(model, "get_base_model"):
+        return model.get_base_model()
+    return model
+
+
+def _model_ref(model: Any, out: Path | None) -> tuple[str, str]:
+    """(plan.model, where it came from): a matching preset, a local config folder, a hub id, or the config
+    written next to the record."""
+    from gpuwork.facts.model import list_presets, load_config
+
+    config = getattr(_base_model(model), "config", None)
+    if config is None:
+        raise ModelError(msg("error.hf.no_config", model_class=type(model).__name__))
+    data = config.to_dict()
+    shape = {k: data.get(k) for k in _SHAPE_KEYS if k in data}
+    for name in list_presets():
+        preset, _ = load_config(name)
+        if all(preset.get(k) == v for k, v in shape.items()):
+            return name, "preset with the same shape"
+    source = str(getattr(config, "name_or_path", "") or getattr(model, "name_or_path", "") or "")
+    if source and (Path(source).expanduser() / "config.json").is_file():
+        return source, "model folder"
+    if source and source.count("/") == 1 and not Path(source).exists():
+        return source, "hub id"
+    folder = (out or Path.cwd()) / f"model-config-{data.get('model_type', 'model')}"
+    folder.mkdir(parents=True, exist_ok=True)
+    config.to_json_file(str(folder / "config.json"))
+    return str(folder / "config.json"), "config written next to the record"
+
+
+def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batch_size: int | None = None,
+               world_size: int = 1, out: str | Path | None = None, state: Any = None) -> tuple[TrainPlan, dict[str, Any]]:
+    """The TrainPlan a user's run is, read from its model (and Trainer's TrainingArguments when given).
+
+    Returns (plan, inferred): ``inferred`` maps each plan field set to ``{"value", "from"}`` so the
+    record says what was read and what defaulted. Model: a preset of the same shape, the model's
+    folder, its hub id, or its config written into ``out``. Method: a peft model is ``lora``
+    (``qlora`` on a 4-bit base), a model with some frozen parameters ``freeze``, else ``full``.
+    """
+    import torch
+
+    inferred: dict[str, Any] = {}
+
+    def put(field: str, value: Any, source: str) -> Any:
+        inferred[field] = {"value": value, "from": source}
+        return value
+
+    fields: dict[str, Any] = {}
+    ref, where = _model_ref(model, Path(out) if out is not None else None)
+    fields["model"] = put("model", ref, where)
+    base = _base_model(model)
+    wrapped = _unwrap(model)
+    four_bit = bool(getattr(base, "is_loaded_in_4bit", False)) or any(
+        "4bit" in type(p).__name__.lower() for p in base.parameters())
+    if hasattr(wrapped, "peft_config"):
+        cfg = next(iter(wrapped.peft_config.values()))
+        fields["method"] = put("method", "qlora" if four_bit else "lora", "peft model" + (" on a 4-bit base" if four_bit
+                                                                                          else ""))
+        targets = cfg.target_modules
+        targets = (targets,) if isinstance(targets, str) else tuple(sorted(targets or ()))
+        if targets:
+            fields["lora_targets"] = put("lora_targets", list(targets), "peft config")
+        fields["lora_r"] = put("lora_r", int(cfg.r), "peft config")
+        fields["lora_alpha"] = put("lora_alpha", int(cfg.lora_alpha), "peft config")
+        fields["lora_dropout"] = put("lora_dropout", float(cfg.lora_dropout), "peft config")
+    else:
+        params = list(base.parameters())
+        frozen = any(not p.requires_grad for p in params)
+        fields["method"] = put("method", "freeze" if frozen else "full",
+                               "some parameters frozen" if frozen else "every parameter trains")
+        if frozen:
+            from gpuwork.facts.model import find_blocks
+
+            with contextlib.suppress(Exception):
+                _, blocks = find_blocks(base, getattr(base.config, "num_hidden_layers", None))
+                trained = sum(1 for b in blocks if any(p.requires_grad for p in b.parameters()))
+                fields["trainable_layers"] = put("trainable_layers", max(1, trained), "blocks with trainable weights")
+    name = type(base).__name__
+    task = "seq-cls" if name.endswith("ForSequenceClassification") else "masked-lm" if name.endswith(
+        "ForMaskedLM") else "causal-lm"
+    fields["task"] = put("task", task, f"model class {name}")
+    trainable_dtype = next((p.dtype for p in base.parameters() if p.requires_grad), torch.float32)
+    half = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(trainable_dtype)
+    if args is not None and (getattr(args, "bf16", False) or getattr(args, "fp16", False)):
+        low = "bf16" if getattr(args, "bf16", False) else "fp16"
+        precision = low if half else f"{low}-mixed"
+        fields["precision"] = put("precision", precision, f"args.{low} with {trainable_dtype} weights")
+    else:
+        fields["precision"] = put("precision", half or "fp32", f"weights in {trainable_dtype}")
+    attn = getattr(base.config, "_attn_implementation", None)
+    attention = {"flash_attention_2": "flash", "flash_attention_3": "flash", "sdpa": "sdpa", "eager": "eager"}.get(
+        str(attn))
+    if attention:
+        fields["attention"] = put("attention", attention, f"config._attn_implementation={attn}")
+    if seq_len:
+        fields["seq_len"] = put("seq_len", int(seq_len), "longest training batch measured")
+    checkpointing = bool(getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name
+                         or getattr(base, "is_gradient_checkpointing", False))
+    if batch_size and args is None:
+        fields["batch_size"] = put("batch_size", int(batch_size), "largest training batch measured")
+    if args is not None:
+        fields["batch_size"] = put("batch_size", int(args.per_device_train_batch_size),
+                                   "args.per_device_train_batch_size")
+        fields["grad_accum"] = put("grad_accum", int(args.gradient_accumulation_steps),
+                                   "args.gradient_accumulation_steps")
+        switch = getattr(args, "activation_checkpointing", None)  # transformers >= 5 name
+        checkpointing = checkpointing or bool(switch if switch is not None else args.gradient_checkpointing)
+        optim = str(getattr(args.optim, "value", args.optim))
+        mapped = _OPTIMIZERS.get(optim)
+        if mapped is None:
+            put("optimizer", "adamw", f"args.optim={optim} has no plan equivalent: adamw assumed")
+            fields["optimizer"] = "adamw"
+        else:
+            fields["optimizer"] = put("optimizer", mapped[0], f"args.optim={optim}")
+            if mapped[1]:
+                fields["optimizer_impl"] = put("optimizer_impl", mapped[1], f"args.optim={optim}")
+        if getattr(args, "fsdp", None):
+            fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
+        elif getattr(args, "deepspeed", None):
+            put("sharding", "ddp", "args.deepspeed: the ZeRO stage is not read here (gpuwork plan --from reads "
+                "DeepSpeed configs)")
+        if getattr(args, "save_strategy", None) is not None and str(getattr(args.save_strategy, "value",
+                                                                         args.save_strategy)) == "steps":
+            fields["checkpoint_every_steps"] = put("checkpoint_every_steps", int(args.save_steps), "args.save_steps")
+        if getattr(args, "save_total_limit", None):
+            fields["checkpoints_kept"] = put("checkpoints_kept", int(args.save_total_limit), "args.save_total_limit")
+        if state is not None and getattr(state, "max_steps", 0) and seq_len:
+            epochs = float(args.num_train_epochs) if args.max_steps <= 0 else 1.0
+            tokens = int(state.max_steps) * int(seq_len) * fields["batch_size"] * fields["grad_accum"] * world_size
+            fields["epochs"] = put("epochs", epochs, "args.num_train_epochs" if args.max_steps <= 0
+                                   else "args.max_steps")
+            fields["dataset_tokens"] = put("dataset_tokens", max(1, round(tokens / epochs)),
+                                           "run steps x batch x seq_len x ranks / epochs (padded tokens)")
+    fields["grad_checkpointing"] = put("grad_checkpointing", checkpointing, "model / args.gradient_checkpointing")
+    fields["gpus"] = put("gpus", max(1, world_size), "processes of the run")
+    inferred["eval_fraction"] = {"value": TrainPlan.eval_fraction, "from": "default (no evaluation measured)"}
+    try:
+        plan = TrainPlan(**fields)
+    except PlanError as exc:
+        raise TrialError(msg("error.hf.plan_invalid", detail=str(exc))) from None
+    return plan, inferred
+
+
+def _spec_check(plan: TrainPlan, rec: _Recorder) -> None:
+    """Whether gpuwork can size the model (its estimators need a ModelSpec): noted in the record."""
+    from gpuwork.facts.model import spec_for_plan
+
+    try:
+        spec = spec_for_plan(plan)
+    except Exception as exc:  # noqa: BLE001 - the record says why the estimate cannot be made
+        rec.inferred["model_spec"] = {"value": None, "from": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+        return
+    rec.inferred["model_spec"] = {"value": getattr(spec, "name", plan.model),
+                                  "from": "gpuwork.facts.model.spec_for_plan"}
+
+
+# -- checkpoint restore into a fresh model ------------------------------------------------------------------------
+
+
+def _weights(folder: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    files = sorted(folder.glob("adapter_model*.safetensors")) or sorted(folder.glob("model*.safetensors"))
+    saved: dict[str, Any] = {}
+    for path in files:
+        saved.update(load_file(str(path)))
+    if not saved:
+        import torch
+
+        for name in ("adapter_model.bin", "pytorch_model.bin"):
+            if (folder / name).is_file():
+                saved.update(torch.load(folder / name, map_location="cpu", weights_only=True))
+    return saved
+
+
+def _verifier(model: Any) -> Callable[[Path], tuple[float, float, int, list[str]]]:
+    """Restore a Trainer checkpoint folder into a freshly built model (meta device, tensors assigned from the
+    files) and compare each restored tensor with the live model's."""
+
+    def verify(folder: Path) -> tuple[float, float, int, list[str]]:
+        import torch
+
+        live = _unwrap(model)
+        start = time.perf_counter()
+        base = _base_model(model)
+        with torch.device("meta"):
+            fresh = type(base)(base.config)
+        if hasattr(live, "peft_config"):
+            from peft import get_peft_model
+
+            fresh = get_peft_model(fresh, next(iter(live.peft_config.values())))
+        rebuild_s = time.perf_counter() - start
+        start = time.perf_counter()
+        saved = _weights(folder)
+        if hasattr(live, "peft_config"):  # adapter files drop the adapter's name from each key
+            adapter = next(iter(live.peft_config))
+            names = {n.replace(f".{adapter}.", "."): n for n in fresh.state_dict()}
+            saved = {names.get(k, k): v for k, v in saved.items()}
+        fresh.load_state_dict(saved, strict=False, assign=True)
+        restore_s = time.perf_counter() - start
+        restored = {n: t for n, t in fresh.state_dict().items() if t.device.type != "meta"}
+        current = {n: t.detach().to("cpu") for n, t in live.state_dict().items() if n in restored}
+        differ = [n for n, t in restored.items() if n not in current or not torch.equal(t.to("cpu"), current[n])]
+        if len(restored) < len(saved):  # a saved tensor that found no place in the fresh model
+            differ.append(f"{len(saved) - len(restored)} saved tensors not restored")
+        return rebuild_s, restore_s, len(restored), differ
+
+    return verify
+
+
+# -- several processes --------------------------------------------------------------------------------------------
+
+
+class _World:
+    """torch.distributed when initialised (torchrun / accelerate): gather every rank's figures to rank 0."""
+
+    def __init__(self) -> None:
+        import torch.distributed as dist
+
+        self.active = dist.is_available() and dist.is_initialized()
+        self.rank = dist.get_rank() if self.active else 0
+        self.size = dist.get_world_size() if self.active else 1
+        self.backend = str(dist.get_backend()) if self.active else ""
+
+    def agree(self, value: Any) -> Any:
+        """Rank 0's value on every rank (a collective: every rank calls it at the same point)."""
+        if not self.active:
+            return value
+        import torch.distributed as dist
+
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def merge(self, record: TrialRecord, rec: _Recorder) -> TrialRecord | None:
+        import torch.distributed as dist
+
+        from gpuwork.measure.distributed import merge_ranks
+        from gpuwork.measure.trial import ParallelInfo
+
+        mine = {"record": record.as_dict(), "rank": dataclasses.asdict(_rank_result(record, rec, self.rank))}
+        gathered: list[Any] = [None] * self.size
+        dist.all_gather_object(gathered, mine)
+        if self.rank != 0:
+            return None
+        records = [TrialRecord.from_dict(g["record"]) for g in gathered]
+        ranks = [RankResult(**{**g["rank"], "error": None, **{k: tuple(g["rank"][k]) for k in (
+            "losses", "step_times_s", "data_wait_s")}}) for g in gathered]
+        base = _unwrap(rec.model)
+        strategy = "fsdp" if "FullyShardedDataParallel" in type(rec.model).__name__ or hasattr(
+            base, "_fsdp_wrapped_module") else "ddp"
+        info = ParallelInfo(world_size=self.size, backend=self.backend, strategy=strategy,
+                            sharding_requested=rec.plan.sharding.value if rec.plan is not None else "",
+                            wrapping=f"{type(rec.model).__name__} (the caller's)", reshard_after_forward=None,
+                            launcher=os.environ.get("GPUWORK_LAUNCHER", "torchrun / accelerate launch"))
+        merged = merge_ranks(records, ranks, info)
+        # what merge_ranks does not carry: per step the ranks' padding (summed, as tokens are) and the highest
+        # device total; the record-level fields of the callback, with each rank's evaluation passes
+        count = len(merged.steps)
+        steps = tuple(dataclasses.replace(
+            m, padding_tokens=_sum_or_none(r.steps[i].padding_tokens for r in records),
+            device_total_bytes=_max_or_none(r.steps[i].device_total_bytes for r in records))
+            for i, m in zip(range(count), merged.steps, strict=True))
+        evaluation = {**(record.evaluation or {}),
+                      "ranks": [{"rank": i, **(r.evaluation or {})} for i, r in enumerate(records)]}
+        return dataclasses.replace(merged, steps=steps, checkpoint=records[0].checkpoint, source=record.source,
+                                   evaluation=evaluation, inferred=record.inferred, stability=record.stability,
+                                   saves=record.saves)
+
+
+def _sum_or_none(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def _max_or_none(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:
+    s = record.summary
+    base = _unwrap(rec.model)
+    params = list(base.parameters())
+    digest = hashlib.sha256()
+    for name, p in base.named_parameters():
+        digest.update(f"{name}:{float(p.detach().double().sum()):.17g};".encode())
+    optimizer = getattr(rec, "optimizer", None)
+    optimizer_bytes = 0
+    if optimizer is not None:
+        for state in getattr(optimizer, "state", {}).values():
+            optimizer_bytes += sum(v.numel() * v.element_size() for v in state.values() if hasattr(v, "numel"))
+    return RankResult(
+        rank=rank, device=record.environment.device, device_name=record.environment.device_name,
+        losses=tuple(m.loss for m in record.steps), step_times_s=tuple(m.step_time_s for m in record.steps),
+        data_wait_s=tuple(m.data_wait_s for m in record.steps), tokens_per_step=record.protocol.tokens_per_step,
+        median_step_time_s=s.median_step_time_s if s else None, tokens_per_s=s.tokens_per_s if s else None,
+        peak_trial_memory_bytes=record.peak_trial_memory_bytes,
+        cuda_peak_allocated_bytes=s.cuda_peak_allocated_bytes if s else None,
+        cuda_peak_reserved_bytes=s.cuda_peak_reserved_bytes if s else None,
+        rss_peak_bytes=s.rss_peak_bytes if s else None,
+        param_bytes=sum(p.numel() * p.element_size() for p in params),
+        trainable_param_bytes=sum(p.numel() * p.element_size() for p in params if p.requires_grad),
+        optimizer_state_bytes=optimizer_bytes, params_sha256=digest.hexdigest(), fits=True, error=None,
+        checkpoint_verified=record.checkpoint.verified if record.checkpoint else None)
+
+
+# -- the Trainer callback ---------------------------------------------------------------------------------------
+
+
+class GpuworkCallback(TrainerCallback):
+    """Measure a ``transformers.Trainer`` / TRL ``SFTTrainer`` run and write a ``TrialRecord``.
+
+    Args:
+        plan: the TrainPlan the run is; None infers it from the Trainer's arguments and model (what was
+            inferred is in the record's ``inferred``).
+        out: folder for the record JSON (``trial-<model>-<method>-<time>.json``); None writes nothing
+            (``.record`` still holds it).
+        steps: measured steps after warm-up, then the run stops (a trial): the callback asks the Trainer
+            to save a checkpoint (``checkpoint=True``) and to evaluate (``evaluate``) at that step, and
+            measures both. None measures the whole run and stops nothing.
+        warmup: steps excluded from the summary (allocator growth, lazy initialisation).
+        verify_restore: restore the first saved checkpoint into a fresh model and compare every tensor.
+        checkpoint: in a trial, save a checkpoint at its last step (timed).
+        evaluate: in a trial, run the evaluation pass at its last step; None = when the Trainer's
+            ``eval_strategy`` is not "no".
+        on_measure: called with each StepMeasurement (live curves in a notebook).
+        until_stable: run the trial until the median step time's 95 % interval lies within +-this share of
+            the median (e.g. 0.03; ``gpuwork.measure.stability``), checked from the ``steps``-th measured
+            step on (``steps`` None: UNTIL_STABLE_MIN_STEPS); ``record.stability`` says whether it converged.
+        max_steps: with ``until_stable``, the most measured steps (default 200).
+
+    Example:
+        >>> trainer.add_callback(GpuworkCallback(out="trial-out", steps=20))
+        >>> trainer.train()  # stops after 2 + 20 steps; the record is in trial-out/
+    """
+
+    def __init__(self, plan: TrainPlan | None = None, *, out: str | Path | None = None, steps: int | None = None,
+                 warmup: int = 2, verify_restore: bool = False, checkpoint: bool = True,
+                 evaluate: bool | None = None, on_measure: OnMeasure | None = None,
+                 memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, until_stable: float | None = None,
+                 max_steps: int | None = None):
+        self._options = dict(plan=plan, out=out, steps=steps, warmup=warmup, on_measure=on_measure,
+                             sample_interval_s=memory_sample_interval_s, source="gpuwork.hf.GpuworkCallback",
+                             until_stable=until_stable, max_steps=max_steps)
+        self._rec = _Recorder(**self._options)  # validates the arguments now, not at train()
+        self.verify_restore = verify_restore
+        self.checkpoint = checkpoint
+        self.evaluate = evaluate
+        self.record: TrialRecord | None = None
+        self.saved_to: Path | None = None
+        self._world: _World | None = None
+        self._boundary_s = 0.0  # when the last step, log, evaluation or save ended
+        self._step_begin_s: float | None = None
+        self._step_end_s: float | None = None
+
+    # -- events ---------------------------------------------------------------------------------------------
+
+    def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+        if model is None:
+            raise TrialError(msg("error.hf.no_model"))
+        self._rec = _Recorder(**self._options)
+        self._rec.attach(model)
+        self._rec.optimizer = optimizer
+        self._world = _World()
+        self._rec.agree = self._world.agree
+        self._args = args
+        self._memory_sync()
+        self._boundary_s = time.perf_counter()
+        self._step_end_s = self._boundary_s
+
+    def _memory_sync(self) -> None:
+        if self._rec.memory is not None:
+            self._rec.memory.sync()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._rec.notify()
+        now = time.perf_counter()
+        self._data_wait_s = now - self._boundary_s
+        self._rec.begin_step()
+        self._rec.memory.reset()
+        self._step_begin_s = now
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._step_begin_s is None:
+            return control
+        self._memory_sync()
+        now = time.perf_counter()
+        step_time_s = (now - self._step_begin_s) + self._data_wait_s
+        self._rec.end_step(step_time_s=step_time_s, data_wait_s=self._data_wait_s, loss=math.nan, notify=False)
+        self._step_begin_s = None
+        self._boundary_s = self._step_end_s = now
+        control.should_log = True  # per-step loss: logged at this step, filled in on_log
+        if self._rec.step_done():
+            control.should_training_stop = True
+            if self.checkpoint:
+                control.should_save = True
+            if self.evaluate or (self.evaluate is None and str(getattr(args.eval_strategy, "value",
+                                                                        args.eval_strategy)) != "no"):
+                control.should_evaluate = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" in logs and not any(k.startswith("eval_") for k in logs):
+            self._rec.fill_loss(logs.get("loss"), logs.get("grad_norm"), logs.get("learning_rate"))
+            self._rec.notify()
+            self._boundary_s = time.perf_counter()  # logging is not the next step's data wait
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        now = time.perf_counter()
+        if self._rec.measurements:  # an evaluation before the first step is not part of a step interval
+            self._rec.evaluations_s.append(now - self._boundary_s)
+        self._boundary_s = now
+
+    def on_save(self, args, state, control, **kwargs):
+        self._memory_sync()
+        now = time.perf_counter()
+        save_s = now - self._boundary_s
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        verify = _verifier(self._rec.model) if self.verify_restore else None
+        self._rec.saved(folder if folder.is_dir() else None, save_s, verify)
+        self._boundary_s = time.perf_counter()
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        rec = self._rec
+        try:
+            if rec.model is None:
+                return
+            rec.notify()
+            if rec.plan is None:
+                plan, inferred = infer_plan(rec.model, args, seq_len=rec.max_seq_len or None,
+                                            world_size=self._world.size, out=rec.out, state=state)
+                rec.plan, rec.inferred = plan, inferred
+                _spec_check(plan, rec)
+            runs = _run_counts(args, state)
+            record = rec.build(protocol_extra=_trainer_protocol(args, rec), runs=runs, world=self._world)
+            self.record, self.saved_to = record, rec.saved_to
+        finally:
+            rec.close()
+
+
+def _run_counts(args: Any, state: Any) -> dict[str, Any]:
+    """The run's optimizer steps and how many evaluation passes it makes (for the evaluation's share)."""
+    total = int(getattr(state, "max_steps", 0) or 0)
+    strategy = str(getattr(args.eval_strategy, "value", args.eval_strategy))
+    if strategy == "steps":
+        every = args.eval_steps or args.logging_steps
+        every = int(every if every >= 1 else math.ceil(every * total))
+        passes = total // every if every else 0
+    elif strategy == "epoch":
+        passes = math.ceil(float(args.num_train_epochs)) if args.max_steps <= 0 else 1
+    else:
+        passes = 1  # a trial that forces one pass: a run evaluates at least once at the end
+    return {"run_steps": total, "run_eval_passes": passes, "eval_strategy": strategy}
+
+
+def _trainer_protocol(args: Any, rec: _Recorder) -> dict[str, Any]:
+    optimizer = getattr(rec, "optimizer", None)
+    opt_class = type(getattr(optimizer, "optimizer", optimizer))  # accelerate wraps the optimizer
+    schedule = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
+    return dict(seed=int(args.seed), learning_rate=float(args.learning_rate),
+                lr_schedule=f"{schedule}, warm-up {args.warmup_steps} steps",
+                max_grad_norm=float(args.max_grad_norm) if args.max_grad_norm else None,
+                optimizer_class=f"{opt_class.__module__}.{opt_class.__name__}" if optimizer is not None else "unknown",
+                weights=str(getattr(_base_model(rec.model).config, "name_or_path", "") or "the caller's model"),
+                dataset={"name": "the Trainer's train_dataset"},
+                tokenizer={"kind": "the Trainer's processing_class"},
+                loader_workers=int(args.dataloader_num_workers))
+
+
+# -- the context manager for a plain loop -----------------------------------------------------------------------
+
+
+class Measurement:
+    """What ``measure(...)`` yields: call ``step`` after each optimizer step; ``batches`` times the data."""
+
+    def __init__(self, rec: _Recorder, model: Any, optimizer: Any, verify_restore: bool):
+        self._rec = rec
+        self._model = model
+        self._verify = verify_restore
+        self._rec.optimizer = optimizer
+        self._mark_s = time.perf_counter()
+        self._wait_s = 0.0
+        self.record: TrialRecord | None = None
+
+    @property
+    def measurements(self) -> tuple[StepMeasurement, ...]:
+        return tuple(self._rec.measurements)
+
+    def batches(self, loader: Iterable[Any]) -> Iterator[Any]:
+        """The loader's batches, each ``next()`` timed as data wait."""
+        iterator = iter(loader)
+        while True:
+            start = time.perf_counter()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            self._wait_s += time.perf_counter() - start
+            yield batch
+
+    def step(self, batch: Any = None, *, loss: Any = math.nan) -> bool:
+        """End of one optimizer step: record it. Returns True once ``steps`` measured steps are done."""
+        self._rec.memory.sync()
+        now = time.perf_counter()
+        if self._rec.micro_batches == 0 and batch is not None:  # no model hook: count the batch given
+            self._rec.count_batch(batch)
+        value = float(loss.detach().float().item()) if hasattr(loss, "detach") else float(loss)
+        self._rec.end_step(step_time_s=now - self._mark_s, data_wait_s=self._wait_s, loss=value)
+        self._rec.micro_batches = 0
+        self._rec.memory.reset()
+        self._wait_s = 0.0
+        self._mark_s = time.perf_counter()
+        return self._rec.step_done()
+
+    @contextlib.contextmanager
+    def saving(self, folder: str | Path) -> Iterator[None]:
+        """Time a checkpoint save into ``folder`` (restored and compared when ``verify_restore``)."""
+        start = time.perf_counter()
+        yield
+        save_s = time.perf_counter() - start
+        verify = _verifier(self._model) if self._verify and self._model is not None else None
+        self._rec.saved(Path(folder), save_s, verify)
+        self._mark_s += time.perf_counter() - start  # the save is not part of the next step
+
+    @contextlib.contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Time an evaluation pass (its share of the run goes into the record)."""
+        start = time.perf_counter()
+        yield
+        self._rec.evaluations_s.append(time.perf_counter() - start)
+        self._mark_s += time.perf_counter() - start
+
+
+@contextlib.contextmanager
+def measure(plan: TrainPlan | None = None, *, model: Any = None, optimizer: Any = None, out: str | Path | None = None,
+            steps: int | None = None, warmup: int = 1, run_steps: int | None = None, eval_passes: int | None = None,
+            verify_restore: bool = False, on_measure: OnMeasure | None = None,
+            memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, until_stable: float | None = None,
+            max_steps: int | None = None) -> Iterator[Measurement]:
+    """Measure a plain PyTorch training loop; the record is written when the block ends.
+
+    Args:
+        plan: the TrainPlan the loop is; None infers it from ``model`` (method, precision, the longest batch).
+        model: the model trained (tokens are counted from its training forward calls; parameters,
+            memory baseline, restore checks); None counts tokens from the batches given to ``step``.
+        optimizer: for the per-rank optimizer state bytes under torchrun.
+        out, steps, warmup, verify_restore, on_measure, until_stable, max_steps: as ``GpuworkCallback``
+            (``m.step`` returns True once the interval is tight or ``max_steps`` are measured).
+        run_steps, eval_passes: the whole run's optimizer steps and evaluation passes, for the share of
+            time the evaluation takes (``Measurement.evaluating``).
+
+    Example:
+        >>> with measure(model=model, out="trial-out", steps=10) as m:
+        ...     for batch in m.batches(loader):
+        ...         model(**batch).loss.backward(); opt.step(); opt.zero_grad()
+        ...         if m.step(batch):
+        ...             break
+        >>> m.record.summary.median_step_time_s > 0
+        True
+    """
+    import torch
+
+    rec = _Recorder(plan=plan, out=out, steps=steps, warmup=warmup, on_measure=on_measure,
+                    sample_interval_s=memory_sample_interval_s, source="gpuwork.hf.measure",
+                    until_stable=until_stable, max_steps=max_steps)
+    if model is not None:
+        rec.attach(model)
+    else:
+        rec.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else (
+            torch.device("cpu"))
+        rec.memory = _StepMemory(rec.device, memory_sample_interval_s)
+    world = _World()
+    rec.agree = world.agree
+    m = Measurement(rec, model, optimizer, verify_restore)
+    try:
+        yield m
+        if rec.plan is None:
+            if model is None:
+                raise TrialError(msg("error.hf.no_plan"))
+            rec.plan, rec.inferred = infer_plan(model, seq_len=rec.max_seq_len or None,
+                                                batch_size=rec.max_rows or None, world_size=world.size, out=rec.out)
+            _spec_check(rec.plan, rec)
+        runs = {"run_steps": run_steps, "run_eval_passes": eval_passes}
+        m.record = rec.build(protocol_extra={}, runs=runs, world=world)
+    finally:
+        rec.close()
+
+
+__all__ = ["OWN_RUN_KEY", "GpuworkCallback", "Measurement", "infer_plan", "measure", "read_own_run", "write_record"]
+

@@ -1,0 +1,295 @@
+"""Catalog entries (code -> (English, Russian)) for importing the user's own training configs (``--from FILE``).
+
+Part of the one catalog: ``gpuwork.present.messages`` merges these entries and renders them; the placeholder
+kinds are documented there. Sections: the import report (``config.*``: files, field <- file: key, defaults,
+ignored keys, notes), the rules that decide a value (``config.rule.*``), optimizer approximations
+(``config.optimizer.*``) and the errors of a config that cannot be read (``error.config.*``).
+Config keys and values stay as they are written in the file, in both languages.
+"""
+
+from __future__ import annotations
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    "cli.help.run.from": (
+        "a training config to plan from: `TrainingArguments` / `SFTConfig` (JSON or YAML), `axolotl` or "
+        "`LLaMA-Factory` YAML, DeepSpeed JSON, `accelerate` YAML; repeat to combine; flags override it; the mapping "
+        "is printed on stderr",
+        "конфигурация обучения, из которой строится план: `TrainingArguments` / `SFTConfig` (JSON или YAML), YAML "
+        "`axolotl` или `LLaMA-Factory`, JSON DeepSpeed, YAML `accelerate`; повторите флаг, чтобы объединить "
+        "несколько; флаги важнее файла; соответствие полей печатается в stderr"),
+
+    # -- the report ---------------------------------------------------------------------------------------------
+    "config.header": ("Imported {count} config {count:pl:file|files}:",
+                      "Прочитано {count} {count:pl:файл|файла|файлов} конфигурации:"),
+    "config.file": ("  {file:raw} ({format:@config.format})", "  {file:raw} ({format:@config.format})"),
+    "config.format.hf": ("Hugging Face TrainingArguments / TRL SFTConfig",
+                         "Hugging Face TrainingArguments / TRL SFTConfig"),
+    "config.format.axolotl": ("axolotl YAML", "YAML axolotl"),
+    "config.format.llamafactory": ("LLaMA-Factory YAML", "YAML LLaMA-Factory"),
+    "config.format.deepspeed": ("DeepSpeed config", "конфигурация DeepSpeed"),
+    "config.format.accelerate": ("accelerate config", "конфигурация accelerate"),
+    "config.understood": ("Understood (plan field = value <- file: key):",
+                          "Понято (поле плана = значение ← файл: ключ):"),
+    "config.mapped": ("  {field:raw} = {value:raw}  <- {file:raw}: {key:raw}",
+                      "  {field:raw} = {value:raw}  ← {file:raw}: {key:raw}"),
+    "config.mapped_rule": ("  {field:raw} = {value:raw}  <- {file:raw}: {key:raw} ({rule})",
+                           "  {field:raw} = {value:raw}  ← {file:raw}: {key:raw} ({rule})"),
+    "config.mapped_overridden": (
+        "  {field:raw}: {flag:raw} on the command line wins over {value:raw} from {file:raw}: {key:raw}",
+        "  {field:raw}: {flag:raw} в командной строке важнее, чем {value:raw} из {file:raw}: {key:raw}"),
+    "config.defaulted_title": ("Defaulted (no file sets them; change with the flag of the same name):",
+                               "По умолчанию (ни один файл их не задаёт; меняются одноимённым флагом):"),
+    "config.defaulted": ("  {field:raw} = {value:raw}", "  {field:raw} = {value:raw}"),
+    "config.ignored_title": ("Ignored (no effect on memory, time, disk or cost):",
+                             "Пропущено (не влияет на память, время, диск и стоимость):"),
+    "config.ignored": ("  {file:raw}: {keys:raw}", "  {file:raw}: {keys:raw}"),
+    "config.notes_title": ("Notes:", "Замечания:"),
+    "config.note": ("  - {note}", "  - {note}"),
+
+    # -- how a value was decided ------------------------------------------------------------------------------------
+    "config.rule.model_local": ("local config {path:raw}", "локальная конфигурация {path:raw}"),
+    "config.rule.model_preset": ("hub id {hub_id:raw} is the bundled preset {preset:raw}",
+                                 "модель {hub_id:raw} — это встроенная заготовка {preset:raw}"),
+    "config.rule.model_variant": (
+        "{hub_id:raw} has the architecture of the bundled preset {preset:raw} (an instruct/chat variant)",
+        "у {hub_id:raw} архитектура встроенной заготовки {preset:raw} (вариант для инструкций или диалога)"),
+    "config.rule.model_hub": (
+        "not a bundled preset: kept as a hub id; its config is read from the Hugging Face cache or the network",
+        "не встроенная заготовка: оставлено как имя на Hugging Face Hub; конфигурация читается из кэша "
+        "Hugging Face или из сети"),
+    "config.rule.trainer_mixed": (
+        "Trainer autocasts over fp32 weights unless the model is loaded in 16-bit: mixed",
+        "Trainer включает autocast поверх весов fp32, если модель не загружена в 16 битах: смешанная точность"),
+    "config.rule.pure_loaded": ("the model is loaded in {dtype:raw}, so the trained weights are 16-bit",
+                                "модель загружается в {dtype:raw}, поэтому обучаемые веса 16-битные"),
+    "config.rule.adapter_mixed": ("adapters train under autocast over a 16-bit base",
+                                  "адаптеры обучаются с autocast поверх 16-битной базы"),
+    "config.rule.axolotl_bf16": (
+        "axolotl loads the weights in bf16 when bf16 is on: full fine-tuning trains bf16 weights",
+        "axolotl загружает веса в bf16, когда включён `bf16`: при полном дообучении обучаются веса bf16"),
+    "config.rule.bf16_auto": ("bf16: auto, taken as bf16 (every catalog GPU since Ampere has it); {rule}",
+                              "`bf16: auto` принято за bf16 (его поддерживают все GPU каталога начиная с Ampere); "
+                              "{rule}"),
+    "config.rule.axolotl_pure": ("pure 16-bit, no autocast", "чистая 16-битная точность без autocast"),
+    "config.rule.lf_mixed": ("LLaMA-Factory upcasts the trained weights to fp32 unless pure_bf16: mixed",
+                             "LLaMA-Factory хранит обучаемые веса в fp32, если не задан `pure_bf16`: смешанная "
+                             "точность"),
+    "config.rule.lf_pure": ("pure_bf16: weights, gradients and optimizer states in bf16",
+                            "`pure_bf16`: веса, градиенты и состояния оптимизатора в bf16"),
+    "config.rule.ds_mixed": ("DeepSpeed keeps fp32 master weights in its optimizer: mixed",
+                             "DeepSpeed хранит главные копии весов в fp32 в оптимизаторе: смешанная точность"),
+    "config.rule.fp32": ("neither bf16 nor fp16 is on", "не включены ни bf16, ни fp16"),
+    "config.rule.fp32_tf32": ("neither bf16 nor fp16 is on; tf32 speeds up fp32 matmuls and changes no memory",
+                              "не включены ни bf16, ни fp16; tf32 ускоряет умножение матриц в fp32 и не меняет "
+                              "память"),
+    "config.rule.lf_default": ("LLaMA-Factory's default", "значение LLaMA-Factory по умолчанию"),
+    "config.rule.lf_alpha": ("LLaMA-Factory's default: twice lora_rank", "по умолчанию в LLaMA-Factory: дважды `lora_rank`"),
+    "config.rule.trl_full": ("TRL's ModelConfig default use_peft: false: every weight trains",
+                             "в TRL ModelConfig по умолчанию `use_peft: false`: обучаются все веса"),
+    "config.rule.no_adapter": ("no adapter: every weight trains", "адаптера нет: обучаются все веса"),
+    "config.rule.accum_from_batch": ("batch_size {total} / micro_batch_size {micro}",
+                                     "`batch_size` {total} / `micro_batch_size` {micro}"),
+    "config.rule.offloaded_checkpointing": (
+        "gradient_checkpointing: {value:raw} also offloads the saved activations to the CPU; not modelled: the "
+        "estimate counts them on the GPU",
+        "`gradient_checkpointing: {value:raw}` ещё и выгружает сохранённые активации на CPU; это не "
+        "моделируется: оценка считает их на GPU"),
+    "config.rule.xformers": ("xformers memory-efficient attention, modelled as sdpa",
+                             "экономное по памяти внимание xformers, моделируется как sdpa"),
+    "config.rule.flash_like": ("{value:raw}: a flash-attention kernel", "{value:raw}: ядро flash-attention"),
+    "config.rule.attention_other": ("{value:raw} is not modelled; the nearest is sdpa",
+                                    "{value:raw} не моделируется; ближайший вариант — sdpa"),
+    "config.rule.shard_grad_op": ("gradients and optimizer states sharded, weights replicated (like ZeRO-2)",
+                                  "градиенты и состояния оптимизатора шардированы, веса на каждом GPU (как ZeRO-2)"),
+    "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
+                                 "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
+    "config.rule.nvme": ("offload to NVMe, modelled as CPU offload", "выгрузка на NVMe, моделируется как выгрузка на CPU"),
+    "config.rule.stage_from_name": (
+        "{path:raw} is not here: ZeRO stage {stage} read from its file name (pass the file with --from to read it)",
+        "файла {path:raw} здесь нет: стадия ZeRO {stage} взята из его имени (передайте файл через --from, чтобы "
+        "прочитать его)"),
+    "config.rule.offload_from_name": ("{path:raw} is not here: offload read from its file name",
+                                      "файла {path:raw} здесь нет: выгрузка взята из его имени"),
+    "config.rule.num_processes": (
+        "accelerate's num_processes is the total over {machines} {machines:pl:machine|machines}",
+        "`num_processes` в accelerate — общее число процессов на {machines} {machines:pl:машине|машинах|машинах}"),
+    "config.rule.world_size": ("train_batch_size {total} / (micro-batch {micro} x accumulation {accum})",
+                               "`train_batch_size` {total} / (микропакет {micro} × накопление {accum})"),
+    "config.rule.gpus_assumed": (
+        "sharding needs several GPUs and no file says how many: one node of {gpus} assumed (set --gpus)",
+        "шардированию нужно несколько GPU, а ни один файл не говорит сколько: принят один узел из {gpus} "
+        "(задайте --gpus)"),
+    "config.rule.max_steps": ("max_steps {steps} x {tokens_per_step} tokens per step",
+                              "`max_steps` {steps} × {tokens_per_step} токенов за шаг"),
+    "config.rule.max_steps_epoch": ("the run is max_steps long: one pass over that many tokens",
+                                    "длина запуска задана `max_steps`: один проход по этому числу токенов"),
+    "config.rule.max_samples": ("at most {samples} samples x {seq_len} tokens (an upper bound)",
+                                "не больше {samples} примеров × {seq_len} токенов (оценка сверху)"),
+    "config.rule.no_saves": ("save_strategy: no: no checkpoints", "`save_strategy: no`: чекпойнты не сохраняются"),
+
+    # -- notes -------------------------------------------------------------------------------------------------------
+    "config.optimizer.nearest": ("{name:raw} is modelled as {optimizer:raw}: {why}",
+                                 "{name:raw} моделируется как {optimizer:raw}: {why}"),
+    "config.optimizer.why.xla": ("the XLA (TPU) build of AdamW; the same states",
+                                 "сборка AdamW для XLA (TPU); те же состояния"),
+    "config.optimizer.why.npu": ("the Ascend NPU build of fused AdamW; the same states",
+                                 "сборка объединённого AdamW для Ascend NPU; те же состояния"),
+    "config.optimizer.why.anyprecision": (
+        "AnyPrecisionAdamW may keep its states in bf16; the estimate counts fp32 states (too high)",
+        "AnyPrecisionAdamW может хранить состояния в bf16; оценка считает их в fp32 (завышена)"),
+    "config.optimizer.why.states_4bit": ("4-bit states; the nearest modelled is 8-bit (estimate too high)",
+                                         "4-битные состояния; ближайшее моделируемое — 8-битные (оценка завышена)"),
+    "config.optimizer.why.torchao_8bit": ("torchao's low-bit AdamW; modelled as bitsandbytes' 8-bit states",
+                                          "малобитный AdamW из torchao; моделируется как 8-битные состояния "
+                                          "bitsandbytes"),
+    "config.optimizer.why.paged_32bit": (
+        "paged fp32 states, counted on the GPU as they stay there unless memory runs short",
+        "страничные состояния fp32; считаются на GPU, так как остаются там, пока хватает памяти"),
+    "config.optimizer.why.ademamix": ("AdEMAMix keeps a third state; the estimate counts two (too low)",
+                                      "AdEMAMix хранит третье состояние; оценка считает два (занижена)"),
+    "config.optimizer.why.one_state": ("one state per weight, as SGD with momentum",
+                                       "одно состояние на вес, как у SGD с моментом"),
+    "config.optimizer.why.one_state_8bit": ("one 8-bit state per weight; counted as fp32 (too high)",
+                                            "одно 8-битное состояние на вес; считается как fp32 (оценка завышена)"),
+    "config.optimizer.why.lion_8bit": ("8-bit Lion state; counted as fp32 (too high)",
+                                       "8-битное состояние Lion; считается как fp32 (оценка завышена)"),
+    "config.optimizer.why.low_rank": (
+        "low-rank projected states (GaLore/APOLLO) are far smaller; the estimate counts full states (too high)",
+        "состояния в низкоранговой проекции (GaLore/APOLLO) намного меньше; оценка считает полные (завышена)"),
+    "config.optimizer.why.lomo": ("LOMO fuses the update into backward and keeps no states (estimate too high)",
+                                  "LOMO выполняет обновление внутри обратного прохода и не хранит состояний "
+                                  "(оценка завышена)"),
+    "config.optimizer.why.extra_state": ("it keeps an extra gradient average (estimate too low)",
+                                         "он хранит ещё одно среднее градиентов (оценка занижена)"),
+    "config.optimizer.why.schedule_free": ("schedule-free keeps as many states as the optimizer it wraps",
+                                           "вариант без расписания хранит столько же состояний, сколько исходный "
+                                           "оптимизатор"),
+    "config.optimizer.why.other_impl": ("another implementation with the same number of fp32 states",
+                                        "другая реализация с тем же числом состояний fp32"),
+    "config.eight_bit_base": (
+        "{file:raw}: {key:raw}: an 8-bit base is not modelled; planned as LoRA over a 16-bit base (weights "
+        "estimate about 2x too high; --method qlora for a 4-bit base)",
+        "{file:raw}: {key:raw}: 8-битная база не моделируется; план — LoRA над 16-битной базой (оценка весов "
+        "примерно вдвое завышена; --method qlora для 4-битной базы)"),
+    "config.dora": ("{file:raw}: use_dora: DoRA adds a magnitude vector per target; modelled as LoRA",
+                    "{file:raw}: `use_dora`: DoRA добавляет вектор величин на каждый целевой слой; моделируется "
+                    "как LoRA"),
+    "config.packing": ("{file:raw}: {key:raw}: sequences are packed to the full length, as the plan assumes",
+                       "{file:raw}: {key:raw}: последовательности упаковываются до полной длины, как и "
+                       "предполагает план"),
+    "config.activation_offloading": (
+        "{file:raw}: activation_offloading moves saved activations to the CPU; not modelled (estimate too high)",
+        "{file:raw}: `activation_offloading` выгружает сохранённые активации на CPU; не моделируется (оценка "
+        "завышена)"),
+    "config.dtype_auto": ("{file:raw}: dtype auto loads the checkpoint's own dtype; precision taken from bf16/fp16",
+                          "{file:raw}: `dtype: auto` загружает тип данных чекпойнта; точность взята из bf16/fp16"),
+    "config.attention_auto": ("{file:raw}: {key:raw}: auto picks the kernel at run time; sdpa assumed",
+                              "{file:raw}: {key:raw}: `auto` выбирает ядро при запуске; принято sdpa"),
+    "config.adapter_other": ("{file:raw}: adapter {value:raw} is not modelled; method left to the default",
+                             "{file:raw}: адаптер {value:raw} не моделируется; метод оставлен по умолчанию"),
+    "config.stage_other": (
+        "{file:raw}: stage {stage:raw} (preference or reward training) is not modelled: planned as fine-tuning",
+        "{file:raw}: стадия {stage:raw} (обучение на предпочтениях или модели награды) не моделируется: "
+        "план — обычное дообучение"),
+    "config.save_per_epoch": ("{file:raw}: {key:raw}: saves per epoch, not every N steps; checkpoint interval "
+                              "left to the default",
+                              "{file:raw}: {key:raw}: сохранение раз в эпоху, а не каждые N шагов; интервал "
+                              "чекпойнтов оставлен по умолчанию"),
+    "config.save_ratio": ("{file:raw}: save_steps {value:g} is a share of the run; checkpoint interval left to the "
+                          "default",
+                          "{file:raw}: `save_steps` {value:g} — доля длины запуска; интервал чекпойнтов оставлен "
+                          "по умолчанию"),
+    "config.stack_also": ("{file:raw}: {key:raw} is on too; the stack is modelled as {stack:raw}",
+                          "{file:raw}: {key:raw} тоже включён; программный стек моделируется как {stack:raw}"),
+    "config.deepspeed_missing": ("{file:raw}: {key:raw}: {path:raw} is not here; pass it with --from",
+                                 "{file:raw}: {key:raw}: файла {path:raw} здесь нет; передайте его через --from"),
+    "config.offload_param_stage": ("{file:raw}: offload_param needs ZeRO stage 3 (stage {stage}); ignored",
+                                   "{file:raw}: `offload_param` работает только со стадией ZeRO 3 (стадия {stage}); "
+                                   "пропущено"),
+    "config.ds_activation_checkpointing": (
+        "{file:raw}: DeepSpeed activation partitioning / CPU checkpointing is not modelled (estimate too high)",
+        "{file:raw}: разбиение активаций / их выгрузка на CPU в DeepSpeed не моделируются (оценка завышена)"),
+    "config.accelerate_other": ("{file:raw}: distributed_type {value:raw} is not modelled; sharding left to the "
+                                "other files",
+                                "{file:raw}: `distributed_type` {value:raw} не моделируется; шардирование берётся "
+                                "из других файлов"),
+    "config.fp8": ("{file:raw}: mixed_precision fp8 is not modelled; precision left to the other files",
+                   "{file:raw}: `mixed_precision: fp8` не моделируется; точность берётся из других файлов"),
+    "config.auto_deferred": ("{file:raw}: {key:raw} is auto: {field:raw} = {value:raw} from {source:raw}",
+                             "{file:raw}: {key:raw} = `auto`: {field:raw} = {value:raw} из {source:raw}"),
+    "config.auto_unset": ("{file:raw}: {key:raw} is auto and no TrainingArguments file sets it: gpuwork's default",
+                          "{file:raw}: {key:raw} = `auto`, и ни один файл TrainingArguments его не задаёт: "
+                          "значение gpuwork по умолчанию"),
+    "config.weak_overridden": ("{field:raw} = {value:raw} from {file:raw}: {key:raw} yields to {chosen:raw} from "
+                               "{chosen_file:raw}",
+                               "{field:raw} = {value:raw} из {file:raw}: {key:raw} уступает значению {chosen:raw} "
+                               "из {chosen_file:raw}"),
+    "config.max_steps_wins": ("{file:raw}: max_steps is set, so {epochs_key:raw} does not decide the run's length",
+                              "{file:raw}: задан `max_steps`, поэтому {epochs_key:raw} не определяет длину запуска"),
+    "config.unknown_key": ("{file:raw}: unknown key {key:raw} (not a {format:@config.format} key gpuwork knows); "
+                           "ignored",
+                           "{file:raw}: неизвестный ключ {key:raw} (не из известных gpuwork ключей: "
+                           "{format:@config.format}); пропущен"),
+    "config.unknown_key_close": ("{file:raw}: unknown key {key:raw}; did you mean {close:raw}? Ignored",
+                                 "{file:raw}: неизвестный ключ {key:raw}; может быть, {close:raw}? Пропущен"),
+
+    # -- errors ------------------------------------------------------------------------------------------------------
+    "error.config.missing": ("config file '{file:raw}' does not exist: check the path given to --from",
+                             "файла конфигурации '{file:raw}' нет: проверьте путь в --from"),
+    "error.config.unreadable": ("'{file:raw}' is not a text config file (JSON or YAML)",
+                                "'{file:raw}' — не текстовый файл конфигурации (JSON или YAML)"),
+    "error.config.bad_json": ("config file '{file:raw}' is not valid JSON (line {line}: {reason:raw})",
+                              "файл конфигурации '{file:raw}' — некорректный JSON (строка {line}: {reason:raw})"),
+    "error.config.bad_yaml": ("config file '{file:raw}' is not valid YAML (line {line}: {reason:raw})",
+                              "файл конфигурации '{file:raw}' — некорректный YAML (строка {line}: {reason:raw})"),
+    "error.config.needs_yaml": ("reading '{file:raw}' needs PyYAML: `pip install 'gpuwork[configs]'`",
+                                "для чтения '{file:raw}' нужен PyYAML: `pip install 'gpuwork[configs]'`"),
+    "error.config.not_mapping": ("config file '{file:raw}' holds a {kind:raw}, not a mapping of keys",
+                                 "в файле конфигурации '{file:raw}' — {kind:raw}, а не набор ключей"),
+    "error.config.not_mapping_key": ("'{file:raw}': {key:raw} must be a mapping of keys",
+                                     "'{file:raw}': {key:raw} должен быть набором ключей"),
+    "error.config.unrecognised": (
+        "'{file:raw}' is not a config gpuwork reads (keys: {keys:raw}): pass a TrainingArguments / SFTConfig, "
+        "axolotl, LLaMA-Factory, DeepSpeed or accelerate config",
+        "'{file:raw}' — не та конфигурация, которую читает gpuwork (ключи: {keys:raw}): передайте TrainingArguments "
+        "/ SFTConfig, axolotl, LLaMA-Factory, DeepSpeed или accelerate"),
+    "error.config.not_whole": ("'{file:raw}': {key:raw} = {value:raw} must be a whole number",
+                               "'{file:raw}': {key:raw} = {value:raw} должно быть целым числом"),
+    "error.config.not_number": ("'{file:raw}': {key:raw} = {value:raw} must be a number",
+                                "'{file:raw}': {key:raw} = {value:raw} должно быть числом"),
+    "error.config.not_bool": ("'{file:raw}': {key:raw} = {value:raw} must be true or false",
+                              "'{file:raw}': {key:raw} = {value:raw} должно быть `true` или `false`"),
+    "error.config.optimizer_close": (
+        "'{file:raw}': {key:raw} = {name:raw} is not an optimizer name Trainer, TRL, axolotl or DeepSpeed uses; "
+        "did you mean {close:raw}?",
+        "'{file:raw}': {key:raw} = {name:raw} — не имя оптимизатора из Trainer, TRL, axolotl или DeepSpeed; может "
+        "быть, {close:raw}?"),
+    "error.config.optimizer_unknown": (
+        "'{file:raw}': {key:raw} = {name:raw} is not an optimizer name Trainer, TRL, axolotl or DeepSpeed uses: "
+        "set --optimizer (adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, lion)",
+        "'{file:raw}': {key:raw} = {name:raw} — не имя оптимизатора из Trainer, TRL, axolotl или DeepSpeed: задайте "
+        "--optimizer (adamw, adamw-8bit, paged-adamw-8bit, adafactor, sgd, lion)"),
+    "error.config.bf16_and_fp16": ("'{file:raw}': {bf16:raw} and {fp16:raw} are both on: keep one",
+                                   "'{file:raw}': {bf16:raw} и {fp16:raw} включены оба: оставьте один"),
+    "error.config.conflict": (
+        "{field:raw} is {value:raw} in {file:raw} ({key:raw}) but {other_value:raw} in {other_file:raw} "
+        "({other_key:raw}): make the files agree, or set it with a flag",
+        "{field:raw} = {value:raw} в {file:raw} ({key:raw}), но {other_value:raw} в {other_file:raw} "
+        "({other_key:raw}): согласуйте файлы или задайте значение флагом"),
+    "error.config.zero_stage": ("'{file:raw}': zero_optimization.stage = {value:raw}: must be 0, 1, 2 or 3",
+                                "'{file:raw}': `zero_optimization.stage` = {value:raw}: должно быть 0, 1, 2 или 3"),
+    "error.config.distributed_type": (
+        "'{file:raw}': distributed_type {value:raw} is not an accelerate type (NO, MULTI_GPU, DEEPSPEED, FSDP, ...)",
+        "'{file:raw}': `distributed_type` {value:raw} — не тип accelerate (NO, MULTI_GPU, DEEPSPEED, FSDP, ...)"),
+    "error.config.fsdp_strategy": (
+        "'{file:raw}': fsdp_sharding_strategy {value:raw} is not FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD",
+        "'{file:raw}': `fsdp_sharding_strategy` {value:raw} — не FULL_SHARD, SHARD_GRAD_OP, NO_SHARD или "
+        "HYBRID_SHARD"),
+    "error.config.finetuning_type": ("'{file:raw}': finetuning_type {value:raw}: must be lora, freeze or full",
+                                     "'{file:raw}': `finetuning_type` {value:raw}: должно быть lora, freeze или full"),
+    "error.config.train_batch_size": (
+        "'{file:raw}': train_batch_size {total} is not a multiple of micro-batch {micro} x accumulation {accum}",
+        "'{file:raw}': `train_batch_size` {total} не делится на микропакет {micro} × накопление {accum}"),
+    "error.config.not_deepspeed": ("'{file:raw}' is referenced by {key:raw} as a DeepSpeed config but is not one",
+                                   "'{file:raw}' указан в {key:raw} как конфигурация DeepSpeed, но ею не является"),
+}

@@ -1,0 +1,117 @@
+"""scripts/gpu_check.py's sections on the CPU: the kernel table (tiny sizes, against an H200's op-model rates worked
+by hand), the calibration and Trainer sections (slow: real training), and the Markdown they print. The GPU run
+itself needs CUDA; everything here is what runs the same on a CPU."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from gpuwork.facts.catalog import get_gpu  # noqa: E402
+from gpuwork.plan import TrainPlan  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check_script", ROOT / "scripts" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_the_kernel_table_runs_on_a_cpu_against_an_h200s_rates(gpu_check, one_thread) -> None:
+    h200 = get_gpu("h200_sxm")
+    rows = gpu_check.kernel_rows("cpu", h200, dtype="bf16", gemm_shapes=((4096, 4096, 1), (64, 32, 16)),
+                                 copy_bytes=1 << 16, sdpa_shape=(1, 2, 32, 16), repeats=2)
+    by = {(r["kernel"], r["shape"]): r for r in rows}
+    assert [r["kernel"] for r in rows] == ["GEMM bf16", "GEMM bf16", "copy (clone)", "eager dispatch per op",
+                                           "eager dispatch per kernel", "SDPA fwd (causal)", "SDPA bwd (causal)"]
+    assert all(isinstance(r["measured"], float) and math.isfinite(r["measured"]) and r["measured"] > 0 for r in rows)
+    assert all(r["ratio"] == pytest.approx(r["measured"] / r["model"]) for r in rows)
+    # 4096 x 4096 output in 128 x 256 tiles: 32 x 16 = 512 tiles on 132 SMs, 4 waves of 132 -> 512 / 528 busy;
+    # rates.csv h200_sxm bf16 794.5 TF x 0.9697 = 770.4 TF
+    assert by[("GEMM bf16", "4096 x 4096 x 1")]["model"] == pytest.approx(794.5e12 * 512 / 528)
+    # 64 x 32 output: one tile, one wave: 1 of 132 SMs busy
+    assert by[("GEMM bf16", "64 x 32 x 16")]["model"] == pytest.approx(794.5e12 / 132)
+    assert "wave efficiency 0.970 (132 SMs)" in by[("GEMM bf16", "4096 x 4096 x 1")]["basis"]
+    assert by[("copy (clone)", "0.0625 MiB")]["model"] == pytest.approx(4010e9)  # STREAM copy on H200 [R5]
+    assert by[("eager dispatch per op", "1-element mul")]["model"] == pytest.approx(10e-6)  # kernels.csv
+    # FA2 forward 0.333 of the dense bf16 peak on H200; no H200 backward figure: x A100's 0.63 / 0.73
+    fwd = by[("SDPA fwd (causal)", "b1 h2 s32 d16")]
+    bwd = by[("SDPA bwd (causal)", "b1 h2 s32 d16")]
+    assert fwd["model"] == pytest.approx(0.333 * h200.bf16_dense_flops)
+    assert bwd["model"] == pytest.approx(0.333 * 0.63 / 0.73 * h200.bf16_dense_flops)
+    lines = gpu_check.kernels_markdown(rows)
+    assert lines[2].startswith("| kernel | shape | unit | measured | op model | ratio |")
+    assert any(line.startswith("| GEMM bf16 | 4096 x 4096 x 1 | TFLOPS | ") and "| 770.4 |" in line for line in lines)
+    assert any(line.startswith("| eager dispatch per op | 1-element mul | us | ") and "| 10.00 |" in line
+               for line in lines)
+
+
+def test_without_a_reference_gpu_the_model_columns_stay_empty(gpu_check, one_thread) -> None:
+    rows = gpu_check.kernel_rows("cpu", None, dtype="fp32", gemm_shapes=((32, 16, 8),), copy_bytes=1 << 12,
+                                 sdpa_shape=(1, 1, 16, 8), repeats=2)
+    gemm = rows[0]
+    assert (gemm["model"], gemm["ratio"], gemm["basis"]) == (None, None, "")
+    assert "| GEMM fp32 | 32 x 16 x 8 | TFLOPS | " in gpu_check.kernels_markdown(rows)[4]
+    assert gpu_check.kernels_markdown(rows)[4].endswith("| - | - |  |")
+
+
+def test_the_sections_are_markdown_before_the_trial_grid(gpu_check) -> None:
+    kernels = [{"kernel": "GEMM bf16", "shape": "8 x 8 x 8", "unit": "TFLOPS", "measured": 2e12, "model": 4e12,
+                "ratio": 0.5, "basis": "b"}]
+    calibration = [{"method": "lora", "model": "m", "a": [512, 4], "b": [2048, 2], "measured_a_s": 0.1,
+                    "priced_a_s": 0.09, "factor": 0.9, "measured_b_s": 0.4, "uncalibrated_b_s": 0.36,
+                    "uncalibrated_error": -0.1, "calibrated_b_s": 0.4, "error": 0.0},
+                   {"method": "full", "model": "m", "error_text": "RuntimeError: no rates"}]
+    text = gpu_check.markdown([], None, 1.0, kernels=kernels, calibration=calibration)
+    assert "## Kernels" in text and "## Calibration" in text and "## Trials" not in text
+    assert "| GEMM bf16 | 8 x 8 x 8 | TFLOPS | 2.0 | 4.0 | 0.50 | b |" in text
+    assert "| lora | m | 512 x 4 | 2048 x 2 | 0.1000 | 0.0900 | 0.900 | 0.4000 | 0.3600 | -10.0% | 0.4000 | +0.0% |" \
+        in text
+    assert "RuntimeError: no rates |" in text
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA GPU")
+def test_main_refuses_without_cuda_and_writes_nothing(gpu_check, tmp_path, capsys) -> None:
+    assert gpu_check.main(["--out", str(tmp_path / "g.md"), "--sections", "kernels"]) == 1
+    assert "no CUDA GPU" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_the_calibration_section_runs_real_trials_on_a_cpu(gpu_check, one_thread) -> None:
+    from gpuwork.measure.cpu_rates import cpu_plan, measure_cpu_rates
+
+    rates = measure_cpu_rates(shapes=((64, 256, 256),), copy_bytes=1 << 22, repeats=2)
+    plan_a = cpu_plan(TrainPlan(model="tiny-llama", method="lora", precision="fp32", seq_len=32, batch_size=2))
+    row = gpu_check.calibration_case(plan_a, plan_a.replace(seq_len=64, batch_size=1), device="cpu", gpu=rates.gpu,
+                                     device_rates=rates.device, steps=2, warmup=1)
+    assert row["a"] == [32, 2] and row["b"] == [64, 1]
+    assert row["factor"] == pytest.approx(row["priced_a_s"] / row["measured_a_s"])
+    assert row["error"] == pytest.approx(row["calibrated_b_s"] / row["measured_b_s"] - 1)
+    assert row["calibrated_b_s"] == pytest.approx(row["uncalibrated_b_s"] / row["factor"])
+    assert row["environment"]["device"] == "cpu"
+    assert "| lora | tiny-llama | 32 x 2 | 64 x 1 |" in gpu_check.calibration_markdown([row])[4]
+
+
+@pytest.mark.slow
+def test_the_trainer_section_measures_a_real_trainer_on_a_cpu(gpu_check, one_thread) -> None:
+    row = gpu_check.trainer_case("tiny-llama", device="cpu", seq_len=32, batch_size=2, steps=3, warmup=1,
+                                 gpu=get_gpu("h200_sxm"))
+    assert (row["method"], row["steps"], row["device"]) == ("lora", 3, "cpu")
+    assert row["median_step_s"] > 0 and row["tokens_per_s"] == pytest.approx(64 / row["median_step_s"])
+    assert row["rss_peak_bytes"] > 0 and row["cuda_peak_allocated_bytes"] is None
+    assert row["estimated_step_s"] > 0  # estimate_time of the plan the callback inferred, on an H200
+    line = gpu_check.trainer_markdown([row])[4]
+    assert line.startswith("| lora | tiny-llama | 32 x 2 | cpu | 3 | ")

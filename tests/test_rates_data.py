@@ -1,0 +1,123 @@
+"""Structure of the bundled kernel-rate data: rates.csv, kernels.csv and their sources file.
+
+Reads the CSVs with the csv module on purpose: the loader is separate code, and this test guards the data
+itself (every GPU covered, values physical, every basis traceable to a named source)."""
+
+import csv
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data"
+DTYPES = ("bf16", "fp16", "fp32")
+PEAK_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops", "fp32": "fp32_tflops"}
+RATES_HEADER = ["gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs", "mem_bw_basis",
+                "sm_count", "sm_basis"]
+KERNELS_HEADER = ["key", "value", "unit", "basis"]
+REQUIRED_KERNEL_KEYS = (
+    "launch_overhead_eager_us", "launch_overhead_graph_us", "gemm_tile_m", "gemm_tile_n",
+    "flash_attn_fwd_fraction", "flash_attn_bwd_fraction", "sdpa_mem_efficient_fraction",
+    "nccl_busbw_fraction_nvlink", "nccl_busbw_fraction_pcie", "nccl_busbw_fraction_ib", "nccl_latency_us",
+    "pcie_p2p_disabled_factor", "cpu_adam_params_per_s", "bnb_dequant_4bit_gbs_fraction",
+    "liger_fused_ce_logits_saved", "torch_compile_elementwise_fusion",
+)
+TAG = re.compile(r"\[([A-Z]\d+[a-z]?)\]")
+
+
+def read_csv(name: str) -> tuple[list[str], list[dict[str, str]]]:
+    with open(DATA / name, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        return list(reader.fieldnames or []), list(reader)
+
+
+def defined_tags() -> set[str]:
+    text = (DATA / "rates_sources.md").read_text(encoding="utf-8")
+    return set(re.findall(r"^- \*\*\[([A-Z]\d+[a-z]?)\]\*\*", text, flags=re.MULTILINE))
+
+
+@pytest.fixture(scope="module")
+def gpus() -> dict[str, dict[str, str]]:
+    _, rows = read_csv("gpus.csv")
+    return {row["gpu_id"]: row for row in rows}
+
+
+@pytest.fixture(scope="module")
+def rates() -> list[dict[str, str]]:
+    header, rows = read_csv("rates.csv")
+    assert header == RATES_HEADER
+    return rows
+
+
+@pytest.fixture(scope="module")
+def kernels() -> dict[str, dict[str, str]]:
+    header, rows = read_csv("kernels.csv")
+    assert header == KERNELS_HEADER
+    keys = [row["key"] for row in rows]
+    assert len(keys) == len(set(keys)), "duplicate key in kernels.csv"
+    return {row["key"]: row for row in rows}
+
+
+def test_every_gpu_has_exactly_the_three_dtypes(rates, gpus):
+    pairs = [(row["gpu_id"], row["dtype"]) for row in rates]
+    assert len(pairs) == len(set(pairs)), "duplicate (gpu_id, dtype) row"
+    assert set(pairs) == {(gpu_id, dtype) for gpu_id in gpus for dtype in DTYPES}
+
+
+def test_values_are_positive_finite_and_sm_count_is_whole(rates):
+    for row in rates:
+        for column in ("matmul_tflops", "mem_bw_gbs", "sm_count"):
+            value = float(row[column])
+            assert math.isfinite(value) and value > 0, (row["gpu_id"], row["dtype"], column, row[column])
+        assert float(row["sm_count"]).is_integer(), (row["gpu_id"], row["sm_count"])
+
+
+def test_achievable_never_exceeds_datasheet(rates, gpus):
+    for row in rates:
+        spec = gpus[row["gpu_id"]]
+        peak_tflops = float(spec[PEAK_COLUMN[row["dtype"]]])
+        assert float(row["matmul_tflops"]) <= peak_tflops, (row["gpu_id"], row["dtype"])
+        assert float(row["mem_bw_gbs"]) <= float(spec["mem_bw_gbs"]), (row["gpu_id"], row["dtype"])
+
+
+def test_bandwidth_and_sm_count_do_not_depend_on_dtype(rates):
+    per_gpu: dict[str, set[tuple[str, str]]] = {}
+    for row in rates:
+        per_gpu.setdefault(row["gpu_id"], set()).add((row["mem_bw_gbs"], row["sm_count"]))
+    assert {gpu_id: len(values) for gpu_id, values in per_gpu.items() if len(values) != 1} == {}
+
+
+def test_every_basis_names_a_source_that_resolves(rates, kernels):
+    tags = defined_tags()
+    assert tags, "rates_sources.md defines no [tag]"
+    bases = [row[column] for row in rates for column in ("matmul_basis", "mem_bw_basis", "sm_basis")]
+    bases += [row["basis"] for row in kernels.values()]
+    for basis in bases:
+        used = set(TAG.findall(basis))
+        assert used, f"basis without a source tag: {basis!r}"
+        assert used <= tags, f"unresolved tags {sorted(used - tags)} in {basis!r}"
+
+
+def test_derived_rows_say_so(rates):
+    # A value not measured on that GPU must say how it was derived; a measured one must quote the measurement.
+    for row in rates:
+        for column in ("matmul_basis", "mem_bw_basis"):
+            assert row[column].startswith(("measured:", "derived:")), (row["gpu_id"], row["dtype"], column)
+
+
+def test_kernels_has_required_keys_with_finite_values(kernels):
+    missing = [key for key in REQUIRED_KERNEL_KEYS if key not in kernels]
+    assert missing == []
+    for key, row in kernels.items():
+        value = float(row["value"])
+        assert math.isfinite(value), key
+        assert row["unit"].strip() and row["basis"].strip(), key
+
+
+def test_kernel_fractions_are_plausible(kernels):
+    for key in ("flash_attn_fwd_fraction", "flash_attn_bwd_fraction", "sdpa_mem_efficient_fraction",
+                "nccl_busbw_fraction_nvlink", "nccl_busbw_fraction_pcie", "nccl_busbw_fraction_ib",
+                "pcie_p2p_disabled_factor"):
+        assert 0 < float(kernels[key]["value"]) <= 1, key
+    assert float(kernels["launch_overhead_graph_us"]["value"]) < float(kernels["launch_overhead_eager_us"]["value"])

@@ -1,0 +1,181 @@
+"""Tests for the per-operation step model: gpuwork.estimate.ops (what runs) and gpuwork.estimate.steptime
+(what it costs), and the scaling they give over 1 to 64 GPUs. Figures are worked by hand in the comments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuwork.estimate.ops import Kind, Phase, StackKernels, step_ops
+from gpuwork.estimate.steptime import price_ops, stack_kernels, wave_efficiency
+from gpuwork.facts.catalog import get_gpu
+from gpuwork.facts.model import get_spec
+from gpuwork.facts.rates import load_rates
+from gpuwork.plan import Stack, TrainPlan
+from gpuwork.sizing import estimate_time, flops_per_token
+
+LLAMA_8B = "llama-3.1-8b"
+
+
+def _ops(plan: TrainPlan, stack: StackKernels | None = None):
+    return step_ops(plan, get_spec(plan.model), stack)
+
+
+def _gemm_flops(ops) -> float:
+    return sum(o.flops * o.count for o in ops if o.kind is Kind.MATMUL)
+
+
+def test_a_projection_is_one_gemm_per_block_and_micro_batch():
+    plan = TrainPlan(model=LLAMA_8B, method="lora", seq_len=2048, grad_accum=2)
+    q = next(o for o in _ops(plan) if o.name == "self_attn.q_proj" and o.phase is Phase.FORWARD)
+    # m = 2,048 tokens, n = k = 4,096: 2 x 2048 x 4096 x 4096 = 68.7 GFLOPs, 32 blocks x 2 micro-batches
+    assert q.flops == 2 * 2048 * 4096 * 4096 == 68_719_476_736
+    assert (q.m, q.n, q.count, q.launches) == (2048, 4096, 64, 1)
+    # bf16: reads x (2 B) and W (2 B), writes y (2 B)
+    assert q.bytes == 2 * 2048 * 4096 + 2 * 4096 * 4096 + 2 * 2048 * 4096
+
+
+@pytest.mark.parametrize("method", ["full", "lora", "qlora", "scratch"])
+def test_gemm_flops_match_the_flop_convention(method):
+    """The GEMMs of the op list add up to flops_per_token less attention: 6N for a full update, 4N + 6 x
+    adapters for LoRA/QLoRA (frozen base: input gradients only). N there also counts the norm weights
+    (32 x 2 x 4096 + 4096 = 266,240 of 7.5 B: 0.004 %), which multiply element-wise, not in a GEMM."""
+    plan = TrainPlan(model=LLAMA_8B, method=method, seq_len=1024, batch_size=2)
+    f = flops_per_token(plan)
+    tokens = plan.tokens_per_micro_batch
+    assert _gemm_flops(_ops(plan)) == pytest.approx((f.total - f.attention) * tokens, rel=1e-4)
+
+
+def test_checkpointing_adds_the_blocks_forward_again():
+    plan = TrainPlan(model=LLAMA_8B, method="full", seq_len=1024)
+    plain, ckpt = _ops(plan), _ops(plan.replace(grad_checkpointing=True))
+    recompute = [o for o in ckpt if o.phase is Phase.RECOMPUTE]
+    forward_blocks = [o for o in plain if o.phase is Phase.FORWARD and o.count == 32]
+    assert sorted(o.name for o in recompute) == sorted(o.name for o in forward_blocks)
+    f = flops_per_token(plan.replace(grad_checkpointing=True))
+    assert _gemm_flops(ckpt) - _gemm_flops(plain) == pytest.approx((f.recompute - 4 * 32 * 32 * 128 * 1024) * 1024, rel=1e-4)
+
+
+def test_frozen_weights_skip_their_gradient_and_qlora_dequantizes_three_times():
+    lora = _ops(TrainPlan(model=LLAMA_8B, method="lora", seq_len=1024))
+    down = next(o for o in lora if o.name == "mlp.down_proj backward")
+    assert down.launches == 1  # input gradient only
+    adapter = next(o for o in lora if o.name == "self_attn.q_proj LoRA A backward")
+    assert adapter.launches == 2  # input and weight gradient
+    qlora = _ops(TrainPlan(model=LLAMA_8B, method="qlora", seq_len=1024, grad_checkpointing=True))
+    dequant = [o for o in qlora if o.name.startswith("mlp.down_proj dequantize")]
+    # forward, recompute and the backward's input gradient each dequantize the 4-bit weight again
+    assert sorted(o.phase.value for o in dequant) == ["backward", "forward", "recompute"]
+    # 0.5 B packed + 2 B bf16 out + 1/16 B of absmax per weight: 4096 x 14336 x 2.5625 B
+    assert dequant[0].bytes == pytest.approx(4096 * 14336 * 2.5625)
+
+
+def test_peft_adapters_run_in_fp32_and_the_stack_can_keep_them_16_bit():
+    plan = TrainPlan(model=LLAMA_8B, method="lora", seq_len=1024)
+    hf = next(o for o in _ops(plan) if o.name == "self_attn.q_proj LoRA A")
+    tune = next(o for o in _ops(plan, StackKernels(adapters_fp32=False)) if o.name == "self_attn.q_proj LoRA A")
+    assert (hf.dtype, tune.dtype) == ("fp32", "bf16")
+    assert any("LoRA input cast" in o.name for o in _ops(plan))
+    assert not any("LoRA input cast" in o.name for o in _ops(plan, StackKernels(adapters_fp32=False)))
+
+
+def test_fused_stacks_launch_fewer_kernels_and_move_fewer_bytes():
+    rates = load_rates()
+    plan = TrainPlan(model=LLAMA_8B, method="lora", seq_len=2048)
+
+    def totals(stack: Stack) -> tuple[int, float]:
+        ops = _ops(plan, stack_kernels(rates.stacks[stack]))
+        memory = [o for o in ops if o.kind is Kind.MEMORY]
+        return sum(o.launches * o.count for o in ops), sum(o.bytes * o.count for o in memory)
+
+    hf, liger, compiled = totals(Stack.HF_TRAINER), totals(Stack.HF_LIGER), totals(Stack.TORCH_COMPILE)
+    assert liger[0] < hf[0] and liger[1] < hf[1]
+    assert compiled[0] < liger[0] and compiled[1] < hf[1]
+    # Liger's fused linear cross-entropy never stores the fp32 logits
+    assert not any(o.name == "logits to fp32" for o in _ops(plan, stack_kernels(rates.stacks[Stack.HF_LIGER])))
+
+
+def test_optimizer_kernels_follow_the_implementation():
+    plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=512)
+
+    def update(impl: str):
+        return next(o for o in _ops(plan.replace(optimizer_impl=impl)) if o.name == "AdamW update")
+
+    fused, foreach, loop = update("fused"), update("foreach"), update("for-loop")
+    assert fused.launches < foreach.launches < loop.launches
+    assert fused.bytes < foreach.bytes  # one pass: read p, g, m, v and write p, m, v (7 tensors, not 20)
+    assert fused.bytes == pytest.approx(7 / 20 * foreach.bytes)
+
+
+def test_wave_quantisation_worked_example():
+    # 2048 x 4096 output in 128 x 256 tiles: 256 tiles on 132 SMs = 2 waves of 132, 256 / 264 busy
+    assert wave_efficiency(2048, 4096, 132, 128, 256) == pytest.approx(256 / 264)
+    assert wave_efficiency(128, 256, 132, 128, 256) == pytest.approx(1 / 132)  # one tile: one SM of 132
+    assert wave_efficiency(128 * 12, 256 * 11, 132, 128, 256) == 1.0
+
+
+def test_each_operation_costs_its_roofline_or_its_dispatch():
+    rates = load_rates()
+    gpu, device = get_gpu("h100_sxm"), rates.device("h100_sxm")
+    profile = rates.stacks[Stack.HF_TRAINER]
+    plan = TrainPlan(model=LLAMA_8B, method="full", seq_len=4096)
+    ops = _ops(plan)
+    up = next(o for o in ops if o.name == "mlp.up_proj" and o.phase is Phase.FORWARD)
+    # compute-bound: 2 x 4096 x 14336 x 4096 FLOPs at the measured bf16 rate x wave efficiency
+    waves = wave_efficiency(4096, 14336, device.sm_count, 128, 256)
+    assert price_ops((up,), gpu, device, rates, profile).total_s == pytest.approx(
+        up.count * up.flops / (device.matmul_flops["bf16"] * waves))
+    norm = next(o for o in ops if o.name == "norm (attention input)" and o.phase is Phase.FORWARD)
+    # memory-bound: its bytes at the measured bandwidth (well above 8 kernels x 10 us of dispatch)
+    assert price_ops((norm,), gpu, device, rates, profile).total_s == pytest.approx(
+        norm.count * norm.bytes / device.mem_bw_bytes_s)
+    tiny = TrainPlan(model="tiny-llama", method="full", seq_len=32)
+    priced = price_ops(_ops(tiny), gpu, device, rates, profile)
+    # a tiny model is launch-bound: every kernel costs the host's dispatch
+    assert priced.by_kind["launch overhead"] > 0.5 * priced.total_s
+    assert priced.total_s == pytest.approx(priced.launches * rates.kernel("launch_overhead_eager_us") * 1e-6, rel=0.05)
+
+
+def test_the_same_plan_costs_the_same_per_gpu_compute_on_one_or_many_gpus():
+    plan = TrainPlan(model=LLAMA_8B, method="full", seq_len=4096, gpus=8, sharding="fsdp")
+    one = estimate_time(plan.single_gpu(), "h100_sxm")
+    eight = estimate_time(plan, "h100_sxm")
+    forward_backward = ("matmul", "attention", "memory", "launch overhead")
+    # the optimizer step is sharded 8 ways; everything else per GPU is the same operations at the same rates
+    assert {k: eight.breakdown[k] for k in ("matmul", "attention")} == \
+        {k: one.breakdown[k] for k in ("matmul", "attention")}
+    assert eight.optimizer_s < one.optimizer_s
+    assert sum(eight.breakdown[k] for k in forward_backward) == pytest.approx(
+        sum(one.breakdown[k] for k in forward_backward), rel=0.01)
+
+
+SWEEP = [
+    TrainPlan(model=LLAMA_8B, method="lora", seq_len=2048, gpus=2),
+    TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, batch_size=4, gpus=2),
+    TrainPlan(model=LLAMA_8B, method="full", seq_len=4096, gpus=2, sharding="fsdp"),
+    TrainPlan(model="llama-3.1-70b", method="qlora", seq_len=2048, gpus=2, sharding="fsdp"),
+    TrainPlan(model="llama-3.2-3b", method="full", seq_len=1024, gpus=2, sharding="zero2", batch_size=2),
+]
+
+
+@pytest.mark.parametrize("gpu", ["h100_sxm", "a100_80_sxm", "rtx4090", "mi300x"])
+@pytest.mark.parametrize("plan", SWEEP, ids=lambda p: f"{p.model}-{p.method.value}-{p.sharding.value}")
+def test_no_superlinear_scaling_from_1_to_64_gpus(plan, gpu):
+    """Per-GPU throughput of the forward/backward work never rises with more GPUs. Sharded plans
+    (ZeRO/FSDP) also split the optimizer step n ways — a real saving (the ZeRO paper reports superlinear
+    scaling from it) — so for them the rule holds with the optimizer step set aside."""
+    previous = math.inf
+    previous_total = math.inf
+    for n in (1, 2, 4, 8, 16, 32, 64):
+        p = plan.single_gpu() if n == 1 else plan.replace(gpus=n)
+        nodes = max(1, n // 8)
+        est = estimate_time(p, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None)
+        tokens = p.tokens_per_micro_batch * p.grad_accum
+        without_optimizer = tokens / (est.step_time_s - est.optimizer_s)
+        assert without_optimizer <= previous * (1 + 1e-9), (n, without_optimizer, previous)
+        previous = without_optimizer
+        if not p.sharding.shards_params and p.sharding.value == "ddp":
+            per_gpu = est.tokens_per_s / n
+            assert per_gpu <= previous_total * (1 + 1e-9), (n, per_gpu, previous_total)
+            previous_total = per_gpu
