@@ -265,3 +265,19 @@ def test_in_russian_a_bad_model_name_and_a_bad_catalog_row_are_explained_in_russ
         "catalog.csv, строка 7, поле 'mode': 'spot' — не из списка: on-demand, reserved, interruptible "
         "(для предложений spot/preemptible укажите 'interruptible')")
     assert "catalog.csv, строка 7" in html.unescape(panel.message.value)
+
+
+def test_the_form_names_the_stack_and_shows_where_the_step_goes():
+    form = SizingForm(lang="ru")
+    assert form.controls["stack"].value == "hf-trainer"
+    base = form.result.profile.time
+    form.controls["stack"].value = "hf-liger"
+    assert form.plan.stack.value == "hf-liger"
+    liger = form.result.profile.time
+    assert liger.stack == "hf-liger" and liger.step_time_s < base.step_time_s  # fused kernels: fewer bytes
+    details = form.details.value
+    assert "Из чего состоит шаг на одном GPU (hf-liger" in details
+    assert "умножения матриц" in details and "Токенов/с на GPU для 1, 2, … 64" in details
+    # each part shows its seconds: the largest part's value is in the table
+    largest = max(liger.breakdown.values())
+    assert f"{largest:.3f}".replace(".", ",") + " с" in details

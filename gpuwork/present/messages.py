@@ -735,6 +735,7 @@ _UI_ENTRIES: dict[str, tuple[str, str]] = {
     "grad_accum": ("Grad accumulation", "Накопление град."),
     "grad_checkpointing": ("Gradient checkpointing", "Пересчёт активаций"),
     "attention": ("Attention", "Внимание"), "lora_r": ("LoRA rank r", "Ранг LoRA"),
+    "stack": ("Software stack", "Программный стек"),
     "lora_targets": ("LoRA targets", "Модули LoRA"), "gpus": ("GPUs", "Число GPU"),
     "sharding": ("Sharding", "Шардирование"), "dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "epochs": ("Epochs", "Эпохи"), "candidates": ("Compare with cards", "Сравнить с картами"),
@@ -772,6 +773,13 @@ _UI_ENTRIES: dict[str, tuple[str, str]] = {
         "<b>{total_s:dur}</b> ({gpu_hours:int} GPU-часов)."),
     "peak": ("Peak: {peak}, {tflops:g} TFLOPS per GPU.", "Пик: {peak}, {tflops:g} TFLOPS на GPU."),
     "mfu": ("Efficiency (MFU) {mfu:n2}: {note}.", "Эффективность (MFU) {mfu:n2}: {note}."),
+    "step_parts": ("Where one step goes on one GPU ({stack:raw}, {gpu}; seconds and share of the step):",
+                   "Из чего состоит шаг на одном GPU ({stack:raw}, {gpu}; секунды и доля шага):"),
+    "step_part": ("{seconds:n3} s", "{seconds:n3} с"),
+    "scaling_line": ("Tokens/s per GPU on 1, 2, … 64 × {gpu} (8 per node, InfiniBand NDR 400G between nodes): "
+                     "{points:list}.",
+                     "Токенов/с на GPU для 1, 2, … 64 × {gpu} (по 8 в узле, между узлами InfiniBand NDR 400G): "
+                     "{points:list}."),
     "disk_total": ("Recommended disk: <b>{total_bytes:size}</b> (lines below + {margin_bytes:size} margin).",
                    "Рекомендуемый диск: <b>{total_bytes:size}</b> (строки ниже + запас {margin_bytes:size})."),
     "verify_hint": (

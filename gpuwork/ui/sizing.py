@@ -42,10 +42,10 @@ from gpuwork.estimate.memory import GIB, MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
 from gpuwork.facts.model import CONFIG_BOUNDS, list_presets, spec_for_plan
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan
 from gpuwork.present import charts
-from gpuwork.present.messages import render, render_all
-from gpuwork.sizing import estimate_disk, estimate_memory, match_profile
+from gpuwork.present.messages import render, render_all, text, time_kind_code
+from gpuwork.sizing import estimate_disk, estimate_memory, match_profile, scaling
 from gpuwork.ui import common
 from gpuwork.ui.common import (
     CHECKBOX_LAYOUT,
@@ -179,6 +179,7 @@ class SizingResult:
     profile: Any = None  # gpuwork.estimate.profiles.ProfileMatch when that module is present
     disk: Any = None  # gpuwork.estimate.disk.DiskPlan
     notes: tuple[Msg, ...] = field(default_factory=tuple)  # parts that could not be estimated, one each
+    scaling: tuple = ()  # gpuwork.estimate.timing.ScalingPoint on 1..64 of the profile's GPU
 
 
 def whatif_series(plan: TrainPlan, axis: str, values: Sequence[int], methods: Sequence[str] = WHATIF_METHODS
@@ -218,7 +219,11 @@ def size_plan(plan: TrainPlan, *, axis: str = "seq_len") -> SizingResult:
         disk = estimate_disk(plan)
     except GpuworkError as exc:
         notes.append(msg("ui.not_estimated", what="disk", error=one_line(exc)))
-    return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes))
+    curve: tuple = ()
+    if profile is not None and profile.time is not None:
+        with contextlib.suppress(GpuworkError):  # the time line above already says what failed
+            curve = scaling(profile.time.plan, profile.time.gpu_id)
+    return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes), curve)
 
 
 def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_label: str | None = None) -> str:
@@ -267,6 +272,11 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
                 checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours) + "</p>")
             parts.append(note_html(html.escape(ui("peak", lang, peak=t.peak, tflops=t.peak_flops_per_gpu / 1e12))))
             parts.append(note_html(html.escape(ui("mfu", lang, mfu=t.mfu.value, note=t.mfu.note))))
+            parts.append(step_parts_html(t, lang))
+            if result.scaling:
+                points = tuple(msg("cli.plan.scaling_point", gpus=pt.gpus, tokens_s=pt.tokens_per_s_per_gpu)
+                               for pt in result.scaling)
+                parts.append(note_html(html.escape(ui("scaling_line", lang, gpu=t.gpu_name, points=points))))
             for line in (*t.comm.verdict, t.data.verdict, *t.warnings):
                 parts.append(note_html(html.escape(render(line, lang))))
     disk = result.disk
@@ -280,6 +290,25 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
         parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(disk.notes, lang)]
     parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(result.notes, lang)]
     return '<div class="gpuwork-details">' + "".join(parts) + "</div>"
+
+
+_PART_COLORS = {"matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
+                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d"}
+
+
+def step_parts_html(time: Any, lang: str = "en") -> str:
+    """Where one step goes: a stacked bar (segments sized by their share) and a table of seconds and shares."""
+    total = sum(time.breakdown.values()) or 1.0
+    parts = sorted(((k, v) for k, v in time.breakdown.items() if v > 0), key=lambda kv: -kv[1])
+    bar = "".join(
+        f'<div title="{html.escape(text(time_kind_code(k), lang))}" style="width:{100 * v / total:.2f}%;'
+        f'background:{_PART_COLORS.get(k, "#888")};height:14px"></div>' for k, v in parts)
+    rows = [(html.escape(text(time_kind_code(k), lang)), ui("step_part", lang, seconds=v),
+             fmt_number(100 * v / total, lang, 0) + " %") for k, v in parts]
+    return ("<div class='gpuwork-step-parts'>" + note_html(html.escape(ui("step_parts", lang, stack=time.stack,
+                                                                          gpu=time.gpu_name)))
+            + f"<div style='display:flex;width:100%;max-width:520px;margin:2px 0'>{bar}</div>"
+            + table_html(("", "", ""), rows, "gpuwork-step-table", right=(1, 2)) + "</div>")
 
 
 def trace_html(plan: TrainPlan, traced: Any, est: MemoryEstimate | None, lang: str = "en") -> str:
@@ -389,6 +418,8 @@ class SizingForm(common.Panel):
                                                    layout=CHECKBOX_LAYOUT),
             "attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
                                           style=WIDE, layout=lay),
+            "stack": widgets.Dropdown(options=[st.value for st in Stack], value=base.stack.value, style=WIDE,
+                                      layout=lay),
             "lora_r": NumberText(value=base.lora_r, style=WIDE, layout=lay),
             # module names differ between architectures (q_proj / c_attn / query): free text, checked by
             # the estimator, whose message lists the model's linear modules
@@ -647,7 +678,7 @@ class SizingForm(common.Panel):
                               *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["attention"], c["lora_r"], c["lora_targets"]])
+                                 c["attention"], c["stack"], c["lora_r"], c["lora_targets"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], c["epochs"],
                              self.gpu_select])
         box = widgets.VBox([model, training, gpus], layout={"min_width": "400px"})
