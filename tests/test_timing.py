@@ -23,6 +23,7 @@ from gpuwork.facts.rates import load_rates
 from gpuwork.measure.accuracy import (
     PHYSICAL_LIMIT,
     time_accuracy_markdown,
+    time_accuracy_page,
     time_accuracy_rows,
     time_accuracy_summary,
 )
@@ -293,7 +294,8 @@ def test_time_accuracy_rows_cover_the_published_cases():
 
 def test_docs_time_accuracy_is_current():
     text = (DOCS / "time_accuracy.md").read_text(encoding="utf-8")
-    assert time_accuracy_markdown() in text, "regenerate docs/time_accuracy.md from time_accuracy_markdown()"
+    assert text == time_accuracy_page(), "regenerate: gpuwork accuracy --time --out docs/time_accuracy.md"
+    assert time_accuracy_markdown() in text
 
 
 def test_an_unknown_network_is_a_plan_error_in_both_languages():

@@ -148,12 +148,12 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_accuracy(args: argparse.Namespace) -> int:
-    from gpuwork.measure.accuracy import accuracy_report
+    from gpuwork.measure.accuracy import accuracy_report, time_accuracy_page
 
     out = Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():  # say so before the report is computed, not after
         raise GpuworkError(msg("error.file.out_folder_missing", path=str(out), folder=str(out.parent)))
-    report = accuracy_report(grid=args.grid)
+    report = time_accuracy_page() if args.time else accuracy_report(grid=args.grid)
     if out is not None:
         out.write_text(report, encoding="utf-8")  # other OS errors: gpuwork.cli.main's one handler
         print(text("cli.accuracy.wrote", getattr(args, "lang", None) or "en", path=str(out)))
@@ -183,4 +183,5 @@ def register(sub: Any, lang: str = "en") -> None:
     p = sub.add_parser("accuracy", help=text("cli.help.accuracy.summary", lang))
     p.add_argument("--out", metavar="FILE", help=text("cli.help.accuracy.out", lang))
     p.add_argument("--grid", action="store_true", help=text("cli.help.accuracy.grid", lang))
+    p.add_argument("--time", action="store_true", help=text("cli.help.accuracy.time", lang))
     p.set_defaults(func=_cmd_accuracy)

@@ -38,6 +38,18 @@ class Kind(StrEnum):
     OPTIMIZER = "optimizer"  # clipping, accumulation and the update
 
 
+class Backward(StrEnum):
+    """What a forward op costs again in the backward."""
+
+    ELEMENTWISE = "elementwise"  # the saved input and the incoming gradient read, the gradient written
+    INPUT_GRAD = "input-grad"  # a GEMM of a frozen (or 4-bit) weight: the input gradient only
+    BOTH_GRADS = "both-grads"  # a GEMM of a trained weight: input and weight gradients
+    FUSED_ATTENTION = "fused-attention"  # its own backward kernel: 5 matmuls for the forward's 2
+    REPEAT = "repeat"  # runs once more as it is (4-bit dequantisation for the input gradient)
+    GRAD_CAST = "grad-cast"  # an autocast weight copy: its backward converts the weight gradient
+    NONE = "none"
+
+
 class Phase(StrEnum):
     FORWARD = "forward"
     BACKWARD = "backward"
@@ -60,6 +72,7 @@ class Op:
     m: int = 0  # GEMM output rows (tokens) ...
     n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
     attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels
+    backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
 
 
 @dataclass(frozen=True)
@@ -90,31 +103,21 @@ _ADAFACTOR_TENSORS_MOVED = 14
 
 
 def _gemm(name: str, phase: Phase, m: int, n: int, k: int, count: int, dtype: str, in_bytes: int, out_bytes: int,
-          w_bytes: int) -> Op:
+          w_bytes: int, trains: bool) -> Op:
     """C[m, n] = A[m, k] @ B[k, n]: 2mnk FLOPs; reads A and B, writes C."""
     return Op(name, Kind.MATMUL, phase, 2.0 * m * n * k, float(in_bytes * m * k + w_bytes * k * n + out_bytes * m * n),
-              1, count, dtype, m, n)
+              1, count, dtype, m, n, backward=Backward.BOTH_GRADS if trains else Backward.INPUT_GRAD)
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         kind: Kind = Kind.MEMORY) -> Op:
-    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count)
+         kind: Kind = Kind.MEMORY, backward: Backward = Backward.ELEMENTWISE) -> Op:
+    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
     if plan.precision is Precision.FP32:
         return "fp32"
     return "fp16" if plan.precision in (Precision.FP16, Precision.FP16_MIXED) else "bf16"
-
-
-@dataclass(frozen=True)
-class _Shape:
-    tokens: int  # T = batch x sequence, per micro-batch
-    micro_batches: int
-    layers_fwd: int  # blocks run forward
-    layers_grad: int  # blocks the gradient flows through (all but frozen bottom blocks for freeze)
-    layers_trained: int  # blocks whose own weights train
-    recompute: bool
 
 
 def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None) -> tuple[Op, ...]:
@@ -159,7 +162,6 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
         grad_layers, trained = layers, 0
     else:
         grad_layers = trained = layers
-    sh = _Shape(t, mb, layers, grad_layers, trained, plan.grad_checkpointing)
     h, d = spec.hidden_size, spec.head_dim
     q_dim, kv_dim = spec.num_heads * d, spec.num_kv_heads * d
     inter = spec.intermediate_size
@@ -176,25 +178,22 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
         """One block's forward ops (x count_layers x micro-batches)."""
         c = count_layers * mb
         out: list[Op] = []
-        decoder = spec.norm == "rms"
         out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True)
         for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
             for lin in groups[group]:
                 out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
                                        lin.name in lora, plan, t, e, s_b if group in ("attn_in", "mlp_in") else e,
-                                       w_b, mm, adapter_mm, a_b, st, dt.autocast and trained > 0)
+                                       w_b, mm, adapter_mm, a_b, st, trains=trained > 0)
             if group == "attn_in":
                 out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim)
             if group == "attn_out":
-                out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c) if not fuse else
-                           _mem("residual add + norm (fused)", phase, 0, 0, 0, c))
-                if spec.norm == "layer" and not decoder:
-                    pass
+                if not fuse:  # a compiler folds the residual add into the next norm's kernel
+                    out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c))
                 out += _norm_ops(spec, "norm (MLP input)", phase, t * h, s_b, e, c, st.fused_norm or fuse,
                                  forward=True)
             if group == "mlp_in":
                 out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
-        out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm)
+        out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
         if not fuse:
             out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c))
         if spec.hidden_dropout > 0:
@@ -207,10 +206,9 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
     ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, fuse)
 
     # -- backward through the blocks, with the recompute of gradient checkpointing first
-    if sh.recompute:
+    if plan.grad_checkpointing:
         ops += block_forward(Phase.RECOMPUTE, grad_layers)
-    ops += [_backward_of(o, plan, trained_block=trained > 0, layers_grad=grad_layers, layers_fwd=layers)
-            for o in block_forward(Phase.FORWARD, layers)]
+    ops += [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in block_forward(Phase.FORWARD, layers)]
     ops = [o for o in ops if o.count > 0]
     if plan.method in (Method.FULL, Method.SCRATCH):
         # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
@@ -234,33 +232,39 @@ def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int,
 
 def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantized: bool, adapted: bool,
                     plan: TrainPlan, t: int, e: int, x_b: int, w_b: int, mm: str, adapter_mm: str, a_b: int,
-                    st: StackKernels, casts_weight: bool) -> list[Op]:
+                    st: StackKernels, trains: bool) -> list[Op]:
+    """A linear's forward: the base GEMM (with 4-bit dequantisation or an autocast weight copy) and its
+    LoRA adapter; ``trains``: the base weight gets a gradient (full / freeze blocks)."""
+    casts_weight = trains and plan.precision.is_mixed
     out: list[Op] = []
     if quantized:
         # bnb Linear4bit: cast x to the compute dtype, dequantize the 4-bit weight (absmax first with
-        # double quantisation), GEMM, cast the output back to the input dtype (MatMul4Bit.forward)
+        # double quantisation), GEMM, cast the output back to the input dtype (MatMul4Bit.forward);
+        # the backward dequantizes again for the input gradient (MatMul4Bit.backward)
         if x_b != e:
             out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + e, 1, count))
-        out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, 0.5 + e + 1 / 16, 1 + int(plan.double_quant), count))
-        out.append(_gemm(f"{name}", phase, t, n, k, count, mm, e, e, e))
+        out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, 0.5 + e + 1 / 16, 1 + int(plan.double_quant), count,
+                        backward=Backward.REPEAT))
+        out.append(_gemm(f"{name}", phase, t, n, k, count, mm, e, e, e, trains=False))
         if x_b != e:
             out.append(_mem(f"{name} cast back", phase, t * n, e + x_b, 1, count))
     else:
         if casts_weight:  # autocast copies each fp32 master weight to 16 bits, once per forward
-            out.append(_mem(f"{name} weight cast (autocast)", phase, k * n, 4 + w_b, 1, count))
-        out.append(_gemm(name, phase, t, n, k, count, mm, e, e, w_b))
+            out.append(_mem(f"{name} weight cast (autocast)", phase, k * n, 4 + w_b, 1, count,
+                            backward=Backward.GRAD_CAST))
+        out.append(_gemm(name, phase, t, n, k, count, mm, e, e, w_b, trains=trains))
     if adapted:
         r = plan.lora_r
         if st.fused_lora:
-            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, e, e, a_b))
-            out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, t, n, r, count, adapter_mm, e, e, a_b))
+            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, e, e, a_b, trains=True))
+            out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, t, n, r, count, adapter_mm, e, e, a_b, trains=True))
         else:
             if plan.lora_dropout > 0:
                 out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count))
             elif a_b != e:
                 out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count))
-            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, a_b, a_b, a_b))
-            out.append(_gemm(f"{name} LoRA B", phase, t, n, r, count, adapter_mm, a_b, a_b, a_b))
+            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, a_b, a_b, a_b, trains=True))
+            out.append(_gemm(f"{name} LoRA B", phase, t, n, r, count, adapter_mm, a_b, a_b, a_b, trains=True))
             # x scaling, result + lora (type-promoted), cast back to the result dtype
             out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, 2 * a_b + (e + a_b + a_b) + (a_b + e),
                             3 if a_b != e else 2, count))
@@ -290,21 +294,21 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
         if kv < a:
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
-                      count, matmul_dtype(plan), s, s))
+                      count, matmul_dtype(plan), s, s, backward=Backward.BOTH_GRADS))
         probs = 4 if spec.norm == "rms" or e == 4 else e
         soft = (e + e) + (e + probs) + (probs + probs) + (probs + e)  # scale, mask add, softmax, cast
         if spec.attention_dropout > 0:
             soft += e + e + 1
         out.append(_mem("attention softmax chain", phase, scores, soft, 4 + int(spec.attention_dropout > 0), count))
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
-                      count, matmul_dtype(plan), s, d))
+                      count, matmul_dtype(plan), s, d, backward=Backward.BOTH_GRADS))
     else:
         # one fused kernel (FlashAttention-2 via SDPA or flash-attn); causal masking skips the blocks
         # above the diagonal: FLOPs x (1 + 1/n_blocks) / 2 with 128-row blocks (flash-attention's
         # benchmark counts causal as half)
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
-                      matmul_dtype(plan), attention_pass="fwd"))
+                      matmul_dtype(plan), attention_pass="fwd", backward=Backward.FUSED_ATTENTION))
     if not fuse:
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count))
     return out
@@ -327,7 +331,7 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
 
 
 def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, e: int, w_b: int,
-                 mm: str) -> list[Op]:
+                 mm: str, trains: bool) -> list[Op]:
     """Routed experts: each expert runs its GEMMs on its share of the tokens (top-k of E)."""
     experts = [lin for lin in spec.linears if lin.in_block and lin.experts > 1]
     if not experts:
@@ -337,7 +341,7 @@ def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: 
     out = [_mem("router softmax, top-k, gather", phase, t * spec.hidden_size, 4 * e, 8, count)]
     for lin in experts:
         gemm = _gemm(f"expert {lin.short_name}", phase, rows, lin.out_features, lin.in_features, count * n_exp, mm, e,
-                     e, 2 if plan.method is Method.QLORA else w_b)
+                     e, 2 if plan.method is Method.QLORA else w_b, trains=trains)
         out.append(gemm)
     out.append(_mem("expert activation, gate x up, index_add", phase, t * k_exp * spec.intermediate_size, 5 * e,
                     4 * n_exp, count))
@@ -357,14 +361,14 @@ def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h:
     out_b = 4 if plan.method is Method.QLORA or e == 4 else e
     if st.fused_cross_entropy and spec.task is Task.CAUSAL_LM:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
-        out.append(_gemm("output layer (fused with loss)", Phase.FORWARD, rows, vocab, h, mb, mm, e, e, w_b))
-        out.append(_gemm("output layer input gradient", Phase.FORWARD, rows, h, vocab, mb, mm, e, e, w_b))
+        out.append(_gemm("output layer (fused with loss)", Phase.FORWARD, rows, vocab, h, mb, mm, e, e, w_b, False))
+        out.append(_gemm("output layer input gradient", Phase.FORWARD, rows, h, vocab, mb, mm, e, e, w_b, False))
         if trains:
-            out.append(_gemm("output layer weight gradient", Phase.FORWARD, h, vocab, rows, mb, mm, e, 4, e))
+            out.append(_gemm("output layer weight gradient", Phase.FORWARD, h, vocab, rows, mb, mm, e, 4, e, False))
         chunks = max(1, math.ceil(rows * vocab / (rows * h)))  # liger chunks rows so a chunk's logits ~ its input
         out.append(_mem("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
         return out
-    out.append(_gemm("output layer", Phase.FORWARD, rows, vocab, h, mb, mm, e, out_b, w_b))
+    out.append(_gemm("output layer", Phase.FORWARD, rows, vocab, h, mb, mm, e, out_b, w_b, False))
     loss_b = 4 if spec.task is Task.CAUSAL_LM else out_b
     if loss_b != out_b:
         out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
@@ -372,42 +376,41 @@ def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h:
     out.append(_mem("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, 4 * loss_b, 3, mb))
     if loss_b != out_b:
         out.append(_mem("logits gradient cast", Phase.BACKWARD, rows * vocab, out_b + loss_b, 1, mb))
-    out.append(_gemm("output layer input gradient", Phase.BACKWARD, rows, h, vocab, mb, mm, out_b, e, w_b))
+    out.append(_gemm("output layer input gradient", Phase.BACKWARD, rows, h, vocab, mb, mm, out_b, e, w_b, False))
     if trains:
-        out.append(_gemm("output layer weight gradient", Phase.BACKWARD, h, vocab, rows, mb, mm, e, w_b, out_b))
+        out.append(_gemm("output layer weight gradient", Phase.BACKWARD, h, vocab, rows, mb, mm, e, w_b, out_b, False))
     out += _norm_ops(spec, "final norm backward", Phase.BACKWARD, t * h, s_b, e, mb, st.fused_norm or fuse,
                      forward=False)
     return out
 
 
-def _backward_of(op: Op, plan: TrainPlan, *, trained_block: bool, layers_grad: int, layers_fwd: int) -> Op:
-    """The backward of a forward op over the blocks the gradient reaches.
+def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
+    """The backward of a forward block op over the blocks the gradient reaches (``Op.backward`` says how).
 
     A GEMM's backward computes the input gradient (same FLOPs) and, for a weight that trains, the
-    weight gradient (same FLOPs again); frozen base weights and 4-bit weights skip the latter, LoRA
-    A/B always train. Fused attention backward runs its own kernel (5 matmuls for the forward's 2,
-    FlashAttention-2 §3.2). Element-wise chains move about twice their forward bytes (saved input and
-    incoming gradient read, gradient written) in as many kernels.
+    weight gradient (same FLOPs again). Fused attention backward runs its own kernel (5 matmuls for
+    the forward's 2, FlashAttention-2 §3.2). Element-wise chains move about twice their forward bytes
+    (saved input and incoming gradient read, gradient written) in as many kernels.
     """
     count = op.count * layers_grad // max(layers_fwd, 1)
-    if op.kind is Kind.MATMUL:
-        trains = ("LoRA" in op.name) or (trained_block and "expert" not in op.name) or \
-            (trained_block and "expert" in op.name)
-        factor = 2.0 if trains else 1.0
-        return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, op.flops * factor, op.bytes * factor,
-                  2 if trains else 1, count, op.dtype, op.m, op.n)
-    if op.kind is Kind.ATTENTION:
-        if op.attention_pass == "fwd":
-            return Op("attention backward (fused kernel)", op.kind, Phase.BACKWARD, op.flops * 2.5, op.bytes * 2.0, 2,
-                      count, op.dtype, attention_pass="bwd")
-        return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, op.flops * 2, op.bytes * 2, 2, count, op.dtype,
-                  op.m, op.n)
-    if "dequantize" in op.name:  # MatMul4Bit.backward dequantizes again for the input gradient
-        return Op(op.name + " (backward)", op.kind, Phase.BACKWARD, 0.0, op.bytes, op.launches, count)
-    if "weight cast" in op.name:  # the fp32 master's gradient: the cast's backward converts it
+    kind = op.backward
+    if kind in (Backward.INPUT_GRAD, Backward.BOTH_GRADS):
+        factor = 2 if kind is Backward.BOTH_GRADS else 1
+        return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, op.flops * factor, op.bytes * factor, factor, count,
+                  op.dtype, op.m, op.n, backward=Backward.NONE)
+    if kind is Backward.FUSED_ATTENTION:
+        return Op("attention backward (fused kernel)", op.kind, Phase.BACKWARD, op.flops * 2.5, op.bytes * 2.0, 2,
+                  count, op.dtype, attention_pass="bwd", backward=Backward.NONE)
+    if kind is Backward.REPEAT:
+        return Op(op.name + " (backward)", op.kind, Phase.BACKWARD, 0.0, op.bytes, op.launches, count,
+                  backward=Backward.NONE)
+    if kind is Backward.GRAD_CAST:
         return Op(op.name.replace("weight cast", "weight gradient cast"), op.kind, Phase.BACKWARD, 0.0, op.bytes,
-                  op.launches, count if trained_block else 0)
-    return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, 0.0, op.bytes * 2.0, max(1, op.launches), count)
+                  op.launches, count, backward=Backward.NONE)
+    if kind is Backward.NONE:
+        return Op(op.name, op.kind, Phase.BACKWARD, 0.0, 0.0, 0, 0, backward=Backward.NONE)
+    return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, 0.0, op.bytes * 2.0, max(1, op.launches), count,
+              backward=Backward.NONE)
 
 
 def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
@@ -459,4 +462,4 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op
     return out
 
 
-__all__ = ["Kind", "Op", "Phase", "StackKernels", "matmul_dtype", "step_ops"]
+__all__ = ["Backward", "Kind", "Op", "Phase", "StackKernels", "matmul_dtype", "step_ops"]

@@ -82,6 +82,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
                               "записать Markdown в этот файл, а не выводить на экран"),
     "cli.help.accuracy.grid": ("also trace the small-model grid (minutes)",
                                "также трассировать сетку малых моделей (минуты)"),
+    "cli.help.accuracy.time": ("the step-time page instead: estimates vs published training throughputs",
+                               "вместо этого — страница о времени шага: оценки против опубликованных замеров"),
     # -- plan, offers, request ------------------------------------------------------------------------------------
     "cli.help.data.title": ("data and schedule", "данные и расписание"),
     "cli.help.data.dataset_tokens": ("tokens in one epoch (50B, 100M)", "токенов в одной эпохе (50B, 100M)"),
