@@ -62,6 +62,15 @@ def rates_table(r: Any) -> str:
               f"| autograd op forward / backward | {d.autograd_forward_us:.2f} / {d.autograd_backward_us:.2f} us | no |",
               f"| nn.Linear forward / backward | {d.module_forward_us:.2f} / {d.module_backward_us:.2f} us | |",
               f"| host per kernel ((fwd + bwd) / 3) | {d.per_kernel_us:.2f} us | yes |"]
+    if r.sdpa_flops_s:
+        from gpuwork.facts.rates import load_rates
+        from gpuwork.measure.cpu_rates import CPU_SDPA_SHAPE
+
+        fraction = load_rates().kernel("sdpa_mem_efficient_fraction")
+        shape = "b{} h{} s{} d{}".format(*CPU_SDPA_SHAPE)
+        lines += [f"| SDPA forward / backward, {shape} | {r.sdpa_flops_s[0] / 1e9:.1f} / {r.sdpa_flops_s[1] / 1e9:.1f} "
+                  f"GFLOP/s | no: the op model prices attention at {fraction} x the GEMM rate = "
+                  f"{fraction * r.matmul_flops_s / 1e9:.1f} GFLOP/s |"]
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ from gpuwork.estimate.ops import Kind, Op, Phase  # noqa: E402
 from gpuwork.estimate.steptime import price_ops  # noqa: E402
 from gpuwork.facts.inputs import Inputs  # noqa: E402
 from gpuwork.facts.model import get_spec  # noqa: E402
+from gpuwork.facts.spec import count_params  # noqa: E402
 from gpuwork.facts.rates import load_rates  # noqa: E402
 from gpuwork.measure.cpu_rates import (  # noqa: E402
     DispatchCost,
@@ -70,7 +71,7 @@ def test_the_benchmarks_return_finite_positive_rates(one_thread) -> None:
 
 
 def test_measure_cpu_rates_builds_the_op_models_inputs(one_thread) -> None:
-    r = measure_cpu_rates(shapes=((32, 16, 8), (64, 16, 8)), copy_bytes=1 << 16, repeats=2)
+    r = measure_cpu_rates(shapes=((32, 16, 8), (64, 16, 8)), copy_bytes=1 << 16, sdpa_shape=(1, 2, 16, 8), repeats=2)
     dev, gpu = r.device, r.gpu
     assert dev.gpu_id == gpu.gpu_id == "cpu"
     assert dev.synchronous is True
@@ -82,7 +83,7 @@ def test_measure_cpu_rates_builds_the_op_models_inputs(one_thread) -> None:
     assert dev.mem_bw_bytes_s == r.copy_bytes_s == gpu.mem_bw_bytes_s
     assert gpu.fp32_flops == gpu.bf16_dense_flops == r.matmul_flops_s and "measured" in gpu.notes
     assert {"matmul_fp32", "matmul_bf16", "mem_bw", "sm", "host"} <= set(dev.basis)
-    assert _finite_positive(r.matmul_flops_s, r.copy_bytes_s, r.cached_copy_bytes_s, r.seconds)
+    assert _finite_positive(r.matmul_flops_s, r.copy_bytes_s, r.cached_copy_bytes_s, r.seconds, *r.sdpa_flops_s)
     assert set(r.as_dict()) >= {"gemm", "matmul_flops_s", "copy_bytes_s", "dispatch", "host_us_per_kernel"}
 
 
@@ -121,19 +122,19 @@ def test_the_cpu_trial_runs_fp32_sdpa_on_the_eager_stack() -> None:
     assert cpu_plan(fp32) is fp32
 
 
-def test_gpuworks_loop_skips_weight_decay_and_adds_the_loss_bookkeeping() -> None:
-    """tiny-llama LoRA on q, v: 4 blocks x 2 linears x (A, B) = 16 tensors, one foreach list: AdamW with decay
-    runs 8 passes (8 launches) over 20 tensors' bytes; gpuwork's AdamW(weight_decay=0) 7 over 18."""
+def test_gpuworks_loop_adds_the_logged_loss_to_the_op_list() -> None:
+    """tiny-llama LoRA on q, v: 4 blocks x 2 linears x (A, B) = 16 tensors, one foreach list: AdamW at
+    weight_decay 0 (gpuwork's loop and the Trainer's default) runs 7 passes over 18 tensors' bytes, and each of
+    the 3 micro-batches divides its loss by 3; gpuwork's loop adds the logged loss (2 kernels per step)."""
     plan = TrainPlan(model=TINY, method="lora", precision="fp32", seq_len=64, batch_size=2, grad_accum=3)
     plain = cpu_step_ops(plan, gpuwork_loop=False)
     loop = cpu_step_ops(plan)
-    before = next(o for o in plain if o.name == "AdamW update")
-    after = next(o for o in loop if o.name == "AdamW update")
-    assert (before.launches, after.launches) == (8, 7)
-    assert after.bytes == pytest.approx(before.bytes * 18 / 20)
+    update = next(o for o in plain if o.name == "AdamW update")
+    adapter = count_params(get_spec(TINY), plan).adapter
+    assert (update.launches, update.bytes) == (7, 18 * 4 * adapter)
+    assert next(o for o in plain if o.name == "loss / grad_accum").count == 3
     added = {o.name: (o.launches, o.count) for o in loop[len(plain):]}
-    assert added == {"loss / grad_accum": (1, 3), "loss / grad_accum backward": (1, 3),
-                     "logged loss (stack, sum)": (2, 1)}
+    assert added == {"logged loss (stack, sum)": (2, 1)}
     assert cpu_step_ops(plan) is loop  # cached: price_ops' cache sees the same tuple
 
 
@@ -181,16 +182,21 @@ def test_sdpa_flops_follow_the_op_models_count() -> None:
 # work runs on the calling thread).
 SHAPE_A = (128, 2)
 SHAPE_B = (256, 4)
-STEPS, WARMUP = 12, 3
+STEPS, WARMUP = 20, 3  # medians of 20 steps move by about 2-3 % between runs on a shared 2-core machine
+
+
+@pytest.fixture(scope="module")
+def measured_rates(one_thread):
+    return measure_cpu_rates(clock=time.thread_time)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["lora", "full"])
-def test_a_factor_fitted_at_one_shape_predicts_another_within_10_percent(method, one_thread) -> None:
+def test_a_factor_fitted_at_one_shape_predicts_another_within_10_percent(method, measured_rates) -> None:
     from gpuwork.measure.trial import run_trial
 
     clock = time.thread_time
-    rates = measure_cpu_rates(clock=clock)
+    rates = measured_rates
     plans = [TrainPlan(model=TINY, method=method, precision="fp32", seq_len=s, batch_size=b)
              for s, b in (SHAPE_A, SHAPE_B)]
     measured = []

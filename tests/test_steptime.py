@@ -104,8 +104,8 @@ def test_optimizer_kernels_follow_the_implementation():
 
     fused, foreach, loop = update("fused"), update("foreach"), update("for-loop")
     assert fused.launches < foreach.launches < loop.launches
-    assert fused.bytes < foreach.bytes  # one pass: read p, g, m, v and write p, m, v (7 tensors, not 20)
-    assert fused.bytes == pytest.approx(7 / 20 * foreach.bytes)
+    assert fused.bytes < foreach.bytes  # one pass: read p, g, m, v and write p, m, v (7 tensors, not 18)
+    assert fused.bytes == pytest.approx(7 / 18 * foreach.bytes)
 
 
 def test_wave_quantisation_worked_example():
@@ -179,3 +179,19 @@ def test_no_superlinear_scaling_from_1_to_64_gpus(plan, gpu):
             per_gpu = est.tokens_per_s / n
             assert per_gpu <= previous_total * (1 + 1e-9), (n, per_gpu, previous_total)
             previous_total = per_gpu
+
+
+def test_a_gpu_without_measured_rates_gets_derived_ones_with_a_warning():
+    from gpuwork.estimate.timing import derived_device
+    from gpuwork.facts.catalog import load_gpus
+    from gpuwork.measure.time_cases import V100_SXM2_16GB
+
+    rates, gpus = load_rates(), load_gpus()
+    est = estimate_time(TrainPlan(model="qwen2.5-0.5b", method="full", precision="fp16-mixed"), V100_SXM2_16GB)
+    assert "time.derived_rates" in [w.code for w in est.warnings]
+    device = derived_device(V100_SXM2_16GB, rates, gpus)
+    # the median achieved/peak of the measured NVIDIA GPUs, applied to the V100's datasheet
+    shares = sorted(rates.devices[g].matmul_flops["fp16"] / spec.fp16_dense_flops
+                    for g, spec in gpus.items() if g in rates.devices and spec.vendor == "NVIDIA")
+    assert device.matmul_flops["fp16"] == pytest.approx(125e12 * shares[len(shares) // 2])
+    assert 0 < device.mem_bw_bytes_s < 900e9

@@ -497,6 +497,12 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
 
     if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
         warnings.append(msg("memory.no_sdpa_path", architecture=spec.architecture))
+    expert_params = sum(lin.count * lin.params for lin in spec.linears if lin.experts > 1)
+    if plan.method is Method.QLORA and expert_params:
+        # bitsandbytes swaps nn.Linear only; transformers 5 fuses a layer's experts into one Parameter, which
+        # prepare_model_for_kbit_training then upcasts to fp32 (counted in _weight_bytes' "rest")
+        warnings.append(msg("memory.moe_experts_unquantized", model=spec.name, params=expert_params,
+                            expert_bytes=4 * expert_params, nf4_bytes=expert_params // 2))
     tokens = plan.batch_size * plan.seq_len
     n_gpus = plan.gpus
     sharding = plan.sharding

@@ -94,9 +94,12 @@ _FOREACH_TENSORS_PER_LAUNCH = 36
 # Element-wise passes of one update, per implementation (torch/optim/adamw.py, sgd.py; bitsandbytes
 # optimizer kernels; transformers Adafactor.step), and the bytes each pass moves per parameter
 # in units of the state dtype. AdamW foreach: lerp_(m), mul_+addcmul_(v), sqrt, div_, add_(eps),
-# addcdiv_(p), mul_(p, wd): 8 passes; fused: one kernel reads p, g, m, v and writes p, m, v.
-_ADAMW_FOREACH_PASSES = 8
-_ADAMW_FOREACH_TENSORS_MOVED = 20  # reads + writes of param-sized tensors over those 8 passes (2+3+2+3+2+2+2+4)
+# addcdiv_(p): 7 passes moving 3+2+3+2+2+2+4 = 18 parameter-sized tensors. The weight-decay pass
+# (mul_(p)) is skipped at weight_decay=0, the Trainer's default (torch: ``if weight_decay != 0``).
+# Fused: one kernel reads p, g, m, v and writes p, m, v. For-loop: 11 kernels per tensor.
+_ADAMW_FOREACH_PASSES = 7
+_ADAMW_FOREACH_TENSORS_MOVED = 18
+_ADAMW_FOR_LOOP_KERNELS = 11
 _ADAMW_FUSED_TENSORS_MOVED = 7
 _ADAFACTOR_PASSES_PER_TENSOR = 20  # factored second moment: row/col means, rsqrt, update, RMS clip
 _ADAFACTOR_TENSORS_MOVED = 14
@@ -202,6 +205,8 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
 
     # -- embedding and forward
     ops.append(_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb))
+    if mb > 1:  # the Trainer divides each micro-batch's loss by the accumulation steps (and back in backward)
+        ops.append(_mem("loss / grad_accum", Phase.FORWARD, 1, 8, 1, mb))
     ops += block_forward(Phase.FORWARD, layers)
     ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, fuse)
 
@@ -445,7 +450,7 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op
     if opt is Optimizer.ADAMW:
         moved = _ADAMW_FUSED_TENSORS_MOVED if impl is OptimizerImpl.FUSED else _ADAMW_FOREACH_TENSORS_MOVED
         launches = {OptimizerImpl.FUSED: lists, OptimizerImpl.FOREACH: _ADAMW_FOREACH_PASSES * lists,
-                    OptimizerImpl.FOR_LOOP: 12 * tensors}[impl]
+                    OptimizerImpl.FOR_LOOP: _ADAMW_FOR_LOOP_KERNELS * tensors}[impl]
         out.append(_mem("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1, kind=Kind.OPTIMIZER))
     elif opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
         # bitsandbytes blockwise 8-bit kernel per tensor: reads p, g, m, v (1 B) and writes p, m, v

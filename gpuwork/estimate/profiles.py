@@ -22,12 +22,21 @@ for 80 GB); a plan that fits an 80 GB card only with offloading is matched witho
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuwork.estimate.offers import DEFAULT_SAFETY_MARGIN, fit_plan, plan_changes, usable_memory_bytes
+from gpuwork.estimate.offers import (
+    DEFAULT_SAFETY_MARGIN,
+    billed_hours,
+    billed_nodes,
+    fit_plan,
+    plan_changes,
+    usable_memory_bytes,
+)
 from gpuwork.estimate.timing import HOUR_S, TimeEstimate, estimate_time
-from gpuwork.facts.catalog import GpuSpec, Mode, Network
+from gpuwork.facts.catalog import GpuSpec, Mode, Network, Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.message import Msg, msg
@@ -41,6 +50,60 @@ LONG_RUN_NOTE_S = 30 * 24 * HOUR_S
 # Largest multi-GPU setup profile 03 searches: 8 nodes of 8 GPUs.
 MAX_GPUS_PROFILE_03 = 64
 GPUS_PER_NODE_PROFILE_03 = 8
+# Without prices (no offers given), reserving pays off after this much use: a one-month reservation
+# (720 h) at the catalog's typical 35 % discount costs what 0.65 x 720 = 468 hours on demand cost
+# (data/catalog.csv notes: "on-demand typical minus 35% for a 1-month commitment"). Assumption.
+TYPICAL_RESERVED_BREAK_EVEN_S = 0.65 * 720 * HOUR_S
+
+
+@dataclass(frozen=True)
+class RentalMode:
+    """How to rent for a run: on demand (by the hour) or reserved, and the hours where reserving starts to pay."""
+
+    mode: Mode
+    break_even_s: float | None  # hours of use above which the reservation is cheaper; None = no reserved offer
+    reason: Msg
+
+
+def _node_cost_usd(hours: float, offer: Offer, gpus: int) -> float:
+    return billed_hours(hours, offer) * offer.price_per_gpu_hour * billed_nodes(gpus, offer)[1]
+
+
+def rental_mode(run_s: float, gpu_id: str, gpus: int = 1, offers: Iterable[Offer] | None = None, *,
+                period_s: float | None = None) -> RentalMode:
+    """On demand or reserved for a run of ``run_s`` on ``gpus`` GPUs of ``gpu_id``: the mode follows the run length.
+
+    Reserved only when the hours used (the run, or the rental period when one is given and longer) cost less
+    reserved (whole periods, ``offers.billed_hours``) than on demand; the break-even is the hours at which the
+    cheapest reservation's first period costs what the cheapest on-demand node costs. Worked example (bundled
+    catalog, one H100 SXM): reserved 2.28 $/h x 720 h = 1,641.60 $; on demand 2.40 $/h -> 684 h. A 2-hour run
+    is on demand. Without offers: TYPICAL_RESERVED_BREAK_EVEN_S.
+    """
+    used_s = max(run_s, period_s or 0.0)
+    if offers is None:
+        reserved = used_s >= TYPICAL_RESERVED_BREAK_EVEN_S
+        return RentalMode(Mode.RESERVED if reserved else Mode.ON_DEMAND, TYPICAL_RESERVED_BREAK_EVEN_S,
+                          msg("profile.mode.reserved_typical" if reserved else "profile.mode.on_demand_typical",
+                              used_s=used_s, break_even_s=TYPICAL_RESERVED_BREAK_EVEN_S))
+    pool = [o for o in offers if o.gpu_id == gpu_id and (o.gpus_per_node >= gpus or o.network is not Network.NONE)]
+    hours = used_s / HOUR_S
+    on_demand = sorted(((_node_cost_usd(hours, o, gpus), o) for o in pool if o.mode is Mode.ON_DEMAND),
+                       key=lambda x: (x[0], x[1].offer_id))
+    reserved_offers = sorted(((_node_cost_usd(hours, o, gpus), o) for o in pool if o.mode is Mode.RESERVED),
+                             key=lambda x: (x[0], x[1].offer_id))
+    if not reserved_offers:
+        return RentalMode(Mode.ON_DEMAND, None, msg("profile.mode.no_reserved", used_s=used_s))
+    if not on_demand:
+        return RentalMode(Mode.RESERVED, None, msg("profile.mode.only_reserved", used_s=used_s))
+    od_cost, od = on_demand[0]
+    res_cost, res = reserved_offers[0]
+    od_per_hour = od.price_per_gpu_hour * billed_nodes(gpus, od)[1]
+    break_even_s = _node_cost_usd(0.0, res, gpus) / od_per_hour * HOUR_S
+    params = dict(used_s=used_s, break_even_s=break_even_s, reserved_usd=res_cost, on_demand_usd=od_cost,
+                  period_s=res.min_rental_hours * HOUR_S)
+    if res_cost < od_cost:
+        return RentalMode(Mode.RESERVED, break_even_s, msg("profile.mode.reserved", **params))
+    return RentalMode(Mode.ON_DEMAND, break_even_s, msg("profile.mode.on_demand", **params))
 
 
 @dataclass(frozen=True)
@@ -97,6 +160,8 @@ class ProfileMatch:
     checks: tuple[Msg, ...] = ()
     fitted_plan: TrainPlan | None = None  # the plan as the profile runs it (GPU count, sharding, ...)
     changes: tuple[Msg, ...] = ()  # what differs from the plan (change.gc_on, change.gpus 1 -> 16, ...)
+    # how to rent (profile.mode says the same): from the run length, not the profile's name (rental_mode)
+    rental: RentalMode | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +175,8 @@ class ProfileMatch:
             "reasons": [r.as_dict() for r in self.reasons],
             "rejected": {k: v.as_dict() for k, v in self.rejected.items()},
             "checks": [c.as_dict() for c in self.checks],
+            "rental": ({"mode": self.rental.mode.value, "break_even_s": self.rental.break_even_s,
+                        "reason": self.rental.reason.as_dict()} if self.rental else None),
         }
 
 
@@ -142,12 +209,21 @@ class _Context:
     opts: dict[str, Any]
     memo: dict[TrainPlan, int]
     rejected: dict[str, Msg] = field(default_factory=dict)
+    offers: tuple[Offer, ...] | None = None  # for the rental mode's break-even (None: typical discount)
+    period_s: float | None = None  # the rental period asked for, if any
 
     def result(self, profile: Profile | None, gpu: GpuSpec | None, fitted: TrainPlan | None, memory: int,
                single: int, time: TimeEstimate | None, reasons: list[Msg], changes: tuple[Msg, ...]) -> ProfileMatch:
         gpus = fitted.gpus if fitted is not None and profile is not None else 0
         if profile is not None:  # an earlier attempt may have rejected the profile that now matches
             self.rejected.pop(profile.profile_id, None)
+        rental = None
+        if profile is not None and gpu is not None and time is not None:
+            rental = rental_mode(time.total_s, gpu.gpu_id, fitted.gpus if fitted else 1, self.offers,
+                                 period_s=self.period_s)
+            # the profile's usual mode gives way to what the run length makes cheaper (a 2-hour job is never
+            # a monthly reservation)
+            profile = dataclasses.replace(profile, mode=rental.mode)
         return ProfileMatch(
             plan=self.plan, profile=profile, gpu_id=gpu.gpu_id if gpu else None,
             gpu_name=gpu.display_name if gpu else None, gpus=gpus,
@@ -156,7 +232,7 @@ class _Context:
             usable_per_gpu_bytes=usable_memory_bytes(gpu, self.safety_margin) if gpu else 0,
             single_gpu_bytes=single, time=time, reasons=tuple(reasons), rejected=dict(self.rejected),
             checks=profile.checks if profile else (), fitted_plan=fitted if profile is not None else None,
-            changes=changes)
+            changes=changes, rental=rental)
 
 
 def _card_gb(gpu: GpuSpec) -> int:
@@ -228,7 +304,8 @@ def _several_gpus(ctx: _Context, plan: TrainPlan, card80: GpuSpec, need: int, wh
 
 def match_profile(plan: TrainPlan, inputs: Inputs, *, safety_margin: float = DEFAULT_SAFETY_MARGIN,
                   short_run_max_s: float = SHORT_RUN_MAX_S,
-                  time_options: dict[str, Any] | None = None) -> ProfileMatch:
+                  time_options: dict[str, Any] | None = None, offers: Iterable[Offer] | None = None,
+                  rental_period_s: float | None = None) -> ProfileMatch:
     """Which of the three rental profiles suits ``plan``, with the reasons.
 
     Rules, in order:
@@ -245,9 +322,14 @@ def match_profile(plan: TrainPlan, inputs: Inputs, *, safety_margin: float = DEF
         short_run_max_s: longest run that still counts as a short check (profile 01).
         inputs: the plan's facts (``gpuwork.facts.resolve(plan)``): model, GPU table, efficiency.
         time_options: passed to ``estimate_time`` (mfu, calibration, ...).
+        offers: the catalog, for the rental mode's break-even (``rental_mode``); None = the typical discount.
+        rental_period_s: the rental period asked for (a month's rental may make reserving cheaper).
+
+    The match's ``profile.mode`` and ``rental`` follow the run length (``rental_mode``), not the profile's name.
     """
     spec = inputs.spec
-    ctx = _Context(plan, inputs, safety_margin, short_run_max_s, dict(time_options or {}), {})
+    ctx = _Context(plan, inputs, safety_margin, short_run_max_s, dict(time_options or {}), {},
+                   offers=None if offers is None else tuple(offers), period_s=rental_period_s)
     card24, card48 = (inputs.gpu(g) for g in PROFILES[0].reference_gpu_ids)
     card80 = inputs.gpu(PROFILES[1].reference_gpu_ids[0])
     single = plan.single_gpu()
@@ -290,8 +372,11 @@ __all__ = [
     "MAX_GPUS_PROFILE_03",
     "PROFILES",
     "SHORT_RUN_MAX_S",
+    "TYPICAL_RESERVED_BREAK_EVEN_S",
     "Profile",
     "ProfileMatch",
+    "RentalMode",
     "get_profile",
     "match_profile",
+    "rental_mode",
 ]

@@ -88,16 +88,17 @@ def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rat
     """
     key = (id(ops), gpu.gpu_id, id(device), id(rates), profile.stack, efficiency)
     hit = _PRICES.get(key)
-    if hit is not None and hit[0] is ops:
-        return hit[1]
+    # the entry holds the objects themselves: an id reused after one is freed must not match
+    if hit is not None and hit[0] is ops and hit[1] is device and hit[2] is rates:
+        return hit[3]
     price = _price_ops(ops, gpu, device, rates, profile, efficiency)
     if len(_PRICES) > 4096:
         _PRICES.clear()
-    _PRICES[key] = (ops, price)
+    _PRICES[key] = (ops, device, rates, price)
     return price
 
 
-_PRICES: dict[tuple, tuple[tuple[Op, ...], StepPrice]] = {}
+_PRICES: dict[tuple, tuple[tuple[Op, ...], DeviceRates, Rates, StepPrice]] = {}
 
 
 def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,

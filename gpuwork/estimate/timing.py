@@ -474,19 +474,20 @@ def whole_run(plan: TrainPlan, step_s: float, tokens_per_step: int, *, checkpoin
                     margin_s=margin * (train_s + eval_s + checkpoint_s))
 
 
-def derived_device(gpu: GpuSpec, rates: Rates) -> DeviceRates:
-    """Rates for a GPU that rates.csv does not list (a user's own GPU table): its datasheet figures
-    times the median achieved/peak share of the measured GPUs of the same vendor (stated as derived)."""
-    same = [r for gid, r in rates.devices.items() if gid in _DATASHEET and _DATASHEET[gid][0] == gpu.vendor] or \
-        [r for gid, r in rates.devices.items() if gid in _DATASHEET]
-    def share(key: str, peak_of) -> float:
-        values = sorted(r.matmul_flops[key] / peak_of(_DATASHEET[r.gpu_id][1]) for r in same)
-        return values[len(values) // 2] if values else 0.7
-    bf16 = share("bf16", lambda g: g.bf16_dense_flops)
-    fp16 = share("fp16", lambda g: g.fp16_dense_flops)
-    fp32 = share("fp32", lambda g: g.fp32_flops)
-    bws = sorted(r.mem_bw_bytes_s / _DATASHEET[r.gpu_id][1].mem_bw_bytes_s for r in same)
-    bw = bws[len(bws) // 2] if bws else 0.8
+def derived_device(gpu: GpuSpec, rates: Rates, gpus: Mapping[str, GpuSpec]) -> DeviceRates:
+    """Rates for a GPU that rates.csv does not list (a user's own GPU table, an older card): its datasheet
+    figures times the median achieved/peak share of the measured GPUs of the same vendor in ``gpus``."""
+    measured = [(rates.devices[gid], g) for gid, g in gpus.items() if gid in rates.devices]
+    same = [(r, g) for r, g in measured if g.vendor == gpu.vendor] or measured
+
+    def median_share(values: list[float], default: float) -> float:
+        values = sorted(values)
+        return values[len(values) // 2] if values else default
+
+    bf16 = median_share([r.matmul_flops["bf16"] / g.bf16_dense_flops for r, g in same], 0.7)
+    fp16 = median_share([r.matmul_flops["fp16"] / g.fp16_dense_flops for r, g in same], 0.7)
+    fp32 = median_share([r.matmul_flops["fp32"] / g.fp32_flops for r, g in same], 0.7)
+    bw = median_share([r.mem_bw_bytes_s / g.mem_bw_bytes_s for r, g in same], 0.8)
     basis = f"derived: datasheet x median achieved/peak of the measured {gpu.vendor} GPUs in rates.csv"
     sms = max(1, round(gpu.bf16_dense_flops / 7.5e12))  # ~7.5 dense BF16 TFLOPS per SM (H100 SXM: 989 / 132)
     return DeviceRates(gpu.gpu_id, {"bf16": gpu.bf16_dense_flops * bf16, "fp16": gpu.fp16_dense_flops * fp16,
@@ -494,17 +495,19 @@ def derived_device(gpu: GpuSpec, rates: Rates) -> DeviceRates:
                        {"matmul_bf16": basis, "mem_bw": basis, "sm": "derived: dense BF16 peak / 7.5 TFLOPS per SM"})
 
 
-_DATASHEET: dict[str, tuple[str, GpuSpec]] = {}
-
-
 def _device_rates(gpu: GpuSpec, inputs: Inputs, warnings: list[Msg]) -> DeviceRates:
-    if not _DATASHEET:
-        _DATASHEET.update({g.gpu_id: (g.vendor, g) for g in inputs.gpus.values()})
     device = inputs.rates.device(gpu.gpu_id)
     if device is None:
         warnings.append(msg("time.derived_rates", gpu=gpu.display_name))
-        device = derived_device(gpu, inputs.rates)
+        key = (gpu, id(inputs.rates), id(inputs.gpus))
+        hit = _DERIVED.get(key)
+        if hit is None or hit[0] is not inputs.rates or hit[1] is not inputs.gpus:
+            hit = _DERIVED[key] = (inputs.rates, inputs.gpus, derived_device(gpu, inputs.rates, inputs.gpus))
+        device = hit[2]
     return device
+
+
+_DERIVED: dict[tuple, tuple[Rates, Mapping[str, GpuSpec], DeviceRates]] = {}
 
 
 def _busbw_fraction(rates: Rates, link: Link) -> tuple[float, str]:
@@ -774,8 +777,8 @@ def estimate_time(
 def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile,
                        cal: Mapping[str, Any]) -> tuple[float, str | None]:
     """The efficiency factor a measurement implies: {"tokens_per_s": per-GPU tokens/s measured on this GPU
-    with this stack}; optional "tokens_per_micro_batch" (the measured shape, when it differs: the
-    measured step is re-priced at that shape), "gpu_id" (must match) and "source" (a label)."""
+    with this stack}; optional "seq_len" and "batch_size" (the measured shape, re-priced at that shape) or
+    just "tokens_per_micro_batch", "gpu_id" (must match) and "source" (a label)."""
     label = str(cal["source"]) if cal.get("source") else None  # None: "a measured trial" in the reader's language
     measured_gpu = cal.get("gpu_id")
     if measured_gpu and str(measured_gpu).lower() not in (gpu.gpu_id, gpu.display_name.lower()):
@@ -793,11 +796,12 @@ def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, input
             or tokens_per_s <= 0:
         raise PlanError("calibration", msg("error.time.calibration_tokens"))
     measured_plan = plan.single_gpu()
-    measured_tokens = cal.get("tokens_per_micro_batch")
-    if measured_tokens and int(measured_tokens) != plan.tokens_per_micro_batch:
-        # the measured shape: same batch, the sequence that gives the measured tokens per micro-batch
-        seq = max(1, int(measured_tokens) // plan.batch_size)
-        measured_plan = measured_plan.replace(seq_len=seq)
+    if cal.get("seq_len") or cal.get("batch_size"):  # the measured shape, as the trial ran it
+        measured_plan = measured_plan.replace(seq_len=int(cal.get("seq_len") or plan.seq_len),
+                                              batch_size=int(cal.get("batch_size") or plan.batch_size))
+    elif cal.get("tokens_per_micro_batch") and int(cal["tokens_per_micro_batch"]) != plan.tokens_per_micro_batch:
+        # only the tokens are known: same batch, the sequence that gives them
+        measured_plan = measured_plan.replace(seq_len=max(1, int(cal["tokens_per_micro_batch"]) // plan.batch_size))
     ops = step_ops(measured_plan, inputs.spec, stack_kernels(profile))
     measured_s = measured_plan.tokens_per_micro_batch * measured_plan.grad_accum / float(tokens_per_s)
     return _fit_scale(ops, gpu, device, inputs, profile, measured_s), label

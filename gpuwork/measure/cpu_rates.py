@@ -18,15 +18,28 @@ What is measured (medians over repeats, after warm-up):
   hidden x out); the rate used is the median over those shapes (the op model has one matmul rate
   per dtype; on a CPU there are no waves of tiles, so ``sm_count`` = torch's intra-op threads
   makes the wave efficiency 1 for one thread);
-- copy: ``clone`` of a tensor larger than the caches, read + write bytes per second;
-- dispatch: the time per op of a chain of tiny (1-element) ops, recorded by autograd and then
-  run backward: what one kernel costs the host beyond its work. A CPU runs each op on the
-  dispatching thread, so this cost adds to the kernel's (``DeviceRates.synchronous``).
+- copy: a copy into a tensor larger than the caches, read + write bytes per second (a
+  cache-resident copy is measured too, and reported);
+- dispatch: the host time per kernel of a chain of tiny ``nn.Linear`` modules run forward and
+  backward (module call, views, autograd, dispatch: what kernels.csv's eager launch cost is on a
+  GPU); a bare 1-element op is measured too, and reported. A CPU runs each op on the dispatching
+  thread, so this cost adds to the kernel's (``DeviceRates.synchronous``);
+- SDPA forward and backward FLOP/s at tiny-llama's head shape (reported, not used).
+
+Measured on the machine this was written on (one thread of a 2-core Xeon with AVX-512, time as
+thread CPU time): GEMM about 165 GFLOP/s, copy 13 GB/s (28 GB/s cache-resident), 6.7-7.2 us per
+kernel (1.2 us for a bare op); the op model's price of gpuwork's CPU trial of tiny-llama was within
+5 % of the measured median step from 128 to 1,024 tokens per micro-batch (LoRA and full), and a
+factor fitted at one such shape predicted another within 8 % (``scripts/calibration_transfer.py``).
 
 Limitations: the CPU runs every precision as fp32 (the trial substitutes it), so the bf16 and fp16
 rates are the fp32 one; element-wise ops on tensors that stay in the caches run faster than the
-large-copy bandwidth prices them; eager views and Python module overhead that launch no kernel
-are not counted by the op model (the calibration factor absorbs them at the measured shape).
+large-copy bandwidth prices them; a step's eager views and Python overhead outside the modules'
+kernels (HF mask and rotary set-up, peft wrappers, optimizer and scheduler bookkeeping: about 3,000
+ATen calls for 419 kernels in a tiny-llama LoRA step) are not all counted, so below ~100 tokens per
+micro-batch the price is short by ~15 % and a factor fitted there overshoots larger shapes; the
+fused attention is priced at kernels.csv's GPU share of the GEMM rate (0.35), while torch's CPU
+flash kernel reaches about 0.4-0.45 of it.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ from gpuwork.facts.catalog import GpuClass, GpuSpec, Link
 from gpuwork.facts.model import spec_for_plan
 from gpuwork.facts.rates import DeviceRates, Rates, load_rates
 from gpuwork.facts.spec import ModelSpec
-from gpuwork.plan import Attention, Optimizer, OptimizerImpl, Precision, Stack, TrainPlan
+from gpuwork.plan import Attention, Precision, Stack, TrainPlan
 
 Clock = Callable[[], float]
 
@@ -56,6 +69,7 @@ CPU_GEMM_SHAPES: tuple[tuple[int, int, int], ...] = (
 )
 COPY_BYTES = 256 * 2**20  # larger than the last-level cache of most servers: device-memory bandwidth
 CACHED_COPY_BYTES = 2 * 2**20  # fits in a core's L2: what element-wise ops on small activations see
+CPU_SDPA_SHAPE = (2, 8, 256, 32)  # batch, heads, sequence, head dim (tiny-llama's heads)
 DISPATCH_CHAIN = 200  # tiny ops per timed chain
 MIN_REPEAT_S = 0.004  # each timed repeat runs the call at least this long (timer resolution, jitter)
 
@@ -114,12 +128,16 @@ class CpuRates:
     cached_copy_bytes_s: float  # a cache-resident clone (reported, not used)
     dispatch: DispatchCost
     seconds: float  # wall time the measurement took
+    # SDPA forward / backward FLOP/s at CPU_SDPA_SHAPE (reported: the op model prices a fused attention
+    # kernel at kernels.csv sdpa_mem_efficient_fraction x the fp32 rate, a GPU figure)
+    sdpa_flops_s: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"threads": self.threads, "gemm": [g.as_dict() for g in self.gemm],
                 "matmul_flops_s": self.matmul_flops_s, "copy_bytes_s": self.copy_bytes_s,
                 "cached_copy_bytes_s": self.cached_copy_bytes_s, "dispatch": self.dispatch.as_dict(),
                 "host_us_per_kernel": self.device.host_us_per_kernel, "seconds": self.seconds,
+                "sdpa_flops_s": list(self.sdpa_flops_s) if self.sdpa_flops_s else None,
                 "basis": dict(self.device.basis)}
 
 
@@ -286,10 +304,11 @@ def sdpa_rate(batch: int, heads: int, seq: int, head_dim: int, dtype: str = "fp3
 
 
 def measure_cpu_rates(*, shapes: tuple[tuple[int, int, int], ...] = CPU_GEMM_SHAPES, copy_bytes: int = COPY_BYTES,
-                      repeats: int = 5, clock: Clock = time.perf_counter) -> CpuRates:
+                      sdpa_shape: tuple[int, int, int, int] = CPU_SDPA_SHAPE, repeats: int = 5,
+                      clock: Clock = time.perf_counter) -> CpuRates:
     """Measure this CPU's GEMM rate, copy bandwidth and dispatch cost with torch's current thread count.
 
-    Takes about 2-4 s on one thread. Use the same thread count (``torch.set_num_threads``) and the
+    Takes about 1-3 s on one thread. Use the same thread count (``torch.set_num_threads``) and the
     same ``clock`` as the trial it prices.
 
     Example:
@@ -305,9 +324,11 @@ def measure_cpu_rates(*, shapes: tuple[tuple[int, int, int], ...] = CPU_GEMM_SHA
     copy = copy_rate(copy_bytes, repeats=repeats, clock=clock)
     cached = copy_rate(CACHED_COPY_BYTES, repeats=repeats, clock=clock)
     dispatch = dispatch_cost(repeats=repeats, clock=clock)
-    return cpu_rates_from(threads=threads, gemm=gemm, matmul_flops_s=matmul, copy_bytes_s=copy,
-                          cached_copy_bytes_s=cached, dispatch=dispatch, copy_bytes=copy_bytes,
-                          seconds=time.perf_counter() - started)
+    attention = sdpa_rate(*sdpa_shape, "fp32", repeats=repeats, clock=clock)
+    rates = cpu_rates_from(threads=threads, gemm=gemm, matmul_flops_s=matmul, copy_bytes_s=copy,
+                           cached_copy_bytes_s=cached, dispatch=dispatch, copy_bytes=copy_bytes,
+                           seconds=time.perf_counter() - started)
+    return dataclasses.replace(rates, sdpa_flops_s=attention)
 
 
 def cpu_rates_from(*, threads: int, gemm: tuple[GemmRate, ...], matmul_flops_s: float, copy_bytes_s: float,
@@ -348,6 +369,8 @@ def cpu_rates_from(*, threads: int, gemm: tuple[GemmRate, ...], matmul_flops_s: 
                     dispatch=dispatch, seconds=seconds)
 
 
+
+
 def _cpu_name() -> str:
     import platform
     from pathlib import Path
@@ -383,18 +406,10 @@ def _host_memory_bytes() -> int:
 
 # -- pricing a plan on the CPU ----------------------------------------------------------------------
 
-# gpuwork's own loop (gpuwork.measure.runtime.train_step) beside the op list of ``step_ops``:
-# - torch.optim.AdamW(weight_decay=0.0): the decoupled weight-decay pass (mul_) is skipped
-#   (torch/optim/adam.py _multi_tensor_adam: ``if weight_decay != 0``), so 7 passes over 18
-#   parameter-sized tensors instead of 8 over 20; the fused kernel skips the multiply inside.
-# - per micro-batch: ``loss / grad_accum`` (1 kernel forward, 1 backward); per step:
-#   ``torch.stack(losses).sum().item()`` for the logged loss (2 kernels).
-# - clipping: clip_grad_norm_ runs every step (max_grad_norm 1.0, or inf: the norms and the
-#   multiply still run), as the op list counts it.
-ADAMW_PASSES_WITHOUT_DECAY = 7
-ADAMW_TENSORS_MOVED_WITHOUT_DECAY = 18
-ADAMW_PASSES_WITH_DECAY = 8
-ADAMW_TENSORS_MOVED_WITH_DECAY = 20
+# gpuwork's own loop (gpuwork.measure.runtime.train_step) beside the op list of ``step_ops``: the op
+# list already follows its AdamW(weight_decay=0.0) (7 passes over 18 tensors), its ``loss / grad_accum``
+# and its clip_grad_norm_; the loop adds ``torch.stack(losses).sum().item()`` for the logged loss, once
+# per step (2 kernels).
 
 
 def cpu_plan(plan: TrainPlan) -> TrainPlan:
@@ -413,28 +428,11 @@ def cpu_plan(plan: TrainPlan) -> TrainPlan:
 
 
 def gpuwork_loop_ops(ops: tuple[Op, ...], plan: TrainPlan) -> tuple[Op, ...]:
-    """``ops`` adjusted to what gpuwork's loop runs (see the constants above): the AdamW update without
-    its weight-decay pass, and the loss scaling and logging kernels added."""
+    """``ops`` with what gpuwork's loop adds to the op list: the logged loss (see the note above)."""
     hit = _LOOP_OPS.get(id(ops))
     if hit is not None and hit[0] is ops:
         return hit[1]
-    out = []
-    for op in ops:
-        if op.name == "AdamW update" and plan.optimizer is Optimizer.ADAMW:
-            if plan.optimizer_impl is OptimizerImpl.FOREACH:
-                lists = op.launches // ADAMW_PASSES_WITH_DECAY
-                op = dataclasses.replace(op, launches=ADAMW_PASSES_WITHOUT_DECAY * lists,
-                                         bytes=op.bytes * ADAMW_TENSORS_MOVED_WITHOUT_DECAY /
-                                         ADAMW_TENSORS_MOVED_WITH_DECAY)
-            elif plan.optimizer_impl is OptimizerImpl.FOR_LOOP:
-                op = dataclasses.replace(op, launches=op.launches - op.launches // 12,  # 12 kernels per tensor, 1 is decay
-                                         bytes=op.bytes * ADAMW_TENSORS_MOVED_WITHOUT_DECAY /
-                                         ADAMW_TENSORS_MOVED_WITH_DECAY)
-        out.append(op)
-    out.append(Op("loss / grad_accum", Kind.MEMORY, Phase.FORWARD, 0.0, 8.0, 1, plan.grad_accum))
-    out.append(Op("loss / grad_accum backward", Kind.MEMORY, Phase.BACKWARD, 0.0, 8.0, 1, plan.grad_accum))
-    out.append(Op("logged loss (stack, sum)", Kind.MEMORY, Phase.OPTIMIZER, 0.0, 8.0 * plan.grad_accum, 2, 1))
-    result = tuple(out)
+    result = (*ops, Op("logged loss (stack, sum)", Kind.MEMORY, Phase.OPTIMIZER, 0.0, 8.0 * plan.grad_accum, 2, 1))
     if len(_LOOP_OPS) > 512:
         _LOOP_OPS.clear()
     _LOOP_OPS[id(ops)] = (ops, result)
@@ -571,6 +569,7 @@ def cpu_inputs_rates(rates: Rates, cpu_rates: CpuRates) -> Rates:
 
 __all__ = [
     "CPU_GEMM_SHAPES",
+    "CPU_SDPA_SHAPE",
     "CalibratedPrediction",
     "CpuRates",
     "DispatchCost",

@@ -1,0 +1,396 @@
+"""The advisor: which standard memory savers make a plan fit, or fit a cheaper card, and what each costs.
+
+``advise(plan, offers, inputs) -> Advice`` tries the usual changes one at a time and in pairs — gradient
+checkpointing, a smaller micro-batch with more accumulation (the same tokens per step), an 8-bit or paged
+8-bit optimizer, QLoRA instead of LoRA, sharding (ZeRO-2, ZeRO-3/FSDP) or optimizer offload on several
+GPUs, a shorter sequence (flagged: it changes the experiment) — prices each changed plan on its cheapest
+fitting offer of the catalog (``gpuwork.estimate.offers.evaluate_offers``: whole run, billing, preemptions)
+and returns the few that make the run cheaper (or run it on a smaller setup for at most a little more),
+ranked by that cost (changes that alter the experiment after the others), each with its memory per GPU, time and
+cost against the plan as it is, the changed plan (to apply with one click) and which other changes it
+combines with. The rental mode comes from the same ranking: for a run of hours an on-demand or
+interruptible offer is cheaper than a reservation billed in whole periods, so it wins.
+
+Example:
+    >>> advice = advise(TrainPlan(model="mistral-7b", method="qlora"), load_offers(), resolve(plan))
+    >>> advice.suggestions[0].key, advice.suggestions[0].gpu_id
+    ('grad_checkpointing', 'rtx3090')
+
+Limitations: the changes are the standard ones listed above, tried singly and in pairs of the best few
+(not every combination); costs use the bundled, illustrative catalog; a shorter sequence or a bigger
+global batch (more data-parallel GPUs) changes the experiment, and the suggestion says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gpuwork.errors import PlanError
+from gpuwork.estimate.memory import estimate_memory
+from gpuwork.estimate.offers import (
+    DEFAULT_PREEMPTION_RATE_PER_HOUR,
+    DEFAULT_SAFETY_MARGIN,
+    OfferResult,
+    evaluate_offers,
+)
+from gpuwork.facts.catalog import Offer
+from gpuwork.facts.inputs import Inputs
+from gpuwork.message import Msg, msg
+from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan
+
+# A change is suggested only when it makes the whole run at least this much cheaper (or makes it fit at all):
+# below that the difference is inside the estimate's error and not worth a change to the user's setup.
+MIN_SAVING = 0.05
+# ... or when it runs on a smaller setup (less GPU memory rented: fewer or smaller cards) for at most this much
+# more: one 24 GB card instead of a 4-GPU node is worth a few per cent to most people.
+MAX_EXTRA_COST_SMALLER = 0.10
+# A change that frees less than this share of one GPU's memory cannot unlock a smaller card: not priced.
+MIN_MEMORY_SAVING = 0.02
+# How many suggestions to return, and how many of the best single changes are paired with each other.
+DEFAULT_LIMIT = 5
+PAIR_FROM_BEST = 5
+# GPU counts tried for sharding and offload (one node of the usual 8-GPU servers at most).
+SHARDING_GPUS = (2, 4, 8)
+# The shortest sequence suggested, in tokens (shorter ones rarely hold a useful training example).
+MIN_SEQ_LEN = 256
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A plan on its cheapest fitting offer (``offer`` None when no offer of the catalog fits it)."""
+
+    plan: TrainPlan  # the plan as given
+    single_gpu_bytes: int  # device total on one GPU, before any sharding an offer adds
+    offer: OfferResult | None
+
+    @property
+    def fits(self) -> bool:
+        return self.offer is not None
+
+    @property
+    def run_plan(self) -> TrainPlan:
+        """The plan as it runs on the offer (GPU count and sharding the offer needed)."""
+        return self.offer.fit.plan if self.offer is not None else self.plan
+
+    @property
+    def memory_per_gpu_bytes(self) -> int:
+        return self.offer.fit.device_total_bytes if self.offer is not None else self.single_gpu_bytes
+
+    @property
+    def total_s(self) -> float | None:
+        return self.offer.expected_total_s if self.offer is not None else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.offer.expected_cost_usd if self.offer is not None else None
+
+    def as_dict(self) -> dict[str, Any]:
+        o = self.offer
+        return {"fits": self.fits, "plan": self.plan.as_dict(), "run_plan": self.run_plan.as_dict(),
+                "single_gpu_bytes": self.single_gpu_bytes, "memory_per_gpu_bytes": self.memory_per_gpu_bytes,
+                "total_s": self.total_s, "cost_usd": self.cost_usd,
+                "offer_id": o.offer.offer_id if o else None, "provider": o.offer.provider if o else None,
+                "gpu_id": o.offer.gpu_id if o else None, "gpu_name": o.offer.gpu.display_name if o else None,
+                "gpus": o.fit.plan.gpus if o else None, "billed_gpus": o.billed_gpus if o else None,
+                "mode": o.offer.mode.value if o else None}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """One change (or a pair) to the plan, priced on its cheapest fitting offer, against the plan as it is."""
+
+    key: str  # "grad_checkpointing", "micro_batch_1", "optimizer_adamw-8bit", "zero3_x4", "a+b" for a pair
+    group: str  # what it changes: checkpointing, micro_batch, optimizer, method, sharding, sequence (pairs: "a+b")
+    changes: tuple[Msg, ...]  # the change in words (advice.change.*)
+    plan: TrainPlan  # the changed plan: what a form applies with one click
+    outcome: Outcome
+    memory_change: float  # per GPU as run, vs the plan as it runs (−0.6 = 60 % less)
+    time_change: float | None  # vs the plan on its cheapest offer; None when the plan fits no offer
+    cost_change: float | None
+    changes_experiment: bool  # a shorter sequence: not the same training any more
+    global_batch_grows: bool  # more data-parallel GPUs than the plan: more tokens per optimizer step
+    combines_with: tuple[str, ...] = ()  # keys of other suggestions that can be applied on top of this one
+
+    @property
+    def gpu_id(self) -> str | None:
+        return self.outcome.offer.offer.gpu_id if self.outcome.offer else None
+
+    @property
+    def summary(self) -> Msg:
+        """"with gradient checkpointing: 9.6 GiB, fits 1 x GeForce RTX 4090 (...), +30% time, −60% cost"."""
+        o = self.outcome.offer
+        assert o is not None  # only fitting changes are suggested
+        where = msg("advice.where", gpus=o.fit.plan.gpus, gpu=o.offer.gpu.display_name, offer_id=o.offer.offer_id,
+                    provider=o.offer.provider, mode=o.offer.mode)
+        flags = tuple(m for m, on in ((msg("advice.note.experiment"), self.changes_experiment),
+                                      (msg("advice.note.global_batch"), self.global_batch_grows)) if on)
+        notes = msg("advice.notes", notes=flags) if flags else None
+        if self.time_change is None or self.cost_change is None:
+            return msg("advice.suggestion.new", changes=self.changes, memory_bytes=self.outcome.memory_per_gpu_bytes,
+                       where=where, run_s=self.outcome.total_s, cost_usd=self.outcome.cost_usd, notes=notes)
+        return msg("advice.suggestion", changes=self.changes, memory_bytes=self.outcome.memory_per_gpu_bytes,
+                   where=where, time_sign=_sign(self.time_change), time_change=abs(self.time_change),
+                   cost_sign=_sign(self.cost_change), cost_change=abs(self.cost_change),
+                   run_s=self.outcome.total_s, cost_usd=self.outcome.cost_usd, notes=notes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "group": self.group, "changes": [c.as_dict() for c in self.changes],
+                "plan": self.plan.as_dict(), "outcome": self.outcome.as_dict(),
+                "memory_change": self.memory_change, "time_change": self.time_change,
+                "cost_change": self.cost_change, "changes_experiment": self.changes_experiment,
+                "global_batch_grows": self.global_batch_grows, "combines_with": list(self.combines_with),
+                "summary": self.summary.as_dict()}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The plan as it is, and the changes that make it fit or make it cheaper, best first."""
+
+    plan: TrainPlan
+    baseline: Outcome
+    suggestions: tuple[Suggestion, ...]
+    tried: int  # changed plans priced
+
+    @property
+    def status(self) -> Msg:
+        """What the plan as it is does: fits no offer, or its cheapest offer (and whether a change saves)."""
+        b = self.baseline
+        if b.offer is None:
+            return msg("advice.status.no_fit", need_bytes=b.single_gpu_bytes)
+        o = b.offer
+        return msg("advice.status.fits", memory_bytes=b.memory_per_gpu_bytes, gpus=o.fit.plan.gpus,
+                   gpu=o.offer.gpu.display_name, offer_id=o.offer.offer_id, provider=o.offer.provider,
+                   mode=o.offer.mode, run_s=b.total_s, cost_usd=b.cost_usd)
+
+    def get(self, key: str) -> Suggestion:
+        for s in self.suggestions:
+            if s.key == key:
+                return s
+        raise KeyError(key)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"plan": self.plan.as_dict(), "baseline": self.baseline.as_dict(), "status": self.status.as_dict(),
+                "suggestions": [s.as_dict() for s in self.suggestions], "tried": self.tried}
+
+
+def _sign(change: float) -> str:
+    return "+" if change >= 0 else "\u2212"  # a real minus sign, as the issue writes "−60 % cost"
+
+
+# -- the changes --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Change:
+    key: str
+    group: str
+    apply: Callable[[TrainPlan], TrainPlan]
+    describe: Callable[[TrainPlan, TrainPlan], Msg]  # (before, after) -> words
+    experiment: bool = False
+
+
+class _NotApplicable(Exception):
+    """A change that does not apply to this plan (nothing to shrink, GPUs already there)."""
+
+
+def _micro_batch(new: int) -> Callable[[TrainPlan], TrainPlan]:
+    def apply(p: TrainPlan) -> TrainPlan:
+        if p.batch_size <= new or p.batch_size % new:
+            raise _NotApplicable
+        return p.replace(batch_size=new, grad_accum=p.grad_accum * (p.batch_size // new))
+    return apply
+
+
+def _shard(gpus: int, sharding: Sharding, offload: bool) -> Callable[[TrainPlan], TrainPlan]:
+    def apply(p: TrainPlan) -> TrainPlan:
+        if gpus <= p.gpus:
+            raise _NotApplicable
+        factor = gpus // p.gpus if gpus % p.gpus == 0 else 1
+        accum = p.grad_accum // factor if factor > 1 and p.grad_accum % factor == 0 else p.grad_accum
+        return p.replace(gpus=gpus, sharding=sharding, grad_accum=accum, offload_optimizer=offload)
+    return apply
+
+
+def _changes(plan: TrainPlan) -> list[_Change]:
+    """The standard memory savers that apply to ``plan`` (each a function of the plan it changes)."""
+    out: list[_Change] = []
+    if not plan.grad_checkpointing:
+        out.append(_Change("grad_checkpointing", "checkpointing", lambda p: p.replace(grad_checkpointing=True),
+                           lambda a, b: msg("advice.change.grad_checkpointing")))
+    for new in sorted({plan.batch_size // 2, plan.batch_size // 4, 1}, reverse=True):
+        if 1 <= new < plan.batch_size and plan.batch_size % new == 0:
+            out.append(_Change(f"micro_batch_{new}", "micro_batch", _micro_batch(new),
+                               lambda a, b: msg("advice.change.micro_batch", old=a.batch_size, new=b.batch_size,
+                                                accum=b.grad_accum)))
+    if plan.optimizer in (Optimizer.ADAMW, Optimizer.LION, Optimizer.SGD, Optimizer.ADAFACTOR):
+        for opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
+            out.append(_Change(f"optimizer_{opt.value}", "optimizer", lambda p, o=opt: p.replace(optimizer=o),
+                               lambda a, b: msg("advice.change.optimizer", old=a.optimizer, new=b.optimizer)))
+    if plan.method is Method.LORA:
+        out.append(_Change("qlora", "method", lambda p: p.replace(method=Method.QLORA),
+                           lambda a, b: msg("advice.change.qlora")))
+    for gpus in SHARDING_GPUS:
+        for sharding, offload in ((Sharding.ZERO2, False), (Sharding.ZERO3, False), (Sharding.ZERO3, True)):
+            key = f"{sharding.value}{'_offload' if offload else ''}_x{gpus}"
+            out.append(_Change(key, "sharding", _shard(gpus, sharding, offload),
+                               lambda a, b: msg("advice.change.offload" if b.offload_optimizer
+                                                else "advice.change.sharding", gpus=b.gpus, sharding=b.sharding)))
+    for new in (plan.seq_len // 2, plan.seq_len // 4):
+        if new >= MIN_SEQ_LEN:
+            out.append(_Change(f"seq_len_{new}", "sequence", lambda p, n=new: p.replace(seq_len=n),
+                               lambda a, b: msg("advice.change.seq_len", old=a.seq_len, new=b.seq_len),
+                               experiment=True))
+    return out
+
+
+# -- the search ---------------------------------------------------------------------------------------------------
+
+
+def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: int = DEFAULT_LIMIT,
+           safety_margin: float = DEFAULT_SAFETY_MARGIN,
+           preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
+           time_options: Mapping[str, Any] | None = None, **filters: Any) -> Advice:
+    """The few changes that make ``plan`` fit the catalog, or run cheaper, best first.
+
+    Args:
+        plan: the run as the user set it (dataset size and epochs make the cost).
+        offers: the catalog (``gpuwork.facts.catalog.load_offers()``).
+        inputs: the plan's facts (``gpuwork.facts.resolve(plan)``).
+        limit: how many suggestions to return (at least 1).
+        safety_margin, preemption_rate_per_hour, time_options: as ``evaluate_offers``.
+        filters: offer filters of ``evaluate_offers`` (mode, region, gpu_class, ...): only those offers count.
+
+    Every suggestion fits an offer, is at least MIN_SAVING cheaper than the plan on its cheapest offer (or the
+    plan fits none), and carries the changed plan; ``combines_with`` names the other suggestions whose change
+    touches different settings and still gives a valid plan when applied on top.
+
+    Raises:
+        PlanError: a limit below 1, or the bad options ``evaluate_offers`` refuses.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise PlanError("limit", msg("error.advice.limit", value=repr(limit)))
+    pool = tuple(offers)
+    spec = inputs.spec
+    single_memo: dict[TrainPlan, int] = {}
+
+    def single_bytes(p: TrainPlan) -> int:
+        one = p.single_gpu()
+        if one not in single_memo:
+            single_memo[one] = estimate_memory(one, spec).device_total_bytes
+        return single_memo[one]
+
+    def outcome(p: TrainPlan) -> Outcome:
+        ranked = evaluate_offers(p, pool, inputs, safety_margin=safety_margin, include_unfit=False,
+                                 preemption_rate_per_hour=preemption_rate_per_hour, time_options=time_options,
+                                 **filters)
+        best = next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)),
+                    None)
+        return Outcome(p, single_bytes(p), best)
+
+    base = outcome(plan)
+    tried = 1
+
+    def suggestion(key: str, group: str, changes: tuple[Msg, ...], changed: TrainPlan, out: Outcome,
+                   experiment: bool) -> Suggestion | None:
+        if out.offer is None:
+            return None
+        cost, total = out.cost_usd, out.total_s
+        if base.fits:
+            assert base.cost_usd is not None and base.total_s is not None and cost is not None and total is not None
+            smaller = _rented_bytes(out) < _rented_bytes(base)
+            if cost > base.cost_usd * (1 - MIN_SAVING) and not (smaller and cost <= base.cost_usd * (
+                    1 + MAX_EXTRA_COST_SMALLER)):
+                return None
+            time_change, cost_change = total / base.total_s - 1, cost / base.cost_usd - 1
+        else:
+            time_change = cost_change = None
+        memory_change = out.memory_per_gpu_bytes / base.memory_per_gpu_bytes - 1
+        grows = out.run_plan.tokens_per_step > base.run_plan.tokens_per_step if base.fits else (
+            changed.tokens_per_step > plan.tokens_per_step)
+        return Suggestion(key, group, changes, changed, out, memory_change, time_change, cost_change,
+                          experiment, grows)
+
+    singles: list[tuple[_Change, Suggestion]] = []
+    for change in _changes(plan):
+        try:
+            changed = change.apply(plan)
+        except (PlanError, _NotApplicable):
+            continue  # not valid for this plan (e.g. offload on a method that cannot)
+        same_gpus = changed.gpus == plan.gpus
+        if same_gpus and single_bytes(changed) > single_bytes(plan) * (1 - MIN_MEMORY_SAVING):
+            continue  # frees (almost) nothing: cannot unlock a smaller card
+        tried += 1
+        s = suggestion(change.key, change.group, (change.describe(plan, changed),), changed, outcome(changed),
+                       change.experiment)
+        if s is not None:
+            singles.append((change, s))
+
+    # pairs of the best single changes that touch different settings
+    singles.sort(key=lambda cs: _rank(cs[1]))  # ties: fewer GPUs first (their keys sort as _x2 < _x4)
+    best = singles[:PAIR_FROM_BEST]
+    pairs: list[Suggestion] = []
+    combinable: dict[str, set[str]] = {s.key: set() for _, s in singles}
+    for i, (a, sa) in enumerate(best):
+        for b, sb in best[i + 1:]:
+            if a.group == b.group:
+                continue
+            try:
+                middle = a.apply(plan)
+                both = b.apply(middle)
+            except (PlanError, _NotApplicable):
+                continue
+            combinable[sa.key].add(sb.key)
+            combinable[sb.key].add(sa.key)
+            tried += 1
+            s = suggestion(f"{a.key}+{b.key}", f"{a.group}+{b.group}",
+                           (a.describe(plan, middle), b.describe(middle, both)), both, outcome(both),
+                           a.experiment or b.experiment)
+            # a pair is worth showing only when it beats each of its parts
+            if s is not None and s.outcome.cost_usd < min(sa.outcome.cost_usd, sb.outcome.cost_usd) * (1 - MIN_SAVING):
+                pairs.append(s)
+    # the remaining singles combine with a best one when they touch different settings and stay valid
+    for a, sa in singles[PAIR_FROM_BEST:]:
+        for b, sb in best:
+            if a.group != b.group and _valid(lambda p, a=a, b=b: b.apply(a.apply(p)), plan):
+                combinable[sa.key].add(sb.key)
+                combinable[sb.key].add(sa.key)
+    ranked = []
+    seen: set[tuple] = set()
+    for s in sorted([s for _, s in singles] + pairs, key=_rank):
+        where = (s.outcome.offer.offer.offer_id, s.outcome.run_plan)  # 2, 4 or 8 GPUs may all run on one node
+        if where not in seen:
+            seen.add(where)
+            ranked.append(s)
+    ranked = ranked[:limit]
+    shown = {s.key for s in ranked}
+    final = tuple(_with_combines(s, tuple(sorted(combinable.get(s.key, set()) & shown))) for s in ranked)
+    return Advice(plan=plan, baseline=base, suggestions=final, tried=tried)
+
+
+def _rented_bytes(out: Outcome) -> int:
+    o = out.offer
+    return o.billed_gpus * o.offer.gpu.memory_total_bytes if o is not None else 0
+
+
+def _rank(s: Suggestion) -> tuple:
+    # changes that keep the experiment first (a shorter sequence trains something else), then the cheapest
+    # whole run, then the faster one
+    return (s.changes_experiment, s.outcome.cost_usd, s.outcome.total_s, s.key)
+
+
+def _valid(apply: Callable[[TrainPlan], TrainPlan], plan: TrainPlan) -> bool:
+    try:
+        apply(plan)
+    except (PlanError, _NotApplicable):
+        return False
+    return True
+
+
+def _with_combines(s: Suggestion, keys: tuple[str, ...]) -> Suggestion:
+    return replace(s, combines_with=keys)
+
+
+__all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "Advice", "Outcome", "Suggestion", "advise"]
