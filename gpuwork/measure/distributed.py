@@ -384,6 +384,11 @@ def _max_or_none(values: Iterable[int | None]) -> int | None:
     return max(present) if present else None
 
 
+def _sum_or_none(values: Iterable[int | None]) -> int | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
 def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], parallel: ParallelInfo,
                 saved_to: str | None = None) -> TrialRecord:
     """One record for the whole group from each rank's record (rank order). Pure.
@@ -409,7 +414,9 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
             cuda_peak_allocated_bytes=_max_or_none(m.cuda_peak_allocated_bytes for m in row),
             cuda_peak_reserved_bytes=_max_or_none(m.cuda_peak_reserved_bytes for m in row),
             rss_peak_bytes=_max_or_none(m.rss_peak_bytes for m in row),
-            rss_after_step_bytes=_max_or_none(m.rss_after_step_bytes for m in row)))
+            rss_after_step_bytes=_max_or_none(m.rss_after_step_bytes for m in row),
+            device_total_bytes=_max_or_none(m.device_total_bytes for m in row),
+            padding_tokens=_sum_or_none(m.padding_tokens for m in row)))
     protocol = dataclasses.replace(first.protocol, tokens_per_step=sum(r.protocol.tokens_per_step for r in records))
     checkpoint = first.checkpoint
     if checkpoint is not None:
@@ -435,7 +442,7 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
         error=(errors[0] if len(errors) == 1 else msg("trial.rank_errors", errors=errors)) if errors else None,
         peak_trial_memory_bytes=max(r.peak_trial_memory_bytes for r in records), created_utc=first.created_utc,
         duration_s=max(r.duration_s for r in records), notes=tuple(dict.fromkeys(n for r in records for n in r.notes)),
-        saved_to=saved_to, parallel=parallel, ranks=tuple(ranks))
+        saved_to=saved_to, parallel=parallel, ranks=tuple(ranks), stability=first.stability, source=first.source)
 
 
 def _unranked(message: Msg) -> Msg:
@@ -507,7 +514,7 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
                          data=spec.get("data"), tokenizer=spec.get("tokenizer"), out_dir=spec.get("out_dir"),
                          memory_cap_bytes=spec.get("memory_cap_bytes"), lr=spec.get("lr"),
                          loader_workers=spec.get("loader_workers", 0), checkpoint=spec.get("checkpoint", True),
-                         parallel=hooks)
+                         parallel=hooks, until_stable=spec.get("until_stable"), max_steps=spec.get("max_steps"))
         while True:
             try:
                 m = next(gen)
@@ -587,7 +594,8 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                     memory_cap_bytes: int | None = None, lr: float | None = None, checkpoint: bool = True,
                     loader_workers: int = 0, callbacks: Iterable[Callable[[StepMeasurement], Any]] = (),
                     timeout_s: float | None = None, threads_per_process: int | None = None,
-                    python: str | None = None) -> TrialRecord:
+                    python: str | None = None, until_stable: float | None = None,
+                    max_steps: int | None = None) -> TrialRecord:
     """Run the trial as ``nproc`` processes under torchrun and return rank 0's merged record.
 
     Args:
@@ -603,6 +611,7 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         timeout_s: stop the whole group after this many seconds (TrialError); None = no limit.
         threads_per_process: OMP_NUM_THREADS for each process (default: the caller's, else 1).
         python: the interpreter for torchrun (default: this one).
+        until_stable, max_steps: as ``iter_trial``; every rank follows rank 0's decision to stop.
     Raises TrialError when a rank refuses the trial, torchrun fails, or the timeout passes; out of
     memory is not raised: the record has ``fits=False``.
     """
@@ -638,6 +647,7 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                 "data": data_arg, "tokenizer": str(Path(tokenizer).expanduser().resolve()) if tokenizer else None,
                 "out_dir": str(out_path.resolve()) if out_path is not None else None,
                 "memory_cap_bytes": memory_cap_bytes, "lr": lr, "checkpoint": checkpoint,
+                "until_stable": until_stable, "max_steps": max_steps,
                 "loader_workers": loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
                 "launcher": " ".join(command)}
         spec_path.write_text(json.dumps(spec, indent=1))
