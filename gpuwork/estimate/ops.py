@@ -73,6 +73,9 @@ class Op:
     n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
     attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels
     backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
+    # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
+    backward_factor: float = 2.0
+    backward_launches: int = -1
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,12 @@ def _gemm(name: str, phase: Phase, m: int, n: int, k: int, count: int, dtype: st
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         kind: Kind = Kind.MEMORY, backward: Backward = Backward.ELEMENTWISE) -> Op:
-    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward)
+         kind: Kind = Kind.MEMORY, backward: Backward = Backward.ELEMENTWISE, backward_factor: float = 2.0,
+         backward_launches: int = -1) -> Op:
+    """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
+    writes a gradient (``backward_factor`` x the forward's bytes) unless the caller knows better."""
+    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
+              backward_factor=backward_factor, backward_launches=backward_launches)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -181,7 +188,8 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
         """One block's forward ops (x count_layers x micro-batches)."""
         c = count_layers * mb
         out: list[Op] = []
-        out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True)
+        out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True,
+                         weight_trains=trained > 0)
         for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
             for lin in groups[group]:
                 out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
@@ -191,16 +199,16 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
                 out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim)
             if group == "attn_out":
                 if not fuse:  # a compiler folds the residual add into the next norm's kernel
-                    out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c))
+                    out.append(_residual_add(phase, t * h, s_b, c))
                 out += _norm_ops(spec, "norm (MLP input)", phase, t * h, s_b, e, c, st.fused_norm or fuse,
-                                 forward=True)
+                                 forward=True, weight_trains=trained > 0)
             if group == "mlp_in":
                 out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
         out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
         if not fuse:
-            out.append(_mem("residual add", phase, t * h, 3 * s_b, 1, c))
-        if spec.hidden_dropout > 0:
-            out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c))
+            out.append(_residual_add(phase, t * h, s_b, c))
+        if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
+            out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward_factor=1.0))
         return [o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0)]
 
     # -- embedding and forward
@@ -214,6 +222,7 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
     if plan.grad_checkpointing:
         ops += block_forward(Phase.RECOMPUTE, grad_layers)
     ops += [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in block_forward(Phase.FORWARD, layers)]
+    ops.append(_gradient_sums(spec, groups, lora, t, s_b, e, a_b, grad_layers * mb))
     ops = [o for o in ops if o.count > 0]
     if plan.method in (Method.FULL, Method.SCRATCH):
         # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
@@ -224,15 +233,25 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
 
 
 def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int, e: int, count: int, fused: bool,
-              forward: bool) -> list[Op]:
-    """RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, to dtype, x weight)
-    or torch's native LayerNorm kernel."""
+              forward: bool, weight_trains: bool = True) -> list[Op]:
+    """RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, back to the input dtype,
+    x weight; the two casts are no-ops on an fp32 stream) or torch's native LayerNorm kernel.
+
+    The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
+    weight multiply's input gradient (8), x * rsqrt's input gradient (8) and the rsqrt's gradient (a
+    multiply and a row sum, 16), mean's expand (4), pow's 2·x·g (12), the sum of the two gradients
+    reaching x (12); the weight's own gradient (a multiply and a reduction, 16) when it trains; the two
+    casts' backward on a 16-bit stream.
+    """
     norms = 2 if spec.model_type in ("gemma2", "gemma3") else 1
     if spec.norm != "rms" or fused:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
-    upcast = 4 + s_b if s_b < 4 else 0
-    per_element = upcast + 8 + 4 + 8 + (4 + e) + 3 * e
-    return [_mem(name, phase, elements, per_element, 8 if s_b < 4 else 7, count * norms)]
+    casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0
+    per_element = casts + 8 + 4 + 8 + (s_b + e)  # pow, mean, x * rsqrt, weight * x
+    backward = casts + 8 + 8 + 16 + 4 + 12 + 12 + (16 if weight_trains else 0)
+    launches = 6 + (2 if s_b < 4 else 0)
+    return [_mem(name, phase, elements, per_element, launches, count * norms, backward_factor=backward / per_element,
+                 backward_launches=8 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0))]
 
 
 def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantized: bool, adapted: bool,
@@ -265,14 +284,18 @@ def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantiz
             out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, t, n, r, count, adapter_mm, e, e, a_b, trains=True))
         else:
             if plan.lora_dropout > 0:
-                out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count))
-            elif a_b != e:
-                out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count))
+                out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count, backward_factor=1.0))
+            elif a_b != e:  # backward: the gradient cast back
+                out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count, backward_factor=1.0))
             out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, a_b, a_b, a_b, trains=True))
             out.append(_gemm(f"{name} LoRA B", phase, t, n, r, count, adapter_mm, a_b, a_b, a_b, trains=True))
-            # x scaling, result + lora (type-promoted), cast back to the result dtype
-            out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, 2 * a_b + (e + a_b + a_b) + (a_b + e),
-                            3 if a_b != e else 2, count))
+            # x scaling, result + lora (type-promoted), cast back to the result dtype; backward: the cast's
+            # backward and one multiply by the scaling (the add passes its gradient through)
+            cast = a_b != e
+            backward_bytes = 2 * a_b + ((e + a_b) if cast else 0)
+            forward_bytes = 2 * a_b + (e + a_b + a_b) + ((a_b + e) if cast else 0)
+            out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, forward_bytes, 3 if cast else 2, count,
+                            backward_factor=backward_bytes / forward_bytes, backward_launches=1 + int(cast)))
     return out
 
 
@@ -287,8 +310,10 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
         if st.fused_rope or fuse:
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 2 * e, 1, count))
         else:
-            # q * cos + rotate_half(q) * sin: neg, cat, mul, mul, add for q and for k
-            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count))
+            # q * cos + rotate_half(q) * sin: neg, cat, mul, mul, add for q and for k; the backward (slice
+            # backward, neg, mul, add: traced) moves about the forward's bytes
+            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count, backward_factor=1.0,
+                            backward_launches=8))
     causal = not spec.is_encoder
     full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
@@ -315,7 +340,7 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
                       matmul_dtype(plan), attention_pass="fwd", backward=Backward.FUSED_ATTENTION))
     if not fuse:
-        out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count))
+        out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward_factor=1.0))
     return out
 
 
@@ -327,12 +352,36 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
     if spec.mlp_gated:
         if fused:
             return [_mem("MLP activation (gated, fused)", phase, elems, 3 * e, 1, count)]
-        return [_mem("MLP activation", phase, elems, 2 * e, 1, count), _mem("MLP gate x up", phase, elems, 3 * e, 1,
-                                                                              count)]
+        # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
+        return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward_factor=1.5),
+                _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward_launches=2)]
     if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
         # transformers NewGELUActivation: pow, mul, add, mul, tanh, add, mul, mul
         return [_mem("MLP activation (GELU, composite)", phase, elems, 8 * 2 * e + e, 8, count)]
-    return [_mem("MLP activation", phase, elems, 2 * e, 1, count)]
+    return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward_factor=1.5)]
+
+
+def _residual_add(phase: Phase, elements: int, s_b: int, count: int) -> Op:
+    """x + f(x): one kernel forward; its backward passes the gradient to both inputs without a kernel."""
+    return _mem("residual add", phase, elements, 3 * s_b, 1, count, backward=Backward.NONE)
+
+
+def _gradient_sums(spec: ModelSpec, groups: dict, lora: set[str], t: int, s_b: int, e: int, a_b: int,
+                   count: int) -> Op:
+    """Backward-only: a tensor read by several ops gets one gradient from each, and autograd adds them (one
+    add kernel per extra consumer): the residual stream at its two branch points, the attention input read by
+    q, k and v, the MLP input read by gate and up, and each adapted linear's input read by its LoRA branch."""
+    h = spec.hidden_size
+    adds = [(2, t * h, s_b)]  # the stream feeds the norm and the residual, twice per block
+    for group in ("attn_in", "mlp_in", "attn_out", "mlp_hidden"):
+        consumers = len(groups[group]) + sum(1 for lin in groups[group] if lin.name in lora)
+        width = groups[group][0].in_features if groups[group] else 0
+        if consumers > 1:
+            adds.append((consumers - 1, t * width, a_b if a_b != e else e))
+    launches = sum(n for n, _, _ in adds)
+    moved = sum(n * elements * 3 * b for n, elements, b in adds)
+    return Op("gradient sums (tensors with several consumers)", Kind.MEMORY, Phase.BACKWARD, 0.0, float(moved),
+              launches, count, backward=Backward.NONE)
 
 
 def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, e: int, w_b: int,
@@ -414,8 +463,9 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
                   op.launches, count, backward=Backward.NONE)
     if kind is Backward.NONE:
         return Op(op.name, op.kind, Phase.BACKWARD, 0.0, 0.0, 0, 0, backward=Backward.NONE)
-    return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, 0.0, op.bytes * 2.0, max(1, op.launches), count,
-              backward=Backward.NONE)
+    launches = op.launches if op.backward_launches < 0 else op.backward_launches
+    return Op(f"{op.name} backward", op.kind, Phase.BACKWARD, 0.0, op.bytes * op.backward_factor, max(1, launches),
+              count, backward=Backward.NONE)
 
 
 def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
