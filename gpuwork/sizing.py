@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from gpuwork.estimate import advisor as _advisor
 from gpuwork.estimate import disk as _disk
+from gpuwork.estimate import fitmatrix as _fitmatrix
 from gpuwork.estimate import memory as _memory
 from gpuwork.estimate import offers as _offers
 from gpuwork.estimate import profiles as _profiles
@@ -26,7 +28,7 @@ from gpuwork.plan import TrainPlan
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> _memory.MemoryEstimate:
     """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``)."""
-    return _memory.estimate_memory(plan, spec or resolve(plan).spec)
+    return _memory.estimate_memory(plan, resolve(plan, spec).spec)
 
 
 def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
@@ -64,13 +66,27 @@ def evaluate_offers(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, s
 
 
 def match_profile(plan: TrainPlan, *, spec: ModelSpec | None = None, **options: Any) -> _profiles.ProfileMatch:
-    """Which rental profile suits ``plan``, with the reasons."""
+    """Which rental profile suits ``plan``, with the reasons (the rental mode priced on the bundled catalog)."""
+    options.setdefault("offers", load_offers())
     return _profiles.match_profile(plan, resolve(plan, spec), **options)
+
+
+def advise(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
+           **options: Any) -> _advisor.Advice:
+    """Changes that make ``plan`` fit, or fit a cheaper card (see ``gpuwork.estimate.advisor.advise``)."""
+    return _advisor.advise(plan, load_offers() if offers is None else offers, resolve(plan, spec), **options)
+
+
+def fit_matrix(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
+               **options: Any) -> _fitmatrix.FitMatrix:
+    """Every catalog GPU x 1/2/4/8: fits, headroom, largest batch and sequence, time, cost
+    (see ``gpuwork.estimate.fitmatrix.fit_matrix``)."""
+    return _fitmatrix.fit_matrix(plan, load_offers() if offers is None else offers, resolve(plan, spec), **options)
 
 
 def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **options: Any) -> _offers.Fit:
     return _offers.fit_plan(plan, gpu, spec=spec or resolve(plan).spec, **options)
 
 
-__all__ = ["Inputs", "checkpoint_bytes", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
-           "fit_plan", "flops_per_token", "match_profile", "resolve", "scaling"]
+__all__ = ["Inputs", "advise", "checkpoint_bytes", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
+           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "resolve", "scaling"]

@@ -249,3 +249,49 @@ def test_traced_ops_scale_with_layers_micro_batches_and_checkpointing() -> None:
     forward = sum(o.flops * o.count for o in ops if o.phase is Phase.FORWARD)
     assert recompute == forward > 0
     assert Affine(1, 2).at(3) == 7
+
+
+# -- the estimates follow a traced block for a family without a hand-written one --------------------------------
+
+
+def test_estimates_use_the_bundled_profile_of_a_family_without_a_hand_written_block() -> None:
+    from gpuwork.estimate.memory import estimate_memory as pure_memory
+    from gpuwork.facts.block_profiles import matching_profile
+    from gpuwork.facts.resolve import resolve
+    from gpuwork.sizing import estimate_memory, estimate_time
+
+    plan = TrainPlan(model=PHI, method="lora", lora_targets=("all-linear",), precision="bf16", seq_len=2048)
+    spec = resolve(plan).spec
+    profile = matching_profile(spec, plan)
+    assert profile is not None and profile.model_type == "phi"  # bundled: lora, all-linear, r16, bf16, sdpa
+    traced = estimate_memory(plan)
+    hand = pure_memory(plan, spec_for_plan(plan))  # the spec without profiles: the nearest family's block
+    per_token = plan.tokens_per_micro_batch * spec.num_layers
+    assert traced.breakdown["activations"] != hand.breakdown["activations"]
+    assert traced.breakdown["activations"] >= profile.saved_bytes.at(plan.seq_len) * per_token
+    time = estimate_time(plan, "a100_80_sxm")
+    assert any("traced" in name for name in _op_names(plan, spec))
+    assert time.tokens_per_s > 0 and time.breakdown["matmul"] > 0
+    # a plan the profile was not traced for falls back to the hand-written block
+    assert matching_profile(spec, plan.replace(lora_targets=("q_proj", "v_proj"))) is None
+
+
+def _op_names(plan, spec):
+    from gpuwork.estimate.timing import _plan_ops
+    from gpuwork.facts.resolve import resolve
+
+    inputs = resolve(plan)
+    return [o.name for o in _plan_ops(plan, inputs, inputs.rates.stacks[plan.stack])]
+
+
+@pytest.mark.slow
+def test_the_cli_traces_the_block_of_an_unknown_family_once(capsys) -> None:
+    from gpuwork.cli import main
+
+    argv = ["estimate", "--model", PYTHIA, "--method", "lora", "--lora-targets", "query_key_value",
+            "--seq-len", "1024", "--lora-r", "8"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "no hand-written block model for 'gpt_neox': traced one block of the real class" in err
+    assert main(argv) == 0  # the profile is kept for the process: no second trace
+    assert "traced one block" not in capsys.readouterr().err

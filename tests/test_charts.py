@@ -172,3 +172,27 @@ def test_scaling_figure_plots_tokens_per_gpu_and_efficiency():
     assert list(tokens.y) == [p.tokens_per_s_per_gpu for p in points]
     assert all(0 < y <= 100 for y in efficiency.y)
     assert "H100 SXM" in fig.layout.title.text
+
+
+def test_breakdown_segments_carry_their_values() -> None:
+    est = estimate_memory(TrainPlan(model="llama-3.2-1b", method="full", seq_len=2048))
+    fig = charts.memory_breakdown_figure(est, CARDS)
+    bars = [t for t in fig.data if t.type == "bar"]
+    weights = bars[0]
+    assert weights.text[0] == f"{est.breakdown['weights'] / GIB:.1f}" and weights.textposition == "inside"
+    for trace in bars:  # a zero or tiny segment has no label; plotly hides one that does not fit
+        assert (trace.text[0] == "") == (trace.y[0] < 0.05)
+    assert fig.layout.uniformtext.mode == "hide"
+    ru = charts.memory_breakdown_figure(est, lang="ru")
+    assert "," in ru.data[0].text[0]  # the language's decimal comma
+
+
+def test_whatif_curves_that_coincide_stay_visible() -> None:
+    """scratch and full need the same memory: the later curve is dashed and thinner, drawn on top."""
+    series = {"scratch": [2 * GIB, 4 * GIB], "full": [2 * GIB, 4 * GIB], "lora": [GIB, 2 * GIB]}
+    fig = charts.whatif_figure([512, 1024], series)
+    scratch, full, lora = fig.data[:3]
+    assert list(scratch.y) == list(full.y)
+    assert full.line.dash != scratch.line.dash and full.line.width < scratch.line.width
+    assert full.marker.symbol != scratch.marker.symbol and full.marker.size < scratch.marker.size
+    assert len({t.line.dash for t in (scratch, full, lora)}) == 3

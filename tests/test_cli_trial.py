@@ -144,7 +144,7 @@ def test_trial_prints_offers_billed_by_the_one_rule(trial_out):
     text = format_extrapolation(extrapolate(gpu, plan, margin=0.0))
     assert "1,000 steps" in text
     line = next(line for line in text.splitlines() if "nba-l40s-1x-res1m" in line)
-    assert "reserved, $0.72/GPU-h, billed 1,440.0 h x 1 GPU(s)): $1,036.80" in line
+    assert "reserved, $0.72/GPU-h, billed 1,440.0 h x 1 GPU): $1,036.80" in line
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def test_sizing_notebook_executes_with_live_widgets(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_trial_notebook_runs_a_tiny_model_on_the_cpu(tmp_path: Path) -> None:
-    nb = _execute("02_trial", tmp_path, steps=2, warmup=1, out_dir=str(tmp_path / "trials"))
+    nb = _execute("02_trial", tmp_path, steps=2, warmup=1, out_dir=str(tmp_path / "trials"), wait=True)
     records = list((tmp_path / "trials").glob("trial-tiny-llama-lora-*.json"))
     assert len(records) == 1
     assert "application/vnd.jupyter.widget-view+json" in _mimetypes(nb)
@@ -111,3 +111,45 @@ def test_app_notebook_report_mode_is_static(tmp_path: Path) -> None:
     assert "application/vnd.jupyter.widget-view+json" not in kinds
     assert "application/vnd.plotly.v1+json" in kinds
     assert "Plotly.newPlot" in _html(nb)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_stop_works_after_run_all_in_the_trial_notebook(tmp_path: Path) -> None:
+    """Run All returns while the trial runs in the background, so a real click on Stop (the widget's comm
+    message, as JupyterLab sends it) reaches the kernel and stops the trial between steps."""
+    import time
+
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(NOTEBOOKS / "02_trial.ipynb", as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"steps = 2000\nout_dir = {str(tmp_path / 'trials')!r}"))
+    client = NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(tmp_path)}})
+
+    def run(code: str) -> str:
+        nb.cells.append(nbformat.v4.new_code_cell(code))
+        cell = client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+        return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+    def poll(code: str, until: str) -> str:
+        for _ in range(600):  # up to about a minute
+            out = run(code)
+            if until in out:
+                return out
+            time.sleep(0.1)
+        raise AssertionError(f"{code!r} never printed {until!r}; last: {out!r}")
+
+    with client.setup_kernel():
+        for index, cell in enumerate(list(nb.cells)):  # Run All
+            client.execute_cell(cell, index)
+        # every cell has run; the kernel answers while the trial is still going
+        poll("print('steps', len(trial.steps_seen) >= 3)", "steps True")
+        button = run("print(trial.stop_button.model_id, trial.stop_button.disabled)").split()
+        assert button[1] == "False", "Stop is enabled while the trial runs"
+        kc = client.kc
+        kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": button[0], "data": {
+            "method": "custom", "content": {"event": "click"}}}))
+        poll("print('ended', trial.stop_button.disabled)", "ended True")
+        state = run("print(trial.stopped, trial.record is None, len(trial.steps_seen))").split()
+    assert state[:2] == ["True", "True"] and int(state[2]) < 2001

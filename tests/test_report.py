@@ -22,6 +22,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage"]
 PLAN = {"model": "llama-3.1-8b", "method": "lora", "seq_len": 2048, "batch_size": 2}
+GPU_NAME_H100 = "H100 SXM"
 
 
 def _visible_text(page: str) -> str:
@@ -57,7 +58,7 @@ def test_report_writes_html_only_into_its_folder(built) -> None:
     assert [p.name for p in result.html] == ["01_sizing.html", "02_trial.html", "03_offers.html"]
     names = {p.name for p in out.iterdir()}
     assert names == {"01_sizing.html", "02_trial.html", "03_offers.html", "01_sizing.ipynb", "02_trial.ipynb",
-                     "03_offers.ipynb", "index.html", "trials"}
+                     "03_offers.ipynb", "index.html", "trials", report.PLOTLY_FILE}
     assert _repo_files() == before, "the report wrote into the repository"
     assert [line.split()[-1] for line in lines] == list(report.NOTEBOOKS)  # one progress line per notebook
     index = result.index.read_text()
@@ -70,12 +71,18 @@ def test_report_writes_html_only_into_its_folder(built) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_report_html_embeds_plotly_and_the_figures_and_needs_no_network(built) -> None:
+def test_report_loads_plotly_once_from_its_folder_and_needs_no_network(built) -> None:
     result, _lines, _before = built
+    library = result.out_dir / report.PLOTLY_FILE
+    assert re.search(r"plotly\.js v\d+\.\d+", library.read_text(encoding="utf-8")[:400])
+    # one copy of plotly.js in the folder, not one per page (and none in the executed notebooks)
+    sizes = {p.name: p.stat().st_size for p in result.out_dir.iterdir() if p.is_file()}
+    print(f"report folder: {sum(sizes.values()) / 1e6:.1f} MB, plotly.min.js {sizes[report.PLOTLY_FILE] / 1e6:.1f} MB")
+    assert all(size < 1_000_000 for name, size in sizes.items() if name != report.PLOTLY_FILE), sizes
     for page in result.html:
         text = page.read_text(encoding="utf-8")
-        assert re.search(r"plotly\.js v\d+\.\d+", text), f"{page.name}: plotly.js is not embedded"
-        assert len(text) > 3_000_000
+        assert not re.search(r"plotly\.js v\d+\.\d+", text), f"{page.name} embeds its own plotly.js"
+        assert text.count(f'<script src="{report.PLOTLY_FILE}"></script>') == 1, page.name
         assert "cdn.plot.ly" not in "".join(re.findall(r"<script[^>]*>", text))
         assert not re.search(r"<script\b[^>]*\bsrc=[\"']?(https?:)?//", text), f"{page.name} loads a script"
         assert "Plotly.newPlot(" in text
@@ -87,6 +94,10 @@ def test_report_html_embeds_plotly_and_the_figures_and_needs_no_network(built) -
     # a static page asks no one to press a button: the report's prose and the panel's status say what ran
     shown = _visible_text(trial)
     assert "Run trial" not in shown and "Press" not in shown and "Trial plan: tiny-llama" in shown
+    for page in result.html:  # no page asks for a click, and none shows library noise
+        shown = _visible_text(page.read_text(encoding="utf-8"))
+        for phrase in ("Press", "Run trial", "Ctrl", "gemm_4bit", "pip install kernels", "FutureWarning"):
+            assert phrase not in shown, (page.name, phrase)
     offers = result.html[2].read_text(encoding="utf-8")
     assert '"name":"interruptible"' in offers and "Fine-tuning, LoRA adapters" in offers
     assert "tiny-llama lora" in offers  # the trial's record compared on the offers page
@@ -244,3 +255,59 @@ def test_cli_report_in_russian(tmp_path: Path, capsys: pytest.CaptureFixture[str
     for english in ("Memory per GPU", "What if", "Exact check", "Peak allocated", "Rental profile"):
         assert english not in page, english
     assert "Отчёт gpuwork" in (out / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_page_opens_with_the_answer(built) -> None:
+    result, _lines, _before = built
+    for page in [*result.html, result.index]:
+        shown = _visible_text(page.read_text(encoding="utf-8"))
+        assert "The answer" in shown and "Recommended offer:" in shown and "Risks:" in shown, page.name
+    sizing = _visible_text(result.html[0].read_text(encoding="utf-8"))
+    assert sizing.index("The answer") < sizing.index("The plan") < sizing.index("Memory per GPU")
+
+
+def test_the_answer_names_cards_offer_ranges_and_risks() -> None:
+    from gpuwork.sizing import evaluate_offers
+
+    plan = TrainPlan.from_dict(PLAN)
+    ranked = [r for r in evaluate_offers(plan, sort="cost") if r.fits]
+    shown = _visible_text(report.answer_html(plan))
+    best = ranked[0]
+    assert f"Recommended offer: {best.offer.offer_id} ({best.offer.provider})" in shown
+    assert f"1 × {GPU_NAME_H100} (80 GB)" in shown  # an 8B LoRA at 2 × 2048 tokens fits one 80 GB card
+    assert "GeForce RTX 4090" not in shown.split("Recommended")[0]  # ...but not a 24 GB one
+    top = ranked[:report.ANSWER_OFFERS]
+    low = min(r.expected_cost_usd for r in top)
+    high = max(r.expected_cost_usd for r in top)
+    assert f"${low:,.2f} to ${high:,.2f}" in shown
+    assert "estimates until a trial on the rented GPU" in shown
+    none = _visible_text(report.answer_html(TrainPlan(model="llama-3.1-70b", method="full", seq_len=8192), "ru"))
+    assert "Не помещается ни на одну карту каталога" in none and "Рекомендуемое" not in none
+
+
+def test_share_plotly_replaces_the_inline_bundle_once() -> None:
+    nb = nbformat.v4.new_notebook()
+    bundle = nbformat.v4.new_code_cell("x")
+    bundle.outputs = [nbformat.v4.new_output("display_data", data={"text/html": (
+        "<script>window.PlotlyConfig = {};</script>\n<script>/**\n* plotly.js v4.1.1\n* Copyright\n*/\n"
+        "var Plotly = 1;</script>\n")})]
+    figure = nbformat.v4.new_code_cell("y")
+    figure.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<div>Plotly.newPlot(...)</div>"})]
+    nb.cells = [bundle, figure]
+    assert report.share_plotly(nb) == 1
+    assert bundle.outputs[0].data["text/html"] == (
+        '<script>window.PlotlyConfig = {};</script>\n<script src="plotly.min.js"></script>\n')
+    assert figure.outputs[0].data["text/html"] == "<div>Plotly.newPlot(...)</div>"
+
+
+def test_report_help_explains_the_plan_file_and_the_language(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli_main(["report", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "The plan file (--plan) is JSON with TrainPlan fields" in shown
+    assert "--lang chooses the language of the pages" in shown and "Download plan" in shown
+    with pytest.raises(SystemExit):
+        cli_main(["report", "--lang", "ru", "--help"])
+    assert "Файл плана (--plan) — JSON с полями TrainPlan" in " ".join(capsys.readouterr().out.split())

@@ -137,3 +137,73 @@ def test_errors():
         rental_request(BRIEF_PLAN, budget_usd=-1)
     with pytest.raises(PlanError, match="rent_period_days"):
         rental_request(BRIEF_PLAN, rent_period_days=0)
+
+
+# -- part 8: class, vendor and example agree; the protocol the provider can reproduce ------------------------------
+
+
+def test_class_vendor_and_example_agree() -> None:
+    """The example offer is of the class the request names: the reference card's vendor and memory class (an
+    MI300X node next to "H100 class", or an H100 next to "L40S class", used to be the cheapest example)."""
+    from gpuwork.facts.catalog import get_gpu
+
+    cases = [TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=2048),  # 03, was MI300X
+             TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=2048),  # 01 on 48 GB, was an H100
+             TrainPlan(model="llama-3.1-8b", method="lora", seq_len=8192, batch_size=2, grad_checkpointing=True)]
+    for plan in cases:
+        req = rental_request(plan, lang="en")
+        s = req.fields["suggested"]
+        example = get_gpu(s["offer"]["gpu"])
+        reference = get_gpu(s["reference_gpu"])
+        assert example.vendor == reference.vendor == s["vendor"] == "NVIDIA", plan
+        assert s["backend"] in (None, "NCCL")
+        if req.fields["profile"]["id"] == "01":
+            assert 48 <= example.memory_gb < 80 and "(L40S class" in req.text
+        else:
+            assert example.memory_gb >= 80 and example.gpu_class.value == "server"
+
+
+def test_the_request_names_framework_links_validation_and_mode() -> None:
+    plan = TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=2048)
+    en = rental_request(plan, lang="en")
+    ru = rental_request(plan, lang="ru")
+    s = en.fields["suggested"]
+    assert s["gpus"] == 2 and s["sharding"] == "zero2"
+    assert "Software: PyTorch, Hugging Face Trainer (transformers), ZeRO-2; 2 processes via deepspeed/accelerate, " \
+           "NCCL between GPUs." in en.text
+    assert "2 процесса через deepspeed/accelerate, обмен между GPU — NCCL" in ru.text
+    # bandwidth per GPU = bytes each GPU sends per step / step time; ZeRO-2 on 2 GPUs: (n-1)/n x (grads + bf16 params)
+    # = 1/2 x 8,030,261,248 x (2 + 2) B = 16.06 GB per step
+    assert s["comm_bytes_per_step"] == pytest.approx(8_030_261_248 * 4 / 2)
+    step_s = en.fields["estimates"]["step_time_s"]
+    assert s["comm_bytes_per_s_per_gpu"] == pytest.approx(s["comm_bytes_per_step"] / step_s)
+    assert "each GPU sends 16.1 GB per optimizer step" in en.text and "NVLink needed" in en.text
+    # validation share of the run
+    assert en.fields["estimates"]["eval_fraction"] == 0.05
+    assert "Validation: 5% of the training time" in en.text and "Валидация: 5 % времени обучения" in ru.text
+    # a 3.6-hour run is rented by the hour, and the request says where reserving would start to pay
+    assert s["mode"] == "on-demand" and en.fields["profile"]["mode"] == "on-demand"
+    assert "Rental mode: on demand:" in en.text and s["rental_break_even_s"] > 0
+    one = rental_request(TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=2048), lang="en")
+    assert "one GPU, one process" in one.text and "Links: one GPU, no exchange between GPUs." in one.text
+    assert "bitsandbytes" in one.fields["suggested"]["framework"]
+    fsdp = rental_request(TrainPlan(model="llama-3.2-1b", method="full", gpus=2, sharding="fsdp"), lang="en")
+    assert "PyTorch FSDP; 2 processes via accelerate/torchrun, NCCL between GPUs" in fsdp.text
+
+
+def test_the_trials_measured_figures_are_quoted() -> None:
+    from pathlib import Path
+
+    from gpuwork.measure.trial import TrialRecord
+
+    record = TrialRecord.from_dict(json.loads(
+        (Path(__file__).parent / "data" / "trial_record_own_run.json").read_text(encoding="utf-8")))
+    req = rental_request(record.plan, lang="en", trial_record=record)
+    s = record.summary
+    line = next(x for x in req.text.splitlines() if x.startswith("Measured in the trial"))
+    assert f"{s.measured_steps} measured steps" in line and f"step {s.median_step_time_s:.3f} s" in line
+    assert f"{round(s.tokens_per_s)} tokens/s" in line
+    assert req.fields["trial"]["median_step_time_s"] == s.median_step_time_s
+    ru = rental_request(record.plan, lang="ru", trial_record=record)
+    assert "Замерено в пробном запуске" in ru.text
+    assert rental_request(record.plan, lang="en").fields["trial"] is None

@@ -49,7 +49,7 @@ def test_offers_filters_sorting_scatter_and_interruptible() -> None:
     panel.max_price.value = -1
     assert "must be a number >= 0" in panel.error
     panel.set_lang("ru")  # the panel re-checks its filters in the new language
-    assert panel.error == f"{panel.max_price.description}: -1.0 — нужно число не меньше 0"
+    assert panel.error == f"{panel.max_price.description}: -1 — нужно число не меньше 0"
     panel.set_lang("en")
     panel.max_price.value = 0
     panel.include_unfit.value = True
@@ -89,3 +89,57 @@ def test_offers_panel_report_mode(shown: list) -> None:
     assert sum(isinstance(o, go.Figure) for o in shown) == 1
     assert panel.scatter.widget is None
     assert any("gpuwork-request-text" in getattr(o, "data", "") for o in shown)
+
+
+def test_offers_name_their_provider_and_filter_by_checkboxes() -> None:
+    panel = OffersPanel(OFFER_PLAN, with_request=False)
+    first = panel.results[0].offer
+    assert f"<code>{first.offer_id}</code>" in panel.table.value and first.provider in panel.table.value
+    assert "Provider" in panel.table.value and "Provider" in panel.interruptible.value
+    # a multiple choice is a row of checkboxes: ticking one off is a click, not Ctrl+click
+    assert [b.description for b in panel.modes.boxes] == ["on-demand", "reserved", "interruptible"]
+    panel.modes.boxes[0].value = False
+    panel.modes.boxes[1].value = False
+    assert panel.modes.value == ("interruptible",)
+    assert {r.offer.mode.value for r in panel.results} == {"interruptible"}
+    panel.set_lang("ru")  # relabelled, still ticked as before
+    assert [b.value for b in panel.modes.boxes] == [False, False, True] and panel.modes.boxes[2].description == "прерываемая"
+
+
+def test_every_number_of_the_offers_panel_is_typed_text_read_by_the_validation_layer() -> None:
+    from gpuwork.ui.common import NumberText
+
+    panel = OffersPanel(OFFER_PLAN, with_request=False)
+    for control in (panel.max_price, panel.min_vram, panel.budget, panel.preemption_rate, panel.limit,
+                    panel.record_price):
+        assert isinstance(control, NumberText)
+    panel.max_price.value = "1.5"
+    assert panel.error is None and all(r.offer.price_per_gpu_hour <= 1.5 for r in panel.results)
+    panel.max_price.value = "cheap"
+    assert panel.error == "max_price='cheap' is not a number: write digits with a decimal point, e.g. 0.5 or 1e4"
+    panel.max_price.value = "0"
+    panel.limit.value = "3"
+    assert panel.error is None and panel.table.value.count("<code>") == 3
+    panel.limit.value = "0"
+    assert panel.error == f"{panel.limit.description}: 0 must be at least 1"
+    panel.limit.value = "25"
+    panel.preemption_rate.value = "1e-1"
+    assert panel.error is None
+    panel.record_price.value = "-2"
+    assert "gpuwork-error" in panel.compare.value
+
+
+def test_compare_formats_the_records_interval_drift_and_cost_range(trial_record: TrialRecord) -> None:
+    from gpuwork.measure.trial import compare
+    from gpuwork.ui.offers import compare_html
+
+    row = compare([trial_record], 2.0)[0]
+    page = compare_html([trial_record], 2.0)
+    for key in ("cost_per_1m_tokens", "cost_per_1m_tokens_low", "cost_per_1m_tokens_high"):
+        if row[key] is not None:
+            assert f"${row[key]:.2f}" in page, key
+    for key in ("step_time_half_width", "drift_per_100_steps"):
+        if row[key] is not None:
+            assert f"{row[key] * 100:,.1f}%" in page, key
+    assert repr(row["drift_per_100_steps"]) not in page  # never the raw float
+    assert "drift per 100 steps" in page and "cost per 1M tokens, low" in page

@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from gpuwork.cli import app, estimate, plan, report, trial
+from gpuwork.cli import advise, app, estimate, plan, report, trial
 from gpuwork.cli import args as args_module
 from gpuwork.cli.args import EXIT_USAGE, Parser, argv_lang, error_line
 from gpuwork.errors import GpuworkError
@@ -44,7 +44,7 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=_version(), help=text("cli.help.version", lang))
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=functools.partial(Parser, lang=lang))
     sub.required = True
-    for verbs in (estimate, plan, trial, report, app):
+    for verbs in (estimate, plan, trial, report, app, advise):
         verbs.register(sub, lang)
     return parser
 

@@ -7,8 +7,10 @@ import functools
 import math
 import re
 import sys
+import time
 from typing import Any
 
+from gpuwork.errors import GpuworkError
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan, field_names
@@ -233,6 +235,43 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
             fields[name] = value
     if "lora_alpha" in fields and float(fields["lora_alpha"]).is_integer():
         fields["lora_alpha"] = int(fields["lora_alpha"])
-    return TrainPlan.from_dict(fields)
+    plan = TrainPlan.from_dict(fields)
+    trace_block_if_needed(plan, getattr(args, "lang", None) or "en")
+    return plan
+
+
+def trace_block_if_needed(plan: TrainPlan, lang: str = "en") -> None:
+    """A model whose family gpuwork has no hand-written block model for is estimated from its real block:
+    trace one block under fake tensors (seconds, once per plan shape and process; kept in
+    $GPUWORK_PROFILES when set) unless a matching profile is at hand. Without torch the nearest family's
+    block stands in, as the estimate's note says."""
+    from gpuwork.facts.block_profiles import DEFAULT_CACHE, HAND_MODELLED, matching_profile
+    from gpuwork.facts.model import spec_for_plan
+    from gpuwork.facts.resolve import with_block_profiles
+    from gpuwork.facts.spec import count_params
+
+    spec = spec_for_plan(plan)
+    if spec.model_type in HAND_MODELLED or matching_profile(with_block_profiles(plan, spec), plan) is not None:
+        return
+    count_params(spec, plan)  # LoRA targets the model lacks: the estimate's own error, before any tracing
+    try:
+        from gpuwork.measure.block_profile import block_profile_for
+    except ImportError:  # the core install has no torch
+        print(text("cli.block_profile.no_torch", lang, model_type=spec.model_type), file=sys.stderr)
+        return
+    start = time.perf_counter()
+    try:
+        block_profile_for(plan, DEFAULT_CACHE)
+    except GpuworkError as exc:  # a class that cannot run under fake tensors: the nearest family stands in
+        print(text("cli.block_profile.failed", lang, model_type=spec.model_type, error=exc.text(lang)),
+              file=sys.stderr)
+        return
+    except Exception as exc:  # noqa: BLE001 - the tracer runs a third-party class: any failure leaves the estimate
+        print(text("cli.block_profile.failed", lang, model_type=spec.model_type,
+                   error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]),
+              file=sys.stderr)
+        return
+    print(text("cli.block_profile.traced", lang, model_type=spec.model_type, seconds=time.perf_counter() - start),
+          file=sys.stderr)
 
 

@@ -6,12 +6,15 @@ Errors print one line on stderr and exit with status 2 (no traceback), as everyw
     gpuwork report --plan plan.json --out reports/llama-lora
     gpuwork report --out /tmp/report --notebooks 01_sizing,03_offers
     gpuwork report --out /tmp/report-ru --lang ru
+
+``gpuwork report --help`` explains the plan file (JSON with TrainPlan fields) and ``--lang``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from typing import Any
 
 from gpuwork.cli.args import FlagValueError
@@ -20,6 +23,11 @@ from gpuwork.present.messages import text
 from gpuwork.units import LANGS
 
 EXIT_USAGE = 2
+
+
+def _paragraphs(text: str, width: int = 100) -> str:
+    """Each line of ``text`` wrapped as a paragraph, a blank line between (argparse keeps them as written)."""
+    return "\n\n".join(textwrap.fill(line, width) for line in text.splitlines() if line.strip())
 
 
 def _notebook_list(text: str) -> tuple[str, ...]:
@@ -52,7 +60,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any, lang: str = "en") -> None:
     """Add `report` to a gpuwork subparsers object, its help in ``lang``."""
-    p = subparsers.add_parser("report", help=text("cli.help.report.summary", lang))
+    p = subparsers.add_parser("report", help=text("cli.help.report.summary", lang),
+                              description=_paragraphs(text("cli.help.report.description", lang)),
+                              epilog=_paragraphs(text("cli.help.report.epilog", lang)),
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--plan", metavar="FILE", help=text("cli.help.report.plan", lang))
     p.add_argument("--out", metavar="DIR", required=True, help=text("cli.help.report.out", lang))
     p.add_argument("--notebooks", type=_notebook_list, metavar="NAMES", help=text("cli.help.report.notebooks", lang))

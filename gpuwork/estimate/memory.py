@@ -25,10 +25,12 @@ Mixed precision follows CUDA autocast (linear outputs 16-bit, fp32 residual stre
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
@@ -482,7 +484,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
 
     Args:
         plan: the run (memory reads everything above ``dataset_tokens``).
-        spec: the model's spec (``gpuwork.facts.resolve(plan).spec``).
+        spec: the model's spec (``gpuwork.facts.resolve(plan).spec``). For a family without a hand-written
+            block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
+            gives the bytes the real block saves for backward instead of the nearest family's.
 
     Returns a MemoryEstimate with the breakdown at the peak and the three totals, in bytes.
     """
@@ -490,6 +494,14 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     states = _model_states(spec, plan, counts)
     dt = plan_dtypes(plan)
     act = _activations(spec, plan, dt)
+    block_profile = matching_profile(spec, plan)
+    if block_profile is not None:
+        # what autograd saved in the traced block: a + b x seq_len bytes per token, or only the block's
+        # input under gradient checkpointing (the profile was traced for this method class)
+        per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
+        act = dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
+                                  per_layer_quadratic=quadratic,
+                                  checkpoint_per_layer=round(block_profile.input_bytes))
     warnings: list[Msg] = []
     if spec.max_position and plan.seq_len > spec.max_position:
         warnings.append(msg("memory.seq_len_above_max", seq_len=plan.seq_len, model=spec.name,

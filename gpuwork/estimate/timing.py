@@ -41,6 +41,8 @@ from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
 from gpuwork.estimate.ops import Kind, Phase, step_ops
 from gpuwork.estimate.steptime import price_ops, stack_kernels
+from gpuwork.estimate.traced_ops import with_traced_blocks
+from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.rates import DeviceRates, Rates
@@ -516,6 +518,24 @@ def _busbw_fraction(rates: Rates, link: Link) -> tuple[float, str]:
     return rates.kernel(key), key
 
 
+def _plan_ops(plan: TrainPlan, inputs: Inputs, profile) -> tuple:
+    """The step's operations: the hand-written block, or the traced one for a family without it."""
+    ops = step_ops(plan, inputs.spec, stack_kernels(profile))
+    traced = matching_profile(inputs.spec, plan)
+    if traced is None:
+        return ops
+    key = (id(ops), id(traced))
+    hit = _TRACED_OPS.get(key)
+    if hit is None or hit[0] is not ops or hit[1] is not traced:
+        if len(_TRACED_OPS) > 1024:
+            _TRACED_OPS.clear()
+        hit = _TRACED_OPS[key] = (ops, traced, with_traced_blocks(ops, plan, inputs.spec, traced))
+    return hit[2]
+
+
+_TRACED_OPS: dict[tuple, tuple] = {}
+
+
 def _fit_scale(ops, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile, measured_s: float) -> float:
     """The factor on every priced time (GPU and host) that makes the step equal ``measured_s``: each
     operation costs max(GPU, host) / factor, so the factor is the priced step over the measured one."""
@@ -587,7 +607,7 @@ def estimate_time(
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
         warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
     device = _device_rates(gpu, inputs, warnings)
-    ops = step_ops(plan, spec, stack_kernels(profile))
+    ops = _plan_ops(plan, inputs, profile)
     tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
 
     scale, source = 1.0, "op model"
@@ -802,7 +822,7 @@ def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, input
     elif cal.get("tokens_per_micro_batch") and int(cal["tokens_per_micro_batch"]) != plan.tokens_per_micro_batch:
         # only the tokens are known: same batch, the sequence that gives them
         measured_plan = measured_plan.replace(seq_len=max(1, int(cal["tokens_per_micro_batch"]) // plan.batch_size))
-    ops = step_ops(measured_plan, inputs.spec, stack_kernels(profile))
+    ops = _plan_ops(measured_plan, inputs, profile)
     measured_s = measured_plan.tokens_per_micro_batch * measured_plan.grad_accum / float(tokens_per_s)
     return _fit_scale(ops, gpu, device, inputs, profile, measured_s), label
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,15 @@ class BlockProfile:
     versions: dict[str, str] = field(default_factory=dict, compare=False)  # torch, transformers, peft
     source: str = ""  # the config it was traced from (preset name or file)
     version: int = PROFILE_VERSION
+
+    def matches(self, plan: Any) -> bool:
+        """Whether this block was traced as ``plan`` runs it (method class, precision, attention, adapters)."""
+        if self.method != profile_method(plan.method.value):
+            return False
+        if (self.precision, self.attention) != (plan.precision.value, plan.attention.value):
+            return False
+        return self.method == "full" or (self.lora_r, tuple(sorted(self.lora_targets)), self.lora_dropout > 0) == (
+            plan.lora_r, tuple(sorted(plan.lora_targets)), plan.lora_dropout > 0)
 
     # -- totals --------------------------------------------------------------------------------
 
@@ -240,13 +250,45 @@ class BlockProfileCache:
         path.write_text(profile.to_json(), encoding="utf-8")
         return path
 
+    def for_config(self, config: dict[str, Any]) -> tuple[BlockProfile, ...]:
+        """Every profile at hand of this model configuration (any method, precision or adapters)."""
+        prefix = f"{config.get('model_type', 'model')}-{config_fingerprint(config)}-".replace("/", "_")
+        found = {k: p for k, p in self._memory.items() if k.startswith(prefix)}
+        for folder in (self.bundled_dir, self.user_dir):
+            if folder is None or not folder.is_dir():
+                continue
+            for path in sorted(folder.glob(f"{prefix}*.json")):
+                if path.stem not in found:
+                    profile = self.get(path.stem)
+                    if profile is not None:
+                        found[path.stem] = profile
+        return tuple(found.values())
+
     def bundled_keys(self) -> list[str]:
         if not self.bundled_dir.is_dir():
             return []
         return sorted(p.stem for p in self.bundled_dir.glob("*.json"))
 
 
+# Families whose block gpuwork models by hand (estimate.memory / estimate.ops); any other family is
+# estimated from a traced profile of its real block when one is at hand.
+HAND_MODELLED = frozenset({"llama", "mistral", "qwen2", "mixtral", "phi3", "gemma2", "gpt2", "bert"})
+
+# The process's profiles: the bundled folder, plus a folder named by $GPUWORK_PROFILES (read only here);
+# gpuwork.measure.block_profile traces into it (memory) and the estimates read it through facts.resolve.
+ENV_PROFILES_DIR = "GPUWORK_PROFILES"
+DEFAULT_CACHE = BlockProfileCache(user_dir=os.environ.get(ENV_PROFILES_DIR) or None)
+
+def matching_profile(spec: Any, plan: Any) -> BlockProfile | None:
+    """The traced profile ``facts.resolve`` attached to ``spec`` (``extras["block_profiles"]``) that matches
+    how ``plan`` runs the block, or None (the hand-written block model then applies)."""
+    return next((p for p in spec.extras.get("block_profiles", ()) if p.matches(plan)), None)
+
+
 __all__ = [
+    "DEFAULT_CACHE",
+    "ENV_PROFILES_DIR",
+    "HAND_MODELLED",
     "KINDS",
     "PHASES",
     "PROFILE_VERSION",
@@ -254,6 +296,7 @@ __all__ = [
     "BlockProfile",
     "BlockProfileCache",
     "ProfileOp",
+    "matching_profile",
     "bundled_profiles_dir",
     "config_fingerprint",
     "profile_key",

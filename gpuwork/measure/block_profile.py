@@ -36,6 +36,7 @@ from typing import Any
 
 from gpuwork.errors import TraceError
 from gpuwork.facts.block_profiles import (
+    DEFAULT_CACHE,
     Affine,
     BlockProfile,
     BlockProfileCache,
@@ -387,6 +388,6 @@ def block_profile_for(plan: TrainPlan, cache: BlockProfileCache | None = None) -
     return profile
 
 
-_DEFAULT_CACHE = BlockProfileCache()
+_DEFAULT_CACHE = DEFAULT_CACHE  # the one the estimates read (gpuwork.facts.resolve)
 
 __all__ = ["DEFAULT_SEQ_LENS", "block_profile_for", "block_profile_key", "profile_plan", "trace_block_profile"]

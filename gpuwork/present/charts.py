@@ -34,7 +34,7 @@ from plotly.subplots import make_subplots
 from gpuwork.estimate.memory import GIB, MIB, SOURCES, TERM_LABELS, MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.present import messages
-from gpuwork.units import HOUR_S, unit
+from gpuwork.units import HOUR_S, fmt_number, unit
 
 LANGS = ("en", "ru")
 
@@ -53,6 +53,11 @@ _SERIES_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b
 _MODE_COLORS = {"on-demand": "#4c78a8", "reserved": "#54a24b", "interruptible": "#f58518"}
 _GPU_LINE_COLORS = ("#444444", "#8c564b", "#7f7f7f", "#17becf", "#bcbd22", "#1f77b4")
 _TOTAL_SYMBOLS = ("line-ew-open", "line-ew-open", "line-ew-open")
+# What-if curves can coincide (scratch and full need the same memory): each later curve is drawn thinner,
+# dashed and with another marker on top of the earlier ones, so the one below shows around and between it.
+_SERIES_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid")
+_SERIES_SYMBOLS = ("circle", "diamond", "square", "triangle-up", "x", "star", "cross")
+_SEGMENT_MIN_GIB = 0.05  # segments below this carry no value label (it would read "0.0")
 
 
 def text(key: str, lang: str = "en", **params: Any) -> str:
@@ -143,6 +148,9 @@ def memory_breakdown_figure(estimates: MemoryEstimate | Sequence[MemoryEstimate]
         source = html.escape(SOURCES.get(term, "")) if lang == "en" else ""  # sources are English citations
         traces.append(go.Bar(
             x=names, y=values, name=label, marker={"color": _TERM_COLORS.get(term)},
+            # the value on its segment; plotly hides a label that does not fit (uniformtext below)
+            text=[fmt_number(v, lang, 1) if v >= _SEGMENT_MIN_GIB else "" for v in values],
+            textposition="inside", insidetextanchor="middle", textangle=0,
             showlegend=any(v > 0 for v in values), legendgroup="terms",
             hovertemplate=f"<b>{html.escape(label)}</b>: %{{y:.2f}} {gib}<br>%{{x}}<br>"
                           f"<span style='font-size:10px'>{_wrap(source)}</span><extra></extra>",
@@ -159,7 +167,7 @@ def memory_breakdown_figure(estimates: MemoryEstimate | Sequence[MemoryEstimate]
     top = max([_gib(e.device_total_bytes) for e in items] + [_gib(g.memory_total_bytes) for g in gpus] + [0.0])
     shapes, notes = _gpu_lines(gpus, lang)
     layout = _base_layout(text("breakdown_title", lang), template, barmode="stack", bargap=0.45, shapes=shapes, height=520,
-                          annotations=notes,
+                          annotations=notes, uniformtext={"minsize": 9, "mode": "hide"},
                           yaxis={"title": {"text": text("breakdown_y", lang)}, "range": [0, top * 1.1 or 1]},
                           xaxis={"title": {"text": text("breakdown_x", lang)}})
     return go.Figure(data=traces, layout=layout)
@@ -211,7 +219,9 @@ def whatif_figure(values: Sequence[int], series: Mapping[str, Sequence[int | Non
     for i, (name, totals) in enumerate(series.items()):
         traces.append(go.Scatter(
             x=xs, y=[_gib(t) if t is not None else None for t in totals], mode="lines+markers", name=name,
-            line={"color": _SERIES_COLORS[i % len(_SERIES_COLORS)], "width": 2}, marker={"size": 6},
+            line={"color": _SERIES_COLORS[i % len(_SERIES_COLORS)], "width": max(1.5, 5 - 1.2 * i),
+                  "dash": _SERIES_DASHES[i % len(_SERIES_DASHES)]},
+            marker={"size": max(5, 11 - 2 * i), "symbol": _SERIES_SYMBOLS[i % len(_SERIES_SYMBOLS)]},
             connectgaps=False,
             hovertemplate=f"<b>{html.escape(name)}</b><br>{field} %{{x:,}}: %{{y:.2f}} GiB<extra></extra>",
         ))

@@ -40,11 +40,14 @@ from gpuwork import errors
 from gpuwork.estimate.memory import TERM_LABELS
 from gpuwork.message import Msg, msg
 from gpuwork.present import (
+    messages_advisor,
+    messages_app,
     messages_configs,
     messages_errors,
     messages_help,
     messages_hf,
     messages_measure,
+    messages_report,
     messages_trial_faults,
     messages_validation,
 )
@@ -302,13 +305,14 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "disk.rule.scratch": (
         "training from scratch: no base weights to download", "обучение с нуля: базовые веса скачивать не нужно"),
     "disk.rule.base_prequantized": (
-        "pre-quantized 4-bit: {quantized:int} linear weights x 4.127 bits (NF4 + double quant, QLoRA §3) + "
+        "pre-quantized 4-bit: {quantized:int} linear weights x 4.127 bits (NF4 + double quant, Dettmers et al. "
+        "2023, QLoRA) + "
         "{others:int} others x 2 B",
         "заранее квантованная 4-битная: {quantized:int} весов линейных слоёв × 4,127 бита (NF4 + двойная "
-        "квантизация, QLoRA §3) + {others:int} остальных × 2 Б"),
+        "квантизация, Деттмерс и др. 2023, QLoRA) + {others:int} остальных × 2 Б"),
     "disk.rule.base_bf16": (
-        "{params:int} params x 2 B (bf16 safetensors, memory_formulas §3.5)",
-        "{params:int} {params:pl:параметр|параметра|параметров} × 2 Б (bf16 safetensors, memory_formulas §3.5)"),
+        "{params:int} params x 2 B (bf16 safetensors: 2 bytes per weight)",
+        "{params:int} {params:pl:параметр|параметра|параметров} × 2 Б (bf16 safetensors: 2 байта на вес)"),
     "disk.what.adapter": ("adapter x 4 B + optimizer states", "адаптер × 4 Б + состояния оптимизатора"),
     "disk.what.weights": (
         "weights in the saved dtype + optimizer states", "веса в сохраняемом типе + состояния оптимизатора"),
@@ -538,7 +542,7 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "cli.warning": ("gpuwork: warning: {text}", "gpuwork: предупреждение: {text}"),
     "cli.estimate.header": (
         "gpuwork estimate: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, seq {seq_len:int} x batch "
-        "{batch} (x{grad_accum} accumulation), {gpus} GPU(s) {sharding:raw}",
+        "{batch} (x{grad_accum} accumulation), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}",
         "gpuwork estimate: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, контекст {seq_len:int} × батч "
         "{batch} (накопление ×{grad_accum}), {gpus} GPU, {sharding:raw}"),
     "cli.estimate.params": ("parameters: {total:int} total, {trainable:int} trainable",
@@ -558,7 +562,7 @@ _ENTRIES: dict[str, tuple[str, str]] = {
         "(задайте --dataset-tokens, чтобы указать точно)"),
     "cli.plan.header": (
         "gpuwork plan: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, seq {seq_len:raw} x batch {batch} "
-        "(x{grad_accum}), {gpus} GPU(s) {sharding:raw}",
+        "(x{grad_accum}), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}",
         "gpuwork, план: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, контекст {seq_len:raw} × батч "
         "{batch} (×{grad_accum}), {gpus} GPU, {sharding:raw}"),
     "cli.plan.data": (
@@ -580,6 +584,21 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "cli.plan.flops": ("FLOPs per token", "FLOPs на токен"),
     "cli.plan.flops_value": ("{flops:sci}  ({note})", "{flops:sci}  ({note})"),
     "cli.plan.mfu": ("MFU: {note}", "MFU: {note}"),
+    "cli.block_profile.traced": (
+        "gpuwork has no hand-written block model for '{model_type:raw}': traced one block of the real class in "
+        "{seconds:n1} s; memory and time follow it",
+        "для '{model_type:raw}' в gpuwork нет ручной модели блока: один блок настоящего класса трассирован за "
+        "{seconds:n1} с; память и время считаются по нему"),
+    "cli.block_profile.failed": (
+        "'{model_type:raw}' has no hand-written block model and its block could not be traced ({error}): the "
+        "nearest family's block stands in",
+        "для '{model_type:raw}' нет ручной модели блока, и трассировать его не удалось ({error}): вместо него "
+        "взят блок ближайшего семейства"),
+    "cli.block_profile.no_torch": (
+        "'{model_type:raw}' has no hand-written block model; install gpuwork[trial] (torch) to trace the real "
+        "block: the nearest family's block stands in",
+        "для '{model_type:raw}' нет ручной модели блока; установите gpuwork[trial] (torch), чтобы трассировать "
+        "настоящий блок: вместо него взят блок ближайшего семейства"),
     "cli.plan.breakdown": ("where a step goes (one GPU, stack {stack:raw}): {parts:list}",
                            "из чего состоит шаг (один GPU, стек {stack:raw}): {parts:list}"),
     "cli.plan.breakdown_part": ("{kind} {seconds:n3} s ({share:pct})", "{kind} {seconds:n3} с ({share:pct})"),
@@ -691,7 +710,7 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "chart.mode": ("{mode:@mode}", "{mode:@mode}"),
     "chart.no_offers": ("no fitting offer to plot", "нет подходящих предложений"),
     "chart.offer_hover": (
-        "{gpus} x {gpu}, {sharding:raw}, {region:raw}<br>{price_usd:usd} per GPU-hour, {billed} GPU(s) billed",
+        "{gpus} x {gpu}, {sharding:raw}, {region:raw}<br>{price_usd:usd} per GPU-hour, {billed} {billed:pl:GPU|GPUs} billed",
         "{gpus} × {gpu}, {sharding:raw}, {region:raw}<br>{price_usd:usd} за GPU-час, в счёте GPU: {billed}"),
     "chart.offer_preemptions": ("~{preemptions:n1} expected preemptions", "~{preemptions:n1} ожидаемых прерываний"),
     "total.peak_allocated_bytes": ("Peak allocated", "Пик выделенной"),
@@ -926,7 +945,7 @@ _UI_ENTRIES: dict[str, tuple[str, str]] = {
     # app
     "plan_caption": (
         "{model}, {method:raw}, {precision:raw}, {optimizer:raw}, seq {seq_len:int} × batch {batch} (×{grad_accum}), "
-        "{gpus} GPU(s) {sharding:raw}",
+        "{gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}",
         "{model}, {method:raw}, {precision:raw}, {optimizer:raw}, контекст {seq_len:int} × батч {batch} "
         "(×{grad_accum}), {gpus} GPU, {sharding:raw}"),
     "tab_sizing": ("Sizing", "Расчёт"), "tab_offers": ("Offers", "Предложения"), "tab_request": ("Request", "Заявка"),
@@ -957,7 +976,8 @@ _ENTRIES.update({f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_L
 
 for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.ENTRIES, messages_hf.ENTRIES,
               messages_trial_faults.ENTRIES, messages_configs.ENTRIES,
-              messages_validation.ENTRIES):  # sections in own files
+              messages_validation.ENTRIES, messages_app.ENTRIES, messages_report.ENTRIES,
+              messages_advisor.ENTRIES):  # sections in own files
     _clash = _ENTRIES.keys() & _part.keys()
     assert not _clash, f"catalog codes defined twice: {sorted(_clash)}"
     _ENTRIES.update(_part)

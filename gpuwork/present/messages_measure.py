@@ -292,7 +292,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "gpuwork.measure.distributed runs under torchrun: use `gpuwork trial --nproc N`",
         "gpuwork.measure.distributed запускается через torchrun: используйте `gpuwork trial --nproc N`"),
     "error.trial.too_few_gpus": (
-        "{processes} processes but only {gpus} CUDA GPU(s): use --nproc {gpus} or fewer",
+        "{processes} processes but only {gpus} CUDA {gpus:pl:GPU|GPUs}: use --nproc {gpus} or fewer",
         "процессов {processes}, а GPU с CUDA только {gpus}: укажите --nproc {gpus} или меньше"),
     "error.trial.nproc": ("nproc={nproc:raw}: use a whole number of processes >= 1",
                           "nproc={nproc:raw}: нужно целое число процессов ≥ 1"),
@@ -538,7 +538,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{steps:pl:шаг|шага|шагов}"),
     "cli.trial.where_cpu": ("{gpus} CPU process(es) like this one",
                             "{gpus} {gpus:pl:процессе|процессах|процессах} CPU, как этот"),
-    "cli.trial.where_gpu": ("{gpus} GPU(s)", "{gpus} GPU"),
+    "cli.trial.where_gpu": ("{gpus} {gpus:pl:GPU|GPUs}", "{gpus} GPU"),
     "cli.trial.parts": (
         "  train {train} + validation {eval} ({eval_share:pct}) + {checkpoints} checkpoint write(s) {checkpoint} "
         "({size} each at {write_gbs:g} GB/s) + margin {margin} ({margin_share:pct})",
@@ -550,7 +550,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.trial.cost": ("  cost ${cost:n2} at ${price:g} per GPU-hour", "  стоимость {cost:n2} USD по {price:g} USD "
                        "за GPU-час"),
     "cli.trial.offer": (
-        "  offer {offer:raw} ({provider:raw}, {mode:@mode}, ${price:g}/GPU-h, billed {hours:n1} h x {gpus} GPU(s)): "
+        "  offer {offer:raw} ({provider:raw}, {mode:@mode}, ${price:g}/GPU-h, billed {hours:n1} h x {gpus} {gpus:pl:GPU|GPUs}): "
         "${cost:n2}{notes}",
         "  предложение {offer:raw} ({provider:raw}, {mode:@mode}, {price:g} USD/GPU-ч, к оплате {hours:n1} ч × "
         "{gpus} GPU): {cost:n2} USD{notes}"),

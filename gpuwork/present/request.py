@@ -34,10 +34,12 @@ from gpuwork.errors import PlanError
 from gpuwork.estimate.disk import DiskPlan
 from gpuwork.estimate.offers import OfferResult
 from gpuwork.estimate.profiles import ProfileMatch
+from gpuwork.estimate.timing import TimeEstimate
+from gpuwork.facts.catalog import GpuClass, Network
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, TrainPlan
+from gpuwork.plan import Method, Sharding, Stack, TrainPlan
 from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile
 from gpuwork.units import HOUR_S, plural_ru
@@ -115,6 +117,7 @@ def rental_request(
     include_offer: bool = True,
     match: ProfileMatch | None = None,
     disk: DiskPlan | None = None,
+    trial_record: Any | None = None,
 ) -> RentalRequest:
     """The rental request for ``plan`` in ``lang`` ("en" or "ru").
 
@@ -130,6 +133,8 @@ def rental_request(
         include_offer: add the cheapest fitting offer of the profile's rental mode from the bundled
             catalog (illustrative prices).
         match, disk: precomputed profile match / disk plan (computed when omitted).
+        trial_record: a TrialRecord (``gpuwork.measure.trial``) of this plan: its measured step time, throughput,
+            memory, data wait and checkpoint round-trip are quoted, so the provider can reproduce them.
 
     Raises:
         PlanError: unknown language, bad date, budget or period.
@@ -150,7 +155,8 @@ def rental_request(
 
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
-    match = match or match_profile(plan, spec=spec)
+    match = match or match_profile(plan, spec=spec,
+                                   rental_period_s=rent_period_days * DAY_S if rent_period_days else None)
     disk = disk or estimate_disk(plan, spec, compression_ratio=compression_ratio)
     time = match.time
     period_from_estimate = rent_period_days is None
@@ -188,6 +194,7 @@ def rental_request(
     if budget_usd is not None:
         lines.append(say(msg("request.budget", budget_usd=budget_usd)))
     lines.extend(say(m) for m in _suggestion(match, offer, budget_usd))
+    lines.extend(say(m) for m in _protocol(match, trial_record))
     if time is not None and time.total_s > rent_period_days * DAY_S:
         lines.append(say(msg("request.too_long", days=math.ceil(time.total_s / DAY_S))))
     if trial_required:
@@ -229,6 +236,13 @@ def rental_request(
             "nodes": match.nodes,
             "sharding": match.sharding.value,
             "mode": match.profile.mode.value if match.profile else None,
+            "rental_break_even_s": match.rental.break_even_s if match.rental else None,
+            "vendor": match_vendor(match),
+            "framework": _framework(match.fitted_plan or plan, match_vendor(match))[0],
+            "launcher": _framework(match.fitted_plan or plan, match_vendor(match))[1],
+            "backend": _framework(match.fitted_plan or plan, match_vendor(match))[2],
+            "comm_bytes_per_step": time.comm.bytes_per_step if time else None,
+            "comm_bytes_per_s_per_gpu": _needed_bytes_s(time),
             "changes": render_all(match.changes, lang),
             "offer": _offer_dict(offer),
         },
@@ -241,7 +255,10 @@ def rental_request(
             "gpu_hours": time.gpu_hours if time else None,
             "mfu": time.mfu.value if time else None,
             "mfu_source": time.mfu.source if time else None,
+            "eval_fraction": plan.eval_fraction,
+            "eval_s": time.eval_s if time else None,
         },
+        "trial": _trial_dict(trial_record),
         "reasons": render_all(match.reasons, lang),
         "reason_codes": [r.as_dict() for r in match.reasons],
     }
@@ -262,9 +279,33 @@ def model_display_name(name: str) -> str:
     return _hub_ids().get(name, name)
 
 
+def match_vendor(match: ProfileMatch) -> str | None:
+    """The vendor of the profile's reference card (NVIDIA / AMD): the class, the example and the software agree."""
+    if match.gpu_id is None:
+        return None
+    from gpuwork.facts.catalog import get_gpu
+
+    return get_gpu(match.gpu_id).vendor
+
+
+def _in_class(match: ProfileMatch, gpu: Any) -> bool:
+    """Whether a card belongs to the class the request names: the reference card's vendor, and its memory class
+    (24 GB: under 48; 48 GB: under 80; 80 GB server: 80 to under 100; 80 GB or more: server, 80 and up)."""
+    if match.profile is None or gpu.vendor != match_vendor(match):
+        return False
+    gb = gpu.memory_gb
+    pid = match.profile.profile_id
+    if pid == "01":
+        card = 24 if match.gpu_id == "rtx4090" else 48
+        return card <= gb < (48 if card == 24 else 80)
+    if gpu.gpu_class is not GpuClass.SERVER or gb < 80:
+        return False
+    return gb < 100 if pid == "02" else True
+
+
 def _best_offer(match: ProfileMatch, period_days: int) -> OfferResult | None:
-    """Cheapest fitting offer of the profile's rental mode whose minimum rental is not longer than
-    the rental period (or the run); on-demand offers when no such offer fits."""
+    """Cheapest fitting offer of the match's rental mode, of the class the request names (``_in_class``), whose
+    minimum rental is not longer than the rental period (or the run); on-demand offers when no such offer fits."""
     if match.profile is None:
         return None
     plan = match.fitted_plan or match.plan
@@ -272,8 +313,7 @@ def _best_offer(match: ProfileMatch, period_days: int) -> OfferResult | None:
     for mode in dict.fromkeys((match.profile.mode.value, "on-demand")):
         results = [r for r in evaluate_offers(plan, mode=mode, include_unfit=False)
                    if r.offer.min_rental_hours <= horizon_h]
-        if match.profile.profile_id != "01":  # server GPUs of the profile's memory class
-            results = [r for r in results if r.offer.gpu.memory_total_bytes >= match.usable_per_gpu_bytes]
+        results = [r for r in results if _in_class(match, r.offer.gpu)]
         if results:
             return results[0]
     return None
@@ -286,6 +326,102 @@ def _offer_dict(offer: OfferResult | None) -> dict[str, Any] | None:
             "billed_gpus": offer.billed_gpus, "mode": offer.offer.mode.value,
             "price_per_gpu_hour_usd": offer.offer.price_per_gpu_hour, "expected_cost_usd": offer.expected_cost_usd,
             "total_s": offer.time.total_s if offer.time else None, "illustrative": True}
+
+
+_STACK_NAMES = {
+    Stack.HF_TRAINER: "PyTorch, Hugging Face Trainer (transformers{peft})",
+    Stack.HF_LIGER: "PyTorch, Hugging Face Trainer (transformers{peft}, liger_kernel)",
+    Stack.TORCH_COMPILE: "PyTorch, Hugging Face Trainer (transformers{peft}, torch.compile)",
+    Stack.UNSLOTH: "unsloth (PyTorch{peft})",
+    Stack.TORCHTUNE: "torchtune (PyTorch)",
+    Stack.FRAMEWORK: "torchtitan/Megatron/NeMo (PyTorch)",
+}
+
+
+def _framework(plan: TrainPlan, vendor: str | None) -> tuple[str, str | None, str | None]:
+    """(framework, launcher, collective backend) from the plan's stack and sharding, e.g.
+    ("PyTorch, Hugging Face Trainer (transformers/peft), PyTorch FSDP", "accelerate/torchrun", "NCCL")."""
+    peft = "/peft" if plan.uses_adapters and plan.stack is not Stack.UNSLOTH else (
+        ", peft" if plan.uses_adapters else "")
+    parts = [_STACK_NAMES[plan.stack].format(peft=peft)]
+    if plan.method is Method.QLORA:
+        parts.append("bitsandbytes")
+    if plan.gpus == 1:
+        return ", ".join(parts), None, None
+    if plan.sharding is Sharding.DDP:
+        parts.append("PyTorch DDP")
+        launcher = "accelerate/torchrun"
+    elif plan.sharding is Sharding.FSDP:
+        parts.append("PyTorch FSDP")
+        launcher = "accelerate/torchrun"
+    else:
+        level = plan.sharding.value[-1]
+        parts.append(f"ZeRO-{level}" + (" + offload" if plan.offload_optimizer else ""))
+        launcher = "deepspeed/accelerate"
+    if plan.stack is Stack.TORCHTUNE:
+        launcher = "tune/torchrun"
+    return ", ".join(parts), launcher, "RCCL" if vendor == "AMD" else "NCCL"
+
+
+def _needed_bytes_s(time: TimeEstimate | None) -> float | None:
+    """Bytes per second each GPU must move on average: the step's traffic over the step time."""
+    if time is None or time.comm.bytes_per_step <= 0 or time.step_time_s <= 0:
+        return None
+    return time.comm.bytes_per_step / time.step_time_s
+
+
+def _protocol(match: ProfileMatch, trial: Any | None) -> list[Msg]:
+    """What the provider needs to reproduce the run: rental mode, software and launcher, links, validation, the
+    trial's measured figures."""
+    out: list[Msg] = []
+    if match.rental is not None:
+        out.append(msg("request.rental_mode", reason=match.rental.reason))
+    plan = match.fitted_plan or match.plan
+    framework, launcher, backend = _framework(plan, match_vendor(match))
+    launch = (msg("request.launch.multi", gpus=plan.gpus, launcher=launcher, backend=backend)
+              if launcher else msg("request.launch.single"))
+    out.append(msg("request.framework", framework=framework, launch=launch))
+    t = match.time
+    if t is not None:
+        needed = _needed_bytes_s(t)
+        if needed is None:
+            out.append(msg("request.links.single"))
+        else:
+            gpu_link = t.comm.link.split(" + ")[0]
+            between = (msg("request.links.between", network=Network.IB_NDR_400G.value if match.nodes > 1 else None,
+                           need_bytes_s=needed) if match.nodes > 1 else None)
+            out.append(msg("request.links", bytes_step=t.comm.bytes_per_step, need_bytes_s=needed,
+                           step_s=t.step_time_s, link=gpu_link, verdict=t.comm.verdict, between=between))
+        out.append(msg("request.validation", share=plan.eval_fraction, eval_s=t.eval_s, run_s=t.total_s))
+    if trial is not None:
+        out.append(_trial_line(trial))
+    return out
+
+
+def _trial_line(trial: Any) -> Msg:
+    env = trial.environment
+    s = trial.summary
+    if s is None:
+        return msg("request.trial_measured.failed", device=env.device_name,
+                   error=trial.error or msg("request.gpu_class.none"))
+    ck = trial.checkpoint
+    checkpoint = (msg("request.trial_measured.checkpoint", size_bytes=ck.bytes_on_disk, save_s=ck.save_s,
+                      restore_s=ck.restore_s) if ck is not None else None)
+    return msg("request.trial_measured", device=env.device_name, steps=s.measured_steps, step_s=s.median_step_time_s,
+               tokens_s=s.tokens_per_s, peak_bytes=s.peak_trial_memory_bytes, wait=s.data_wait_fraction,
+               checkpoint=checkpoint)
+
+
+def _trial_dict(trial: Any | None) -> dict[str, Any] | None:
+    if trial is None or trial.summary is None:
+        return None
+    s = trial.summary
+    ck = trial.checkpoint
+    return {"device": trial.environment.device_name, "measured_steps": s.measured_steps,
+            "median_step_time_s": s.median_step_time_s, "tokens_per_s": s.tokens_per_s,
+            "peak_memory_bytes": s.peak_trial_memory_bytes, "data_wait_fraction": s.data_wait_fraction,
+            "checkpoint_bytes": ck.bytes_on_disk if ck else None, "checkpoint_save_s": ck.save_s if ck else None,
+            "checkpoint_restore_s": ck.restore_s if ck else None, "run_id": trial.run_id}
 
 
 def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: float | None) -> list[Msg]:

@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import html
+import json
 import logging
+import re
+import secrets
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -147,9 +150,81 @@ def one_line(message: Any) -> str:
 
 
 def error_html(message: str) -> str:
-    """A friendly one-line error in red, HTML-escaped."""
+    """A friendly one-line error in red, HTML-escaped (in the served app, without server paths)."""
     return (f'<div class="gpuwork-error" style="color:{_ERROR_COLOR};font-weight:600">'
-            f"{html.escape(one_line(message))}</div>")
+            f"{html.escape(one_line(public_text(message) if _public else message))}</div>")
+
+
+# -- the served app: what a visitor may see ----------------------------------------------------------------
+
+_public = False  # True in a kernel behind a web server (set_public): no server paths, no exception text
+# an absolute path after a space, quote, bracket, "=" or ":" (not "tokens/s" or a URL's "//host/...")
+_ABS_PATH = re.compile(r"""(^|[\s'"(\[=:,])(/(?:[^\s'"/)\],;]+/)+[^\s'"/)\],;]*)""")
+
+
+def set_public(on: bool = True) -> None:
+    """Say that this kernel serves visitors (the Voila app): errors then name no server path and show a
+    reference for an unexpected exception instead of its text (the log has the details)."""
+    global _public
+    _public = bool(on)
+
+
+def is_public() -> bool:
+    return _public
+
+
+def public_text(text: str) -> str:
+    """``text`` with each absolute path shortened to its last part: "/srv/x/config.json" -> "config.json"."""
+    return _ABS_PATH.sub(lambda m: m.group(1) + (m.group(2).rstrip("/").rsplit("/", 1)[-1] or "/"), str(text))
+
+
+# -- uploads: bytes of content, never a path ------------------------------------------------------------------
+
+UPLOAD_LIMIT_BYTES = 1_000_000  # a config.json is a few KB, a trial record tens of KB
+
+
+def upload_name(item: Mapping[str, Any], default: str = "upload.json") -> str:
+    """The file name a browser sent, without folders, at most 80 characters (it is shown to the visitor)."""
+    name = str(item.get("name") or default).replace("\\", "/").rsplit("/", 1)[-1]
+    return one_line(name)[:80] or default
+
+
+def upload_content(item: Mapping[str, Any], what: str, limit_bytes: int = UPLOAD_LIMIT_BYTES) -> bytes:
+    """The bytes of one ``FileUpload`` item: its content as sent, never a file read on the server.
+
+    ``what`` is "config" or "record" (for the messages). Raises GpuworkError for no content, an empty file
+    or one above ``limit_bytes``.
+    """
+    name = upload_name(item)
+    content = item.get("content")
+    if isinstance(content, memoryview):
+        size = content.nbytes
+    elif isinstance(content, bytes | bytearray):
+        size = len(content)
+    else:
+        raise GpuworkError(msg("error.upload.not_json", name=name, reason="no file content", what=what))
+    if size > limit_bytes:
+        raise GpuworkError(msg("error.upload.too_large", name=name, size_bytes=size, limit_mb=limit_bytes / 1e6,
+                               what=what))
+    if size == 0:
+        raise GpuworkError(msg("error.upload.empty", name=name, what=what))
+    return bytes(content)
+
+
+def upload_json(item: Mapping[str, Any], what: str, limit_bytes: int = UPLOAD_LIMIT_BYTES) -> Any:
+    """The JSON value in one upload (``upload_content`` parsed as UTF-8 JSON); GpuworkError when it is not JSON.
+
+    Text such as "/dev/zero" or "/etc/passwd" is content that is not JSON: it is never opened as a path.
+    """
+    content = upload_content(item, what, limit_bytes)
+    try:
+        return json.loads(content.decode("utf-8"))
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    except (json.JSONDecodeError, RecursionError) as exc:
+        reason = f"line {exc.lineno}, column {exc.colno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) \
+            else "nested too deeply"
+    raise GpuworkError(msg("error.upload.not_json", name=upload_name(item), reason=reason, what=what))
 
 
 def note_html(message: str, color: str = MUTED, cls: str = "gpuwork-note") -> str:
@@ -164,7 +239,12 @@ def friendly(exc: BaseException, lang: str = "en") -> str:
     text.
     """
     if isinstance(exc, GpuworkError):
-        return one_line(exc.text(lang))
+        text = one_line(exc.text(lang))
+        return public_text(text) if _public else text
+    if _public:  # a visitor sees a reference; the server's log has the exception under it
+        ref = secrets.token_hex(4)
+        _log.error("unexpected error in a gpuwork widget (reference %s)", ref, exc_info=exc)
+        return one_line(ui("app_unexpected", lang, ref=ref))
     _log.error("unexpected error in a gpuwork widget", exc_info=exc)
     return one_line(ui("unexpected", lang, error=f"{type(exc).__name__}: {exc}"))
 
@@ -177,7 +257,9 @@ def table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, r
 
     head = "".join(cell("th", i, h) for i, h in enumerate(header))
     body = "".join("<tr>" + "".join(cell("td", i, v) for i, v in enumerate(row)) + "</tr>" for row in rows)
-    return (f'<table class="{cls}" style="border-collapse:collapse;margin:4px 0">'
+    # display:block lets a wide table scroll sideways in its own box instead of being cut off at the page's edge
+    return (f'<table class="{cls}" style="border-collapse:collapse;margin:4px 0;display:block;overflow-x:auto;'
+            f'max-width:100%">'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
@@ -198,8 +280,12 @@ def setup_notebook(report: bool = False) -> None:
 
     With ``report=True`` plotly's renderer becomes ``plotly_mimetype+notebook``: the first figure's cell
     carries the plotly.js library itself, so exported HTML works without a network. Interactive mode
-    keeps the default renderer (FigureWidgets render through their widget).
+    keeps the default renderer (FigureWidgets render through their widget). Either way, library warnings
+    meant for their developers stay off the page (gpuwork.ui.noise).
     """
+    from gpuwork.ui.noise import quiet_libraries
+
+    quiet_libraries()
     if report:
         import plotly.io as pio
 
@@ -362,6 +448,7 @@ def run_in_thread(name: str, target: Callable[[], Any]) -> threading.Thread:
 
 
 __all__ = [
+    "UPLOAD_LIMIT_BYTES",
     "CHECKBOX_LAYOUT",
     "LANGS",
     "MUTED",
@@ -376,13 +463,19 @@ __all__ = [
     "heading_html",
     "html_output",
     "note_html",
+    "is_public",
     "one_line",
     "plan_caption",
+    "public_text",
     "plan_from",
     "quiet",
     "run_in_thread",
+    "set_public",
     "setup_notebook",
     "sync_figure",
     "table_html",
     "ui",
+    "upload_content",
+    "upload_json",
+    "upload_name",
 ]

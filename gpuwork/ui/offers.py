@@ -34,6 +34,7 @@ from gpuwork.plan import TrainPlan
 from gpuwork.present import charts, messages
 from gpuwork.present.messages import render, render_all
 from gpuwork.ui import common
+from gpuwork.ui.choices import CheckboxGroup
 from gpuwork.ui.common import (
     CHECKBOX_LAYOUT,
     LANGS,
@@ -41,6 +42,7 @@ from gpuwork.ui.common import (
     NOTE_COLOR,
     WIDE,
     LiveFigure,
+    NumberText,
     error_html,
     friendly,
     heading_html,
@@ -57,6 +59,8 @@ from gpuwork.ui.request import RequestPanel
 from gpuwork.units import fmt_duration, fmt_int, fmt_number, fmt_usd, unit
 
 SORTS = ("cost", "time", "price", "vram")  # the rankings of estimate.offers.sort_offers the panel offers
+# Columns of gpuwork.measure.trial.compare that are shares (0.05 = 5 %): shown as percent, one decimal.
+_PERCENT_KEYS = ("data_wait_fraction", "step_time_half_width", "drift_per_100_steps")
 
 
 # -- offers: pure update --------------------------------------------------------------------------------
@@ -100,13 +104,13 @@ def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | Non
                      fmt_usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
         else:
             cells = ("–", "–", "–", "–", f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
-        rows.append((f"<code>{html.escape(o.offer_id)}</code>", html.escape(o.gpu.display_name),
+        rows.append((f"<code>{html.escape(o.offer_id)}</code>", html.escape(o.provider), html.escape(o.gpu.display_name),
                      html.escape(ui("mode_option", lang, value=o.mode)), html.escape(ui("region_option", lang,
                                                                                          value=o.region)),
                      fmt_number(o.price_per_gpu_hour, lang, 2), *cells))
-    header = [ui(k, lang) for k in ("col_offer", "col_gpu", "col_mode", "col_region", "col_price", "col_gpus",
-                                    "col_sharding", "col_time", "col_cost", "col_notes")]
-    return (table_html(header, rows, "gpuwork-offers", right=(4, 5, 7, 8))
+    header = [ui(k, lang) for k in ("col_offer", "col_provider", "col_gpu", "col_mode", "col_region", "col_price",
+                                    "col_gpus", "col_sharding", "col_time", "col_cost", "col_notes")]
+    return (table_html(header, rows, "gpuwork-offers", right=(5, 6, 8, 9))
             + note_html(html.escape(ui("offers_note", lang))))
 
 
@@ -119,15 +123,16 @@ def interruptible_html(results: Sequence[Any], lang: str = "en") -> str:
         recommended = (ui("recommended", lang, interval_s=r.recommended_checkpoint_interval_s,
                           steps=r.recommended_checkpoint_every_steps)
                        if r.recommended_checkpoint_interval_s is not None else "–")
-        rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", fmt_duration(r.time.total_s, lang),
+        rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", html.escape(r.offer.provider),
+                     fmt_duration(r.time.total_s, lang),
                      fmt_duration(r.expected_total_s, lang), fmt_number(r.expected_preemptions, lang, 1),
                      fmt_duration(r.expected_lost_s, lang), fmt_duration(r.checkpoint_interval_s, lang), recommended,
                      fmt_usd(r.expected_cost_usd, lang)))
     if not rows:
         return note_html(html.escape(ui("none_interruptible", lang)))
-    header = [ui(k, lang) for k in ("col_offer", "col_uninterrupted", "col_time", "col_preemptions", "col_rework",
-                                    "col_interval", "col_recommended", "col_cost")]
-    return table_html(header, rows, "gpuwork-interruptible", right=(1, 2, 3, 4, 5, 7))
+    header = [ui(k, lang) for k in ("col_offer", "col_provider", "col_uninterrupted", "col_time", "col_preemptions",
+                                    "col_rework", "col_interval", "col_recommended", "col_cost")]
+    return table_html(header, rows, "gpuwork-interruptible", right=(2, 3, 4, 5, 6, 8))
 
 
 def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str = "en") -> str:
@@ -141,18 +146,20 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
     def fmt(value: Any, key: str) -> str:
         if value is None:
             return "–"
+        if isinstance(value, bool):
+            return ui("yes" if value else "no", lang)
         if key == "tokens_per_s":
             return fmt_int(value, lang)
         if key.endswith("_bytes"):
             return f"{fmt_int(value / MIB, lang)} {unit('MiB', lang)}"
         if key.endswith("_s"):
             return f"{fmt_number(value, lang, 3)} {unit('s', lang)}"
-        if key == "data_wait_fraction":
+        if key in _PERCENT_KEYS:  # shares of a step: one decimal is what a reader can act on
             return f"{fmt_number(value * 100, lang, 1)}%"
-        if key == "cost_per_1m_tokens":
+        if key.startswith("cost_per_1m_tokens") or key == "price_per_hour":
             return fmt_usd(value, lang)
-        if isinstance(value, bool):
-            return ui("yes" if value else "no", lang)
+        if isinstance(value, float):
+            return fmt_number(value, lang, 3)
         return html.escape(str(value))
 
     def title(key: str) -> str:
@@ -160,12 +167,19 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
         return messages.text(code, lang) if code in messages.CATALOG else key.replace("_", " ")
 
     keys = list(rows[0])
-    table = table_html([html.escape(title(k)) for k in keys],
-                       [[fmt(row[k], k) for k in keys] for row in rows], "gpuwork-compare")
-    return f'<div style="overflow-x:auto">{table}</div>'
+    return table_html([html.escape(title(k)) for k in keys], [[fmt(row[k], k) for k in keys] for row in rows],
+                      "gpuwork-compare")
 
 
 # -- the offers panel -----------------------------------------------------------------------------------
+
+
+def _not_negative(control: NumberText, name: str) -> int | float:
+    """The number typed into ``control``; PlanError naming the field when it is not a number >= 0."""
+    value = control.number(name)
+    if value < 0:
+        raise PlanError(name, msg("ui.must_be_positive", what=control.description, value=repr(value)))
+    return value
 
 
 class OffersPanel(common.Panel):
@@ -189,25 +203,26 @@ class OffersPanel(common.Panel):
         self._muted = False
         default_rate = DEFAULT_PREEMPTION_RATE_PER_HOUR
         lay = {"width": "340px"}
-        self.modes = widgets.SelectMultiple(options=self._choice_options("mode_option", Mode),
-                                            value=tuple(m.value for m in Mode), rows=3, style=WIDE, layout=lay)
-        self.classes = widgets.SelectMultiple(options=self._choice_options("class_option", GpuClass),
-                                              value=tuple(c.value for c in GpuClass), rows=3, style=WIDE, layout=lay)
-        self.regions = widgets.SelectMultiple(options=self._choice_options("region_option", Region),
-                                              value=tuple(r.value for r in Region), rows=3, style=WIDE, layout=lay)
-        self.max_price = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
-        self.min_vram = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
-        self.budget = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
+        # checkboxes, not list boxes: choosing several must not need Ctrl+click
+        self.modes = CheckboxGroup(options=self._choice_options("mode_option", Mode), value=tuple(m.value for m in Mode))
+        self.classes = CheckboxGroup(options=self._choice_options("class_option", GpuClass),
+                                     value=tuple(c.value for c in GpuClass))
+        self.regions = CheckboxGroup(options=self._choice_options("region_option", Region),
+                                     value=tuple(r.value for r in Region))
+        # typed numbers are read by gpuwork.units ("1.5", "1e3"); a bad one is a message naming the field
+        self.max_price = NumberText(0, kind="number", style=WIDE, layout=lay)
+        self.min_vram = NumberText(0, kind="number", style=WIDE, layout=lay)
+        self.budget = NumberText(0, kind="number", style=WIDE, layout=lay)
         self.sort = widgets.Dropdown(options=self._sort_options(), value="cost", style=WIDE, layout=lay)
         self.include_unfit = widgets.Checkbox(value=False, style=WIDE, layout=CHECKBOX_LAYOUT)
-        self.preemption_rate = widgets.FloatText(value=default_rate, step=0.01, style=WIDE, layout=lay)
-        self.limit = widgets.IntText(value=25, style=WIDE, layout=lay)
+        self.preemption_rate = NumberText(default_rate, kind="number", style=WIDE, layout=lay)
+        self.limit = NumberText(25, kind="count", style=WIDE, layout=lay)
         self.message = widgets.HTML()
         self.table = widgets.HTML()
         self.table.add_class("gpuwork-offers-table")
         self.interruptible = widgets.HTML()
         self.record_upload = widgets.FileUpload(accept=".json", multiple=True)
-        self.record_price = widgets.FloatText(value=0.0, style=WIDE, layout=lay)
+        self.record_price = NumberText(0, kind="number", style=WIDE, layout=lay)
         self.compare = widgets.HTML()
         self.headings = {k: widgets.HTML() for k in ("h_offers", "h_interruptible", "h_compare")}
         self.scatter = LiveFigure("gpuwork-offers-scatter")
@@ -282,30 +297,29 @@ class OffersPanel(common.Panel):
                 self.request.set_plan(self.plan)
 
     def filters(self) -> dict[str, Any]:
-        """offer_results keyword arguments from the controls (0 = no limit; all selected = no filter)."""
-        def chosen(control: widgets.SelectMultiple, what: str) -> list[str] | None:
+        """offer_results keyword arguments from the controls (0 = no limit; all ticked = no filter)."""
+        def chosen(control: CheckboxGroup, what: str) -> list[str] | None:
             if not control.value:
                 raise PlanError(what, msg("ui.pick_one", what=control.description))
             return None if len(control.value) == len(control.options) else list(control.value)
 
+        numbers = {}
         for control, name in ((self.max_price, "max_price"), (self.min_vram, "min_vram_gb"), (self.budget, "budget_usd"),
                               (self.preemption_rate, "preemption_rate_per_hour")):
-            if control.value is None or control.value < 0:
-                raise PlanError(name, msg("ui.must_be_positive", what=control.description,
-                                          value=repr(control.value)))
+            numbers[name] = _not_negative(control, name)
         return {"modes": chosen(self.modes, "mode"), "classes": chosen(self.classes, "gpu_class"),
-                "regions": chosen(self.regions, "region"), "max_price": self.max_price.value or None,
-                "min_vram_gb": self.min_vram.value or None, "budget_usd": self.budget.value or None,
+                "regions": chosen(self.regions, "region"), "max_price": numbers["max_price"] or None,
+                "min_vram_gb": numbers["min_vram_gb"] or None, "budget_usd": numbers["budget_usd"] or None,
                 "sort": self.sort.value, "include_unfit": self.include_unfit.value,
-                "preemption_rate_per_hour": self.preemption_rate.value}
+                "preemption_rate_per_hour": numbers["preemption_rate_per_hour"]}
 
     def refresh(self) -> None:
         if self.plan is None or self._muted:
             return
         try:
-            if self.limit.value < 1:
-                raise PlanError("limit", msg("ui.must_be_one", what=self.limit.description,
-                                             value=str(self.limit.value)))
+            limit = self.limit.number("limit")
+            if limit < 1:
+                raise PlanError("limit", msg("ui.must_be_one", what=self.limit.description, value=str(limit)))
             with quiet():
                 results = offer_results(self.plan, **self.filters())
         except Exception as exc:  # noqa: BLE001
@@ -313,7 +327,7 @@ class OffersPanel(common.Panel):
             return
         self.results, self.error, self._stale = results, None, False
         self.message.value = ""
-        self.table.value = offers_table_html(results, self.lang, self.limit.value)
+        self.table.value = offers_table_html(results, self.lang, limit)
         self.interruptible.value = interruptible_html(results, self.lang)
         if not self.report:
             self.scatter.show(self.scatter_figure())
@@ -352,11 +366,8 @@ class OffersPanel(common.Panel):
         self._render_compare()
 
     def _render_compare(self) -> None:
-        price = self.record_price.value
         try:
-            if price is not None and price < 0:
-                raise PlanError("price", msg("ui.must_be_positive", what=self.record_price.description,
-                                             value=repr(price)))
+            price = _not_negative(self.record_price, "price")
             self.compare.value = compare_html(self.records, price or None, self.lang)
         except Exception as exc:  # noqa: BLE001
             self.compare.value = error_html(friendly(exc, self.lang))

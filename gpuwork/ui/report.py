@@ -2,15 +2,19 @@
 
 ``build_report(plan, out_dir, lang=...)`` runs ``notebooks/01_sizing``, ``02_trial`` and ``03_offers`` with
 papermill (parameters: the plan as a dict, ``report=True`` and ``lang``; kernel ``python3``), then exports each
-executed notebook with nbconvert into one HTML file that opens offline: the notebooks' report mode
-embeds plotly.js in the output (``plotly_mimetype+notebook``), the template drops require.js, MathJax
-and mermaid from the page head, and any remaining external ``<script src=...>`` (plotly adds a MathJax
-CDN tag per figure; no label here uses LaTeX) is removed. Code cells are hidden, and the notebooks' prose
-(written for interactive use: "press Run trial") is replaced by the catalog's text for a static page in the
-report's language (entries ``report.md.<notebook>.<n>``, one per markdown cell in order).
+executed notebook with nbconvert into one HTML page that opens offline. The notebooks' report mode embeds
+plotly.js in the output (``plotly_mimetype+notebook``); the report writes it once, as ``plotly.min.js`` in the
+folder, and every page and executed notebook loads that file instead of carrying its own 4.6 MB copy. The
+template drops require.js, MathJax and mermaid from the page head, and any remaining external ``<script
+src=...>`` (plotly adds a MathJax CDN tag per figure; no label here uses LaTeX) is removed. Code cells are
+hidden, library noise on stderr is removed (``gpuwork.ui.noise``), and the notebooks' prose (written for
+interactive use: "press Run trial") is replaced by the catalog's text for a static page in the report's
+language (entries ``report.md.<notebook>.<n>``, one per markdown cell in order). Every page, and the index,
+opens with the answer (``answer_html``): the cards the run fits on, the recommended offer, time and cost as a
+range over the cheapest fitting offers, and the risks.
 
-Everything is written into ``out_dir``: ``<name>.ipynb`` (executed), ``<name>.html``, ``trials/`` (the
-trial's record and checkpoint) and ``index.html``.
+Everything is written into ``out_dir``: ``<name>.ipynb`` (executed), ``<name>.html``, ``plotly.min.js``,
+``trials/`` (the trial's record and checkpoint) and ``index.html``.
 
 Example:
     >>> result = build_report(TrainPlan(model="llama-3.1-8b", method="lora"), "reports/llama-lora")
@@ -23,6 +27,7 @@ the pipeline, not the speed); each notebook starts its own kernel (a few seconds
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import sys
@@ -37,6 +42,7 @@ from gpuwork.facts.paths import notebooks_dir
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import CATALOG, LANGS, render, text
+from gpuwork.ui.noise import strip_noise
 
 NOTEBOOKS = ("01_sizing", "02_trial", "03_offers")
 KERNEL = "python3"
@@ -57,6 +63,12 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {% block jupyter_widgets %}{% endblock jupyter_widgets %}
 """
 _EXTERNAL_SCRIPT = re.compile(r"<script\b[^>]*\bsrc=[\"']?(?:https?:)?//[^>]*>\s*</script>", re.IGNORECASE)
+PLOTLY_FILE = "plotly.min.js"  # the one copy of plotly.js in a report folder
+# The inline plotly.js bundle that plotly's "notebook" renderer puts in the first figure's cell.
+_PLOTLY_BUNDLE = re.compile(r"<script>\s*/\*\*\s*\*\s*plotly\.js v[\d.]+.*?</script>", re.DOTALL)
+ANSWER_CARDS = 8  # cards named in the answer, fewest GPUs and smallest memory first; the rest are counted
+ANSWER_OFFERS = 5  # the time and cost range covers this many of the cheapest fitting offers
+TIGHT_HEADROOM = 0.10  # less free memory than this share of the usable memory is a risk worth naming
 
 
 class ReportError(GpuworkError):
@@ -139,20 +151,113 @@ def report_prose(name: str, lang: str = "en") -> list[str]:
     return out
 
 
-def export_html(notebook: Path, target: Path, lang: str = "en") -> Path:
-    """Export an executed notebook to one offline HTML file in ``lang`` (see the module docstring)."""
+def share_plotly(nb: Any, src: str = PLOTLY_FILE) -> int:
+    """Replace the inline plotly.js bundle in ``nb``'s outputs by ``<script src=src>``, in place; returns how many
+    outputs carried one (the report writes the library once, next to its pages)."""
+    replaced = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else ():
+            page = output.get("data", {}).get("text/html")
+            if isinstance(page, str) and _PLOTLY_BUNDLE.search(page):
+                output["data"]["text/html"] = _PLOTLY_BUNDLE.sub(f'<script src="{src}"></script>', page, count=1)
+                replaced += 1
+    return replaced
+
+
+def write_plotly(out_dir: Path) -> Path:
+    """plotly.js (the version the figures were made with) as one file in the report folder."""
+    from plotly.offline import get_plotlyjs
+
+    path = out_dir / PLOTLY_FILE
+    path.write_text(get_plotlyjs(), encoding="utf-8")
+    return path
+
+
+def _answer_cell(answer: str) -> Any:
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell("# the answer (gpuwork.ui.report.answer_html)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": answer, "text/plain": ""})]
+    return cell
+
+
+def export_html(notebook: Path, target: Path, lang: str = "en", *, answer: str | None = None) -> Path:
+    """Export an executed notebook to one offline HTML file in ``lang`` (see the module docstring).
+
+    ``answer``: HTML shown right after the page's title (``answer_html``). The executed notebook itself is
+    rewritten without library noise and with plotly.js loaded from the folder's ``plotly.min.js``.
+    """
     import nbformat
 
     nb = nbformat.read(notebook, as_version=4)
     nb.metadata.pop("widgets", None)
+    strip_noise(nb)
+    if share_plotly(nb):
+        nbformat.write(nb, notebook)
     prose = iter(report_prose(notebook.stem, lang))
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = next(prose, cell.source)  # a cell the catalog lacks keeps its text (tests catch it)
+    if answer:
+        first = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown"), -1)
+        nb.cells.insert(first + 1, _answer_cell(answer))
     body, _resources = _exporter().from_notebook_node(nb, resources={"metadata": {"name": notebook.stem}})
     body = _EXTERNAL_SCRIPT.sub("", body)
     target.write_text(body, encoding="utf-8")
     return target
+
+
+def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | None = None) -> str:
+    """The answer a report opens with: which cards the run fits on (fewest GPUs each), the recommended offer
+    (the cheapest expected cost that fits), time and cost over the ANSWER_OFFERS cheapest fitting offers, and
+    the risks. ``offers``: OfferResults ranked by cost (default: the bundled catalog evaluated for ``plan``)."""
+    from gpuwork.sizing import evaluate_offers
+    from gpuwork.units import GB
+
+    results = list(evaluate_offers(plan, sort="cost")) if offers is None else list(offers)
+    fitting = [r for r in results if r.fits and r.expected_total_s is not None and r.expected_cost_usd is not None]
+    say = functools.partial(render, lang=lang)
+    items: list[str] = []
+    if not fitting:
+        items.append(say(msg("report.answer.fits_none")))
+    else:
+        cards: dict[str, Any] = {}
+        for r in fitting:  # the fewest GPUs each card needs
+            seen = cards.get(r.offer.gpu_id)
+            if seen is None or r.fit.plan.gpus < seen.fit.plan.gpus:
+                cards[r.offer.gpu_id] = r
+        ordered = sorted(cards.values(), key=lambda r: (r.fit.plan.gpus, r.offer.gpu.memory_bytes))
+        named = [msg("report.answer.card", gpus=r.fit.plan.gpus, gpu=r.offer.gpu.display_name,
+                     card_gb=round(r.offer.gpu.memory_bytes / GB)) for r in ordered[:ANSWER_CARDS]]
+        if len(ordered) > ANSWER_CARDS:
+            named.append(msg("report.answer.more", n=len(ordered) - ANSWER_CARDS))
+        items.append(say(msg("report.answer.fits", cards=tuple(named))))
+        best = fitting[0]
+        items.append(say(msg("report.answer.recommended", offer=best.offer.offer_id, provider=best.offer.provider,
+                             gpus=best.fit.plan.gpus, gpu=best.offer.gpu.display_name, mode=best.offer.mode.value,
+                             price_usd=best.offer.price_per_gpu_hour, total_s=best.expected_total_s,
+                             cost_usd=best.expected_cost_usd)))
+        top = fitting[:ANSWER_OFFERS]
+        times = [r.expected_total_s for r in top]
+        costs = [r.expected_cost_usd for r in top]
+        items.append(say(msg("report.answer.range", n=len(top), low_s=min(times), high_s=max(times),
+                             low_usd=min(costs), high_usd=max(costs))))
+    risks = [msg("report.answer.risk_estimate")]
+    if fitting:
+        best = fitting[0]
+        if best.fit.headroom_bytes < TIGHT_HEADROOM * best.fit.usable_bytes:
+            risks.append(msg("report.answer.risk_headroom", need_bytes=best.fit.device_total_bytes,
+                             usable_bytes=best.fit.usable_bytes))
+        if best.expected_preemptions:
+            risks.append(msg("report.answer.risk_preemptions", preemptions=best.expected_preemptions))
+        if best.fit.changes:
+            risks.append(msg("report.answer.risk_changes", changes=best.fit.changes))
+    risk_items = "".join(f"<li>{html.escape(say(r))}</li>" for r in risks)
+    body = "".join(f'<p style="margin:2px 0">{html.escape(line)}</p>' for line in items)
+    return (f'<div class="gpuwork-answer" style="border-left:4px solid #4c78a8;padding:4px 12px;margin:8px 0">'
+            f"<h2 style=\"margin:4px 0\">{html.escape(text('report.answer.title', lang))}</h2>{body}"
+            f"<p style=\"margin:6px 0 0 0\">{html.escape(text('report.answer.risks', lang))}</p>"
+            f'<ul style="margin:2px 0">{risk_items}</ul></div>')
 
 
 def _one_line(text: Any) -> str:
@@ -182,7 +287,7 @@ def execute(name: str, params: Mapping[str, Any], out_dir: Path, *, progress: bo
     return target
 
 
-def _index_html(plan: TrainPlan, pages: Sequence[Path], lang: str = "en") -> str:
+def _index_html(plan: TrainPlan, pages: Sequence[Path], lang: str = "en", answer: str = "") -> str:
     def title(stem: str) -> str:
         return text(f"report.page.{stem}", lang) if f"report.page.{stem}" in CATALOG else stem
 
@@ -192,7 +297,7 @@ def _index_html(plan: TrainPlan, pages: Sequence[Path], lang: str = "en") -> str
                    gpus=plan.gpus, sharding=plan.sharding)
     heading = html.escape(text("report.title", lang))
     return (f"<!DOCTYPE html><html lang='{lang}'><head><meta charset='utf-8'><title>{heading}</title></head><body>"
-            f"<h1>{heading}</h1><p>{html.escape(caption)}</p><ul>{items}</ul></body></html>")
+            f"<h1>{heading}</h1><p>{html.escape(caption)}</p>{answer}<ul>{items}</ul></body></html>")
 
 
 def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, notebooks: Sequence[str] = NOTEBOOKS,
@@ -228,16 +333,21 @@ def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, no
     out.mkdir(parents=True, exist_ok=True)
     executed: list[Path] = []
     pages: list[Path] = []
+    try:
+        answer = answer_html(plan, lang)
+    except GpuworkError as exc:  # the pages still say what failed, cell by cell
+        answer = f'<div class="gpuwork-answer">{html.escape(exc.text(lang))}</div>'
+    write_plotly(out)
     for i, name in enumerate(notebooks, 1):
         records = sorted(str(p) for p in (out / "trials").glob("*.json")) if (out / "trials").is_dir() else []
         params = parameters_for(name, plan, out, steps=steps, cuda=cuda, records=records, lang=lang)
         say(text("report.progress", lang, i=i, n=len(notebooks), name=name))
         executed.append(execute(name, params, out, progress=progress, timeout_s=timeout_s))
-        pages.append(export_html(executed[-1], out / f"{name}.html", lang))
+        pages.append(export_html(executed[-1], out / f"{name}.html", lang, answer=answer))
     index = out / "index.html"
-    index.write_text(_index_html(plan, pages, lang), encoding="utf-8")
+    index.write_text(_index_html(plan, pages, lang, answer), encoding="utf-8")
     return ReportResult(out, tuple(pages), tuple(executed), index, time.monotonic() - started)
 
 
-__all__ = ["NOTEBOOKS", "ReportError", "ReportResult", "build_report", "export_html", "notebooks_dir",
-           "parameters_for", "report_prose", "trial_plan"]
+__all__ = ["NOTEBOOKS", "PLOTLY_FILE", "ReportError", "ReportResult", "answer_html", "build_report", "export_html",
+           "notebooks_dir", "parameters_for", "report_prose", "share_plotly", "trial_plan", "write_plotly"]

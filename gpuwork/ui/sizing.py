@@ -47,6 +47,7 @@ from gpuwork.present import charts
 from gpuwork.present.messages import render, render_all, text, time_kind_code
 from gpuwork.sizing import estimate_disk, estimate_memory, match_profile, scaling
 from gpuwork.ui import common
+from gpuwork.ui.choices import CheckboxGroup
 from gpuwork.ui.common import (
     CHECKBOX_LAYOUT,
     LANGS,
@@ -69,7 +70,8 @@ from gpuwork.ui.common import (
     table_html,
     ui,
 )
-from gpuwork.units import fmt_number, fmt_seconds, fmt_size, unit
+from gpuwork.ui.share import plan_from_query, plan_query, share_html
+from gpuwork.units import GB, fmt_number, fmt_seconds, fmt_size, unit
 
 _log = logging.getLogger(__name__)
 
@@ -122,11 +124,13 @@ def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_config(content: bytes, name: str = "config.json") -> dict[str, Any]:
-    """The dict in an uploaded config.json; ModelError when it is not a Hugging Face config."""
+    """The dict in an uploaded config.json: its bytes (at most common.UPLOAD_LIMIT_BYTES), never a path to
+    open; ModelError when it is not a Hugging Face config."""
+    content = common.upload_content({"name": name, "content": content}, "config")
     try:
-        data = json.loads(bytes(content).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(msg("error.ui.upload_json", name=name, reason=str(exc))) from None
+        data = json.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ModelError(msg("error.ui.upload_json", name=name, reason=one_line(exc)[:120])) from None
     if not isinstance(data, dict) or "model_type" not in data:
         raise ModelError(msg("error.model.not_hf_config", path=name))
     return data
@@ -226,7 +230,17 @@ def size_plan(plan: TrainPlan, *, axis: str = "seq_len") -> SizingResult:
     return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes), curve)
 
 
-def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_label: str | None = None) -> str:
+def memory_units_html(gpu: GpuSpec, lang: str = "en") -> str:
+    """One card's memory the three ways people meet it (as sold in GB, nvidia-smi's GiB total, the GiB a plan
+    may use) and why they differ: 80 GB, 79.6 GiB total, 75.7 GiB usable for an H100 SXM."""
+    from gpuwork.estimate.offers import DEFAULT_SAFETY_MARGIN, usable_memory_bytes
+
+    return ui("memory_units", lang, gpu=html.escape(gpu.display_name), card_gb=round(gpu.memory_bytes / GB),
+              total_bytes=gpu.memory_total_bytes, usable_bytes=usable_memory_bytes(gpu), margin=DEFAULT_SAFETY_MARGIN)
+
+
+def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_label: str | None = None,
+                gpu: GpuSpec | None = None) -> str:
     """The three totals with what each one counts, the peak's phase, warnings and offloaded RAM."""
     rows = []
     for attr in charts.TOTALS:
@@ -240,7 +254,7 @@ def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_la
     warn = "".join(note_html("⚠ " + html.escape(one_line(render(w, lang))), NOTE_COLOR, "gpuwork-warning")
                    for w in est.warnings)
     return (f'<div class="gpuwork-summary"><p style="margin:2px 0">{html.escape(plan_caption(plan, model_label, lang))}'
-            f"</p>{table}<p style='margin:2px 0;color:{MUTED}'>{' '.join(notes)} {ui('gib_note', lang)}</p>"
+            f"</p>{table}<p style='margin:2px 0;color:{MUTED}'>{' '.join(notes)} {memory_units_html(gpu, lang) if gpu else ui('gib_note', lang)}</p>"
             f"{warn}</div>")
 
 
@@ -436,8 +450,8 @@ class SizingForm(common.Panel):
         for g in gpus:
             with contextlib.suppress(CatalogError):
                 ids.append(get_gpu(g, self._catalog).gpu_id)
-        self.gpu_select = widgets.SelectMultiple(options=self._gpu_options(), value=tuple(ids), rows=7, style=WIDE,
-                                                 layout={"width": "380px"})
+        # a checkbox per card: choosing several needs no Ctrl+click
+        self.gpu_select = CheckboxGroup(options=self._gpu_options(), value=tuple(ids), layout={"width": "100%"})
         self.axis = widgets.ToggleButtons(options=self._axis_options(), value="seq_len",
                                           style={"description_width": "initial", "button_width": "170px"})
         self.verify_button = widgets.Button(icon="search", layout={"width": "300px"})
@@ -448,6 +462,8 @@ class SizingForm(common.Panel):
         self.totals = widgets.HTML()
         self.totals.add_class("gpuwork-result")
         self.details = widgets.HTML()
+        self.share = widgets.HTML()  # a link and a plan file that reproduce this plan (gpuwork.ui.share)
+        self.share.add_class("gpuwork-share-box")
         self.headings = {key: widgets.HTML() for key in ("h_model", "h_training", "h_gpus", "h_totals", "h_verify")}
         for name, control in {**c, **{f"manual-{k}": v for k, v in self.manual.items()}}.items():
             control.add_class(f"gpuwork-{name.replace('_', '-')}")  # stable hooks for browser tests
@@ -532,6 +548,22 @@ class SizingForm(common.Panel):
             return self.store.path_for(manual_config({k: w.number(k) for k, w in self.manual.items()}))
         return str(self.controls["model"].value)
 
+    def query(self) -> str:
+        """The URL query that reproduces the current plan ("" while the input is invalid)."""
+        return plan_query(self.plan) if self.plan is not None else ""
+
+    @classmethod
+    def from_query(cls, query: str | Mapping[str, Any], **kwargs: Any) -> SizingForm:
+        """A form for the plan a URL query describes (``plan_query``); a bad value shows the validation
+        layer's message in the form, which starts from the default plan."""
+        try:
+            plan = plan_from_query(query)
+        except GpuworkError as exc:
+            form = cls(None, **kwargs)
+            form._show_error(friendly(exc, form.lang))
+            return form
+        return cls(plan, **kwargs)
+
     def values(self) -> dict[str, Any]:
         """The TrainPlan fields the form sets (model resolved by ``model_ref``)."""
         out = {name: control.number(name) if isinstance(control, NumberText) else control.value
@@ -553,12 +585,13 @@ class SizingForm(common.Panel):
         if not files:
             return
         item = files[0]
+        name = common.upload_name(item, "config.json")  # a browser's name, shown: no folders, bounded
         try:
-            config = parse_config(item["content"], item.get("name", "config.json"))
+            config = parse_config(item.get("content"), name)
         except GpuworkError as exc:
             self._show_error(friendly(exc, self.lang))
             return
-        self._uploaded = (item.get("name", "config.json"), config)
+        self._uploaded = (name, config)
         self.upload_name.value = note_html(html.escape(self._uploaded[0]))
         if self.model_source.value != "upload":
             self.model_source.value = "upload"  # refreshes
@@ -607,7 +640,10 @@ class SizingForm(common.Panel):
     def _render(self) -> None:
         assert self.result is not None and self.plan is not None
         self.message.value = ""
-        self.totals.value = totals_html(self.plan, self.result.memory, self.lang, self.model_label())
+        cards = self.candidate_gpus()
+        self.totals.value = totals_html(self.plan, self.result.memory, self.lang, self.model_label(),
+                                        gpu=cards[0] if cards else None)
+        self.share.value = share_html(self.plan, self.lang, local_model=self.model_source.value != "preset")
         self.details.value = details_html(self.result, self.lang)
         if not self.report:  # a live chart keeps its template: updates skip resolving it again
             self.breakdown.show(self.breakdown_figure(None if self.breakdown.widget else charts.TEMPLATE))
@@ -681,7 +717,7 @@ class SizingForm(common.Panel):
                                  c["attention"], c["stack"], c["lora_r"], c["lora_targets"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], c["epochs"],
                              self.gpu_select])
-        box = widgets.VBox([model, training, gpus], layout={"min_width": "400px"})
+        box = widgets.VBox([model, training, gpus, self.share], layout={"min_width": "400px"})
         box.add_class("gpuwork-controls")
         return box
 
@@ -719,6 +755,7 @@ class SizingForm(common.Panel):
                 "breakdown": lambda: self.breakdown.box,
                 "whatif": lambda: widgets.VBox([self.axis, self.whatif.box]),
                 "details": lambda: self.details,
+                "share": lambda: self.share,
                 "verify": lambda: widgets.VBox([self.verify_button, self.verify_out])}
 
     def static_parts(self) -> dict[str, Callable[[], list[Any]]]:

@@ -20,7 +20,8 @@
 # time, tokens/s, peak memory, data wait), then a checkpoint saved, restored into a fresh model, verified
 # and resumed. By default a tiny Llama on this machine's CPU (seconds): on a GPU box, put your real plan in
 # the `plan` cell. The record (JSON) is written to `out_dir`; compare records in 03 · Offers.
-# `ramp = True` also finds the largest micro-batch and sequence length that fit.
+# `ramp = True` also finds the largest micro-batch and sequence length that fit. The trial runs in the
+# background; `wait = True` makes its cell wait for the end (headless runs: papermill, nbconvert).
 
 # %% tags=["parameters"]
 plan = {"model": "tiny-llama", "method": "lora", "precision": "fp32", "seq_len": 128, "batch_size": 4}
@@ -29,6 +30,7 @@ warmup = 1
 ramp = False
 out_dir = "trials"
 note = None
+wait = False
 lang = "en"
 report = False
 
@@ -42,14 +44,17 @@ trial = TrialPanel(plan, steps=steps, warmup=warmup, ramp=ramp, out_dir=out_dir,
 
 # %% [markdown]
 # ## The trial
-# The curves update after every step; *Stop* (checked between steps) works when the trial was started
-# with the *Run trial* button.
+# The curves update after every step. The trial runs in the background, so the kernel stays free and
+# *Stop* (checked between steps) works at any time, also during Run All; the cells below fill in when it
+# ends, and *Run trial* starts it again.
 
 # %%
 trial.show("controls")
 
 # %%
-record = trial.run()
+running = trial.start()  # a background thread: a click on Stop reaches the kernel between steps
+if wait or report:
+    running.join()
 trial.show("curves")
 
 # %% [markdown]

@@ -1,0 +1,129 @@
+"""Command line: ``gpuwork advise | fit`` — what to change so the run fits or costs less, and the fit matrix.
+
+    gpuwork advise --model mistral-7b --method qlora --mode on-demand --lang ru
+    gpuwork fit --model mistral-7b --method qlora --grad-checkpointing --json
+
+Both verbs print catalog messages in ``--lang en|ru``; ``--json`` keeps codes and numbers. The time the
+computation took is printed (and is in the JSON as ``elapsed_ms``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from gpuwork.cli.args import plan_arguments
+from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan
+from gpuwork.message import msg
+from gpuwork.present.messages import render, text
+from gpuwork.units import MISSING, fmt_duration, fmt_number, fmt_usd
+
+GIB = 2**30
+
+
+def _lang(args: argparse.Namespace) -> str:
+    return getattr(args, "lang", None) or "en"
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: v for k, v in (("mode", args.mode), ("region", args.region)) if v}
+
+
+def _cmd_advise(args: argparse.Namespace) -> int:
+    from gpuwork.sizing import advise
+
+    plan = full_plan(args)
+    lang = _lang(args)
+    start = time.perf_counter()
+    advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
+    elapsed_ms = (time.perf_counter() - start) * 1000
+    if args.json:
+        print(json.dumps({**advice.as_dict(), "elapsed_ms": elapsed_ms,
+                          "rendered": {"status": render(advice.status, lang),
+                                       "suggestions": [render(s.summary, lang) for s in advice.suggestions]}},
+                         indent=2, ensure_ascii=False))
+        return 0
+    print(render(advice.status, lang))
+    if not advice.suggestions:
+        print(text("advice.none", lang))
+        return 0
+    print(text("cli.advise.header", lang, tried=advice.tried, elapsed_ms=elapsed_ms))
+    for rank, s in enumerate(advice.suggestions, start=1):
+        print(text("cli.advise.item", lang, rank=rank, summary=s.summary))
+        if s.combines_with:
+            print("   " + text("advice.combines", lang, keys=", ".join(s.combines_with)))
+    return 0
+
+
+def _cell_line(c: Any, lang: str, widths: tuple[int, ...]) -> str:
+    memory = f"{fmt_number(c.device_total_bytes / GIB, lang, 1)} / {fmt_number(c.usable_bytes / GIB, lang, 1)}"
+    if not c.fits:
+        tail = [text("cli.fit.no", lang), "", "", "", ""]
+    else:
+        cost = fmt_usd(c.cost_usd, lang) if c.cost_usd is not None else MISSING
+        if c.price_source == "typical":
+            cost += f" ({text('cli.fit.typical', lang)})"
+        tail = [fmt_number(c.headroom_bytes / GIB, lang, 1),
+                f"{c.max_batch_size}{'+' if c.max_batch_capped else ''}",
+                f"{c.max_seq_len}{'+' if c.max_seq_capped else ''}",
+                fmt_duration(c.total_s, lang) if c.total_s is not None else MISSING, cost]
+    cols = [c.gpu_name, str(c.gpus), c.plan.sharding.value, memory, *tail]
+    return "  ".join(v.ljust(w) for v, w in zip(cols, widths, strict=True)).rstrip()
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    from gpuwork.sizing import fit_matrix
+
+    plan = full_plan(args)
+    lang = _lang(args)
+    start = time.perf_counter()
+    matrix = fit_matrix(plan, time_options=_time_options(args), gpu_ids=args.gpu or None)
+    elapsed_ms = (time.perf_counter() - start) * 1000
+    if args.json:
+        print(json.dumps({**matrix.as_dict(), "elapsed_ms": elapsed_ms}, indent=2, ensure_ascii=False))
+        return 0
+    print(text("cli.fit.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
+               batch=plan.batch_size, cells=len(matrix.cells), elapsed_ms=elapsed_ms))
+    rows = [gpu for gpu in matrix.gpu_ids if args.all or any(c.fits for c in matrix.cells if c.gpu_id == gpu)]
+    widths = (26, 2, 12, 15, 14, 10, 14, 14, 12)
+    header = [text(f"cli.fit.col.{k}", lang) for k in ("gpu", "gpus", "sharding", "memory", "headroom", "batch",
+                                                        "seq", "time", "cost")]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+    for gpu in rows:
+        for c in matrix.cells:
+            if c.gpu_id == gpu:
+                print(_cell_line(c, lang, widths))
+    best = matrix.cheapest()
+    if best is not None:
+        print(render(msg("cli.fit.cheapest", gpus=best.gpus, gpu=best.gpu_name, run_s=best.total_s,
+                         cost_usd=best.cost_usd), lang))
+    return 0
+
+
+def register(subparsers: Any, lang: str = "en") -> None:
+    """Add `advise` and `fit` to a gpuwork subparsers object, their help in ``lang``."""
+    p = subparsers.add_parser("advise", help=text("cli.help.advise.summary", lang))
+    plan_arguments(p, lang)
+    _data_arguments(p, lang)
+    _time_arguments(p, lang)
+    p.add_argument("--mode", action="append", help=text("cli.help.offers.mode", lang))
+    p.add_argument("--region", action="append", help=text("cli.help.offers.region", lang))
+    p.add_argument("--limit", type=int, default=5, metavar="N", help=text("cli.help.advise.limit", lang))
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.advice", lang))
+    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
+    p.set_defaults(func=_cmd_advise)
+
+    p = subparsers.add_parser("fit", help=text("cli.help.fit.summary", lang))
+    plan_arguments(p, lang)
+    _data_arguments(p, lang)
+    _time_arguments(p, lang)
+    p.add_argument("--gpu", action="append", help=text("cli.help.fit.gpu", lang))
+    p.add_argument("--all", action="store_true", help=text("cli.help.fit.all", lang))
+    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
+    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
+    p.set_defaults(func=_cmd_fit)
+
+
+__all__ = ["register"]
