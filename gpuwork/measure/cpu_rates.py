@@ -58,6 +58,7 @@ from gpuwork.facts.catalog import GpuClass, GpuSpec, Link
 from gpuwork.facts.model import spec_for_plan
 from gpuwork.facts.rates import DeviceRates, Rates, load_rates
 from gpuwork.facts.spec import ModelSpec
+from gpuwork.measure.trial import cpu_model
 from gpuwork.plan import Attention, Precision, Stack, TrainPlan
 
 Clock = Callable[[], float]
@@ -355,7 +356,7 @@ def cpu_rates_from(*, threads: int, gemm: tuple[GemmRate, ...], matmul_flops_s: 
                          mem_bw_bytes_s=copy_bytes_s, sm_count=max(1, threads), basis=basis, synchronous=True,
                          host_us_per_kernel=dispatch.per_kernel_us)
     gpu = GpuSpec(
-        gpu_id="cpu", display_name=f"CPU ({_cpu_name()}, {threads} thread{'s' if threads != 1 else ''})",
+        gpu_id="cpu", display_name=f"CPU ({cpu_model()}, {threads} thread{'s' if threads != 1 else ''})",
         vendor=_cpu_vendor(), architecture=_machine(), gpu_class=GpuClass.SERVER, form_factor="host CPU",
         memory_bytes=_host_memory_bytes(), mem_bw_bytes_s=copy_bytes_s, bf16_dense_flops=matmul_flops_s,
         fp16_dense_flops=matmul_flops_s, fp8_dense_flops=None, fp32_flops=matmul_flops_s, link=Link.PCIE,
@@ -371,21 +372,8 @@ def cpu_rates_from(*, threads: int, gemm: tuple[GemmRate, ...], matmul_flops_s: 
 
 
 
-def _cpu_name() -> str:
-    import platform
-    from pathlib import Path
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _cpu_vendor() -> str:
-    name = _cpu_name().lower()
+    name = cpu_model().lower()
     return "Intel" if "intel" in name else "AMD" if "amd" in name else "CPU"
 
 

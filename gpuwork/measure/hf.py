@@ -761,28 +761,12 @@ class _World:
                             wrapping=f"{type(rec.model).__name__} (the caller's)", reshard_after_forward=None,
                             launcher=os.environ.get("GPUWORK_LAUNCHER", "torchrun / accelerate launch"))
         merged = merge_ranks(records, ranks, info)
-        # what merge_ranks does not carry: per step the ranks' padding (summed, as tokens are) and the highest
-        # device total; the record-level fields of the callback, with each rank's evaluation passes
-        count = len(merged.steps)
-        steps = tuple(dataclasses.replace(
-            m, padding_tokens=_sum_or_none(r.steps[i].padding_tokens for r in records),
-            device_total_bytes=_max_or_none(r.steps[i].device_total_bytes for r in records))
-            for i, m in zip(range(count), merged.steps, strict=True))
+        # what merge_ranks does not carry: the callback's record-level fields, with each rank's evaluation passes
         evaluation = {**(record.evaluation or {}),
                       "ranks": [{"rank": i, **(r.evaluation or {})} for i, r in enumerate(records)]}
-        return dataclasses.replace(merged, steps=steps, checkpoint=records[0].checkpoint, source=record.source,
+        return dataclasses.replace(merged, checkpoint=records[0].checkpoint, source=record.source,
                                    evaluation=evaluation, inferred=record.inferred, stability=record.stability,
                                    saves=record.saves)
-
-
-def _sum_or_none(values: Iterable[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def _max_or_none(values: Iterable[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
 
 
 def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:

@@ -1251,7 +1251,8 @@ def _version(module: str) -> str | None:
         return None
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform says."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -1289,7 +1290,7 @@ def environment(device: Any) -> TrialEnvironment:
     import torch
 
     ram = int(psutil.virtual_memory().total)
-    cpu = _cpu_model()
+    cpu = cpu_model()
     common = dict(
         python=platform.python_version(), platform=platform.platform(), torch=torch.__version__,
         transformers=_version("transformers"), peft=_version("peft"), bitsandbytes=_version("bitsandbytes"),
