@@ -273,3 +273,65 @@ def test_a_reserved_offer_bills_whole_periods_in_the_trial_and_in_offers(cpu_rec
     assert result.fits and result.billed_gpus == 1
     assert 990 < result.time.total_s / 3600 < 1010  # a 1,000-hour run
     assert result.billed_cost_usd == pytest.approx(1440 * offer.price_per_gpu_hour)
+
+
+# -- the estimate beside what a record measured (gpuwork compare) ------------------------------------------------
+
+
+def _with_device_totals(record, device_bytes):
+    """The record with each measured step's device total (what nvidia-smi shows) set."""
+    steps = tuple(s if s.is_warmup else dataclasses.replace(s, device_total_bytes=device_bytes) for s in record.steps)
+    return dataclasses.replace(record, steps=steps)
+
+
+def test_beside_on_cpu_says_there_is_no_gpu_estimate(cpu_record):
+    from gpuwork.measure.calibration import beside
+
+    b = beside(cpu_record)
+    assert b["device_kind"] == "cpu" and b["memory"] is None and b["step_time"] is None and b["tokens_per_s"] is None
+    assert [n.code for n in b["notes"]] == ["compare.cpu_no_estimate", "calibration.precision_differs"]
+    assert "no GPU estimate to compare" in render(b["notes"][0])
+    assert "оценки для GPU нет" in render(b["notes"][0], "ru")
+
+
+def test_beside_on_an_h100_gives_each_total_step_and_speed_with_its_error(cpu_record):
+    from gpuwork.measure.calibration import beside
+    from gpuwork.sizing import estimate_time
+
+    record = _with_device_totals(as_gpu(cpu_record, median_s=0.5, allocated=3 * 2**30, reserved=4 * 2**30),
+                                 5 * 2**30)
+    b = beside(record)
+    plan = TrainPlan.from_dict(calibrate(record).plan)
+    est, te = estimate_memory(plan), estimate_time(plan, "h100_sxm")
+    assert b["gpu_id"] == "h100_sxm" and b["stack"] == "hf-trainer"
+    m = b["memory"]
+    assert m["allocated"] == {"measured_bytes": 3 * 2**30, "estimated_bytes": est.peak_allocated_bytes,
+                              "error": pytest.approx(3 * 2**30 / est.peak_allocated_bytes - 1)}
+    assert m["reserved"]["error"] == pytest.approx(4 * 2**30 / est.peak_reserved_bytes - 1)
+    assert m["device"] == {"measured_bytes": 5 * 2**30, "estimated_bytes": est.device_total_bytes,
+                           "error": pytest.approx(5 * 2**30 / est.device_total_bytes - 1)}
+    assert b["step_time"]["measured_s"] == 0.5 and b["step_time"]["estimated_s"] == pytest.approx(te.step_time_s)
+    assert b["step_time"]["error"] == pytest.approx(0.5 / te.step_time_s - 1)
+    tokens = record.summary.tokens_per_step / 0.5
+    assert b["tokens_per_s"]["measured"] == pytest.approx(tokens)
+    assert b["tokens_per_s"]["error"] == pytest.approx(tokens / te.tokens_per_s - 1)
+    # a record without device totals compares the two allocator totals only
+    assert beside(as_gpu(cpu_record))["memory"]["device"] is None
+
+
+def test_time_calibration_applies_to_the_same_stack_only(cpu_record, tmp_path):
+    path = tmp_path / "calibration.json"
+    cal = calibrate(as_gpu(cpu_record))
+    assert cal.time.stack == "hf-trainer"
+    save_calibration(cal, path)
+    device = load_calibration(H100, path)
+    plan = TrainPlan.from_dict(cal.plan)
+    assert device.time_calibration(plan) == cal.time_calibration()
+    assert device.time_calibration(plan.replace(stack="unsloth")) is None  # measured under another stack
+    # an entry saved before stacks were kept takes its plan's stack
+    data = json.loads(path.read_text())
+    del data["devices"][H100]["entries"][0]["time"]["stack"]
+    data["devices"][H100]["entries"][0]["plan"]["stack"] = "unsloth"
+    path.write_text(json.dumps(data))
+    old = load_calibration(H100, path)
+    assert old.time_calibration(plan) is None and old.time_calibration(plan.replace(stack="unsloth")) is not None

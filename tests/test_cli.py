@@ -270,7 +270,7 @@ HELP = {
                            "--checkpoint-every", "--until-stable", "--tolerance", "--max-steps"},
               ["the trial:", "exit status:", "3  it does not fit", "examples:", "warm-up, measured steps",
                "gpuwork compare trials/*.json --price-per-hour 2.5"]),
-    "compare": ({"--price-per-hour", "--json", "--lang"}, ["RECORD.json", "trial records written by `gpuwork trial"]),
+    "compare": ({"--price-per-hour", "--json", "--lang", "--save-calibration"}, ["RECORD.json", "trial records written by `gpuwork trial"]),
     "report": ({"--plan", "--out", "--notebooks", "--steps", "--timeout", "--progress", "--no-progress", "--lang"},
                ["seconds allowed per cell (default 900)", "language of the pages and messages (en or ru)"]),
     "app": ({"--port", "--host"}, ["Stop it with Ctrl+C.", "TCP port (default 8866)",

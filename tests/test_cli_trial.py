@@ -77,9 +77,9 @@ def russian_out(tmp_path_factory):
 
 
 def _device_words() -> set[str]:
-    from gpuwork.measure.trial import _cpu_model
+    from gpuwork.measure.trial import cpu_model
 
-    return set(_cpu_model().replace("(", " ").replace(")", " ").split())
+    return set(cpu_model().replace("(", " ").replace(")", " ").split())
 
 
 @pytest.mark.slow
@@ -294,3 +294,74 @@ def test_until_stable_flags_are_checked_in_one_line(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("gpuwork: error: ") for line in err)
     assert "drop --ramp" in err[0] and "tolerance 3.0" in err[1] and "max_steps 4" in err[2]
+
+
+# -- compare: the estimate for each record's plan beside what it measured ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def compare_records(tmp_path_factory):
+    """A real CPU record and the same record recast as measured on an H100 (see test_calibration.as_gpu)."""
+    import dataclasses
+
+    from test_calibration import as_gpu
+
+    from gpuwork.measure.trial import run_trial
+    from gpuwork.plan import TrainPlan
+
+    out = tmp_path_factory.mktemp("compare")
+    plan = TrainPlan(model="tiny-llama", method="lora", precision="bf16-mixed", seq_len=64, batch_size=2, lora_r=8)
+    cpu = run_trial(plan, steps=2, warmup=1)
+    gpu = as_gpu(cpu, median_s=0.5, allocated=3 * 2**30, reserved=4 * 2**30)
+    gpu = dataclasses.replace(gpu, steps=tuple(s if s.is_warmup else dataclasses.replace(s, device_total_bytes=5 * 2**30)
+                                               for s in gpu.steps))
+    cpu.to_json(out / "cpu.json")
+    gpu.to_json(out / "h100.json")
+    return cpu, gpu, out
+
+
+def test_compare_puts_the_estimate_beside_a_cpu_and_an_h100_record(compare_records, capsys):
+    from gpuwork.measure.calibration import calibrate
+    from gpuwork.plan import TrainPlan
+    from gpuwork.sizing import estimate_memory, estimate_time
+
+    cpu, gpu, out = compare_records
+    assert main(["compare", str(out / "cpu.json"), str(out / "h100.json"), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["estimate"]["memory"] is None and rows[0]["estimate"]["step_time"] is None
+    assert rows[0]["estimate"]["notes"][0]["code"] == "compare.cpu_no_estimate"
+    plan = TrainPlan.from_dict(calibrate(gpu).plan)
+    est, te = estimate_memory(plan), estimate_time(plan, "h100_sxm")
+    e = rows[1]["estimate"]
+    assert e["gpu_id"] == "h100_sxm" and e["stack"] == "hf-trainer"
+    assert e["memory"]["allocated"]["estimated_bytes"] == est.peak_allocated_bytes
+    assert e["memory"]["reserved"]["error"] == pytest.approx(4 * 2**30 / est.peak_reserved_bytes - 1)
+    assert e["memory"]["device"]["measured_bytes"] == 5 * 2**30
+    assert e["memory"]["device"]["error"] == pytest.approx(5 * 2**30 / est.device_total_bytes - 1)
+    assert e["step_time"]["error"] == pytest.approx(0.5 / te.step_time_s - 1)
+    assert e["tokens_per_s"]["estimated"] == pytest.approx(te.tokens_per_s)
+    assert rows[1]["calibration"]["time"]["stack"] == "hf-trainer" and "calibration_file" not in rows[1]
+
+    assert main(["compare", str(out / "cpu.json"), str(out / "h100.json")]) == 0
+    text = capsys.readouterr().out
+    lines = {line.split("  ")[0]: line for line in text.splitlines()}
+    error_pct = (0.5 / te.step_time_s - 1) * 100
+    assert f"(+{error_pct:,.1f}%)" in lines["step time (median): measured / estimated (error)"]
+    assert "hf-trainer / h100_sxm" in lines["estimate for: stack / GPU"]
+    assert "column 1: CPU trial: there is no GPU estimate to compare" in text
+
+
+def test_compare_saves_each_gpu_records_calibration_and_nothing_for_a_cpu(compare_records, tmp_path, monkeypatch,
+                                                                          capsys):
+    from gpuwork.measure.calibration import load_calibration
+
+    _, gpu, out = compare_records
+    path = tmp_path / "calibration.json"
+    monkeypatch.setenv("GPUWORK_CALIBRATION", str(path))
+    assert main(["compare", str(out / "cpu.json"), str(out / "h100.json"), "--save-calibration", "--lang", "ru"]) == 0
+    text = capsys.readouterr().out
+    assert "столбец 1: калибровка: сохранять нечего" in text and f"столбец 2: калибровка сохранена в {path}" in text
+    assert "оценка для: стек / GPU" in text and "сравнивать не с чем" in text
+    device = load_calibration(gpu.environment.device_name, path)
+    assert len(device.entries) == 1 and device.entries[0].time.stack == "hf-trainer"
+    assert device.entries[0].memory.measured_device_bytes == 5 * 2**30

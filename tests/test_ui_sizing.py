@@ -281,3 +281,105 @@ def test_the_form_names_the_stack_and_shows_where_the_step_goes():
     # each part shows its seconds: the largest part's value is in the table
     largest = max(liger.breakdown.values())
     assert f"{largest:.3f}".replace(".", ",") + " с" in details
+
+
+# -- the upload takes the users' training configs too (gpuwork.facts.configs) ---------------------------------
+
+CONFIGS = Path(__file__).parent / "data" / "configs"
+
+
+def _upload(form: SizingForm, *names: str, lang: str = "en") -> None:
+    """Upload example files as a browser sends them: bytes and a name, several at once."""
+    form.upload.value = tuple(upload_value((CONFIGS / n).read_bytes(), n)[0] for n in names)
+
+
+def _report_text(form: SizingForm) -> str:
+    return html.unescape(form.upload_report.value.replace("<br>", "\n")).replace("\xa0", " ")
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("axolotl_lora.yml", {"model": "llama-3.2-1b", "method": "lora", "seq_len": 4096, "batch_size": 2,
+                          "optimizer": "adamw-8bit", "lora_r": 32}),
+    ("sft_config.yaml", {"model": "llama-3.1-8b", "method": "lora", "seq_len": 4096, "batch_size": 2,
+                         "optimizer": "paged-adamw-8bit"}),
+    ("llamafactory_lora.yaml", {"model": "qwen2.5-7b", "method": "lora", "seq_len": 2048, "batch_size": 1}),
+])
+def test_a_training_config_upload_sets_the_form_to_its_plan(name, expected) -> None:
+    from gpuwork.facts.configs import import_configs
+
+    form = SizingForm(PLAN)
+    _upload(form, name)
+    assert form.error is None, form.error
+    plan = import_configs([CONFIGS / name]).plan()
+    assert form.plan == plan  # exactly the CLI's `--from` plan
+    assert {k: (v.value if hasattr(v, "value") else v) for k, v in
+            ((k, getattr(form.plan, k)) for k in expected)} == expected
+    assert form.model_source.value == "preset" and form.controls["model"].value == expected["model"]
+    assert form.controls["seq_len"].number("seq_len") == expected["seq_len"]  # the controls show it
+    assert form.controls["method"].value == expected["method"]
+    text = _report_text(form)
+    assert f"{name} (" in text and "Understood" in text and "Ignored" in text
+    assert f"seq_len = {expected['seq_len']}" in text and "/tmp" not in text and "gpuwork-upload-" not in text
+    assert form.result is not None and form.memory.device_total_bytes > 0  # and it was sized
+    form.close()
+
+
+def test_training_args_keep_the_forms_model_and_say_so_in_russian() -> None:
+    form = SizingForm({**PLAN, "model": "tiny-llama"}, lang="ru")
+    _upload(form, "training_args.json")
+    assert form.error is None, form.error
+    p = form.plan
+    assert (p.model, p.batch_size, p.grad_accum, p.grad_checkpointing, p.optimizer_impl, p.epochs) == \
+        ("tiny-llama", 4, 4, True, "fused", 2)  # adamw_torch_fused -> adamw, fused
+    assert form.controls["batch_size"].number("batch_size") == 4 and form.controls["grad_checkpointing"].value
+    text = _report_text(form)
+    assert "Понято (поле плана" in text and "batch_size = 4" in text, text[:300]
+    assert "форма считает tiny-llama" in text and "model = llama-3.2-1b" not in text
+    form.set_lang("en")
+    assert "the form sizes tiny-llama" in _report_text(form)
+    form.close()
+
+
+def test_a_training_config_and_its_deepspeed_file_uploaded_together_combine() -> None:
+    form = SizingForm(PLAN)
+    _upload(form, "llamafactory_full_ds3.yaml", "ds_z3_config.json")
+    assert form.error is None, form.error
+    from gpuwork.facts.configs import import_configs
+
+    expected = import_configs([CONFIGS / "llamafactory_full_ds3.yaml", CONFIGS / "ds_z3_config.json"]).plan()
+    assert form.plan == expected and form.plan.sharding.value == "zero3"
+    assert form.controls["sharding"].value == "zero3" and form.controls["method"].value == "full"
+    form.close()
+
+
+def test_a_reference_to_a_file_not_uploaded_is_never_read_on_the_server(tmp_path) -> None:
+    secret = tmp_path / "ds_secret.json"  # a real DeepSpeed file on "the server": must not be followed
+    secret.write_text(json.dumps({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 7}))
+    content = json.dumps({"per_device_train_batch_size": 2, "deepspeed": str(secret),
+                          "model_name_or_path": str(tmp_path)}).encode()
+    form = SizingForm(PLAN)
+    form.upload.value = upload_value(content, "training_args.json")
+    assert form.error is None, form.error
+    assert form.plan.batch_size == 2 and form.plan.sharding.value != "zero3"  # the file's stage 3 was not read
+    text = _report_text(form)
+    assert "ds_secret.json, which was not uploaded" in text and str(tmp_path) not in text.replace(
+        f"deepspeed names {secret}", "")
+    form.close()
+
+
+def test_upload_refusals_are_one_clear_line() -> None:
+    form = SizingForm(PLAN)
+    form.upload.value = upload_value(b"x" * (1_000_001), "big.yaml")
+    assert "1 MB" in form.error and "big.yaml" in form.error
+    form.upload.value = upload_value(b"hello: world\n", "notes.yaml")
+    assert "notes.yaml is neither a model's config.json" in form.error and "hello" in form.error
+    form.upload.value = upload_value(b"/etc/passwd", "path.yaml")  # content, never opened as a path
+    assert "path.yaml" in form.error and "root:" not in form.error
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdef", "bcdefg", strict=True))
+    form.upload.value = upload_value(bomb.encode(), "bomb.yaml")
+    assert "bomb.yaml" in form.error and "aliases" in form.error
+    config, _ = load_config("tiny-llama")  # a model's config.json still works as before
+    form.upload.value = upload_value(json.dumps(config).encode())
+    assert form.error is None and form.model_source.value == "upload" and form.upload_report.value == ""
+    form.close()

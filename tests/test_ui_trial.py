@@ -5,15 +5,18 @@ from __future__ import annotations
 import dataclasses
 import html
 import re
+import threading
+import time
 from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
 
 from gpuwork.measure.extrapolation import extrapolate as whole_run
+from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory
-from gpuwork.ui import trial as ui_trial
-from gpuwork.ui.trial import DEMO_LOCK_FILE, TrialPanel, estimate_vs_measured_rows, extrapolate
+from gpuwork.ui.queue import ActionQueue
+from gpuwork.ui.trial import DEMO_LIMITS, TrialPanel, estimate_vs_measured_rows, extrapolate, ramp_limits
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +86,9 @@ def test_trial_input_errors_are_one_line() -> None:
     assert panel.error is None and not panel.run_button.disabled
 
 
-def test_demo_trial_is_guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    panel = TrialPanel(demo=True)
+def test_demo_trial_is_guarded(tmp_path: Path) -> None:
+    line = ActionQueue(tmp_path, places=1, poll_s=0.02)
+    panel = TrialPanel(demo=True, queue=line)
     assert all(m.startswith("tiny-") for m in panel.controls["model"].options)
     assert panel.device == "cpu" and "one trial at a time" in panel.note.value
     panel.controls["seq_len"].value = 4096
@@ -94,11 +98,73 @@ def test_demo_trial_is_guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert "at most" in panel.error
     panel.steps.value = 2
     assert panel.error is None
-    monkeypatch.setattr(ui_trial.tempfile, "tempdir", str(tmp_path))
-    with ui_trial._machine_lock(tmp_path / DEMO_LOCK_FILE) as held:  # another page's trial is running
-        assert held
-        assert panel.run() is None
-    assert "already running" in panel.status.value
+    # another page's action runs and one more waits: the line is full, this run is refused at once
+    release, waiting = threading.Event(), threading.Event()
+    others = [threading.Thread(target=line.run, args=(lambda: release.wait(10),)),
+              threading.Thread(target=line.run, args=(lambda: None,), kwargs={"on_wait": lambda n: waiting.set()})]
+    others[0].start()
+    while not line.state()[0]:
+        time.sleep(0.01)
+    others[1].start()
+    assert waiting.wait(10)
+    assert panel.run() is None
+    assert "The server is busy (1 actions already waiting)" in html.unescape(panel.status.value)
+    release.set()
+    for t in others:
+        t.join(10)
+
+
+def test_a_demo_trial_waits_visibly_in_the_line_and_stop_leaves_it(tmp_path: Path) -> None:
+    line = ActionQueue(tmp_path, places=2, poll_s=0.02)
+    panel = TrialPanel(demo=True, queue=line, steps=2)
+    release = threading.Event()
+    busy = threading.Thread(target=line.run, args=(lambda: release.wait(10),))
+    busy.start()
+    while not line.state()[0]:
+        time.sleep(0.01)
+    runner = panel.start()
+    deadline = time.monotonic() + 10
+    while "gpuwork-waiting" not in panel.status.value and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "Waiting (1 ahead)" in panel.status.value and line.state() == (True, 1)
+    assert panel.run_button.disabled and not panel.stop_button.disabled  # Stop works while waiting
+    panel.stop()
+    runner.join(10)
+    assert "Cancelled while waiting" in panel.status.value and panel.record is None and panel.steps_seen == []
+    assert not panel.run_button.disabled and line.state() == (True, 0)
+    release.set()
+    busy.join(10)
+
+
+@pytest.mark.parametrize(("field", "typed", "expected"), [
+    ("seq_len", "4096.5", "not a whole number"), ("seq_len", "1e4.", "not a count"),
+    ("batch_size", "200 MB", "not a count"), ("grad_accum", "0x10", "not a count"),
+    ("seq_len", "nan", "seq_len"), ("batch_size", "-3", "batch_size"), ("seq_len", "", "seq_len"),
+    ("steps", "2.5", "not a whole number"), ("steps", "1e9", "above 10,000"), ("warmup", "inf", "warmup"),
+    ("warmup", "5000", "above 1,000"), ("steps", "-1", "at least one step"),
+])
+def test_every_number_field_is_read_as_typed_and_bounded(field: str, typed: str, expected: str) -> None:
+    """The browser's number inputs turned "4096.5" into 40965 and "1e4" into 14: these fields take text."""
+    panel = TrialPanel(steps=2)
+    control = panel.steps if field == "steps" else panel.warmup if field == "warmup" else panel.controls[field]
+    control.value = typed
+    assert panel.error is not None and expected in panel.error, panel.error
+    assert panel.run_button.disabled and panel.run() is None and "gpuwork-error" in panel.status.value
+
+
+def test_typed_counts_with_suffixes_are_read_exactly() -> None:
+    panel = TrialPanel(steps=2)
+    panel.controls["seq_len"].value = "1k"
+    panel.steps.value = "1e1"
+    assert panel.error is None and panel.trial_plan().seq_len == 1000 and panel._counts() == (10, 1)
+
+
+def test_the_ramp_stays_within_the_demo_limits() -> None:
+    assert ramp_limits(TrainPlan(model="tiny-llama", seq_len=32, batch_size=1), demo=False) == (4, 64)
+    assert ramp_limits(TrainPlan(model="tiny-llama", seq_len=256, batch_size=8), demo=False) == (32, 512)
+    demo = ramp_limits(TrainPlan(model="tiny-llama", seq_len=256, batch_size=8), demo=True)
+    assert demo == (DEMO_LIMITS["batch_size"], DEMO_LIMITS["seq_len"])
+    assert ramp_limits(TrainPlan(model="tiny-llama", seq_len=64, batch_size=4), demo=True) == (8, 128)
 
 
 def test_report_mode_trial_shows_plain_figures(finished_trial: TrialPanel, shown: list) -> None:
@@ -165,7 +231,7 @@ def test_a_russian_panel_shows_the_record_in_russian(finished_trial: TrialPanel)
     out-of-memory failure) rendered in the panel's language, numbers in the Russian form."""
     from test_messages_measure import english_leftovers
 
-    from gpuwork.measure.trial import RampResult, _cpu_model
+    from gpuwork.measure.trial import RampResult, cpu_model
     from gpuwork.message import msg
 
     record = finished_trial.record
@@ -178,7 +244,7 @@ def test_a_russian_panel_shows_the_record_in_russian(finished_trial: TrialPanel)
     assert "Данные: загрузка данных успевает" in text and "проверяет конвейер, а не скорость" in text
     assert "Рампа: наибольший микробатч 8 при длине 128 (нехватка памяти)" in text
     assert "(предел max_seq_len)" in text
-    device = set(_cpu_model().replace("(", " ").replace(")", " ").split())
+    device = set(cpu_model().replace("(", " ").replace(")", " ").split())
     assert not english_leftovers(text, *device), english_leftovers(text, *device)
     rows = estimate_vs_measured_rows(record, "ru")
     assert rows[0]["label"] == "пик памяти" and rows[0]["measured_what"].startswith("запуск на CPU: RSS процесса")

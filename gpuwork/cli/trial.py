@@ -231,10 +231,48 @@ def format_compare(rows: list[dict[str, Any]], lang: str = "en") -> str:
               ("checkpoint", "checkpoint_verified", yes_no),
               ("price", "price_per_hour", price), ("cost", "cost_per_1m_tokens", cost),
               ("cost_range", whole_row, cost_range)]
+    if any("estimate" in r for r in rows):
+        fields += _beside_fields(lang)
     table = [[text(f"cli.compare.{label}", lang)] + [fmt(r if key is whole_row else r.get(key)) for r in rows]
              for label, key, fmt in fields]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    for column, r in enumerate(rows, 1):  # why a column has no estimate (CPU, a GPU outside the catalog, ...)
+        notes = (r.get("estimate") or {}).get("notes") or ()
+        lines += [text("cli.compare.beside_note", lang, column=column, note=n) for n in notes]
+    return "\n".join(lines)
+
+
+def _beside_fields(lang: str) -> list[tuple[str, Any, Any]]:
+    """The estimate-beside-measurement rows of ``format_compare``: measured / estimated (error) per quantity."""
+    def cell(pair: dict[str, Any] | None, show: Any, measured: str, estimated: str) -> str:
+        if pair is None:
+            return "-"
+        error = pair["error"]
+        return text("cli.compare.beside_value", lang, measured=show(pair[measured]), estimated=show(pair[estimated]),
+                    sign="+" if error >= 0 else "-", error_pct=abs(error) * 100)
+
+    def memory(total: str) -> Any:
+        def fmt(r: dict[str, Any]) -> str:
+            m = (r.get("estimate") or {}).get("memory")
+            return cell(m.get(total) if m else None, lambda v: _size(v, lang), "measured_bytes", "estimated_bytes")
+        return fmt
+
+    def step(r: dict[str, Any]) -> str:
+        return cell((r.get("estimate") or {}).get("step_time"), lambda v: _seconds(v, lang), "measured_s",
+                    "estimated_s")
+
+    def tokens(r: dict[str, Any]) -> str:
+        return cell((r.get("estimate") or {}).get("tokens_per_s"), lambda v: fmt_int(v, lang), "measured", "estimated")
+
+    def stack(r: dict[str, Any]) -> str:
+        e = r.get("estimate") or {}
+        return "-" if not e.get("stack") else f"{e['stack']}{' / ' + e['gpu_id'] if e.get('gpu_id') else ''}"
+
+    whole_row = None
+    return [("beside_stack", whole_row, stack), ("beside_allocated", whole_row, memory("allocated")),
+            ("beside_reserved", whole_row, memory("reserved")), ("beside_device", whole_row, memory("device")),
+            ("beside_step", whole_row, step), ("beside_tokens", whole_row, tokens)]
 
 
 def format_ramp(result: Any, lang: str = "en") -> str:
@@ -437,12 +475,42 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.price_per_hour is not None and args.price_per_hour < 0:
         raise TrialError(msg("error.trial.flag_price"))
     records = [_load_record(p) for p in args.records]
-    rows = compare(records, args.price_per_hour)
+    rows = compare(records, args.price_per_hour, estimates=True)
+    saved = _save_calibrations(rows) if args.save_calibration else None
     if args.json:
-        print(json.dumps(rows, indent=1, allow_nan=True))
+        paths = saved if saved is not None else [None] * len(rows)
+        out = [_json_row(r, args.lang) | ({"calibration_file": str(path) if path else None} if saved is not None else {})
+               for r, path in zip(rows, paths, strict=True)]
+        print(json.dumps(out, indent=1, allow_nan=True))
     else:
         print(format_compare(rows, args.lang))
+        for column, path in enumerate(saved or (), 1):  # nothing when not asked
+            print(text("cli.compare.calibration_saved", args.lang, column=column, path=str(path)) if path else
+                  text("cli.compare.calibration_nothing", args.lang, column=column))
     return EXIT_OK
+
+
+def _save_calibrations(rows: list[dict[str, Any]]) -> list[Path | None]:
+    """Save each row's calibration (by device, with its stack); None where there is nothing to save (CPU)."""
+    from gpuwork.measure.calibration import save_calibration
+
+    out: list[Path | None] = []
+    for r in rows:
+        cal = r.get("calibration")
+        useful = cal is not None and (cal.memory is not None or cal.time is not None)
+        out.append(save_calibration(cal) if useful else None)
+    return out
+
+
+def _json_row(row: dict[str, Any], lang: str) -> dict[str, Any]:
+    """A compare row as JSON: the calibration as its dict, the estimate's notes rendered in ``lang``."""
+    out = {k: v for k, v in row.items() if k != "calibration"}
+    cal = row.get("calibration")
+    estimate = dict(row.get("estimate") or {})
+    estimate["notes"] = [{"code": n.code, "text": render(n, lang)} for n in estimate.get("notes", ())]
+    out["estimate"] = estimate
+    out["calibration"] = cal.as_dict() if cal is not None else None
+    return out
 
 
 # -- wiring ---------------------------------------------------------------------------------------------
@@ -487,6 +555,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("records", nargs="+", metavar="RECORD.json", help=text("cli.help.compare.records", lang))
     p.add_argument("--price-per-hour", type=float, metavar="USD", help=text("cli.help.compare.price", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.compare.json", lang))
+    p.add_argument("--save-calibration", action="store_true", help=text("cli.help.compare.save_calibration", lang))
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.set_defaults(func=_cmd_compare)
 

@@ -14,6 +14,12 @@
   ``estimate_time`` reproduce the measured step (``time_calibration``, the mapping
   ``estimate_time(..., calibration=...)`` takes).
 
+``beside(record)`` is the same comparison as ``gpuwork compare`` shows it: each quantity measured next to the
+estimate for exactly the record's plan, with the error measured / estimated - 1 (memory per total, median
+step time, tokens/s). Time entries keep the plan's software stack, and ``DeviceCalibration.time_calibration``
+applies an entry only to plans of the same stack (an efficiency measured under Unsloth says nothing about the
+plain Trainer).
+
 ``save_calibration(cal)`` adds the result to the user's calibration file, by device name (the name
 torch reports, e.g. "NVIDIA H200"): ``~/.config/gpuwork/calibration.json``, or the file named by the
 environment variable ``GPUWORK_CALIBRATION``, or ``path=``. Nothing else is ever written.
@@ -80,6 +86,11 @@ class MemoryCalibration:
     measured_reserved_bytes: int  # torch.cuda.max_memory_reserved
     estimated_reserved_bytes: int  # estimate_memory(plan).peak_reserved_bytes
     reserved_factor: float
+    # what nvidia-smi shows (mem_get_info total - free, highest over measured steps and ranks) against
+    # estimate_memory(plan).device_total_bytes; None for records that did not measure it
+    measured_device_bytes: int | None = None
+    estimated_device_bytes: int | None = None
+    device_factor: float | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +111,8 @@ class TimeCalibration:
     method_group: str  # "full" | "lora" | "fp32": which plans this entry calibrates
     precision: str
     tokens_per_micro_batch: int
+    stack: str | None = None  # the plan's software stack: an efficiency holds for that stack only
+    #   (None in entries saved before stacks were kept: their plan's stack is used)
 
 
 @dataclass(frozen=True)
@@ -180,13 +193,17 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
         notes.append(msg("calibration.no_allocator_peaks"))
     else:
         est = estimate_memory(plan)
+        device = _measured_device_bytes(record)
         memory = MemoryCalibration(
             measured_allocated_bytes=int(s.cuda_peak_allocated_bytes),
             estimated_allocated_bytes=est.peak_allocated_bytes,
             allocated_factor=s.cuda_peak_allocated_bytes / est.peak_allocated_bytes,
             measured_reserved_bytes=int(s.cuda_peak_reserved_bytes),
             estimated_reserved_bytes=est.peak_reserved_bytes,
-            reserved_factor=s.cuda_peak_reserved_bytes / est.peak_reserved_bytes)
+            reserved_factor=s.cuda_peak_reserved_bytes / est.peak_reserved_bytes,
+            measured_device_bytes=device,
+            estimated_device_bytes=est.device_total_bytes if device is not None else None,
+            device_factor=device / est.device_total_bytes if device is not None else None)
     gpu = match_gpu_name(env.device_name, env.device_total_bytes) if cuda else None
     if cuda and gpu is None:
         notes.append(msg("calibration.unknown_gpu", device=env.device_name))
@@ -201,6 +218,13 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
         gpu_id=gpu.gpu_id if gpu is not None else None, trial=record.label,
         record_created_utc=record.created_utc, calibrated_utc=datetime.now(UTC).isoformat(timespec="seconds"),
         world_size=record.world_size, plan=plan.as_dict(), memory=memory, time=time_cal, notes=tuple(notes))
+
+
+def _measured_device_bytes(record: Any) -> int | None:
+    """The highest device total over the measured steps (a merged record holds each step's highest rank)."""
+    values = [s.device_total_bytes for s in record.steps
+              if not s.is_warmup and getattr(s, "device_total_bytes", None) is not None]
+    return int(max(values)) if values else None
 
 
 def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[Msg]) -> TimeCalibration | None:
@@ -223,7 +247,7 @@ def _time(record: Any, plan: TrainPlan, gpu: Any, notes: list[Msg]) -> TimeCalib
         estimated_tokens_per_s=te.tokens_per_s, estimated_step_time_s=te.step_time_s,
         estimated_mfu=te.model_flops_utilization, step_time_factor=s.median_step_time_s / te.step_time_s,
         efficiency=efficiency, method_group=method_group(plan), precision=plan.precision.value,
-        tokens_per_micro_batch=plan.tokens_per_micro_batch)
+        tokens_per_micro_batch=plan.tokens_per_micro_batch, stack=plan.stack.value)
 
 
 def _time_mapping(entry: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -233,6 +257,55 @@ def _time_mapping(entry: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"scale": t["efficiency"], "gpu_id": t["gpu_id"], "tokens_per_micro_batch": t["tokens_per_micro_batch"],
             # names only (no words), so the label reads the same in every language
             "source": f"{entry.get('trial')}, {entry.get('device_name')}, {entry.get('record_created_utc')}"}
+
+
+def _error(measured: float, estimated: float) -> float:
+    return measured / estimated - 1.0
+
+
+def beside(record: Any, cal: Calibration | None = None) -> dict[str, Any]:
+    """The estimate for exactly the record's plan next to what the record measured, with the error.
+
+    ``cal``: ``calibrate(record)`` when already made. Returns {"device_kind", "gpu_id", "stack", "memory",
+    "step_time", "tokens_per_s", "notes"}: ``memory`` maps "allocated" / "reserved" / "device" to
+    {"measured_bytes", "estimated_bytes", "error"} (error = measured / estimated - 1; "device" is None when the
+    record did not measure it), ``step_time`` is {"measured_s", "estimated_s", "error"} (the median step) and
+    ``tokens_per_s`` {"measured", "estimated", "error"}, each None where there is nothing to compare: a CPU
+    trial has no GPU estimate (``compare.cpu_no_estimate``), a GPU outside data/gpus.csv no time estimate.
+    A record without measured steps gives only the reason in ``notes``.
+    """
+    empty = {"device_kind": "cpu" if record.environment.device == "cpu" else "cuda", "gpu_id": None,
+             "stack": str(record.plan.stack.value), "memory": None, "step_time": None, "tokens_per_s": None}
+    if cal is None:
+        try:
+            cal = calibrate(record)
+        except CalibrationError as exc:
+            return {**empty, "notes": (exc.msg,) if exc.msg is not None else ()}
+    notes = list(cal.notes)
+    if cal.device_kind == "cpu":  # one plain sentence instead of the two calibration notes
+        notes = [msg("compare.cpu_no_estimate"),
+                 *(n for n in notes if n.code not in ("calibration.cpu_memory", "calibration.cpu_time"))]
+    memory = None
+    if cal.memory is not None:
+        m = cal.memory
+        memory = {
+            "allocated": {"measured_bytes": m.measured_allocated_bytes, "estimated_bytes": m.estimated_allocated_bytes,
+                          "error": m.allocated_factor - 1.0},
+            "reserved": {"measured_bytes": m.measured_reserved_bytes, "estimated_bytes": m.estimated_reserved_bytes,
+                         "error": m.reserved_factor - 1.0},
+            "device": None if m.measured_device_bytes is None or m.estimated_device_bytes is None else {
+                "measured_bytes": m.measured_device_bytes, "estimated_bytes": m.estimated_device_bytes,
+                "error": _error(m.measured_device_bytes, m.estimated_device_bytes)},
+        }
+    step = tokens = None
+    if cal.time is not None:
+        t = cal.time
+        step = {"measured_s": t.measured_step_time_s, "estimated_s": t.estimated_step_time_s,
+                "error": t.step_time_factor - 1.0}
+        tokens = {"measured": t.measured_tokens_per_s, "estimated": t.estimated_tokens_per_s,
+                  "error": _error(t.measured_tokens_per_s, t.estimated_tokens_per_s)}
+    return {**empty, "device_kind": cal.device_kind, "gpu_id": cal.gpu_id, "stack": entry_stack(cal),
+            "memory": memory, "step_time": step, "tokens_per_s": tokens, "notes": tuple(notes)}
 
 
 # -- the user file ----------------------------------------------------------------------------------------------
@@ -281,13 +354,21 @@ class DeviceCalibration:
 
     def time_calibration(self, plan: TrainPlan) -> dict[str, Any] | None:
         """The newest entry's ``estimate_time`` calibration for plans like ``plan`` (same method
-        group and precision), or None."""
+        group, precision and software stack), or None."""
         group = method_group(plan)
         for entry in reversed(self.entries):
             t = entry.time
-            if t is not None and t.method_group == group and t.precision == plan.precision.value:
+            if (t is not None and t.method_group == group and t.precision == plan.precision.value
+                    and entry_stack(entry) == plan.stack.value):
                 return entry.time_calibration()
         return None
+
+
+def entry_stack(cal: Calibration) -> str:
+    """The software stack a calibration was measured under (older entries: their plan's, else the default)."""
+    if cal.time is not None and cal.time.stack:
+        return cal.time.stack
+    return str(cal.plan.get("stack") or TrainPlan.stack.value)
 
 
 def save_calibration(cal: Calibration, path: str | Path | None = None) -> Path:
@@ -368,8 +449,10 @@ __all__ = [
     "MemoryCalibration",
     "TimeCalibration",
     "apply_memory_calibration",
+    "beside",
     "calibrate",
     "default_calibration_path",
+    "entry_stack",
     "load_calibration",
     "save_calibration",
 ]

@@ -572,8 +572,8 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (pos - low)
 
 
-def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[float | None] | None = None
-            ) -> list[dict[str, Any]]:
+def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[float | None] | None = None,
+            *, estimates: bool = False) -> list[dict[str, Any]]:
     """Rows for a side-by-side table of trials (one dict per record, same keys in each).
 
     Args:
@@ -582,6 +582,10 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             gives ``cost_per_1m_tokens`` = price x GPUs / 3600 x seconds per 1M tokens at the measured
             speed (GPUs = the trial's processes; tokens/s of a multi-process trial is all of them);
             ``cost_per_1m_tokens_low`` / ``_high`` the same at the ends of the step time's 95 % interval.
+        estimates: add ``estimate``, the estimate for exactly each record's plan next to what it measured
+            (``gpuwork.measure.calibration.beside``: memory per total, median step time, tokens/s, each with
+            its error measured / estimated - 1), and ``calibration``, the ``Calibration`` it came from (None
+            when the record has no measured step). Off by default: it builds each model's estimate.
     """
     if price_per_hour is None or isinstance(price_per_hour, (int, float)):
         prices = [price_per_hour] * len(records)
@@ -630,7 +634,19 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             "cost_per_1m_tokens_low": cost_low,
             "cost_per_1m_tokens_high": cost_high,
         })
+        if estimates:
+            rows[-1].update(_estimate_beside(record))
     return rows
+
+
+def _estimate_beside(record: TrialRecord) -> dict[str, Any]:
+    from gpuwork.measure.calibration import CalibrationError, beside, calibrate
+
+    try:
+        cal = calibrate(record)
+    except CalibrationError:
+        cal = None  # beside() says why
+    return {"estimate": beside(record, cal), "calibration": cal}
 
 
 # -- memory monitors -------------------------------------------------------------------------------------

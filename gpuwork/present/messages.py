@@ -744,8 +744,9 @@ _UI_ENTRIES: dict[str, tuple[str, str]] = {
         "предложения аренды для плана. <b>Заявка</b>: текст для провайдера. <b>Пробный запуск</b>: маленькое "
         "настоящее дообучение на CPU этого сервера."),
     "model_source": ("Model from", "Модель из"), "src_preset": ("preset", "пресет"),
-    "src_upload": ("config.json", "config.json"), "src_manual": ("manual", "вручную"),
-    "model": ("Model", "Модель"), "upload": ("Upload config.json", "Загрузить config.json"),
+    "src_upload": ("upload", "загрузка"), "src_manual": ("manual", "вручную"),
+    "model": ("Model", "Модель"),
+    "upload": ("Upload config.json or training configs", "Загрузить config.json или конфиги обучения"),
     "hidden_size": ("Hidden size", "Скрытый размер"), "num_hidden_layers": ("Layers", "Слои"),
     "num_attention_heads": ("Heads", "Головы внимания"), "num_key_value_heads": ("KV heads", "KV-головы"),
     "intermediate_size": ("MLP intermediate", "Промежуточный MLP"), "vocab_size": ("Vocabulary", "Словарь"),

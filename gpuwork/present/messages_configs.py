@@ -233,6 +233,32 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.unknown_key_close": ("{file:raw}: unknown key {key:raw}; did you mean {close:raw}? Ignored",
                                  "{file:raw}: неизвестный ключ {key:raw}; может быть, {close:raw}? Пропущен"),
 
+    # -- the sizing form's upload (gpuwork.ui.sizing.parse_upload) -----------------------------------------------
+    "ui.upload_reference": (
+        "{key:raw} names {path:raw}, which was not uploaded: select it together with this file to read it",
+        "{key:raw} указывает на {path:raw}, но этот файл не загружен: выберите его вместе с этим файлом"),
+    "ui.upload_unrecognised": (
+        "{name:raw} is neither a model's config.json (it has no 'model_type' key) nor a training config gpuwork "
+        "reads (keys: {keys:raw}): upload a config.json, or a TrainingArguments / SFTConfig, axolotl, LLaMA-Factory, "
+        "DeepSpeed or accelerate config",
+        "{name:raw} — не config.json модели (в нём нет ключа 'model_type') и не конфигурация обучения, которую "
+        "читает gpuwork (ключи: {keys:raw}): загрузите config.json или конфигурацию TrainingArguments / SFTConfig, "
+        "axolotl, LLaMA-Factory, DeepSpeed или accelerate"),
+    "ui.upload_two_models": (
+        "{first:raw} and {second:raw} are both model configs (config.json): upload one model at a time",
+        "{first:raw} и {second:raw} — обе конфигурации модели (config.json): загружайте по одной модели"),
+    "ui.upload_too_complex": (
+        "{name:raw} holds more than {limit:int} values once its YAML aliases are expanded: upload the config "
+        "without aliases",
+        "в {name:raw} больше {limit:int} значений после раскрытия ссылок YAML: загрузите конфигурацию без ссылок"),
+    "ui.upload_model_none": ("The configs name no model; the form sizes {kept:raw}",
+                             "В конфигурациях модель не указана; форма считает {kept:raw}"),
+    "ui.upload_model_kept": (
+        "The configs name the model {model:raw}, which is not a bundled preset; the form sizes {kept:raw}: upload "
+        "that model's config.json together with the configs to size it",
+        "В конфигурациях указана модель {model:raw}, её нет среди встроенных заготовок; форма считает {kept:raw}: "
+        "чтобы посчитать эту модель, загрузите её config.json вместе с конфигурациями"),
+
     # -- errors ------------------------------------------------------------------------------------------------------
     "error.config.missing": ("config file '{file:raw}' does not exist: check the path given to --from",
                              "файла конфигурации '{file:raw}' нет: проверьте путь в --from"),

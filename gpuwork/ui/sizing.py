@@ -136,6 +136,185 @@ def parse_config(content: bytes, name: str = "config.json") -> dict[str, Any]:
     return data
 
 
+UPLOAD_ACCEPT = ".json,.yaml,.yml"  # a model's config.json, or the training configs gpuwork.facts.configs reads
+_NOT_UPLOADED = "not-uploaded"  # a folder that never exists: references to files left behind point there
+
+
+def _upload_mapping(content: bytes, name: str) -> dict[str, Any]:
+    """The mapping in an uploaded JSON or YAML file (its bytes, checked against the upload limit)."""
+    content = common.upload_content({"name": name, "content": content}, "config")
+    try:
+        raw = content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PlanError("from", msg("error.config.unreadable", file=name)) from None
+    if name.lower().endswith(".json") or raw.lstrip().startswith("{"):
+        try:
+            data = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            raise ModelError(msg("error.ui.upload_json", name=name, reason=one_line(exc)[:120])) from None
+    else:
+        try:
+            import yaml
+        except ModuleNotFoundError:
+            raise PlanError("from", msg("error.config.needs_yaml", file=name)) from None
+        try:
+            data = yaml.safe_load(raw)  # safe_load: plain data only, no Python objects
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise PlanError("from", msg("error.config.bad_yaml", file=name, line=(mark.line + 1) if mark else 0,
+                                        reason=str(getattr(exc, "problem", None) or type(exc).__name__))) from None
+    if not isinstance(data, dict):
+        raise PlanError("from", msg("error.config.not_mapping", file=name, kind=type(data).__name__))
+    if not _within(data, _UPLOAD_MAX_VALUES):  # YAML aliases can make 1 MB expand to billions of values
+        raise PlanError("from", msg("ui.upload_too_complex", name=name, limit=_UPLOAD_MAX_VALUES))
+    return data
+
+
+_UPLOAD_MAX_VALUES = 200_000  # values in one uploaded config, aliases expanded (a real one holds hundreds)
+
+
+def _within(data: Any, budget: int) -> bool:
+    """Whether ``data`` holds at most ``budget`` values, counting a shared (aliased) value each time it is used."""
+    stack, seen = [data], 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > budget:
+            return False
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return True
+
+
+def _is_model_config(data: Mapping[str, Any]) -> bool:
+    """A Hugging Face model config (config.json), not a training config; axolotl YAMLs hold model_type too."""
+    from gpuwork.facts.configs import detect_format
+
+    if not isinstance(data.get("model_type"), str):
+        return False
+    if "architectures" in data:
+        return True
+    try:
+        detect_format(dict(data))
+    except PlanError:
+        return True
+    return False
+
+
+def _is_training_config(data: Mapping[str, Any]) -> bool:
+    from gpuwork.facts.configs import detect_format
+
+    try:
+        detect_format(dict(data))
+    except PlanError:
+        return False
+    return True
+
+
+_MODEL_KEYS = ("model_name_or_path", "model_name", "base_model", "base_model_config")
+
+
+def _keep_on_upload(data: dict[str, Any], uploaded: Mapping[str, Path], folder: Path) -> tuple[dict[str, Any],
+                                                                                               list[Msg]]:
+    """``data`` with its references to other files pointed inside ``folder``: never at the server's files.
+
+    A DeepSpeed file named by ``deepspeed:`` (or accelerate's ``deepspeed_config_file``) is followed when it was
+    uploaded together (matched by file name); else the reference points at a folder that does not exist, so
+    the import reads the stage from the file name as it does for a missing file. A model given as a local path
+    becomes that path's last part (a hub id or nothing): the server's folders are never looked at.
+    """
+    out, notes = dict(data), []
+
+    def redirect(value: Any, key: str) -> Any:
+        if not isinstance(value, str) or not value.strip():
+            return value
+        base = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        if base in uploaded:
+            return str(uploaded[base])
+        notes.append(msg("ui.upload_reference", key=key, path=value))
+        return str(folder / _NOT_UPLOADED / base)
+
+    if "deepspeed" in out and not isinstance(out["deepspeed"], dict):
+        out["deepspeed"] = redirect(out["deepspeed"], "deepspeed")
+    ds = out.get("deepspeed_config")
+    if isinstance(ds, dict) and "deepspeed_config_file" in ds:
+        out["deepspeed_config"] = {**ds, "deepspeed_config_file": redirect(ds["deepspeed_config_file"],
+                                                                           "deepspeed_config.deepspeed_config_file")}
+    for key in _MODEL_KEYS:
+        value = out.get(key)
+        if isinstance(value, str) and value.strip().startswith(("/", "~", ".", "\\")):
+            out[key] = str(folder / _NOT_UPLOADED / value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
+    return out, notes
+
+
+@dataclass(frozen=True)
+class TrainingUpload:
+    """Training configs uploaded to the form, imported (gpuwork.facts.configs) from their bytes."""
+
+    names: tuple[str, ...]
+    imported: Any  # gpuwork.facts.configs.ConfigImport
+    notes: tuple[Msg, ...]  # references to files that were not uploaded
+    folder: str  # where the bytes were written for the import (removed after); hidden from the report
+
+    @property
+    def model(self) -> str | None:
+        """The bundled preset the configs name, or None (a hub id or a local path: not sized from here)."""
+        model = self.imported.fields.get("model")
+        return model if isinstance(model, str) and model in list_presets() else None
+
+    def report_lines(self, lang: str = "en") -> list[str]:
+        """What was understood, defaulted and ignored, one line each, in ``lang`` (file names as uploaded).
+
+        The model is left out of the defaults when no file names one: the form sizes its own (said apart)."""
+        named = "model" in self.imported.fields
+        lines = [render(m, lang) for m in (*self.imported.report(() if named else ("model",)), *self.notes)]
+        prefix = self.folder.rstrip("/") + "/"
+        return [line.replace(prefix + _NOT_UPLOADED + "/", "").replace(prefix, "") for line in lines]
+
+
+def parse_upload(files: Sequence[tuple[str, bytes]]) -> tuple[tuple[str, dict[str, Any]] | None,
+                                                               TrainingUpload | None]:
+    """Uploaded files (name, bytes: never a path) -> (the model config.json, the training configs imported).
+
+    Each file is at most ``common.UPLOAD_LIMIT_BYTES``. A file with ``model_type`` and ``architectures`` is a
+    model's config.json (at most one); every other file is a training config (TrainingArguments / SFTConfig,
+    axolotl, LLaMA-Factory, DeepSpeed, accelerate), imported together as ``gpuwork plan --from`` does.
+    Raises GpuworkError naming the file for a file that is neither, or that cannot be read.
+    """
+    from gpuwork.facts.configs import import_configs
+
+    model: tuple[str, dict[str, Any]] | None = None
+    training: list[tuple[str, dict[str, Any]]] = []
+    for name, content in files:
+        data = _upload_mapping(content, name)
+        if not _is_model_config(data) and not _is_training_config(data):
+            keys = ", ".join(sorted(map(str, data))[:6]) or "-"
+            raise ModelError(msg("ui.upload_unrecognised", name=name, keys=keys))
+        if _is_model_config(data):
+            if model is not None:
+                raise ModelError(msg("ui.upload_two_models", first=model[0], second=name))
+            model = (name, data)
+        else:
+            training.append((name, data))
+    if not training:
+        return model, None
+    with tempfile.TemporaryDirectory(prefix="gpuwork-upload-") as tmp:
+        folder = Path(tmp)
+        paths = {}
+        for i, (name, _data) in enumerate(training):  # the name as uploaded; a numbered folder keeps twins apart
+            safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "config.json"
+            paths[name] = folder / (safe if safe not in {p.name for p in paths.values()} else f"{i}-{safe}")
+        notes: list[Msg] = []
+        for name, data in training:
+            kept, more = _keep_on_upload(data, {p.name: p for p in paths.values()}, folder)
+            notes += more
+            paths[name].write_text(json.dumps(kept), encoding="utf-8")  # JSON is YAML too: one reader
+        imported = import_configs([paths[name] for name, _ in training])
+        return model, TrainingUpload(tuple(n for n, _ in training), imported, tuple(notes), str(folder))
+
+
 class ConfigStore:
     """Config dicts as files (gpuwork.facts.model reads a path), in a TemporaryDirectory this object owns.
 
@@ -413,8 +592,12 @@ class SizingForm(common.Panel):
             model_value = base.model if base.model in presets else presets[0]
         self.model_source = widgets.ToggleButtons(options=self._source_options(), value=source,
                                                   style={"description_width": "170px", "button_width": "96px"})
-        self.upload = widgets.FileUpload(accept=".json", multiple=False)
+        # a model's config.json, or training configs (several at once combine, as --from does)
+        self.upload = widgets.FileUpload(accept=UPLOAD_ACCEPT, multiple=True)
         self.upload_name = widgets.HTML()
+        self.upload_report = widgets.HTML()  # what an uploaded training config set, defaulted and ignored
+        self.upload_report.add_class("gpuwork-upload-report")
+        self.training_upload: TrainingUpload | None = None
         self.manual = {name: NumberText(value=MANUAL_DEFAULTS[name], style=WIDE, layout=lay)
                        for name in MANUAL_FIELDS}
         c: dict[str, widgets.ValueWidget] = {
@@ -584,19 +767,82 @@ class SizingForm(common.Panel):
         files = change["new"]
         if not files:
             return
-        item = files[0]
-        name = common.upload_name(item, "config.json")  # a browser's name, shown: no folders, bounded
+        # a browser's names, shown: no folders, bounded; the content is bytes, never opened as a path
+        items = [(common.upload_name(item, "config.json"), item.get("content")) for item in files]
         try:
-            config = parse_config(item.get("content"), name)
+            with quiet():
+                model, training = parse_upload(items)
+                plan = self._imported_plan(training, model) if training is not None else None
         except GpuworkError as exc:
             self._show_error(friendly(exc, self.lang))
             return
-        self._uploaded = (name, config)
-        self.upload_name.value = note_html(html.escape(self._uploaded[0]))
-        if self.model_source.value != "upload":
-            self.model_source.value = "upload"  # refreshes
+        except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
+            self._show_error(friendly(exc, self.lang))
+            return
+        if model is not None:
+            self._uploaded = model
+            self.upload_name.value = note_html(html.escape(model[0]))
+        self.training_upload = training
+        self._show_upload_report()
+        if plan is None:  # a model config.json alone: as before
+            if self.model_source.value != "upload":
+                self.model_source.value = "upload"  # refreshes
+            else:
+                self.refresh()
+            return
+        self._take_plan(plan, source="preset" if training.model is not None or self._uploaded is None else "upload")
+
+    def _imported_plan(self, training: TrainingUpload, model: tuple[str, dict[str, Any]] | None) -> TrainPlan:
+        """The imported plan, on the model the form can size: the configs' preset, else an uploaded config.json,
+        else the form's current preset (a hub id or a path on the user's machine is not fetched from here)."""
+        if model is not None:
+            ref = self.store.path_for(model[1])
+        elif training.model is not None:
+            ref = training.model
+        elif self._uploaded is not None:
+            ref = self.store.path_for(self._uploaded[1])
         else:
-            self.refresh()
+            ref = str(self.controls["model"].value)
+        return training.imported.plan(model=ref)
+
+    def _take_plan(self, plan: TrainPlan, *, source: str) -> None:
+        """Set every control from ``plan`` (fields without a control ride on ``base_plan``), then refresh once."""
+        self.base_plan = plan
+        with self._mute():
+            if source == "preset" and plan.model in self.controls["model"].options:
+                self.controls["model"].value = plan.model
+            self.model_source.value = source
+            for name, control in self.controls.items():
+                if name == "model":
+                    continue
+                value = getattr(plan, name)
+                if name == "lora_targets":
+                    value = ",".join(value) if isinstance(value, tuple | list) else str(value)
+                elif hasattr(value, "value"):  # a str enum
+                    value = value.value
+                control.value = value
+        self.refresh()
+
+    def _show_upload_report(self) -> None:
+        t = self.training_upload
+        if t is None:
+            self.upload_report.value = ""
+            return
+        lines = t.report_lines(self.lang)
+        model = t.imported.fields.get("model")
+        if model is None:  # said last: which model the numbers are for
+            lines.append(ui("upload_model_none", self.lang, kept=self.model_label_for_upload()))
+        elif t.model is None:
+            lines.append(ui("upload_model_kept", self.lang, model=str(model), kept=self.model_label_for_upload()))
+        body = "<br>".join(html.escape(line).replace("  ", "&nbsp;&nbsp;") for line in lines)
+        self.upload_report.value = (f'<div class="gpuwork-note" style="color:{MUTED};font-family:monospace;'
+                                    f'font-size:12px;white-space:normal">{body}</div>')
+
+    def model_label_for_upload(self) -> str:
+        """The model the form sizes after a training config named one it cannot fetch."""
+        if self._uploaded is not None:
+            return self._uploaded[0]
+        return str(self.controls["model"].value)
 
     def _update_visibility(self) -> None:
         source = self.model_source.value
@@ -658,6 +904,7 @@ class SizingForm(common.Panel):
             self.refresh()  # the same controls fail again: the error is said in the new language
         if self.traced is not None and self.plan is not None:
             self.verify_out.value = trace_html(self.traced.plan, self.traced, self.memory, self.lang)
+        self._show_upload_report()
 
     # -- figures (pure given the state) -----------------------------------------------------------
 
@@ -711,7 +958,7 @@ class SizingForm(common.Panel):
     def controls_box(self) -> widgets.Widget:
         c = self.controls
         model = widgets.VBox([self.headings["h_model"], self.model_source, c["model"], self.upload, self.upload_name,
-                              *self.manual.values()])
+                              self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
                                  c["attention"], c["stack"], c["lora_r"], c["lora_targets"]])
@@ -800,6 +1047,7 @@ __all__ = [
     "details_html",
     "manual_config",
     "parse_config",
+    "parse_upload",
     "size_plan",
     "totals_html",
     "trace_html",
