@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,11 +24,14 @@ import ipywidgets as widgets
 import nbformat
 import psutil
 import pytest
-from conftest import free_port, stop_server
+from conftest import free_port, stop_server, upload_value
 
+from gpuwork.facts.model import load_config
 from gpuwork.plan import TrainPlan
 from gpuwork.ui import app as app_view
+from gpuwork.ui import common
 from gpuwork.ui.app import GIB, TITLE, App, StaticApp, build_app
+from gpuwork.ui.queue import ActionQueue
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
@@ -101,6 +105,134 @@ def test_a_bug_never_shows_a_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
     app = build_app()
     assert "unexpected error" in app.sizing.error and "boom" in app.sizing.error
     assert "Traceback" not in app.sizing.message.value
+
+
+# -- (b) a hostile visitor: uploads, paths, numbers, the waiting line ---------------------------------------
+
+_OPENED: list[str] = []
+_WATCH = threading.local()
+
+
+def _audit(event: str, args: tuple) -> None:  # sys.addaudithook cannot be removed: it records only when asked
+    if event == "open" and getattr(_WATCH, "on", False) and isinstance(args[0], str | bytes):
+        _OPENED.append(str(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+def _opened_while(action) -> list[str]:
+    """The files this thread opened while ``action()`` ran (Python's audit events: every open() and os.open())."""
+    _OPENED.clear()
+    _WATCH.on = True
+    try:
+        action()
+    finally:
+        _WATCH.on = False
+    return list(_OPENED)
+
+
+@pytest.mark.parametrize("content", [b"/dev/zero", b"/etc/passwd", b"/dev/zero\n", b"  /etc/passwd"])
+def test_an_upload_whose_content_is_a_path_never_opens_that_path(content: bytes) -> None:
+    """9 bytes of "/dev/zero" once made the server read /dev/zero until the kernel's memory ran out."""
+    app = build_app()
+    opened = _opened_while(lambda: setattr(app.offers.record_upload, "value", upload_value(content, "run.json")))
+    assert not [p for p in opened if "/dev/" in p or "passwd" in p], opened
+    assert app.offers.error == ("run.json is not JSON text (line 1, column 1: Expecting value): upload the trial "
+                                "record file itself, not its name or path") or "line 1, column 3" in app.offers.error
+    assert app.offers.records == []
+    opened = _opened_while(lambda: setattr(app.sizing.upload, "value", upload_value(content, "config.json")))
+    assert not [p for p in opened if "/dev/" in p or "passwd" in p], opened
+    assert app.sizing.error.startswith("config.json is not valid JSON") and app.sizing.plan is None
+
+
+@pytest.mark.parametrize("what", ["record", "config"])
+def test_uploads_above_one_megabyte_are_refused_with_the_limit(what: str) -> None:
+    app = build_app()
+    big = b'{"model_type": "llama", "pad": "' + b"x" * 1_000_000 + b'"}'
+    control = app.offers.record_upload if what == "record" else app.sizing.upload
+    control.value = upload_value(big, "big.json")
+    error = app.offers.error if what == "record" else app.sizing.error
+    assert error.startswith(f"big.json is larger than the 1 MB limit for uploads ({len(big):,} bytes)"), error
+
+
+def test_a_real_record_upload_joins_the_comparison() -> None:
+    from gpuwork.measure.trial import TrialRecord
+
+    content = (ROOT / "tests" / "data" / "trial_record_own_run.json").read_bytes()
+    app = build_app()
+    app.offers.record_upload.value = upload_value(content, "/home/someone/run.json")
+    assert app.offers.error is None and len(app.offers.records) == 1
+    assert isinstance(app.offers.records[0], TrialRecord)
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (b"", "run.json is empty"), (b"\xff\xfe{}", "not UTF-8 text"), (b"[" * 100_000, "nested too deeply"),
+    (b"[1, 2]", "not a JSON object"), (b'{"schema_version": 999}', "trial record schema 999"),
+    (b'{"schema_version": 1}', "is not a gpuwork trial record"),
+])
+def test_broken_record_uploads_are_one_line(content: bytes, says: str) -> None:
+    app = build_app()
+    app.offers.record_upload.value = upload_value(content, "run.json")
+    assert says in app.offers.error and "\n" not in app.offers.error and app.offers.records == []
+
+
+def test_the_served_app_names_no_server_path_and_no_exception(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuwork.ui import sizing as ui_sizing
+
+    monkeypatch.setattr(common, "_public", False)  # restored after the test
+    monkeypatch.setenv("SERVER_SOFTWARE", "voila/0.5.13")  # what Voila puts in its kernels' environment
+    app = build_app()
+    assert common.is_public()
+    config, _ = load_config("tiny-llama")
+    del config["hidden_size"]
+    app.sizing.upload.value = upload_value(json.dumps(config).encode(), "my-config.json")
+    assert "hidden_size" in app.sizing.error and "/" not in app.sizing.error, app.sizing.error
+    assert app.sizing.store.folder not in app.sizing.message.value
+
+    def broken(plan: TrainPlan, axis: str = "seq_len") -> None:
+        raise RuntimeError("boom in /srv/gpuwork/secret.py")
+
+    monkeypatch.setattr(ui_sizing, "size_plan", broken)
+    app.sizing.model_source.value = "preset"
+    error = app.sizing.error
+    assert error.startswith("unexpected error (reference ") and "boom" not in error and "RuntimeError" not in error
+    assert "/srv" not in app.sizing.message.value
+
+
+def test_verify_exactly_waits_in_the_line_and_says_so(tmp_path: Path) -> None:
+    line = ActionQueue(tmp_path, places=2, poll_s=0.02)
+    app = App({"model": "tiny-llama"}, queue=line)
+    app.sizing.controls["seq_len"].value = "0"  # verify then answers at once with the form's error: no trace runs
+    release = threading.Event()
+    busy = threading.Thread(target=line.run, args=(lambda: release.wait(10),))
+    busy.start()
+    while not line.state()[0]:
+        time.sleep(0.01)
+    app.sizing.verify_button.click()
+    deadline = time.monotonic() + 10
+    while "gpuwork-waiting" not in app.sizing.verify_out.value and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "Waiting (1 ahead)" in app.sizing.verify_out.value and line.state() == (True, 1)
+    app.set_lang("ru")
+    app.sizing.queued(lambda: None)  # a second press while the first waits
+    assert "Предыдущее действие ещё выполняется" in app.sizing.verify_out.value
+    release.set()
+    busy.join(10)
+    deadline = time.monotonic() + 10
+    while "seq_len" not in app.sizing.verify_out.value and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "seq_len" in app.sizing.verify_out.value and line.state() == (False, 0)
+
+
+def test_the_app_trial_and_verify_share_one_line() -> None:
+    from gpuwork.ui.queue import shared_queue
+
+    app = build_app()
+    app.trial.controls["seq_len"].value = "4096.5"
+    assert "not a whole number" in app.trial.error
+    assert app.sizing.queue is None and app.trial.queue is None  # both take the server's line when they run
+    assert shared_queue() is shared_queue()
 
 
 def test_report_mode_builds_a_static_app(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,3 +423,111 @@ def test_voila_serves_the_app(voila_app: SimpleNamespace) -> None:
                         .split("</script>", 1)[0])
     loaded = [ext["name"] for ext in config.get("federated_extensions", [])]
     assert "jupyterlab-jupytext" not in loaded
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.timeout(300)
+def test_browser_uploads_of_a_path_are_content_and_the_app_keeps_working(voila_app: SimpleNamespace,
+                                                                          tmp_path: Path) -> None:
+    """A real upload through chromium: files whose content is "/dev/zero" or "/etc/passwd" and one above 1 MB
+    give one line each (no server path, the kernel stays alive), then a real config.json works."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    url = voila_app.url
+    files = {"zero.json": b"/dev/zero", "passwd.json": b"/etc/passwd",
+             "big.json": b'{"model_type": "llama", "pad": "' + b"x" * 1_100_000 + b'"}'}
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+    config, _ = load_config("tiny-llama")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
+                       else route.abort())
+            page.goto(url, timeout=120_000)
+            page.wait_for_selector(CHART, timeout=120_000)
+            page.click(".gpuwork-model-source button:nth-child(2)")  # "Upload"
+
+            def upload(path: Path) -> None:  # as a person does: the button opens the file chooser
+                with page.expect_file_chooser(timeout=60_000) as chooser:
+                    page.click(".gpuwork-upload")
+                chooser.value.set_files(str(path))
+
+            expected = {"zero.json": "zero.json is not valid JSON", "passwd.json": "passwd.json is not valid JSON",
+                        "big.json": "big.json is larger than the 1 MB limit for uploads"}
+            for name, says in expected.items():
+                upload(tmp_path / name)
+                page.wait_for_function("says => [...document.querySelectorAll('.gpuwork-error')]"
+                                       ".some(e => e.innerText.includes(says))", arg=says, polling=100,
+                                       timeout=60_000)
+                message = page.inner_text(".gpuwork-message .gpuwork-error")
+                assert str(tmp_path) not in message and "/tmp" not in message and "Traceback" not in page.content()
+            upload(tmp_path / "config.json")  # the kernel is alive: a real config works
+            page.wait_for_selector(".gpuwork-message .gpuwork-error", state="detached", timeout=60_000)
+            page.wait_for_function(f"() => JSON.stringify(document.querySelector('{CHART}').data.map(t => t.x))"
+                                   ".includes('config.json')", polling=100, timeout=60_000)
+        finally:
+            browser.close()
+
+
+def _load_benchmark():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("app_load", ROOT / "benchmarks" / "app_load.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.timeout(400)
+def test_a_closed_tab_releases_its_kernel_and_pages_are_bounded(tmp_path: Path) -> None:
+    """The app as `gpuwork app` serves it, with its page limit at 1 and culling shortened to seconds: a second
+    visitor is told to come back (503, no kernel started); closing the first tab releases its kernel (its
+    connection is gone, so it is culled), and the next visitor is served."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    load = _load_benchmark()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "voila.log"
+    proc = load.start_server(port, 1, log, ("--MappingKernelManager.cull_idle_timeout=8",
+                                            "--MappingKernelManager.cull_interval=2"))
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
+                           else route.abort())
+                page.goto(url, timeout=120_000)
+                page.wait_for_selector(CHART, timeout=120_000)
+                kernels = psutil.Process(proc.pid).children(recursive=True)
+                assert len(kernels) == 1
+                time.sleep(12)  # longer than the idle timeout: an open page is never culled
+                assert all(k.is_running() for k in kernels) and "Culling '" not in log.read_text()
+                with pytest.raises(urllib.error.HTTPError) as refused:
+                    urllib.request.urlopen(url, timeout=60)
+                assert refused.value.code == 503 and "serves 1 pages, its limit" in refused.value.reason
+                assert len(psutil.Process(proc.pid).children(recursive=True)) == 1
+                page.close(run_before_unload=True)
+                psutil.wait_procs(kernels, timeout=60)
+                assert not any(k.is_running() for k in kernels), "the closed tab's kernel still runs"
+                assert "Culling 'idle' kernel" in log.read_text()
+                page = browser.new_page()
+                page.goto(url, timeout=120_000)
+                page.wait_for_selector(CHART, timeout=120_000)
+            finally:
+                browser.close()
+    finally:
+        load.stop_server(proc)
+    assert proc.poll() is not None

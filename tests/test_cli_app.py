@@ -18,7 +18,16 @@ import psutil
 import pytest
 from conftest import free_port, stop_server
 
-from gpuwork.cli.app import APP_NOTEBOOK, VOILA_SETTINGS, app_notebook, require, voila_argv
+from gpuwork.cli.app import (
+    APP_NOTEBOOK,
+    MAX_PAGES,
+    VOILA_SETTINGS,
+    app_notebook,
+    page_hook,
+    require,
+    voila_argv,
+    voila_config,
+)
 from gpuwork.errors import GpuworkError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,8 +60,43 @@ def test_voila_reads_the_command_line_as_the_settings() -> None:
     configuration = VoilaConfiguration(parent=voila)
     assert configuration.strip_sources is True
     assert configuration.extension_denylist == ["jupyterlab-jupytext"]
+    from voila.execute import VoilaExecutor
+
+    assert VoilaExecutor(None, config=voila.config).iopub_timeout == 60
     kernels = MappingKernelManager(config=voila.config)
-    assert (kernels.cull_interval, kernels.cull_idle_timeout) == (60, 600)
+    # a page whose connection is gone is culled within 2.5 minutes; an open page or a busy kernel never
+    assert (kernels.cull_interval, kernels.cull_idle_timeout) == (30, 120)
+    assert (kernels.cull_connected, kernels.cull_busy) == (False, False)
+
+
+def test_the_page_limit_travels_as_config_and_refuses_the_next_page() -> None:
+    """Voila's prelaunch hook is a Python callable: it reaches VoilaConfiguration through a Config."""
+    from tornado.web import HTTPError
+    from voila.app import Voila
+    from voila.configuration import VoilaConfiguration
+
+    voila = Voila(config=voila_config(3))
+    voila.parse_command_line(voila_argv(app_notebook()))
+    hook = VoilaConfiguration(parent=voila).prelaunch_hook
+    assert callable(hook) and MAX_PAGES == 40
+
+    class Handler:  # what the hook reads of Voila's page handler
+        def __init__(self, kernels: int):
+            self.kernel_manager = type("K", (), {"list_kernel_ids": lambda _self: ["k"] * kernels})()
+
+    assert hook(Handler(2), notebook=None, cwd=".") is None
+    with pytest.raises(HTTPError) as refused:
+        hook(Handler(3), notebook=None, cwd=".")
+    assert refused.value.status_code == 503
+    assert refused.value.reason == "the app already serves 3 pages, its limit: try again in a few minutes"
+    assert page_hook(1)(Handler(0)) is None
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "many", "2.5"])
+def test_a_bad_page_limit_is_one_line(value: str, tmp_path: Path) -> None:
+    result = _gpuwork("app", "--max-pages", value, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert f"--max-pages {value!r} must be a whole number from 1 to 1000" in result.stderr
 
 
 def test_require_names_the_extra_to_install() -> None:

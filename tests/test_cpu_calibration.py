@@ -15,8 +15,8 @@ from gpuwork.estimate.ops import Kind, Op, Phase  # noqa: E402
 from gpuwork.estimate.steptime import price_ops  # noqa: E402
 from gpuwork.facts.inputs import Inputs  # noqa: E402
 from gpuwork.facts.model import get_spec  # noqa: E402
-from gpuwork.facts.spec import count_params  # noqa: E402
 from gpuwork.facts.rates import load_rates  # noqa: E402
+from gpuwork.facts.spec import count_params  # noqa: E402
 from gpuwork.measure.cpu_rates import (  # noqa: E402
     DispatchCost,
     GemmRate,

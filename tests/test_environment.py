@@ -202,4 +202,8 @@ def test_voila_config_is_local_and_culls_kernels() -> None:
     assert config["Voila"]["open_browser"] is False
     assert config["VoilaConfiguration"]["strip_sources"] is True
     assert "jupyterlab-jupytext" in config["VoilaConfiguration"]["extension_denylist"]
-    assert config["MappingKernelManager"] == {"cull_interval": 60, "cull_idle_timeout": 600}
+    # idle kernels culled within 2.5 min (a closed tab's kernel too: Voila sends no shutdown on close), never an
+    # open page's or a busy one's; a loaded server waits 60 s for a cell's output instead of failing the page
+    assert config["MappingKernelManager"] == {"cull_interval": 30, "cull_idle_timeout": 120, "cull_connected": False,
+                                              "cull_busy": False}
+    assert config["VoilaExecutor"] == {"iopub_timeout": 60}

@@ -422,7 +422,7 @@ def test_out_dir_holds_the_record_and_checkpoint_and_nothing_else(written):
     stem = Path(record.saved_to).stem
     assert names == [f"{stem}-checkpoint", f"{stem}.json"]
     assert stem.startswith("trial-tiny-llama-lora-") or stem.startswith("trial-config-lora-")
-    assert TrialRecord.from_json(record.saved_to) == record
+    assert TrialRecord.from_json(Path(record.saved_to)) == record
     assert record.checkpoint.path == str(out / f"{stem}-checkpoint")
     assert sorted(record.checkpoint.files) == sorted(p.name for p in (out / f"{stem}-checkpoint").iterdir())
 

@@ -118,7 +118,7 @@ def test_a_signal_ends_the_step_saves_and_the_resume_gives_the_same_losses(tmp_p
     assert stopped.status == "interrupted" and stopped.stop_signal == signal.Signals(sig).name
     assert [s.step for s in stopped.steps] == list(range(1, at + 1)) and stopped.checkpoint is None
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # given back
-    on_disk = TrialRecord.from_json(stopped.saved_to)
+    on_disk = TrialRecord.from_json(Path(stopped.saved_to))
     assert on_disk == stopped
     folder = Path(stopped.saved_to).with_name(f"{stopped.run_id}-checkpoint")
     assert json.loads((folder / "trainer_state.json").read_text())["global_step"] == at
@@ -132,7 +132,7 @@ def test_a_signal_ends_the_step_saves_and_the_resume_gives_the_same_losses(tmp_p
     assert losses(resumed) == pytest.approx(losses(uninterrupted), rel=1e-6, abs=0)
     assert losses(resumed)[:at] == losses(stopped)  # the measured steps are carried over
     assert resumed.checkpoint.verified
-    assert TrialRecord.from_json(stopped.saved_to) == stopped  # the interrupted record is never overwritten
+    assert TrialRecord.from_json(Path(stopped.saved_to)) == stopped  # the interrupted record is never overwritten
     with pytest.raises(TrialError, match="ran to the end"):
         resume_options(resumed.saved_to)
 

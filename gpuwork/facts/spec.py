@@ -203,7 +203,9 @@ def quantized_linears(spec: ModelSpec) -> list[Linear]:
     """Linears bitsandbytes stores in 4 bits: every nn.Linear except the output layer.
 
     transformers' bnb integration skips `lm_head` (get_keys_to_not_convert) and classifier
-    heads; fused MoE expert tensors are not nn.Linear and stay 16-bit.
+    heads; fused MoE expert tensors (transformers 5) are not nn.Linear, so bitsandbytes leaves them
+    unquantised: they load in the 16-bit dtype and peft's prepare_model_for_kbit_training upcasts them
+    to fp32 (gpuwork.estimate.memory counts them so and warns ``memory.moe_experts_unquantized``).
     """
     skip = _output_layer_names(spec)
     return [lin for lin in spec.linears if lin.experts == 1 and lin.name not in skip]

@@ -356,10 +356,9 @@ class TrialRecord:
 
     @classmethod
     def from_json(cls, source: str | Path) -> TrialRecord:
-        """Read a record from a JSON file (or from JSON text)."""
-        text = str(source)
-        if not text.lstrip().startswith("{"):
-            text = Path(source).read_text()
+        """A record from a JSON file (a ``Path``) or from JSON text (a ``str``: always parsed as text, never
+        opened as a path, so uploaded content such as "/dev/zero" cannot make gpuwork read a file)."""
+        text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
         return cls.from_dict(json.loads(text))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.errors import GpuworkError
@@ -88,7 +89,7 @@ def _record(item: TrialRecord | str | os.PathLike[str]) -> TrialRecord:
     if isinstance(item, TrialRecord):
         return item
     if isinstance(item, str | os.PathLike):
-        return TrialRecord.from_json(os.fspath(item))
+        return TrialRecord.from_json(Path(os.fspath(item)))
     raise TypeError(f"records_frame takes TrialRecord objects or paths of their JSON files, not {type(item).__name__}")
 
 

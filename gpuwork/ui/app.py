@@ -7,8 +7,12 @@
 - the Sizing form owns the plan; every valid change is handed to the Offers and Request tabs, which
   re-evaluate when they are shown (so typing in the form stays fast);
 - the language switch relabels every tab and rewrites the rental request;
-- the demo trial is guarded: tiny models on the CPU, a few steps, one trial per machine at a time;
-  its record joins the Offers tab's side-by-side comparison.
+- the demo trial is guarded: tiny models on the CPU, a few steps (the ramp too); its record joins the
+  Offers tab's side-by-side comparison;
+- expensive actions ("Verify exactly", the demo trial with its ramp) wait in the server's one bounded line
+  (``gpuwork.ui.queue``) and say "waiting (n ahead)";
+- uploads (config.json, trial records) are read as the bytes sent, at most 1 MB, never as a path; served by
+  Voila (``public``), errors name no server path and an unexpected one shows a reference, not its text.
 
 Example:
     >>> app = build_app()
@@ -22,8 +26,12 @@ pipeline on this machine's CPU, not a GPU's speed.
 
 from __future__ import annotations
 
+import contextlib
+import html
+import os
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # Startup time of the Voila page: plotly's FigureWidget imports nbformat, whose jsonschema imports the
@@ -35,9 +43,12 @@ if "jsonschema" not in sys.modules:
 
 import ipywidgets as widgets  # noqa: E402
 
+from gpuwork.errors import GpuworkError  # noqa: E402
 from gpuwork.estimate.memory import GIB  # noqa: E402
+from gpuwork.message import msg  # noqa: E402
 from gpuwork.plan import TrainPlan  # noqa: E402
-from gpuwork.ui.common import LANGS, error_html, one_line, ui  # noqa: E402
+from gpuwork.ui import common  # noqa: E402
+from gpuwork.ui.common import LANGS, error_html, friendly, note_html, one_line, run_in_thread, ui  # noqa: E402
 from gpuwork.ui.offers import OffersPanel  # noqa: E402
 from gpuwork.ui.request import RequestPanel  # noqa: E402
 from gpuwork.ui.sizing import SizingForm  # noqa: E402
@@ -48,6 +59,66 @@ TITLE = "gpuwork"
 TABS = ("sizing", "offers", "request", "trial")
 
 
+def served_by_voila() -> bool:
+    """True in a kernel Voila started for a visitor (Voila puts SERVER_SOFTWARE=voila/<version> in its env)."""
+    return os.environ.get("SERVER_SOFTWARE", "").startswith("voila/")
+
+
+class AppSizingForm(SizingForm):
+    """The app's sizing form: "Verify exactly" waits in the server's line (``queue``, default the shared one)
+    and shows "waiting (n ahead)" meanwhile; a second press while it waits or runs is refused."""
+
+    def __init__(self, *args: Any, queue: Any = None, **kwargs: Any):
+        self.queue = queue
+        self._queued = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def _waiting(self, ahead: int) -> None:
+        self.verify_out.value = note_html(html.escape(ui("queue_waiting", self.lang, n=ahead)), common.NOTE_COLOR,
+                                          cls="gpuwork-waiting")
+
+    def queued(self, action: Callable[[], Any]) -> Any:
+        """Run ``action`` in its turn; a full line or a second press shows one line instead."""
+        if not self._queued.acquire(blocking=False):
+            self.verify_out.value = error_html(ui("busy", self.lang))
+            return None
+        try:
+            if self.queue is None:
+                from gpuwork.ui.queue import shared_queue
+
+                self.queue = shared_queue()
+            return self.queue.run(action, on_wait=self._waiting)
+        except GpuworkError as exc:
+            self.verify_out.value = error_html(friendly(exc, self.lang))
+            return None
+        finally:
+            self._queued.release()
+
+    def _start(self, action: Callable[[], Any]) -> None:
+        run_in_thread(action.__name__, lambda: self.queued(action))
+
+
+def record_from_upload(item: Mapping[str, Any]) -> Any:
+    """A TrialRecord from one uploaded file's bytes (at most common.UPLOAD_LIMIT_BYTES); never opens a path.
+
+    Raises GpuworkError naming the file and what is wrong with it.
+    """
+    from gpuwork.measure.trial import TrialRecord
+
+    data = common.upload_json(item, "record")
+    name = common.upload_name(item, "record.json")
+    if not isinstance(data, dict):
+        raise GpuworkError(msg("error.upload.not_record", name=name, reason="not a JSON object"))
+    try:
+        return TrialRecord.from_dict(data)
+    except GpuworkError as exc:
+        raise GpuworkError(msg("error.upload.not_record", name=name, reason=one_line(exc.text("en")))) from None
+    except KeyError as exc:
+        raise GpuworkError(msg("error.upload.not_record", name=name, reason=f"no field {exc}")) from None
+    except (TypeError, ValueError, AttributeError, RecursionError):
+        raise GpuworkError(msg("error.upload.not_record", name=name, reason="fields of the wrong kind")) from None
+
+
 class App(widgets.VBox):
     """The whole app: a header with the language switch, then the tabs.
 
@@ -56,7 +127,7 @@ class App(widgets.VBox):
     """
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
-                 demo_trial: bool = True, **kwargs: Any):
+                 demo_trial: bool = True, queue: Any = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.lang = lang if lang in LANGS else "en"
         self.intro = widgets.HTML(layout={"flex": "1 1 auto"})
@@ -65,10 +136,14 @@ class App(widgets.VBox):
                                                  value=self.lang,
                                                  style={"button_width": "90px"})
         self.lang_toggle.add_class("gpuwork-lang")
-        self.sizing = SizingForm(plan, lang=self.lang, stagger=True)
+        self.sizing = AppSizingForm(plan, lang=self.lang, stagger=True, queue=queue)
         self.offers = OffersPanel(lang=self.lang, with_request=False)
+        # records are read here, from the bytes sent (the panel's own reader also accepts a path)
+        with contextlib.suppress(ValueError, AttributeError):
+            self.offers.record_upload.unobserve(self.offers._on_records, names="value")
+        self.offers.record_upload.observe(self._on_records, names="value")
         self.request = RequestPanel(lang=self.lang, show_lang=False)
-        self.trial = TrialPanel(demo=True, lang=self.lang) if demo_trial else None
+        self.trial = TrialPanel(demo=True, lang=self.lang, queue=queue) if demo_trial else None
         views = [self.sizing.view(), self.offers.view(), self.request.view()]
         if self.trial is not None:
             views.append(self.trial.view())
@@ -85,6 +160,16 @@ class App(widgets.VBox):
         if self.sizing.plan is not None:
             self._on_plan(self.sizing.plan)
         self._apply_labels()
+
+    def _on_records(self, change: Any) -> None:
+        for item in change["new"] or ():
+            try:
+                record = record_from_upload(item)
+            except GpuworkError as exc:
+                self.offers.error = friendly(exc, self.lang)
+                self.offers.message.value = error_html(self.offers.error)
+                continue
+            self.offers.add_record(record)
 
     def _apply_labels(self) -> None:
         self.intro.value = (f'<h3 class="gpuwork-title" style="margin:0 0 4px 0">{ui("title", self.lang)}</h3>'
@@ -148,12 +233,21 @@ class StaticApp:
 
 
 def build_app(plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en", report: bool = False,
-              demo_trial: bool = True) -> App | StaticApp:
+              demo_trial: bool = True, public: bool | None = None) -> App | StaticApp:
     """The app's widget tree, starting from ``plan`` (default: ``TrainPlan()``); ``report=True`` gives
-    the same content as static figures and HTML."""
+    the same content as static figures and HTML.
+
+    ``public`` (default: when Voila serves this kernel) makes this kernel's errors name no server path and
+    show a reference instead of an unexpected exception's text (``gpuwork.ui.common.set_public``).
+    """
+    if public is None:
+        public = served_by_voila()
+    if public:
+        common.set_public(True)
     if report:
         return StaticApp(plan, lang=lang)
     return App(plan, lang=lang, demo_trial=demo_trial)
 
 
-__all__ = ["GIB", "TABS", "TITLE", "App", "StaticApp", "build_app", "error_html", "one_line"]
+__all__ = ["GIB", "TABS", "TITLE", "App", "AppSizingForm", "StaticApp", "build_app", "error_html", "one_line",
+           "record_from_upload", "served_by_voila"]

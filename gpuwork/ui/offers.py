@@ -360,7 +360,7 @@ class OffersPanel(common.Panel):
         for item in change["new"] or ():
             name = item.get("name", "record.json")
             try:
-                self.records.append(TrialRecord.from_json(bytes(item["content"]).decode("utf-8")))
+                self.records.append(TrialRecord.from_dict(common.upload_json(item, "record")))
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, GpuworkError) as exc:
                 self._show_error(ui("bad_record", self.lang, name=name, error=one_line(exc)))
         self._render_compare()

@@ -3,7 +3,8 @@
 ``TrialPanel`` runs ``gpuwork.measure.trial`` with progress, Stop, the checkpoint round-trip, the
 ramp, the extrapolation to the whole run and estimate vs measured. Its pure updates are
 ``estimate_vs_measured_rows`` and ``extrapolate``. In demo mode (the Voila app) it runs tiny presets
-only, within ``DEMO_LIMITS``, on the CPU, one trial per machine at a time (a file lock).
+only, within ``DEMO_LIMITS`` (the ramp too), on the CPU, in the server's one waiting line of expensive
+actions (``gpuwork.ui.queue``: "waiting (n ahead)", bounded; Stop leaves the line).
 
 Example:
     >>> panel = TrialPanel(steps=2, warmup=1)
@@ -13,20 +14,17 @@ Example:
 
 Limitations: a trial on a CPU proves the pipeline, not the speed: the whole-run extrapolation needs a
 trial on a GPU listed in data/gpus.csv. The Run button runs the trial in a background thread; a second
-run while one is going is refused rather than queued.
+run from the same panel while one is going is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import html
 import logging
 import os
-import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ipywidgets as widgets
@@ -47,6 +45,7 @@ from gpuwork.ui.common import (
     NOTE_COLOR,
     WIDE,
     LiveFigure,
+    NumberText,
     describe,
     error_html,
     friendly,
@@ -66,9 +65,10 @@ _log = logging.getLogger(__name__)
 # Trial defaults: a tiny real model on the CPU, a few steps (seconds).
 DEFAULT_TRIAL_PLAN = {"model": "tiny-llama", "method": "lora", "precision": "fp32", "seq_len": 128,
                       "batch_size": 4}
-# The app's demo trial: tiny presets only, short, one at a time on this machine.
+# The app's demo trial: tiny presets only, short, in the server's waiting line (the ramp's probes too).
 DEMO_LIMITS = {"steps": 20, "warmup": 3, "seq_len": 256, "batch_size": 8, "grad_accum": 4}
-DEMO_LOCK_FILE = "gpuwork-demo-trial.lock"
+# Any trial from the panel: a measurement, not a training run (the plan bounds seq_len, batch and accumulation).
+COUNT_LIMITS = {"steps": 10_000, "warmup": 1_000}
 
 
 # -- trial: pure update --------------------------------------------------------------------------------
@@ -140,22 +140,13 @@ def extrapolate(record: Any, plan: TrainPlan | None = None,
     return ext, None
 
 
-@contextlib.contextmanager
-def _machine_lock(path: Path) -> Iterator[bool]:
-    """An exclusive, non-blocking lock on a file: yields False when someone else holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+def ramp_limits(plan: TrainPlan, demo: bool) -> tuple[int, int]:
+    """(largest batch, longest sequence) the ramp may probe: 4 x the batch and 2 x the sequence, within
+    DEMO_LIMITS in demo mode."""
+    batch, seq = plan.batch_size * 4, plan.seq_len * 2
+    if demo:
+        batch, seq = min(batch, DEMO_LIMITS["batch_size"]), min(seq, DEMO_LIMITS["seq_len"])
+    return max(batch, plan.batch_size), max(seq, plan.seq_len)
 
 
 # -- the trial panel ------------------------------------------------------------------------------------
@@ -173,15 +164,19 @@ class TrialPanel(common.Panel):
         steps / warmup: measured and warm-up optimizer steps.
         ramp: after the trial, find the largest micro-batch and sequence that fit (short probes).
         out_dir: where the TrialRecord JSON (and checkpoint) is written; None writes nothing.
-        demo: the app's guarded mode: tiny presets only, DEMO_LIMITS, CPU, one trial per machine.
+        demo: the app's guarded mode: tiny presets only, DEMO_LIMITS, CPU, in the server's waiting line.
+        queue: the waiting line (gpuwork.ui.queue.ActionQueue); default: the server's line in demo mode,
+            none otherwise.
         device: "cpu", "cuda", ... (None: CUDA when present, else CPU; demo: always CPU).
         note: a line shown above the controls (e.g. "a CPU stand-in for ...").
     """
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, steps: int = 5, warmup: int = 1,
                  ramp: bool = False, out_dir: str | os.PathLike[str] | None = None, demo: bool = False,
-                 device: str | None = None, note: str | None = None, lang: str = "en", report: bool = False):
+                 device: str | None = None, note: str | None = None, lang: str = "en", report: bool = False,
+                 queue: Any = None):
         self.lang = lang if lang in LANGS else "en"
+        self.queue = queue
         self.report = report
         self.demo = demo
         self.extra_note = note
@@ -212,12 +207,12 @@ class TrialPanel(common.Panel):
                                        layout=lay),
             "precision": widgets.Dropdown(options=[p.value for p in Precision], value=base.precision.value,
                                           style=WIDE, layout=lay),
-            "seq_len": widgets.IntText(value=base.seq_len, style=WIDE, layout=lay),
-            "batch_size": widgets.IntText(value=base.batch_size, style=WIDE, layout=lay),
-            "grad_accum": widgets.IntText(value=base.grad_accum, style=WIDE, layout=lay),
+            "seq_len": NumberText(value=base.seq_len, style=WIDE, layout=lay),
+            "batch_size": NumberText(value=base.batch_size, style=WIDE, layout=lay),
+            "grad_accum": NumberText(value=base.grad_accum, style=WIDE, layout=lay),
         }
-        self.steps = widgets.IntText(value=steps, style=WIDE, layout=lay)
-        self.warmup = widgets.IntText(value=warmup, style=WIDE, layout=lay)
+        self.steps = NumberText(value=steps, style=WIDE, layout=lay)
+        self.warmup = NumberText(value=warmup, style=WIDE, layout=lay)
         self.ramp = widgets.Checkbox(value=ramp, style=WIDE, indent=True, layout=CHECKBOX_LAYOUT)
         self.run_button = widgets.Button(button_style="primary", icon="play")
         self.stop_button = widgets.Button(button_style="warning", icon="stop", disabled=True)
@@ -264,7 +259,8 @@ class TrialPanel(common.Panel):
 
     def trial_plan(self) -> TrainPlan:
         """The plan the controls describe (validated; demo limits enforced)."""
-        values = {name: control.value for name, control in self.controls.items()}
+        values = {name: control.number(name) if isinstance(control, NumberText) else control.value
+                  for name, control in self.controls.items()}
         plan = self.base_plan.replace(**values)
         if self.demo:
             if not plan.model.startswith("tiny-"):
@@ -276,11 +272,15 @@ class TrialPanel(common.Panel):
         return plan
 
     def _counts(self) -> tuple[int, int]:
-        steps, warmup = self.steps.value, self.warmup.value
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        steps, warmup = self.steps.number("steps"), self.warmup.number("warmup")
+        if steps < 1:
             raise PlanError("steps", msg("error.trial.steps", steps=repr(steps)))
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        if warmup < 0:
             raise PlanError("warmup", msg("error.trial.warmup", warmup=repr(warmup)))
+        for name, value in (("steps", steps), ("warmup", warmup)):
+            if value > COUNT_LIMITS[name]:
+                raise PlanError(name, msg("error.trial.count_limit", field=name, value=value,
+                                          limit=COUNT_LIMITS[name]))
         if self.demo and (steps > DEMO_LIMITS["steps"] or warmup > DEMO_LIMITS["warmup"]):
             raise PlanError("steps", msg("error.trial.demo_steps", steps=DEMO_LIMITS["steps"],
                                          warmup=DEMO_LIMITS["warmup"]))
@@ -326,17 +326,30 @@ class TrialPanel(common.Panel):
                 self.error = friendly(exc, self.lang)
                 self.status.value = error_html(self.error)
                 return None
-            lock = (_machine_lock(Path(tempfile.gettempdir()) / DEMO_LOCK_FILE) if self.demo
-                    else contextlib.nullcontext(True))
-            with lock as acquired:
-                if not acquired:
-                    self.status.value = error_html(ui("trial_busy", self.lang))
-                    return None
+            queue = self.queue
+            if queue is None and self.demo:
+                from gpuwork.ui.queue import shared_queue
+
+                queue = shared_queue()
+            if queue is None:
                 return self._run(plan, steps, warmup)
+            self._stop.clear()
+            self.run_button.disabled, self.stop_button.disabled = True, False  # Stop leaves the line
+            try:
+                with queue.turn(self._waiting, self._stop):
+                    return self._run(plan, steps, warmup)
+            except GpuworkError as exc:  # the line is full, or Stop was pressed while waiting
+                self.error = friendly(exc, self.lang)
+                self.status.value = error_html(self.error)
+                return None
         finally:
             self._running.release()
             self.run_button.disabled = False
             self.stop_button.disabled = True
+
+    def _waiting(self, ahead: int) -> None:
+        self.status.value = note_html(html.escape(ui("queue_waiting", self.lang, n=ahead)), NOTE_COLOR,
+                                      cls="gpuwork-waiting")
 
     def _run(self, plan: TrainPlan, steps: int, warmup: int) -> Any:
         from gpuwork.measure.trial import iter_trial
@@ -370,8 +383,9 @@ class TrialPanel(common.Panel):
                 if self.ramp.value:
                     from gpuwork.measure.trial import ramp
 
-                    self.ramp_result = ramp(plan, max_batch_size=plan.batch_size * 4, max_seq_len=plan.seq_len * 2,
-                                            steps=1, warmup=0, device=self.device)
+                    max_batch, max_seq = ramp_limits(plan, self.demo)
+                    self.ramp_result = ramp(plan, max_batch_size=max_batch, max_seq_len=max_seq, steps=1, warmup=0,
+                                            device=self.device)
         except Exception as exc:  # noqa: BLE001 - one line, the panel keeps working
             if gen is not None:
                 with contextlib.suppress(Exception):
@@ -434,7 +448,8 @@ class TrialPanel(common.Panel):
         if record.protocol.substitutions:
             lines.append(note_html(html.escape(ui("substitutions", lang).format(
                 what=tuple(record.protocol.substitutions))), NOTE_COLOR))
-        lines.append(note_html(ui("saved", lang).format(path=html.escape(record.saved_to)) if record.saved_to
+        saved = common.public_text(record.saved_to) if record.saved_to and common.is_public() else record.saved_to
+        lines.append(note_html(ui("saved", lang).format(path=html.escape(saved)) if saved
                                else html.escape(ui("not_saved", lang))))
         self.results.value = '<div class="gpuwork-trial-record">' + "".join(lines) + "</div>"
         self.progress.value = self.progress.max
@@ -479,10 +494,11 @@ class TrialPanel(common.Panel):
 
 
 __all__ = [
+    "COUNT_LIMITS",
     "DEFAULT_TRIAL_PLAN",
     "DEMO_LIMITS",
-    "DEMO_LOCK_FILE",
     "TrialPanel",
     "estimate_vs_measured_rows",
     "extrapolate",
+    "ramp_limits",
 ]
