@@ -153,3 +153,31 @@ def test_stop_works_after_run_all_in_the_trial_notebook(tmp_path: Path) -> None:
         poll("print('ended', trial.stop_button.disabled)", "ended True")
         state = run("print(trial.stopped, trial.record is None, len(trial.steps_seen))").split()
     assert state[:2] == ["True", "True"] and int(state[2]) < 2001
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_trial_notebook_shows_a_loaded_record_beside_its_estimate(tmp_path: Path) -> None:
+    """``record=`` shows a record written earlier (here a CPU trial recast as measured on an H100, as
+    tests/test_calibration.py does) instead of running one, with the estimate for exactly its configuration."""
+    import torch
+    from test_calibration import as_gpu
+
+    from gpuwork.measure.trial import run_trial
+    from gpuwork.plan import TrainPlan
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cpu = run_trial(TrainPlan(model="tiny-llama", method="lora", precision="fp32", seq_len=32, batch_size=2),
+                        steps=1, warmup=0)
+    finally:
+        torch.set_num_threads(before)
+    path = tmp_path / "gpu-record.json"
+    as_gpu(cpu, median_s=0.5, allocated=3 * 2**30, reserved=4 * 2**30).to_json(path)
+    nb = _execute("02_trial", tmp_path, record=str(path), report=True, out_dir=str(tmp_path / "trials"))
+    page = _html(nb)
+    assert "The estimate for exactly this configuration (stack hf-trainer, GPU h100_sxm)" in page
+    assert "3.00 GiB</td>" in page and "4.00 GiB</td>" in page and "0.500 s</td>" in page
+    assert "Whole run on 1 × H100 SXM" in page
+    assert not (tmp_path / "trials").exists(), "a loaded record runs no trial"

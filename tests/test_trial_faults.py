@@ -347,3 +347,11 @@ def test_resume_errors_name_the_problem(tmp_path):
     with pytest.raises(TrialError, match="no trial record 'nope'"):
         resume_options("nope", tmp_path)
     assert "идентификатор" in render(msg("error.trial.resume_not_found", run="x", folder="y"), "ru")
+
+
+def test_a_record_file_that_is_json_but_no_object_is_a_clear_error(tmp_path):
+    path = tmp_path / "record.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(TrialError) as err:
+        TrialRecord.from_json(path)
+    assert err.value.msg.code == "error.trial.record_not_object" and "JSON list" in str(err.value)

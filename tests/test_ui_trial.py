@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import math
 import re
 import threading
 import time
@@ -13,10 +14,21 @@ import plotly.graph_objects as go
 import pytest
 
 from gpuwork.measure.extrapolation import extrapolate as whole_run
+from gpuwork.measure.trial import StepMeasurement
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory
 from gpuwork.ui.queue import ActionQueue
-from gpuwork.ui.trial import DEMO_LIMITS, TrialPanel, estimate_vs_measured_rows, extrapolate, ramp_limits
+from gpuwork.ui.trial import (
+    DEMO_LIMITS,
+    LiveCurves,
+    TrialPanel,
+    beside_html,
+    beside_rows,
+    estimate_vs_measured_rows,
+    extrapolate,
+    ramp_limits,
+)
+from gpuwork.units import fmt_int, fmt_memory, fmt_number, fmt_seconds
 
 
 @pytest.fixture(scope="module")
@@ -253,3 +265,169 @@ def test_a_russian_panel_shows_the_record_in_russian(finished_trial: TrialPanel)
     panel._render_record()
     assert "Не хватило памяти: превышен предел памяти после прямого прохода: запуск занял 60,5 МиБ" in (
         html.unescape(panel.results.value))
+
+
+# -- live curves of the user's own run (gpuwork.hf) -------------------------------------------------------------
+
+
+def _step(step: int, *, warm: bool = False, loss: float = 2.0) -> StepMeasurement:
+    """One measured step as the callback reports it (values chosen, the dataclass real)."""
+    return StepMeasurement(step=step, is_warmup=warm, loss=loss, step_time_s=0.1 * step, data_wait_s=0.01,
+                           tokens=256, tokens_per_s=256 / (0.1 * step), grad_norm=1.0, learning_rate=1e-3,
+                           trial_memory_bytes=step * 2**20)
+
+
+@pytest.mark.timeout(240)
+def test_live_curves_follow_a_real_trainer_run(one_thread, tmp_path: Path) -> None:
+    """A real transformers Trainer on tiny-llama (CPU) with the callback feeding LiveCurves: the figure's traces
+    hold exactly what the record measured."""
+    transformers = pytest.importorskip("transformers")
+    from test_hf import tiny_llama, trainer_args
+
+    from gpuwork.facts.model import load_config
+    from gpuwork.hf import GpuworkCallback
+    from gpuwork.hf import LiveCurves as FromHf
+    from gpuwork.measure.textdata import prepare_text_data
+
+    assert FromHf is LiveCurves  # the import path users type
+    config, _ = load_config("tiny-llama")
+    rows = [{"input_ids": seq, "labels": seq.clone()} for seq in prepare_text_data(32, config["vocab_size"]).sequences[:24]]
+    curves = LiveCurves(min_interval_s=0)  # every step redrawn: the test reads the figure after each
+    callback = GpuworkCallback(steps=3, warmup=1, checkpoint=False, on_measure=curves.update)
+    trainer = transformers.Trainer(model=tiny_llama(), train_dataset=rows, callbacks=[callback],
+                                   args=trainer_args(tmp_path, gradient_accumulation_steps=1, eval_strategy="no"))
+    trainer.train()
+
+    record = callback.record
+    assert [s.step for s in curves.steps] == [1, 2, 3, 4] and curves.steps == list(record.steps)
+    assert curves.drawn == 4 and curves.redraws == 4
+    data = curves.widget.data
+    loss, loss_warm, step_time, _, tps, _, memory, memory_warm = data
+    assert list(loss.x) == [2, 3, 4] and list(loss_warm.x) == [1]
+    assert list(loss.y) == pytest.approx([s.loss for s in record.measured])  # the Trainer's logged loss
+    assert all(math.isfinite(y) and y > 0 for y in loss.y)
+    assert list(step_time.y) == pytest.approx([s.step_time_s for s in record.measured])
+    assert list(tps.y) == pytest.approx([s.tokens_per_s for s in record.measured])
+    assert list(memory.y) == pytest.approx([s.trial_memory_bytes / 2**20 for s in record.measured])
+    assert list(memory_warm.y) == pytest.approx([record.steps[0].trial_memory_bytes / 2**20])
+    assert all(y > 0 for y in memory.y)
+    last = record.steps[-1]
+    assert f"Step 4: loss {last.loss:.3f}, {last.step_time_s:.3f} s" in curves.status.value
+
+
+def test_live_curves_throttle_redraws_and_flush_the_rest() -> None:
+    now = [100.0]
+    curves = LiveCurves(min_interval_s=3600, clock=lambda: now[0])  # a fake clock: no redraw is due
+    try:
+        curves.update(_step(1, warm=True))
+        for n in range(2, 11):
+            curves.update(_step(n))
+        assert curves.redraws == 1 and curves.drawn == 1  # the first step drew; the nine after it wait
+        assert list(curves.widget.data[1].x) == [1] and list(curves.widget.data[0].x) == []
+        assert len(curves.steps) == 10 and curves._timer is not None  # a trailing redraw is scheduled
+        curves.flush()
+        assert curves.redraws == 2 and curves._timer is None
+        assert list(curves.widget.data[0].x) == list(range(2, 11))
+        assert list(curves.widget.data[2].y) == pytest.approx([0.1 * n for n in range(2, 11)])
+        assert "Step 10: loss 2.000, 1.000 s, 256 tokens/s" in curves.status.value
+        curves.flush()
+        assert curves.redraws == 2  # nothing new: no message to the browser
+        now[0] += 3600
+        curves.update(_step(11, loss=math.nan))  # a loop that gave no loss: "–", not a number
+        assert curves.redraws == 3 and "Step 11: loss –" in curves.status.value
+    finally:
+        curves.flush()  # cancels a pending timer
+
+
+def test_live_curves_draw_the_last_steps_without_another_call() -> None:
+    """The run's final steps arrive inside the interval; the trailing redraw shows them with no further update."""
+    curves = LiveCurves(lang="ru", min_interval_s=0.05)
+    curves.update(_step(1))
+    curves.update(_step(2))
+    deadline = time.monotonic() + 30
+    while curves.drawn < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert curves.drawn == 2 and list(curves.widget.data[0].x) == [1, 2]
+    assert "Шаг 2: loss 2,000, 0,200 с" in curves.status.value
+
+
+def test_live_curves_display_in_a_notebook() -> None:
+    curves = LiveCurves()
+    bundle = curves._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert curves.status.value.count("Waiting for the first step") == 1 and len(curves.widget.data) == 8
+
+
+# -- the estimate for exactly the record's configuration beside what it measured ------------------------------
+
+
+def test_a_cpu_record_says_there_is_no_gpu_estimate_beside_it(finished_trial: TrialPanel) -> None:
+    record = finished_trial.record
+    s = record.summary
+    rows, notes = beside_rows(record)
+    assert rows == [
+        {"quantity": "step time (median)", "measured": fmt_seconds(s.median_step_time_s), "estimated": "–",
+         "error": "–"},
+        {"quantity": "tokens/s", "measured": fmt_int(s.tokens_per_s), "estimated": "–", "error": "–"},
+    ]
+    assert notes[0].startswith("CPU trial: there is no GPU estimate to compare")
+    page = html.unescape(finished_trial.beside.value)  # the panel shows it under the results
+    assert "The estimate for exactly this configuration (stack hf-trainer) beside what was measured" in page
+    assert "CPU trial: there is no GPU estimate to compare" in page and fmt_seconds(s.median_step_time_s) in page
+    ru, ru_notes = beside_rows(record, "ru")
+    assert ru[0]["quantity"] == "время шага (медиана)" and ru_notes[0].startswith("запуск на CPU: сравнивать не с чем")
+
+
+def test_a_cuda_record_shows_the_estimate_beside_each_measurement(finished_trial: TrialPanel, tmp_path: Path) -> None:
+    """The CPU record recast as measured on an H100 (3 GiB allocated, 4 GiB reserved, 0.5 s a step): every row
+    is the measurement, the estimators' number for the plan as it ran, and measured / estimated - 1."""
+    from test_calibration import as_gpu
+
+    from gpuwork.measure.calibration import calibrate
+    from gpuwork.sizing import estimate_time
+
+    gpu = as_gpu(finished_trial.record, median_s=0.5, allocated=3 * 2**30, reserved=4 * 2**30)
+    plan = TrainPlan.from_dict(calibrate(gpu).plan)  # the plan as run: one process, the attention it used
+    memory, timing = estimate_memory(plan), estimate_time(plan, "h100_sxm")
+    rows, notes = beside_rows(gpu)
+
+    def error(measured: float, estimated: float) -> str:
+        e = measured / estimated - 1
+        return f"{'+' if e >= 0 else '-'}{abs(e) * 100:,.1f}%"
+
+    assert rows == [
+        {"quantity": "allocated peak (torch.cuda.max_memory_allocated)", "measured": "3.00 GiB",
+         "estimated": fmt_memory(memory.peak_allocated_bytes), "error": error(3 * 2**30, memory.peak_allocated_bytes)},
+        {"quantity": "reserved peak (torch.cuda.max_memory_reserved)", "measured": "4.00 GiB",
+         "estimated": fmt_memory(memory.peak_reserved_bytes), "error": error(4 * 2**30, memory.peak_reserved_bytes)},
+        {"quantity": "step time (median)", "measured": "0.500 s", "estimated": fmt_seconds(timing.step_time_s),
+         "error": error(0.5, timing.step_time_s)},
+        {"quantity": "tokens/s", "measured": fmt_int(gpu.summary.tokens_per_s),
+         "estimated": fmt_int(timing.tokens_per_s), "error": error(gpu.summary.tokens_per_s, timing.tokens_per_s)},
+    ]
+    assert memory.peak_allocated_bytes < 3 * 2**30  # a tiny model: the recast measurement is far above it
+    assert rows[0]["error"].startswith("+") and not any("CPU" in n for n in notes)
+    # the panel shows it for a record loaded from its file (as gpuwork.hf.GpuworkCallback writes it)
+    path = tmp_path / "gpu-record.json"
+    gpu.to_json(path)
+    panel = TrialPanel(report=True)
+    assert panel.load(str(path)) is not None and panel.error is None
+    page = html.unescape(panel.beside.value)
+    assert "The estimate for exactly this configuration (stack hf-trainer, GPU h100_sxm)" in page
+    for row in rows:
+        assert f'{row["measured"]}</td>' in page and f'{row["estimated"]}</td>' in page and row["error"] in page
+    assert "Whole run on 1 × H100 SXM" in html.unescape(panel.results.value)
+    assert "Record " in panel.status.value and "NVIDIA H100" in panel.status.value
+    ru = html.unescape(beside_html(gpu, "ru"))
+    assert "Оценка ровно для этой конфигурации (стек hf-trainer, GPU h100_sxm)" in ru and "3,00 ГиБ" in ru
+    step_error = 0.5 / timing.step_time_s - 1
+    assert f"{'+' if step_error >= 0 else '-'}{fmt_number(abs(step_error) * 100, 'ru', 1)} %" in ru
+
+
+def test_loading_a_record_that_is_not_one_is_a_one_line_error(tmp_path: Path) -> None:
+    bad = tmp_path / "notes.json"
+    bad.write_text("[1, 2]")
+    panel = TrialPanel()
+    assert panel.load(bad) is None and panel.record is None
+    assert panel.error.startswith(f"cannot read trial record {bad}") and "\n" not in panel.error
+    assert panel.load(tmp_path / "missing.json") is None and "missing.json" in panel.error

@@ -319,6 +319,8 @@ class TrialRecord:
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
         """A record from ``as_dict()`` data; records written before messages were coded (English text in
         ``verdict``, ``error``, ``substitutions``, ``message``) are read too (see ``gpuwork.measure.coded``)."""
+        if not isinstance(data, dict):
+            raise TrialError(msg("error.trial.record_not_object", kind=type(data).__name__))
         if data.get("schema_version") != SCHEMA_VERSION:
             raise TrialError(msg("error.trial.record_schema", found=str(data.get("schema_version")),
                                  expected=SCHEMA_VERSION))

@@ -2,8 +2,9 @@
 
 Part of the one catalog: ``gpuwork.present.messages`` merges these entries and renders them; the placeholder
 kinds are documented there. Sections: the checkpoint a Trainer saved (``hf.checkpoint.*``), the errors of
-the callback and the ``measure`` context manager (``error.hf.*``), and the estimate beside what a run measured
-(``gpuwork compare``: ``compare.*``, ``cli.compare.beside_*``).
+the callback and the ``measure`` context manager (``error.hf.*``), the estimate beside what a run measured
+(``gpuwork compare``: ``compare.*``, ``cli.compare.beside_*``; the trial panel: ``ui.beside.*``), and the live
+curves of a measured run (``ui.live.*``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,41 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "$GPUWORK_CALIBRATION); a CPU record has nothing to save",
         "сохранить калибровку каждой записи для её GPU и программного стека (~/.config/gpuwork/calibration.json "
         "или $GPUWORK_CALIBRATION); у записи с CPU сохранять нечего"),
+
+    # -- live curves of a measured run, and the estimate beside a record in the trial panel (gpuwork.ui.trial) --
+    "ui.live.waiting": ("Waiting for the first step of the run…", "Ждём первый шаг запуска…"),
+    "ui.live.step": ("Step {step}: loss {loss:n3}, {time:n3} s, {tps:int} tokens/s",
+                     "Шаг {step}: loss {loss:n3}, {time:n3} с, {tps:int} токенов/с"),
+    "ui.live.step_warmup": ("Step {step} (warm-up): loss {loss:n3}, {time:n3} s, {tps:int} tokens/s",
+                            "Шаг {step} (прогрев): loss {loss:n3}, {time:n3} с, {tps:int} токенов/с"),
+    "ui.trial_loaded": ("Record {label:raw}: {n} measured {n:pl:step|steps} on {device:raw}.",
+                        "Запись {label:raw}: {n} {n:pl:шаг|шага|шагов} замера на {device:raw}."),
+    "ui.beside.title": (
+        "The estimate for exactly this configuration (stack {stack:raw}, GPU {gpu:raw}) beside what was measured",
+        "Оценка ровно для этой конфигурации (стек {stack:raw}, GPU {gpu:raw}) рядом с замером"),
+    "ui.beside.title_no_gpu": (
+        "The estimate for exactly this configuration (stack {stack:raw}) beside what was measured",
+        "Оценка ровно для этой конфигурации (стек {stack:raw}) рядом с замером"),
+    "ui.beside.quantity": ("Quantity", "Величина"),
+    "ui.beside.measured": ("Measured", "Замер"),
+    "ui.beside.estimated": ("Estimated", "Оценка"),
+    "ui.beside.error": ("Error (measured / estimated − 1)", "Ошибка (замер / оценка − 1)"),
+    "ui.beside.error_value": ("{sign:raw}{pct:n1}%", "{sign:raw}{pct:n1} %"),
+    "ui.beside.allocated": ("allocated peak (torch.cuda.max_memory_allocated)",
+                            "пик выделенной памяти (torch.cuda.max_memory_allocated)"),
+    "ui.beside.reserved": ("reserved peak (torch.cuda.max_memory_reserved)",
+                           "пик зарезервированной памяти (torch.cuda.max_memory_reserved)"),
+    "ui.beside.device": ("device total (what nvidia-smi shows)", "всего на устройстве (как показывает nvidia-smi)"),
+    "ui.beside.step": ("step time (median)", "время шага (медиана)"),
+    "ui.beside.tokens": ("tokens/s", "токенов/с"),
+    # the report's text for 02_trial's last markdown cell (gpuwork.ui.report replaces the notebook's prose)
+    "report.md.02_trial.4": (
+        "## Your own Trainer run, live\nThe same record from your own `Trainer` / TRL `SFTTrainer` run, with its "
+        "curves drawn while it trains: `trainer.add_callback(GpuworkCallback(out=\"trials\", steps=20, "
+        "on_measure=curves.update))` with `curves = gpuwork.hf.LiveCurves()` displayed in a notebook.",
+        "## Ваш собственный запуск Trainer, вживую\nТа же запись из вашего запуска `Trainer` / TRL `SFTTrainer`, а "
+        "его кривые рисуются во время обучения: `trainer.add_callback(GpuworkCallback(out=\"trials\", steps=20, "
+        "on_measure=curves.update))`, где `curves = gpuwork.hf.LiveCurves()` показан в блокноте."),
 
     # -- errors ------------------------------------------------------------------------------------------------
     "error.hf.plan_type": (

@@ -10,6 +10,9 @@ when a signal stops it or a write fails (``cli.trial.*``, ``cli.help.trial.*``).
 from __future__ import annotations
 
 ENTRIES: dict[str, tuple[str, str]] = {
+    "error.trial.record_not_object": (
+        "a trial record is a JSON object with the fields gpuwork trial writes; this file holds a JSON {kind:raw}",
+        "запись пробного запуска — это JSON-объект с полями, которые пишет gpuwork trial; в этом файле JSON {kind:raw}"),
     # -- writing the record and checkpoints (gpuwork.measure.records) ----------------------------------------
     "error.trial.disk_full": (
         "no space left on the disk of {folder:raw} while writing {file:raw} ({detail:raw}): free space there or "

@@ -1,10 +1,19 @@
 """The trial panel: a measured trial (tiny model on the CPU by default) with live curves.
 
 ``TrialPanel`` runs ``gpuwork.measure.trial`` with progress, Stop, the checkpoint round-trip, the
-ramp, the extrapolation to the whole run and estimate vs measured. Its pure updates are
-``estimate_vs_measured_rows`` and ``extrapolate``. In demo mode (the Voila app) it runs tiny presets
-only, within ``DEMO_LIMITS`` (the ramp too), on the CPU, in the server's one waiting line of expensive
-actions (``gpuwork.ui.queue``: "waiting (n ahead)", bounded; Stop leaves the line).
+ramp, the extrapolation to the whole run and estimate vs measured; ``load(path)`` shows a record written
+earlier (by ``gpuwork trial`` or by the user's own Trainer run, ``gpuwork.hf.GpuworkCallback``) the same way.
+Its pure updates are ``estimate_vs_measured_rows``, ``beside_rows`` / ``beside_html`` (the estimate for exactly
+the record's configuration beside what it measured, with the error) and ``extrapolate``. In demo mode (the
+Voila app) it runs tiny presets only, within ``DEMO_LIMITS`` (the ramp too), on the CPU, in the server's one
+waiting line of expensive actions (``gpuwork.ui.queue``: "waiting (n ahead)", bounded; Stop leaves the line).
+
+``LiveCurves`` is the panel's live figure on its own, fed by the ``on_measure`` hook of the user's run::
+
+    curves = LiveCurves()
+    display(curves)
+    trainer.add_callback(GpuworkCallback(out="trial-out", steps=20, on_measure=curves.update))
+    trainer.train()  # the curves move while the Trainer runs
 
 Example:
     >>> panel = TrialPanel(steps=2, warmup=1)
@@ -12,9 +21,9 @@ Example:
     >>> record.fits, len(record.measured)
     (True, 2)
 
-Limitations: a trial on a CPU proves the pipeline, not the speed: the whole-run extrapolation needs a
-trial on a GPU listed in data/gpus.csv. The Run button runs the trial in a background thread; a second
-run from the same panel while one is going is refused.
+Limitations: a trial on a CPU proves the pipeline, not the speed: the whole-run extrapolation and the time
+estimate need a trial on a GPU listed in data/gpus.csv, the memory estimate a CUDA trial. The Run button runs
+the trial in a background thread; a second run from the same panel while one is going is refused.
 """
 
 from __future__ import annotations
@@ -22,9 +31,12 @@ from __future__ import annotations
 import contextlib
 import html
 import logging
+import math
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
@@ -58,7 +70,7 @@ from gpuwork.ui.common import (
     run_in_thread,
     ui,
 )
-from gpuwork.units import GB, fmt_duration, fmt_memory, fmt_size
+from gpuwork.units import GB, MISSING, fmt_duration, fmt_int, fmt_memory, fmt_seconds, fmt_size
 
 _log = logging.getLogger(__name__)
 
@@ -69,6 +81,9 @@ DEFAULT_TRIAL_PLAN = {"model": "tiny-llama", "method": "lora", "precision": "fp3
 DEMO_LIMITS = {"steps": 20, "warmup": 3, "seq_len": 256, "batch_size": 8, "grad_accum": 4}
 # Any trial from the panel: a measurement, not a training run (the plan bounds seq_len, batch and accumulation).
 COUNT_LIMITS = {"steps": 10_000, "warmup": 1_000}
+# LiveCurves redraws at most this often: each redraw sends the figure's changed traces to the browser, and a
+# tiny model's steps (milliseconds) would otherwise queue more messages than the frontend draws.
+LIVE_MIN_INTERVAL_S = 0.5
 
 
 # -- trial: pure update --------------------------------------------------------------------------------
@@ -117,6 +132,63 @@ def estimate_vs_measured_rows(record: Any, lang: str = "en") -> list[dict[str, A
     return [{"label": say("peak_memory"), "estimated_bytes": est.peak_allocated_bytes,
              "measured_bytes": record.peak_trial_memory_bytes, "estimated_what": say("estimate_gpu"),
              "measured_what": say("measured_rss")}]
+
+
+def beside_rows(record: Any, lang: str = "en", side: Mapping[str, Any] | None = None
+                ) -> tuple[list[dict[str, str]], list[str]]:
+    """The estimate for exactly the record's configuration beside what it measured, as display rows.
+
+    From ``gpuwork.measure.calibration.beside`` (what ``gpuwork compare`` shows): on CUDA the three memory
+    totals (allocated, reserved, and the device total when the record measured it), then the median step time
+    and tokens/s. Each row is {"quantity", "measured", "estimated", "error"} in ``lang``; a quantity without an
+    estimate (a CPU trial, a GPU outside data/gpus.csv) shows its measured value and "–". Returns (rows,
+    notes): the notes say why an estimate is missing (a CPU trial: there is no GPU estimate). ``side``:
+    ``calibration.beside(record)`` when already made.
+    """
+    side = calibration.beside(record) if side is None else side
+    notes = [render(n, lang) for n in side["notes"]]
+
+    def row(key: str, measured: str, estimated: str = MISSING, error: float | None = None) -> dict[str, str]:
+        shown = MISSING if error is None else ui("beside.error_value", lang, sign="+" if error >= 0 else "-",
+                                                 pct=abs(error) * 100)
+        return {"quantity": ui(f"beside.{key}", lang), "measured": measured, "estimated": estimated, "error": shown}
+
+    rows = []
+    for total, pair in (side["memory"] or {}).items():
+        if pair is not None:
+            rows.append(row(total, fmt_memory(pair["measured_bytes"], lang), fmt_memory(pair["estimated_bytes"], lang),
+                            pair["error"]))
+    s = record.summary
+    step, tokens = side["step_time"], side["tokens_per_s"]
+    if step is not None:
+        rows.append(row("step", fmt_seconds(step["measured_s"], lang), fmt_seconds(step["estimated_s"], lang),
+                        step["error"]))
+    elif s is not None:
+        rows.append(row("step", fmt_seconds(s.median_step_time_s, lang)))
+    if tokens is not None:
+        rows.append(row("tokens", fmt_int(tokens["measured"], lang), fmt_int(tokens["estimated"], lang),
+                        tokens["error"]))
+    elif s is not None:
+        rows.append(row("tokens", fmt_int(s.tokens_per_s, lang)))
+    return rows, notes
+
+
+def beside_html(record: Any, lang: str = "en") -> str:
+    """``beside_rows`` as an HTML table under a title naming the software stack and the catalog GPU, then the
+    notes (class ``gpuwork-beside``)."""
+    side = calibration.beside(record)
+    rows, notes = beside_rows(record, lang, side)
+    title = (ui("beside.title", lang, stack=side["stack"], gpu=side["gpu_id"]) if side["gpu_id"]
+             else ui("beside.title_no_gpu", lang, stack=side["stack"]))
+    cells = ("quantity", "measured", "estimated", "error")
+    head = "".join(f'<th style="text-align:{"left" if c == "quantity" else "right"};padding:2px 10px">'
+                   f"{html.escape(ui(f'beside.{c}', lang))}</th>" for c in cells)
+    body = "".join("<tr>" + "".join(f'<td style="text-align:{"left" if c == "quantity" else "right"};'
+                                     f'padding:2px 10px">{html.escape(r[c])}</td>' for c in cells) + "</tr>"
+                   for r in rows)
+    table = f'<table class="gpuwork-beside-table"><tr>{head}</tr>{body}</table>' if rows else ""
+    return (f'<div class="gpuwork-beside"><p><b>{html.escape(title)}</b></p>{table}'
+            + "".join(note_html(html.escape(n)) for n in notes) + "</div>")
 
 
 def extrapolate(record: Any, plan: TrainPlan | None = None,
@@ -221,6 +293,8 @@ class TrialPanel(common.Panel):
         self.status.add_class("gpuwork-trial-status")
         self.results = widgets.HTML()
         self.results.add_class("gpuwork-trial-results")
+        self.beside = widgets.HTML()  # the estimate for exactly the record's configuration beside the measurement
+        self.beside.add_class("gpuwork-trial-beside")
         self.note = widgets.HTML()
         for name, control in {**self.controls, "steps": self.steps, "warmup": self.warmup}.items():
             control.add_class(f"gpuwork-trial-{name.replace('_', '-')}")
@@ -357,7 +431,7 @@ class TrialPanel(common.Panel):
         self._stop.clear()
         self.stopped, self.error, self.record, self.ramp_result = False, None, None, None
         self.steps_seen = []
-        self.results.value = ""
+        self.results.value = self.beside.value = ""
         self.progress.max, self.progress.value = steps + warmup, 0
         self.run_button.disabled, self.stop_button.disabled = True, False
         self.status.value = note_html(html.escape(ui("trial_building", self.lang)))
@@ -400,6 +474,29 @@ class TrialPanel(common.Panel):
                 callback(record)
             except Exception as exc:  # noqa: BLE001
                 _log.error("trial listener failed", exc_info=exc)
+        return record
+
+    def load(self, record: Any) -> Any:
+        """Show a finished trial's record as if it had just run here: a ``TrialRecord``, or the path of its JSON
+        (written by ``gpuwork trial`` or by ``gpuwork.hf.GpuworkCallback`` on the user's own run). Returns the
+        record, or None with the reason in ``status`` when the file cannot be read."""
+        from gpuwork.measure.trial import TrialRecord
+
+        if isinstance(record, (str, os.PathLike)):
+            path = Path(record).expanduser()
+            try:
+                record = TrialRecord.from_json(path)
+            except (OSError, ValueError, KeyError, TypeError, AttributeError, GpuworkError) as exc:
+                # AttributeError: valid JSON that is not an object (TrialRecord.from_dict expects a dict)
+                self.error = ui("cannot_read_record", self.lang, name=str(path), error=(
+                    friendly(exc, self.lang) if isinstance(exc, GpuworkError) else one_line(str(exc))))
+                self.status.value = error_html(self.error)
+                return None
+        self.error, self.stopped, self.ramp_result = None, False, None
+        self.record, self.steps_seen = record, list(record.steps)
+        self._render_record()
+        self.status.value = note_html(html.escape(ui("trial_loaded", self.lang, label=record.label,
+                                                     n=len(record.measured), device=record.environment.device_name)))
         return record
 
     def _on_step(self, m: Any, total: int) -> None:
@@ -452,6 +549,7 @@ class TrialPanel(common.Panel):
         lines.append(note_html(ui("saved", lang).format(path=html.escape(saved)) if saved
                                else html.escape(ui("not_saved", lang))))
         self.results.value = '<div class="gpuwork-trial-record">' + "".join(lines) + "</div>"
+        self.beside.value = beside_html(record, lang)
         self.progress.value = self.progress.max
         self.status.value = note_html(html.escape(ui("trial_done", lang).format(
             n=len(record.measured), s=record.duration_s)))
@@ -470,16 +568,17 @@ class TrialPanel(common.Panel):
         return box
 
     def view(self) -> widgets.Widget:
-        box = widgets.VBox([self.controls_box(), self.curves.box, self.results, self.comparison.box])
+        box = widgets.VBox([self.controls_box(), self.curves.box, self.results, self.beside, self.comparison.box])
         box.add_class("gpuwork-trial")
         return box
 
     def live_parts(self) -> dict[str, Callable[[], Any]]:
-        """"controls" (with the live curves), "curves", "results", "estimate_vs_measured"."""
+        """"controls" (with the live curves), "curves", "results", "estimate_vs_measured" (the estimate for
+        exactly the record's configuration beside the measurement, then the memory bars)."""
         return {"controls": lambda: widgets.VBox([self.controls_box(), self.curves.box]),
                 "curves": lambda: None,  # live above, under the controls
                 "results": lambda: self.results,
-                "estimate_vs_measured": lambda: self.comparison.box}
+                "estimate_vs_measured": lambda: widgets.VBox([self.beside, self.comparison.box])}
 
     def static_parts(self) -> dict[str, Callable[[], list[Any]]]:
         record = self.record
@@ -487,17 +586,117 @@ class TrialPanel(common.Panel):
             "controls": lambda: [html_output(self.note.value + self.status.value)],
             "curves": lambda: [charts.trial_figure(record.steps if record else self.steps_seen, lang=self.lang)],
             "results": lambda: [html_output(self.results.value or self.status.value)],
-            "estimate_vs_measured": lambda: (
+            "estimate_vs_measured": lambda: ([html_output(self.beside.value)] if self.beside.value else []) + (
                 [charts.estimate_vs_measured_figure(estimate_vs_measured_rows(record, self.lang), lang=self.lang)]
                 if record is not None and estimate_vs_measured_rows(record, self.lang) else []),
         }
+
+
+def _finite(x: float | None) -> float | None:
+    """None ("–" on display) for a value a step did not measure: a NaN loss (a loop that gave none), an infinite
+    rate."""
+    return x if x is not None and math.isfinite(x) else None
+
+# -- live curves of any measured run ---------------------------------------------------------------------
+
+
+class LiveCurves:
+    """The trial panel's live curves (loss, step time, tokens/s, memory: ``charts.trial_figure``) for any
+    measured run: pass ``update`` as the ``on_measure`` hook of ``gpuwork.hf.GpuworkCallback`` or
+    ``gpuwork.hf.measure`` and display the object in a notebook.
+
+    Redraws are throttled: at most one every ``min_interval_s``; steps that arrive in between are kept and
+    drawn by the next redraw, or by a timer when the interval since the last redraw is over (so the run's final
+    steps show without another call). ``flush()`` draws now.
+
+    Args:
+        lang: "en" or "ru" (the figure's labels and the status line).
+        min_interval_s: the shortest time between two redraws, seconds.
+        clock: seconds, monotonic (a seam for tests).
+
+    Example:
+        >>> curves = LiveCurves(lang="en")
+        >>> display(curves)                                  # in a notebook cell
+        >>> trainer.add_callback(GpuworkCallback(steps=20, on_measure=curves.update))
+        >>> trainer.train()                                  # the curves move with the run
+        >>> len(curves.steps)
+        22
+
+    Limitations: under torchrun every rank calls its own hook; a notebook runs one process, so the curves
+    are that process's. ``update`` may be called from any thread (the redraw timer is one).
+    """
+
+    def __init__(self, lang: str = "en", *, min_interval_s: float = LIVE_MIN_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic):
+        self.lang = lang if lang in LANGS else "en"
+        self.min_interval_s = float(min_interval_s)
+        self.steps: list[Any] = []  # every StepMeasurement received, warm-up included
+        self.drawn = 0  # how many of them the figure shows
+        self.redraws = 0
+        self._clock = clock
+        self._last_s = -math.inf
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()  # guards steps, the timer and the time of the last redraw
+        self._drawing = threading.Lock()  # one redraw at a time, in the order of the snapshots
+        self.status = widgets.HTML(note_html(html.escape(ui("live.waiting", self.lang))))
+        self.status.add_class("gpuwork-live-status")
+        self.figure = LiveFigure("gpuwork-live-curves")
+        self.figure.show(charts.trial_figure([], lang=self.lang))
+
+    @property
+    def widget(self) -> Any:
+        """The plotly FigureWidget the curves are drawn in."""
+        return self.figure.widget
+
+    def update(self, measurement: Any) -> None:
+        """Add one ``StepMeasurement`` (the ``on_measure`` hook); redraw unless the last redraw is too recent."""
+        with self._lock:
+            self.steps.append(measurement)
+            wait_s = self._last_s + self.min_interval_s - self._clock()
+            if wait_s > 0:
+                if self._timer is None:
+                    self._timer = threading.Timer(wait_s, self.flush)
+                    self._timer.daemon = True
+                    self._timer.start()
+                return
+        self.flush()
+
+    def flush(self) -> None:
+        """Draw every step received so far, now."""
+        with self._drawing:
+            with self._lock:
+                if self._timer is not None:
+                    self._timer.cancel()
+                    self._timer = None
+                self._last_s = self._clock()
+                steps = list(self.steps)
+            if len(steps) == self.drawn:
+                return
+            self.figure.show(charts.trial_figure(steps, lang=self.lang))
+            self.drawn, self.redraws = len(steps), self.redraws + 1
+            m = steps[-1]
+            self.status.value = note_html(html.escape(ui("live.step_warmup" if m.is_warmup else "live.step", self.lang,
+                                                         step=m.step, loss=_finite(m.loss),
+                                                         time=_finite(m.step_time_s), tps=_finite(m.tokens_per_s))))
+
+    def view(self) -> widgets.Widget:
+        box = widgets.VBox([self.status, self.figure.box])
+        box.add_class("gpuwork-live")
+        return box
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.view()._repr_mimebundle_(**kwargs)
 
 
 __all__ = [
     "COUNT_LIMITS",
     "DEFAULT_TRIAL_PLAN",
     "DEMO_LIMITS",
+    "LIVE_MIN_INTERVAL_S",
+    "LiveCurves",
     "TrialPanel",
+    "beside_html",
+    "beside_rows",
     "estimate_vs_measured_rows",
     "extrapolate",
     "ramp_limits",
