@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -35,6 +37,7 @@ from gpuwork.ui.queue import ActionQueue
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
+ADVICE, FIT, OFFERS, REQUEST = (app_view.TABS.index(t) for t in ("advice", "fit", "offers", "request"))
 
 
 # -- (a) the app's wiring, no browser ---------------------------------------------------------------------
@@ -43,7 +46,7 @@ NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
 def test_app_has_the_tabs_and_starts_from_the_default_plan() -> None:
     app = build_app()
     assert isinstance(app, App) and isinstance(app, widgets.Widget)
-    assert app.tabs.titles == ("Sizing", "Offers", "Request", "Demo trial")
+    assert app.tabs.titles == ("Sizing", "Advice", "All GPUs", "Offers", "Request", "Demo trial")
     assert app.sizing.plan == TrainPlan() and app.sizing.error is None
     assert f"{app.sizing.memory.device_total_bytes / GIB:,.2f}" in app.sizing.totals.value
     assert app.trial is not None and app.trial.demo and app.trial.device == "cpu"
@@ -53,33 +56,151 @@ def test_app_has_the_tabs_and_starts_from_the_default_plan() -> None:
 def test_the_plan_flows_to_offers_and_request_when_their_tab_is_shown() -> None:
     app = build_app({"model": "llama-3.1-8b", "method": "qlora"})
     assert app.offers.results == [] and app.request.request is None  # not evaluated while hidden
-    app.tabs.selected_index = 1
-    assert app.offers.results and app.offers.plan == app.sizing.plan
-    app.tabs.selected_index = 2
+    assert app.advice.advice is None and app.fit.matrix is None
+    app.tabs.selected_index = OFFERS
+    assert app.offers.results and app.offers.plan == app.sizing.plan == app.plan
+    app.tabs.selected_index = REQUEST
     assert app.request.text.value.startswith("Fine-tuning, QLoRA")
     app.sizing.controls["method"].value = "lora"  # the visible request follows at once
     assert app.request.text.value.startswith("Fine-tuning, LoRA")
     assert app.offers.plan.method.value == "lora" and app.offers._stale
-    app.tabs.selected_index = 1
+    app.tabs.selected_index = OFFERS
     assert not app.offers._stale and all(r.fit.plan.method.value == "lora" for r in app.offers.results if r.fits)
 
 
-def test_invalid_input_keeps_the_last_valid_plan_elsewhere() -> None:
-    app = build_app()
-    app.tabs.selected_index = 2
-    before = app.request.text.value
+# A result's number with its unit: memory, money, time (an intro's words carry none).
+NUMBERS = re.compile(r"\d[\d,.]* (GiB|GB|h|min|s)\b|\$\d")
+
+
+def _tab_texts(app: App) -> dict[str, str]:
+    """What each tab shows as text (HTML without tags, text areas), after showing every tab."""
+    out = {}
+    for index, name in enumerate(app_view.TABS[:-1]):  # the demo trial has its own plan
+        app.tabs.selected_index = index
+        texts: list[str] = []
+        _walk(app.tabs.children[index], texts)
+        out[name] = " ".join(" ".join(texts).split())
+    return out
+
+
+def _walk(w: widgets.Widget, texts: list[str]) -> None:
+    if isinstance(w, widgets.HTML | widgets.Textarea):
+        texts.append(re.sub(r"<[^>]+>", " ", html.unescape(w.value)))
+    for child in getattr(w, "children", ()) or ():
+        _walk(child, texts)
+
+
+def test_one_state_an_invalid_input_clears_the_results_on_every_tab() -> None:
+    """Set a valid plan and look at every tab; then an invalid value: no tab shows the old numbers, each says
+    why; the charts are hidden; a valid value brings everything back, for that plan."""
+    app = build_app({"model": "llama-3.1-8b", "method": "lora", "seq_len": 4096})
+    before = _tab_texts(app)
+    total = f"{app.sizing.memory.device_total_bytes / GIB:,.2f}"
+    assert total in before["sizing"] and "$" in before["offers"] and "Fine-tuning, LoRA" in before["request"]
+    assert "GiB per GPU" in before["advice"] and "headroom" in before["fit"]
+    app.tabs.selected_index = 0
     app.sizing.controls["seq_len"].value = -5
-    assert "seq_len" in app.sizing.error and "gpuwork-error" in app.sizing.message.value
-    assert app.request.text.value == before
-    app.sizing.controls["seq_len"].value = 4096
-    assert app.sizing.error is None and app.request.plan.seq_len == 4096
+    assert app.plan is None and "seq_len" in app.error
+    after = _tab_texts(app)
+    assert NUMBERS.search(before["sizing"]) and total not in after["sizing"] and not NUMBERS.search(after["sizing"])
+    for name in ("advice", "fit", "offers", "request"):
+        assert "the plan on the Sizing tab is invalid (seq_len=-5" in after[name], (name, after[name])
+        assert not NUMBERS.search(after[name]), (name, NUMBERS.search(after[name]))
+    assert app.request.text.value == "" and app.offers.results == [] and app.fit.matrix is None
+    assert app.sizing.breakdown.box.layout.visibility == "hidden" == app.offers.scatter.box.layout.visibility
+    app.sizing.controls["seq_len"].value = 1024
+    # the hidden tabs drop the error at once (their results come when shown): no stale red line anywhere
+    assert not any(p.message.value for p in (app.advice, app.fit, app.offers, app.request))
+    again = _tab_texts(app)
+    assert app.error is None and app.request.plan.seq_len == 1024 == app.fit.matrix.plan.seq_len
+    assert "invalid" not in " ".join(again.values()) and app.sizing.breakdown.box.layout.visibility == "visible"
+    assert app.offers.plan == app.advice.plan == app.plan and app.plan.seq_len == 1024
+
+
+def test_the_advisor_applies_with_one_click_and_the_offers_follow() -> None:
+    """The QLoRA 7B task (on demand): the best suggestion lands on a 24 GB card; Apply sets the form, and the
+    offers' top row is that card, the request says the applied plan."""
+    app = build_app({"model": "mistral-7b", "method": "qlora", "seq_len": 2048})
+    app.offers.modes.value = ("on-demand",)
+    app.tabs.selected_index = ADVICE
+    best = app.advice.advice.suggestions[0]
+    assert best.gpu_id == "rtx4090" and best.outcome.offer.offer.gpu.memory_gb == 24
+    assert not app.sizing.controls["grad_checkpointing"].value
+    app.advice.buttons[0].click()
+    assert app.sizing.controls["grad_checkpointing"].value and app.plan == best.plan == app.sizing.plan
+    app.tabs.selected_index = OFFERS
+    top = app.offers.results[0]
+    assert top.offer.gpu_id == "rtx4090" and top.offer.offer_id == best.outcome.offer.offer.offer_id
+    assert top.fit.plan.gpus == 1 and top.expected_cost_usd == pytest.approx(best.outcome.cost_usd)
+    app.tabs.selected_index = REQUEST
+    assert app.request.plan == best.plan and "24 GB (GeForce RTX 4090 class)" in app.request.text.value
+    assert best.outcome.offer.offer.offer_id in app.request.text.value
+    app.tabs.selected_index = ADVICE  # the applied plan is the new baseline
+    assert app.advice.plan == best.plan and "1 x GeForce RTX 4090" in app.advice.status.value
+
+
+def test_the_advice_follows_the_offers_filters() -> None:
+    app = build_app({"model": "mistral-7b", "method": "qlora"})
+    app.tabs.selected_index = OFFERS
+    app.offers.modes.value = ("interruptible", "reserved")
+    assert app.advice._stale
+    app.tabs.selected_index = ADVICE
+    assert app.advice.advice.baseline.offer.offer.mode.value == "interruptible"
+    app.offers.modes.value = ("reserved",)
+    assert not app.advice._stale  # the advice tab is in view: evaluated again at once
+    assert app.advice.advice.baseline.offer.offer.mode.value == "reserved"
+
+
+def test_the_plan_round_trips_through_the_url_and_the_plan_file() -> None:
+    from gpuwork.ui.share import plan_file_bytes
+
+    app = build_app(query="?model=llama-3.1-8b&method=qlora&seq_len=4096&grad_checkpointing=true&lang=ru")
+    assert app.plan == TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096, grad_checkpointing=True)
+    assert app.lang == "ru" and app.tabs.titles[0] == "Расчёт"
+    assert app.sizing.controls["model"].value == "llama-3.1-8b" and app.sizing.controls["seq_len"].value == "4096"
+    again = build_app(query=app.query())
+    assert again.plan == app.plan and again.lang == "ru"
+    assert "href=\"?model=llama-3.1-8b&amp;method=qlora" in app.sizing.share.value
+    # the downloaded plan file, uploaded to a fresh page, gives the same plan
+    fresh = build_app()
+    fresh.sizing.upload.value = upload_value(plan_file_bytes(app.plan), "plan-llama-3.1-8b.json")
+    assert fresh.sizing.error is None and fresh.plan == app.plan
+    assert fresh.sizing.controls["method"].value == "qlora"
+
+
+@pytest.mark.parametrize(("query", "says"), [
+    ("model=llama-3.1-8b&seq_len=lots", "seq_len"), ("method=qloraa", "qlora"), ("seq_lenn=4096", "seq_len"),
+])
+def test_a_bad_query_value_shows_the_validation_message(query: str, says: str) -> None:
+    app = build_app(query=query)
+    assert app.plan is None and says in app.error and "gpuwork-error" in app.sizing.message.value
+    assert app.sizing.controls["model"].value == TrainPlan().model  # the form starts from the default plan
+    app.tabs.selected_index = OFFERS
+    assert app.offers.results == [] and "invalid" in app.offers.message.value
+
+
+def test_a_preheated_kernel_builds_first_and_follows_the_visitors_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Voila's preheated kernel runs the notebook before its visitor comes; the query arrives with the visitor
+    (gpuwork.ui.share.page_query waits for it): the app is shown at once and then set to the link's plan."""
+    monkeypatch.setattr(common, "_public", False)
+    monkeypatch.setenv("VOILA_PREHEAT", "True")
+    monkeypatch.delenv("SERVER_SOFTWARE", raising=False)
+    monkeypatch.setenv("QUERY_STRING", "model=llama-3.2-1b&method=full")  # as voila sets it when the visitor comes
+    assert app_view.preheated() and app_view.served_by_voila()
+    app = build_app()
+    assert common.is_public()  # a preheated kernel serves a visitor too
+    deadline = time.monotonic() + 30
+    while app.plan != TrainPlan(model="llama-3.2-1b", method="full") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert app.plan == TrainPlan(model="llama-3.2-1b", method="full")
+    assert app.sizing.controls["method"].value == "full"
 
 
 def test_language_switch_relabels_every_tab_and_the_request() -> None:
     app = build_app()
-    app.tabs.selected_index = 2
+    app.tabs.selected_index = REQUEST
     app.lang_toggle.value = "ru"
-    assert app.tabs.titles == ("Расчёт", "Предложения", "Заявка", "Пробный запуск")
+    assert app.tabs.titles == ("Расчёт", "Советы", "Все GPU", "Предложения", "Заявка", "Пробный запуск")
     assert app.sizing.controls["method"].description == "Метод"
     assert app.request.text.value.startswith("Дообучение")
     assert "Поместится ли" in app.intro.value
@@ -531,3 +652,103 @@ def test_a_closed_tab_releases_its_kernel_and_pages_are_bounded(tmp_path: Path) 
     finally:
         load.stop_server(proc)
     assert proc.poll() is not None
+
+
+def _first_charts(url: str, visitors: int, server_pid: int, log: Path) -> list[float]:
+    """Seconds from navigation to the first chart for ``visitors`` pages opened at the same moment."""
+    import asyncio
+
+    load = _load_benchmark()
+    result = load.LoadResult(visitors)
+    asyncio.run(load._run(url, visitors, 300, server_pid, result, log))
+    assert not result.failures, result.failures
+    return sorted(result.first_chart_s)
+
+
+def _wait_for_pool(proc: subprocess.Popen, kernels: int, timeout_s: float = 180) -> None:
+    """Until ``kernels`` preheated kernels exist and have run the notebook (their CPU use has settled)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        children = [c for c in psutil.Process(proc.pid).children(recursive=True) if "ipykernel" in " ".join(c.cmdline())]
+        if len(children) >= kernels and sum(c.cpu_percent(interval=0.5) for c in children) < 5:
+            return
+        time.sleep(0.5)
+    pytest.fail(f"{kernels} preheated kernels were not ready within {timeout_s} s")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+@pytest.mark.timeout(900)
+def test_browser_a_link_opens_its_plan_and_first_paint_is_measured(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """A link with a plan in its query opens that plan (as `gpuwork app` serves it, and from Voila's preheated
+    kernel pool); prints the first-chart time for 1 and 5 visitors at once, without and with the pool."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    load = _load_benchmark()
+    figures: dict[str, list[float]] = {}
+
+    def open_link(url: str) -> None:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url.split("?")[0])
+                           else route.abort())
+                page.goto(url, timeout=120_000)
+                page.wait_for_selector(CHART, timeout=120_000)
+                page.wait_for_function("() => document.querySelector('.gpuwork-summary') && document.querySelector("
+                                       "'.gpuwork-summary').innerText.includes('qlora')", polling=100, timeout=60_000)
+                summary = page.inner_text(".gpuwork-summary")
+                assert "llama-3.1-8b" in summary and "qlora" in summary, summary
+                assert page.eval_on_selector(".gpuwork-method select", "e => e.value") == "qlora"
+                assert page.eval_on_selector(".gpuwork-model select", "e => e.value") == "llama-3.1-8b"
+            finally:
+                browser.close()
+
+    # as `gpuwork app` serves it: a kernel starts per visitor
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "voila.log"
+    proc = load.start_server(port, 40, log)
+    try:
+        open_link(url + "?model=llama-3.1-8b&method=qlora")
+        figures["per-visitor kernel, 1 visitor"] = _first_charts(url, 1, proc.pid, log)
+        figures["per-visitor kernel, 5 visitors"] = _first_charts(url, 5, proc.pid, log)
+    finally:
+        load.stop_server(proc)
+    # Voila's preheated pool: the notebook has run before the visitor comes (no page limit: Voila refuses a
+    # prelaunch hook together with preheating)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "voila-preheat.log"
+    program = ("from voila.app import Voila\nfrom gpuwork.cli.app import app_notebook, voila_argv\n"
+               f"Voila.launch_instance(argv=voila_argv(app_notebook(), port={port}) + ['--Voila.port_retries=0', "
+               "'--preheat_kernel=True', '--pool_size=5'])\n")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-c", program], stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+                time.sleep(0.2)
+        _wait_for_pool(proc, 5)
+        open_link(url + "?model=llama-3.1-8b&method=qlora")  # the query reaches the preheated kernel
+        _wait_for_pool(proc, 5)
+        figures["preheated pool, 1 visitor"] = _first_charts(url, 1, proc.pid, log)
+        _wait_for_pool(proc, 5)
+        figures["preheated pool, 5 visitors"] = _first_charts(url, 5, proc.pid, log)
+    finally:
+        load.stop_server(proc)
+    with capsys.disabled():
+        for what, times in figures.items():
+            print(f"\n[voila] first chart, {what}: median {statistics.median(times):.1f} s, slowest {max(times):.1f} s "
+                  f"(targets: 2 s for one visitor, 4 s for five)", end="")
+        print()

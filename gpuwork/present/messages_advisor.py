@@ -93,7 +93,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "Матрица размещения: {model}, {method:raw}, контекст {seq_len:int} × батч {batch} (ячеек: {cells}, "
         "{elapsed_ms:int} мс; память на GPU из доступной; время и стоимость всего запуска)"),
     "cli.fit.col.gpu": ("GPU", "GPU"),
-    "cli.fit.col.gpus": ("n", "n"),
+    "cli.fit.col.gpus": ("GPUs", "GPU"),
     "cli.fit.col.sharding": ("sharding", "шардирование"),
     "cli.fit.col.memory": ("GiB / usable", "ГиБ / доступно"),
     "cli.fit.col.headroom": ("headroom", "запас"),

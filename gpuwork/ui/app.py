@@ -1,11 +1,19 @@
-"""The Voila app: tabs Sizing / Offers / Request / Demo trial over one plan, in English or Russian.
+"""The Voila app: tabs Sizing / Advice / All GPUs / Offers / Request / Demo trial over one plan, in English or Russian.
 
 ``notebooks/app.ipynb`` only calls ``build_app()``. The panels come from ``gpuwork.ui.sizing``,
 ``offers``, ``request`` and ``trial`` (state + pure update + thin view, shared pieces in
 ``gpuwork.ui.common``); this module wires them together:
 
-- the Sizing form owns the plan; every valid change is handed to the Offers and Request tabs, which
-  re-evaluate when they are shown (so typing in the form stays fast);
+- one state: the app holds one plan (``App.plan``, the form's) or one error (``App.error``); every valid change
+  is handed to the Advice, All GPUs, Offers and Request tabs, which re-evaluate when they are shown (so typing
+  in the form stays fast); an invalid input replaces every tab's results with the error, so no tab ever shows
+  another plan's numbers;
+- the advisor's "Apply" sets the form to the changed plan (and so every tab); it prices on the Offers tab's
+  filters, so its suggestion and the offers' top row agree;
+- the plan comes from the page's URL query (``gpuwork.ui.share``: ``?model=llama-3.1-8b&method=qlora&lang=ru``),
+  read in the page's own kernel; a bad value shows the validation message. In a preheated kernel (Voila's
+  ``preheat_kernel``) the app is built first with the default plan, and the query is applied when the visitor
+  arrives;
 - the language switch relabels every tab and rewrites the rental request;
 - the demo trial is guarded: tiny models on the CPU, a few steps (the ramp too); its record joins the
   Offers tab's side-by-side comparison;
@@ -33,6 +41,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qs
 
 # Startup time of the Voila page: plotly's FigureWidget imports nbformat, whose jsonschema imports the
 # optional ``rfc3987_syntax`` package (when installed) to check IRI formats; building its grammar takes
@@ -48,20 +57,44 @@ from gpuwork.estimate.memory import GIB  # noqa: E402
 from gpuwork.message import msg  # noqa: E402
 from gpuwork.plan import TrainPlan  # noqa: E402
 from gpuwork.ui import common  # noqa: E402
-from gpuwork.ui.common import LANGS, error_html, friendly, note_html, one_line, run_in_thread, ui  # noqa: E402
+from gpuwork.ui.advice import AdvicePanel, FitMatrixPanel  # noqa: E402
+from gpuwork.ui.common import (  # noqa: E402
+    LANGS,
+    error_html,
+    friendly,
+    note_html,
+    one_line,
+    plan_from,
+    run_in_thread,
+    ui,
+)
 from gpuwork.ui.offers import OffersPanel  # noqa: E402
 from gpuwork.ui.request import RequestPanel  # noqa: E402
+from gpuwork.ui.share import page_query, plan_from_query, plan_query  # noqa: E402
 from gpuwork.ui.sizing import SizingForm  # noqa: E402
 from gpuwork.ui.trial import TrialPanel  # noqa: E402
 
 # The notebook's heading, the same in every language; the app shows its subtitle (ui("title")) in the chosen one.
 TITLE = "gpuwork"
-TABS = ("sizing", "offers", "request", "trial")
+TABS = ("sizing", "advice", "fit", "offers", "request", "trial")
 
 
 def served_by_voila() -> bool:
-    """True in a kernel Voila started for a visitor (Voila puts SERVER_SOFTWARE=voila/<version> in its env)."""
-    return os.environ.get("SERVER_SOFTWARE", "").startswith("voila/")
+    """True in a kernel Voila started for a visitor (Voila puts SERVER_SOFTWARE=voila/<version> in its env), or
+    preheated for the next one (VOILA_PREHEAT: the visitor's variables arrive only with the visitor)."""
+    return (os.environ.get("SERVER_SOFTWARE", "").startswith("voila/")
+            or os.environ.get("VOILA_PREHEAT", "False") == "True")
+
+
+def preheated() -> bool:
+    """True in a kernel Voila started before its visitor (``preheat_kernel``): the page's query comes later."""
+    return os.environ.get("VOILA_PREHEAT", "False") == "True" and not os.environ.get("SERVER_SOFTWARE")
+
+
+def query_lang(query: str) -> str | None:
+    """The ``lang`` of a page query ("en" or "ru"), or None."""
+    values = parse_qs(query.lstrip("?")).get("lang") or [None]
+    return values[-1] if values[-1] in LANGS else None
 
 
 class AppSizingForm(SizingForm):
@@ -122,14 +155,28 @@ def record_from_upload(item: Mapping[str, Any]) -> Any:
 class App(widgets.VBox):
     """The whole app: a header with the language switch, then the tabs.
 
-    Attributes: ``sizing`` (SizingForm), ``offers`` (OffersPanel), ``request`` (RequestPanel),
-    ``trial`` (TrialPanel in demo mode, or None), ``tabs`` and ``lang_toggle``.
+    State: ``plan`` (the form's valid plan, or None) and ``error`` (the one-line message while it is invalid);
+    every tab renders from them. Attributes: ``sizing`` (SizingForm), ``advice`` (AdvicePanel), ``fit``
+    (FitMatrixPanel), ``offers`` (OffersPanel), ``request`` (RequestPanel), ``trial`` (TrialPanel in demo mode,
+    or None), ``tabs`` and ``lang_toggle``.
+
+    ``query``: a page's URL query (``?model=...&lang=ru``) applied over ``plan``; a bad value starts from the
+    default plan with the validation message shown.
     """
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
-                 demo_trial: bool = True, queue: Any = None, **kwargs: Any):
+                 demo_trial: bool = True, queue: Any = None, query: str = "", **kwargs: Any):
         super().__init__(**kwargs)
+        self.plan: TrainPlan | None = None
+        self.error: str | None = None
+        lang = query_lang(query) or lang
         self.lang = lang if lang in LANGS else "en"
+        start_error = None
+        if query:
+            try:
+                plan = plan_from_query(query, base=plan_from(plan) if plan is not None else None)
+            except GpuworkError as exc:
+                start_error = friendly(exc, self.lang)
         self.intro = widgets.HTML(layout={"flex": "1 1 auto"})
         self.intro.add_class("gpuwork-intro")
         self.lang_toggle = widgets.ToggleButtons(options=[(ui("lang_name.en"), "en"), (ui("lang_name.ru"), "ru")],
@@ -143,23 +190,33 @@ class App(widgets.VBox):
             self.offers.record_upload.unobserve(self.offers._on_records, names="value")
         self.offers.record_upload.observe(self._on_records, names="value")
         self.request = RequestPanel(lang=self.lang, show_lang=False)
+        # the advisor prices on the Offers tab's filters: its best suggestion is the offers' top row
+        self.advice = AdvicePanel(lang=self.lang, filters=self.offers.offer_filters)
+        self.advice.on_apply(self.apply_plan)
+        self.offers.on_filters(self._on_filters)
+        self.fit = FitMatrixPanel(lang=self.lang)
         self.trial = TrialPanel(demo=True, lang=self.lang, queue=queue) if demo_trial else None
-        views = [self.sizing.view(), self.offers.view(), self.request.view()]
+        views = [self.sizing.view(), self.advice.view(), self.fit.view(), self.offers.view(), self.request.view()]
         if self.trial is not None:
             views.append(self.trial.view())
             self.trial.listeners.append(self.offers.add_record)
         self.tabs = widgets.Tab(children=views)
         self.tabs.add_class("gpuwork-tabs")
         self.sizing.on_plan(self._on_plan)
+        self.sizing.on_error(self._on_invalid)
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lang_toggle.observe(lambda change: self.set_lang(change["new"]), names="value")
         self.children = [widgets.HBox([self.intro, self.lang_toggle],
                                       layout={"justify_content": "space-between", "align_items": "flex-start"}),
                          self.tabs]
         self.add_class("gpuwork-app")
-        if self.sizing.plan is not None:
-            self._on_plan(self.sizing.plan)
         self._apply_labels()
+        if start_error is not None:
+            self.sizing._show_error(start_error)  # the listeners clear the other tabs
+        elif self.sizing.plan is not None:
+            self._on_plan(self.sizing.plan)
+        else:
+            self._on_invalid(self.sizing.error or ui("invalid", self.lang))
 
     def _on_records(self, change: Any) -> None:
         for item in change["new"] or ():
@@ -182,17 +239,65 @@ class App(widgets.VBox):
 
     def _on_plan(self, plan: TrainPlan) -> None:
         """A new valid plan: the hidden tabs re-evaluate when they are shown."""
+        self.plan, self.error = plan, None
+        self.advice.set_plan(plan, lazy=True)
+        self.fit.set_plan(plan, lazy=True)
         self.offers.set_plan(plan, lazy=True)
-        self.request.plan = plan
+        self.request.set_plan(plan, lazy=True)
         self._request_stale = True
         self._refresh_visible()
+
+    def _on_invalid(self, error: str) -> None:
+        """The form's input is invalid: every other tab drops its results and says so (one state)."""
+        self.plan, self.error = None, error
+        message = ui("invalid_tab", self.lang, error=error)
+        for panel in (self.advice, self.fit, self.offers, self.request):
+            panel.invalidate(message)
+        self._request_stale = False
+
+    def _on_filters(self) -> None:
+        """The Offers tab's filters changed: the advice, priced on them, is evaluated again when shown."""
+        if self.plan is not None:
+            self.advice.set_plan(self.plan, lazy=True)
+            self._refresh_visible()
+
+    def apply_plan(self, plan: TrainPlan | Mapping[str, Any]) -> None:
+        """Set the form to ``plan`` (an advisor's suggestion, a link's plan): every tab follows."""
+        self.sizing.apply_plan(plan)
+
+    def query(self) -> str:
+        """The URL query that reproduces this page: the plan's fields and the language ("" while invalid)."""
+        if self.plan is None:
+            return ""
+        q = plan_query(self.plan)
+        return q if self.lang == "en" else (f"{q}&lang={self.lang}" if q else f"lang={self.lang}")
+
+    def follow_page_query(self) -> None:
+        """Apply the page's URL query (read in this kernel: ``gpuwork.ui.share.page_query``; in a preheated
+        kernel it waits for the visitor). A bad value shows the validation message."""
+        query = page_query()
+        if not query:
+            return
+        lang = query_lang(query)
+        if lang is not None and lang != self.lang:
+            self.set_lang(lang)
+        try:
+            plan = plan_from_query(query)
+        except GpuworkError as exc:
+            self.sizing._show_error(friendly(exc, self.lang))
+            return
+        self.apply_plan(plan)
 
     def _on_tab(self, _change: Any) -> None:
         self._refresh_visible()
 
     def _refresh_visible(self) -> None:
         current = self._current()
-        if current == "offers":
+        if current == "advice":
+            self.advice.refresh_if_stale()
+        elif current == "fit":
+            self.fit.refresh_if_stale()
+        elif current == "offers":
             self.offers.refresh_if_stale()
         elif current == "request" and getattr(self, "_request_stale", False):
             self._request_stale = False
@@ -206,6 +311,8 @@ class App(widgets.VBox):
             return  # the toggle's observer calls back
         self._apply_labels()
         self.sizing.set_lang(self.lang)
+        self.advice.set_lang(self.lang)
+        self.fit.set_lang(self.lang)
         self.offers.set_lang(self.lang)
         self.request.set_lang(self.lang)
         if self.trial is not None:
@@ -233,9 +340,13 @@ class StaticApp:
 
 
 def build_app(plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en", report: bool = False,
-              demo_trial: bool = True, public: bool | None = None) -> App | StaticApp:
+              demo_trial: bool = True, public: bool | None = None, query: str | None = None) -> App | StaticApp:
     """The app's widget tree, starting from ``plan`` (default: ``TrainPlan()``); ``report=True`` gives
     the same content as static figures and HTML.
+
+    ``query`` (a URL query, see ``gpuwork.ui.share``) is applied over ``plan``; by default, in a kernel Voila
+    serves and with no ``plan`` given, it is the page's own query. A preheated kernel (its visitor not there
+    yet) builds the default plan first and applies the query when the visitor arrives, in a background thread.
 
     ``public`` (default: when Voila serves this kernel) makes this kernel's errors name no server path and
     show a reference instead of an unexpected exception's text (``gpuwork.ui.common.set_public``).
@@ -246,8 +357,17 @@ def build_app(plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = 
         common.set_public(True)
     if report:
         return StaticApp(plan, lang=lang)
-    return App(plan, lang=lang, demo_trial=demo_trial)
+    follow = False
+    if query is None and plan is None and served_by_voila():
+        if preheated():
+            follow, query = True, ""
+        else:
+            query = page_query()
+    app = App(plan, lang=lang, demo_trial=demo_trial, query=query or "")
+    if follow:
+        run_in_thread("page-query", app.follow_page_query)
+    return app
 
 
 __all__ = ["GIB", "TABS", "TITLE", "App", "AppSizingForm", "StaticApp", "build_app", "error_html", "one_line",
-           "record_from_upload", "served_by_voila"]
+           "preheated", "query_lang", "record_from_upload", "served_by_voila"]

@@ -285,6 +285,7 @@ class OffersPanel(common.Panel):
         """Evaluate offers for ``plan`` (with ``lazy=True``: on the next ``refresh``)."""
         self.plan = plan
         self._stale = True
+        self.error, self.message.value = None, ""  # an earlier plan's error: this plan is evaluated afresh
         if self.request is not None and not lazy:
             self.request.set_plan(plan)
         if not lazy:
@@ -313,6 +314,30 @@ class OffersPanel(common.Panel):
                 "sort": self.sort.value, "include_unfit": self.include_unfit.value,
                 "preemption_rate_per_hour": numbers["preemption_rate_per_hour"]}
 
+    def offer_filters(self) -> dict[str, Any]:
+        """The filters as ``evaluate_offers`` keywords (what the advisor prices on): no sorting, no unfit offers,
+        no limit left unset."""
+        f = self.filters()
+        out = {"mode": f["modes"], "gpu_class": f["classes"], "region": f["regions"],
+               "max_price_per_gpu_hour": f["max_price"], "min_vram_gb": f["min_vram_gb"], "budget_usd": f["budget_usd"],
+               "preemption_rate_per_hour": f["preemption_rate_per_hour"]}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def on_filters(self, callback: Callable[[], Any]) -> None:
+        """Call ``callback()`` after any filter changes (the app marks the advice stale)."""
+        for control in self._filters:
+            control.observe(lambda _c: callback(), names="value")
+
+    def invalidate(self, message: str) -> None:
+        """The form's plan is invalid: drop the offers (they were another plan's) and say why."""
+        self.plan, self.results, self._stale = None, [], False
+        self._show_error(message)
+        self.table.value = ""
+        self.interruptible.value = ""
+        self.scatter.box.layout.visibility = "hidden"
+        if self.request is not None:
+            self.request.invalidate(message)
+
     def refresh(self) -> None:
         if self.plan is None or self._muted:
             return
@@ -330,6 +355,7 @@ class OffersPanel(common.Panel):
         self.table.value = offers_table_html(results, self.lang, limit)
         self.interruptible.value = interruptible_html(results, self.lang)
         if not self.report:
+            self.scatter.box.layout.visibility = "visible"
             self.scatter.show(self.scatter_figure())
 
     def _show_error(self, message: str) -> None:

@@ -106,8 +106,12 @@ class RequestPanel:
         else:
             self.refresh()
 
-    def set_plan(self, plan: TrainPlan) -> None:
+    def set_plan(self, plan: TrainPlan, *, lazy: bool = False) -> None:
+        """Write the request for ``plan`` (with ``lazy=True``: on the next ``refresh``)."""
         self.plan = plan
+        if lazy:
+            self.error, self.message.value = None, ""  # an earlier plan's error: this plan is written afresh
+            return
         self.refresh()
 
     def options(self) -> dict[str, Any]:
@@ -145,6 +149,13 @@ class RequestPanel:
     def _show_error(self, message: str) -> None:
         self.request, self.error = None, one_line(message)
         self.message.value = error_html(message)
+        self.text.value = ""  # another plan's request must not stay ready to copy under the error
+        self.links.value = ""
+
+    def invalidate(self, message: str) -> None:
+        """The form's plan is invalid: drop the request (it was another plan's) and say why."""
+        self.plan = None
+        self._show_error(message)
 
     def view(self) -> widgets.Widget:
         box = widgets.VBox([self.heading, *self._inputs, self.message, self.text, self.links])

@@ -274,6 +274,24 @@ class TrainingUpload:
         return [line.replace(prefix + _NOT_UPLOADED + "/", "").replace(prefix, "") for line in lines]
 
 
+_PLAN_FIELDS = frozenset(TrainPlan().as_dict())
+
+
+def _plan_file(files: Sequence[tuple[str, bytes]]) -> TrainPlan | None:
+    """The plan in an uploaded plan file (``gpuwork.ui.share.plan_file_bytes``: TrainPlan fields as JSON, a
+    "model" among them), or None when the upload is something else (a model's or a training config)."""
+    if len(files) != 1 or not files[0][0].lower().endswith(".json"):
+        return None
+    name, content = files[0]
+    try:
+        data = json.loads(common.upload_content({"name": name, "content": content}, "config").decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, GpuworkError):
+        return None  # parse_upload says what is wrong with it
+    if not isinstance(data, dict) or "model" not in data or not set(data) <= _PLAN_FIELDS:
+        return None
+    return TrainPlan.from_dict(data)
+
+
 def parse_upload(files: Sequence[tuple[str, bytes]]) -> tuple[tuple[str, dict[str, Any]] | None,
                                                                TrainingUpload | None]:
     """Uploaded files (name, bytes: never a path) -> (the model config.json, the training configs imported).
@@ -555,6 +573,7 @@ class SizingForm(common.Panel):
         self.error: str | None = None
         self.traced: Any = None
         self._listeners: list[Callable[[TrainPlan], Any]] = []
+        self._error_listeners: list[Callable[[str], Any]] = []
         self._muted = False
         self._busy = threading.Lock()
         self._uploaded: tuple[str, dict[str, Any]] | None = None
@@ -568,6 +587,9 @@ class SizingForm(common.Panel):
         self._build_controls(base, gpus)
         self.breakdown = LiveFigure("gpuwork-breakdown")
         self.whatif = LiveFigure("gpuwork-whatif", after=self.breakdown if stagger else None)
+        self.details = widgets.HTML()
+        self.share = widgets.HTML()  # a link and a plan file that reproduce this plan (gpuwork.ui.share)
+        self.share.add_class("gpuwork-share-box")
         self.refresh()
         if start_error:
             self._show_error(start_error)
@@ -644,9 +666,6 @@ class SizingForm(common.Panel):
         self.message.add_class("gpuwork-message")
         self.totals = widgets.HTML()
         self.totals.add_class("gpuwork-result")
-        self.details = widgets.HTML()
-        self.share = widgets.HTML()  # a link and a plan file that reproduce this plan (gpuwork.ui.share)
-        self.share.add_class("gpuwork-share-box")
         self.headings = {key: widgets.HTML() for key in ("h_model", "h_training", "h_gpus", "h_totals", "h_verify")}
         for name, control in {**c, **{f"manual-{k}": v for k, v in self.manual.items()}}.items():
             control.add_class(f"gpuwork-{name.replace('_', '-')}")  # stable hooks for browser tests
@@ -706,6 +725,18 @@ class SizingForm(common.Panel):
     def on_plan(self, callback: Callable[[TrainPlan], Any]) -> None:
         """Call ``callback(plan)`` after every valid change (the app keeps other tabs in step)."""
         self._listeners.append(callback)
+
+    def on_error(self, callback: Callable[[str], Any]) -> None:
+        """Call ``callback(message)`` whenever the input becomes invalid (the app clears the other tabs)."""
+        self._error_listeners.append(callback)
+
+    def apply_plan(self, plan: TrainPlan | Mapping[str, Any]) -> None:
+        """Set every control from ``plan`` (an advisor's suggestion, a plan file, a link) and re-estimate once.
+
+        A preset model switches the form to the preset list; any other model keeps the form's model source."""
+        plan = plan_from(plan)
+        preset = plan.model in self.controls["model"].options
+        self._take_plan(plan, source="preset" if preset else self.model_source.value)
 
     def candidate_gpus(self) -> list[GpuSpec]:
         return [self._catalog[g] for g in self.gpu_select.value if g in self._catalog]
@@ -769,6 +800,14 @@ class SizingForm(common.Panel):
             return
         # a browser's names, shown: no folders, bounded; the content is bytes, never opened as a path
         items = [(common.upload_name(item, "config.json"), item.get("content")) for item in files]
+        try:
+            plan_file = _plan_file(items)
+        except GpuworkError as exc:
+            self._show_error(friendly(exc, self.lang))
+            return
+        if plan_file is not None:  # the plan file this form offers for download: the same plan again
+            self.apply_plan(plan_file)
+            return
         try:
             with quiet():
                 model, training = parse_upload(items)
@@ -882,10 +921,22 @@ class SizingForm(common.Panel):
         self.plan, self.result, self.error = None, None, one_line(message)
         self.message.value = error_html(message)
         self.totals.value = note_html(html.escape(ui("invalid", self.lang)))
+        # nothing of the last valid plan stays on screen under the error: its details, link and charts
+        self.details.value = ""
+        self.share.value = ""
+        for chart in (self.breakdown, self.whatif):
+            chart.box.layout.visibility = "hidden"
+        for callback in self._error_listeners:
+            try:
+                callback(self.error)
+            except Exception as exc:  # noqa: BLE001
+                _log.error("error listener failed", exc_info=exc)
 
     def _render(self) -> None:
         assert self.result is not None and self.plan is not None
         self.message.value = ""
+        for chart in (self.breakdown, self.whatif):
+            chart.box.layout.visibility = "visible"
         cards = self.candidate_gpus()
         self.totals.value = totals_html(self.plan, self.result.memory, self.lang, self.model_label(),
                                         gpu=cards[0] if cards else None)
