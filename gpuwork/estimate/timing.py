@@ -1,10 +1,11 @@
 """Training time of a plan on a GPU: FLOPs per token, step time, communication, data feed, total.
 
-``estimate_time(plan, gpu, inputs) -> TimeEstimate`` is pure (no torch, no I/O: the MFU table comes
-in ``inputs``): it counts the FLOPs one token costs, divides a step's FLOPs by the GPUs' dense peak times
-an efficiency (MFU), adds the optimizer step, the exposed multi-GPU communication and the data
-feed, then scales to the whole run with evaluation, checkpoint writes and a margin. Seconds
-internally; hours only on display.
+``estimate_time(plan, gpu, inputs) -> TimeEstimate`` is pure (no torch, no I/O: the kernel rates come
+in ``inputs``): it lists the step's operations (``estimate.ops``), prices each on one GPU with the
+GPU's achievable rates and the plan's stack (``estimate.steptime``), adds the communication that does
+not hide behind compute, the offloaded optimizer and the data feed, then scales to the whole run with
+evaluation, checkpoint writes and a margin. The FLOPs per token below are the model's FLOPs (what MFU
+counts), reported beside the priced step. Seconds internally; hours only on display.
 
 FLOP convention (one, labelled): per token, a weight costs 2 FLOPs forward, 2 for the gradient of
 its input and 2 for its own gradient (Kaplan et al. 2020 §2.1: 6N for training). Frozen weights
@@ -23,8 +24,8 @@ Example:
     >>> 0 < est.step_time_s < est.total_s
     True
 
-Limitations: MFU is an assumption per GPU family and method (gpu_facts §3c) until a measured
-trial calibrates it; FP32 plans use the non-tensor FP32 peak (PyTorch keeps TF32 off for matmuls
+Limitations: the rates are kernel-level measurements, not this run's; a measured trial fits one factor
+on every operation (``calibration=``); FP32 plans use the non-tensor FP32 rate (PyTorch keeps TF32 off for matmuls
 by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12), so runs that enable
 TF32 will be faster; tensor/pipeline/context parallelism is not modelled; sliding-window attention
 is counted as full attention; padding is not modelled (tokens are the plan's seq_len × batch).
