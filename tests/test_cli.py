@@ -262,7 +262,7 @@ HELP = {
                                                       "--json"},
                ["filters and ranking:", "on-demand | reserved | interruptible (repeatable)", "print a JSON list"]),
     "request": (RUN_FLAGS | DATA_FLAGS | {"--lang", "--format", "--start-date", "--budget", "--rent-days",
-                                         "--no-trial", "--explicit-context"},
+                                         "--no-trial", "--explicit-context", "--record"},
                 ["instead of 'context and batch in the config'", "do not ask for the step-time trial"]),
     "trial": (RUN_FLAGS | {"--steps", "--warmup", "--ramp", "--out", "--nproc", "--memory-cap-gib", "--data",
                            "--device", "--seed", "--no-checkpoint", "--timeout-s", "--price-per-hour",

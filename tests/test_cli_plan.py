@@ -13,6 +13,7 @@ from gpuwork.cli import main
 from gpuwork.cli.args import Parser as _Parser
 from gpuwork.cli.plan import register, size_bytes, token_count
 from gpuwork.facts.catalog import OFFERS_CSV_COLUMNS
+from gpuwork.plan import TrainPlan
 
 BUNDLED = Path(__file__).resolve().parent.parent / "data"
 LORA_8B = ["--model", "llama-3.1-8b", "--method", "lora"]
@@ -145,3 +146,16 @@ def test_errors_are_one_line_with_status_2(capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "not a size" in err
+
+
+def test_request_quotes_a_trial_record(tmp_path, capsys):
+    from gpuwork.measure.trial import run_trial
+
+    record = run_trial(TrainPlan(model="tiny-llama", method="lora", precision="fp32", seq_len=32), steps=2, warmup=1,
+                       out_dir=tmp_path, checkpoint=False)
+    assert main(["request", "--model", "llama-3.1-8b", "--method", "lora", "--record", record.saved_to,
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["trial"] is not None
+    assert main(["request", "--model", "llama-3.1-8b", "--record", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json" in capsys.readouterr().err

@@ -275,3 +275,22 @@ def trace_block_if_needed(plan: TrainPlan, lang: str = "en") -> None:
           file=sys.stderr)
 
 
+def load_record(path: str) -> Any:
+    """A trial record file for compare and request: one clear error for a missing, broken or foreign file."""
+    import json
+    from pathlib import Path
+
+    from gpuwork.measure.trial import TrialError, TrialRecord
+
+    file = Path(path)
+    if not file.is_file():
+        raise TrialError(msg("error.trial.record_missing", path=path))
+    try:
+        return TrialRecord.from_json(file)
+    except json.JSONDecodeError as exc:
+        raise TrialError(msg("error.trial.record_json", path=path, line=exc.lineno, detail=exc.msg)) from None
+    except TrialError as exc:
+        raise TrialError(msg("error.trial.record_in", path=path,
+                             error=exc.msg or msg("measure.text", text=str(exc)))) from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__, detail=str(exc))) from None

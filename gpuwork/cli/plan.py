@@ -19,7 +19,7 @@ import sys
 from datetime import date
 from typing import Any
 
-from gpuwork.cli.args import FlagValueError, plan_arguments, plan_from_args
+from gpuwork.cli.args import FlagValueError, load_record, plan_arguments, plan_from_args
 from gpuwork.errors import PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
@@ -310,9 +310,11 @@ def _cmd_request(args: argparse.Namespace) -> int:
     from gpuwork.present.request import rental_request
 
     plan = full_plan(args)
+    record = load_record(args.record) if args.record else None
     req = rental_request(plan, lang=args.lang, start_date=args.start_date, budget_usd=args.budget,
                          rent_period_days=args.rent_days, trial_required=not args.no_trial,
-                         context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio)
+                         context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio,
+                         trial_record=record)
     if args.format == "json":
         print(json.dumps(req.as_dict(), indent=2, ensure_ascii=False, default=str))
     else:
@@ -368,4 +370,5 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--rent-days", type=int, metavar="DAYS", help=text("cli.help.request.rent_days", lang))
     p.add_argument("--no-trial", action="store_true", help=text("cli.help.request.no_trial", lang))
     p.add_argument("--explicit-context", action="store_true", help=text("cli.help.request.explicit_context", lang))
+    p.add_argument("--record", metavar="FILE", help=text("cli.help.request.record", lang))
     p.set_defaults(func=_cmd_request)

@@ -452,29 +452,14 @@ def _exit_status(record: Any, lang: str) -> int:
     return EXIT_OK if record.fits else EXIT_DOES_NOT_FIT
 
 
-def _load_record(path: str) -> Any:
-    from gpuwork.measure.trial import TrialError, TrialRecord
-
-    file = Path(path)
-    if not file.is_file():
-        raise TrialError(msg("error.trial.record_missing", path=path))
-    try:
-        return TrialRecord.from_json(file)
-    except json.JSONDecodeError as exc:
-        raise TrialError(msg("error.trial.record_json", path=path, line=exc.lineno, detail=exc.msg)) from None
-    except TrialError as exc:
-        raise TrialError(msg("error.trial.record_in", path=path,
-                             error=exc.msg or msg("measure.text", text=str(exc)))) from None
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__, detail=str(exc))) from None
-
-
 def _cmd_compare(args: argparse.Namespace) -> int:
     from gpuwork.measure.trial import TrialError, compare
 
     if args.price_per_hour is not None and args.price_per_hour < 0:
         raise TrialError(msg("error.trial.flag_price"))
-    records = [_load_record(p) for p in args.records]
+    from gpuwork.cli.args import load_record
+
+    records = [load_record(p) for p in args.records]
     rows = compare(records, args.price_per_hour, estimates=True)
     saved = _save_calibrations(rows) if args.save_calibration else None
     if args.json:

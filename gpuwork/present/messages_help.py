@@ -129,6 +129,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
                             "показать и предложения, на которых запуск не помещается"),
     "cli.help.offers.limit": ("show the first N", "показать первые N"),
     "cli.help.offers.json": ("print a JSON list", "вывести список JSON"),
+    "cli.help.request.record": ("a trial record (gpuwork trial or the Trainer callback): its measured figures go "
+                                "into the request", "запись пробного запуска (gpuwork trial или колбэк Trainer): "
+                                "её замеры войдут в заявку"),
     "cli.help.request.summary": ("the rental request to send a provider (ru/en text or JSON)",
                                  "заявка на аренду для провайдера (текст ru/en или JSON)"),
     "cli.help.request.rent_days": ("rental period (default: from the time estimate)",
