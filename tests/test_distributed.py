@@ -216,14 +216,3 @@ def test_a_ranks_error_reaches_the_caller_as_a_coded_message(tmp_path):
     assert error.code == "error.trial.rank" and error["error"].code == "error.data.missing"
     assert str(info.value).endswith(f"data file '{tmp_path / 'missing.txt'}' does not exist: check the path")
     assert info.value.text("ru").endswith(f"файла данных '{tmp_path / 'missing.txt'}' нет: проверьте путь")
-
-
-@pytest.mark.slow
-def test_until_stable_runs_on_every_rank_and_the_record_says_so(tmp_path):
-    # a tolerance no step time misses: the rule stops at its first check, on the 6th measured step, on both ranks
-    record = run_distributed(plan(sharding="ddp"), 2, steps=6, warmup=1, until_stable=0.99, max_steps=9,
-                             checkpoint=False, timeout_s=300)
-    st = record.stability
-    assert st is not None and st.converged and st.measured_steps == 6 and st.max_steps == 9
-    assert record.summary.measured_steps == 6 and len(record.ranks) == 2
-    assert record.summary.step_time_low_s <= record.summary.median_step_time_s <= record.summary.step_time_high_s

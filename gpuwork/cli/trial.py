@@ -346,8 +346,9 @@ def _cmd_trial(args: argparse.Namespace) -> int:
     data = args.data or None
     stable: dict[str, Any] = {}
     if args.until_stable and not resume:
-        if args.ramp:
-            raise TrialError(msg("error.trial.until_stable_with", flag="--ramp"))
+        for flag, given in (("--nproc", args.nproc), ("--ramp", args.ramp)):
+            if given:
+                raise TrialError(msg("error.trial.until_stable_with", flag=flag))
         stable = {"until_stable": args.tolerance, "max_steps": args.max_steps}
         check_until_stable(args.tolerance, args.max_steps, args.steps)
     if args.ramp:
@@ -378,7 +379,7 @@ def _cmd_trial(args: argparse.Namespace) -> int:
             record = run_distributed(plan, args.nproc, steps=args.steps, warmup=args.warmup, seed=args.seed,
                                      device=args.device, data=data, out_dir=args.out, memory_cap_bytes=cap,
                                      checkpoint=not args.no_checkpoint, callbacks=[on_step],
-                                     timeout_s=args.timeout_s, **stable)
+                                     timeout_s=args.timeout_s)
         elif resume:
             record = run_trial(plan, steps=args.steps, warmup=args.warmup, device=args.device,
                                checkpoint=not args.no_checkpoint, callbacks=[on_step],

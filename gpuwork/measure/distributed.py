@@ -514,7 +514,7 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
                          data=spec.get("data"), tokenizer=spec.get("tokenizer"), out_dir=spec.get("out_dir"),
                          memory_cap_bytes=spec.get("memory_cap_bytes"), lr=spec.get("lr"),
                          loader_workers=spec.get("loader_workers", 0), checkpoint=spec.get("checkpoint", True),
-                         parallel=hooks, until_stable=spec.get("until_stable"), max_steps=spec.get("max_steps"))
+                         parallel=hooks)
         while True:
             try:
                 m = next(gen)
@@ -594,8 +594,7 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                     memory_cap_bytes: int | None = None, lr: float | None = None, checkpoint: bool = True,
                     loader_workers: int = 0, callbacks: Iterable[Callable[[StepMeasurement], Any]] = (),
                     timeout_s: float | None = None, threads_per_process: int | None = None,
-                    python: str | None = None, until_stable: float | None = None,
-                    max_steps: int | None = None) -> TrialRecord:
+                    python: str | None = None) -> TrialRecord:
     """Run the trial as ``nproc`` processes under torchrun and return rank 0's merged record.
 
     Args:
@@ -611,7 +610,6 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         timeout_s: stop the whole group after this many seconds (TrialError); None = no limit.
         threads_per_process: OMP_NUM_THREADS for each process (default: the caller's, else 1).
         python: the interpreter for torchrun (default: this one).
-        until_stable, max_steps: as ``iter_trial``; every rank follows rank 0's decision to stop.
     Raises TrialError when a rank refuses the trial, torchrun fails, or the timeout passes; out of
     memory is not raised: the record has ``fits=False``.
     """
@@ -647,7 +645,6 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                 "data": data_arg, "tokenizer": str(Path(tokenizer).expanduser().resolve()) if tokenizer else None,
                 "out_dir": str(out_path.resolve()) if out_path is not None else None,
                 "memory_cap_bytes": memory_cap_bytes, "lr": lr, "checkpoint": checkpoint,
-                "until_stable": until_stable, "max_steps": max_steps,
                 "loader_workers": loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
                 "launcher": " ".join(command)}
         spec_path.write_text(json.dumps(spec, indent=1))
