@@ -26,7 +26,7 @@ import ipywidgets as widgets
 import nbformat
 import psutil
 import pytest
-from conftest import free_port, stop_server, upload_value
+from conftest import free_port, load_benchmark, stop_server, upload_value
 
 from gpuwork.facts.model import load_config
 from gpuwork.plan import TrainPlan
@@ -596,16 +596,6 @@ def test_browser_uploads_of_a_path_are_content_and_the_app_keeps_working(voila_a
             browser.close()
 
 
-def _load_benchmark():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("app_load", ROOT / "benchmarks" / "app_load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.browser
 @pytest.mark.timeout(400)
@@ -617,7 +607,7 @@ def test_a_closed_tab_releases_its_kernel_and_pages_are_bounded(tmp_path: Path) 
         pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    load = _load_benchmark()
+    load = load_benchmark("app_load")
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     log = tmp_path / "voila.log"
@@ -658,7 +648,7 @@ def _first_charts(url: str, visitors: int, server_pid: int, log: Path) -> list[f
     """Seconds from navigation to the first chart for ``visitors`` pages opened at the same moment."""
     import asyncio
 
-    load = _load_benchmark()
+    load = load_benchmark("app_load")
     result = load.LoadResult(visitors)
     asyncio.run(load._run(url, visitors, 300, server_pid, result, log))
     assert not result.failures, result.failures
@@ -687,7 +677,7 @@ def test_browser_a_link_opens_its_plan_and_first_paint_is_measured(tmp_path: Pat
         pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    load = _load_benchmark()
+    load = load_benchmark("app_load")
     figures: dict[str, list[float]] = {}
 
     def open_link(url: str) -> None:

@@ -12,25 +12,16 @@ busy a shared machine is would turn CI red at random. The finding stands in the 
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 VISITORS = 20
 MIB = 2**20
-
-
-def _benchmark():
-    spec = importlib.util.spec_from_file_location("app_load", ROOT / "benchmarks" / "app_load.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.slow
@@ -42,7 +33,7 @@ def test_twenty_concurrent_visitors_are_served_and_the_server_stays_bounded(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     if not CHROMIUM.exists():
         pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
-    result = _benchmark().run_load(VISITORS, timeout_s=480, log_path=tmp_path / "voila.log")
+    result = load_benchmark("app_load").run_load(VISITORS, timeout_s=480, log_path=tmp_path / "voila.log")
     with capsys.disabled():
         print()
         for line in result.lines():

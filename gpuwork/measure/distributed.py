@@ -356,19 +356,9 @@ class DistributedParallel(Parallel):
     # -- what this rank reports ---------------------------------------------------------------------------
 
     def rank_result(self, record: TrialRecord) -> RankResult:
-        s = record.summary
-        return RankResult(
-            rank=self.rank, device=record.environment.device, device_name=record.environment.device_name,
-            losses=tuple(m.loss for m in record.steps), step_times_s=tuple(m.step_time_s for m in record.steps),
-            data_wait_s=tuple(m.data_wait_s for m in record.steps), tokens_per_step=record.protocol.tokens_per_step,
-            median_step_time_s=s.median_step_time_s if s else None, tokens_per_s=s.tokens_per_s if s else None,
-            peak_trial_memory_bytes=record.peak_trial_memory_bytes,
-            cuda_peak_allocated_bytes=s.cuda_peak_allocated_bytes if s else None,
-            cuda_peak_reserved_bytes=s.cuda_peak_reserved_bytes if s else None,
-            rss_peak_bytes=s.rss_peak_bytes if s else None, param_bytes=self.param_bytes,
-            trainable_param_bytes=self.trainable_param_bytes, optimizer_state_bytes=self.optimizer_state_bytes,
-            params_sha256=self.params_sha256, fits=record.fits, error=record.error,
-            checkpoint_verified=record.checkpoint.verified if record.checkpoint else None)
+        return rank_result(record, self.rank, param_bytes=self.param_bytes,
+                           trainable_param_bytes=self.trainable_param_bytes,
+                           optimizer_state_bytes=self.optimizer_state_bytes, params_sha256=self.params_sha256)
 
     def info(self, launcher: str) -> ParallelInfo:
         return ParallelInfo(world_size=self.world_size, backend=self.backend, strategy=self.strategy.name,
@@ -377,6 +367,27 @@ class DistributedParallel(Parallel):
 
 
 # -- merging the ranks' records (pure) --------------------------------------------------------------------------
+
+
+def rank_result(record: TrialRecord, rank: int, *, param_bytes: int, trainable_param_bytes: int,
+                optimizer_state_bytes: int, params_sha256: str, fits: bool | None = None,
+                error: Msg | None = None) -> RankResult:
+    """What one rank reports for the merged record: its record's figures and its model's sizes and digest
+    (``fits``/``error``: the record's unless given). gpuwork's ranks and the Trainer callback's use it."""
+    s = record.summary
+    return RankResult(
+        rank=rank, device=record.environment.device, device_name=record.environment.device_name,
+        losses=tuple(m.loss for m in record.steps), step_times_s=tuple(m.step_time_s for m in record.steps),
+        data_wait_s=tuple(m.data_wait_s for m in record.steps), tokens_per_step=record.protocol.tokens_per_step,
+        median_step_time_s=s.median_step_time_s if s else None, tokens_per_s=s.tokens_per_s if s else None,
+        peak_trial_memory_bytes=record.peak_trial_memory_bytes,
+        cuda_peak_allocated_bytes=s.cuda_peak_allocated_bytes if s else None,
+        cuda_peak_reserved_bytes=s.cuda_peak_reserved_bytes if s else None,
+        rss_peak_bytes=s.rss_peak_bytes if s else None, param_bytes=param_bytes,
+        trainable_param_bytes=trainable_param_bytes, optimizer_state_bytes=optimizer_state_bytes,
+        params_sha256=params_sha256, fits=record.fits if fits is None else fits,
+        error=record.error if fits is None else error,
+        checkpoint_verified=record.checkpoint.verified if record.checkpoint else None)
 
 
 def _max_or_none(values: Iterable[int | None]) -> int | None:

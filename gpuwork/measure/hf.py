@@ -770,7 +770,6 @@ class _World:
 
 
 def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:
-    s = record.summary
     base = _unwrap(rec.model)
     params = list(base.parameters())
     digest = hashlib.sha256()
@@ -781,19 +780,11 @@ def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:
     if optimizer is not None:
         for state in getattr(optimizer, "state", {}).values():
             optimizer_bytes += sum(v.numel() * v.element_size() for v in state.values() if hasattr(v, "numel"))
-    return RankResult(
-        rank=rank, device=record.environment.device, device_name=record.environment.device_name,
-        losses=tuple(m.loss for m in record.steps), step_times_s=tuple(m.step_time_s for m in record.steps),
-        data_wait_s=tuple(m.data_wait_s for m in record.steps), tokens_per_step=record.protocol.tokens_per_step,
-        median_step_time_s=s.median_step_time_s if s else None, tokens_per_s=s.tokens_per_s if s else None,
-        peak_trial_memory_bytes=record.peak_trial_memory_bytes,
-        cuda_peak_allocated_bytes=s.cuda_peak_allocated_bytes if s else None,
-        cuda_peak_reserved_bytes=s.cuda_peak_reserved_bytes if s else None,
-        rss_peak_bytes=s.rss_peak_bytes if s else None,
-        param_bytes=sum(p.numel() * p.element_size() for p in params),
-        trainable_param_bytes=sum(p.numel() * p.element_size() for p in params if p.requires_grad),
-        optimizer_state_bytes=optimizer_bytes, params_sha256=digest.hexdigest(), fits=True, error=None,
-        checkpoint_verified=record.checkpoint.verified if record.checkpoint else None)
+    from gpuwork.measure.distributed import rank_result
+
+    return rank_result(record, rank, param_bytes=sum(p.numel() * p.element_size() for p in params),
+                       trainable_param_bytes=sum(p.numel() * p.element_size() for p in params if p.requires_grad),
+                       optimizer_state_bytes=optimizer_bytes, params_sha256=digest.hexdigest(), fits=True, error=None)
 
 
 # -- the Trainer callback ---------------------------------------------------------------------------------------
