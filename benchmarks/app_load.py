@@ -45,8 +45,11 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 CHART = ".gpuwork-breakdown .js-plotly-plot"
 # change the sequence length in the page; resolve with the ms until the breakdown chart's data differ
 CHANGE_AND_TIME = """async (value) => {
-  const gd = document.querySelector('.gpuwork-breakdown .js-plotly-plot');
-  const snap = () => JSON.stringify(gd.data.map(t => t.y));
+  // each update draws a new plot element: look it up every time
+  const snap = () => {
+    const gd = document.querySelector('.gpuwork-breakdown .js-plotly-plot');
+    return gd && gd.data ? JSON.stringify(gd.data.map(t => t.y)) : '';
+  };
   const before = snap();
   const el = document.querySelector('.gpuwork-seq-len input');
   const t0 = performance.now();
@@ -133,16 +136,22 @@ def _tree_rss(pid: int) -> tuple[int, int, int]:
     return total, own, len(procs) - 1
 
 
-def start_server(port: int, max_pages: int, log_path: Path, extra_flags: tuple[str, ...] = ()) -> subprocess.Popen:
-    """The app as ``gpuwork app`` serves it, in a new process group; returns once the port accepts connections."""
+def start_server(port: int, max_pages: int, log_path: Path, extra_flags: tuple[str, ...] = (), *,
+                 pool: int | None = None) -> subprocess.Popen:
+    """The app as ``gpuwork app`` serves it (``pool``: the preheated kernels, default ``gpuwork app``'s), in a new
+    process group; returns once the port accepts connections and the pool's kernels have run the notebook."""
+    from gpuwork.cli.app import POOL_SIZE
+
+    pool = POOL_SIZE if pool is None else pool
     program = (
         "from voila.app import Voila\n"
-        "from gpuwork.cli.app import app_notebook, voila_argv, voila_config\n"
+        "from gpuwork.cli.app import app_notebook, voila_argv\n"
         f"extra = {list(extra_flags)!r}\n"
         "keys = {flag.split('=', 1)[0] for flag in extra}\n"  # a flag given twice is an error: extra replaces
-        f"argv = [a for a in voila_argv(app_notebook(), port={port}) if a.split('=', 1)[0] not in keys]\n"
+        f"argv = [a for a in voila_argv(app_notebook(), port={port}, max_pages={max_pages}, pool={pool}) "
+        "if a.split('=', 1)[0] not in keys]\n"
         "argv += ['--Voila.port_retries=0', *extra]\n"
-        f"Voila.launch_instance(argv=argv, config=voila_config({max_pages}))\n"
+        "Voila.launch_instance(argv=argv)\n"
     )
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-c", program], cwd=tempfile.gettempdir(), stdout=log,
@@ -153,12 +162,31 @@ def start_server(port: int, max_pages: int, log_path: Path, extra_flags: tuple[s
             raise RuntimeError(f"voila exited with {proc.returncode}: {log_path.read_text(errors='replace')[-2000:]}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            wait_for_pool(proc, min(pool, max_pages))  # voila_argv caps the pool so
             return proc
         except OSError:
             if time.monotonic() > deadline:
                 stop_server(proc)
                 raise RuntimeError(f"voila did not listen on port {port} within 90 s") from None
             time.sleep(0.2)
+
+
+def _kernels(pid: int) -> list:
+    import psutil
+
+    return [c for c in psutil.Process(pid).children(recursive=True) if "ipykernel" in " ".join(c.cmdline())]
+
+
+def wait_for_pool(proc: subprocess.Popen, kernels: int, timeout_s: float = 180) -> None:
+    """Until ``kernels`` preheated kernels exist and have run the notebook (their CPU use has settled)."""
+    deadline = time.monotonic() + timeout_s
+    while kernels > 0:
+        children = _kernels(proc.pid)
+        if len(children) >= kernels and sum(c.cpu_percent(interval=0.5) for c in children) < 5:
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{kernels} preheated kernels were not ready within {timeout_s} s")
+        time.sleep(0.5)
 
 
 def stop_server(proc: subprocess.Popen) -> None:

@@ -273,7 +273,7 @@ HELP = {
     "compare": ({"--price-per-hour", "--json", "--lang", "--save-calibration"}, ["RECORD.json", "trial records written by `gpuwork trial"]),
     "report": ({"--plan", "--out", "--notebooks", "--steps", "--timeout", "--progress", "--no-progress", "--lang"},
                ["seconds allowed per cell (default 900)", "language of the pages and messages (en or ru)"]),
-    "app": ({"--port", "--host", "--max-pages"}, ["Stop it with Ctrl+C.", "TCP port (default 8866)",
+    "app": ({"--port", "--host", "--max-pages", "--pool"}, ["Stop it with Ctrl+C.", "TCP port (default 8866)",
                                    "(default 127.0.0.1: this machine only; the app has no login)"]),
 }
 

@@ -23,10 +23,8 @@ from gpuwork.cli.app import (
     MAX_PAGES,
     VOILA_SETTINGS,
     app_notebook,
-    page_hook,
     require,
     voila_argv,
-    voila_config,
 )
 from gpuwork.errors import GpuworkError
 
@@ -69,27 +67,54 @@ def test_voila_reads_the_command_line_as_the_settings() -> None:
     assert (kernels.cull_connected, kernels.cull_busy) == (False, False)
 
 
-def test_the_page_limit_travels_as_config_and_refuses_the_next_page() -> None:
-    """Voila's prelaunch hook is a Python callable: it reaches VoilaConfiguration through a Config."""
-    from tornado.web import HTTPError
+def test_the_page_limit_and_the_pool_travel_on_the_command_line() -> None:
     from voila.app import Voila
     from voila.configuration import VoilaConfiguration
 
-    voila = Voila(config=voila_config(3))
-    voila.parse_command_line(voila_argv(app_notebook()))
-    hook = VoilaConfiguration(parent=voila).prelaunch_hook
-    assert callable(hook) and MAX_PAGES == 40
+    from gpuwork.cli.app_kernels import PagesKernelManager
 
-    class Handler:  # what the hook reads of Voila's page handler
-        def __init__(self, kernels: int):
-            self.kernel_manager = type("K", (), {"list_kernel_ids": lambda _self: ["k"] * kernels})()
+    voila = Voila()
+    voila.parse_command_line(voila_argv(app_notebook(), max_pages=3, pool=5))
+    configuration = VoilaConfiguration(parent=voila)
+    assert configuration.multi_kernel_manager_class is PagesKernelManager
+    assert configuration.preheat_kernel is True and configuration.default_pool_size == 3  # capped by the limit
+    assert PagesKernelManager(config=voila.config).max_pages == 3 and MAX_PAGES == 40
+    voila = Voila()
+    voila.parse_command_line(voila_argv(app_notebook(), pool=0))
+    configuration = VoilaConfiguration(parent=voila)
+    assert configuration.preheat_kernel is False and configuration.default_pool_size == 0
 
-    assert hook(Handler(2), notebook=None, cwd=".") is None
-    with pytest.raises(HTTPError) as refused:
-        hook(Handler(3), notebook=None, cwd=".")
-    assert refused.value.status_code == 503
-    assert refused.value.reason == "the app already serves 3 pages, its limit: try again in a few minutes"
-    assert page_hook(1)(Handler(0)) is None
+
+@pytest.mark.slow
+def test_at_the_limit_a_page_is_refused_and_the_pool_waits_for_room() -> None:
+    """Real kernels: with room for one, a second page is answered 503 and starts nothing; a pool kernel (Voila
+    starts those with VOILA_PREHEAT=True) waits instead, and starts once the first kernel is gone."""
+    import asyncio
+    import os
+
+    from tornado.web import HTTPError
+
+    from gpuwork.cli.app_kernels import PagesKernelManager
+
+    async def scenario() -> None:
+        kernels = PagesKernelManager(max_pages=1, room_poll_s=0.1)
+        first = await kernels.start_kernel(kernel_name="python3")
+        try:
+            with pytest.raises(HTTPError) as refused:
+                await kernels.start_kernel(kernel_name="python3", env=dict(os.environ))
+            assert refused.value.status_code == 503
+            assert refused.value.reason == "the app already serves 1 pages, its limit: try again in a few minutes"
+            pool_env = {**os.environ, "VOILA_PREHEAT": "True"}
+            pool_start = asyncio.ensure_future(kernels.start_kernel(kernel_name="python3", env=pool_env))
+            await asyncio.sleep(1.0)
+            assert not pool_start.done() and kernels.list_kernel_ids() == [first]  # waiting: nothing started
+            await kernels.shutdown_kernel(first)
+            second = await asyncio.wait_for(pool_start, timeout=60)
+            assert kernels.list_kernel_ids() == [second] != [first]
+        finally:
+            await kernels.shutdown_all()
+
+    asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("value", ["0", "1001", "many", "2.5"])

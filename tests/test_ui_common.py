@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.plan import TrainPlan
 from gpuwork.ui.common import (
+    PLOTLY_MIME,
     LiveFigure,
     error_html,
     friendly,
     plan_from,
-    sync_figure,
     table_html,
     ui,
 )
@@ -57,21 +60,16 @@ def test_plan_from_accepts_a_plan_fields_a_saved_plan_or_nothing() -> None:
         plan_from({"seq_len": 0})
 
 
-def test_sync_figure_updates_in_place_or_replaces_the_traces() -> None:
-    target = go.FigureWidget(go.Figure(go.Bar(x=["a"], y=[1]), layout={"title": {"text": "one"}}))
-    bar = target.data[0]
-    sync_figure(target, go.Figure(go.Bar(x=["a"], y=[2]), layout={"title": {"text": "two"}}))
-    assert target.data[0] is bar and list(bar.y) == [2] and target.layout.title.text == "two"
-    sync_figure(target, go.Figure([go.Scatter(x=[1], y=[3]), go.Scatter(x=[1], y=[4])]))
-    assert [t.type for t in target.data] == ["scatter", "scatter"] and list(target.data[1].y) == [4]
-
-
-def test_a_deferred_chart_waits_for_the_first_to_render() -> None:
-    first = LiveFigure("first")
-    second = LiveFigure("second", after=first)
-    second.show(go.Figure(go.Bar(y=[1])))
-    assert second.widget is None and second.pending is not None
-    first.show(go.Figure(go.Bar(y=[2])))
-    first.widget._js2py_traceDeltas = {"trace_deltas": [], "trace_edit_id": 0}  # what the browser sends
-    assert second.pending is None and list(second.widget.data[0].y) == [1]
-    assert second.box.children == (second.widget,)
+def test_a_live_figure_sends_plotly_json_and_replaces_it() -> None:
+    chart = LiveFigure("gpuwork-x")
+    assert chart.figure is None and chart.out.outputs == () and "gpuwork-x" in chart.box._dom_classes
+    chart.show(go.Figure(go.Bar(x=["a"], y=[1.5]), layout={"title": {"text": "one"}}))
+    chart.show(go.Figure(go.Bar(x=["a"], y=[2.5]), layout={"title": {"text": "two"}}))
+    (output,) = chart.out.outputs  # one output, replaced: the page never shows two charts
+    sent = output["data"][PLOTLY_MIME]
+    assert sent["data"][0]["y"] == [2.5] and sent["layout"]["title"]["text"] == "two"
+    assert sent["config"]["displaylogo"] is False and chart.figure.layout.title.text == "two"
+    chart.show(go.Figure(go.Bar(x=["a", "b"], y=np.array([1.5, 3.0]))))
+    sent = json.loads(json.dumps(chart.out.outputs[0]["data"][PLOTLY_MIME]))  # plain JSON, as the comm sends it
+    y = sent["data"][0]["y"]  # numpy arrays travel as plotly.js typed arrays (base64)
+    assert np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).tolist() == [1.5, 3.0]

@@ -31,12 +31,13 @@ def test_offers_filters_sorting_scatter_and_interruptible() -> None:
     panel = OffersPanel(OFFER_PLAN)
     assert panel.error is None and panel.results and all(r.fits for r in panel.results)
     assert "gpuwork-offers" in panel.table.value
-    scatter = panel.scatter.widget
+    scatter = panel.scatter.figure
     assert [t.name for t in scatter.data] == ["on-demand", "reserved", "interruptible"]
     assert "Expected preemptions" in panel.interruptible.value
 
     panel.modes.value = ("interruptible",)
     assert {r.offer.mode.value for r in panel.results} == {"interruptible"}
+    scatter = panel.scatter.figure  # the chart drawn for the new filters
     assert len(scatter.data[2].x) == len(panel.results) and len(scatter.data[0].x or ()) == 0
     panel.modes.value = ()
     assert "pick at least one" in panel.error and "gpuwork-error" in panel.message.value
@@ -87,7 +88,7 @@ def test_offers_panel_report_mode(shown: list) -> None:
     for part in ("filters", "table", "scatter", "interruptible", "compare", "request"):
         panel.show(part)
     assert sum(isinstance(o, go.Figure) for o in shown) == 1
-    assert panel.scatter.widget is None
+    assert panel.scatter.figure is None
     assert any("gpuwork-request-text" in getattr(o, "data", "") for o in shown)
 
 

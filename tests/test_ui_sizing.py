@@ -18,6 +18,7 @@ from gpuwork.facts.paths import ENV_DATA_DIR, bundled_data_dir
 from gpuwork.plan import TrainPlan
 from gpuwork.sizing import estimate_memory
 from gpuwork.ui import sizing as ui_sizing
+from gpuwork.ui.common import PLOTLY_MIME
 from gpuwork.ui.offers import OffersPanel
 from gpuwork.ui.sizing import (
     DEFAULT_GPUS,
@@ -33,7 +34,7 @@ PLAN = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 2048, "batch_size"
 
 
 def _device_total_y(form: SizingForm) -> float:
-    fig = form.breakdown.widget
+    fig = form.breakdown.figure
     return next(t.y[0] for t in fig.data if t.name == "Device total")
 
 
@@ -47,13 +48,13 @@ def test_form_starts_from_the_plan_and_shows_everything() -> None:
         assert text in form.totals.value
     assert f"{est.device_total_bytes / GIB:,.2f}" in form.totals.value
     assert _device_total_y(form) == pytest.approx(est.device_total_bytes / GIB)
-    whatif = form.whatif.widget
+    whatif = form.whatif.figure
     assert [t.name for t in whatif.data] == [*WHATIF_METHODS, "runs out"]
     lora = next(t for t in whatif.data if t.name == "lora")
     assert lora.y[list(lora.x).index(2048)] == pytest.approx(est.device_total_bytes / GIB)
     details = html.unescape(form.details.value)
     assert "Profile 01" in details and "Recommended disk" in details and "GPU-hours" in details
-    assert {s.name for s in form.breakdown.widget.layout.shapes} == set(DEFAULT_GPUS)
+    assert {s.name for s in form.breakdown.figure.layout.shapes} == set(DEFAULT_GPUS)
 
 
 def test_changes_update_plan_totals_and_figures() -> None:
@@ -66,7 +67,7 @@ def test_changes_update_plan_totals_and_figures() -> None:
 
     form.controls["method"].value = "full"
     assert form.plan.method.value == "full"
-    bars = {t.name: t.y[0] for t in form.breakdown.widget.data if t.type == "bar"}
+    bars = {t.name: t.y[0] for t in form.breakdown.figure.data if t.type == "bar"}
     assert bars["optimizer states"] == pytest.approx(form.memory.breakdown["optimizer_states"] / GIB)
     assert form.controls["lora_r"].layout.display == "none"  # LoRA fields hide for full fine-tuning
 
@@ -80,11 +81,11 @@ def test_changes_update_plan_totals_and_figures() -> None:
 
     form.axis.value = "batch_size"
     assert form.result.axis == "batch_size"
-    assert list(form.whatif.widget.data[0].x) == list(form.result.whatif_values)
+    assert list(form.whatif.figure.data[0].x) == list(form.result.whatif_values)
     assert 1 in form.result.whatif_values and 64 in form.result.whatif_values
 
     form.gpu_select.value = ("l4",)
-    assert [s.name for s in form.breakdown.widget.layout.shapes] == ["l4"]
+    assert [s.name for s in form.breakdown.figure.layout.shapes] == ["l4"]
 
 
 def test_invalid_input_is_one_red_line_and_the_form_recovers() -> None:
@@ -132,7 +133,7 @@ def test_uploaded_config_is_used_from_a_temporary_folder_owned_by_the_form() -> 
     folder = Path(form.store.folder)
     assert Path(form.plan.model).parent.parent == folder and Path(form.plan.model).name == "config.json"
     assert form.memory.params.total == estimate_memory(TrainPlan(**{**PLAN, "model": "tiny-llama"})).params.total
-    assert form.model_label() == "config.json" and "config.json" in form.breakdown.widget.data[0].x[0]
+    assert form.model_label() == "config.json" and "config.json" in form.breakdown.figure.data[0].x[0]
 
     form.upload.value = upload_value(b"{not json", "broken.json")
     assert "broken.json is not valid JSON" in form.error
@@ -183,7 +184,7 @@ def test_language_switch_relabels_the_form() -> None:
     form.set_lang("ru")
     assert form.controls["method"].description == "Метод"
     assert "Всего на устройстве" in form.totals.value
-    assert form.breakdown.widget.data[0].name == "веса"
+    assert form.breakdown.figure.data[0].name == "веса"
     assert form.model_source.value == "preset"
     form.set_lang("en")
     assert form.controls["method"].description == "Method"
@@ -208,7 +209,7 @@ def test_verify_with_invalid_plan_is_a_message() -> None:
 
 def test_report_mode_shows_plain_figures(shown: list) -> None:
     form = SizingForm(PLAN, report=True)
-    assert form.breakdown.widget is None and form.whatif.widget is None  # no FigureWidget in reports
+    assert form.breakdown.figure is None and form.whatif.figure is None  # no live charts in reports
     for part in ("controls", "totals", "breakdown", "whatif", "details", "verify"):
         form.show(part)
     figures = [o for o in shown if isinstance(o, go.Figure)]
@@ -222,16 +223,19 @@ def test_report_mode_shows_plain_figures(shown: list) -> None:
 def test_interactive_show_gives_widgets(shown: list) -> None:
     form = SizingForm(PLAN)
     form.show("breakdown")
-    assert shown[-1] is form.breakdown.box and form.breakdown.box.children[0] is form.breakdown.widget
+    assert shown[-1] is form.breakdown.box and form.breakdown.box.children[0] is form.breakdown.out
 
 
-def test_staggered_whatif_waits_for_the_breakdown_to_render() -> None:
-    form = SizingForm(PLAN, stagger=True)
-    assert form.whatif.widget is None and form.whatif.pending is not None
-    form.controls["seq_len"].value = 4096  # keeps the latest figure
-    form.breakdown.widget._js2py_traceDeltas = {"trace_deltas": [], "trace_edit_id": 0}  # what the browser sends
-    assert form.whatif.widget is not None and form.whatif.pending is None
-    assert form.whatif.widget.layout.shapes[-1].x0 == 4096
+def test_a_change_sends_the_browser_the_new_chart() -> None:
+    """What reaches the page is the Output widget's one output: plotly's JSON for the current plan."""
+    form = SizingForm(PLAN)
+    form.controls["seq_len"].value = 4096
+    (output,) = form.whatif.out.outputs
+    sent = output["data"][PLOTLY_MIME]
+    assert sent["layout"]["shapes"][-1]["x0"] == 4096  # the marker follows the form
+    bars = {t["name"]: t["y"][0] for t in form.breakdown.out.outputs[0]["data"][PLOTLY_MIME]["data"]
+            if t["type"] == "bar"}
+    assert bars == {t.name: t.y[0] for t in form.breakdown.figure.data if t.type == "bar"}
 
 
 def test_an_invalid_plan_is_explained_in_russian_in_russian_mode() -> None:

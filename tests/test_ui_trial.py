@@ -46,14 +46,14 @@ def test_trial_runs_with_live_curves_progress_and_a_saved_record(finished_trial:
     record = panel.record
     assert record.fits and record.checkpoint.verified and len(record.measured) == 2
     assert panel.progress.value == panel.progress.max == 3
-    curves = panel.curves.widget
+    curves = panel.curves.figure
     assert len(curves.data) == 8 and list(curves.data[0].x) == [2, 3] and list(curves.data[1].x) == [1]
     assert list(curves.data[0].y) == pytest.approx([s.loss for s in record.measured])
     text = html.unescape(panel.results.value)
     assert "Checkpoint round-trip: verified" in text and "Median step" in text
     assert "proves the pipeline, not the speed" in text  # CPU: no extrapolation
     assert Path(record.saved_to).is_file() and record.saved_to in text
-    evm = panel.comparison.widget
+    evm = panel.comparison.figure
     assert [t.name for t in evm.data] == ["estimate", "measured"]
 
 
@@ -186,7 +186,7 @@ def test_report_mode_trial_shows_plain_figures(finished_trial: TrialPanel, shown
     for part in ("controls", "curves", "results", "estimate_vs_measured"):
         panel.show(part)
     assert sum(isinstance(o, go.Figure) and not isinstance(o, go.FigureWidget) for o in shown) == 2
-    assert panel.curves.widget is None
+    assert panel.curves.figure is None
 
 
 def test_estimate_vs_measured_rows_use_the_precision_that_ran(finished_trial: TrialPanel) -> None:
@@ -301,7 +301,7 @@ def test_live_curves_follow_a_real_trainer_run(one_thread, tmp_path: Path) -> No
     record = callback.record
     assert [s.step for s in curves.steps] == [1, 2, 3, 4] and curves.steps == list(record.steps)
     assert curves.drawn == 4 and curves.redraws == 4
-    data = curves.widget.data
+    data = curves.shown.data
     loss, loss_warm, step_time, _, tps, _, memory, memory_warm = data
     assert list(loss.x) == [2, 3, 4] and list(loss_warm.x) == [1]
     assert list(loss.y) == pytest.approx([s.loss for s in record.measured])  # the Trainer's logged loss
@@ -323,12 +323,12 @@ def test_live_curves_throttle_redraws_and_flush_the_rest() -> None:
         for n in range(2, 11):
             curves.update(_step(n))
         assert curves.redraws == 1 and curves.drawn == 1  # the first step drew; the nine after it wait
-        assert list(curves.widget.data[1].x) == [1] and list(curves.widget.data[0].x) == []
+        assert list(curves.shown.data[1].x) == [1] and list(curves.shown.data[0].x) == []
         assert len(curves.steps) == 10 and curves._timer is not None  # a trailing redraw is scheduled
         curves.flush()
         assert curves.redraws == 2 and curves._timer is None
-        assert list(curves.widget.data[0].x) == list(range(2, 11))
-        assert list(curves.widget.data[2].y) == pytest.approx([0.1 * n for n in range(2, 11)])
+        assert list(curves.shown.data[0].x) == list(range(2, 11))
+        assert list(curves.shown.data[2].y) == pytest.approx([0.1 * n for n in range(2, 11)])
         assert "Step 10: loss 2.000, 1.000 s, 256 tokens/s" in curves.status.value
         curves.flush()
         assert curves.redraws == 2  # nothing new: no message to the browser
@@ -347,7 +347,7 @@ def test_live_curves_draw_the_last_steps_without_another_call() -> None:
     deadline = time.monotonic() + 30
     while curves.drawn < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert curves.drawn == 2 and list(curves.widget.data[0].x) == [1, 2]
+    assert curves.drawn == 2 and list(curves.shown.data[0].x) == [1, 2]
     assert "Шаг 2: loss 2,000, 0,200 с" in curves.status.value
 
 
@@ -355,7 +355,7 @@ def test_live_curves_display_in_a_notebook() -> None:
     curves = LiveCurves()
     bundle = curves._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert curves.status.value.count("Waiting for the first step") == 1 and len(curves.widget.data) == 8
+    assert curves.status.value.count("Waiting for the first step") == 1 and len(curves.shown.data) == 8
 
 
 # -- the estimate for exactly the record's configuration beside what it measured ------------------------------

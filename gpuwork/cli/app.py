@@ -11,18 +11,23 @@ voila.json, which a wheel does not ship): local address, no browser, code source
 kernels culled. Voila runs in this process; SIGINT or SIGTERM stops it and the kernels it started.
 Needs the ``app`` extra (``pip install 'gpuwork[app]'``).
 
-Kernels (one per page, about 135 MB each) are bounded two ways:
+First paint: Voila's preheated pool (``--pool``, default 5 kernels) runs the notebook before a visitor comes,
+so the page arrives rendered and only the browser's work remains (measured on a 2-core machine: first chart
+2.8 s instead of 4.5 s for one visitor). A used kernel is replaced after ``fill_delay`` (10 s): a burst of
+visitors finds the pool's kernels instead of competing with their replacements for the CPU. ``--pool 0``
+starts a kernel per visitor instead.
+
+Kernels (about 135 MB each) are bounded two ways:
 
 - a kernel without a connected page (the tab closed, the network lost) is culled after ``cull_idle_timeout``
   seconds idle (2 min, checked every 30 s, so gone within 2.5 min); an open page is never culled
   (``cull_connected`` False: its kernel may idle while someone reads) and a busy kernel never (``cull_busy``
-  False). Voila's own shutdown on ``beforeunload`` does not reach the server from its bundled front end
-  (measured: no request leaves the page), so culling is what releases a closed tab's kernel;
-- at most ``--max-pages`` kernels at once (default 40, about 6 GB): ``page_hook``, Voila's prelaunch hook (a
-  Python callable, so it travels as a traitlets Config rather than a flag), answers the next visitor
-  "503: try again in a few minutes" instead of starting a kernel.
-
-A Voila started by hand with the checkout's voila.json gets the culling but not the page limit.
+  False); the pool's kernels, never connected, are not culled. Voila's own shutdown on ``beforeunload`` does
+  not reach the server from its bundled front end (measured: no request leaves the page), so culling is what
+  releases a closed tab's kernel;
+- at most ``--max-pages`` kernels at once, pool included (default 40, about 6 GB): the kernel manager
+  (``gpuwork.cli.app_kernels.PagesKernelManager``) answers the next visitor "503: try again in a few
+  minutes" instead of starting a kernel, and the pool refills only when there is room.
 """
 
 from __future__ import annotations
@@ -45,7 +50,13 @@ DEFAULT_PORT = 8866
 VOILA_SETTINGS: Mapping[str, Mapping[str, Any]] = {
     "Voila": {"ip": DEFAULT_HOST, "port": DEFAULT_PORT, "open_browser": False},
     # the jupytext front-end extension does not load in Voila's older front end
-    "VoilaConfiguration": {"strip_sources": True, "extension_denylist": ["jupyterlab-jupytext"]},
+    "VoilaConfiguration": {"strip_sources": True, "extension_denylist": ["jupyterlab-jupytext"],
+                           # the page limit lives in the kernel manager: Voila refuses a prelaunch hook with a pool
+                           "preheat_kernel": True, "default_pool_size": 5,
+                           "multi_kernel_manager_class": "gpuwork.cli.app_kernels.PagesKernelManager"},
+    # a used pool kernel is replaced 10 s later: a burst of visitors does not compete with the replacements
+    "VoilaKernelManager": {"fill_delay": 10},
+    "PagesKernelManager": {"max_pages": 40},
     # after a cell's reply, wait this long for its output (the app's widget): nbclient's 4 s default dropped the
     # whole app from pages under load (20 visitors on 2 cores: "Timeout waiting for IOPub output", no chart)
     "VoilaExecutor": {"iopub_timeout": 60},
@@ -54,27 +65,9 @@ VOILA_SETTINGS: Mapping[str, Mapping[str, Any]] = {
     "MappingKernelManager": {"cull_interval": 30, "cull_idle_timeout": 120, "cull_connected": False,
                              "cull_busy": False},
 }
-MAX_PAGES = 40  # kernels at once: ~135 MB each, ~6 GB in all
+MAX_PAGES = VOILA_SETTINGS["PagesKernelManager"]["max_pages"]  # kernels at once: ~135 MB each, ~6 GB in all
+POOL_SIZE = VOILA_SETTINGS["VoilaConfiguration"]["default_pool_size"]
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-
-
-def page_hook(max_pages: int = MAX_PAGES) -> Any:
-    """Voila's prelaunch hook for each page: refuse a page beyond ``max_pages`` kernels (HTTP 503)."""
-    def prelaunch(handler: Any, notebook: Any = None, cwd: Any = None) -> None:
-        running = len(handler.kernel_manager.list_kernel_ids())
-        if running >= max_pages:
-            # the server calling this hook is a tornado application: its HTTPError answers the request
-            http_error = sys.modules["tornado.web"].HTTPError
-            raise http_error(503, reason=text("error.app.too_many_pages", n=running))
-
-    return prelaunch
-
-
-def voila_config(max_pages: int = MAX_PAGES) -> Any:
-    """The settings that cannot travel as flags (a Python callable), as a traitlets Config."""
-    from traitlets.config import Config
-
-    return Config({"VoilaConfiguration": {"prelaunch_hook": page_hook(max_pages)}})
 
 
 def app_notebook() -> Path:
@@ -84,10 +77,15 @@ def app_notebook() -> Path:
     return notebooks_dir() / APP_NOTEBOOK
 
 
-def voila_argv(notebook: str | Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]:
-    """Voila's command line for ``notebook``: VOILA_SETTINGS with ``host`` and ``port`` in place."""
+def voila_argv(notebook: str | Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+               max_pages: int = MAX_PAGES, pool: int = POOL_SIZE) -> list[str]:
+    """Voila's command line for ``notebook``: VOILA_SETTINGS with ``host``, ``port``, the page limit and the
+    preheated pool's size (0: no pool, a kernel per visitor) in place."""
     settings = {section: dict(traits) for section, traits in VOILA_SETTINGS.items()}
     settings["Voila"].update(ip=host, port=port)
+    settings["PagesKernelManager"]["max_pages"] = max_pages
+    pool = min(pool, max_pages)  # the pool's kernels count against the limit
+    settings["VoilaConfiguration"].update(preheat_kernel=pool > 0, default_pool_size=pool)
     argv = [str(notebook)]
     for section, traits in settings.items():
         for name, value in traits.items():
@@ -127,6 +125,16 @@ def _max_pages(value: str) -> int:
     return n
 
 
+def _pool(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= 100:
+        raise FlagValueError(msg("error.args.pool", value=repr(value)))
+    return n
+
+
 def _cmd_app(args: argparse.Namespace) -> int:
     notebook = app_notebook()
     if not notebook.is_file():
@@ -137,8 +145,8 @@ def _cmd_app(args: argparse.Namespace) -> int:
               "put it behind a reverse proxy that authenticates users", file=sys.stderr)
     from voila.app import Voila
 
-    Voila.launch_instance(argv=voila_argv(notebook, host=args.host, port=args.port),
-                          config=voila_config(args.max_pages))
+    Voila.launch_instance(argv=voila_argv(notebook, host=args.host, port=args.port, max_pages=args.max_pages,
+                                          pool=args.pool))
     return 0
 
 
@@ -150,8 +158,9 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--host", default=DEFAULT_HOST, help=text("cli.help.app.host", lang, host=DEFAULT_HOST))
     p.add_argument("--max-pages", type=_max_pages, default=MAX_PAGES,
                    help=text("cli.help.app.max_pages", lang, n=MAX_PAGES))
+    p.add_argument("--pool", type=_pool, default=POOL_SIZE, help=text("cli.help.app.pool", lang, n=POOL_SIZE))
     p.set_defaults(func=_cmd_app)
 
 
-__all__ = ["APP_NOTEBOOK", "MAX_PAGES", "VOILA_SETTINGS", "app_notebook", "page_hook", "register", "require",
-           "voila_argv", "voila_config"]
+__all__ = ["APP_NOTEBOOK", "MAX_PAGES", "POOL_SIZE", "VOILA_SETTINGS", "app_notebook", "register", "require",
+           "voila_argv"]

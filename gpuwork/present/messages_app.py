@@ -59,10 +59,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the app already serves {n} pages, its limit: try again in a few minutes",
         "приложение уже обслуживает страниц: {n}, это предел; попробуйте через несколько минут"),
     "cli.help.app.max_pages": (
-        "at most this many pages (kernels, ~135 MB each) at once; the next visitor is asked to come back "
-        "(default {n})",
-        "не больше стольких страниц (ядер, ~135 МБ каждое) одновременно; следующего посетителя попросят зайти "
-        "позже (по умолчанию {n})"),
+        "at most this many kernels (~135 MB each: pages and the --pool) at once; the next visitor is asked to "
+        "come back (default {n})",
+        "не больше стольких ядер (~135 МБ каждое: страницы и --pool) одновременно; следующего посетителя "
+        "попросят зайти позже (по умолчанию {n})"),
+    "cli.help.app.pool": (
+        "kernels that run the app before a visitor comes, so the page opens at once (0: one starts per visitor; "
+        "default {n})",
+        "ядра, которые заранее выполняют приложение, чтобы страница открывалась сразу (0 — ядро запускается "
+        "для каждого посетителя; по умолчанию {n})"),
+    "error.args.pool": ("--pool {value:raw} must be a whole number from 0 to 100",
+                        "--pool {value:raw}: нужно целое число от 0 до 100"),
     "error.args.max_pages": ("--max-pages {value:raw} must be a whole number from 1 to 1000",
                              "--max-pages {value:raw}: нужно целое число от 1 до 1000"),
 

@@ -183,7 +183,7 @@ class App(widgets.VBox):
                                                  value=self.lang,
                                                  style={"button_width": "90px"})
         self.lang_toggle.add_class("gpuwork-lang")
-        self.sizing = AppSizingForm(plan, lang=self.lang, stagger=True, queue=queue)
+        self.sizing = AppSizingForm(plan, lang=self.lang, queue=queue)
         self.offers = OffersPanel(lang=self.lang, with_request=False)
         # records are read here, from the bytes sent (the panel's own reader also accepts a path)
         with contextlib.suppress(ValueError, AttributeError):

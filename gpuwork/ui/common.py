@@ -4,10 +4,10 @@ The panels (``gpuwork.ui.sizing``, ``trial``, ``offers``, ``request``) follow so
 layers each: *state* (the plan and the results, plain attributes), a *pure update* (``size_plan``,
 ``offer_results``, ``estimate_vs_measured_rows``, ... call the estimators and return data, no widgets),
 and a *thin view* (ipywidgets controls that rebuild the state on every change and re-render HTML and
-plotly ``FigureWidget``s inside ``batch_update()``). Nothing here computes a formula: numbers come from
+charts, ``LiveFigure``). Nothing here computes a formula: numbers come from
 gpuwork's estimators and are only converted for display.
 
-Every panel runs in two modes: interactive (widgets, live ``FigureWidget``s) and report
+Every panel runs in two modes: interactive (widgets, live charts) and report
 (``report=True``: plain ``go.Figure``s and HTML that survive offline HTML export). A panel's
 ``show(part)`` displays one part in either mode through ``display`` (the one seam tests replace).
 Invalid input anywhere shows one friendly line (``error_html``, class ``gpuwork-error``), never a
@@ -280,7 +280,7 @@ def setup_notebook(report: bool = False) -> None:
 
     With ``report=True`` plotly's renderer becomes ``plotly_mimetype+notebook``: the first figure's cell
     carries the plotly.js library itself, so exported HTML works without a network. Interactive mode
-    keeps the default renderer (FigureWidgets render through their widget). Either way, library warnings
+    keeps the default renderer (live charts are ``LiveFigure`` outputs). Either way, library warnings
     meant for their developers stay off the page (gpuwork.ui.noise).
     """
     from gpuwork.ui.noise import quiet_libraries
@@ -350,79 +350,42 @@ class Panel:
         return self.view()._repr_mimebundle_(**kwargs)
 
 
-# -- FigureWidget updates -----------------------------------------------------------------------------
+# -- live charts ---------------------------------------------------------------------------------------
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+# the modebar's logo links to plotly's site; a read-only app keeps to its own server
+PLOTLY_CONFIG: Mapping[str, Any] = {"displaylogo": False}
 
 
-def sync_figure(target: go.FigureWidget, fig: go.Figure) -> None:
-    """Make a live FigureWidget show ``fig``: in place, in one ``batch_update()`` message carrying only the
-    properties that changed, when the traces match in number and type (the charts keep them fixed);
-    else by replacing the traces. The widget keeps the template it was created with."""
-    new_layout = fig.layout.to_plotly_json()
-    new_layout.pop("template", None)
-    same = len(target.data) == len(fig.data) and all(a.type == b.type for a, b in zip(target.data, fig.data,
-                                                                                        strict=False))
-    if not same:
-        target.data = ()
-        target.add_traces(list(fig.data))
-    old_layout = target.layout.to_plotly_json()
-    with target.batch_update():
-        if same:
-            for old, new in zip(target.data, fig.data, strict=True):
-                before, after = old.to_plotly_json(), new.to_plotly_json()
-                changed = {k: v for k, v in after.items() if k not in ("type", "uid") and before.get(k) != v}
-                if changed:
-                    old.update(changed, overwrite=True)
-        changed_layout = {k: v for k, v in new_layout.items() if old_layout.get(k) != v}
-        if changed_layout:
-            target.layout.update(changed_layout, overwrite=True)
+def plotly_bundle(fig: go.Figure) -> dict[str, Any]:
+    """``fig`` as plotly's mime bundle: plain JSON (numpy arrays as lists) that plotly's renderer extension draws."""
+    import plotly.io as pio
+
+    data = json.loads(pio.to_json(fig, validate=False, engine="json"))
+    data["config"] = dict(PLOTLY_CONFIG)
+    return {PLOTLY_MIME: data}
 
 
 class LiveFigure:
-    """A chart slot: a FigureWidget created on first use (each one ships plotly.js to the browser).
+    """A chart slot in a page: an ``Output`` widget holding one output, the figure as plotly's JSON
+    (``application/vnd.plotly.v1+json``), drawn by plotly's renderer extension (jupyterlab-plotly, shipped with
+    plotly, loaded by JupyterLab and Voila alike).
 
-    ``after`` (another slot) defers this one until that slot's chart has rendered in a browser (its
-    first trace report comes back): two FigureWidgets loading at once on a small machine can exceed
-    anywidget's 2 s initialisation limit. Until then the latest figure waits in ``pending``.
+    Not a ``FigureWidget``: each FigureWidget sends its own copy of plotly.js (5 MB, anywidget's ``_esm``) through
+    the kernel and the server's websocket, per chart and per visitor; the extension is one static file.
+    ``show(fig)`` replaces the output in one state update (thread-safe, no flicker); ``figure`` is the last
+    figure shown (None before the first).
     """
 
-    def __init__(self, css_class: str, after: LiveFigure | None = None):
-        self.box = widgets.VBox(layout={"width": "100%"})  # a column stretches the chart to the full width
+    def __init__(self, css_class: str):
+        self.out = widgets.Output(layout={"width": "100%"})
+        self.box = widgets.VBox([self.out], layout={"width": "100%"})  # a column stretches the chart
         self.box.add_class(css_class)
-        self.widget: go.FigureWidget | None = None
-        self.pending: go.Figure | None = None
-        self._waiting = after is not None
-        self._followers: list[LiveFigure] = []
-        self._lock = threading.Lock()
-        if after is not None:
-            after._followers.append(self)
+        self.figure: go.Figure | None = None
 
     def show(self, fig: go.Figure) -> None:
-        with self._lock:
-            if self._waiting:
-                self.pending = fig
-                return
-            if self.widget is None:
-                self.widget = go.FigureWidget(fig)
-                if self._followers:
-                    self.widget.observe(self._rendered, names="_js2py_traceDeltas")
-                self.box.children = (self.widget,)
-            else:
-                sync_figure(self.widget, fig)
-
-    def release(self) -> None:
-        """Stop waiting: create the chart now with the latest figure."""
-        with self._lock:
-            self._waiting = False
-            fig, self.pending = self.pending, None
-        if fig is not None:
-            self.show(fig)
-
-    def _rendered(self, change: Any) -> None:
-        if change["new"] is None or self.widget is None:
-            return
-        self.widget.unobserve(self._rendered, names="_js2py_traceDeltas")
-        for follower in self._followers:
-            follower.release()
+        self.figure = fig
+        self.out.outputs = ({"output_type": "display_data", "data": plotly_bundle(fig), "metadata": {}},)
 
 
 @contextlib.contextmanager
@@ -455,6 +418,7 @@ __all__ = [
     "NOTE_COLOR",
     "WIDE",
     "LiveFigure",
+    "PLOTLY_MIME",
     "Panel",
     "describe",
     "display",
@@ -468,11 +432,11 @@ __all__ = [
     "plan_caption",
     "public_text",
     "plan_from",
+    "plotly_bundle",
     "quiet",
     "run_in_thread",
     "set_public",
     "setup_notebook",
-    "sync_figure",
     "table_html",
     "ui",
     "upload_content",

@@ -558,13 +558,11 @@ class SizingForm(common.Panel):
         plan: the starting plan (a TrainPlan or a dict of its fields).
         gpus: gpu_ids (or names) of the cards drawn as memory lines.
         lang: "en" or "ru".
-        report: build plain figures and HTML for ``show`` (no FigureWidgets).
-        stagger: create the what-if chart only once the breakdown chart has rendered in a browser (the
-            Voila app: one plotly.js bundle loads at a time).
+        report: build plain figures and HTML for ``show`` (no live charts).
     """
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, gpus: Sequence[str] = DEFAULT_GPUS,
-                 lang: str = "en", report: bool = False, stagger: bool = False):
+                 lang: str = "en", report: bool = False):
         self.lang = lang if lang in LANGS else "en"
         self.report = report
         self.store = ConfigStore()
@@ -586,7 +584,7 @@ class SizingForm(common.Panel):
         self.base_plan = base
         self._build_controls(base, gpus)
         self.breakdown = LiveFigure("gpuwork-breakdown")
-        self.whatif = LiveFigure("gpuwork-whatif", after=self.breakdown if stagger else None)
+        self.whatif = LiveFigure("gpuwork-whatif")
         self.details = widgets.HTML()
         self.share = widgets.HTML()  # a link and a plan file that reproduce this plan (gpuwork.ui.share)
         self.share.add_class("gpuwork-share-box")
@@ -942,9 +940,9 @@ class SizingForm(common.Panel):
                                         gpu=cards[0] if cards else None)
         self.share.value = share_html(self.plan, self.lang, local_model=self.model_source.value != "preset")
         self.details.value = details_html(self.result, self.lang)
-        if not self.report:  # a live chart keeps its template: updates skip resolving it again
-            self.breakdown.show(self.breakdown_figure(None if self.breakdown.widget else charts.TEMPLATE))
-            self.whatif.show(self.whatif_figure(template=None if self.whatif.widget else charts.TEMPLATE))
+        if not self.report:
+            self.breakdown.show(self.breakdown_figure())
+            self.whatif.show(self.whatif_figure())
 
     def set_lang(self, lang: str) -> None:
         self.lang = lang if lang in LANGS else "en"

@@ -644,9 +644,9 @@ class LiveCurves:
         self.figure.show(charts.trial_figure([], lang=self.lang))
 
     @property
-    def widget(self) -> Any:
-        """The plotly FigureWidget the curves are drawn in."""
-        return self.figure.widget
+    def shown(self) -> Any:
+        """The figure drawn last (a plotly ``go.Figure``)."""
+        return self.figure.figure
 
     def update(self, measurement: Any) -> None:
         """Add one ``StepMeasurement`` (the ``on_measure`` hook); redraw unless the last redraw is too recent."""
