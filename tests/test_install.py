@@ -36,7 +36,6 @@ NEEDED_NOT_IMPORTED = {
     "jupyterlab": "the editor for the workbook's notebooks",
     "nbclient": "executes notebooks for papermill and Voila",
     "jupytext": "pairs each notebook with its .py (notebooks/*.py)",
-    "anywidget": "plotly's FigureWidget front end",
 }
 
 

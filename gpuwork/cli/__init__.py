@@ -28,7 +28,7 @@ EXIT_INTERNAL = 1
 _EXTRA_FOR = {**dict.fromkeys(("torch", "transformers", "peft", "bitsandbytes", "tokenizers", "safetensors", "psutil",
                                "tqdm"), "trial"),
               **dict.fromkeys(("papermill", "nbconvert", "nbformat", "nbclient", "ipywidgets", "plotly", "pandas",
-                               "jupytext", "anywidget"), "workbook"),
+                               "jupytext"), "workbook"),
               "voila": "app"}
 
 
