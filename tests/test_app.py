@@ -547,7 +547,9 @@ def test_voila_serves_the_app(voila_app: SimpleNamespace) -> None:
     config = json.loads(body.split('<script id="jupyter-config-data" type="application/json">', 1)[1]
                         .split("</script>", 1)[0])
     loaded = [ext["name"] for ext in config.get("federated_extensions", [])]
-    assert "jupyterlab-jupytext" not in loaded
+    # the page loads the widget manager and plotly's renderer, and nothing it does not use
+    assert {"@jupyter-widgets/jupyterlab-manager", "jupyterlab-plotly"} <= set(loaded)
+    assert not {"jupyterlab-jupytext", "jupyterlab_pygments", "anywidget"} & set(loaded)
 
 
 @pytest.mark.slow

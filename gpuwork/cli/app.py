@@ -49,8 +49,10 @@ DEFAULT_PORT = 8866
 # Section -> trait -> value, as in voila.json (tests/test_cli_app.py checks that the two agree).
 VOILA_SETTINGS: Mapping[str, Mapping[str, Any]] = {
     "Voila": {"ip": DEFAULT_HOST, "port": DEFAULT_PORT, "open_browser": False},
-    # the jupytext front-end extension does not load in Voila's older front end
-    "VoilaConfiguration": {"strip_sources": True, "extension_denylist": ["jupyterlab-jupytext"],
+    # the jupytext front-end extension does not load in Voila's older front end; the page has no code to highlight
+    # (pygments) and no anywidget: less JavaScript for each visitor's browser to parse
+    "VoilaConfiguration": {"strip_sources": True,
+                           "extension_denylist": ["jupyterlab-jupytext", "jupyterlab_pygments", "anywidget"],
                            # the page limit lives in the kernel manager: Voila refuses a prelaunch hook with a pool
                            "preheat_kernel": True, "default_pool_size": 5,
                            "multi_kernel_manager_class": "gpuwork.cli.app_kernels.PagesKernelManager"},
