@@ -725,3 +725,24 @@ def test_browser_a_link_opens_its_plan_and_first_paint_is_measured(tmp_path: Pat
             print(f"\n[voila] first chart, {what}: median {statistics.median(times):.1f} s, slowest {max(times):.1f} s "
                   f"(targets: 2 s for one visitor, 4 s for five)", end="")
         print()
+
+
+def test_the_request_asks_for_the_offers_top_row_and_follows_the_filters() -> None:
+    """The Request tab names the offer the Offers tab ranks first (by cost) and the advisor prices on: its card,
+    count and vendor; changing the Offers filters changes the request too."""
+    app = build_app({"model": "llama-3.1-70b", "method": "full"})
+    for tab in ("offers", "request"):
+        app.tabs.selected_index = app_view.TABS.index(tab)
+    top = app.offers.results[0]
+    suggested = app.request.request.fields["suggested"]
+    assert (suggested["reference_gpu"], suggested["gpus"]) == (top.offer.gpu_id, top.fit.plan.gpus)
+    assert suggested["offer"]["offer_id"] == top.offer.offer_id
+    app.tabs.selected_index = app_view.TABS.index("offers")
+    app.offers.classes.value = ("server",)
+    app.offers.modes.value = ("on-demand",)
+    app.offers.max_price.value = 2.0
+    top = app.offers.results[0]
+    app.tabs.selected_index = app_view.TABS.index("request")
+    suggested = app.request.request.fields["suggested"]
+    assert suggested["offer"]["offer_id"] == top.offer.offer_id and top.offer.price_per_gpu_hour <= 2.0
+    assert suggested["reference_gpu"] == top.offer.gpu_id

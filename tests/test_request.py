@@ -207,3 +207,27 @@ def test_the_trials_measured_figures_are_quoted() -> None:
     ru = rental_request(record.plan, lang="ru", trial_record=record)
     assert "Замерено в пробном запуске" in ru.text
     assert rental_request(record.plan, lang="en").fields["trial"] is None
+
+
+@pytest.mark.parametrize("plan, filters", [
+    (TrainPlan(model="llama-3.1-70b", method="full"), {}),  # an AMD node is the cheapest
+    (TrainPlan(model="mistral-7b", method="qlora"), {"gpu_class": ["consumer"]}),  # several consumer cards
+])
+def test_a_chosen_offer_is_what_the_request_asks_for(plan: TrainPlan, filters: dict) -> None:
+    from gpuwork.facts.catalog import get_gpu
+    from gpuwork.sizing import evaluate_offers
+
+    chosen = next(r for r in evaluate_offers(plan, include_unfit=False, **filters) if r.expected_cost_usd)
+    for lang in ("en", "ru"):
+        req = rental_request(plan, lang=lang, offer=chosen)
+        s = req.fields["suggested"]
+        gpu = get_gpu(chosen.offer.gpu_id)
+        assert (s["reference_gpu"], s["gpus"], s["vendor"]) == (chosen.offer.gpu_id, chosen.fit.plan.gpus, gpu.vendor)
+        assert s["offer"]["offer_id"] == chosen.offer.offer_id and s["mode"] == chosen.offer.mode.value
+        assert s["sharding"] == chosen.fit.plan.sharding.value
+        assert req.fields["estimates"]["total_s"] == chosen.time.total_s
+        assert req.fields["estimates"]["memory_per_gpu_bytes"] == chosen.fit.device_total_bytes
+        assert gpu.display_name in req.text and chosen.offer.offer_id in req.text
+        assert ("RCCL" in req.text) == (gpu.vendor == "AMD")
+    # without a chosen offer the request names the profile's reference card, as before
+    assert rental_request(plan).fields["suggested"]["reference_gpu"] in ("rtx4090", "l40s", "h100_sxm")

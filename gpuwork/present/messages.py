@@ -514,6 +514,7 @@ _ENTRIES: dict[str, tuple[str, str]] = {
                                  "Подходящей конфигурации не найдено: {reasons}."),
     "request.gpu_class.01": ("GPU with {card_gb} GB", "GPU на {card_gb} ГБ"),
     "request.gpu_class.02": ("server GPU with 80 GB", "серверный GPU на 80 ГБ"),
+    "request.gpu_class.server": ("server GPU with {card_gb} GB", "серверный GPU на {card_gb} ГБ"),
     "request.gpu_class.03": ("identical server GPUs with 80 GB or more each",
                              "одинаковых серверных GPU по 80 ГБ и больше"),
     "request.gpu_class.none": ("—", "—"),

@@ -27,7 +27,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{field:raw}={value:raw} is not a count: write a whole number with an optional k, M, B or T, e.g. 4096, "
         "4k, 1.5B or 2M tokens",
         "{field:raw}={value:raw} — не количество: пишите целое число, можно с k, M, B или T, например 4096, 4k, "
-        "1.5B или 2M tokens"),
+        "1.5B или 2M"),
     "error.input.not_size": (
         "{field:raw}={value:raw} is not a size: write a number with a unit (B, kB, MB, GB, TB, KiB, MiB, GiB, "
         "TiB), e.g. 200MB, 1.5 GB or 500MiB",

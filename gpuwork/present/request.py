@@ -24,6 +24,7 @@ estimates until the trial run measures step time, memory and data speed.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -33,9 +34,9 @@ from typing import Any
 from gpuwork.errors import PlanError
 from gpuwork.estimate.disk import DiskPlan
 from gpuwork.estimate.offers import OfferResult
-from gpuwork.estimate.profiles import ProfileMatch
+from gpuwork.estimate.profiles import ProfileMatch, get_profile, rental_mode
 from gpuwork.estimate.timing import TimeEstimate
-from gpuwork.facts.catalog import GpuClass, Network
+from gpuwork.facts.catalog import GpuClass, Network, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
@@ -92,13 +93,41 @@ def _context(plan: TrainPlan, in_config: bool) -> Msg:
     return msg("request.context", seq_len=plan.seq_len, batch=plan.batch_size, accum=accum)
 
 
-def _gpu_class(match: ProfileMatch) -> Msg:
+def _gpu_class(match: ProfileMatch, offer: OfferResult | None = None) -> Msg:
     if match.profile is None:
         return msg("request.gpu_class.none")
+    if offer is not None:  # the chosen offer's card: its size and kind, whatever the profile's reference
+        gpu = offer.offer.gpu
+        return msg("request.gpu_class.server" if gpu.gpu_class is GpuClass.SERVER else "request.gpu_class.01",
+                   card_gb=round(gpu.memory_gb))
     pid = match.profile.profile_id
     if pid == "01":
         return msg("request.gpu_class.01", card_gb=24 if match.gpu_id == "rtx4090" else 48)
     return msg("request.gpu_class.02") if pid == "02" else msg("request.gpu_class.03")
+
+
+def offer_match(match: ProfileMatch, offer: OfferResult, period_s: float | None = None) -> ProfileMatch:
+    """``match`` with the setup of a chosen offer (the Offers tab's top row): its card, GPU count, nodes, sharding,
+    memory, time and changes, and the offer's rental mode, so the request names what the offers and the advice
+    name. The profile stays the run's (when no reference card fits the run, the one the offer's shape belongs
+    to: several GPUs 03, one card of 80 GB or more 02, else 01); the rental mode is reasoned for the offer's card,
+    count and run length, and said only when it is the offer's mode."""
+    gpu = offer.offer.gpu
+    fitted = offer.fit.plan
+    profile = match.profile  # the run's profile; by the offer's shape when no reference card fits it
+    if profile is None:
+        profile = get_profile("03" if fitted.gpus > 1 else ("02" if gpu.memory_gb >= 80 else "01"))
+    profile = dataclasses.replace(profile, mode=offer.offer.mode)
+    rental = None
+    if offer.time is not None:  # the mode's reasoning for this card, count and run length
+        rental = rental_mode(offer.time.total_s, offer.offer.gpu_id, fitted.gpus, load_offers(), period_s=period_s)
+        if rental.mode is not offer.offer.mode:
+            rental = None  # the filters chose another mode (e.g. interruptible): the offer's own line says why
+    return dataclasses.replace(
+        match, profile=profile, gpu_id=offer.offer.gpu_id, gpu_name=gpu.display_name, gpus=fitted.gpus,
+        nodes=offer.nodes, sharding=fitted.sharding, memory_per_gpu_bytes=offer.fit.device_total_bytes,
+        usable_per_gpu_bytes=offer.fit.usable_bytes, time=offer.time, fitted_plan=fitted, changes=offer.fit.changes,
+        checks=profile.checks, rental=rental, reasons=(offer.fit.reason, *offer.reasons))
 
 
 # -- the request ---------------------------------------------------------------------------------------
@@ -118,6 +147,7 @@ def rental_request(
     match: ProfileMatch | None = None,
     disk: DiskPlan | None = None,
     trial_record: Any | None = None,
+    offer: OfferResult | None = None,
 ) -> RentalRequest:
     """The rental request for ``plan`` in ``lang`` ("en" or "ru").
 
@@ -135,6 +165,9 @@ def rental_request(
         match, disk: precomputed profile match / disk plan (computed when omitted).
         trial_record: a TrialRecord (``gpuwork.measure.trial``) of this plan: its measured step time, throughput,
             memory, data wait and checkpoint round-trip are quoted, so the provider can reproduce them.
+        offer: a chosen offer for ``plan`` (e.g. the cheapest under the app's offer filters): the request asks for
+            its card, count, nodes and mode, with its estimates and as its example (``offer_match``), instead of
+            the profile's reference card.
 
     Raises:
         PlanError: unknown language, bad date, budget or period.
@@ -158,11 +191,17 @@ def rental_request(
     match = match or match_profile(plan, spec=spec,
                                    rental_period_s=rent_period_days * DAY_S if rent_period_days else None)
     disk = disk or estimate_disk(plan, spec, compression_ratio=compression_ratio)
+    if offer is not None:
+        match = offer_match(match, offer, rent_period_days * DAY_S if rent_period_days else None)
     time = match.time
     period_from_estimate = rent_period_days is None
     if rent_period_days is None:
         rent_period_days = max(1, math.ceil(time.total_s / DAY_S)) if time else 30
-    offer = _best_offer(match, rent_period_days) if include_offer else None
+    if offer is None:
+        offer = _best_offer(match, rent_period_days) if include_offer else None
+        chosen = None
+    else:
+        chosen = offer
 
     def say(m: Msg) -> str:
         return render(m, lang)
@@ -193,7 +232,7 @@ def rental_request(
                          start=msg("request.rental.start", day=start_date.isoformat()) if start_date else None)))
     if budget_usd is not None:
         lines.append(say(msg("request.budget", budget_usd=budget_usd)))
-    lines.extend(say(m) for m in _suggestion(match, offer, budget_usd))
+    lines.extend(say(m) for m in _suggestion(match, offer, budget_usd, chosen))
     lines.extend(say(m) for m in _protocol(match, trial_record))
     if time is not None and time.total_s > rent_period_days * DAY_S:
         lines.append(say(msg("request.too_long", days=math.ceil(time.total_s / DAY_S))))
@@ -230,7 +269,7 @@ def rental_request(
         "profile": ({"id": match.profile.profile_id, "name": say(match.profile.name),
                      "mode": match.profile.mode.value} if match.profile else None),
         "suggested": {
-            "gpu_class": say(_gpu_class(match)),
+            "gpu_class": say(_gpu_class(match, chosen)),
             "reference_gpu": match.gpu_id,
             "gpus": match.gpus,
             "nodes": match.nodes,
@@ -424,13 +463,15 @@ def _trial_dict(trial: Any | None) -> dict[str, Any] | None:
             "checkpoint_restore_s": ck.restore_s if ck else None, "run_id": trial.run_id}
 
 
-def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: float | None) -> list[Msg]:
+def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: float | None,
+                chosen: OfferResult | None = None) -> list[Msg]:
     if match.profile is None:
         return [msg("request.no_configuration", reasons=match.reasons)]
     p = match.profile
     where = msg("request.suggested.nodes", nodes=match.nodes) if match.nodes > 1 else None
     sharding = msg("request.suggested.sharding", sharding=match.sharding) if match.gpus > 1 else None
-    out = [msg("request.suggested", gpus=match.gpus, gpu_class=_gpu_class(match), gpu=match.gpu_name, where=where,
+    out = [msg("request.suggested", gpus=match.gpus, gpu_class=_gpu_class(match, chosen), gpu=match.gpu_name,
+               where=where,
                mode=p.mode, profile_id=p.profile_id, name=p.name, sharding=sharding)]
     if match.changes:
         out.append(msg("request.changes", changes=match.changes))
@@ -448,4 +489,4 @@ def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: floa
     return out
 
 
-__all__ = ["LANGS", "RentalRequest", "model_display_name", "plural_ru", "rental_request"]
+__all__ = ["LANGS", "RentalRequest", "model_display_name", "offer_match", "plural_ru", "rental_request"]

@@ -125,7 +125,9 @@ class _LazyPanel:
     def set_plan(self, plan: TrainPlan, *, lazy: bool = False) -> None:
         self.plan, self._stale = plan, True
         self.error, self.message.value = None, ""  # an earlier plan's error: this plan is evaluated afresh
-        if not lazy:
+        if lazy:
+            self._clear()  # the last plan's results must not show, even for a moment, when the tab is opened
+        else:
             self.refresh()
 
     def refresh_if_stale(self) -> None:

@@ -189,7 +189,8 @@ class App(widgets.VBox):
         with contextlib.suppress(ValueError, AttributeError):
             self.offers.record_upload.unobserve(self.offers._on_records, names="value")
         self.offers.record_upload.observe(self._on_records, names="value")
-        self.request = RequestPanel(lang=self.lang, show_lang=False)
+        # the request asks for the offer the Offers tab ranks first and the advisor prices on
+        self.request = RequestPanel(lang=self.lang, show_lang=False, filters=self.offers.offer_filters)
         # the advisor prices on the Offers tab's filters: its best suggestion is the offers' top row
         self.advice = AdvicePanel(lang=self.lang, filters=self.offers.offer_filters)
         self.advice.on_apply(self.apply_plan)
@@ -256,9 +257,12 @@ class App(widgets.VBox):
         self._request_stale = False
 
     def _on_filters(self) -> None:
-        """The Offers tab's filters changed: the advice, priced on them, is evaluated again when shown."""
+        """The Offers tab's filters changed: the advice and the request, priced on them, are evaluated again when
+        shown."""
         if self.plan is not None:
             self.advice.set_plan(self.plan, lazy=True)
+            self.request.set_plan(self.plan, lazy=True)
+            self._request_stale = True
             self._refresh_visible()
 
     def apply_plan(self, plan: TrainPlan | Mapping[str, Any]) -> None:

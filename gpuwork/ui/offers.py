@@ -288,7 +288,11 @@ class OffersPanel(common.Panel):
         self.error, self.message.value = None, ""  # an earlier plan's error: this plan is evaluated afresh
         if self.request is not None and not lazy:
             self.request.set_plan(plan)
-        if not lazy:
+        if lazy:  # the last plan's offers must not show, even for a moment, when the tab is opened
+            self.results = []
+            self.table.value = self.interruptible.value = ""
+            self.scatter.box.layout.visibility = "hidden"
+        else:
             self.refresh()
 
     def refresh_if_stale(self) -> None:

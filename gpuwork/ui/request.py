@@ -17,11 +17,13 @@ from __future__ import annotations
 import base64
 import html
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ipywidgets as widgets
 
+from gpuwork import sizing
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
@@ -46,12 +48,15 @@ class RequestPanel:
     """The rental request (gpuwork.present.request) for the current plan, in Russian or English, ready to copy.
 
     State: ``request`` (the RentalRequest), ``error``. Output: a text area with the request and download
-    links (data: URIs, .txt and .json).
+    links (data: URIs, .txt and .json). With ``filters`` (the app passes the Offers tab's ``offer_filters``) the
+    request asks for the cheapest fitting offer under them, the one the Offers tab and the advisor name.
     """
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en", report: bool = False,
-                 show_lang: bool = True, options: Mapping[str, Any] | None = None):
+                 show_lang: bool = True, options: Mapping[str, Any] | None = None,
+                 filters: Callable[[], Mapping[str, Any]] | None = None):
         self.lang = lang if lang in LANGS else "en"
+        self.filters = filters
         self.report = report
         self.request: Any = None
         self.error: str | None = None
@@ -80,6 +85,9 @@ class RequestPanel:
                         self.trial_required, self.explicit_context]
         for control in self._inputs:
             control.observe(lambda _c: self.refresh(), names="value")
+        for name in ("req_lang", "start_date", "budget", "rent_days", "dataset_gb", "trial_required",
+                     "explicit_context"):
+            getattr(self, name).add_class(f"gpuwork-request-{name.replace('_', '-')}")  # stable hooks for browser tests
         self._apply_labels()
         if plan is not None:
             try:
@@ -111,6 +119,8 @@ class RequestPanel:
         self.plan = plan
         if lazy:
             self.error, self.message.value = None, ""  # an earlier plan's error: this plan is written afresh
+            # the last plan's request must not stay ready to copy, even for a moment, when the tab is opened
+            self.request, self.text.value, self.links.value = None, "", ""
             return
         self.refresh()
 
@@ -126,6 +136,14 @@ class RequestPanel:
             "context_in_config": not self.explicit_context.value,
         }
 
+    def chosen_offer(self, plan: TrainPlan) -> Any:
+        """The offer the request asks for: the cheapest fitting one under ``filters`` (what the advisor picks and the
+        Offers tab ranks first by cost), or None when none fits (the request then names the profile's card)."""
+        filters = {k: v for k, v in dict(self.filters()).items() if v is not None} if self.filters else {}
+        ranked = sizing.evaluate_offers(plan, include_unfit=False, **filters)
+        return next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)),
+                    None)
+
     def refresh(self) -> None:
         if self.plan is None:
             return
@@ -137,7 +155,8 @@ class RequestPanel:
                     raise PlanError("dataset_bytes", msg("error.ui.dataset_size", gb=gb))
                 plan = plan.replace(dataset_bytes=round(gb * 1e9))
             with quiet():
-                req = rental.rental_request(plan, **self.options())
+                offer = self.chosen_offer(plan) if self.filters is not None else None
+                req = rental.rental_request(plan, offer=offer, **self.options())
         except Exception as exc:  # noqa: BLE001
             self._show_error(friendly(exc, self.lang))
             return
