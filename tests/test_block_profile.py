@@ -43,6 +43,10 @@ _HAND_BYTES_OFF = {
     ("tiny-qwen2", "lora", "fp32", "backward"): "-13.1 %",
     # GPT-2 LoRA fp32: the composite GELU's backward is counted at 2x its forward
     ("tiny-gpt2", "lora", "fp32", "backward"): "+15.3 %",
+    # GPT-2 full: the same GELU excess, no longer offset since ops.py counts the bias-gradient reductions
+    # (the traced block's backward ``sum`` ops) beside the GEMMs
+    ("tiny-gpt2", "full", "bf16", "backward"): "+15.2 %",
+    ("tiny-gpt2", "full", "fp32", "backward"): "+15.3 %",
 }
 
 # (model, seq_len, batch) x method x precision; the first two run in the fast suite

@@ -195,3 +195,49 @@ def test_a_gpu_without_measured_rates_gets_derived_ones_with_a_warning():
                     for g, spec in gpus.items() if g in rates.devices and spec.vendor == "NVIDIA")
     assert device.matmul_flops["fp16"] == pytest.approx(125e12 * shares[len(shares) // 2])
     assert 0 < device.mem_bw_bytes_s < 900e9
+
+
+def test_autocast_casts_each_fp32_input_per_linear_and_caches_weight_and_bias():
+    """bert-large fp16-mixed: q, k, v and the MLP input linear each cast the fp32 norm output (autocast caches
+    only leaf weights), each weight cast also casts its bias, and pure fp32 has no casts at all."""
+    plan = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision="fp16-mixed", seq_len=512,
+                     batch_size=1, attention="eager")
+    spec = get_spec(plan.model)
+    ops = _ops(plan)
+    inputs = [o for o in ops if o.phase is Phase.FORWARD and "input cast (autocast)" in o.name]
+    assert sorted(o.name.split(" input")[0] for o in inputs) == sorted(
+        ["attention.self.query", "attention.self.key", "attention.self.value", "intermediate.dense"])
+    assert all(o.count == spec.num_layers and o.bytes == 512 * 1024 * (4 + 2) for o in inputs)
+    weight = next(o for o in ops if o.phase is Phase.FORWARD and o.name == "attention.self.query weight cast (autocast)")
+    assert weight.launches == 2  # weight and bias
+    assert not [o for o in _ops(plan.replace(precision="fp32")) if "autocast" in o.name]
+
+
+def test_a_trained_bias_adds_one_reduction_kernel_to_the_backward():
+    plan = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision="fp32", seq_len=512,
+                     batch_size=1, attention="eager")
+    sums = [o for o in _ops(plan) if o.name.endswith("bias gradient")]
+    assert len(sums) == 6 and all(o.kind is Kind.MEMORY and o.launches == 1 for o in sums)
+    query = next(o for o in sums if o.name.startswith("attention.self.query"))
+    assert query.bytes == 512 * 1024 * 4 + 1024 * 4  # the fp32 output gradient read, the bias gradient written
+    lora = plan.replace(method="lora", lora_targets=("query", "value"))
+    assert not [o for o in _ops(lora) if o.name.endswith("bias gradient")]
+
+
+def test_bert_eager_softmax_runs_in_fp32_under_autocast_only():
+    """The additive mask has the parameters' dtype: fp32 under autocast, so scores are promoted and cast back."""
+    base = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", seq_len=512, batch_size=1,
+                     attention="eager")
+    chain = {p: next(o for o in _ops(base.replace(precision=p)) if o.name == "attention softmax chain"
+                     and o.phase is Phase.FORWARD) for p in ("fp16-mixed", "fp32")}
+    # fp16-mixed: scale 2+2, mask add 2+4, softmax 4+4, dropout 4+4+1, cast 4+2; fp32: no cast
+    assert chain["fp16-mixed"].launches == 5 and chain["fp16-mixed"].bytes == 16 * 512 * 512 * 33
+    assert chain["fp32"].launches == 4 and chain["fp32"].bytes == 16 * 512 * 512 * (8 + 8 + 8 + 9)
+
+
+def test_for_loop_adamw_launches_seven_kernels_per_tensor():
+    plan = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision="fp32", seq_len=512,
+                     batch_size=4, attention="eager", optimizer_impl="for-loop")
+    update = next(o for o in _ops(plan) if o.name == "AdamW update")
+    foreach = next(o for o in _ops(plan.replace(optimizer_impl="foreach")) if o.name == "AdamW update")
+    assert update.launches % 7 == 0 and update.bytes == foreach.bytes

@@ -23,7 +23,7 @@ per expert over its share of tokens; sliding-window attention is counted as full
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from gpuwork.estimate.memory import block_groups, plan_dtypes
@@ -76,6 +76,7 @@ class Op:
     # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
     backward_factor: float = 2.0
     backward_launches: int = -1
+    bias_bytes: float = 0.0  # MATMUL with a trained bias: bytes of the output its gradient sums in the backward
 
 
 @dataclass(frozen=True)
@@ -99,10 +100,13 @@ _FOREACH_TENSORS_PER_LAUNCH = 36
 # in units of the state dtype. AdamW foreach: lerp_(m), mul_+addcmul_(v), sqrt, div_, add_(eps),
 # addcdiv_(p): 7 passes moving 3+2+3+2+2+2+4 = 18 parameter-sized tensors. The weight-decay pass
 # (mul_(p)) is skipped at weight_decay=0, the Trainer's default (torch: ``if weight_decay != 0``).
-# Fused: one kernel reads p, g, m, v and writes p, m, v. For-loop: 11 kernels per tensor.
+# Fused: one kernel reads p, g, m, v and writes p, m, v. For-loop: 7 kernels per tensor, the same passes one
+# tensor at a time (torch/optim/adam.py _single_tensor_adam: lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_;
+# transformers' 2021 AdamW.step: mul_, add_, mul_, addcmul_, sqrt, add_, addcdiv_; the step count is a CPU
+# tensor or a Python int, no kernel).
 _ADAMW_FOREACH_PASSES = 7
 _ADAMW_FOREACH_TENSORS_MOVED = 18
-_ADAMW_FOR_LOOP_KERNELS = 11
+_ADAMW_FOR_LOOP_KERNELS = 7
 _ADAMW_FUSED_TENSORS_MOVED = 7
 _ADAFACTOR_PASSES_PER_TENSOR = 20  # factored second moment: row/col means, rsqrt, update, RMS clip
 _ADAFACTOR_TENSORS_MOVED = 14
@@ -194,9 +198,10 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
             for lin in groups[group]:
                 out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
                                        lin.name in lora, plan, t, e, s_b if group in ("attn_in", "mlp_in") else e,
-                                       w_b, mm, adapter_mm, a_b, st, trains=trained > 0)
+                                       w_b, mm, adapter_mm, a_b, st, trains=trained > 0, bias=lin.bias,
+                                       autocast=dt.autocast and not fuse)
             if group == "attn_in":
-                out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim)
+                out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim, dt.autocast)
             if group == "attn_out":
                 if not fuse:  # a compiler folds the residual add into the next norm's kernel
                     out.append(_residual_add(phase, t * h, s_b, c))
@@ -221,7 +226,11 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
     # -- backward through the blocks, with the recompute of gradient checkpointing first
     if plan.grad_checkpointing:
         ops += block_forward(Phase.RECOMPUTE, grad_layers)
-    ops += [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in block_forward(Phase.FORWARD, layers)]
+    forward_ops = block_forward(Phase.FORWARD, layers)
+    ops += [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in forward_ops]
+    # a trained bias's gradient: one reduction kernel over the output gradient (autograd's sum_to)
+    ops += [Op(f"{o.name} bias gradient", Kind.MEMORY, Phase.BACKWARD, 0.0, o.bias_bytes, 1, o.count,
+               backward=Backward.NONE) for o in forward_ops if o.bias_bytes > 0]
     ops.append(_gradient_sums(spec, groups, lora, t, s_b, e, a_b, grad_layers * mb))
     ops = [o for o in ops if o.count > 0]
     if plan.method in (Method.FULL, Method.SCRATCH):
@@ -256,9 +265,18 @@ def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int,
 
 def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantized: bool, adapted: bool,
                     plan: TrainPlan, t: int, e: int, x_b: int, w_b: int, mm: str, adapter_mm: str, a_b: int,
-                    st: StackKernels, trains: bool) -> list[Op]:
-    """A linear's forward: the base GEMM (with 4-bit dequantisation or an autocast weight copy) and its
-    LoRA adapter; ``trains``: the base weight gets a gradient (full / freeze blocks)."""
+                    st: StackKernels, trains: bool, bias: bool = False, autocast: bool = False) -> list[Op]:
+    """A linear's forward: the base GEMM (with 4-bit dequantisation or autocast copies) and its LoRA
+    adapter; ``trains``: the base weight gets a gradient (full / freeze blocks); ``autocast``: eager
+    torch.autocast runs it (no compiler folds its casts).
+
+    Autocast casts per call (torch aten/src/ATen/autocast_mode.cpp ``cached_cast``): the fp32 weight and
+    bias are leaves that require grad, so each is cast once per autocast context and cached; an fp32
+    activation is not a leaf, so every linear reading it casts it again (q, k and v each cast the norm's
+    output), and the cast's backward converts the 16-bit input gradient back to fp32. A trained bias
+    gets its gradient from a reduction over the output gradient (autograd's sum_to of the broadcast
+    bias), one kernel beside the two GEMMs.
+    """
     casts_weight = trains and plan.precision.is_mixed
     out: list[Op] = []
     if quantized:
@@ -273,10 +291,17 @@ def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantiz
         if x_b != e:
             out.append(_mem(f"{name} cast back", phase, t * n, e + x_b, 1, count))
     else:
-        if casts_weight:  # autocast copies each fp32 master weight to 16 bits, once per forward
-            out.append(_mem(f"{name} weight cast (autocast)", phase, k * n, 4 + w_b, 1, count,
-                            backward=Backward.GRAD_CAST))
-        out.append(_gemm(name, phase, t, n, k, count, mm, e, e, w_b, trains=trains))
+        if casts_weight:  # autocast copies each fp32 master weight (and bias) to 16 bits, once per forward
+            out.append(_mem(f"{name} weight cast (autocast)", phase, k * n + (n if bias else 0), 4 + w_b,
+                            1 + int(bias), count, backward=Backward.GRAD_CAST))
+        in_b = x_b
+        if autocast and x_b != e:  # an fp32 activation cast to 16 bits for this linear alone
+            out.append(_mem(f"{name} input cast (autocast)", phase, t * k, x_b + e, 1, count, backward_factor=1.0))
+            in_b = e
+        gemm = _gemm(name, phase, t, n, k, count, mm, in_b, e, w_b, trains=trains)
+        if bias and trains:
+            gemm = replace(gemm, bias_bytes=float(t * n * e + n * 4))
+        out.append(gemm)
     if adapted:
         r = plan.lora_r
         if st.fused_lora:
@@ -300,7 +325,7 @@ def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantiz
 
 
 def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, e: int, st: StackKernels,
-                       fuse: bool, q_dim: int, kv_dim: int) -> list[Op]:
+                       fuse: bool, q_dim: int, kv_dim: int, autocast: bool = False) -> list[Op]:
     """Rotary embedding and the attention core for the plan's implementation."""
     b, s = plan.batch_size, plan.seq_len
     t = b * s
@@ -325,11 +350,22 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
                       count, matmul_dtype(plan), s, s, backward=Backward.BOTH_GRADS))
-        probs = 4 if spec.norm == "rms" or e == 4 else e
-        soft = (e + e) + (e + probs) + (probs + probs) + (probs + e)  # scale, mask add, softmax, cast
-        if spec.attention_dropout > 0:
-            soft += e + e + 1
-        out.append(_mem("attention softmax chain", phase, scores, soft, 4 + int(spec.attention_dropout > 0), count))
+        dropout = spec.attention_dropout > 0
+        if spec.norm == "rms":
+            probs = 4  # Llama-style: softmax(dtype=float32), cast back, dropout on the 16-bit probabilities
+            soft = (e + e) + (e + probs) + (probs + probs) + (probs + e) + ((e + e + 1) if dropout else 0)
+            launches = 4 + int(dropout)
+        else:
+            # BERT-style: scores / sqrt(d) + mask, softmax, dropout, then P·V. The additive mask has the
+            # parameters' dtype (transformers ModuleUtilsMixin.get_extended_attention_mask: ``.to(dtype=
+            # self.dtype)``), fp32 under autocast, so the sum, the softmax and the dropout run in fp32 and
+            # autocast casts the probabilities back to 16 bits for P·V; no cast where they share a dtype.
+            probs = 4 if autocast else e
+            cast = probs != e
+            soft = (e + e) + (e + probs) + (probs + probs) + ((probs + probs + 1) if dropout else 0) + (
+                (probs + e) if cast else 0)
+            launches = 3 + int(dropout) + int(cast)
+        out.append(_mem("attention softmax chain", phase, scores, soft, launches, count))
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
                       count, matmul_dtype(plan), s, d, backward=Backward.BOTH_GRADS))
     else:

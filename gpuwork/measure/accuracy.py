@@ -304,11 +304,12 @@ def time_accuracy_markdown(rows: list[TimeAccuracyRow] | None = None) -> str:
 # Why the largest misses miss (prose for the page; the figures beside them are computed).
 _KNOWN_MISSES = (
     ("bert-large", "*FP16 AMP on the V100 (2021 HF Trainer):* with 16-bit tensor cores the matmuls shrink to a "
-     "quarter of the step and thousands of small kernels remain (about 10,000 per step at batch 1 with gradient "
-     "checkpointing). The model lets the host's dispatch hide behind GPU work kernel by kernel, at the 10 µs per "
-     "kernel measured on current stacks; a 2021 host with that PyTorch dispatched more slowly."),
-    ("Llama-3.2-3B full", "*PEFT full fine-tuning on the L40S:* the same benchmark's LoRA runs are close. Its "
-     "tokens/s is derived from its run time at 768 tokens per sample; its samples are bucketed and mostly shorter."),
+     "quarter of the step and about 14,000 small kernels per step remain at batch 1 with gradient checkpointing "
+     "(autocast's per-call casts included). Torch 1.x of that Trainer also zeroed every gradient, accumulated every "
+     "micro-batch in place and clipped tensor by tensor (one kernel or two per parameter, about 1,500 per step), "
+     "which today's torch does with no kernel or in a few multi-tensor ones; the plan cannot name that torch "
+     "version, so these are not counted. The V100's rates are derived from the other NVIDIA GPUs' datasheet "
+     "ratios (it is not in rates.csv)."),
     ("fms Mixtral", "*Mixtral-8x7B (fms-acceleration, transformers 4.x):* those runs looped over the experts as "
      "separate `nn.Linear` modules (quantised one by one under QLoRA); the model follows today's fused expert "
      "tensors."),
