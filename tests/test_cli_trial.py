@@ -288,12 +288,12 @@ def test_until_stable_reports_the_interval_and_whether_it_converged(tmp_path, ca
 
 
 def test_until_stable_flags_are_checked_in_one_line(capsys):
-    assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--nproc", "2"]) == 2
+    assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--ramp"]) == 2
     assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--tolerance", "3"]) == 2
     assert main(["trial", *TINY, "--method", "lora", "--until-stable", "--max-steps", "4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("gpuwork: error: ") for line in err)
-    assert "drop --nproc" in err[0] and "tolerance 3.0" in err[1] and "max_steps 4" in err[2]
+    assert "drop --ramp" in err[0] and "tolerance 3.0" in err[1] and "max_steps 4" in err[2]
 
 
 # -- compare: the estimate for each record's plan beside what it measured ----------------------------------------

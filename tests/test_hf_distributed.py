@@ -41,7 +41,12 @@ SCRIPT = textwrap.dedent("""
         ddp_backend="gloo")
     callback = GpuworkCallback(out=out + "/trials", steps=3, warmup=1)
     transformers.Trainer(model=model, args=args, train_dataset=rows, callbacks=[callback]).train()
-    print("RANK-DONE", torch.distributed.get_rank(), callback.saved_to)
+    print("RANK-DONE", torch.distributed.get_rank(), callback.saved_to, flush=True)
+    # as gpuwork's own ranks do (gpuwork.measure.distributed._exit_now): torch's teardown at interpreter exit
+    # sometimes aborts a gloo rank ("terminate called without an active exception") after all work is done
+    torch.distributed.destroy_process_group()
+    import os
+    os._exit(0)
 """)
 
 

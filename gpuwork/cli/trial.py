@@ -7,7 +7,8 @@ not fit (out of memory, or over ``--memory-cap-gib``): the peak reached is print
 result and not an error; 4 the checkpoint check failed ("checkpoint NOT verified"); 2 an error in
 what was asked, or a record that could not be written (one line on stderr; the measurements are
 still printed); 130 / 143 stopped by SIGINT / SIGTERM (the steps measured so far are printed, saved,
-and ``--resume RUN`` goes on from the checkpoint).
+and ``--resume RUN`` goes on from the checkpoint; with ``--nproc`` also when torchrun is the one signalled,
+and the resume runs as many processes as the record says).
 """
 
 from __future__ import annotations
@@ -327,9 +328,15 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         raise TrialError(msg("error.trial.checkpoint_every", value=str(args.checkpoint_every)))
     resume: dict[str, Any] = {}
     if args.resume:
-        if args.ramp or args.nproc:
-            raise TrialError(msg("error.trial.resume_parallel", run=args.resume))
+        if args.ramp:
+            raise TrialError(msg("error.trial.resume_ramp", run=args.resume))
         resume = resume_options(args.resume, args.out)
+        processes = resume.pop("nproc", None)
+        if args.nproc is not None and args.nproc != (processes or 1):
+            # each rank's data shard depends on the number of processes: another number is another data order
+            raise TrialError(msg("error.trial.resume_nproc", run=args.resume, processes=processes or 1,
+                                 nproc=args.nproc))
+        args.nproc = processes
         plan = resume.pop("plan")
         args.steps, args.warmup = resume.pop("steps"), resume.pop("warmup")
     else:
@@ -346,9 +353,8 @@ def _cmd_trial(args: argparse.Namespace) -> int:
     data = args.data or None
     stable: dict[str, Any] = {}
     if args.until_stable and not resume:
-        for flag, given in (("--nproc", args.nproc), ("--ramp", args.ramp)):
-            if given:
-                raise TrialError(msg("error.trial.until_stable_with", flag=flag))
+        if args.ramp:
+            raise TrialError(msg("error.trial.until_stable_with", flag="--ramp"))
         stable = {"until_stable": args.tolerance, "max_steps": args.max_steps}
         check_until_stable(args.tolerance, args.max_steps, args.steps)
     if args.ramp:
@@ -373,13 +379,21 @@ def _cmd_trial(args: argparse.Namespace) -> int:
                          text("cli.trial.progress_unit", lang): _seconds(m.step_time_s, lang)}, refresh=False)
 
     try:
-        if args.nproc:
+        if args.nproc and resume:
+            from gpuwork.measure.distributed import run_distributed
+
+            record = run_distributed(plan, args.nproc, steps=args.steps, warmup=args.warmup, device=args.device,
+                                     checkpoint=not args.no_checkpoint, callbacks=[on_step],
+                                     timeout_s=args.timeout_s, checkpoint_every=args.checkpoint_every or 0,
+                                     **resume)
+        elif args.nproc:
             from gpuwork.measure.distributed import run_distributed
 
             record = run_distributed(plan, args.nproc, steps=args.steps, warmup=args.warmup, seed=args.seed,
                                      device=args.device, data=data, out_dir=args.out, memory_cap_bytes=cap,
                                      checkpoint=not args.no_checkpoint, callbacks=[on_step],
-                                     timeout_s=args.timeout_s)
+                                     timeout_s=args.timeout_s, checkpoint_every=args.checkpoint_every or 0,
+                                     **stable)
         elif resume:
             record = run_trial(plan, steps=args.steps, warmup=args.warmup, device=args.device,
                                checkpoint=not args.no_checkpoint, callbacks=[on_step],

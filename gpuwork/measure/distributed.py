@@ -25,6 +25,16 @@ The plan travels as a JSON file in a work folder inside ``out_dir`` (or a tempor
 removed when the run ends. The rendezvous binds to the loopback address only (127.0.0.1 and a
 free port) rather than ``--standalone``, which names ``localhost`` (the same thing, less explicit).
 
+Interruption and resume follow the one-process trial's policy (``iter_trial``), agreed between the ranks
+(``DistributedParallel`` implements ``Parallel``'s step-boundary hooks): before each step the ranks all-reduce
+their stop requests (a SIGINT / SIGTERM a rank got from torchrun, or the stop file ``run_distributed`` writes when
+it is signalled itself), so all of them stop at the same step; they save the checkpoint together (every
+rank its part, into a hidden folder rank 0 moves into place), and rank 0 writes one merged record marked
+``interrupted``. While the steps run, rank 0 rewrites the merged record after each one (every rank's step
+is gathered), so a SIGKILL leaves the last whole record and checkpoint. ``run_distributed(resume=...)``
+restores each rank's part, RNG and data position; ``--until-stable`` is judged on rank 0 on the slowest
+rank's step times (what the record reports) and broadcast.
+
 Out of memory on a rank: that rank writes its record to the work folder and exits with
 ``EXIT_DOES_NOT_FIT``; torchrun stops the others; ``run_distributed`` returns a record with
 ``fits=False`` and what the failing rank(s) measured.
@@ -38,7 +48,9 @@ Example:
 Limitations: one node only; QLoRA (bitsandbytes 4-bit weights) runs with DDP only; FSDP2 needs
 one parameter dtype per wrapped block (fine for fp32 and for pure 16-bit full fine-tuning); the
 checkpoint round-trip compares per-tensor fingerprints (float64 sum, absolute sum and sum of
-squares) instead of the bytes themselves; CPU offload (``offload_params``/``offload_optimizer``) maps
+squares) instead of the bytes themselves; a signal sent to torchrun gives the ranks SHUTDOWN_GRACE_S to
+save before torchrun kills them; after a SIGKILL the hidden work folder (``.gpuwork-torchrun-*``) stays
+in out_dir; a resumed rank's earlier steps keep the merged record's memory (the highest rank's); CPU offload (``offload_params``/``offload_optimizer``) maps
 to FSDP2's ``CPUOffloadPolicy`` on CUDA, which offloads parameters, gradients and the optimizer step
 together.
 """
@@ -54,6 +66,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -76,7 +89,9 @@ from gpuwork.measure.checkpoint import (
     save_training_state,
 )
 from gpuwork.measure.coded import from_json, to_json
+from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
+    MAX_GRAD_NORM,
     Parallel,
     Run,
     Setup,
@@ -86,7 +101,15 @@ from gpuwork.measure.runtime import (
     rng_state,
     rng_tensors,
 )
-from gpuwork.measure.trial import ParallelInfo, RankResult, StepMeasurement, TrialRecord, summarize
+from gpuwork.measure.trial import (
+    STATUS_INTERRUPTED,
+    ParallelInfo,
+    RankResult,
+    ResumePoint,
+    StepMeasurement,
+    TrialRecord,
+    summarize,
+)
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
 
@@ -100,6 +123,11 @@ RESULT_FILE = "record.json"
 STEP_PREFIX = "gpuwork-step "  # rank 0 prints each step as this prefix + JSON on stdout
 ERROR_PREFIX = "gpuwork-error "  # a rank prints a user-facing error as this prefix + its message's JSON on stderr
 DEFAULT_TIMEOUT_S = 1800.0  # process-group timeout: a rank stuck this long in a collective fails
+STOP_FILE = "stop"  # run_distributed writes the signal's name here when it is asked to stop; ranks look each step
+# torchrun's wait between forwarding a signal to the ranks and killing them (its own default, 30 s, is short for
+# a large model's checkpoint): the ranks end the step, save and write the record in this time
+SHUTDOWN_GRACE_S = 300
+_early_signal = [0]  # a signal a rank got before the trial's own handlers were installed (rank_main)
 STDERR_TAIL_LINES = 40
 
 
@@ -188,8 +216,10 @@ class DistributedCheckpoint(CheckpointStore):
     adds the scheduler and trainer state, each rank its RNG. The restore is checked by per-tensor
     fingerprints (the shards are not gathered)."""
 
-    def __init__(self, rank: int, world_size: int, device: torch.device):
+    def __init__(self, rank: int, world_size: int, device: torch.device, barrier: Callable[[], None] | None = None):
         self.rank, self.world_size, self.device = rank, world_size, device
+        self.barrier = barrier or (lambda: None)
+        self.trainer_state: dict[str, Any] = {}
 
     def _options(self, setup: Setup) -> tuple[Any, Any]:
         from torch.distributed.checkpoint.state_dict import StateDictOptions
@@ -205,14 +235,41 @@ class DistributedCheckpoint(CheckpointStore):
         return {"model": model_sd, "optimizer": optim_sd}
 
     def save(self, run: Run, setup: Setup, folder: Path, step: int, **position: Any) -> Any:
+        """Every rank writes its part into one hidden folder that rank 0 then moves into place, so that a
+        kill mid-save leaves the previous checkpoint whole (as ``FileCheckpoint`` does for one process)."""
+        import torch.distributed as dist
         import torch.distributed.checkpoint as dcp
 
         state = self._state(run, setup)
         fingerprints, checked = _fingerprints(state)  # in memory, before the save
-        dcp.save(state, checkpoint_id=str(folder))
+        staging: Path | None = None
+        refused: Any = None
         if self.rank == 0:
-            save_training_state(run, setup, folder, step, world_size=self.world_size, **position)
-        records.save_torch(rng_tensors(rng_state(self.device)), folder / f"rng_state_{self.rank}.pth")
+            try:
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                staging = records.temp_folder(folder)
+            except RecordWriteError as exc:
+                refused = exc.msg
+            except OSError as exc:
+                refused = records.folder_error(exc, folder.parent).msg
+        box = [(str(staging) if staging else None, refused)]
+        dist.broadcast_object_list(box, src=0)  # the staging folder's name, or why there is none, on every rank
+        where, refused = box[0]
+        if refused is not None:
+            raise RecordWriteError(refused, folder.parent)
+        staging = Path(where)
+        try:
+            dcp.save(state, checkpoint_id=str(staging))
+            if self.rank == 0:
+                save_training_state(run, setup, staging, step, world_size=self.world_size, **position)
+            records.save_torch(rng_tensors(rng_state(self.device)), staging / f"rng_state_{self.rank}.pth")
+            self.barrier()
+            if self.rank == 0:
+                records.replace_folder(staging, folder)
+            self.barrier()
+        finally:
+            if self.rank == 0:
+                shutil.rmtree(staging, ignore_errors=True)  # gone already when it was moved into place
         return fingerprints, checked, run.scheduler.state_dict()
 
     def load(self, run: Run, setup: Setup, folder: Path) -> dict[str, Any]:
@@ -225,7 +282,7 @@ class DistributedCheckpoint(CheckpointStore):
         dcp.load(state, checkpoint_id=str(folder))
         set_state_dict(run.model, run.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"],
                        options=self._options(setup)[1])
-        load_training_state(run, folder, self)
+        self.trainer_state = load_training_state(run, folder, self)
         self.reading = f"rng_state_{self.rank}.pth"
         return rng_from_tensors(torch.load(folder / self.reading, weights_only=True))
 
@@ -245,7 +302,9 @@ class DistributedCheckpoint(CheckpointStore):
 
 
 class DistributedParallel(Parallel):
-    """``Parallel`` hooks for one rank of a torchrun process group (see the module docstring)."""
+    """``Parallel`` hooks for one rank of a torchrun process group (see the module docstring), and the step
+    agreement: every rank stops at the same step (the ranks' stop requests reduced each step), until_stable
+    is judged on rank 0 on the slowest rank's times, and rank 0 rewrites the merged record after each step."""
 
     writes_record = False  # rank 0 merges and writes after gathering
 
@@ -259,12 +318,58 @@ class DistributedParallel(Parallel):
         self.backend = backend
         self.work_dir = Path(work_dir)
         self.strategy = strategy_for(plan, device.type)
+        self.sharding = plan.sharding
         self.wrapping = ""
         self.param_bytes = 0
         self.trainable_param_bytes = 0
         self.optimizer_state_bytes = 0
         self.params_sha256 = ""
         self._fsdp_root: Any = None
+        self.launcher = ""
+        self.rank_steps: list[list[StepMeasurement]] = [[] for _ in range(self.world_size)]  # every rank's steps
+        self.rank_sizes: list[tuple[int, int]] = [(0, 0)] * self.world_size  # (param, trainable) bytes per rank
+
+    # -- the step boundaries (Parallel.stop_signal, share_step, group_step_times, running_record) ----------
+
+    def stop_signal(self, requested: str | None) -> str | None:
+        """The highest signal number any rank was sent (or run_distributed was: the stop file), on every rank."""
+        import torch
+
+        local = max(int(signal.Signals[requested]) if requested else 0, _early_signal[0], self._stop_file_signal())
+        flag = torch.tensor([local], dtype=torch.int64, device=self.device if self.backend == "nccl" else "cpu")
+        self.dist.all_reduce(flag, op=self.dist.ReduceOp.MAX)
+        agreed = int(flag.item())
+        return signal.Signals(agreed).name if agreed else None
+
+    def _stop_file_signal(self) -> int:
+        try:
+            name = (self.work_dir / STOP_FILE).read_text().strip()
+        except OSError:
+            return 0
+        return int(getattr(signal, name, signal.SIGTERM))
+
+    def share_step(self, m: StepMeasurement) -> None:
+        gathered: list[Any] = [None] * self.world_size
+        self.dist.all_gather_object(gathered, (dataclasses.asdict(m), self.param_bytes, self.trainable_param_bytes))
+        for r, (step, params, trainable) in enumerate(gathered):
+            self.rank_steps[r].append(StepMeasurement(**step))
+            self.rank_sizes[r] = (params, trainable)
+
+    def group_step_times(self, own: list[StepMeasurement]) -> list[float]:
+        """Per measured step the slowest rank's time: what the merged record reports (``merge_ranks``)."""
+        count = min(len(steps) for steps in self.rank_steps)
+        return [max(steps[i].step_time_s for steps in self.rank_steps) for i in range(count)
+                if not self.rank_steps[0][i].is_warmup]
+
+    def running_record(self, record: TrialRecord) -> TrialRecord | None:
+        """On rank 0, the merged record of the steps every rank has taken so far; None on the others."""
+        if self.rank != 0:
+            return None
+        per_rank = [dataclasses.replace(record, steps=tuple(steps)) for steps in self.rank_steps]
+        ranks = [rank_result(rec, r, param_bytes=self.rank_sizes[r][0], trainable_param_bytes=self.rank_sizes[r][1],
+                             optimizer_state_bytes=0, params_sha256="")
+                 for r, rec in enumerate(per_rank)]
+        return merge_ranks(per_rank, ranks, self.info(self.launcher), record.saved_to)
 
     # -- agreement ----------------------------------------------------------------------------------
 
@@ -351,7 +456,7 @@ class DistributedParallel(Parallel):
     # -- checkpoint round-trip ---------------------------------------------------------------------------
 
     def checkpoint_store(self) -> CheckpointStore:
-        return DistributedCheckpoint(self.rank, self.world_size, self.device)
+        return DistributedCheckpoint(self.rank, self.world_size, self.device, barrier=self.barrier)
 
     # -- what this rank reports ---------------------------------------------------------------------------
 
@@ -362,8 +467,21 @@ class DistributedParallel(Parallel):
 
     def info(self, launcher: str) -> ParallelInfo:
         return ParallelInfo(world_size=self.world_size, backend=self.backend, strategy=self.strategy.name,
-                            sharding_requested="", wrapping=self.wrapping,
+                            sharding_requested=self.sharding.value, wrapping=self.wrapping,
                             reshard_after_forward=self.strategy.reshard_after_forward, launcher=launcher)
+
+
+def rank_steps(record: TrialRecord, rank: int, upto: int) -> list[StepMeasurement]:
+    """Rank ``rank``'s first ``upto`` steps as its own process measured them, from a merged record: its loss,
+    time and data wait (``record.ranks``) and its share of the tokens; memory is the merged step's (the
+    highest rank's). Merging these again (``merge_ranks``) gives the record's steps back exactly."""
+    own = record.ranks[rank]
+    out = []
+    for i, m in enumerate(record.steps[:upto]):
+        time_s, tokens = own.step_times_s[i], m.tokens // record.world_size
+        out.append(dataclasses.replace(m, loss=own.losses[i], step_time_s=time_s, data_wait_s=own.data_wait_s[i],
+                                       tokens=tokens, tokens_per_s=tokens / time_s if time_s > 0 else math.inf))
+    return out
 
 
 # -- merging the ranks' records (pure) --------------------------------------------------------------------------
@@ -447,13 +565,20 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
     errors = tuple(msg("trial.rank_error", rank=rr.rank, error=r.error)
                    for r, rr in zip(records, ranks, strict=True) if r.error)
     kind = "GPU" if first.environment.device != "cpu" else "CPU"
+    summary = summarize(steps, kind)
+    stability = first.stability
+    if stability is not None:  # judged on the merged (slowest-rank) times: say what was judged
+        stability = dataclasses.replace(stability, measured_steps=summary.measured_steps if summary else 0,
+                                        half_width=summary.step_time_half_width if summary else None)
     return TrialRecord(
-        protocol=protocol, environment=first.environment, summary=summarize(steps, kind), steps=tuple(steps),
+        protocol=protocol, environment=first.environment, summary=summary, steps=tuple(steps),
         checkpoint=checkpoint, fits=all(r.fits for r in records),
         error=(errors[0] if len(errors) == 1 else msg("trial.rank_errors", errors=errors)) if errors else None,
         peak_trial_memory_bytes=max(r.peak_trial_memory_bytes for r in records), created_utc=first.created_utc,
         duration_s=max(r.duration_s for r in records), notes=tuple(dict.fromkeys(n for r in records for n in r.notes)),
-        saved_to=saved_to, parallel=parallel, ranks=tuple(ranks), stability=first.stability, source=first.source)
+        saved_to=saved_to, parallel=parallel, ranks=tuple(ranks), stability=stability, source=first.source,
+        status=first.status, run_id=first.run_id, resumed_from=first.resumed_from, stop_signal=first.stop_signal,
+        write_error=first.write_error)
 
 
 def _unranked(message: Msg) -> Msg:
@@ -482,6 +607,7 @@ def rank_main(argv: list[str] | None = None) -> int:
         # started by hand, not by the launcher: a person reads this line
         print(f"gpuwork: error: {TrialError(msg('error.trial.not_torchrun'))}", file=sys.stderr, flush=True)
         return EXIT_ERROR
+    _note_early_signals()
     spec = json.loads(Path(args.spec).read_text())
     work_dir = Path(args.spec).parent
     try:
@@ -494,6 +620,29 @@ def rank_main(argv: list[str] | None = None) -> int:
         first = str(exc).splitlines()[0] if str(exc) else ""
         _report_error(os.environ.get("RANK"), msg("trial.crash", kind=type(exc).__name__, detail=first[:2000]))
         return 1
+
+
+def _note_early_signals() -> None:
+    """Until the trial's own handlers are in place (they take over in iter_trial), a SIGINT / SIGTERM is noted
+    and counted as a stop request at the first step, rather than killing the rank mid-start."""
+    def note(signum: int, frame: Any) -> None:
+        _early_signal[0] = max(_early_signal[0], signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, note)
+
+
+def _resume_point(spec: dict[str, Any], hooks: DistributedParallel) -> ResumePoint | None:
+    """The spec's resume point with this rank's own earlier steps; every rank's go to ``hooks.rank_steps``."""
+    given = spec.get("resume")
+    if not given:
+        return None
+    prior = TrialRecord.from_json(Path(given["record_path"]))
+    step = int(given["step"])
+    hooks.rank_steps = [rank_steps(prior, r, step) for r in range(hooks.world_size)]
+    return ResumePoint(run_id=given["run_id"], record_path=given["record_path"], checkpoint=given["checkpoint"],
+                       step=step, micro_batches=int(given["micro_batches"]),
+                       steps=tuple(hooks.rank_steps[hooks.rank]))
 
 
 def _rank(spec: dict[str, Any], work_dir: Path) -> int:
@@ -521,11 +670,14 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
     try:
         plan = TrainPlan.from_dict(spec["plan"])
         hooks = DistributedParallel(plan, device, work_dir, backend)
+        hooks.launcher = spec.get("launcher", "torchrun")
+        options = {k: spec[k] for k in ("max_grad_norm", "until_stable", "max_steps") if k in spec}
         gen = iter_trial(plan, steps=spec["steps"], warmup=spec["warmup"], seed=spec.get("seed", 0), device=device,
                          data=spec.get("data"), tokenizer=spec.get("tokenizer"), out_dir=spec.get("out_dir"),
                          memory_cap_bytes=spec.get("memory_cap_bytes"), lr=spec.get("lr"),
                          loader_workers=spec.get("loader_workers", 0), checkpoint=spec.get("checkpoint", True),
-                         parallel=hooks)
+                         parallel=hooks, resume=_resume_point(spec, hooks), handle_signals=True,
+                         checkpoint_every=spec.get("checkpoint_every", 0), **options)
         while True:
             try:
                 m = next(gen)
@@ -534,8 +686,7 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
                 break
             if rank == 0:
                 print(STEP_PREFIX + json.dumps(dataclasses.asdict(m)), flush=True)
-        info = dataclasses.replace(hooks.info(spec.get("launcher", "torchrun")),
-                                   sharding_requested=plan.sharding.value)
+        info = hooks.info(hooks.launcher)
         mine = {"record": record.as_dict(), "rank": to_json(hooks.rank_result(record)),
                 "parallel": to_json(info)}
         if not record.fits:
@@ -584,7 +735,8 @@ def torchrun_command(nproc: int, spec_path: str | Path, *, port: int, python: st
     """The command ``run_distributed`` starts: torchrun on one node, rendezvous on 127.0.0.1 only."""
     return [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node-rank", "0",
             "--nproc-per-node", str(nproc), "--master-addr", "127.0.0.1", "--master-port", str(port),
-            "--max-restarts", "0", "--module", "gpuwork.measure.distributed", "--spec", str(spec_path)]
+            "--max-restarts", "0", "--shutdown-timeout", str(SHUTDOWN_GRACE_S),
+            "--module", "gpuwork.measure.distributed", "--spec", str(spec_path)]
 
 
 def _child_env(threads: int | None) -> dict[str, str]:
@@ -605,7 +757,9 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                     memory_cap_bytes: int | None = None, lr: float | None = None, checkpoint: bool = True,
                     loader_workers: int = 0, callbacks: Iterable[Callable[[StepMeasurement], Any]] = (),
                     timeout_s: float | None = None, threads_per_process: int | None = None,
-                    python: str | None = None) -> TrialRecord:
+                    python: str | None = None, max_grad_norm: float | None = MAX_GRAD_NORM,
+                    until_stable: float | None = None, max_steps: int | None = None, checkpoint_every: int = 0,
+                    resume: ResumePoint | None = None) -> TrialRecord:
     """Run the trial as ``nproc`` processes under torchrun and return rank 0's merged record.
 
     Args:
@@ -621,6 +775,15 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         timeout_s: stop the whole group after this many seconds (TrialError); None = no limit.
         threads_per_process: OMP_NUM_THREADS for each process (default: the caller's, else 1).
         python: the interpreter for torchrun (default: this one).
+        max_grad_norm, until_stable, max_steps, checkpoint_every: as ``iter_trial``; ``until_stable`` is judged
+            on rank 0 on the slowest rank's step times and every rank stops where rank 0 says.
+        resume: go on from an interrupted multi-process trial (``gpuwork.measure.trial.resume_options`` gives
+            it with the same ``nproc``, seed and data): every rank restores its part of the checkpoint.
+
+    SIGINT / SIGTERM sent to this process (in the main thread) or to torchrun end the current step on every
+    rank (the ranks agree on the step), save a checkpoint (with ``out_dir``) and return the merged record with
+    ``status="interrupted"``; a second signal to this process stops the group at once.
+
     Raises TrialError when a rank refuses the trial, torchrun fails, or the timeout passes; out of
     memory is not raised: the record has ``fits=False``.
     """
@@ -637,6 +800,11 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
             raise TrialError(msg("error.trial.sharding_one_process", sharding=plan.sharding))
         plan = plan.replace(gpus=nproc)
     strategy_for(plan, "cuda" if device == "cuda" else "cpu")  # refuse impossible combinations here
+    from gpuwork.measure.trial import check_until_stable
+
+    check_until_stable(until_stable, max_steps, steps)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+        raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))
     callbacks = list(callbacks)
     out_path = Path(out_dir).expanduser() if out_dir is not None else None
     with contextlib.ExitStack() as stack:
@@ -657,12 +825,20 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
                 "out_dir": str(out_path.resolve()) if out_path is not None else None,
                 "memory_cap_bytes": memory_cap_bytes, "lr": lr, "checkpoint": checkpoint,
                 "loader_workers": loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
-                "launcher": " ".join(command)}
+                "max_grad_norm": max_grad_norm, "until_stable": until_stable, "max_steps": max_steps,
+                "checkpoint_every": checkpoint_every, "launcher": " ".join(command),
+                "resume": None if resume is None else {
+                    "run_id": resume.run_id, "record_path": str(Path(resume.record_path).resolve()),
+                    "checkpoint": str(Path(resume.checkpoint).resolve()), "step": resume.step,
+                    "micro_batches": resume.micro_batches}}
         spec_path.write_text(json.dumps(spec, indent=1))
-        rc, tail = _launch(command, _child_env(threads_per_process), callbacks, timeout_s)
+        rc, tail = _launch(command, _child_env(threads_per_process), callbacks, timeout_s, work / STOP_FILE)
         result = work / RESULT_FILE
-        if rc == 0 and result.is_file():
-            return TrialRecord.from_json(result)
+        if rc is not None and result.is_file():
+            record = TrialRecord.from_json(result)
+            # torchrun exits non-zero when it was the one signalled, after the ranks saved and wrote
+            if rc == 0 or record.status == STATUS_INTERRUPTED:
+                return record
         failed = sorted(work.glob("rank*-does-not-fit.json"))
         if failed:
             merged = _merge_payloads([json.loads(p.read_text()) for p in failed])
@@ -680,6 +856,22 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _forward_stop(stop_file: Path) -> dict[int, Any]:
+    """Install the handlers of ``_launch`` (main thread only); return the handlers they replace."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    asked: list[str] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        if asked:  # asked twice: stop now
+            raise KeyboardInterrupt
+        asked.append(signal.Signals(signum).name)
+        with contextlib.suppress(OSError):
+            records.write_text(stop_file, asked[0])
+
+    return {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
 def _rank_error(text: str) -> Msg:
     """A rank's error line (after ERROR_PREFIX) as a message; a line that is not JSON is shown as it is."""
     try:
@@ -689,9 +881,13 @@ def _rank_error(text: str) -> Msg:
 
 
 def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[StepMeasurement], Any]],
-            timeout_s: float | None) -> tuple[int | None, list[str]]:
+            timeout_s: float | None, stop_file: Path | None = None) -> tuple[int | None, list[str]]:
     """Run torchrun; stream rank 0's steps to the callbacks; return (exit status or None on timeout,
-    the last lines of stderr and non-step stdout)."""
+    the last lines of stderr and non-step stdout).
+
+    While it runs, SIGINT / SIGTERM to this process (main thread only) write the signal's name to
+    ``stop_file``, which every rank reads at each step (torchrun runs in its own session and does not see
+    a terminal's Ctrl+C); a second signal raises KeyboardInterrupt here, which stops torchrun."""
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
     lock = threading.Lock()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -709,6 +905,7 @@ def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[S
 
     reader = threading.Thread(target=read_stderr, name="gpuwork-torchrun-stderr", daemon=True)
     reader.start()
+    previous = _forward_stop(stop_file) if stop_file is not None else {}
     timer = None
     timed_out = threading.Event()
     if timeout_s is not None:
@@ -739,6 +936,8 @@ def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[S
     finally:
         if timer is not None:
             timer.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     reader.join(timeout=5)
     with lock:
         lines = errors + list(tail)
@@ -760,5 +959,15 @@ __all__ = [
 ]
 
 
+def _exit_now(code: int) -> None:
+    """Leave without the interpreter's teardown: the process group is destroyed and the files are written, but a
+    C++ thread of torch's still joinable at teardown ends the rank with SIGABRT ("terminate called without an
+    active exception", seen about once in ten runs on a loaded 2-core machine), which torchrun reports as a
+    failed group after the record was written."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(rank_main())
+    _exit_now(rank_main())

@@ -110,6 +110,25 @@ class Parallel:
         None for one process's files (``FileCheckpoint``, Hugging Face Trainer's layout)."""
         return None
 
+    # -- at each step boundary: every rank stops at the same step, judges ``until_stable`` on the same
+    # (slowest-rank) times, and rank 0 writes one merged record as the steps are taken
+
+    def stop_signal(self, requested: str | None) -> str | None:
+        """The signal that stops the group before the next step (None: go on); ``requested``: this process's."""
+        return requested
+
+    def share_step(self, m: Any) -> None:
+        """Tell the group what this process measured (a ``StepMeasurement``) in the step just taken."""
+
+    def group_step_times(self, own: list[Any]) -> list[float]:
+        """The measured steps' times as the record reports them (one process: its own)."""
+        return [s.step_time_s for s in own if not s.is_warmup]
+
+    def running_record(self, record: Any) -> Any:
+        """The ``TrialRecord`` to write while the trial runs, from this process's own (None: another process
+        writes)."""
+        return record
+
 
 ONE_PROCESS = Parallel()
 

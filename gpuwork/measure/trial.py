@@ -468,19 +468,18 @@ def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[Tr
     run_id = record.run_id or path.stem
     if record.status == STATUS_COMPLETE:
         raise TrialError(msg("error.trial.resume_complete", run=run_id))
-    if record.parallel is not None:
-        raise TrialError(msg("error.trial.resume_parallel", run=run_id))
     folder = records.previous_folder(path.parent / f"{path.stem}-checkpoint")
     if folder is None:
         raise TrialError(msg("error.trial.resume_no_checkpoint", run=run_id, folder=str(path.parent)))
     try:
         state = read_trainer_state(folder)
         step, taken = int(state["global_step"]), int(state["micro_batches"])
+        world = int(state.get("world_size", 1))
     except Exception as exc:  # noqa: BLE001 - missing, truncated or foreign: one line naming the file
         raise TrialError(msg("error.trial.resume_unreadable", folder=str(folder),
                              what=unreadable_file("trainer_state.json", exc))) from None
     done = tuple(s for s in record.steps if s.step <= step)
-    if [s.step for s in done] != list(range(1, step + 1)):
+    if [s.step for s in done] != list(range(1, step + 1)) or world != record.world_size:
         raise TrialError(msg("error.trial.resume_mismatch", folder=str(folder), step=str(step),
                              expected=len(done)))
     records.remove_leftovers(path.parent, path.stem)
@@ -491,7 +490,8 @@ def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[Tr
 def resume_options(run: str | Path, out_dir: str | Path | None = None) -> dict[str, Any]:
     """``run_trial`` keyword arguments that go on with an interrupted trial exactly as it was started:
     plan, steps, warm-up, seed, learning rate, clipping, data, tokenizer, loader workers, memory cap,
-    out_dir (the interrupted record's folder unless given) and ``resume``."""
+    out_dir (the interrupted record's folder unless given) and ``resume``; for a trial that ran as several
+    processes also ``nproc`` (for ``gpuwork.measure.distributed.run_distributed``, which takes the same)."""
     from gpuwork.measure.textdata import BUILTIN_DATASET
 
     record, point = resume_point(run, out_dir)
@@ -504,6 +504,8 @@ def resume_options(run: str | Path, out_dir: str | Path | None = None) -> dict[s
                "out_dir": out_dir if out_dir is not None else str(Path(point.record_path).parent), "resume": point}
     if record.stability is not None:  # the same stopping rule
         options.update(until_stable=record.stability.tolerance, max_steps=record.stability.max_steps)
+    if record.parallel is not None:  # the same processes: each rank's data shard depends on how many
+        options["nproc"] = record.parallel.world_size
     return options
 
 
@@ -797,6 +799,11 @@ class _StopSignals:
     def requested(self) -> bool:
         return self.signal_name is not None
 
+    @property
+    def number(self) -> int:
+        """The signal's number (0: none yet), what the ranks of a group reduce to agree."""
+        return int(signal.Signals[self.signal_name]) if self.signal_name else 0
+
     def close(self) -> None:
         for sig, handler in self._previous.items():
             with contextlib.suppress(ValueError, TypeError):  # not the main thread any more (generator collected)
@@ -933,7 +940,8 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
     temp = contextlib.ExitStack()
     params_total = params_trainable = 0
     status = STATUS_RUNNING
-    flushing = json_path is not None and parallel.writes_record
+    # the record is rewritten after each step by the process that writes (rank 0 writes the merged one)
+    flushing = json_path is not None and parallel.rank == 0
     last_step = warmup + (max_steps if until_stable is not None else steps)
     converged = False
 
@@ -975,17 +983,21 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
         if not flushing:
             return
         try:
-            records.write_text(json_path, make_record(STATUS_RUNNING).to_json())
+            record = parallel.running_record(make_record(STATUS_RUNNING))
+            if record is not None:
+                records.write_text(json_path, record.to_json())
         except RecordWriteError as exc:  # disk full: measure on in memory, say so at the end
             write_failure, flushing = exc.msg, False
 
     def save_resumable(target: Run, done: int, taken: int) -> None:
-        """A checkpoint ``resume_point`` can go on from (one process with out_dir only)."""
+        """A checkpoint ``resume_point`` can go on from (with out_dir; every rank of a group writes its part)."""
         nonlocal write_failure, flushing
-        if checkpoint_folder is None or parallel.world_size > 1 or write_failure is not None:
+        # rank 0 alone writes the record, so its write failure is what every rank follows
+        if checkpoint_folder is None or parallel.agree(write_failure) is not None:
             return
         try:
-            FileCheckpoint().save(target, setup, checkpoint_folder, done, micro_batches=taken, run_id=stem)
+            store = parallel.checkpoint_store() or FileCheckpoint()
+            store.save(target, setup, checkpoint_folder, done, micro_batches=taken, run_id=stem)
         except RecordWriteError as exc:
             write_failure, flushing = exc.msg, False
 
@@ -1008,8 +1020,18 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
             notes.extend(_useful_warnings(caught))
             params_total, params_trainable = run.params_total, run.params_trainable
             memory.check("build")
-            if flushing:  # the first record: a read-only folder or a full disk is said before any step
-                records.write_text(json_path, make_record(STATUS_RUNNING).to_json())
+            # the first record: a read-only folder or a full disk is said before any step, by every rank
+            refused: Msg | None = None
+            if flushing:
+                try:
+                    first_record = parallel.running_record(make_record(STATUS_RUNNING))
+                    if first_record is not None:
+                        records.write_text(json_path, first_record.to_json())
+                except RecordWriteError as exc:
+                    refused = exc.msg
+            refused = parallel.agree(refused)
+            if refused is not None:
+                raise RecordWriteError(refused, out_path)
             from gpuwork.measure.textdata import cycle, make_loader
 
             dataset = parallel.shard(text.dataset(task.value, seed=seed))
@@ -1034,8 +1056,12 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
             else:
                 torch.manual_seed(seed + 1)  # dropout stream, independent of init
             done = first - 1
+            saved_at = None  # the step of the resumable checkpoint this run saved last
+            stopped = False
             for step in range(first, last_step + 1):
+                stop.signal_name = parallel.stop_signal(stop.signal_name)  # every rank the same answer
                 if stop.requested:
+                    stopped = True
                     break
                 memory.reset_peak()
                 start = clock()
@@ -1049,22 +1075,28 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
                                     **memory.step_fields())
                 measurements.append(m)
                 done = step
+                parallel.share_step(m)
                 flush()
                 yield m
                 if until_stable is not None and step > warmup:
-                    times = [s.step_time_s for s in measurements if not s.is_warmup]
+                    # judged on rank 0 (on the times the record reports), followed by every rank
+                    times = parallel.group_step_times(measurements)
                     converged = parallel.agree(len(times) >= steps and is_stable(times, until_stable))
                     if converged:
                         break
-                if checkpoint_every and step % checkpoint_every == 0 and step < last_step \
-                        and not stop.requested:
+                if checkpoint_every and step % checkpoint_every == 0 and step < last_step:
                     save_resumable(run, step, taken)
-            if stop.requested:
+                    saved_at = step
+            if not stopped:  # a signal during the last step
+                stop.signal_name = parallel.stop_signal(stop.signal_name)
+                stopped = stop.requested
+            if stopped:
                 status = STATUS_INTERRUPTED
-                save_resumable(run, done, taken)
+                if saved_at != done:
+                    save_resumable(run, done, taken)
             else:
                 parallel.after_steps(run)
-                if checkpoint and write_failure is None:
+                if checkpoint and parallel.agree(write_failure) is None:  # rank 0's write failure rules
                     position = taken
                     resume_batches = [next(batches) for _ in range(RESUME_STEPS * plan.grad_accum)]
                     owner, run = [run], None  # the round-trip takes the only reference and frees it
@@ -1102,7 +1134,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
         set_rng_state(caller_rng)
 
     record = make_record(status)
-    if flushing:
+    if flushing and parallel.writes_record:  # a group's rank 0 writes the merged record after gathering
         try:
             record.to_json(json_path)
         except RecordWriteError as exc:
@@ -1112,8 +1144,9 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
 
 
 def _restore(run: Run, setup: Any, resume: ResumePoint) -> dict[str, Any]:
-    """Load an interrupted trial's checkpoint into a freshly built run; return its RNG state."""
-    store = FileCheckpoint()
+    """Load an interrupted trial's checkpoint into a freshly built run (this rank's part of it); return its RNG
+    state."""
+    store = setup.parallel.checkpoint_store() or FileCheckpoint()
     folder = Path(resume.checkpoint)
     try:
         rng = store.load(run, setup, folder)

@@ -44,9 +44,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.trial.resume_complete": (
         "trial {run:raw} ran to the end: there is nothing to resume",
         "пробный запуск {run:raw} завершён: продолжать нечего"),
-    "error.trial.resume_parallel": (
-        "trial {run:raw} ran several processes: --resume continues one-process trials only",
-        "пробный запуск {run:raw} шёл несколькими процессами: --resume продолжает только однопроцессные запуски"),
+    "error.trial.resume_ramp": (
+        "--ramp starts new probes and cannot go on with trial {run:raw}: drop --ramp or drop --resume",
+        "--ramp запускает новые пробы и не может продолжить пробный запуск {run:raw}: уберите --ramp или "
+        "--resume"),
+    "error.trial.resume_nproc": (
+        "trial {run:raw} ran as {processes} {processes:pl:process|processes}, not {nproc}: each process's data "
+        "depends on how many there are, so it resumes with the same number (drop --nproc or give --nproc "
+        "{processes})",
+        "пробный запуск {run:raw} шёл в {processes} {processes:pl:процессе|процессах|процессах}, а не в {nproc}: "
+        "данные каждого процесса зависят от их числа, поэтому продолжить можно только с тем же числом (уберите "
+        "--nproc или укажите --nproc {processes})"),
     "error.trial.resume_no_checkpoint": (
         "trial {run:raw} left no checkpoint in {folder:raw}: it stopped before saving one (run with "
         "--checkpoint-every N to save one every N steps)",
@@ -112,9 +120,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "max_steps {value:raw}: give a whole number of measured steps, at least the {steps} of --steps",
         "max_steps {value:raw}: укажите целое число измеряемых шагов, не меньше {steps} из --steps"),
     "error.trial.until_stable_with": (
-        "--until-stable runs one process and one plan: drop {flag:raw}, or drop --until-stable and give --steps",
-        "--until-stable работает в одном процессе и с одним планом: уберите {flag:raw} или уберите "
-        "--until-stable и задайте --steps"),
+        "--until-stable measures one plan: drop {flag:raw}, or drop --until-stable and give --steps",
+        "--until-stable измеряет один план: уберите {flag:raw} или уберите --until-stable и задайте --steps"),
     "cli.trial.row.interval": ("interval", "интервал"),
     "cli.trial.interval": (
         "95 %: median in {low} - {high} (+-{half_pct:n1}%, coverage {coverage_pct:n1}%, order statistics); drift "
