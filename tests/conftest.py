@@ -77,3 +77,13 @@ def load_benchmark(name: str):
     spec.loader.exec_module(module)
     return module
 
+
+
+def local_page(browser, url: str) -> tuple:
+    """A page of a Playwright ``browser`` that reaches only the server of ``url`` (anything else, a CDN, is refused,
+    never fetched), and the list its page errors are collected in."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    return page, errors

@@ -26,7 +26,7 @@ import ipywidgets as widgets
 import nbformat
 import psutil
 import pytest
-from conftest import free_port, load_benchmark, stop_server, upload_value
+from conftest import free_port, load_benchmark, local_page, stop_server, upload_value
 
 from gpuwork.cli.app import POOL_SIZE
 from gpuwork.facts.model import load_config
@@ -471,12 +471,7 @@ def test_browser_method_and_sequence_update_the_chart(voila_app: SimpleNamespace
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            # Only the local server: anything else (CDNs) is refused, never fetched.
-            page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
-                       else route.abort())
+            page, errors = local_page(browser, url)
             started = time.monotonic()
             page.goto(url, timeout=120_000)
             page.wait_for_selector(CHART, timeout=120_000)

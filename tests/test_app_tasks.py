@@ -32,7 +32,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest import free_port, load_benchmark
+from conftest import free_port, load_benchmark, local_page
 from test_messages import _allowed_names, _english_words
 
 from gpuwork import sizing
@@ -352,12 +352,7 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
             try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                errors: list[str] = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                # only the local server: anything else (CDNs) is refused, never fetched
-                page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url)
-                           else route.abort())
+                page, errors = local_page(browser, url)
                 page.goto(url, timeout=120_000)
                 page.wait_for_selector(CHART, timeout=120_000)
                 b = Page(page)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -107,34 +107,23 @@ def require(module: str, extra: str) -> None:
         raise GpuworkError(msg("error.cli.not_installed", module=module, extra=extra)) from None
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 1 <= port <= 65535:
-        raise FlagValueError(msg("error.args.port", value=repr(text)))
-    return port
+def _whole(lo: int, hi: int, error: str) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``lo`` to ``hi``, else the one-line message ``error``."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = lo - 1
+        if not lo <= n <= hi:
+            raise FlagValueError(msg(error, value=repr(text)))
+        return n
+
+    return parse
 
 
-def _max_pages(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = 0
-    if not 1 <= n <= 1000:
-        raise FlagValueError(msg("error.args.max_pages", value=repr(value)))
-    return n
-
-
-def _pool(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if not 0 <= n <= 100:
-        raise FlagValueError(msg("error.args.pool", value=repr(value)))
-    return n
+_port = _whole(1, 65535, "error.args.port")
+_max_pages = _whole(1, 1000, "error.args.max_pages")
+_pool = _whole(0, 100, "error.args.pool")
 
 
 def _cmd_app(args: argparse.Namespace) -> int:
