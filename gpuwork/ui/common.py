@@ -358,7 +358,8 @@ PLOTLY_CONFIG: Mapping[str, Any] = {"displaylogo": False}
 
 
 def plotly_bundle(fig: go.Figure) -> dict[str, Any]:
-    """``fig`` as plotly's mime bundle: plain JSON (numpy arrays as lists) that plotly's renderer extension draws."""
+    """``fig`` as plotly's mime bundle, plain JSON (numpy arrays as plotly.js typed arrays, base64), for plotly's renderer
+    extension."""
     import plotly.io as pio
 
     data = json.loads(pio.to_json(fig, validate=False, engine="json"))
