@@ -20,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PREVIOUS_COMMIT = "a41bb08"  # the last commit whose estimate_time used data/mfu.csv
+NEWER_STACKS = {"torchtune": "framework"}  # stacks that commit does not know -> the nearest one it does
 
 
 def main() -> int:
@@ -45,7 +46,11 @@ def main() -> int:
                 "from gpuwork.sizing import estimate_time\n"
                 "out = {}\n"
                 "for c in json.load(sys.stdin):\n"
-                "    plan = TrainPlan.from_dict(c['plan'])\n"
+                "    p = dict(c['plan'])\n"
+                # stacks added after that commit: its MFU table does not read the stack for these cases (its
+                # predictions are the same under 'framework' and 'hf-trainer')
+                f"    p['stack'] = {NEWER_STACKS!r}.get(p.get('stack'), p.get('stack'))\n"
+                "    plan = TrainPlan.from_dict({k: v for k, v in p.items() if v is not None})\n"
                 "    gpu = c['gpu_id']\n"
                 "    if c['extra_gpu']:\n"
                 "        g = dict(c['extra_gpu']); g['gpu_class'] = GpuClass(g['gpu_class']); g['link'] = Link(g['link'])\n"
