@@ -122,6 +122,16 @@ class _LazyPanel:
         self.heading = widgets.HTML()
         self.intro = widgets.HTML()
 
+    def _start(self, plan: TrainPlan | Mapping[str, Any] | None) -> None:
+        """The end of a panel's construction: its labels, then the starting plan (a TrainPlan, a dict of its
+        fields, or None), evaluated at once; a bad one shows its message."""
+        self._apply_labels()
+        if plan is not None:
+            try:
+                self.set_plan(plan_from(plan))
+            except GpuworkError as exc:
+                self._show_error(friendly(exc, self.lang))
+
     def set_plan(self, plan: TrainPlan, *, lazy: bool = False) -> None:
         self.plan, self._stale = plan, True
         self.error, self.message.value = None, ""  # an earlier plan's error: this plan is evaluated afresh
@@ -197,12 +207,7 @@ class AdvicePanel(_LazyPanel):
         self.rows = widgets.VBox()
         self.rows.add_class("gpuwork-advice-rows")
         self.buttons: list[widgets.Button] = []
-        self._apply_labels()
-        if plan is not None:
-            try:
-                self.set_plan(plan_from(plan))
-            except GpuworkError as exc:
-                self._show_error(friendly(exc, self.lang))
+        self._start(plan)
 
     def on_apply(self, callback: Callable[[TrainPlan], Any]) -> None:
         self._listeners.append(callback)
@@ -261,12 +266,7 @@ class FitMatrixPanel(_LazyPanel):
         self.matrix: Any = None
         self.table = widgets.HTML()
         self.table.add_class("gpuwork-fit")
-        self._apply_labels()
-        if plan is not None:
-            try:
-                self.set_plan(plan_from(plan))
-            except GpuworkError as exc:
-                self._show_error(friendly(exc, self.lang))
+        self._start(plan)
 
     def _evaluate(self, plan: TrainPlan) -> None:
         self.matrix = sizing.fit_matrix(plan)
