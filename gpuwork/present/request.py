@@ -197,11 +197,9 @@ def rental_request(
     period_from_estimate = rent_period_days is None
     if rent_period_days is None:
         rent_period_days = max(1, math.ceil(time.total_s / DAY_S)) if time else 30
-    if offer is None:
-        offer = _best_offer(match, rent_period_days) if include_offer else None
-        chosen = None
-    else:
-        chosen = offer
+    chosen = offer  # the offer the request asks for, when one was chosen; else the profile's class is named
+    if offer is None and include_offer:
+        offer = _best_offer(match, rent_period_days)
 
     def say(m: Msg) -> str:
         return render(m, lang)
