@@ -145,6 +145,12 @@ while True:
     if time.monotonic() > deadline:
         sys.exit("no answer within 120 s")
     time.sleep(0.5)
+# the charts' plotly.js comes from the installed package, beside its app notebook
+try:
+    with urllib.request.urlopen(url + "voila/files/static/plotly-basic.min.js", timeout=60) as js:
+        print(f"  ok: the charts' plotly.js bundle -> {js.status}, {len(js.read()):,} bytes")
+except OSError as exc:
+    sys.exit(f"the charts' plotly.js bundle is not served: {exc}")
 PY
 if grep -q "Error at server while executing cell" "$WORK/app.log"; then
     grep -m1 -A3 "Error at server while executing cell" "$WORK/app.log" | cut -c1-400 >&2

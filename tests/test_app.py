@@ -34,6 +34,7 @@ from gpuwork.plan import TrainPlan
 from gpuwork.ui import app as app_view
 from gpuwork.ui import common
 from gpuwork.ui.app import GIB, TITLE, App, StaticApp, build_app
+from gpuwork.ui.common import PLOTLY_BASIC_URL
 from gpuwork.ui.queue import ActionQueue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -542,9 +543,17 @@ def test_voila_serves_the_app(voila_app: SimpleNamespace) -> None:
     config = json.loads(body.split('<script id="jupyter-config-data" type="application/json">', 1)[1]
                         .split("</script>", 1)[0])
     loaded = [ext["name"] for ext in config.get("federated_extensions", [])]
-    # the page loads the widget manager and plotly's renderer, and nothing it does not use
-    assert {"@jupyter-widgets/jupyterlab-manager", "jupyterlab-plotly"} <= set(loaded)
-    assert not {"jupyterlab-jupytext", "jupyterlab_pygments", "anywidget"} & set(loaded)
+    # the page loads the widget manager, and nothing it does not use: its charts are drawn with plotly.js's basic
+    # bundle (gpuwork.ui.common.PLOTLY_BASIC_URL), not plotly's renderer extension, which holds all of plotly.js
+    assert "@jupyter-widgets/jupyterlab-manager" in loaded
+    assert not {"jupyterlab-jupytext", "jupyterlab_pygments", "anywidget", "jupyterlab-plotly"} & set(loaded)
+    with urllib.request.urlopen(voila_app.url + PLOTLY_BASIC_URL, timeout=60) as response:
+        assert response.status == 200 and b"plotly.js (basic - minified)" in response.read(300)
+    # that one file is served from beside the notebook, nothing else there: not the notebook, not the license
+    for other in ("app.ipynb", "app.py", "static/plotly-basic.LICENSE.txt", "static/../app.ipynb"):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(voila_app.url + "voila/files/" + other, timeout=60)
+        assert refused.value.code in (403, 404), other
 
 
 @pytest.mark.slow

@@ -57,7 +57,10 @@ def test_voila_reads_the_command_line_as_the_settings() -> None:
     assert (voila.ip, voila.port, voila.open_browser) == ("127.0.0.1", 9123, False)
     configuration = VoilaConfiguration(parent=voila)
     assert configuration.strip_sources is True
-    assert configuration.extension_denylist == ["jupyterlab-jupytext", "jupyterlab_pygments", "anywidget"]
+    assert configuration.extension_denylist == ["jupyterlab-jupytext", "jupyterlab_pygments", "anywidget",
+                                                "jupyterlab-plotly"]
+    # a list of patterns arrives whole, backslashes included: the basic plotly bundle, and no other file
+    assert configuration.file_allowlist == [r"static/plotly-basic\.min\.js"]
     from voila.execute import VoilaExecutor
 
     assert VoilaExecutor(None, config=voila.config).iopub_timeout == 60

@@ -103,6 +103,7 @@ def test_wheel_holds_every_bundled_data_file_and_notebook(wheel: zipfile.ZipFile
         "kernel rates": _tree("facts/data/rates.csv") | _tree("facts/data/kernels.csv") | _tree("facts/data/stacks.csv"),
         "trial texts": _tree("facts/data/text/*.txt"),
         "notebooks": _tree("ui/notebooks/*.ipynb"),
+        "the app's plotly.js bundle and its license": _tree("ui/notebooks/static/*"),
         "every data file": _tree("facts/data/**/*"),
     }
     for what, files in groups.items():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import json
 import logging
+import re
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -13,6 +16,8 @@ import pytest
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.plan import TrainPlan
 from gpuwork.ui.common import (
+    PLOTLY_BASIC_TRACES,
+    PLOTLY_BASIC_URL,
     PLOTLY_MIME,
     LiveFigure,
     error_html,
@@ -73,3 +78,49 @@ def test_a_live_figure_sends_plotly_json_and_replaces_it() -> None:
     sent = json.loads(json.dumps(chart.out.outputs[0]["data"][PLOTLY_MIME]))  # plain JSON, as the comm sends it
     y = sent["data"][0]["y"]  # numpy arrays travel as plotly.js typed arrays (base64)
     assert np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).tolist() == [1.5, 3.0]
+
+
+def _drawn_by_fallback(html_text: str) -> dict:
+    """The figure JSON inside a text/html fallback, as the page's script reads it."""
+    (fig,) = re.findall(r"var fig = (.*);\n", html_text)
+    return json.loads(fig.replace("<\\/", "</"))
+
+
+def test_a_live_figure_carries_a_fallback_that_draws_the_same_json_with_the_basic_bundle() -> None:
+    chart = LiveFigure("gpuwork-x")
+    chart.show(go.Figure(go.Bar(x=["</script><b>x"], y=[1.5])))
+    first = chart.out.outputs[0]["data"]
+    chart.show(go.Figure(go.Bar(x=["</script><b>x"], y=[1.5])))
+    second = chart.out.outputs[0]["data"]
+    page = first["text/html"]
+    assert _drawn_by_fallback(page) == first[PLOTLY_MIME]  # the same figure, config included
+    assert "</script><b>" not in page  # a label cannot end the script
+    assert page.count("</script>") == 1 and f'"{PLOTLY_BASIC_URL}"' in page
+    # each output draws into its own element: an update never draws into the chart it replaces
+    ids = [re.search(r'id="(gpuwork-plot-[0-9a-f]+)"', d["text/html"]).group(1) for d in (first, second)]
+    assert ids[0] != ids[1]
+    assert first["text/html"].count(ids[0]) == 2 and second["text/html"].count(ids[1]) == 2  # the element, its lookup
+
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "gpuwork" / "ui" / "notebooks"
+
+
+def test_the_basic_bundle_is_plotlys_own_version_and_holds_every_trace_the_charts_use() -> None:
+    from plotly.basedatatypes import BaseTraceType
+    from plotly.offline import get_plotlyjs_version
+
+    bundle = NOTEBOOKS / PLOTLY_BASIC_URL.removeprefix("voila/files/")
+    head = bundle.read_text(encoding="utf-8")[:200]
+    assert re.search(r"plotly\.js \(basic - minified\) v(\S+)", head).group(1) == get_plotlyjs_version(), (
+        "update gpuwork/ui/notebooks/static/plotly-basic.min.js to the plotly.js version plotly ships "
+        "(npm: plotly.js-basic-dist-min)")
+    assert (bundle.parent / "plotly-basic.LICENSE.txt").read_text().startswith("MIT License")
+    # every trace the package builds (go.Bar, go.Scatter, ...) is one the basic bundle draws
+    used = set()
+    for path in (Path(__file__).resolve().parent.parent / "gpuwork").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "go":
+                cls = getattr(go, node.attr, None)
+                if isinstance(cls, type) and issubclass(cls, BaseTraceType):
+                    used.add(cls().type)
+    assert used and used <= PLOTLY_BASIC_TRACES, used - PLOTLY_BASIC_TRACES

@@ -50,9 +50,13 @@ DEFAULT_PORT = 8866
 VOILA_SETTINGS: Mapping[str, Mapping[str, Any]] = {
     "Voila": {"ip": DEFAULT_HOST, "port": DEFAULT_PORT, "open_browser": False},
     # the jupytext front-end extension does not load in Voila's older front end; the page has no code to highlight
-    # (pygments) and no anywidget: less JavaScript for each visitor's browser to parse
+    # (pygments), no anywidget, and draws its charts with plotly.js's basic bundle, served from beside the notebook,
+    # instead of plotly's renderer extension (all of plotly.js, parsed before the page connects to its kernel; see
+    # gpuwork.ui.common.PLOTLY_BASIC_URL): less JavaScript for each visitor's browser to parse
     "VoilaConfiguration": {"strip_sources": True,
-                           "extension_denylist": ["jupyterlab-jupytext", "jupyterlab_pygments", "anywidget"],
+                           "extension_denylist": ["jupyterlab-jupytext", "jupyterlab_pygments", "anywidget",
+                                                  "jupyterlab-plotly"],
+                           "file_allowlist": [r"static/plotly-basic\.min\.js"],
                            # the page limit lives in the kernel manager: Voila refuses a prelaunch hook with a pool
                            "preheat_kernel": True, "default_pool_size": 5,
                            "multi_kernel_manager_class": "gpuwork.cli.app_kernels.PagesKernelManager"},

@@ -201,7 +201,9 @@ class App(widgets.VBox):
         if self.trial is not None:
             views.append(self.trial.view())
             self.trial.listeners.append(self.offers.add_record)
-        self.tabs = widgets.Tab(children=views)
+        # a hidden tab's widgets reach the page when it is first shown: the first paint builds the Sizing tab only
+        self._views = views
+        self.tabs = widgets.Tab(children=[views[0], *(widgets.VBox(layout={"width": "100%"}) for _ in views[1:])])
         self.tabs.add_class("gpuwork-tabs")
         self.sizing.on_plan(self._on_plan)
         self.sizing.on_error(self._on_invalid)
@@ -293,6 +295,11 @@ class App(widgets.VBox):
         self.apply_plan(plan)
 
     def _on_tab(self, _change: Any) -> None:
+        index = self.tabs.selected_index
+        if index is not None:
+            slot = self.tabs.children[index]
+            if slot is not self._views[index] and not slot.children:
+                slot.children = (self._views[index],)
         self._refresh_visible()
 
     def _refresh_visible(self) -> None:

@@ -32,6 +32,7 @@ import logging
 import re
 import secrets
 import threading
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -358,19 +359,50 @@ PLOTLY_CONFIG: Mapping[str, Any] = {"displaylogo": False}
 
 
 def plotly_bundle(fig: go.Figure) -> dict[str, Any]:
-    """``fig`` as plotly's mime bundle, plain JSON (numpy arrays as plotly.js typed arrays, base64), for plotly's renderer
-    extension."""
+    """``fig`` as a mime bundle: plotly's JSON (numpy arrays as plotly.js typed arrays, base64) for plotly's renderer
+    extension, and a ``text/html`` fallback that draws the same JSON with plotly.js's basic bundle (the app's page)."""
     import plotly.io as pio
 
     data = json.loads(pio.to_json(fig, validate=False, engine="json"))
     data["config"] = dict(PLOTLY_CONFIG)
-    return {PLOTLY_MIME: data}
+    return {PLOTLY_MIME: data, "text/html": _plotly_html(data)}
+
+
+# The app's page (Voila) does not load plotly's renderer extension: its bundle holds all of plotly.js, 4.8 MB of
+# JavaScript that the page parses before it even connects to its kernel. The page draws the text/html fallback
+# instead, with plotly.js's basic bundle (bar, scatter, pie: every chart here; 1.2 MB, the plotly.js version plotly
+# ships), served beside the app notebook (VOILA_SETTINGS' file_allowlist) and loaded once per page, when the first
+# chart needs it. JupyterLab ranks plotly's mime type first and never runs this.
+PLOTLY_BASIC_URL = "voila/files/static/plotly-basic.min.js"
+PLOTLY_BASIC_TRACES = frozenset({"bar", "pie", "scatter"})  # the bundle's trace modules (its README)
+_PLOTLY_HTML = """<div class="gpuwork-plot" id="{id}"></div><script>(function () {{
+  var fig = {fig};
+  function draw() {{
+    var el = document.getElementById("{id}");
+    // responsive: the chart follows its column when the window is resized
+    if (el) window.Plotly.newPlot(el, fig.data, fig.layout || {{}}, Object.assign({{responsive: true}}, fig.config));
+  }}
+  if (window.Plotly) {{ draw(); return; }}
+  var s = document.querySelector("script[data-gpuwork-plotly]");
+  if (!s) {{
+    s = document.createElement("script");
+    s.src = "{url}";
+    s.setAttribute("data-gpuwork-plotly", "");
+    document.head.appendChild(s);
+  }}
+  s.addEventListener("load", draw);
+}})();</script>"""
+
+
+def _plotly_html(data: Mapping[str, Any]) -> str:
+    fig = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # a "</script>" in a label ends no script
+    return _PLOTLY_HTML.format(id=f"gpuwork-plot-{uuid.uuid4().hex}", fig=fig, url=PLOTLY_BASIC_URL)
 
 
 class LiveFigure:
-    """A chart slot in a page: an ``Output`` widget holding one output, the figure as plotly's JSON
-    (``application/vnd.plotly.v1+json``), drawn by plotly's renderer extension (jupyterlab-plotly, shipped with
-    plotly, loaded by JupyterLab and Voila alike).
+    """A chart slot in a page: an ``Output`` widget holding one output, the figure as ``plotly_bundle``. JupyterLab
+    draws it with plotly's renderer extension (jupyterlab-plotly, shipped with plotly); the app's page (Voila, which
+    is told not to load that extension) draws the ``text/html`` fallback with plotly.js's basic bundle.
 
     Not a ``FigureWidget``: each FigureWidget sends its own copy of plotly.js (5 MB, anywidget's ``_esm``) through
     the kernel and the server's websocket, per chart and per visitor; the extension is one static file.
@@ -419,6 +451,8 @@ __all__ = [
     "NOTE_COLOR",
     "WIDE",
     "LiveFigure",
+    "PLOTLY_BASIC_TRACES",
+    "PLOTLY_BASIC_URL",
     "PLOTLY_MIME",
     "Panel",
     "describe",
