@@ -121,3 +121,24 @@ def test_kernel_fractions_are_plausible(kernels):
                 "pcie_p2p_disabled_factor"):
         assert 0 < float(kernels[key]["value"]) <= 1, key
     assert float(kernels["launch_overhead_graph_us"]["value"]) < float(kernels["launch_overhead_eager_us"]["value"])
+
+
+def test_every_stack_names_its_expert_layout_and_the_loader_refuses_another(tmp_path):
+    import shutil
+
+    from gpuwork.errors import CatalogError
+    from gpuwork.facts.rates import load_rates
+
+    header, rows = read_csv("stacks.csv")
+    assert "moe_experts" in header
+    layouts = {row["stack"]: row["moe_experts"] for row in rows}
+    assert set(layouts.values()) <= {"fused", "loop"}
+    # the default stack follows today's transformers (fused expert tensors); the 4.x loop is asked for per run
+    assert layouts["hf-trainer"] == "fused"
+    for name in ("rates.csv", "kernels.csv"):
+        shutil.copy(DATA / name, tmp_path / name)
+    text = (DATA / "stacks.csv").read_text(encoding="utf-8")
+    (tmp_path / "stacks.csv").write_text(text.replace(",eager,fused,", ",eager,grouped,", 1), encoding="utf-8")
+    with pytest.raises(CatalogError) as info:
+        load_rates(tmp_path)
+    assert info.value.msg["column"] == "moe_experts" and info.value.msg["value"] == "grouped"

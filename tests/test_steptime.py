@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from gpuwork.estimate.ops import Kind, Phase, StackKernels, step_ops
+from gpuwork.estimate.ops import Kind, MoeExperts, Phase, StackKernels, step_ops
 from gpuwork.estimate.steptime import price_ops, stack_kernels, wave_efficiency
 from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.model import get_spec
@@ -241,3 +241,67 @@ def test_for_loop_adamw_launches_seven_kernels_per_tensor():
     update = next(o for o in _ops(plan) if o.name == "AdamW update")
     foreach = next(o for o in _ops(plan.replace(optimizer_impl="foreach")) if o.name == "AdamW update")
     assert update.launches % 7 == 0 and update.bytes == foreach.bytes
+
+
+MIXTRAL = "mixtral-8x7b"
+
+
+def _experts(ops, phase=Phase.FORWARD):
+    return [o for o in ops if o.phase is phase and (o.name.startswith("expert") or o.name.startswith("router"))]
+
+
+def test_transformers_4_loops_over_nn_linear_experts_while_fused_tensors_run_one_gemm_per_matrix():
+    # Mixtral-8x7B QLoRA, 4 x 4096 tokens: each of 8 experts gets 16384 x 2 / 8 = 4096 rows, 32 blocks
+    plan = TrainPlan(model=MIXTRAL, method="qlora", seq_len=4096, batch_size=4)
+    fused = _experts(_ops(plan))
+    loop = _experts(_ops(plan, StackKernels(moe_experts=MoeExperts.LOOP)))
+    assert {o.name for o in fused if o.kind is Kind.MATMUL} == {"expert gate_up_proj", "expert down_proj"}
+    assert not any("dequantize" in o.name for o in fused)  # fused tensors are not nn.Linear: bnb skips them
+    w1 = next(o for o in loop if o.name == "expert w1")
+    assert (w1.m, w1.n, w1.count) == (4096, 14336, 256)
+    assert w1.flops == 2 * 4096 * 14336 * 4096
+    # the same GEMM FLOPs either way: w1 + w3 + w2 = gate_up + down
+    assert sum(o.flops * o.count for o in loop if o.kind is Kind.MATMUL) == pytest.approx(
+        sum(o.flops * o.count for o in fused if o.kind is Kind.MATMUL))
+    # every expert linear is a bnb Linear4bit: dequantised (absmax first: 2 kernels) once per expert and block
+    for name in ("expert w1", "expert w3", "expert w2"):
+        dq = next(o for o in loop if o.name == f"{name} dequantize 4-bit")
+        assert (dq.count, dq.launches) == (256, 2)
+    # torch.where per expert waits for the GPU
+    sync = next(o for o in loop if o.host_sync)
+    assert (sync.count, sync.launches) == (256, 3)
+    # kernels per expert on the fp32 stream of QLoRA: where 3, gather 1, w1 and w3 5 each (cast, dequantize x2,
+    # GEMM, cast back), SiLU 1, product 1, w2 5, routing weights 2, index_add 1 = 24; per block the router 8 and
+    # the output zeros + one-hot 2: 32 x (8 x 24 + 10) = 6,464 forward launches
+    assert sum(o.launches * o.count for o in loop) == 32 * (8 * 24 + 10) == 6464
+    assert sum(o.launches * o.count for o in fused) == 32 * (8 + 2 * 8 + 4 * 8)
+
+
+def test_the_expert_loop_prices_its_host_waits_and_costs_more_than_fused_tensors():
+    rates = load_rates()
+    gpu, device = get_gpu("a100_80_sxm"), rates.device("a100_80_sxm")
+    profile = rates.stacks[Stack.HF_TRAINER]
+    plan = TrainPlan(model=MIXTRAL, method="lora", seq_len=4096, batch_size=2, grad_checkpointing=True,
+                     attention="flash")
+    loop_ops = _ops(plan, stack_kernels(profile, "loop"))
+    sync = next(o for o in loop_ops if o.host_sync and o.phase is Phase.FORWARD)
+    host_s = rates.kernel("launch_overhead_eager_us") * 1e-6
+    gpu_s = max(sync.bytes / device.mem_bw_bytes_s, sync.launches * rates.kernel("launch_overhead_graph_us") * 1e-6)
+    # its own dispatch, its GPU time and the next kernel's dispatch, one after another
+    assert price_ops((sync,), gpu, device, rates, profile).total_s == pytest.approx(
+        sync.count * (gpu_s + sync.launches * host_s + host_s))
+    fused_s = estimate_time(plan, gpu).step_time_s
+    loop = estimate_time(plan, gpu, moe_experts="loop")
+    assert loop.step_time_s > 1.05 * fused_s  # 3.59 s vs 3.38 s: the E-way gradient scatter and sum, syncs
+    assert loop.launches_per_step > 1.5 * estimate_time(plan, gpu).launches_per_step  # 17,698 vs 10,146
+    # a dense model has no experts: the option changes nothing
+    dense = plan.replace(model="mistral-7b")
+    assert estimate_time(dense, gpu, moe_experts="loop").step_time_s == estimate_time(dense, gpu).step_time_s
+
+
+def test_an_unknown_expert_layout_is_refused_with_the_choices():
+    from gpuwork.errors import PlanError
+
+    with pytest.raises(PlanError, match="moe_experts") as info:
+        estimate_time(TrainPlan(model=MIXTRAL, method="lora"), "a100_80_sxm", moe_experts="grouped")
+    assert info.value.field == "moe_experts" and info.value.msg["allowed"] == "fused, loop"

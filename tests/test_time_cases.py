@@ -85,3 +85,13 @@ def test_a_case_with_an_unknown_metric_or_a_bad_value_is_refused():
     for bad in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match="measured"):
             TimeCase(name="x", plan=plan, gpu_id="h100_sxm", metric="step_s", measured=bad, source="s", source_id="s")
+
+
+def test_only_cases_that_name_an_older_transformers_loop_over_experts():
+    looped = [c for c in TIME_CASES if c.moe_experts is not None]
+    assert {c.moe_experts for c in looped} == {"loop"}
+    # the fms-acceleration runs state transformers 4.48.1 (MixtralSparseMoeBlock loops over nn.Linear experts)
+    assert {c.source_id for c in looped} == {"fms-acceleration"}
+    assert all("transformers 4.48.1" in c.notes for c in looped)
+    assert {c.name for c in looped if "Mixtral" in c.name} == {"fms Mixtral-8x7B QLoRA 1xA100",
+                                                               "fms Mixtral-8x7B LoRA FSDP 2xA100"}

@@ -16,8 +16,12 @@ apply_rotary_pos_emb, peft's lora.Linear.forward, bitsandbytes' MatMul4Bit, torc
 _multi_tensor_adamw); the stack (``StackKernels``) says which of them a fused library or a compiler
 replaces by one kernel. Bytes are what each kernel reads plus writes.
 
-Limitations: the grouped (fused) MoE expert kernels of newer transformers are counted as one GEMM
-per expert over its share of tokens; sliding-window attention is counted as full attention.
+MoE experts: today's fused expert tensors are counted as one GEMM per expert over its share of tokens;
+``StackKernels.moe_experts = "loop"`` lists transformers 4.x's Python loop over ``nn.Linear`` experts
+instead (``_moe_loop_forward``).
+
+Limitations: experts get tokens in equal shares (t x top-k / experts rows each); adapters on expert
+linears are not counted; sliding-window attention is counted as full attention.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ class Kind(StrEnum):
     ATTENTION = "attention"  # the attention kernels (flash / memory-efficient) or eager score matmuls
     MEMORY = "memory"  # element-wise and reduction kernels: norms, activations, casts, loss, dequantisation
     OPTIMIZER = "optimizer"  # clipping, accumulation and the update
+
+
+class MoeExperts(StrEnum):
+    """How a MoE block runs its experts (stacks.csv ``moe_experts``, or the run's transformers version)."""
+
+    FUSED = "fused"  # today's transformers / frameworks: fused expert tensors, one GEMM per expert and matrix
+    LOOP = "loop"  # transformers 4.x MixtralSparseMoeBlock: a Python loop over nn.Linear experts
 
 
 class Backward(StrEnum):
@@ -77,6 +88,9 @@ class Op:
     backward_factor: float = 2.0
     backward_launches: int = -1
     bias_bytes: float = 0.0  # MATMUL with a trained bias: bytes of the output its gradient sums in the backward
+    # the host waits for the GPU here (a device-to-host copy): the queue drains, so this op's dispatch and the
+    # next kernel's are not hidden behind earlier GPU work
+    host_sync: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +104,7 @@ class StackKernels:
     fused_lora: bool = False  # adapter matmuls, scaling and add fused (no casts, no extra adds)
     fuse_elementwise: bool = False  # a compiler fuses every element-wise chain between matmuls
     adapters_fp32: bool = True  # LoRA weights fp32 on a 16-bit base (peft autocast_adapter_dtype=True)
+    moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
 
 
 # torch.optim foreach kernels take lists of tensors, at most this many per launch for the
@@ -209,7 +224,11 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
                                  forward=True, weight_trains=trained > 0)
             if group == "mlp_in":
                 out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
-        out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
+        if st.moe_experts is MoeExperts.LOOP:
+            out += _moe_loop_forward(spec, plan, phase, c, t, s_b, e, w_b, mm, st, trains=trained > 0,
+                                     autocast=dt.autocast and not fuse)
+        else:
+            out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
         if not fuse:
             out.append(_residual_add(phase, t * h, s_b, c))
         if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
@@ -438,6 +457,69 @@ def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: 
     return out
 
 
+# transformers 4.x expert loop, per expert, from PyTorch's CUDA kernels (aten/src/ATen/native/cuda): nonzero
+# (torch.where of the routing mask) counts the hits, copies the count to the host and waits for it (torch.nonzero
+# docs: "causes host-device synchronization"), then writes the indices; the backward of hidden_states[top_x] is
+# index_put_(accumulate=True) into a zero-filled gradient of the whole input (autograd index_backward), which
+# sorts the indices first (Indexing.cu index_put_with_sort_kernel: linearise, arange, radix sort, accumulate).
+_NONZERO_LAUNCHES = 3
+_INDEX_PUT_SORTED_LAUNCHES = 6  # zero fill, linear index, arange, radix sort (2), accumulate
+
+
+def _moe_loop_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, s_b: int, e: int,
+                      w_b: int, mm: str, st: StackKernels, trains: bool, autocast: bool) -> list[Op]:
+    """transformers 4.x MixtralSparseMoeBlock.forward (v4.36-4.5x, e.g. 4.48.1): router, then a Python loop
+    over every expert, each an ``nn.Linear`` module (so bitsandbytes quantises each one under QLoRA)::
+
+        idx, top_x = torch.where(expert_mask[expert_idx])           # nonzero: the host waits
+        current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+        current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+        final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+
+    with ``expert_layer`` = w2(act_fn(w1(x)) * w3(x)) (MixtralBlockSparseTop2MLP). Each expert gets
+    t x top_k / n_experts rows. Under QLoRA every expert linear is a bnb Linear4bit: input cast to the compute
+    dtype, dequantisation, GEMM, output cast back to the input dtype (``_linear_forward``), so the activation
+    and the product run in the stream's dtype.
+    """
+    experts = [lin for lin in spec.linears if lin.in_block and lin.experts > 1]
+    if not experts:
+        return []
+    n_exp, k_exp = spec.num_experts, spec.experts_per_token
+    h, f = spec.hidden_size, spec.intermediate_size
+    rows = max(1, math.ceil(t * k_exp / n_exp))
+    c = count * n_exp  # per expert
+    quantized = plan.method is Method.QLORA
+    y_b = s_b if quantized else e  # dtype of an expert linear's output (Linear4bit casts back to its input's)
+
+    def linear(name: str, k: int, n: int, x_b: int) -> list[Op]:
+        return _linear_forward(name, k, n, phase, c, quantized, False, plan, rows, e, x_b, w_b, mm, mm, w_b, st,
+                               trains=trains, autocast=autocast)
+
+    out = [_mem("router softmax, top-k, gather", phase, t * h, 4 * e, 8, count),
+           _mem("expert output zeros, one-hot mask", phase, t * h, s_b, 2, count, backward=Backward.NONE)]
+    out.append(Op("expert token selection (torch.where, waits for the GPU)", Kind.MEMORY, phase, 0.0,
+                  float(t * k_exp * 8 + rows * 16), _NONZERO_LAUNCHES, c, backward=Backward.NONE, host_sync=True))
+    # backward: a zero-filled gradient of the whole input, the sorted scatter-add of the rows, and autograd's
+    # add of this expert's input gradient to the others' (3 passes over t x h)
+    gather_b = 2.0 * rows * h * s_b
+    out.append(_mem("expert input gather", phase, rows * h, 2 * s_b, 1, c,
+                    backward_factor=(t * h * s_b + 3 * rows * h * s_b + 3 * t * h * s_b) / gather_b,
+                    backward_launches=_INDEX_PUT_SORTED_LAUNCHES + 1))
+    out += linear("expert w1", h, f, s_b)
+    out += linear("expert w3", h, f, s_b)
+    # SiLU backward reads x and the gradient, writes one; the product's backward is two multiplies
+    out.append(_mem("expert SiLU", phase, rows * f, 2 * y_b, 1, c, backward_factor=1.5))
+    out.append(_mem("expert SiLU x w3", phase, rows * f, 3 * y_b, 1, c, backward_launches=2))
+    out += linear("expert w2", f, h, y_b)
+    # routing_weights[top_x, idx, None] (an index kernel) times the output; backward: the gradient times the
+    # weights, the gradient times the output summed per row (the weights' gradient) and its sorted scatter
+    out.append(_mem("expert routing-weight multiply", phase, rows * h, y_b + s_b, 2, c,
+                    backward_launches=3 + _INDEX_PUT_SORTED_LAUNCHES))
+    # index_add_ reads the rows and updates the output rows in place; backward: index_select of the gradient
+    out.append(_mem("expert index_add", phase, rows * h, 3 * s_b, 1, c, backward_factor=2 / 3, backward_launches=1))
+    return out
+
+
 def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h: int, e: int, s_b: int, w_b: int,
                            mm: str, st: StackKernels, fuse: bool) -> list[Op]:
     """Final norm, output layer and loss, forward and backward (the loss backward runs first)."""
@@ -553,4 +635,4 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op
     return out
 
 
-__all__ = ["Backward", "Kind", "Op", "Phase", "StackKernels", "matmul_dtype", "step_ops"]
+__all__ = ["Backward", "Kind", "MoeExperts", "Op", "Phase", "StackKernels", "matmul_dtype", "step_ops"]

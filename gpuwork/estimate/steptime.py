@@ -12,7 +12,9 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
   replay [K2]): kernels are launched asynchronously, so the host only sets the pace when a kernel
   finishes faster than the next one can be dispatched. On a CPU (``DeviceRates.synchronous``) the
-  dispatch runs on the same thread as the kernel and adds to it.
+  dispatch runs on the same thread as the kernel and adds to it. An op that makes the host wait for
+  the GPU (``Op.host_sync``, e.g. ``torch.nonzero``) drains the queue: its dispatch, its GPU time and
+  the dispatch of the kernel after it follow one another.
 
 The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
 time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
@@ -23,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuwork.estimate.ops import Kind, Op, StackKernels
+from gpuwork.estimate.ops import Kind, MoeExperts, Op, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 
@@ -43,11 +45,14 @@ class StepPrice:
     assumptions: dict[str, str]  # rate used -> its source
 
 
-def stack_kernels(profile: StackProfile) -> StackKernels:
+def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = None) -> StackKernels:
+    """The op list's view of a stack; ``moe_experts`` overrides the stack's expert layout (a run on an older
+    transformers, see ``estimate.timing.estimate_time``)."""
     return StackKernels(fused_norm=profile.fused_norm, fused_rope=profile.fused_rope,
                         fused_mlp_activation=profile.fused_mlp_activation,
                         fused_cross_entropy=profile.fused_cross_entropy, fused_lora=profile.fused_lora,
-                        fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32)
+                        fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32,
+                        moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 
 def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple[float, str]:
@@ -138,7 +143,12 @@ def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Ra
             compute = 0.0
         gpu_s = max(compute, op.bytes / bw, op.launches * floor_s) / efficiency
         host_s = op.launches * host_s_per_launch / efficiency
-        one = gpu_s + host_s if device.synchronous else max(gpu_s, host_s)
+        if device.synchronous:
+            one = gpu_s + host_s
+        elif op.host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
+            one = gpu_s + host_s + host_s_per_launch / efficiency
+        else:
+            one = max(gpu_s, host_s)
         kind_s[op.kind] += gpu_s * op.count
         overhead_s += (one - gpu_s) * op.count
         phase_s[op.phase] = phase_s.get(op.phase, 0.0) + one * op.count

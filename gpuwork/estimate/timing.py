@@ -40,7 +40,7 @@ from typing import Any
 
 from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
-from gpuwork.estimate.ops import Kind, Phase, step_ops
+from gpuwork.estimate.ops import Kind, MoeExperts, Phase, step_ops
 from gpuwork.estimate.steptime import price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
 from gpuwork.facts.block_profiles import matching_profile
@@ -519,9 +519,9 @@ def _busbw_fraction(rates: Rates, link: Link) -> tuple[float, str]:
     return rates.kernel(key), key
 
 
-def _plan_ops(plan: TrainPlan, inputs: Inputs, profile) -> tuple:
+def _plan_ops(plan: TrainPlan, inputs: Inputs, profile, moe_experts: MoeExperts | None = None) -> tuple:
     """The step's operations: the hand-written block, or the traced one for a family without it."""
-    ops = step_ops(plan, inputs.spec, stack_kernels(profile))
+    ops = step_ops(plan, inputs.spec, stack_kernels(profile, moe_experts))
     traced = matching_profile(inputs.spec, plan)
     if traced is None:
         return ops
@@ -555,6 +555,7 @@ def estimate_time(
     nodes: int | None = None,
     loader_tokens_per_s: float | None = None,
     disk_write_bytes_s: float = DISK_WRITE_BYTES_S,
+    moe_experts: MoeExperts | str | None = None,
 ) -> TimeEstimate:
     """Step time and total time of ``plan`` on ``plan.gpus`` GPUs of type ``gpu``.
 
@@ -578,9 +579,12 @@ def estimate_time(
         nodes: nodes the GPUs are spread over; None = 1.
         loader_tokens_per_s: what the data pipeline delivers (all GPUs); None = assumed to keep up.
         disk_write_bytes_s: checkpoint write speed, bytes/s.
+        moe_experts: how a MoE model's experts run, when the run's software differs from the stack's
+            (stacks.csv ``moe_experts``): "loop" for transformers 4.x (a Python loop over ``nn.Linear``
+            experts), "fused" for fused expert tensors; None = the stack's.
 
     Raises:
-        PlanError / CatalogError: bad mfu, calibration, link, network or node count.
+        PlanError / CatalogError: bad mfu, calibration, link, network, node count or moe_experts.
     """
     spec = inputs.spec
     counts = count_params(spec, plan)
@@ -608,7 +612,11 @@ def estimate_time(
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
         warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
     device = _device_rates(gpu, inputs, warnings)
-    ops = _plan_ops(plan, inputs, profile)
+    if moe_experts is not None and moe_experts not in {m.value for m in MoeExperts}:
+        raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
+                                           allowed=", ".join(m.value for m in MoeExperts)))
+    experts = MoeExperts(moe_experts) if moe_experts is not None else None
+    ops = _plan_ops(plan, inputs, profile, experts)
     tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
 
     scale, source = 1.0, "op model"
@@ -618,7 +626,7 @@ def estimate_time(
             raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
         source = "argument"
     elif calibration:
-        scale, label = _calibration_scale(plan, gpu, device, inputs, profile, calibration)
+        scale, label = _calibration_scale(plan, gpu, device, inputs, profile, calibration, experts)
         source = "calibration"
     price = price_ops(ops, gpu, device, rates, profile, efficiency=scale)
     optimizer_s = price.by_phase.get(Phase.OPTIMIZER.value, 0.0)
@@ -783,6 +791,11 @@ def estimate_time(
         "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
         "margin_s": f"{TIME_MARGIN:.0%} of the total",
     }
+    if spec.num_experts > 1:
+        layout = experts or MoeExperts(profile.moe_experts)
+        sources["moe experts"] = ("transformers 4.x loop over nn.Linear experts, a host wait per expert "
+                                  "(rates_sources.md [K10][K11])" if layout is MoeExperts.LOOP
+                                  else "fused expert tensors, one GEMM per expert over its share of tokens")
     return TimeEstimate(
         plan=plan, gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, peak_label=peak_label,
         peak_flops_per_gpu=peak, mfu=choice, flops_per_token=flops, tokens_per_step=plan.tokens_per_step,
@@ -796,7 +809,7 @@ def estimate_time(
 
 
 def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile,
-                       cal: Mapping[str, Any]) -> tuple[float, str | None]:
+                       cal: Mapping[str, Any], moe_experts: MoeExperts | None = None) -> tuple[float, str | None]:
     """The efficiency factor a measurement implies: {"tokens_per_s": per-GPU tokens/s measured on this GPU
     with this stack}; optional "seq_len" and "batch_size" (the measured shape, re-priced at that shape) or
     just "tokens_per_micro_batch", "gpu_id" (must match) and "source" (a label)."""
@@ -823,7 +836,7 @@ def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, input
     elif cal.get("tokens_per_micro_batch") and int(cal["tokens_per_micro_batch"]) != plan.tokens_per_micro_batch:
         # only the tokens are known: same batch, the sequence that gives them
         measured_plan = measured_plan.replace(seq_len=max(1, int(cal["tokens_per_micro_batch"]) // plan.batch_size))
-    ops = _plan_ops(measured_plan, inputs, profile)
+    ops = _plan_ops(measured_plan, inputs, profile, moe_experts)
     measured_s = measured_plan.tokens_per_micro_batch * measured_plan.grad_accum / float(tokens_per_s)
     return _fit_scale(ops, gpu, device, inputs, profile, measured_s), label
 

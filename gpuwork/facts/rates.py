@@ -22,6 +22,7 @@ RATES_CSV = "rates.csv"
 KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
 DTYPES = ("bf16", "fp16", "fp32")
+MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class StackProfile:
     adapters_fp32: bool  # LoRA weights kept in fp32 on a 16-bit base (peft's default): casts around them
     launch: str  # "eager" (one host dispatch per kernel) | "graph" (CUDA graph replay)
     basis: str
+    moe_experts: str = "fused"  # "fused" expert tensors (one GEMM per expert) | "loop" (transformers 4.x)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def _load(folder: str) -> Rates:
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
-    for i, row in enumerate(_rows(spath, ("stack", *flags, "launch", "basis")), start=2):
+    for i, row in enumerate(_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())
         except ValueError:
@@ -138,7 +140,11 @@ def _load(folder: str) -> Rates:
             values[flag] = row[flag].strip() == "1"
         if row["launch"].strip() not in ("eager", "graph"):
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="launch", value=row["launch"]))
-        stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"], **values)
+        if row["moe_experts"].strip() not in MOE_EXPERTS:
+            raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="moe_experts",
+                                   value=row["moe_experts"]))
+        stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"],
+                                     moe_experts=row["moe_experts"].strip(), **values)
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
@@ -150,4 +156,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["DTYPES", "DeviceRates", "Rates", "StackProfile", "load_rates"]
+__all__ = ["DTYPES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates"]

@@ -242,13 +242,15 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
         plan = case.plan
         gpu = EXTRA_GPUS.get(case.gpu_id) or get_gpu(case.gpu_id)
         nodes = plan.gpus // GPUS_PER_NODE if plan.gpus > GPUS_PER_NODE else 1
-        est = estimate_time(plan, gpu, nodes=nodes, network=CLUSTER_NETWORK if nodes > 1 else None)
+        est = estimate_time(plan, gpu, nodes=nodes, network=CLUSTER_NETWORK if nodes > 1 else None,
+                            moe_experts=case.moe_experts)
         measured = _measured_per_gpu(case)
         predicted = est.tokens_per_s / plan.gpus
         utilisation = est.flops_per_token.total * measured / est.peak_flops_per_gpu
         rows.append(TimeAccuracyRow(
             name=case.name, source_id=case.source_id, gpu=gpu.display_name, gpus=plan.gpus, method=plan.method.value,
-            stack=plan.stack.value, metric=case.metric, measured=measured, predicted=predicted,
+            stack=plan.stack.value + (" (4.x expert loop)" if "moe experts" in est.sources and case.moe_experts
+                                      == "loop" else ""), metric=case.metric, measured=measured, predicted=predicted,
             error=predicted / measured - 1, previous=previous.get(case.name), utilisation=utilisation,
             excluded=utilisation > PHYSICAL_LIMIT,
             breakdown={k: v / est.step_time_s for k, v in est.breakdown.items() if v > 0}))
@@ -301,6 +303,7 @@ def time_accuracy_markdown(rows: list[TimeAccuracyRow] | None = None) -> str:
     return "\n".join(lines)
 
 
+_OFF = 0.35  # the page lists and explains the admitted cases off by more than this
 # Why the largest misses miss (prose for the page; the figures beside them are computed).
 _KNOWN_MISSES = (
     ("bert-large", "*FP16 AMP on the V100 (2021 HF Trainer):* with 16-bit tensor cores the matmuls shrink to a "
@@ -310,11 +313,19 @@ _KNOWN_MISSES = (
      "which today's torch does with no kernel or in a few multi-tensor ones; the plan cannot name that torch "
      "version, so these are not counted. The V100's rates are derived from the other NVIDIA GPUs' datasheet "
      "ratios (it is not in rates.csv)."),
-    ("fms Mixtral", "*Mixtral-8x7B (fms-acceleration, transformers 4.x):* those runs looped over the experts as "
-     "separate `nn.Linear` modules (quantised one by one under QLoRA); the model follows today's fused expert "
-     "tensors."),
-    ("answerai Llama-2-70B QLoRA FSDP 4xA6000Ada", "*RTX 6000 Ada:* its rates are derived from a sibling card (the "
-     "L40S, same die; no kernel measurement of its own), see `rates_sources.md`."),
+    ("fms Mixtral", "*Mixtral-8x7B (fms-acceleration, transformers 4.48.1):* these runs are priced with 4.x's "
+     "loop over `nn.Linear` experts (`moe_experts=\"loop\"`: per expert and block a `torch.where` that waits for "
+     "the GPU, a row gather whose backward zero-fills and scatter-adds a whole-batch gradient, three GEMMs, and "
+     "under QLoRA three 4-bit dequantisations and fp32 casts around them); the QLoRA run moved from +57 % to "
+     "+24 %, the LoRA FSDP run from +48 % to +40 %. What remains of the LoRA run is not explained by the source: "
+     "the model spreads tokens evenly over the experts."),
+    ("answerai Llama-2-70B QLoRA FSDP", "*RTX 6000 Ada:* its rates are derived from the L40S (same AD102 die and "
+     "142 SMs; no kernel measurement of the 6000 Ada itself was found), see `rates_sources.md`. The 6000 Ada is a "
+     "300 W card and the L40S a 350 W one, so its sustained matmul rate is likely lower, by an amount no source "
+     "gives. The two runs imply 22 % of the datasheet peak, half of what the A5000 and A100 rows of the same "
+     "table imply. Communication does not explain it: the 4-bit all-gathers over PCIe 4.0 x16 take about 1.4 s "
+     "(2 GPUs) to 2.1 s (4 GPUs) per micro-batch at NCCL's share of the link, against 15 to 22 s of predicted "
+     "compute, so they stay hidden even at half that bandwidth (peer-to-peer off)."),
 )
 
 
@@ -355,8 +366,8 @@ and 90th percentile {s['p90']:.0%} (targets 20 % and 45 %); the previous model o
 {s['previous_median']:.0%} and {s['previous_p90']:.0%}.
 
 """
-    worst = sorted((r for r in rows if not r.excluded and abs(r.error) > 0.45), key=lambda r: -abs(r.error))
-    tail = ["", "", "**Where it is still off** (|error| above 45 %):", ""]
+    worst = sorted((r for r in rows if not r.excluded and abs(r.error) > _OFF), key=lambda r: -abs(r.error))
+    tail = ["", "", f"**Where it is still off** (|error| above {_OFF:.0%}):", ""]
     tail += [f"- {r.name} ({r.gpus}× {r.gpu}): {r.error:+.0%}" for r in worst]
     explained = [text for prefix, text in _KNOWN_MISSES if any(r.name.startswith(prefix) for r in worst)]
     if explained:

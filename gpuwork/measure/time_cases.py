@@ -41,6 +41,9 @@ class TimeCase:
     notes: str = ""  # what the source does not state and what was assumed
     measured_time_s: float | None = None  # the source's own run time, when it gives one
     samples: int | None = None  # samples in that run
+    # how the run's software ran MoE experts where it differs from its stack's (estimate_time moe_experts):
+    # "loop" for transformers 4.x, whose MoE blocks loop over nn.Linear experts; None = the stack's
+    moe_experts: str | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -84,10 +87,11 @@ EXTRA_GPUS: dict[str, GpuSpec] = {g.gpu_id: g for g in (V100_SXM2_16GB, H100_HBM
 
 
 def _cases(base: TrainPlan, rows: list[tuple], *, metric: str, source: str, source_id: str,
-           notes: str) -> list[TimeCase]:
+           notes: str, moe_experts: str | None = None) -> list[TimeCase]:
     """TimeCases from rows of (name, gpu_id, plan changes, measured, row notes); ``notes`` is shared."""
     return [TimeCase(name=name, plan=base.replace(**changes), gpu_id=gpu_id, metric=metric, measured=measured,
-                     source=source, source_id=source_id, notes=" ".join(filter(None, [notes, row_notes])))
+                     source=source, source_id=source_id, notes=" ".join(filter(None, [notes, row_notes])),
+                     moe_experts=moe_experts)
             for name, gpu_id, changes, measured, row_notes in rows]
 
 
@@ -310,7 +314,9 @@ def _fms_cases() -> list[TimeCase]:
                         "attention 2, torch_dtype bfloat16 (pure bf16 weights; AdamW adamw_torch default, foreach "
                         "assumed); 2 GPUs: accelerate FSDP FULL_SHARD, BACKWARD_PRE prefetch, no offload. "
                         "train_tokens_per_second is per device: 100 steps x per-device batch x 4096 / train_runtime "
-                        "reproduces it. 'A100 80GB': SXM assumed.")
+                        "reproduces it. 'A100 80GB': SXM assumed. transformers 4.48.1 runs Mixtral's experts as "
+                        "nn.Linear modules in a Python loop (MixtralSparseMoeBlock), priced as moe_experts='loop'.",
+                  moe_experts="loop")
 
 
 # -- 6. Answer.AI "Benchmarking QLoRA+FSDP" (fsdp_qlora train.py, Feb-Mar 2024) --------------------
