@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -78,6 +79,10 @@ class LoadResult:
     culled: int = 0  # kernels the server culled during the run (should be 0: every page stays connected)
     disconnected: int = 0  # pages whose kernel connection the server saw close before the pages were closed
     change_ms: float | None = None  # what the page returned for the change (-1: no update within 120 s)
+    # the server's part of a page's wait: the page's request for its widgets -> the frame that brings them
+    widgets_s: list[float] = field(default_factory=list)
+    server_cpu_s: float = 0.0  # CPU seconds of the Voila tree (server + kernels) while the pages opened
+    browser_cpu_s: float = 0.0  # CPU seconds of Chromium's processes meanwhile
 
     @property
     def median_s(self) -> float:
@@ -95,6 +100,12 @@ class LoadResult:
         if self.first_chart_s:
             out.append(f"first chart: median {self.median_s:.1f} s, p95 {self.p95_s:.1f} s, "
                        f"min {min(self.first_chart_s):.1f} s, max {max(self.first_chart_s):.1f} s")
+        if self.widgets_s:
+            out.append(f"the server's part: a page asks for its widgets -> receives them: median "
+                       f"{statistics.median(self.widgets_s):.2f} s, max {max(self.widgets_s):.2f} s")
+        if self.server_cpu_s or self.browser_cpu_s:
+            out.append(f"CPU while the pages opened ({os.cpu_count()} cores): Voila server + kernels "
+                       f"{self.server_cpu_s:.1f} s, Chromium {self.browser_cpu_s:.1f} s")
         out.append(f"kernels: {self.kernels}; RSS of the Voila tree: peak {self.peak_rss_bytes / gib:.2f} GiB "
                    f"({self.peak_rss_bytes / max(self.kernels, 1) / 2**20:.0f} MiB per page), "
                    f"server alone {self.server_rss_bytes / 2**20:.0f} MiB")
@@ -137,9 +148,10 @@ def _tree_rss(pid: int) -> tuple[int, int, int]:
 
 
 def start_server(port: int, max_pages: int, log_path: Path, extra_flags: tuple[str, ...] = (), *,
-                 pool: int | None = None) -> subprocess.Popen:
-    """The app as ``gpuwork app`` serves it (``pool``: the preheated kernels, default ``gpuwork app``'s), in a new
-    process group; returns once the port accepts connections and the pool's kernels have run the notebook."""
+                 pool: int | None = None, notebook: Path | None = None) -> subprocess.Popen:
+    """The app as ``gpuwork app`` serves it (``pool``: the preheated kernels, default ``gpuwork app``'s; ``notebook``:
+    another notebook served the same way), in a new process group; returns once the port accepts connections and
+    the pool's kernels have run the notebook."""
     from gpuwork.cli.app import POOL_SIZE
 
     pool = POOL_SIZE if pool is None else pool
@@ -147,8 +159,9 @@ def start_server(port: int, max_pages: int, log_path: Path, extra_flags: tuple[s
         "from voila.app import Voila\n"
         "from gpuwork.cli.app import app_notebook, voila_argv\n"
         f"extra = {list(extra_flags)!r}\n"
+        f"notebook = {str(notebook) if notebook else None!r} or app_notebook()\n"
         "keys = {flag.split('=', 1)[0] for flag in extra}\n"  # a flag given twice is an error: extra replaces
-        f"argv = [a for a in voila_argv(app_notebook(), port={port}, max_pages={max_pages}, pool={pool}) "
+        f"argv = [a for a in voila_argv(notebook, port={port}, max_pages={max_pages}, pool={pool}) "
         "if a.split('=', 1)[0] not in keys]\n"
         "argv += ['--Voila.port_retries=0', *extra]\n"
         "Voila.launch_instance(argv=argv)\n"
@@ -200,11 +213,60 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait(timeout=10)
 
 
+def _cpu_s(procs: list) -> float:
+    """User + system CPU seconds of ``procs`` (psutil processes; one that is gone counts 0)."""
+    import psutil
+
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def _trees(server_pid: int) -> tuple[list, list]:
+    """(the Voila server and its kernels, Chromium's processes): this process's descendants, split."""
+    import psutil
+
+    try:
+        server = [psutil.Process(server_pid), *psutil.Process(server_pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        server = []
+    browser = []
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            if "chrom" in proc.name():
+                browser.append(proc)
+    return server, browser
+
+
 async def _visit(browser, url: str, timeout_s: float, start: asyncio.Event, result: LoadResult) -> object | None:
     context = await browser.new_context(viewport={"width": 1400, "height": 1000})
     page = await context.new_page()
     # only the local server: a CDN request is refused, never fetched
     await page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    asked = [0.0]
+
+    def has(payload: str | bytes, word: str) -> bool:
+        head = payload[:4096]
+        return (word.encode() if isinstance(head, bytes) else word) in head
+
+    def on_websocket(ws) -> None:
+        def on_sent(payload: str | bytes) -> None:
+            if has(payload, "request_states"):
+                asked[0] = time.monotonic()
+
+        def on_received(payload: str | bytes) -> None:
+            if asked[0] and has(payload, "update_states"):
+                result.widgets_s.append(time.monotonic() - asked[0])
+
+        ws.on("framesent", on_sent)
+        ws.on("framereceived", on_received)
+
+    page.on("websocket", on_websocket)
     await start.wait()
     t0 = time.monotonic()
     try:
@@ -218,7 +280,7 @@ async def _visit(browser, url: str, timeout_s: float, start: asyncio.Event, resu
 
 
 async def _run(url: str, visitors: int, timeout_s: float, server_pid: int, result: LoadResult,
-               log_path: Path) -> None:
+               log_path: Path, *, change: bool = True) -> None:
     from playwright.async_api import async_playwright
 
     peak = [0]
@@ -237,12 +299,16 @@ async def _run(url: str, visitors: int, timeout_s: float, server_pid: int, resul
             tasks = [asyncio.create_task(_visit(browser, url, timeout_s, start, result)) for _ in range(visitors)]
             await asyncio.sleep(0.5)  # every context is ready: the visitors arrive together
             sampler.start()
+            server, chromium = _trees(server_pid)
+            cpu_before = _cpu_s(server), _cpu_s(chromium)
             start.set()
             opened = await asyncio.gather(*tasks)
+            result.server_cpu_s = _cpu_s(server) - cpu_before[0]  # a kernel started meanwhile is not counted
+            result.browser_cpu_s = _cpu_s(chromium) - cpu_before[1]
             _, _, result.kernels = _tree_rss(server_pid)
             pages = [o[1] for o in opened if isinstance(o, tuple)]
             result.disconnected = log_path.read_text(errors="replace").count("Starting buffering")
-            if pages:
+            if pages and change:
                 await pages[-1].bring_to_front()
                 ms = await pages[-1].evaluate(CHANGE_AND_TIME, "3072")  # the last page to show its chart
                 result.change_ms = ms
@@ -256,15 +322,47 @@ async def _run(url: str, visitors: int, timeout_s: float, server_pid: int, resul
     result.server_rss_bytes = _tree_rss(server_pid)[1]
 
 
+BASELINE_CELL = """\
+import plotly.graph_objects as go
+from gpuwork.ui.common import LiveFigure
+
+chart = LiveFigure("gpuwork-breakdown")
+chart.show(go.Figure(go.Bar(x=["weights", "gradients"], y=[1.5, 2.0])))
+chart.box
+"""
+
+
+def baseline_notebook(folder: Path) -> Path:
+    """The least a Voila page with one chart can be: one cell, one ``LiveFigure`` bar chart (three widgets), with
+    the app's plotly.js bundle beside it. Served like the app, it gives the floor that Voila's front end and the
+    browser set on this machine."""
+    import shutil
+
+    import nbformat
+
+    from gpuwork.facts.paths import notebooks_dir
+
+    (folder / "static").mkdir(parents=True, exist_ok=True)
+    shutil.copy(notebooks_dir() / "static" / "plotly-basic.min.js", folder / "static")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BASELINE_CELL)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = folder / "baseline.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
 def run_load(visitors: int = 20, *, max_pages: int = 40, timeout_s: float = 600,
-             log_path: Path | None = None) -> LoadResult:
-    """Start the app, send ``visitors`` concurrent pages at it, stop it; the figures as a LoadResult."""
+             log_path: Path | None = None, baseline: bool = False) -> LoadResult:
+    """Start the app (``baseline``: the one-chart notebook instead), send ``visitors`` concurrent pages at it, stop
+    it; the figures as a LoadResult. The baseline's pages make no change (it has no form)."""
     port = _free_port()
-    log_path = log_path or Path(tempfile.mkdtemp(prefix="gpuwork-load-")) / "voila.log"
-    proc = start_server(port, max_pages, log_path)
+    work = Path(tempfile.mkdtemp(prefix="gpuwork-load-"))
+    log_path = log_path or work / "voila.log"
+    proc = start_server(port, max_pages, log_path, notebook=baseline_notebook(work) if baseline else None)
     result = LoadResult(visitors)
     try:
-        asyncio.run(_run(f"http://127.0.0.1:{port}/", visitors, timeout_s, proc.pid, result, log_path))
+        asyncio.run(_run(f"http://127.0.0.1:{port}/", visitors, timeout_s, proc.pid, result, log_path,
+                         change=not baseline))
     finally:
         stop_server(proc)
     result.culled = log_path.read_text(errors="replace").count("Culling '")
@@ -276,11 +374,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--visitors", type=int, default=20)
     parser.add_argument("--max-pages", type=int, default=40)
     parser.add_argument("--timeout-s", type=float, default=600)
+    parser.add_argument("--baseline", action="store_true",
+                        help="serve a one-chart notebook instead of the app: the floor of Voila and the browser here")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"needs Debian chromium at {CHROMIUM} (make browser-deps)", file=sys.stderr)
         return 2
-    result = run_load(args.visitors, max_pages=args.max_pages, timeout_s=args.timeout_s)
+    result = run_load(args.visitors, max_pages=args.max_pages, timeout_s=args.timeout_s, baseline=args.baseline)
     for line in result.lines():
         print(line)
     return 0 if not result.failures else 1

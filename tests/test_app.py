@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import ipywidgets as widgets
 import nbformat
@@ -655,15 +656,18 @@ def test_a_closed_tab_releases_its_kernel_and_pages_are_bounded(tmp_path: Path) 
     assert proc.poll() is not None
 
 
-def _first_charts(url: str, visitors: int, server_pid: int, log: Path) -> list[float]:
-    """Seconds from navigation to the first chart for ``visitors`` pages opened at the same moment."""
+def _first_charts(url: str, visitors: int, server_pid: int, log: Path, change: bool = True) -> Any:
+    """``visitors`` pages opened at the same moment: their LoadResult (first-chart seconds, the server's part, the
+    CPU the server and the browser used)."""
     import asyncio
 
     load = load_benchmark("app_load")
     result = load.LoadResult(visitors)
-    asyncio.run(load._run(url, visitors, 300, server_pid, result, log))
+    asyncio.run(load._run(url, visitors, 300, server_pid, result, log, change=change))
     assert not result.failures, result.failures
-    return sorted(result.first_chart_s)
+    assert len(result.first_chart_s) == visitors and len(result.widgets_s) == visitors
+    assert result.server_cpu_s > 0 and result.browser_cpu_s > 0
+    return result
 
 
 @pytest.mark.slow
@@ -673,13 +677,13 @@ def test_browser_a_link_opens_its_plan_and_first_paint_is_measured(tmp_path: Pat
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """A link with a plan in its query opens that plan (from Voila's preheated kernel pool, as `gpuwork app` serves
     it, and with a kernel per visitor); prints the first-chart time for 1 and 5 visitors at once, with and without
-    the pool."""
+    the pool, and the floor of this machine: the same for a Voila page with one chart and nothing else."""
     if not CHROMIUM.exists():
         pytest.skip(f"needs Debian chromium at {CHROMIUM}: run `make browser-deps` (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     load = load_benchmark("app_load")
-    figures: dict[str, list[float]] = {}
+    figures: dict[str, Any] = {}
 
     def open_link(url: str) -> None:
         with sync_playwright() as p:
@@ -713,6 +717,17 @@ def test_browser_a_link_opens_its_plan_and_first_paint_is_measured(tmp_path: Pat
         figures[f"preheated pool of {POOL_SIZE}, 5 visitors"] = _first_charts(url, 5, proc.pid, log)
     finally:
         load.stop_server(proc)
+    # the floor on this machine: a one-chart notebook served the same way (Voila's front end and the browser alone)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "voila-baseline.log"
+    proc = load.start_server(port, 40, log, notebook=load.baseline_notebook(tmp_path / "baseline"))
+    try:
+        figures["floor: a one-chart Voila page, 1 visitor"] = _first_charts(url, 1, proc.pid, log, change=False)
+        load.wait_for_pool(proc, POOL_SIZE + 1)
+        figures["floor: a one-chart Voila page, 5 visitors"] = _first_charts(url, 5, proc.pid, log, change=False)
+    finally:
+        load.stop_server(proc)
     # `gpuwork app --pool 0`: a kernel starts per visitor
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
@@ -725,9 +740,12 @@ def test_browser_a_link_opens_its_plan_and_first_paint_is_measured(tmp_path: Pat
     finally:
         load.stop_server(proc)
     with capsys.disabled():
-        for what, times in figures.items():
+        for what, result in figures.items():
+            times = result.first_chart_s
             print(f"\n[voila] first chart, {what}: median {statistics.median(times):.1f} s, slowest {max(times):.1f} s "
-                  f"(targets: 2 s for one visitor, 4 s for five)", end="")
+                  f"(targets: 2 s for one visitor, 4 s for five); the server's part (widgets asked -> received) "
+                  f"{max(result.widgets_s):.2f} s at most; CPU: server + kernels {result.server_cpu_s:.1f} s, "
+                  f"Chromium {result.browser_cpu_s:.1f} s", end="")
         print()
 
 

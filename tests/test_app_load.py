@@ -5,11 +5,12 @@ culled while connected; with all 20 pages open the server must still answer a ch
 process tree must stay bounded (each kernel well under 400 MiB). The figures (first-chart median and 95th
 percentile, peak RSS) are printed, not asserted: the machine is shared (benchmarks/app_load.py prints the same).
 
-Measured 2026-12-01 on the 2-core machine, with the pool and plotly's renderer extension: all 20 pages drew
-their chart, first chart median 92 s, p95 95 s (before: 118 s / 124.5 s with a kernel per visitor and
-FigureWidgets); with all 20 open a change reached its chart in 0.29 s (before: not within 120 s); 25 kernels,
-3.11 GiB for the whole tree. The time goes to the browser: 20 pages in one Chromium parse about 10 MB of
-JavaScript each on the same 2 cores.
+Measured 2026-12-01 on the 2-core machine, with the pool and plotly.js's basic bundle: all 20 pages drew their
+chart, first chart median 73.5 s, p95 74.1 s (92 s / 95 s with plotly's renderer extension; 118 s / 124.5 s with a
+kernel per visitor and FigureWidgets); with all 20 open a change reached its chart in 0.16 s; 25 kernels, 3.11 GiB
+for the whole tree. The time goes to the browser: while the pages opened, Chromium used 64.6 s of CPU and the
+Voila server with its kernels 9.6 s, on the same 2 cores; the server answered a page's request for its widgets
+within 1.4 s (median).
 
 It runs on demand (GPUWORK_LOAD_TEST=1, about 5 minutes), not in the default suite: in a CI run with the
 earlier architecture one of the 20 pages did not render within 480 s, and a check that depends on how busy a
