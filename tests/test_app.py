@@ -369,7 +369,7 @@ def test_report_mode_builds_a_static_app(monkeypatch: pytest.MonkeyPatch) -> Non
     static = build_app({"model": "llama-3.2-1b"}, report=True)
     assert isinstance(static, StaticApp)
     static._ipython_display_()
-    assert sum(isinstance(o, go.Figure) for o in shown) == 4  # breakdown, 2 what-if, offers
+    assert sum(isinstance(o, go.Figure) for o in shown) == 5  # breakdown, 2 what-if, scaling, offers
     assert not any(isinstance(o, go.FigureWidget) for o in shown)
 
 
@@ -478,7 +478,15 @@ def test_browser_method_and_sequence_update_the_chart(voila_app: SimpleNamespace
             page.goto(url, timeout=120_000)
             page.wait_for_selector(CHART, timeout=120_000)
             first_render_s = time.monotonic() - started
-            page.wait_for_selector(".gpuwork-whatif .js-plotly-plot", timeout=60_000)
+            # a chart out of sight is drawn when it comes near the screen: the first paint draws only the first one
+            assert page.locator(".gpuwork-scaling .gpuwork-plot").count() == 1
+            assert page.locator(".gpuwork-scaling .js-plotly-plot").count() == 0
+            for below in (".gpuwork-whatif", ".gpuwork-scaling"):
+                page.locator(below).scroll_into_view_if_needed()
+                page.wait_for_selector(f"{below} .js-plotly-plot", timeout=60_000)
+            scaling = page.evaluate("document.querySelector('.gpuwork-scaling .js-plotly-plot').data[0].x")
+            assert scaling[0] == 1 and scaling[-1] == 64
+            page.locator(CHART).scroll_into_view_if_needed()
 
             def chart() -> list:
                 return page.evaluate(f"document.querySelector('{CHART}').data.map(t => [t.name, t.y])")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -213,9 +214,14 @@ def test_report_mode_shows_plain_figures(shown: list) -> None:
     for part in ("controls", "totals", "breakdown", "whatif", "details", "verify"):
         form.show(part)
     figures = [o for o in shown if isinstance(o, go.Figure)]
-    assert len(figures) == 3 and not any(isinstance(o, go.FigureWidget) for o in shown)
+    assert len(figures) == 4 and not any(isinstance(o, go.FigureWidget) for o in shown)
     assert figures[1].layout.xaxis.title.text.startswith("sequence length")
     assert figures[2].layout.xaxis.title.text.startswith("micro-batch")
+    # the details end with the throughput per GPU on 1..64 of the profile's card
+    tokens, efficiency = figures[3].data
+    assert list(tokens.x) == [p.gpus for p in form.result.scaling] and tokens.x[0] == 1 and tokens.x[-1] == 64
+    assert list(tokens.y) == [p.tokens_per_s_per_gpu for p in form.result.scaling]
+    assert efficiency.y[0] == pytest.approx(100) and all(a >= b for a, b in itertools.pairwise(tokens.y))
     with pytest.raises(KeyError):
         form.show("nope")
 
@@ -224,6 +230,21 @@ def test_interactive_show_gives_widgets(shown: list) -> None:
     form = SizingForm(PLAN)
     form.show("breakdown")
     assert shown[-1] is form.breakdown.box and form.breakdown.box.children[0] is form.breakdown.out
+
+
+def test_the_scaling_chart_follows_the_plan_and_hides_with_an_error() -> None:
+    form = SizingForm(PLAN)
+    (output,) = form.scaling.out.outputs
+    sent = output["data"][PLOTLY_MIME]
+    assert sent["data"][0]["x"] == [p.gpus for p in form.result.scaling]
+    assert form.result.profile.time.gpu_name in sent["layout"]["title"]["text"]
+    before = sent["data"][0]["y"]
+    form.controls["seq_len"].value = 4096
+    assert form.scaling.out.outputs[0]["data"][PLOTLY_MIME]["data"][0]["y"] != before
+    form.controls["seq_len"].value = 0
+    assert form.scaling.box.layout.visibility == "hidden"
+    form.controls["seq_len"].value = 1024
+    assert form.scaling.box.layout.visibility == "visible" and form.scaling.box.layout.display is None
 
 
 def test_a_change_sends_the_browser_the_new_chart() -> None:

@@ -375,28 +375,41 @@ def plotly_bundle(fig: go.Figure) -> dict[str, Any]:
 # chart needs it. JupyterLab ranks plotly's mime type first and never runs this.
 PLOTLY_BASIC_URL = "voila/files/static/plotly-basic.min.js"
 PLOTLY_BASIC_TRACES = frozenset({"bar", "pie", "scatter"})  # the bundle's trace modules (its README)
-_PLOTLY_HTML = """<div class="gpuwork-plot" id="{id}"></div><script>(function () {{
+_PLOTLY_HTML = """<div class="gpuwork-plot" id="{id}" style="min-height:{height}px"></div><script>(function () {{
   var fig = {fig};
+  var el = document.getElementById("{id}");
+  if (!el) return;
   function draw() {{
-    var el = document.getElementById("{id}");
     // responsive: the chart follows its column when the window is resized
-    if (el) window.Plotly.newPlot(el, fig.data, fig.layout || {{}}, Object.assign({{responsive: true}}, fig.config));
+    window.Plotly.newPlot(el, fig.data, fig.layout || {{}}, Object.assign({{responsive: true}}, fig.config));
   }}
-  if (window.Plotly) {{ draw(); return; }}
-  var s = document.querySelector("script[data-gpuwork-plotly]");
-  if (!s) {{
-    s = document.createElement("script");
-    s.src = "{url}";
-    s.setAttribute("data-gpuwork-plotly", "");
-    document.head.appendChild(s);
+  function load() {{
+    if (window.Plotly) {{ draw(); return; }}
+    var s = document.querySelector("script[data-gpuwork-plotly]");
+    if (!s) {{
+      s = document.createElement("script");
+      s.src = "{url}";
+      s.setAttribute("data-gpuwork-plotly", "");
+      document.head.appendChild(s);
+    }}
+    s.addEventListener("load", draw);
   }}
-  s.addEventListener("load", draw);
+  // drawn when it comes near the screen: the first paint draws only the charts in sight, and a chart in a hidden
+  // tab is drawn when the tab is shown, at its real width (the reserved height keeps the page from jumping)
+  if (!window.IntersectionObserver) {{ load(); return; }}
+  var near = new IntersectionObserver(function (entries) {{
+    if (entries.some(function (e) {{ return e.isIntersecting; }})) {{ near.disconnect(); load(); }}
+  }}, {{rootMargin: "200px"}});
+  near.observe(el);
 }})();</script>"""
+PLOTLY_DEFAULT_HEIGHT_PX = 450  # plotly.js's layout.height when a figure sets none
 
 
 def _plotly_html(data: Mapping[str, Any]) -> str:
     fig = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")  # a "</script>" in a label ends no script
-    return _PLOTLY_HTML.format(id=f"gpuwork-plot-{uuid.uuid4().hex}", fig=fig, url=PLOTLY_BASIC_URL)
+    height = (data.get("layout") or {}).get("height") or PLOTLY_DEFAULT_HEIGHT_PX
+    return _PLOTLY_HTML.format(id=f"gpuwork-plot-{uuid.uuid4().hex}", fig=fig, url=PLOTLY_BASIC_URL,
+                               height=int(height))
 
 
 class LiveFigure:

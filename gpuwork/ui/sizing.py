@@ -585,6 +585,7 @@ class SizingForm(common.Panel):
         self._build_controls(base, gpus)
         self.breakdown = LiveFigure("gpuwork-breakdown")
         self.whatif = LiveFigure("gpuwork-whatif")
+        self.scaling = LiveFigure("gpuwork-scaling")  # tokens/s per GPU on 1..64 of the profile's card
         self.details = widgets.HTML()
         self.share = widgets.HTML()  # a link and a plan file that reproduce this plan (gpuwork.ui.share)
         self.share.add_class("gpuwork-share-box")
@@ -922,7 +923,7 @@ class SizingForm(common.Panel):
         # nothing of the last valid plan stays on screen under the error: its details, link and charts
         self.details.value = ""
         self.share.value = ""
-        for chart in (self.breakdown, self.whatif):
+        for chart in (self.breakdown, self.whatif, self.scaling):
             chart.box.layout.visibility = "hidden"
         for callback in self._error_listeners:
             try:
@@ -933,7 +934,7 @@ class SizingForm(common.Panel):
     def _render(self) -> None:
         assert self.result is not None and self.plan is not None
         self.message.value = ""
-        for chart in (self.breakdown, self.whatif):
+        for chart in (self.breakdown, self.whatif, self.scaling):
             chart.box.layout.visibility = "visible"
         cards = self.candidate_gpus()
         self.totals.value = totals_html(self.plan, self.result.memory, self.lang, self.model_label(),
@@ -943,6 +944,10 @@ class SizingForm(common.Panel):
         if not self.report:
             self.breakdown.show(self.breakdown_figure())
             self.whatif.show(self.whatif_figure())
+            scaling = self.scaling_figure()
+            self.scaling.box.layout.display = "none" if scaling is None else None
+            if scaling is not None:
+                self.scaling.show(scaling)
 
     def set_lang(self, lang: str) -> None:
         self.lang = lang if lang in LANGS else "en"
@@ -970,6 +975,14 @@ class SizingForm(common.Panel):
             result = size_plan(result.plan, axis=axis)
         return charts.whatif_figure(result.whatif_values, result.whatif, self.candidate_gpus(), field=result.axis,
                                     current=getattr(result.plan, result.axis), lang=self.lang, template=template)
+
+    def scaling_figure(self, template: str | None = charts.TEMPLATE) -> go.Figure | None:
+        """Tokens/s per GPU on 1..64 of the profile's card (None when the time could not be estimated)."""
+        assert self.result is not None
+        if not self.result.scaling:
+            return None
+        time = self.result.profile.time
+        return charts.scaling_figure(self.result.scaling, gpu_name=time.gpu_name, lang=self.lang, template=template)
 
     # -- exact check ------------------------------------------------------------------------------
 
@@ -1020,7 +1033,8 @@ class SizingForm(common.Panel):
     def results_box(self) -> widgets.Widget:
         verify = widgets.VBox([self.headings["h_verify"], self.verify_button, self.verify_out])
         box = widgets.VBox([self.message, self.headings["h_totals"], self.totals, self.breakdown.box, self.axis,
-                            self.whatif.box, self.details, verify], layout={"flex": "1 1 auto", "min_width": "0"})
+                            self.whatif.box, self.details, self.scaling.box, verify],
+                           layout={"flex": "1 1 auto", "min_width": "0"})
         box.add_class("gpuwork-results")
         return box
 
@@ -1050,7 +1064,7 @@ class SizingForm(common.Panel):
                 "totals": lambda: widgets.VBox([self.message, self.totals]),
                 "breakdown": lambda: self.breakdown.box,
                 "whatif": lambda: widgets.VBox([self.axis, self.whatif.box]),
-                "details": lambda: self.details,
+                "details": lambda: widgets.VBox([self.details, self.scaling.box]),
                 "share": lambda: self.share,
                 "verify": lambda: widgets.VBox([self.verify_button, self.verify_out])}
 
@@ -1060,7 +1074,8 @@ class SizingForm(common.Panel):
             "totals": lambda: [html_output(self.totals.value)],
             "breakdown": lambda: [self.breakdown_figure()],
             "whatif": lambda: [self.whatif_figure("seq_len"), self.whatif_figure("batch_size")],
-            "details": lambda: [html_output(self.details.value)],
+            "details": lambda: [html_output(self.details.value),
+                                *(fig for fig in (self.scaling_figure(),) if fig is not None)],
             "verify": lambda: [html_output(self.verify_out.value
                                            or note_html(html.escape(ui("verify_hint", self.lang))))],
         }
