@@ -21,7 +21,14 @@ import pytest
 from gpuwork.cli import main
 from gpuwork.measure import records
 from gpuwork.measure.checkpoint import read_trainer_state
-from gpuwork.measure.distributed import SHUTDOWN_GRACE_S, run_distributed, torchrun_command
+from gpuwork.measure.distributed import (
+    OWNER_FILE,
+    SHUTDOWN_GRACE_S,
+    WORK_PREFIX,
+    remove_stale_work,
+    run_distributed,
+    torchrun_command,
+)
 from gpuwork.measure.stability import is_stable
 from gpuwork.measure.trial import TrialRecord, resume_options
 from gpuwork.plan import TrainPlan
@@ -189,6 +196,34 @@ def test_sigkill_leaves_a_whole_record_and_checkpoint_that_resume_accepts(tmp_pa
     options = resume_options(path)
     assert options["nproc"] == 2 and options["resume"].step == state["global_step"]
     assert [p for p in leftovers(tmp_path) if records.TEMP_MARK in p] == []  # half-written files removed
+    # the killed run's work folder stays until the next run in the same folder, which removes it
+    (stale,) = tmp_path.glob(f"{WORK_PREFIX}*")
+    after = run_distributed(TrainPlan(**TINY), 2, steps=1, warmup=0, checkpoint=False, out_dir=tmp_path,
+                            timeout_s=600)
+    assert after.status == "complete" and not stale.exists()
+    assert [p for p in leftovers(tmp_path) if p.startswith(WORK_PREFIX)] == []
+
+
+def test_only_the_work_folders_of_runs_that_are_gone_are_removed(tmp_path):
+    import psutil
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    me = psutil.Process()
+    owners = {"gone": {"pid": gone.pid, "started": 1.0},
+              "reused pid": {"pid": me.pid, "started": me.create_time() - 3600},  # another process, same pid
+              "live": {"pid": me.pid, "started": me.create_time()}}
+    for name, owner in owners.items():
+        folder = tmp_path / f"{WORK_PREFIX}{name.replace(' ', '-')}"
+        folder.mkdir()
+        (folder / OWNER_FILE).write_text(json.dumps(owner))
+        (folder / "spec.json").write_text("{}")
+    (tmp_path / f"{WORK_PREFIX}no-owner").mkdir()  # not ours to judge: kept
+    (tmp_path / "trial-x.json").write_text("{}")  # a record: never touched
+    removed = sorted(p.name for p in remove_stale_work(tmp_path))
+    assert removed == [f"{WORK_PREFIX}gone", f"{WORK_PREFIX}reused-pid"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{WORK_PREFIX}live", f"{WORK_PREFIX}no-owner",
+                                                          "trial-x.json"]
 
 
 UNTIL_STABLE_STEPS, UNTIL_STABLE_CAP, TOLERANCE = 6, 10, 0.25

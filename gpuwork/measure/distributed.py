@@ -50,7 +50,7 @@ one parameter dtype per wrapped block (fine for fp32 and for pure 16-bit full fi
 checkpoint round-trip compares per-tensor fingerprints (float64 sum, absolute sum and sum of
 squares) instead of the bytes themselves; a signal sent to torchrun gives the ranks SHUTDOWN_GRACE_S to
 save before torchrun kills them; after a SIGKILL the hidden work folder (``.gpuwork-torchrun-*``) stays
-in out_dir; a resumed rank's earlier steps keep the merged record's memory (the highest rank's); CPU offload (``offload_params``/``offload_optimizer``) maps
+in out_dir until the next run there (``remove_stale_work``); a resumed rank's earlier steps keep the merged record's memory (the highest rank's); CPU offload (``offload_params``/``offload_optimizer``) maps
 to FSDP2's ``CPUOffloadPolicy`` on CUDA, which offloads parameters, gradients and the optimizer step
 together.
 """
@@ -810,8 +810,10 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
     with contextlib.ExitStack() as stack:
         if out_path is not None:
             out_path.mkdir(parents=True, exist_ok=True)
-            work = Path(tempfile.mkdtemp(prefix=".gpuwork-torchrun-", dir=out_path))
+            remove_stale_work(out_path)
+            work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_path))
             stack.callback(shutil.rmtree, work, ignore_errors=True)
+            _claim(work)
         else:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpuwork-torchrun-")))
         data_arg: Any = data
@@ -854,6 +856,45 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
         raise TrialError(msg("error.trial.torchrun", status=rc, output=shown[-1500:]))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+WORK_PREFIX = ".gpuwork-torchrun-"  # the work folder in out_dir: spec, stop file, ranks' results
+OWNER_FILE = "owner.json"  # who made a work folder: its pid and that process's start time
+
+
+def _process_started(pid: int) -> float | None:
+    """The start time of process ``pid`` (seconds since the epoch), or None when there is none."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return None
+
+
+def _claim(work: Path) -> None:
+    """Mark ``work`` as this process's: a later run in the same out_dir leaves it alone while this process lives."""
+    with contextlib.suppress(OSError, RecordWriteError):
+        records.write_text(work / OWNER_FILE, json.dumps({"pid": os.getpid(), "started": _process_started(os.getpid())}))
+
+
+def remove_stale_work(out_dir: Path) -> list[Path]:
+    """Remove the work folders that killed runs (SIGKILL, power loss) left in ``out_dir``: those whose owner
+    process is gone, or is another process under the same pid. A folder of a live run, or one without an owner
+    file (not made by this version), stays. Returns what was removed."""
+    removed = []
+    for folder in sorted(out_dir.glob(f"{WORK_PREFIX}*")):
+        try:
+            owner = json.loads((folder / OWNER_FILE).read_text())
+            pid, started = int(owner["pid"]), owner.get("started")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        now = _process_started(pid)
+        if now is not None and (started is None or abs(now - float(started)) < 1.0):
+            continue  # its run is still going
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
 
 
 def _forward_stop(stop_file: Path) -> dict[int, Any]:
@@ -952,6 +993,7 @@ __all__ = [
     "Strategy",
     "free_port",
     "merge_ranks",
+    "remove_stale_work",
     "rank_main",
     "run_distributed",
     "strategy_for",
