@@ -250,7 +250,9 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
     # a trained bias's gradient: one reduction kernel over the output gradient (autograd's sum_to)
     ops += [Op(f"{o.name} bias gradient", Kind.MEMORY, Phase.BACKWARD, 0.0, o.bias_bytes, 1, o.count,
                backward=Backward.NONE) for o in forward_ops if o.bias_bytes > 0]
-    ops.append(_gradient_sums(spec, groups, lora, t, s_b, e, a_b, grad_layers * mb))
+    ops.append(_gradient_sums(spec, groups, lora, t, s_b, e, grad_layers * mb))
+    if not fuse:
+        ops.append(_projection_gradient_layout(spec, groups, t, e, st.fused_rope, grad_layers * mb))
     ops = [o for o in ops if o.count > 0]
     if plan.method in (Method.FULL, Method.SCRATCH):
         # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
@@ -266,20 +268,23 @@ def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int,
     x weight; the two casts are no-ops on an fp32 stream) or torch's native LayerNorm kernel.
 
     The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
-    weight multiply's input gradient (8), x * rsqrt's input gradient (8) and the rsqrt's gradient (a
-    multiply and a row sum, 16), mean's expand (4), pow's 2·x·g (12), the sum of the two gradients
-    reaching x (12); the weight's own gradient (a multiply and a reduction, 16) when it trains; the two
-    casts' backward on a 16-bit stream.
+    weight multiply's input gradient (reads the gradient, writes the stream's), then in fp32: x * rsqrt's
+    input gradient (8) and the rsqrt's gradient (a multiply and a row sum, 16; rsqrt's own backward runs
+    on one value per row: pow, mul, mul), mean's expand (div, 4), pow's backward (FunctionsManual.cpp
+    pow_backward: grad * (2 * x.pow(1)): a copy, a multiply by 2 and a multiply by the gradient, 8 + 8 +
+    12), the sum of the two gradients reaching x (12); the weight's own gradient (the gradient times the
+    normalised input, then a row reduction) when it trains; the two casts' backward on a 16-bit stream.
     """
     norms = 2 if spec.model_type in ("gemma2", "gemma3") else 1
     if spec.norm != "rms" or fused:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
     casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0
     per_element = casts + 8 + 4 + 8 + (s_b + e)  # pow, mean, x * rsqrt, weight * x
-    backward = casts + 8 + 8 + 16 + 4 + 12 + 12 + (16 if weight_trains else 0)
+    backward = casts + (e + s_b) + 8 + 16 + 4 + (8 + 8 + 12) + 12 + ((3 * e + s_b) if weight_trains else 0)
     launches = 6 + (2 if s_b < 4 else 0)
+    # weight multiply 1, x * rsqrt 1, rsqrt's gradient 2, rsqrt backward 3, mean 1, pow 3, sum 1
     return [_mem(name, phase, elements, per_element, launches, count * norms, backward_factor=backward / per_element,
-                 backward_launches=8 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0))]
+                 backward_launches=12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0))]
 
 
 def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantized: bool, adapted: bool,
@@ -334,12 +339,13 @@ def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantiz
             out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, a_b, a_b, a_b, trains=True))
             out.append(_gemm(f"{name} LoRA B", phase, t, n, r, count, adapter_mm, a_b, a_b, a_b, trains=True))
             # x scaling, result + lora (type-promoted), cast back to the result dtype; backward: the cast's
-            # backward and one multiply by the scaling (the add passes its gradient through)
+            # backward, one multiply by the scaling, and the add's gradient to the 16-bit base result cast
+            # down to its dtype (autograd's validate_outputs converts a gradient to its input's dtype)
             cast = a_b != e
-            backward_bytes = 2 * a_b + ((e + a_b) if cast else 0)
+            backward_bytes = 2 * a_b + (2 * (e + a_b) if cast else 0)
             forward_bytes = 2 * a_b + (e + a_b + a_b) + ((a_b + e) if cast else 0)
             out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, forward_bytes, 3 if cast else 2, count,
-                            backward_factor=backward_bytes / forward_bytes, backward_launches=1 + int(cast)))
+                            backward_factor=backward_bytes / forward_bytes, backward_launches=1 + 2 * int(cast)))
     return out
 
 
@@ -354,10 +360,15 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
         if st.fused_rope or fuse:
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 2 * e, 1, count))
         else:
-            # q * cos + rotate_half(q) * sin: neg, cat, mul, mul, add for q and for k; the backward (slice
-            # backward, neg, mul, add: traced) moves about the forward's bytes
-            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count, backward_factor=1.0,
-                            backward_launches=8))
+            # q * cos + rotate_half(q) * sin: neg, cat, mul, mul, add for q and for k. Backward per tensor
+            # (derivatives.yaml): the gradient times cos and times sin (2 x 2e, each reading cos or sin, d
+            # values per token), rotate_half's: neg of one half (e), cat's backward slices into two
+            # slice_backward (each writes a zero-filled whole: 2 x 1.5e) summed (3e), and the sum of the
+            # two paths to q (3e): 14e per element, 7 kernels
+            forward_bytes = 11 * e * t * (q_dim + kv_dim)
+            backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
+            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
+                            backward_factor=backward_bytes / forward_bytes, backward_launches=14))
     causal = not spec.is_encoder
     full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
@@ -394,8 +405,8 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
                       matmul_dtype(plan), attention_pass="fwd", backward=Backward.FUSED_ATTENTION))
-    if not fuse:
-        out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward_factor=1.0))
+    if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
+        out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
 
 
@@ -411,8 +422,14 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward_factor=1.5),
                 _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward_launches=2)]
     if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
-        # transformers NewGELUActivation: pow, mul, add, mul, tanh, add, mul, mul
-        return [_mem("MLP activation (GELU, composite)", phase, elems, 8 * 2 * e + e, 8, count)]
+        # transformers NewGELUActivation: 0.5 x (1 + tanh(c (x + 0.044715 x^3))): pow, mul, add, mul, tanh,
+        # add, mul, mul. Backward (derivatives.yaml), bytes per element: the product's two gradients (2 x 3e),
+        # tanh_backward (3e), the gradient times c, times 0.044715 and times 0.5 (3 x 2e), pow's backward
+        # (x.pow(2), x 3, x gradient: 2e + 2e + 3e), the three gradients reaching x summed (2 x 3e): 28e, 11
+        # kernels (the scalar adds pass their gradient through)
+        forward_b = 8 * 2 * e + e
+        return [_mem("MLP activation (GELU, composite)", phase, elems, forward_b, 8, count,
+                     backward_factor=28 * e / forward_b, backward_launches=11)]
     return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward_factor=1.5)]
 
 
@@ -421,22 +438,50 @@ def _residual_add(phase: Phase, elements: int, s_b: int, count: int) -> Op:
     return _mem("residual add", phase, elements, 3 * s_b, 1, count, backward=Backward.NONE)
 
 
-def _gradient_sums(spec: ModelSpec, groups: dict, lora: set[str], t: int, s_b: int, e: int, a_b: int,
-                   count: int) -> Op:
+def _gradient_sums(spec: ModelSpec, groups: dict, lora: set[str], t: int, s_b: int, e: int, count: int) -> Op:
     """Backward-only: a tensor read by several ops gets one gradient from each, and autograd adds them (one
     add kernel per extra consumer): the residual stream at its two branch points, the attention input read by
-    q, k and v, the MLP input read by gate and up, and each adapted linear's input read by its LoRA branch."""
+    q, k and v, the MLP input read by gate and up, and each adapted linear's input read by its LoRA branch.
+    Each sum runs in the dtype of the tensor read: an fp32 adapter's input cast returns its gradient in it."""
     h = spec.hidden_size
     adds = [(2, t * h, s_b)]  # the stream feeds the norm and the residual, twice per block
     for group in ("attn_in", "mlp_in", "attn_out", "mlp_hidden"):
         consumers = len(groups[group]) + sum(1 for lin in groups[group] if lin.name in lora)
         width = groups[group][0].in_features if groups[group] else 0
         if consumers > 1:
-            adds.append((consumers - 1, t * width, a_b if a_b != e else e))
+            adds.append((consumers - 1, t * width, s_b if group in ("attn_in", "mlp_in") else e))
     launches = sum(n for n, _, _ in adds)
     moved = sum(n * elements * 3 * b for n, elements, b in adds)
     return Op("gradient sums (tensors with several consumers)", Kind.MEMORY, Phase.BACKWARD, 0.0, float(moved),
               launches, count, backward=Backward.NONE)
+
+
+# families whose fused q·k·v projection is cut by slicing (Phi-3: qkv[..., :query_pos]) rather than torch.split
+_QKV_SLICED = frozenset({"phi3"})
+
+
+def _projection_gradient_layout(spec: ModelSpec, groups: dict, t: int, e: int, fused_rope: bool,
+                                count: int) -> Op:
+    """Backward-only: gradients brought back to the projections' layout. SDPA's backward returns each
+    gradient with its input's strides; q and k after an eager rotary are contiguous per head, so the
+    transpose back to (tokens, heads x dim) needs a copy of each (view backward: clone). A fused projection
+    cut into parts joins their gradients: ``split`` / ``chunk`` by one cat (GPT-2's c_attn, Phi-3's
+    gate_up_proj); slices by one slice_backward per part (a zero-filled whole each) and two adds."""
+    q_dim, kv_dim = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
+    moved, launches = 0, 0
+    if spec.extras.get("position_embedding") == "rope" and not fused_rope:
+        moved, launches = 2 * e * t * (q_dim + kv_dim), 2
+    attn_in, mlp_in = groups["attn_in"], groups["mlp_in"]
+    if len(attn_in) == 1 and attn_in[0].out_features == q_dim + 2 * kv_dim:
+        width = t * (q_dim + 2 * kv_dim)
+        if spec.model_type in _QKV_SLICED:
+            moved, launches = moved + 4 * e * width + 2 * 3 * e * width, launches + 3 + 2
+        else:
+            moved, launches = moved + 2 * e * width, launches + 1
+    if spec.mlp_gated and len(mlp_in) == 1 and spec.num_experts <= 1:  # gate and up from one GEMM: chunk
+        moved, launches = moved + 2 * e * t * mlp_in[0].out_features, launches + 1
+    return Op("gradients to the projection layout (clone, cat)", Kind.MEMORY, Phase.BACKWARD, 0.0, float(moved),
+              launches, count if launches else 0, backward=Backward.NONE)
 
 
 def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, e: int, w_b: int,
