@@ -312,7 +312,10 @@ _KNOWN_MISSES = (
      "micro-batch in place and clipped tensor by tensor (one kernel or two per parameter, about 1,500 per step), "
      "which today's torch does with no kernel or in a few multi-tensor ones; the plan cannot name that torch "
      "version, so these are not counted. The V100's rates are derived from the other NVIDIA GPUs' datasheet "
-     "ratios (it is not in rates.csv)."),
+     "ratios (it is not in rates.csv), and so is its SM count, wrongly: dense BF16 peak / 7.5 TFLOPS per SM (a "
+     "Hopper ratio; the V100's BF16 field holds its FP32 rate) gives 2 SMs instead of 80, so its GEMMs see no wave "
+     "quantisation. With 80 SMs and the model's one 128 x 256 tile, the FP32 rows would come out 45-68 % slow: "
+     "for small GEMMs cuBLAS picks smaller tiles [K3], which the model does not do yet."),
     ("fms Mixtral", "*Mixtral-8x7B (fms-acceleration, transformers 4.48.1):* these runs are priced with 4.x's "
      "loop over `nn.Linear` experts (`moe_experts=\"loop\"`: per expert and block a `torch.where` that waits for "
      "the GPU, a row gather whose backward zero-fills and scatter-adds a whole-batch gradient, three GEMMs, and "
