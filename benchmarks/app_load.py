@@ -57,7 +57,8 @@ CHANGE_AND_TIME = """async (value) => {
   el.value = value;
   el.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
   el.dispatchEvent(new Event('change', {bubbles: true}));
-  while (snap() === before) {
+  // until the new chart is drawn: between the old one and the new one there may be none
+  while (snap() === before || snap() === '') {
     await new Promise(r => setTimeout(r, 50));
     if (performance.now() - t0 > 120000) { return -1; }
   }

@@ -450,7 +450,8 @@ CHANGE_AND_TIME = """async ([selector, value, kind]) => {
   el.value = value;
   if (kind === 'text') { el.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true})); }
   el.dispatchEvent(new Event('change', {bubbles: true}));
-  while (snap() === before) {
+  // until the new chart is drawn: between the old one and the new one there may be none
+  while (snap() === before || snap() === '') {
     await new Promise(r => requestAnimationFrame(r));
     if (performance.now() - t0 > 60000) { return -1; }
   }
@@ -609,7 +610,8 @@ def test_browser_uploads_of_a_path_are_content_and_the_app_keeps_working(voila_a
                 assert str(tmp_path) not in message and "/tmp" not in message and "Traceback" not in page.content()
             upload(tmp_path / "config.json")  # the kernel is alive: a real config works
             page.wait_for_selector(".gpuwork-message .gpuwork-error", state="detached", timeout=60_000)
-            page.wait_for_function(f"() => JSON.stringify(document.querySelector('{CHART}').data.map(t => t.x))"
+            # the chart is redrawn: between the old plot and the new one there may be none
+            page.wait_for_function(f"() => JSON.stringify((document.querySelector('{CHART}')?.data || []).map(t => t.x))"
                                    ".includes('config.json')", polling=100, timeout=60_000)
         finally:
             browser.close()

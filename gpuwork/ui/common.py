@@ -395,8 +395,13 @@ _PLOTLY_HTML = """<div class="gpuwork-plot" id="{id}" style="min-height:{height}
     s.addEventListener("load", draw);
   }}
   // drawn when it comes near the screen: the first paint draws only the charts in sight, and a chart in a hidden
-  // tab is drawn when the tab is shown, at its real width (the reserved height keeps the page from jumping)
-  if (!window.IntersectionObserver) {{ load(); return; }}
+  // tab is drawn when the tab is shown, at its real width (the reserved height keeps the page from jumping); a
+  // chart already in sight (an update) is drawn at once, with no blank frame
+  var box = el.getBoundingClientRect(), height = window.innerHeight || document.documentElement.clientHeight;
+  if (!window.IntersectionObserver || (box.width > 0 && box.bottom >= -200 && box.top <= height + 200)) {{
+    load();
+    return;
+  }}
   var near = new IntersectionObserver(function (entries) {{
     if (entries.some(function (e) {{ return e.isIntersecting; }})) {{ near.disconnect(); load(); }}
   }}, {{rootMargin: "200px"}});
