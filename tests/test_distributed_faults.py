@@ -204,6 +204,38 @@ def test_sigkill_leaves_a_whole_record_and_checkpoint_that_resume_accepts(tmp_pa
     assert [p for p in leftovers(tmp_path) if p.startswith(WORK_PREFIX)] == []
 
 
+# the seam for a full disk under one rank: Python imports sitecustomize at start-up, and torchrun's rank 1 then
+# may write files of at most 64 KiB (its checkpoint part fails; SIGXFSZ ignored, so the write itself fails)
+_RANK1_SMALL_FILES = """\
+import os
+if os.environ.get("LOCAL_RANK") == "1":
+    import resource, signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+"""
+
+
+@pytest.mark.slow
+def test_a_failed_checkpoint_write_on_rank_1_is_one_line_and_the_measurements_are_shown(tmp_path):
+    seam = tmp_path / "seam"
+    seam.mkdir()
+    (seam / "sitecustomize.py").write_text(_RANK1_SMALL_FILES)
+    out = tmp_path / "out"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join([str(seam), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "gpuwork", "trial", *CLI, "--steps", "3", "--warmup", "1",
+                           "--out", str(out)], env=env, capture_output=True, text=True, timeout=600)
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    # both ranks gave the save up together (no wait for a timeout), and one line says which file, where, why
+    assert done.returncode == 2 and len(errors) == 1, done.stderr[-3000:]
+    (line,) = errors
+    assert line.startswith("gpuwork: error: the measurements above were not saved: cannot write ")
+    assert "-checkpoint in " + str(out) in line and "rank 1" in line and "Traceback" not in done.stderr
+    assert "loss" in done.stdout and "checkpoint   round-trip not run" in done.stdout
+    (record,) = out.glob("trial-*.json")
+    assert len(TrialRecord.from_json(record).steps) == 1 + 3  # every measured step kept on disk
+    assert leftovers(out) == []  # no half-written checkpoint, no work folder
+
+
 def test_only_the_work_folders_of_runs_that_are_gone_are_removed(tmp_path):
     import psutil
 

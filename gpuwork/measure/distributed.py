@@ -97,6 +97,7 @@ from gpuwork.measure.runtime import (
     Setup,
     TrialError,
     find_blocks,
+    is_oom,
     rng_from_tensors,
     rng_state,
     rng_tensors,
@@ -239,6 +240,7 @@ class DistributedCheckpoint(CheckpointStore):
         kill mid-save leaves the previous checkpoint whole (as ``FileCheckpoint`` does for one process)."""
         import torch.distributed as dist
         import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.api import CheckpointException
 
         state = self._state(run, setup)
         fingerprints, checked = _fingerprints(state)  # in memory, before the save
@@ -259,10 +261,25 @@ class DistributedCheckpoint(CheckpointStore):
             raise RecordWriteError(refused, folder.parent)
         staging = Path(where)
         try:
-            dcp.save(state, checkpoint_id=str(staging))
-            if self.rank == 0:
-                save_training_state(run, setup, staging, step, world_size=self.world_size, **position)
-            records.save_torch(rng_tensors(rng_state(self.device)), staging / f"rng_state_{self.rank}.pth")
+            failure: Msg | None = None
+            try:
+                dcp.save(state, checkpoint_id=str(staging))
+                if self.rank == 0:
+                    save_training_state(run, setup, staging, step, world_size=self.world_size, **position)
+                records.save_torch(rng_tensors(rng_state(self.device)), staging / f"rng_state_{self.rank}.pth")
+            except RecordWriteError as exc:
+                failure = exc.msg
+            except (Exception, CheckpointException) as exc:  # noqa: BLE001 - a failed write becomes one line
+                failure = _write_failure(exc, folder)
+                if failure is None:
+                    raise
+            # every rank learns of any rank's failed write (a full disk under rank 1's part, say), so they all
+            # give up the save together instead of waiting for each other at the barrier
+            failures: list[Msg | None] = [None] * self.world_size
+            dist.all_gather_object(failures, failure)
+            failed = next((f for f in failures if f is not None), None)
+            if failed is not None:
+                raise RecordWriteError(failed, folder.parent)
             self.barrier()
             if self.rank == 0:
                 records.replace_folder(staging, folder)
@@ -856,6 +873,36 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
         raise TrialError(msg("error.trial.torchrun", status=rc, output=shown[-1500:]))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _write_failure(exc: BaseException, folder: Path) -> Msg | None:
+    """One line for a checkpoint part that could not be written (None for out of memory, which is not a write's
+    fault). An OSError behind it (the exception, its cause, or one rank's failure inside torch's
+    CheckpointException) says disk full / read-only; torch.save's own writer reports a short write without an
+    errno ("unexpected pos ..."), which is then quoted as it is."""
+    if is_oom(exc):
+        return None
+    seen: list[tuple[BaseException, int | None]] = [(exc, None)]
+    visited: set[int] = set()
+    first: tuple[BaseException, int | None] | None = None
+    while seen:
+        current, rank = seen.pop(0)
+        if id(current) in visited:
+            continue
+        visited.add(id(current))
+        if isinstance(current, OSError) and current.errno is not None:
+            return records.write_error(current, folder / Path(current.filename or "-").name).msg
+        failures = getattr(current, "failures", None)
+        if isinstance(failures, dict):  # rank -> (exception, traceback)
+            seen += [(pair[0] if isinstance(pair, tuple) else pair, r) for r, pair in failures.items()]
+        elif first is None:
+            first = (current, rank)
+        seen += [(e, rank) for e in (current.__cause__, current.__context__) if e is not None]
+    cause, rank = first or (exc, None)
+    text = str(cause).strip()
+    detail = (f"rank {rank}: " if rank is not None else "") + type(cause).__name__ + (
+        f": {text.splitlines()[-1]}" if text else "")
+    return msg("error.trial.write_failed", folder=str(folder.parent), file=folder.name, detail=detail)
 
 
 WORK_PREFIX = ".gpuwork-torchrun-"  # the work folder in out_dir: spec, stop file, ranks' results
