@@ -201,7 +201,7 @@ class App(widgets.VBox):
         if self.trial is not None:
             views.append(self.trial.view())
             self.trial.listeners.append(self.offers.add_record)
-        # a hidden tab's widgets reach the page when it is first shown: the first paint builds the Sizing tab only
+        # a hidden tab's widgets are drawn when it is first shown: the first paint draws the Sizing tab only
         self._views = views
         self.tabs = widgets.Tab(children=[views[0], *(widgets.VBox(layout={"width": "100%"}) for _ in views[1:])])
         self.tabs.add_class("gpuwork-tabs")
