@@ -21,6 +21,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import traitlets
+from ipywidgets.widgets.widget_bool import CheckboxStyle
 
 
 def _pairs(options: Iterable[Any]) -> list[tuple[str, Any]]:
@@ -43,6 +44,9 @@ class CheckboxGroup(widgets.HBox):
         self._syncing = False
         self.boxes: list[widgets.Checkbox] = []
         self._row = widgets.HBox(layout={"flex_flow": "row wrap"})
+        # one layout and one style for every box: a page receives two models per group instead of two per box
+        self._box_layout = widgets.Layout(width="auto", margin="0 12px 0 0")
+        self._box_style = CheckboxStyle()
         super().__init__(children=(self._label, self._row), **kwargs)
         self.add_class("gpuwork-choices")
         self.options = _pairs(options)
@@ -59,7 +63,7 @@ class CheckboxGroup(widgets.HBox):
         self.boxes = []
         for label, option in change["new"]:
             box = widgets.Checkbox(value=option in chosen, description=label, indent=False,
-                                   layout={"width": "auto", "margin": "0 12px 0 0"})
+                                   layout=self._box_layout, style=self._box_style)
             box.observe(self._on_box, names="value")
             self.boxes.append(box)
         self._row.children = tuple(self.boxes)
