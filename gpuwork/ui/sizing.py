@@ -1074,11 +1074,14 @@ class SizingForm(common.Panel):
             "totals": lambda: [html_output(self.totals.value)],
             "breakdown": lambda: [self.breakdown_figure()],
             "whatif": lambda: [self.whatif_figure("seq_len"), self.whatif_figure("batch_size")],
-            "details": lambda: [html_output(self.details.value),
-                                *(fig for fig in (self.scaling_figure(),) if fig is not None)],
+            "details": self._static_details,
             "verify": lambda: [html_output(self.verify_out.value
                                            or note_html(html.escape(ui("verify_hint", self.lang))))],
         }
+
+    def _static_details(self) -> list[Any]:
+        scaling = self.scaling_figure()
+        return [html_output(self.details.value)] + ([scaling] if scaling is not None else [])
 
     def _plan_table(self) -> str:
         assert self.plan is not None
