@@ -26,7 +26,6 @@ from typing import Any
 import ipywidgets as widgets
 
 from gpuwork import sizing
-from gpuwork.errors import GpuworkError
 from gpuwork.estimate.memory import GIB
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
@@ -39,8 +38,8 @@ from gpuwork.ui.common import (
     heading_html,
     note_html,
     one_line,
-    plan_from,
     quiet,
+    start_plan,
     table_html,
     ui,
 )
@@ -126,11 +125,7 @@ class _LazyPanel:
         """The end of a panel's construction: its labels, then the starting plan (a TrainPlan, a dict of its
         fields, or None), evaluated at once; a bad one shows its message."""
         self._apply_labels()
-        if plan is not None:
-            try:
-                self.set_plan(plan_from(plan))
-            except GpuworkError as exc:
-                self._show_error(friendly(exc, self.lang))
+        start_plan(self, plan)
 
     def set_plan(self, plan: TrainPlan, *, lazy: bool = False) -> None:
         self.plan, self._stale = plan, True

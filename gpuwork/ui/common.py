@@ -304,6 +304,17 @@ def plan_from(value: TrainPlan | Mapping[str, Any] | None, default: Mapping[str,
     return TrainPlan.from_dict(data)
 
 
+def start_plan(panel: Any, plan: TrainPlan | Mapping[str, Any] | None) -> None:
+    """A panel's starting plan (a TrainPlan, a dict of its fields, or None), evaluated at once through
+    ``panel.set_plan``; a bad one shows its one-line message (``panel._show_error``, in ``panel.lang``)."""
+    if plan is None:
+        return
+    try:
+        panel.set_plan(plan_from(plan))
+    except GpuworkError as exc:
+        panel._show_error(friendly(exc, panel.lang))
+
+
 def display(*objects: Any) -> None:
     """Display each object that is not None: every panel's ``show(part)`` goes through here (tests replace it)."""
     from IPython.display import display as ipython_display
@@ -490,6 +501,7 @@ __all__ = [
     "run_in_thread",
     "set_public",
     "setup_notebook",
+    "start_plan",
     "table_html",
     "ui",
     "upload_content",

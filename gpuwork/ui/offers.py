@@ -50,8 +50,8 @@ from gpuwork.ui.common import (
     note_html,
     one_line,
     plan_caption,
-    plan_from,
     quiet,
+    start_plan,
     table_html,
     ui,
 )
@@ -236,11 +236,7 @@ class OffersPanel(common.Panel):
         self._apply_labels()
         for path in records:
             self._load_record_file(path)
-        if plan is not None:
-            try:
-                self.set_plan(plan_from(plan))
-            except GpuworkError as exc:
-                self._show_error(friendly(exc, self.lang))
+        start_plan(self, plan)
         self._render_compare()
 
     def _sort_options(self) -> list[tuple[str, str]]:

@@ -24,7 +24,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from gpuwork import sizing
-from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.errors import PlanError
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import request as rental
@@ -38,8 +38,8 @@ from gpuwork.ui.common import (
     heading_html,
     note_html,
     one_line,
-    plan_from,
     quiet,
+    start_plan,
     ui,
 )
 
@@ -89,11 +89,7 @@ class RequestPanel:
                      "explicit_context"):
             getattr(self, name).add_class(f"gpuwork-request-{name.replace('_', '-')}")  # stable hooks for browser tests
         self._apply_labels()
-        if plan is not None:
-            try:
-                self.set_plan(plan_from(plan))
-            except GpuworkError as exc:
-                self._show_error(friendly(exc, self.lang))
+        start_plan(self, plan)
 
     def _apply_labels(self) -> None:
         lang = self.lang
