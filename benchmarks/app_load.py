@@ -233,7 +233,8 @@ def _trees(server_pid: int) -> tuple[list, list]:
     import psutil
 
     try:
-        server = [psutil.Process(server_pid), *psutil.Process(server_pid).children(recursive=True)]
+        root = psutil.Process(server_pid)
+        server = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
         server = []
     browser = []

@@ -50,7 +50,8 @@ one parameter dtype per wrapped block (fine for fp32 and for pure 16-bit full fi
 checkpoint round-trip compares per-tensor fingerprints (float64 sum, absolute sum and sum of
 squares) instead of the bytes themselves; a signal sent to torchrun gives the ranks SHUTDOWN_GRACE_S to
 save before torchrun kills them; after a SIGKILL the hidden work folder (``.gpuwork-torchrun-*``) stays
-in out_dir until the next run there (``remove_stale_work``); a resumed rank's earlier steps keep the merged record's memory (the highest rank's); CPU offload (``offload_params``/``offload_optimizer``) maps
+in out_dir until the next run there (``remove_stale_work``); a resumed rank's earlier steps keep the merged
+record's memory (the highest rank's); CPU offload (``offload_params``/``offload_optimizer``) maps
 to FSDP2's ``CPUOffloadPolicy`` on CUDA, which offloads parameters, gradients and the optimizer step
 together.
 """
