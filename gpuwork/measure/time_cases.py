@@ -44,6 +44,10 @@ class TimeCase:
     # how the run's software ran MoE experts where it differs from its stack's (estimate_time moe_experts):
     # "loop" for transformers 4.x, whose MoE blocks loop over nn.Linear experts; None = the stack's
     moe_experts: str | None = None
+    # the run's nodes and inter-node network (estimate_time's nodes/network); None = the published cases' rule:
+    # 8 GPUs per node joined by one 400 Gb/s NIC per GPU (gpuwork.measure.accuracy.CLUSTER_NETWORK)
+    nodes: int | None = None
+    network: str | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:

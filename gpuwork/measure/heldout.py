@@ -1,0 +1,168 @@
+"""Held-out time cases: published runs whose predictions were committed before their figures were read.
+
+The protocol (docs/time_accuracy.md, "Held-out cases"):
+
+1. The time model is frozen at a commit (``frozen_commit``).
+2. A collector who does not build the model records each run's configuration; the published figure is kept
+   outside the repository.
+3. ``scripts/heldout.py predict`` prices every configuration with the frozen model and writes the predictions
+   into ``facts/data/time_heldout.json``, which is committed with no published figure in it.
+4. ``scripts/heldout.py reveal`` adds the published figures and the hash of the commit that holds the
+   predictions (``predictions_commit``); the page scores the committed predictions, not today's model.
+
+``protocol_problems`` checks steps 1-4 against the repository's history: the predictions commit descends from
+the frozen one, nothing under ``gpuwork/`` but this file and model presets changed between them, and the file at
+the predictions commit holds the same predictions and no figure. Once the model changes after a set is revealed,
+the set counts as seen: the page shows today's error beside the frozen one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuwork.facts.paths import bundled_data_dir
+from gpuwork.measure.time_cases import METRICS, TimeCase
+from gpuwork.plan import TrainPlan
+
+HELDOUT_NAME = "time_heldout.json"
+# what may change between the frozen model and its predictions: the held-out file and model presets
+_ALLOWED_BETWEEN = ("gpuwork/facts/data/" + HELDOUT_NAME, "gpuwork/facts/data/models/")
+_FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote")
+
+
+def heldout_path() -> Path:
+    return bundled_data_dir() / HELDOUT_NAME
+
+
+@dataclass(frozen=True)
+class HeldoutCase:
+    """One held-out run: its configuration, the frozen model's prediction and, once revealed, the figure."""
+
+    name: str
+    source_id: str
+    source: str
+    gpu_id: str
+    plan: TrainPlan
+    nodes: int
+    network: str | None
+    metric: str
+    predicted: float  # tokens/s per GPU, by the model at the set's frozen commit
+    notes: str = ""
+    moe_experts: str | None = None
+    measured: float | None = None  # in ``metric``, as the source reports it
+    measured_time_s: float | None = None
+    samples: int | None = None
+
+    @property
+    def revealed(self) -> bool:
+        return self.measured is not None
+
+    def time_case(self) -> TimeCase:
+        """The case as a published TimeCase (only once revealed)."""
+        if self.measured is None:
+            raise ValueError(f"held-out case {self.name!r} has no published figure yet")
+        return TimeCase(name=self.name, plan=self.plan, gpu_id=self.gpu_id, metric=self.metric,
+                        measured=self.measured, source=self.source, source_id=self.source_id, notes=self.notes,
+                        measured_time_s=self.measured_time_s, samples=self.samples, moe_experts=self.moe_experts,
+                        nodes=self.nodes, network=self.network)
+
+
+@dataclass(frozen=True)
+class HeldoutSet:
+    name: str
+    frozen_commit: str
+    predictions_commit: str | None  # set when the figures are revealed
+    cases: tuple[HeldoutCase, ...]
+
+    @property
+    def revealed(self) -> bool:
+        return bool(self.cases) and all(c.revealed for c in self.cases)
+
+
+def plan_from_json(fields: dict[str, Any]) -> TrainPlan:
+    fields = dict(fields)
+    if isinstance(fields.get("lora_targets"), list):
+        fields["lora_targets"] = tuple(fields["lora_targets"])
+    return TrainPlan(**fields)
+
+
+def _case(raw: dict[str, Any]) -> HeldoutCase:
+    if raw["metric"] not in METRICS:
+        raise ValueError(f"held-out case {raw['name']!r}: metric {raw['metric']!r} is not one of {METRICS}")
+    return HeldoutCase(
+        name=raw["name"], source_id=raw["source_id"], source=raw["source"], gpu_id=raw["gpu_id"],
+        plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
+        metric=raw["metric"], predicted=float(raw["predicted_tokens_per_s_per_gpu"]), notes=raw.get("notes", ""),
+        moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
+        samples=raw.get("samples"))
+
+
+def parse_sets(document: dict[str, Any]) -> tuple[HeldoutSet, ...]:
+    return tuple(HeldoutSet(name=s["name"], frozen_commit=s["frozen_commit"],
+                            predictions_commit=s.get("predictions_commit"),
+                            cases=tuple(_case(c) for c in s["cases"]))
+                 for s in document.get("sets", ()))
+
+
+def load_document(path: Path | None = None) -> dict[str, Any]:
+    path = path or heldout_path()
+    if not path.exists():
+        return {"sets": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def heldout_sets(path: Path | None = None) -> tuple[HeldoutSet, ...]:
+    """The held-out sets on file (bundled ``time_heldout.json``)."""
+    return parse_sets(load_document(path))
+
+
+def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
+    """What in ``repo``'s history contradicts the protocol for ``held`` (empty: it was followed)."""
+    if held.predictions_commit is None:
+        return [] if not any(c.revealed for c in held.cases) else [
+            f"{held.name}: figures are on file but no predictions_commit names where the predictions were committed"]
+    problems = []
+    for commit in (held.frozen_commit, held.predictions_commit):
+        if _git(repo, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+            return [f"{held.name}: commit {commit} is not in the repository"]
+    if _git(repo, "merge-base", "--is-ancestor", held.frozen_commit, held.predictions_commit).returncode != 0:
+        problems.append(f"{held.name}: the frozen commit is not an ancestor of the predictions commit")
+    changed = _git(repo, "diff", "--name-only", held.frozen_commit, held.predictions_commit, "--", "gpuwork")
+    for name in changed.stdout.split():
+        if not name.startswith(_ALLOWED_BETWEEN):
+            problems.append(f"{held.name}: {name} changed between the frozen model and its predictions")
+    shown = _git(repo, "show", f"{held.predictions_commit}:gpuwork/facts/data/{HELDOUT_NAME}")
+    if shown.returncode != 0:
+        return problems + [f"{held.name}: {HELDOUT_NAME} is missing at the predictions commit"]
+    then = next((s for s in json.loads(shown.stdout).get("sets", ()) if s["name"] == held.name), None)
+    if then is None:
+        return problems + [f"{held.name}: the set is missing at the predictions commit"]
+    if then.get("frozen_commit") != held.frozen_commit:
+        problems.append(f"{held.name}: the frozen commit differs from the one at the predictions commit")
+    before = {c["name"]: c for c in then["cases"]}
+    for case in held.cases:
+        raw = before.get(case.name)
+        if raw is None:
+            problems.append(f"{held.name}: {case.name!r} was added after the predictions")
+            continue
+        if any(raw.get(k) is not None for k in _FIGURE_KEYS):
+            problems.append(f"{held.name}: {case.name!r} had its published figure on file with the predictions")
+        if float(raw["predicted_tokens_per_s_per_gpu"]) != case.predicted:
+            problems.append(f"{held.name}: {case.name!r}'s prediction changed after it was committed")
+        was = _case({**raw, "measured": None})
+        if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts) != (
+                case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts):
+            problems.append(f"{held.name}: {case.name!r}'s configuration changed after the predictions")
+    return problems
+
+
+__all__ = ["HELDOUT_NAME", "HeldoutCase", "HeldoutSet", "heldout_path", "heldout_sets", "load_document",
+           "parse_sets", "plan_from_json", "protocol_problems"]

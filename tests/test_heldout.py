@@ -1,0 +1,131 @@
+"""Held-out time cases: the protocol is checked against real git history, and the page scores frozen predictions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpuwork.measure.accuracy import heldout_markdown, heldout_scores, time_accuracy_rows
+from gpuwork.measure.heldout import HELDOUT_NAME, heldout_sets, parse_sets, protocol_problems
+from gpuwork.measure.time_cases import TIME_CASES
+
+REPO = Path(__file__).resolve().parents[1]
+REL = Path("gpuwork/facts/data") / HELDOUT_NAME
+PLAN = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 512, "batch_size": 2, "lora_targets": ["q_proj", "v_proj"],
+        "eval_fraction": 0.0}
+
+
+def _case(name: str, predicted: float, **extra) -> dict:
+    return {"name": name, "source_id": "src", "source": "https://example.org/table", "gpu_id": "a100_80_sxm",
+            "nodes": 1, "network": None, "plan": PLAN, "metric": "tokens_per_s_per_gpu",
+            "predicted_tokens_per_s_per_gpu": predicted, **extra}
+
+
+def _git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+def _commit(repo: Path, message: str) -> str:
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+    return _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def history(tmp_path: Path):
+    """A repository that followed the protocol: model frozen, predictions committed, figures revealed."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / REL.parent).mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "gpuwork/estimate.py").write_text("RATE = 1\n")
+    frozen = _commit(repo, "model")
+    doc = {"sets": [{"name": "s1", "frozen_commit": frozen, "predictions_commit": None,
+                     "cases": [_case("a", 1000.0), _case("b", 2000.0)]}]}
+    (repo / REL).write_text(json.dumps(doc))
+    predictions = _commit(repo, "predictions")
+    doc["sets"][0]["predictions_commit"] = predictions
+    for case, value in zip(doc["sets"][0]["cases"], (1250.0, 1600.0), strict=True):
+        case["measured"] = value
+    (repo / REL).write_text(json.dumps(doc))
+    _commit(repo, "reveal")
+    return repo, doc
+
+
+def test_a_set_that_followed_the_protocol_has_no_problems(history):
+    repo, doc = history
+    (held,) = parse_sets(doc)
+    assert held.revealed and protocol_problems(held, repo) == []
+
+
+def test_a_prediction_changed_after_it_was_committed_is_caught(history):
+    repo, doc = history
+    doc["sets"][0]["cases"][0]["predicted_tokens_per_s_per_gpu"] = 1240.0
+    (held,) = parse_sets(doc)
+    assert any("'a'" in p and "prediction changed" in p for p in protocol_problems(held, repo))
+
+
+def test_a_configuration_changed_after_the_predictions_is_caught(history):
+    repo, doc = history
+    doc["sets"][0]["cases"][1]["plan"] = {**PLAN, "batch_size": 4}
+    (held,) = parse_sets(doc)
+    assert any("'b'" in p and "configuration changed" in p for p in protocol_problems(held, repo))
+
+
+def test_figures_on_file_with_the_predictions_are_caught(history):
+    repo, doc = history
+    # the same set, but predicted in a commit that already held a figure
+    (repo / REL).write_text(json.dumps({"sets": [{**doc["sets"][0], "predictions_commit": None, "cases": [
+        _case("a", 1000.0, measured=1250.0), _case("b", 2000.0)]}]}))
+    leaked = _commit(repo, "predictions with a figure")
+    doc["sets"][0]["predictions_commit"] = leaked
+    (held,) = parse_sets(doc)
+    assert any("'a'" in p and "published figure" in p for p in protocol_problems(held, repo))
+
+
+def test_a_model_change_between_freeze_and_predictions_is_caught(history):
+    repo, doc = history
+    (repo / "gpuwork/estimate.py").write_text("RATE = 2\n")
+    (repo / REL).write_text(json.dumps({"sets": [{**doc["sets"][0], "predictions_commit": None,
+                                                  "cases": [_case("a", 1000.0), _case("b", 2000.0)]}]}))
+    late = _commit(repo, "model changed, then predicted")
+    doc["sets"][0]["predictions_commit"] = late
+    (held,) = parse_sets(doc)
+    assert any("gpuwork/estimate.py changed" in p for p in protocol_problems(held, repo))
+
+
+def test_frozen_predictions_are_scored_not_todays_model(history):
+    _, doc = history
+    sets = parse_sets(doc)
+    (score,) = heldout_scores(sets)
+    assert [r.error for r in score.frozen] == pytest.approx([1000 / 1250 - 1, 2000 / 1600 - 1])
+    today = time_accuracy_rows(tuple(c.time_case() for c in sets[0].cases))
+    assert [r.error for r in score.today] == pytest.approx([r.error for r in today])
+    page = heldout_markdown([score], sets)
+    assert "| a | src |" in page and "-20%" in page and "+25%" in page
+
+
+def test_an_unrevealed_set_is_listed_without_a_score():
+    doc = {"sets": [{"name": "pending", "frozen_commit": "0" * 40, "predictions_commit": None,
+                     "cases": [_case("a", 1000.0)]}]}
+    sets = parse_sets(doc)
+    assert heldout_scores(sets) == []
+    assert "not revealed yet" in heldout_markdown([], sets)
+
+
+def test_the_bundled_sets_followed_the_protocol():
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    if _git(REPO, "rev-parse", "--is-shallow-repository") == "true":
+        pytest.skip("a shallow clone lacks the commits the protocol names")
+    sets = heldout_sets()
+    seen = {c.name for c in TIME_CASES}
+    for held in sets:
+        assert protocol_problems(held, REPO) == []
+        assert not seen & {c.name for c in held.cases}, "a held-out case shares a name with a seen one"
