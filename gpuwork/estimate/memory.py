@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.facts.block_profiles import matching_profile
+from gpuwork.facts.rates import StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
@@ -86,7 +87,10 @@ class MemoryEstimate:
     phase_peaks: dict[str, int]  # allocated bytes at each candidate moment
     sources: dict[str, str] = field(default_factory=dict)
     warnings: tuple[Msg, ...] = ()  # catalog messages (gpuwork.present.messages renders them)
-    host_bytes: int = 0  # CPU RAM used by offloaded states (not on the GPU)
+    host_bytes: int = 0  # CPU RAM used by offloaded states and activations (not on the GPU)
+    # bytes copied between GPU and CPU RAM per optimizer step by activation offload (out in forward, back in
+    # backward); the time model prices them over the host link
+    host_transfer_bytes: int = 0
 
     @property
     def traceable_bytes(self) -> int:
@@ -110,6 +114,7 @@ class MemoryEstimate:
             "peak_phase": self.peak_phase,
             "phase_peaks": dict(self.phase_peaks),
             "host_bytes": self.host_bytes,
+            "host_transfer_bytes": self.host_transfer_bytes,
             "warnings": [w.as_dict() for w in self.warnings],
         }
 
@@ -361,10 +366,14 @@ class _Activations:
     loss_backward: int  # transient bytes per token while the loss backward runs
     rotary: int  # bytes per token of cos/sin shared by all blocks
     inputs: int  # input ids, labels
+    chunked_loss: bool = False  # fused linear cross-entropy: one chunk of logits at a time (not per token)
 
 
-def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool) -> int:
+def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input: bool = False) -> int:
     h = spec.hidden_size
+    if spec.norm == "rms" and saves_input:
+        # fused RMSNorm kernels (Liger, Unsloth) save their input as it is and one fp32 rstd per row
+        return dt.stream * h + 4
     if spec.norm == "rms":
         # HF LlamaRMSNorm: x.to(fp32) saved by pow/mul, rsqrt (1 fp32/token), and x_hat cast back to
         # the input dtype saved by the weight multiply when the weight trains.
@@ -373,7 +382,7 @@ def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool) -> int:
     return dt.stream * h + 8
 
 
-def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
+def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfile | None = None) -> _Activations:
     h, a, kv, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
     q_dim, kv_dim = a * d, kv * d
     inter = spec.intermediate_size
@@ -383,13 +392,15 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
     moe = spec.num_experts > 1
     k_exp = spec.experts_per_token if moe else 1
     decoder_style = spec.norm == "rms"
+    fused_norm = stack is not None and stack.rmsnorm_saves == "input"
+    loss_kernel = stack.loss_kernel if stack is not None else "eager"
 
-    def block(trainable: bool) -> tuple[int, int]:
+    def block(trainable: bool) -> tuple[int, int, int]:
         lin_saved = 0
         norms = 2
         if spec.model_type in ("gemma2", "gemma3"):
             norms = 4  # pre/post attention and pre/post feed-forward RMSNorms
-        norm_bytes = norms * _norm_saved(spec, dt, trainable) if decoder_style else 0
+        norm_bytes = norms * _norm_saved(spec, dt, trainable, fused_norm) if decoder_style else 0
         # attention input: norm output (decoder) or block input (BERT post-LN: the stream itself)
         lin_saved += _consumer_saved(h, dt.stream, groups["attn_in"], trainable, lora, plan, dt)
         # attention core (SDPA / flash: q, k, v, output and fp32 logsumexp; torch
@@ -422,8 +433,12 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
         # pow, tanh and muls that saves four intermediate-sized tensors (activations.NewGELUActivation)
         act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") else 1
         if spec.mlp_gated:
-            # act(gate) saves gate; gate*up saves both operands
-            mlp_core = (act_saved + 2) * e * inter * k_exp
+            # act(gate) saves gate; gate*up saves both operands; a fused SwiGLU kernel saves gate and up
+            # only and recomputes act(gate) in backward (stacks.csv swiglu_saved)
+            gated = act_saved + 2
+            if stack is not None and stack.swiglu_saved < 3 and act_saved == 1:
+                gated = stack.swiglu_saved
+            mlp_core = gated * e * inter * k_exp
         else:
             mlp_core = act_saved * e * inter
         if moe:
@@ -448,7 +463,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
     # after the blocks
     head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
     if decoder_style:
-        final_norm = _norm_saved(spec, dt, head_trainable)
+        final_norm = _norm_saved(spec, dt, head_trainable, fused_norm)
     else:
         final_norm = _norm_saved(spec, dt, head_trainable) if spec.model_type == "gpt2" else 0
     vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
@@ -466,6 +481,16 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
         mlm_head = 4 * e * h + 8  # transform dense in/out, GELU out, LayerNorm in
     head = final_norm + head_in + logsoftmax + logits_extra + mlm_head
     loss_backward = 2 * loss_bytes * vocab  # nll grad + log_softmax grad, vocab-wide
+    if spec.task is Task.CAUSAL_LM and loss_kernel == "chunked":
+        # Liger fused linear cross-entropy: the forward computes loss and input gradient chunk by chunk and
+        # keeps only the (tokens x h) input gradient and fp32 per-token losses; the chunk of logits is a
+        # transient counted per step (_chunked_logits_bytes); lm_head's own input is not saved
+        head, logsoftmax, loss_backward = final_norm + dt.stream * h + 4, 0, 0
+    elif spec.task is Task.CAUSAL_LM and loss_kernel == "inplace":
+        # Unsloth Fast_CrossEntropyLoss: keeps the 16-bit logits and one fp32 logsumexp per row (soft-capping
+        # inside the kernel) and writes the gradient into the logits in place: no fp32 copy, no second buffer
+        logsoftmax = head_out_bytes * vocab
+        head, loss_backward = final_norm + head_in + logsoftmax + 4, 0
     rotary = 2 * d * dt.stream if spec.extras.get("position_embedding") == "rope" else 0
     inputs = 8 * 3  # input ids, labels, shifted labels (int64)
     if spec.hidden_dropout > 0:
@@ -473,13 +498,32 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> _Activations:
     # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps
     # only its input hidden states.
     ckpt = dt.stream * h
-    return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs)
+    return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
+                        chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked")
+
+
+def _chunked_logits_bytes(spec: ModelSpec, tokens: int, dtype_bytes: int) -> int:
+    """One chunk of logits in Liger's fused linear cross-entropy: next_power_of_2(ceil(BT / ceil(V / H))) rows
+    (at most BT) of V logits in the input dtype, so about BT x H elements whatever the vocabulary
+    (liger_kernel/ops/fused_linear_cross_entropy.py)."""
+    inc = max(math.ceil(spec.vocab_size / spec.hidden_size), 1)
+    rows = min(1 << max(math.ceil(tokens / inc) - 1, 0).bit_length(), tokens)
+    return rows * spec.vocab_size * dtype_bytes
 
 
 # -- the estimate ----------------------------------------------------------------------------------
 
 
-def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
+def stack_profile(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> StackProfile | None:
+    """What ``plan.stack`` changes in memory: ``stack`` when given, else the profile that
+    ``gpuwork.facts.resolve`` put at hand in ``spec.extras["stacks"]`` (None: eager Hugging Face behaviour)."""
+    if stack is not None:
+        return stack
+    stacks = spec.extras.get("stacks") or {}
+    return stacks.get(plan.stack)
+
+
+def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
     """Per-GPU peak memory of one steady-state training step of ``plan``.
 
     Args:
@@ -487,13 +531,17 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
         spec: the model's spec (``gpuwork.facts.resolve(plan).spec``). For a family without a hand-written
             block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
             gives the bytes the real block saves for backward instead of the nearest family's.
+        stack: what ``plan.stack`` changes in memory (``gpuwork.facts.rates`` stacks.csv: loss kernel, fused
+            RMSNorm and SwiGLU, checkpoint offload); default the profile in ``spec.extras["stacks"]``, which
+            ``resolve`` adds, and without one the eager Hugging Face behaviour.
 
     Returns a MemoryEstimate with the breakdown at the peak and the three totals, in bytes.
     """
     counts = count_params(spec, plan)
     states = _model_states(spec, plan, counts)
     dt = plan_dtypes(plan)
-    act = _activations(spec, plan, dt)
+    profile = stack_profile(plan, spec, stack)
+    act = _activations(spec, plan, dt, profile)
     block_profile = matching_profile(spec, plan)
     if block_profile is not None:
         # what autograd saved in the traced block: a + b x seq_len bytes per token, or only the block's
@@ -567,12 +615,19 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     else:
         frozen_bytes = (act.per_layer_frozen + quad) * tokens
     first_norm_saving = 0
-    if plan.method not in (Method.FULL, Method.SCRATCH) and spec.norm == "rms":
+    fused_norm = profile is not None and profile.rmsnorm_saves == "input"
+    if plan.method not in (Method.FULL, Method.SCRATCH) and spec.norm == "rms" and not fused_norm:
         # the first saving block reads hidden states that need no gradient (frozen embeddings), so
         # its first RMSNorm keeps neither the fp32 input nor rsqrt
         first_norm_saving = (4 * spec.hidden_size + 4) * tokens
+    offloaded = 0
     if plan.grad_checkpointing:
         blocks_saved = act.checkpoint_per_layer * tokens * spec.num_layers
+        if profile is not None and profile.checkpoint == "offload" and spec.num_layers > 1:
+            # Unsloth's offloaded checkpointing copies each block input to CPU RAM as it is made and back
+            # for that block's backward: one block input stays on the GPU (unsloth_zoo gradient_checkpointing)
+            offloaded = blocks_saved - act.checkpoint_per_layer * tokens
+            blocks_saved -= offloaded
         recompute = max(trained_bytes if trained_layers else 0, frozen_bytes)  # one block re-runs forward
     else:
         blocks_saved = (trained_layers * trained_bytes + (spec.num_layers - trained_layers) * frozen_bytes
@@ -581,6 +636,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     shared = (act.rotary + act.inputs) * tokens
     activations = blocks_saved + shared
     logits = act.head * tokens
+    # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
+    logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else 0
 
     # --- timeline ---------------------------------------------------------------------------
     pb = states.trainable_param_bytes
@@ -627,7 +684,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     logits_after_loss = logits - act.head_logsoftmax * tokens
     moments: dict[str, dict[str, int]] = {
         "forward": {"gradients": grads_during_fwd, "activations": activations,
-                    "autocast_weight_copies": autocast_copies, "logits_and_loss": logits},
+                    "autocast_weight_copies": autocast_copies, "logits_and_loss": logits + logits_chunk},
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
                           "autocast_weight_copies": autocast_copies,
                           "logits_and_loss": logits + act.loss_backward * tokens},
@@ -655,6 +712,11 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
     if plan.offload_optimizer or plan.offload_params:
         warnings.append(msg("memory.offload_host", host_bytes=host))
+    host_transfer = 0
+    if offloaded:
+        host += offloaded
+        host_transfer = 2 * offloaded * plan.grad_accum  # out in forward, back in backward, per micro-batch
+        warnings.append(msg("memory.activation_offload", host_bytes=offloaded, transfer_bytes=host_transfer))
     return MemoryEstimate(
         plan=plan,
         params=counts,
@@ -667,6 +729,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec) -> MemoryEstimate:
         sources=SOURCES,
         warnings=tuple(warnings),
         host_bytes=host,
+        host_transfer_bytes=host_transfer,
     )
 
 
@@ -694,8 +757,11 @@ SOURCES = {
     "optimizer_states": "torch AdamW/SGD states in the parameter dtype; bitsandbytes 8-bit blockwise states; "
                         "transformers Adafactor factored moments",
     "activations": "tensors saved for backward, op by op for Hugging Face Llama/GPT-2/BERT blocks; checked "
-                   "against gpuwork trace",
-    "logits_and_loss": "fp32 upcast logits, log_softmax output and its backward (transformers ForCausalLMLoss)",
+                   "against gpuwork trace; fused RMSNorm/SwiGLU kernels and offloaded checkpoints as the stack "
+                   "does them (stacks.csv memory columns)",
+    "logits_and_loss": "fp32 upcast logits, log_softmax output and its backward (transformers ForCausalLMLoss); "
+                       "Liger's chunked fused linear cross-entropy or Unsloth's in-place 16-bit loss when the "
+                       "stack uses them",
     "autocast_weight_copies": "16-bit copies of trained weights cached by autocast for forward and "
                               "backward (mixed precision only)",
     "temporaries": "optimizer-step temporaries (torch foreach AdamW: one state-sized buffer) or backward "
@@ -711,4 +777,4 @@ SOURCES = {
 }
 
 __all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "plan_dtypes"]
+           "estimate_memory", "plan_dtypes", "stack_profile"]

@@ -23,6 +23,9 @@ KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
+# stacks.csv memory columns: allowed values (integers for swiglu_saved)
+MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace"), "rmsnorm_saves": ("fp32-copy", "input"),
+                  "checkpoint": ("recompute", "offload")}
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,12 @@ class StackProfile:
     launch: str  # "eager" (one host dispatch per kernel) | "graph" (CUDA graph replay)
     basis: str
     moe_experts: str = "fused"  # "fused" expert tensors (one GEMM per expert) | "loop" (transformers 4.x)
+    # memory behaviour (read by gpuwork.estimate.memory; see MEMORY_CHOICES)
+    loss_kernel: str = "eager"  # "eager" fp32 upcast + log_softmax | "chunked" fused linear CE | "inplace" 16-bit
+    rmsnorm_saves: str = "fp32-copy"  # what RMSNorm saves: "fp32-copy" of its input | "input" (+ fp32 rstd)
+    swiglu_saved: int = 3  # intermediate-sized tensors act(gate) * up saves: 3 eager, 2 fused kernels
+    checkpoint: str = "recompute"  # checkpointed block inputs stay on the GPU | "offload" to CPU RAM
+    memory_basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -143,8 +152,18 @@ def _load(folder: str) -> Rates:
         if row["moe_experts"].strip() not in MOE_EXPERTS:
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="moe_experts",
                                    value=row["moe_experts"]))
+        memory: dict[str, str] = {}
+        for column, allowed in MEMORY_CHOICES.items():
+            value = (row.get(column) or allowed[0]).strip()  # an older file without the column: eager behaviour
+            if value not in allowed:
+                raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column=column, value=value))
+            memory[column] = value
+        saved = (row.get("swiglu_saved") or "3").strip()
+        if saved not in ("1", "2", "3"):
+            raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="swiglu_saved", value=saved))
         stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"],
-                                     moe_experts=row["moe_experts"].strip(), **values)
+                                     moe_experts=row["moe_experts"].strip(), swiglu_saved=int(saved),
+                                     memory_basis=row.get("memory_basis") or "", **memory, **values)
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
@@ -156,4 +175,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["DTYPES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates"]
+__all__ = ["DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates"]

@@ -20,8 +20,17 @@ from gpuwork.plan import TrainPlan
 def resolve(plan: TrainPlan, spec: ModelSpec | None = None) -> Inputs:
     """Look up the model, the GPU table and the kernel rates for ``plan`` (cached by the loaders); a model
     of a family without a hand-written block model carries its traced block profiles at hand."""
-    spec = with_block_profiles(plan, spec or spec_for_plan(plan))
-    return Inputs(spec=spec, gpus=load_gpus(), rates=load_rates())
+    rates = load_rates()
+    spec = with_stacks(with_block_profiles(plan, spec or spec_for_plan(plan)), rates)
+    return Inputs(spec=spec, gpus=load_gpus(), rates=rates)
+
+
+def with_stacks(spec: ModelSpec, rates) -> ModelSpec:
+    """``spec`` with ``extras["stacks"]``: what each software stack changes in memory (stacks.csv), at hand for
+    ``estimate_memory`` wherever the spec travels."""
+    if "stacks" in spec.extras:
+        return spec
+    return dataclasses.replace(spec, extras={**spec.extras, "stacks": rates.stacks})
 
 
 def with_block_profiles(plan: TrainPlan, spec: ModelSpec) -> ModelSpec:
@@ -38,4 +47,4 @@ def with_block_profiles(plan: TrainPlan, spec: ModelSpec) -> ModelSpec:
     return dataclasses.replace(spec, extras={**spec.extras, "block_profiles": profiles}) if profiles else spec
 
 
-__all__ = ["Inputs", "resolve", "with_block_profiles"]
+__all__ = ["Inputs", "resolve", "with_block_profiles", "with_stacks"]

@@ -442,6 +442,11 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "memory.offload_host": (
         "offloaded states use {host_bytes:gib} of CPU RAM per GPU",
         "выгруженные состояния занимают {host_bytes:gib} оперативной памяти CPU на каждый GPU"),
+    "memory.activation_offload": (
+        "checkpointed activations are offloaded: {host_bytes:gib} of CPU RAM per GPU, {transfer_bytes:gib} copied "
+        "over the host link per step",
+        "сохранённые активации выгружаются: {host_bytes:gib} оперативной памяти CPU на каждый GPU, "
+        "{transfer_bytes:gib} пересылается по шине за шаг"),
 
     # -- the rental request (gpuwork.present.request) -----------------------------------------------------------
     "request.summary": ("{method}, {context}; {dataset}; {period}; {trial}",
