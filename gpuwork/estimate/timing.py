@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.errors import CatalogError, PlanError
+from gpuwork.estimate.comm import REDUCE_SCATTER, CommTraffic, Fabric, busbw, comm_bytes_per_step, step_comm
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
 from gpuwork.estimate.ops import Kind, MoeExperts, Phase, step_ops
 from gpuwork.estimate.steptime import price_ops, stack_kernels
@@ -62,21 +63,12 @@ ATTN_TRAIN_FLOPS = 12  # forward + backward = 3 x forward (torchtitan: 12·L·H�
 
 # -- communication ----------------------------------------------------------------------------------
 
-# GPU-to-GPU collectives reach the measured NCCL bus-bandwidth shares of data/kernels.csv per link.
-# Host links (offloaded optimizer states and parameters) move at this share of the PCIe spec: the
+# GPU-to-GPU collectives: gpuwork.estimate.comm (NCCL curves, docs/communication.md). Host links (offloaded optimizer states and parameters) move at this share of the PCIe spec: the
 # NCCL share measured on NVLink rings (data/kernels.csv nccl_busbw_fraction_nvlink) taken for DMA too.
 LINK_EFFICIENCY = 0.80
-# Per-direction line rate of each fabric, bytes/s, and whether it is per GPU (one NIC per GPU, as
-# DGX H100 / AWS P5, gpu_facts §1b) or shared by the whole node (plain Ethernet, no RDMA).
-NETWORK_BYTES_S: dict[Network, tuple[float, bool]] = {
-    Network.ETHERNET_25G: (25e9 / 8, False),  # 25 Gb/s per node
-    Network.ETHERNET_100G: (100e9 / 8, False),  # 100 Gb/s per node
-    Network.ROCE_400G: (400e9 / 8, True),  # Meta Llama 3 clusters: 400 Gb/s per GPU [T12]
-    Network.IB_HDR_200G: (200e9 / 8, True),  # IB HDR 4x port, one per GPU [S3]
-    Network.IB_NDR_400G: (400e9 / 8, True),  # DGX H100: 8x ConnectX-7 NDR400, one per GPU [S3]
-}
-# torch DistributedDataParallel bucket_cap_mb default: gradients are all-reduced in 25 MiB buckets.
-_DDP_BUCKET_BYTES = 25 * 1024 * 1024
+# Links whose busbw follows the fitted NVLink curves; NVLS needs an NVSwitch of Hopper or later.
+_NVLINKS = (Link.NVLINK_BRIDGE, Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK)
+_NVLS_ARCHITECTURES = ("Hopper", "Blackwell")
 # Verdict threshold: above this share of a step spent communicating over PCIe, NVLink is "needed".
 LINK_VERDICT_SHARE = 0.10
 
@@ -392,36 +384,6 @@ def _link_bytes_s(gpu: GpuSpec, link: Link) -> float:
     return gpu.pcie_bw_bytes_s if link is Link.PCIE else gpu.link_bw_bytes_s
 
 
-def _network_bytes_s_per_gpu(network: Network, gpus_per_node: int) -> float:
-    rate, per_gpu = NETWORK_BYTES_S[network]
-    return rate if per_gpu else rate / max(gpus_per_node, 1)
-
-
-def _comm_bytes_per_step(plan: TrainPlan, counts: Any, weights_bytes_per_param: float) -> tuple[float, str]:
-    """Bytes each GPU sends per optimizer step, and the strategy's name.
-
-    Ring all-reduce sends 2(n−1)/n·S, all-gather and reduce-scatter (n−1)/n·S each (gpu_facts §3b
-    [S3][T13]). DDP all-reduces gradients once per optimizer step (no_sync during accumulation).
-    ZeRO-1/2 reduce-scatter gradients and all-gather the updated 16-bit parameters: the same volume
-    as DDP (ZeRO paper §7). ZeRO-3/FSDP all-gather the parameters in forward and again in backward
-    for every micro-batch and reduce-scatter gradients once: 1.5x DDP for a full update (ZeRO §7).
-    """
-    n = plan.gpus
-    if n == 1:
-        return 0.0, "none"
-    share = (n - 1) / n
-    grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
-    grads = counts.trainable * grad_bytes
-    if plan.sharding is Sharding.DDP:
-        return 2 * share * grads, "DDP ring all-reduce of gradients, once per step"
-    if plan.sharding in (Sharding.ZERO1, Sharding.ZERO2):
-        params16 = counts.trainable * plan.precision.compute_bytes
-        return share * (grads + params16), "ZeRO reduce-scatter of gradients + all-gather of parameters"
-    gathered = counts.total * weights_bytes_per_param  # every (also frozen) sharded weight is gathered
-    return (share * (2 * gathered * plan.grad_accum + grads),
-            "ZeRO-3/FSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter")
-
-
 def _verdict(plan: TrainPlan, gpu: GpuSpec, link: Link, pcie_share: float | None, link_share: float | None,
              own_intra_share: float, network_note: Msg | None) -> tuple[Msg, ...]:
     if plan.gpus == 1:
@@ -492,10 +454,14 @@ def derived_device(gpu: GpuSpec, rates: Rates, gpus: Mapping[str, GpuSpec]) -> D
     fp32 = median_share([r.matmul_flops["fp32"] / g.fp32_flops for r, g in same], 0.7)
     bw = median_share([r.mem_bw_bytes_s / g.mem_bw_bytes_s for r, g in same], 0.8)
     basis = f"derived: datasheet x median achieved/peak of the measured {gpu.vendor} GPUs in rates.csv"
-    sms = max(1, round(gpu.bf16_dense_flops / 7.5e12))  # ~7.5 dense BF16 TFLOPS per SM (H100 SXM: 989 / 132)
+    if gpu.sm_count:  # the GPU's own datasheet count (a peak ratio misreads older GPUs: the V100 has no BF16)
+        sms, sm_basis = gpu.sm_count, "datasheet SM count"
+    else:
+        sms = max(1, round(gpu.bf16_dense_flops / 7.5e12))  # ~7.5 dense BF16 TFLOPS per SM (H100 SXM: 989 / 132)
+        sm_basis = "derived: dense BF16 peak / 7.5 TFLOPS per SM"
     return DeviceRates(gpu.gpu_id, {"bf16": gpu.bf16_dense_flops * bf16, "fp16": gpu.fp16_dense_flops * fp16,
                                     "fp32": gpu.fp32_flops * fp32}, gpu.mem_bw_bytes_s * bw, sms,
-                       {"matmul_bf16": basis, "mem_bw": basis, "sm": "derived: dense BF16 peak / 7.5 TFLOPS per SM"})
+                       {"matmul_bf16": basis, "mem_bw": basis, "sm": sm_basis})
 
 
 def _device_rates(gpu: GpuSpec, inputs: Inputs, warnings: list[Msg]) -> DeviceRates:
@@ -650,53 +616,32 @@ def estimate_time(
         offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
         breakdown["parameter offload (PCIe)"] = offload_s
 
-    # communication: the same per-GPU compute; only what does not hide behind it adds
+    # communication: the same per-GPU compute; only what does not hide behind it adds (estimate.comm)
     weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
-    comm_bytes, strategy = _comm_bytes_per_step(plan, counts, weight_bytes)
+    grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
+    traffic = CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
+                          units=max(spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
+                          gathered_bytes=counts.total * weight_bytes,
+                          params16_bytes=counts.trainable * plan.precision.compute_bytes)
+    comm_bytes, strategy = comm_bytes_per_step(traffic)
     gpus_per_node = math.ceil(plan.gpus / nodes)
-    layers = max(spec.num_layers, 1)
     forward_s = price.by_phase.get(Phase.FORWARD.value, 0.0)
     backward_s = price.by_phase.get(Phase.BACKWARD.value, 0.0) + price.by_phase.get(Phase.RECOMPUTE.value, 0.0)
-    latency_s = rates.kernel("nccl_latency_us") * 1e-6
+    node_net = inputs.comm.node_network(net) if net is not None else None
 
-    def bandwidth_of(link_used: Link, over_network: bool = True) -> float:
-        fraction, _ = _busbw_fraction(rates, link_used)
-        bandwidth = _link_bytes_s(gpu, link_used) * fraction
+    def fabric_of(link_used: Link, over_network: bool = True) -> Fabric:
+        link_bytes = _link_bytes_s(gpu, link_used)
         if link_used is Link.PCIE and gpu.gpu_class is GpuClass.CONSUMER:
-            bandwidth *= rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
-        if net is not None and over_network:
-            bandwidth = min(bandwidth, _network_bytes_s_per_gpu(net, gpus_per_node) * rates.kernel(
-                "nccl_busbw_fraction_ib"))
-        return bandwidth
+            link_bytes *= rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
+        fixed = None if link_used in _NVLINKS else _busbw_fraction(rates, link_used)[0]
+        return Fabric(intra_bytes_s=link_bytes, intra_efficiency=fixed,
+                      nvls=link_used in _NVLINKS[1:] and gpu.architecture.startswith(_NVLS_ARCHITECTURES),
+                      gpus_per_node=gpus_per_node, network=node_net if over_network else None)
 
     def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
         """(communication seconds, exposed seconds, bandwidth) per step."""
-        if plan.gpus == 1 or comm_bytes == 0:
-            return 0.0, 0.0, bandwidth_of(link_used, over_network)
-        bandwidth = bandwidth_of(link_used, over_network)
-        if plan.sharding.shards_params:
-            # per block and micro-batch: all-gather before forward, all-gather + reduce-scatter in
-            # backward, each prefetched behind the previous block's compute (FSDP / ZeRO-3)
-            per_unit_s = comm_bytes / bandwidth / (layers * plan.grad_accum)
-            units = layers * plan.grad_accum
-            fwd_unit = forward_s / units
-            bwd_unit = backward_s / units
-            share_fwd = 2 / 5 if plan.uses_adapters else 1 / 3  # AG fwd : AG bwd : RS in bytes
-            comm_fwd, comm_bwd = per_unit_s * share_fwd + latency_s, per_unit_s * (1 - share_fwd) + 2 * latency_s
-            exposed = units * (max(0.0, comm_fwd - fwd_unit) + max(0.0, comm_bwd - bwd_unit)) + comm_fwd
-            total = units * (comm_fwd + comm_bwd)
-            return total, exposed, bandwidth
-        grads_bytes = comm_bytes
-        buckets = max(1, math.ceil(grads_bytes / _DDP_BUCKET_BYTES))
-        total = grads_bytes / bandwidth + buckets * latency_s
-        # DDP all-reduces each bucket as soon as its gradients are ready in the last micro-batch's
-        # backward (torch DDP design notes); the last bucket always waits for the end of backward
-        window = backward_s / plan.grad_accum
-        last = min(total, _DDP_BUCKET_BYTES / bandwidth + latency_s)
-        exposed = max(last, total - window)
-        if plan.sharding in (Sharding.ZERO1, Sharding.ZERO2):
-            exposed += total / 2  # the updated parameters' all-gather follows the optimizer step
-        return total, exposed, bandwidth
+        t = step_comm(inputs.comm, fabric_of(link_used, over_network), traffic, forward_s, backward_s)
+        return t.total_s, t.exposed_s, t.bandwidth_bytes_s
 
     comm_s, exposed_s, bandwidth = exposed_comm(intra)
     base_step = compute_s + optimizer_s + offload_s
@@ -710,8 +655,10 @@ def estimate_time(
     network_note = None
     own_share = exposed_s / (base_step + exposed_s) if base_step + exposed_s > 0 else 0.0
     if net is not None:
-        per_gpu = _network_bytes_s_per_gpu(net, gpus_per_node) * rates.kernel("nccl_busbw_fraction_ib")
-        bottleneck = per_gpu < bandwidth_of(intra, over_network=False)
+        big = max(comm_bytes, 1.0)
+        per_gpu = busbw(inputs.comm, fabric_of(intra), REDUCE_SCATTER, big, plan.gpus)
+        bottleneck = per_gpu < busbw(inputs.comm, fabric_of(intra, over_network=False), REDUCE_SCATTER, big,
+                                     plan.gpus) * 0.999
         network_note = msg("comm.network_bottleneck" if bottleneck else "comm.network", nodes=nodes, network=net,
                            bytes_s=per_gpu, share=own_share)
     comm = CommEstimate(
@@ -779,14 +726,13 @@ def estimate_time(
     if waits:
         warnings.append(verdict)
 
-    link_fraction, link_key = _busbw_fraction(rates, intra)
     sources = {
         "flops_per_token": flops.convention,
         "peak": f"{gpu.display_name} {peak_label}: {peak / 1e12:g} TFLOPS (data/gpus.csv)",
         "mfu": choice.basis,
         **{f"rate: {k}": v for k, v in price.assumptions.items() if v},
-        "comm": f"{strategy}; {link_fraction:.0%} of link spec ({link_key}, data/kernels.csv); buckets and "
-                "prefetch overlap backward / the next block's compute",
+        "comm": f"{strategy}; NCCL bus bandwidth by message size (nccl_curves.csv, docs/communication.md); "
+                "DDP buckets overlap backward, FSDP gathers prefetch behind the previous block",
         "eval_s": "train time x plan.eval_fraction",
         "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
         "margin_s": f"{TIME_MARGIN:.0%} of the total",
