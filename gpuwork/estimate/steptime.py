@@ -25,7 +25,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuwork.estimate.ops import Kind, MoeExperts, Op, StackKernels
+from gpuwork.estimate.gemm import gemm_time
+from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 
@@ -83,6 +84,62 @@ def wave_efficiency(m: int, n: int, sm_count: int, tile_m: int, tile_n: int) -> 
     return tiles / (waves * sm_count)
 
 
+def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> float:
+    """Seconds of a MATMUL op's GEMMs by their shape (``estimate.gemm``): k = FLOPs / (2 m n) per GEMM; a backward
+    op's input gradient is m x k over n and its weight gradient k x n over m."""
+    gemms = max(1, op.launches)
+    k = max(1, round(op.flops / (2.0 * op.m * op.n * gemms)))
+    if op.phase is Phase.BACKWARD and gemms <= 2:
+        shapes = ((op.m, k, op.n), (k, op.n, op.m))[:gemms]
+    else:
+        shapes = ((op.m, op.n, k),) * gemms
+    achievable = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
+    peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(op.dtype, gpu.bf16_dense_flops)
+    args = (4 if op.dtype == "fp32" else 2, max(peak, achievable), achievable, device.sm_count,
+            device.mem_bw_bytes_s, rates.gemm_tiles, rates.kernel("gemm_latency_us") * 1e-6,
+            rates.kernel("gemm_tile_overhead_us") * 1e-6, int(rates.kernel("gemm_max_split_k")))
+    return sum(gemm_time(m, n, kk, *args) for m, n, kk in shapes)
+
+
+def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
+    """Fixed time of one memory-bound kernel on this GPU (start, ramp and tail; docs/kernels.md), and its key.
+
+    Measured per die (kernels.csv ``membw_t0_us_<die>``, the die being the last word of gpus.csv
+    ``architecture``: ga100, gh100, gb100, gb202); a die with no measurement takes ``membw_t0_us``.
+    """
+    die = gpu.architecture.split()[-1].lower() if gpu.architecture else ""
+    key = f"membw_t0_us_{die}"
+    if key in rates.kernels:
+        return rates.kernels[key], key
+    return rates.kernel("membw_t0_us"), "membw_t0_us"
+
+
+def memory_kernel_s(bytes_moved: float, launches: int, bw_bytes_s: float, t0_s: float) -> float:
+    """Seconds of a chain of memory-bound kernels: each pays t0, the bytes stream at the large-array bandwidth.
+
+    Worked example (A100-SXM4-80GB, t0 8.33 us, 1610 GB/s): one kernel moving 33.5 MB takes
+    8.33 + 20.84 = 29.2 us; nvbench measured 31.2-31.7 us (docs/kernels.md).
+    """
+    return launches * t0_s + bytes_moved / bw_bytes_s
+
+
+# Host dispatch per kernel in eager PyTorch, by phase (docs/kernels.md): forward ops and the recompute of
+# gradient checkpointing run from Python and autograd records them; the backward's kernels are called by the
+# autograd engine from C++ with grad mode off; the optimizer step runs under torch.no_grad.
+_EAGER_HOST_KEYS = {Phase.FORWARD: "launch_overhead_eager_us", Phase.RECOMPUTE: "launch_overhead_eager_us",
+                    Phase.BACKWARD: "launch_overhead_eager_backward_us",
+                    Phase.OPTIMIZER: "launch_overhead_eager_nograd_us"}
+
+
+def host_us_per_kernel(phase: Phase, rates: Rates, profile: StackProfile, device: DeviceRates) -> float:
+    """Microseconds the host spends dispatching one kernel of this phase (a CUDA graph replays them all alike)."""
+    if device.host_us_per_kernel is not None:
+        return device.host_us_per_kernel
+    if profile.launch != "eager":
+        return rates.kernel("launch_overhead_graph_us")
+    return rates.kernel(_EAGER_HOST_KEYS[phase])
+
+
 def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
               efficiency: float = 1.0) -> StepPrice:
     """Seconds of the step's operations on one GPU (see the module docstring).
@@ -136,9 +193,12 @@ def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Ra
             compute = op.flops / rate
         elif op.flops > 0:
             rate = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
-            if op.m and op.n:
-                rate *= wave_efficiency(op.m, op.n, device.sm_count, tile_m, tile_n)
-            compute = op.flops / rate
+            if op.m and op.n and rates.gemm_tiles and not device.synchronous:
+                compute = gemm_seconds(op, gpu, device, rates)
+            else:
+                if op.m and op.n:
+                    rate *= wave_efficiency(op.m, op.n, device.sm_count, tile_m, tile_n)
+                compute = op.flops / rate
         else:
             compute = 0.0
         gpu_s = max(compute, op.bytes / bw, op.launches * floor_s) / efficiency
@@ -172,4 +232,5 @@ def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Ra
                      bytes=bytes_total, assumptions=assumptions)
 
 
-__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "price_ops", "stack_kernels", "wave_efficiency"]
+__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "gemm_seconds", "price_ops", "stack_kernels",
+           "wave_efficiency"]

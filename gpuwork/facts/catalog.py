@@ -189,6 +189,7 @@ class GpuSpec:
     notes: str = ""
     memory_total_mib: float | None = None  # driver-reported total (nvidia-smi MiB); None = unknown
     memory_total_source: str = "estimated"  # nvidia-smi | rocm-smi | estimated
+    sm_count: int | None = None  # SMs (CUs), for a GPU rates.csv does not list; None = derived from its peak
 
     @property
     def memory_gb(self) -> float:

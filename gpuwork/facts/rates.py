@@ -21,6 +21,7 @@ from gpuwork.plan import Stack
 RATES_CSV = "rates.csv"
 KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
+GEMM_TILES_CSV = "gemm_tiles.csv"  # the output tiles of the GEMM shape model (estimate.gemm)
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
@@ -74,6 +75,7 @@ class Rates:
     kernels: dict[str, float]
     kernel_basis: dict[str, str]
     stacks: dict[Stack, StackProfile]
+    gemm_tiles: tuple[tuple[int, int, float], ...] = ()  # (tile_m, tile_n, efficiency); () = no file
 
     def device(self, gpu_id: str) -> DeviceRates | None:
         return self.devices.get(gpu_id)
@@ -167,7 +169,24 @@ def _load(folder: str) -> Rates:
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
-    return Rates(devices, kernels, kbasis, stacks)
+    return Rates(devices, kernels, kbasis, stacks, _gemm_tiles(base / GEMM_TILES_CSV))
+
+
+def _gemm_tiles(path: Path) -> tuple[tuple[int, int, float], ...]:
+    """data/gemm_tiles.csv as (tile_m, tile_n, efficiency); a data folder without it prices GEMMs by one rate."""
+    if not path.exists():
+        return ()
+    tiles = []
+    for i, row in enumerate(_rows(path, ("tile_m", "tile_n", "efficiency", "basis")), start=2):
+        size = [_number(path, i, c, row[c]) for c in ("tile_m", "tile_n")]
+        if not all(v.is_integer() for v in size):
+            raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="tile_m", value=row["tile_m"]))
+        efficiency = _number(path, i, "efficiency", row["efficiency"])
+        if efficiency > 1:
+            raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="efficiency",
+                                   value=row["efficiency"]))
+        tiles.append((int(size[0]), int(size[1]), efficiency))
+    return tuple(tiles)
 
 
 def load_rates(folder: str | Path | None = None) -> Rates:

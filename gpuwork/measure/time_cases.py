@@ -70,6 +70,7 @@ V100_SXM2_16GB = GpuSpec(
     link=Link.PCIE, link_bw_bytes_s=15.75e9, pcie_gen=3, compute_capability="7.0", tdp_w=300, status="V",
     sources=("NVIDIA Tesla V100 datasheet",), notes="accuracy cases only; NVLink2 cube-mesh not modelled",
     memory_total_mib=16160, memory_total_source="nvidia-smi",
+    sm_count=80,  # datasheet: 5,120 CUDA cores and 640 tensor cores = 80 SMs of 64 FP32 lanes and 8 tensor cores
 )
 
 # torchtitan's 2025 benchmarks ran on Meta's Grand Teton hosts: "8 NVIDIA H100 GPUs fully connected

@@ -1,0 +1,86 @@
+"""The time of one GEMM ``C[m, n] = A[m, k] @ B[k, n]`` from its shape: tiles, waves, split-K, a memory floor.
+
+cuBLAS / cuBLASLt choose, per shape, an output tile (CTA tile) from a small set and, when the tiles of
+``m x n`` leave SMs idle and ``k`` is long, split the ``k`` loop over several CTAs and add the partial sums
+afterwards (NVIDIA "Matrix Multiplication Background" guide: tile and wave quantisation, split-K). The model
+takes the best over those choices:
+
+- a tile ``tm x tn`` gives ``ceil(m / tm) x ceil(n / tn)`` tiles; with split-K ``s`` each runs ``k / s`` of the
+  loop, and ``tiles x s`` CTAs run in ``waves = ceil(tiles x s / SMs)`` waves;
+- one CTA sustains ``efficiency(tile)`` of the SM's share of the datasheet dense peak (a small tile reuses each
+  loaded operand fewer times), and each wave pays a fixed ``tile_overhead_s`` (prologue loads, epilogue store);
+- all SMs together never beat the GPU's measured large-GEMM rate (``achievable_flops``, MAMF / ``torch.mm``);
+- split-K writes and re-reads ``s`` fp32 partial outputs;
+- the memory floor: A, B and C once through device memory at the achievable bandwidth;
+- plus a fixed ``latency_s`` per kernel (launch, pipeline fill, epilogue).
+
+Worked example (H100 SXM, bf16, m = 256, n = k = 4096; 989 TF peak, 794.5 TF achievable, 132 SMs, tiles and
+efficiencies of data/gemm_tiles.csv): 128 x 256 gives 2 x 16 = 32 tiles, a quarter of the SMs (47 us);
+128 x 64 gives 2 x 64 = 128 tiles in one wave, each 2 x 128 x 64 x 4096 FLOPs at 0.60 x 989 / 132 TF/s
+= 14.9 us, + 2 us for the wave + 4 us latency = 20.9 us (411 TF/s). OpenXLA's sm_90 table measures 20.85 us.
+
+Pure: every number arrives as an argument (``gpuwork.facts.rates`` loads them); results are cached per shape.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+# (tile_m, tile_n, efficiency) triples, as data/gemm_tiles.csv lists them
+Tiles = tuple[tuple[int, int, float], ...]
+
+PARTIAL_SUM_BYTES = 4  # split-K partial sums are fp32 (cuBLAS workspace), whatever the operand dtype
+
+
+class GemmChoice(NamedTuple):
+    """The model's pick for one GEMM: its time and how it was reached."""
+
+    time_s: float
+    tile_m: int  # 0 when the memory floor binds
+    tile_n: int
+    split_k: int
+    waves: int
+    memory_bound: bool
+
+
+@functools.lru_cache(maxsize=65536)
+def gemm_choice(m: int, n: int, k: int, dtype_bytes: int, peak_flops: float, achievable_flops: float,
+                sm_count: int, mem_bw_bytes_s: float, tiles: Tiles, latency_s: float, tile_overhead_s: float,
+                max_split_k: int) -> GemmChoice:
+    """The fastest tile and split-K for ``m x n x k`` (see the module docstring)."""
+    m, n, k = max(1, m), max(1, n), max(1, k)
+    sm_count = max(1, sm_count)
+    per_sm = peak_flops / sm_count
+    flops = 2.0 * m * n * k
+    best = (math.inf, 0, 0, 1, 0)
+    for tile_m, tile_n, efficiency in tiles:
+        count = math.ceil(m / tile_m) * math.ceil(n / tile_n)
+        # split K only while the tiles leave SMs idle, and not beyond two waves of CTAs
+        splits = range(1, max_split_k + 1) if count < sm_count else (1,)
+        for split in splits:
+            if split > 1 and (count * split > 2 * sm_count or k < split * 2):
+                break
+            waves = math.ceil(count * split / sm_count)
+            one = 2.0 * tile_m * tile_n * math.ceil(k / split) / (per_sm * efficiency) + tile_overhead_s
+            t = max(waves * one, flops / achievable_flops)
+            if split > 1:  # each split writes its fp32 partial output, the reduction reads them back
+                t += 2.0 * split * m * n * PARTIAL_SUM_BYTES / mem_bw_bytes_s
+            if t < best[0]:
+                best = (t, tile_m, tile_n, split, waves)
+    memory_s = (m * k + k * n + m * n) * dtype_bytes / mem_bw_bytes_s
+    if not tiles or memory_s >= best[0]:
+        return GemmChoice(latency_s + memory_s, 0, 0, 1, 0, True)
+    return GemmChoice(latency_s + best[0], best[1], best[2], best[3], best[4], False)
+
+
+def gemm_time(m: int, n: int, k: int, dtype_bytes: int, peak_flops: float, achievable_flops: float,
+              sm_count: int, mem_bw_bytes_s: float, tiles: Tiles, latency_s: float, tile_overhead_s: float,
+              max_split_k: int) -> float:
+    """Seconds of one ``m x n x k`` GEMM (``gemm_choice(...).time_s``)."""
+    return gemm_choice(m, n, k, dtype_bytes, peak_flops, achievable_flops, sm_count, mem_bw_bytes_s, tiles,
+                       latency_s, tile_overhead_s, max_split_k).time_s
+
+
+__all__ = ["PARTIAL_SUM_BYTES", "GemmChoice", "Tiles", "gemm_choice", "gemm_time"]
