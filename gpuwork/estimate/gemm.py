@@ -55,18 +55,18 @@ def gemm_choice(m: int, n: int, k: int, dtype_bytes: int, peak_flops: float, ach
     per_sm = peak_flops / sm_count
     flops = 2.0 * m * n * k
     best = (math.inf, 0, 0, 1, 0)
+    floor_s = flops / achievable_flops
+    partial_s = 2.0 * m * n * PARTIAL_SUM_BYTES / mem_bw_bytes_s  # per split: write fp32 partials, read them back
     for tile_m, tile_n, efficiency in tiles:
-        count = math.ceil(m / tile_m) * math.ceil(n / tile_n)
+        count = -(-m // tile_m) * -(-n // tile_n)
+        tile_s = 2.0 * tile_m * tile_n / (per_sm * efficiency)  # per unit of k
         # split K only while the tiles leave SMs idle, and not beyond two waves of CTAs
-        splits = range(1, max_split_k + 1) if count < sm_count else (1,)
-        for split in splits:
-            if split > 1 and (count * split > 2 * sm_count or k < split * 2):
-                break
-            waves = math.ceil(count * split / sm_count)
-            one = 2.0 * tile_m * tile_n * math.ceil(k / split) / (per_sm * efficiency) + tile_overhead_s
-            t = max(waves * one, flops / achievable_flops)
-            if split > 1:  # each split writes its fp32 partial output, the reduction reads them back
-                t += 2.0 * split * m * n * PARTIAL_SUM_BYTES / mem_bw_bytes_s
+        last = min(max_split_k, 2 * sm_count // count, k // 2) if count < sm_count else 1
+        for split in range(1, max(1, last) + 1):
+            waves = -(-count * split // sm_count)
+            t = max(waves * (tile_s * -(-k // split) + tile_overhead_s), floor_s)
+            if split > 1:
+                t += split * partial_s
             if t < best[0]:
                 best = (t, tile_m, tile_n, split, waves)
     memory_s = (m * k + k * n + m * n) * dtype_bytes / mem_bw_bytes_s
