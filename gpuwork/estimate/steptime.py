@@ -165,11 +165,9 @@ _PRICES: dict[tuple, tuple[tuple[Op, ...], DeviceRates, Rates, StepPrice]] = {}
 
 def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
                efficiency: float) -> StepPrice:
-    host_us = rates.kernel("launch_overhead_eager_us" if profile.launch == "eager" else "launch_overhead_graph_us")
-    if device.host_us_per_kernel is not None:
-        host_us = device.host_us_per_kernel
+    host_s_by_phase = {ph: host_us_per_kernel(ph, rates, profile, device) * 1e-6 for ph in Phase}
     floor_s = 0.0 if device.synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6
-    host_s_per_launch = host_us * 1e-6
+    t0_s = 0.0 if device.synchronous else memory_kernel_t0_us(gpu, rates)[0] * 1e-6
     tile_m, tile_n = int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))
     bw = device.mem_bw_bytes_s
     kind_s = dict.fromkeys(Kind, 0.0)
@@ -201,7 +199,11 @@ def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Ra
                 compute = op.flops / rate
         else:
             compute = 0.0
-        gpu_s = max(compute, op.bytes / bw, op.launches * floor_s) / efficiency
+        if compute > 0.0:
+            gpu_s = max(compute, op.bytes / bw, op.launches * floor_s) / efficiency
+        else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth
+            gpu_s = memory_kernel_s(op.bytes, op.launches, bw, t0_s) / efficiency
+        host_s_per_launch = host_s_by_phase[op.phase]
         host_s = op.launches * host_s_per_launch / efficiency
         if device.synchronous:
             one = gpu_s + host_s
@@ -226,11 +228,12 @@ def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Ra
         "attention": rates.kernel_basis.get("flash_attn_fwd_fraction", ""),
         "launch": rates.kernel_basis.get("launch_overhead_eager_us" if profile.launch == "eager"
                                          else "launch_overhead_graph_us", ""),
+        "memory kernel": rates.kernel_basis.get(memory_kernel_t0_us(gpu, rates)[1], ""),
         "stack": profile.basis,
     }
     return StepPrice(total_s=total, by_kind=by_kind, by_phase=by_phase, launches=launches, flops=flops_total,
                      bytes=bytes_total, assumptions=assumptions)
 
 
-__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "gemm_seconds", "price_ops", "stack_kernels",
-           "wave_efficiency"]
+__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "gemm_seconds", "host_us_per_kernel",
+           "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "wave_efficiency"]
