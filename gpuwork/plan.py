@@ -195,6 +195,10 @@ class TrainPlan:
     offload_params: bool = False  # parameters on CPU between uses (ZeRO-3 / FSDP only)
     optimizer_impl: OptimizerImpl = OptimizerImpl.FOREACH  # torch optimizer kernels
     stack: Stack = Stack.HF_TRAINER  # the software that runs the step (kernels, launches, overlap)
+    # sequence lengths of the data: "fixed" (every batch seq_len tokens), "packed" (rows packed to seq_len), or a
+    # histogram ((length, weight), ...) padded per micro-batch to its longest; longer ones are cut to seq_len
+    lengths: str | tuple[tuple[int, float], ...] = "fixed"
+    expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -210,11 +214,13 @@ class TrainPlan:
         if not isinstance(self.model, str) or not self.model.strip():
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
-        for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params"):
+        for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params",
+                     "expandable_segments"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
         self._check_numbers()
+        object.__setattr__(self, "lengths", _coerce_lengths(self.lengths, self.seq_len))
         self._check_combinations()
 
     # -- validation ---------------------------------------------------------------------------
@@ -260,6 +266,17 @@ class TrainPlan:
     @property
     def uses_adapters(self) -> bool:
         return self.method in (Method.LORA, Method.QLORA)
+
+    @property
+    def length_histogram(self) -> tuple[tuple[int, float], ...] | None:
+        """The lengths as a histogram, or None when every batch has ``seq_len`` tokens (fixed or packed)."""
+        return self.lengths if isinstance(self.lengths, tuple) else None
+
+    @property
+    def longest_batch_len(self) -> int:
+        """Tokens per sequence of the longest micro-batch: the histogram's longest length, else ``seq_len``."""
+        hist = self.length_histogram
+        return hist[-1][0] if hist else self.seq_len
 
     @property
     def tokens_per_micro_batch(self) -> int:
@@ -350,6 +367,61 @@ def _coerce_targets(value: Any) -> tuple[str, ...]:
     if ALL_LINEAR in [n.lower().replace("_", "-") for n in names]:
         return (ALL_LINEAR,)
     return names
+
+
+LENGTH_KINDS = ("fixed", "packed")
+MAX_LENGTH_BINS = 10_000
+
+
+def _coerce_lengths(value: Any, seq_len: int) -> str | tuple[tuple[int, float], ...]:
+    """"fixed", "packed", or a histogram as ((length, weight), ...) sorted by length, repeated lengths summed.
+
+    A histogram comes as "LEN:WEIGHT,LEN:WEIGHT" (the CLI), {length: weight} or [[length, weight], ...] (a plan
+    file); weights are counts or shares, only their ratios count."""
+    if isinstance(value, str):
+        key = value.strip().lower()
+        if key in LENGTH_KINDS:
+            return key
+        pairs: list[Any] = []
+        for part in key.replace(";", ",").split(","):
+            if not part.strip():
+                continue
+            length, sep, weight = part.replace("=", ":").partition(":")
+            if not sep:
+                raise PlanError("lengths", msg("error.plan.lengths", value=repr(value)))
+            pairs.append((length.strip(), weight.strip()))
+    elif isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
+        pairs = [tuple(p) for p in value]
+    else:
+        raise PlanError("lengths", msg("error.plan.lengths", value=repr(value)))
+    if not pairs or len(pairs) > MAX_LENGTH_BINS:
+        raise PlanError("lengths", msg("error.plan.lengths", value=repr(value)))
+    bins: dict[int, float] = {}
+    for length, weight in pairs:
+        n, w = _number_or_none(length, integer=True), _number_or_none(weight)
+        if n is None or n < 1 or w is None or w <= 0:
+            raise PlanError("lengths", msg("error.plan.lengths_bin", length=str(length), weight=str(weight)))
+        n = min(int(n), seq_len)  # longer sequences are truncated to seq_len (the tokenizer's max_length)
+        bins[n] = bins.get(n, 0.0) + float(w)
+    return tuple(sorted(bins.items()))
+
+
+def _number_or_none(value: Any, integer: bool = False) -> float | None:
+    """A finite number from a number or its text (a whole one when ``integer``), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = int(value) if integer else float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    if integer and float(value) != int(value):
+        return None
+    return value
 
 
 def _require_int(name: str, value: Any, minimum: int) -> None:

@@ -208,12 +208,14 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--no-foreach", dest="optimizer_impl", action="store_const", const="for-loop", default=None,
                    help=say("foreach"))
     g.add_argument("--stack", help=say("stack"))
+    g.add_argument("--lengths", help=say("lengths"))
+    g.add_argument("--expandable-segments", action="store_true", default=None, help=say("expandable_segments"))
 
 
 _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
                 "grad_checkpointing", "attention", "trainable_layers", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_targets", "quant_type", "double_quant", "gpus", "sharding", "offload_optimizer",
-                "offload_params", "optimizer_impl", "stack")
+                "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwork.estimate.allocator import StepTensors, batch_lengths, replay
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -563,7 +564,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         # prepare_model_for_kbit_training then upcasts to fp32 (counted in _weight_bytes' "rest")
         warnings.append(msg("memory.moe_experts_unquantized", model=spec.name, params=expert_params,
                             expert_bytes=4 * expert_params, nf4_bytes=expert_params // 2))
-    tokens = plan.batch_size * plan.seq_len
+    # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
+    seq_len = plan.longest_batch_len
+    tokens = plan.batch_size * seq_len
     n_gpus = plan.gpus
     sharding = plan.sharding
 
@@ -605,7 +608,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     grads_during_fwd = grads if plan.grad_accum > 1 else 0
 
     # --- activations ----------------------------------------------------------------------
-    quad = act.per_layer_quadratic * plan.seq_len
+    quad = act.per_layer_quadratic * seq_len
     trained_layers = _trained_layers(spec, plan)
     trained_bytes = (act.per_layer_trained + quad) * tokens
     if plan.method is Method.FREEZE:
@@ -655,7 +658,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # was just recomputed (checkpointing). Measured with gpuwork trace (Llama, BERT, GPT-2 blocks).
     mlp_transient = int(_BLOCK_BACKWARD_TRANSIENT_I * dt.linear_out * spec.intermediate_size
                         * max(spec.experts_per_token, 1) * tokens)
-    attn_transient = 4 * spec.num_heads * plan.seq_len * tokens if plan.attention is Attention.EAGER else 0
+    attn_transient = 4 * spec.num_heads * seq_len * tokens if plan.attention is Attention.EAGER else 0
     if not plan.grad_checkpointing:
         attn_transient -= act.mlp_saved * tokens
     block_transient = max(mlp_transient, attn_transient)
@@ -707,6 +710,17 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
     breakdown["allocator_cache"] = reserved - allocated_total
+    hist = plan.length_histogram
+    if hist is not None and len(hist) > 1:
+        # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the
+        # allocator maps more segments; replayed rule by rule (gpuwork.estimate.allocator), as the excess over
+        # the same replay with every batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK)
+        step = _step_tensors(spec, plan, act, trained_layers, mlp_transient // max(tokens, 1))
+        lengths = batch_lengths(hist, plan.batch_size)
+        varied, _ = replay(step, tuple(plan.batch_size * n for n in lengths), plan.expandable_segments)
+        steady, _ = replay(step, (tokens,) * 3, plan.expandable_segments)
+        breakdown["allocator_fragmentation"] = max(varied - steady, 0)
+        reserved += breakdown["allocator_fragmentation"]
     breakdown["paged_optimizer_states"] = paged  # unified memory, resident when the GPU has room
     breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
@@ -733,6 +747,29 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     )
 
 
+def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_layers: int,
+                  mlp_transient_per_token: int) -> StepTensors:
+    """The step's large tensors per token, as the allocator sees them: each block's saved bytes cut into
+    hidden-sized and intermediate-sized tensors, the logits into vocabulary-wide ones (gpuwork.estimate.allocator)."""
+    dt = plan_dtypes(plan)
+    hidden = max(dt.linear_out * spec.hidden_size, 1)
+    inter = max(dt.linear_out * spec.intermediate_size, 1)
+    vocab = max(4 * spec.vocab_size, 1)
+
+    def cut(total: int, unit: int) -> tuple[int, ...]:
+        whole, rest = divmod(max(total, 0), unit)
+        return (unit,) * whole + ((rest,) if rest else ())
+
+    per_layer = act.per_layer_trained if trained_layers else act.per_layer_frozen
+    block = cut(min(act.mlp_saved, per_layer), inter) + cut(per_layer - min(act.mlp_saved, per_layer), hidden)
+    head = cut(act.head, vocab)
+    loss = cut(act.loss_backward, vocab)
+    transient = cut(mlp_transient_per_token, inter)
+    if plan.grad_checkpointing:
+        return StepTensors(spec.num_layers, (act.checkpoint_per_layer,), block, head, loss, block, transient)
+    return StepTensors(spec.num_layers, block, (), head, loss, (), transient)
+
+
 # Display names of the breakdown terms (CLI, app, reports share them).
 TERM_LABELS = {
     "weights": "weights",
@@ -744,6 +781,7 @@ TERM_LABELS = {
     "sharding_buffers": "sharding / DDP buffers",
     "cublas_workspace": "cuBLAS workspace",
     "allocator_cache": "allocator cache (reserved, unused)",
+    "allocator_fragmentation": "allocator cache from varying batch lengths",
     "paged_optimizer_states": "paged optimizer states (unified memory)",
     "autocast_weight_copies": "autocast 16-bit weight copies",
     "cuda_context": "CUDA context and kernels",
@@ -770,6 +808,10 @@ SOURCES = {
     "cublas_workspace": "cuBLAS workspace in the caching allocator (PyTorch CUDA semantics)",
     "allocator_cache": f"caching-allocator slack, {ALLOCATOR_SLACK:.0%} of allocated (Megatron x1.05; "
                        "PEFT L40S runs 6-10 %)",
+    "allocator_fragmentation": "PyTorch CUDA caching allocator replayed over batches of the plan's lengths "
+                               "(512 B rounding, >1 MiB large pool, 20 MiB / 2 MiB-rounded segments, best fit, "
+                               "split above 1 MiB, no merge across segments; expandable segments grow in 20 MiB "
+                               "pages): c10/cuda/CUDACachingAllocator.cpp, pytorch/devlogs 2026-06-01",
     "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
                               "torch.cuda.max_memory_allocated)",
     "cuda_context": "CUDA context, kernels and library handles (HF docs 1.3 GB on V100 without lazy "

@@ -975,6 +975,7 @@ _TERMS_RU = {
     "sharding_buffers": "буферы шардирования / DDP",
     "cublas_workspace": "рабочая область cuBLAS",
     "allocator_cache": "кэш аллокатора (зарезервировано, не занято)",
+    "allocator_fragmentation": "кэш аллокатора от разной длины батчей",
     "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
     "autocast_weight_copies": "16-битные копии весов (autocast)",
     "cuda_context": "контекст CUDA и ядра",

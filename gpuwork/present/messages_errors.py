@@ -46,6 +46,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "lora_r={value:raw} — не ранг LoRA: нужно целое число ≥ 1 (обычно 8, 16, 32 или 64)"),
     "error.plan.lora_dropout": ("lora_dropout={value:raw} must be below 1 (0.05 is common)",
                                 "lora_dropout={value:raw} должен быть меньше 1 (обычно 0,05)"),
+    "error.plan.lengths": (
+        "lengths={value:raw} is not understood: use fixed, packed, or a histogram such as 128:40,512:50,2048:10 "
+        "(length:count)",
+        "lengths={value:raw} не распознано: укажите fixed, packed или гистограмму, например 128:40,512:50,2048:10 "
+        "(длина:количество)"),
+    "error.plan.lengths_bin": (
+        "lengths: {length:raw}:{weight:raw} is not a length:count pair (a whole length of at least 1, a count above 0)",
+        "lengths: {length:raw}:{weight:raw} — не пара длина:количество (целая длина не меньше 1, количество больше 0)"),
     "error.plan.eval_fraction": (
         "eval_fraction={value:raw} is a share of training time: use a value in [0, 1), e.g. 0.05",
         "eval_fraction={value:raw} — доля времени обучения: нужно значение из [0, 1), например 0,05"),

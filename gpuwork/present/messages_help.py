@@ -61,6 +61,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.stack": ("software running the step: hf-trainer (default) | hf-liger | torch-compile | unsloth | "
                            "framework", "программный стек шага: hf-trainer (по умолчанию) | hf-liger | "
                            "torch-compile | unsloth | framework"),
+    "cli.help.run.lengths": (
+        "sequence lengths of the data: fixed (default: every batch seq_len tokens) | packed | a histogram "
+        "LEN:COUNT,... (batches padded to their longest; reserved memory replays the CUDA caching allocator)",
+        "длины последовательностей в данных: fixed (по умолчанию: каждый батч по seq_len токенов) | packed | "
+        "гистограмма ДЛИНА:КОЛИЧЕСТВО,... (батч дополняется до самой длинной; резерв считается по правилам "
+        "кэширующего аллокатора CUDA)"),
+    "cli.help.run.expandable_segments": (
+        "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less cache from varying batch lengths)",
+        "запуск с PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (меньше кэша от разной длины батчей)"),
     # -- estimate, trace, models, accuracy ----------------------------------------------------------------------------
     "cli.help.estimate.summary": ("per-GPU memory of a training step (analytic, instant)",
                                   "память на GPU для шага обучения (аналитически, мгновенно)"),

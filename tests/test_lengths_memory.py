@@ -1,0 +1,131 @@
+"""Memory under real data: a length distribution in the plan, the peak from the longest batch, and reserved
+memory from replaying PyTorch's CUDA caching allocator over batches of those lengths."""
+
+import json
+
+import pytest
+
+from gpuwork.errors import PlanError
+from gpuwork.estimate.allocator import CachingAllocator, batch_lengths, replay, segment_size
+from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import render
+from gpuwork.sizing import estimate_memory
+from gpuwork.units import MIB
+
+HIST = "100:10,200:30,300:25,400:15,500:10,600:6,1024:4"
+
+
+# -- the plan field ----------------------------------------------------------------------------------------------
+
+def test_lengths_default_to_fixed_and_accept_packed_and_histograms():
+    assert TrainPlan().lengths == "fixed" and TrainPlan().length_histogram is None
+    assert TrainPlan(lengths=" Packed ").lengths == "packed"
+    plan = TrainPlan(seq_len=1024, lengths="512:5, 128:2,512:1")
+    assert plan.lengths == ((128, 2.0), (512, 6.0))  # sorted, repeated lengths summed
+    assert plan.longest_batch_len == 512
+    assert TrainPlan(seq_len=1024, lengths={"128": 2, "512": 6}) == plan
+    assert TrainPlan(seq_len=1024, lengths=[[128, 2], [512, 6]]) == plan
+    # through a plan file (JSON) and back
+    assert TrainPlan.from_dict(json.loads(json.dumps(plan.as_dict()))) == plan
+
+
+def test_lengths_above_seq_len_are_truncated_to_it():
+    plan = TrainPlan(seq_len=1024, lengths="100:1,4000:1")
+    assert plan.lengths == ((100, 1.0), (1024, 1.0))
+
+
+@pytest.mark.parametrize("bad, code", [
+    ("weird", "error.plan.lengths"), ("128", "error.plan.lengths"), ({}, "error.plan.lengths"), (7, "error.plan.lengths"),
+    ("128:0", "error.plan.lengths_bin"), ("0:5", "error.plan.lengths_bin"), ("12.5:1", "error.plan.lengths_bin"),
+    ("abc:1", "error.plan.lengths_bin"), ("128:nan", "error.plan.lengths_bin"),
+])
+def test_bad_lengths_are_one_clear_error_in_both_languages(bad, code):
+    with pytest.raises(PlanError) as info:
+        TrainPlan(lengths=bad)
+    assert info.value.msg.code == code and info.value.field == "lengths"
+    en, ru = render(info.value.msg, "en"), render(info.value.msg, "ru")
+    assert "\n" not in en and en != ru
+
+
+def test_expandable_segments_is_a_checked_switch():
+    with pytest.raises(PlanError):
+        TrainPlan(expandable_segments="yes")
+
+
+# -- the allocator rules -----------------------------------------------------------------------------------------
+
+def test_segments_follow_the_allocator_sizes():
+    assert segment_size(2 * MIB) == 20 * MIB  # 1-10 MiB requests: a 20 MiB segment
+    assert segment_size(11 * MIB) == 12 * MIB  # larger ones round up to 2 MiB
+
+
+@pytest.mark.parametrize("expandable, small_then_large, large_then_small", [(False, 256, 128), (True, 140, 140)])
+def test_the_devlog_examples(expandable, small_then_large, large_then_small):
+    """pytorch/devlogs 2026-06-01: 8 x 16 MiB freed, then 4 x 32 MiB (and the other order)."""
+    def run(first, second):
+        alloc = CachingAllocator(expandable)
+        for n, size in (first, second):
+            handles = [alloc.malloc(size * MIB) for _ in range(n)]
+            for h in handles:
+                alloc.release(h)
+        return alloc.peak_reserved // MIB
+
+    assert run((8, 16), (4, 32)) == small_then_large
+    assert run((4, 32), (8, 16)) == large_then_small
+
+
+def test_batches_follow_the_padded_maximum_and_include_the_longest():
+    hist = ((100, 90.0), (1000, 10.0))
+    one, eight = batch_lengths(hist, 1), batch_lengths(hist, 8)
+    assert max(one) == max(eight) == 1000
+    # padding to the longest of 8 draws: most batches are long (1 - 0.9^8 = 57 %)
+    assert eight.count(1000) > one.count(1000)
+    assert batch_lengths(hist, 8) == eight  # one fixed order: reproducible
+
+
+# -- the estimate ------------------------------------------------------------------------------------------------
+
+def _plan(**kw):
+    return TrainPlan(**{"model": "qwen2.5-0.5b", "method": "lora", "batch_size": 8, "seq_len": 1024,
+                        "grad_checkpointing": True, **kw})
+
+
+def test_fixed_and_packed_keep_todays_estimate():
+    fixed, packed = estimate_memory(_plan()), estimate_memory(_plan(lengths="packed"))
+    assert packed.as_dict() == fixed.as_dict()
+    assert "allocator_fragmentation" not in fixed.breakdown
+
+
+def test_the_peak_comes_with_the_longest_batch():
+    short = estimate_memory(_plan(lengths="100:5,512:1"))
+    assert short.peak_allocated_bytes == estimate_memory(_plan(seq_len=512)).peak_allocated_bytes
+    assert estimate_memory(_plan(lengths="100:5,1024:1")).peak_allocated_bytes == \
+        estimate_memory(_plan()).peak_allocated_bytes
+
+
+def test_varying_lengths_reserve_more_and_expandable_segments_less():
+    fixed = estimate_memory(_plan())
+    varied = estimate_memory(_plan(lengths=HIST))
+    expandable = estimate_memory(_plan(lengths=HIST, expandable_segments=True))
+    assert varied.peak_allocated_bytes == fixed.peak_allocated_bytes
+    frag = varied.breakdown["allocator_fragmentation"]
+    # small model, 151,936-token vocabulary: the vocabulary-wide loss tensors of shorter batches stay cached in
+    # segments the longest batch's cannot use: reserved grows by more than half
+    assert frag > 0.5 * fixed.peak_reserved_bytes
+    assert varied.peak_reserved_bytes == fixed.peak_reserved_bytes + frag
+    assert varied.device_total_bytes == varied.peak_reserved_bytes + varied.breakdown["cuda_context"]
+    assert expandable.breakdown["allocator_fragmentation"] < 0.1 * frag
+    assert "allocator_fragmentation" in varied.sources
+
+
+def test_a_histogram_with_one_length_is_a_fixed_shape():
+    one = estimate_memory(_plan(lengths="1024:7"))
+    assert one.peak_reserved_bytes == estimate_memory(_plan()).peak_reserved_bytes
+
+
+def test_the_replay_is_cached_and_pure():
+    plan = _plan(lengths=HIST)
+    first = estimate_memory(plan)
+    hits = replay.cache_info().hits
+    assert estimate_memory(plan).peak_reserved_bytes == first.peak_reserved_bytes
+    assert replay.cache_info().hits > hits
