@@ -10,8 +10,8 @@ busbw is that volume over the elapsed time. Measured busbw rises with S towards 
 fitted to published nccl-tests sweeps reproduces them (docs/communication.md); ``half`` grows with the
 rank count because a ring takes n-1 latency-bound steps per phase.
 
-Hierarchy. Inside a node the link is the GPU's NVLink/NVSwitch (NVLS all-reduce on Hopper and newer
-NVSwitch nodes from 5 GPUs up), PCIe or xGMI. Across nodes NCCL rings over every GPU, its channels
+Hierarchy. Inside a node the link is the GPU's NVLink/NVSwitch, PCIe or xGMI (NVLS all-reduce on Hopper and
+newer NVSwitch nodes from 5 GPUs up when the fabric says so; estimate_time rings, see docs/communication.md). Across nodes NCCL rings over every GPU, its channels
 leaving each node through different NICs, so a rank's busbw is bounded by the node's NICs together
 (``nics_per_node x rate``) and by the intra-node ring, not by one NIC divided among the GPUs.
 

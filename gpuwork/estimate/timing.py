@@ -66,9 +66,8 @@ ATTN_TRAIN_FLOPS = 12  # forward + backward = 3 x forward (torchtitan: 12·L·H�
 # GPU-to-GPU collectives: gpuwork.estimate.comm (NCCL curves, docs/communication.md). Host links (offloaded optimizer states and parameters) move at this share of the PCIe spec: the
 # NCCL share measured on NVLink rings (data/kernels.csv nccl_busbw_fraction_nvlink) taken for DMA too.
 LINK_EFFICIENCY = 0.80
-# Links whose busbw follows the fitted NVLink curves; NVLS needs an NVSwitch of Hopper or later.
+# Links whose busbw follows the fitted NVLink curves.
 _NVLINKS = (Link.NVLINK_BRIDGE, Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK)
-_NVLS_ARCHITECTURES = ("Hopper", "Blackwell")
 # Verdict threshold: above this share of a step spent communicating over PCIe, NVLink is "needed".
 LINK_VERDICT_SHARE = 0.10
 
@@ -635,7 +634,7 @@ def estimate_time(
             link_bytes *= rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
         fixed = None if link_used in _NVLINKS else _busbw_fraction(rates, link_used)[0]
         return Fabric(intra_bytes_s=link_bytes, intra_efficiency=fixed,
-                      nvls=link_used in _NVLINKS[1:] and gpu.architecture.startswith(_NVLS_ARCHITECTURES),
+                      nvls=False,  # conservative ring: NVLS would make 8 GPUs' all-reduce beat 4 GPUs' (measured)
                       gpus_per_node=gpus_per_node, network=node_net if over_network else None)
 
     def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
