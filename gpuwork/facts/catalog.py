@@ -91,7 +91,8 @@ class Link(StrEnum):
 
 
 class Network(StrEnum):
-    """How nodes talk to each other (per-GPU NIC class on multi-GPU server nodes)."""
+    """How nodes talk to each other; each choice is a documented node of networks.csv (NICs per node, their rate,
+    GPUDirect RDMA), mapped in ``gpuwork.facts.network.NETWORK_NODES`` (docs/communication.md)."""
 
     NONE = "none"  # single node only
     ETHERNET_25G = "ethernet-25g"
