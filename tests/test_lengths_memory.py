@@ -129,3 +129,35 @@ def test_the_replay_is_cached_and_pure():
     hits = replay.cache_info().hits
     assert estimate_memory(plan).peak_reserved_bytes == first.peak_reserved_bytes
     assert replay.cache_info().hits > hits
+
+
+# -- the histogram from the user's data ------------------------------------------------------------------------
+
+def test_length_histogram_counts_documents_through_a_tokenizer(tmp_path):
+    pytest.importorskip("tokenizers")
+    from gpuwork.measure.lengths import length_histogram
+
+    data = tmp_path / "train.jsonl"
+    short, long = "hello world", " ".join(["word"] * 3000)
+    data.write_text("\n".join(json.dumps({"text": t}) for t in (short, short, short, long)) + "\n", encoding="utf-8")
+    hist = length_histogram([data], seq_len=512, bins=8)
+    assert sum(n for _, n in hist) == 4
+    assert hist[-1] == (512, 1)  # the long document is cut to seq_len
+    assert hist[0][0] == 64 and hist[0][1] == 3  # short ones round up to the first of 8 steps of 64
+    plan = TrainPlan(seq_len=512, lengths=hist)
+    assert plan.longest_batch_len == 512
+
+
+def test_cli_lengths_flags_reach_the_plan(tmp_path):
+    import argparse
+
+    from gpuwork.cli.args import plan_arguments, plan_from_args
+
+    parser = argparse.ArgumentParser()
+    plan_arguments(parser)
+    args = parser.parse_args(["--model", "llama-3.2-1b", "--seq-len", "1024", "--lengths", "100:3,1024:1",
+                              "--expandable-segments"])
+    plan = plan_from_args(args)
+    assert plan.lengths == ((100, 3.0), (1024, 1.0)) and plan.expandable_segments is True
+    with pytest.raises(PlanError):
+        plan_from_args(parser.parse_args(["--lengths", "lots"]))

@@ -210,6 +210,8 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--stack", help=say("stack"))
     g.add_argument("--lengths", help=say("lengths"))
     g.add_argument("--expandable-segments", action="store_true", default=None, help=say("expandable_segments"))
+    g.add_argument("--lengths-from", nargs="+", metavar="FILE", help=say("lengths_from"))
+    g.add_argument("--lengths-tokenizer", metavar="DIR", help=say("lengths_tokenizer"))
 
 
 _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
@@ -235,6 +237,13 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
         value = getattr(args, name, None)
         if value is not None:
             fields[name] = value
+    if getattr(args, "lengths_from", None):  # the user's texts through their tokenizer: a length histogram
+        from gpuwork.measure.lengths import length_histogram
+        from gpuwork.plan import TrainPlan as _Plan
+
+        seq_len = fields.get("seq_len", _Plan.seq_len)
+        fields["lengths"] = length_histogram(args.lengths_from, getattr(args, "lengths_tokenizer", None),
+                                             seq_len=seq_len if isinstance(seq_len, int) else _Plan.seq_len)
     if "lora_alpha" in fields and float(fields["lora_alpha"]).is_integer():
         fields["lora_alpha"] = int(fields["lora_alpha"])
     plan = TrainPlan.from_dict(fields)

@@ -70,6 +70,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.expandable_segments": (
         "the run sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less cache from varying batch lengths)",
         "запуск с PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (меньше кэша от разной длины батчей)"),
+    "cli.help.run.lengths_from": (
+        "the lengths histogram from your data: .txt / .jsonl files through --lengths-tokenizer",
+        "гистограмма длин из ваших данных: файлы .txt / .jsonl через --lengths-tokenizer"),
+    "cli.help.run.lengths_tokenizer": (
+        "tokenizer folder (or tokenizer.json) for --lengths-from; without it a BPE tokenizer is trained on the texts",
+        "папка токенизатора (или tokenizer.json) для --lengths-from; без неё BPE-токенизатор обучается на текстах"),
     # -- estimate, trace, models, accuracy ----------------------------------------------------------------------------
     "cli.help.estimate.summary": ("per-GPU memory of a training step (analytic, instant)",
                                   "память на GPU для шага обучения (аналитически, мгновенно)"),
