@@ -8,13 +8,17 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   ``torch.mm`` measurements) times the share of the last wave of output tiles that is busy
   (tiles of ``gemm_tile_m x gemm_tile_n`` over the GPU's SMs; NVIDIA's "Matrix Multiplication
   Background" guide [K3]). Fused attention kernels run at FlashAttention-2's measured share of the
-  peak for the GPU family [K4][R5]; everything else is bound by memory bandwidth.
+  peak for the GPU family [K4][R5]. Everything else is memory-bound: each kernel pays its die's
+  measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
+  (docs/kernels.md, [K12a]-[K12e]).
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
-  replay [K2]): kernels are launched asynchronously, so the host only sets the pace when a kernel
-  finishes faster than the next one can be dispatched. On a CPU (``DeviceRates.synchronous``) the
-  dispatch runs on the same thread as the kernel and adds to it. An op that makes the host wait for
-  the GPU (``Op.host_sync``, e.g. ``torch.nonzero``) drains the queue: its dispatch, its GPU time and
-  the dispatch of the kernel after it follow one another.
+  replay [K2]); in eager mode it depends on the phase: forward and recompute ops run from Python and
+  autograd records them, the backward's kernels are called from C++ by the autograd engine, the optimizer
+  step runs under no_grad ([K13a][K13b], docs/kernels.md). Kernels are launched asynchronously, so the
+  host only sets the pace when a kernel finishes faster than the next one can be dispatched. On a CPU
+  (``DeviceRates.synchronous``) the dispatch runs on the same thread as the kernel and adds to it. An
+  op that makes the host wait for the GPU (``Op.host_sync``, e.g. ``torch.nonzero``) drains the queue:
+  its dispatch, its GPU time and the dispatch of the kernel after it follow one another.
 
 The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
 time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
