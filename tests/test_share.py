@@ -24,7 +24,8 @@ EVERY_FIELD = TrainPlan(
     lora_r=64, lora_alpha=16.5, lora_dropout=0.1, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj"),
     quant_type="fp4", double_quant=False, gpus=4, sharding="zero3", offload_optimizer=True, offload_params=False,
     optimizer_impl="fused", stack="hf-liger", dataset_tokens=123_456_789, dataset_bytes=987_654_321, epochs=2.5,
-    eval_fraction=0.125, checkpoint_every_steps=250, checkpoints_kept=5)
+    eval_fraction=0.125, checkpoint_every_steps=250, checkpoints_kept=5, lengths="256:10,1000:2.5,4096:1",
+    expandable_segments=True)
 
 
 def test_every_field_of_the_test_plan_differs_from_the_default() -> None:

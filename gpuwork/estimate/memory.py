@@ -715,7 +715,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the
         # allocator maps more segments; replayed rule by rule (gpuwork.estimate.allocator), as the excess over
         # the same replay with every batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK)
-        step = _step_tensors(spec, plan, act, trained_layers, mlp_transient // max(tokens, 1))
+        step = _step_tensors(spec, plan, act, trained_layers, mlp_transient // max(tokens, 1), offloaded > 0)
         lengths = batch_lengths(hist, plan.batch_size)
         varied, _ = replay(step, tuple(plan.batch_size * n for n in lengths), plan.expandable_segments)
         steady, _ = replay(step, (tokens,) * 3, plan.expandable_segments)
@@ -748,7 +748,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
 
 
 def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_layers: int,
-                  mlp_transient_per_token: int) -> StepTensors:
+                  mlp_transient_per_token: int, offloaded: bool = False) -> StepTensors:
     """The step's large tensors per token, as the allocator sees them: each block's saved bytes cut into
     hidden-sized and intermediate-sized tensors, the logits into vocabulary-wide ones (gpuwork.estimate.allocator)."""
     dt = plan_dtypes(plan)
@@ -766,7 +766,8 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_l
     loss = cut(act.loss_backward, vocab)
     transient = cut(mlp_transient_per_token, inter)
     if plan.grad_checkpointing:
-        return StepTensors(spec.num_layers, (act.checkpoint_per_layer,), block, head, loss, block, transient)
+        kept = () if offloaded else (act.checkpoint_per_layer,)  # offloaded block inputs leave the GPU
+        return StepTensors(spec.num_layers, kept, block, head, loss, block, transient)
     return StepTensors(spec.num_layers, block, (), head, loss, (), transient)
 
 

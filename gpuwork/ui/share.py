@@ -51,6 +51,8 @@ def _as_text(value: Any) -> str:
         return "none"
     if isinstance(value, StrEnum):
         return value.value
+    if isinstance(value, tuple | list) and value and isinstance(value[0], tuple):  # lengths: LEN:COUNT,...
+        return ",".join(f"{length}:{weight!r}" for length, weight in value)
     if isinstance(value, tuple | list):
         return ",".join(str(v) for v in value)
     if isinstance(value, float):
