@@ -161,3 +161,21 @@ def test_cli_lengths_flags_reach_the_plan(tmp_path):
     assert plan.lengths == ((100, 3.0), (1024, 1.0)) and plan.expandable_segments is True
     with pytest.raises(PlanError):
         plan_from_args(parser.parse_args(["--lengths", "lots"]))
+
+
+# -- properties ---------------------------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=15, deadline=None, database=None)
+@given(bins=st.lists(st.tuples(st.integers(16, 1024), st.integers(1, 50)), min_size=1, max_size=6),
+       batch=st.integers(1, 8), ckpt=st.booleans(), expandable=st.booleans())
+def test_a_histogram_never_reserves_less_than_its_longest_batch_every_step(bins, batch, ckpt, expandable):
+    plan = TrainPlan(model="llama-3.2-1b", method="lora", seq_len=1024, batch_size=batch, grad_checkpointing=ckpt,
+                     lengths=bins, expandable_segments=expandable)
+    varied = estimate_memory(plan)
+    fixed = estimate_memory(plan.replace(lengths="fixed", seq_len=plan.longest_batch_len))
+    assert varied.peak_allocated_bytes == fixed.peak_allocated_bytes
+    assert varied.peak_reserved_bytes >= fixed.peak_reserved_bytes
