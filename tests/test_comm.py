@@ -174,3 +174,20 @@ def test_per_gpu_throughput_without_the_optimizer_never_rises_with_gpus(model, m
         rate = p.tokens_per_step / n / (est.step_time_s - est.optimizer_s - est.offload_s)
         assert rate <= last * (1 + 1e-9), (n, rate, last)
         last = rate
+
+
+def test_a_node_of_networks_csv_can_be_named_and_is_shown_in_both_languages():
+    from gpuwork.errors import PlanError
+    from gpuwork.present.messages import render
+
+    plan = _FSDP_8B.replace(gpus=32, seq_len=4096, batch_size=1)
+    p4d = estimate_time(plan, "h100_sxm", nodes=4, network="aws-p4d")  # 4 x 100G EFA per node
+    dgx = estimate_time(plan, "h100_sxm", nodes=4, network="dgx-h100")
+    same = estimate_time(plan, "h100_sxm", nodes=4, network="ib-ndr-400g")
+    assert dgx.step_time_s == pytest.approx(same.step_time_s)
+    assert p4d.comm.exposed_s > dgx.comm.exposed_s and p4d.comm.link.endswith("+ aws-p4d")
+    note = p4d.comm.verdict[-1]
+    assert note.code == "comm.network_bottleneck"
+    assert "AWS p4d, 4 x 100 Gb/s EFA" in render(note, "en") and "AWS p4d, EFA 4 x 100 Гбит/с" in render(note, "ru")
+    with pytest.raises(PlanError, match="aws-p4d"):
+        estimate_time(plan, "h100_sxm", nodes=4, network="aws-p4")

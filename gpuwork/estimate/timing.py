@@ -540,7 +540,8 @@ def estimate_time(
             {"scale": 0.8}; fits the factor on every operation's time, then prices this plan's
             operations with it.
         link: intra-node link ("pcie", "nvlink_switch", ...); None = the GPU's best link.
-        network: inter-node fabric (needed when nodes > 1), e.g. "ib-ndr-400g".
+        network: inter-node fabric (needed when nodes > 1), e.g. "ib-ndr-400g", or a node of networks.csv
+            by its id, e.g. "aws-p4d" (docs/communication.md).
         nodes: nodes the GPUs are spread over; None = 1.
         loader_tokens_per_s: what the data pipeline delivers (all GPUs); None = assumed to keep up.
         disk_write_bytes_s: checkpoint write speed, bytes/s.
@@ -556,14 +557,16 @@ def estimate_time(
     nodes = 1 if nodes is None else nodes
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or nodes > plan.gpus:
         raise PlanError("nodes", msg("error.time.nodes", value=repr(nodes), gpus=plan.gpus))
-    net = None
+    net: Network | str | None = None
     if nodes > 1:
-        if network is not None and network not in {n.value for n in Network}:
+        choices = [n.value for n in Network if n is not Network.NONE] + sorted(inputs.comm.networks)
+        if network is not None and network != Network.NONE and network not in choices:
             raise PlanError("network", msg("error.time.network_choice", value=repr(network),
-                                           choices=", ".join(n.value for n in Network if n is not Network.NONE)))
-        if network is None or Network(network) is Network.NONE:
+                                           choices=", ".join(dict.fromkeys(choices))))
+        if network is None or network == Network.NONE:
             raise PlanError("network", msg("error.time.network_needed", nodes=nodes))
-        net = Network(network)
+        # a Network choice, or a node of networks.csv by its id ("aws-p4d", ...)
+        net = Network(network) if network in {n.value for n in Network} else str(network)
     intra = _coerce_link(link, gpu)
     if not (isinstance(disk_write_bytes_s, int | float) and math.isfinite(disk_write_bytes_s)
             and disk_write_bytes_s > 0):
@@ -662,7 +665,7 @@ def estimate_time(
                            bytes_s=per_gpu, share=own_share)
     comm = CommEstimate(
         strategy=strategy, gpus=plan.gpus, nodes=nodes, bytes_per_step=comm_bytes,
-        link=intra.value + (f" + {net.value}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
+        link=intra.value + (f" + {net}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
         comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
         scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,
         pcie_share=pcie_share, link_share=link_share,
