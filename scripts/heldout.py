@@ -1,6 +1,6 @@
 """Held-out time cases: predict with the frozen model, then reveal the published figures.
 
-    python scripts/heldout.py predict --set NAME --networks MAP.json STAGING_DIR [STAGING_DIR ...]
+    python scripts/heldout.py predict --set NAME --networks MAP.json [--exclude WHY.json] STAGING_DIR [...]
     git commit gpuwork/facts/data/time_heldout.json        # the predictions, with no figure in them
     python scripts/heldout.py reveal --set NAME STAGING_DIR [STAGING_DIR ...]
     gpuwork accuracy --time --out docs/time_accuracy.md
@@ -9,7 +9,9 @@ A staging folder (kept outside the repository until the reveal) holds a collecto
 configurations), ``measured.json`` (the published figures, keyed by case name, with the quoted row) and
 ``sources.md``. ``predict`` reads only ``cases.json``; it refuses to run when anything under ``gpuwork/`` but the
 held-out file and model presets differs from the commit it names as frozen (HEAD). ``MAP.json`` maps each
-collector's description of the inter-node fabric to one of estimate_time's networks (written before the reveal).
+collector's description of the inter-node fabric to one of estimate_time's networks; ``WHY.json`` maps the name of
+a case left out to the reason (a configuration the plan cannot state, a figure that cannot become a throughput).
+Both are written from the configurations alone, before the reveal, and are kept in the set.
 The protocol is in ``gpuwork/measure/heldout.py``.
 """
 
@@ -41,7 +43,7 @@ def _metric(metric: str) -> str:
     return "samples_per_s" if metric == "run_time" else metric
 
 
-def predict(set_name: str, networks: dict[str, str], folders: list[Path]) -> int:
+def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], folders: list[Path]) -> int:
     dirty = [line for line in _git("status", "--porcelain", "--", "gpuwork").splitlines()
              if HELDOUT_NAME not in line and "/models/" not in line]
     if dirty:
@@ -52,9 +54,12 @@ def predict(set_name: str, networks: dict[str, str], folders: list[Path]) -> int
     if any(s["name"] == set_name for s in document["sets"]):
         print(f"set {set_name!r} is already on file", file=sys.stderr)
         return 2
-    cases, missing = [], set()
+    cases, missing, left_out = [], set(), []
     for folder in folders:
         for raw in _staged(folder, "cases.json"):
+            if raw["name"] in exclude:
+                left_out.append({"name": raw["name"], "source_id": raw["source_id"], "why": exclude[raw["name"]]})
+                continue
             nodes = int(raw.get("nodes") or 1)
             network = None
             if nodes > 1:
@@ -80,7 +85,8 @@ def predict(set_name: str, networks: dict[str, str], folders: list[Path]) -> int
     if len(set(names)) != len(names):
         print("duplicate case names: " + ", ".join(sorted({n for n in names if names.count(n) > 1})), file=sys.stderr)
         return 2
-    document["sets"].append({"name": set_name, "frozen_commit": frozen, "predictions_commit": None, "cases": cases})
+    document["sets"].append({"name": set_name, "frozen_commit": frozen, "predictions_commit": None,
+                             "networks": networks, "left_out": left_out, "cases": cases})
     heldout_path().write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(cases)} cases predicted by the model at {frozen[:10]}; commit {heldout_path()} now")
     return 0
@@ -143,13 +149,15 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("predict", allow_abbrev=False)
     p.add_argument("--set", required=True)
     p.add_argument("--networks", type=Path, required=True)
+    p.add_argument("--exclude", type=Path)
     p.add_argument("folders", type=Path, nargs="+")
     r = sub.add_parser("reveal", allow_abbrev=False)
     r.add_argument("--set", required=True)
     r.add_argument("folders", type=Path, nargs="+")
     args = parser.parse_args(argv)
     if args.verb == "predict":
-        return predict(args.set, json.loads(args.networks.read_text(encoding="utf-8")), args.folders)
+        exclude = json.loads(args.exclude.read_text(encoding="utf-8")) if args.exclude else {}
+        return predict(args.set, json.loads(args.networks.read_text(encoding="utf-8")), exclude, args.folders)
     return reveal(args.set, args.folders)
 
 

@@ -462,6 +462,13 @@ def heldout_markdown(scores: list[HeldoutScore], sets: tuple[HeldoutSet, ...] | 
                          f"| {fr.measured:,.0f} | {fr.predicted:,.0f} | {fr.error:+.0%} | {now.error:+.0%} | "
                          f"{fr.utilisation:.2f} |")
         lines.append("")
+        if held.left_out:
+            why: dict[str, list[str]] = {}
+            for name, source_id, reason in held.left_out:
+                why.setdefault(f"{source_id}: {reason}", []).append(name)
+            lines += [f"Left out before the predictions, from the configurations alone ({len(held.left_out)} runs):", ""]
+            lines += [f"- {reason} ({len(names)}: {', '.join(names)})" for reason, names in why.items()]
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -480,13 +487,14 @@ a test checks that this file is current. The cases, with their full configuratio
 is listed operation by operation (`gpuwork.estimate.ops`: every GEMM, the attention kernel, norms, rotary,
 activations, casts, LoRA adapters, 4-bit dequantisation, the loss, the backward where gradients flow, the
 recompute of gradient checkpointing, clipping and the optimizer update) and each operation is priced with the
-GPU's achievable rates (`gpuwork.estimate.steptime`): max(FLOPs / measured matmul rate x wave efficiency,
-bytes / measured memory bandwidth) or FlashAttention-2's measured share of the peak, and at least the host's
-dispatch time per kernel. The rates are kernel-level measurements with sources
-(`gpuwork/facts/data/rates.csv`, `kernels.csv`, `rates_sources.md`); the software stack of each case
-(`stacks.csv`) says which kernels are fused. Several GPUs add only the communication that does not hide behind
-compute (DDP buckets during backward, FSDP all-gathers prefetched behind the previous block), at NCCL's measured
-bus bandwidth per link.
+GPU's kernel-level rates (`gpuwork.estimate.steptime`): a GEMM by its shape, as the best of cuBLAS-like output
+tiles and split-K in waves over the SMs ([gemm.md](gemm.md)); FlashAttention-2 at its measured share of the
+peak; a memory-bound kernel at a measured fixed time plus its bytes at the large-array bandwidth, and the host's
+dispatch per kernel by phase (forward under autograd, backward from the autograd engine, optimizer under no_grad;
+[kernels.md](kernels.md)). The rates are kernel-level measurements with sources (`gpuwork/facts/data/*.csv`,
+`rates_sources.md`); the software stack of each case (`stacks.csv`) says which kernels are fused. Several GPUs
+add only the communication that does not hide behind compute, priced by NCCL's measured bus bandwidth for each
+message size over the node's links and NICs ([communication.md](communication.md)).
 
 **Columns.** *measured tok/s/GPU* converts the source's figure (samples/s, tokens/s of the job or per GPU) to
 tokens per second per GPU. *error* = predicted / measured − 1. *previous model* is the error of the model this

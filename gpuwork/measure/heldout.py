@@ -77,6 +77,8 @@ class HeldoutSet:
     frozen_commit: str
     predictions_commit: str | None  # set when the figures are revealed
     cases: tuple[HeldoutCase, ...]
+    # cases the collectors found but that were left out before the predictions: (name, source_id, why)
+    left_out: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def revealed(self) -> bool:
@@ -104,7 +106,8 @@ def _case(raw: dict[str, Any]) -> HeldoutCase:
 def parse_sets(document: dict[str, Any]) -> tuple[HeldoutSet, ...]:
     return tuple(HeldoutSet(name=s["name"], frozen_commit=s["frozen_commit"],
                             predictions_commit=s.get("predictions_commit"),
-                            cases=tuple(_case(c) for c in s["cases"]))
+                            cases=tuple(_case(c) for c in s["cases"]),
+                            left_out=tuple((x["name"], x["source_id"], x["why"]) for x in s.get("left_out", ())))
                  for s in document.get("sets", ()))
 
 
