@@ -115,6 +115,9 @@ class CachingAllocator:
             block = prev
         bisect.insort(self.free, (block[1], seg, block[0]))
 
+    def segment_sizes(self) -> tuple[int, ...]:
+        return tuple(sorted(sum(b[1] for b in blocks) for blocks in self.segments))
+
     # -- internals ---------------------------------------------------------------------------------
 
     def _block(self, seg: int, addr: int) -> list[int]:
@@ -195,7 +198,14 @@ def _replay_step(alloc: CachingAllocator, step: StepTensors, tokens: int) -> Non
 def replay(step: StepTensors, tokens: tuple[int, ...], expandable: bool) -> tuple[int, int]:
     """(peak reserved, peak allocated) bytes of the large pool over micro-batches of ``tokens`` each."""
     alloc = CachingAllocator(expandable)
+    seen: set[tuple[tuple[int, ...], int]] = set()
     for t in tokens:
+        # between steps every block is free and merged, so the cache is just its segments' sizes: a length
+        # already replayed on the same segments repeats itself exactly and changes nothing
+        key = (alloc.segment_sizes(), t)
+        if key in seen:
+            continue
+        seen.add(key)
         _replay_step(alloc, step, t)
     return alloc.peak_reserved, alloc.peak_allocated
 
