@@ -179,3 +179,15 @@ def test_a_histogram_never_reserves_less_than_its_longest_batch_every_step(bins,
     fixed = estimate_memory(plan.replace(lengths="fixed", seq_len=plan.longest_batch_len))
     assert varied.peak_allocated_bytes == fixed.peak_allocated_bytes
     assert varied.peak_reserved_bytes >= fixed.peak_reserved_bytes
+
+
+def test_skipping_repeated_lengths_changes_nothing():
+    from gpuwork.estimate.allocator import StepTensors, _replay_step
+
+    step = StepTensors(4, (4096,), (4096, 11008, 11008), (128_000 * 4,), (128_000 * 4,) * 2, (4096, 11008), (11008,))
+    tokens = (512, 2048, 512, 1024, 2048, 256, 1024, 2048, 512)
+    for expandable in (False, True):
+        naive = CachingAllocator(expandable)
+        for t in tokens:
+            _replay_step(naive, step, t)
+        assert replay(step, tokens, expandable) == (naive.peak_reserved, naive.peak_allocated)
