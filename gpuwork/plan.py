@@ -408,6 +408,13 @@ def _coerce_lengths(value: Any, seq_len: int) -> str | tuple[tuple[int, float], 
     return tuple(sorted(bins.items()))
 
 
+def lengths_text(lengths: str | tuple[tuple[int, float], ...]) -> str:
+    """``TrainPlan.lengths`` as the text the CLI and forms take back: "fixed", "packed" or "128:40,512:6.5"."""
+    if isinstance(lengths, str):
+        return lengths
+    return ",".join(f"{n}:{int(w) if float(w).is_integer() else repr(float(w))}" for n, w in lengths)
+
+
 def _number_or_none(value: Any, integer: bool = False) -> float | None:
     """A finite number from a number or its text (a whole one when ``integer``), else None."""
     if isinstance(value, bool):
@@ -457,4 +464,5 @@ __all__ = [
     "Task",
     "TrainPlan",
     "field_names",
+    "lengths_text",
 ]

@@ -191,3 +191,19 @@ def test_skipping_repeated_lengths_changes_nothing():
         for t in tokens:
             _replay_step(naive, step, t)
         assert replay(step, tokens, expandable) == (naive.peak_reserved, naive.peak_allocated)
+
+
+def test_the_sizing_form_takes_lengths():
+    pytest.importorskip("ipywidgets")
+    from gpuwork.plan import lengths_text
+    from gpuwork.ui.sizing import SizingForm
+
+    plan = TrainPlan(model="llama-3.2-1b", seq_len=2048, batch_size=4, grad_checkpointing=True)
+    form = SizingForm(plan)
+    assert form.controls["lengths"].value == "fixed"
+    form.controls["lengths"].value = "128:30,512:10,2048:2"
+    assert form.values()["lengths"] == "128:30,512:10,2048:2"
+    varied = TrainPlan(**{**plan.as_dict(), "lengths": form.values()["lengths"]})
+    assert lengths_text(varied.lengths) == "128:30,512:10,2048:2"
+    form.controls["lengths"].value = "lots"
+    assert "lengths=" in form.message.value  # the plan's own one-line error

@@ -42,7 +42,7 @@ from gpuwork.estimate.memory import GIB, MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
 from gpuwork.facts.model import CONFIG_BOUNDS, list_presets, spec_for_plan
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan, lengths_text
 from gpuwork.present import charts
 from gpuwork.present.messages import render, render_all, text, time_kind_code
 from gpuwork.sizing import estimate_disk, estimate_memory, match_profile, scaling
@@ -638,6 +638,9 @@ class SizingForm(common.Panel):
                                           style=WIDE, layout=lay),
             "stack": widgets.Dropdown(options=[st.value for st in Stack], value=base.stack.value, style=WIDE,
                                       layout=lay),
+            # fixed, packed or a LEN:COUNT histogram: reserved memory follows the batches' lengths
+            "lengths": widgets.Text(value=lengths_text(base.lengths), continuous_update=False, style=WIDE,
+                                    layout=lay),
             "lora_r": NumberText(value=base.lora_r, style=WIDE, layout=lay),
             # module names differ between architectures (q_proj / c_attn / query): free text, checked by
             # the estimator, whose message lists the model's linear modules
@@ -696,6 +699,7 @@ class SizingForm(common.Panel):
                   "candidates": self.gpu_select, "axis": self.axis, "verify": self.verify_button}, lang)
         self.verify_button.tooltip = ui("verify_hint", lang)
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
+        self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for key, heading in self.headings.items():
             heading.value = heading_html(4, ui(key, lang))
         with self._mute():
@@ -856,6 +860,8 @@ class SizingForm(common.Panel):
                 value = getattr(plan, name)
                 if name == "lora_targets":
                     value = ",".join(value) if isinstance(value, tuple | list) else str(value)
+                elif name == "lengths":
+                    value = lengths_text(value)
                 elif hasattr(value, "value"):  # a str enum
                     value = value.value
                 control.value = value
@@ -1023,7 +1029,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["attention"], c["stack"], c["lora_r"], c["lora_targets"]])
+                                 c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], c["epochs"],
                              self.gpu_select])
         box = widgets.VBox([model, training, gpus, self.share], layout={"min_width": "400px"})
