@@ -133,8 +133,9 @@ def _write_sources(held: dict, measured: dict, folders: list[Path]) -> None:
              "predictions are in `gpuwork/facts/data/time_heldout.json`, the scores in "
              "[time_accuracy.md](time_accuracy.md#held-out-cases).", ""]
     for folder in folders:
-        text = (folder / "sources.md").read_text(encoding="utf-8").strip()
-        parts += [f"## Collector {folder.name}", "", text.replace("\n# ", "\n### ").replace("\n## ", "\n### "), ""]
+        text = "\n" + (folder / "sources.md").read_text(encoding="utf-8").strip()
+        text = text.replace("\n# ", "\n### ").replace("\n## ", "\n### ").strip()  # under this page's headings
+        parts += [f"## Collector {folder.name}", "", text, ""]
     parts += ["## The rows quoted", "", "| case | source | quoted |", "|---|---|---|"]
     for case in held["cases"]:
         quote = " ".join(str(measured[case["name"]].get("quote", "")).split()).replace("|", "\\|")
