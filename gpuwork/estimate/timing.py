@@ -28,11 +28,17 @@ Limitations: the rates are kernel-level measurements, not this run's; a measured
 on every operation (``calibration=``); FP32 plans use the non-tensor FP32 rate (PyTorch keeps TF32 off for matmuls
 by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12), so runs that enable
 TF32 will be faster; tensor/pipeline/context parallelism is not modelled; sliding-window attention
-is counted as full attention; padding is not modelled (tokens are the plan's seq_len × batch).
+is counted as full attention.
+
+Lengths: "fixed" and "packed" price every micro-batch at seq_len. A histogram (``TrainPlan.lengths``) prices the
+expected step over micro-batches padded to their longest member (``padded_lengths``) and counts throughput, steps
+and the data feed in real tokens. A stack that offloads checkpointed block inputs to CPU RAM (Unsloth) adds the
+part of those PCIe copies that its side stream cannot hide behind each block's compute (``CheckpointOffload``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,8 +47,9 @@ from typing import Any
 from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate.comm import REDUCE_SCATTER, CommTraffic, Fabric, busbw, comm_bytes_per_step, step_comm
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
+from gpuwork.estimate.memory import estimate_memory
 from gpuwork.estimate.ops import Kind, MoeExperts, Phase, step_ops
-from gpuwork.estimate.steptime import price_ops, stack_kernels
+from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
@@ -184,11 +191,11 @@ class TimeEstimate:
     peak_flops_per_gpu: float
     mfu: MfuChoice
     flops_per_token: FlopsPerToken
-    tokens_per_step: int  # all GPUs, one optimizer step
+    tokens_per_step: int  # all GPUs, one optimizer step; real tokens (a length histogram's padding not counted)
     flops_per_step: float  # executed, all GPUs
     compute_s: float  # per step: FLOPs / (GPUs x peak x MFU)
     optimizer_s: float  # per step: memory-bound optimizer update (or CPU-Adam + PCIe when offloaded)
-    offload_s: float  # per step: parameter transfers over PCIe (offload_params)
+    offload_s: float  # per step: parameter transfers over PCIe (offload_params) + exposed checkpoint offload
     comm: CommEstimate
     data: DataFeed
     step_time_s: float  # compute + optimizer + offload + exposed communication, or data-bound
@@ -207,6 +214,7 @@ class TimeEstimate:
     breakdown: dict[str, float] = field(default_factory=dict)  # seconds per step by kind of work (one GPU)
     launches_per_step: int = 0  # kernels one GPU launches per optimizer step
     stack: str = "hf-trainer"
+    checkpoint_offload: CheckpointOffload | None = None  # the stack's offloaded checkpointing (Unsloth), if any
 
     @property
     def peak(self) -> Msg:
@@ -257,6 +265,8 @@ class TimeEstimate:
             "breakdown": dict(self.breakdown),
             "launches_per_step": self.launches_per_step,
             "stack": self.stack,
+            "checkpoint_offload": (dataclasses.asdict(self.checkpoint_offload)
+                                   if self.checkpoint_offload is not None else None),
             "warnings": [w.as_dict() for w in self.warnings],
         }
 
@@ -508,6 +518,122 @@ def _fit_scale(ops, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile, 
     return price_ops(ops, gpu, device, inputs.rates, profile).total_s / measured_s
 
 
+# -- variable lengths ------------------------------------------------------------------------------
+
+# Most padded lengths priced one by one; a histogram with more is priced on this many evenly spaced lengths
+# and each of its lengths shares its probability between the two nearest (linear interpolation of the cost).
+LENGTH_GRID = 64
+
+
+def padded_lengths(plan: TrainPlan) -> tuple[tuple[float, int], ...] | None:
+    """(probability, length) of a micro-batch's padded length under ``plan.lengths``, or None when every
+    micro-batch has ``seq_len`` tokens ("fixed", "packed"). The Hugging Face padding collator pads a batch to its
+    longest member, so with ``batch_size`` sequences drawn from the histogram the padded length is their maximum:
+    P(max <= l) = F(l) ** batch_size."""
+    hist = plan.length_histogram
+    if hist is None:
+        return None
+    total = sum(w for _, w in hist)
+    out, acc, below = [], 0.0, 0.0
+    for length, weight in hist:
+        acc += weight / total
+        cdf = min(acc, 1.0) ** plan.batch_size
+        if cdf > below:
+            out.append((cdf - below, length))
+        below = cdf
+    return tuple(out)
+
+
+def real_tokens_per_sequence(plan: TrainPlan) -> float:
+    """Mean tokens of one sequence without padding: the histogram's mean, else ``seq_len``."""
+    hist = plan.length_histogram
+    if hist is None:
+        return float(plan.seq_len)
+    return sum(n * w for n, w in hist) / sum(w for _, w in hist)
+
+
+def _length_grid(mix: tuple[tuple[float, int], ...]) -> tuple[tuple[float, int], ...]:
+    """The padded-length distribution on at most LENGTH_GRID lengths (each weight split linearly between the
+    two grid lengths around it), so that pricing stays a few dozen op lists for any histogram."""
+    if len(mix) <= LENGTH_GRID:
+        return mix
+    lo, hi = mix[0][1], mix[-1][1]
+    grid = sorted({round(lo + (hi - lo) * i / (LENGTH_GRID - 1)) for i in range(LENGTH_GRID)})
+    weights = dict.fromkeys(grid, 0.0)
+    j = 0
+    for p, length in mix:
+        while j + 1 < len(grid) and grid[j + 1] < length:
+            j += 1
+        a = grid[j]
+        b = grid[j + 1] if j + 1 < len(grid) else a
+        if b == a or length <= a:
+            weights[a] += p
+        else:
+            t = (length - a) / (b - a)
+            weights[a] += p * (1 - t)
+            weights[b] += p * t
+    return tuple((w, n) for n, w in weights.items() if w > 0)
+
+
+def _mixed_price(parts: list[tuple[float, StepPrice]]) -> StepPrice:
+    """The expected step price over micro-batch shapes: each field weighted by the shape's probability (a step
+    is linear in its micro-batches, so the expectation of the whole step is the weighted sum)."""
+    def mix(field_name: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for w, p in parts:
+            for k, v in getattr(p, field_name).items():
+                out[k] = out.get(k, 0.0) + w * v
+        return out
+
+    assumptions: dict[str, str] = {}
+    for _, p in parts:
+        assumptions.update(p.assumptions)
+    return StepPrice(total_s=sum(w * p.total_s for w, p in parts), by_kind=mix("by_kind"), by_phase=mix("by_phase"),
+                     launches=round(sum(w * p.launches for w, p in parts)), flops=sum(w * p.flops for w, p in parts),
+                     bytes=sum(w * p.bytes for w, p in parts), assumptions=assumptions)
+
+
+# -- checkpoint offload ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CheckpointOffload:
+    """Block inputs copied to CPU RAM and back by a stack's offloaded checkpointing, per optimizer step."""
+
+    bytes_per_step: float  # both directions, as MemoryEstimate.host_transfer_bytes (the plan's lengths)
+    copy_s: float  # all copies at the achieved pinned-copy rates
+    exposed_s: float  # what the block compute does not hide
+    d2h_bytes_s: float
+    h2d_bytes_s: float
+
+
+def _offloaded_bytes_per_token(plan: TrainPlan, spec: ModelSpec, profile) -> tuple[float, int]:
+    """(bytes of one offloaded block input per token, blocks offloaded) as the memory model counts them."""
+    fixed = plan.replace(lengths="fixed")
+    transfer = estimate_memory(fixed, spec, profile).host_transfer_bytes
+    blocks = spec.num_layers - 1  # the last block's input stays on the GPU (estimate.memory, [K15])
+    if not transfer or blocks < 1:
+        return 0.0, 0
+    return transfer / (2 * plan.grad_accum * blocks * fixed.tokens_per_micro_batch), blocks
+
+
+def _offload_time(price: StepPrice, block_bytes: float, blocks: int, plan: TrainPlan, spec: ModelSpec,
+                  gpu: GpuSpec, rates: Rates) -> tuple[float, float]:
+    """(copy seconds, exposed seconds) per step of one micro-batch shape. Unsloth copies each block input on a
+    side stream while the block runs and waits for the copy at the block's end (forward) or before recomputing
+    it (backward), so each copy hides behind one block's compute and only its excess adds ([K15])."""
+    d2h = gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_d2h_fraction")
+    h2d = gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_h2d_fraction")
+    per_block = max(plan.grad_accum * max(spec.num_layers, 1), 1)
+    fwd_block = price.by_phase.get(Phase.FORWARD.value, 0.0) / per_block
+    bwd_block = (price.by_phase.get(Phase.BACKWARD.value, 0.0)
+                 + price.by_phase.get(Phase.RECOMPUTE.value, 0.0)) / per_block
+    out_s, back_s = block_bytes / d2h, block_bytes / h2d
+    copies = plan.grad_accum * blocks
+    return (copies * (out_s + back_s),
+            copies * (max(out_s - fwd_block, 0.0) + max(back_s - bwd_block, 0.0)))
+
+
 def estimate_time(
     plan: TrainPlan,
     gpu: GpuSpec,
@@ -575,7 +701,13 @@ def estimate_time(
     rates = inputs.rates
     profile = rates.stacks[plan.stack]
 
-    flops = flops_per_token(plan, spec)
+    # a length histogram: micro-batches padded to their longest member, priced as the expected step over them;
+    # FLOPs per real token with attention at the token-weighted length (sum l^2 / sum l)
+    mix = padded_lengths(plan)
+    hist = plan.length_histogram
+    flops_plan = plan if hist is None else plan.replace(
+        seq_len=max(1, round(sum(n * n * w for n, w in hist) / sum(n * w for n, w in hist))), lengths="fixed")
+    flops = flops_per_token(flops_plan, spec)
     peak, peak_label = peak_flops(gpu, plan.precision)
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
         warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
@@ -585,7 +717,9 @@ def estimate_time(
                                            allowed=", ".join(m.value for m in MoeExperts)))
     experts = MoeExperts(moe_experts) if moe_experts is not None else None
     ops = _plan_ops(plan, inputs, profile, experts)
-    tokens_per_gpu_step = plan.tokens_per_micro_batch * plan.grad_accum
+    # real (unpadded) tokens: what throughput, steps per epoch and the data feed count
+    tokens_per_gpu_step = plan.batch_size * real_tokens_per_sequence(plan) * plan.grad_accum
+    tokens_step = tokens_per_gpu_step * plan.gpus
 
     scale, source = 1.0, "op model"
     label = None
@@ -596,7 +730,13 @@ def estimate_time(
     elif calibration:
         scale, label = _calibration_scale(plan, gpu, device, inputs, profile, calibration, experts)
         source = "calibration"
-    price = price_ops(ops, gpu, device, rates, profile, efficiency=scale)
+    if mix is None:
+        shapes: list[tuple[float, TrainPlan, tuple]] = [(1.0, plan, ops)]
+    else:
+        shapes = [(w, shape, _plan_ops(shape, inputs, profile, experts))
+                  for w, shape in ((w, plan.replace(seq_len=n, lengths="fixed")) for w, n in _length_grid(mix))]
+    priced = [(w, shape, price_ops(o, gpu, device, rates, profile, efficiency=scale)) for w, shape, o in shapes]
+    price = priced[0][2] if mix is None else _mixed_price([(w, p) for w, _, p in priced])
     optimizer_s = price.by_phase.get(Phase.OPTIMIZER.value, 0.0)
     compute_s = price.total_s - optimizer_s
     breakdown = dict(price.by_kind)
@@ -617,6 +757,22 @@ def estimate_time(
         shard = counts.total * plan.precision.compute_bytes / plan.gpus  # 16-bit weights fetched per GPU
         offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
         breakdown["parameter offload (PCIe)"] = offload_s
+    checkpoint_offload = None
+    if plan.grad_checkpointing and profile.checkpoint == "offload":
+        per_token, blocks = _offloaded_bytes_per_token(plan, spec, profile)
+        if blocks:
+            copy_s = exposed_copy_s = moved = 0.0
+            for w, shape, p in priced:
+                block_bytes = per_token * shape.tokens_per_micro_batch
+                c, e = _offload_time(p, block_bytes, blocks, shape, spec, gpu, rates)
+                copy_s, exposed_copy_s = copy_s + w * c, exposed_copy_s + w * e
+                moved += w * 2 * block_bytes * blocks * plan.grad_accum
+            checkpoint_offload = CheckpointOffload(
+                bytes_per_step=moved, copy_s=copy_s, exposed_s=exposed_copy_s,
+                d2h_bytes_s=gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_d2h_fraction"),
+                h2d_bytes_s=gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_h2d_fraction"))
+            offload_s += exposed_copy_s
+            breakdown["checkpoint offload (PCIe)"] = exposed_copy_s
 
     # communication: the same per-GPU compute; only what does not hide behind it adds (estimate.comm)
     weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
@@ -676,14 +832,14 @@ def estimate_time(
 
     # data feed
     step_s = base_step + exposed_s
-    consumed = plan.tokens_per_step / step_s
+    consumed = tokens_step / step_s
     id_bytes = token_id_bytes(spec.vocab_size)
     workers = math.ceil(consumed / LOADER_WORKER_TOKENS_S)
     if loader_tokens_per_s is not None:
         if not (isinstance(loader_tokens_per_s, int | float) and math.isfinite(loader_tokens_per_s)
                 and loader_tokens_per_s > 0):
             raise PlanError("loader_tokens_per_s", msg("error.time.loader"))
-        data_step = plan.tokens_per_step / loader_tokens_per_s
+        data_step = tokens_step / loader_tokens_per_s
         waits = data_step > step_s
         wait_share = (data_step - step_s) / data_step if waits else 0.0
         if waits:
@@ -718,7 +874,7 @@ def estimate_time(
 
     # the whole run
     ckpt_bytes = checkpoint_bytes(plan, spec)
-    run = whole_run(plan, step_s, plan.tokens_per_step, checkpoint_bytes=ckpt_bytes,
+    run = whole_run(plan, step_s, tokens_step, checkpoint_bytes=ckpt_bytes,
                     disk_write_bytes_s=disk_write_bytes_s)
     ckpt_write_s = ckpt_bytes / disk_write_bytes_s
     if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
@@ -739,6 +895,19 @@ def estimate_time(
         "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
         "margin_s": f"{TIME_MARGIN:.0%} of the total",
     }
+    if checkpoint_offload is not None:
+        sources["checkpoint offload"] = (
+            f"{checkpoint_offload.bytes_per_step / 1e9:.3g} GB of block inputs per step to CPU RAM and back "
+            f"(estimate_memory host_transfer_bytes) at {checkpoint_offload.d2h_bytes_s / 1e9:.3g} GB/s out and "
+            f"{checkpoint_offload.h2d_bytes_s / 1e9:.3g} GB/s back (PCIe {gpu.pcie_gen}.0 x16 x pinned-copy shares, "
+            "kernels.csv pinned_copy_*_fraction [K14]); copies on a side stream hide behind each block's compute, "
+            f"{checkpoint_offload.copy_s * 1e3:.3g} ms of copies leave {checkpoint_offload.exposed_s * 1e3:.3g} ms "
+            "exposed (Unsloth gradient_checkpointing.py [K15])")
+    if mix is not None:
+        sources["lengths"] = (
+            f"{len(hist)} lengths, mean {real_tokens_per_sequence(plan):.0f} tokens; each micro-batch of "
+            f"{plan.batch_size} padded to its longest (P(max <= l) = F(l)^{plan.batch_size}), the step priced as the "
+            f"expected cost over {len(priced)} padded lengths, tokens counted without padding")
     if spec.num_experts > 1:
         layout = experts or MoeExperts(profile.moe_experts)
         sources["moe experts"] = ("transformers 4.x loop over nn.Linear experts, a host wait per expert "
@@ -746,13 +915,14 @@ def estimate_time(
                                   else "fused expert tensors, one GEMM per expert over its share of tokens")
     return TimeEstimate(
         plan=plan, gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, peak_label=peak_label,
-        peak_flops_per_gpu=peak, mfu=choice, flops_per_token=flops, tokens_per_step=plan.tokens_per_step,
-        flops_per_step=flops.total * plan.tokens_per_step, compute_s=compute_s, optimizer_s=optimizer_s,
+        peak_flops_per_gpu=peak, mfu=choice, flops_per_token=flops, tokens_per_step=round(tokens_step),
+        flops_per_step=flops.total * tokens_step, compute_s=compute_s, optimizer_s=optimizer_s,
         offload_s=offload_s, comm=comm, data=data, step_time_s=step_s,
-        tokens_per_s=plan.tokens_per_step / step_s, steps=run.steps, train_s=run.train_s, eval_s=run.eval_s,
+        tokens_per_s=tokens_step / step_s, steps=run.steps, train_s=run.train_s, eval_s=run.eval_s,
         checkpoints=run.checkpoints, checkpoint_bytes=ckpt_bytes, checkpoint_write_s=ckpt_write_s,
         checkpoint_s=run.checkpoint_s, margin_s=run.margin_s, total_s=run.total_s, warnings=tuple(warnings),
         sources=sources, breakdown=breakdown, launches_per_step=price.launches, stack=plan.stack.value,
+        checkpoint_offload=checkpoint_offload,
     )
 
 
@@ -828,7 +998,9 @@ __all__ = [
     "DISK_WRITE_BYTES_S",
     "LINK_EFFICIENCY",
     "LOADER_WORKER_TOKENS_S",
+    "LENGTH_GRID",
     "TIME_MARGIN",
+    "CheckpointOffload",
     "CommEstimate",
     "DataFeed",
     "FlopsPerToken",
@@ -843,7 +1015,9 @@ __all__ = [
     "matmul_params",
     "method_group",
     "peak_flops",
+    "padded_lengths",
     "peak_kind",
+    "real_tokens_per_sequence",
     "scaling",
     "whole_run",
 ]

@@ -634,6 +634,8 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "time.kind.data_wait": ("waiting for data", "ожидание данных"),
     "time.kind.optimizer_on_cpu": ("optimizer step on the CPU", "шаг оптимизатора на CPU"),
     "time.kind.parameter_offload_pcie": ("parameters over PCIe (offload)", "параметры по PCIe (выгрузка)"),
+    "time.kind.checkpoint_offload_pcie": ("checkpointed activations over PCIe, not hidden by compute",
+                                          "сохранённые активации по PCIe, не скрытые вычислениями"),
     "time.kind.compute_given_mfu": ("compute at the given MFU", "вычисления при заданном MFU"),
     "cli.plan.step": (
         "step: compute {compute_s:n3} s + optimizer {optimizer_s:n3} s + exposed communication {exposed_s:n3} s = "
