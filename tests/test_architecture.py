@@ -75,3 +75,29 @@ def test_a_changed_epoch_count_moves_no_memory_figure() -> None:
     plan = TrainPlan(model="llama-3.2-1b", method="full", seq_len=1024)
     spec = resolve(plan).spec
     assert estimate_memory(plan, spec).as_dict() == estimate_memory(plan.replace(epochs=7.0), spec).as_dict()
+
+
+def test_a_record_is_read_and_compared_without_torch() -> None:
+    """gpuwork.measure.record, the one place the record schema lives, reads, summarizes and compares a record
+    with torch and the runners unimportable."""
+    record_file = ROOT / "tests" / "data" / "trial_record_own_run.json"
+    script = textwrap.dedent(f"""
+        import sys
+        for name in ("torch", "transformers", "peft", "gpuwork.measure.trial", "gpuwork.measure.hf",
+                     "gpuwork.measure.distributed", "gpuwork.measure.runtime"):
+            sys.modules[name] = None  # any import of these now fails
+        from pathlib import Path
+        from gpuwork.measure.record import TrialRecord, compare, summarize
+
+        record = TrialRecord.from_json(Path({str(record_file)!r}))
+        again = TrialRecord.from_json(record.to_json())
+        assert again == record
+        summary = summarize(record.steps)  # the record predates the interval fields: the figures it has agree
+        assert (summary.median_step_time_s, summary.peak_trial_memory_bytes) == (
+            record.summary.median_step_time_s, record.summary.peak_trial_memory_bytes)
+        row, = compare([record], 2.0)
+        print(row["measured_steps"], row["gpus"])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["2", "1"]  # 3 steps, 1 of them warm-up; one process

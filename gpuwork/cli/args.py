@@ -291,7 +291,7 @@ def load_record(path: str) -> Any:
     import json
     from pathlib import Path
 
-    from gpuwork.measure.trial import TrialError, TrialRecord
+    from gpuwork.measure.record import TrialError, TrialRecord
 
     file = Path(path)
     if not file.is_file():

@@ -468,7 +468,7 @@ def _exit_status(record: Any, lang: str) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from gpuwork.measure.trial import TrialError, compare
+    from gpuwork.measure.record import TrialError, compare
 
     if args.price_per_hour is not None and args.price_per_hour < 0:
         raise TrialError(msg("error.trial.flag_price"))

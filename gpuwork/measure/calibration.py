@@ -173,7 +173,7 @@ def calibrate(record: Any, plan: TrainPlan | None = None) -> Calibration:
     """Compare a trial with the estimators for the same plan (see the module docstring).
 
     Args:
-        record: a ``gpuwork.measure.trial.TrialRecord`` that fits, with measured steps.
+        record: a ``gpuwork.measure.record.TrialRecord`` that fits, with measured steps.
         plan: the plan to estimate; None = the record's plan (run as the trial ran it: its number of
             processes, the attention it used).
     Raises CalibrationError when the record has no measured step.

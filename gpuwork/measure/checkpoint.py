@@ -36,11 +36,11 @@ import json
 import math
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuwork.measure import records
+from gpuwork.measure.record import CheckpointResult
 from gpuwork.measure.runtime import (
     Run,
     Setup,
@@ -59,26 +59,6 @@ from gpuwork.message import Msg, msg
 RESUME_STEPS = 2  # steps run after the checkpoint on both models; the 2nd depends on the optimizer state
 GPU_LOSS_RTOL = 1e-3  # GPU kernels (atomics in backward, split-K GEMMs) are not bit-reproducible
 CPU_LOSS_RTOL = 0.0  # the same ops on the same CPU threads give the same bits: compared exactly
-
-
-@dataclass(frozen=True)
-class CheckpointResult:
-    """Save -> restore into a fresh model -> verify -> resume, compared with the uninterrupted run."""
-
-    path: str | None  # None when it lived in a temporary folder that is gone
-    files: dict[str, int]  # file name -> bytes
-    bytes_on_disk: int
-    save_s: float
-    rebuild_s: float  # building the fresh model and optimizer (not part of restore_s)
-    restore_s: float  # reading the files into the fresh model, optimizer, scheduler, RNG
-    tensors_checked: int
-    tensors_equal: bool
-    uninterrupted_losses: tuple[float, ...]
-    resumed_losses: tuple[float, ...]
-    max_abs_loss_diff: float
-    loss_rtol: float  # 0 on CPU (bit-exact), GPU_LOSS_RTOL on CUDA
-    verified: bool  # tensors equal and losses within loss_rtol
-    message: Msg  # what was checked and how it compared (checkpoint.* codes)
 
 
 # -- where the state goes ------------------------------------------------------------------------------------

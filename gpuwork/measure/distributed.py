@@ -64,12 +64,10 @@ import contextlib
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -90,6 +88,16 @@ from gpuwork.measure.checkpoint import (
     save_training_state,
 )
 from gpuwork.measure.coded import from_json, to_json
+from gpuwork.measure.record import (
+    STATUS_INTERRUPTED,
+    ParallelInfo,
+    RankResult,
+    StepMeasurement,
+    TrialRecord,
+    merge_ranks,
+    rank_result,
+    rank_steps,
+)
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
     MAX_GRAD_NORM,
@@ -103,15 +111,7 @@ from gpuwork.measure.runtime import (
     rng_state,
     rng_tensors,
 )
-from gpuwork.measure.trial import (
-    STATUS_INTERRUPTED,
-    ParallelInfo,
-    RankResult,
-    ResumePoint,
-    StepMeasurement,
-    TrialRecord,
-    summarize,
-)
+from gpuwork.measure.trial import ResumePoint
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
 
@@ -487,121 +487,6 @@ class DistributedParallel(Parallel):
         return ParallelInfo(world_size=self.world_size, backend=self.backend, strategy=self.strategy.name,
                             sharding_requested=self.sharding.value, wrapping=self.wrapping,
                             reshard_after_forward=self.strategy.reshard_after_forward, launcher=launcher)
-
-
-def rank_steps(record: TrialRecord, rank: int, upto: int) -> list[StepMeasurement]:
-    """Rank ``rank``'s first ``upto`` steps as its own process measured them, from a merged record: its loss,
-    time and data wait (``record.ranks``) and its share of the tokens; memory is the merged step's (the
-    highest rank's). Merging these again (``merge_ranks``) gives the record's steps back exactly."""
-    own = record.ranks[rank]
-    out = []
-    for i, m in enumerate(record.steps[:upto]):
-        time_s, tokens = own.step_times_s[i], m.tokens // record.world_size
-        out.append(dataclasses.replace(m, loss=own.losses[i], step_time_s=time_s, data_wait_s=own.data_wait_s[i],
-                                       tokens=tokens, tokens_per_s=tokens / time_s if time_s > 0 else math.inf))
-    return out
-
-
-# -- merging the ranks' records (pure) --------------------------------------------------------------------------
-
-
-def rank_result(record: TrialRecord, rank: int, *, param_bytes: int, trainable_param_bytes: int,
-                optimizer_state_bytes: int, params_sha256: str, fits: bool | None = None,
-                error: Msg | None = None) -> RankResult:
-    """What one rank reports for the merged record: its record's figures and its model's sizes and digest
-    (``fits``/``error``: the record's unless given). gpuwork's ranks and the Trainer callback's use it."""
-    s = record.summary
-    return RankResult(
-        rank=rank, device=record.environment.device, device_name=record.environment.device_name,
-        losses=tuple(m.loss for m in record.steps), step_times_s=tuple(m.step_time_s for m in record.steps),
-        data_wait_s=tuple(m.data_wait_s for m in record.steps), tokens_per_step=record.protocol.tokens_per_step,
-        median_step_time_s=s.median_step_time_s if s else None, tokens_per_s=s.tokens_per_s if s else None,
-        peak_trial_memory_bytes=record.peak_trial_memory_bytes,
-        cuda_peak_allocated_bytes=s.cuda_peak_allocated_bytes if s else None,
-        cuda_peak_reserved_bytes=s.cuda_peak_reserved_bytes if s else None,
-        rss_peak_bytes=s.rss_peak_bytes if s else None, param_bytes=param_bytes,
-        trainable_param_bytes=trainable_param_bytes, optimizer_state_bytes=optimizer_state_bytes,
-        params_sha256=params_sha256, fits=record.fits if fits is None else fits,
-        error=record.error if fits is None else error,
-        checkpoint_verified=record.checkpoint.verified if record.checkpoint else None)
-
-
-def _max_or_none(values: Iterable[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
-
-
-def _sum_or_none(values: Iterable[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
-
-
-def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], parallel: ParallelInfo,
-                saved_to: str | None = None) -> TrialRecord:
-    """One record for the whole group from each rank's record (rank order). Pure.
-
-    Per step (the steps every rank completed): step time and data wait = the slowest rank's, tokens =
-    the sum, tokens/s = summed tokens / slowest time, memory = the highest rank's, loss = the mean of
-    the ranks' own losses, gradient norm and learning rate = rank 0's (the same everywhere).
-    """
-    if not records or len(records) != len(ranks):
-        raise TrialError(msg("error.trial.merge_ranks"))
-    first = records[0]
-    count = min(len(r.steps) for r in records)
-    steps: list[StepMeasurement] = []
-    for i in range(count):
-        row = [r.steps[i] for r in records]
-        time_s = max(m.step_time_s for m in row)
-        tokens = sum(m.tokens for m in row)
-        steps.append(StepMeasurement(
-            step=row[0].step, is_warmup=row[0].is_warmup, loss=statistics.fmean(m.loss for m in row),
-            step_time_s=time_s, data_wait_s=max(m.data_wait_s for m in row), tokens=tokens,
-            tokens_per_s=tokens / time_s if time_s > 0 else math.inf, grad_norm=row[0].grad_norm,
-            learning_rate=row[0].learning_rate, trial_memory_bytes=max(m.trial_memory_bytes for m in row),
-            cuda_peak_allocated_bytes=_max_or_none(m.cuda_peak_allocated_bytes for m in row),
-            cuda_peak_reserved_bytes=_max_or_none(m.cuda_peak_reserved_bytes for m in row),
-            rss_peak_bytes=_max_or_none(m.rss_peak_bytes for m in row),
-            rss_after_step_bytes=_max_or_none(m.rss_after_step_bytes for m in row),
-            device_total_bytes=_max_or_none(m.device_total_bytes for m in row),
-            padding_tokens=_sum_or_none(m.padding_tokens for m in row)))
-    protocol = dataclasses.replace(first.protocol, tokens_per_step=sum(r.protocol.tokens_per_step for r in records))
-    checkpoint = first.checkpoint
-    if checkpoint is not None:
-        others = [r.checkpoint for r in records[1:]]
-        all_ok = checkpoint.verified and all(c is not None and c.verified for c in others)
-        failed = tuple(c.message for c in [checkpoint, *others] if c is not None and not c.verified)
-        checkpoint = dataclasses.replace(
-            checkpoint, verified=all_ok,
-            tensors_checked=sum(c.tensors_checked for c in [checkpoint, *others] if c is not None),
-            tensors_equal=all(c is not None and c.tensors_equal for c in [checkpoint, *others]),
-            save_s=max(c.save_s for c in [checkpoint, *others] if c is not None),
-            restore_s=max(c.restore_s for c in [checkpoint, *others] if c is not None),
-            rebuild_s=max(c.rebuild_s for c in [checkpoint, *others] if c is not None),
-            max_abs_loss_diff=max(c.max_abs_loss_diff for c in [checkpoint, *others] if c is not None),
-            message=msg("checkpoint.all_ranks", ranks=len(records), what=_unranked(checkpoint.message)) if all_ok
-            else msg("checkpoint.not_verified", parts=failed) if failed else msg("checkpoint.rank_skipped"))
-    errors = tuple(msg("trial.rank_error", rank=rr.rank, error=r.error)
-                   for r, rr in zip(records, ranks, strict=True) if r.error)
-    kind = "GPU" if first.environment.device != "cpu" else "CPU"
-    summary = summarize(steps, kind)
-    stability = first.stability
-    if stability is not None:  # judged on the merged (slowest-rank) times: say what was judged
-        stability = dataclasses.replace(stability, measured_steps=summary.measured_steps if summary else 0,
-                                        half_width=summary.step_time_half_width if summary else None)
-    return TrialRecord(
-        protocol=protocol, environment=first.environment, summary=summary, steps=tuple(steps),
-        checkpoint=checkpoint, fits=all(r.fits for r in records),
-        error=(errors[0] if len(errors) == 1 else msg("trial.rank_errors", errors=errors)) if errors else None,
-        peak_trial_memory_bytes=max(r.peak_trial_memory_bytes for r in records), created_utc=first.created_utc,
-        duration_s=max(r.duration_s for r in records), notes=tuple(dict.fromkeys(n for r in records for n in r.notes)),
-        saved_to=saved_to, parallel=parallel, ranks=tuple(ranks), stability=stability, source=first.source,
-        status=first.status, run_id=first.run_id, resumed_from=first.resumed_from, stop_signal=first.stop_signal,
-        write_error=first.write_error)
-
-
-def _unranked(message: Msg) -> Msg:
-    """A rank's checkpoint message without its "rank N:" wrapper (the merged record speaks for all ranks)."""
-    return message["what"] if message.code == "checkpoint.on_rank" else message
 
 
 # -- one rank (what torchrun starts) ------------------------------------------------------------------------

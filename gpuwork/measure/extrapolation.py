@@ -40,12 +40,12 @@ from gpuwork.estimate.offers import billed_hours, billed_nodes
 from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN, whole_run
 from gpuwork.facts.catalog import Mode, Network, match_gpu_name
 from gpuwork.measure.coded import to_json
-from gpuwork.measure.runtime import TrialError
+from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
 if TYPE_CHECKING:
-    from gpuwork.measure.trial import TrialRecord
+    from gpuwork.measure.record import TrialRecord
 
 # What must be the trial's for its step time to hold for the plan.
 DRIFT_NOTE_SHARE = 0.02  # a drift that moved the step time more than this (or the interval) over the trial: noted
@@ -136,7 +136,7 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
     """The whole run's time (and cost) from a trial's measured steps. Pure apart from reading the catalog.
 
     Args:
-        record: a trial that fits, with measured steps (``gpuwork.measure.trial.TrialRecord``).
+        record: a trial that fits, with measured steps (``gpuwork.measure.record.TrialRecord``).
         plan: the run to extrapolate to (dataset_tokens, epochs, eval_fraction,
             checkpoint_every_steps, gpus); None = the trial's own plan. Its batch shape (model,
             method, precision, seq_len, batch_size, grad_accum, ...) must be the trial's.

@@ -72,20 +72,21 @@ from typing import Any
 from transformers import TrainerCallback
 
 from gpuwork.errors import ModelError, PlanError
-from gpuwork.measure.checkpoint import CheckpointResult
-from gpuwork.measure.runtime import TrialError
-from gpuwork.measure.stability import CONFIDENCE, is_stable
-from gpuwork.measure.trial import (
-    RSS_SAMPLE_INTERVAL_S,
+from gpuwork.measure.errors import TrialError
+from gpuwork.measure.record import (
+    CheckpointResult,
+    ParallelInfo,
     RankResult,
     Stability,
     StepMeasurement,
     TrialProtocol,
     TrialRecord,
-    check_until_stable,
-    environment,
+    merge_ranks,
+    rank_result,
     summarize,
 )
+from gpuwork.measure.stability import CONFIDENCE, is_stable
+from gpuwork.measure.trial import RSS_SAMPLE_INTERVAL_S, check_until_stable, environment
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
@@ -742,9 +743,6 @@ class _World:
     def merge(self, record: TrialRecord, rec: _Recorder) -> TrialRecord | None:
         import torch.distributed as dist
 
-        from gpuwork.measure.distributed import merge_ranks
-        from gpuwork.measure.trial import ParallelInfo
-
         mine = {"record": record.as_dict(), "rank": dataclasses.asdict(_rank_result(record, rec, self.rank))}
         gathered: list[Any] = [None] * self.size
         dist.all_gather_object(gathered, mine)
@@ -780,8 +778,6 @@ def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:
     if optimizer is not None:
         for state in getattr(optimizer, "state", {}).values():
             optimizer_bytes += sum(v.numel() * v.element_size() for v in state.values() if hasattr(v, "numel"))
-    from gpuwork.measure.distributed import rank_result
-
     return rank_result(record, rank, param_bytes=sum(p.numel() * p.element_size() for p in params),
                        trainable_param_bytes=sum(p.numel() * p.element_size() for p in params if p.requires_grad),
                        optimizer_state_bytes=optimizer_bytes, params_sha256=digest.hexdigest(), fits=True, error=None)

@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from gpuwork.measure.runtime import TrialError
+from gpuwork.measure.errors import TrialError
 from gpuwork.message import msg
 
 TEMP_MARK = ".tmp-"  # temporary files and folders: ".<name>.tmp-<hex>" next to their target
@@ -190,9 +190,14 @@ def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).stem if name.endswith(".json") else name).strip("_") or "model"
 
 
+def run_stem(model: str, method: str, created: datetime) -> str:
+    """``trial-<model>-<method>-<UTC time>``: how every record file's name begins."""
+    return f"trial-{slug(model)}-{method}-{created.strftime('%Y%m%dT%H%M%SZ')}"
+
+
 def new_run_id(model: str, method: str, created: datetime) -> str:
     """``trial-<model>-<method>-<UTC time>-<random>``: unique even for trials started in the same second."""
-    return f"trial-{slug(model)}-{method}-{created.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+    return f"{run_stem(model, method, created)}-{uuid.uuid4().hex[:8]}"
 
 
 def reserve_run_id(folder: Path, model: str, method: str, created: datetime) -> str:
@@ -211,6 +216,7 @@ __all__ = [
     "remove_leftovers",
     "replace_folder",
     "reserve_run_id",
+    "run_stem",
     "save_safetensors",
     "save_torch",
     "slug",

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuwork.errors import GpuworkError, ModelError
+from gpuwork.errors import ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class
 from gpuwork.facts.model import find_blocks as _find_model_blocks
+from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
 from gpuwork.plan import ALL_LINEAR, Attention, Method, Optimizer, Precision, Task, TrainPlan
 
@@ -49,10 +50,6 @@ DEFAULT_LR_ADAPTERS = 1e-3
 LR_FACTOR = {Optimizer.SGD: 10.0, Optimizer.LION: 0.3}
 
 ModelFactory = Callable[[Any, TrainPlan], Any]  # (transformers config, plan) -> nn.Module on CPU, fp32
-
-
-class TrialError(GpuworkError, RuntimeError):
-    """A trial cannot be set up as asked (bad arguments, unusable model or data)."""
 
 
 # -- one process or several: the hooks a multi-process trial plugs in ----------------------------------

@@ -31,7 +31,7 @@ from gpuwork.units import GIB, HOUR_S
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gpuwork.measure.trial import TrialRecord
+    from gpuwork.measure.record import TrialRecord
 
 OFFER_COLUMNS = ("offer_id", "provider", "gpu_id", "gpu", "mode", "region", "price_per_gpu_hour_usd", "fits",
                  "gpus_used", "gpus_billed", "sharding", "expected_hours", "expected_cost_usd", "reason")
@@ -84,7 +84,7 @@ def offers_frame(results: Iterable[OfferResult], lang: str = "en") -> pd.DataFra
 
 
 def _record(item: TrialRecord | str | os.PathLike[str]) -> TrialRecord:
-    from gpuwork.measure.trial import TrialRecord
+    from gpuwork.measure.record import TrialRecord
 
     if isinstance(item, TrialRecord):
         return item
