@@ -26,8 +26,10 @@ linears are not counted; sliding-window attention is counted as full attention.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass, replace
+import operator
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 from gpuwork.estimate.memory import block_groups, plan_dtypes
@@ -149,27 +151,48 @@ def matmul_dtype(plan: TrainPlan) -> str:
     return "fp16" if plan.precision in (Precision.FP16, Precision.FP16_MIXED) else "bf16"
 
 
-def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None) -> tuple[Op, ...]:
-    """The operations of one optimizer step on one GPU (see the module docstring).
+class OpList(tuple):
+    """The step's operations: a tuple that computes its hash once (``price_ops`` caches prices by it)."""
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["hash"]
+        except KeyError:
+            value = self.__dict__["hash"] = tuple.__hash__(self)
+            return value
+
+
+# the fields of a plan that shape its step (the data and schedule fields below them only scale the run)
+_PLAN_FIELDS = [f.name for f in fields(TrainPlan)]
+_SHAPE_FIELDS = tuple(_PLAN_FIELDS[:_PLAN_FIELDS.index("dataset_tokens")])
+_plan_shape = operator.attrgetter(*_SHAPE_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class _StepKey:
+    """What an op list is built from: the plan's shaping fields, the model and the stack."""
+
+    shape: tuple  # _SHAPE_FIELDS of the plan
+    spec: ModelSpec
+    position_embedding: object  # the one ``spec.extras`` entry read here (extras are outside ModelSpec equality)
+    stack: StackKernels
+    plan: TrainPlan = field(compare=False)  # the plan _build reads, equal to any other on the fields above
+
+
+def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None) -> OpList:
+    """The operations of one optimizer step on one GPU (see the module docstring); the same ``OpList``
+    for plans that share every field above ``dataset_tokens``.
 
     Worked example: Llama-3.1-8B LoRA (q, v), bf16, seq 2048, batch 1: the q_proj forward GEMM has
     m = 2048, n = 4096, k = 4096: 2 x 2048 x 4096 x 4096 = 68.7 GFLOPs, 32 per micro-batch.
     """
-    stack = stack or StackKernels()
-    # what the op list reads (not the data and schedule fields, which only scale the run)
-    key = (plan.method, plan.precision, plan.optimizer, plan.optimizer_impl, plan.seq_len, plan.batch_size,
-           plan.grad_accum, plan.grad_checkpointing, plan.attention, plan.trainable_layers, plan.lora_r,
-           plan.lora_dropout > 0, plan.lora_targets, plan.double_quant, plan.gpus, plan.sharding,
-           plan.offload_optimizer, spec.name, spec.params_total, spec.task, stack)
-    cached = _CACHE.get(key)
-    if cached is None:
-        if len(_CACHE) > 2048:
-            _CACHE.clear()
-        cached = _CACHE[key] = tuple(_build(plan, spec, stack))
-    return cached
+    return _step_ops(_StepKey(_plan_shape(plan), spec, spec.extras.get("position_embedding"),
+                              stack or StackKernels(), plan))
 
 
-_CACHE: dict[tuple, tuple[Op, ...]] = {}
+@functools.lru_cache(maxsize=2048)
+def _step_ops(key: _StepKey) -> OpList:
+    return OpList(_build(key.plan, key.spec, key.stack))
 
 
 def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
@@ -239,13 +262,13 @@ def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
     ops.append(_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb))
     if mb > 1:  # the Trainer divides each micro-batch's loss by the accumulation steps (and back in backward)
         ops.append(_mem("loss / grad_accum", Phase.FORWARD, 1, 8, 1, mb))
-    ops += block_forward(Phase.FORWARD, layers)
+    forward_ops = block_forward(Phase.FORWARD, layers)
+    ops += forward_ops
     ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, fuse)
 
     # -- backward through the blocks, with the recompute of gradient checkpointing first
     if plan.grad_checkpointing:
         ops += block_forward(Phase.RECOMPUTE, grad_layers)
-    forward_ops = block_forward(Phase.FORWARD, layers)
     ops += [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in forward_ops]
     # a trained bias's gradient: one reduction kernel over the output gradient (autograd's sum_to)
     ops += [Op(f"{o.name} bias gradient", Kind.MEMORY, Phase.BACKWARD, 0.0, o.bias_bytes, 1, o.count,
@@ -680,4 +703,4 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op
     return out
 
 
-__all__ = ["Backward", "Kind", "MoeExperts", "Op", "Phase", "StackKernels", "matmul_dtype", "step_ops"]
+__all__ = ["Backward", "Kind", "MoeExperts", "Op", "OpList", "Phase", "StackKernels", "matmul_dtype", "step_ops"]

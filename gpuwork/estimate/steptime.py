@@ -26,13 +26,18 @@ time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from gpuwork.estimate.gemm import gemm_time
+from gpuwork.errors import CatalogError
+from gpuwork.estimate.gemm import Tiles, gemm_choice
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
-from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
+from gpuwork.facts.rates import KERNELS_CSV, DeviceRates, Rates, StackProfile
+from gpuwork.message import msg
 
 LAUNCH_OVERHEAD = "launch overhead"
 
@@ -91,18 +96,38 @@ def wave_efficiency(m: int, n: int, sm_count: int, tile_m: int, tile_n: int) -> 
 def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> float:
     """Seconds of a MATMUL op's GEMMs by their shape (``estimate.gemm``): k = FLOPs / (2 m n) per GEMM; a backward
     op's input gradient is m x k over n and its weight gradient k x n over m."""
-    gemms = max(1, op.launches)
-    k = max(1, round(op.flops / (2.0 * op.m * op.n * gemms)))
-    if op.phase is Phase.BACKWARD and gemms <= 2:
-        shapes = ((op.m, k, op.n), (k, op.n, op.m))[:gemms]
-    else:
-        shapes = ((op.m, op.n, k),) * gemms
     achievable = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
     peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(op.dtype, gpu.bf16_dense_flops)
-    args = (4 if op.dtype == "fp32" else 2, max(peak, achievable), achievable, device.sm_count,
-            device.mem_bw_bytes_s, rates.gemm_tiles, rates.kernel("gemm_latency_us") * 1e-6,
-            rates.kernel("gemm_tile_overhead_us") * 1e-6, int(rates.kernel("gemm_max_split_k")))
-    return sum(gemm_time(m, n, kk, *args) for m, n, kk in shapes)
+    args = _gemm_args(op.dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, rates.gemm_tiles,
+                      rates.kernel("gemm_latency_us"), rates.kernel("gemm_tile_overhead_us"),
+                      rates.kernel("gemm_max_split_k"))
+    return _gemm_pricer(args)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
+
+
+def _gemm_args(dtype: str, peak: float, achievable: float, sm_count: int, bw: float, tiles: Tiles,
+               latency_us: float, tile_overhead_us: float, max_split_k: float) -> tuple:
+    """``gemm_choice``'s arguments after the shape, for one dtype on one GPU."""
+    return (4 if dtype == "fp32" else 2, max(peak, achievable), achievable, sm_count, bw, tiles, latency_us * 1e-6,
+            tile_overhead_us * 1e-6, int(max_split_k))
+
+
+@functools.lru_cache(maxsize=64)
+def _gemm_pricer(args: tuple) -> Callable[[int, int, float, int, bool], float]:
+    """Seconds of a MATMUL op from (m, n, FLOPs, GEMMs, backward) on one GPU and dtype (``args``, as
+    ``_gemm_args``), cached by those five numbers alone."""
+    return functools.lru_cache(maxsize=65536)(functools.partial(_gemm_op_seconds, args=args))
+
+
+def _gemm_op_seconds(m: int, n: int, flops: float, launches: int, backward: bool, args: tuple) -> float:
+    gemms = max(1, launches)
+    k = max(1, round(flops / (2.0 * m * n * gemms)))
+    if backward and gemms <= 2:  # the input gradient, then the weight gradient
+        seconds = gemm_choice(m, k, n, *args).time_s
+        return seconds + gemm_choice(k, n, m, *args).time_s if gemms == 2 else seconds
+    one = seconds = gemm_choice(m, n, k, *args).time_s
+    for _ in range(gemms - 1):
+        seconds += one
+    return seconds
 
 
 def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
@@ -149,94 +174,172 @@ def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rat
     """Seconds of the step's operations on one GPU (see the module docstring).
 
     ``efficiency`` divides every time, GPU and host (1.0 = the rates as measured): the one factor a
-    measured step determines (``estimate.timing`` fits it from a trial). Results are cached per op
-    list (``step_ops`` returns the same tuple for the same plan), GPU, stack and factor.
+    measured step determines (``estimate.timing`` fits it from a trial). Prices are cached by the op list
+    (``step_ops`` returns one ``OpList`` per plan, its hash computed once) and by every number and source
+    text the pricing reads (``_PriceFacts``).
     """
-    key = (id(ops), gpu.gpu_id, id(device), id(rates), profile.stack, efficiency)
-    hit = _PRICES.get(key)
-    # the entry holds the objects themselves: an id reused after one is freed must not match
-    if hit is not None and hit[0] is ops and hit[1] is device and hit[2] is rates:
-        return hit[3]
-    price = _price_ops(ops, gpu, device, rates, profile, efficiency)
-    if len(_PRICES) > 4096:
-        _PRICES.clear()
-    _PRICES[key] = (ops, device, rates, price)
-    return price
+    return _price(ops, _price_facts(gpu, device, rates, profile, efficiency))
 
 
-_PRICES: dict[tuple, tuple[tuple[Op, ...], DeviceRates, Rates, StepPrice]] = {}
+class _PriceFacts(NamedTuple):
+    """Everything ``_price`` reads, as hashable values: the key of the price cache. Pricing sees only these,
+    so a price cannot outlive a change of any fact it used."""
+
+    host_s: tuple[float, ...]  # host dispatch per kernel, per Phase in declaration order
+    floor_s: float  # per-kernel floor of back-to-back launches (0 on a synchronous device)
+    t0_s: float  # fixed time of a memory-bound kernel (0 on a synchronous device)
+    bw: float  # achievable memory bandwidth, bytes/s
+    synchronous: bool
+    matmul: tuple[tuple[str, float], ...]  # dtype -> achievable matmul FLOP/s
+    sm_count: int
+    peaks: tuple[float, float, float]  # dense bf16, fp16, fp32 FLOP/s (datasheet)
+    wave_tiles: tuple[int, int]  # kernels.csv gemm_tile_m / gemm_tile_n (wave quantisation without gemm_tiles)
+    gemm: tuple  # gemm_tiles and kernels.csv gemm_latency_us, gemm_tile_overhead_us, gemm_max_split_k (None: absent)
+    attention: tuple  # flash_attn fwd / bwd fractions of the GPU's family and generic, sdpa fraction (None: absent)
+    efficiency: float
+    assumptions: tuple[tuple[str, str], ...]  # StepPrice.assumptions
 
 
-def _price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-               efficiency: float) -> StepPrice:
-    host_s_by_phase = {ph: host_us_per_kernel(ph, rates, profile, device) * 1e-6 for ph in Phase}
-    floor_s = 0.0 if device.synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6
-    t0_s = 0.0 if device.synchronous else memory_kernel_t0_us(gpu, rates)[0] * 1e-6
-    tile_m, tile_n = int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))
-    bw = device.mem_bw_bytes_s
+_PHASES = tuple(Phase)
+_ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h200"), ("gb200", "gb200"), ("b200", "gb200"),
+                       ("mi300x", "mi300x"), ("mi325x", "mi300x"))
+
+
+def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
+                 efficiency: float) -> _PriceFacts:
+    kernels, synchronous = rates.kernels, device.synchronous
+    if device.host_us_per_kernel is not None or profile.launch != "eager":
+        host_s = (host_us_per_kernel(Phase.FORWARD, rates, profile, device) * 1e-6,) * len(_PHASES)
+    else:
+        host_s = tuple(rates.kernel(_EAGER_HOST_KEYS[phase]) * 1e-6 for phase in _PHASES)
+    t0_us, t0_key = memory_kernel_t0_us(gpu, rates)
+    family = next((v for k, v in _ATTENTION_FAMILIES if gpu.gpu_id.startswith(k)), "a100")
+    basis, kernel_basis = device.basis, rates.kernel_basis
+    return _PriceFacts(
+        host_s=host_s,
+        floor_s=0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
+        t0_s=0.0 if synchronous else t0_us * 1e-6,
+        bw=device.mem_bw_bytes_s,
+        synchronous=synchronous,
+        matmul=tuple(device.matmul_flops.items()),
+        sm_count=device.sm_count,
+        peaks=(gpu.bf16_dense_flops, gpu.fp16_dense_flops, gpu.fp32_flops),
+        wave_tiles=(int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))),
+        gemm=(rates.gemm_tiles, kernels.get("gemm_latency_us"), kernels.get("gemm_tile_overhead_us"),
+              kernels.get("gemm_max_split_k")),
+        attention=(kernels.get(f"flash_attn_fwd_fraction_{family}"), kernels.get(f"flash_attn_bwd_fraction_{family}"),
+                   kernels.get("flash_attn_fwd_fraction"), kernels.get("flash_attn_bwd_fraction"),
+                   kernels.get("sdpa_mem_efficient_fraction")),
+        efficiency=efficiency,
+        assumptions=(
+            ("matmul", basis.get("matmul_bf16", "")),
+            ("memory bandwidth", basis.get("mem_bw", "")),
+            ("SMs", basis.get("sm", "")),
+            ("attention", kernel_basis.get("flash_attn_fwd_fraction", "")),
+            ("launch", kernel_basis.get("launch_overhead_eager_us" if profile.launch == "eager"
+                                        else "launch_overhead_graph_us", "")),
+            ("memory kernel", kernel_basis.get(t0_key, "")),
+            ("stack", profile.basis),
+        ),
+    )
+
+
+def _kernel_fact(value: float | None, key: str) -> float:
+    """A kernels.csv value pricing needs (``Rates.kernel``'s error when the file lacks it)."""
+    if value is None:
+        raise CatalogError(msg("error.rates.missing_key", file=KERNELS_CSV, key=key))
+    return value
+
+
+def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str) -> float:
+    """FLOP/s of a fused attention kernel (``attention_fraction`` x the dtype's dense peak)."""
+    family_fwd, family_bwd, fwd, bwd, sdpa = facts.attention
+    bf16_peak, fp16_peak, fp32_peak = facts.peaks
+    if dtype == "fp32":
+        return _kernel_fact(sdpa, "sdpa_mem_efficient_fraction") * fp32_peak
+    peak = fp16_peak if dtype == "fp16" else bf16_peak
+    fwd = _kernel_fact(fwd, "flash_attn_fwd_fraction")
+    fraction = family_fwd if family_fwd is not None else fwd
+    if attention_pass != "fwd":
+        if family_bwd is not None:
+            fraction = family_bwd
+        else:  # no backward measurement for this family: the A100 backward/forward ratio of the FA2 paper
+            fraction = fraction * (_kernel_fact(bwd, "flash_attn_bwd_fraction") / fwd)
+    return fraction * peak
+
+
+@functools.lru_cache(maxsize=4096)
+def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
+    host_of = dict(zip(_PHASES, facts.host_s, strict=True))
+    floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
+        facts.synchronous
+    matmul = dict(facts.matmul)
+    shaped = bool(facts.gemm[0]) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
+    gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
+    attention_rates: dict[tuple[str, str], float] = {}
+    attention, backward = Kind.ATTENTION, Phase.BACKWARD
     kind_s = dict.fromkeys(Kind, 0.0)
     phase_s: dict = {}
     overhead_s = 0.0
-    launches, flops_total, bytes_total = 0, 0.0, 0.0
-    attn_cache: dict[tuple[str, str], float] = {}
+    launches_total, flops_total, bytes_total = 0, 0.0, 0.0
     for op in ops:
-        if op.count <= 0:
+        count = op.count
+        if count <= 0:
             continue
-        if op.kind is Kind.ATTENTION and op.attention_pass:
+        kind, flops, nbytes, launches, phase = op.kind, op.flops, op.bytes, op.launches, op.phase
+        if kind is attention and op.attention_pass:
             rate_key = (op.attention_pass, op.dtype)
-            rate = attn_cache.get(rate_key)
+            rate = attention_rates.get(rate_key)
             if rate is None:
-                if op.dtype == "fp32":
-                    rate = rates.kernel("sdpa_mem_efficient_fraction") * gpu.fp32_flops
-                else:
-                    peak = gpu.fp16_dense_flops if op.dtype == "fp16" else gpu.bf16_dense_flops
-                    rate = attention_fraction(gpu, rates, op.attention_pass)[0] * peak
-                attn_cache[rate_key] = rate
-            compute = op.flops / rate
-        elif op.flops > 0:
-            rate = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
-            if op.m and op.n and rates.gemm_tiles and not device.synchronous:
-                compute = gemm_seconds(op, gpu, device, rates)
+                rate = attention_rates[rate_key] = _attention_rate(facts, *rate_key)
+            compute = flops / rate
+        elif flops > 0:
+            m, n = op.m, op.n
+            if m and n and shaped:
+                pricer = gemm_pricers.get(op.dtype)
+                if pricer is None:
+                    pricer = gemm_pricers[op.dtype] = _gemm_pricer(_facts_gemm_args(facts, op.dtype, matmul))
+                compute = pricer(m, n, flops, launches, phase is backward)
             else:
-                if op.m and op.n:
-                    rate *= wave_efficiency(op.m, op.n, device.sm_count, tile_m, tile_n)
-                compute = op.flops / rate
+                rate = matmul.get(op.dtype, matmul["bf16"])
+                if m and n:
+                    rate *= wave_efficiency(m, n, facts.sm_count, *facts.wave_tiles)
+                compute = flops / rate
         else:
             compute = 0.0
         if compute > 0.0:
-            gpu_s = max(compute, op.bytes / bw, op.launches * floor_s) / efficiency
+            gpu_s = max(compute, nbytes / bw, launches * floor_s) / efficiency
         else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth
-            gpu_s = memory_kernel_s(op.bytes, op.launches, bw, t0_s) / efficiency
-        host_s_per_launch = host_s_by_phase[op.phase]
-        host_s = op.launches * host_s_per_launch / efficiency
-        if device.synchronous:
+            gpu_s = (launches * t0_s + nbytes / bw) / efficiency
+        host_s_per_launch = host_of[phase]
+        host_s = launches * host_s_per_launch / efficiency
+        if synchronous:
             one = gpu_s + host_s
         elif op.host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
             one = gpu_s + host_s + host_s_per_launch / efficiency
         else:
-            one = max(gpu_s, host_s)
-        kind_s[op.kind] += gpu_s * op.count
-        overhead_s += (one - gpu_s) * op.count
-        phase_s[op.phase] = phase_s.get(op.phase, 0.0) + one * op.count
-        launches += op.launches * op.count
-        flops_total += op.flops * op.count
-        bytes_total += op.bytes * op.count
+            one = gpu_s if gpu_s >= host_s else host_s
+        kind_s[kind] += gpu_s * count
+        overhead_s += (one - gpu_s) * count
+        phase_s[phase] = phase_s.get(phase, 0.0) + one * count
+        launches_total += launches * count
+        flops_total += flops * count
+        bytes_total += nbytes * count
     by_kind = {k.value: v for k, v in kind_s.items()}
     by_kind[LAUNCH_OVERHEAD] = overhead_s
     by_phase = {k.value: v for k, v in phase_s.items()}
-    total = sum(by_kind.values())
-    assumptions = {
-        "matmul": device.basis.get("matmul_bf16", ""),
-        "memory bandwidth": device.basis.get("mem_bw", ""),
-        "SMs": device.basis.get("sm", ""),
-        "attention": rates.kernel_basis.get("flash_attn_fwd_fraction", ""),
-        "launch": rates.kernel_basis.get("launch_overhead_eager_us" if profile.launch == "eager"
-                                         else "launch_overhead_graph_us", ""),
-        "memory kernel": rates.kernel_basis.get(memory_kernel_t0_us(gpu, rates)[1], ""),
-        "stack": profile.basis,
-    }
-    return StepPrice(total_s=total, by_kind=by_kind, by_phase=by_phase, launches=launches, flops=flops_total,
-                     bytes=bytes_total, assumptions=assumptions)
+    return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=launches_total,
+                     flops=flops_total, bytes=bytes_total, assumptions=dict(facts.assumptions))
+
+
+def _facts_gemm_args(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> tuple:
+    tiles, latency_us, tile_overhead_us, max_split_k = facts.gemm
+    bf16_peak, fp16_peak, fp32_peak = facts.peaks
+    peak = {"fp32": fp32_peak, "fp16": fp16_peak}.get(dtype, bf16_peak)
+    return _gemm_args(dtype, peak, matmul.get(dtype, matmul["bf16"]), facts.sm_count, facts.bw, tiles,
+                      _kernel_fact(latency_us, "gemm_latency_us"),
+                      _kernel_fact(tile_overhead_us, "gemm_tile_overhead_us"),
+                      _kernel_fact(max_split_k, "gemm_max_split_k"))
 
 
 __all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "gemm_seconds", "host_us_per_kernel",
