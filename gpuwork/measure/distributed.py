@@ -98,6 +98,7 @@ from gpuwork.measure.record import (
     rank_result,
     rank_steps,
 )
+from gpuwork.measure.recorder import Ranks, write_record
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
     MAX_GRAD_NORM,
@@ -330,8 +331,9 @@ class DistributedParallel(Parallel):
         import torch.distributed as dist
 
         self.dist = dist
-        self.rank = dist.get_rank()
-        self.world_size = dist.get_world_size()
+        self.ranks = Ranks()  # agreement and gathering, as the callback's ranks do it
+        self.rank = self.ranks.rank
+        self.world_size = self.ranks.size
         self.device = device
         self.backend = backend
         self.work_dir = Path(work_dir)
@@ -367,8 +369,7 @@ class DistributedParallel(Parallel):
         return int(getattr(signal, name, signal.SIGTERM))
 
     def share_step(self, m: StepMeasurement) -> None:
-        gathered: list[Any] = [None] * self.world_size
-        self.dist.all_gather_object(gathered, (dataclasses.asdict(m), self.param_bytes, self.trainable_param_bytes))
+        gathered = self.ranks.gather((dataclasses.asdict(m), self.param_bytes, self.trainable_param_bytes))
         for r, (step, params, trainable) in enumerate(gathered):
             self.rank_steps[r].append(StepMeasurement(**step))
             self.rank_sizes[r] = (params, trainable)
@@ -392,9 +393,7 @@ class DistributedParallel(Parallel):
     # -- agreement ----------------------------------------------------------------------------------
 
     def agree(self, value: Any) -> Any:
-        box = [value]
-        self.dist.broadcast_object_list(box, src=0)
-        return box[0]
+        return self.ranks.agree(value)
 
     def barrier(self) -> None:
         if self.backend == "nccl":
@@ -599,13 +598,12 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(EXIT_DOES_NOT_FIT)
-        gathered: list[Any] = [None] * world
-        dist.all_gather_object(gathered, mine)
+        gathered = hooks.ranks.gather(mine)
         if rank == 0:
             merged = _merge_payloads(gathered)
-            (work_dir / RESULT_FILE).write_text(merged.to_json())
+            write_record(merged, work_dir / RESULT_FILE)
             if merged.saved_to:
-                merged.to_json(merged.saved_to)
+                write_record(merged, merged.saved_to)
         hooks.barrier()
     finally:
         if dist.is_initialized():
@@ -748,7 +746,7 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         if failed:
             merged = _merge_payloads([json.loads(p.read_text()) for p in failed])
             if merged.saved_to:
-                merged.to_json(merged.saved_to)
+                write_record(merged, merged.saved_to)
             return merged
         reported = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
         if reported:  # the first rank's own coded message; a line that did not come through whole only if alone

@@ -62,7 +62,6 @@ import json
 import math
 import os
 import statistics
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
@@ -85,8 +84,9 @@ from gpuwork.measure.record import (
     rank_result,
     summarize,
 )
+from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, Ranks, own_run_path, write_record
 from gpuwork.measure.stability import CONFIDENCE, is_stable
-from gpuwork.measure.trial import RSS_SAMPLE_INTERVAL_S, check_until_stable, environment
+from gpuwork.measure.trial import check_until_stable, environment
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
@@ -109,70 +109,6 @@ _SHAPE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_
 
 
 # -- memory ----------------------------------------------------------------------------------------------------
-
-
-class _StepMemory:
-    """Per-step peaks on the run's device: CUDA allocator peaks and device total, or the process RSS."""
-
-    def __init__(self, device: Any, sample_interval_s: float = RSS_SAMPLE_INTERVAL_S):
-        import psutil
-        import torch
-
-        self.device = device
-        self.cuda = device.type == "cuda"
-        self._process = psutil.Process()
-        self._peak = self._rss()
-        self.baseline_bytes = 0 if self.cuda else self._peak
-        self._stop = threading.Event()
-        self._thread = None
-        if not self.cuda and sample_interval_s > 0:
-            self._thread = threading.Thread(target=self._sample, args=(sample_interval_s,), daemon=True,
-                                            name="gpuwork-hf-rss")
-            self._thread.start()
-        if self.cuda:
-            torch.cuda.reset_peak_memory_stats(device)
-
-    def _rss(self) -> int:
-        return int(self._process.memory_info().rss)
-
-    def _sample(self, interval_s: float) -> None:
-        while not self._stop.wait(interval_s):
-            self._peak = max(self._peak, self._rss())
-
-    def sync(self) -> None:
-        if self.cuda:
-            import torch
-
-            torch.cuda.synchronize(self.device)
-
-    def reset(self) -> None:
-        if self.cuda:
-            import torch
-
-            torch.cuda.reset_peak_memory_stats(self.device)
-        else:
-            self._peak = self._rss()
-
-    def read(self, held_before_bytes: int) -> tuple[dict[str, int | None], int | None]:
-        """(StepMeasurement memory fields, device total bytes or None). CPU: RSS growth since measuring began
-        plus ``held_before_bytes`` (the model's tensors, loaded before the baseline was taken)."""
-        if self.cuda:
-            import torch
-
-            allocated = int(torch.cuda.max_memory_allocated(self.device))
-            free, total = torch.cuda.mem_get_info(self.device)
-            return ({"trial_memory_bytes": allocated, "cuda_peak_allocated_bytes": allocated,
-                     "cuda_peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device))},
-                    int(total - free))
-        now = self._rss()
-        self._peak = max(self._peak, now)
-        used = max(0, self._peak - self.baseline_bytes) + held_before_bytes
-        return {"trial_memory_bytes": used, "rss_peak_bytes": self._peak, "rss_after_step_bytes": now}, None
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
 
 
 def _tensor_bytes(model: Any) -> int:
@@ -213,7 +149,7 @@ class _Recorder:
         self.checkpoint: CheckpointResult | None = None
         self.inferred: dict[str, Any] = {}
         self.notes: list[str] = []
-        self.memory: _StepMemory | None = None
+        self.memory: DeviceMemory | None = None
         self.model: Any = None
         self.device: Any = None
         self.held_before_bytes = 0
@@ -241,7 +177,8 @@ class _Recorder:
         except StopIteration:
             self.device = torch.device("cpu")
         self.held_before_bytes = _tensor_bytes(model)
-        self.memory = _StepMemory(self.device, self.sample_interval_s)
+        self.memory = DeviceMemory(self.device, sample_interval_s=self.sample_interval_s,
+                                   loaded_bytes=self.held_before_bytes)
         self._hook = _unwrap(model).register_forward_pre_hook(self._count_tokens, with_kwargs=True)
 
     def _count_tokens(self, module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
@@ -298,14 +235,14 @@ class _Recorder:
 
     def end_step(self, *, step_time_s: float, data_wait_s: float, loss: float, grad_norm: float = math.nan,
                  learning_rate: float = math.nan, notify: bool = True) -> StepMeasurement:
-        fields, device_total = self.memory.read(self.held_before_bytes)
+        fields = self.memory.step_fields()
         step = len(self.measurements) + 1
         tokens = self.micro_tokens
         m = StepMeasurement(step=step, is_warmup=step <= self.warmup, loss=float(loss), step_time_s=step_time_s,
                             data_wait_s=data_wait_s, tokens=tokens,
                             tokens_per_s=tokens / step_time_s if step_time_s > 0 else math.inf,
                             grad_norm=float(grad_norm), learning_rate=float(learning_rate),
-                            padding_tokens=self.micro_padding, device_total_bytes=device_total, **fields)
+                            padding_tokens=self.micro_padding, **fields)
         self.measurements.append(m)
         self.micro_tokens = self.micro_padding = 0
         self.unsent = not notify
@@ -395,7 +332,6 @@ class _Recorder:
         env = environment(self.device)
         protocol = _protocol(plan, self, tokens_per_step, protocol_extra)
         peak = max([m.trial_memory_bytes for m in self.measurements] or [0])
-        stem = f"trial-{_slug(protocol.model)}-{protocol.method}-{self.created.strftime('%Y%m%dT%H%M%SZ')}"
         record = TrialRecord(
             protocol=protocol, environment=env, summary=summary, steps=tuple(self.measurements),
             checkpoint=self.checkpoint, fits=True, error=None, peak_trial_memory_bytes=peak,
@@ -408,7 +344,7 @@ class _Recorder:
                 return None
         if self.out is not None:
             self.out.mkdir(parents=True, exist_ok=True)
-            path = _unique(self.out, stem)
+            path = own_run_path(self.out, protocol.model, protocol.method, self.created)
             record = dataclasses.replace(record, saved_to=str(path))
             write_record(record, path)
             self.saved_to = path
@@ -425,13 +361,6 @@ def _eval_share(evaluations_s: list[float], measured: list[StepMeasurement], run
         return None
     train_s = total_steps * statistics.median(m.step_time_s for m in measured)
     return passes * statistics.fmean(evaluations_s) / train_s if train_s > 0 else None
-
-
-def write_record(record: TrialRecord, path: str | Path) -> Path:
-    """Write the record's JSON atomically (a reader never sees half a file)."""
-    path = Path(path)
-    record.to_json(path)
-    return path
 
 
 def read_own_run(path: str | Path) -> dict[str, Any] | None:
@@ -454,20 +383,6 @@ def read_own_run(path: str | Path) -> dict[str, Any] | None:
                       for s in record.steps],
             "saves": [dict(v) for v in record.saves], "evaluation": evaluation,
             **({"ranks": evaluation["ranks"]} if "ranks" in evaluation else {})}
-
-
-def _unique(folder: Path, stem: str) -> Path:
-    candidate, n = folder / f"{stem}.json", 2
-    while candidate.exists():
-        candidate = folder / f"{stem}-{n}.json"
-        n += 1
-    return candidate
-
-
-def _slug(name: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).stem if name.endswith(".json") else name).strip("_") or "model"
 
 
 def _protocol(plan: TrainPlan | None, rec: _Recorder, tokens_per_step: int, extra: dict[str, Any]) -> TrialProtocol:
@@ -719,33 +634,13 @@ def _verifier(model: Any) -> Callable[[Path], tuple[float, float, int, list[str]
 # -- several processes --------------------------------------------------------------------------------------------
 
 
-class _World:
-    """torch.distributed when initialised (torchrun / accelerate): gather every rank's figures to rank 0."""
-
-    def __init__(self) -> None:
-        import torch.distributed as dist
-
-        self.active = dist.is_available() and dist.is_initialized()
-        self.rank = dist.get_rank() if self.active else 0
-        self.size = dist.get_world_size() if self.active else 1
-        self.backend = str(dist.get_backend()) if self.active else ""
-
-    def agree(self, value: Any) -> Any:
-        """Rank 0's value on every rank (a collective: every rank calls it at the same point)."""
-        if not self.active:
-            return value
-        import torch.distributed as dist
-
-        box = [value]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
+class _World(Ranks):
+    """The run's processes (``Ranks``), with every rank's figures gathered into one record on rank 0."""
 
     def merge(self, record: TrialRecord, rec: _Recorder) -> TrialRecord | None:
-        import torch.distributed as dist
 
         mine = {"record": record.as_dict(), "rank": dataclasses.asdict(_rank_result(record, rec, self.rank))}
-        gathered: list[Any] = [None] * self.size
-        dist.all_gather_object(gathered, mine)
+        gathered = self.gather(mine)
         if self.rank != 0:
             return None
         records = [TrialRecord.from_dict(g["record"]) for g in gathered]
@@ -856,7 +751,7 @@ class GpuworkCallback(TrainerCallback):
         now = time.perf_counter()
         self._data_wait_s = now - self._boundary_s
         self._rec.begin_step()
-        self._rec.memory.reset()
+        self._rec.memory.reset_peak()
         self._step_begin_s = now
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -987,7 +882,7 @@ class Measurement:
         value = float(loss.detach().float().item()) if hasattr(loss, "detach") else float(loss)
         self._rec.end_step(step_time_s=now - self._mark_s, data_wait_s=self._wait_s, loss=value)
         self._rec.micro_batches = 0
-        self._rec.memory.reset()
+        self._rec.memory.reset_peak()
         self._wait_s = 0.0
         self._mark_s = time.perf_counter()
         return self._rec.step_done()
@@ -1048,7 +943,7 @@ def measure(plan: TrainPlan | None = None, *, model: Any = None, optimizer: Any 
     else:
         rec.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else (
             torch.device("cpu"))
-        rec.memory = _StepMemory(rec.device, memory_sample_interval_s)
+        rec.memory = DeviceMemory(rec.device, sample_interval_s=memory_sample_interval_s, loaded_bytes=0)
     world = _World()
     rec.agree = world.agree
     m = Measurement(rec, model, optimizer, verify_restore)

@@ -93,6 +93,7 @@ from gpuwork.measure.record import (
     compare,
     summarize,
 )
+from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, run_id, write_record
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
     MAX_GRAD_NORM,
@@ -115,14 +116,11 @@ from gpuwork.measure.runtime import (
 from gpuwork.measure.stability import CONFIDENCE, DEFAULT_TOLERANCE, is_stable
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
-from gpuwork.units import MIB
 
 if TYPE_CHECKING:
-    import torch
 
     from gpuwork.measure.textdata import TextData
 
-RSS_SAMPLE_INTERVAL_S = 0.02  # CPU memory sampler period: 5 ms cost ~5% of a 100 ms step (benchmarks/trial_overhead.py)
 DEFAULT_MAX_STEPS = 200  # until_stable's cap: minutes on a GPU, and more steps rarely tighten a drifting run
 
 
@@ -208,126 +206,6 @@ def resume_options(run: str | Path, out_dir: str | Path | None = None) -> dict[s
     if record.parallel is not None:  # the same processes: each rank's data shard depends on how many
         options["nproc"] = record.parallel.world_size
     return options
-
-
-# -- memory monitors -------------------------------------------------------------------------------------
-
-
-class _RssMonitor:
-    """Process RSS: a background sampler keeps the highest value since the last reset."""
-
-    def __init__(self, interval_s: float):
-        import psutil
-
-        self._process = psutil.Process()
-        self._interval_s = interval_s
-        self._stop = threading.Event()
-        self.baseline_bytes = self.read()
-        self._peak = self.baseline_bytes
-        self._thread: threading.Thread | None = None
-        if interval_s > 0:
-            self._thread = threading.Thread(target=self._run, name="gpuwork-rss-sampler", daemon=True)
-            self._thread.start()
-
-    def read(self) -> int:
-        return int(self._process.memory_info().rss)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            value = self.read()
-            if value > self._peak:
-                self._peak = value
-
-    def reset(self) -> None:
-        self._peak = self.read()
-
-    def sample(self) -> int:
-        value = self.read()
-        if value > self._peak:
-            self._peak = value
-        return value
-
-    @property
-    def peak_bytes(self) -> int:
-        return self._peak
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
-
-
-class _Memory:
-    """Trial memory on the trial's device, compared with the cap at phase boundaries."""
-
-    def __init__(self, device: torch.device, cap_bytes: int | None, sample_interval_s: float):
-        import torch
-
-        self.device = device
-        self.cap_bytes = cap_bytes
-        self.cuda = device.type == "cuda"
-        self.rss: _RssMonitor | None = None
-        self.baseline_bytes = 0
-        self.highest_bytes = 0
-        if self.cuda:
-            torch.cuda.synchronize(device)
-            torch.cuda.reset_peak_memory_stats(device)  # earlier work in this process must not count
-            self.baseline_bytes = torch.cuda.memory_allocated(device)
-        else:
-            self.rss = _RssMonitor(sample_interval_s)
-            self.baseline_bytes = self.rss.baseline_bytes
-
-    def reset_peak(self) -> None:
-        import torch
-
-        if self.cuda:
-            torch.cuda.reset_peak_memory_stats(self.device)
-        else:
-            self.rss.reset()
-
-    def trial_bytes(self) -> int:
-        """Peak since the last reset, above the baseline."""
-        import torch
-
-        if self.cuda:
-            used = torch.cuda.max_memory_allocated(self.device) - self.baseline_bytes
-        else:
-            self.rss.sample()
-            used = self.rss.peak_bytes - self.baseline_bytes
-        used = max(0, int(used))
-        self.highest_bytes = max(self.highest_bytes, used)
-        return used
-
-    def check(self, phase: str) -> None:
-        """Raise torch.OutOfMemoryError when the measured memory passes the cap (``phase``: build, forward,
-        backward, optimizer; the error's ``gpuwork_msg`` says it in the catalog's words)."""
-        import torch
-
-        used = self.trial_bytes()
-        if self.cap_bytes is not None and used > self.cap_bytes:
-            error = torch.OutOfMemoryError(
-                f"memory cap exceeded after {phase}: the trial used {used / MIB:.1f} MiB, the cap is "
-                f"{self.cap_bytes / MIB:.1f} MiB")
-            error.gpuwork_msg = msg("trial.memory_cap_exceeded", phase=phase, used_mib=used / MIB,
-                                    cap_mib=self.cap_bytes / MIB)
-            raise error
-
-    def step_fields(self) -> dict[str, int | None]:
-        import torch
-
-        used = self.trial_bytes()
-        if self.cuda:
-            free, total = torch.cuda.mem_get_info(self.device)  # after the step: not a peak (the driver keeps none)
-            return {"trial_memory_bytes": used,
-                    "cuda_peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
-                    "cuda_peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
-                    "device_total_bytes": int(total - free)}
-        return {"trial_memory_bytes": used, "rss_peak_bytes": self.rss.peak_bytes,
-                "rss_after_step_bytes": self.rss.read()}
-
-    def close(self) -> None:
-        if self.rss is not None:
-            self.rss.close()
 
 
 # -- the trial ------------------------------------------------------------------------------------------------
@@ -479,10 +357,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
             out_path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise records.folder_error(exc, out_path) from None
-        stem = records.reserve_run_id(out_path, model_name, plan.method.value, created)
-    else:
-        stem = records.new_run_id(model_name, plan.method.value, created)
-    stem = parallel.agree(stem)
+    stem = parallel.agree(run_id(out_path, model_name, plan.method.value, created))
     trial_env = environment(dev)
     json_path = out_path / f"{stem}.json" if out_path is not None else None
     checkpoint_folder = out_path / f"{stem}-checkpoint" if out_path is not None else None
@@ -493,7 +368,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
     write_failure: Msg | None = None
     checkpoint_result: CheckpointResult | None = None
     run: Run | None = None
-    memory: _Memory | None = None
+    memory: DeviceMemory | None = None
     loader = None
     temp = contextlib.ExitStack()
     params_total = params_trainable = 0
@@ -543,7 +418,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
         try:
             record = parallel.running_record(make_record(STATUS_RUNNING))
             if record is not None:
-                records.write_text(json_path, record.to_json())
+                write_record(record, json_path)
         except RecordWriteError as exc:  # disk full: measure on in memory, say so at the end
             write_failure, flushing = exc.msg, False
 
@@ -570,7 +445,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
         if plan.method is Method.QLORA and weights_dir is None:
             setup.qlora_base_dir = scratch / "base-model"
         preload(setup)
-        memory = _Memory(dev, memory_cap_bytes, memory_sample_interval_s)
+        memory = DeviceMemory(dev, cap_bytes=memory_cap_bytes, sample_interval_s=memory_sample_interval_s)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -584,7 +459,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
                 try:
                     first_record = parallel.running_record(make_record(STATUS_RUNNING))
                     if first_record is not None:
-                        records.write_text(json_path, first_record.to_json())
+                        write_record(first_record, json_path)
                 except RecordWriteError as exc:
                     refused = exc.msg
             refused = parallel.agree(refused)
@@ -694,7 +569,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
     record = make_record(status)
     if flushing and parallel.writes_record:  # a group's rank 0 writes the merged record after gathering
         try:
-            record.to_json(json_path)
+            write_record(record, json_path)
         except RecordWriteError as exc:
             write_failure = exc.msg
             record = make_record(status)

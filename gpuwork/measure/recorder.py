@@ -1,0 +1,242 @@
+"""What every runner measures with: memory, the ranks' agreement, run names and the record file.
+
+One recorder for the three runners (``gpuwork.measure.trial``: gpuwork's own loop; ``gpuwork.measure.distributed``:
+each rank of a torchrun group; ``gpuwork.measure.hf``: a user's Trainer or loop):
+
+- ``DeviceMemory``: memory on the run's device, per step. CUDA: the allocator's peaks (reset at each step
+  start) and what the device holds after the step (``torch.cuda.mem_get_info``: what nvidia-smi shows); CPU:
+  the process resident set size, sampled every RSS_SAMPLE_INTERVAL_S by a background thread (``RssSampler``)
+  and at each phase boundary. ``check`` raises the simulated out-of-memory of a memory cap.
+- ``Ranks``: torch.distributed when it is initialised: ``agree`` gives rank 0's value on every rank and
+  ``gather`` every rank's value on every rank; in one process both give the value back.
+- Run names: ``run_id`` (gpuwork's trials: ``records.reserve_run_id``, unique by a random part) and
+  ``own_run_path`` (a user's run: ``trial-<model>-<method>-<UTC time>[-N].json``, the first free name).
+- ``write_record``: a record's JSON, written atomically (``records.write_text``: a reader never sees half).
+
+Limitations: a CPU peak shorter than the sampling interval can be missed, and memory the allocator keeps
+is counted (RSS); the CUDA device total is read after the step (the driver keeps no peak).
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuwork.measure import records
+from gpuwork.message import msg
+from gpuwork.units import MIB
+
+if TYPE_CHECKING:
+    import torch
+
+    from gpuwork.measure.record import TrialRecord
+
+RSS_SAMPLE_INTERVAL_S = 0.02  # CPU memory sampler period: 5 ms cost ~5% of a 100 ms step (benchmarks/trial_overhead.py)
+
+
+# -- memory ---------------------------------------------------------------------------------------------------
+
+
+class RssSampler:
+    """Process RSS: a background sampler keeps the highest value since the last reset (0 s: no thread)."""
+
+    def __init__(self, interval_s: float):
+        import psutil
+
+        self._process = psutil.Process()
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self.baseline_bytes = self.read()
+        self._peak = self.baseline_bytes
+        self._thread: threading.Thread | None = None
+        if interval_s > 0:
+            self._thread = threading.Thread(target=self._run, name="gpuwork-rss-sampler", daemon=True)
+            self._thread.start()
+
+    def read(self) -> int:
+        return int(self._process.memory_info().rss)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            value = self.read()
+            if value > self._peak:
+                self._peak = value
+
+    def reset(self) -> None:
+        self._peak = self.read()
+
+    def sample(self) -> int:
+        value = self.read()
+        if value > self._peak:
+            self._peak = value
+        return value
+
+    @property
+    def peak_bytes(self) -> int:
+        return self._peak
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+
+class DeviceMemory:
+    """The run's memory on its device, as ``StepMeasurement`` holds it.
+
+    ``loaded_bytes`` says where counting starts. None (a trial that builds its model after this): from what
+    was in use when measuring began, so earlier work in the process does not count. A number (a user's run,
+    whose model was loaded before): CUDA counts the allocator's whole peak; CPU counts the RSS growth plus
+    ``loaded_bytes`` (the tensors already loaded when the RSS baseline was taken).
+    """
+
+    def __init__(self, device: torch.device, *, cap_bytes: int | None = None,
+                 sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, loaded_bytes: int | None = None):
+        import torch
+
+        self.device = device
+        self.cap_bytes = cap_bytes
+        self.cuda = device.type == "cuda"
+        self.rss: RssSampler | None = None
+        self.loaded_bytes = loaded_bytes or 0
+        self.baseline_bytes = 0
+        self.highest_bytes = 0
+        if self.cuda:
+            torch.cuda.synchronize(device)
+            torch.cuda.reset_peak_memory_stats(device)  # earlier work in this process must not count
+            if loaded_bytes is None:
+                self.baseline_bytes = torch.cuda.memory_allocated(device)
+        else:
+            self.rss = RssSampler(sample_interval_s)
+            self.baseline_bytes = self.rss.baseline_bytes
+
+    def sync(self) -> None:
+        """Wait for the device's queued work, so that a clock read after it includes that work (CUDA)."""
+        if self.cuda:
+            import torch
+
+            torch.cuda.synchronize(self.device)
+
+    def reset_peak(self) -> None:
+        import torch
+
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats(self.device)
+        else:
+            self.rss.reset()
+
+    def trial_bytes(self) -> int:
+        """Peak since the last reset, counted as the constructor says."""
+        if self.rss is not None:
+            self.rss.sample()
+        return self._used()
+
+    def _used(self) -> int:
+        import torch
+
+        if self.cuda:
+            used = torch.cuda.max_memory_allocated(self.device) - self.baseline_bytes
+        else:
+            used = self.rss.peak_bytes - self.baseline_bytes
+        used = max(0, int(used)) + (self.loaded_bytes if not self.cuda else 0)
+        self.highest_bytes = max(self.highest_bytes, used)
+        return used
+
+    def check(self, phase: str) -> None:
+        """Raise torch.OutOfMemoryError when the measured memory passes the cap (``phase``: build, forward,
+        backward, optimizer; the error's ``gpuwork_msg`` says it in the catalog's words)."""
+        import torch
+
+        used = self.trial_bytes()
+        if self.cap_bytes is not None and used > self.cap_bytes:
+            error = torch.OutOfMemoryError(
+                f"memory cap exceeded after {phase}: the trial used {used / MIB:.1f} MiB, the cap is "
+                f"{self.cap_bytes / MIB:.1f} MiB")
+            error.gpuwork_msg = msg("trial.memory_cap_exceeded", phase=phase, used_mib=used / MIB,
+                                    cap_mib=self.cap_bytes / MIB)
+            raise error
+
+    def step_fields(self) -> dict[str, int | None]:
+        """The memory fields of the step just ended (``StepMeasurement``)."""
+        import torch
+
+        now = self.rss.sample() if self.rss is not None else None
+        used = self._used()
+        if self.cuda:
+            free, total = torch.cuda.mem_get_info(self.device)  # after the step: not a peak (the driver keeps none)
+            return {"trial_memory_bytes": used,
+                    "cuda_peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
+                    "cuda_peak_reserved_bytes": int(torch.cuda.max_memory_reserved(self.device)),
+                    "device_total_bytes": int(total - free)}
+        return {"trial_memory_bytes": used, "rss_peak_bytes": self.rss.peak_bytes, "rss_after_step_bytes": now}
+
+    def close(self) -> None:
+        if self.rss is not None:
+            self.rss.close()
+
+
+# -- several processes --------------------------------------------------------------------------------------
+
+
+class Ranks:
+    """The processes of a torch.distributed group (torchrun / accelerate), or this one process alone."""
+
+    def __init__(self) -> None:
+        import torch.distributed as dist
+
+        self.active = dist.is_available() and dist.is_initialized()
+        self.rank = dist.get_rank() if self.active else 0
+        self.size = dist.get_world_size() if self.active else 1
+        self.backend = str(dist.get_backend()) if self.active else ""
+
+    def agree(self, value: Any) -> Any:
+        """Rank 0's value on every rank (a collective: every rank calls it at the same point)."""
+        if not self.active:
+            return value
+        import torch.distributed as dist
+
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def gather(self, value: Any) -> list[Any]:
+        """Every rank's value, in rank order, on every rank (a collective)."""
+        if not self.active:
+            return [value]
+        import torch.distributed as dist
+
+        gathered: list[Any] = [None] * self.size
+        dist.all_gather_object(gathered, value)
+        return gathered
+
+
+# -- run names and the record file ----------------------------------------------------------------------------
+
+
+def run_id(out_dir: Path | None, model: str, method: str, created: datetime) -> str:
+    """A gpuwork trial's run id: free in ``out_dir`` (``records.reserve_run_id``), or new when nothing is written."""
+    if out_dir is None:
+        return records.new_run_id(model, method, created)
+    return records.reserve_run_id(out_dir, model, method, created)
+
+
+def own_run_path(folder: Path, model: str, method: str, created: datetime) -> Path:
+    """Where a user's run's record goes: ``trial-<model>-<method>-<UTC time>.json``, or ``-2``, ``-3``... if taken."""
+    stem = records.run_stem(model, method, created)
+    candidate, n = folder / f"{stem}.json", 2
+    while candidate.exists():
+        candidate = folder / f"{stem}-{n}.json"
+        n += 1
+    return candidate
+
+
+def write_record(record: TrialRecord, path: str | Path) -> Path:
+    """Write the record's JSON atomically (a reader never sees half a file); RecordWriteError names the folder."""
+    path = Path(path)
+    records.write_text(path, record.to_json())
+    return path
+
+
+__all__ = ["RSS_SAMPLE_INTERVAL_S", "DeviceMemory", "Ranks", "RssSampler", "own_run_path", "run_id", "write_record"]
