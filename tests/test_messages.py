@@ -66,7 +66,7 @@ def test_lookups_cover_every_value_they_are_given() -> None:
     families = {
         "mode": [m.value for m in Mode], "method": [m.value for m in Method], "network": [n.value for n in Network],
         "link": [link.value for link in Link], "sort": list(SORT_KEYS), "month": [str(i) for i in range(1, 13)],
-        "mfu.source": ["default", "argument", "calibration"],
+        "mfu.source": ["default", "argument", "calibration"], "stack": [st.value for st in Stack],
         "phase": list(estimate_memory(TrainPlan()).phase_peaks), "term": list(TERM_LABELS),
         "ui.method": [m.value for m in Method], "ui.gpu_class": [c.value for c in GpuClass],
         "ui.region": [r.value for r in Region], "ui.part": ["profile", "disk"],

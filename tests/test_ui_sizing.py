@@ -301,7 +301,8 @@ def test_the_form_names_the_stack_and_shows_where_the_step_goes():
     liger = form.result.profile.time
     assert liger.stack == "hf-liger" and liger.step_time_s < base.step_time_s  # fused kernels: fewer bytes
     details = form.details.value
-    assert "Из чего состоит шаг на одном GPU (hf-liger" in details
+    assert "Из чего состоит шаг на одном GPU (HF Trainer с объединёнными ядрами (hf-liger)" in details
+    assert "стек: HF Trainer с объединёнными ядрами (hf-liger)" in details
     assert "умножения матриц" in details and "Токенов/с на GPU для 1, 2, … 64" in details
     # each part shows its seconds: the largest part's value is in the table
     largest = max(liger.breakdown.values())

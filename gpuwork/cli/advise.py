@@ -40,11 +40,13 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
     elapsed_ms = (time.perf_counter() - start) * 1000
     if args.json:
-        print(json.dumps({**advice.as_dict(), "elapsed_ms": elapsed_ms,
-                          "rendered": {"status": render(advice.status, lang),
+        print(json.dumps({**advice.as_dict(), "elapsed_ms": elapsed_ms, "stack": plan.stack.value,
+                          "rendered": {"stack": text("stack.label", lang, stack=plan.stack.value),
+                                       "status": render(advice.status, lang),
                                        "suggestions": [render(s.summary, lang) for s in advice.suggestions]}},
                          indent=2, ensure_ascii=False))
         return 0
+    print(text("stack.label", lang, stack=plan.stack.value))
     print(render(advice.status, lang))
     if not advice.suggestions:
         print(text("advice.none", lang))
@@ -86,6 +88,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         return 0
     print(text("cli.fit.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
                batch=plan.batch_size, cells=len(matrix.cells), elapsed_ms=elapsed_ms))
+    print(text("stack.label", lang, stack=plan.stack.value))
     rows = [gpu for gpu in matrix.gpu_ids if args.all or any(c.fits for c in matrix.cells if c.gpu_id == gpu)]
     widths = (26, 2, 12, 15, 14, 10, 14, 14, 12)
     header = [text(f"cli.fit.col.{k}", lang) for k in ("gpu", "gpus", "sharding", "memory", "headroom", "batch",

@@ -189,6 +189,7 @@ def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: Train
             seq_len=p.seq_len, batch=p.batch_size, grad_accum=p.grad_accum, gpus=p.gpus, sharding=p.sharding),
         say("cli.plan.data", tokens=p.dataset_tokens, epochs=p.epochs, every=p.checkpoint_every_steps,
             kept=p.checkpoints_kept),
+        say("stack.label", stack=run_plan.stack.value),  # the stack every estimate below is priced with
         "",
         say("cli.plan.memory"),
         f"  {say('cli.plan.device_total'):33s}{fmt_gib(memory.device_total_bytes, lang)}  "
@@ -293,7 +294,8 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         return 0
     lang = _lang(args)
     print(text("cli.offers.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
-               batch=plan.batch_size, tokens=plan.dataset_tokens, epochs=plan.epochs, sort=args.sort))
+               batch=plan.batch_size, tokens=plan.dataset_tokens, epochs=plan.epochs, sort=args.sort,
+               stack=msg("stack.label", stack=plan.stack.value)))
     if not results:
         print(text("cli.offers.none", lang))
         return 0

@@ -95,6 +95,15 @@ _ENTRIES: dict[str, tuple[str, str]] = {
     "method.freeze": ("last layers trained, the rest frozen", "обучаются последние слои, остальные заморожены"),
     "method.lora": ("LoRA adapters", "LoRA-адаптеры"),
     "method.qlora": ("QLoRA adapters on a 4-bit base", "QLoRA-адаптеры на 4-битной базе"),
+    # the software stack a plan is priced with (TrainPlan.stack; stacks.csv), named on every surface ("stack.label")
+    "stack.hf-trainer": ("HF Trainer (eager)", "HF Trainer (PyTorch без компиляции)"),
+    "stack.hf-liger": ("HF Trainer + Liger kernels", "HF Trainer с объединёнными ядрами (hf-liger)"),
+    "stack.torch-compile": ("HF Trainer + torch.compile", "HF Trainer + torch.compile"),
+    "stack.unsloth": ("Unsloth", "библиотека unsloth"),
+    "stack.framework": ("tuned framework (torchtitan, Megatron, NeMo)",
+                        "настроенный фреймворк для предобучения (framework)"),
+    "stack.torchtune": ("torchtune (compiled)", "torchtune (с компиляцией)"),
+    "stack.label": ("stack: {stack:@stack}", "стек: {stack:@stack}"),
     "network.none": ("no inter-node network", "без сети между узлами"),
     "network.ethernet-25g": ("25 Gb/s Ethernet", "Ethernet 25 Гбит/с"),
     "network.ethernet-100g": ("100 Gb/s Ethernet", "Ethernet 100 Гбит/с"),
@@ -616,8 +625,8 @@ _ENTRIES: dict[str, tuple[str, str]] = {
         "block: the nearest family's block stands in",
         "для '{model_type:raw}' нет ручной модели блока; установите gpuwork[trial] (torch), чтобы трассировать "
         "настоящий блок: вместо него взят блок ближайшего семейства"),
-    "cli.plan.breakdown": ("where a step goes (one GPU, stack {stack:raw}): {parts:list}",
-                           "из чего состоит шаг (один GPU, стек {stack:raw}): {parts:list}"),
+    "cli.plan.breakdown": ("where a step goes (one GPU, {stack:@stack}): {parts:list}",
+                           "из чего состоит шаг (один GPU, {stack:@stack}): {parts:list}"),
     "cli.plan.breakdown_part": ("{kind} {seconds:n3} s ({share:pct})", "{kind} {seconds:n3} с ({share:pct})"),
     "cli.plan.scaling": ("tokens/s per GPU on 1–64 x {gpu} (8 per node, InfiniBand NDR 400G between nodes): "
                          "{points:list}",
@@ -664,9 +673,9 @@ _ENTRIES: dict[str, tuple[str, str]] = {
         "поместится"),
     "cli.offers.header": (
         "gpuwork offers: {model}, {method:raw}, seq {seq_len:raw} x batch {batch}, {tokens:int} tokens x "
-        "{epochs:g} epoch(s); sorted by {sort:@sort}; prices illustrative",
+        "{epochs:g} epoch(s); {stack}; sorted by {sort:@sort}; prices illustrative",
         "gpuwork, предложения: {model}, {method:raw}, контекст {seq_len:raw} × батч {batch}, {tokens:int} "
-        "{tokens:pl:токен|токена|токенов} × {epochs:g} эп.; сортировка {sort:@sort}; цены ориентировочные"),
+        "{tokens:pl:токен|токена|токенов} × {epochs:g} эп.; {stack}; сортировка {sort:@sort}; цены ориентировочные"),
     "cli.offers.mode": ("{mode:@mode}", "{mode:@mode}"),
     "cli.offers.none": ("no offer passes the filters", "ни одно предложение не проходит фильтры"),
     "cli.offers.col.offer": ("offer", "предложение"),
@@ -813,8 +822,8 @@ _UI_ENTRIES: dict[str, tuple[str, str]] = {
         "<b>{total_s:dur}</b> ({gpu_hours:int} GPU-часов)."),
     "peak": ("Peak: {peak}, {tflops:g} TFLOPS per GPU.", "Пик: {peak}, {tflops:g} TFLOPS на GPU."),
     "mfu": ("Efficiency (MFU) {mfu:n2}: {note}.", "Эффективность (MFU) {mfu:n2}: {note}."),
-    "step_parts": ("Where one step goes on one GPU ({stack:raw}, {gpu}; seconds and share of the step):",
-                   "Из чего состоит шаг на одном GPU ({stack:raw}, {gpu}; секунды и доля шага):"),
+    "step_parts": ("Where one step goes on one GPU ({stack:@stack}, {gpu}; seconds and share of the step):",
+                   "Из чего состоит шаг на одном GPU ({stack:@stack}, {gpu}; секунды и доля шага):"),
     "step_part": ("{seconds:n3} s", "{seconds:n3} с"),
     "scaling_line": ("Tokens/s per GPU on 1, 2, … 64 × {gpu} (8 per node, InfiniBand NDR 400G between nodes): "
                      "{points:list}.",

@@ -216,6 +216,7 @@ def rental_request(
     lines = [summary, ""]
     lines.append(say(msg("request.model", model=model_display_name(spec.name), params=spec.params_total,
                          trainable=counts.trainable, precision=plan.precision, optimizer=plan.optimizer)))
+    lines.append(say(msg("stack.label", stack=plan.stack.value)))  # the stack the estimates below are priced with
     accum = msg("request.shape.accum", grad_accum=plan.grad_accum) if plan.grad_accum > 1 else None
     shape = msg("request.shape", seq_len=plan.seq_len, batch=plan.batch_size, accum=accum)
     lines.append(say(msg("request.shape.in_config" if context_in_config else "request.shape.explicit",
@@ -248,6 +249,7 @@ def rental_request(
         "params_trainable": counts.trainable,
         "precision": plan.precision.value,
         "optimizer": plan.optimizer.value,
+        "stack": plan.stack.value,
         "context_in_config": context_in_config,
         "seq_len": plan.seq_len,
         "batch_size": plan.batch_size,

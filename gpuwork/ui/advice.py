@@ -53,7 +53,9 @@ FIT_COLUMNS = ("gpu", "gpus", "sharding", "memory", "headroom", "batch", "seq", 
 
 def advice_status_html(advice: Any, lang: str = "en") -> str:
     """What the plan as it is does (its cheapest offer, or that none fits), and "no change helps" when so."""
-    parts = [f'<p class="gpuwork-advice-status" style="margin:2px 0">{html.escape(render(advice.status, lang))}</p>']
+    parts = [f'<p class="gpuwork-advice-stack" style="margin:2px 0">'
+             f'{html.escape(text("stack.label", lang, stack=advice.plan.stack.value))}</p>',
+             f'<p class="gpuwork-advice-status" style="margin:2px 0">{html.escape(render(advice.status, lang))}</p>']
     if not advice.suggestions:
         parts.append(note_html(html.escape(text("advice.none", lang)), MUTED, "gpuwork-advice-none"))
     return "".join(parts)

@@ -87,9 +87,13 @@ def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classe
         include_unfit=include_unfit, **kwargs)
 
 
-def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | None = None) -> str:
+def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | None = None,
+                      plan: TrainPlan | None = None) -> str:
+    """The offers as a table; with ``plan``, headed by the software stack they are priced with."""
+    stack = (note_html(html.escape(messages.text("stack.label", lang, stack=plan.stack.value)),
+                       cls="gpuwork-offers-stack") if plan is not None else "")
     if not results:
-        return note_html(html.escape(ui("no_offers", lang)), NOTE_COLOR, "gpuwork-offers-empty")
+        return stack + note_html(html.escape(ui("no_offers", lang)), NOTE_COLOR, "gpuwork-offers-empty")
     rows = []
     for r in results[:limit] if limit else results:
         o = r.offer
@@ -110,7 +114,7 @@ def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | Non
                      fmt_number(o.price_per_gpu_hour, lang, 2), *cells))
     header = [ui(k, lang) for k in ("col_offer", "col_provider", "col_gpu", "col_mode", "col_region", "col_price",
                                     "col_gpus", "col_sharding", "col_time", "col_cost", "col_notes")]
-    return (table_html(header, rows, "gpuwork-offers", right=(5, 6, 8, 9))
+    return (stack + table_html(header, rows, "gpuwork-offers", right=(5, 6, 8, 9))
             + note_html(html.escape(ui("offers_note", lang))))
 
 
@@ -352,7 +356,7 @@ class OffersPanel(common.Panel):
             return
         self.results, self.error, self._stale = results, None, False
         self.message.value = ""
-        self.table.value = offers_table_html(results, self.lang, limit)
+        self.table.value = offers_table_html(results, self.lang, limit, self.plan)
         self.interruptible.value = interruptible_html(results, self.lang)
         if not self.report:
             self.scatter.box.layout.visibility = "visible"

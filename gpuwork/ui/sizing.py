@@ -436,6 +436,12 @@ def memory_units_html(gpu: GpuSpec, lang: str = "en") -> str:
               total_bytes=gpu.memory_total_bytes, usable_bytes=usable_memory_bytes(gpu), margin=DEFAULT_SAFETY_MARGIN)
 
 
+def stack_html(plan: TrainPlan, lang: str = "en") -> str:
+    """The software stack the plan's estimates are priced with ("stack: HF Trainer (eager)"), one line."""
+    return (f'<p class="gpuwork-stack" style="margin:2px 0">'
+            f'{html.escape(text("stack.label", lang, stack=plan.stack.value))}</p>')
+
+
 def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_label: str | None = None,
                 gpu: GpuSpec | None = None) -> str:
     """The three totals with what each one counts, the peak's phase, warnings and offloaded RAM."""
@@ -451,7 +457,7 @@ def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_la
     warn = "".join(note_html("⚠ " + html.escape(one_line(render(w, lang))), NOTE_COLOR, "gpuwork-warning")
                    for w in est.warnings)
     return (f'<div class="gpuwork-summary"><p style="margin:2px 0">{html.escape(plan_caption(plan, model_label, lang))}'
-            f"</p>{table}<p style='margin:2px 0;color:{MUTED}'>{' '.join(notes)} {memory_units_html(gpu, lang) if gpu else ui('gib_note', lang)}</p>"
+            f"</p>{stack_html(plan, lang)}{table}<p style='margin:2px 0;color:{MUTED}'>{' '.join(notes)} {memory_units_html(gpu, lang) if gpu else ui('gib_note', lang)}</p>"
             f"{warn}</div>")
 
 
@@ -477,6 +483,7 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
         t = match.time
         if t is not None:
             parts.append(heading_html(4, ui("h_time", lang)))
+            parts.append(stack_html(t.plan, lang))
             parts.append('<p class="gpuwork-time">' + ui(  # the template's own <b>; the GPU name escaped
                 "time_line", lang, gpus=t.plan.gpus, gpu=html.escape(t.gpu_name), step_s=t.step_time_s,
                 tokens_s=t.tokens_per_s, steps=t.steps, train_s=t.train_s, eval_s=t.eval_s,
@@ -504,7 +511,8 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
 
 
 _PART_COLORS = {"matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
-                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d"}
+                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d",
+                "checkpoint offload (PCIe)": "#d67195"}
 
 
 def step_parts_html(time: Any, lang: str = "en") -> str:

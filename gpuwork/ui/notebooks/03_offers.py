@@ -21,10 +21,12 @@
 # what it costs as billed, and for interruptible offers the expected preemptions, rework and the checkpoint
 # interval that minimises lost work. `records` lists trial records (JSON from 02 · Trial) to compare;
 # `request` holds the rental request's options (start date, budget, rent period in days).
+# The plan's `stack` (the software that runs the step: hf-trainer, unsloth, ...) prices every offer and the request,
+# and both name it.
 
 # %% tags=["parameters"]
 plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4,
-        "dataset_tokens": 200_000_000}
+        "dataset_tokens": 200_000_000, "stack": "hf-trainer"}
 records = []
 request = {"start_date": None, "budget_usd": None, "rent_period_days": None}
 lang = "en"
