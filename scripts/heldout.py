@@ -27,7 +27,7 @@ from gpuwork.measure.accuracy import case_estimate, case_gpu
 from gpuwork.measure.heldout import HELDOUT_NAME, heldout_path, load_document, plan_from_json
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES_PAGE = REPO / "docs" / "time_heldout_sources.md"
+DOCS = REPO / "docs"
 
 
 def _git(*args: str) -> str:
@@ -121,13 +121,14 @@ def reveal(set_name: str, folders: list[Path]) -> int:
         case.update(measured=value, measured_time_s=run_s, samples=samples)
     held["predictions_commit"] = _git("log", "-1", "--format=%H", "--", str(path))
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    _write_sources(held, measured, folders)
+    number = next(i for i, s in enumerate(document["sets"], start=1) if s is held)
+    _write_sources(DOCS / f"time_heldout_sources_{number}.md", held, measured, folders)
     print(f"revealed {len(held['cases'])} figures; predictions were committed at {held['predictions_commit'][:10]}")
     return 0
 
 
-def _write_sources(held: dict, measured: dict, folders: list[Path]) -> None:
-    """docs/time_heldout_sources.md: each collector's account of its sources, then every case's quoted row."""
+def _write_sources(page: Path, held: dict, measured: dict, folders: list[Path]) -> None:
+    """docs/time_heldout_sources_N.md (set N): each collector's account of its sources, then every quoted row."""
     parts = [f"# Held-out time cases: sources and the rows they printed ({held['name']})", "",
              "Written by `scripts/heldout.py reveal` from the collectors' notes; the configurations and the frozen "
              "predictions are in `gpuwork/facts/data/time_heldout.json`, the scores in "
@@ -140,7 +141,7 @@ def _write_sources(held: dict, measured: dict, folders: list[Path]) -> None:
     for case in held["cases"]:
         quote = " ".join(str(measured[case["name"]].get("quote", "")).split()).replace("|", "\\|")
         parts.append(f"| {case['name']} | {case['source_id']} | {quote} |")
-    SOURCES_PAGE.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    page.write_text("\n".join(parts) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -464,10 +464,13 @@ def heldout_markdown(scores: list[HeldoutScore], sets: tuple[HeldoutSet, ...] | 
              "repository's history. *frozen error* scores the committed prediction; *today* scores the current "
              "model on the same configuration (once the model changes, a revealed set counts as seen).", ""]
     scored = {s.held.name: s for s in scores}
-    for held in sets:
+    for number, held in enumerate(sets, start=1):
         score = scored.get(held.name)
         lines.append(f"### {held.name}")
         lines.append("")
+        if score is not None:
+            lines += [f"Sources, how each case was derived and the rows quoted: "
+                      f"[time_heldout_sources_{number}.md](time_heldout_sources_{number}.md).", ""]
         if score is None:
             lines += [f"{len(held.cases)} cases predicted by the model frozen at {_short(held.frozen_commit)}; "
                       "their published figures are not revealed yet.", ""]
