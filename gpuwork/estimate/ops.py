@@ -31,6 +31,7 @@ import math
 import operator
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from typing import NamedTuple
 
 from gpuwork.estimate.memory import block_groups, plan_dtypes
 from gpuwork.facts.spec import ModelSpec, count_params, lora_target_linears, quantized_linears
@@ -192,97 +193,136 @@ def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None
 
 @functools.lru_cache(maxsize=2048)
 def _step_ops(key: _StepKey) -> OpList:
-    return OpList(_build(key.plan, key.spec, key.stack))
+    return OpList(_build(key))
 
 
-def _build(plan: TrainPlan, spec: ModelSpec, st: StackKernels) -> list[Op]:
-    counts = count_params(spec, plan)
+_CHECKPOINTING_AT = _SHAPE_FIELDS.index("grad_checkpointing")
+_OP_FIELDS = tuple(f.name for f in fields(Op))
+_op_values = operator.attrgetter(*_OP_FIELDS)
+_PHASE_AT, _COUNT_AT = _OP_FIELDS.index("phase"), _OP_FIELDS.index("count")
+
+
+class _Widths(NamedTuple):
+    """Bytes per element and the matmul dtype of a plan's step."""
+
+    e: int  # activations out of a linear
+    s_b: int  # the residual stream
+    w_b: int  # weights as the GEMM reads them
+    mm: str  # matmul dtype
+    autocast: bool  # torch.autocast runs the step
+
+
+def _widths(plan: TrainPlan) -> _Widths:
     dt = plan_dtypes(plan)
-    e = dt.linear_out  # bytes of activations out of a linear
-    s_b = dt.stream  # bytes of the residual stream
-    mm = matmul_dtype(plan)
-    w_b = 2 if plan.precision.compute_bytes == 2 else 4  # weight bytes as the GEMM reads them
-    if plan.method is Method.QLORA:
-        e = plan.precision.compute_bytes
-    t = plan.tokens_per_micro_batch
-    mb = plan.grad_accum
-    layers = spec.num_layers
+    e = plan.precision.compute_bytes if plan.method is Method.QLORA else dt.linear_out
+    return _Widths(e, dt.stream, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), dt.autocast)
+
+
+def _gradient_layers(plan: TrainPlan, layers: int) -> tuple[int, int]:
+    """(blocks the gradient runs through, blocks whose weights train)."""
     if plan.method is Method.FREEZE:
         grad_layers = min(plan.trainable_layers, layers)
-        trained = grad_layers
-    elif plan.uses_adapters:
-        grad_layers, trained = layers, 0
-    else:
-        grad_layers = trained = layers
-    h, d = spec.hidden_size, spec.head_dim
-    q_dim, kv_dim = spec.num_heads * d, spec.num_kv_heads * d
-    inter = spec.intermediate_size
-    fuse = st.fuse_elementwise
-    ops: list[Op] = []
-    groups = block_groups(spec)
-    lora = {lin.name for lin in lora_target_linears(spec, plan.lora_targets)} if plan.uses_adapters else set()
-    quant = {lin.name for lin in quantized_linears(spec)} if plan.method is Method.QLORA else set()
-    # peft keeps adapters fp32 on a 16-bit base (autocast runs them in 16 bits again); others keep the model dtype
-    adapter_mm = "fp32" if st.adapters_fp32 and not dt.autocast and mm != "fp32" else mm
-    a_b = 4 if adapter_mm == "fp32" else 2
+        return grad_layers, grad_layers
+    if plan.uses_adapters:
+        return layers, 0
+    return layers, layers
 
-    def block_forward(phase: Phase, count_layers: int) -> list[Op]:
-        """One block's forward ops (x count_layers x micro-batches)."""
-        c = count_layers * mb
-        out: list[Op] = []
-        out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True,
-                         weight_trains=trained > 0)
-        for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
-            for lin in groups[group]:
-                out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
-                                       lin.name in lora, plan, t, e, s_b if group in ("attn_in", "mlp_in") else e,
-                                       w_b, mm, adapter_mm, a_b, st, trains=trained > 0, bias=lin.bias,
-                                       autocast=dt.autocast and not fuse)
-            if group == "attn_in":
-                out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim, dt.autocast)
-            if group == "attn_out":
-                if not fuse:  # a compiler folds the residual add into the next norm's kernel
-                    out.append(_residual_add(phase, t * h, s_b, c))
-                out += _norm_ops(spec, "norm (MLP input)", phase, t * h, s_b, e, c, st.fused_norm or fuse,
-                                 forward=True, weight_trains=trained > 0)
-            if group == "mlp_in":
-                out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
-        if st.moe_experts is MoeExperts.LOOP:
-            out += _moe_loop_forward(spec, plan, phase, c, t, s_b, e, w_b, mm, st, trains=trained > 0,
-                                     autocast=dt.autocast and not fuse)
-        else:
-            out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
-        if not fuse:
-            out.append(_residual_add(phase, t * h, s_b, c))
-        if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
-            out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward_factor=1.0))
-        return [o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0)]
+
+def _build(key: _StepKey) -> list[Op]:
+    plan, spec, st = key.plan, key.spec, key.stack
+    e, s_b, w_b, mm, _ = _widths(plan)
+    t = plan.tokens_per_micro_batch
+    mb = plan.grad_accum
+    layers, h = spec.num_layers, spec.hidden_size
+    grad_layers, _ = _gradient_layers(plan, layers)
+    # the blocks' forward and backward do not depend on whether the forward is recomputed
+    shape = key.shape[:_CHECKPOINTING_AT] + (False,) + key.shape[_CHECKPOINTING_AT + 1:]
+    forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.position_embedding, st, plan))
 
     # -- embedding and forward
-    ops.append(_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb))
+    ops = [_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb)]
     if mb > 1:  # the Trainer divides each micro-batch's loss by the accumulation steps (and back in backward)
         ops.append(_mem("loss / grad_accum", Phase.FORWARD, 1, 8, 1, mb))
-    forward_ops = block_forward(Phase.FORWARD, layers)
     ops += forward_ops
-    ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, fuse)
+    ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, st.fuse_elementwise)
 
-    # -- backward through the blocks, with the recompute of gradient checkpointing first
+    # -- backward through the blocks, with the recompute of gradient checkpointing first: the blocks' forward
+    # again over the blocks the gradient reaches (every forward op's count is layers x micro-batches x a factor)
     if plan.grad_checkpointing:
-        ops += block_forward(Phase.RECOMPUTE, grad_layers)
-    ops += [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in forward_ops]
-    # a trained bias's gradient: one reduction kernel over the output gradient (autograd's sum_to)
-    ops += [Op(f"{o.name} bias gradient", Kind.MEMORY, Phase.BACKWARD, 0.0, o.bias_bytes, 1, o.count,
-               backward=Backward.NONE) for o in forward_ops if o.bias_bytes > 0]
-    ops.append(_gradient_sums(spec, groups, lora, t, s_b, e, grad_layers * mb))
-    if not fuse:
-        ops.append(_projection_gradient_layout(spec, groups, t, e, st.fused_rope, grad_layers * mb))
+        for op in forward_ops:
+            values = list(_op_values(op))
+            values[_PHASE_AT], values[_COUNT_AT] = Phase.RECOMPUTE, op.count // layers * grad_layers
+            ops.append(Op(*values))
+    ops += backward_ops
     ops = [o for o in ops if o.count > 0]
     if plan.method in (Method.FULL, Method.SCRATCH):
         # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
         ops.append(_mem("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
 
-    ops += _optimizer_ops(spec, plan, counts, mb)
+    ops += _optimizer_ops(spec, plan, count_params(spec, plan), mb)
     return ops
+
+
+@functools.lru_cache(maxsize=1024)
+def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
+    """The blocks' forward ops and everything the backward runs through them (``key`` with gradient
+    checkpointing off: nothing here reads it)."""
+    plan, spec, st = key.plan, key.spec, key.stack
+    e, s_b, w_b, mm, autocast = _widths(plan)
+    t = plan.tokens_per_micro_batch
+    mb = plan.grad_accum
+    layers = spec.num_layers
+    grad_layers, trained = _gradient_layers(plan, layers)
+    h, d = spec.hidden_size, spec.head_dim
+    q_dim, kv_dim = spec.num_heads * d, spec.num_kv_heads * d
+    inter = spec.intermediate_size
+    fuse = st.fuse_elementwise
+    groups = block_groups(spec)
+    lora = {lin.name for lin in lora_target_linears(spec, plan.lora_targets)} if plan.uses_adapters else set()
+    quant = {lin.name for lin in quantized_linears(spec)} if plan.method is Method.QLORA else set()
+    # peft keeps adapters fp32 on a 16-bit base (autocast runs them in 16 bits again); others keep the model dtype
+    adapter_mm = "fp32" if st.adapters_fp32 and not autocast and mm != "fp32" else mm
+    a_b = 4 if adapter_mm == "fp32" else 2
+
+    # one block's forward ops (x layers x micro-batches)
+    phase, c = Phase.FORWARD, layers * mb
+    out: list[Op] = []
+    out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True,
+                     weight_trains=trained > 0)
+    for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
+        for lin in groups[group]:
+            out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
+                                   lin.name in lora, plan, t, e, s_b if group in ("attn_in", "mlp_in") else e,
+                                   w_b, mm, adapter_mm, a_b, st, trains=trained > 0, bias=lin.bias,
+                                   autocast=autocast and not fuse)
+        if group == "attn_in":
+            out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim, autocast)
+        if group == "attn_out":
+            if not fuse:  # a compiler folds the residual add into the next norm's kernel
+                out.append(_residual_add(phase, t * h, s_b, c))
+            out += _norm_ops(spec, "norm (MLP input)", phase, t * h, s_b, e, c, st.fused_norm or fuse,
+                             forward=True, weight_trains=trained > 0)
+        if group == "mlp_in":
+            out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
+    if st.moe_experts is MoeExperts.LOOP:
+        out += _moe_loop_forward(spec, plan, phase, c, t, s_b, e, w_b, mm, st, trains=trained > 0,
+                                 autocast=autocast and not fuse)
+    else:
+        out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
+    if not fuse:
+        out.append(_residual_add(phase, t * h, s_b, c))
+    if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
+        out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward_factor=1.0))
+    forward_ops = tuple(o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0))
+
+    backward = [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in forward_ops]
+    # a trained bias's gradient: one reduction kernel over the output gradient (autograd's sum_to)
+    backward += [Op(f"{o.name} bias gradient", Kind.MEMORY, Phase.BACKWARD, 0.0, o.bias_bytes, 1, o.count,
+                    backward=Backward.NONE) for o in forward_ops if o.bias_bytes > 0]
+    backward.append(_gradient_sums(spec, groups, lora, t, s_b, e, grad_layers * mb))
+    if not fuse:
+        backward.append(_projection_gradient_layout(spec, groups, t, e, st.fused_rope, grad_layers * mb))
+    return forward_ops, tuple(backward)
 
 
 def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int, e: int, count: int, fused: bool,
