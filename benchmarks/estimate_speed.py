@@ -1,15 +1,21 @@
-"""Latency of the analytic estimator: one estimate with the model spec cached, and a 10,000-plan sweep.
+"""Latency of the analytic estimators: memory (one estimate with the model spec cached, a 10,000-plan sweep) and
+time (scripts/bench_time.py: one cached ``estimate_time``, 10,000 distinct plans).
 
-Run: .venv/bin/python benchmarks/estimate_speed.py   (prints figures; goals: < 1 ms, < 1 s)
+Run: .venv/bin/python benchmarks/estimate_speed.py   (prints figures; goals: memory < 1 ms and < 1 s, time
+< 0.2 ms and < 2 s)
 """
 
 from __future__ import annotations
 
 import itertools
+import runpy
 import statistics
 import time
+from pathlib import Path
 
 from gpuwork import TrainPlan, estimate_memory, get_spec
+
+BENCH_TIME = Path(__file__).resolve().parents[1] / "scripts" / "bench_time.py"
 
 
 def main() -> None:
@@ -46,6 +52,7 @@ def main() -> None:
     t0 = time.perf_counter()
     built = [TrainPlan(model="llama-3.1-8b", seq_len=s) for s in range(1, 10_001)]
     print(f"constructing 10,000 validated TrainPlans: {time.perf_counter() - t0:.2f} s ({len(built)} plans)")
+    runpy.run_path(str(BENCH_TIME))["main"]()  # the step-time estimate
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """How fast the step-time estimate is: one ``estimate_time`` once the model's facts are cached, and a sweep.
 
-Prints figures; asserts nothing (the targets: one estimate under 1 ms, a 10,000-plan sweep under 2 s).
+Prints figures; asserts nothing (the targets, gpuwork issue 19: one estimate under 0.2 ms, a sweep of 10,000
+distinct plans under 2 s). The sweep's CPU time is printed beside its wall time: on a shared machine the CPU time
+is the steadier of the two.
 
     python scripts/bench_time.py
 """
@@ -27,7 +29,7 @@ def main() -> None:
         estimate_time(base, gpu, inputs)
         samples.append(time.perf_counter() - start)
     print(f"one estimate_time, same plan (op list cached): median {statistics.median(samples) * 1e3:.3f} ms, "
-          f"p95 {sorted(samples)[189] * 1e3:.3f} ms")
+          f"p95 {sorted(samples)[189] * 1e3:.3f} ms  (goal < 0.2 ms)")
 
     methods = ("full", "lora", "qlora")
     seqs = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384)
@@ -40,12 +42,12 @@ def main() -> None:
              for m, s, b, a, c, d in itertools.product(methods, seqs, batches, accums, ckpt, tokens)]
     grid = list(itertools.product(plans, gpus_ids))[:10_000]
     distinct = len(set(grid))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for plan, gpu_id in grid:
         estimate_time(plan, inputs.gpu(gpu_id), inputs)
-    elapsed = time.perf_counter() - start
-    print(f"sweep of {len(grid):,} distinct (plan, GPU) estimates ({distinct:,} distinct): {elapsed:.2f} s, "
-          f"{elapsed / len(grid) * 1e3:.3f} ms each")
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(f"sweep of {len(grid):,} (plan, GPU) estimates ({distinct:,} distinct): {elapsed:.2f} s "
+          f"(CPU {cpu:.2f} s), {elapsed / len(grid) * 1e3:.3f} ms each  (goal < 2 s)")
 
 
 if __name__ == "__main__":
