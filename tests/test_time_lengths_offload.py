@@ -70,14 +70,18 @@ def test_bigger_batches_pad_more():
         assert est.step_time_s == pytest.approx(0.9 ** b * short + (1 - 0.9 ** b) * long, rel=1e-9)
 
 
-def test_a_long_histogram_is_priced_on_a_grid_close_to_the_exact_expectation():
-    lengths = ",".join(f"{n}:{1 + n % 7}" for n in range(16, 1024 + 1, 8))  # 127 lengths
-    plan = BASE.replace(lengths=lengths, batch_size=1, grad_accum=1)
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("weight", [lambda n: 1 + n % 7, lambda n: round(1000 * 0.995 ** n) + 1],
+                         ids=["uniform", "long-tailed"])
+def test_a_long_histogram_is_priced_on_a_grid_close_to_the_exact_expectation(batch, weight):
+    lengths = ",".join(f"{n}:{weight(n)}" for n in range(16, 1024 + 1, 8))  # 127 lengths
+    plan = BASE.replace(lengths=lengths, batch_size=batch, grad_accum=1)
     assert len(plan.length_histogram) > LENGTH_GRID
     est = _time(plan)
-    exact = sum(p * _time(BASE.replace(seq_len=n, batch_size=1, grad_accum=1)).step_time_s
+    exact = sum(p * _time(BASE.replace(seq_len=n, batch_size=batch, grad_accum=1)).step_time_s
                 for p, n in padded_lengths(plan))
     assert est.step_time_s == pytest.approx(exact, rel=0.01)
+    assert est.sources["lengths"].startswith(f"{len(plan.length_histogram)} lengths")
 
 
 # -- checkpoint offload -----------------------------------------------------------------------------

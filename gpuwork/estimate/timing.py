@@ -520,9 +520,11 @@ def _fit_scale(ops, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile, 
 
 # -- variable lengths ------------------------------------------------------------------------------
 
-# Most padded lengths priced one by one; a histogram with more is priced on this many evenly spaced lengths
-# and each of its lengths shares its probability between the two nearest (linear interpolation of the cost).
-LENGTH_GRID = 64
+# Most padded lengths priced one by one; a histogram with more is priced on this many lengths at quantiles of the
+# padded lengths, each of its lengths sharing its probability between the two nearest (linear interpolation of the
+# cost): within 1 % of pricing every length on uniform and long-tailed histograms (tests), and an advisor run on a
+# 500-length histogram takes seconds rather than a quarter of a minute.
+LENGTH_GRID = 24
 
 
 def padded_lengths(plan: TrainPlan) -> tuple[tuple[float, int], ...] | None:
@@ -554,11 +556,17 @@ def real_tokens_per_sequence(plan: TrainPlan) -> float:
 
 def _length_grid(mix: tuple[tuple[float, int], ...]) -> tuple[tuple[float, int], ...]:
     """The padded-length distribution on at most LENGTH_GRID lengths (each weight split linearly between the
-    two grid lengths around it), so that pricing stays a few dozen op lists for any histogram."""
+    two grid lengths around it), so that pricing stays a few op lists for any histogram."""
     if len(mix) <= LENGTH_GRID:
         return mix
-    lo, hi = mix[0][1], mix[-1][1]
-    grid = sorted({round(lo + (hi - lo) * i / (LENGTH_GRID - 1)) for i in range(LENGTH_GRID)})
+    # grid lengths at evenly spaced quantiles of the padded lengths (dense where the batches are), the extremes kept
+    grid_set, acc, k = {mix[0][1], mix[-1][1]}, 0.0, 1
+    for p, length in mix:
+        acc += p
+        while k < LENGTH_GRID - 1 and acc >= k / (LENGTH_GRID - 1):
+            grid_set.add(length)
+            k += 1
+    grid = sorted(grid_set)
     weights = dict.fromkeys(grid, 0.0)
     j = 0
     for p, length in mix:
