@@ -21,8 +21,10 @@ from gpuwork.measure.checkpoint import CPU_LOSS_RTOL, RESUME_STEPS, FileCheckpoi
 from gpuwork.measure.runtime import Parallel
 from gpuwork.measure.trial import (
     DATA_WAIT_THRESHOLD,
+    DEFAULT_MAX_STEPS,
     StepMeasurement,
     TrialError,
+    TrialOptions,
     TrialRecord,
     compare,
     iter_trial,
@@ -127,6 +129,22 @@ def test_bad_arguments_are_refused(model_ref):
         run_trial(tiny(model_ref), steps=0)
     with pytest.raises(TrialError, match="warmup"):
         run_trial(tiny(model_ref), warmup=-1)
+
+
+def test_one_options_object_and_its_keywords_run_the_same_trial(model_ref):
+    base = TrialOptions(steps=5, warmup=3, seed=7, checkpoint=False)
+    with pytest.raises(TypeError):
+        base.replace(stepz=2)  # a misspelt option is not silently ignored
+    with pytest.raises(TrialError) as cap:
+        run_trial(tiny(model_ref), base, memory_cap_bytes=0)
+    assert cap.value.msg.code == "error.trial.memory_cap"
+    assert TrialOptions(until_stable=0.05).checked().max_steps == DEFAULT_MAX_STEPS
+    assert TrialOptions(steps=4, warmup=1).checked().last_step == 5
+    by_object = run_trial(tiny(model_ref), base.replace(steps=2, warmup=1))
+    by_keywords = run_trial(tiny(model_ref), base, steps=2, warmup=1)  # keywords change a copy of base
+    assert base.steps == 5 and by_object.protocol.steps == by_keywords.protocol.steps == 2
+    assert [s.loss for s in by_object.steps] == [s.loss for s in by_keywords.steps]  # seed 7 both times
+    assert by_object.protocol.seed == 7 and by_object.checkpoint is None
 
 
 # -- every method, real training on CPU --------------------------------------------------------------------

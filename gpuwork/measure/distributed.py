@@ -88,6 +88,7 @@ from gpuwork.measure.checkpoint import (
     save_training_state,
 )
 from gpuwork.measure.coded import from_json, to_json
+from gpuwork.measure.options import ResumePoint, check_until_stable
 from gpuwork.measure.record import (
     STATUS_INTERRUPTED,
     ParallelInfo,
@@ -112,7 +113,6 @@ from gpuwork.measure.runtime import (
     rng_state,
     rng_tensors,
 )
-from gpuwork.measure.trial import ResumePoint
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
 
@@ -701,8 +701,6 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
             raise TrialError(msg("error.trial.sharding_one_process", sharding=plan.sharding))
         plan = plan.replace(gpus=nproc)
     strategy_for(plan, "cuda" if device == "cuda" else "cpu")  # refuse impossible combinations here
-    from gpuwork.measure.trial import check_until_stable
-
     check_until_stable(until_stable, max_steps, steps)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
         raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))

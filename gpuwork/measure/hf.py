@@ -72,6 +72,7 @@ from transformers import TrainerCallback
 
 from gpuwork.errors import ModelError, PlanError
 from gpuwork.measure.errors import TrialError
+from gpuwork.measure.options import check_until_stable
 from gpuwork.measure.record import (
     CheckpointResult,
     ParallelInfo,
@@ -86,7 +87,7 @@ from gpuwork.measure.record import (
 )
 from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, Ranks, own_run_path, write_record
 from gpuwork.measure.stability import CONFIDENCE, is_stable
-from gpuwork.measure.trial import check_until_stable, environment
+from gpuwork.measure.trial import environment
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 

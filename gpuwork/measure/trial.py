@@ -58,9 +58,8 @@ import platform
 import signal
 import tempfile
 import threading
-import time
 import warnings
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -75,6 +74,7 @@ from gpuwork.measure.checkpoint import (
     unreadable_file,
 )
 from gpuwork.measure.coded import to_json
+from gpuwork.measure.options import DEFAULT_MAX_STEPS, ResumePoint, TrialOptions, check_until_stable
 from gpuwork.measure.record import (
     DATA_WAIT_THRESHOLD,
     SCHEMA_VERSION,
@@ -96,7 +96,6 @@ from gpuwork.measure.record import (
 from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, run_id, write_record
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
-    MAX_GRAD_NORM,
     ONE_PROCESS,
     ModelFactory,
     Parallel,
@@ -113,30 +112,17 @@ from gpuwork.measure.runtime import (
     set_rng_state,
     train_step,
 )
-from gpuwork.measure.stability import CONFIDENCE, DEFAULT_TOLERANCE, is_stable
+from gpuwork.measure.stability import CONFIDENCE, is_stable
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
 
 if TYPE_CHECKING:
 
-    from gpuwork.measure.textdata import TextData
+    pass
 
-DEFAULT_MAX_STEPS = 200  # until_stable's cap: minutes on a GPU, and more steps rarely tighten a drifting run
 
 
 # -- resuming an interrupted trial ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ResumePoint:
-    """Where an interrupted trial goes on from (``resume_point``; ``iter_trial(resume=...)``)."""
-
-    run_id: str  # the interrupted trial's run id
-    record_path: str
-    checkpoint: str  # its checkpoint folder
-    step: int  # optimizer steps done at the checkpoint
-    micro_batches: int  # micro-batches taken from the loader by then (the data position)
-    steps: tuple[StepMeasurement, ...]  # the measurements of those steps, from the record
 
 
 def find_record(run: str | Path, out_dir: str | Path | None = None) -> Path:
@@ -247,21 +233,14 @@ class _StopSignals:
         self._previous = {}
 
 
-def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int = 0, device: Any = None,
-               data: TextData | str | Path | Sequence[str | Path] | None = None,
-               tokenizer: str | Path | None = None, out_dir: str | Path | None = None,
-               memory_cap_bytes: int | None = None, model_factory: ModelFactory | None = None,
-               clock: Callable[[], float] = time.perf_counter, lr: float | None = None, loader_workers: int = 0,
-               checkpoint: bool = True, max_grad_norm: float | None = MAX_GRAD_NORM,
-               memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, parallel: Parallel | None = None,
-               resume: ResumePoint | None = None, checkpoint_every: int = 0, handle_signals: bool | None = None,
-               after_checkpoint_save: Callable[[Path], Any] | None = None,
-               until_stable: float | None = None, max_steps: int | None = None,
+def iter_trial(plan: TrainPlan, options: TrialOptions | None = None, **changes: Any
                ) -> Generator[StepMeasurement, None, TrialRecord]:
     """Run a measured trial, yielding each step's measurement; the generator returns the TrialRecord.
 
     Args:
         plan: the run to prove (model, method, precision, optimizer, seq_len, batch_size, grad_accum, ...).
+        options: a ``TrialOptions`` (None: all defaults); keywords change a copy of it
+            (``iter_trial(plan, steps=5)``). Its fields:
         steps: measured optimizer steps (after warm-up).
         warmup: optimizer steps run first, yielded with ``is_warmup=True`` and left out of the summary.
         seed: seeds model init, data order, masking and dropout.
@@ -301,57 +280,32 @@ def iter_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int =
     generator runs, transformers' logging is set to errors and its progress bars are off (both restored
     at the end); the caller's RNG states are restored.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise TrialError(msg("error.trial.steps", steps=repr(steps)))
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
-    if memory_cap_bytes is not None and memory_cap_bytes <= 0:
-        raise TrialError(msg("error.trial.memory_cap", cap=repr(memory_cap_bytes)))
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
-        raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))
-    max_steps = check_until_stable(until_stable, max_steps, steps)
-    parallel = parallel if parallel is not None else ONE_PROCESS
-    stop = _StopSignals(parallel.world_size == 1 if handle_signals is None else handle_signals)
+    options = (options if options is not None else TrialOptions()).replace(**changes).checked()
+    if options.parallel is None:
+        options = options.replace(parallel=ONE_PROCESS)
+    handle = options.handle_signals
+    stop = _StopSignals(options.parallel.world_size == 1 if handle is None else handle)
     try:
-        return (yield from _trial(
-            plan, steps=steps, warmup=warmup, seed=seed, device=device, data=data, tokenizer=tokenizer,
-            out_dir=out_dir, memory_cap_bytes=memory_cap_bytes, model_factory=model_factory, clock=clock, lr=lr,
-            loader_workers=loader_workers, checkpoint=checkpoint, max_grad_norm=max_grad_norm,
-            memory_sample_interval_s=memory_sample_interval_s, parallel=parallel, resume=resume,
-            checkpoint_every=checkpoint_every, after_checkpoint_save=after_checkpoint_save, stop=stop,
-            until_stable=until_stable, max_steps=max_steps))
+        return (yield from _trial(plan, options, stop))
     finally:
         stop.close()
 
 
-def check_until_stable(until_stable: float | None, max_steps: int | None, steps: int) -> int:
-    """The measured-step cap for ``until_stable`` (``steps`` when it is None); TrialError for bad values."""
-    if until_stable is None:
-        return steps
-    if isinstance(until_stable, bool) or not isinstance(until_stable, (int, float)) or not 0 < until_stable < 1:
-        raise TrialError(msg("error.trial.tolerance", value=repr(until_stable), default=DEFAULT_TOLERANCE))
-    cap = DEFAULT_MAX_STEPS if max_steps is None else max_steps
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < steps:
-        raise TrialError(msg("error.trial.max_steps", value=repr(cap), steps=steps))
-    return max(cap, steps)
-
-
-def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, data: Any, tokenizer: Any,
-           out_dir: str | Path | None, memory_cap_bytes: int | None, model_factory: ModelFactory | None,
-           clock: Callable[[], float], lr: float | None, loader_workers: int, checkpoint: bool,
-           max_grad_norm: float | None, memory_sample_interval_s: float, parallel: Parallel,
-           resume: ResumePoint | None, checkpoint_every: int, after_checkpoint_save: Callable[[Path], Any] | None,
-           stop: _StopSignals, until_stable: float | None, max_steps: int
-           ) -> Generator[StepMeasurement, None, TrialRecord]:
-    """The body of ``iter_trial`` (arguments checked, signal handlers installed)."""
+def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Generator[StepMeasurement, None, TrialRecord]:
+    """The body of ``iter_trial`` (options checked, signal handlers installed)."""
     import torch
 
+    o = options
+    steps, warmup, seed, clock, parallel, resume = o.steps, o.warmup, o.seed, o.clock, o.parallel, o.resume
+    memory_cap_bytes, max_grad_norm, loader_workers = o.memory_cap_bytes, o.max_grad_norm, o.loader_workers
+    until_stable, max_steps, checkpoint_every = o.until_stable, o.max_steps, o.checkpoint_every
     started = clock()
     created = parallel.agree(datetime.now(UTC))
-    setup, text = prepare(plan, device=device, seed=seed, warmup=warmup, lr=lr, data=data, tokenizer=tokenizer,
-                          model_factory=model_factory, max_grad_norm=max_grad_norm, parallel=parallel)
+    setup, text = prepare(plan, device=o.device, seed=seed, warmup=warmup, lr=o.lr, data=o.data,
+                          tokenizer=o.tokenizer, model_factory=o.model_factory, max_grad_norm=max_grad_norm,
+                          parallel=parallel)
     dev, model_name, weights_dir, task, lr = setup.device, setup.model_name, setup.weights_dir, setup.task, setup.lr
-    out_path = Path(out_dir).expanduser() if out_dir is not None else None
+    out_path = Path(o.out_dir).expanduser() if o.out_dir is not None else None
     if out_path is not None:
         try:
             out_path.mkdir(parents=True, exist_ok=True)
@@ -375,7 +329,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
     status = STATUS_RUNNING
     # the record is rewritten after each step by the process that writes (rank 0 writes the merged one)
     flushing = json_path is not None and parallel.rank == 0
-    last_step = warmup + (max_steps if until_stable is not None else steps)
+    last_step = o.last_step
     converged = False
 
     def make_record(state: str) -> TrialRecord:
@@ -445,7 +399,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
         if plan.method is Method.QLORA and weights_dir is None:
             setup.qlora_base_dir = scratch / "base-model"
         preload(setup)
-        memory = DeviceMemory(dev, cap_bytes=memory_cap_bytes, sample_interval_s=memory_sample_interval_s)
+        memory = DeviceMemory(dev, cap_bytes=memory_cap_bytes, sample_interval_s=o.memory_sample_interval_s)
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -529,7 +483,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
                     save_resumable(run, done, taken)
             else:
                 parallel.after_steps(run)
-                if checkpoint and parallel.agree(write_failure) is None:  # rank 0's write failure rules
+                if o.checkpoint and parallel.agree(write_failure) is None:  # rank 0's write failure rules
                     position = taken
                     resume_batches = [next(batches) for _ in range(RESUME_STEPS * plan.grad_accum)]
                     owner, run = [run], None  # the round-trip takes the only reference and frees it
@@ -539,7 +493,7 @@ def _trial(plan: TrainPlan, *, steps: int, warmup: int, seed: int, device: Any, 
                             checkpoint_result = roundtrip(
                                 owner, setup, scratch=scratch, out_path=out_path, stem=stem,
                                 step=done, batches=resume_batches, clock=clock, micro_batches=position,
-                                after_save=after_checkpoint_save)
+                                after_save=o.after_checkpoint_save)
                         notes.extend(_useful_warnings(caught))
                     except RecordWriteError as exc:
                         write_failure, flushing = exc.msg, False
@@ -595,20 +549,14 @@ def _restore(run: Run, setup: Any, resume: ResumePoint) -> dict[str, Any]:
     return rng
 
 
-def run_trial(plan: TrainPlan, *, steps: int = 10, warmup: int = 2, seed: int = 0, device: Any = None,
-              data: TextData | str | Path | Sequence[str | Path] | None = None, tokenizer: str | Path | None = None,
-              out_dir: str | Path | None = None, memory_cap_bytes: int | None = None,
-              model_factory: ModelFactory | None = None, clock: Callable[[], float] = time.perf_counter,
-              callbacks: Iterable[Callable[[StepMeasurement], Any]] = (), **options: Any) -> TrialRecord:
+def run_trial(plan: TrainPlan, options: TrialOptions | None = None, *,
+              callbacks: Iterable[Callable[[StepMeasurement], Any]] = (), **changes: Any) -> TrialRecord:
     """Run a measured trial to the end and return its TrialRecord; each step goes to every callback.
 
-    Takes the arguments of ``iter_trial`` (``lr``, ``loader_workers``, ``checkpoint``,
-    ``max_grad_norm``, ``memory_sample_interval_s`` as keywords).
+    Takes the options of ``iter_trial`` (a ``TrialOptions`` and/or its fields as keywords).
     """
     callbacks = list(callbacks)
-    gen = iter_trial(plan, steps=steps, warmup=warmup, seed=seed, device=device, data=data, tokenizer=tokenizer,
-                     out_dir=out_dir, memory_cap_bytes=memory_cap_bytes, model_factory=model_factory, clock=clock,
-                     **options)
+    gen = iter_trial(plan, options, **changes)
     while True:
         try:
             measurement = next(gen)
@@ -793,6 +741,9 @@ def environment(device: Any) -> TrialEnvironment:
 
 
 __all__ = [
+    "DEFAULT_MAX_STEPS",
+    "RSS_SAMPLE_INTERVAL_S",
+    "check_until_stable",
     "DATA_WAIT_THRESHOLD",
     "SCHEMA_VERSION",
     "STATUS_COMPLETE",
@@ -807,6 +758,7 @@ __all__ = [
     "RankResult",
     "ResumePoint",
     "StepMeasurement",
+    "TrialOptions",
     "TrialEnvironment",
     "TrialError",
     "TrialProtocol",

@@ -1,0 +1,103 @@
+"""How a trial runs besides its plan: one frozen ``TrialOptions`` in place of a long keyword list.
+
+``iter_trial(plan, options)`` and ``run_trial(plan, options)`` take it; keywords given to them change a copy
+(``iter_trial(plan, steps=5)`` is ``iter_trial(plan, TrialOptions(steps=5))``). ``checked()`` refuses values
+a trial cannot run with (TrialError in the catalog's words) and fills in the measured-step cap;
+``check_until_stable`` is that rule alone, for the callback and the CLI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuwork.measure.errors import TrialError
+from gpuwork.measure.record import StepMeasurement
+from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S
+from gpuwork.measure.runtime import MAX_GRAD_NORM, ModelFactory, Parallel
+from gpuwork.measure.stability import DEFAULT_TOLERANCE
+from gpuwork.message import msg
+
+DEFAULT_MAX_STEPS = 200  # until_stable's cap: minutes on a GPU, and more steps rarely tighten a drifting run
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where an interrupted trial goes on from (``trial.resume_point``; ``TrialOptions.resume``)."""
+
+    run_id: str  # the interrupted trial's run id
+    record_path: str
+    checkpoint: str  # its checkpoint folder
+    step: int  # optimizer steps done at the checkpoint
+    micro_batches: int  # micro-batches taken from the loader by then (the data position)
+    steps: tuple[StepMeasurement, ...]  # the measurements of those steps, from the record
+
+
+@dataclass(frozen=True)
+class TrialOptions:
+    """Everything a trial takes besides the plan; each field as ``gpuwork.measure.trial.iter_trial`` documents it."""
+
+    steps: int = 10  # measured optimizer steps (after warm-up); with until_stable, the minimum
+    warmup: int = 2  # steps run first and left out of the summary
+    seed: int = 0
+    device: Any = None  # "cpu", "cuda", "cuda:1", a torch.device, or None (CUDA when available)
+    data: Any = None  # a TextData, .txt/.jsonl file(s) or folder, or None (the shipped corpus)
+    tokenizer: str | Path | None = None
+    out_dir: str | Path | None = None  # where the record and checkpoint go; None writes nothing
+    memory_cap_bytes: int | None = None  # simulated device size
+    model_factory: ModelFactory | None = None
+    clock: Callable[[], float] = time.perf_counter
+    lr: float | None = None
+    loader_workers: int = 0
+    checkpoint: bool = True  # the save -> restore -> verify -> resume round-trip
+    max_grad_norm: float | None = MAX_GRAD_NORM
+    memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S
+    parallel: Parallel | None = None  # a multi-process run's hooks (gpuwork.measure.distributed)
+    resume: ResumePoint | None = None
+    checkpoint_every: int = 0
+    handle_signals: bool | None = None
+    after_checkpoint_save: Callable[[Path], Any] | None = None
+    until_stable: float | None = None
+    max_steps: int | None = None  # with until_stable: the most measured steps (None: DEFAULT_MAX_STEPS)
+
+    def replace(self, **changes: Any) -> TrialOptions:
+        """A copy with ``changes`` (TypeError for a name that is not an option)."""
+        return dataclasses.replace(self, **changes) if changes else self
+
+    def checked(self) -> TrialOptions:
+        """These options with ``max_steps`` filled in (``check_until_stable``); TrialError for a value a trial
+        cannot run with."""
+        steps, warmup, cap, every = self.steps, self.warmup, self.memory_cap_bytes, self.checkpoint_every
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            raise TrialError(msg("error.trial.steps", steps=repr(steps)))
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+            raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
+        if cap is not None and cap <= 0:
+            raise TrialError(msg("error.trial.memory_cap", cap=repr(cap)))
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise TrialError(msg("error.trial.checkpoint_every", value=repr(every)))
+        return dataclasses.replace(self, max_steps=check_until_stable(self.until_stable, self.max_steps, steps))
+
+    @property
+    def last_step(self) -> int:
+        """The last optimizer step the trial may run, warm-up included (on checked options)."""
+        return self.warmup + (self.max_steps if self.until_stable is not None else self.steps)
+
+
+def check_until_stable(until_stable: float | None, max_steps: int | None, steps: int) -> int:
+    """The measured-step cap for ``until_stable`` (``steps`` when it is None); TrialError for bad values."""
+    if until_stable is None:
+        return steps
+    if isinstance(until_stable, bool) or not isinstance(until_stable, (int, float)) or not 0 < until_stable < 1:
+        raise TrialError(msg("error.trial.tolerance", value=repr(until_stable), default=DEFAULT_TOLERANCE))
+    cap = DEFAULT_MAX_STEPS if max_steps is None else max_steps
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < steps:
+        raise TrialError(msg("error.trial.max_steps", value=repr(cap), steps=steps))
+    return max(cap, steps)
+
+
+__all__ = ["DEFAULT_MAX_STEPS", "ResumePoint", "TrialOptions", "check_until_stable"]
