@@ -105,6 +105,7 @@ def _tab_texts(app) -> dict[str, str]:
     app.request.refresh()
     return {"sizing": html.unescape(app.sizing.totals.value + app.sizing.details.value),
             "advice": html.unescape(app.advice.status.value),
+            "fit": html.unescape(app.fit.table.value),
             "offers": html.unescape(app.offers.table.value),
             "request": app.request.text.value}
 

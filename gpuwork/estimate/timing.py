@@ -523,7 +523,7 @@ def _fit_scale(ops, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile, 
 # Most padded lengths priced one by one; a histogram with more is priced on this many lengths at quantiles of the
 # padded lengths, each of its lengths sharing its probability between the two nearest (linear interpolation of the
 # cost): within 1 % of pricing every length on uniform and long-tailed histograms (tests), and an advisor run on a
-# 500-length histogram takes seconds rather than a quarter of a minute.
+# 250-length histogram takes seconds rather than a quarter of a minute.
 LENGTH_GRID = 24
 
 

@@ -93,7 +93,8 @@ def fit_matrix_html(matrix: Any, lang: str = "en") -> str:
         cells = _cell_cells(c, lang)
         rows.append([f"<b>{v}</b>" if c.fits and i == 0 else v for i, v in enumerate(cells)])
     fits = sum(c.fits for c in matrix.cells)
-    parts = [note_html(html.escape(ui("fit_rows", lang, fits=fits, cells=len(matrix.cells))))]
+    parts = [note_html(html.escape(text("stack.label", lang, stack=matrix.plan.stack.value)), cls="gpuwork-fit-stack"),
+             note_html(html.escape(ui("fit_rows", lang, fits=fits, cells=len(matrix.cells))))]
     best = matrix.cheapest()
     if best is not None:
         parts.append(f'<p class="gpuwork-fit-cheapest" style="margin:2px 0">'
