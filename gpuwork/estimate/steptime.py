@@ -268,8 +268,26 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str) -> floa
     return fraction * peak
 
 
+@functools.lru_cache(maxsize=1024)
+def _op_rows(ops: tuple[Op, ...]) -> tuple[tuple, int, float, float]:
+    """What pricing reads of each operation that runs, and the step's kernels, FLOPs and bytes (the same on
+    every GPU)."""
+    rows = []
+    launches_total, flops_total, bytes_total = 0, 0.0, 0.0
+    for op in ops:
+        if op.count <= 0:
+            continue
+        rows.append((op.count, op.kind, op.phase, op.flops, op.bytes, op.launches, op.host_sync,
+                     op.attention_pass if op.kind is Kind.ATTENTION else "", op.dtype, op.m, op.n))
+        launches_total += op.launches * op.count
+        flops_total += op.flops * op.count
+        bytes_total += op.bytes * op.count
+    return tuple(rows), launches_total, flops_total, bytes_total
+
+
 @functools.lru_cache(maxsize=4096)
 def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
+    rows, launches_total, flops_total, bytes_total = _op_rows(ops)
     host_of = dict(zip(_PHASES, facts.host_s, strict=True))
     floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
         facts.synchronous
@@ -277,31 +295,24 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
     shaped = bool(facts.gemm[0]) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
     attention_rates: dict[tuple[str, str], float] = {}
-    attention, backward = Kind.ATTENTION, Phase.BACKWARD
+    backward = Phase.BACKWARD
     kind_s = dict.fromkeys(Kind, 0.0)
     phase_s: dict = {}
     overhead_s = 0.0
-    launches_total, flops_total, bytes_total = 0, 0.0, 0.0
-    for op in ops:
-        count = op.count
-        if count <= 0:
-            continue
-        kind, flops, nbytes, launches, phase = op.kind, op.flops, op.bytes, op.launches, op.phase
-        if kind is attention and op.attention_pass:
-            rate_key = (op.attention_pass, op.dtype)
-            rate = attention_rates.get(rate_key)
-            if rate is None:
-                rate = attention_rates[rate_key] = _attention_rate(facts, *rate_key)
-            compute = flops / rate
-        elif flops > 0:
-            m, n = op.m, op.n
-            if m and n and shaped:
-                pricer = gemm_pricers.get(op.dtype)
+    for count, kind, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n in rows:
+        if flops > 0:
+            if attention_pass:
+                rate = attention_rates.get((attention_pass, dtype))
+                if rate is None:
+                    rate = attention_rates[attention_pass, dtype] = _attention_rate(facts, attention_pass, dtype)
+                compute = flops / rate
+            elif m and n and shaped:
+                pricer = gemm_pricers.get(dtype)
                 if pricer is None:
-                    pricer = gemm_pricers[op.dtype] = _gemm_pricer(_facts_gemm_args(facts, op.dtype, matmul))
+                    pricer = gemm_pricers[dtype] = _gemm_pricer(_facts_gemm_args(facts, dtype, matmul))
                 compute = pricer(m, n, flops, launches, phase is backward)
             else:
-                rate = matmul.get(op.dtype, matmul["bf16"])
+                rate = matmul.get(dtype, matmul["bf16"])
                 if m and n:
                     rate *= wave_efficiency(m, n, facts.sm_count, *facts.wave_tiles)
                 compute = flops / rate
@@ -315,16 +326,13 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
         host_s = launches * host_s_per_launch / efficiency
         if synchronous:
             one = gpu_s + host_s
-        elif op.host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
+        elif host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
             one = gpu_s + host_s + host_s_per_launch / efficiency
         else:
             one = gpu_s if gpu_s >= host_s else host_s
         kind_s[kind] += gpu_s * count
         overhead_s += (one - gpu_s) * count
         phase_s[phase] = phase_s.get(phase, 0.0) + one * count
-        launches_total += launches * count
-        flops_total += flops * count
-        bytes_total += nbytes * count
     by_kind = {k.value: v for k, v in kind_s.items()}
     by_kind[LAUNCH_OVERHEAD] = overhead_s
     by_phase = {k.value: v for k, v in phase_s.items()}
