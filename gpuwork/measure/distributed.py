@@ -88,7 +88,7 @@ from gpuwork.measure.checkpoint import (
     save_training_state,
 )
 from gpuwork.measure.coded import from_json, to_json
-from gpuwork.measure.options import ResumePoint, check_until_stable
+from gpuwork.measure.options import ResumePoint, TrialOptions, check_until_stable
 from gpuwork.measure.record import (
     STATUS_INTERRUPTED,
     ParallelInfo,
@@ -102,7 +102,6 @@ from gpuwork.measure.record import (
 from gpuwork.measure.recorder import Ranks, write_record
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
-    MAX_GRAD_NORM,
     Parallel,
     Run,
     Setup,
@@ -625,6 +624,11 @@ def _merge_payloads(payloads: Sequence[dict[str, Any]]) -> TrialRecord:
 # -- the launcher --------------------------------------------------------------------------------------------
 
 
+# TrialOptions fields of the one-process trial: the ranks set these themselves
+_ONE_PROCESS_OPTIONS = ("model_factory", "clock", "memory_sample_interval_s", "parallel", "handle_signals",
+                        "after_checkpoint_save")
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -652,21 +656,17 @@ def _child_env(threads: int | None) -> dict[str, str]:
     return env
 
 
-def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int = 2, seed: int = 0,
-                    device: str | None = None, data: str | Path | Sequence[str | Path] | None = None,
-                    tokenizer: str | Path | None = None, out_dir: str | Path | None = None,
-                    memory_cap_bytes: int | None = None, lr: float | None = None, checkpoint: bool = True,
-                    loader_workers: int = 0, callbacks: Iterable[Callable[[StepMeasurement], Any]] = (),
-                    timeout_s: float | None = None, threads_per_process: int | None = None,
-                    python: str | None = None, max_grad_norm: float | None = MAX_GRAD_NORM,
-                    until_stable: float | None = None, max_steps: int | None = None, checkpoint_every: int = 0,
-                    resume: ResumePoint | None = None) -> TrialRecord:
+def run_distributed(plan: TrainPlan, nproc: int, options: TrialOptions | None = None, *,
+                    callbacks: Iterable[Callable[[StepMeasurement], Any]] = (), timeout_s: float | None = None,
+                    threads_per_process: int | None = None, python: str | None = None, **changes: Any) -> TrialRecord:
     """Run the trial as ``nproc`` processes under torchrun and return rank 0's merged record.
 
     Args:
         plan: the run; ``gpus`` is set to ``nproc`` (the processes are the GPUs); ``sharding`` picks
             DDP or FSDP2 (see the module docstring).
         nproc: processes, one per device (CUDA GPUs when present, else CPU processes with gloo).
+        options: a ``TrialOptions`` (None: all defaults); keywords change a copy of it. Of its fields, these
+            apply (the others are the one-process trial's: TypeError when set):
         steps, warmup, seed, data, tokenizer, memory_cap_bytes, lr, checkpoint, loader_workers: as
             ``gpuwork.measure.trial.iter_trial`` (memory_cap_bytes applies to each rank).
         device: "cpu", "cuda" or None (CUDA when the ranks see it).
@@ -688,6 +688,12 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
     Raises TrialError when a rank refuses the trial, torchrun fails, or the timeout passes; out of
     memory is not raised: the record has ``fits=False``.
     """
+    o = (options if options is not None else TrialOptions()).replace(**changes)
+    unused = [f.name for f in dataclasses.fields(o) if f.name in _ONE_PROCESS_OPTIONS and getattr(o, f.name) != f.default]
+    if unused:
+        raise TypeError(f"run_distributed() does not take {', '.join(unused)}")
+    steps, warmup, seed, device, data, tokenizer = o.steps, o.warmup, o.seed, o.device, o.data, o.tokenizer
+    until_stable, max_steps, checkpoint_every, resume = o.until_stable, o.max_steps, o.checkpoint_every, o.resume
     if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
         raise TrialError(msg("error.trial.nproc", nproc=repr(nproc)))
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
@@ -705,7 +711,7 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
         raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))
     callbacks = list(callbacks)
-    out_path = Path(out_dir).expanduser() if out_dir is not None else None
+    out_path = Path(o.out_dir).expanduser() if o.out_dir is not None else None
     with contextlib.ExitStack() as stack:
         if out_path is not None:
             out_path.mkdir(parents=True, exist_ok=True)
@@ -724,9 +730,9 @@ def run_distributed(plan: TrainPlan, nproc: int, *, steps: int = 10, warmup: int
         spec = {"plan": plan.as_dict(), "steps": steps, "warmup": warmup, "seed": seed, "device": device or "auto",
                 "data": data_arg, "tokenizer": str(Path(tokenizer).expanduser().resolve()) if tokenizer else None,
                 "out_dir": str(out_path.resolve()) if out_path is not None else None,
-                "memory_cap_bytes": memory_cap_bytes, "lr": lr, "checkpoint": checkpoint,
-                "loader_workers": loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
-                "max_grad_norm": max_grad_norm, "until_stable": until_stable, "max_steps": max_steps,
+                "memory_cap_bytes": o.memory_cap_bytes, "lr": o.lr, "checkpoint": o.checkpoint,
+                "loader_workers": o.loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
+                "max_grad_norm": o.max_grad_norm, "until_stable": until_stable, "max_steps": max_steps,
                 "checkpoint_every": checkpoint_every, "launcher": " ".join(command),
                 "resume": None if resume is None else {
                     "run_id": resume.run_id, "record_path": str(Path(resume.record_path).resolve()),
