@@ -65,11 +65,21 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 
+# gpu_id prefix -> the family whose FlashAttention-2 fractions kernels.csv lists (attention_fraction); others: a100
+_ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h200"), ("gb200", "gb200"), ("b200", "gb200"),
+                       ("mi300x", "mi300x"), ("mi325x", "mi300x"))
+
+
+def _attention_family(gpu_id: str) -> str:
+    for prefix, family in _ATTENTION_FAMILIES:
+        if gpu_id.startswith(prefix):
+            return family
+    return "a100"
+
+
 def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple[float, str]:
     """FlashAttention-2's share of the dense 16-bit peak on this GPU family, for "fwd" or "bwd"."""
-    family = {"h100": "h100", "h200": "h200", "gb200": "gb200", "b200": "gb200", "mi300x": "mi300x",
-              "mi325x": "mi300x"}
-    key = next((v for k, v in family.items() if gpu.gpu_id.startswith(k)), "a100")
+    key = _attention_family(gpu.gpu_id)
     fwd_key = f"flash_attn_fwd_fraction_{key}"
     fwd = rates.kernels.get(fwd_key, rates.kernel("flash_attn_fwd_fraction"))
     if attention_pass == "fwd":
@@ -197,50 +207,44 @@ class _PriceFacts(NamedTuple):
     gemm: tuple  # gemm_tiles and kernels.csv gemm_latency_us, gemm_tile_overhead_us, gemm_max_split_k (None: absent)
     attention: tuple  # flash_attn fwd / bwd fractions of the GPU's family and generic, sdpa fraction (None: absent)
     efficiency: float
-    assumptions: tuple[tuple[str, str], ...]  # StepPrice.assumptions
+    assumptions: tuple[str, ...]  # StepPrice.assumptions, in the order of _ASSUMPTIONS
 
 
 _PHASES = tuple(Phase)
-_ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h200"), ("gb200", "gb200"), ("b200", "gb200"),
-                       ("mi300x", "mi300x"), ("mi325x", "mi300x"))
+_ATTENTION_KEYS = {family: (f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}")
+                   for family in ("a100", *(v for _, v in _ATTENTION_FAMILIES))}
+_ASSUMPTIONS = ("matmul", "memory bandwidth", "SMs", "attention", "launch", "memory kernel", "stack")
 
 
 def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
                  efficiency: float) -> _PriceFacts:
-    kernels, synchronous = rates.kernels, device.synchronous
-    if device.host_us_per_kernel is not None or profile.launch != "eager":
+    kernels, synchronous, eager = rates.kernels, device.synchronous, profile.launch == "eager"
+    if device.host_us_per_kernel is not None or not eager:
         host_s = (host_us_per_kernel(Phase.FORWARD, rates, profile, device) * 1e-6,) * len(_PHASES)
     else:
         host_s = tuple(rates.kernel(_EAGER_HOST_KEYS[phase]) * 1e-6 for phase in _PHASES)
     t0_us, t0_key = memory_kernel_t0_us(gpu, rates)
-    family = next((v for k, v in _ATTENTION_FAMILIES if gpu.gpu_id.startswith(k)), "a100")
+    fwd_key, bwd_key = _ATTENTION_KEYS[_attention_family(gpu.gpu_id)]
     basis, kernel_basis = device.basis, rates.kernel_basis
     return _PriceFacts(
-        host_s=host_s,
-        floor_s=0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
-        t0_s=0.0 if synchronous else t0_us * 1e-6,
-        bw=device.mem_bw_bytes_s,
-        synchronous=synchronous,
-        matmul=tuple(device.matmul_flops.items()),
-        sm_count=device.sm_count,
-        peaks=(gpu.bf16_dense_flops, gpu.fp16_dense_flops, gpu.fp32_flops),
-        wave_tiles=(int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))),
-        gemm=(rates.gemm_tiles, kernels.get("gemm_latency_us"), kernels.get("gemm_tile_overhead_us"),
-              kernels.get("gemm_max_split_k")),
-        attention=(kernels.get(f"flash_attn_fwd_fraction_{family}"), kernels.get(f"flash_attn_bwd_fraction_{family}"),
-                   kernels.get("flash_attn_fwd_fraction"), kernels.get("flash_attn_bwd_fraction"),
-                   kernels.get("sdpa_mem_efficient_fraction")),
-        efficiency=efficiency,
-        assumptions=(
-            ("matmul", basis.get("matmul_bf16", "")),
-            ("memory bandwidth", basis.get("mem_bw", "")),
-            ("SMs", basis.get("sm", "")),
-            ("attention", kernel_basis.get("flash_attn_fwd_fraction", "")),
-            ("launch", kernel_basis.get("launch_overhead_eager_us" if profile.launch == "eager"
-                                        else "launch_overhead_graph_us", "")),
-            ("memory kernel", kernel_basis.get(t0_key, "")),
-            ("stack", profile.basis),
-        ),
+        host_s,
+        0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
+        0.0 if synchronous else t0_us * 1e-6,
+        device.mem_bw_bytes_s,
+        synchronous,
+        tuple(device.matmul_flops.items()),
+        device.sm_count,
+        (gpu.bf16_dense_flops, gpu.fp16_dense_flops, gpu.fp32_flops),
+        (int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))),
+        (rates.gemm_tiles, kernels.get("gemm_latency_us"), kernels.get("gemm_tile_overhead_us"),
+         kernels.get("gemm_max_split_k")),
+        (kernels.get(fwd_key), kernels.get(bwd_key), kernels.get("flash_attn_fwd_fraction"),
+         kernels.get("flash_attn_bwd_fraction"), kernels.get("sdpa_mem_efficient_fraction")),
+        efficiency,
+        (basis.get("matmul_bf16", ""), basis.get("mem_bw", ""), basis.get("sm", ""),
+         kernel_basis.get("flash_attn_fwd_fraction", ""),
+         kernel_basis.get("launch_overhead_eager_us" if eager else "launch_overhead_graph_us", ""),
+         kernel_basis.get(t0_key, ""), profile.basis),
     )
 
 
@@ -337,7 +341,7 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
     by_kind[LAUNCH_OVERHEAD] = overhead_s
     by_phase = {k.value: v for k, v in phase_s.items()}
     return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=launches_total,
-                     flops=flops_total, bytes=bytes_total, assumptions=dict(facts.assumptions))
+                     flops=flops_total, bytes=bytes_total, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
 
 
 def _facts_gemm_args(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> tuple:
