@@ -55,6 +55,7 @@ class StepPrice:
     assumptions: dict[str, str]  # rate used -> its source
 
 
+@functools.lru_cache(maxsize=64)
 def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = None) -> StackKernels:
     """The op list's view of a stack; ``moe_experts`` overrides the stack's expert layout (a run on an older
     transformers, see ``estimate.timing.estimate_time``)."""
