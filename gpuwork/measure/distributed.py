@@ -572,13 +572,14 @@ def _rank(spec: dict[str, Any], work_dir: Path) -> int:
         plan = TrainPlan.from_dict(spec["plan"])
         hooks = DistributedParallel(plan, device, work_dir, backend)
         hooks.launcher = spec.get("launcher", "torchrun")
-        options = {k: spec[k] for k in ("max_grad_norm", "until_stable", "max_steps") if k in spec}
-        gen = iter_trial(plan, steps=spec["steps"], warmup=spec["warmup"], seed=spec.get("seed", 0), device=device,
-                         data=spec.get("data"), tokenizer=spec.get("tokenizer"), out_dir=spec.get("out_dir"),
-                         memory_cap_bytes=spec.get("memory_cap_bytes"), lr=spec.get("lr"),
-                         loader_workers=spec.get("loader_workers", 0), checkpoint=spec.get("checkpoint", True),
-                         parallel=hooks, resume=_resume_point(spec, hooks), handle_signals=True,
-                         checkpoint_every=spec.get("checkpoint_every", 0), **options)
+        given = {k: spec[k] for k in ("max_grad_norm", "until_stable", "max_steps") if k in spec}
+        options = TrialOptions(
+            steps=spec["steps"], warmup=spec["warmup"], seed=spec.get("seed", 0), device=device, data=spec.get("data"),
+            tokenizer=spec.get("tokenizer"), out_dir=spec.get("out_dir"), memory_cap_bytes=spec.get("memory_cap_bytes"),
+            lr=spec.get("lr"), loader_workers=spec.get("loader_workers", 0), checkpoint=spec.get("checkpoint", True),
+            parallel=hooks, resume=_resume_point(spec, hooks), handle_signals=True,
+            checkpoint_every=spec.get("checkpoint_every", 0), **given)
+        gen = iter_trial(plan, options)
         while True:
             try:
                 m = next(gen)

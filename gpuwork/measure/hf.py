@@ -50,7 +50,7 @@ Limitations: the evaluation and save times are measured from the last event befo
 end or the Trainer's log), so the Trainer's own bookkeeping in between is counted with them; the
 loss the Trainer logs is the mean over ranks, so ``RankResult.losses`` repeat it on every rank;
 the checkpoint round-trip does not resume training on the restored model (the Trainer owns the
-loop); CPU memory is the process RSS (see ``gpuwork.measure.trial``).
+loop); CPU memory is the process RSS (see ``gpuwork.measure.recorder``).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ from gpuwork.measure.record import (
     summarize,
 )
 from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, Ranks, own_run_path, write_record
-from gpuwork.measure.stability import CONFIDENCE, is_stable
+from gpuwork.measure.stability import is_stable
 from gpuwork.measure.trial import environment
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
@@ -324,9 +324,8 @@ class _Recorder:
         summary = summarize(self.measurements, device_kind)  # tokens per step: the mean of the measured steps
         stability = None
         if self.until_stable is not None:
-            stability = Stability(tolerance=self.until_stable, confidence=CONFIDENCE, min_steps=self.steps,
-                                  max_steps=self.max_steps, converged=self.converged, measured_steps=len(measured),
-                                  half_width=summary.step_time_half_width if summary else None)
+            stability = Stability.judged(summary, tolerance=self.until_stable, min_steps=self.steps,
+                                         max_steps=self.max_steps, converged=self.converged)
         evaluation = {"passes": len(self.evaluations_s), "times_s": list(self.evaluations_s),
                       "mean_s": statistics.fmean(self.evaluations_s) if self.evaluations_s else None,
                       "share_of_run": eval_share, **runs}

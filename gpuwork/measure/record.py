@@ -32,7 +32,7 @@ from typing import Any
 from gpuwork.measure import records
 from gpuwork.measure.coded import all_from_json, from_json, to_json
 from gpuwork.measure.errors import TrialError
-from gpuwork.measure.stability import step_time_stats
+from gpuwork.measure.stability import CONFIDENCE, step_time_stats
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
@@ -183,6 +183,14 @@ class Stability:
     converged: bool  # the interval met the tolerance (False: the cap, a signal or out of memory came first)
     measured_steps: int
     half_width: float | None  # at the last measured step
+
+    @classmethod
+    def judged(cls, summary: TrialSummary | None, *, tolerance: float, min_steps: int, max_steps: int,
+               converged: bool) -> Stability:
+        """The rule a trial ran under, with the measured steps and interval of ``summary`` (what was judged)."""
+        return cls(tolerance=tolerance, confidence=CONFIDENCE, min_steps=min_steps, max_steps=max_steps,
+                   converged=converged, measured_steps=summary.measured_steps if summary else 0,
+                   half_width=summary.step_time_half_width if summary else None)
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,10 @@ Example:
     (True, True)
 
 Several processes (one per GPU, DDP or FSDP2) run the same code under torchrun: see
-``gpuwork.measure.distributed``, which plugs its ``Parallel`` hooks into ``iter_trial``.
+``gpuwork.measure.distributed``, which plugs its ``Parallel`` hooks into ``iter_trial``. The record's
+schema and summaries are ``gpuwork.measure.record`` (re-exported here); memory sampling, the ranks'
+agreement, run ids and the record file are ``gpuwork.measure.recorder``, shared with the other runners;
+the options are one frozen ``TrialOptions`` (``gpuwork.measure.options``).
 ``gpuwork.measure.extrapolation.extrapolate`` turns a record into the whole run's time and cost.
 
 Limitations: ``iter_trial`` alone is one process on one device; CPU memory is the process RSS
@@ -112,7 +115,7 @@ from gpuwork.measure.runtime import (
     set_rng_state,
     train_step,
 )
-from gpuwork.measure.stability import CONFIDENCE, is_stable
+from gpuwork.measure.stability import is_stable
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
 
@@ -351,9 +354,8 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
         summary = summarize(measurements, "GPU" if dev.type == "cuda" else "CPU")
         stability = None
         if until_stable is not None:
-            stability = Stability(tolerance=until_stable, confidence=CONFIDENCE, min_steps=steps, max_steps=max_steps,
-                                  converged=converged, measured_steps=summary.measured_steps if summary else 0,
-                                  half_width=summary.step_time_half_width if summary else None)
+            stability = Stability.judged(summary, tolerance=until_stable, min_steps=steps, max_steps=max_steps,
+                                         converged=converged)
         return TrialRecord(
             protocol=protocol, environment=trial_env, summary=summary, stability=stability,
             steps=tuple(measurements), checkpoint=checkpoint_result, fits=error is None, error=error,
