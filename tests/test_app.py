@@ -30,8 +30,10 @@ import pytest
 from conftest import free_port, load_benchmark, local_page, stop_server, upload_value
 
 from gpuwork.cli.app import POOL_SIZE
+from gpuwork.estimate.memory import TERM_LABELS
 from gpuwork.facts.model import load_config
 from gpuwork.plan import TrainPlan
+from gpuwork.present.charts import TOTALS
 from gpuwork.ui import app as app_view
 from gpuwork.ui import common
 from gpuwork.ui.app import GIB, TITLE, App, StaticApp, build_app
@@ -496,7 +498,8 @@ def test_browser_method_and_sequence_update_the_chart(voila_app: SimpleNamespace
                 return page.inner_text(".gpuwork-totals")
 
             before_chart, before_totals = chart(), totals()
-            assert "Device total" in before_totals and len(before_chart) == 15
+            # one bar trace per memory term and one marker trace per total (charts.memory_breakdown_figure)
+            assert "Device total" in before_totals and len(before_chart) == len(TERM_LABELS) + len(TOTALS)
             timings = {}
             timings["method lora -> full"] = page.evaluate(CHANGE_AND_TIME, [".gpuwork-method select", "full", "select"])
             assert chart() != before_chart
