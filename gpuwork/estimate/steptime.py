@@ -212,6 +212,7 @@ class _PriceFacts(NamedTuple):
 
 
 _PHASES = tuple(Phase)
+_VALUES = {member: member.value for member in (*Kind, *Phase)}  # an enum's .value is a Python-level property
 _ATTENTION_KEYS = {family: (f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}")
                    for family in ("a100", *(v for _, v in _ATTENTION_FAMILIES))}
 _ASSUMPTIONS = ("matmul", "memory bandwidth", "SMs", "attention", "launch", "memory kernel", "stack")
@@ -279,11 +280,12 @@ def _op_rows(ops: tuple[Op, ...]) -> tuple[tuple, int, float, float]:
     every GPU)."""
     rows = []
     launches_total, flops_total, bytes_total = 0, 0.0, 0.0
+    attention = Kind.ATTENTION
     for op in ops:
         if op.count <= 0:
             continue
         rows.append((op.count, op.kind, op.phase, op.flops, op.bytes, op.launches, op.host_sync,
-                     op.attention_pass if op.kind is Kind.ATTENTION else "", op.dtype, op.m, op.n))
+                     op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n))
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
         bytes_total += op.bytes * op.count
@@ -338,9 +340,9 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
         kind_s[kind] += gpu_s * count
         overhead_s += (one - gpu_s) * count
         phase_s[phase] = phase_s.get(phase, 0.0) + one * count
-    by_kind = {k.value: v for k, v in kind_s.items()}
+    by_kind = {_VALUES[k]: v for k, v in kind_s.items()}
     by_kind[LAUNCH_OVERHEAD] = overhead_s
-    by_phase = {k.value: v for k, v in phase_s.items()}
+    by_phase = {_VALUES[k]: v for k, v in phase_s.items()}
     return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=launches_total,
                      flops=flops_total, bytes=bytes_total, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
 
