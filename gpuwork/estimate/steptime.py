@@ -122,11 +122,11 @@ def _gemm_args(dtype: str, peak: float, achievable: float, sm_count: int, bw: fl
             tile_overhead_us * 1e-6, int(max_split_k))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _gemm_pricer(args: tuple) -> Callable[[int, int, float, int, bool], float]:
     """Seconds of a MATMUL op from (m, n, FLOPs, GEMMs, backward) on one GPU and dtype (``args``, as
-    ``_gemm_args``), cached by those five numbers alone."""
-    return functools.lru_cache(maxsize=65536)(functools.partial(_gemm_op_seconds, args=args))
+    ``_gemm_args``), cached by those five numbers alone (at most 16 x 8,192 entries, a few tens of MB)."""
+    return functools.lru_cache(maxsize=8192)(functools.partial(_gemm_op_seconds, args=args))
 
 
 def _gemm_op_seconds(m: int, n: int, flops: float, launches: int, backward: bool, args: tuple) -> float:
