@@ -162,6 +162,9 @@ class OpList(tuple):
             value = self.__dict__["hash"] = tuple.__hash__(self)
             return value
 
+    def __reduce__(self) -> tuple:
+        return OpList, (tuple(self),)  # without the hash: string hashes differ from process to process
+
 
 # the fields of a plan that shape its step (the data and schedule fields below them only scale the run)
 _PLAN_FIELDS = [f.name for f in fields(TrainPlan)]
