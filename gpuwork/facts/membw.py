@@ -8,7 +8,6 @@ the smallest rows here by the rule in ``derive_t0_us``. docs/kernels.md tabulate
 
 from __future__ import annotations
 
-import csv
 import functools
 import statistics
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import data_dir
-from gpuwork.facts.rates import Rates
+from gpuwork.facts.rates import Rates, read_rows
 from gpuwork.message import msg
 
 MEMBW_CSV = "membw_measurements.csv"
@@ -63,15 +62,7 @@ def _row(path: Path, line: int, row: dict[str, str]) -> MembwRow:
 @functools.lru_cache(maxsize=4)
 def _load(folder: str) -> tuple[MembwRow, ...]:
     path = Path(folder) / MEMBW_CSV
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise CatalogError(msg("error.rates.columns", file=path.name, missing=", ".join(missing)))
-            return tuple(_row(path, i, row) for i, row in enumerate(reader, start=2))
-    except OSError as exc:
-        raise CatalogError(msg("error.rates.unreadable", file=str(path), reason=exc.strerror or str(exc))) from None
+    return tuple(_row(path, i, row) for i, row in enumerate(read_rows(path, _COLUMNS), start=2))
 
 
 def load_membw_measurements(folder: str | Path | None = None) -> tuple[MembwRow, ...]:

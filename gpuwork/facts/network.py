@@ -15,7 +15,7 @@ from pathlib import Path
 from gpuwork.errors import CatalogError
 from gpuwork.facts.catalog import Network
 from gpuwork.facts.paths import bundled_data_dir, data_dir
-from gpuwork.facts.rates import _number, _rows
+from gpuwork.facts.rates import _number, read_rows
 from gpuwork.message import msg
 
 NETWORKS_CSV = "networks.csv"
@@ -115,7 +115,7 @@ def _path(name: str) -> Path:
 @functools.lru_cache(maxsize=4)
 def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
     nets = {}
-    for i, row in enumerate(_rows(networks, ("network", "name", "fabric", "nics_per_node", "nic_gbps",
+    for i, row in enumerate(read_rows(networks, ("network", "name", "fabric", "nics_per_node", "nic_gbps",
                                              "gpus_per_node", "gpudirect_rdma", "nvlink_domain", "source")), start=2):
         nets[row["network"].strip()] = NodeNetwork(
             network=row["network"].strip(), name=row["name"], fabric=row["fabric"].strip(),
@@ -125,7 +125,7 @@ def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
             gpudirect_rdma=row["gpudirect_rdma"].strip() == "yes",
             nvlink_domain=int(_number(networks, i, "nvlink_domain", row["nvlink_domain"])), source=row["source"])
     fitted = {}
-    for i, row in enumerate(_rows(curves, ("curve", "efficiency", "half_bytes", "exponent", "max_error", "use",
+    for i, row in enumerate(read_rows(curves, ("curve", "efficiency", "half_bytes", "exponent", "max_error", "use",
                                            "basis")), start=2):
         use = row["use"].strip()
         if use and use not in CURVE_USES:
@@ -136,7 +136,7 @@ def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
             exponent=_number(curves, i, "exponent", row["exponent"]),
             max_error=_number(curves, i, "max_error", row["max_error"], positive=False), use=use, basis=row["basis"])
     rows = []
-    for i, row in enumerate(_rows(tests, ("curve", "system", "gpu_id", "gpus", "nodes", "level", "collective",
+    for i, row in enumerate(read_rows(tests, ("curve", "system", "gpu_id", "gpus", "nodes", "level", "collective",
                                           "algorithm", "link_gbs", "size_bytes", "busbw_gbs", "source")), start=2):
         rows.append(NcclRow(
             curve=row["curve"].strip(), system=row["system"], gpu_id=row["gpu_id"].strip(),

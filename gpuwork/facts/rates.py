@@ -87,7 +87,8 @@ class Rates:
             raise CatalogError(msg("error.rates.missing_key", file=KERNELS_CSV, key=key)) from None
 
 
-def _rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of a bundled CSV, with one clear error for a missing column or an unreadable file."""
     try:
         with path.open(encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
@@ -114,7 +115,7 @@ def _load(folder: str) -> Rates:
     base = Path(folder)
     path = base / RATES_CSV
     devices: dict[str, DeviceRates] = {}
-    for i, row in enumerate(_rows(path, ("gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs",
+    for i, row in enumerate(read_rows(path, ("gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs",
                                          "mem_bw_basis", "sm_count", "sm_basis")), start=2):
         gpu_id, dtype = row["gpu_id"].strip(), row["dtype"].strip()
         if dtype not in DTYPES:
@@ -131,14 +132,14 @@ def _load(folder: str) -> Rates:
         devices[gpu_id] = DeviceRates(gpu_id, matmul, min(bw, old.mem_bw_bytes_s) if old else bw, sm, basis)
     kpath = base / KERNELS_CSV
     kernels, kbasis = {}, {}
-    for i, row in enumerate(_rows(kpath, ("key", "value", "unit", "basis")), start=2):
+    for i, row in enumerate(read_rows(kpath, ("key", "value", "unit", "basis")), start=2):
         kernels[row["key"].strip()] = _number(kpath, i, "value", row["value"], positive=False)
         kbasis[row["key"].strip()] = row["basis"]
     spath = base / STACKS_CSV
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
-    for i, row in enumerate(_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
+    for i, row in enumerate(read_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())
         except ValueError:
@@ -177,7 +178,7 @@ def _gemm_tiles(path: Path) -> tuple[tuple[int, int, float], ...]:
     if not path.exists():
         return ()
     tiles = []
-    for i, row in enumerate(_rows(path, ("tile_m", "tile_n", "efficiency", "basis")), start=2):
+    for i, row in enumerate(read_rows(path, ("tile_m", "tile_n", "efficiency", "basis")), start=2):
         size = [_number(path, i, c, row[c]) for c in ("tile_m", "tile_n")]
         if not all(v.is_integer() for v in size):
             raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="tile_m", value=row["tile_m"]))
@@ -194,4 +195,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates"]
+__all__ = ["DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
