@@ -1,0 +1,288 @@
+"""The one way gpuwork reads a file someone named: regular files only, a size cap per kind, bounded parsing.
+
+Every user-named file (``--from`` configs, ``--plan``, ``--catalog``, a model's config.json, trial records,
+the tables under ``GPUWORK_DATA``) goes through ``read_text``; JSON and YAML then go through ``parse_json`` and
+``parse_yaml``. What is refused, each with one line that names the file, the problem and the fix
+(``ReadError``, a ``GpuworkError``; callers may re-raise its ``msg`` as their own error class):
+
+- anything that is not a regular file: a folder, a FIFO (opened without blocking), a device such as
+  ``/dev/zero``, a socket. Links are followed and their target judged; a dangling link and a link loop are
+  told apart from a missing file;
+- a file larger than its kind's cap (``FileKind``), judged from ``fstat`` and then by reading at most
+  cap + 1 bytes, so a file that grows while read is still bounded;
+- text that is not UTF-8;
+- JSON nested deeper than ``MAX_DEPTH`` or with an integer longer than ``MAX_INT_DIGITS`` digits;
+- YAML whose aliases would expand to more than ``MAX_YAML_NODES`` nodes ("billion laughs"), or that refers
+  to itself, or is nested too deep. Sizes are counted on the composed node graph before any Python value is
+  built, so nothing unbounded is ever constructed or shown.
+
+With the caps below the parsers' time is bounded by the size: see ``docs/bounded_reads.md`` for the figures.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import json
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwork.errors import GpuworkError
+from gpuwork.message import Msg, msg
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """A kind of file and the most bytes gpuwork reads of it."""
+
+    name: str  # catalog entry filekind.<name>: what the file is, in words
+    max_bytes: int
+
+
+# Real configs and plans are a few KB, a model's config.json at most a few hundred KB (label maps).
+CONFIG = FileKind("config", 4 * MiB)
+PLAN = FileKind("plan", 4 * MiB)
+MODEL_CONFIG = FileKind("model_config", 4 * MiB)
+# Tables of GPUs, offers and rates: the bundled ones are tens of KB; a user's own catalog may be far larger.
+TABLE = FileKind("table", 16 * MiB)
+# A trial record grows with its steps (about 0.5 KB per step); 64 MiB is over 100,000 steps.
+RECORD = FileKind("record", 64 * MiB)
+
+MAX_DEPTH = 64  # nesting of JSON/YAML values; configs use fewer than 10 levels
+MAX_INT_DIGITS = 100  # digits in one integer; an int64 has 19
+MAX_YAML_NODES = 200_000  # nodes of a YAML document once every alias is expanded
+MAX_YAML_ALIASES = 10_000  # alias uses in one YAML document
+
+_FILE_TYPES = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char_device"), (stat.S_ISBLK, "block_device"),
+               (stat.S_ISSOCK, "socket"))
+
+
+class ReadError(GpuworkError, ValueError):
+    """A named file that gpuwork will not read, or cannot parse within its bounds."""
+
+    def __init__(self, message: Msg, path: str):
+        super().__init__(message)
+        self.path = path
+
+
+def _fail(code: str, path: str, **params: Any) -> ReadError:
+    return ReadError(msg(code, path=path, **params), path)
+
+
+def _os_error(exc: OSError, path: str, missing: Msg | None) -> ReadError:
+    if isinstance(exc, FileNotFoundError):
+        if os.path.lexists(path):  # the name exists: a link whose target does not
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            return _fail("error.read.dangling", path, target=target)
+        return ReadError(missing, path) if missing is not None else _fail("error.file.not_found", path)
+    if exc.errno == errno.ELOOP:
+        return _fail("error.read.loop", path)
+    if isinstance(exc, PermissionError):
+        return _fail("error.file.permission", path)
+    if isinstance(exc, IsADirectoryError):
+        return _fail("error.file.is_directory", path)
+    if exc.errno == errno.ENOTDIR:
+        return _fail("error.read.not_dir_in_path", path)
+    return _fail("error.file.os", path, reason=str(exc.strerror or exc))
+
+
+def _too_large(path: str, size: int, kind: FileKind) -> ReadError:
+    return _fail("error.read.too_large", path, size_mib=round(size / MiB, 1), limit_mib=kind.max_bytes // MiB,
+                 kind=kind.name)
+
+
+def _judge(st: os.stat_result, path: str, kind: FileKind) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise _fail("error.file.is_directory", path)
+    if not stat.S_ISREG(st.st_mode):
+        what = next((name for test, name in _FILE_TYPES if test(st.st_mode)), "special")
+        raise _fail("error.read.not_regular", path, what=what, kind=kind.name)
+    if st.st_size > kind.max_bytes:
+        raise _too_large(path, st.st_size, kind)
+
+
+def read_bytes(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | None = None) -> bytes:
+    """The bytes of a regular file, at most ``kind.max_bytes`` of them (else ``ReadError``).
+
+    ``missing``: the message for a path that does not exist (a caller's own wording); links are followed.
+    """
+    name = os.fspath(path)
+    try:
+        _judge(os.stat(name), name, kind)  # cheap refusal before opening (opening a device can act)
+        # O_NONBLOCK: a FIFO swapped in after the stat opens at once instead of waiting for a writer
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise _os_error(exc, name, missing) from None
+    try:
+        _judge(os.fstat(fd), name, kind)  # what was opened, not what the name meant a moment ago
+        chunks, got = [], 0
+        while got <= kind.max_bytes:
+            chunk = os.read(fd, min(kind.max_bytes + 1 - got, 4 * MiB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise _os_error(exc, name, missing) from None
+    finally:
+        os.close(fd)
+    if got > kind.max_bytes:  # grew after fstat
+        raise _too_large(name, got, kind)
+    return b"".join(chunks)
+
+
+def read_text(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | None = None,
+              encoding: str = "utf-8") -> str:
+    """The text of a regular UTF-8 file within ``kind``'s cap (``encoding="utf-8-sig"`` drops a BOM)."""
+    data = read_bytes(path, kind, missing=missing)
+    try:
+        return codecs.decode(data, encoding)
+    except UnicodeDecodeError as exc:
+        raise _fail("error.file.not_utf8", os.fspath(path), byte=exc.start, reason=exc.reason) from None
+
+
+# -- JSON ---------------------------------------------------------------------------------------------------
+
+
+class _TooManyDigits(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _TooManyDigits(len(text.lstrip("-")))
+    return int(text)
+
+
+def _json_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON text, strings left out (a linear scan, no recursion)."""
+    import itertools
+    import re
+
+    brackets = re.sub(r'"[^"\\]*(?:\\.[^"\\]*)*"|[^\[\]{}"]+', "", text)
+    steps = map({"[": 1, "{": 1, "]": -1, "}": -1, '"': 0}.__getitem__, brackets)
+    return max(itertools.accumulate(steps, initial=0))
+
+
+def parse_json(text: str, path: str | os.PathLike[str]) -> Any:
+    """JSON text as Python values: nesting at most ``MAX_DEPTH``, integers at most ``MAX_INT_DIGITS`` digits.
+
+    A syntax error is re-raised as ``json.JSONDecodeError`` (callers word it for their kind of file).
+    """
+    name = os.fspath(path)
+    depth = _json_depth(text)
+    if depth > MAX_DEPTH:
+        raise _fail("error.read.too_deep", name, depth=depth, limit=MAX_DEPTH)
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except _TooManyDigits as exc:
+        raise _fail("error.read.long_integer", name, digits=exc.args[0], limit=MAX_INT_DIGITS) from None
+    except RecursionError:  # the scan above should make this unreachable; keep the clear line if not
+        raise _fail("error.read.too_deep", name, depth=depth, limit=MAX_DEPTH) from None
+
+
+def load_json(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | None = None) -> Any:
+    """``parse_json(read_text(path, kind))``."""
+    return parse_json(read_text(path, kind, missing=missing), path)
+
+
+# -- YAML ---------------------------------------------------------------------------------------------------
+
+
+def _yaml_loader() -> type:
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+
+
+def _check_yaml_graph(root: Any, name: str) -> None:
+    """Refuse a composed YAML graph that expands too far, refers to itself or nests too deep.
+
+    Each node's expanded size is counted once (memo by identity), so the count costs the graph's size, not
+    the expansion's; an alias is a second reference to an already composed node.
+    """
+    import yaml
+
+    sizes: dict[int, int] = {}
+    on_path: set[int] = set()
+    aliases = 0
+    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            children = _children(node, yaml)
+            total = 1 + sum(sizes[id(c)] for c in children)
+            if total > MAX_YAML_NODES:
+                raise _fail("error.read.yaml_expansion", name, limit=MAX_YAML_NODES)
+            sizes[key] = total
+            continue
+        if key in sizes:
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise _fail("error.read.yaml_aliases", name, limit=MAX_YAML_ALIASES)
+            continue
+        if key in on_path:
+            raise _fail("error.read.yaml_recursive", name)
+        if depth > MAX_DEPTH:
+            raise _fail("error.read.too_deep", name, depth=depth, limit=MAX_DEPTH)
+        if (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int"
+                and sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS):
+            raise _fail("error.read.long_integer", name, digits=sum(c.isdigit() for c in node.value),
+                        limit=MAX_INT_DIGITS)
+        on_path.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node, yaml))
+
+
+def _children(node: Any, yaml: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def parse_yaml(text: str, path: str | os.PathLike[str]) -> Any:
+    """YAML text as Python values (safe types only) within the bounds above.
+
+    PyYAML's own errors (syntax) pass through as ``yaml.YAMLError`` for callers to word.
+    """
+    name = os.fspath(path)
+    loader = _yaml_loader()(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise _fail("error.read.too_deep", name, depth=sys.getrecursionlimit(), limit=MAX_DEPTH) from None
+        if node is None:
+            return None
+        _check_yaml_graph(node, name)
+        try:
+            return loader.construct_document(node)
+        except ValueError as exc:  # int("…" * 5000): Python's own cap on integer digits
+            if "digits" in str(exc):
+                raise _fail("error.read.long_integer", name, digits=sys.get_int_max_str_digits(),
+                            limit=sys.get_int_max_str_digits()) from None
+            raise
+    finally:
+        loader.dispose()
+
+
+def load_yaml(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | None = None) -> Any:
+    """``parse_yaml(read_text(path, kind))``."""
+    return parse_yaml(read_text(path, kind, missing=missing), path)
+
+
+__all__ = ["CONFIG", "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_YAML_NODES", "MODEL_CONFIG", "PLAN", "RECORD", "TABLE",
+           "FileKind", "ReadError", "load_json", "load_yaml", "parse_json", "parse_yaml", "read_bytes", "read_text"]
