@@ -18,7 +18,7 @@ def test_cpu_memory_counts_from_the_baseline_or_adds_what_was_loaded():
     trial = DeviceMemory(torch.device("cpu"), sample_interval_s=0)
     loaded = DeviceMemory(torch.device("cpu"), sample_interval_s=0, loaded_bytes=10_000_000)
     try:
-        block = bytearray(64 * 2**20)  # resident once written
+        block = bytearray(64 * 2**20)  # above glibc's largest mmap threshold (32 MiB): fresh pages, resident once written
         block[::4096] = b"x" * len(block[::4096])
         grown = trial.step_fields()
         assert grown["trial_memory_bytes"] >= 60 * 2**20  # at least most of the 64 MiB written
@@ -32,17 +32,19 @@ def test_cpu_memory_counts_from_the_baseline_or_adds_what_was_loaded():
 
 
 def test_a_memory_cap_raises_the_out_of_memory_the_trial_records():
-    memory = DeviceMemory(torch.device("cpu"), cap_bytes=1, sample_interval_s=0)
+    # the loaded tensors count, so the cap is passed whatever the allocator gave back before
+    memory = DeviceMemory(torch.device("cpu"), cap_bytes=2**20, sample_interval_s=0, loaded_bytes=2**21)
+    roomy = DeviceMemory(torch.device("cpu"), cap_bytes=2**50, sample_interval_s=0, loaded_bytes=2**21)
     try:
-        block = bytearray(16 * 2**20)
-        block[::4096] = b"x" * len(block[::4096])
         with pytest.raises(torch.OutOfMemoryError) as info:
             memory.check("forward")
         assert info.value.gpuwork_msg.code == "trial.memory_cap_exceeded"
-        assert info.value.gpuwork_msg["phase"] == "forward"
-        del block
+        assert info.value.gpuwork_msg["phase"] == "forward" and info.value.gpuwork_msg["cap_mib"] == 1.0
+        roomy.check("forward")  # under the cap: nothing raised
+        assert memory.highest_bytes >= 2**21
     finally:
         memory.close()
+        roomy.close()
 
 
 def test_one_process_agrees_with_itself():
