@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpuwork.facts import reading
 from gpuwork.facts.paths import bundled_data_dir
 
 PROFILE_VERSION = 1  # bump when the fields or the tracing rules change; older files are ignored
@@ -233,7 +234,7 @@ class BlockProfileCache:
                 continue
             path = folder / f"{key}.json"
             if path.is_file():
-                profile = BlockProfile.from_json(path.read_text(encoding="utf-8"))
+                profile = BlockProfile.from_json(reading.read_text(path, reading.TABLE))  # bounded, regular file
                 if profile.version != PROFILE_VERSION:
                     continue  # traced under older rules: trace again
                 self._memory[key] = profile

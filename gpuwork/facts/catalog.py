@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gpuwork.errors import CatalogError
+from gpuwork.facts import reading
 from gpuwork.facts.paths import ENV_DATA_DIR, data_dir
 from gpuwork.message import Msg, msg
 from gpuwork.units import GB, MIB
@@ -370,20 +371,18 @@ def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] =
     that is absent reads as empty.
     """
     name = path.name
+    if os.environ.get(ENV_DATA_DIR):
+        missing = msg("error.catalog.file_missing_env", file=name, path=str(path), env=ENV_DATA_DIR)
+    else:
+        missing = msg("error.catalog.file_missing", file=name, path=str(path))
+    try:  # a regular file within reading.TABLE bytes (no FIFO, device or link to one)
+        data = reading.read_bytes(path, reading.TABLE, missing=missing)
+    except reading.ReadError as exc:
+        raise CatalogError(exc.msg) from None
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        if os.environ.get(ENV_DATA_DIR):
-            raise CatalogError(msg("error.catalog.file_missing_env", file=name, path=str(path),
-                                   env=ENV_DATA_DIR)) from None
-        raise CatalogError(msg("error.catalog.file_missing", file=name, path=str(path))) from None
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CatalogError(msg("error.catalog.not_utf8", file=name, reason=exc.reason, byte=exc.start)) from None
-    except IsADirectoryError:
-        raise CatalogError(msg("error.file.is_directory", path=str(path))) from None
-    except OSError as exc:
-        raise CatalogError(msg("error.catalog.unreadable", file=name, path=str(path),
-                               reason=str(exc.strerror))) from None
 
     reader = csv.reader(io.StringIO(text, newline=""))
     header_row = next(reader, None)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import io
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.facts import reading
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan, field_names
@@ -248,33 +250,35 @@ def _show(value: Any) -> str:
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
-    """The mapping a JSON or YAML config file holds (YAML needs PyYAML: ``pip install gpuwork[configs]``)."""
+    """The mapping a JSON or YAML config file holds (YAML needs PyYAML: ``pip install gpuwork[configs]``).
+
+    Read through ``gpuwork.facts.reading``: a regular file of at most ``reading.CONFIG`` bytes, JSON and YAML
+    parsed within bounds (depth, integer digits, YAML aliases); anything else is one ``PlanError`` line.
+    """
     file = Path(path)
     try:
-        raw = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanError("from", msg("error.config.missing", file=str(file))) from None
-    except (IsADirectoryError, UnicodeDecodeError):
-        raise PlanError("from", msg("error.config.unreadable", file=str(file))) from None
-    stripped = raw.lstrip()
-    if file.suffix.lower() == ".json" or stripped.startswith("{"):
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise PlanError("from", msg("error.config.bad_json", file=str(file), line=exc.lineno,
-                                        reason=exc.msg)) from None
-    else:
-        try:
-            import yaml
-        except ModuleNotFoundError:
-            raise PlanError("from", msg("error.config.needs_yaml", file=str(file))) from None
-        try:
-            data = yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise PlanError("from", msg("error.config.bad_yaml", file=str(file),
-                                        line=(mark.line + 1) if mark is not None else 0,
-                                        reason=str(getattr(exc, "problem", None) or type(exc).__name__))) from None
+        raw = reading.read_text(file, reading.CONFIG, missing=msg("error.config.missing", file=str(file)))
+        if file.suffix.lower() == ".json" or raw.lstrip().startswith("{"):
+            try:
+                data = reading.parse_json(raw, file)
+            except json.JSONDecodeError as exc:
+                raise PlanError("from", msg("error.config.bad_json", file=str(file), line=exc.lineno,
+                                            reason=exc.msg)) from None
+        else:
+            try:
+                import yaml
+            except ModuleNotFoundError:
+                raise PlanError("from", msg("error.config.needs_yaml", file=str(file))) from None
+            try:
+                data = reading.parse_yaml(raw, file)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                raise PlanError("from", msg("error.config.bad_yaml", file=str(file),
+                                            line=(mark.line + 1) if mark is not None else 0,
+                                            reason=str(getattr(exc, "problem", None)
+                                                       or type(exc).__name__)[:200])) from None
+    except reading.ReadError as exc:
+        raise PlanError("from", exc.msg) from None
     if not isinstance(data, dict):
         raise PlanError("from", msg("error.config.not_mapping", file=str(file), kind=type(data).__name__))
     return data
@@ -412,10 +416,13 @@ def _hub_presets() -> dict[str, str]:
     out: dict[str, str] = {}
     index = models_dir() / "index.csv"
     if index.is_file():
-        with index.open(newline="", encoding="utf-8") as handle:
-            for row in csv.DictReader(handle):
-                if row.get("hf_id"):
-                    out[row["hf_id"].strip().lower()] = row["name"].strip()
+        try:
+            text = reading.read_text(index, reading.TABLE)
+        except reading.ReadError as exc:
+            raise PlanError("from", exc.msg) from None
+        for row in csv.DictReader(io.StringIO(text, newline="")):
+            if row.get("hf_id"):
+                out[row["hf_id"].strip().lower()] = row["name"].strip()
     return out
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import ModelError
+from gpuwork.facts import reading
 from gpuwork.facts.paths import data_dir, models_dir
 from gpuwork.facts.spec import (
     Linear,
@@ -58,9 +59,9 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
         return _read_json(preset), ref
     if path.is_dir():
         path = path / "config.json"
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ModelError(msg("error.model.folder_without_config", ref=ref))
-    if path.is_file():
+    if os.path.lexists(path):  # a file, a FIFO, a device, a dangling or looping link: the reader judges it
         return _read_json(path), str(ref)
     if ref.endswith(".json") or ref.startswith((".", "/", "~")):
         raise ModelError(msg("error.model.file_missing", ref=ref))
@@ -73,15 +74,13 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:  # a binary file (weights, an archive) given where config.json belongs
-        raise ModelError(msg("error.file.not_utf8", path=str(path), byte=exc.start, reason=exc.reason)) from None
+    try:  # a regular file within reading.MODEL_CONFIG bytes, JSON within bounds; not UTF-8: a binary file given
+        data = reading.load_json(path, reading.MODEL_CONFIG)
+    except reading.ReadError as exc:
+        raise ModelError(exc.msg) from None
     except json.JSONDecodeError as exc:
         raise ModelError(msg("error.model.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
                              reason=exc.msg)) from None
-    except OSError as exc:
-        raise ModelError(msg("error.model.unreadable", path=str(path), reason=str(exc.strerror))) from None
     if not isinstance(data, dict) or "model_type" not in data:
         raise ModelError(msg("error.model.not_hf_config", path=str(path)))
     return data
@@ -131,8 +130,14 @@ def _preset_cache() -> dict[str, ModelSpec]:
     path = data_dir() / SPEC_CACHE_FILE
     if not path.is_file():
         return {}
-    raw = json.loads(path.read_text())
-    if raw.get("version") != SPEC_VERSION:
+    try:
+        raw = reading.load_json(path, reading.TABLE)
+    except reading.ReadError as exc:
+        raise ModelError(exc.msg) from None
+    except json.JSONDecodeError as exc:
+        raise ModelError(msg("error.model.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
+                             reason=exc.msg)) from None
+    if not isinstance(raw, dict) or raw.get("version") != SPEC_VERSION:
         return {}
     return {key: ModelSpec.from_dict(value) for key, value in raw["specs"].items()}
 

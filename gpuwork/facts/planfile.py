@@ -1,4 +1,7 @@
-"""Read a saved plan: a JSON file with TrainPlan fields, or the output of ``gpuwork estimate --json``."""
+"""Read a saved plan: a JSON file with TrainPlan fields, or the output of ``gpuwork estimate --json``.
+
+Read through ``gpuwork.facts.reading``: a regular file of at most ``reading.PLAN`` bytes, JSON within bounds.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.facts import reading
 from gpuwork.message import msg
 
 
@@ -14,21 +18,12 @@ def read_plan_fields(path: str | Path) -> dict[str, Any]:
     """The TrainPlan fields stored in ``path`` (not yet validated: callers may override some first)."""
     file = Path(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PlanError("plan", msg("error.planfile.missing", file=str(file))) from None
-    except IsADirectoryError:
-        raise PlanError("plan", msg("error.file.is_directory", path=str(file))) from None
-    except PermissionError:
-        raise PlanError("plan", msg("error.file.permission", path=str(file))) from None
-    except UnicodeDecodeError as exc:  # a binary file, or text saved in another encoding
-        raise PlanError("plan", msg("error.file.not_utf8", path=str(file), byte=exc.start,
-                                    reason=exc.reason)) from None
+        data = reading.load_json(file, reading.PLAN, missing=msg("error.planfile.missing", file=str(file)))
+    except reading.ReadError as exc:
+        raise PlanError("plan", exc.msg) from None
     except json.JSONDecodeError as exc:
         raise PlanError("plan", msg("error.planfile.bad_json", file=str(file), line=exc.lineno,
                                     reason=exc.msg)) from None
-    except OSError as exc:
-        raise PlanError("plan", msg("error.file.os", path=str(file), reason=str(exc.strerror or exc))) from None
     if isinstance(data, dict) and isinstance(data.get("plan"), dict):
         data = data["plan"]  # the output of `gpuwork estimate --json`
     if not isinstance(data, dict):

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwork.errors import CatalogError
+from gpuwork.facts import reading
 from gpuwork.facts.paths import data_dir
 from gpuwork.message import msg
 from gpuwork.plan import Stack
@@ -89,15 +91,15 @@ class Rates:
 
 def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     """The rows of a bundled CSV, with one clear error for a missing column or an unreadable file."""
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            missing = [c for c in columns if c not in (reader.fieldnames or ())]
-            if missing:
-                raise CatalogError(msg("error.rates.columns", file=path.name, missing=", ".join(missing)))
-            return list(reader)
-    except OSError as exc:
-        raise CatalogError(msg("error.rates.unreadable", file=str(path), reason=exc.strerror or str(exc))) from None
+    try:  # a regular UTF-8 file within reading.TABLE bytes (GPUWORK_DATA may point anywhere)
+        text = reading.read_text(path, reading.TABLE)
+    except reading.ReadError as exc:
+        raise CatalogError(exc.msg) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in columns if c not in (reader.fieldnames or ())]
+    if missing:
+        raise CatalogError(msg("error.rates.columns", file=path.name, missing=", ".join(missing)))
+    return list(reader)
 
 
 def _number(path: Path, line: int, column: str, value: str, positive: bool = True) -> float:
