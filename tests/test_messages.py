@@ -144,9 +144,12 @@ def test_errors_for_users_carry_a_message_code() -> None:
                 continue
             args = node.exc.args
             message = args[first_arg[name]] if len(args) > first_arg[name] else None
-            # msg(...) here, or a rank's coded message passed on by the torchrun launcher (_rank_error)
-            coded = (isinstance(message, ast.Call) and isinstance(message.func, ast.Name)
-                     and message.func.id in ("msg", "_rank_error"))
+            # msg(...) here, a rank's coded message passed on by the torchrun launcher (_rank_error), or the
+            # coded message of a caught gpuwork error passed on under the caller's class (exc.msg)
+            coded = ((isinstance(message, ast.Call) and isinstance(message.func, ast.Name)
+                      and message.func.id in ("msg", "_rank_error"))
+                     or (isinstance(message, ast.Attribute) and message.attr == "msg"
+                         and isinstance(message.value, ast.Name) and message.value.id == "exc"))
             if not coded:
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not offenders, "raise with msg(\"error....\", ...) (gpuwork/present/messages_errors.py):\n" + "\n".join(

@@ -291,17 +291,23 @@ def load_record(path: str) -> Any:
     import json
     from pathlib import Path
 
+    from gpuwork.facts import reading
     from gpuwork.measure.record import TrialError, TrialRecord
 
     file = Path(path)
-    if not file.is_file():
-        raise TrialError(msg("error.trial.record_missing", path=path))
-    try:
-        return TrialRecord.from_json(file)
+    try:  # a regular file within reading.RECORD bytes, JSON within bounds (no FIFO, device or folder)
+        data = reading.load_json(file, reading.RECORD, missing=msg("error.trial.record_missing", path=path))
+    except reading.ReadError as exc:
+        raise TrialError(exc.msg) from None
     except json.JSONDecodeError as exc:
         raise TrialError(msg("error.trial.record_json", path=path, line=exc.lineno, detail=exc.msg)) from None
+    if not isinstance(data, dict):
+        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(data).__name__, detail="-"))
+    try:
+        return TrialRecord.from_dict(data)
     except TrialError as exc:
         raise TrialError(msg("error.trial.record_in", path=path,
                              error=exc.msg or msg("measure.text", text=str(exc)))) from None
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__, detail=str(exc))) from None
+        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__,
+                             detail=str(exc)[:200])) from None  # never an unbounded value on the terminal

@@ -12,9 +12,10 @@ the tables under ``GPUWORK_DATA``) goes through ``read_text``; JSON and YAML the
   cap + 1 bytes, so a file that grows while read is still bounded;
 - text that is not UTF-8;
 - JSON nested deeper than ``MAX_DEPTH`` or with an integer longer than ``MAX_INT_DIGITS`` digits;
-- YAML whose aliases would expand to more than ``MAX_YAML_NODES`` nodes ("billion laughs"), or that refers
-  to itself, or is nested too deep. Sizes are counted on the composed node graph before any Python value is
-  built, so nothing unbounded is ever constructed or shown.
+- YAML of more than ``MAX_YAML_NODES`` values with every alias expanded ("billion laughs"), more than
+  ``MAX_YAML_ALIASES`` aliases, a value that contains itself, or nesting deeper than ``MAX_DEPTH``. The
+  counts are kept while the document is composed, so parsing stops at the bound and no Python value is
+  built or shown.
 
 With the caps below the parsers' time is bounded by the size: see ``docs/bounded_reads.md`` for the figures.
 """
@@ -26,7 +27,6 @@ import errno
 import json
 import os
 import stat
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,8 +55,8 @@ RECORD = FileKind("record", 64 * MiB)
 
 MAX_DEPTH = 64  # nesting of JSON/YAML values; configs use fewer than 10 levels
 MAX_INT_DIGITS = 100  # digits in one integer; an int64 has 19
-MAX_YAML_NODES = 200_000  # nodes of a YAML document once every alias is expanded
-MAX_YAML_ALIASES = 10_000  # alias uses in one YAML document
+MAX_YAML_NODES = 50_000  # values of a YAML document, every alias expanded; configs hold a few hundred
+MAX_YAML_ALIASES = 5_000  # alias uses in one YAML document
 
 _FILE_TYPES = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char_device"), (stat.S_ISBLK, "block_device"),
                (stat.S_ISSOCK, "socket"))
@@ -198,59 +198,67 @@ def load_json(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
 # -- YAML ---------------------------------------------------------------------------------------------------
 
 
-def _yaml_loader() -> type:
-    import yaml
+def _bounded_loader() -> type:
+    """A safe YAML loader that counts while it composes: libyaml's parser (when built) under PyYAML's composer.
 
-    return getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-
-
-def _check_yaml_graph(root: Any, name: str) -> None:
-    """Refuse a composed YAML graph that expands too far, refers to itself or nests too deep.
-
-    Each node's expanded size is counted once (memo by identity), so the count costs the graph's size, not
-    the expansion's; an alias is a second reference to an already composed node.
+    Each composed node adds one to the document's total and each alias adds the size of what it stands for,
+    so a "billion laughs" file stops at ``MAX_YAML_NODES`` after a few lines, before any value is built.
     """
     import yaml
 
-    sizes: dict[int, int] = {}
-    on_path: set[int] = set()
-    aliases = 0
-    stack: list[tuple[Any, int, bool]] = [(root, 1, False)]
-    while stack:
-        node, depth, done = stack.pop()
-        key = id(node)
-        if done:
-            on_path.discard(key)
-            children = _children(node, yaml)
-            total = 1 + sum(sizes[id(c)] for c in children)
-            if total > MAX_YAML_NODES:
-                raise _fail("error.read.yaml_expansion", name, limit=MAX_YAML_NODES)
-            sizes[key] = total
-            continue
-        if key in sizes:
-            aliases += 1
-            if aliases > MAX_YAML_ALIASES:
-                raise _fail("error.read.yaml_aliases", name, limit=MAX_YAML_ALIASES)
-            continue
-        if key in on_path:
-            raise _fail("error.read.yaml_recursive", name)
-        if depth > MAX_DEPTH:
-            raise _fail("error.read.too_deep", name, depth=depth, limit=MAX_DEPTH)
-        if (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int"
-                and sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS):
-            raise _fail("error.read.long_integer", name, digits=sum(c.isdigit() for c in node.value),
-                        limit=MAX_INT_DIGITS)
-        on_path.add(key)
-        stack.append((node, depth, True))
-        stack.extend((child, depth + 1, False) for child in _children(node, yaml))
+    try:
+        from yaml.cyaml import CParser as parser  # libyaml: several times faster
+    except ImportError:
+        parser = yaml.parser.Parser
+    scanner = () if parser is not yaml.parser.Parser else (yaml.reader.Reader, yaml.scanner.Scanner)
 
+    # Composer first: its get_single_node (which calls compose_node below), not CParser's own in C
+    class BoundedLoader(yaml.composer.Composer, *scanner, parser, yaml.constructor.SafeConstructor,
+                        yaml.resolver.Resolver):
+        def __init__(self, stream: str, name: str):
+            if scanner:
+                yaml.reader.Reader.__init__(self, stream)
+                yaml.scanner.Scanner.__init__(self)
+                parser.__init__(self)
+            else:
+                parser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            self._name, self._total, self._depth, self._aliases = name, 0, 0, 0
+            self._sizes: dict[int, int] = {}
 
-def _children(node: Any, yaml: Any) -> list[Any]:
-    if isinstance(node, yaml.SequenceNode):
-        return list(node.value)
-    if isinstance(node, yaml.MappingNode):
-        return [part for pair in node.value for part in pair]
-    return []
+        def _count(self, n: int) -> None:
+            self._total += n
+            if self._total > MAX_YAML_NODES:
+                raise _fail("error.read.yaml_expansion", self._name, limit=MAX_YAML_NODES)
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.events.AliasEvent):
+                target = self.anchors.get(self.peek_event().anchor)
+                if target is not None:
+                    if id(target) not in self._sizes:  # its own value is still being composed
+                        raise _fail("error.read.yaml_recursive", self._name)
+                    self._aliases += 1
+                    if self._aliases > MAX_YAML_ALIASES:
+                        raise _fail("error.read.yaml_aliases", self._name, limit=MAX_YAML_ALIASES)
+                    self._count(self._sizes[id(target)])
+                return super().compose_node(parent, index)
+            self._depth += 1
+            if self._depth > MAX_DEPTH:
+                raise _fail("error.read.too_deep", self._name, depth=self._depth, limit=MAX_DEPTH)
+            start = self._total
+            node = super().compose_node(parent, index)
+            self._depth -= 1
+            if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int":
+                digits = sum(c.isdigit() for c in node.value)
+                if digits > MAX_INT_DIGITS:
+                    raise _fail("error.read.long_integer", self._name, digits=digits, limit=MAX_INT_DIGITS)
+            self._count(1)
+            self._sizes[id(node)] = self._total - start
+            return node
+
+    return BoundedLoader
 
 
 def parse_yaml(text: str, path: str | os.PathLike[str]) -> Any:
@@ -259,22 +267,10 @@ def parse_yaml(text: str, path: str | os.PathLike[str]) -> Any:
     PyYAML's own errors (syntax) pass through as ``yaml.YAMLError`` for callers to word.
     """
     name = os.fspath(path)
-    loader = _yaml_loader()(text)
+    loader = _bounded_loader()(text, name)
     try:
-        try:
-            node = loader.get_single_node()
-        except RecursionError:
-            raise _fail("error.read.too_deep", name, depth=sys.getrecursionlimit(), limit=MAX_DEPTH) from None
-        if node is None:
-            return None
-        _check_yaml_graph(node, name)
-        try:
-            return loader.construct_document(node)
-        except ValueError as exc:  # int("…" * 5000): Python's own cap on integer digits
-            if "digits" in str(exc):
-                raise _fail("error.read.long_integer", name, digits=sys.get_int_max_str_digits(),
-                            limit=sys.get_int_max_str_digits()) from None
-            raise
+        node = loader.get_single_node()
+        return None if node is None else loader.construct_document(node)
     finally:
         loader.dispose()
 

@@ -36,10 +36,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "в {path:raw} есть целое число из {digits:int} цифр, больше {limit:int}, которые читает gpuwork: "
         "запишите нужное число"),
     "error.read.yaml_expansion": (
-        "{path:raw} holds more than {limit:int} values once its YAML aliases (*name) are expanded: write the values "
-        "out or use fewer aliases",
-        "в {path:raw} больше {limit:int} значений после раскрытия YAML-псевдонимов (*имя): выпишите значения "
-        "явно или используйте меньше псевдонимов"),
+        "{path:raw} holds more than {limit:int} values, counting each YAML alias (*name) as the values it stands "
+        "for: check that this is the right file, or write out fewer aliases",
+        "в {path:raw} больше {limit:int} значений, если считать каждый YAML-псевдоним (*имя) за значения, которые "
+        "он заменяет: проверьте, тот ли это файл, или используйте меньше псевдонимов"),
     "error.read.yaml_aliases": (
         "{path:raw} uses YAML aliases (*name) more than {limit:int} times: write the values out",
         "в {path:raw} YAML-псевдонимы (*имя) использованы больше {limit:int} раз: выпишите значения явно"),
