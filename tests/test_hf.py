@@ -15,6 +15,7 @@ transformers = pytest.importorskip("transformers")
 from gpuwork.cli import main  # noqa: E402
 from gpuwork.facts.model import load_config  # noqa: E402
 from gpuwork.measure.hf import GpuworkCallback, _verifier, measure, read_own_run  # noqa: E402
+from gpuwork.measure.options import OwnRunOptions  # noqa: E402
 from gpuwork.measure.runtime import TrialError  # noqa: E402
 from gpuwork.measure.trial import TrialRecord  # noqa: E402
 from gpuwork.sizing import estimate_memory  # noqa: E402
@@ -224,6 +225,17 @@ def test_bad_arguments_name_the_problem() -> None:
     with pytest.raises(TrialError) as no_plan, measure(steps=1) as m:
         m.step(torch.ones(2, 8, dtype=torch.long), loss=1.0)
     assert no_plan.value.msg.code == "error.hf.no_plan"
+
+
+def test_the_callback_takes_one_options_object_or_its_keywords() -> None:
+    base = OwnRunOptions(steps=4, checkpoint=False)
+    callback = GpuworkCallback(None, base, warmup=1)  # keywords change a copy
+    assert callback.options == OwnRunOptions(steps=4, warmup=1, checkpoint=False) and base.warmup == 2
+    assert (callback.checkpoint, callback._rec.steps, callback._rec.warmup) == (False, 4, 1)
+    with pytest.raises(TypeError):
+        GpuworkCallback(stepz=3)  # a misspelt option is not silently ignored
+    with pytest.raises(TrialError), measure(steps=1) as m:  # no model, no plan: error.hf.no_plan at the end
+        assert m._rec.warmup == 1  # a plain loop warms up one step unless told
 
 
 def check_until_stable(record: TrialRecord, tolerance: float, min_steps: int, max_steps: int) -> None:

@@ -71,8 +71,9 @@ from typing import Any
 from transformers import TrainerCallback
 
 from gpuwork.errors import ModelError, PlanError
+from gpuwork.facts.configs import optimizer_choice
 from gpuwork.measure.errors import TrialError
-from gpuwork.measure.options import check_until_stable
+from gpuwork.measure.options import OwnRunOptions, check_until_stable
 from gpuwork.measure.record import (
     CheckpointResult,
     ParallelInfo,
@@ -85,25 +86,16 @@ from gpuwork.measure.record import (
     rank_result,
     summarize,
 )
-from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, Ranks, own_run_path, write_record
+from gpuwork.measure.recorder import DeviceMemory, Ranks, own_run_path, write_record
 from gpuwork.measure.stability import is_stable
 from gpuwork.measure.trial import environment
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
 OWN_RUN_KEY = "own_run"  # the JSON section older records held the callback's own figures in (read_own_run)
+CALLBACK_SOURCE = "gpuwork.hf.GpuworkCallback"  # the record's source when the callback measured
 UNTIL_STABLE_MIN_STEPS = 10  # until_stable without steps: measured steps before the first check
-OnMeasure = Callable[[StepMeasurement], Any]
 
-# Trainer / TRL optimizer names (transformers.training_args.OptimizerNames) -> (plan optimizer, implementation)
-_OPTIMIZERS = {
-    "adamw_torch": ("adamw", "foreach"), "adamw_torch_fused": ("adamw", "fused"), "adamw_hf": ("adamw", "foreach"),
-    "adamw_torch_xla": ("adamw", "foreach"), "adamw_apex_fused": ("adamw", "fused"),
-    "adamw_bnb_8bit": ("adamw-8bit", None), "adamw_8bit": ("adamw-8bit", None), "paged_adamw_8bit": (
-        "paged-adamw-8bit", None), "paged_adamw": ("paged-adamw-8bit", None), "adafactor": ("adafactor", None),
-    "sgd": ("sgd", None), "lion_32bit": ("lion", None), "lion_8bit": ("lion", None),
-    "paged_lion_32bit": ("lion", None), "paged_lion_8bit": ("lion", None),
-}
 # config keys that identify an architecture's shape: a user's model matching a preset on all of them is it
 _SHAPE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                "intermediate_size", "vocab_size", "tie_word_embeddings", "n_embd", "n_layer", "n_head")
@@ -122,9 +114,8 @@ def _tensor_bytes(model: Any) -> int:
 class _Recorder:
     """Collects step measurements, saves and evaluations; builds and writes the record."""
 
-    def __init__(self, *, plan: TrainPlan | None, out: str | Path | None, steps: int | None, warmup: int,
-                 on_measure: OnMeasure | None, sample_interval_s: float, source: str,
-                 until_stable: float | None = None, max_steps: int | None = None):
+    def __init__(self, plan: TrainPlan | None, options: OwnRunOptions, source: str):
+        steps, warmup, until_stable, max_steps = options.steps, options.warmup, options.until_stable, options.max_steps
         if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
             raise TrialError(msg("error.trial.steps", steps=repr(steps)))
         if until_stable is not None and steps is None:
@@ -138,11 +129,11 @@ class _Recorder:
         if plan is not None and not isinstance(plan, TrainPlan):
             raise TrialError(msg("error.hf.plan_type", kind=type(plan).__name__))
         self.plan = plan
-        self.out = Path(out).expanduser() if out is not None else None
+        self.out = Path(options.out).expanduser() if options.out is not None else None
         self.steps = steps
         self.warmup = warmup
-        self.on_measure = on_measure
-        self.sample_interval_s = sample_interval_s
+        self.on_measure = options.on_measure
+        self.sample_interval_s = options.memory_sample_interval_s
         self.source = source
         self.measurements: list[StepMeasurement] = []
         self.saves: list[dict[str, Any]] = []
@@ -529,14 +520,14 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
         switch = getattr(args, "activation_checkpointing", None)  # transformers >= 5 name
         checkpointing = checkpointing or bool(switch if switch is not None else args.gradient_checkpointing)
         optim = str(getattr(args.optim, "value", args.optim))
-        mapped = _OPTIMIZERS.get(optim)
-        if mapped is None:
-            put("optimizer", "adamw", f"args.optim={optim} has no plan equivalent: adamw assumed")
-            fields["optimizer"] = "adamw"
-        else:
-            fields["optimizer"] = put("optimizer", mapped[0], f"args.optim={optim}")
-            if mapped[1]:
-                fields["optimizer_impl"] = put("optimizer_impl", mapped[1], f"args.optim={optim}")
+        try:  # the one name table (gpuwork.facts.configs), as for --optimizer and --from
+            optimizer, impl, nearest = optimizer_choice(optim, key="args.optim")
+            source = f"args.optim={optim}" + (" (the nearest modelled optimizer)" if nearest is not None else "")
+        except PlanError:
+            optimizer, impl, source = "adamw", None, f"args.optim={optim} has no plan equivalent: adamw assumed"
+        fields["optimizer"] = put("optimizer", optimizer, source)
+        if impl:
+            fields["optimizer_impl"] = put("optimizer_impl", impl, source)
         if getattr(args, "fsdp", None):
             fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
         elif getattr(args, "deepspeed", None):
@@ -687,6 +678,7 @@ class GpuworkCallback(TrainerCallback):
     Args:
         plan: the TrainPlan the run is; None infers it from the Trainer's arguments and model (what was
             inferred is in the record's ``inferred``).
+        options: an ``OwnRunOptions`` (None: the defaults); keywords change a copy of it. Its fields:
         out: folder for the record JSON (``trial-<model>-<method>-<time>.json``); None writes nothing
             (``.record`` still holds it).
         steps: measured steps after warm-up, then the run stops (a trial): the callback asks the Trainer
@@ -708,18 +700,13 @@ class GpuworkCallback(TrainerCallback):
         >>> trainer.train()  # stops after 2 + 20 steps; the record is in trial-out/
     """
 
-    def __init__(self, plan: TrainPlan | None = None, *, out: str | Path | None = None, steps: int | None = None,
-                 warmup: int = 2, verify_restore: bool = False, checkpoint: bool = True,
-                 evaluate: bool | None = None, on_measure: OnMeasure | None = None,
-                 memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, until_stable: float | None = None,
-                 max_steps: int | None = None):
-        self._options = dict(plan=plan, out=out, steps=steps, warmup=warmup, on_measure=on_measure,
-                             sample_interval_s=memory_sample_interval_s, source="gpuwork.hf.GpuworkCallback",
-                             until_stable=until_stable, max_steps=max_steps)
-        self._rec = _Recorder(**self._options)  # validates the arguments now, not at train()
-        self.verify_restore = verify_restore
-        self.checkpoint = checkpoint
-        self.evaluate = evaluate
+    def __init__(self, plan: TrainPlan | None = None, options: OwnRunOptions | None = None, **changes: Any):
+        self.options = (options if options is not None else OwnRunOptions()).replace(**changes)
+        self._plan = plan
+        self._rec = _Recorder(plan, self.options, CALLBACK_SOURCE)  # validates the arguments now, not at train()
+        self.verify_restore = self.options.verify_restore
+        self.checkpoint = self.options.checkpoint
+        self.evaluate = self.options.evaluate
         self.record: TrialRecord | None = None
         self.saved_to: Path | None = None
         self._world: _World | None = None
@@ -732,7 +719,7 @@ class GpuworkCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
         if model is None:
             raise TrialError(msg("error.hf.no_model"))
-        self._rec = _Recorder(**self._options)
+        self._rec = _Recorder(self._plan, self.options, CALLBACK_SOURCE)
         self._rec.attach(model)
         self._rec.optimizer = optimizer
         self._world = _World()
@@ -907,11 +894,9 @@ class Measurement:
 
 
 @contextlib.contextmanager
-def measure(plan: TrainPlan | None = None, *, model: Any = None, optimizer: Any = None, out: str | Path | None = None,
-            steps: int | None = None, warmup: int = 1, run_steps: int | None = None, eval_passes: int | None = None,
-            verify_restore: bool = False, on_measure: OnMeasure | None = None,
-            memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S, until_stable: float | None = None,
-            max_steps: int | None = None) -> Iterator[Measurement]:
+def measure(plan: TrainPlan | None = None, options: OwnRunOptions | None = None, *, model: Any = None,
+            optimizer: Any = None, run_steps: int | None = None, eval_passes: int | None = None, **changes: Any
+            ) -> Iterator[Measurement]:
     """Measure a plain PyTorch training loop; the record is written when the block ends.
 
     Args:
@@ -919,6 +904,7 @@ def measure(plan: TrainPlan | None = None, *, model: Any = None, optimizer: Any 
         model: the model trained (tokens are counted from its training forward calls; parameters,
             memory baseline, restore checks); None counts tokens from the batches given to ``step``.
         optimizer: for the per-rank optimizer state bytes under torchrun.
+        options: an ``OwnRunOptions`` (None: the defaults with ``warmup=1``); keywords change a copy of it.
         out, steps, warmup, verify_restore, on_measure, until_stable, max_steps: as ``GpuworkCallback``
             (``m.step`` returns True once the interval is tight or ``max_steps`` are measured).
         run_steps, eval_passes: the whole run's optimizer steps and evaluation passes, for the share of
@@ -935,18 +921,17 @@ def measure(plan: TrainPlan | None = None, *, model: Any = None, optimizer: Any 
     """
     import torch
 
-    rec = _Recorder(plan=plan, out=out, steps=steps, warmup=warmup, on_measure=on_measure,
-                    sample_interval_s=memory_sample_interval_s, source="gpuwork.hf.measure",
-                    until_stable=until_stable, max_steps=max_steps)
+    options = (options if options is not None else OwnRunOptions(warmup=1)).replace(**changes)
+    rec = _Recorder(plan, options, "gpuwork.hf.measure")
     if model is not None:
         rec.attach(model)
     else:
         rec.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else (
             torch.device("cpu"))
-        rec.memory = DeviceMemory(rec.device, sample_interval_s=memory_sample_interval_s, loaded_bytes=0)
+        rec.memory = DeviceMemory(rec.device, sample_interval_s=options.memory_sample_interval_s, loaded_bytes=0)
     world = _World()
     rec.agree = world.agree
-    m = Measurement(rec, model, optimizer, verify_restore)
+    m = Measurement(rec, model, optimizer, options.verify_restore)
     try:
         yield m
         if rec.plan is None:

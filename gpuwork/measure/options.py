@@ -88,6 +88,27 @@ class TrialOptions:
         return self.warmup + (self.max_steps if self.until_stable is not None else self.steps)
 
 
+@dataclass(frozen=True)
+class OwnRunOptions:
+    """How gpuwork measures a user's own run (``gpuwork.measure.hf``: ``GpuworkCallback`` and ``measure``, which
+    document each field and take them as keywords too)."""
+
+    out: str | Path | None = None  # folder for the record JSON; None writes nothing
+    steps: int | None = None  # measured steps after warm-up, then the run stops; None measures the whole run
+    warmup: int = 2  # steps left out of the summary (``measure`` defaults to 1)
+    verify_restore: bool = False  # restore the first saved checkpoint into a fresh model and compare every tensor
+    checkpoint: bool = True  # the callback, in a trial: save a checkpoint at its last step
+    evaluate: bool | None = None  # the callback, in a trial: evaluate at its last step (None: as eval_strategy says)
+    on_measure: Callable[[StepMeasurement], Any] | None = None  # called with each step's measurement
+    memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S
+    until_stable: float | None = None
+    max_steps: int | None = None
+
+    def replace(self, **changes: Any) -> OwnRunOptions:
+        """A copy with ``changes`` (TypeError for a name that is not an option)."""
+        return dataclasses.replace(self, **changes) if changes else self
+
+
 def check_until_stable(until_stable: float | None, max_steps: int | None, steps: int) -> int:
     """The measured-step cap for ``until_stable`` (``steps`` when it is None); TrialError for bad values."""
     if until_stable is None:
@@ -100,4 +121,4 @@ def check_until_stable(until_stable: float | None, max_steps: int | None, steps:
     return max(cap, steps)
 
 
-__all__ = ["DEFAULT_MAX_STEPS", "ResumePoint", "TrialOptions", "check_until_stable"]
+__all__ = ["DEFAULT_MAX_STEPS", "OwnRunOptions", "ResumePoint", "TrialOptions", "check_until_stable"]
