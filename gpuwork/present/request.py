@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import io
 import math
 from dataclasses import dataclass, field
 from datetime import date
@@ -36,6 +37,7 @@ from gpuwork.estimate.disk import DiskPlan
 from gpuwork.estimate.offers import OfferResult
 from gpuwork.estimate.profiles import ProfileMatch, get_profile, rental_mode
 from gpuwork.estimate.timing import TimeEstimate
+from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, Network, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
@@ -309,8 +311,8 @@ def _hub_ids() -> dict[str, str]:
     path = models_dir() / "index.csv"
     if not path.is_file():
         return {}
-    with open(path, encoding="utf-8", newline="") as fh:
-        return {row["name"]: row["hf_id"] for row in csv.DictReader(fh) if row.get("hf_id")}
+    text = reading.read_text(path, reading.TABLE)  # GPUWORK_DATA may point anywhere: a bounded, regular file
+    return {row["name"]: row["hf_id"] for row in csv.DictReader(io.StringIO(text, newline="")) if row.get("hf_id")}
 
 
 def model_display_name(name: str) -> str:
