@@ -25,6 +25,7 @@ from __future__ import annotations
 import codecs
 import errno
 import json
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -49,7 +50,9 @@ CONFIG = FileKind("config", 4 * MiB)
 PLAN = FileKind("plan", 4 * MiB)
 MODEL_CONFIG = FileKind("model_config", 4 * MiB)
 # Tables of GPUs, offers and rates: the bundled ones are tens of KB; a user's own catalog may be far larger.
-TABLE = FileKind("table", 16 * MiB)
+# 10 MiB is some 55,000 offers, which `gpuwork offers` ranks in well under a minute and 1 GiB
+# (docs/bounded_reads.md).
+TABLE = FileKind("table", 10 * MiB)
 # A trial record grows with its steps (about 0.5 KB per step); 64 MiB is over 100,000 steps.
 RECORD = FileKind("record", 64 * MiB)
 
@@ -95,8 +98,9 @@ def _os_error(exc: OSError, path: str, missing: Msg | None) -> ReadError:
 
 
 def _too_large(path: str, size: int, kind: FileKind) -> ReadError:
-    return _fail("error.read.too_large", path, size_mib=round(size / MiB, 1), limit_mib=kind.max_bytes // MiB,
-                 kind=kind.name)
+    # rounded up, so a file just over the cap never reads as "16.0 MiB, more than 16 MiB"
+    return _fail("error.read.too_large", path, size_mib=math.ceil(size * 10 / MiB) / 10,
+                 limit_mib=kind.max_bytes // MiB, kind=kind.name)
 
 
 def _judge(st: os.stat_result, path: str, kind: FileKind) -> None:
