@@ -17,13 +17,14 @@ the tables under ``GPUWORK_DATA``) goes through ``read_text``; JSON and YAML the
   counts are kept while the document is composed, so parsing stops at the bound and no Python value is
   built or shown.
 
-With the caps below the parsers' time is bounded by the size: see ``docs/bounded_reads.md`` for the figures.
+With the caps below, reading and parsing take about a second at most: ``docs/bounded_reads.md`` has the figures.
 """
 
 from __future__ import annotations
 
 import codecs
 import errno
+import functools
 import json
 import math
 import os
@@ -202,6 +203,7 @@ def load_json(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
 # -- YAML ---------------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _bounded_loader() -> type:
     """A safe YAML loader that counts while it composes: libyaml's parser (when built) under PyYAML's composer.
 
