@@ -235,3 +235,10 @@ def test_ordinary_files_still_read(tmp_path: Path) -> None:
     assert read_config(config)["lora_alpha"] == 16
     with pytest.raises(GpuworkError):
         read_config(tmp_path / "missing.yaml")
+
+
+def test_a_nul_in_the_name_is_one_message() -> None:
+    """os.stat raises ValueError (not OSError) for it: the reader says what is wrong instead."""
+    with pytest.raises(CatalogError) as info:
+        load_offers("cata\0log.csv")
+    assert info.value.msg.code == "error.read.nul_in_name" and "cata\\0log.csv" in str(info.value)

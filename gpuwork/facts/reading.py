@@ -120,6 +120,8 @@ def read_bytes(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | N
     ``missing``: the message for a path that does not exist (a caller's own wording); links are followed.
     """
     name = os.fspath(path)
+    if "\0" in name:  # os.stat would raise ValueError, not OSError
+        raise _fail("error.read.nul_in_name", name.replace("\0", "\\0"))
     try:
         _judge(os.stat(name), name, kind)  # cheap refusal before opening (opening a device can act)
         # O_NONBLOCK: a FIFO swapped in after the stat opens at once instead of waiting for a writer

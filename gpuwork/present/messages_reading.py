@@ -16,6 +16,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.read.not_dir_in_path": (
         "{path:raw}: a part of the path before the file name is a file, not a folder: check the path",
         "{path:raw}: часть пути перед именем файла — файл, а не папка: проверьте путь"),
+    "error.read.nul_in_name": (
+        "{path:raw} is not a usable file name: it holds a NUL character (shown as \\0): check the path",
+        "{path:raw} — недопустимое имя файла: в нём есть символ NUL (показан как \\0): проверьте путь"),
     "error.read.not_regular": (
         "{path:raw} is {what:@filetype}, not a regular file: pass the path of the {kind:@filekind} saved on disk",
         "{path:raw} — {what:@filetype}, а не обычный файл: укажите путь к сохранённому на диске файлу "
