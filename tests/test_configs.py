@@ -335,7 +335,7 @@ def test_the_russian_texts_have_no_english_words() -> None:
         return "".join(lit for lit, *_ in string.Formatter().parse(template))
 
     names = {"TrainingArguments", "SFTConfig", "ModelConfig", "Trainer", "TRL", "axolotl", "LLaMA-Factory",
-             "DeepSpeed", "accelerate", "autocast", "YAML", "JSON", "PyYAML", "pip", "install", "gpuwork",
+             "DeepSpeed", "accelerate", "peft", "autocast", "YAML", "JSON", "PyYAML", "pip", "install", "gpuwork",
              "xformers", "sdpa", "flash-attention", "NVMe", "FSDP", "ZeRO", "AdEMAMix", "GaLore", "APOLLO", "LOMO",
              "AnyPrecisionAdamW", "torchao", "bitsandbytes", "Lion", "AdamW", "SGD", "DoRA", "LoRA", "Ampere",
              "Ascend", "NPU", "XLA", "TPU", "Hugging", "Face", "Hub", "lora", "freeze", "full", "stderr", "tf32",

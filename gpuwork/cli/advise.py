@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
-from gpuwork.cli.args import plan_arguments
+from gpuwork.cli.args import EXIT_NO_FIT, check_argument, plan_arguments, with_mapping
 from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
@@ -39,24 +40,28 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
     elapsed_ms = (time.perf_counter() - start) * 1000
+    # --check: the plan as it is fits no offer (the suggestions say what would make it fit)
+    status = EXIT_NO_FIT if args.check and advice.baseline.offer is None else 0
     if args.json:
-        print(json.dumps({**advice.as_dict(), "elapsed_ms": elapsed_ms, "stack": plan.stack.value,
-                          "rendered": {"stack": text("stack.label", lang, stack=plan.stack.value),
-                                       "status": render(advice.status, lang),
-                                       "suggestions": [render(s.summary, lang) for s in advice.suggestions]}},
-                         indent=2, ensure_ascii=False))
-        return 0
+        out = {**advice.as_dict(), "elapsed_ms": elapsed_ms, "stack": plan.stack.value,
+               "rendered": {"stack": text("stack.label", lang, stack=plan.stack.value),
+                            "status": render(advice.status, lang),
+                            "suggestions": [render(s.summary, lang) for s in advice.suggestions]}}
+        print(json.dumps(with_mapping(out, args), indent=2, ensure_ascii=False))
+        return status
     print(text("stack.label", lang, stack=plan.stack.value))
     print(render(advice.status, lang))
     if not advice.suggestions:
         print(text("advice.none", lang))
-        return 0
-    print(text("cli.advise.header", lang, tried=advice.tried, elapsed_ms=elapsed_ms))
-    for rank, s in enumerate(advice.suggestions, start=1):
-        print(text("cli.advise.item", lang, rank=rank, summary=s.summary))
-        if s.combines_with:
-            print("   " + text("advice.combines", lang, keys=", ".join(s.combines_with)))
-    return 0
+    else:
+        print(text("cli.advise.header", lang, tried=advice.tried, elapsed_ms=elapsed_ms))
+        for rank, s in enumerate(advice.suggestions, start=1):
+            print(text("cli.advise.item", lang, rank=rank, summary=s.summary))
+            if s.combines_with:
+                print("   " + text("advice.combines", lang, keys=", ".join(s.combines_with)))
+    if status:
+        print(text("cli.check.no_fit", lang), file=sys.stderr)
+    return status
 
 
 def _cell_line(c: Any, lang: str, widths: tuple[int, ...]) -> str:
@@ -84,7 +89,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     matrix = fit_matrix(plan, time_options=_time_options(args), gpu_ids=args.gpu or None)
     elapsed_ms = (time.perf_counter() - start) * 1000
     if args.json:
-        print(json.dumps({**matrix.as_dict(), "elapsed_ms": elapsed_ms}, indent=2, ensure_ascii=False))
+        print(json.dumps(with_mapping({**matrix.as_dict(), "elapsed_ms": elapsed_ms}, args), indent=2,
+                         ensure_ascii=False))
         return 0
     print(text("cli.fit.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
                batch=plan.batch_size, cells=len(matrix.cells), elapsed_ms=elapsed_ms))
@@ -116,6 +122,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--limit", type=int, default=5, metavar="N", help=text("cli.help.advise.limit", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.advice", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
+    check_argument(p, lang)
     p.set_defaults(func=_cmd_advise)
 
     p = subparsers.add_parser("fit", help=text("cli.help.fit.summary", lang))

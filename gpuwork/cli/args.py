@@ -10,13 +10,25 @@ import sys
 import time
 from typing import Any
 
-from gpuwork.errors import GpuworkError
+from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan, field_names
 from gpuwork.present.messages import LANGS, MessageError, render, text
 
 EXIT_USAGE = 2
+EXIT_NO_FIT = 1  # --check on plan, offers and advise: nothing fits
+
+
+def check_argument(parser: argparse.ArgumentParser, lang: str = "en") -> None:
+    """--check: exit status 1 when nothing fits (plan, offers, advise), for scripts and CI."""
+    parser.add_argument("--check", action="store_true", help=text(f"cli.help.check.{parser.prog.split()[-1]}", lang))
+
+
+def with_mapping(out: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """A verb's JSON object with the --from mapping as "from" (what each file set, what defaulted)."""
+    mapping = getattr(args, "config_mapping", None)
+    return out if mapping is None else {**out, "from": mapping}
 
 
 # The command line being parsed (set by gpuwork.cli.main): argparse reports a bad flag before --lang is read.
@@ -144,6 +156,7 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, lang: str = "en", **kwargs: Any) -> None:
         add_help = kwargs.pop("add_help", True)
+        kwargs.setdefault("allow_abbrev", False)  # `estimate --gpu` must not be read as --gpus
         base = kwargs.pop("formatter_class", argparse.HelpFormatter)
         super().__init__(*args, formatter_class=_help_formatter(base, text("cli.help.usage", lang)),
                          add_help=False, **kwargs)
@@ -223,6 +236,11 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:
     """TrainPlan from a --plan file and/or flags (flags win)."""
     fields: dict[str, Any] = {}
+    lang = getattr(args, "lang", None) or "en"
+    if getattr(args, "optimizer", None) is not None:
+        args.optimizer, impl = optimizer_flag(args.optimizer, lang)
+        if impl is not None and getattr(args, "optimizer_impl", None) is None:
+            args.optimizer_impl = impl
     if getattr(args, "plan", None):
         fields.update(TrainPlan.from_dict(read_plan_fields(args.plan)).as_dict())
     if getattr(args, "from_files", None):  # the user's training configs (gpuwork.facts.configs), printed on stderr
@@ -231,7 +249,7 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
         flagged = [name for name in field_names() if getattr(args, name, None) is not None]
         imported = import_configs(args.from_files, overridden=flagged)
         fields.update(imported.fields)
-        lang = getattr(args, "lang", None) or "en"
+        args.config_mapping = imported.as_dict(flagged)  # the verbs' --json carries it as "from"
         print("\n".join(render(line, lang) for line in imported.report(flagged)) + "\n", file=sys.stderr)
     for name in _FLAG_FIELDS:
         value = getattr(args, name, None)
@@ -247,8 +265,32 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
     if "lora_alpha" in fields and float(fields["lora_alpha"]).is_integer():
         fields["lora_alpha"] = int(fields["lora_alpha"])
     plan = TrainPlan.from_dict(fields)
-    trace_block_if_needed(plan, getattr(args, "lang", None) or "en")
+    trace_block_if_needed(plan, lang)
     return plan
+
+
+def optimizer_flag(name: str, lang: str = "en") -> tuple[str, str | None]:
+    """--optimizer's value -> (plan optimizer, optimizer_impl or None): a gpuwork name as it is, or a name the
+    Trainer, TRL, axolotl or DeepSpeed uses, through the one table the config files are read with
+    (gpuwork.facts.configs.OPTIMIZER_NAMES). A name modelled only by its nearest choice says so on stderr."""
+    import difflib
+
+    from gpuwork.facts.configs import OPTIMIZER_NAMES, optimizer_choice
+    from gpuwork.plan import Optimizer
+
+    if name in {o.value for o in Optimizer}:
+        return name, None
+    try:
+        optimizer, impl, nearest = optimizer_choice(name, key="--optimizer")
+    except GpuworkError:
+        known = [o.value for o in Optimizer] + list(OPTIMIZER_NAMES)
+        close = difflib.get_close_matches(name.strip().lower(), known, n=3, cutoff=0.6)
+        raise PlanError("optimizer", msg("error.cli.optimizer_unknown", name=name,
+                               allowed=", ".join(o.value for o in Optimizer),
+                               close=", ".join(close) if close else "-")) from None
+    if nearest is not None:
+        print(text("cli.warning", lang, text=render(nearest, lang)), file=sys.stderr)
+    return optimizer, impl
 
 
 def trace_block_if_needed(plan: TrainPlan, lang: str = "en") -> None:

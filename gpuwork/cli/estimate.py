@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from gpuwork.cli.args import plan_arguments, plan_from_args
+from gpuwork.cli.args import plan_arguments, plan_from_args, with_mapping
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
@@ -66,7 +66,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
                "memory": est.as_dict()}
         if calibrated:
             out["calibrated"] = calibrated
-        print(json.dumps(out, indent=2))
+        print(json.dumps(with_mapping(out, args), indent=2))
     else:
         print(format_estimate(est, lang))
         if calibrated:
@@ -100,7 +100,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         args.json = getattr(args, "json", False)
         return _cmd_estimate(args)
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2))
+        print(json.dumps(with_mapping(result.as_dict(), args), indent=2))
         return 0
     est = estimate_memory(plan)
     print(text("cli.trace.header", lang, model=plan.model, method=plan.method, precision=plan.precision,

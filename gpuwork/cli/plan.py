@@ -19,7 +19,15 @@ import sys
 from datetime import date
 from typing import Any
 
-from gpuwork.cli.args import FlagValueError, load_record, plan_arguments, plan_from_args
+from gpuwork.cli.args import (
+    EXIT_NO_FIT,
+    FlagValueError,
+    check_argument,
+    load_record,
+    plan_arguments,
+    plan_from_args,
+    with_mapping,
+)
 from gpuwork.errors import PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
@@ -162,18 +170,24 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     time = estimate_time(run_plan, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None, **options)
     curve = scaling(run_plan, gpu, **options)
     disk = estimate_disk(plan, compression_ratio=args.compression_ratio)
-    offers = evaluate_offers(plan, include_unfit=False, time_options=options)[: args.offers]
+    fitting = evaluate_offers(plan, include_unfit=False, time_options=options)
+    offers = fitting[: args.offers]
+    # --check: with --gpu, that GPU must hold the plan; else some hardware profile or catalog offer must
+    fits = not warnings if args.gpu else (match.profile is not None or bool(fitting))
+    status = EXIT_NO_FIT if args.check and not fits else 0
     if args.json:
         out = {"plan": plan.as_dict(), "memory": memory.as_dict(), "profile": match.as_dict(),
                "time": {"gpu_id": gpu.gpu_id, "plan": run_plan.as_dict(), **time.as_dict()},
                "scaling": [point.as_dict() for point in curve],
-               "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers]}
-        print(json.dumps(out, indent=2, default=str))
-        return 0
+               "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers], "fits": fits}
+        print(json.dumps(with_mapping(out, args), indent=2, default=str))
+        return status
     print(format_plan_report(plan, memory, match, run_plan, time, disk, offers, lang=lang, scaling=curve))
     for warning in [*memory.warnings, *warnings]:
         print(text("cli.warning", lang, text=render(warning, lang)), file=sys.stderr)
-    return 0
+    if status:
+        print(text("cli.check.no_fit", lang), file=sys.stderr)
+    return status
 
 
 def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: TrainPlan, time: Any, disk: Any,
@@ -287,22 +301,28 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         budget_usd=args.budget, min_vram_gb=args.min_vram, gpu_class=args.gpu_class, mode=args.mode,
         region=args.region, max_price_per_gpu_hour=args.max_price, include_unfit=args.all,
         time_options=_time_options(args))
+    status = EXIT_NO_FIT if args.check and not any(r.fits for r in results) else 0
     if args.limit:
         results = results[: args.limit]
     if args.json:
-        print(json.dumps([r.as_dict() for r in results], indent=2, default=str))
-        return 0
+        rows = [r.as_dict() for r in results]
+        # with --from, the mapping travels too: {"from": ..., "offers": [...]}; without, the list as always
+        mapping = getattr(args, "config_mapping", None)
+        print(json.dumps(rows if mapping is None else {"from": mapping, "offers": rows}, indent=2, default=str))
+        return status
     lang = _lang(args)
     print(text("cli.offers.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
                batch=plan.batch_size, tokens=plan.dataset_tokens, epochs=plan.epochs, sort=args.sort,
                stack=msg("stack.label", stack=plan.stack.value)))
     if not results:
         print(text("cli.offers.none", lang))
-        return 0
-    print(_offer_header(lang))
-    for r in results:
-        print(_offer_line(r, lang))
-    return 0
+    else:
+        print(_offer_header(lang))
+        for r in results:
+            print(_offer_line(r, lang))
+    if status:
+        print(text("cli.check.no_fit", lang), file=sys.stderr)
+    return status
 
 
 # -- request ----------------------------------------------------------------------------------------
@@ -318,7 +338,7 @@ def _cmd_request(args: argparse.Namespace) -> int:
                          context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio,
                          trial_record=record)
     if args.format == "json":
-        print(json.dumps(req.as_dict(), indent=2, ensure_ascii=False, default=str))
+        print(json.dumps(with_mapping(req.as_dict(), args), indent=2, ensure_ascii=False, default=str))
     else:
         print(req.text)
     return 0
@@ -337,6 +357,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--offers", type=int, default=5, metavar="N", help=text("cli.help.plan.offers", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.report", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
+    check_argument(p, lang)
     p.set_defaults(func=_cmd_plan)
 
     p = subparsers.add_parser("offers", help=text("cli.help.offers.summary", lang))
@@ -360,6 +381,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     f.add_argument("--limit", type=int, metavar="N", help=text("cli.help.offers.limit", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.offers.json", lang))
+    check_argument(p, lang)
     p.set_defaults(func=_cmd_offers)
 
     p = subparsers.add_parser("request", help=text("cli.help.request.summary", lang))

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpuwork.cli.args import with_mapping
 from gpuwork.errors import GpuworkError
 from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
@@ -363,7 +364,7 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         result = ramp(plan, steps=args.steps, warmup=args.warmup, memory_cap_bytes=cap, data=data, seed=args.seed,
                       device=args.device)
         if args.json:
-            print(json.dumps(result.as_dict(), indent=1))
+            print(json.dumps(with_mapping(result.as_dict(), args), indent=1))
         else:
             print(format_ramp(result, lang))
         return EXIT_OK if result.max_batch_size is not None else EXIT_DOES_NOT_FIT
@@ -426,7 +427,7 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         if args.calibrate:
             out["calibration"] = calibration.as_dict() if calibration else None
             out["calibration_file"] = str(saved) if saved else None
-        print(json.dumps(out, indent=1, allow_nan=True))
+        print(json.dumps(with_mapping(out, args), indent=1, allow_nan=True))
     else:
         if record.resumed_from:
             print(text("cli.trial.resumed", lang, run=record.resumed_from, step=done_before + 1))

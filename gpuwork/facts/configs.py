@@ -7,7 +7,9 @@ Formats, told apart by their keys (not the file name):
 - ``axolotl``: an axolotl YAML (``base_model``, ``sequence_len``, ``micro_batch_size``, ``adapter``, ...);
 - ``llamafactory``: a LLaMA-Factory YAML (``finetuning_type``, ``cutoff_len``, ``stage``, ``template``, ...);
 - ``deepspeed``: a DeepSpeed config JSON (``zero_optimization``, ``train_micro_batch_size_per_gpu``, ...);
-- ``accelerate``: an accelerate config YAML (``distributed_type``, ``num_processes``, ``fsdp_config``, ...).
+- ``accelerate``: an accelerate config YAML (``distributed_type``, ``num_processes``, ``fsdp_config``, ...);
+- ``peft``: a peft adapter's ``adapter_config.json`` (``peft_type``, ``r``, ``lora_alpha``, ``target_modules``,
+  ``base_model_name_or_path``), as ``PeftModel.save_pretrained`` writes it.
 
 Several files combine (a TrainingArguments JSON + a DeepSpeed JSON + an accelerate YAML). Each file makes
 *claims* (plan field, value, file, key, rule); two files that claim different values for one field are an
@@ -53,7 +55,7 @@ from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan, field_names
 
-FORMATS = ("hf", "axolotl", "llamafactory", "deepspeed", "accelerate")
+FORMATS = ("hf", "axolotl", "llamafactory", "deepspeed", "accelerate", "peft")
 # When sharding is stated but no file says how many GPUs: one 8-GPU node, the common rental unit.
 DEFAULT_SHARDED_GPUS = 8
 
@@ -229,6 +231,24 @@ class ConfigImport:
             lines += [msg("config.note", note=n) for n in self.notes]
         return lines
 
+    def as_dict(self, overridden: Iterable[str] = ()) -> dict[str, Any]:
+        """The mapping ``report`` prints, for JSON: codes and values, no rendered text."""
+        overridden = set(overridden)
+
+        def flag(name: str) -> str | None:
+            return "--" + _FLAG_NAMES.get(name, name).replace("_", "-") if name in overridden else None
+
+        return {
+            "files": [{"path": path, "format": fmt} for path, fmt in self.files],
+            "fields": [{"field": c.field, "value": _plain(c.value), "file": c.file, "key": c.key,
+                        "rule": c.rule.as_dict() if c.rule is not None else None, "overridden_by": flag(c.field)}
+                       for c in self.claims],
+            "defaulted": [{"field": name, "value": _plain(getattr(TrainPlan, name))}
+                          for name in self.defaulted(overridden)],
+            "ignored": [{"file": file, "keys": list(keys)} for file, keys in self.ignored],
+            "notes": [n.as_dict() for n in self.notes],
+        }
+
     def plan(self, **overrides: Any) -> TrainPlan:
         """The TrainPlan the files describe, with ``overrides`` (e.g. flags) on top."""
         return TrainPlan.from_dict({**self.fields, **overrides})
@@ -236,6 +256,15 @@ class ConfigImport:
 
 # flags whose name is not the field's (gpuwork.cli.args)
 _FLAG_NAMES = {"grad_checkpointing": "grad_checkpointing", "checkpoint_every_steps": "checkpoint_every"}
+
+
+def _plain(value: Any) -> Any:
+    """A plan value as JSON holds it (enums by their value, tuples as lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return value
+    return str(value)
 
 
 def _show(value: Any) -> str:
@@ -286,6 +315,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 # Keys that only one format uses: the first format whose markers appear wins (most specific first).
 _MARKERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("peft", frozenset({"peft_type"})),  # every PeftConfig.to_dict() holds it
     ("accelerate", frozenset({"distributed_type", "compute_environment"})),
     ("deepspeed", frozenset({"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",
                              "zero_allow_untested_optimizer", "gradient_clipping", "steps_per_print",
@@ -653,6 +683,45 @@ def _read_hf(r: _Reader, base: Path) -> None:
     _deepspeed_reference(r, "deepspeed", base)
 
 
+# peft task types with a plan task (peft.utils.peft_types.TaskType); the others leave the task to the model
+_PEFT_TASKS = {"CAUSAL_LM": "causal-lm", "SEQ_CLS": "seq-cls"}
+
+
+def _read_peft(r: _Reader, base: Path) -> None:
+    """A peft adapter_config.json: LoRA's rank, alpha, dropout and targets, and the base model it was made for.
+
+    The base model counts only when it is a preset (or a hub id of one) or a folder that exists here: adapters
+    trained elsewhere record a path on that machine. The method is a weak ``lora`` (a TrainingArguments file
+    that loads the base in 4 bits makes it ``qlora``); the file cannot tell how the base was loaded.
+    """
+    kind = str(r.get("peft_type") or "LORA").upper()
+    if kind != "LORA":
+        raise PlanError("method", msg("error.config.peft_type", file=r.file, value=kind))
+    r.claim("method", "lora", "peft_type", msg("config.rule.peft_lora"), weak=True)
+    if r.has("base_model_name_or_path"):
+        _model(r, "base_model_name_or_path", base)
+        if r.claims[-1].rule is not None and r.claims[-1].rule.code == "config.rule.model_hub":
+            r.claims.pop()  # neither a preset nor a folder here: the user says which with --model
+            r.note(msg("config.peft_base_unknown", file=r.file, value=str(r.get("base_model_name_or_path"))))
+    _lora(r, r_key="r", alpha_key="lora_alpha", dropout_key="lora_dropout")
+    targets = r.get("target_modules")
+    if isinstance(targets, str) and _targets(targets) != "all-linear":
+        r.note(msg("config.peft_regex", file=r.file, value=targets))  # peft matches a string as a regex
+    elif _targets(targets):
+        r.claim("lora_targets", _targets(targets), "target_modules")
+    task = _PEFT_TASKS.get(str(r.get("task_type") or "").upper())
+    if task is not None:
+        r.claim("task", task, "task_type")
+    if r.flag("use_dora"):
+        r.note(msg("config.dora", file=r.file))
+    saved = r.get("modules_to_save")
+    if saved:
+        names = ", ".join(str(m) for m in saved) if isinstance(saved, (list, tuple)) else str(saved)
+        r.note(msg("config.peft_modules_to_save", file=r.file, modules=names))
+    if r.get("layers_to_transform") is not None:
+        r.note(msg("config.peft_layers", file=r.file))
+
+
 def _optimizer(r: _Reader, name: str, key: str, table: dict | None = None) -> None:
     optimizer, impl, note = optimizer_choice(name, file=r.file, key=key, table=table)
     r.claim("optimizer", optimizer, key, note)
@@ -965,7 +1034,7 @@ def _read_accelerate(r: _Reader, base: Path) -> None:
 
 
 _READERS = {"hf": _read_hf, "axolotl": _read_axolotl, "llamafactory": _read_llamafactory,
-            "deepspeed": _read_deepspeed, "accelerate": _read_accelerate}
+            "deepspeed": _read_deepspeed, "accelerate": _read_accelerate, "peft": _read_peft}
 
 # Keys each format is known to hold that do not change memory, time, disk or cost (printed as "ignored").
 # Anything else that is not read is an unknown key: noted, with the closest known key when there is one.
@@ -1041,6 +1110,14 @@ _KNOWN_IGNORED: dict[str, frozenset[str]] = {
         fsdp_config megatron_lm_config ipex_config mpirun_config parallelism_config fp8_config
         """.split()),
     "deepspeed": frozenset(),
+    # peft 0.21 LoraConfig fields without effect on memory, time or disk (or only noted, like rank_pattern)
+    "peft": frozenset("""
+        auto_mapping revision inference_mode fan_in_fan_out bias use_rslora init_lora_weights layers_pattern
+        rank_pattern alpha_pattern megatron_config megatron_core trainable_token_indices loftq_config eva_config
+        corda_config use_qalora qalora_group_size layer_replication runtime_config lora_bias target_parameters
+        exclude_modules alora_invocation_tokens arrow_config ensure_weight_tying peft_version kasa_config
+        lora_ga_config monteclora_config use_bdlora velora_config
+        """.split()),
 }
 
 

@@ -501,7 +501,7 @@ def _report_error(rank: Any, error: Msg) -> None:
 def rank_main(argv: list[str] | None = None) -> int:
     """Entry point of each process under torchrun: ``python -m gpuwork.measure.distributed --spec FILE``."""
     parser = argparse.ArgumentParser(prog="gpuwork.measure.distributed", description="one rank of a gpuwork trial "
-                                     "(started by torchrun; use `gpuwork trial --nproc N`)")
+                                     "(started by torchrun; use `gpuwork trial --nproc N`)", allow_abbrev=False)
     parser.add_argument("--spec", required=True, help="the trial spec JSON written by run_distributed")
     args = parser.parse_args(argv)
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:

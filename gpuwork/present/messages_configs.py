@@ -12,11 +12,12 @@ from __future__ import annotations
 ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.from": (
         "a training config to plan from: `TrainingArguments` / `SFTConfig` (JSON or YAML), `axolotl` or "
-        "`LLaMA-Factory` YAML, DeepSpeed JSON, `accelerate` YAML; repeat to combine; flags override it; the mapping "
-        "is printed on stderr",
+        "`LLaMA-Factory` YAML, DeepSpeed JSON, `accelerate` YAML, peft `adapter_config.json`; repeat to combine; "
+        "flags override it; the mapping is printed on stderr (and is `from` in --json)",
         "конфигурация обучения, из которой строится план: `TrainingArguments` / `SFTConfig` (JSON или YAML), YAML "
-        "`axolotl` или `LLaMA-Factory`, JSON DeepSpeed, YAML `accelerate`; повторите флаг, чтобы объединить "
-        "несколько; флаги важнее файла; соответствие полей печатается в stderr"),
+        "`axolotl` или `LLaMA-Factory`, JSON DeepSpeed, YAML `accelerate`, `adapter_config.json` `peft`; повторите "
+        "флаг, чтобы объединить несколько; флаги важнее файла; соответствие полей печатается в stderr (и в --json "
+        "как `from`)"),
 
     # -- the report ---------------------------------------------------------------------------------------------
     "config.header": ("Imported {count} config {count:pl:file|files}:",
@@ -28,6 +29,29 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.format.llamafactory": ("LLaMA-Factory YAML", "YAML LLaMA-Factory"),
     "config.format.deepspeed": ("DeepSpeed config", "конфигурация DeepSpeed"),
     "config.format.accelerate": ("accelerate config", "конфигурация accelerate"),
+    "config.format.peft": ("peft adapter config", "конфигурация адаптера peft"),
+    "config.rule.peft_lora": (
+        "LoRA adapter; the file does not say how the base is loaded: --method qlora for a 4-bit one",
+        "адаптер LoRA; файл не говорит, как загружена база: --method qlora для 4-битной"),
+    "config.peft_base_unknown": (
+        "{file:raw}: base_model_name_or_path = {value:raw} is neither a bundled preset nor a folder here: "
+        "name the model with --model",
+        "{file:raw}: `base_model_name_or_path` = {value:raw} — не встроенная заготовка и не папка на этой машине: "
+        "укажите модель через --model"),
+    "config.peft_regex": (
+        "{file:raw}: target_modules = {value:raw} is a regular expression peft matches against module names; "
+        "not read: set --lora-targets",
+        "{file:raw}: `target_modules` = {value:raw} — регулярное выражение, которое peft сверяет с именами "
+        "модулей; не прочитано: задайте --lora-targets"),
+    "config.peft_modules_to_save": (
+        "{file:raw}: modules_to_save ({modules:raw}) train in full beside the adapters; not counted (memory "
+        "estimate too low)",
+        "{file:raw}: `modules_to_save` ({modules:raw}) обучаются полностью рядом с адаптерами; не учтены (оценка "
+        "памяти занижена)"),
+    "config.peft_layers": (
+        "{file:raw}: layers_to_transform: adapters on some layers only; counted on every layer (too high)",
+        "{file:raw}: `layers_to_transform`: адаптеры только на части слоёв; учтены на всех слоях (оценка "
+        "завышена)"),
     "config.understood": ("Understood (plan field = value <- file: key):",
                           "Понято (поле плана = значение ← файл: ключ):"),
     "config.mapped": ("  {field:raw} = {value:raw}  <- {file:raw}: {key:raw}",
@@ -316,6 +340,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.config.train_batch_size": (
         "'{file:raw}': train_batch_size {total} is not a multiple of micro-batch {micro} x accumulation {accum}",
         "'{file:raw}': `train_batch_size` {total} не делится на микропакет {micro} × накопление {accum}"),
+    "error.config.peft_type": (
+        "'{file:raw}': peft_type {value:raw}: only LoRA adapters are modelled (peft_type LORA)",
+        "'{file:raw}': `peft_type` {value:raw}: моделируются только адаптеры LoRA (`peft_type` LORA)"),
     "error.config.not_deepspeed": ("'{file:raw}' is referenced by {key:raw} as a DeepSpeed config but is not one",
                                    "'{file:raw}' указан в {key:raw} как конфигурация DeepSpeed, но ею не является"),
 }

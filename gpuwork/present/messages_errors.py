@@ -446,6 +446,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
                              "sort={value:raw}: нужно одно из значений {choices:raw}"),
     "error.ui.dataset_size": ("dataset size {gb:g} GB must be above 0 (0 = from tokens)",
                               "размер датасета {gb:g} ГБ должен быть больше 0 (0 — считать по токенам)"),
+    # --check (plan, offers, advise) on stderr, after the report: why the exit status is 1
+    "cli.check.no_fit": ("gpuwork: --check: nothing fits (exit status 1)",
+                         "gpuwork: --check: ничего не подходит (код завершения 1)"),
+    "error.cli.optimizer_unknown": (
+        "--optimizer {name:raw}: neither a gpuwork optimizer ({allowed:raw}) nor a name Trainer, TRL, axolotl or "
+        "DeepSpeed uses; closest: {close:raw}",
+        "--optimizer {name:raw}: это не оптимизатор gpuwork ({allowed:raw}) и не имя из Trainer, TRL, axolotl или "
+        "DeepSpeed; ближайшие: {close:raw}"),
     "error.cli.deadline_hours": ("--sort deadline needs --deadline-hours (e.g. --deadline-hours 48)",
                                  "для --sort deadline нужен --deadline-hours (например, --deadline-hours 48)"),
     "error.cli.not_installed": (

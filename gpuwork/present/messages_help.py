@@ -33,8 +33,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.task": ("auto | causal-lm | seq-cls | masked-lm", "auto | causal-lm | seq-cls | masked-lm"),
     "cli.help.run.precision": ("fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed",
                                "fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed"),
-    "cli.help.run.optimizer": ("adamw | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion",
-                               "adamw | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion"),
+    "cli.help.run.optimizer": (
+        "adamw | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion, or the name Trainer, TRL or axolotl takes "
+        "(adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, ...): the same table as in --from files",
+        "adamw | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion или имя, которое принимают Trainer, TRL или "
+        "`axolotl` (adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, ...): та же таблица, что для файлов --from"),
     "cli.help.run.seq_len": ("tokens per sequence", "токенов в последовательности"),
     "cli.help.run.batch_size": ("micro-batch: sequences per GPU per step",
                                 "микробатч: последовательностей на GPU за шаг"),
@@ -122,6 +125,19 @@ ENTRIES: dict[str, tuple[str, str]] = {
                           "GPU для оценки времени (по умолчанию: карта подобранного профиля)"),
     "cli.help.plan.offers": ("cheapest fitting offers to list",
                              "сколько самых дешёвых подходящих предложений показать"),
+    # --check (plan, offers, advise): exit status 1 when nothing fits, for scripts and CI
+    "cli.help.check.plan": (
+        "exit with status 1 when nothing fits: no hardware profile and no catalog offer holds the run (with --gpu: "
+        "that GPU does not); 0 otherwise",
+        "завершиться с кодом 1, если ничего не подходит: запуск не помещается ни в один профиль оборудования и ни в "
+        "одно предложение каталога (с --gpu: в этот GPU); иначе 0"),
+    "cli.help.check.offers": (
+        "exit with status 1 when no offer (after the filters) fits the run; 0 otherwise",
+        "завершиться с кодом 1, если ни одно предложение (после фильтров) не вмещает запуск; иначе 0"),
+    "cli.help.check.advise": (
+        "exit with status 1 when the run as it is fits no offer (the suggestions still print); 0 otherwise",
+        "завершиться с кодом 1, если запуск в нынешнем виде не помещается ни в одно предложение (советы всё равно "
+        "печатаются); иначе 0"),
     "cli.help.offers.summary": ("rental offers ranked for a run: fit, time and cost",
                                 "предложения аренды по порядку для запуска: помещается ли, время и стоимость"),
     "cli.help.offers.title": ("filters and ranking", "фильтры и порядок"),
