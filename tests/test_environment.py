@@ -70,8 +70,10 @@ def test_core_dependencies_are_light(pyproject: dict) -> None:
 
 
 def test_extras_compose(pyproject: dict) -> None:
-    """[all] is trial + workbook + app; [test] is [all] plus the test tools; accelerate is nowhere."""
-    assert [(r.name, r.extras) for r in _extra(pyproject, "all")] == [("gpuwork", {"trial", "workbook", "app"})]
+    """[all] is trial + workbook + app + configs (PyYAML); [test] is [all] plus the test tools; accelerate is
+    nowhere."""
+    assert [(r.name, r.extras) for r in _extra(pyproject, "all")] == [("gpuwork",
+                                                                       {"trial", "workbook", "app", "configs"})]
     test = _extra(pyproject, "test")
     assert any(r.name == "gpuwork" and r.extras == {"all"} for r in test), "[test] must include gpuwork[all]"
     assert {"pytest", "pytest-timeout", "playwright", "ruff", "import-linter"} <= {r.name for r in test}
