@@ -95,6 +95,31 @@ def test_one_optimizer_name_table() -> None:
     assert OPTIMIZER_NAMES["paged_adamw"][0] == "adamw"  # and here (32-bit paged states, not 8-bit)
 
 
+@pytest.mark.parametrize(("optim", "optimizer", "impl", "nearest"), [
+    ("adamw_torch_fused", "adamw", "fused", False),
+    ("paged_adamw_8bit", "paged-adamw-8bit", None, False),
+    ("paged_adamw_32bit", "adamw", "foreach", True),  # the callback's old table had no entry: adamw, no impl
+    ("sgd", "sgd", "foreach", False),
+])
+def test_callback_reads_args_optim_through_the_same_table(tmp_path: Path, optim: str, optimizer: str,
+                                                          impl: str | None, nearest: bool) -> None:
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    from gpuwork.facts.model import load_config
+    from gpuwork.measure.hf import infer_plan
+
+    config, _ = load_config("tiny-llama")
+    model = transformers.AutoModelForCausalLM.from_config(
+        transformers.CONFIG_MAPPING[config["model_type"]].from_dict(dict(config)))
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), optim=optim, per_device_train_batch_size=2,
+                                          report_to=[], use_cpu=True, save_strategy="no")
+    plan, inferred = infer_plan(model, args, seq_len=64)
+    assert plan.optimizer.value == optimizer
+    assert inferred["optimizer"]["from"].startswith(f"args.optim={optim}")
+    assert ("nearest" in inferred["optimizer"]["from"]) is nearest
+    assert (inferred.get("optimizer_impl") or {}).get("value") == impl
+
+
 # -- no abbreviations --------------------------------------------------------------------------------------------
 
 
