@@ -372,7 +372,7 @@ def run_load(visitors: int = 20, *, max_pages: int = 40, timeout_s: float = 600,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--visitors", type=int, default=20)
     parser.add_argument("--max-pages", type=int, default=40)
     parser.add_argument("--timeout-s", type=float, default=600)

@@ -44,7 +44,7 @@ def bare_step_time(plan, steps: int, warmup: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--model", default="tiny-llama")
     parser.add_argument("--method", default="full")
     parser.add_argument("--seq-len", type=int, default=64)

@@ -107,7 +107,7 @@ def write_bundled() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--write", action="store_true", help="rewrite the bundled profiles")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args()

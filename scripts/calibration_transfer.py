@@ -32,7 +32,7 @@ SHAPES = ("32x2", "64x2", "64x4", "128x2", "256x1", "256x4", "512x2")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--model", default="tiny-llama")
     p.add_argument("--methods", nargs="+", default=["lora", "full"], choices=["lora", "full", "freeze"])
     p.add_argument("--shapes", nargs="+", default=list(SHAPES), help="seq x batch, e.g. 128x2")

@@ -68,7 +68,7 @@ def fmt_params(n: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     ap.add_argument("names", nargs="*", help="preset names (default: all)")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--tolerance", type=float, default=0.02, help="max relative difference (default 0.02)")

@@ -69,7 +69,7 @@ GPU_SDPA_SHAPE = (2, 32, 4096, 128)  # batch, heads, sequence, head dim (the FA2
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--out", metavar="FILE.md", default="gpu_check.md", help="Markdown table (default gpu_check.md)")
     p.add_argument("--json", metavar="FILE.json", help="JSON results (default: --out with .json)")
     p.add_argument("--methods", nargs="+", default=["full", "lora", "qlora"], choices=["full", "lora", "qlora"])

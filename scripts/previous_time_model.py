@@ -24,7 +24,7 @@ NEWER_STACKS = {"torchtune": "framework"}  # stacks that commit does not know ->
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--commit", default=PREVIOUS_COMMIT)
     parser.add_argument("--out", default=str(ROOT / "docs" / "time_accuracy_previous.json"))
     args = parser.parse_args()

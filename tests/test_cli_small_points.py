@@ -131,6 +131,26 @@ def test_every_parser_refuses_abbreviations() -> None:
     assert all(p.allow_abbrev is False for p in parsers), [p.prog for p in parsers if p.allow_abbrev]
 
 
+def test_every_argparse_parser_in_the_tree_refuses_abbreviations() -> None:
+    """ArgumentParser(...) and add_parser(...) in the package, scripts and benchmarks say allow_abbrev=False (the
+    CLI's subparsers are gpuwork.cli.args.Parser, whose default it is)."""
+    found, loose = 0, []
+    for folder in ("gpuwork", "scripts", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute | ast.Name)):
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+                if name == "add_parser" and path.parent.name == "cli":
+                    continue
+                if name in ("ArgumentParser", "add_parser"):
+                    found += 1
+                    if not any(k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant) and k.value.value is False
+                               for k in node.keywords):
+                        loose.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found >= 10 and not loose, loose
+
+
 def test_gpu_is_not_read_as_gpus() -> None:
     done = gpuwork("estimate", "--gpu", "h100_sxm")
     assert done.returncode == 2
