@@ -221,6 +221,7 @@ class DistributedCheckpoint(CheckpointStore):
     def __init__(self, rank: int, world_size: int, device: torch.device, barrier: Callable[[], None] | None = None):
         self.rank, self.world_size, self.device = rank, world_size, device
         self.barrier = barrier or (lambda: None)
+        self.ranks = Ranks()  # the group's agreement (every rank's store is made after init_process_group)
         self.trainer_state: dict[str, Any] = {}
 
     def _options(self, setup: Setup) -> tuple[Any, Any]:
@@ -239,7 +240,6 @@ class DistributedCheckpoint(CheckpointStore):
     def save(self, run: Run, setup: Setup, folder: Path, step: int, **position: Any) -> Any:
         """Every rank writes its part into one hidden folder that rank 0 then moves into place, so that a
         kill mid-save leaves the previous checkpoint whole (as ``FileCheckpoint`` does for one process)."""
-        import torch.distributed as dist
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.api import CheckpointException
 
@@ -255,9 +255,8 @@ class DistributedCheckpoint(CheckpointStore):
                 refused = exc.msg
             except OSError as exc:
                 refused = records.folder_error(exc, folder.parent).msg
-        box = [(str(staging) if staging else None, refused)]
-        dist.broadcast_object_list(box, src=0)  # the staging folder's name, or why there is none, on every rank
-        where, refused = box[0]
+        # the staging folder's name, or why there is none, on every rank
+        where, refused = self.ranks.agree((str(staging) if staging else None, refused))
         if refused is not None:
             raise RecordWriteError(refused, folder.parent)
         staging = Path(where)
@@ -276,9 +275,7 @@ class DistributedCheckpoint(CheckpointStore):
                     raise
             # every rank learns of any rank's failed write (a full disk under rank 1's part, say), so they all
             # give up the save together instead of waiting for each other at the barrier
-            failures: list[Msg | None] = [None] * self.world_size
-            dist.all_gather_object(failures, failure)
-            failed = next((f for f in failures if f is not None), None)
+            failed = next((f for f in self.ranks.gather(failure) if f is not None), None)
             if failed is not None:
                 raise RecordWriteError(failed, folder.parent)
             self.barrier()
