@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpuwork.estimate import advisor as _advisor
+from gpuwork.estimate import decision as _decision
 from gpuwork.estimate import disk as _disk
 from gpuwork.estimate import fitmatrix as _fitmatrix
 from gpuwork.estimate import memory as _memory
@@ -77,6 +78,13 @@ def advise(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: Mode
     return _advisor.advise(plan, load_offers() if offers is None else offers, resolve(plan, spec), **options)
 
 
+def decide(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
+           constraints: _decision.Constraints | None = None, **options: Any) -> _decision.Decision:
+    """The one answer for ``plan`` (see ``gpuwork.estimate.decision.decide``) on the catalog (or ``offers``)."""
+    return _decision.decide(plan, resolve(plan, spec), load_offers() if offers is None else offers, constraints,
+                            **options)
+
+
 def fit_matrix(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
                **options: Any) -> _fitmatrix.FitMatrix:
     """Every catalog GPU x 1/2/4/8: fits, headroom, largest batch and sequence, time, cost
@@ -88,5 +96,5 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **
     return _offers.fit_plan(plan, gpu, spec=spec or resolve(plan).spec, **options)
 
 
-__all__ = ["Inputs", "advise", "checkpoint_bytes", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
+__all__ = ["Inputs", "advise", "checkpoint_bytes", "decide", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
            "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "resolve", "scaling"]

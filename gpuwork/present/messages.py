@@ -43,6 +43,7 @@ from gpuwork.present import (
     messages_advisor,
     messages_app,
     messages_configs,
+    messages_decision,
     messages_errors,
     messages_help,
     messages_hf,
@@ -1010,7 +1011,8 @@ _ENTRIES.update({f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_L
 for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.ENTRIES, messages_hf.ENTRIES,
               messages_trial_faults.ENTRIES, messages_configs.ENTRIES,
               messages_validation.ENTRIES, messages_app.ENTRIES, messages_report.ENTRIES,
-              messages_advisor.ENTRIES, messages_ui_advice.ENTRIES, messages_reading.ENTRIES):  # own files
+              messages_advisor.ENTRIES, messages_ui_advice.ENTRIES, messages_reading.ENTRIES,
+              messages_decision.ENTRIES):  # own files
     _clash = _ENTRIES.keys() & _part.keys()
     assert not _clash, f"catalog codes defined twice: {sorted(_clash)}"
     _ENTRIES.update(_part)

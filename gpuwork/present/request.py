@@ -24,7 +24,6 @@ estimates until the trial run measures step time, memory and data speed.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import functools
 import io
 import math
@@ -33,9 +32,10 @@ from datetime import date
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate.decision import offer_profile
 from gpuwork.estimate.disk import DiskPlan
 from gpuwork.estimate.offers import OfferResult
-from gpuwork.estimate.profiles import ProfileMatch, get_profile, rental_mode
+from gpuwork.estimate.profiles import ProfileMatch
 from gpuwork.estimate.timing import TimeEstimate
 from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, Network, load_offers
@@ -109,27 +109,9 @@ def _gpu_class(match: ProfileMatch, offer: OfferResult | None = None) -> Msg:
 
 
 def offer_match(match: ProfileMatch, offer: OfferResult, period_s: float | None = None) -> ProfileMatch:
-    """``match`` with the setup of a chosen offer (the Offers tab's top row): its card, GPU count, nodes, sharding,
-    memory, time and changes, and the offer's rental mode, so the request names what the offers and the advice
-    name. The profile stays the run's (when no reference card fits the run, the one the offer's shape belongs
-    to: several GPUs 03, one card of 80 GB or more 02, else 01); the rental mode is reasoned for the offer's card,
-    count and run length, and said only when it is the offer's mode."""
-    gpu = offer.offer.gpu
-    fitted = offer.fit.plan
-    profile = match.profile  # the run's profile; by the offer's shape when no reference card fits it
-    if profile is None:
-        profile = get_profile("03" if fitted.gpus > 1 else ("02" if gpu.memory_gb >= 80 else "01"))
-    profile = dataclasses.replace(profile, mode=offer.offer.mode)
-    rental = None
-    if offer.time is not None:  # the mode's reasoning for this card, count and run length
-        rental = rental_mode(offer.time.total_s, offer.offer.gpu_id, fitted.gpus, load_offers(), period_s=period_s)
-        if rental.mode is not offer.offer.mode:
-            rental = None  # the filters chose another mode (e.g. interruptible): the offer's own line says why
-    return dataclasses.replace(
-        match, profile=profile, gpu_id=offer.offer.gpu_id, gpu_name=gpu.display_name, gpus=fitted.gpus,
-        nodes=offer.nodes, sharding=fitted.sharding, memory_per_gpu_bytes=offer.fit.device_total_bytes,
-        usable_per_gpu_bytes=offer.fit.usable_bytes, time=offer.time, fitted_plan=fitted, changes=offer.fit.changes,
-        checks=profile.checks, rental=rental, reasons=(offer.fit.reason, *offer.reasons))
+    """``match`` with the setup of a chosen offer (the Offers tab's top row), on the bundled catalog: the one rule of
+    ``gpuwork.estimate.decision.offer_profile`` (card, count, nodes, sharding, mode and the profile they fall in)."""
+    return offer_profile(match, offer, load_offers(), period_s)
 
 
 # -- the request ---------------------------------------------------------------------------------------
@@ -169,7 +151,8 @@ def rental_request(
             memory, data wait and checkpoint round-trip are quoted, so the provider can reproduce them.
         offer: a chosen offer for ``plan`` (e.g. the cheapest under the app's offer filters): the request asks for
             its card, count, nodes and mode, with its estimates and as its example (``offer_match``), instead of
-            the profile's reference card.
+            the profile's reference card. The surfaces pass the one answer (``gpuwork.estimate.decision.decide``):
+            ``match=decision.match, offer=decision.offer``.
 
     Raises:
         PlanError: unknown language, bad date, budget or period.
@@ -193,7 +176,7 @@ def rental_request(
     match = match or match_profile(plan, spec=spec,
                                    rental_period_s=rent_period_days * DAY_S if rent_period_days else None)
     disk = disk or estimate_disk(plan, spec, compression_ratio=compression_ratio)
-    if offer is not None:
+    if offer is not None and match.fitted_plan != offer.fit.plan:
         match = offer_match(match, offer, rent_period_days * DAY_S if rent_period_days else None)
     time = match.time
     period_from_estimate = rent_period_days is None

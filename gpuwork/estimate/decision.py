@@ -1,0 +1,238 @@
+"""One answer for a plan: the card, count, nodes, sharding, rental mode, changes, time, cost and profile.
+
+``decide(plan, inputs, offers, constraints) -> Decision`` is the one place where the profile, the advisor's best
+answer, the offers' top row and the request are decided together, so every surface shows the same setup:
+
+1. The advisor (``gpuwork.estimate.advisor.advise``) prices the plan as written on its cheapest fitting offer
+   (``gpuwork.estimate.offers.evaluate_offers``) and the standard changes (checkpointing, micro-batch, 8-bit
+   optimizer, sharding, offload) on theirs, under the user's constraints (vendor, card classes, rental modes,
+   budget, deadline).
+2. The answer is the cheapest of those that keeps the experiment (``best_outcome``: a shorter sequence trains
+   something else, so it is never the answer by itself); the plan as written wins ties. When the plan as written
+   fits no offer, the answer is the cheapest change that makes it fit; "nothing fits" only when no change does.
+3. The rental profile (01-03) follows the answer's setup (``offer_profile``): several GPUs 03; one card 01 or 02
+   as ``match_profile`` reasons for the run, else by the card's memory (80 GB or more: 02).
+
+Example:
+    >>> d = decide(TrainPlan(model="llama-3.1-8b", method="qlora"), resolve(plan), load_offers())
+    >>> d.match.profile.profile_id, d.offer.offer.gpu_id == d.match.gpu_id
+    ('01', True)
+
+Limitations: the candidates are the advisor's (single changes and pairs of the best few); prices are the bundled,
+illustrative catalog's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwork.estimate.advisor import Advice, Outcome, Suggestion, advise
+from gpuwork.estimate.offers import OfferResult
+from gpuwork.estimate.profiles import ProfileMatch, get_profile, match_profile, rental_mode
+from gpuwork.facts.catalog import Offer
+from gpuwork.facts.inputs import Inputs
+from gpuwork.message import Msg, msg
+from gpuwork.plan import TrainPlan
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the user allows: offer filters of ``evaluate_offers`` (mode, gpu_class, region, ...), a vendor,
+    a budget, a deadline and a rental period. None = no condition."""
+
+    filters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    vendor: str | None = None  # "NVIDIA", "AMD"
+    budget_usd: float | None = None
+    deadline_s: float | None = None
+    rental_period_s: float | None = None
+
+    def offers(self, offers: Iterable[Offer]) -> tuple[Offer, ...]:
+        pool = tuple(offers)
+        if self.vendor:
+            pool = tuple(o for o in pool if o.gpu.vendor.lower() == self.vendor.lower())
+        return pool
+
+    def offer_filters(self) -> dict[str, Any]:
+        """Keywords for ``evaluate_offers``/``advise``: the filters, the budget and the deadline."""
+        out = dict(self.filters)
+        if self.budget_usd is not None:
+            out["budget_usd"] = self.budget_usd
+        if self.deadline_s is not None:
+            out["deadline_s"] = self.deadline_s
+        return out
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The one answer: the plan as it runs, the offer it runs on, the changes it needs and its profile."""
+
+    plan: TrainPlan  # as the user wrote it
+    changed_plan: TrainPlan  # with the advisor's change (the plan itself when none is needed)
+    suggestion: Suggestion | None  # the advisor's change the answer takes, if any
+    offer: OfferResult | None  # None: no offer fits, with or without a change
+    match: ProfileMatch  # the profile, card, count, nodes, sharding, time and mode of the answer
+    advice: Advice
+    reasons: tuple[Msg, ...]
+
+    @property
+    def fits(self) -> bool:
+        return self.offer is not None
+
+    @property
+    def run_plan(self) -> TrainPlan:
+        """The plan as it runs on the offer (the count and sharding the offer needed)."""
+        return self.offer.fit.plan if self.offer is not None else self.changed_plan
+
+    @property
+    def changes(self) -> tuple[Msg, ...]:
+        """Every difference from the plan as written: the advisor's change, then the offer's count and sharding."""
+        own = self.suggestion.changes if self.suggestion is not None else ()
+        return own + (self.offer.fit.changes if self.offer is not None else ())
+
+    @property
+    def gpu_id(self) -> str | None:
+        return self.offer.offer.gpu_id if self.offer is not None else None
+
+    @property
+    def gpus(self) -> int:
+        return self.offer.fit.plan.gpus if self.offer is not None else 0
+
+    @property
+    def nodes(self) -> int:
+        return self.offer.nodes if self.offer is not None else 0
+
+    @property
+    def mode(self) -> str | None:
+        return self.offer.offer.mode.value if self.offer is not None else None
+
+    @property
+    def total_s(self) -> float | None:
+        return self.offer.expected_total_s if self.offer is not None else None
+
+    @property
+    def cost_usd(self) -> float | None:
+        return self.offer.expected_cost_usd if self.offer is not None else None
+
+    @property
+    def key(self) -> tuple:
+        """(card, count, nodes, mode): what every surface must agree on."""
+        return (self.gpu_id, self.gpus, self.nodes, self.mode)
+
+    @property
+    def summary(self) -> Msg:
+        if self.offer is None:
+            return msg("decision.none", need_bytes=self.advice.baseline.single_gpu_bytes)
+        o = self.offer
+        return msg("decision.answer", gpus=self.gpus, gpu=o.offer.gpu.display_name,
+                   where=msg("decision.nodes", nodes=self.nodes) if self.nodes > 1 else None,
+                   sharding=msg("decision.sharding", sharding=self.run_plan.sharding) if self.gpus > 1 else None,
+                   mode=o.offer.mode, offer_id=o.offer.offer_id, provider=o.offer.provider,
+                   profile_id=self.match.profile.profile_id if self.match.profile else "",
+                   changes=msg("decision.with", changes=self.changes) if self.changes else None,
+                   run_s=self.total_s, cost_usd=self.cost_usd)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"fits": self.fits, "gpu_id": self.gpu_id, "gpus": self.gpus, "nodes": self.nodes,
+                "sharding": self.run_plan.sharding.value, "mode": self.mode, "total_s": self.total_s,
+                "cost_usd": self.cost_usd, "offer_id": self.offer.offer.offer_id if self.offer else None,
+                "profile_id": self.match.profile.profile_id if self.match.profile else None,
+                "suggestion": self.suggestion.key if self.suggestion else None,
+                "changes": [c.as_dict() for c in self.changes], "plan": self.changed_plan.as_dict(),
+                "run_plan": self.run_plan.as_dict(), "summary": self.summary.as_dict(),
+                "reasons": [r.as_dict() for r in self.reasons]}
+
+
+def best_outcome(advice: Advice, deadline_s: float | None = None) -> Suggestion | None | Outcome:
+    """The advisor's best answer: the plan as written (its ``baseline``) or one suggestion, whichever runs
+    cheapest and keeps the experiment (the plan wins ties); with a deadline, those that meet it first.
+    Returns the Suggestion, the baseline Outcome, or None when nothing fits."""
+    candidates: list[tuple[tuple, Any]] = []
+    if advice.baseline.fits:
+        candidates.append((_order(advice.baseline, deadline_s, 0), advice.baseline))
+    for rank, s in enumerate(advice.suggestions, start=1):
+        if not s.changes_experiment and s.outcome.fits:
+            candidates.append((_order(s.outcome, deadline_s, rank), s))
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: c[0])[1]
+
+
+def _order(out: Outcome, deadline_s: float | None, rank: int) -> tuple:
+    cost = out.cost_usd if out.cost_usd is not None else math.inf
+    late = deadline_s is not None and (out.total_s is None or out.total_s > deadline_s)
+    return (late, cost, rank)
+
+
+def offer_profile(match: ProfileMatch, offer: OfferResult, offers: Iterable[Offer] | None = None,
+                  period_s: float | None = None) -> ProfileMatch:
+    """``match`` with the setup of ``offer``: its card, GPU count, nodes, sharding, memory, time, changes and the
+    offer's rental mode, so the profile names what the offers, the advice and the request name. The profile: several
+    GPUs 03; one card the run's 01 or 02 (``match_profile``), else 02 for 80 GB or more, else 01. The rental mode's
+    reasoning (``rental_mode``) is kept only when it is the offer's mode."""
+    gpu = offer.offer.gpu
+    fitted = offer.fit.plan
+    if fitted.gpus > 1:
+        profile = get_profile("03")
+    elif match.profile is not None and match.profile.profile_id in ("01", "02"):
+        profile = match.profile
+    else:
+        profile = get_profile("02" if gpu.memory_gb >= 80 else "01")
+    profile = dataclasses.replace(profile, mode=offer.offer.mode)
+    rental = None
+    if offer.time is not None and offers is not None:
+        rental = rental_mode(offer.time.total_s, offer.offer.gpu_id, fitted.gpus, offers, period_s=period_s)
+        if rental.mode is not offer.offer.mode:
+            rental = None  # the filters chose another mode (e.g. interruptible): the offer's own line says why
+    return dataclasses.replace(
+        match, profile=profile, gpu_id=offer.offer.gpu_id, gpu_name=gpu.display_name, gpus=fitted.gpus,
+        nodes=offer.nodes, sharding=fitted.sharding, memory_per_gpu_bytes=offer.fit.device_total_bytes,
+        usable_per_gpu_bytes=offer.fit.usable_bytes, time=offer.time, fitted_plan=fitted, changes=offer.fit.changes,
+        checks=profile.checks, rental=rental, reasons=(offer.fit.reason, *offer.reasons))
+
+
+def decide(plan: TrainPlan, inputs: Inputs, offers: Iterable[Offer], constraints: Constraints | None = None, *,
+           advice: Advice | None = None, time_options: dict[str, Any] | None = None, **advise_options: Any) -> Decision:
+    """The one answer for ``plan`` under ``constraints`` (see the module docstring).
+
+    Args:
+        plan: the run as the user wrote it.
+        inputs: its facts (``gpuwork.facts.resolve(plan)``).
+        offers: the catalog (``gpuwork.facts.catalog.load_offers()``).
+        constraints: filters, vendor, budget, deadline, rental period (None: none).
+        advice: a precomputed ``advise`` of the same plan, offers and constraints (computed when omitted).
+        time_options, advise_options: passed to ``advise`` (safety_margin, preemption_rate_per_hour, limit).
+    """
+    c = constraints or Constraints()
+    pool = c.offers(offers)
+    if advice is None:
+        advice = advise(plan, pool, inputs, time_options=time_options, **advise_options, **c.offer_filters())
+    best = best_outcome(advice, c.deadline_s)
+    suggestion = best if isinstance(best, Suggestion) else None
+    changed = suggestion.plan if suggestion is not None else plan
+    outcome = suggestion.outcome if suggestion is not None else advice.baseline
+    offer = outcome.offer if best is not None else None
+    run_match = match_profile(changed, inputs, time_options=time_options, offers=pool,
+                              rental_period_s=c.rental_period_s)
+    reasons: list[Msg] = []
+    if offer is None:
+        match = dataclasses.replace(run_match, profile=None, gpu_id=None, gpu_name=None, gpus=0, nodes=0,
+                                    fitted_plan=None, time=None, rental=None, checks=())
+        reasons.append(msg("decision.none", need_bytes=advice.baseline.single_gpu_bytes))
+    else:
+        match = offer_profile(run_match, offer, pool, c.rental_period_s)
+        if suggestion is not None:
+            match = dataclasses.replace(match, changes=suggestion.changes + match.changes)
+            reasons.append(msg("decision.why_change" if advice.baseline.fits else "decision.why_fit",
+                               changes=suggestion.changes))
+        reasons.append(msg("decision.why_offer", offer_id=offer.offer.offer_id, cost_usd=offer.expected_cost_usd,
+                           run_s=offer.expected_total_s))
+        match = dataclasses.replace(match, reasons=(*reasons, *match.reasons))
+    return Decision(plan=plan, changed_plan=changed, suggestion=suggestion, offer=offer, match=match,
+                    advice=advice, reasons=tuple(reasons))
+
+
+__all__ = ["Constraints", "Decision", "best_outcome", "decide", "offer_profile"]

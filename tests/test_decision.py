@@ -1,0 +1,112 @@
+"""The one decision (gpuwork.estimate.decision): the profile, the advisor's best answer, the offers' top row and the
+request name the same card, count, nodes and mode (gpuwork issue 20, item 1)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuwork.errors import PlanError
+from gpuwork.estimate.advisor import Suggestion
+from gpuwork.estimate.decision import Constraints, best_outcome
+from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan
+from gpuwork.present.messages import render
+from gpuwork.present.request import rental_request
+from gpuwork.sizing import decide, evaluate_offers
+
+MODELS = ("tiny-llama", "llama-3.2-1b", "qwen2.5-0.5b", "mistral-7b", "llama-3.1-8b", "llama-3.1-70b")
+
+
+def _key(offer) -> tuple:
+    return (offer.offer.gpu_id, offer.fit.plan.gpus, offer.nodes, offer.offer.mode.value)
+
+
+def _top_offer(plan: TrainPlan, **filters):
+    ranked = evaluate_offers(plan, include_unfit=False, **filters)
+    return next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)), None)
+
+
+def _check_one_answer(plan: TrainPlan, constraints: Constraints | None = None) -> None:
+    d = decide(plan, constraints=constraints)
+    filters = (constraints or Constraints()).offer_filters()
+    if d.offer is None:
+        assert d.match.profile is None and d.key == (None, 0, 0, None)
+        # never "none fits" above an offer that fits: the plan as written fits nothing either
+        assert _top_offer(plan, **filters) is None
+        return
+    # the profile
+    m = d.match
+    assert (m.gpu_id, m.gpus, m.nodes, m.profile.mode.value) == d.key
+    assert m.profile.profile_id == ("03" if d.gpus > 1 else m.profile.profile_id)
+    assert m.profile.profile_id in ("01", "02", "03")
+    # the advisor's best answer
+    best = best_outcome(d.advice)
+    out = best.outcome if isinstance(best, Suggestion) else best
+    assert _key(out.offer) == d.key
+    # the offers' top row for the plan the answer runs (the plan as written when no change is needed)
+    assert _key(_top_offer(d.changed_plan, **filters)) == d.key
+    # the request
+    s = rental_request(plan, lang="en", match=d.match, offer=d.offer).fields["suggested"]
+    assert (s["reference_gpu"], s["gpus"], s["nodes"], s["mode"]) == d.key
+    # the answer is never dearer than the plan as written on its cheapest offer
+    if d.advice.baseline.fits:
+        assert d.cost_usd <= d.advice.baseline.cost_usd
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> TrainPlan | None:
+    gpus = draw(st.sampled_from([1, 1, 2, 4, 8]))
+    try:
+        return TrainPlan(model=draw(st.sampled_from(MODELS)),
+                         method=draw(st.sampled_from([Method.FULL, Method.LORA, Method.QLORA])),
+                         optimizer=draw(st.sampled_from([Optimizer.ADAMW, Optimizer.ADAMW_8BIT])),
+                         seq_len=draw(st.sampled_from([512, 2048, 4096])), batch_size=draw(st.sampled_from([1, 2, 4])),
+                         grad_checkpointing=draw(st.booleans()), gpus=gpus,
+                         sharding=draw(st.sampled_from([Sharding.DDP, Sharding.ZERO3])) if gpus > 1 else Sharding.DDP,
+                         dataset_tokens=draw(st.integers(10**7, 10**9)))
+    except PlanError:
+        return None
+
+
+@settings(max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plans(), st.sampled_from([None, {"mode": "on-demand"}, {"mode": "reserved"}, {"gpu_class": "server"}]))
+def test_the_profile_the_advice_the_top_offer_and_the_request_never_disagree(plan, filters) -> None:
+    if plan is None:
+        return
+    _check_one_answer(plan, Constraints(filters=filters) if filters else None)
+
+
+def test_70b_full_without_checkpointing_gets_profile_03_never_none_fits() -> None:
+    """The issue's case: `plan` said "none fits ... even 64 x H100" above an 8 x MI325X offer that fits."""
+    plan = TrainPlan(model="llama-3.1-70b", method="full", gpus=8, sharding="fsdp", dataset_tokens=10**8)
+    d = decide(plan)
+    assert d.fits and d.match.profile.profile_id == "03" and d.gpus >= 8
+    assert _top_offer(plan) is not None
+    _check_one_answer(plan)
+    # a vendor constraint keeps to that vendor's cards
+    nv = decide(plan, constraints=Constraints(vendor="NVIDIA"))
+    assert nv.offer is None or nv.offer.offer.gpu.vendor == "NVIDIA"
+
+
+def test_a_plan_that_fits_nothing_as_written_gets_the_cheapest_change_that_fits() -> None:
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096, batch_size=2, dataset_tokens=10**8)
+    consumer = Constraints(filters={"gpu_class": "consumer"})
+    d = decide(plan, constraints=consumer)
+    assert not d.advice.baseline.fits  # 8B LoRA at 4k without checkpointing: no consumer card as written
+    assert d.fits and d.suggestion is not None and d.changes and d.changed_plan.grad_checkpointing
+    assert "decision.why_fit" in [r.code for r in d.reasons]
+    assert d.offer.offer.gpu.gpu_class.value == "consumer"
+    _check_one_answer(plan, consumer)
+
+
+def test_the_answer_says_the_same_in_both_languages() -> None:
+    d = decide(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096, dataset_tokens=5 * 10**7))
+    en, ru = render(d.summary, "en"), render(d.summary, "ru")
+    assert en.startswith("Answer: ") and ru.startswith("Ответ: ")
+    assert d.offer.offer.offer_id in en and d.offer.offer.offer_id in ru
+    assert f"profile {d.match.profile.profile_id}" in en and f"профиль {d.match.profile.profile_id}" in ru
+    for english in ("Answer", "profile", " on ", "with"):
+        assert english not in ru
