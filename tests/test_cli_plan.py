@@ -49,20 +49,28 @@ def test_size_and_count_arguments():
 def test_plan_report_and_json(capsys):
     rc, out, err = _run(capsys, ["plan", *LORA_8B, "--method", "qlora", "--seq-len", "2048"])
     assert rc == 0
-    for section in ("memory per GPU", 'profile 01 "LoRA/QLoRA and a short check"', "time on 1 x L40S",
+    for section in ("memory per GPU", 'profile 01 "LoRA/QLoRA and a short check"', "time on 1 x ",
                     "FLOPs per token", "communication:", "data:", "disk:", "cheapest fitting offers"):
         assert section in out
+    # issue 20: the profile line and the time name the one answer's card (was the L40S reference card while the
+    # offers below put another card first)
+    rc, js, _ = _run(capsys, ["plan", *LORA_8B, "--method", "qlora", "--seq-len", "2048", "--json"])
+    decision = json.loads(js)["decision"]
+    assert json.loads(js)["profile"]["gpu_id"] == decision["gpu_id"] and decision["profile_id"] == "01"
+    assert f"time on {decision['gpus']} x " in out
     rc, out, err = _run(capsys, ["plan", *LORA_8B, "--dataset-bytes", "200GB", "--json", "--mfu", "0.3"])
     data = json.loads(out)
     assert data["plan"]["dataset_bytes"] == 200 * 10**9
     assert data["plan"]["dataset_tokens"] == 50 * 10**9  # 200 GB / 4 B per token, said on stderr
     assert "dataset_tokens = 50,000,000,000" in err
-    assert data["profile"]["profile"]["profile_id"] == "02"
+    assert data["profile"]["profile"]["profile_id"] == data["decision"]["profile_id"]
+    assert (data["profile"]["gpu_id"], data["profile"]["gpus"]) == (data["decision"]["gpu_id"],
+                                                                    data["decision"]["gpus"])
     assert data["time"]["mfu"]["value"] == 0.3 and data["time"]["mfu"]["source"] == "argument"
     assert data["disk"]["recommended_bytes"] > 400 * 10**9 and len(data["offers"]) == 5
     # JSON keeps codes and numbers; text is for people
-    assert [r["code"] for r in data["profile"]["reasons"]] == ["profile.fits_server_card", "profile.regular_run",
-                                                               "profile.long_run"]  # 50 B tokens on one GPU
+    assert [r["code"] for r in data["profile"]["reasons"]][-1:] != [] and any(
+        r["code"].startswith("decision.") for r in data["profile"]["reasons"])  # why this answer, as codes
     assert data["disk"]["lines"][0]["rule"] == {"code": "disk.rule.given", "params": {}}
     assert data["time"]["data"]["verdict"]["code"] == "data.needed"
 
@@ -72,11 +80,12 @@ def test_plan_and_offers_in_russian(capsys):
                                  "--dataset-bytes", "400MB"])
     assert rc == 0
     assert "dataset_tokens = 100 000 000 из --dataset-bytes" in err  # the note follows --lang too
-    for section in ("gpuwork, план:", "профиль 01 «LoRA/QLoRA и короткая проверка»: 1 × L40S (почасовая аренда)",
-                    "  + помещается на одну карту 48 ГБ: ", "время на 1 × L40S", "FLOPs на токен", "обмен между GPU:",
-                    "данные: GPU потребляют", "диск: рекомендуется", "самые дешёвые подходящие предложения"):
+    for section in ("gpuwork, план:", "профиль 01 «LoRA/QLoRA и короткая проверка»: 1 × ",
+                    "  + самое дешёвое подходящее предложение: ", "время на 1 × ", "FLOPs на токен",
+                    "обмен между GPU:", "данные: GPU потребляют", "диск: рекомендуется",
+                    "самые дешёвые подходящие предложения"):
         assert section in out, section
-    assert "ГиБ из 42,7 ГиБ на L40S" in out and "100 000 000 токенов × 4 Б" in out
+    assert "100 000 000 токенов × 4 Б" in out
     rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--method", "qlora", "--mode", "reserved", "--lang", "ru",
                                "--limit", "3"])
     lines = out.splitlines()

@@ -33,24 +33,30 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from gpuwork.sizing import advise
+    from gpuwork.estimate.decision import Constraints
+    from gpuwork.sizing import advise, decide
 
     plan = full_plan(args)
     lang = _lang(args)
     start = time.perf_counter()
     advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
+    # the one answer from this advice (gpuwork.estimate.decision): what plan, offers and request name too
+    decision = decide(plan, advice=advice, time_options=_time_options(args),
+                      constraints=Constraints(filters=_filters(args)))
     elapsed_ms = (time.perf_counter() - start) * 1000
     # --check: the plan as it is fits no offer (the suggestions say what would make it fit)
     status = EXIT_NO_FIT if args.check and advice.baseline.offer is None else 0
     if args.json:
         out = {**advice.as_dict(), "elapsed_ms": elapsed_ms, "stack": plan.stack.value,
+               "decision": decision.as_dict(),
                "rendered": {"stack": text("stack.label", lang, stack=plan.stack.value),
-                            "status": render(advice.status, lang),
+                            "status": render(advice.status, lang), "decision": render(decision.summary, lang),
                             "suggestions": [render(s.summary, lang) for s in advice.suggestions]}}
         print(json.dumps(with_mapping(out, args), indent=2, ensure_ascii=False))
         return status
     print(text("stack.label", lang, stack=plan.stack.value))
     print(render(advice.status, lang))
+    print(render(decision.summary, lang))
     if not advice.suggestions:
         print(text("advice.none", lang))
     else:

@@ -143,6 +143,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     from gpuwork.estimate.offers import usable_memory_bytes
     from gpuwork.facts.catalog import get_gpu
     from gpuwork.sizing import (
+        decide,
         estimate_disk,
         estimate_memory,
         estimate_time,
@@ -155,7 +156,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     plan = full_plan(args)
     options = _time_options(args)
     memory = estimate_memory(plan)
-    match = match_profile(plan, time_options=options)
+    # the one answer (gpuwork.estimate.decision): the profile line names what advise, offers and request name
+    decision = decide(plan, time_options=options)
+    match = decision.match if decision.fits else match_profile(plan, time_options=options)
     run_plan = match.fitted_plan or plan
     warnings: list[Msg] = []
     if args.gpu:
@@ -167,7 +170,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     else:
         gpu = get_gpu(match.gpu_id) if match.gpu_id else get_gpu("h100_sxm")
     nodes = -(-run_plan.gpus // 8)
-    time = estimate_time(run_plan, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None, **options)
+    time = (match.time if decision.fits and not args.gpu and match.time is not None else
+            estimate_time(run_plan, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None, **options))
     curve = scaling(run_plan, gpu, **options)
     disk = estimate_disk(plan, compression_ratio=args.compression_ratio)
     fitting = evaluate_offers(plan, include_unfit=False, time_options=options)
@@ -177,6 +181,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     status = EXIT_NO_FIT if args.check and not fits else 0
     if args.json:
         out = {"plan": plan.as_dict(), "memory": memory.as_dict(), "profile": match.as_dict(),
+               "decision": decision.as_dict(),
                "time": {"gpu_id": gpu.gpu_id, "plan": run_plan.as_dict(), **time.as_dict()},
                "scaling": [point.as_dict() for point in curve],
                "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers], "fits": fits}
@@ -329,11 +334,17 @@ def _cmd_offers(args: argparse.Namespace) -> int:
 
 
 def _cmd_request(args: argparse.Namespace) -> int:
+    from gpuwork.estimate.decision import Constraints
     from gpuwork.present.request import rental_request
+    from gpuwork.sizing import decide
 
     plan = full_plan(args)
     record = load_record(args.record) if args.record else None
-    req = rental_request(plan, lang=args.lang, start_date=args.start_date, budget_usd=args.budget,
+    # the one answer: the request asks for the card, count, mode and changes that plan, advise and offers show
+    decision = decide(plan, time_options=_time_options(args), constraints=Constraints(
+        budget_usd=args.budget, rental_period_s=args.rent_days * 86400 if args.rent_days else None))
+    chosen = {"match": decision.match, "offer": decision.offer} if decision.fits else {}
+    req = rental_request(plan, **chosen, lang=args.lang, start_date=args.start_date, budget_usd=args.budget,
                          rent_period_days=args.rent_days, trial_required=not args.no_trial,
                          context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio,
                          trial_record=record)
