@@ -90,7 +90,9 @@ def test_plan_and_offers_in_russian(capsys):
                                "--limit", "3"])
     lines = out.splitlines()
     assert rc == 0 and "сортировка по стоимости" in lines[0] and lines[1].startswith("предложение")
-    assert len(lines) == 5 and all("резервирование" in line for line in lines[2:])
+    assert len(lines) == 6 and all("резервирование" in line for line in lines[2:])
+    # the last line is the one answer (issue 20): the top row's offer, in Russian
+    assert lines[-1].startswith("Ответ: ") and lines[2].split()[0] in lines[-1]
 
 
 def test_offers_table_filters_and_json(capsys):
@@ -99,7 +101,8 @@ def test_offers_table_filters_and_json(capsys):
     assert rc == 0
     lines = out.splitlines()
     assert "sorted by cost" in lines[0] and lines[1].startswith("offer")
-    assert len(lines) == 5 and all("on-demand" in line for line in lines[2:])
+    assert len(lines) == 6 and all("on-demand" in line for line in lines[2:])
+    assert lines[-1].startswith("Answer: ") and lines[2].split()[0] in lines[-1]  # the one answer is the top row
     rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--class", "consumer", "--json", "--all"])
     rows = json.loads(out)
     assert rows and all(r["gpu_id"].startswith("rtx") for r in rows)

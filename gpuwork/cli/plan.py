@@ -290,22 +290,30 @@ def _offer_line(r: Any, lang: str = "en") -> str:
 
 
 def _cmd_offers(args: argparse.Namespace) -> int:
+    from gpuwork.estimate.decision import Constraints
     from gpuwork.estimate.offers import DEFAULT_PREEMPTION_RATE_PER_HOUR, DEFAULT_SAFETY_MARGIN
     from gpuwork.facts.catalog import load_offers
-    from gpuwork.sizing import evaluate_offers
+    from gpuwork.sizing import decide, evaluate_offers
 
     if args.sort == "deadline" and args.deadline_hours is None:
         raise PlanError("deadline_s", msg("error.cli.deadline_hours"))
     plan = full_plan(args)
     rate = args.preemption_rate if args.preemption_rate is not None else DEFAULT_PREEMPTION_RATE_PER_HOUR
     offers = load_offers(args.catalog) if args.catalog else None
+    margin = args.safety_margin if args.safety_margin is not None else DEFAULT_SAFETY_MARGIN
+    deadline_s = args.deadline_hours * HOUR_S if args.deadline_hours is not None else None
+    filters = {k: v for k, v in (("min_vram_gb", args.min_vram), ("gpu_class", args.gpu_class), ("mode", args.mode),
+                                 ("region", args.region), ("max_price_per_gpu_hour", args.max_price))
+               if v is not None}
+    # the one answer under the same filters; ranked by cost, the table prices the plan the answer runs (with its
+    # change, if any), so its top row is the card, count, nodes and mode that plan, advise and request name
+    decision = decide(plan, offers, time_options=_time_options(args), safety_margin=margin,
+                      preemption_rate_per_hour=rate,
+                      constraints=Constraints(filters=filters, budget_usd=args.budget, deadline_s=deadline_s))
+    priced = decision.changed_plan if args.sort == "cost" else plan
     results = evaluate_offers(
-        plan, offers, safety_margin=args.safety_margin if args.safety_margin is not None else DEFAULT_SAFETY_MARGIN,
-        preemption_rate_per_hour=rate, sort=args.sort,
-        deadline_s=args.deadline_hours * HOUR_S if args.deadline_hours is not None else None,
-        budget_usd=args.budget, min_vram_gb=args.min_vram, gpu_class=args.gpu_class, mode=args.mode,
-        region=args.region, max_price_per_gpu_hour=args.max_price, include_unfit=args.all,
-        time_options=_time_options(args))
+        priced, offers, safety_margin=margin, preemption_rate_per_hour=rate, sort=args.sort, deadline_s=deadline_s,
+        budget_usd=args.budget, include_unfit=args.all, time_options=_time_options(args), **filters)
     status = EXIT_NO_FIT if args.check and not any(r.fits for r in results) else 0
     if args.limit:
         results = results[: args.limit]
@@ -325,6 +333,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         print(_offer_header(lang))
         for r in results:
             print(_offer_line(r, lang))
+        print(render(decision.summary, lang))
     if status:
         print(text("cli.check.no_fit", lang), file=sys.stderr)
     return status
