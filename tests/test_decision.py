@@ -3,6 +3,7 @@ request name the same card, count, nodes and mode (gpuwork issue 20, item 1)."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import pytest
@@ -110,3 +111,25 @@ def test_the_answer_says_the_same_in_both_languages() -> None:
     assert f"profile {d.match.profile.profile_id}" in en and f"профиль {d.match.profile.profile_id}" in ru
     for english in ("Answer", "profile", " on ", "with"):
         assert english not in ru
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_app_tabs_show_the_one_answer(lang: str) -> None:
+    """Sizing's profile, Advice's answer and the Request ask for the same card, count, nodes and mode under the
+    Offers tab's filters (issue 20: the sizing tab said 16 x H100 on demand while the others said 8 x MI325X)."""
+    from gpuwork.ui.advice import AdvicePanel
+    from gpuwork.ui.request import RequestPanel
+    from gpuwork.ui.sizing import size_plan
+
+    plan = TrainPlan(model="llama-3.1-70b", method="full", gpus=8, sharding="fsdp", dataset_tokens=10**8)
+    filters = {"mode": "on-demand"}
+    d = decide(plan, constraints=Constraints(filters=filters))
+    assert d.fits and d.mode == "on-demand"
+    sized = size_plan(plan, constraints=Constraints(filters=filters))
+    m = sized.profile
+    assert (m.gpu_id, m.gpus, m.nodes, m.profile.mode.value) == d.key and sized.decision.key == d.key
+    advice = AdvicePanel(plan, lang=lang, filters=lambda: filters)
+    assert advice.decision.key == d.key and html.escape(render(d.summary, lang)) in advice.status.value
+    request = RequestPanel(plan, filters=lambda: filters)
+    s = request.request.fields["suggested"]
+    assert (s["reference_gpu"], s["gpus"], s["nodes"], s["mode"]) == d.key

@@ -199,6 +199,7 @@ class AdvicePanel(_LazyPanel):
         self.filters = filters or dict
         self.limit = limit
         self.advice: Any = None
+        self.decision: Any = None
         self._listeners: list[Callable[[TrainPlan], Any]] = []
         self.status = widgets.HTML()
         self.status.add_class("gpuwork-advice-status-box")
@@ -213,6 +214,10 @@ class AdvicePanel(_LazyPanel):
     def _evaluate(self, plan: TrainPlan) -> None:
         filters = {k: v for k, v in dict(self.filters()).items() if v is not None}
         self.advice = sizing.advise(plan, limit=self.limit, **filters)
+        # the one answer from this advice: what the Sizing, Offers and Request tabs show (gpuwork.estimate.decision)
+        from gpuwork.estimate.decision import Constraints
+
+        self.decision = sizing.decide(plan, advice=self.advice, constraints=Constraints(filters=filters))
 
     def apply(self, index: int) -> TrainPlan:
         """Apply suggestion ``index`` (0 = the best): every listener gets its changed plan."""
@@ -223,7 +228,9 @@ class AdvicePanel(_LazyPanel):
 
     def _render(self) -> None:
         advice = self.advice
-        self.status.value = advice_status_html(advice, self.lang)
+        self.status.value = advice_status_html(advice, self.lang) + (
+            f'<p class="gpuwork-decision" style="margin:2px 0"><b>'
+            f'{html.escape(render(self.decision.summary, self.lang))}</b></p>' if self.decision is not None else "")
         rows, self.buttons = [], []
         for i, s in enumerate(advice.suggestions):
             button = widgets.Button(description=ui("apply", self.lang), tooltip=ui("apply_hint", self.lang),
@@ -238,7 +245,7 @@ class AdvicePanel(_LazyPanel):
         self.rows.children = rows
 
     def _clear(self) -> None:
-        self.advice = None
+        self.advice = self.decision = None
         self.status.value = ""
         self.rows.children = ()
         self.buttons = []

@@ -193,6 +193,8 @@ class App(widgets.VBox):
         self.request = RequestPanel(lang=self.lang, show_lang=False, filters=self.offers.offer_filters)
         # the advisor prices on the Offers tab's filters: its best suggestion is the offers' top row
         self.advice = AdvicePanel(lang=self.lang, filters=self.offers.offer_filters)
+        # the Sizing tab's profile is the one answer under the same filters (gpuwork.estimate.decision)
+        self.sizing.filters = self.offers.offer_filters
         self.advice.on_apply(self.apply_plan)
         self.offers.on_filters(self._on_filters)
         self.fit = FitMatrixPanel(lang=self.lang)
@@ -265,6 +267,7 @@ class App(widgets.VBox):
             self.advice.set_plan(self.plan, lazy=True)
             self.request.set_plan(self.plan, lazy=True)
             self._request_stale = True
+            self.sizing.refresh()  # its profile line is decided under these filters too
             self._refresh_visible()
 
     def apply_plan(self, plan: TrainPlan | Mapping[str, Any]) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -132,13 +131,20 @@ class RequestPanel:
             "context_in_config": not self.explicit_context.value,
         }
 
-    def chosen_offer(self, plan: TrainPlan) -> Any:
-        """The offer the request asks for: the cheapest fitting one under ``filters`` (what the advisor picks and the
-        Offers tab ranks first by cost), or None when none fits (the request then names the profile's card)."""
+    def decision(self, plan: TrainPlan) -> Any:
+        """The one answer under ``filters`` and the request's budget and period (``gpuwork.estimate.decision``):
+        the card, count, nodes, mode and changes the Sizing, Advice and Offers tabs show too."""
+        from gpuwork.estimate.decision import Constraints
+
         filters = {k: v for k, v in dict(self.filters()).items() if v is not None} if self.filters else {}
-        ranked = sizing.evaluate_offers(plan, include_unfit=False, **filters)
-        return next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)),
-                    None)
+        days = self.rent_days.value or None
+        return sizing.decide(plan, constraints=Constraints(filters=filters, budget_usd=self.budget.value or None,
+                                                           rental_period_s=days * 86400 if days else None))
+
+    def chosen_offer(self, plan: TrainPlan) -> Any:
+        """The offer the request asks for: the one answer's (``decision``), or None when nothing fits (the request
+        then names the profile's card)."""
+        return self.decision(plan).offer
 
     def refresh(self) -> None:
         if self.plan is None:
@@ -151,8 +157,9 @@ class RequestPanel:
                     raise PlanError("dataset_bytes", msg("error.ui.dataset_size", gb=gb))
                 plan = plan.replace(dataset_bytes=round(gb * 1e9))
             with quiet():
-                offer = self.chosen_offer(plan) if self.filters is not None else None
-                req = rental.rental_request(plan, offer=offer, **self.options())
+                decision = self.decision(plan)
+                chosen = {"match": decision.match, "offer": decision.offer} if decision.fits else {}
+                req = rental.rental_request(plan, **chosen, **self.options())
         except Exception as exc:  # noqa: BLE001
             self._show_error(friendly(exc, self.lang))
             return

@@ -45,7 +45,7 @@ from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan, lengths_text
 from gpuwork.present import charts
 from gpuwork.present.messages import render, render_all, text, time_kind_code
-from gpuwork.sizing import estimate_disk, estimate_memory, match_profile, scaling
+from gpuwork.sizing import decide, estimate_disk, estimate_memory, match_profile, scaling
 from gpuwork.ui import common
 from gpuwork.ui.choices import CheckboxGroup
 from gpuwork.ui.common import (
@@ -381,6 +381,7 @@ class SizingResult:
     disk: Any = None  # gpuwork.estimate.disk.DiskPlan
     notes: tuple[Msg, ...] = field(default_factory=tuple)  # parts that could not be estimated, one each
     scaling: tuple = ()  # gpuwork.estimate.timing.ScalingPoint on 1..64 of the profile's GPU
+    decision: Any = None  # gpuwork.estimate.decision.Decision: the one answer the profile shows
 
 
 def whatif_series(plan: TrainPlan, axis: str, values: Sequence[int], methods: Sequence[str] = WHATIF_METHODS
@@ -401,8 +402,12 @@ def whatif_series(plan: TrainPlan, axis: str, values: Sequence[int], methods: Se
     return out
 
 
-def size_plan(plan: TrainPlan, *, axis: str = "seq_len") -> SizingResult:
+def size_plan(plan: TrainPlan, *, axis: str = "seq_len", constraints: Any = None) -> SizingResult:
     """Memory, what-if curves, profile (with its time estimate) and disk for one plan.
+
+    The profile is the one answer's (``gpuwork.estimate.decision.decide`` under ``constraints``, the Offers tab's
+    filters in the app): the card, count, nodes and mode the Advice, Offers and Request tabs show; the reference-card
+    profile (``match_profile``) only when no offer fits.
 
     Raises GpuworkError when the memory estimate itself cannot be made; profile and disk failures
     become one-line ``notes`` so that the memory answer is still shown.
@@ -411,9 +416,10 @@ def size_plan(plan: TrainPlan, *, axis: str = "seq_len") -> SizingResult:
     values = tuple(sorted(set(WHATIF_VALUES[axis]) | {getattr(plan, axis)}))
     series = whatif_series(plan, axis, values)
     notes: list[Msg] = []
-    profile = disk = None
+    profile = disk = decision = None
     try:
-        profile = match_profile(plan)
+        decision = decide(plan, constraints=constraints)
+        profile = decision.match if decision.fits else match_profile(plan)
     except GpuworkError as exc:
         notes.append(msg("ui.not_estimated", what="profile", error=one_line(exc)))
     try:
@@ -424,7 +430,7 @@ def size_plan(plan: TrainPlan, *, axis: str = "seq_len") -> SizingResult:
     if profile is not None and profile.time is not None:
         with contextlib.suppress(GpuworkError):  # the time line above already says what failed
             curve = scaling(profile.time.plan, profile.time.gpu_id)
-    return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes), curve)
+    return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes), curve, decision)
 
 
 def memory_units_html(gpu: GpuSpec, lang: str = "en") -> str:
@@ -473,6 +479,9 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
             parts.append("<p>" + html.escape(ui("profile", lang, id=match.profile.profile_id, name=match.profile.name,
                                                 gpus=match.gpus, gpu=match.gpu_name or "?",
                                                 mode=match.profile.mode)) + "</p>")
+        if result.decision is not None:  # the one answer, as the other tabs say it
+            parts.append('<p class="gpuwork-decision" style="margin:2px 0"><b>'
+                         + html.escape(render(result.decision.summary, lang)) + "</b></p>")
         items = [f"<li>+ {html.escape(r)}</li>" for r in render_all(match.reasons, lang)]
         items += [f"<li style='color:{MUTED}'>– " + html.escape(ui("not_profile", lang, id=k, why=v))
                   + "</li>" for k, v in sorted(match.rejected.items())]
@@ -573,6 +582,8 @@ class SizingForm(common.Panel):
                  lang: str = "en", report: bool = False):
         self.lang = lang if lang in LANGS else "en"
         self.report = report
+        # the offer filters the one answer is decided under (the app passes its Offers tab's); None: the whole catalog
+        self.filters: Callable[[], Mapping[str, Any]] | None = None
         self.store = ConfigStore()
         self.plan: TrainPlan | None = None
         self.result: SizingResult | None = None
@@ -907,6 +918,15 @@ class SizingForm(common.Panel):
         for name in ("lora_r", "lora_targets"):
             self.controls[name].layout.display = None if adapters else "none"
 
+    def constraints(self) -> dict[str, Any]:
+        """``size_plan``'s ``constraints`` keyword: the offer filters (``filters``), unset ones left out; {} when
+        the form has no filters (the whole catalog)."""
+        from gpuwork.estimate.decision import Constraints
+
+        if self.filters is None:
+            return {}
+        return {"constraints": Constraints(filters={k: v for k, v in dict(self.filters()).items() if v is not None})}
+
     def refresh(self) -> None:
         """Rebuild the plan from the controls, estimate it and re-render; errors show one red line."""
         if self._muted:
@@ -917,7 +937,7 @@ class SizingForm(common.Panel):
                 plan = self.base_plan.replace(**self.values())
                 if self.model_source.value != "preset" and plan.model not in _SPEC_SEEN:
                     self.message.value = note_html(html.escape(ui("building", self.lang, name=self.model_label())))
-                result = size_plan(plan, axis=self.axis.value)
+                result = size_plan(plan, axis=self.axis.value, **self.constraints())
                 _SPEC_SEEN.add(plan.model)
         except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
             self._show_error(friendly(exc, self.lang))
@@ -986,7 +1006,7 @@ class SizingForm(common.Panel):
         assert self.result is not None
         result = self.result
         if axis is not None and axis != result.axis:
-            result = size_plan(result.plan, axis=axis)
+            result = size_plan(result.plan, axis=axis, **self.constraints())
         return charts.whatif_figure(result.whatif_values, result.whatif, self.candidate_gpus(), field=result.axis,
                                     current=getattr(result.plan, result.axis), lang=self.lang, template=template)
 
