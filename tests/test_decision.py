@@ -133,3 +133,13 @@ def test_the_app_tabs_show_the_one_answer(lang: str) -> None:
     request = RequestPanel(plan, filters=lambda: filters)
     s = request.request.fields["suggested"]
     assert (s["reference_gpu"], s["gpus"], s["nodes"], s["mode"]) == d.key
+
+
+def test_the_offers_tab_top_row_is_the_answer() -> None:
+    from gpuwork.ui.offers import OffersPanel
+
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096, dataset_tokens=5 * 10**7)
+    panel = OffersPanel(plan)
+    assert panel.decision is not None and panel.results
+    assert _key(panel.results[0]) == panel.decision.key == decide(plan).key
+    assert html.escape(render(panel.decision.summary, "en")) in panel.table.value

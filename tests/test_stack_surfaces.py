@@ -95,7 +95,8 @@ def test_the_request_prices_and_names_the_stack(capsys):
         data = json.loads(_out(capsys, ["request", *ARGS, "--stack", stack, "--format", "json"]))
         assert data["stack"] == stack
         seconds[stack] = data["estimates"]["step_time_s"]
-        assert seconds[stack] == pytest.approx(sizing.match_profile(plan).time.step_time_s)
+        # the request prices the one answer's card (issue 20), not the profile's reference card
+        assert seconds[stack] == pytest.approx(sizing.decide(plan).match.time.step_time_s)
     assert seconds["unsloth"] != seconds["hf-trainer"]
 
 

@@ -201,6 +201,7 @@ class OffersPanel(common.Panel):
         self.report = report
         self.plan: TrainPlan | None = None
         self.results: list[Any] = []
+        self.decision: Any = None  # the one answer (gpuwork.estimate.decision) the table is headed by
         self.records: list[Any] = []
         self.error: str | None = None
         self._stale = True
@@ -350,13 +351,22 @@ class OffersPanel(common.Panel):
             if limit < 1:
                 raise PlanError("limit", msg("ui.must_be_one", what=self.limit.description, value=str(limit)))
             with quiet():
-                results = offer_results(self.plan, **self.filters())
+                filters = self.filters()
+                # the one answer under these filters (gpuwork.estimate.decision); ranked by cost, the table prices
+                # the plan it runs (with its change, if any), so the top row is what the other tabs name
+                from gpuwork.estimate.decision import Constraints
+
+                self.decision = sizing.decide(self.plan, constraints=Constraints(filters=self.offer_filters()))
+                priced = self.decision.changed_plan if filters["sort"] == "cost" else self.plan
+                results = offer_results(priced, **filters)
         except Exception as exc:  # noqa: BLE001
             self._show_error(friendly(exc, self.lang))
             return
         self.results, self.error, self._stale = results, None, False
         self.message.value = ""
-        self.table.value = offers_table_html(results, self.lang, limit, self.plan)
+        answer = (f'<p class="gpuwork-decision" style="margin:2px 0"><b>'
+                  f'{html.escape(render(self.decision.summary, self.lang))}</b></p>')
+        self.table.value = answer + offers_table_html(results, self.lang, limit, self.plan)
         self.interruptible.value = interruptible_html(results, self.lang)
         if not self.report:
             self.scatter.box.layout.visibility = "visible"
