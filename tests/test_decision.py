@@ -143,3 +143,16 @@ def test_the_offers_tab_top_row_is_the_answer() -> None:
     assert panel.decision is not None and panel.results
     assert _key(panel.results[0]) == panel.decision.key == decide(plan).key
     assert html.escape(render(panel.decision.summary, "en")) in panel.table.value
+
+
+def test_notebook_03s_request_asks_for_its_offers_top_row() -> None:
+    """Notebook 03 builds an OffersPanel with its request: the request names the table's top row (issue 20: the
+    notebook's request still disagreed with its own offers table)."""
+    from gpuwork.ui.offers import OffersPanel
+
+    plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4,
+            "dataset_tokens": 200_000_000}
+    panel = OffersPanel(plan, request={"start_date": None, "budget_usd": None, "rent_period_days": None})
+    panel.request.refresh()
+    s = panel.request.request.fields["suggested"]
+    assert (s["reference_gpu"], s["gpus"], s["nodes"], s["mode"]) == _key(panel.results[0]) == panel.decision.key

@@ -237,7 +237,9 @@ class OffersPanel(common.Panel):
             control.observe(lambda _c: self.refresh(), names="value")
         self.record_upload.observe(self._on_records, names="value")
         self.record_price.observe(lambda _c: self._render_compare(), names="value")
-        self.request = RequestPanel(lang=self.lang, report=report, options=request) if with_request else None
+        # the request asks for the one answer under this tab's filters: the table's top row
+        self.request = (RequestPanel(lang=self.lang, report=report, options=request, filters=self.offer_filters)
+                        if with_request else None)
         self._apply_labels()
         for path in records:
             self._load_record_file(path)

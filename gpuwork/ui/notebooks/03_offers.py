@@ -23,6 +23,11 @@
 # `request` holds the rental request's options (start date, budget, rent period in days).
 # The plan's `stack` (the software that runs the step: hf-trainer, unsloth, ...) prices every offer and the request,
 # and both name it.
+#
+# One answer: the line above the table ("Answer: ...") is the card, count, nodes, rental mode, changes, time and cost
+# that the Sizing and Advice tabs, `gpuwork plan/advise/offers/request` and the request below all name
+# (`gpuwork.estimate.decision.decide`); ranked by cost, the table prices the plan that answer runs, so its top row
+# is the answer.
 
 # %% tags=["parameters"]
 plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4,
