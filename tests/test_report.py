@@ -274,7 +274,11 @@ def test_the_answer_names_cards_offer_ranges_and_risks() -> None:
     plan = TrainPlan.from_dict(PLAN)
     ranked = [r for r in evaluate_offers(plan, sort="cost") if r.fits]
     shown = _visible_text(report.answer_html(plan))
-    best = ranked[0]
+    # the recommended offer is the one answer's (issue 20), which the CLI, the app and the request name too
+    from gpuwork.sizing import decide
+
+    best = decide(plan).offer
+    assert "Answer: " in shown.split("Recommended")[0]
     assert f"Recommended offer: {best.offer.offer_id} ({best.offer.provider})" in shown
     assert f"1 × {GPU_NAME_H100} (80 GB)" in shown  # an 8B LoRA at 2 × 2048 tokens fits one 80 GB card
     assert "GeForce RTX 4090" not in shown.split("Recommended")[0]  # ...but not a 24 GB one

@@ -211,13 +211,22 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
     """The answer a report opens with: which cards the run fits on (fewest GPUs each), the recommended offer
     (the cheapest expected cost that fits), time and cost over the ANSWER_OFFERS cheapest fitting offers, and
     the risks. ``offers``: OfferResults ranked by cost (default: the bundled catalog evaluated for ``plan``)."""
-    from gpuwork.sizing import evaluate_offers
+    from gpuwork.sizing import decide, evaluate_offers
     from gpuwork.units import GB
 
-    results = list(evaluate_offers(plan, sort="cost")) if offers is None else list(offers)
-    fitting = [r for r in results if r.fits and r.expected_total_s is not None and r.expected_cost_usd is not None]
     say = functools.partial(render, lang=lang)
     items: list[str] = []
+    decision = None
+    if offers is None:
+        # the one answer (gpuwork.estimate.decision): the recommended offer below is the card, count and mode the
+        # app, the CLI and the request name (with its change, if the plan needs one); the cards listed are where
+        # the plan as written fits
+        decision = decide(plan)
+        items.append(say(decision.summary))
+        results = list(evaluate_offers(plan, sort="cost"))
+    else:
+        results = list(offers)
+    fitting = [r for r in results if r.fits and r.expected_total_s is not None and r.expected_cost_usd is not None]
     if not fitting:
         items.append(say(msg("report.answer.fits_none")))
     else:
@@ -232,7 +241,7 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
         if len(ordered) > ANSWER_CARDS:
             named.append(msg("report.answer.more", n=len(ordered) - ANSWER_CARDS))
         items.append(say(msg("report.answer.fits", cards=tuple(named))))
-        best = fitting[0]
+        best = decision.offer if decision is not None and decision.fits else fitting[0]
         items.append(say(msg("report.answer.recommended", offer=best.offer.offer_id, provider=best.offer.provider,
                              gpus=best.fit.plan.gpus, gpu=best.offer.gpu.display_name, mode=best.offer.mode.value,
                              price_usd=best.offer.price_per_gpu_hour, total_s=best.expected_total_s,
@@ -244,7 +253,7 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
                              low_usd=min(costs), high_usd=max(costs))))
     risks = [msg("report.answer.risk_estimate")]
     if fitting:
-        best = fitting[0]
+        best = decision.offer if decision is not None and decision.fits else fitting[0]
         if best.fit.headroom_bytes < TIGHT_HEADROOM * best.fit.usable_bytes:
             risks.append(msg("report.answer.risk_headroom", need_bytes=best.fit.device_total_bytes,
                              usable_bytes=best.fit.usable_bytes))
