@@ -156,3 +156,44 @@ def test_notebook_03s_request_asks_for_its_offers_top_row() -> None:
     panel.request.refresh()
     s = panel.request.request.fields["suggested"]
     assert (s["reference_gpu"], s["gpus"], s["nodes"], s["mode"]) == _key(panel.results[0]) == panel.decision.key
+
+
+# -- my hardware (issue 20, item 2) ------------------------------------------------------------------------------
+
+
+def test_my_24gb_card_qlora_7b_fits_with_a_change_and_reports_time_without_cost() -> None:
+    from gpuwork.facts.catalog import get_gpu
+
+    plan = TrainPlan(model="mistral-7b", method="qlora", seq_len=2048, batch_size=4, dataset_tokens=250_000_000)
+    d = decide(plan, constraints=Constraints(have=(1, get_gpu("rtx4090"))))
+    assert not d.advice.baseline.fits  # as written it needs more than the card's usable memory
+    assert d.fits and d.key == ("rtx4090", 1, 1, "own") and d.cost_usd is None and d.total_s > 0
+    assert d.changes and d.run_plan.gpus == 1
+    assert d.offer.fit.device_total_bytes <= d.offer.fit.usable_bytes
+    en, ru = render(d.summary, "en"), render(d.summary, "ru")
+    assert "no rental cost" in en and "без затрат на аренду" in ru
+    assert "$" not in en and "USD" not in ru and "GeForce RTX 4090" in en
+    assert "decision.why_fit_own" in [r.code for r in d.reasons]
+
+
+def test_my_cards_never_grow_past_what_i_have() -> None:
+    from gpuwork.facts.catalog import get_gpu
+
+    plan = TrainPlan(model="llama-3.1-70b", method="full", dataset_tokens=10**8)
+    d = decide(plan, constraints=Constraints(have=(2, get_gpu("rtx4090"))))
+    assert not d.fits and d.key == (None, 0, 0, "own")
+    assert render(d.summary, "ru").startswith("Ответ: запуск не помещается на ваши карты")
+    with pytest.raises(PlanError):
+        decide(plan, constraints=Constraints(have=(0, get_gpu("rtx4090"))))
+
+
+def test_the_advisor_pairs_changes_that_fit_only_together() -> None:
+    """8B LoRA at 4k x 8 on consumer cards: no single change fits (checkpointing alone or a smaller micro-batch
+    alone), the pair does; the advisor used to say "no change helps"."""
+    from gpuwork.sizing import advise
+
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096, batch_size=8)
+    advice = advise(plan, gpu_class="consumer")
+    assert not advice.baseline.fits and advice.suggestions
+    assert all("+" in s.key for s in advice.suggestions) and any("grad_checkpointing" in s.key
+                                                                  for s in advice.suggestions)

@@ -314,6 +314,10 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
                           experiment, grows)
 
     singles: list[tuple[_Change, Suggestion]] = []
+    # changes that free memory but fit nothing alone, with the bytes one GPU still needs: when too few single changes
+    # fit, the ones that free the most are paired too (checkpointing and a smaller micro-batch often fit a card only
+    # together)
+    near: list[tuple[int, _Change]] = []
     for change in _changes(plan):
         try:
             changed = change.apply(plan)
@@ -323,18 +327,24 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
         if same_gpus and single_bytes(changed) > single_bytes(plan) * (1 - MIN_MEMORY_SAVING):
             continue  # frees (almost) nothing: cannot unlock a smaller card
         tried += 1
-        s = suggestion(change.key, change.group, (change.describe(plan, changed),), changed, outcome(changed),
+        out_single = outcome(changed)
+        s = suggestion(change.key, change.group, (change.describe(plan, changed),), changed, out_single,
                        change.experiment)
         if s is not None:
             singles.append((change, s))
+        elif not out_single.fits and same_gpus and not change.experiment:
+            near.append((single_bytes(changed), change))
 
     # pairs of the best single changes that touch different settings
     singles.sort(key=lambda cs: _rank(cs[1]))  # ties: fewer GPUs first (their keys sort as _x2 < _x4)
     best = singles[:PAIR_FROM_BEST]
     pairs: list[Suggestion] = []
     combinable: dict[str, set[str]] = {s.key: set() for _, s in singles}
-    for i, (a, sa) in enumerate(best):
-        for b, sb in best[i + 1:]:
+    # parts to pair: the best fitting singles, then (when fewer fit) the non-fitting ones that free the most
+    parts: list[tuple[_Change, Suggestion | None]] = list(best)
+    parts += [(c, None) for _, c in sorted(near, key=lambda bc: (bc[0], bc[1].key))[:PAIR_FROM_BEST - len(best)]]
+    for i, (a, sa) in enumerate(parts):
+        for b, sb in parts[i + 1:]:
             if a.group == b.group:
                 continue
             try:
@@ -342,14 +352,16 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
                 both = b.apply(middle)
             except (PlanError, _NotApplicable):
                 continue
-            combinable[sa.key].add(sb.key)
-            combinable[sb.key].add(sa.key)
+            if sa is not None and sb is not None:
+                combinable[sa.key].add(sb.key)
+                combinable[sb.key].add(sa.key)
             tried += 1
             s = suggestion(f"{a.key}+{b.key}", f"{a.group}+{b.group}",
                            (a.describe(plan, middle), b.describe(middle, both)), both, outcome(both),
                            a.experiment or b.experiment)
-            # a pair is worth showing only when it beats each of its parts
-            if s is not None and s.outcome.cost_usd < min(sa.outcome.cost_usd, sb.outcome.cost_usd) * (1 - MIN_SAVING):
+            # a pair is worth showing only when it beats each of its parts (a part that fits nothing alone: any fit)
+            costs = [x.outcome.cost_usd for x in (sa, sb) if x is not None]
+            if s is not None and (not costs or s.outcome.cost_usd < min(costs) * (1 - MIN_SAVING)):
                 pairs.append(s)
     # the remaining singles combine with a best one when they touch different settings and stay valid
     for a, sa in singles[PAIR_FROM_BEST:]:

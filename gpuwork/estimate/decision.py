@@ -28,12 +28,14 @@ import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
+from gpuwork.errors import PlanError
 from gpuwork.estimate.advisor import Advice, Outcome, Suggestion, advise
 from gpuwork.estimate.offers import OfferResult
 from gpuwork.estimate.profiles import ProfileMatch, get_profile, match_profile, rental_mode
-from gpuwork.facts.catalog import Offer
+from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, Region
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
@@ -49,21 +51,45 @@ class Constraints:
     budget_usd: float | None = None
     deadline_s: float | None = None
     rental_period_s: float | None = None
+    # "my hardware": N cards the user owns (count, card); the answer fits to them, reports time and no rental cost
+    have: tuple[int, GpuSpec] | None = None
 
     def offers(self, offers: Iterable[Offer]) -> tuple[Offer, ...]:
+        if self.have is not None:
+            return (own_offer(*self.have),)
         pool = tuple(offers)
         if self.vendor:
             pool = tuple(o for o in pool if o.gpu.vendor.lower() == self.vendor.lower())
         return pool
 
     def offer_filters(self) -> dict[str, Any]:
-        """Keywords for ``evaluate_offers``/``advise``: the filters, the budget and the deadline."""
+        """Keywords for ``evaluate_offers``/``advise``: the filters, the budget and the deadline (with ``have``:
+        the deadline only; the catalog's filters and the budget do not apply to owned cards)."""
+        if self.have is not None:
+            return {"deadline_s": self.deadline_s} if self.deadline_s is not None else {}
         out = dict(self.filters)
         if self.budget_usd is not None:
             out["budget_usd"] = self.budget_usd
         if self.deadline_s is not None:
             out["deadline_s"] = self.deadline_s
         return out
+
+
+# The owned cards are priced at a nominal 1 per GPU-hour, so the advisor's ranking by cost is a ranking by GPU-hours
+# on those cards (the count is fixed): the fastest setup that fits. No price is shown (Decision.cost_usd is None).
+OWN_NOMINAL_PRICE_PER_GPU_HOUR = 1.0
+OWN_PROVIDER = "own"
+
+
+def own_offer(count: int, gpu: GpuSpec) -> Offer:
+    """The user's own ``count`` x ``gpu`` as one node the advisor can fit to: PCIe between the cards (no peer link
+    is assumed), no network, never preempted, no minimum rental."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise PlanError("have", msg("error.decision.have_count", value=repr(count)))
+    return Offer(offer_id=f"own-{gpu.gpu_id}-{count}x", provider=OWN_PROVIDER, gpu_id=gpu.gpu_id, gpu=gpu,
+                 gpus_per_node=count, link=Link.PCIE, network=Network.NONE, mode=Mode.ON_DEMAND, region=Region.EU,
+                 price_per_gpu_hour=OWN_NOMINAL_PRICE_PER_GPU_HOUR, min_rental_hours=0.0, as_of=date.min,
+                 note="owned hardware")
 
 
 @dataclass(frozen=True)
@@ -77,6 +103,7 @@ class Decision:
     match: ProfileMatch  # the profile, card, count, nodes, sharding, time and mode of the answer
     advice: Advice
     reasons: tuple[Msg, ...]
+    own: bool = False  # on the user's own cards (Constraints.have): time only, no rental cost or mode
 
     @property
     def fits(self) -> bool:
@@ -107,6 +134,8 @@ class Decision:
 
     @property
     def mode(self) -> str | None:
+        if self.own:
+            return OWN_PROVIDER
         return self.offer.offer.mode.value if self.offer is not None else None
 
     @property
@@ -115,6 +144,8 @@ class Decision:
 
     @property
     def cost_usd(self) -> float | None:
+        if self.own:
+            return None  # owned cards: no rental cost
         return self.offer.expected_cost_usd if self.offer is not None else None
 
     @property
@@ -125,8 +156,16 @@ class Decision:
     @property
     def summary(self) -> Msg:
         if self.offer is None:
+            if self.own:
+                return msg("decision.none_own", need_bytes=self.advice.baseline.single_gpu_bytes)
             return msg("decision.none", need_bytes=self.advice.baseline.single_gpu_bytes)
         o = self.offer
+        if self.own:
+            return msg("decision.answer_own", gpus=self.gpus, gpu=o.offer.gpu.display_name,
+                       sharding=msg("decision.sharding", sharding=self.run_plan.sharding) if self.gpus > 1 else None,
+                       memory_bytes=o.fit.device_total_bytes, usable_bytes=o.fit.usable_bytes,
+                       changes=msg("decision.with", changes=self.changes) if self.changes else None,
+                       run_s=self.total_s)
         return msg("decision.answer", gpus=self.gpus, gpu=o.offer.gpu.display_name,
                    where=msg("decision.nodes", nodes=self.nodes) if self.nodes > 1 else None,
                    sharding=msg("decision.sharding", sharding=self.run_plan.sharding) if self.gpus > 1 else None,
@@ -191,7 +230,8 @@ def offer_profile(match: ProfileMatch, offer: OfferResult, offers: Iterable[Offe
         match, profile=profile, gpu_id=offer.offer.gpu_id, gpu_name=gpu.display_name, gpus=fitted.gpus,
         nodes=offer.nodes, sharding=fitted.sharding, memory_per_gpu_bytes=offer.fit.device_total_bytes,
         usable_per_gpu_bytes=offer.fit.usable_bytes, time=offer.time, fitted_plan=fitted, changes=offer.fit.changes,
-        checks=profile.checks, rental=rental, reasons=(offer.fit.reason, *offer.reasons))
+        checks=profile.checks, rental=rental,
+        reasons=offer.reasons if offer.fit.reason in offer.reasons else (offer.fit.reason, *offer.reasons))
 
 
 def decide(plan: TrainPlan, inputs: Inputs, offers: Iterable[Offer], constraints: Constraints | None = None, *,
@@ -218,21 +258,27 @@ def decide(plan: TrainPlan, inputs: Inputs, offers: Iterable[Offer], constraints
     run_match = match_profile(changed, inputs, time_options=time_options, offers=pool,
                               rental_period_s=c.rental_period_s)
     reasons: list[Msg] = []
+    own = c.have is not None
     if offer is None:
         match = dataclasses.replace(run_match, profile=None, gpu_id=None, gpu_name=None, gpus=0, nodes=0,
                                     fitted_plan=None, time=None, rental=None, checks=())
-        reasons.append(msg("decision.none", need_bytes=advice.baseline.single_gpu_bytes))
+        reasons.append(msg("decision.none_own" if own else "decision.none", need_bytes=advice.baseline.single_gpu_bytes))
     else:
-        match = offer_profile(run_match, offer, pool, c.rental_period_s)
+        # owned cards are not rented: no rental mode to reason about
+        match = offer_profile(run_match, offer, None if own else pool, c.rental_period_s)
         if suggestion is not None:
             match = dataclasses.replace(match, changes=suggestion.changes + match.changes)
-            reasons.append(msg("decision.why_change" if advice.baseline.fits else "decision.why_fit",
-                               changes=suggestion.changes))
-        reasons.append(msg("decision.why_offer", offer_id=offer.offer.offer_id, cost_usd=offer.expected_cost_usd,
-                           run_s=offer.expected_total_s))
+            why = "decision.why_change" if advice.baseline.fits else "decision.why_fit_own" if own else "decision.why_fit"
+            reasons.append(msg(why, changes=suggestion.changes))
+        if own:
+            reasons.append(msg("decision.why_own", run_s=offer.expected_total_s))
+        else:
+            reasons.append(msg("decision.why_offer", offer_id=offer.offer.offer_id,
+                               cost_usd=offer.expected_cost_usd, run_s=offer.expected_total_s))
         match = dataclasses.replace(match, reasons=(*reasons, *match.reasons))
     return Decision(plan=plan, changed_plan=changed, suggestion=suggestion, offer=offer, match=match,
-                    advice=advice, reasons=tuple(reasons))
+                    advice=advice, reasons=tuple(reasons), own=own)
 
 
-__all__ = ["Constraints", "Decision", "best_outcome", "decide", "offer_profile"]
+__all__ = ["OWN_NOMINAL_PRICE_PER_GPU_HOUR", "Constraints", "Decision", "best_outcome", "decide", "offer_profile",
+           "own_offer"]

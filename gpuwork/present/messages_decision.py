@@ -26,6 +26,25 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the plan as written fits no offer; the cheapest change that makes it fit: {changes:list}",
         "план в текущем виде не помещается ни на одно предложение; самое дешёвое изменение, с которым "
         "помещается: {changes:list}"),
+    "decision.answer_own": (
+        "Answer on your cards: {gpus} x {gpu}{sharding}, {memory_bytes:gib} of {usable_bytes:gib} per GPU{changes}: "
+        "{run_s:dur}; no rental cost",
+        "Ответ на ваших картах: {gpus} × {gpu}{sharding}, {memory_bytes:gib} из {usable_bytes:gib} на GPU{changes}: "
+        "{run_s:dur}; без затрат на аренду"),
+    "decision.none_own": (
+        "Answer: the run does not fit your cards, with or without a standard change ({need_bytes:gib} on one GPU).",
+        "Ответ: запуск не помещается на ваши карты ни как есть, ни со стандартными изменениями "
+        "({need_bytes:gib} на одном GPU)."),
+    "decision.why_own": (
+        "the fastest setup that fits your cards: {run_s:dur}",
+        "самая быстрая конфигурация, которая помещается на ваши карты: {run_s:dur}"),
+    "error.decision.have_count": (
+        "the number of your cards must be a whole number of at least 1, not {value:raw}",
+        "число ваших карт должно быть целым, не меньше 1, а не {value:raw}"),
+    "decision.why_fit_own": (
+        "the plan as written does not fit your cards; the change that makes it fit and runs fastest: {changes:list}",
+        "план в текущем виде не помещается на ваши карты; изменение, с которым помещается и работает быстрее всего: "
+        "{changes:list}"),
     "decision.why_offer": (
         "cheapest fitting offer: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}",
         "самое дешёвое подходящее предложение: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}"),

@@ -267,7 +267,7 @@ class App(widgets.VBox):
             self.advice.set_plan(self.plan, lazy=True)
             self.request.set_plan(self.plan, lazy=True)
             self._request_stale = True
-            self.sizing.refresh()  # its profile line is decided under these filters too
+            self.sizing.redecide()  # its profile line is decided under these filters too
             self._refresh_visible()
 
     def apply_plan(self, plan: TrainPlan | Mapping[str, Any]) -> None:

@@ -950,6 +950,19 @@ class SizingForm(common.Panel):
             except Exception as exc:  # noqa: BLE001
                 _log.error("plan listener failed", exc_info=exc)
 
+    def redecide(self) -> None:
+        """The offer filters changed: decide the current plan's answer again and re-render, without telling the
+        plan's listeners (the plan is the same; the other tabs refresh themselves on the filters)."""
+        if self.plan is None or self.result is None:
+            return
+        try:
+            with quiet():
+                self.result = size_plan(self.plan, axis=self.result.axis, **self.constraints())
+        except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
+            self._show_error(friendly(exc, self.lang))
+            return
+        self._render()
+
     def _show_error(self, message: str) -> None:
         self.plan, self.result, self.error = None, None, one_line(message)
         self.message.value = error_html(message)
