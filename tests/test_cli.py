@@ -255,7 +255,7 @@ HELP = {
     "trace": (RUN_FLAGS | {"--json", "--lang"}, ["print one JSON object", "optimizer kernels: foreach (default) | fused | for-loop"]),
     "models": ({"--json", "--lang", "--rebuild"}, ["rebuild data/model_specs.json on the meta device"]),
     "accuracy": ({"--out", "--grid", "--time"}, ["write Markdown here instead of printing it", "small-model grid (minutes)"]),
-    "plan": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--gpu", "--offers", "--lang", "--json", "--check"},
+    "plan": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--gpu", "--have", "--offers", "--lang", "--json", "--check"},
              ["data and schedule:", "time model:", "tokens = size / 4 B", "cheapest fitting offers to list",
               "exit with status 1 when nothing fits"]),
     "offers": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--max-price", "--mode", "--class", "--region", "--min-vram",

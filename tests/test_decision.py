@@ -4,6 +4,7 @@ request name the same card, count, nodes and mode (gpuwork issue 20, item 1)."""
 from __future__ import annotations
 
 import html
+import json
 import math
 
 import pytest
@@ -197,3 +198,24 @@ def test_the_advisor_pairs_changes_that_fit_only_together() -> None:
     assert not advice.baseline.fits and advice.suggestions
     assert all("+" in s.key for s in advice.suggestions) and any("grad_checkpointing" in s.key
                                                                   for s in advice.suggestions)
+
+
+def test_the_cli_takes_have_and_answers_on_my_cards(capsys) -> None:
+    from gpuwork.cli import main
+
+    args = ["--model", "mistral-7b", "--method", "qlora", "--seq-len", "2048", "--batch-size", "4",
+            "--dataset-tokens", "250M", "--have", "1xrtx4090"]
+    for lang, answer, no_cost in (("en", "Answer on your cards: 1 x GeForce RTX 4090", "no rental cost"),
+                                  ("ru", "Ответ на ваших картах: 1 × GeForce RTX 4090", "без затрат на аренду")):
+        assert main(["advise", *args, "--lang", lang]) == 0
+        out = capsys.readouterr().out
+        assert answer in out and no_cost in out and "$" not in out and "USD" not in out
+        assert main(["plan", *args, "--lang", lang]) == 0
+        assert answer in capsys.readouterr().out
+    assert main(["advise", *args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["decision"]["mode"] == "own" and data["decision"]["cost_usd"] is None
+    assert data["decision"]["gpu_id"] == "rtx4090" and data["decision"]["gpus"] == 1
+    with pytest.raises(SystemExit):
+        main(["advise", "--model", "mistral-7b", "--have", "one rtx4090"])
+    assert "1xrtx4090" in capsys.readouterr().err

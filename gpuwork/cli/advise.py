@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from gpuwork.cli.args import EXIT_NO_FIT, check_argument, plan_arguments, with_mapping
-from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan
+from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan, have_cards
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import MISSING, fmt_duration, fmt_number, fmt_usd
@@ -39,10 +39,15 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     plan = full_plan(args)
     lang = _lang(args)
     start = time.perf_counter()
-    advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
-    # the one answer from this advice (gpuwork.estimate.decision): what plan, offers and request name too
-    decision = decide(plan, advice=advice, time_options=_time_options(args),
-                      constraints=Constraints(filters=_filters(args)))
+    if args.have:  # the user's own cards: the advisor picks changes for fit and speed on them
+        decision = decide(plan, limit=args.limit, time_options=_time_options(args),
+                          constraints=Constraints(have=args.have))
+        advice = decision.advice
+    else:
+        advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
+        # the one answer from this advice (gpuwork.estimate.decision): what plan, offers and request name too
+        decision = decide(plan, advice=advice, time_options=_time_options(args),
+                          constraints=Constraints(filters=_filters(args)))
     elapsed_ms = (time.perf_counter() - start) * 1000
     # --check: the plan as it is fits no offer (the suggestions say what would make it fit)
     status = EXIT_NO_FIT if args.check and advice.baseline.offer is None else 0
@@ -51,18 +56,19 @@ def _cmd_advise(args: argparse.Namespace) -> int:
                "decision": decision.as_dict(),
                "rendered": {"stack": text("stack.label", lang, stack=plan.stack.value),
                             "status": render(advice.status, lang), "decision": render(decision.summary, lang),
-                            "suggestions": [render(s.summary, lang) for s in advice.suggestions]}}
+                            "suggestions": [render(decision.suggestion_line(s), lang) for s in advice.suggestions]}}
         print(json.dumps(with_mapping(out, args), indent=2, ensure_ascii=False))
         return status
     print(text("stack.label", lang, stack=plan.stack.value))
-    print(render(advice.status, lang))
+    if not args.have:  # the status prices the plan on an offer; on owned cards the answer says it all
+        print(render(advice.status, lang))
     print(render(decision.summary, lang))
     if not advice.suggestions:
         print(text("advice.none", lang))
     else:
         print(text("cli.advise.header", lang, tried=advice.tried, elapsed_ms=elapsed_ms))
         for rank, s in enumerate(advice.suggestions, start=1):
-            print(text("cli.advise.item", lang, rank=rank, summary=s.summary))
+            print(text("cli.advise.item", lang, rank=rank, summary=decision.suggestion_line(s)))
             if s.combines_with:
                 print("   " + text("advice.combines", lang, keys=", ".join(s.combines_with)))
     if status:
@@ -125,6 +131,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     _time_arguments(p, lang)
     p.add_argument("--mode", action="append", help=text("cli.help.offers.mode", lang))
     p.add_argument("--region", action="append", help=text("cli.help.offers.region", lang))
+    p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
     p.add_argument("--limit", type=int, default=5, metavar="N", help=text("cli.help.advise.limit", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.advice", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from datetime import date
 from typing import Any
@@ -64,6 +65,20 @@ def token_count(text: str) -> int:
     except PlanError as exc:
         raise FlagValueError(msg("error.args.tokens", value=repr(text)) if exc.msg.code == "error.input.not_count"
                              else exc.msg) from None
+
+
+def have_cards(value: str) -> tuple[int, Any]:
+    """'1xrtx4090', '2 x A100 80GB SXM', '1×RTX 4090' -> (count, GpuSpec): the cards the user owns (--have)."""
+    from gpuwork.errors import CatalogError
+    from gpuwork.facts.catalog import get_gpu
+
+    found = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\S.*?)\s*", value, flags=re.I)
+    if found is None or int(found[1]) < 1:
+        raise FlagValueError(msg("error.args.have", value=repr(value)))
+    try:
+        return int(found[1]), get_gpu(found[2])
+    except CatalogError as exc:
+        raise FlagValueError(exc.msg) from None
 
 
 def _iso_date(text: str) -> date:
@@ -140,6 +155,7 @@ def step_breakdown(time: Any) -> tuple[Msg, ...]:
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
+    from gpuwork.estimate.decision import Constraints
     from gpuwork.estimate.offers import usable_memory_bytes
     from gpuwork.facts.catalog import get_gpu
     from gpuwork.sizing import (
@@ -157,7 +173,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     options = _time_options(args)
     memory = estimate_memory(plan)
     # the one answer (gpuwork.estimate.decision): the profile line names what advise, offers and request name
-    decision = decide(plan, time_options=options)
+    decision = decide(plan, time_options=options, constraints=Constraints(have=args.have) if args.have else None)
     match = decision.match if decision.fits else match_profile(plan, time_options=options)
     run_plan = match.fitted_plan or plan
     warnings: list[Msg] = []
@@ -188,6 +204,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps(with_mapping(out, args), indent=2, default=str))
         return status
     print(format_plan_report(plan, memory, match, run_plan, time, disk, offers, lang=lang, scaling=curve))
+    if args.have:  # on the user's own cards: the answer there (time, no rental cost)
+        print("\n" + render(decision.summary, lang))
     for warning in [*memory.warnings, *warnings]:
         print(text("cli.warning", lang, text=render(warning, lang)), file=sys.stderr)
     if status:
@@ -374,6 +392,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     _data_arguments(p, lang)
     _time_arguments(p, lang)
     p.add_argument("--gpu", help=text("cli.help.plan.gpu", lang))
+    p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
     p.add_argument("--offers", type=int, default=5, metavar="N", help=text("cli.help.plan.offers", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.report", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))

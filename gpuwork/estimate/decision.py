@@ -174,6 +174,14 @@ class Decision:
                    changes=msg("decision.with", changes=self.changes) if self.changes else None,
                    run_s=self.total_s, cost_usd=self.cost_usd)
 
+    def suggestion_line(self, s: Suggestion) -> Msg:
+        """One of the advisor's suggestions as this answer says it: on owned cards memory and time only (no price
+        or rental mode), else the advisor's own summary."""
+        if not self.own:
+            return s.summary
+        return msg("decision.own_suggestion", changes=s.changes, memory_bytes=s.outcome.memory_per_gpu_bytes,
+                   gpus=s.outcome.run_plan.gpus, run_s=s.outcome.total_s)
+
     def as_dict(self) -> dict[str, Any]:
         return {"fits": self.fits, "gpu_id": self.gpu_id, "gpus": self.gpus, "nodes": self.nodes,
                 "sharding": self.run_plan.sharding.value, "mode": self.mode, "total_s": self.total_s,

@@ -45,6 +45,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the plan as written does not fit your cards; the change that makes it fit and runs fastest: {changes:list}",
         "план в текущем виде не помещается на ваши карты; изменение, с которым помещается и работает быстрее всего: "
         "{changes:list}"),
+    "cli.help.have": (
+        "the cards you own, e.g. 1xrtx4090 or 2x\"A100 80GB SXM\": fit the run to them (changes for fit and speed), "
+        "time only, no rental cost",
+        "ваши собственные карты, например 1xrtx4090 или 2x\"A100 80GB SXM\": подогнать запуск под них (изменения "
+        "ради памяти и скорости), только время, без затрат на аренду"),
+    "error.args.have": (
+        "not a count and a card: {value:raw} (write it as 1xrtx4090)",
+        "это не число и карта: {value:raw} (пишите как 1xrtx4090)"),
+    "decision.own_suggestion": (
+        "{changes:list}: {memory_bytes:gib} per GPU on {gpus} of your cards, {run_s:dur}",
+        "{changes:list}: {memory_bytes:gib} на GPU, ваших карт: {gpus}, {run_s:dur}"),
     "decision.why_offer": (
         "cheapest fitting offer: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}",
         "самое дешёвое подходящее предложение: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}"),
