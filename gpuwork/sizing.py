@@ -85,6 +85,24 @@ def decide(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: Mode
                             **options)
 
 
+def parse_have(value: str) -> tuple[int, GpuSpec] | None:
+    """'1xrtx4090', '2 x A100 80GB SXM', '1×RTX 4090' -> (count, card): the cards the user owns; '' -> None.
+
+    Raises PlanError (not a count and a card) or CatalogError (an unknown card, with the known ones)."""
+    import re
+
+    from gpuwork.errors import PlanError
+    from gpuwork.facts.catalog import get_gpu
+    from gpuwork.message import msg
+
+    if not value or not value.strip():
+        return None
+    found = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\S.*?)\s*", value, flags=re.I)
+    if found is None or int(found[1]) < 1:
+        raise PlanError("have", msg("error.args.have", value=repr(value)))
+    return int(found[1]), get_gpu(found[2])
+
+
 def fit_matrix(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
                **options: Any) -> _fitmatrix.FitMatrix:
     """Every catalog GPU x 1/2/4/8: fits, headroom, largest batch and sequence, time, cost
@@ -97,4 +115,4 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **
 
 
 __all__ = ["Inputs", "advise", "checkpoint_bytes", "decide", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
-           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "resolve", "scaling"]
+           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "parse_have", "resolve", "scaling"]

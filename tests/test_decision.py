@@ -219,3 +219,32 @@ def test_the_cli_takes_have_and_answers_on_my_cards(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["advise", "--model", "mistral-7b", "--have", "one rtx4090"])
     assert "1xrtx4090" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_app_sizes_for_my_own_card(lang: str) -> None:
+    """The "My cards" field: Sizing, Advice and Offers give the answer on the owned card, with time and no price."""
+    from gpuwork.ui.app import App
+
+    plan = {"model": "mistral-7b", "method": "qlora", "seq_len": 2048, "batch_size": 4, "dataset_tokens": 250_000_000}
+    app = App(plan, lang=lang)
+    app.offers.have.value = "1xrtx4090"
+    for tab in range(len(app.tabs.children)):
+        app.tabs.selected_index = tab
+    app.advice.refresh_if_stale()
+    answer = html.escape(render(app.offers.decision.summary, lang))
+    assert app.offers.decision.key == ("rtx4090", 1, 1, "own") and app.offers.decision.cost_usd is None
+    for shown in (app.sizing.details.value, app.advice.status.value, app.offers.table.value):
+        assert answer in shown
+    rows = [r.children[1].value for r in app.advice.rows.children]
+    assert rows and not any("$" in r or "USD" in r for r in rows)
+    app.offers.have.value = "one card"  # a bad value says so, in the page's language
+    assert app.offers.error and ("1xrtx4090" in app.offers.error)
+
+
+def test_notebook_03_takes_my_cards() -> None:
+    from gpuwork.ui.offers import OffersPanel
+
+    panel = OffersPanel({"model": "mistral-7b", "method": "qlora", "seq_len": 2048, "batch_size": 4},
+                        have="1xrtx4090")
+    assert panel.decision.own and panel.decision.gpu_id == "rtx4090"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from datetime import date
 from typing import Any
@@ -70,15 +69,15 @@ def token_count(text: str) -> int:
 def have_cards(value: str) -> tuple[int, Any]:
     """'1xrtx4090', '2 x A100 80GB SXM', '1×RTX 4090' -> (count, GpuSpec): the cards the user owns (--have)."""
     from gpuwork.errors import CatalogError
-    from gpuwork.facts.catalog import get_gpu
+    from gpuwork.sizing import parse_have
 
-    found = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\S.*?)\s*", value, flags=re.I)
-    if found is None or int(found[1]) < 1:
-        raise FlagValueError(msg("error.args.have", value=repr(value)))
     try:
-        return int(found[1]), get_gpu(found[2])
-    except CatalogError as exc:
+        have = parse_have(value)
+    except (PlanError, CatalogError) as exc:
         raise FlagValueError(exc.msg) from None
+    if have is None:
+        raise FlagValueError(msg("error.args.have", value=repr(value)))
+    return have
 
 
 def _iso_date(text: str) -> date:

@@ -56,6 +56,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "decision.own_suggestion": (
         "{changes:list}: {memory_bytes:gib} per GPU on {gpus} of your cards, {run_s:dur}",
         "{changes:list}: {memory_bytes:gib} на GPU, ваших карт: {gpus}, {run_s:dur}"),
+    "ui.have": ("My cards (N×GPU)", "Свои карты (N×GPU)"),
+    "ui.have_hint": (
+        "the cards you own, e.g. 1xrtx4090: every tab fits the run to them; time only, no rental cost. Empty: rent",
+        "ваши собственные карты, например 1xrtx4090: все вкладки подгоняют запуск под них; только время, без затрат "
+        "на аренду. Пусто — аренда"),
     "decision.why_offer": (
         "cheapest fitting offer: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}",
         "самое дешёвое подходящее предложение: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}"),

@@ -51,19 +51,23 @@ FIT_COLUMNS = ("gpu", "gpus", "sharding", "memory", "headroom", "batch", "seq", 
 # -- pure renders ---------------------------------------------------------------------------------------------
 
 
-def advice_status_html(advice: Any, lang: str = "en") -> str:
-    """What the plan as it is does (its cheapest offer, or that none fits), and "no change helps" when so."""
+def advice_status_html(advice: Any, lang: str = "en", rented: bool = True) -> str:
+    """What the plan as it is does (its cheapest offer, or that none fits), and "no change helps" when so
+    (``rented=False``: on the user's own cards, where an offer and its price do not apply, without the former)."""
     parts = [f'<p class="gpuwork-advice-stack" style="margin:2px 0">'
-             f'{html.escape(text("stack.label", lang, stack=advice.plan.stack.value))}</p>',
-             f'<p class="gpuwork-advice-status" style="margin:2px 0">{html.escape(render(advice.status, lang))}</p>']
+             f'{html.escape(text("stack.label", lang, stack=advice.plan.stack.value))}</p>']
+    if rented:
+        parts.append(f'<p class="gpuwork-advice-status" style="margin:2px 0">'
+                     f'{html.escape(render(advice.status, lang))}</p>')
     if not advice.suggestions:
         parts.append(note_html(html.escape(text("advice.none", lang)), MUTED, "gpuwork-advice-none"))
     return "".join(parts)
 
 
-def suggestion_html(suggestion: Any, lang: str = "en") -> str:
-    """One suggestion in words: the change, memory per GPU, where it fits, time and cost against the plan."""
-    line = html.escape(render(suggestion.summary, lang))
+def suggestion_html(suggestion: Any, lang: str = "en", summary: Any = None) -> str:
+    """One suggestion in words: the change, memory per GPU, where it fits, time and cost against the plan
+    (``summary``: another wording of it, e.g. memory and time on the user's own cards)."""
+    line = html.escape(render(summary if summary is not None else suggestion.summary, lang))
     if suggestion.combines_with:
         line += note_html(html.escape(text("advice.combines", lang, keys=", ".join(suggestion.combines_with))))
     return f'<div class="gpuwork-suggestion" style="margin:2px 0">{line}</div>'
@@ -194,9 +198,11 @@ class AdvicePanel(_LazyPanel):
     """
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
-                 filters: Callable[[], Mapping[str, Any]] | None = None, limit: int = 5):
+                 filters: Callable[[], Mapping[str, Any]] | None = None, limit: int = 5,
+                 have: Callable[[], Any] | None = None):
         super().__init__(lang)
         self.filters = filters or dict
+        self.have = have or (lambda: None)  # the cards the user owns ((count, GpuSpec)) or None: rent
         self.limit = limit
         self.advice: Any = None
         self.decision: Any = None
@@ -212,11 +218,16 @@ class AdvicePanel(_LazyPanel):
         self._listeners.append(callback)
 
     def _evaluate(self, plan: TrainPlan) -> None:
-        filters = {k: v for k, v in dict(self.filters()).items() if v is not None}
-        self.advice = sizing.advise(plan, limit=self.limit, **filters)
-        # the one answer from this advice: what the Sizing, Offers and Request tabs show (gpuwork.estimate.decision)
         from gpuwork.estimate.decision import Constraints
 
+        filters = {k: v for k, v in dict(self.filters()).items() if v is not None}
+        have = self.have()
+        if have is not None:  # on the user's own cards: changes for fit and speed there (gpuwork.estimate.decision)
+            self.decision = sizing.decide(plan, limit=self.limit, constraints=Constraints(have=have))
+            self.advice = self.decision.advice
+            return
+        self.advice = sizing.advise(plan, limit=self.limit, **filters)
+        # the one answer from this advice: what the Sizing, Offers and Request tabs show (gpuwork.estimate.decision)
         self.decision = sizing.decide(plan, advice=self.advice, constraints=Constraints(filters=filters))
 
     def apply(self, index: int) -> TrainPlan:
@@ -228,7 +239,8 @@ class AdvicePanel(_LazyPanel):
 
     def _render(self) -> None:
         advice = self.advice
-        self.status.value = advice_status_html(advice, self.lang) + (
+        own = self.decision is not None and self.decision.own
+        self.status.value = advice_status_html(advice, self.lang, rented=not own) + (
             f'<p class="gpuwork-decision" style="margin:2px 0"><b>'
             f'{html.escape(render(self.decision.summary, self.lang))}</b></p>' if self.decision is not None else "")
         rows, self.buttons = [], []
@@ -238,7 +250,8 @@ class AdvicePanel(_LazyPanel):
             button.add_class("gpuwork-apply")
             button.on_click(lambda _b, i=i: self.apply(i))
             self.buttons.append(button)
-            row = widgets.HBox([button, widgets.HTML(suggestion_html(s, self.lang), layout={"flex": "1 1 auto"})],
+            row = widgets.HBox([button, widgets.HTML(suggestion_html(
+                s, self.lang, self.decision.suggestion_line(s) if own else None), layout={"flex": "1 1 auto"})],
                                layout={"align_items": "center"})
             row.add_class("gpuwork-advice-row")
             rows.append(row)

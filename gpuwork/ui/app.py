@@ -192,9 +192,9 @@ class App(widgets.VBox):
         # the request asks for the offer the Offers tab ranks first and the advisor prices on
         self.request = RequestPanel(lang=self.lang, show_lang=False, filters=self.offers.offer_filters)
         # the advisor prices on the Offers tab's filters: its best suggestion is the offers' top row
-        self.advice = AdvicePanel(lang=self.lang, filters=self.offers.offer_filters)
-        # the Sizing tab's profile is the one answer under the same filters (gpuwork.estimate.decision)
-        self.sizing.filters = self.offers.offer_filters
+        self.advice = AdvicePanel(lang=self.lang, filters=self.offers.offer_filters, have=self.offers.have_cards)
+        # the Sizing tab's profile is the one answer under the same filters and owned cards (gpuwork.estimate.decision)
+        self.sizing.filters, self.sizing.have = self.offers.offer_filters, self.offers.have_cards
         self.advice.on_apply(self.apply_plan)
         self.offers.on_filters(self._on_filters)
         self.fit = FitMatrixPanel(lang=self.lang)

@@ -196,7 +196,7 @@ class OffersPanel(common.Panel):
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
                  report: bool = False, with_request: bool = True, records: Sequence[Any] = (),
-                 request: Mapping[str, Any] | None = None):
+                 request: Mapping[str, Any] | None = None, have: str = ""):
         self.lang = lang if lang in LANGS else "en"
         self.report = report
         self.plan: TrainPlan | None = None
@@ -222,6 +222,8 @@ class OffersPanel(common.Panel):
         self.include_unfit = widgets.Checkbox(value=False, style=WIDE, layout=CHECKBOX_LAYOUT)
         self.preemption_rate = NumberText(default_rate, kind="number", style=WIDE, layout=lay)
         self.limit = NumberText(25, kind="count", style=WIDE, layout=lay)
+        # "my hardware": N x card the user owns (1xrtx4090); empty = rent (gpuwork.estimate.decision)
+        self.have = widgets.Text(value=have or "", style=WIDE, layout=lay)
         self.message = widgets.HTML()
         self.table = widgets.HTML()
         self.table.add_class("gpuwork-offers-table")
@@ -232,7 +234,7 @@ class OffersPanel(common.Panel):
         self.headings = {k: widgets.HTML() for k in ("h_offers", "h_interruptible", "h_compare")}
         self.scatter = LiveFigure("gpuwork-offers-scatter")
         self._filters = [self.modes, self.classes, self.regions, self.max_price, self.min_vram, self.budget, self.sort,
-                         self.include_unfit, self.preemption_rate, self.limit]
+                         self.include_unfit, self.preemption_rate, self.limit, self.have]
         for control in self._filters:
             control.observe(lambda _c: self.refresh(), names="value")
         self.record_upload.observe(self._on_records, names="value")
@@ -258,8 +260,10 @@ class OffersPanel(common.Panel):
                              (self.max_price, "max_price"), (self.min_vram, "min_vram"), (self.budget, "budget"),
                              (self.sort, "sort"), (self.include_unfit, "include_unfit"),
                              (self.preemption_rate, "preemption_rate"), (self.limit, "limit"),
-                             (self.record_upload, "records"), (self.record_price, "record_price")):
+                             (self.record_upload, "records"), (self.record_price, "record_price"),
+                             (self.have, "have")):
             control.description = ui(key, lang)
+        self.have.tooltip = ui("have_hint", lang)
         for control in (self.max_price, self.min_vram, self.budget):
             control.tooltip = ui("zero_any", lang)
         for key, heading in self.headings.items():
@@ -330,6 +334,11 @@ class OffersPanel(common.Panel):
                "preemption_rate_per_hour": f["preemption_rate_per_hour"]}
         return {k: v for k, v in out.items() if v is not None}
 
+    def have_cards(self) -> Any:
+        """The cards the user owns from the "my cards" field ((count, GpuSpec)), or None (rent). Raises PlanError or
+        CatalogError for a value that is not a count and a known card."""
+        return sizing.parse_have(self.have.value)
+
     def on_filters(self, callback: Callable[[], Any]) -> None:
         """Call ``callback()`` after any filter changes (the app marks the advice stale)."""
         for control in self._filters:
@@ -358,8 +367,10 @@ class OffersPanel(common.Panel):
                 # the plan it runs (with its change, if any), so the top row is what the other tabs name
                 from gpuwork.estimate.decision import Constraints
 
-                self.decision = sizing.decide(self.plan, constraints=Constraints(filters=self.offer_filters()))
-                priced = self.decision.changed_plan if filters["sort"] == "cost" else self.plan
+                have = self.have_cards()
+                self.decision = sizing.decide(self.plan, constraints=Constraints(filters=self.offer_filters(),
+                                                                                 have=have))
+                priced = self.decision.changed_plan if filters["sort"] == "cost" and have is None else self.plan
                 results = offer_results(priced, **filters)
         except Exception as exc:  # noqa: BLE001
             self._show_error(friendly(exc, self.lang))
@@ -419,7 +430,7 @@ class OffersPanel(common.Panel):
     def filters_box(self) -> widgets.Widget:
         left = widgets.VBox([self.modes, self.classes, self.regions])
         right = widgets.VBox([self.max_price, self.min_vram, self.budget, self.sort, self.preemption_rate, self.limit,
-                              self.include_unfit])
+                              self.include_unfit, self.have])
         box = widgets.HBox([left, right], layout={"flex_flow": "row wrap"})
         box.add_class("gpuwork-offers-filters")
         return box

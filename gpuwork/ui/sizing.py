@@ -584,6 +584,7 @@ class SizingForm(common.Panel):
         self.report = report
         # the offer filters the one answer is decided under (the app passes its Offers tab's); None: the whole catalog
         self.filters: Callable[[], Mapping[str, Any]] | None = None
+        self.have: Callable[[], Any] | None = None  # the cards the user owns ((count, GpuSpec)) or None: rent
         self.store = ConfigStore()
         self.plan: TrainPlan | None = None
         self.result: SizingResult | None = None
@@ -923,9 +924,11 @@ class SizingForm(common.Panel):
         the form has no filters (the whole catalog)."""
         from gpuwork.estimate.decision import Constraints
 
-        if self.filters is None:
+        if self.filters is None and self.have is None:
             return {}
-        return {"constraints": Constraints(filters={k: v for k, v in dict(self.filters()).items() if v is not None})}
+        filters = dict(self.filters()) if self.filters is not None else {}
+        return {"constraints": Constraints(filters={k: v for k, v in filters.items() if v is not None},
+                                           have=self.have() if self.have is not None else None)}
 
     def refresh(self) -> None:
         """Rebuild the plan from the controls, estimate it and re-render; errors show one red line."""

@@ -27,13 +27,15 @@
 # One answer: the line above the table ("Answer: ...") is the card, count, nodes, rental mode, changes, time and cost
 # that the Sizing and Advice tabs, `gpuwork plan/advise/offers/request` and the request below all name
 # (`gpuwork.estimate.decision.decide`); ranked by cost, the table prices the plan that answer runs, so its top row
-# is the answer.
+# is the answer. `have` (or the "My cards" field) sizes for cards you own instead: the answer fits the run to them and
+# says how long it takes, with no rental cost.
 
 # %% tags=["parameters"]
 plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4,
         "dataset_tokens": 200_000_000, "stack": "hf-trainer"}
 records = []
 request = {"start_date": None, "budget_usd": None, "rent_period_days": None}
+have = ""  # the cards you own, e.g. "1xrtx4090": fit the run to them (time, no rental cost); "" = rent
 lang = "en"
 report = False
 
@@ -42,7 +44,7 @@ from gpuwork.ui.common import setup_notebook
 from gpuwork.ui.offers import OffersPanel
 
 setup_notebook(report)
-offers = OffersPanel(plan, records=records, request=request, lang=lang, report=report)
+offers = OffersPanel(plan, records=records, request=request, lang=lang, report=report, have=have)
 
 # %% [markdown]
 # ## Filters and the offers table
