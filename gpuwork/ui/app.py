@@ -136,7 +136,7 @@ def record_from_upload(item: Mapping[str, Any]) -> Any:
 
     Raises GpuworkError naming the file and what is wrong with it.
     """
-    from gpuwork.measure.trial import TrialRecord
+    from gpuwork.measure.record import TrialRecord
 
     data = common.upload_json(item, "record")
     name = common.upload_name(item, "record.json")

@@ -143,7 +143,7 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
     """Trial records side by side (gpuwork.measure.trial.compare)."""
     if not records:
         return note_html(html.escape(ui("no_records", lang)))
-    from gpuwork.measure.trial import compare
+    from gpuwork.measure.record import compare
 
     rows = compare(records, price_per_hour)
 
@@ -399,7 +399,7 @@ class OffersPanel(common.Panel):
         self._render_compare()
 
     def _load_record_file(self, path: str | os.PathLike[str]) -> None:
-        from gpuwork.measure.trial import TrialRecord
+        from gpuwork.measure.record import TrialRecord
 
         try:
             self.records.append(TrialRecord.from_json(Path(path)))
@@ -408,7 +408,7 @@ class OffersPanel(common.Panel):
                                 error=friendly(exc, self.lang) if isinstance(exc, GpuworkError) else str(exc)))
 
     def _on_records(self, change: Any) -> None:
-        from gpuwork.measure.trial import TrialRecord
+        from gpuwork.measure.record import TrialRecord
 
         for item in change["new"] or ():
             name = item.get("name", "record.json")
