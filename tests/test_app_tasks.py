@@ -173,9 +173,13 @@ class Page:
 
 
 def expected(plan: TrainPlan, filters: dict[str, Any]) -> SimpleNamespace:
-    """The estimator's answers for ``plan`` under the Offers tab's ``filters`` (evaluate_offers keywords)."""
-    offers = sizing.evaluate_offers(plan, include_unfit=False, **filters)
-    return SimpleNamespace(plan=plan, memory=sizing.estimate_memory(plan), top=offers[0],
+    """The estimator's answers for ``plan`` under the Offers tab's ``filters`` (evaluate_offers keywords): ``top`` is
+    the one answer's offer (gpuwork.estimate.decision, issue 20), which every tab must name."""
+    from gpuwork.estimate.decision import Constraints
+
+    decision = sizing.decide(plan, constraints=Constraints(filters=filters))
+    assert decision.offer is not None
+    return SimpleNamespace(plan=plan, memory=sizing.estimate_memory(plan), top=decision.offer, decision=decision,
                            advice=sizing.advise(plan, **filters), matrix=sizing.fit_matrix(plan))
 
 
@@ -228,7 +232,13 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
     # Advice: the plan as it is runs on the Offers tab's top row
     b.tab("advice")
     b.wait_text(".gpuwork-advice-status", render(want.advice.status, lang))
-    assert want.advice.baseline.offer.offer.offer_id == top.offer.offer_id  # the advisor ranks as the offers do
+    # the advisor's best answer is the one answer (the plan as written, or its cheapest change), said on the tab
+    from gpuwork.estimate.advisor import Suggestion
+    from gpuwork.estimate.decision import best_outcome
+
+    best = best_outcome(want.advice)
+    assert (best.outcome if isinstance(best, Suggestion) else best).offer.offer.offer_id == top.offer.offer_id
+    b.wait_text(".gpuwork-advice-status-box .gpuwork-decision", render(want.decision.summary, lang))
     # the rows are new widgets, drawn after the status line: wait until they are this plan's
     lines = [norm(render(s.summary, lang)) for s in want.advice.suggestions]
     try:
@@ -247,10 +257,13 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
     one = rows[(norm(gpu.display_name), "1")]
     sizing_total = number(totals[2], lang)
     assert number(one[3].split("/")[0], lang) == pytest.approx(sizing_total, abs=0.051), (one, totals)
-    chosen = rows[(norm(gpu.display_name), str(top.fit.plan.gpus))]
-    assert chosen[3].split("/")[0].strip() == gib(top.fit.device_total_bytes, lang, 1), (chosen, top.fit)
-    assert chosen[2] == top.fit.plan.sharding.value
-    if unfiltered:  # the matrix ranks every offer of the catalog: with no filter its cheapest is the top row
+    # the matrix is the plan as written: its row of the chosen card and count carries the answer's memory only when
+    # the answer needs no change (else the change, e.g. checkpointing, is what frees the memory)
+    if want.decision.suggestion is None:
+        chosen = rows[(norm(gpu.display_name), str(top.fit.plan.gpus))]
+        assert chosen[3].split("/")[0].strip() == gib(top.fit.device_total_bytes, lang, 1), (chosen, top.fit)
+        assert chosen[2] == top.fit.plan.sharding.value
+    if unfiltered and want.decision.suggestion is None:  # with no filter and no change its cheapest is the top row
         best = want.matrix.cheapest()
         assert (best.gpu_id, best.gpus) == (top.offer.gpu_id, top.fit.plan.gpus)
         b.wait_text(".gpuwork-fit-cheapest", render(msg("cli.fit.cheapest", gpus=best.gpus, gpu=best.gpu_name,
@@ -263,7 +276,9 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
     first = b.rows(".gpuwork-offers")[0]
     assert first[:3] == [top.offer.offer_id, top.offer.provider, norm(gpu.display_name)], first
     assert first[6] == f"{top.fit.plan.gpus} / {top.billed_gpus}"
-    status = b.page.evaluate("() => document.querySelector('.gpuwork-advice-status').textContent")
+    b.wait_text(".gpuwork-offers-table .gpuwork-decision", render(want.decision.summary, lang))
+    status = b.page.evaluate("() => document.querySelector('.gpuwork-advice-status-box .gpuwork-decision')"
+                             ".textContent")
     assert top.offer.offer_id in status and f"{top.fit.plan.gpus} x" in norm(status).replace("×", "x")
     check_russian(b, "offers", b.text(".gpuwork-tabs"))
 
