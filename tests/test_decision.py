@@ -248,3 +248,29 @@ def test_notebook_03_takes_my_cards() -> None:
     panel = OffersPanel({"model": "mistral-7b", "method": "qlora", "seq_len": 2048, "batch_size": 4},
                         have="1xrtx4090")
     assert panel.decision.own and panel.decision.gpu_id == "rtx4090"
+
+
+# -- each change's own effect (issue 20, item 3, first part) -------------------------------------------------------
+
+
+def test_each_suggestion_shows_its_own_effect_on_the_same_card() -> None:
+    """'+292 % time' compared different cards; the same-card line compares the plan and the change on one offer."""
+    from gpuwork.estimate.offers import evaluate_offer
+    from gpuwork.facts.resolve import resolve
+    from gpuwork.sizing import advise
+
+    plan = TrainPlan(model="mistral-7b", method="qlora", seq_len=2048, batch_size=4)
+    advice = advise(plan)
+    base = advice.baseline.offer
+    assert advice.suggestions and base is not None
+    for s in advice.suggestions:
+        same = s.same_card
+        assert same is not None and (same.gpu, same.gpus) == (base.offer.gpu.display_name, base.fit.plan.gpus)
+        after = evaluate_offer(s.plan, base.offer, resolve(s.plan))
+        assert same.memory_change == pytest.approx(after.fit.device_total_bytes / base.fit.device_total_bytes - 1)
+        assert same.time_change == pytest.approx(after.expected_total_s / base.expected_total_s - 1)
+        en, ru = render(s.summary, "en"), render(s.summary, "ru")
+        assert f"the change alone, on the same {same.gpus} x {same.gpu}" in en
+        assert f"само изменение на тех же {same.gpus} × {same.gpu}" in ru
+    mb = advice.get("micro_batch_1")
+    assert mb.same_card.memory_change < 0  # a smaller micro-batch frees memory on the same card

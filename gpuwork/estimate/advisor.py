@@ -34,6 +34,7 @@ from gpuwork.estimate.offers import (
     DEFAULT_PREEMPTION_RATE_PER_HOUR,
     DEFAULT_SAFETY_MARGIN,
     OfferResult,
+    evaluate_offer,
     evaluate_offers,
 )
 from gpuwork.facts.catalog import Offer
@@ -99,6 +100,28 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class SameCard:
+    """A change's own effect on one card: the plan as it is and the changed plan on the same offer (the plan's cheapest,
+    or, when the plan fits none, the change's), so the change is not confused with a change of card."""
+
+    gpu: str  # display name
+    gpus: int
+    memory_change: float  # per GPU, changed vs as it is (−0.4 = 40 % less)
+    time_change: float | None  # None when the plan as it is does not fit that card
+
+    @property
+    def summary(self) -> Msg:
+        time = (msg("advice.same_card.time", time_sign=_sign(self.time_change), time_change=abs(self.time_change))
+                if self.time_change is not None else None)
+        return msg("advice.same_card", gpus=self.gpus, gpu=self.gpu, memory_sign=_sign(self.memory_change),
+                   memory_change=abs(self.memory_change), time=time)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "gpus": self.gpus, "memory_change": self.memory_change,
+                "time_change": self.time_change}
+
+
+@dataclass(frozen=True)
 class Suggestion:
     """One change (or a pair) to the plan, priced on its cheapest fitting offer, against the plan as it is."""
 
@@ -113,6 +136,7 @@ class Suggestion:
     changes_experiment: bool  # a shorter sequence: not the same training any more
     global_batch_grows: bool  # more data-parallel GPUs than the plan: more tokens per optimizer step
     combines_with: tuple[str, ...] = ()  # keys of other suggestions that can be applied on top of this one
+    same_card: SameCard | None = None  # the change's own effect on one card (memory, time)
 
     @property
     def gpu_id(self) -> str | None:
@@ -129,12 +153,16 @@ class Suggestion:
                                       (msg("advice.note.global_batch"), self.global_batch_grows)) if on)
         notes = msg("advice.notes", notes=flags) if flags else None
         if self.time_change is None or self.cost_change is None:
-            return msg("advice.suggestion.new", changes=self.changes, memory_bytes=self.outcome.memory_per_gpu_bytes,
+            line = msg("advice.suggestion.new", changes=self.changes, memory_bytes=self.outcome.memory_per_gpu_bytes,
                        where=where, run_s=self.outcome.total_s, cost_usd=self.outcome.cost_usd, notes=notes)
-        return msg("advice.suggestion", changes=self.changes, memory_bytes=self.outcome.memory_per_gpu_bytes,
-                   where=where, time_sign=_sign(self.time_change), time_change=abs(self.time_change),
-                   cost_sign=_sign(self.cost_change), cost_change=abs(self.cost_change),
-                   run_s=self.outcome.total_s, cost_usd=self.outcome.cost_usd, notes=notes)
+        else:
+            line = msg("advice.suggestion", changes=self.changes, memory_bytes=self.outcome.memory_per_gpu_bytes,
+                       where=where, time_sign=_sign(self.time_change), time_change=abs(self.time_change),
+                       cost_sign=_sign(self.cost_change), cost_change=abs(self.cost_change),
+                       run_s=self.outcome.total_s, cost_usd=self.outcome.cost_usd, notes=notes)
+        if self.same_card is None:
+            return line
+        return msg("advice.with_same_card", line=line, same=self.same_card.summary)
 
     def as_dict(self) -> dict[str, Any]:
         return {"key": self.key, "group": self.group, "changes": [c.as_dict() for c in self.changes],
@@ -142,6 +170,7 @@ class Suggestion:
                 "memory_change": self.memory_change, "time_change": self.time_change,
                 "cost_change": self.cost_change, "changes_experiment": self.changes_experiment,
                 "global_batch_grows": self.global_batch_grows, "combines_with": list(self.combines_with),
+                "same_card": self.same_card.as_dict() if self.same_card else None,
                 "summary": self.summary.as_dict()}
 
 
@@ -378,7 +407,22 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
             ranked.append(s)
     ranked = ranked[:limit]
     shown = {s.key for s in ranked}
-    final = tuple(_with_combines(s, tuple(sorted(combinable.get(s.key, set()) & shown))) for s in ranked)
+
+    def same_card(s: Suggestion) -> SameCard:
+        # the change alone: the plan as it is and the changed plan on one offer (the plan's, else the change's)
+        ref = base.offer if base.offer is not None else s.outcome.offer
+        assert ref is not None
+        options = dict(safety_margin=safety_margin, preemption_rate_per_hour=preemption_rate_per_hour,
+                       time_options=time_options)
+        before = base.offer if base.offer is not None else evaluate_offer(plan, ref.offer, inputs, **options)
+        after = evaluate_offer(s.plan, ref.offer, inputs, **options)
+        memory = after.fit.device_total_bytes / before.fit.device_total_bytes - 1
+        time = (after.expected_total_s / before.expected_total_s - 1
+                if before.fits and after.fits and before.expected_total_s and after.expected_total_s else None)
+        return SameCard(ref.offer.gpu.display_name, ref.fit.plan.gpus, memory, time)
+
+    final = tuple(replace(_with_combines(s, tuple(sorted(combinable.get(s.key, set()) & shown))),
+                          same_card=same_card(s)) for s in ranked)
     return Advice(plan=plan, baseline=base, suggestions=final, tried=tried)
 
 
@@ -405,4 +449,4 @@ def _with_combines(s: Suggestion, keys: tuple[str, ...]) -> Suggestion:
     return replace(s, combines_with=keys)
 
 
-__all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "Advice", "Outcome", "Suggestion", "advise"]
+__all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "Advice", "Outcome", "SameCard", "Suggestion", "advise"]

@@ -61,6 +61,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the cards you own, e.g. 1xrtx4090: every tab fits the run to them; time only, no rental cost. Empty: rent",
         "ваши собственные карты, например 1xrtx4090: все вкладки подгоняют запуск под них; только время, без затрат "
         "на аренду. Пусто — аренда"),
+    "advice.with_same_card": ("{line}; {same}", "{line}; {same}"),
+    "advice.same_card": (
+        "the change alone, on the same {gpus} x {gpu}: {memory_sign:raw}{memory_change:pct} memory per GPU{time}",
+        "само изменение на тех же {gpus} × {gpu}: память на GPU {memory_sign:raw}{memory_change:pct}{time}"),
+    "advice.same_card.time": (", {time_sign:raw}{time_change:pct} time", ", время {time_sign:raw}{time_change:pct}"),
     "decision.why_offer": (
         "cheapest fitting offer: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}",
         "самое дешёвое подходящее предложение: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}"),
