@@ -274,3 +274,15 @@ def test_each_suggestion_shows_its_own_effect_on_the_same_card() -> None:
         assert f"само изменение на тех же {same.gpus} × {same.gpu}" in ru
     mb = advice.get("micro_batch_1")
     assert mb.same_card.memory_change < 0  # a smaller micro-batch frees memory on the same card
+
+
+def test_a_larger_micro_batch_with_less_accumulation_is_suggested_where_memory_allows() -> None:
+    from gpuwork.sizing import advise
+
+    plan = TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=1024, batch_size=1, grad_accum=8)
+    advice = advise(plan)
+    up = advice.get("micro_batch_2")
+    assert (up.plan.batch_size, up.plan.grad_accum) == (2, 4) and up.plan.tokens_per_step == plan.tokens_per_step
+    assert up.same_card.memory_change > 0 and up.same_card.time_change < 0  # spends memory, saves time
+    assert up.outcome.memory_per_gpu_bytes <= up.outcome.offer.fit.usable_bytes
+    assert up.cost_change <= -0.05

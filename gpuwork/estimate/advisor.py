@@ -219,6 +219,7 @@ class _Change:
     apply: Callable[[TrainPlan], TrainPlan]
     describe: Callable[[TrainPlan, TrainPlan], Msg]  # (before, after) -> words
     experiment: bool = False
+    speed: bool = False  # spends memory for speed (a larger micro-batch): priced even though it frees nothing
 
 
 class _NotApplicable(Exception):
@@ -230,6 +231,15 @@ def _micro_batch(new: int) -> Callable[[TrainPlan], TrainPlan]:
         if p.batch_size <= new or p.batch_size % new:
             raise _NotApplicable
         return p.replace(batch_size=new, grad_accum=p.grad_accum * (p.batch_size // new))
+    return apply
+
+
+def _micro_batch_up(factor: int) -> Callable[[TrainPlan], TrainPlan]:
+    """A larger micro-batch with less accumulation: the same tokens per step, fewer and fuller kernel launches."""
+    def apply(p: TrainPlan) -> TrainPlan:
+        if p.grad_accum < factor or p.grad_accum % factor:
+            raise _NotApplicable
+        return p.replace(batch_size=p.batch_size * factor, grad_accum=p.grad_accum // factor)
     return apply
 
 
@@ -254,6 +264,11 @@ def _changes(plan: TrainPlan) -> list[_Change]:
             out.append(_Change(f"micro_batch_{new}", "micro_batch", _micro_batch(new),
                                lambda a, b: msg("advice.change.micro_batch", old=a.batch_size, new=b.batch_size,
                                                 accum=b.grad_accum)))
+    for factor in sorted({2, plan.grad_accum}):
+        if factor > 1 and plan.grad_accum % factor == 0:
+            out.append(_Change(f"micro_batch_{plan.batch_size * factor}", "micro_batch", _micro_batch_up(factor),
+                               lambda a, b: msg("advice.change.micro_batch", old=a.batch_size, new=b.batch_size,
+                                                accum=b.grad_accum), speed=True))
     if plan.optimizer in (Optimizer.ADAMW, Optimizer.LION, Optimizer.SGD, Optimizer.ADAFACTOR):
         for opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
             out.append(_Change(f"optimizer_{opt.value}", "optimizer", lambda p, o=opt: p.replace(optimizer=o),
@@ -353,7 +368,7 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
         except (PlanError, _NotApplicable):
             continue  # not valid for this plan (e.g. offload on a method that cannot)
         same_gpus = changed.gpus == plan.gpus
-        if same_gpus and single_bytes(changed) > single_bytes(plan) * (1 - MIN_MEMORY_SAVING):
+        if same_gpus and not change.speed and single_bytes(changed) > single_bytes(plan) * (1 - MIN_MEMORY_SAVING):
             continue  # frees (almost) nothing: cannot unlock a smaller card
         tried += 1
         out_single = outcome(changed)
