@@ -286,3 +286,15 @@ def test_a_larger_micro_batch_with_less_accumulation_is_suggested_where_memory_a
     assert up.same_card.memory_change > 0 and up.same_card.time_change < 0  # spends memory, saves time
     assert up.outcome.memory_per_gpu_bytes <= up.outcome.offer.fit.usable_bytes
     assert up.cost_change <= -0.05
+
+
+def test_a_run_on_two_nodes_is_offered_one_node() -> None:
+    from gpuwork.sizing import advise
+
+    plan = TrainPlan(model="llama-3.1-8b", method="full", gpus=16, sharding="zero3")
+    advice = advise(plan)
+    one = advice.get("one_node_x8")
+    assert one.plan.gpus == 8 and one.plan.tokens_per_step == plan.tokens_per_step
+    assert one.outcome.offer.nodes == 1 and advice.baseline.offer.nodes == 2
+    assert one.cost_change <= -0.05
+    assert render(one.changes[0], "ru").startswith("в одном узле: 8 GPU")

@@ -253,6 +253,17 @@ def _shard(gpus: int, sharding: Sharding, offload: bool) -> Callable[[TrainPlan]
     return apply
 
 
+# GPUs in one node of the usual 8-GPU servers: a run on more crosses the network between nodes.
+ONE_NODE_GPUS = 8
+
+
+def _one_node(p: TrainPlan) -> TrainPlan:
+    """The run kept inside one node: 8 GPUs with ZeRO-3 and the accumulation that keeps the tokens per step."""
+    if p.gpus <= ONE_NODE_GPUS or p.gpus % ONE_NODE_GPUS:
+        raise _NotApplicable
+    return p.replace(gpus=ONE_NODE_GPUS, sharding=Sharding.ZERO3, grad_accum=p.grad_accum * (p.gpus // ONE_NODE_GPUS))
+
+
 def _changes(plan: TrainPlan) -> list[_Change]:
     """The standard memory savers that apply to ``plan`` (each a function of the plan it changes)."""
     out: list[_Change] = []
@@ -282,6 +293,9 @@ def _changes(plan: TrainPlan) -> list[_Change]:
             out.append(_Change(key, "sharding", _shard(gpus, sharding, offload),
                                lambda a, b: msg("advice.change.offload" if b.offload_optimizer
                                                 else "advice.change.sharding", gpus=b.gpus, sharding=b.sharding)))
+    if plan.gpus > ONE_NODE_GPUS:  # the link between nodes often dominates: fewer GPUs, no network
+        out.append(_Change(f"one_node_x{ONE_NODE_GPUS}", "sharding", _one_node,
+                           lambda a, b: msg("advice.change.one_node", gpus=b.gpus, sharding=b.sharding), speed=True))
     for new in (plan.seq_len // 2, plan.seq_len // 4):
         if new >= MIN_SEQ_LEN:
             out.append(_Change(f"seq_len_{new}", "sequence", lambda p, n=new: p.replace(seq_len=n),
