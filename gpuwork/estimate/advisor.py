@@ -3,12 +3,15 @@
 ``advise(plan, offers, inputs) -> Advice`` tries the usual changes one at a time and in pairs — gradient
 checkpointing, a smaller micro-batch with more accumulation (the same tokens per step), an 8-bit or paged
 8-bit optimizer, QLoRA instead of LoRA, sharding (ZeRO-2, ZeRO-3/FSDP) or optimizer offload on several
-GPUs, a shorter sequence (flagged: it changes the experiment) — prices each changed plan on its cheapest
+GPUs, a larger micro-batch with less accumulation (spends memory for speed), a run across nodes kept inside one
+node, a shorter sequence (flagged: it changes the experiment) — prices each changed plan on its cheapest
 fitting offer of the catalog (``gpuwork.estimate.offers.evaluate_offers``: whole run, billing, preemptions)
 and returns the few that make the run cheaper (or run it on a smaller setup for at most a little more),
 ranked by that cost (changes that alter the experiment after the others), each with its memory per GPU, time and
 cost against the plan as it is, the changed plan (to apply with one click) and which other changes it
-combines with. The rental mode comes from the same ranking: for a run of hours an on-demand or
+combines with, and its own effect on the same card (``SameCard``: memory and time of the plan and the change on one
+offer). When too few single changes fit, the ones that free the most memory are paired too. The rental mode comes
+from the same ranking: for a run of hours an on-demand or
 interruptible offer is cheaper than a reservation billed in whole periods, so it wins.
 
 Example:
