@@ -73,14 +73,20 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
     raise ModelError(msg("error.model.unknown", ref=ref))
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:  # a regular file within reading.MODEL_CONFIG bytes, JSON within bounds; not UTF-8: a binary file given
-        data = reading.load_json(path, reading.MODEL_CONFIG)
+def _load_json(path: Path, kind: reading.FileKind) -> Any:
+    """JSON read through the bounded reader; any refusal or syntax error is one ModelError naming the file."""
+    try:
+        return reading.load_json(path, kind)
     except reading.ReadError as exc:
         raise ModelError(exc.msg) from None
     except json.JSONDecodeError as exc:
         raise ModelError(msg("error.model.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
                              reason=exc.msg)) from None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    # a regular file within reading.MODEL_CONFIG bytes, JSON within bounds; not UTF-8: a binary file given
+    data = _load_json(path, reading.MODEL_CONFIG)
     if not isinstance(data, dict) or "model_type" not in data:
         raise ModelError(msg("error.model.not_hf_config", path=str(path)))
     return data
@@ -130,13 +136,7 @@ def _preset_cache() -> dict[str, ModelSpec]:
     path = data_dir() / SPEC_CACHE_FILE
     if not path.is_file():
         return {}
-    try:
-        raw = reading.load_json(path, reading.TABLE)
-    except reading.ReadError as exc:
-        raise ModelError(exc.msg) from None
-    except json.JSONDecodeError as exc:
-        raise ModelError(msg("error.model.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
-                             reason=exc.msg)) from None
+    raw = _load_json(path, reading.TABLE)
     if not isinstance(raw, dict) or raw.get("version") != SPEC_VERSION:
         return {}
     return {key: ModelSpec.from_dict(value) for key, value in raw["specs"].items()}
