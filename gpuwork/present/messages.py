@@ -1144,7 +1144,7 @@ def _show(value: Any, spec: str, lang: str, where: str) -> str:
 def time_kind_code(kind: str) -> str:
     """Catalog code of a step-time part (``TimeEstimate.breakdown`` key): "launch overhead" ->
     "time.kind.launch_overhead"."""
-    return "time.kind." + "".join(c if c.isalnum() else "_" for c in kind).strip("_").replace("__", "_")
+    return "time.kind." + "".join(c if c.isalnum() else "_" for c in kind.lower()).strip("_").replace("__", "_")
 
 
 def render(message: Msg, lang: str = "en") -> str:
