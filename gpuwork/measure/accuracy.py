@@ -552,11 +552,12 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
     explained = [text for prefix, text in _KNOWN_MISSES if any(r.name.startswith(prefix) for r in worst)]
     if explained:
         tail += ["", "Why, as far as the sources let us tell:", ""] + [f"- {t}" for t in explained]
-    scores = heldout_scores()
+    sets = heldout_sets()  # read once: the scores and the section both use it
+    scores = heldout_scores(sets)
     everything = rows + [row for score in scores for row in score.today]
     a = time_accuracy_summary(everything)
     tail += ["", "**By source and by kind of run** (the seen cases above):", "", breakdown_markdown(rows), "",
-             heldout_markdown(scores), "## All cases, today's model", "",
+             heldout_markdown(scores, sets), "## All cases, today's model", "",
              f"{a['cases']} cases from {a['sources']} sources, seen and held out together ({a['excluded']} excluded as "
              f"beyond the peak): median |error| {a['median']:.0%}, 90th percentile {a['p90']:.0%}.", "",
              breakdown_markdown(everything)]
