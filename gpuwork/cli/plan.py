@@ -326,8 +326,10 @@ def _cmd_offers(args: argparse.Namespace) -> int:
     # change, if any), so its top row is the card, count, nodes and mode that plan, advise and request name
     decision = decide(plan, offers, time_options=_time_options(args), safety_margin=margin,
                       preemption_rate_per_hour=rate,
-                      constraints=Constraints(filters=filters, budget_usd=args.budget, deadline_s=deadline_s))
-    priced = decision.changed_plan if args.sort == "cost" else plan
+                      constraints=Constraints(filters=filters, budget_usd=args.budget, deadline_s=deadline_s,
+                                              have=args.have))
+    # on owned cards (--have) the market table is the plan as written; the answer line says what runs on them
+    priced = decision.changed_plan if args.sort == "cost" and args.have is None else plan
     results = evaluate_offers(
         priced, offers, safety_margin=margin, preemption_rate_per_hour=rate, sort=args.sort, deadline_s=deadline_s,
         budget_usd=args.budget, include_unfit=args.all, time_options=_time_options(args), **filters)
@@ -338,7 +340,11 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         rows = [r.as_dict() for r in results]
         # with --from, the mapping travels too: {"from": ..., "offers": [...]}; without, the list as always
         mapping = getattr(args, "config_mapping", None)
-        print(json.dumps(rows if mapping is None else {"from": mapping, "offers": rows}, indent=2, default=str))
+        if args.have is not None:  # the answer on the owned cards is not a market row: it travels beside them
+            out: Any = {"decision": decision.as_dict(), "offers": rows, **({"from": mapping} if mapping else {})}
+        else:
+            out = rows if mapping is None else {"from": mapping, "offers": rows}
+        print(json.dumps(out, indent=2, default=str))
         return status
     lang = _lang(args)
     print(text("cli.offers.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
@@ -350,6 +356,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         print(_offer_header(lang))
         for r in results:
             print(_offer_line(r, lang))
+    if results or args.have is not None:
         print(render(decision.summary, lang))
     if status:
         print(text("cli.check.no_fit", lang), file=sys.stderr)
@@ -368,16 +375,23 @@ def _cmd_request(args: argparse.Namespace) -> int:
     record = load_record(args.record) if args.record else None
     # the one answer: the request asks for the card, count, mode and changes that plan, advise and offers show
     decision = decide(plan, time_options=_time_options(args), constraints=Constraints(
-        budget_usd=args.budget, rental_period_s=args.rent_days * 86400 if args.rent_days else None))
+        budget_usd=args.budget, rental_period_s=args.rent_days * 86400 if args.rent_days else None, have=args.have))
     chosen = {"match": decision.match, "offer": decision.offer} if decision.fits else {}
+    if args.have is not None:  # owned cards: the request names that card, count and changes, with no rental price
+        chosen = {"match": decision.match, "include_offer": False} if decision.fits else {}
     req = rental_request(plan, **chosen, lang=args.lang, start_date=args.start_date, budget_usd=args.budget,
                          rent_period_days=args.rent_days, trial_required=not args.no_trial,
                          context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio,
                          trial_record=record)
     if args.format == "json":
-        print(json.dumps(with_mapping(req.as_dict(), args), indent=2, ensure_ascii=False, default=str))
+        out = with_mapping(req.as_dict(), args)
+        if args.have is not None:
+            out["decision"] = decision.as_dict()
+        print(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     else:
         print(req.text)
+        if args.have is not None:
+            print("\n" + render(decision.summary, args.lang))
     return 0
 
 
@@ -417,6 +431,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     f.add_argument("--catalog", metavar="FILE", help=text("cli.help.offers.catalog", lang))
     f.add_argument("--all", action="store_true", help=text("cli.help.offers.all", lang))
     f.add_argument("--limit", type=int, metavar="N", help=text("cli.help.offers.limit", lang))
+    f.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.offers.json", lang))
     check_argument(p, lang)
@@ -433,4 +448,5 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--no-trial", action="store_true", help=text("cli.help.request.no_trial", lang))
     p.add_argument("--explicit-context", action="store_true", help=text("cli.help.request.explicit_context", lang))
     p.add_argument("--record", metavar="FILE", help=text("cli.help.request.record", lang))
+    p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
     p.set_defaults(func=_cmd_request)
