@@ -89,7 +89,7 @@ def test_one_optimizer_name_table() -> None:
             if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == "adamw_torch_fused"
                                                   for k in node.keys):
                 holders.append(path.relative_to(ROOT).as_posix())
-    assert holders == ["gpuwork/facts/configs.py"]
+    assert holders == ["gpuwork/facts/configs/optimizers.py"]
     assert "optimizer_choice" in (ROOT / "gpuwork" / "measure" / "hf.py").read_text(encoding="utf-8")
     assert OPTIMIZER_NAMES["adamw_hf"][:2] == ("adamw", "for-loop")  # the two tables disagreed here
     assert OPTIMIZER_NAMES["paged_adamw"][0] == "adamw"  # and here (32-bit paged states, not 8-bit)

@@ -1,0 +1,94 @@
+"""accelerate config YAML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuwork.errors import PlanError
+from gpuwork.facts.configs.base import Format, Reader
+from gpuwork.message import msg
+
+_ACCELERATE_TYPES = {"NO": "single", "MULTI_GPU": "ddp", "DEEPSPEED": "deepspeed", "FSDP": "fsdp",
+                     "MULTI_CPU": "cpu", "MULTI_NPU": "ddp", "MULTI_XPU": "ddp", "MULTI_MLU": "ddp",
+                     "MULTI_MUSA": "ddp", "MULTI_HPU": "ddp", "MULTI_SDAA": "ddp", "XLA": "xla", "TPU": "xla",
+                     "MEGATRON_LM": "megatron"}
+
+
+def read(r: Reader, base: Path) -> None:
+    kind_raw = str(r.get("distributed_type", "NO")).upper()
+    kind = _ACCELERATE_TYPES.get(kind_raw)
+    if kind is None:
+        raise PlanError("sharding", msg("error.config.distributed_type", file=r.file, value=kind_raw))
+    processes = r.int_("num_processes")
+    machines = r.int_("num_machines")
+    if processes is not None:
+        rule = msg("config.rule.num_processes", machines=machines or 1)
+        r.claim("gpus", processes, "num_processes", rule)
+    elif kind == "single":
+        r.claim("gpus", 1, "distributed_type")
+    if kind in ("cpu", "xla", "megatron"):
+        r.note(msg("config.accelerate_other", file=r.file, value=kind_raw))
+    elif kind == "ddp":
+        r.claim("sharding", "ddp", "distributed_type", weak=True)
+    elif kind == "deepspeed":
+        config = r.get("deepspeed_config") or {}
+        ds_file = config.get("deepspeed_config_file")
+        if ds_file:
+            for candidate in (Path(str(ds_file)).expanduser(), base / str(ds_file)):
+                if candidate.is_file():
+                    r.follow.append((candidate, "deepspeed_config.deepspeed_config_file", ""))
+                    break
+            else:
+                r.note(msg("config.deepspeed_missing", file=r.file, key="deepspeed_config.deepspeed_config_file",
+                           path=str(ds_file)))
+        stage = config.get("zero_stage")
+        if stage is not None:
+            r.claim("sharding", "ddp" if int(stage) == 0 else f"zero{int(stage)}", "deepspeed_config.zero_stage")
+        for key, name in (("offload_optimizer_device", "offload_optimizer"), ("offload_param_device", "offload_params")):
+            if str(config.get(key, "none")).lower() in ("cpu", "nvme"):
+                if name == "offload_params" and stage is not None and int(stage) < 3:
+                    r.note(msg("config.offload_param_stage", file=r.file, stage=int(stage)))
+                    continue
+                r.claim(name, True, f"deepspeed_config.{key}")
+        if config.get("gradient_accumulation_steps") not in (None, "auto"):
+            r.claim("grad_accum", int(config["gradient_accumulation_steps"]), "deepspeed_config.gradient_accumulation_steps")
+    elif kind == "fsdp":
+        config = r.get("fsdp_config") or {}
+        strategy = str(config.get("fsdp_sharding_strategy", "FULL_SHARD")).upper()
+        version = config.get("fsdp_version")
+        reshard = config.get("fsdp_reshard_after_forward")
+        if str(version) == "2" and reshard is not None:
+            sharding = "fsdp" if reshard in (True, "true", "FULL_SHARD") else "zero2"
+            key = "fsdp_config.fsdp_reshard_after_forward"
+        else:
+            sharding = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "zero2", "2": "zero2", "NO_SHARD": "ddp",
+                        "3": "ddp", "HYBRID_SHARD": "fsdp", "4": "fsdp", "HYBRID_SHARD_ZERO2": "zero2",
+                        "5": "zero2"}.get(strategy)
+            key = "fsdp_config.fsdp_sharding_strategy"
+            if sharding is None:
+                raise PlanError("sharding", msg("error.config.fsdp_strategy", file=r.file, value=strategy))
+        r.claim("sharding", sharding, key, msg("config.rule.shard_grad_op") if sharding == "zero2" else None)
+        if config.get("fsdp_offload_params") in (True, "true"):
+            r.claim("offload_params", sharding == "fsdp", "fsdp_config.fsdp_offload_params")
+            r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))
+    mixed = str(r.get("mixed_precision", "no")).lower()
+    if mixed in ("bf16", "fp16"):
+        r.claim("precision", f"{mixed}-mixed", "mixed_precision", weak=True)
+    elif mixed == "fp8":
+        r.note(msg("config.fp8", file=r.file))
+    dynamo = r.get("dynamo_config") or {}
+    backend = str(dynamo.get("dynamo_backend", "NO")).upper() if isinstance(dynamo, dict) else "NO"
+    if backend not in ("NO", "NONE"):
+        r.claim("stack", "torch-compile", "dynamo_config.dynamo_backend", weak=True)
+
+
+MARKERS = frozenset({"distributed_type", "compute_environment"})
+# keys known to change nothing the plan models
+IGNORED = frozenset("""
+    compute_environment debug distributed_type downcast_bf16 machine_rank main_training_function
+    mixed_precision num_machines num_processes rdzv_backend same_network tpu_env tpu_use_cluster tpu_use_sudo
+    use_cpu gpu_ids main_process_ip main_process_port enable_cpu_affinity dynamo_config deepspeed_config
+    fsdp_config megatron_lm_config ipex_config mpirun_config parallelism_config fp8_config
+    """.split())
+
+FORMAT = Format("accelerate", MARKERS, read, IGNORED)

@@ -1,0 +1,141 @@
+"""axolotl YAML configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuwork.facts.configs.base import (
+    Format,
+    Reader,
+    claim_fsdp_options,
+    claim_lora,
+    claim_model,
+    claim_optimizer,
+    claim_precision,
+    claim_schedule,
+    claim_stack,
+    follow_deepspeed,
+    lora_targets,
+)
+from gpuwork.message import msg
+
+
+def read(r: Reader, base: Path) -> None:
+    key = "base_model_config" if r.has("base_model_config") else "base_model"
+    if r.has(key):
+        claim_model(r, key, base)
+    r.used.add("base_model")
+    adapter = str(r.get("adapter") or "").lower()
+    four_bit, eight_bit = r.flag("load_in_4bit"), r.flag("load_in_8bit")
+    if adapter == "qlora" or (adapter == "lora" and four_bit):
+        r.claim("method", "qlora", "adapter" if adapter == "qlora" else "adapter, load_in_4bit")
+    elif adapter == "lora":
+        r.claim("method", "lora", "adapter")
+    elif adapter:
+        r.note(msg("config.adapter_other", file=r.file, value=adapter))
+    else:
+        r.claim("method", "full", "adapter", msg("config.rule.no_adapter"))
+    if eight_bit:
+        r.note(msg("config.eight_bit_base", file=r.file, key="load_in_8bit"))
+    if adapter in ("lora", "qlora"):
+        claim_lora(r, r_key="lora_r", alpha_key="lora_alpha", dropout_key="lora_dropout")
+        if r.flag("lora_target_linear"):
+            r.claim("lora_targets", "all-linear", "lora_target_linear")
+        else:
+            targets = lora_targets(r.get("lora_target_modules"))
+            if targets:
+                r.claim("lora_targets", targets, "lora_target_modules")
+    seq = r.int_("sequence_len")
+    if seq is not None:
+        r.claim("seq_len", seq, "sequence_len")
+    if r.flag("sample_packing"):
+        r.note(msg("config.packing", file=r.file, key="sample_packing"))
+    micro = r.int_("micro_batch_size")
+    if micro is not None:
+        r.claim("batch_size", micro, "micro_batch_size")
+    accum = r.int_("gradient_accumulation_steps")
+    total = r.int_("batch_size")
+    if accum is not None:
+        r.claim("grad_accum", accum, "gradient_accumulation_steps")
+    elif total is not None and micro:
+        r.claim("grad_accum", max(1, total // micro), "batch_size, micro_batch_size",
+                msg("config.rule.accum_from_batch", total=total, micro=micro))
+    checkpointing = r.get("gradient_checkpointing")
+    if checkpointing is not None:
+        if isinstance(checkpointing, str) and checkpointing.lower() in ("unsloth", "offload"):
+            r.claim("grad_checkpointing", True, "gradient_checkpointing",
+                    msg("config.rule.offloaded_checkpointing", value=checkpointing))
+        else:
+            r.claim("grad_checkpointing", r.flag("gradient_checkpointing"), "gradient_checkpointing")
+    for key, attention in (("flash_attention", "flash"), ("sdp_attention", "sdpa"), ("xformers_attention", "sdpa"),
+                           ("eager_attention", "eager")):
+        if r.flag(key):
+            r.claim("attention", attention, key,
+                    msg("config.rule.xformers") if key == "xformers_attention" else None)
+            break
+    if r.has("optimizer"):
+        claim_optimizer(r, str(r.get("optimizer")), "optimizer")
+    bf16, fp16 = r.get("bf16"), r.flag("fp16")
+    if isinstance(bf16, str) and bf16.lower() == "auto":
+        bf16_on = True
+        auto_rule = True
+    else:
+        bf16_on, auto_rule = r.flag("bf16"), False
+    pure_bf16, pure_fp16 = r.flag("bfloat16"), r.flag("float16")
+    full = adapter not in ("lora", "qlora")
+    if pure_bf16 or pure_fp16:
+        claim_precision(r, pure_bf16, pure_fp16, keys=("bfloat16", "float16"), pure=True,
+                   pure_rule=msg("config.rule.axolotl_pure"), mixed_rule=msg("config.rule.trainer_mixed"))
+    else:
+        pure_rule, mixed_rule = msg("config.rule.axolotl_bf16"), msg("config.rule.adapter_mixed")
+        if auto_rule:
+            pure_rule, mixed_rule = msg("config.rule.bf16_auto", rule=pure_rule), msg("config.rule.bf16_auto",
+                                                                                        rule=mixed_rule)
+        claim_precision(r, bf16_on, fp16, keys=("bf16", "fp16"), pure=full, pure_rule=pure_rule, mixed_rule=mixed_rule,
+                   tf32=r.flag("tf32"))
+    claim_schedule(r, epochs_key="num_epochs")
+    if r.has("saves_per_epoch"):
+        r.note(msg("config.save_per_epoch", file=r.file, key="saves_per_epoch"))
+    plugins = [str(p) for p in r.get("plugins") or ()]
+    liger = any("liger" in p.lower() for p in plugins) or any(
+        r.flag(k) for k in ("liger_rms_norm", "liger_glu_activation", "liger_fused_linear_cross_entropy",
+                            "liger_rope", "liger_cross_entropy"))
+    unsloth_keys = [k for k in ("unsloth_lora_mlp", "unsloth_lora_qkv", "unsloth_lora_o",
+                                "unsloth_cross_entropy_loss", "unsloth_rms_norm", "unsloth_rope") if r.flag(k)]
+    claim_stack(r, liger, bool(r.flag("torch_compile")), bool(unsloth_keys),
+           {"hf-liger": "plugins" if any("liger" in p.lower() for p in plugins) else "liger_*",
+            "torch-compile": "torch_compile", "unsloth": ", ".join(unsloth_keys)})
+    fsdp = r.get("fsdp")
+    fsdp_config = r.get("fsdp_config") or {}
+    if fsdp or (fsdp_config and r.has("fsdp_version")):
+        claim_fsdp_options(r, fsdp or ["full_shard"], "fsdp")
+        reshard = fsdp_config.get("reshard_after_forward", fsdp_config.get("fsdp_reshard_after_forward"))
+        if reshard is False:
+            r.claim("sharding", "zero2", "fsdp_config.reshard_after_forward", msg("config.rule.shard_grad_op"))
+        if fsdp_config.get("fsdp_offload_params") or fsdp_config.get("offload_params"):
+            r.claim("offload_params", True, "fsdp_config.offload_params")
+            r.claim("offload_optimizer", True, "fsdp_config.offload_params", msg("config.rule.fsdp_offload"))
+    follow_deepspeed(r, "deepspeed", base)
+
+
+MARKERS = frozenset({"base_model", "sequence_len", "micro_batch_size", "adapter", "lora_target_linear",
+    "num_epochs", "flash_attention", "sdp_attention", "datasets", "sample_packing",
+    "saves_per_epoch", "val_set_size"})
+# keys known to change nothing the plan models
+IGNORED = frozenset("""
+    base_model model_type tokenizer_type tokenizer_config trust_remote_code strict datasets test_datasets
+    dataset_prepared_path val_set_size output_dir eval_sample_packing pad_to_sequence_len lora_model_dir
+    lora_target_modules lora_fan_in_fan_out lora_modules_to_save wandb_project wandb_entity wandb_watch
+    wandb_name wandb_log_model lr_scheduler learning_rate train_on_inputs group_by_length tf32
+    early_stopping_patience resume_from_checkpoint local_rank logging_steps warmup_ratio warmup_steps
+    evals_per_epoch eval_steps eval_table_size weight_decay special_tokens tokens chat_template debug
+    hub_model_id hub_strategy seed max_grad_norm adam_beta1 adam_beta2 adam_epsilon loss_watchdog_threshold
+    loss_watchdog_patience dataset_processes shuffle_merged_datasets eval_max_new_tokens save_first_step
+    save_safetensors saves_per_epoch gptq xformers_attention eager_attention s2_attention low_cpu_mem_usage
+    gradient_checkpointing_kwargs plugins liger_rms_norm liger_glu_activation liger_fused_linear_cross_entropy
+    liger_rope liger_cross_entropy liger_layer_norm torch_compile_backend fsdp_version fsdp_config
+    bfloat16 float16 batch_size max_steps save_strategy lora_target_linear peft_use_dora peft_use_rslora
+    unfrozen_parameters dataset_exact_deduplication default_system_message remove_unused_columns
+    """.split())
+
+FORMAT = Format("axolotl", MARKERS, read, IGNORED)
