@@ -68,23 +68,27 @@ def fmt_int(n: float, lang: str = "en") -> str:
     return fmt_number(round(n), lang, 0)
 
 
-def _missing(x: float | None) -> str | None:
-    if x is None:
-        return MISSING
-    if isinstance(x, float) and not math.isfinite(x):
-        return INFINITE
-    return None
+def _finite(x: float) -> bool:
+    # ints are always finite (and may be too large for math.isfinite)
+    return isinstance(x, int) or math.isfinite(x)
+
+
+def _gap(x: float | None) -> str:
+    """What stands for a value with no number to show: missing (None) or not finite."""
+    return MISSING if x is None else INFINITE
 
 
 def fmt_gib(n_bytes: float | None, lang: str = "en", decimals: int = 1) -> str:
     """Binary gibibytes, as PyTorch and nvidia-smi count memory: ``1.5 GiB``."""
-    return _missing(n_bytes) or f"{fmt_number(n_bytes / GIB, lang, decimals)}{SP}{unit('GiB', lang)}"
+    if n_bytes is None or not _finite(n_bytes):
+        return _gap(n_bytes)
+    return f"{fmt_number(n_bytes / GIB, lang, decimals)}{SP}{unit('GiB', lang)}"
 
 
 def fmt_memory(n_bytes: float | None, lang: str = "en") -> str:
     """GiB from one GiB up (two decimals), MiB below: ``12.34 GiB``, ``512.0 MiB``."""
-    if (text := _missing(n_bytes)) is not None:
-        return text
+    if n_bytes is None or not _finite(n_bytes):
+        return _gap(n_bytes)
     if abs(n_bytes) >= GIB:
         return fmt_gib(n_bytes, lang, 2)
     return f"{fmt_number(n_bytes / MIB, lang, 1)}{SP}{unit('MiB', lang)}"
@@ -92,8 +96,8 @@ def fmt_memory(n_bytes: float | None, lang: str = "en") -> str:
 
 def fmt_size(n_bytes: float | None, lang: str = "en") -> str:
     """Decimal GB/TB, as disks and datasets are sold: ``200.0 GB``, ``1.50 TB``."""
-    if (text := _missing(n_bytes)) is not None:
-        return text
+    if n_bytes is None or not _finite(n_bytes):
+        return _gap(n_bytes)
     if n_bytes >= TB:
         return f"{fmt_number(n_bytes / TB, lang, 2)}{SP}{unit('TB', lang)}"
     return f"{fmt_number(n_bytes / GB, lang, 1)}{SP}{unit('GB', lang)}"
@@ -121,8 +125,8 @@ def fmt_rate(bytes_s: float, lang: str = "en") -> str:
 
 def fmt_duration(seconds: float | None, lang: str = "en") -> str:
     """A run's length: minutes under an hour, hours (one decimal under 10), days added past three days."""
-    if (text := _missing(seconds)) is not None:
-        return text
+    if seconds is None or not _finite(seconds):
+        return _gap(seconds)
     hours = seconds / HOUR_S
     if hours < 1:
         return f"{fmt_number(seconds / MINUTE_S, lang, 0)}{SP}{unit('min', lang)}"
@@ -134,8 +138,8 @@ def fmt_duration(seconds: float | None, lang: str = "en") -> str:
 
 def fmt_seconds(seconds: float | None, lang: str = "en") -> str:
     """A short interval (a step, a save): ``0.215 s``, ``12.5 s``, ``3.2 min``, ``1.1 h``."""
-    if (text := _missing(seconds)) is not None:
-        return text
+    if seconds is None or not _finite(seconds):
+        return _gap(seconds)
     if seconds >= HOUR_S:
         return f"{fmt_number(seconds / HOUR_S, lang, 1)}{SP}{unit('h', lang)}"
     if seconds >= MINUTE_S:
@@ -145,8 +149,8 @@ def fmt_seconds(seconds: float | None, lang: str = "en") -> str:
 
 def fmt_usd(x: float | None, lang: str = "en") -> str:
     """Dollars: whole from $100 up, cents below; Russian writes the currency after: ``1 250 USD``."""
-    if (text := _missing(x)) is not None:
-        return text
+    if x is None or not _finite(x):
+        return _gap(x)
     decimals = 0 if abs(x) >= 100 else 2
     if check_lang(lang) == "ru":
         return f"{fmt_number(x, lang, decimals)}{SP}USD"

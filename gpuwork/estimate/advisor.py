@@ -26,6 +26,7 @@ global batch (more data-parallel GPUs) changes the experiment, and the suggestio
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -246,6 +247,14 @@ def _micro_batch_up(factor: int) -> Callable[[TrainPlan], TrainPlan]:
     return apply
 
 
+def _set(**fields: Any) -> Callable[[TrainPlan], TrainPlan]:
+    return lambda p: p.replace(**fields)
+
+
+def _both(a: _Change, b: _Change, plan: TrainPlan) -> TrainPlan:
+    return b.apply(a.apply(plan))
+
+
 def _shard(gpus: int, sharding: Sharding, offload: bool) -> Callable[[TrainPlan], TrainPlan]:
     def apply(p: TrainPlan) -> TrainPlan:
         if gpus <= p.gpus:
@@ -285,7 +294,7 @@ def _changes(plan: TrainPlan) -> list[_Change]:
                                                 accum=b.grad_accum), speed=True))
     if plan.optimizer in (Optimizer.ADAMW, Optimizer.LION, Optimizer.SGD, Optimizer.ADAFACTOR):
         for opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
-            out.append(_Change(f"optimizer_{opt.value}", "optimizer", lambda p, o=opt: p.replace(optimizer=o),
+            out.append(_Change(f"optimizer_{opt.value}", "optimizer", _set(optimizer=opt),
                                lambda a, b: msg("advice.change.optimizer", old=a.optimizer, new=b.optimizer)))
     if plan.method is Method.LORA:
         out.append(_Change("qlora", "method", lambda p: p.replace(method=Method.QLORA),
@@ -301,7 +310,7 @@ def _changes(plan: TrainPlan) -> list[_Change]:
                            lambda a, b: msg("advice.change.one_node", gpus=b.gpus, sharding=b.sharding), speed=True))
     for new in (plan.seq_len // 2, plan.seq_len // 4):
         if new >= MIN_SEQ_LEN:
-            out.append(_Change(f"seq_len_{new}", "sequence", lambda p, n=new: p.replace(seq_len=n),
+            out.append(_Change(f"seq_len_{new}", "sequence", _set(seq_len=new),
                                lambda a, b: msg("advice.change.seq_len", old=a.seq_len, new=b.seq_len),
                                experiment=True))
     return out
@@ -359,6 +368,8 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
         if out.offer is None:
             return None
         cost, total = out.cost_usd, out.total_s
+        time_change: float | None = None
+        cost_change: float | None = None
         if base.fits:
             assert base.cost_usd is not None and base.total_s is not None and cost is not None and total is not None
             smaller = _rented_bytes(out) < _rented_bytes(base)
@@ -366,8 +377,6 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
                     1 + MAX_EXTRA_COST_SMALLER)):
                 return None
             time_change, cost_change = total / base.total_s - 1, cost / base.cost_usd - 1
-        else:
-            time_change = cost_change = None
         memory_change = out.memory_per_gpu_bytes / base.memory_per_gpu_bytes - 1
         grows = out.run_plan.tokens_per_step > base.run_plan.tokens_per_step if base.fits else (
             changed.tokens_per_step > plan.tokens_per_step)
@@ -421,19 +430,20 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
                            (a.describe(plan, middle), b.describe(middle, both)), both, outcome(both),
                            a.experiment or b.experiment)
             # a pair is worth showing only when it beats each of its parts (a part that fits nothing alone: any fit)
-            costs = [x.outcome.cost_usd for x in (sa, sb) if x is not None]
-            if s is not None and (not costs or s.outcome.cost_usd < min(costs) * (1 - MIN_SAVING)):
+            costs = [x.outcome.cost_usd for x in (sa, sb) if x is not None and x.outcome.cost_usd is not None]
+            if s is not None and (not costs or (s.outcome.cost_usd or 0.0) < min(costs) * (1 - MIN_SAVING)):
                 pairs.append(s)
     # the remaining singles combine with a best one when they touch different settings and stay valid
     for a, sa in singles[PAIR_FROM_BEST:]:
         for b, sb in best:
-            if a.group != b.group and _valid(lambda p, a=a, b=b: b.apply(a.apply(p)), plan):
+            if a.group != b.group and _valid(functools.partial(_both, a, b), plan):
                 combinable[sa.key].add(sb.key)
                 combinable[sb.key].add(sa.key)
     ranked = []
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     for s in sorted([s for _, s in singles] + pairs, key=_rank):
-        where = (s.outcome.offer.offer.offer_id, s.outcome.run_plan)  # 2, 4 or 8 GPUs may all run on one node
+        offer = s.outcome.offer
+        where = (offer.offer.offer_id if offer is not None else None, s.outcome.run_plan)  # 2, 4 or 8 GPUs may all run on one node
         if where not in seen:
             seen.add(where)
             ranked.append(s)
@@ -444,7 +454,7 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
         # the change alone: the plan as it is and the changed plan on one offer (the plan's, else the change's)
         ref = base.offer if base.offer is not None else s.outcome.offer
         assert ref is not None
-        options = dict(safety_margin=safety_margin, preemption_rate_per_hour=preemption_rate_per_hour,
+        options: dict[str, Any] = dict(safety_margin=safety_margin, preemption_rate_per_hour=preemption_rate_per_hour,
                        time_options=time_options)
         before = base.offer if base.offer is not None else evaluate_offer(plan, ref.offer, inputs, **options)
         after = evaluate_offer(s.plan, ref.offer, inputs, **options)
@@ -463,7 +473,7 @@ def _rented_bytes(out: Outcome) -> int:
     return o.billed_gpus * o.offer.gpu.memory_total_bytes if o is not None else 0
 
 
-def _rank(s: Suggestion) -> tuple:
+def _rank(s: Suggestion) -> tuple[Any, ...]:
     # changes that keep the experiment first (a shorter sequence trains something else), then the cheapest
     # whole run, then the faster one
     return (s.changes_experiment, s.outcome.cost_usd, s.outcome.total_s, s.key)

@@ -149,7 +149,7 @@ class Decision:
         return self.offer.expected_cost_usd if self.offer is not None else None
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[Any, ...]:
         """(card, count, nodes, mode): what every surface must agree on."""
         return (self.gpu_id, self.gpus, self.nodes, self.mode)
 
@@ -197,7 +197,7 @@ def best_outcome(advice: Advice, deadline_s: float | None = None) -> Suggestion 
     """The advisor's best answer: the plan as written (its ``baseline``) or one suggestion, whichever runs
     cheapest and keeps the experiment (the plan wins ties); with a deadline, those that meet it first.
     Returns the Suggestion, the baseline Outcome, or None when nothing fits."""
-    candidates: list[tuple[tuple, Any]] = []
+    candidates: list[tuple[tuple[Any, ...], Suggestion | Outcome]] = []
     if advice.baseline.fits:
         candidates.append((_order(advice.baseline, deadline_s, 0), advice.baseline))
     for rank, s in enumerate(advice.suggestions, start=1):
@@ -208,7 +208,7 @@ def best_outcome(advice: Advice, deadline_s: float | None = None) -> Suggestion 
     return min(candidates, key=lambda c: c[0])[1]
 
 
-def _order(out: Outcome, deadline_s: float | None, rank: int) -> tuple:
+def _order(out: Outcome, deadline_s: float | None, rank: int) -> tuple[Any, ...]:
     cost = out.cost_usd if out.cost_usd is not None else math.inf
     late = deadline_s is not None and (out.total_s is None or out.total_s > deadline_s)
     return (late, cost, rank)

@@ -143,7 +143,7 @@ def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
     return cached
 
 
-_STATES: dict[tuple, int] = {}
+_STATES: dict[tuple[Any, ...], int] = {}
 
 
 def checkpoint_size(plan: TrainPlan, spec: ModelSpec) -> CheckpointSize:
@@ -274,7 +274,7 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
 
     subtotal = sum(item.bytes for item in lines)
     margin = math.ceil(subtotal * DISK_MARGIN)
-    if given:
+    if plan.dataset_bytes is not None:
         per_token = plan.dataset_bytes * compression_ratio / plan.dataset_tokens  # unpacked text per token
         low, high = DATASET_BYTES_PER_TOKEN_PLAUSIBLE
         if not low <= per_token <= high:

@@ -39,11 +39,12 @@ from gpuwork.estimate.offers import (
     preemption_cost,
     usable_memory_bytes,
 )
-from gpuwork.estimate.timing import HOUR_S, estimate_time
+from gpuwork.estimate.timing import estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import msg
 from gpuwork.plan import MAX_SEQ_LEN, TrainPlan
+from gpuwork.units import HOUR_S
 
 MATRIX_GPUS = (1, 2, 4, 8)
 # The largest micro-batch searched: beyond it the answer is "at least this many" (capped=True).
@@ -193,14 +194,14 @@ def _cell(plan: TrainPlan, gpu: GpuSpec, gpus: int, offers: tuple[Offer, ...], i
     max_batch, batch_capped = _largest(lambda b: memory(run.replace(batch_size=b)) <= usable, 1, MAX_BATCH_SEARCH)
     steps, seq_capped = _largest(lambda k: memory(run.replace(seq_len=k * SEQ_STEP)) <= usable, 1,
                                  max(1, seq_bound // SEQ_STEP))
-    common = dict(gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, vendor=gpu.vendor, gpus=gpus, plan=run,
+    common: dict[str, Any] = dict(gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, vendor=gpu.vendor, gpus=gpus, plan=run,
                   device_total_bytes=need, usable_bytes=usable, max_batch_size=max_batch,
                   max_batch_capped=batch_capped, max_seq_len=steps * SEQ_STEP, max_seq_capped=seq_capped)
     if fitted is None:
         return Cell(fits=False, total_s=None, cost_usd=None, price_per_gpu_hour=None, price_source=None,
                     offer_id=None, provider=None, mode=None, **common)
 
-    times: dict[tuple, Any] = {}
+    times: dict[tuple[Link, Network | None, int], Any] = {}
 
     def time_on(link: Link, network: Network | None, nodes: int) -> Any:
         key = (link, network, nodes)
@@ -237,7 +238,7 @@ def _cell(plan: TrainPlan, gpu: GpuSpec, gpus: int, offers: tuple[Offer, ...], i
                 provider=None, mode=None, **common)
 
 
-_CACHE: OrderedDict[tuple, tuple[Any, FitMatrix]] = OrderedDict()
+_CACHE: OrderedDict[tuple[Any, ...], tuple[Any, FitMatrix]] = OrderedDict()
 
 
 def fit_matrix(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, counts: tuple[int, ...] = MATRIX_GPUS,

@@ -27,12 +27,13 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.memory import estimate_memory
-from gpuwork.estimate.timing import HOUR_S, TimeEstimate, estimate_time
+from gpuwork.estimate.timing import TimeEstimate, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Sharding, TrainPlan
+from gpuwork.units import HOUR_S
 
 # -- named constants (each with its reason) --------------------------------------------------------
 
@@ -313,7 +314,7 @@ def sort_offers(results: Iterable[OfferResult], sort: str = "cost") -> list[Offe
     if sort not in SORT_KEYS:
         raise PlanError("sort", msg("error.offers.sort", value=repr(sort), choices=", ".join(SORT_KEYS)))
 
-    def key(r: OfferResult) -> tuple:
+    def key(r: OfferResult) -> tuple[Any, ...]:
         if not r.fits:
             return (2, 0, r.offer.price_per_gpu_hour, r.offer.offer_id)
         cost = r.expected_cost_usd if r.expected_cost_usd is not None else math.inf

@@ -35,12 +35,13 @@ from gpuwork.estimate.offers import (
     plan_changes,
     usable_memory_bytes,
 )
-from gpuwork.estimate.timing import HOUR_S, TimeEstimate, estimate_time
+from gpuwork.estimate.timing import TimeEstimate, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Mode, Network, Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Sharding, TrainPlan
+from gpuwork.units import HOUR_S
 
 # A "short check" (profile 01) is a run that ends within two days on its card: beyond that the
 # brief's "regular fine-tuning" profile (a reserved 80 GB card) applies. A product assumption.

@@ -133,11 +133,11 @@ __all__ = [
 ]
 
 
-def block_totals(ops: tuple[Op, ...] | list[Op], plan: TrainPlan, spec: ModelSpec) -> dict[str, dict[str, dict]]:
+def block_totals(ops: tuple[Op, ...] | list[Op], plan: TrainPlan, spec: ModelSpec) -> dict[str, dict[str, dict[str, float]]]:
     """{phase: {kind: {"flops", "bytes", "launches"}}} of one block call (forward and backward), summed over
     the block operations of ``ops`` (hand-written or traced) and divided by the block calls of the step."""
     calls = spec.num_layers * plan.grad_accum
-    out: dict[str, dict[str, dict]] = {p: {k: {"flops": 0.0, "bytes": 0.0, "launches": 0.0}
+    out: dict[str, dict[str, dict[str, float]]] = {p: {k: {"flops": 0.0, "bytes": 0.0, "launches": 0.0}
                                            for k in ("matmul", "attention", "memory")}
                                        for p in ("forward", "backward")}
     for o in ops:
