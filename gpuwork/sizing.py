@@ -103,6 +103,26 @@ def parse_have(value: str) -> tuple[int, GpuSpec] | None:
     return int(found[1]), get_gpu(found[2])
 
 
+def parse_seq_len(text: Any, field: str = "seq_len") -> int:
+    """A sequence length as people write it: "4096", "4k" -> 4,096 and "32k" -> 32,768 (a context's "k" is 1,024,
+    as model cards count it), "1.5k" -> 1,536; other suffixes as ``gpuwork.units.parse_count`` ("1.5M" ->
+    1,500,000). Raises PlanError naming ``field`` when it is not a whole number of tokens."""
+    import contextlib
+    import re
+    from decimal import Decimal, InvalidOperation
+
+    from gpuwork.units import parse_count
+
+    if isinstance(text, str):
+        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*k\s*(?:tokens?)?\s*", text, flags=re.I)
+        if found is not None:
+            with contextlib.suppress(InvalidOperation):
+                value = Decimal(found[1]) * 1024
+                if value == value.to_integral_value():
+                    return parse_count(int(value), field, minimum=None)
+    return parse_count(text, field, minimum=None)
+
+
 def fit_matrix(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
                **options: Any) -> _fitmatrix.FitMatrix:
     """Every catalog GPU x 1/2/4/8: fits, headroom, largest batch and sequence, time, cost
@@ -115,4 +135,4 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **
 
 
 __all__ = ["Inputs", "advise", "checkpoint_bytes", "decide", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
-           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "parse_have", "resolve", "scaling"]
+           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "parse_have", "parse_seq_len", "resolve", "scaling"]

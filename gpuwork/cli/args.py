@@ -127,6 +127,17 @@ def finite_float(text: str) -> float:
     return value
 
 
+def seq_length(text: str) -> int:
+    """--seq-len as people write it: 4096, 4k (4,096), 32k (32,768) (gpuwork.sizing.parse_seq_len)."""
+    from gpuwork.errors import PlanError
+    from gpuwork.sizing import parse_seq_len
+
+    try:
+        return parse_seq_len(text, "seq_len")
+    except PlanError as exc:
+        raise FlagValueError(exc.msg) from None
+
+
 def _bound_problem(value: float, bounds: tuple[float | None, bool, float | None, bool]) -> Msg | None:
     minimum, min_strict, maximum, max_strict = bounds
     if minimum is not None and (value < minimum or (min_strict and value == minimum)):
@@ -200,7 +211,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--task", help=say("task"))
     g.add_argument("--precision", help=say("precision"))
     g.add_argument("--optimizer", help=say("optimizer"))
-    g.add_argument("--seq-len", type=int, help=say("seq_len"))
+    g.add_argument("--seq-len", type=seq_length, metavar="N", help=say("seq_len"))
     g.add_argument("--batch-size", type=int, help=say("batch_size"))
     g.add_argument("--grad-accum", type=int, help=say("grad_accum"))
     g.add_argument("--grad-checkpointing", action="store_true", default=None, help=say("grad_checkpointing"))

@@ -64,12 +64,22 @@ def advice_status_html(advice: Any, lang: str = "en", rented: bool = True) -> st
     return "".join(parts)
 
 
-def suggestion_html(suggestion: Any, lang: str = "en", summary: Any = None) -> str:
+def combines_words(suggestion: Any, advice: Any, lang: str = "en") -> str:
+    """The other suggestions this one combines with, as their changes in words ("with gradient checkpointing"),
+    never their keys ("seq_len_1024"); a key the advice does not list is left out."""
+    by_key = {s.key: s for s in (advice.suggestions if advice is not None else ())}
+    words = [", ".join(render(c, lang) for c in by_key[k].changes) for k in suggestion.combines_with if k in by_key]
+    return "; ".join(w for w in words if w)
+
+
+def suggestion_html(suggestion: Any, lang: str = "en", summary: Any = None, advice: Any = None) -> str:
     """One suggestion in words: the change, memory per GPU, where it fits, time and cost against the plan
-    (``summary``: another wording of it, e.g. memory and time on the user's own cards)."""
+    (``summary``: another wording of it, e.g. memory and time on the user's own cards; ``advice``: the advice it
+    belongs to, whose other suggestions name what it combines with)."""
     line = html.escape(render(summary if summary is not None else suggestion.summary, lang))
-    if suggestion.combines_with:
-        line += note_html(html.escape(text("advice.combines", lang, keys=", ".join(suggestion.combines_with))))
+    combines = combines_words(suggestion, advice, lang)
+    if combines:
+        line += note_html(html.escape(text("advice.combines", lang, keys=combines)))
     return f'<div class="gpuwork-suggestion" style="margin:2px 0">{line}</div>'
 
 
@@ -251,7 +261,8 @@ class AdvicePanel(_LazyPanel):
             button.on_click(lambda _b, i=i: self.apply(i))
             self.buttons.append(button)
             row = widgets.HBox([button, widgets.HTML(suggestion_html(
-                s, self.lang, self.decision.suggestion_line(s) if own else None), layout={"flex": "1 1 auto"})],
+                s, self.lang, self.decision.suggestion_line(s) if own else None, advice),
+                layout={"flex": "1 1 auto"})],
                                layout={"align_items": "center"})
             row.add_class("gpuwork-advice-row")
             rows.append(row)

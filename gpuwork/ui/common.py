@@ -81,14 +81,15 @@ class NumberText(widgets.Text):
     raises PlanError naming the field and what to write. Setting ``.value`` to a number shows it as text.
 
     Args:
-        kind: "count" (a whole number, k/M/B/T suffixes allowed) or "number" (a finite decimal).
+        kind: "count" (a whole number, k/M/B/T suffixes allowed), "length" (a sequence length: "4k" is 4,096,
+            ``gpuwork.sizing.parse_seq_len``) or "number" (a finite decimal).
     """
 
     value = _TextOrNumber("", help="the text as typed").tag(sync=True)
 
     def __init__(self, value: Any = "", *, kind: str = "count", **kwargs: Any):
-        if kind not in ("count", "number"):
-            raise ValueError(f"kind={kind!r} must be 'count' or 'number'")
+        if kind not in ("count", "length", "number"):
+            raise ValueError(f"kind={kind!r} must be 'count', 'length' or 'number'")
         kwargs.setdefault("continuous_update", False)  # re-estimate on Enter or leaving the field, not per key
         super().__init__(value=_as_text(value), **kwargs)
         self.kind = kind
@@ -97,6 +98,10 @@ class NumberText(widgets.Text):
         """The parsed value; PlanError (naming ``field``) when the text is not a finite number of this kind."""
         if self.kind == "count":
             return parse_count(self.value, field, minimum=None)
+        if self.kind == "length":
+            from gpuwork.sizing import parse_seq_len
+
+            return parse_seq_len(self.value, field)
         value = parse_number(self.value, field)
         return int(value) if float(value).is_integer() else value
 
@@ -240,7 +245,7 @@ def friendly(exc: BaseException, lang: str = "en") -> str:
     text.
     """
     if isinstance(exc, GpuworkError):
-        text = one_line(exc.text(lang))
+        text = one_line(field_named(exc, lang) or exc.text(lang))
         return public_text(text) if _public else text
     if _public:  # a visitor sees a reference; the server's log has the exception under it
         ref = secrets.token_hex(4)
@@ -248,6 +253,31 @@ def friendly(exc: BaseException, lang: str = "en") -> str:
         return one_line(ui("app_unexpected", lang, ref=ref))
     _log.error("unexpected error in a gpuwork widget", exc_info=exc)
     return one_line(ui("unexpected", lang, error=f"{type(exc).__name__}: {exc}"))
+
+
+_FIELD_MARK = "\x00"
+
+
+def field_named(exc: BaseException, lang: str = "en") -> str | None:
+    """The message of an error about one field with the field's plain name instead of its attribute:
+    "Sequence length: 'abc' is not a count: ..." for "seq_len='abc' is not a count: ..."; None when the message
+    names no field the catalog has a name for (``ui.field.<name>``)."""
+    from gpuwork.message import Msg
+
+    message = getattr(exc, "msg", None)
+    if not isinstance(message, Msg):
+        return None
+    params = dict(message.kwargs)
+    name = params.get("field")
+    if not isinstance(name, str) or f"ui.field.{name}" not in messages.CATALOG:
+        return None
+    params["field"] = _FIELD_MARK
+    try:
+        said = messages.render(Msg(message.code, tuple(sorted(params.items()))), lang)
+    except Exception:  # noqa: BLE001 - a message that cannot take the mark is said as it was
+        return None
+    said = said.replace(_FIELD_MARK + "=", "").replace(_FIELD_MARK, "").strip(" :")
+    return messages.render(msg("ui.field_problem", label=messages.text(f"ui.field.{name}", lang), problem=said), lang)
 
 
 def table_html(header: Sequence[str], rows: Sequence[Sequence[Any]], cls: str, right: Sequence[int] = ()) -> str:

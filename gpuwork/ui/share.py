@@ -74,6 +74,10 @@ def _parse(name: str, raw: str) -> Any:
     default = _DEFAULTS.get(name)
     if name == "dataset_bytes":
         return None if value.lower() in _NONE else parse_size(value, name)
+    if name == "seq_len":  # "4k" is 4,096, as the form reads it
+        from gpuwork.sizing import parse_seq_len
+
+        return parse_seq_len(value, name)
     if isinstance(default, bool):
         if value.lower() in _TRUE:
             return True

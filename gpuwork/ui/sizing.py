@@ -649,7 +649,7 @@ class SizingForm(common.Panel):
                                           style=WIDE, layout=lay),
             "optimizer": widgets.Dropdown(options=[o.value for o in Optimizer], value=base.optimizer.value,
                                           style=WIDE, layout=lay),
-            "seq_len": NumberText(value=base.seq_len, style=WIDE, layout=lay),
+            "seq_len": NumberText(value=base.seq_len, kind="length", style=WIDE, layout=lay),  # "4k" = 4,096
             "batch_size": NumberText(value=base.batch_size, style=WIDE, layout=lay),
             "grad_accum": NumberText(value=base.grad_accum, style=WIDE, layout=lay),
             "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,

@@ -1,0 +1,77 @@
+"""Catalog entries (code -> (English, Russian)) for the inputs people have (issue 20, items 4-6): the dataset as a size,
+a file of documents or tokens, the fields' plain names in messages, the owned cards in the profile line, links.
+
+Part of the one catalog: ``gpuwork.present.messages`` merges these entries and renders them; the placeholder kinds
+are documented there. Used by ``gpuwork.ui.sizing``, ``request``, ``common`` and ``app``.
+"""
+
+from __future__ import annotations
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # -- a field named in a message as people call it, never as the plan's attribute ------------------------------
+    "ui.field.seq_len": ("Sequence length", "Длина последовательности"),
+    "ui.field.batch_size": ("Micro-batch", "Микробатч"),
+    "ui.field.grad_accum": ("Gradient accumulation", "Накопление градиента"),
+    "ui.field.gpus": ("Number of GPUs", "Число GPU"),
+    "ui.field.dataset_tokens": ("Dataset", "Датасет"),
+    "ui.field.dataset_bytes": ("Dataset size", "Размер датасета"),
+    "ui.field.epochs": ("Epochs", "Эпохи"),
+    "ui.field.lora_r": ("LoRA rank", "Ранг LoRA"),
+    "ui.field.lora_alpha": ("LoRA alpha", "Альфа LoRA"),
+    "ui.field.trainable_layers": ("Trainable layers", "Обучаемые слои"),
+    "ui.field.lengths": ("Sequence lengths", "Длины последовательностей"),
+    "ui.field.lora_targets": ("LoRA target modules", "Модули LoRA"),
+    "ui.field.model": ("Model", "Модель"),
+    "ui.field.method": ("Method", "Метод"),
+    "ui.field.limit": ("Rows", "Строк"),
+    "ui.field.rent_days": ("Rent period", "Срок аренды"),
+    "ui.field.have": ("My cards", "Мои карты"),
+    "ui.field.eval_fraction": ("Validation share", "Доля валидации"),
+    "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
+    "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
+    # a field's value in a message: "Sequence length: 'abc' is not a count: ..."
+    "ui.field_problem": ("{label}: {problem:raw}", "{label}: {problem:raw}"),
+    # -- the dataset: tokens, a size or a file of documents -------------------------------------------------------
+    "ui.dataset": ("Dataset (tokens or size)", "Датасет (токены или размер)"),
+    "ui.dataset_hint": ("e.g. 50M tokens, 200 MB or 1.5 GB", "например 50M токенов, 200 MB или 1.5 GB"),
+    "ui.dataset_from_size": (
+        "{size_bytes:size} of text ≈ {tokens:int} tokens at {ratio:g} bytes per token (a stated average for English "
+        "text; upload the documents to count them with the model's tokenizer).",
+        "{size_bytes:size} текста ≈ {tokens:int} токенов при {ratio:g} байта на токен (принятое среднее для "
+        "английского текста; загрузите документы, чтобы посчитать их токенизатором модели)."),
+    "ui.documents": ("Documents", "Документы"),
+    "ui.documents_hint": (
+        "A file of documents (.txt, .jsonl, .json, .md, .csv): its tokens are counted.",
+        "Файл с документами (.txt, .jsonl, .json, .md, .csv): в нём будут посчитаны токены."),
+    "ui.documents_counted": (
+        "{name:raw}: {documents:int} documents, {size_bytes:size}, {tokens:int} tokens counted with the tokenizer of "
+        "{model:raw}.",
+        "{name:raw}: документов {documents:int}, {size_bytes:size}, {tokens:int} токенов по токенизатору "
+        "{model:raw}."),
+    "ui.documents_ratio": (
+        "{name:raw}: {documents:int} documents, {size_bytes:size} ≈ {tokens:int} tokens at {ratio:g} bytes per "
+        "token (no tokenizer of {model:raw} on this machine: a stated average for English text).",
+        "{name:raw}: документов {documents:int}, {size_bytes:size} ≈ {tokens:int} токенов при {ratio:g} байта на "
+        "токен (токенизатора {model:raw} на этой машине нет: принятое среднее для английского текста)."),
+    "ui.documents_empty": ("{name:raw} holds no text: upload a file of documents.",
+                           "В {name:raw} нет текста: загрузите файл с документами."),
+    "ui.documents_too_large": (
+        "{name:raw} is larger than {limit_bytes:size}: type its size instead (e.g. 2 GB); the tokens are then "
+        "estimated at the stated bytes per token.",
+        "{name:raw} больше {limit_bytes:size}: введите его размер (например 2 GB); токены тогда оцениваются по "
+        "принятому числу байт на токен."),
+    # -- the rental period -------------------------------------------------------------------------------------------
+    "ui.rent_days_range": (
+        "Rent period {value:raw} days: use a whole number from 1 to {maximum:int} days (0 = from the run's time).",
+        "Срок аренды {value:raw} дн.: укажите целое число от 1 до {maximum:int} дней (0 — по времени запуска)."),
+    # -- the owned cards in the profile line ---------------------------------------------------------------------------
+    "ui.profile_own": ("Profile {id:raw} “{name}”: {gpus} × {gpu} (your own cards, no rental).",
+                       "Профиль {id:raw} «{name}»: {gpus} × {gpu} (ваши карты, без аренды)."),
+    # -- the language switch ---------------------------------------------------------------------------------------------
+    "ui.lang_label": ("Language", "Язык"),
+    # -- links --------------------------------------------------------------------------------------------------------------
+    "ui.link_model": (
+        "The link names the model {model:raw}: {problem:raw}. The form below sizes {kept:raw} until you pick another.",
+        "В ссылке указана модель {model:raw}: {problem:raw}. Форма ниже считает {kept:raw}, пока вы не выберете "
+        "другую."),
+}
