@@ -85,7 +85,8 @@ class Op:
     dtype: str = "bf16"  # matmul dtype, for its rate: "bf16" | "fp16" | "fp32"
     m: int = 0  # GEMM output rows (tokens) ...
     n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
-    attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels
+    attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels (m = sequence length, n = head dim)
+    causal: bool = False  # a fused attention kernel with a causal mask
     backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
     # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
     backward_factor: float = 2.0
@@ -470,7 +471,8 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
         # benchmark counts causal as half)
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
-                      matmul_dtype(plan), attention_pass="fwd", backward=Backward.FUSED_ATTENTION))
+                      matmul_dtype(plan), s, d, attention_pass="fwd", causal=causal,
+                      backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
@@ -686,7 +688,7 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
         return Op(op.name, op.kind, _BACKWARD, 0.0, 0.0, 0, 0, backward=_NONE)
     if kind is _FUSED_ATTENTION:
         return Op("attention backward (fused kernel)", op.kind, _BACKWARD, op.flops * 2.5, op.bytes * 2.0, 2,
-                  count, op.dtype, attention_pass="bwd", backward=_NONE)
+                  count, op.dtype, op.m, op.n, attention_pass="bwd", causal=op.causal, backward=_NONE)
     if kind is _REPEAT:
         return Op(op.name + " (backward)", op.kind, _BACKWARD, 0.0, op.bytes, op.launches, count, backward=_NONE)
     if kind is _GRAD_CAST:

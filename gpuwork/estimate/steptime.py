@@ -8,7 +8,8 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   ``torch.mm`` measurements) times the share of the last wave of output tiles that is busy
   (tiles of ``gemm_tile_m x gemm_tile_n`` over the GPU's SMs; NVIDIA's "Matrix Multiplication
   Background" guide [K3]). Fused attention kernels run at FlashAttention-2's measured share of the
-  peak for the GPU family [K4][R5]. Everything else is memory-bound: each kernel pays its die's
+  peak for the GPU family [K4][R5], by sequence length, head dim and mask where the family has measured curves
+  (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
   (docs/kernels.md, [K12a]-[K12e]).
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
@@ -36,7 +37,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.estimate.gemm import Tiles, gemm_choice
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
-from gpuwork.facts.rates import KERNELS_CSV, DeviceRates, Rates, StackProfile
+from gpuwork.facts.rates import KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
 from gpuwork.message import msg
 
 LAUNCH_OVERHEAD = "launch overhead"
@@ -91,6 +92,32 @@ def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple
     # no backward measurement for this family: the A100 backward/forward ratio of the FA2 paper
     ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
     return fwd * ratio, f"{fwd_key} x flash_attn_bwd_fraction / flash_attn_fwd_fraction"
+
+
+def curve_fraction(points: tuple[AttentionPoint, ...], attention_pass: str, causal: bool, head_dim: int,
+                   seq_len: int) -> float | None:
+    """A fused attention kernel's measured share of the dense peak at this sequence length (attention_curves.csv).
+
+    The curve of the pass and mask at the nearest measured head dim, linear in log2(sequence length) between the
+    measured lengths and flat beyond them; a causal backward with no curve of its own takes the full-matrix one
+    (docs/kernels.md). None when the family has no curve for the pass.
+
+    Worked example (H100, causal forward, head dim 128): 3,072 tokens lie between the curve's 2k (275.5 TF) and
+    4k (294.9 TF) points: 275.5 + (294.9 - 275.5) x log2(1.5) = 286.9 TF, 0.290 of 989.
+    """
+    rows = [p for p in points if p.attention_pass == attention_pass and p.causal == causal]
+    if not rows and causal and attention_pass == "bwd":
+        rows = [p for p in points if p.attention_pass == "bwd" and not p.causal]
+    if not rows or seq_len <= 0 or head_dim <= 0:
+        return None
+    dim = min({p.head_dim for p in rows}, key=lambda d: (abs(math.log2(d / head_dim)), d))
+    curve = sorted((p.seq_len, p.fraction) for p in rows if p.head_dim == dim)
+    if seq_len <= curve[0][0]:
+        return curve[0][1]
+    for (s0, f0), (s1, f1) in zip(curve, curve[1:], strict=False):
+        if seq_len <= s1:
+            return f0 + (f1 - f0) * math.log2(seq_len / s0) / math.log2(s1 / s0)
+    return curve[-1][1]
 
 
 def wave_efficiency(m: int, n: int, sm_count: int, tile_m: int, tile_n: int) -> float:
@@ -207,6 +234,7 @@ class _PriceFacts(NamedTuple):
     wave_tiles: tuple[int, int]  # kernels.csv gemm_tile_m / gemm_tile_n (wave quantisation without gemm_tiles)
     gemm: tuple  # gemm_tiles and kernels.csv gemm_latency_us, gemm_tile_overhead_us, gemm_max_split_k (None: absent)
     attention: tuple  # flash_attn fwd / bwd fractions of the GPU's family and generic, sdpa fraction (None: absent)
+    attention_curves: tuple[AttentionPoint, ...]  # the family's measured rates by sequence length (may be empty)
     efficiency: float
     assumptions: tuple[str, ...]  # StepPrice.assumptions, in the order of _ASSUMPTIONS
 
@@ -226,7 +254,8 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
     else:
         host_s = tuple(rates.kernel(_EAGER_HOST_KEYS[phase]) * 1e-6 for phase in _PHASES)
     t0_us, t0_key = memory_kernel_t0_us(gpu, rates)
-    fwd_key, bwd_key = _ATTENTION_KEYS[_attention_family(gpu.gpu_id)]
+    family = _attention_family(gpu.gpu_id)
+    fwd_key, bwd_key = _ATTENTION_KEYS[family]
     basis, kernel_basis = device.basis, rates.kernel_basis
     return _PriceFacts(
         host_s,
@@ -242,6 +271,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
          kernels.get("gemm_max_split_k")),
         (kernels.get(fwd_key), kernels.get(bwd_key), kernels.get("flash_attn_fwd_fraction"),
          kernels.get("flash_attn_bwd_fraction"), kernels.get("sdpa_mem_efficient_fraction")),
+        tuple(p for p in rates.attention_curves if p.family == family),
         efficiency,
         (basis.get("matmul_bf16", ""), basis.get("mem_bw", ""), basis.get("sm", ""),
          kernel_basis.get("flash_attn_fwd_fraction", ""),
@@ -257,13 +287,21 @@ def _kernel_fact(value: float | None, key: str) -> float:
     return value
 
 
-def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str) -> float:
-    """FLOP/s of a fused attention kernel (``attention_fraction`` x the dtype's dense peak)."""
+def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
+                    causal: bool = False) -> float:
+    """FLOP/s of a fused attention kernel, in the op's FLOPs: the family's measured curve at this length and head
+    dim where attention_curves.csv has one (``curve_fraction``), else ``attention_fraction``; x the dtype's dense
+    peak."""
     family_fwd, family_bwd, fwd, bwd, sdpa = facts.attention
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
     if dtype == "fp32":
         return _kernel_fact(sdpa, "sdpa_mem_efficient_fraction") * fp32_peak
     peak = fp16_peak if dtype == "fp16" else bf16_peak
+    measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len)
+    if measured is not None:
+        # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
+        # (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second
+        return measured * peak * (1 + 128 / seq_len if causal and seq_len > 128 else 1.0)
     fwd = _kernel_fact(fwd, "flash_attn_fwd_fraction")
     fraction = family_fwd if family_fwd is not None else fwd
     if attention_pass != "fwd":
@@ -285,7 +323,7 @@ def _op_rows(ops: tuple[Op, ...]) -> tuple[tuple, int, float, float]:
         if op.count <= 0:
             continue
         rows.append((op.count, op.kind, op.phase, op.flops, op.bytes, op.launches, op.host_sync,
-                     op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n))
+                     op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal))
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
         bytes_total += op.bytes * op.count
@@ -301,17 +339,18 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm[0]) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
-    attention_rates: dict[tuple[str, str], float] = {}
+    attention_rates: dict[tuple, float] = {}
     backward = Phase.BACKWARD
     kind_s = dict.fromkeys(Kind, 0.0)
     phase_s: dict = {}
     overhead_s = 0.0
-    for count, kind, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n in rows:
+    for count, kind, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal in rows:
         if flops > 0:
             if attention_pass:
-                rate = attention_rates.get((attention_pass, dtype))
+                key = (attention_pass, dtype, m, n, causal)
+                rate = attention_rates.get(key)
                 if rate is None:
-                    rate = attention_rates[attention_pass, dtype] = _attention_rate(facts, attention_pass, dtype)
+                    rate = attention_rates[key] = _attention_rate(facts, attention_pass, dtype, m, n, causal)
                 compute = flops / rate
             elif m and n and shaped:
                 pricer = gemm_pricers.get(dtype)
@@ -357,5 +396,5 @@ def _facts_gemm_args(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -
                       _kernel_fact(max_split_k, "gemm_max_split_k"))
 
 
-__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "gemm_seconds", "host_us_per_kernel",
+__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "curve_fraction", "gemm_seconds", "host_us_per_kernel",
            "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "wave_efficiency"]

@@ -13,6 +13,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts import reading
@@ -24,6 +25,7 @@ RATES_CSV = "rates.csv"
 KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
 GEMM_TILES_CSV = "gemm_tiles.csv"  # the output tiles of the GEMM shape model (estimate.gemm)
+ATTENTION_CURVES_CSV = "attention_curves.csv"  # fused attention's measured rate by sequence length (steptime)
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
@@ -69,6 +71,17 @@ class StackProfile:
     memory_basis: str = ""
 
 
+class AttentionPoint(NamedTuple):
+    """One measured rate of a fused attention kernel (data/attention_curves.csv)."""
+
+    family: str  # steptime's attention family (h100, a100, ...)
+    attention_pass: str  # "fwd" | "bwd"
+    causal: bool
+    head_dim: int
+    seq_len: int
+    fraction: float  # measured TFLOP/s over the measuring GPU's dense 16-bit peak
+
+
 @dataclass(frozen=True)
 class Rates:
     """All rate facts: per-GPU rates, global kernel facts and the stacks."""
@@ -78,6 +91,8 @@ class Rates:
     kernel_basis: dict[str, str]
     stacks: dict[Stack, StackProfile]
     gemm_tiles: tuple[tuple[int, int, float], ...] = ()  # (tile_m, tile_n, efficiency); () = no file
+    # (family, pass, causal, head_dim, seq_len, fraction of the dense peak); () = no file
+    attention_curves: tuple[AttentionPoint, ...] = ()
 
     def device(self, gpu_id: str) -> DeviceRates | None:
         return self.devices.get(gpu_id)
@@ -172,7 +187,77 @@ def _load(folder: str) -> Rates:
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
-    return Rates(devices, kernels, kbasis, stacks, _gemm_tiles(base / GEMM_TILES_CSV))
+    return Rates(devices, kernels, kbasis, stacks, _gemm_tiles(base / GEMM_TILES_CSV),
+                 attention_curves(read_attention_rows(base / ATTENTION_CURVES_CSV)))
+
+
+class AttentionRow(NamedTuple):
+    """One row of data/attention_curves.csv: a published rate of a fused attention kernel at one shape."""
+
+    family: str
+    attention_pass: str
+    causal: bool
+    head_dim: int
+    seq_len: int
+    fraction: float  # tflops / peak_tflops
+    source: str
+
+
+def read_attention_rows(path: Path) -> tuple[AttentionRow, ...]:
+    """The rows of attention_curves.csv at ``path`` (() when there is no such file)."""
+    if not path.exists():
+        return ()
+    rows = []
+    for i, row in enumerate(read_rows(path, ("family", "pass", "causal", "head_dim", "seq_len", "tflops",
+                                             "peak_tflops", "source")), start=2):
+        for column, allowed in (("pass", ("fwd", "bwd")), ("causal", ("0", "1"))):
+            if row[column].strip() not in allowed:
+                raise CatalogError(msg("error.rates.value", file=path.name, line=i, column=column, value=row[column]))
+        tflops = _number(path, i, "tflops", row["tflops"])
+        peak = _number(path, i, "peak_tflops", row["peak_tflops"])
+        if tflops > peak:
+            raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="tflops", value=row["tflops"]))
+        rows.append(AttentionRow(row["family"].strip(), row["pass"].strip(), row["causal"].strip() == "1",
+                                 int(_number(path, i, "head_dim", row["head_dim"])),
+                                 int(_number(path, i, "seq_len", row["seq_len"])), tflops / peak,
+                                 row["source"].strip()))
+    return tuple(rows)
+
+
+def attention_curves(rows: tuple[AttentionRow, ...]) -> tuple[AttentionPoint, ...]:
+    """The curves the step model reads, from the published rows (docs/kernels.md, "Fused attention by length").
+
+    Per family, pass, mask and head dim: the shape against sequence length comes from the source that measured
+    the most lengths (the sweep); its level is the mean over independent sources where several measured the same
+    length (each source's own rows averaged first). A pass and mask with no sweep of its own (FlashAttention's
+    causal backward) takes the full-matrix sweep of that pass at that level.
+    """
+    groups: dict[tuple[str, str, bool, int], dict[str, dict[int, list[float]]]] = {}
+    for r in rows:
+        groups.setdefault((r.family, r.attention_pass, r.causal, r.head_dim), {}).setdefault(
+            r.source, {}).setdefault(r.seq_len, []).append(r.fraction)
+
+    def sweep_of(key: tuple[str, str, bool, int]) -> dict[int, float] | None:
+        by_source = groups.get(key, {})
+        best = max(by_source.values(), key=len, default={})
+        return {s: sum(v) / len(v) for s, v in best.items()} if len(best) > 1 else None
+
+    points = []
+    for key, by_source in sorted(groups.items()):
+        family, attention_pass, causal, head_dim = key
+        own = sweep_of(key)
+        sweep = own or sweep_of((family, attention_pass, False, head_dim))
+        if sweep is None:
+            continue
+        ratios = []
+        for seq in sorted({s for per in by_source.values() for s in per} & sweep.keys()):
+            means = [sum(v) / len(v) for per in by_source.values() for s, v in per.items() if s == seq]
+            if len(means) > 1 or own is None:  # a length several sources measured, or the borrowed sweep's level
+                ratios.append(sum(means) / len(means) / sweep[seq])
+        factor = sum(ratios) / len(ratios) if ratios else 1.0
+        points.extend(AttentionPoint(family, attention_pass, causal, head_dim, seq, fraction * factor)
+                      for seq, fraction in sorted(sweep.items()))
+    return tuple(points)
 
 
 def _gemm_tiles(path: Path) -> tuple[tuple[int, int, float], ...]:
@@ -197,4 +282,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+__all__ = ["ATTENTION_CURVES_CSV", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]

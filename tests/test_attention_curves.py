@@ -1,0 +1,114 @@
+"""Fused attention by sequence length: data/attention_curves.csv against the step model (docs/kernels.md).
+
+Sources: rates_sources.md [K4c] (FA3 paper, FlashAttention-2 bars on H100 SXM5) and [K4d] (flash-attention
+PR 1791 benchmark). Every published row must come out within 10 % of the model's curve.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuwork.errors import CatalogError
+from gpuwork.estimate.ops import Phase, step_ops
+from gpuwork.estimate.steptime import curve_fraction, price_ops, stack_kernels
+from gpuwork.facts.catalog import get_gpu
+from gpuwork.facts.paths import data_dir
+from gpuwork.facts.rates import ATTENTION_CURVES_CSV, AttentionRow, attention_curves, load_rates, read_attention_rows
+from gpuwork.facts.model import get_spec
+from gpuwork.plan import Attention, Method, TrainPlan
+
+H100_PEAK_TF = 989.0
+
+
+def _rows() -> tuple[AttentionRow, ...]:
+    return read_attention_rows(Path(data_dir()) / ATTENTION_CURVES_CSV)
+
+
+def _h100_points():
+    return tuple(p for p in load_rates().attention_curves if p.family == "h100")
+
+
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r.source}-{r.attention_pass}-c{int(r.causal)}-d{r.head_dim}"
+                         f"-s{r.seq_len}-{r.fraction * H100_PEAK_TF:.1f}")
+def test_every_source_row_within_10_percent(row: AttentionRow) -> None:
+    model = curve_fraction(_h100_points(), row.attention_pass, row.causal, row.head_dim, row.seq_len)
+    assert model is not None
+    assert abs(model / row.fraction - 1) <= 0.10
+
+
+def test_sources_cover_both_tags() -> None:
+    assert {r.source for r in _rows()} == {"K4c", "K4d"}
+    assert len(_rows()) >= 40
+
+
+def test_worked_example_interpolates_in_log_length() -> None:
+    # steptime.curve_fraction's docstring: causal forward, head dim 128, 3,072 tokens -> 286.9 TF
+    tf = curve_fraction(_h100_points(), "fwd", True, 128, 3072) * H100_PEAK_TF
+    assert tf == pytest.approx(286.9, abs=0.1)
+
+
+def test_level_is_the_mean_of_sources_where_both_measured() -> None:
+    # causal forward, head dim 128 at 8k: FA3 paper 333; PR 1791 284.1 / 281.4 (mean 282.75); mean 307.875
+    tf = curve_fraction(_h100_points(), "fwd", True, 128, 8192) * H100_PEAK_TF
+    assert tf == pytest.approx((333 + (284.1 + 281.4) / 2) / 2, rel=1e-6)
+
+
+def test_causal_backward_borrows_the_full_matrix_shape() -> None:
+    points = _h100_points()
+    causal = [curve_fraction(points, "bwd", True, 128, s) for s in (512, 2048, 8192)]
+    full = [curve_fraction(points, "bwd", False, 128, s) for s in (512, 2048, 8192)]
+    ratios = [c / f for c, f in zip(causal, full, strict=True)]
+    assert max(ratios) == pytest.approx(min(ratios))  # same shape
+    assert causal[2] * H100_PEAK_TF == pytest.approx((287.1 + 289.1) / 2, rel=1e-6)
+
+
+def test_flat_beyond_the_measured_lengths_and_nearest_head_dim() -> None:
+    points = _h100_points()
+    assert curve_fraction(points, "fwd", False, 128, 65536) == curve_fraction(points, "fwd", False, 128, 16384)
+    assert curve_fraction(points, "fwd", False, 128, 128) == curve_fraction(points, "fwd", False, 128, 512)
+    assert curve_fraction(points, "fwd", False, 96, 4096) == curve_fraction(points, "fwd", False, 128, 4096)
+    assert curve_fraction(points, "fwd", False, 80, 4096) == curve_fraction(points, "fwd", False, 64, 4096)
+    assert curve_fraction((), "fwd", True, 128, 4096) is None
+
+
+def test_combination_rule_on_made_up_rows() -> None:
+    rows = (AttentionRow("x", "fwd", False, 128, 1024, 0.2, "A"), AttentionRow("x", "fwd", False, 128, 4096, 0.4, "A"),
+            AttentionRow("x", "fwd", False, 128, 4096, 0.2, "B"), AttentionRow("x", "fwd", False, 128, 4096, 0.4, "B"))
+    points = attention_curves(rows)
+    # level at 4k: mean(0.4, mean(0.2, 0.4)) = 0.35 -> factor 0.875 on A's sweep
+    assert [round(p.fraction, 6) for p in points] == [0.175, 0.35]
+
+
+def _attention_seconds(seq_len: int, gpu_id: str) -> float:
+    plan = TrainPlan(model="llama-3.1-8b", method=Method.LORA, seq_len=seq_len, batch_size=max(1, 8192 // seq_len),
+                     attention=Attention.FLASH)
+    gpu, rates = get_gpu(gpu_id), load_rates()
+    profile = rates.stacks[plan.stack]
+    ops = step_ops(plan, get_spec(plan.model), stack_kernels(profile))
+    fused = tuple(op for op in ops if op.attention_pass and op.phase is Phase.FORWARD)
+    assert fused and all(op.m == seq_len and op.n == 128 and op.causal for op in fused)
+    return price_ops(fused, gpu, rates.device(gpu_id), rates, profile).by_kind["attention"]
+
+
+def test_short_sequences_run_attention_slower_per_flop_on_h100() -> None:
+    # same tokens per micro-batch: 512-token sequences do 1/16 of the 8k attention FLOPs but at 176.6 TF instead
+    # of 307.9 (and the diagonal blocks weigh more), so they take more than 1/16 of the time
+    short, long = _attention_seconds(512, "h100_sxm"), _attention_seconds(8192, "h100_sxm")
+    assert short / long > 1 / 16 * 307.9 / 176.6 * 0.95
+
+
+def test_a100_keeps_its_single_fraction() -> None:
+    # no A100 curve: the time per FLOP does not depend on the length beyond the diagonal-block count
+    short, long = _attention_seconds(512, "a100_80_sxm"), _attention_seconds(8192, "a100_80_sxm")
+    diag = (1 + 128 / 512) / (1 + 128 / 8192)
+    assert short / long == pytest.approx(diag / 16, rel=1e-6)
+
+
+def test_bad_row_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / ATTENTION_CURVES_CSV
+    path.write_text("family,kernel,pass,causal,head_dim,seq_len,tflops,peak_tflops,source,note\n"
+                    "h100,fa2,sideways,0,128,512,300,989,K4c,\n", encoding="utf-8")
+    with pytest.raises(CatalogError):
+        read_attention_rows(path)
