@@ -258,14 +258,22 @@ class TrainPlan:
             raise PlanError("offload_params", msg("error.plan.offload_params"))
         if self.offload_optimizer and self.sharding is Sharding.DDP:
             raise PlanError("offload_optimizer", msg("error.plan.offload_optimizer"))
-        if self.method is Method.QLORA and self.offload_params:
-            raise PlanError("offload_params", msg("error.plan.qlora_offload"))
 
     # -- conveniences ---------------------------------------------------------------------------
 
     @property
     def uses_adapters(self) -> bool:
         return self.method in (Method.LORA, Method.QLORA)
+
+    @property
+    def fp32_master_weights(self) -> bool:
+        """The optimizer keeps fp32 master weights (and fp32 states) of the 16-bit trained weights.
+
+        DeepSpeed's ZeRO optimizers do for every stage in bf16/fp16 mode (ZeRO paper §3.1: 2 + 2 + 12 bytes per
+        parameter for mixed-precision Adam); torch optimizers (DDP, FSDP) update the weights in their own dtype.
+        """
+        return (self.sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3)
+                and self.precision in (Precision.BF16, Precision.FP16) and not self.uses_adapters)
 
     @property
     def length_histogram(self) -> tuple[tuple[int, float], ...] | None:

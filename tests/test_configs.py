@@ -61,7 +61,7 @@ EXPECTED = {
     "llamafactory_full_ds3.yaml": ("llamafactory", {"method": "full", "sharding": "zero3", "gpus": 8,
                                                     "precision": "bf16-mixed", "grad_accum": 2}),
     "ds_z2_offload.json": ("deepspeed", {"sharding": "zero2", "offload_optimizer": True, "batch_size": 4,
-                                         "grad_accum": 4, "gpus": 4, "precision": "bf16-mixed",
+                                         "grad_accum": 4, "gpus": 4, "precision": "bf16",
                                          "optimizer_impl": "fused"}),
     "ds_z3_config.json": ("deepspeed", {"sharding": "zero3", "gpus": 8}),
     "accelerate_fsdp.yaml": ("accelerate", {"sharding": "fsdp", "gpus": 8, "precision": "bf16-mixed"}),
@@ -159,8 +159,10 @@ def test_training_args_deepspeed_and_accelerate_combine() -> None:
     imported = import_configs([CONFIGS / "training_args.json", CONFIGS / "ds_z3_config.json",
                                CONFIGS / "accelerate_deepspeed.yaml"])
     plan = imported.plan()
+    # DeepSpeed's bf16 mode: 16-bit weights, fp32 masters in the optimizer
     assert (plan.batch_size, plan.grad_accum, plan.sharding, plan.gpus, plan.precision) == (
-        4, 4, "zero3", 16, "bf16-mixed")
+        4, 4, "zero3", 16, "bf16")
+    assert plan.fp32_master_weights
     # DeepSpeed's "auto" values defer to the TrainingArguments file, and the report says so
     deferred = {m["key"]: m["source"] for m in imported.notes if m.code == "config.auto_deferred"}
     assert deferred["train_micro_batch_size_per_gpu"] == str(CONFIGS / "training_args.json")
@@ -197,7 +199,7 @@ def test_zero3_in_deepspeed_and_fsdp_in_accelerate_contradict() -> None:
     assert "согласуйте файлы" in info.value.text("ru")
     # a flag settles it: the files may then disagree about that field
     assert import_configs([CONFIGS / "accelerate_fsdp.yaml", CONFIGS / "ds_z3_config.json"],
-                          overridden=["sharding"]).fields["sharding"] == "fsdp"
+                          overridden=["sharding", "model"]).fields["sharding"] == "fsdp"
 
 
 def test_a_numeric_deepspeed_value_that_disagrees_with_training_args_is_an_error() -> None:
@@ -339,7 +341,7 @@ def test_the_russian_texts_have_no_english_words() -> None:
              "xformers", "sdpa", "flash-attention", "NVMe", "FSDP", "ZeRO", "AdEMAMix", "GaLore", "APOLLO", "LOMO",
              "AnyPrecisionAdamW", "torchao", "bitsandbytes", "Lion", "AdamW", "SGD", "DoRA", "LoRA", "Ampere",
              "Ascend", "NPU", "XLA", "TPU", "Hugging", "Face", "Hub", "lora", "freeze", "full", "stderr", "tf32",
-             "fp32", "bf16", "fp16", "GPU", "CPU", "DEEPSPEED", "HYBRID_SHARD"}
+             "fp32", "bf16", "fp16", "GPU", "CPU", "DEEPSPEED", "HYBRID_SHARD", "dtype", "trial", "DPO"}
     leftovers = {code: words for code, (_en, ru) in ENTRIES.items()
                  if (words := english_leftovers(literal(ru), *names))}
     assert not leftovers, leftovers
@@ -350,7 +352,9 @@ def test_the_russian_texts_have_no_english_words() -> None:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_gpuwork_plan_from_each_format_prints_the_mapping(capsys, name: str) -> None:
-    assert main(["plan", "--from", str(CONFIGS / name), "--offers", "1"]) == 0
+    names_model = any(c.field == "model" for c in import_configs([CONFIGS / name]).claims)
+    model = [] if names_model else ["--model", "llama-3.1-8b"]  # a file that names no model needs --model
+    assert main(["plan", "--from", str(CONFIGS / name), "--offers", "1", *model]) == 0
     out, err = capsys.readouterr()
     assert err.startswith("Imported ") and f"{CONFIGS / name}" in err and "Understood (plan field" in err
     fmt, expected = EXPECTED[name]
@@ -363,7 +367,8 @@ def test_gpuwork_plan_from_each_format_prints_the_mapping(capsys, name: str) -> 
 
 def test_the_cli_mapping_in_russian_and_flags_win(capsys) -> None:
     argv = ["estimate", "--from", str(CONFIGS / "training_args.json"), "--from", str(CONFIGS / "ds_z3_config.json"),
-            "--from", str(CONFIGS / "accelerate_deepspeed.yaml"), "--batch-size", "2", "--lang", "ru", "--json"]
+            "--from", str(CONFIGS / "accelerate_deepspeed.yaml"), "--batch-size", "2", "--lang", "ru", "--json",
+            "--model", "llama-3.2-1b"]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     plan = json.loads(out)["plan"]
@@ -376,7 +381,7 @@ def test_the_cli_mapping_in_russian_and_flags_win(capsys) -> None:
 
 def test_the_cli_reports_a_contradiction_in_one_line(capsys) -> None:
     rc = main(["plan", "--from", str(CONFIGS / "accelerate_fsdp.yaml"), "--from", str(CONFIGS / "ds_z3_config.json"),
-               "--lang", "ru"])
+               "--lang", "ru", "--model", "llama-3.2-1b"])
     assert rc == 2
     err = capsys.readouterr().err
     assert err.startswith("gpuwork: ошибка: sharding = fsdp в ") and err.count("\n") == 1

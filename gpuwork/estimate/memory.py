@@ -158,6 +158,11 @@ def _trainable_bytes_per_param(plan: TrainPlan) -> int:
     return plan.precision.param_bytes
 
 
+def _state_bytes_per_param(plan: TrainPlan) -> int:
+    """Bytes per element of optimizer states: fp32 where the optimizer keeps fp32 master weights."""
+    return 4 if plan.fp32_master_weights else _trainable_bytes_per_param(plan)
+
+
 def _largest_trainable(spec: ModelSpec, plan: TrainPlan) -> int:
     if plan.uses_adapters:
         targets = lora_target_linears(spec, plan.lora_targets)
@@ -182,7 +187,17 @@ def _small_tensor_params(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) 
 
 def _optimizer_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
     n = counts.trainable
-    pb = _trainable_bytes_per_param(plan)
+    pb = _state_bytes_per_param(plan)
+    if plan.fp32_master_weights:
+        # DeepSpeed ZeRO in bf16/fp16 mode: an fp32 copy of every trained weight plus fp32 states, all held
+        # (and sharded) by the optimizer (ZeRO paper §3.1, K = 12 for Adam; deepspeed/runtime/zero/stage_1_and_2.py
+        # single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat)
+        return 4 * n + _states_only_bytes(spec, plan, counts, pb)
+    return _states_only_bytes(spec, plan, counts, pb)
+
+
+def _states_only_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int) -> int:
+    n = counts.trainable
     opt = plan.optimizer
     if opt is Optimizer.ADAMW:
         # torch AdamW keeps exp_avg and exp_avg_sq in the parameter's dtype (torch/optim/adamw.py,
@@ -222,7 +237,7 @@ def _adafactor_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: 
 
 
 def _optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
-    pb = _trainable_bytes_per_param(plan)
+    pb = _state_bytes_per_param(plan)
     largest = _largest_trainable(spec, plan)
     opt = plan.optimizer
     if opt is Optimizer.ADAMW:
@@ -564,6 +579,10 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         # prepare_model_for_kbit_training then upcasts to fp32 (counted in _weight_bytes' "rest")
         warnings.append(msg("memory.moe_experts_unquantized", model=spec.name, params=expert_params,
                             expert_bytes=4 * expert_params, nf4_bytes=expert_params // 2))
+    if plan.fp32_master_weights:  # the precision the named software runs, said where the figures are shown
+        per_param = (states.weights + states.gradients + states.optimizer) // max(counts.trainable, 1)
+        warnings.append(msg("memory.fp32_master", sharding=plan.sharding.value, precision=plan.precision.value,
+                            bytes_per_param=per_param))
     # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
     seq_len = plan.longest_batch_len
     tokens = plan.batch_size * seq_len

@@ -100,16 +100,38 @@ ENTRIES: dict[str, tuple[str, str]] = {
                              "точность"),
     "config.rule.lf_pure": ("pure_bf16: weights, gradients and optimizer states in bf16",
                             "`pure_bf16`: веса, градиенты и состояния оптимизатора в bf16"),
-    "config.rule.ds_mixed": ("DeepSpeed keeps fp32 master weights in its optimizer: mixed",
-                             "DeepSpeed хранит главные копии весов в fp32 в оптимизаторе: смешанная точность"),
+    "config.rule.ds_master": (
+        "DeepSpeed runs the model in 16 bits and its optimizer keeps fp32 master weights and states",
+        "DeepSpeed выполняет модель в 16 битах, а его оптимизатор хранит главные копии весов и состояния в fp32"),
     "config.rule.fp32": ("neither bf16 nor fp16 is on", "не включены ни bf16, ни fp16"),
     "config.rule.fp32_tf32": ("neither bf16 nor fp16 is on; tf32 speeds up fp32 matmuls and changes no memory",
                               "не включены ни bf16, ни fp16; tf32 ускоряет умножение матриц в fp32 и не меняет "
                               "память"),
     "config.rule.lf_default": ("LLaMA-Factory's default", "значение LLaMA-Factory по умолчанию"),
     "config.rule.lf_alpha": ("LLaMA-Factory's default: twice lora_rank", "по умолчанию в LLaMA-Factory: дважды `lora_rank`"),
-    "config.rule.trl_full": ("TRL's ModelConfig default use_peft: false: every weight trains",
-                             "в TRL ModelConfig по умолчанию `use_peft: false`: обучаются все веса"),
+    "config.rule.trl_full": ("{rule}: every weight trains", "{rule}: обучаются все веса"),
+    "config.rule.no_peft": ("no PEFT section: Trainer trains every weight of the model it is handed",
+                            "раздела PEFT нет: Trainer обучает все веса переданной ему модели"),
+    "config.rule.framework_default": ("{key:raw} not set: {value:raw}, {source}",
+                                      "{key:raw} не задан: {value:raw}, {source}"),
+    "config.default.installed": ("the {framework:raw} {version:raw} default ({cls:raw}, installed)",
+                                 "значение {framework:raw} {version:raw} по умолчанию ({cls:raw}, установлен)"),
+    "config.default.pinned": (
+        "the {framework:raw} {version:raw} default ({cls:raw}; pinned table: {url:raw})",
+        "значение {framework:raw} {version:raw} по умолчанию ({cls:raw}; закреплённая таблица: {url:raw})"),
+    "config.rule.both": ("{first}; {second}", "{first}; {second}"),
+    "config.rule.trl_bf16": ("{rule}; TRL turns bf16 on unless fp16 is", "{rule}; TRL включает bf16, если не включён fp16"),
+    "config.rule.dpo_pairs": (
+        "DPO runs each chosen and rejected answer through the model together: 2 x {batch} sequences",
+        "DPO пропускает выбранный и отвергнутый ответы через модель вместе: 2 × {batch} последовательностей"),
+    "config.rule.dtype_config": (
+        "no dtype given: transformers 5 loads the checkpoint in its config's dtype ({dtype:raw})",
+        "dtype не задан: transformers 5 загружает модель в типе из её конфигурации ({dtype:raw})"),
+    "config.rule.dtype_v4": ("no dtype given: transformers {version:raw} loads the weights in fp32",
+                             "dtype не задан: transformers {version:raw} загружает веса в fp32"),
+    "config.rule.dtype_unknown": (
+        "the load dtype is unknown until the model's config is read: taken as fp32 weights under autocast",
+        "тип загрузки неизвестен, пока не прочитана конфигурация модели: приняты веса fp32 под autocast"),
     "config.rule.no_adapter": ("no adapter: every weight trains", "адаптера нет: обучаются все веса"),
     "config.rule.accum_from_batch": ("batch_size {total} / micro_batch_size {micro}",
                                      "`batch_size` {total} / `micro_batch_size` {micro}"),
@@ -152,6 +174,16 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.rule.no_saves": ("save_strategy: no: no checkpoints", "`save_strategy: no`: чекпойнты не сохраняются"),
 
     # -- notes -------------------------------------------------------------------------------------------------------
+    "config.dpo_reference": (
+        "{file:raw}: DPO also runs a frozen reference model (a copy of the base, or the base without the adapter); "
+        "not counted in the estimate",
+        "{file:raw}: DPO также выполняет замороженную эталонную модель (копию базовой или базовую без адаптера); "
+        "в оценке она не учтена"),
+    "memory.fp32_master": (
+        "{sharding:raw} in {precision:raw}: DeepSpeed keeps fp32 master weights and optimizer states next to the "
+        "16-bit weights and gradients, {bytes_per_param} bytes per trained parameter before sharding",
+        "{sharding:raw} в {precision:raw}: оптимизатор ZeRO хранит главные копии весов и свои состояния в fp32 "
+        "рядом с 16-битными весами и градиентами, {bytes_per_param} байт на обучаемый параметр до шардирования"),
     "config.optimizer.nearest": ("{name:raw} is modelled as {optimizer:raw}: {why}",
                                  "{name:raw} моделируется как {optimizer:raw}: {why}"),
     "config.optimizer.why.xla": ("the XLA (TPU) build of AdamW; the same states",
@@ -343,6 +375,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.config.peft_type": (
         "'{file:raw}': peft_type {value:raw}: only LoRA adapters are modelled (peft_type LORA)",
         "'{file:raw}': `peft_type` {value:raw}: моделируются только адаптеры LoRA (`peft_type` LORA)"),
+    "error.config.no_model": ("{files:raw} name no model: add --model (a preset, a config.json or a hub id)",
+                              "{files:raw}: модель не указана: добавьте --model (заготовку, config.json или имя на "
+                              "Hugging Face Hub)"),
+    "error.model.hub_needs_transformers": (
+        "{hub_id:raw} is a hub id, and reading one needs transformers: pip install 'gpuwork[trial]', or give a preset "
+        "or a config.json",
+        "{hub_id:raw} — имя на Hugging Face Hub, а для его чтения нужен transformers: pip install 'gpuwork[trial]' "
+        "или укажите заготовку или config.json"),
     "error.config.not_deepspeed": ("'{file:raw}' is referenced by {key:raw} as a DeepSpeed config but is not one",
                                    "'{file:raw}' указан в {key:raw} как конфигурация DeepSpeed, но ею не является"),
 }

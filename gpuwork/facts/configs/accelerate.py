@@ -72,7 +72,10 @@ def read(r: Reader, base: Path) -> None:
             r.claim("offload_params", sharding == "fsdp", "fsdp_config.fsdp_offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))
     mixed = str(r.get("mixed_precision", "no")).lower()
-    if mixed in ("bf16", "fp16"):
+    if mixed in ("bf16", "fp16") and kind == "deepspeed" and not (r.get("deepspeed_config") or {}).get(
+            "deepspeed_config_file"):  # accelerate writes the DeepSpeed config: its bf16/fp16 section is this
+        r.claim("precision", mixed, "mixed_precision", msg("config.rule.ds_master"))
+    elif mixed in ("bf16", "fp16"):
         r.claim("precision", f"{mixed}-mixed", "mixed_precision", weak=True)
     elif mixed == "fp8":
         r.note(msg("config.fp8", file=r.file))

@@ -35,6 +35,7 @@ class Claim:
     key: str  # the config key(s) it comes from, e.g. "zero_optimization.stage"
     rule: Msg | None = None  # how the value was derived, when it is not a plain copy
     weak: bool = False  # yields to a non-weak claim from another file (accelerate's defaults)
+    default: bool = False  # the framework's default for a key the file leaves out: yields to any file's value
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,7 @@ class Reader:
     used: set[str] = field(default_factory=set)
     notes: list[Msg] = field(default_factory=list)
     follow: list[tuple[Path, str, str]] = field(default_factory=list)  # referenced configs: (path, key, guess)
+    defaults: tuple[Any, ...] = ()  # facts.configs.defaults.Defaults a missing key falls back to, first wins
 
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
@@ -203,6 +205,26 @@ class Reader:
 
     def note(self, message: Msg) -> None:
         self.notes.append(message)
+
+    def default(self, key: str) -> tuple[Any, Msg | None]:
+        """(the framework's default of a key the file leaves out, the rule naming its source), or (None, None)."""
+        self.used.add(key)
+        for defaults in self.defaults:
+            if defaults.has(key):
+                value, source = defaults.lookup(key)
+                return value, msg("config.rule.framework_default", key=key, value=show(value), source=source)
+        return None, None
+
+    def claim_default(self, name: str, value: Any, key: str, rule: Msg | None) -> None:
+        """A claim from a framework default (``rule`` from ``default``): any file's own value wins over it."""
+        self.claims.append(Claim(name, value, self.file, key, rule, default=True))
+
+    def typed(self, key: str, kind: str) -> tuple[Any, Msg | None]:
+        """The file's value of ``key`` read as ``kind`` ("int", "number", "flag", "any"), else its default."""
+        if self.has(key):
+            read = {"int": self.int_, "number": self.number, "flag": self.flag, "any": self.get}[kind]
+            return read(key), None
+        return self.default(key)
 
     # typed reads: a wrong type is an error naming the key and the file
     def int_(self, key: str) -> int | None:
@@ -265,6 +287,23 @@ def claim_model(r: Reader, key: str, base: Path) -> None:
         r.claim("model", preset, key, msg("config.rule.model_variant", hub_id=ref, preset=preset))
         return
     r.claim("model", ref, key, msg("config.rule.model_hub", hub_id=ref))
+
+
+def model_dtype(r: Reader) -> str | None:
+    """The dtype (bf16, fp16, fp32) in the config of the model this file names, when it is a preset or a local
+    file (transformers 5 loads a checkpoint in that dtype by default); None for a hub id or no model."""
+    model = next((c for c in reversed(r.claims) if c.field == "model"), None)
+    if model is None or (model.rule is not None and model.rule.code == "config.rule.model_hub"):
+        return None
+    from gpuwork.errors import GpuworkError
+    from gpuwork.facts.model import load_config
+
+    try:
+        config, _ = load_config(str(model.value))
+    except GpuworkError:
+        return None
+    value = str(config.get("dtype") or config.get("torch_dtype") or "")
+    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(value.removeprefix("torch."))
 
 
 def hub_presets() -> dict[str, str]:
@@ -333,33 +372,32 @@ def lora_targets(value: Any) -> tuple[str, ...] | str | None:
 
 
 def claim_lora(r: Reader, *, r_key: str, alpha_key: str, dropout_key: str) -> None:
-    rank = r.int_(r_key)
-    if rank is not None:
-        r.claim("lora_r", rank, r_key)
-    alpha = r.number(alpha_key)
-    if alpha is not None:
-        r.claim("lora_alpha", whole(alpha), alpha_key)
-    dropout = r.number(dropout_key)
-    if dropout is not None:
-        r.claim("lora_dropout", dropout, dropout_key)
+    for name, key, kind in (("lora_r", r_key, "int"), ("lora_alpha", alpha_key, "number"),
+                            ("lora_dropout", dropout_key, "number")):
+        value, rule = r.typed(key, kind)
+        if value is not None:
+            value = whole(value) if name == "lora_alpha" else value
+            (r.claim if rule is None else r.claim_default)(name, value, key, rule)
 
 
 def claim_schedule(r: Reader, *, epochs_key: str) -> None:
-    epochs = r.number(epochs_key)
+    epochs, rule = r.typed(epochs_key, "number")
     if epochs is not None:
-        r.claim("epochs", whole(epochs), epochs_key)
+        (r.claim if rule is None else r.claim_default)("epochs", whole(epochs), epochs_key, rule)
     max_steps = r.int_("max_steps")
     if max_steps is not None and max_steps > 0:
         r.claim("max_steps", max_steps, "max_steps")  # turned into data size once tokens per step are known
     save_strategy = str(r.get("save_strategy", "steps")).lower()
     if save_strategy == "no":
         r.claim("checkpoints_kept", 0, "save_strategy", msg("config.rule.no_saves"))
-    elif save_strategy == "epoch":
+        r.used.update({"save_steps", "save_total_limit"})  # they count only when something is saved
+        return
+    if save_strategy == "epoch":
         r.note(msg("config.save_per_epoch", file=r.file, key="save_strategy"))
     else:
-        steps = r.number("save_steps")
+        steps, rule = r.typed("save_steps", "number")
         if steps is not None and steps >= 1:
-            r.claim("checkpoint_every_steps", int(steps), "save_steps")
+            (r.claim if rule is None else r.claim_default)("checkpoint_every_steps", int(steps), "save_steps", rule)
         elif steps is not None and steps > 0:
             r.note(msg("config.save_ratio", file=r.file, value=float(steps)))
     kept = r.int_("save_total_limit")

@@ -33,10 +33,12 @@ def _unused_keys(fmt: str, data: dict[str, Any], used: set[str], file: str) -> t
 
 
 
-def import_configs(paths: Sequence[str | Path], overridden: Iterable[str] = ()) -> ConfigImport:
+def import_configs(paths: Sequence[str | Path], overridden: Iterable[str] | None = None) -> ConfigImport:
     """Read each config file, tell its format from its keys, and combine what they say into plan fields.
 
-    ``overridden``: plan fields the caller sets itself (flags); files may disagree about those.
+    ``overridden``: plan fields the caller sets itself (flags); files may disagree about those. Given (the CLI
+    always gives its flags), files that name no model and no ``model`` among them are an error that says to add
+    ``--model``; None leaves the model to the caller (the app's form has its own model field).
     Raises PlanError naming the file (and key) for a missing, unreadable or unrecognised file, an optimizer name
     no tool uses, bf16 and fp16 both on, or two files that say different things about one field.
     """
@@ -70,7 +72,10 @@ def import_configs(paths: Sequence[str | Path], overridden: Iterable[str] = ()) 
         if keys:
             ignored.append((name, tuple(keys)))
         notes += unknown
-    decided, more_notes = _combine(claims, set(overridden))
+    given = None if overridden is None else set(overridden)
+    decided, more_notes = _combine(claims, given or set())
+    if given is not None and "model" not in given and not any(c.field == "model" for c in decided):
+        raise PlanError("model", msg("error.config.no_model", files=", ".join(name for name, _ in files)))
     notes += more_notes
     return ConfigImport(tuple(files), tuple(decided), tuple(ignored), tuple(notes))
 
@@ -88,14 +93,15 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
     for name, group in by_field.items():
         if name == "__auto__":
             continue
-        strong = [c for c in group if not c.weak] or group
+        stated = [c for c in group if not c.default] or group  # a framework default yields to a stated value
+        strong = [c for c in stated if not c.weak] or stated
         first = strong[0]
         for other in strong[1:]:
             if _same(name, first.value, other.value) or name in overridden:
                 continue
             if name == "precision" and _family(first.value) == _family(other.value):
                 # same 16-bit format, pure vs mixed: DeepSpeed's optimizer keeps fp32 masters whatever was loaded
-                ds = next((c for c in (first, other) if c.rule == msg("config.rule.ds_mixed")), None)
+                ds = next((c for c in (first, other) if c.rule is not None and c.rule.code == "config.rule.ds_master"), None)
                 if ds is not None:
                     first = ds
                     continue
@@ -103,7 +109,7 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
                                       file=first.file, key=first.key, other_value=show(other.value),
                                       other_file=other.file, other_key=other.key))
         for weak in group:
-            if weak.weak and weak not in strong and not _same(name, weak.value, first.value):
+            if weak.weak and not weak.default and weak not in strong and not _same(name, weak.value, first.value):
                 notes.append(msg("config.weak_overridden", field=name, value=show(weak.value), file=weak.file,
                                  key=weak.key, chosen=show(first.value), chosen_file=first.file))
         chosen[name] = first

@@ -50,8 +50,10 @@ def read(r: Reader, base: Path) -> None:
     bf16 = None if isinstance(bf16, str) else bf16
     fp16 = None if isinstance(fp16, str) else fp16
     if bf16 or fp16 or (bf16 is False and fp16 is False):
-        claim_precision(r, bf16, fp16, keys=("bf16.enabled", "fp16.enabled"), pure=False, pure_rule=None,
-                   mixed_rule=msg("config.rule.ds_mixed"))
+        # DeepSpeed casts the module to bf16/fp16 and its optimizer keeps fp32 master weights and states
+        # (engine._configure_distributed_model, zero/stage_1_and_2.py, zero/stage3.py, bf16_optimizer.py)
+        claim_precision(r, bf16, fp16, keys=("bf16.enabled", "fp16.enabled"), pure=True,
+                        pure_rule=msg("config.rule.ds_master"), mixed_rule=msg("config.rule.ds_master"))
     micro = _ds_value(r, data, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu")
     if micro is not None:
         r.claim("batch_size", int(micro), "train_micro_batch_size_per_gpu")

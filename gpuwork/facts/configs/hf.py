@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from gpuwork.errors import PlanError
 from gpuwork.facts.configs.base import (
     Format,
     Reader,
@@ -12,105 +14,210 @@ from gpuwork.facts.configs.base import (
     claim_lora,
     claim_model,
     claim_optimizer,
-    claim_precision,
     claim_schedule,
     claim_stack,
     follow_deepspeed,
     lora_targets,
+    model_dtype,
 )
-from gpuwork.message import msg
+from gpuwork.facts.configs.defaults import defaults_for
+from gpuwork.facts.configs.optimizers import optimizer_choice
+from gpuwork.message import Msg, msg
+
+# keys only TRL's configs hold (SFTConfig, DPOConfig, ModelConfig, ScriptArguments): the file is a TRL recipe
+_TRL_KEYS = frozenset("""
+    model_name_or_path use_peft lora_r lora_alpha lora_dropout lora_target_modules load_in_4bit load_in_8bit
+    bnb_4bit_quant_type use_bnb_nested_quant max_length max_seq_length packing dataset_text_field dataset_name
+    dataset_mixture chat_template model_init_kwargs padding_free completion_only_loss assistant_only_loss
+    beta max_prompt_length loss_type ref_model_init_kwargs precompute_ref_log_probs rpo_alpha dataset_num_proc
+    """.split())
+_DPO_KEYS = frozenset({"beta", "max_prompt_length", "ref_model_init_kwargs", "precompute_ref_log_probs",
+                       "rpo_alpha", "ref_adapter_name", "sync_ref_model", "max_completion_length"})
+_LOADED = {"bfloat16": "bf16", "torch.bfloat16": "bf16", "float16": "fp16", "torch.float16": "fp16",
+           "float32": "fp32", "torch.float32": "fp32"}
+
+
+def config_class(data: dict[str, Any]) -> str:
+    """Which class the file fills: TRL's DPOConfig or SFTConfig (a TRL recipe), else Trainer's TrainingArguments."""
+    keys = set(data)
+    if keys & _DPO_KEYS:
+        return "trl.DPOConfig"
+    if keys & _TRL_KEYS:
+        return "trl.SFTConfig"
+    return "transformers.TrainingArguments"
 
 
 def read(r: Reader, base: Path) -> None:
-    """TrainingArguments / SFTConfig (+ TRL ModelConfig / ScriptArguments keys in a TRL recipe)."""
+    """TrainingArguments / SFTConfig / DPOConfig (+ TRL ModelConfig / ScriptArguments keys in a TRL recipe).
+
+    A key the file leaves out takes the default of the class it fills (``defaults.defaults_for``): TRL's
+    config and ModelConfig for a TRL recipe, Trainer's TrainingArguments otherwise.
+    """
+    cls = config_class(r.data)
+    trl = cls.startswith("trl.")
+    r.defaults = (defaults_for(cls), defaults_for("trl.ModelConfig")) if trl else (defaults_for(cls),)
     for key in ("model_name_or_path", "model_name"):
         if r.has(key):
             claim_model(r, key, base)
             break
+    method = _method(r, trl)
+    _sizes(r, cls)
     init = r.get("model_init_kwargs") or {}
-    dtype = str(r.get("torch_dtype") or r.get("dtype") or init.get("torch_dtype") or init.get("dtype") or "")
-    method = None
-    use_peft = r.flag("use_peft")
-    if r.flag("load_in_4bit"):
+    attn = r.get("attn_implementation") or init.get("attn_implementation")
+    if attn:
+        claim_attention(r, attn, "attn_implementation" if r.has("attn_implementation") else
+                        "model_init_kwargs.attn_implementation")
+    if r.flag("adafactor") and not r.has("optim"):
+        claim_optimizer(r, "adafactor", "adafactor")
+    else:
+        name, rule = r.typed("optim", "any")
+        if name is not None:
+            _claim_optimizer(r, str(name), rule)
+    _precision(r, method, trl, init)
+    claim_schedule(r, epochs_key="num_train_epochs")
+    liger = bool(r.flag("use_liger_kernel") or r.flag("use_liger"))
+    compile_ = bool(r.flag("torch_compile"))
+    claim_stack(r, liger, compile_, False, {"hf-liger": "use_liger_kernel" if r.has("use_liger_kernel") else
+                                            "use_liger", "torch-compile": "torch_compile"})
+    claim_fsdp_options(r, r.get("fsdp"), "fsdp")
+    follow_deepspeed(r, "deepspeed", base)
+
+
+def _claim_optimizer(r: Reader, name: str, rule: Msg | None) -> None:
+    if rule is None:
+        claim_optimizer(r, name, "optim")
+        return
+    optimizer, impl, note = optimizer_choice(name, file=r.file, key="optim")
+    r.claim_default("optimizer", optimizer, "optim", rule if note is None else msg("config.rule.both", first=rule,
+                                                                                     second=note))
+    if impl is not None:
+        r.claim_default("optimizer_impl", impl, "optim", rule)
+
+
+def _method(r: Reader, trl: bool) -> str:
+    """Full fine-tuning unless the file asks for PEFT (Trainer trains every weight it is handed)."""
+    four_bit, four_rule = r.typed("load_in_4bit", "flag")
+    use_peft, peft_rule = r.typed("use_peft", "flag")
+    if four_bit:
         method = "qlora"
         r.claim("method", "qlora", "load_in_4bit")
     elif use_peft:
         method = "lora"
         r.claim("method", "lora", "use_peft")
-    elif use_peft is False:
+    elif r.has("use_peft"):
         method = "full"
         r.claim("method", "full", "use_peft")
-    elif r.has("model_name_or_path"):  # a TRL recipe: ModelConfig.use_peft defaults to False
+    else:
         method = "full"
-        r.claim("method", "full", "use_peft", msg("config.rule.trl_full"))
+        r.claim_default("method", "full", "use_peft" if trl else "-",
+                        msg("config.rule.trl_full", rule=peft_rule) if trl else msg("config.rule.no_peft"))
     if r.flag("load_in_8bit"):
         r.note(msg("config.eight_bit_base", file=r.file, key="load_in_8bit"))
     if r.flag("use_dora"):
         r.note(msg("config.dora", file=r.file))
-    claim_lora(r, r_key="lora_r", alpha_key="lora_alpha", dropout_key="lora_dropout")
-    targets = lora_targets(r.get("lora_target_modules"))
-    if targets:
-        r.claim("lora_targets", targets, "lora_target_modules")
-    if r.has("bnb_4bit_quant_type"):
-        r.claim("quant_type", str(r.get("bnb_4bit_quant_type")).lower(), "bnb_4bit_quant_type")
-    nested = r.flag("use_bnb_nested_quant")
-    if nested is not None:
-        r.claim("double_quant", nested, "use_bnb_nested_quant")
-    for key in ("max_seq_length", "max_length", "block_size", "model_max_length"):
+    if method in ("lora", "qlora"):
+        claim_lora(r, r_key="lora_r", alpha_key="lora_alpha", dropout_key="lora_dropout")
+        targets = lora_targets(r.get("lora_target_modules"))
+        if targets:
+            r.claim("lora_targets", targets, "lora_target_modules")
+    r.used.update({"lora_r", "lora_alpha", "lora_dropout", "lora_target_modules", "bnb_4bit_quant_type",
+                   "use_bnb_nested_quant"})  # LoRA settings train nothing without use_peft
+    if method == "qlora":
+        quant, rule = r.typed("bnb_4bit_quant_type", "any")
+        if quant is not None:
+            (r.claim if rule is None else r.claim_default)("quant_type", str(quant).lower(), "bnb_4bit_quant_type",
+                                                          rule)
+        nested, rule = r.typed("use_bnb_nested_quant", "flag")
+        if nested is not None:
+            (r.claim if rule is None else r.claim_default)("double_quant", nested, "use_bnb_nested_quant", rule)
+    del four_rule
+    return method
+
+
+def _sizes(r: Reader, cls: str) -> None:
+    """Sequence length, micro-batch, accumulation and checkpointing, from the file or the class's defaults."""
+    r.used.update({"max_seq_length", "max_length", "block_size", "model_max_length", "per_gpu_train_batch_size",
+                   "gradient_checkpointing", "activation_checkpointing", "use_liger_kernel", "use_liger"})
+    for key in ("max_seq_length", "max_length", "block_size", "model_max_length"):  # the first one set decides
         seq = r.int_(key)
         if seq is not None:
             r.claim("seq_len", seq, key)
             break
-    r.used.update({"max_seq_length", "max_length", "block_size", "model_max_length"})  # the first one set decides
+    else:
+        seq, rule = r.default("max_length")
+        if seq is not None:
+            r.claim_default("seq_len", int(seq), "max_length", rule)
     if r.flag("packing"):
         r.note(msg("config.packing", file=r.file, key="packing"))
-    r.used.update({"per_device_train_batch_size", "per_gpu_train_batch_size", "gradient_checkpointing",
-                   "activation_checkpointing", "use_liger_kernel", "use_liger"})
-    for key in ("per_device_train_batch_size", "per_gpu_train_batch_size"):
-        batch = r.int_(key)
-        if batch is not None:
-            r.claim("batch_size", batch, key)
-            break
-    accum = r.int_("gradient_accumulation_steps")
+    batch_key = "per_gpu_train_batch_size" if r.has("per_gpu_train_batch_size") else "per_device_train_batch_size"
+    batch, rule = r.typed(batch_key, "int")
+    if batch is not None:
+        if cls == "trl.DPOConfig":  # chosen and rejected go through the model together (concatenated_forward)
+            r.claim("batch_size", 2 * batch, batch_key, msg("config.rule.dpo_pairs", batch=batch) if rule is None
+                    else msg("config.rule.both", first=rule, second=msg("config.rule.dpo_pairs", batch=batch)))
+            r.note(msg("config.dpo_reference", file=r.file))
+        else:
+            (r.claim if rule is None else r.claim_default)("batch_size", batch, batch_key, rule)
+    accum, rule = r.typed("gradient_accumulation_steps", "int")
     if accum is not None:
-        r.claim("grad_accum", accum, "gradient_accumulation_steps")
-    for key in ("gradient_checkpointing", "activation_checkpointing"):
-        on = r.flag(key)
-        if on is not None:
-            r.claim("grad_checkpointing", on, key)
+        (r.claim if rule is None else r.claim_default)("grad_accum", accum, "gradient_accumulation_steps", rule)
+    for key in ("activation_checkpointing", "gradient_checkpointing"):
+        if r.has(key):
+            r.claim("grad_checkpointing", r.flag(key), key)
             break
+    else:
+        on, rule = r.default("gradient_checkpointing")
+        r.claim_default("grad_checkpointing", bool(on), "gradient_checkpointing", rule)
     if r.flag("activation_offloading"):
         r.note(msg("config.activation_offloading", file=r.file))
-    attn = r.get("attn_implementation") or init.get("attn_implementation")
-    if attn:
-        claim_attention(r, attn, "attn_implementation" if r.has("attn_implementation") else
-                   "model_init_kwargs.attn_implementation")
-    if r.has("optim") or r.flag("adafactor"):
-        key = "optim" if r.has("optim") else "adafactor"
-        name = r.get("optim") if key == "optim" else "adafactor"
-        claim_optimizer(r, str(name), key)
-    loaded = {"bfloat16": "bf16", "torch.bfloat16": "bf16", "float16": "fp16", "torch.float16": "fp16"}.get(dtype)
-    pure = loaded is not None and method == "full"  # adapters run under autocast whatever the base is stored in
-    bf16, fp16 = r.flag("bf16"), r.flag("fp16")
-    if pure and not bf16 and not fp16:
-        r.claim("precision", loaded, "torch_dtype" if r.has("torch_dtype") else "dtype",
-                msg("config.rule.pure_loaded", dtype=dtype))
-    else:
-        claim_precision(r, bf16, fp16, keys=("bf16", "fp16"), pure=pure,
-                   pure_rule=msg("config.rule.pure_loaded", dtype=dtype),
-                   mixed_rule=msg("config.rule.trainer_mixed"), tf32=r.flag("tf32"))
-    if dtype and dtype != "auto":
-        r.used.update({"torch_dtype", "dtype"})
-    elif dtype == "auto":
-        r.note(msg("config.dtype_auto", file=r.file))
-    claim_schedule(r, epochs_key="num_train_epochs")
-    liger = bool(r.flag("use_liger_kernel") or r.flag("use_liger"))
-    compile_ = bool(r.flag("torch_compile"))
-    claim_stack(r, liger, compile_, False, {"hf-liger": "use_liger_kernel" if r.has("use_liger_kernel") else "use_liger",
-                                       "torch-compile": "torch_compile"})
-    claim_fsdp_options(r, r.get("fsdp"), "fsdp")
-    follow_deepspeed(r, "deepspeed", base)
 
+
+def _load_dtype(r: Reader, trl: bool, init: dict[str, Any]) -> tuple[str | None, str, Msg | None]:
+    """(bf16 / fp16 / fp32 or None when unknown, the key, the rule) of the weights as the model is loaded."""
+    for key, value in (("torch_dtype", r.get("torch_dtype")), ("dtype", r.get("dtype")),
+                       ("model_init_kwargs.dtype", init.get("dtype") or init.get("torch_dtype"))):
+        if value is not None and str(value) != "auto":
+            return _LOADED.get(str(value)), key, None
+        if value is not None:  # "auto": the checkpoint's own dtype, as transformers 5 does by default
+            return model_dtype(r), key, msg("config.rule.dtype_config", dtype=str(model_dtype(r) or "?"))
+    if trl:  # TRL loads in ModelConfig.dtype, float32 by default (also SFTTrainer without model_init_kwargs)
+        value, rule = r.default("dtype")
+        return _LOADED.get(str(value)), "dtype", rule
+    transformers = r.defaults[0]
+    if int(str(transformers.version).split(".")[0]) < 5:  # transformers 4 loaded float32 by default
+        return "fp32", "-", msg("config.rule.dtype_v4", version=transformers.version)
+    loaded = model_dtype(r)
+    return loaded, "-", msg("config.rule.dtype_config", dtype=str(loaded or "?"))
+
+
+def _precision(r: Reader, method: str, trl: bool, init: dict[str, Any]) -> None:
+    """Autocast (bf16 / fp16) over the weights as loaded: 16-bit weights train in 16 bits, fp32 ones are masters."""
+    loaded, dtype_key, dtype_rule = _load_dtype(r, trl, init)
+    fp16, _ = r.typed("fp16", "flag")
+    bf16, bf16_rule = r.typed("bf16", "flag")
+    if bf16 is None and trl and bf16_rule is not None:  # TRL's __post_init__: bf16 unless fp16
+        bf16 = not fp16
+        bf16_rule = msg("config.rule.trl_bf16", rule=bf16_rule)
+    if bf16 and fp16:
+        raise PlanError("precision", msg("error.config.bf16_and_fp16", file=r.file, bf16="bf16", fp16="fp16"))
+    family = "bf16" if bf16 else "fp16" if fp16 else None
+    key = "bf16" if bf16 else "fp16" if fp16 else "bf16, fp16"
+    claim = r.claim  # what the run does with the weights as loaded: stated, whatever defaults it took
+    if loaded in ("bf16", "fp16") and (method == "full" or family is None):
+        # autocast over 16-bit weights keeps them 16-bit: weights, gradients and AdamW states in that dtype
+        claim("precision", loaded, dtype_key if family is None else f"{dtype_key}, {key}",
+              msg("config.rule.pure_loaded", dtype=loaded) if dtype_rule is None else
+              msg("config.rule.both", first=dtype_rule, second=msg("config.rule.pure_loaded", dtype=loaded)))
+    elif family is not None:
+        rule = msg("config.rule.trainer_mixed") if method == "full" else msg("config.rule.adapter_mixed")
+        if loaded is None and method == "full":
+            rule = msg("config.rule.dtype_unknown")
+        if bf16_rule is not None and family == "bf16":
+            rule = msg("config.rule.both", first=bf16_rule, second=rule)
+        claim("precision", f"{family}-mixed", key, rule)
+    elif r.has("bf16") or r.has("fp16") or loaded == "fp32":
+        claim("precision", "fp32", key, msg("config.rule.fp32_tf32") if r.flag("tf32") else msg("config.rule.fp32"))
+    r.used.update({"torch_dtype", "dtype", "tf32"})
 
 
 MARKERS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps", "optim", "num_train_epochs",

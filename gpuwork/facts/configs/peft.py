@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gpuwork.errors import PlanError
 from gpuwork.facts.configs.base import Format, Reader, claim_lora, claim_model, lora_targets
+from gpuwork.facts.configs.defaults import defaults_for
 from gpuwork.message import msg
 
 _PEFT_TASKS = {"CAUSAL_LM": "causal-lm", "SEQ_CLS": "seq-cls"}
@@ -18,6 +19,7 @@ def read(r: Reader, base: Path) -> None:
     trained elsewhere record a path on that machine. The method is a weak ``lora`` (a TrainingArguments file
     that loads the base in 4 bits makes it ``qlora``); the file cannot tell how the base was loaded.
     """
+    r.defaults = (defaults_for("peft.LoraConfig"),)
     kind = str(r.get("peft_type") or "LORA").upper()
     if kind != "LORA":
         raise PlanError("method", msg("error.config.peft_type", file=r.file, value=kind))
