@@ -95,29 +95,34 @@ def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple
 
 
 def curve_fraction(points: tuple[AttentionPoint, ...], attention_pass: str, causal: bool, head_dim: int,
-                   seq_len: int) -> float | None:
+                   seq_len: int, bwd_over_fwd: float | None = None) -> float | None:
     """A fused attention kernel's measured share of the dense peak at this sequence length (attention_curves.csv).
 
     The curve of the pass and mask at the nearest measured head dim, linear in log2(sequence length) between the
     measured lengths and flat beyond them; a causal backward with no curve of its own takes the full-matrix one
-    (docs/kernels.md). None when the family has no curve for the pass.
+    (docs/kernels.md). A family measured forward only prices its backward as the full-matrix forward curve x
+    ``bwd_over_fwd`` (None: no backward). None when the family has no curve for the pass.
 
     Worked example (H100, causal forward, head dim 128): 3,072 tokens lie between the curve's 2k (275.5 TF) and
     4k (294.9 TF) points: 275.5 + (294.9 - 275.5) x log2(1.5) = 286.9 TF, 0.290 of 989.
     """
     rows = [p for p in points if p.attention_pass == attention_pass and p.causal == causal]
+    scale = 1.0
     if not rows and causal and attention_pass == "bwd":
         rows = [p for p in points if p.attention_pass == "bwd" and not p.causal]
+    if not rows and attention_pass == "bwd" and bwd_over_fwd is not None:
+        rows = [p for p in points if p.attention_pass == "fwd" and not p.causal]
+        scale = bwd_over_fwd
     if not rows or seq_len <= 0 or head_dim <= 0:
         return None
     dim = min({p.head_dim for p in rows}, key=lambda d: (abs(math.log2(d / head_dim)), d))
     curve = sorted((p.seq_len, p.fraction) for p in rows if p.head_dim == dim)
     if seq_len <= curve[0][0]:
-        return curve[0][1]
+        return curve[0][1] * scale
     for (s0, f0), (s1, f1) in zip(curve, curve[1:], strict=False):
         if seq_len <= s1:
-            return f0 + (f1 - f0) * math.log2(seq_len / s0) / math.log2(s1 / s0)
-    return curve[-1][1]
+            return (f0 + (f1 - f0) * math.log2(seq_len / s0) / math.log2(s1 / s0)) * scale
+    return curve[-1][1] * scale
 
 
 def wave_efficiency(m: int, n: int, sm_count: int, tile_m: int, tile_n: int) -> float:
@@ -297,7 +302,9 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     if dtype == "fp32":
         return _kernel_fact(sdpa, "sdpa_mem_efficient_fraction") * fp32_peak
     peak = fp16_peak if dtype == "fp16" else bf16_peak
-    measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len)
+    # a family measured forward only: the FA2 paper's A100 backward / forward ratio, as for the single fractions
+    ratio = _kernel_fact(bwd, "flash_attn_bwd_fraction") / _kernel_fact(fwd, "flash_attn_fwd_fraction")
+    measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, ratio)
     if measured is not None:
         # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
         # (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second
