@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from gpuwork.cli.args import EXIT_NO_FIT, check_argument, plan_arguments, with_mapping
+from gpuwork.cli.args import EXIT_NO_FIT, check_argument, escaped_output, plan_arguments, with_mapping
 from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan, have_cards
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
@@ -136,7 +136,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.advice", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
     check_argument(p, lang)
-    p.set_defaults(func=_cmd_advise)
+    p.set_defaults(func=escaped_output(_cmd_advise))
 
     p = subparsers.add_parser("fit", help=text("cli.help.fit.summary", lang))
     plan_arguments(p, lang)
@@ -146,7 +146,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--all", action="store_true", help=text("cli.help.fit.all", lang))
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
-    p.set_defaults(func=_cmd_fit)
+    p.set_defaults(func=escaped_output(_cmd_fit))
 
 
 __all__ = ["register"]

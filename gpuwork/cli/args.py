@@ -47,8 +47,9 @@ def argv_lang(argv: list[str] | None = None) -> str:
 
 
 def error_line(message: str, lang: str) -> str:
-    """"gpuwork: error: ..." in the reader's language: the one way every verb reports an error."""
-    return text("error.cli.line", lang, message=message)
+    """"gpuwork: error: ..." in the reader's language: the one way every verb reports an error (control characters
+    in it escaped: the message may quote what the user gave)."""
+    return text("error.cli.line", lang, message=terminal_safe(message))
 
 
 class FlagValueError(argparse.ArgumentTypeError):
@@ -92,30 +93,34 @@ def _localized(message: str, lang: str) -> str:
 
 
 # Every numeric flag is checked once, where it is parsed: float flags must be finite (argparse's float takes "nan"
-# and "inf"), and each flag below must be in its range. Option -> (minimum, minimum is exclusive, maximum,
-# maximum is exclusive); None = no bound. A key "VERB --flag" holds for one verb only. Plan fields (--seq-len,
-# --gpus, ...) are checked by TrainPlan itself; the trial checks its --steps, --warmup, --memory-cap-gib and
-# --price-per-hour in gpuwork.cli.trial.
-FLAG_BOUNDS: dict[str, tuple[float | None, bool, float | None, bool]] = {
-    "--compression-ratio": (0, True, 100, False),
-    "--epochs": (0, True, 10_000, False),
-    "--loader-tokens-per-s": (0, True, None, False),
-    "--disk-write-gbs": (0, True, 10_000, False),
+# and "inf"), and each flag below must be in its range, both ends. Option -> (minimum, minimum is exclusive,
+# maximum, maximum is exclusive). A key "VERB --flag" holds for one verb only. Plan fields (--seq-len, --gpus, ...)
+# are checked by TrainPlan itself; the trial checks its --steps, --warmup, --memory-cap-gib and --price-per-hour
+# in gpuwork.cli.trial. The ends are where a value stops being a run and becomes a typo: 1e-300 and 1e308 are
+# refused like -1.
+FLAG_BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
+    "--compression-ratio": (0.01, False, 100, False),  # text tokens per byte on disk, relative to plain text
+    "--epochs": (1e-4, False, 10_000, False),
+    "--mfu": (1e-3, False, 1, False),  # a share of the dense peak
+    "--loader-tokens-per-s": (1, False, 1e12, False),
+    "--disk-write-gbs": (1e-3, False, 10_000, False),
     "--offers": (0, False, 10_000, False),
-    "--max-price": (0, False, None, False),
-    "--min-vram": (0, False, None, False),
-    "--budget": (0, True, None, False),
-    "--deadline-hours": (0, True, None, False),
+    "--max-price": (0, False, 1_000, False),  # USD per GPU-hour; catalog prices stop at 1,000 too
+    "--min-vram": (0, False, 4_096, False),  # GB per GPU, as the GPU table
+    "--budget": (0.01, False, 1e9, False),  # USD
+    "--deadline-hours": (0.01, False, 1e6, False),
     "--preemption-rate": (0, False, 1_000, False),
     "--safety-margin": (0, False, 1, True),
-    "--limit": (1, False, None, False),
+    "--limit": (1, False, 1_000_000, False),
     "--rent-days": (1, False, 36_500, False),
     "--nproc": (1, False, 4_096, False),
     "--seed": (0, False, 2**32 - 1, False),
-    "--timeout-s": (0, True, None, False),
+    "--timeout-s": (0, True, 7 * 86_400, False),
     "--dataset-tokens": (1, False, 10**15, False),
+    "--port": (1, False, 65_535, False),
+    "--pool": (0, False, 1_000, False),
     "report --steps": (1, False, 10_000, False),
-    "report --timeout": (0, True, None, False),
+    "report --timeout": (1, False, 7 * 86_400, False),  # seconds per notebook: a second to a week
 }
 
 
@@ -138,13 +143,53 @@ def seq_length(text: str) -> int:
         raise FlagValueError(exc.msg) from None
 
 
-def _bound_problem(value: float, bounds: tuple[float | None, bool, float | None, bool]) -> Msg | None:
+def _bound_problem(value: float, bounds: tuple[float, bool, float, bool]) -> Msg | None:
     minimum, min_strict, maximum, max_strict = bounds
-    if minimum is not None and (value < minimum or (min_strict and value == minimum)):
-        return msg("error.flag.above" if min_strict else "error.flag.at_least", value=repr(value), minimum=minimum)
-    if maximum is not None and (value > maximum or (max_strict and value == maximum)):
-        return msg("error.flag.below" if max_strict else "error.flag.at_most", value=repr(value), maximum=maximum)
+    if (value < minimum or (min_strict and value == minimum) or value > maximum
+            or (max_strict and value == maximum)):
+        code = "error.flag.range" + ("_above" if min_strict else "") + ("_below" if max_strict else "")
+        return msg(code, value=repr(value), minimum=minimum, maximum=maximum)
     return None
+
+
+# Control characters a terminal acts on (C0 but newline and tab, DEL, C1) and the bidirectional overrides that
+# reorder what is shown: a name or value the user gave is printed with these escaped, never raw.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character escaped (\\x1b, \\u202e): what the user gave, shown as data."""
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+class _SafeStream:
+    """A text stream whose writes are ``terminal_safe``: escape bytes in a file or flag never reach the terminal."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(terminal_safe(text))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def escaped_output(func: Any, *, stderr: bool = True) -> Any:
+    """A verb's function whose stdout (and stderr unless ``stderr=False``) is ``terminal_safe`` while it runs."""
+
+    @functools.wraps(func)
+    def run(args: argparse.Namespace) -> Any:
+        saved = sys.stdout, sys.stderr
+        sys.stdout = _SafeStream(saved[0])
+        if stderr:
+            sys.stderr = _SafeStream(saved[1])
+        try:
+            return func(args)
+        finally:
+            sys.stdout, sys.stderr = saved
+
+    return run
 
 
 @functools.cache
@@ -340,27 +385,10 @@ def trace_block_if_needed(plan: TrainPlan, lang: str = "en") -> None:
 
 
 def load_record(path: str) -> Any:
-    """A trial record file for compare and request: one clear error for a missing, broken or foreign file."""
-    import json
+    """A trial record file for compare and request: one clear error for a missing, broken, foreign or absurd
+    file (``TrialRecord.from_json``: bounded read, its steps file beside it, every number in range)."""
     from pathlib import Path
 
-    from gpuwork.facts import reading
-    from gpuwork.measure.record import TrialError, TrialRecord
+    from gpuwork.measure.record import TrialRecord
 
-    file = Path(path)
-    try:  # a regular file within reading.RECORD bytes, JSON within bounds (no FIFO, device or folder)
-        data = reading.load_json(file, reading.RECORD, missing=msg("error.trial.record_missing", path=path))
-    except reading.ReadError as exc:
-        raise TrialError(exc.msg) from None
-    except json.JSONDecodeError as exc:
-        raise TrialError(msg("error.trial.record_json", path=path, line=exc.lineno, detail=exc.msg)) from None
-    if not isinstance(data, dict):
-        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(data).__name__, detail="-"))
-    try:
-        return TrialRecord.from_dict(data)
-    except TrialError as exc:
-        raise TrialError(msg("error.trial.record_in", path=path,
-                             error=exc.msg or msg("measure.text", text=str(exc)))) from None
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
-        raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__,
-                             detail=str(exc)[:200])) from None  # never an unbounded value on the terminal
+    return TrialRecord.from_json(Path(path))

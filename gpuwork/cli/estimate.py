@@ -6,11 +6,10 @@ import argparse
 import json
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
-from gpuwork.cli.args import plan_arguments, plan_from_args, with_mapping
-from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.cli.args import escaped_output, plan_arguments, plan_from_args, with_mapping
+from gpuwork.errors import PlanError
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import GIB, LANGS, fmt_int, fmt_number
@@ -148,11 +147,11 @@ def _cmd_models(args: argparse.Namespace) -> int:
 
 
 def _cmd_accuracy(args: argparse.Namespace) -> int:
+    from gpuwork.facts import reading
     from gpuwork.measure.accuracy import accuracy_report, time_accuracy_page
 
-    out = Path(args.out) if args.out else None
-    if out is not None and not out.parent.is_dir():  # say so before the report is computed, not after
-        raise GpuworkError(msg("error.file.out_folder_missing", path=str(out), folder=str(out.parent)))
+    # checked before the report is computed, not after: a folder, a FIFO, a dangling link or a missing folder
+    out = reading.output_file(args.out) if args.out is not None else None
     report = time_accuracy_page() if args.time else accuracy_report(grid=args.grid)
     if out is not None:
         out.write_text(report, encoding="utf-8")  # other OS errors: gpuwork.cli.main's one handler
@@ -169,19 +168,19 @@ def register(sub: Any, lang: str = "en") -> None:
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.report", lang))
     p.add_argument("--calibrated", metavar="DEVICE", help=text("cli.help.estimate.calibrated", lang))
-    p.set_defaults(func=_cmd_estimate)
+    p.set_defaults(func=escaped_output(_cmd_estimate))
     p = sub.add_parser("trace", help=text("cli.help.trace.summary", lang))
     plan_arguments(p, lang)
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
-    p.set_defaults(func=_cmd_trace)
+    p.set_defaults(func=escaped_output(_cmd_trace))
     p = sub.add_parser("models", help=text("cli.help.models.summary", lang))
     p.add_argument("--json", action="store_true")
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.add_argument("--rebuild", action="store_true", help=text("cli.help.models.rebuild", lang))
-    p.set_defaults(func=_cmd_models)
+    p.set_defaults(func=escaped_output(_cmd_models))
     p = sub.add_parser("accuracy", help=text("cli.help.accuracy.summary", lang))
     p.add_argument("--out", metavar="FILE", help=text("cli.help.accuracy.out", lang))
     p.add_argument("--grid", action="store_true", help=text("cli.help.accuracy.grid", lang))
     p.add_argument("--time", action="store_true", help=text("cli.help.accuracy.time", lang))
-    p.set_defaults(func=_cmd_accuracy)
+    p.set_defaults(func=escaped_output(_cmd_accuracy))

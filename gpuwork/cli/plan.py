@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from gpuwork.cli.args import (
     EXIT_NO_FIT,
     FlagValueError,
     check_argument,
+    escaped_output,
     load_record,
     plan_arguments,
     plan_from_args,
@@ -80,11 +82,22 @@ def have_cards(value: str) -> tuple[int, Any]:
     return have
 
 
+MAX_START_DAYS = 2 * 366  # a rental request asks for hardware within two years; further is a typo in the year
+
+
 def _iso_date(text: str) -> date:
+    """--start-date: YYYY-MM-DD, from today to two years ahead (a rental cannot start in the past)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):  # fromisoformat also takes 20260101 and week dates
+        raise FlagValueError(msg("error.args.date", value=repr(text)))
     try:
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise FlagValueError(msg("error.args.date", value=repr(text))) from None
+    today = date.today()
+    if not today <= day <= today + timedelta(days=MAX_START_DAYS):
+        raise FlagValueError(msg("error.args.date_range", value=repr(text), first=today.isoformat(),
+                                 last=(today + timedelta(days=MAX_START_DAYS)).isoformat()))
+    return day
 
 
 def _data_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
@@ -410,7 +423,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.report", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
     check_argument(p, lang)
-    p.set_defaults(func=_cmd_plan)
+    p.set_defaults(func=escaped_output(_cmd_plan))
 
     p = subparsers.add_parser("offers", help=text("cli.help.offers.summary", lang))
     plan_arguments(p, lang)
@@ -435,7 +448,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
     p.add_argument("--json", action="store_true", help=text("cli.help.offers.json", lang))
     check_argument(p, lang)
-    p.set_defaults(func=_cmd_offers)
+    p.set_defaults(func=escaped_output(_cmd_offers))
 
     p = subparsers.add_parser("request", help=text("cli.help.request.summary", lang))
     plan_arguments(p, lang)
@@ -449,4 +462,4 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--explicit-context", action="store_true", help=text("cli.help.request.explicit_context", lang))
     p.add_argument("--record", metavar="FILE", help=text("cli.help.request.record", lang))
     p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
-    p.set_defaults(func=_cmd_request)
+    p.set_defaults(func=escaped_output(_cmd_request))

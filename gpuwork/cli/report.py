@@ -17,7 +17,7 @@ import sys
 import textwrap
 from typing import Any
 
-from gpuwork.cli.args import FlagValueError
+from gpuwork.cli.args import FlagValueError, escaped_output
 from gpuwork.message import msg
 from gpuwork.present.messages import text
 from gpuwork.units import LANGS
@@ -41,14 +41,21 @@ def _notebook_list(text: str) -> tuple[str, ...]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from gpuwork.facts import reading
     from gpuwork.facts.model import spec_for_plan
     from gpuwork.facts.planfile import load_plan
     from gpuwork.plan import TrainPlan
-    from gpuwork.ui.report import NOTEBOOKS, build_report
+    from gpuwork.ui.report import NOTEBOOKS, PLOTLY_FILE, build_report
 
+    # the folder resolved first: a dangling link, a loop or a file is refused before anything is made, and
+    # nothing the report writes may lead out of it through a link left inside
+    out = reading.output_folder(args.out)
+    notebooks = args.notebooks or NOTEBOOKS
+    reading.inside_folder(out, ["index.html", PLOTLY_FILE, "trials",
+                                *(f"{n}.{ext}" for n in notebooks for ext in ("ipynb", "html"))])
     plan = load_plan(args.plan) if args.plan else TrainPlan()
     spec_for_plan(plan)  # an unknown or broken model is the user's error (exit 2), before any page is built
-    result = build_report(plan, args.out, notebooks=args.notebooks or NOTEBOOKS, steps=args.steps,
+    result = build_report(plan, out, notebooks=notebooks, steps=args.steps,
                           progress=not args.no_progress and sys.stderr.isatty() or args.progress,
                           timeout_s=args.timeout, lang=args.lang)
     for page in result.html:
@@ -72,4 +79,4 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--progress", action="store_true", help=text("cli.help.report.progress", lang))
     p.add_argument("--no-progress", action="store_true", help=text("cli.help.report.no_progress", lang))
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.pages", lang))
-    p.set_defaults(func=_cmd_report)
+    p.set_defaults(func=escaped_output(_cmd_report, stderr=False))

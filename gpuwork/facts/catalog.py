@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -262,6 +262,7 @@ class Offer:
 
 # The largest value a real row can hold, with room: beyond it a number is a typo (a price of 2.49e9, a node of
 # 99,999,999 GPUs) that would silently bend every estimate made from the catalog.
+FIRST_AS_OF = date(2010, 1, 1)  # before cloud GPU rental: an as_of earlier than this is a typo in the year
 _MAXIMUM: dict[str, float] = {
     "memory_gb": 4_096, "mem_bw_gbs": 100_000, "bf16_dense_tflops": 100_000, "fp16_dense_tflops": 100_000,
     "fp8_dense_tflops": 100_000, "fp32_tflops": 100_000, "link_bw_gbs_unidir": 100_000, "tdp_w": 10_000,
@@ -345,12 +346,20 @@ class _Row:
         value = self.values[field]
         if not value:
             raise self.fail(field, msg("error.catalog.date_empty"))
+        day = None
         if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
             try:
-                return date.fromisoformat(value)
+                day = date.fromisoformat(value)
             except ValueError:
                 pass
-        raise self.fail(field, msg("error.catalog.not_date", value=repr(value)))
+        if day is None:
+            raise self.fail(field, msg("error.catalog.not_date", value=repr(value)))
+        # a price is quoted as of a day that has been: not before GPU rental existed, not after tomorrow (time zones)
+        last = date.today() + timedelta(days=1)
+        if not FIRST_AS_OF <= day <= last:
+            raise self.fail(field, msg("error.catalog.date_range", value=repr(value), first=FIRST_AS_OF.isoformat(),
+                                       last=last.isoformat()))
+        return day
 
 
 def _advice(field: str, value: str, enum: type[StrEnum]) -> Msg:
@@ -618,7 +627,10 @@ def load_offers(
         folder = data_dir()
         return list(_cached_offers(str(folder / "catalog.csv"), str(folder / "gpus.csv")))
     offers_path = Path(path) if path is not None else data_dir() / "catalog.csv"
-    return _parse_offers(offers_path, gpus if gpus is not None else load_gpus())
+    offers = _parse_offers(offers_path, gpus if gpus is not None else load_gpus())
+    if not offers:  # a header and no rows ranks nothing: say so rather than print an empty table
+        raise CatalogError(msg("error.catalog.no_offers", file=offers_path.name, path=str(offers_path)))
+    return offers
 
 
 def _gpu_suggestions(name: str, gpus: Mapping[str, GpuSpec]) -> list[str]:

@@ -18,6 +18,7 @@ import difflib
 import functools
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,24 +54,43 @@ def load_config(ref: str) -> tuple[dict[str, Any], str]:
 
     Raises ModelError with the closest preset names, or with the parse error of a bad file.
     """
+    if not isinstance(ref, str) or not ref.strip() or "\0" in ref or len(ref) > MAX_REF_CHARS:
+        raise ModelError(msg("error.model.unknown", ref=_shown(ref)))
     path = Path(ref).expanduser()
     preset = models_dir() / f"{ref}.json"
-    if preset.is_file():
+    if "/" not in ref and "\\" not in ref and os.path.isfile(preset):  # os.path: a name too long is no file
         return _read_json(preset), ref
-    if path.is_dir():
+    if os.path.isdir(path):
         path = path / "config.json"
         if not os.path.lexists(path):
-            raise ModelError(msg("error.model.folder_without_config", ref=ref))
+            raise ModelError(msg("error.model.folder_without_config", ref=_shown(ref)))
     if os.path.lexists(path):  # a file, a FIFO, a device, a dangling or looping link: the reader judges it
         return _read_json(path), str(ref)
-    if ref.endswith(".json") or ref.startswith((".", "/", "~")):
-        raise ModelError(msg("error.model.file_missing", ref=ref))
-    if ref.count("/") == 1 and not ref.endswith(".json"):
+    # the shape decides before any network call: only "org/name" as the Hub spells ids is looked up there; a path
+    # (./x, ../x, /x, ~/x, C:\x, x/y/z, x.json, a folder that exists here) is a missing file, said at once
+    first = ref.split("/", 1)[0]
+    if (ref.endswith((".json", "/")) or ref.startswith((".", "/", "~")) or "\\" in ref or ":" in ref
+            or (ref.count("/") == 1 and os.path.isdir(first))):
+        raise ModelError(msg("error.model.file_missing", ref=_shown(ref)))
+    if ref.count("/") == 1 and _HUB_ID.fullmatch(ref):
         return _hub_config(ref), ref
     close = difflib.get_close_matches(ref.lower(), list_presets(), n=3, cutoff=0.4)
     if close:
-        raise ModelError(msg("error.model.unknown_close", ref=ref, close=", ".join(close)))
-    raise ModelError(msg("error.model.unknown", ref=ref))
+        raise ModelError(msg("error.model.unknown_close", ref=_shown(ref), close=", ".join(close)))
+    raise ModelError(msg("error.model.unknown", ref=_shown(ref)))
+
+
+# A Hugging Face Hub repo id: "org/name", letters, digits, "-", "_", "." (no "--" or ".." and not at either end),
+# at most 96 characters each side (huggingface_hub.utils.validate_repo_id)
+_HUB_ID = re.compile(r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9])?/"
+                     r"[A-Za-z0-9_](?:[\w.-]{0,94}[A-Za-z0-9_])?")
+MAX_REF_CHARS = 4096  # a path longer than any file system takes is a paste gone wrong
+
+
+def _shown(ref: Any) -> str:
+    """A model reference as an error shows it: at most 200 characters (never an unbounded value)."""
+    text = ref if isinstance(ref, str) else repr(ref)
+    return text if len(text) <= 200 else text[:200] + f"... ({len(text):,} characters)"
 
 
 def _load_json(path: Path, kind: reading.FileKind) -> Any:
@@ -89,6 +109,15 @@ def _read_json(path: Path) -> dict[str, Any]:
     data = _load_json(path, reading.MODEL_CONFIG)
     if not isinstance(data, dict) or "model_type" not in data:
         raise ModelError(msg("error.model.not_hf_config", path=str(path)))
+    if not isinstance(data["model_type"], str):
+        raise ModelError(msg("error.config.field_type", name=str(path), field="model_type",
+                             value=_shown(repr(data["model_type"])), expected=msg("config.expected.model_type")))
+    arch = data.get("architectures")
+    if isinstance(arch, str):  # one class name written without its list
+        data = {**data, "architectures": [arch]}
+    elif arch is not None and not (isinstance(arch, list) and all(isinstance(a, str) for a in arch)):
+        raise ModelError(msg("error.config.field_type", name=str(path), field="architectures",
+                             value=_shown(repr(arch)), expected=msg("config.expected.architectures")))
     return data
 
 
@@ -96,13 +125,47 @@ def _hub_config(hub_id: str) -> dict[str, Any]:
     # read the offline switches here: huggingface_hub reads them only once, at import
     offline = any(os.environ.get(k, "").lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE",
                                                                                   "TRANSFORMERS_OFFLINE"))
+    if not _hub_cached(hub_id) and (offline or not _hub_reachable()):  # said in seconds, before transformers loads
+        raise ModelError(msg("error.model.hub_not_cached", hub_id=hub_id))
     try:
         from transformers import AutoConfig
-
-        config = AutoConfig.from_pretrained(hub_id, local_files_only=offline)
+    except ModuleNotFoundError:  # the core install: the missing package, not the network, is the reason
+        raise ModelError(msg("error.model.hub_needs_transformers", hub_id=hub_id)) from None
+    try:  # the local Hugging Face cache first: no network needed for a model used before
+        return AutoConfig.from_pretrained(hub_id, local_files_only=True).to_dict()
+    except Exception as exc:  # noqa: BLE001 - not cached (or broken): the Hub below, unless offline
+        if offline:
+            raise ModelError(msg("error.model.hub_unreachable", hub_id=hub_id, error=type(exc).__name__)) from None
+    try:
+        config = AutoConfig.from_pretrained(hub_id)
     except Exception as exc:  # noqa: BLE001 - any failure means: no config reachable
         raise ModelError(msg("error.model.hub_unreachable", hub_id=hub_id, error=type(exc).__name__)) from None
     return config.to_dict()
+
+
+HUB_CONNECT_TIMEOUT_S = 5.0
+
+
+def _hub_cached(hub_id: str) -> bool:
+    """Whether the local Hugging Face cache holds anything of ``hub_id`` (huggingface_hub's folder layout)."""
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    folders = {os.environ.get("HF_HUB_CACHE"), os.environ.get("HUGGINGFACE_HUB_CACHE"), os.path.join(home, "hub")}
+    name = "models--" + hub_id.replace("/", "--")
+    return any(os.path.isdir(os.path.join(os.path.expanduser(f), name)) for f in folders if f)
+
+
+def _hub_reachable() -> bool:
+    """Whether the Hub's host ($HF_ENDPOINT) accepts a TCP connection within HUB_CONNECT_TIMEOUT_S."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=HUB_CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False
 
 
 # -- building specs -----------------------------------------------------------------------------
@@ -181,7 +244,8 @@ def resolve_task(config: dict[str, Any], task: Task) -> Task:
     """The head a plan trains: ``task`` itself, or for "auto" what the config's architectures say."""
     if task is not Task.AUTO:
         return task
-    arch = (config.get("architectures") or [""])[0]
+    archs = config.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
     if arch.endswith("ForSequenceClassification"):
         return Task.SEQ_CLS
     if arch.endswith(("ForMaskedLM", "ForPreTraining")) or _is_encoder(config):
@@ -230,6 +294,12 @@ CONFIG_BOUNDS = {
     "vocab_size": 16_777_216,  # the largest vocabularies have ~260,000 entries
     "head_dim": 65_536,
 }
+# Mixture-of-experts sizes under their names in the configs of the families transformers knows; the largest
+# released models route among 384 experts (up to 8-16 per token), so 4,096 leaves room and refuses a typo.
+EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
+                 "moe_k", "n_shared_experts", "num_shared_experts")
+_EXPERTS_PER_TOKEN = ("num_experts_per_tok", "moe_k", "n_shared_experts", "num_shared_experts")
+MAX_EXPERTS = 4_096
 
 
 def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str] | None = None) -> None:
@@ -266,6 +336,21 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
             raise ModelError(msg("error.config.too_large", name=name, field=field, value=repr(value),
                                  maximum=maximum))
         values[field] = value
+    experts = {}
+    for field in EXPERT_FIELDS:  # MoE sizes: 0 is a dense model in some configs
+        value = get(field)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ModelError(msg("error.config.not_count", name=name, field=field, value=repr(value)))
+        if value > MAX_EXPERTS:
+            raise ModelError(msg("error.config.too_large", name=name, field=field, value=repr(value),
+                                 maximum=MAX_EXPERTS))
+        experts[field] = value
+    routed = max((v for f, v in experts.items() if f not in _EXPERTS_PER_TOKEN), default=None)
+    per_token = max((v for f, v in experts.items() if f in _EXPERTS_PER_TOKEN), default=None)
+    if routed and per_token and per_token > routed:
+        raise ModelError(msg("error.config.experts_per_token", name=name, per_token=per_token, experts=routed))
     heads, kv_heads = values["num_attention_heads"], values.get("num_key_value_heads")
     if kv_heads is not None and heads % kv_heads:
         raise ModelError(msg("error.config.heads_by_kv", name=name, heads=heads, kv_heads=kv_heads))

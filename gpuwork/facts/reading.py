@@ -29,7 +29,9 @@ import json
 import math
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import GpuworkError
@@ -56,6 +58,15 @@ MODEL_CONFIG = FileKind("model_config", 4 * MiB)
 TABLE = FileKind("table", 10 * MiB)
 # A trial record grows with its steps (about 0.5 KB per step); 64 MiB is over 100,000 steps.
 RECORD = FileKind("record", 64 * MiB)
+# Texts a trial trains on or --lengths-from measures (.txt, .jsonl): a trial reads some millions of tokens,
+# a few hundred MB of text at most. One document (a .txt file or one .jsonl line) is capped on its own
+# (MAX_DOCUMENT_BYTES), since the tokenizer holds a whole document at once.
+TEXT_DATA = FileKind("text_data", 256 * MiB)
+MAX_DOCUMENT_BYTES = 8 * MiB  # a long book is 1-3 MB of text
+# A tokenizer.json: the largest (250,000-entry vocabularies with merges) are 15-35 MB.
+TOKENIZER = FileKind("tokenizer", 64 * MiB)
+# gpuwork's own JSON tables and the user's calibration file (~/.config/gpuwork/calibration.json): KB in size.
+SMALL_JSON = FileKind("table", 10 * MiB)
 
 MAX_DEPTH = 64  # nesting of JSON/YAML values; configs use fewer than 10 levels
 MAX_INT_DIGITS = 100  # digits in one integer; an int64 has 19
@@ -155,6 +166,83 @@ def read_text(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
         return codecs.decode(data, encoding)
     except UnicodeDecodeError as exc:
         raise _fail("error.file.not_utf8", os.fspath(path), byte=exc.start, reason=exc.reason) from None
+
+
+# -- output paths -------------------------------------------------------------------------------------------
+
+
+def _judge_existing_output(path: str, want_folder: bool) -> bool:
+    """Whether ``path`` exists as what an output needs (a folder, or a regular file to replace); a dangling
+    link, a link loop or the wrong kind of file is refused. False: nothing is there yet."""
+    if not os.path.lexists(path):
+        return False
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):  # a link whose target is gone: never create where it points
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            raise _fail("error.write.dangling", path, target=target) from None
+        if exc.errno == errno.ELOOP:
+            raise _fail("error.write.loop", path) from None
+        raise _os_error(exc, path, None) from None
+    if want_folder and not stat.S_ISDIR(st.st_mode):
+        raise _fail("error.write.not_folder", path)
+    if not want_folder:
+        if stat.S_ISDIR(st.st_mode):
+            raise _fail("error.write.is_folder", path)
+        if not stat.S_ISREG(st.st_mode):
+            what = next((name for test, name in _FILE_TYPES if test(st.st_mode)), "special")
+            raise _fail("error.write.not_regular", path, what=what)
+    return True
+
+
+def _output_name(path: str | os.PathLike[str]) -> str:
+    name = os.fspath(path)
+    if not name.strip():
+        raise _fail("error.write.empty", repr(name))
+    if "\0" in name:
+        raise _fail("error.read.nul_in_name", name.replace("\0", "\\0"))
+    return os.path.expanduser(name)
+
+
+def output_folder(path: str | os.PathLike[str]) -> Path:
+    """The folder an output goes into, resolved: an existing folder, or one that can be made below an existing
+    folder. A dangling link or a link loop (the path itself or a folder above it), a file where a folder
+    belongs, or an empty name is refused (``ReadError``): nothing is ever created where a stale link points."""
+    name = _output_name(path)
+    if not _judge_existing_output(name, want_folder=True):
+        above = os.path.dirname(os.path.abspath(name))
+        while not _judge_existing_output(above, want_folder=True):
+            above = os.path.dirname(above)
+    return Path(os.path.realpath(name))
+
+
+def output_file(path: str | os.PathLike[str]) -> Path:
+    """A file an output is written to, resolved: its folder exists; the file is new or a regular file to replace
+    (a folder, a FIFO, a device, a dangling link or a link loop is refused, ``ReadError``)."""
+    name = _output_name(path)
+    _judge_existing_output(name, want_folder=False)
+    folder = os.path.dirname(os.path.abspath(name))
+    if not os.path.isdir(folder):
+        _judge_existing_output(folder, want_folder=True)  # a dangling link or a file names itself
+        raise _fail("error.write.no_folder", name, folder=folder)
+    return Path(os.path.realpath(name))
+
+
+def inside_folder(folder: Path, names: Iterable[str]) -> None:
+    """Refuse (``ReadError``) when one of ``names`` under the resolved ``folder`` leads out of it (a link to
+    elsewhere) or is not a regular file or folder: what an output writes stays in the folder the user chose."""
+    root = os.path.realpath(folder)
+    for name in names:
+        path = os.path.join(root, name)
+        if not os.path.lexists(path):
+            continue
+        real = os.path.realpath(path)
+        if os.path.commonpath([root, real]) != root:
+            raise _fail("error.write.leaves_folder", path, target=real, folder=root)
 
 
 # -- JSON ---------------------------------------------------------------------------------------------------
@@ -288,5 +376,7 @@ def load_yaml(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
     return parse_yaml(read_text(path, kind, missing=missing), path)
 
 
-__all__ = ["CONFIG", "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_YAML_NODES", "MODEL_CONFIG", "PLAN", "RECORD", "TABLE",
-           "FileKind", "ReadError", "load_json", "load_yaml", "parse_json", "parse_yaml", "read_bytes", "read_text"]
+__all__ = ["CONFIG", "MAX_DEPTH", "MAX_DOCUMENT_BYTES", "MAX_INT_DIGITS", "MAX_YAML_NODES", "MODEL_CONFIG", "PLAN",
+           "RECORD", "SMALL_JSON", "TABLE", "TEXT_DATA", "TOKENIZER", "FileKind", "ReadError", "inside_folder",
+           "load_json", "load_yaml", "output_file", "output_folder", "parse_json", "parse_yaml", "read_bytes",
+           "read_text"]

@@ -8,7 +8,6 @@ case is compared with the total that matches the source's metric (nvidia-smi →
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import statistics
 from dataclasses import dataclass, replace
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.estimate.memory import GIB, MIB
+from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, GpuSpec, get_gpu
 from gpuwork.measure.heldout import HeldoutSet, heldout_sets
 from gpuwork.measure.time_cases import EXTRA_GPUS, TIME_CASES, TimeCase
@@ -231,8 +231,8 @@ def _measured_per_gpu(case: TimeCase) -> float:
 
 def _previous_predictions() -> dict[str, float]:
     try:
-        return json.loads(PREVIOUS_PREDICTIONS.read_text(encoding="utf-8"))["predictions"]
-    except (OSError, ValueError, KeyError):
+        return reading.load_json(PREVIOUS_PREDICTIONS, reading.SMALL_JSON)["predictions"]
+    except (reading.ReadError, ValueError, KeyError, TypeError):
         return {}
 
 

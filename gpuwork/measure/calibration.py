@@ -58,6 +58,7 @@ from typing import Any
 
 from gpuwork.errors import GpuworkError
 from gpuwork.estimate.timing import method_group
+from gpuwork.facts import reading
 from gpuwork.facts.catalog import match_gpu_name
 from gpuwork.measure.coded import all_from_json, to_json
 from gpuwork.message import Msg, msg
@@ -318,10 +319,12 @@ def default_calibration_path() -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {"schema_version": SCHEMA_VERSION, "devices": {}}
-    try:
-        data = json.loads(path.read_text())
+    try:  # a regular file within its cap (no FIFO, device, folder, dangling link or loop), JSON within bounds
+        data = reading.load_json(path, reading.SMALL_JSON)
+    except reading.ReadError as exc:
+        raise CalibrationError(exc.msg) from None
     except json.JSONDecodeError as exc:
         raise CalibrationError(msg("error.calibration.json", path=str(path), line=exc.lineno, detail=exc.msg)) from None
     except OSError as exc:

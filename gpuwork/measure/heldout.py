@@ -19,13 +19,16 @@ the set counts as seen: the page shows today's error beside the frozen one.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwork.facts import reading
 from gpuwork.facts.paths import bundled_data_dir
 from gpuwork.measure.time_cases import METRICS, TimeCase
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
 HELDOUT_NAME = "time_heldout.json"
@@ -112,10 +115,22 @@ def parse_sets(document: dict[str, Any]) -> tuple[HeldoutSet, ...]:
 
 
 def load_document(path: Path | None = None) -> dict[str, Any]:
-    path = path or heldout_path()
-    if not path.exists():
+    """The held-out document (``{"sets": [...]}``), read through the one bounded reader; none on file: no sets.
+
+    Raises ``reading.ReadError`` (a ``GpuworkError``) for a file that is not a regular JSON object within bounds.
+    """
+    path = Path(path) if path is not None else heldout_path()
+    if not os.path.lexists(path):
         return {"sets": []}
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        document = reading.load_json(path, reading.SMALL_JSON)
+    except json.JSONDecodeError as exc:
+        raise reading.ReadError(msg("error.file.bad_json", path=str(path), line=exc.lineno, column=exc.colno,
+                                    reason=exc.msg), str(path)) from None
+    if not isinstance(document, dict) or not isinstance(document.get("sets", []), list):
+        raise reading.ReadError(msg("error.heldout.not_a_document", path=str(path),
+                                    kind=type(document).__name__), str(path))
+    return document
 
 
 def heldout_sets(path: Path | None = None) -> tuple[HeldoutSet, ...]:

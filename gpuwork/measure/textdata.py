@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -41,7 +43,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.errors import GpuworkError
+from gpuwork.facts import reading
 from gpuwork.facts.paths import data_dir
+from gpuwork.facts.reading import MAX_DOCUMENT_BYTES
 from gpuwork.message import msg
 
 if TYPE_CHECKING:  # torch is imported lazily: estimators must start without it
@@ -132,17 +136,24 @@ def load_texts(paths: str | Path | Sequence[str | Path] | None = None) -> tuple[
                 if not found:
                     raise DataError(msg("error.data.empty_folder", path=str(path)))
                 files.extend(found)
-            elif path.is_file():
-                if path.suffix not in TEXT_SUFFIXES:
-                    raise DataError(msg("error.data.suffix", path=str(path)))
-                files.append(path)
+            elif os.path.lexists(path) and not path.is_symlink() and not path.is_file():
+                files.append(path)  # a FIFO or device: the reader names what it is
+            elif path.suffix not in TEXT_SUFFIXES and path.is_file():
+                raise DataError(msg("error.data.suffix", path=str(path)))
+            elif os.path.lexists(path):
+                files.append(path)  # a file, or a link: the reader follows it and names a dangling one or a loop
             else:
                 raise DataError(msg("error.data.missing", path=str(path)))
         name = Path(items[0]).name if len(items) == 1 else f"{Path(items[0]).name} (+{len(items) - 1} more)"
     texts: list[str] = []
     described = []
     for path in files:
-        raw = path.read_bytes()
+        try:  # a regular file within reading.TEXT_DATA bytes: no FIFO, device, dangling link or loop
+            raw = reading.read_bytes(path, reading.TEXT_DATA)
+        except reading.ReadError as exc:
+            raise DataError(exc.msg) from None
+        if path.suffix not in TEXT_SUFFIXES:
+            raise DataError(msg("error.data.suffix", path=str(path)))
         described.append(TextFile(str(path), len(raw), hashlib.sha256(raw).hexdigest()))
         texts.extend(_documents(path, raw))
     texts = [t for t in texts if t.strip()]
@@ -157,19 +168,31 @@ def _documents(path: Path, raw: bytes) -> list[str]:
     except UnicodeDecodeError as exc:
         raise DataError(msg("error.data.not_utf8", path=str(path), byte=exc.start)) from None
     if path.suffix == ".txt":
+        _check_document(path, 1, len(raw))
         return [text]
     docs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        _check_document(path, number, len(line.encode("utf-8")) if len(line) * 4 > MAX_DOCUMENT_BYTES else len(line))
         try:
-            obj = json.loads(line)
+            obj = reading.parse_json(line, path)  # nesting and integer digits bounded
+        except reading.ReadError as exc:
+            raise DataError(exc.msg) from None
         except json.JSONDecodeError as exc:
             raise DataError(msg("error.data.json", path=str(path), line=number, detail=exc.msg)) from None
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
             raise DataError(msg("error.data.no_text_field", path=str(path), line=number))
         docs.append(obj["text"])
     return docs
+
+
+def _check_document(path: Path, line: int, size: int) -> None:
+    """One document (a .txt file, a .jsonl line) within what the tokenizer takes at once (a 100 MB line aborts
+    it): a clear line instead."""
+    if size > MAX_DOCUMENT_BYTES:
+        raise DataError(msg("error.data.document_too_long", path=str(path), line=line,
+                            size_mib=math.ceil(size * 10 / reading.MiB) / 10, limit_mib=MAX_DOCUMENT_BYTES // reading.MiB))
 
 
 # -- tokenizers ----------------------------------------------------------------------------------
@@ -261,10 +284,20 @@ def load_tokenizer(folder: str | Path) -> TextTokenizer:
     Nothing is downloaded (``local_files_only``). EOS falls back to SEP (BERT), PAD to EOS.
     """
     path = Path(folder).expanduser()
-    if path.is_file() and path.suffix == ".json":
+    if os.path.lexists(path) and not path.is_dir():  # a file (or a FIFO, device, dangling link): the reader judges it
+        try:
+            data = reading.read_text(path, reading.TOKENIZER)
+        except reading.ReadError as exc:
+            raise DataError(exc.msg) from None
+        if path.suffix != ".json":
+            raise DataError(msg("error.data.tokenizer_not_json", path=str(path)))
         from tokenizers import Tokenizer
 
-        tok = Tokenizer.from_file(str(path))
+        try:
+            tok = Tokenizer.from_str(data)
+        except Exception as exc:  # noqa: BLE001 - the library's parser: any failure means not a tokenizer.json
+            raise DataError(msg("error.data.tokenizer_load", path=str(path), kind=type(exc).__name__,
+                                detail=str(exc).splitlines()[0][:200] if str(exc) else "")) from None
         if any(tok.token_to_id(t) is None for t in SPECIAL_TOKENS):
             raise DataError(msg("error.data.special_tokens", path=str(path), tokens=", ".join(SPECIAL_TOKENS)))
         return _wrap_trained(tok, str(path))
@@ -278,7 +311,7 @@ def load_tokenizer(folder: str | Path) -> TextTokenizer:
         tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any loader failure means: not a usable folder
         raise DataError(msg("error.data.tokenizer_load", path=str(path), kind=type(exc).__name__,
-                            detail=str(exc).splitlines()[0] if str(exc) else "")) from None
+                            detail=str(exc).splitlines()[0][:200] if str(exc) else "")) from None
     eos = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
     if eos is None:
         raise DataError(msg("error.data.no_eos", path=str(path)))

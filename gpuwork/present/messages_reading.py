@@ -50,6 +50,47 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{path:raw} has a YAML alias inside the value it names (a value that contains itself): remove that alias",
         "в {path:raw} YAML-псевдоним стоит внутри значения, на которое ссылается (значение содержит само себя): "
         "уберите этот псевдоним"),
+    # output paths (gpuwork.facts.reading.output_folder / output_file / inside_folder)
+    "error.write.empty": ("the output path is empty ({path:raw}): name a file or folder",
+                          "путь для вывода пуст ({path:raw}): укажите файл или папку"),
+    "error.write.dangling": (
+        "{path:raw} is a symbolic link to {target:raw}, which does not exist: gpuwork does not create what a "
+        "stale link points to; fix the link or choose another path",
+        "{path:raw} — символическая ссылка на {target:raw}, которого нет: gpuwork не создаёт то, на что "
+        "указывает устаревшая ссылка; исправьте ссылку или выберите другой путь"),
+    "error.write.loop": (
+        "{path:raw} is a loop of symbolic links: point the link at a real folder or choose another path",
+        "{path:raw} — цикл символических ссылок: направьте ссылку на настоящую папку или выберите другой путь"),
+    "error.write.not_folder": (
+        "{path:raw} exists and is not a folder: choose a folder (new or existing) for the output",
+        "{path:raw} существует и не является папкой: выберите папку (новую или существующую) для вывода"),
+    "error.write.is_folder": (
+        "{path:raw} is a folder: name the file to write, for example {path:raw}/out.md",
+        "{path:raw} — папка: укажите имя файла для записи, например {path:raw}/out.md"),
+    "error.write.not_regular": (
+        "{path:raw} is {what:@filetype}, not a regular file: choose a file path for the output",
+        "{path:raw} — {what:@filetype}, а не обычный файл: выберите путь к файлу для вывода"),
+    "error.write.no_folder": (
+        "cannot write {path:raw}: the folder {folder:raw} does not exist; create it first or choose another path",
+        "нельзя записать {path:raw}: папки {folder:raw} нет; создайте её или выберите другой путь"),
+    "error.write.leaves_folder": (
+        "{path:raw} is a link to {target:raw}, outside the output folder {folder:raw}: gpuwork writes only inside "
+        "the folder you chose; remove the link",
+        "{path:raw} — ссылка на {target:raw}, вне папки вывода {folder:raw}: gpuwork пишет только внутри "
+        "выбранной папки; удалите ссылку"),
+    "error.data.document_too_long": (
+        "{path:raw}: document {line:int} is {size_mib:n1} MiB, more than the {limit_mib:n0} MiB gpuwork tokenizes "
+        "as one document: split it into several lines (.jsonl) or files (.txt)",
+        "{path:raw}: документ {line:int} занимает {size_mib:n1} МиБ, больше {limit_mib:n0} МиБ, которые gpuwork "
+        "токенизирует как один документ: разбейте его на несколько строк (.jsonl) или файлов (.txt)"),
+    "error.heldout.not_a_document": (
+        "{path:raw} holds {kind:raw}, not a held-out document (an object with a list \"sets\"): pass the "
+        "held-out file itself",
+        "в {path:raw} — {kind:raw}, а не документ отложенной выборки (объект со списком \"sets\"): укажите "
+        "сам файл отложенной выборки"),
+    "error.data.tokenizer_not_json": (
+        "{path:raw} is a file, not a tokenizer: pass a tokenizer folder or its tokenizer.json",
+        "{path:raw} — файл, но не токенизатор: укажите папку токенизатора или её tokenizer.json"),
     # what a path turned out to be (error.read.not_regular)
     "filetype.fifo": ("a named pipe (FIFO)", "именованный канал (FIFO)"),
     "filetype.char_device": ("a character device", "символьное устройство"),
@@ -62,4 +103,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "filekind.model_config": ("model config.json", "config.json модели"),
     "filekind.table": ("data table (CSV)", "таблица данных (CSV)"),
     "filekind.record": ("trial record", "запись пробного запуска"),
+    "filekind.text_data": ("text data (.txt, .jsonl)", "текстовые данные (.txt, .jsonl)"),
+    "filekind.tokenizer": ("tokenizer.json", "tokenizer.json"),
 }

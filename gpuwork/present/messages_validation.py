@@ -75,6 +75,21 @@ ENTRIES: dict[str, tuple[str, str]] = {
                          "{value:raw} вне допустимого диапазона: укажите значение > {minimum:g}"),
     "error.flag.at_most": ("{value:raw} is out of range: use a value <= {maximum:g}",
                            "{value:raw} вне допустимого диапазона: укажите значение <= {maximum:g}"),
+    "error.args.date_range": (
+        "{value:raw} is outside the dates a rental can start: use a date from {first:raw} (today) to {last:raw}",
+        "{value:raw} — вне дат, с которых может начаться аренда: укажите дату от {first:raw} (сегодня) до "
+        "{last:raw}"),
+    "error.flag.range": ("{value:raw} is out of range: use a value from {minimum:g} to {maximum:g}",
+                         "{value:raw} вне допустимого диапазона: укажите значение от {minimum:g} до {maximum:g}"),
+    "error.flag.range_above": (
+        "{value:raw} is out of range: use a value above {minimum:g}, at most {maximum:g}",
+        "{value:raw} вне допустимого диапазона: укажите значение больше {minimum:g}, но не больше {maximum:g}"),
+    "error.flag.range_below": (
+        "{value:raw} is out of range: use a value from {minimum:g}, below {maximum:g}",
+        "{value:raw} вне допустимого диапазона: укажите значение от {minimum:g}, но меньше {maximum:g}"),
+    "error.flag.range_above_below": (
+        "{value:raw} is out of range: use a value above {minimum:g} and below {maximum:g}",
+        "{value:raw} вне допустимого диапазона: укажите значение больше {minimum:g} и меньше {maximum:g}"),
     "error.flag.below": ("{value:raw} is out of range: use a value < {maximum:g}",
                          "{value:raw} вне допустимого диапазона: укажите значение < {maximum:g}"),
 
@@ -133,6 +148,33 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.config.not_positive_int": (
         "{name:raw}: {field:raw}={value:raw} must be a whole number >= 1",
         "{name:raw}: {field:raw}={value:raw} — нужно целое число >= 1"),
+    "error.config.field_type": (
+        "{name:raw}: {field:raw}={value:raw} is not {expected}: fix the config.json",
+        "{name:raw}: {field:raw}={value:raw} — нужно {expected}: исправьте config.json"),
+    "config.expected.model_type": ("a family name such as \"llama\"", "имя семейства, например \"llama\""),
+    "config.expected.architectures": ("a list of class names such as [\"LlamaForCausalLM\"]",
+                                      "список имён классов, например [\"LlamaForCausalLM\"]"),
+    "error.config.not_count": (
+        "{name:raw}: {field:raw}={value:raw} must be a whole number >= 0",
+        "{name:raw}: {field:raw}={value:raw} — нужно целое число >= 0"),
+    "error.config.experts_per_token": (
+        "{name:raw}: {per_token:int} experts per token, but only {experts:int} experts: a token cannot use more "
+        "experts than the layer has; fix num_experts_per_tok",
+        "{name:raw}: {per_token:int} экспертов на токен, но всего {experts:int} экспертов: токен не может "
+        "использовать больше экспертов, чем есть в слое; исправьте num_experts_per_tok"),
+    "error.model.hub_not_cached": (
+        "'{hub_id:raw}' is not in the local Hugging Face cache and the Hub cannot be reached (offline, or no "
+        "connection): download its config.json and pass its path",
+        "'{hub_id:raw}' нет в локальном кэше Hugging Face, а Hub недоступен (офлайн или нет соединения): скачайте "
+        "её config.json и укажите путь к нему"),
+    "error.catalog.date_range": (
+        "{value:raw} is not a day a price can be quoted as of: use a date from {first:raw} to {last:raw}",
+        "{value:raw} — не дата, на которую может быть указана цена: укажите дату от {first:raw} до {last:raw}"),
+    "error.catalog.no_offers": (
+        "{path:raw} has a header but no offers: add rows to {file:raw}, or leave out --catalog to use the bundled "
+        "offers",
+        "в {path:raw} есть заголовок, но нет предложений: добавьте строки в {file:raw} или уберите --catalog, чтобы "
+        "использовать встроенные предложения"),
     "error.config.too_large": (
         "{name:raw}: {field:raw}={value:raw} is beyond any real model: use at most {maximum:int}",
         "{name:raw}: {field:raw}={value:raw} — больше, чем у любой реальной модели: не больше {maximum:int}"),
