@@ -67,8 +67,9 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 
-# gpu_id prefix -> the family whose FlashAttention-2 fractions kernels.csv lists (attention_fraction); others: a100
-_ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h200"), ("gb200", "gb200"), ("b200", "gb200"),
+# gpu_id prefix -> the family whose FlashAttention-2 rates kernels.csv / attention_curves.csv list; others: a100.
+# H200 takes H100's: the same GH100 die and clocks, and [R5] measures FA2 at 329.3 against 327.9 TF
+_ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h100"), ("gb200", "gb200"), ("b200", "gb200"),
                        ("mi300x", "mi300x"), ("mi325x", "mi300x"))
 
 
