@@ -18,17 +18,21 @@ one visitor (3.4 s with ``--pool 0``), as fast as a Voila page holding one chart
 is replaced after ``fill_delay`` (10 s): a burst of visitors finds the pool's kernels instead of competing with
 their replacements for the CPU. ``--pool 0`` starts a kernel per visitor instead.
 
-Kernels (about 135 MB each) are bounded two ways:
+Kernels (about 135 MB each) and pages are bounded (``gpuwork.cli.app_kernels.PagesKernelManager``):
 
-- a kernel without a connected page (the tab closed, the network lost) is culled after ``cull_idle_timeout``
-  seconds idle (2 min, checked every 30 s, so gone within 2.5 min); an open page is never culled
-  (``cull_connected`` False: its kernel may idle while someone reads) and a busy kernel never (``cull_busy``
-  False); the pool's kernels, never connected, are not culled. Voila's own shutdown on ``beforeunload`` does
+- a kernel handed to a page is never culled before the page connects (the pool's kernels, idle for minutes, were
+  culled in that moment about one load in twenty, the page stuck at "Loading widget..."); an open page is never
+  culled (``cull_connected`` False: its kernel may idle while someone reads) and a busy kernel never
+  (``cull_busy`` False); a page that has gone (the tab closed, the network lost) leaves its kernel, culled
+  ``cull_idle_timeout`` after it left (2 min, checked every 30 s). Voila's own shutdown on ``beforeunload`` does
   not reach the server from its bundled front end (measured: no request leaves the page), so culling is what
   releases a closed tab's kernel;
-- at most ``--max-pages`` kernels at once, pool included (default 40, about 6 GB): the kernel manager
-  (``gpuwork.cli.app_kernels.PagesKernelManager``) answers the next visitor "503: try again in a few
-  minutes" instead of starting a kernel, and the pool refills only when there is room.
+- at most ``--max-pages`` kernels at once, pool included (default 40, about 6 GB): a new page first takes the
+  place of a kernel whose page has gone, else the visitor is answered "503: try again in a few minutes";
+- at most ``--pages-per-visitor`` open pages per visitor (default 5; a visitor is a browser, told apart by a
+  cookie): the next tab is answered 429 with a page, in English and Russian, saying to close a tab, so one
+  visitor cannot take every place. A client that refuses cookies is a new visitor on every page; the limit
+  above still bounds it.
 """
 
 from __future__ import annotations
@@ -63,16 +67,18 @@ VOILA_SETTINGS: Mapping[str, Mapping[str, Any]] = {
                            "multi_kernel_manager_class": "gpuwork.cli.app_kernels.PagesKernelManager"},
     # a used pool kernel is replaced 10 s later: a burst of visitors does not compete with the replacements
     "VoilaKernelManager": {"fill_delay": 10},
-    "PagesKernelManager": {"max_pages": 40},
+    # kernels at once, pool included; open pages of one visitor (a cookie) at once
+    "PagesKernelManager": {"max_pages": 40, "max_pages_per_visitor": 5},
     # after a cell's reply, wait this long for its output (the app's widget): nbclient's 4 s default dropped the
     # whole app from pages under load (20 visitors on 2 cores: "Timeout waiting for IOPub output", no chart)
     "VoilaExecutor": {"iopub_timeout": 60},
-    # a page whose connection is gone (tab closed, network lost) leaves its kernel: cull it after 2 idle minutes,
-    # checking every 30 s; a connected page or a busy kernel is never culled
+    # a page whose connection is gone (tab closed, network lost) leaves its kernel: cull it 2 minutes after it
+    # left, checking every 30 s; a connected or still-loading page or a busy kernel is never culled
     "MappingKernelManager": {"cull_interval": 30, "cull_idle_timeout": 120, "cull_connected": False,
                              "cull_busy": False},
 }
 MAX_PAGES = VOILA_SETTINGS["PagesKernelManager"]["max_pages"]  # kernels at once: ~135 MB each, ~6 GB in all
+MAX_PAGES_PER_VISITOR = VOILA_SETTINGS["PagesKernelManager"]["max_pages_per_visitor"]  # tabs of one visitor
 POOL_SIZE = VOILA_SETTINGS["VoilaConfiguration"]["default_pool_size"]
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -85,12 +91,14 @@ def app_notebook() -> Path:
 
 
 def voila_argv(notebook: str | Path, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-               max_pages: int = MAX_PAGES, pool: int = POOL_SIZE) -> list[str]:
-    """Voila's command line for ``notebook``: VOILA_SETTINGS with ``host``, ``port``, the page limit and the
-    preheated pool's size (0: no pool, a kernel per visitor) in place."""
+               max_pages: int = MAX_PAGES, pool: int = POOL_SIZE,
+               pages_per_visitor: int = MAX_PAGES_PER_VISITOR) -> list[str]:
+    """Voila's command line for ``notebook``: VOILA_SETTINGS with ``host``, ``port``, the page limits (in all and
+    per visitor) and the preheated pool's size (0: no pool, a kernel per visitor) in place."""
     settings = {section: dict(traits) for section, traits in VOILA_SETTINGS.items()}
     settings["Voila"].update(ip=host, port=port)
-    settings["PagesKernelManager"]["max_pages"] = max_pages
+    settings["PagesKernelManager"].update(max_pages=max_pages, max_pages_per_visitor=min(pages_per_visitor,
+                                                                                           max_pages))
     pool = min(pool, max_pages)  # the pool's kernels count against the limit
     settings["VoilaConfiguration"].update(preheat_kernel=pool > 0, default_pool_size=pool)
     argv = [str(notebook)]
@@ -129,6 +137,7 @@ def _whole(lo: int, hi: int, error: str) -> Callable[[str], int]:
 _port = _whole(1, 65535, "error.args.port")
 _max_pages = _whole(1, 1000, "error.args.max_pages")
 _pool = _whole(0, 100, "error.args.pool")
+_pages_per_visitor = _whole(1, 1000, "error.args.pages_per_visitor")
 
 
 def _cmd_app(args: argparse.Namespace) -> int:
@@ -142,7 +151,7 @@ def _cmd_app(args: argparse.Namespace) -> int:
     from voila.app import Voila
 
     Voila.launch_instance(argv=voila_argv(notebook, host=args.host, port=args.port, max_pages=args.max_pages,
-                                          pool=args.pool))
+                                          pool=args.pool, pages_per_visitor=args.pages_per_visitor))
     return 0
 
 
@@ -154,9 +163,11 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--host", default=DEFAULT_HOST, help=text("cli.help.app.host", lang, host=DEFAULT_HOST))
     p.add_argument("--max-pages", type=_max_pages, default=MAX_PAGES,
                    help=text("cli.help.app.max_pages", lang, n=MAX_PAGES))
+    p.add_argument("--pages-per-visitor", type=_pages_per_visitor, default=MAX_PAGES_PER_VISITOR,
+                   help=text("cli.help.app.pages_per_visitor", lang, n=MAX_PAGES_PER_VISITOR))
     p.add_argument("--pool", type=_pool, default=POOL_SIZE, help=text("cli.help.app.pool", lang, n=POOL_SIZE))
     p.set_defaults(func=_cmd_app)
 
 
-__all__ = ["APP_NOTEBOOK", "MAX_PAGES", "POOL_SIZE", "VOILA_SETTINGS", "app_notebook", "register", "require",
+__all__ = ["APP_NOTEBOOK", "MAX_PAGES", "MAX_PAGES_PER_VISITOR", "POOL_SIZE", "VOILA_SETTINGS", "app_notebook", "register", "require",
            "voila_argv"]

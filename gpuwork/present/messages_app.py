@@ -58,6 +58,19 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.app.too_many_pages": (
         "the app already serves {n} pages, its limit: try again in a few minutes",
         "приложение уже обслуживает страниц: {n}, это предел; попробуйте через несколько минут"),
+    "error.app.too_many_tabs": (
+        "You already have {n} pages of this app open, the most one visitor may: close one of them (or use one you "
+        "have open), then reload this page.",
+        "У вас уже открыто страниц этого приложения: {n}, больше одному посетителю нельзя: закройте одну из них "
+        "(или вернитесь к уже открытой) и обновите эту страницу."),
+    "app.refused_title": ("page not opened", "страница не открыта"),
+    "cli.help.app.pages_per_visitor": (
+        "at most this many open pages (tabs) per visitor, told apart by a cookie; the next tab is asked to close one, "
+        "so one visitor cannot take every page (default {n})",
+        "не больше стольких открытых страниц (вкладок) у одного посетителя (различаются по cookie); следующую "
+        "вкладку попросят закрыть одну из открытых, чтобы один посетитель не занял все страницы (по умолчанию {n})"),
+    "error.args.pages_per_visitor": ("--pages-per-visitor {value:raw} must be a whole number from 1 to 1000",
+                                     "--pages-per-visitor {value:raw}: нужно целое число от 1 до 1000"),
     "cli.help.app.max_pages": (
         "at most this many kernels (~135 MB each: pages and the --pool) at once; the next visitor is asked to "
         "come back (default {n})",
