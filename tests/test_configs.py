@@ -58,8 +58,9 @@ EXPECTED = {
                                                 "lora_alpha": 16, "lora_targets": ("all-linear",), "seq_len": 2048,
                                                 "batch_size": 1, "grad_accum": 8, "grad_checkpointing": True,
                                                 "dataset_tokens": 1000 * 2048, "epochs": 3}),
+    # under DeepSpeed ZeRO, bf16: true runs DeepSpeed's bf16 mode: 16-bit weights, fp32 masters in the optimizer
     "llamafactory_full_ds3.yaml": ("llamafactory", {"method": "full", "sharding": "zero3", "gpus": 8,
-                                                    "precision": "bf16-mixed", "grad_accum": 2}),
+                                                    "precision": "bf16", "grad_accum": 2}),
     "ds_z2_offload.json": ("deepspeed", {"sharding": "zero2", "offload_optimizer": True, "batch_size": 4,
                                          "grad_accum": 4, "gpus": 4, "precision": "bf16",
                                          "optimizer_impl": "fused"}),

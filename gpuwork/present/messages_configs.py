@@ -120,6 +120,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the {framework:raw} {version:raw} default ({cls:raw}; pinned table: {url:raw})",
         "значение {framework:raw} {version:raw} по умолчанию ({cls:raw}; закреплённая таблица: {url:raw})"),
     "config.rule.both": ("{first}; {second}", "{first}; {second}"),
+    "config.rule.as_stated": ("as the file states", "как указано в файле"),
     "config.rule.trl_bf16": ("{rule}; TRL turns bf16 on unless fp16 is", "{rule}; TRL включает bf16, если не включён fp16"),
     "config.rule.dpo_pairs": (
         "DPO runs each chosen and rejected answer through the model together: 2 x {batch} sequences",

@@ -7,6 +7,7 @@ from pathlib import Path
 from gpuwork.facts.configs.base import (
     Format,
     Reader,
+    claim_attention,
     claim_fsdp_options,
     claim_lora,
     claim_model,
@@ -67,9 +68,11 @@ def read(r: Reader, base: Path) -> None:
                     msg("config.rule.offloaded_checkpointing", value=checkpointing))
         else:
             r.claim("grad_checkpointing", r.flag("gradient_checkpointing"), "gradient_checkpointing")
+    if r.has("attn_implementation"):  # axolotl's newer spelling: transformers' attn_implementation names
+        claim_attention(r, r.get("attn_implementation"), "attn_implementation")
     for key, attention in (("flash_attention", "flash"), ("sdp_attention", "sdpa"), ("xformers_attention", "sdpa"),
                            ("eager_attention", "eager")):
-        if r.flag(key):
+        if r.flag(key) and not r.has("attn_implementation"):
             r.claim("attention", attention, key,
                     msg("config.rule.xformers") if key == "xformers_attention" else None)
             break

@@ -281,7 +281,7 @@ def claim_model(r: Reader, key: str, base: Path) -> None:
     if preset is not None:
         r.claim("model", preset, key, msg("config.rule.model_preset", hub_id=ref, preset=preset))
         return
-    stem = re.sub(r"-(instruct|chat|it|hf)$", "", ref.lower())
+    stem = re.sub(r"-(instruct|chat|it|hf)(-\d{4})?$", "", ref.lower())  # Qwen3-4B-Instruct-2507
     preset = hub.get(stem)
     if preset is not None:
         r.claim("model", preset, key, msg("config.rule.model_variant", hub_id=ref, preset=preset))
@@ -442,7 +442,9 @@ def follow_deepspeed(r: Reader, key: str, base: Path) -> None:
         r.data = {**r.data, "__inline_deepspeed__": value}
         return
     ref = str(value)
-    for candidate in (Path(ref).expanduser(), base / ref):
+    # relative to the working folder, the file, or a folder above it (LLaMA-Factory's examples name paths from
+    # the project root, where llamafactory-cli runs)
+    for candidate in (Path(ref).expanduser(), base / ref, *(parent / ref for parent in list(base.parents)[:3])):
         if candidate.is_file():
             r.follow.append((candidate, key, ""))
             return

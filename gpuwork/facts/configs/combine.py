@@ -159,6 +159,14 @@ def _derive(chosen: dict[str, Claim], notes: list[Msg]) -> None:
                                msg("config.rule.world_size", total=total.value, micro=value("batch_size"),
                                    accum=value("grad_accum")))
     sharding = chosen.get("sharding")
+    precision = chosen.get("precision")
+    if (sharding is not None and sharding.value in ("zero1", "zero2", "zero3") and precision is not None
+            and str(precision.value).endswith("-mixed") and not precision.weak):
+        # under DeepSpeed the training config's bf16/fp16 fills the DeepSpeed config ("auto"): DeepSpeed casts the
+        # model to 16 bits and its optimizer keeps the fp32 masters (HF's DeepSpeed integration, engine.py)
+        chosen["precision"] = Claim("precision", str(precision.value).removesuffix("-mixed"), precision.file,
+                                    precision.key, msg("config.rule.both", first=precision.rule or msg(
+                                        "config.rule.as_stated"), second=msg("config.rule.ds_master")))
     if sharding is not None and sharding.value != "ddp" and "gpus" not in chosen:
         chosen["gpus"] = Claim("gpus", DEFAULT_SHARDED_GPUS, sharding.file, sharding.key,
                                msg("config.rule.gpus_assumed", gpus=DEFAULT_SHARDED_GPUS))

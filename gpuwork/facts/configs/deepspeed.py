@@ -52,7 +52,9 @@ def read(r: Reader, base: Path) -> None:
     if bf16 or fp16 or (bf16 is False and fp16 is False):
         # DeepSpeed casts the module to bf16/fp16 and its optimizer keeps fp32 master weights and states
         # (engine._configure_distributed_model, zero/stage_1_and_2.py, zero/stage3.py, bf16_optimizer.py)
-        claim_precision(r, bf16, fp16, keys=("bf16.enabled", "fp16.enabled"), pure=True,
+        # ZeRO-1/2/3: TrainPlan.fp32_master_weights prices the masters of pure 16-bit weights; stage 0 (DeepSpeed's
+        # bf16/fp16 optimizer without sharding) is priced as mixed precision, the nearest plan with fp32 masters
+        claim_precision(r, bf16, fp16, keys=("bf16.enabled", "fp16.enabled"), pure=stage in (1, 2, 3),
                         pure_rule=msg("config.rule.ds_master"), mixed_rule=msg("config.rule.ds_master"))
     micro = _ds_value(r, data, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu")
     if micro is not None:

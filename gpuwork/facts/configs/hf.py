@@ -225,7 +225,9 @@ MARKERS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps
     "dataset_text_field", "model_name_or_path", "use_peft", "save_steps", "bf16", "fp16",
     "gradient_checkpointing", "model_init_kwargs", "lr_scheduler_type", "max_steps"})
 # keys known to change nothing the plan models
-IGNORED = frozenset("""
+IGNORED = _TRL_KEYS - {"model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout"} | frozenset("""
+    dataset_mixer dataset_splits chat_template max_completion_length ref_adapter_name sync_ref_model
+    label_pad_token_id truncation_mode generate_during_eval
     output_dir overwrite_output_dir do_train do_eval do_predict eval_strategy evaluation_strategy
     prediction_loss_only per_device_eval_batch_size per_gpu_eval_batch_size eval_accumulation_steps eval_delay
     torch_empty_cache_steps learning_rate weight_decay adam_beta1 adam_beta2 adam_epsilon max_grad_norm
