@@ -214,6 +214,8 @@ def _precision(r: Reader, method: str, trl: bool, init: dict[str, Any]) -> None:
             rule = msg("config.rule.dtype_unknown")
         if bf16_rule is not None and family == "bf16":
             rule = msg("config.rule.both", first=bf16_rule, second=rule)
+        if dtype_rule is not None:
+            rule = msg("config.rule.both", first=dtype_rule, second=rule)
         claim("precision", f"{family}-mixed", key, rule)
     elif r.has("bf16") or r.has("fp16") or loaded == "fp32":
         claim("precision", "fp32", key, msg("config.rule.fp32_tf32") if r.flag("tf32") else msg("config.rule.fp32"))
