@@ -105,11 +105,11 @@ def test_one_state_an_invalid_input_clears_the_results_on_every_tab() -> None:
     assert "GiB per GPU" in before["advice"] and "headroom" in before["fit"]
     app.tabs.selected_index = 0
     app.sizing.controls["seq_len"].value = -5
-    assert app.plan is None and "seq_len" in app.error
+    assert app.plan is None and app.error.startswith("Sequence length: -5")
     after = _tab_texts(app)
     assert NUMBERS.search(before["sizing"]) and total not in after["sizing"] and not NUMBERS.search(after["sizing"])
     for name in ("advice", "fit", "offers", "request"):
-        assert "the plan on the Sizing tab is invalid (seq_len=-5" in after[name], (name, after[name])
+        assert "the plan on the Sizing tab is invalid (Sequence length: -5" in after[name], (name, after[name])
         assert not NUMBERS.search(after[name]), (name, NUMBERS.search(after[name]))
     assert app.request.text.value == "" and app.offers.results == [] and app.fit.matrix is None
     assert app.sizing.breakdown.box.layout.visibility == "hidden" == app.offers.scatter.box.layout.visibility
@@ -346,9 +346,9 @@ def test_verify_exactly_waits_in_the_line_and_says_so(tmp_path: Path) -> None:
     release.set()
     busy.join(10)
     deadline = time.monotonic() + 10
-    while "seq_len" not in app.sizing.verify_out.value and time.monotonic() < deadline:
+    while "Sequence length" not in app.sizing.verify_out.value and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert "seq_len" in app.sizing.verify_out.value and line.state() == (False, 0)
+    assert "Sequence length" in app.sizing.verify_out.value and line.state() == (False, 0)
 
 
 def test_the_app_trial_and_verify_share_one_line() -> None:
@@ -520,7 +520,7 @@ def test_browser_method_and_sequence_update_the_chart(voila_app: SimpleNamespace
             seq_len.press("Enter")
             page.wait_for_selector(".gpuwork-error", timeout=60_000)
             message = page.inner_text(".gpuwork-error")
-            assert "seq_len" in message and "\n" not in message.strip() and "Traceback" not in page.content()
+            assert "Sequence length" in message and "\n" not in message.strip() and "Traceback" not in page.content()
             stale = chart()
             timings["seq_len 0 -> 1024 (recovery)"] = page.evaluate(
                 CHANGE_AND_TIME, [".gpuwork-seq-len input", "1024", "text"])

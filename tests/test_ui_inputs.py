@@ -48,3 +48,74 @@ def test_a_bad_value_is_named_by_its_field_label_not_its_attribute(lang: str) ->
         TrainPlan(batch_size=10**9)
     said = friendly(big.value, lang)
     assert said.startswith(f"{label[1]}: 1000000000") and "batch_size" not in said
+
+
+# -- the dataset as tokens, a size or a file of documents (issue 20, item 4) ------------------------------------
+
+
+def _upload(name: str, content: bytes) -> tuple[dict, ...]:
+    import datetime
+
+    return ({"name": name, "content": memoryview(content), "type": "", "size": len(content),
+             "last_modified": datetime.datetime.now(datetime.timezone.utc)},)
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_the_dataset_field_takes_a_size_and_says_the_ratio_it_used(lang: str) -> None:
+    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm({"model": "llama-3.2-1b", "method": "lora"}, lang=lang)
+    form.controls["dataset_tokens"].value = "200 MB"
+    assert form.error is None
+    assert form.plan.dataset_bytes == 200_000_000
+    assert form.plan.dataset_tokens == round(200_000_000 / BYTES_PER_TOKEN_TEXT)
+    note = form.dataset_note.value
+    assert ("4 bytes per token" if lang == "en" else "4 байта на токен") in note
+    assert ("50,000,000" if lang == "en" else "50\u00a0000\u00a0000") in note.replace(" ", "\u00a0")
+    form.controls["seq_len"].value = "4k"  # another field: the size stays
+    assert form.plan.dataset_bytes == 200_000_000 and form.plan.seq_len == 4096
+    form.controls["dataset_tokens"].value = "30M"  # tokens typed: no size is claimed any more
+    assert (form.plan.dataset_tokens, form.plan.dataset_bytes, form.dataset_note.value) == (30_000_000, None, "")
+    form.controls["dataset_tokens"].value = "200 parsecs"
+    assert form.plan is None and "dataset_tokens" not in form.error
+    assert form.error.startswith("Dataset:" if lang == "en" else "Датасет:")
+
+
+def test_a_file_of_documents_is_counted_at_the_stated_ratio_without_a_tokenizer() -> None:
+    import json
+
+    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
+    from gpuwork.ui.sizing import SizingForm
+
+    docs = [f"document {i}: " + "gradient " * (i + 1) for i in range(40)]
+    content = "\n".join(json.dumps({"text": d}) for d in docs).encode()
+    form = SizingForm({"model": "llama-3.2-1b", "method": "lora"}, lang="ru")
+    form.documents.value = _upload("train.jsonl", content)
+    text_bytes = sum(len(d.encode()) for d in docs)
+    assert form.error is None
+    assert form.plan.dataset_tokens == round(text_bytes / BYTES_PER_TOKEN_TEXT)
+    assert form.plan.dataset_bytes == len(content)
+    assert "train.jsonl: документов 40" in form.dataset_note.value and "4 байта на токен" in form.dataset_note.value
+    form.documents.value = _upload("empty.txt", b"   \n")
+    assert form.plan is None and "empty.txt" in form.error
+
+
+def test_a_file_of_documents_is_counted_with_the_tokenizer_next_to_the_models_config(tmp_path) -> None:
+    from transformers import PreTrainedTokenizerFast
+
+    from gpuwork.measure.textdata import train_tokenizer
+    from gpuwork.ui.sizing import count_documents, manual_config
+
+    docs = ["the quick brown fox jumps over the lazy dog"] * 30 + ["pack my box with five dozen liquor jugs"] * 30
+    trained = train_tokenizer(docs, 400, source="test")
+    PreTrainedTokenizerFast(tokenizer_object=trained.backend).save_pretrained(str(tmp_path))
+    config = manual_config({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": 400})
+    (tmp_path / "config.json").write_text(__import__("json").dumps(config))
+    counted = count_documents("docs.txt", "\n".join(docs).encode(), str(tmp_path / "config.json"), "tiny")
+    want = len(trained.backend.encode("\n".join(docs)).ids)  # one .txt file is one document
+    assert (counted.tokenizer, counted.documents, counted.tokens) == (str(tmp_path), 1, want)
+    from gpuwork.present.messages import render
+
+    assert "counted with the tokenizer of tiny" in render(counted.note("en"), "en")

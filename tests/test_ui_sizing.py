@@ -93,11 +93,12 @@ def test_invalid_input_is_one_red_line_and_the_form_recovers() -> None:
     form = SizingForm(PLAN)
     form.controls["seq_len"].value = 0  # must not raise
     assert form.plan is None and form.result is None
-    assert form.error and "seq_len" in form.error and "\n" not in form.error
+    assert form.error and form.error.startswith("Sequence length: 0") and "\n" not in form.error
+    assert "seq_len" not in form.error  # the field by its label, not its attribute (issue 20, item 6)
     assert 'class="gpuwork-error"' in form.message.value and "Traceback" not in form.message.value
     assert "Peak allocated" not in form.totals.value
     form.controls["sharding"].value = "zero3"  # still invalid: one GPU
-    assert "seq_len" in form.error or "sharding" in form.error
+    assert "Sequence length" in form.error or "sharding" in form.error
     form.controls["seq_len"].value = 1024
     assert "sharding" in form.error and "gpus" in form.error
     form.controls["sharding"].value = "ddp"
@@ -263,7 +264,7 @@ def test_an_invalid_plan_is_explained_in_russian_in_russian_mode() -> None:
     form = SizingForm(PLAN)
     form.set_lang("ru")
     form.controls["seq_len"].value = 0
-    assert form.error == "seq_len=0 — слишком мало: нужно целое число ≥ 1"
+    assert form.error == "Длина последовательности: 0 — слишком мало: нужно целое число ≥ 1"
     form.controls["seq_len"].value = 1024
     form.controls["sharding"].value = "zero3"
     assert "требует gpus ≥ 2" in form.error and "needs" not in form.error

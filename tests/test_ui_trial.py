@@ -93,7 +93,7 @@ def test_trial_input_errors_are_one_line() -> None:
     assert panel.run() is None and "gpuwork-error" in panel.status.value
     panel.steps.value = 2
     panel.controls["batch_size"].value = -1
-    assert "batch_size" in panel.error
+    assert panel.error.startswith("Micro-batch: -1") and "batch_size" not in panel.error
     panel.controls["batch_size"].value = 2
     assert panel.error is None and not panel.run_button.disabled
 
@@ -104,7 +104,7 @@ def test_demo_trial_is_guarded(tmp_path: Path) -> None:
     assert all(m.startswith("tiny-") for m in panel.controls["model"].options)
     assert panel.device == "cpu" and "one trial at a time" in panel.note.value
     panel.controls["seq_len"].value = 4096
-    assert "demo" in panel.error and "seq_len" in panel.error
+    assert "demo" in panel.error and panel.error.startswith("Sequence length: 4096")
     panel.controls["seq_len"].value = 64
     panel.steps.value = 500
     assert "at most" in panel.error
@@ -228,7 +228,7 @@ def test_a_gpu_record_extrapolates_and_compares_allocator_peaks(finished_trial: 
 def test_the_demo_guard_speaks_the_panels_language() -> None:
     panel = TrialPanel(demo=True, lang="ru")
     panel.controls["seq_len"].value = 4096
-    assert panel.error == "seq_len=4096 больше предела демонстрации (256): этот запуск идёт на общем CPU"
+    assert panel.error == "Длина последовательности: 4096 больше предела демонстрации (256): этот запуск идёт на общем CPU"
     panel.controls["seq_len"].value = 64
     panel.steps.value = 500
     assert panel.error == "демонстрация выполняет не больше 20 шагов замера и 3 шагов прогрева"

@@ -47,6 +47,7 @@ from gpuwork.present import (
     messages_errors,
     messages_help,
     messages_hf,
+    messages_inputs,
     messages_measure,
     messages_reading,
     messages_report,
@@ -1012,6 +1013,7 @@ for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.E
               messages_trial_faults.ENTRIES, messages_configs.ENTRIES,
               messages_validation.ENTRIES, messages_app.ENTRIES, messages_report.ENTRIES,
               messages_advisor.ENTRIES, messages_ui_advice.ENTRIES, messages_reading.ENTRIES,
+              messages_inputs.ENTRIES,
               messages_decision.ENTRIES):  # own files
     _clash = _ENTRIES.keys() & _part.keys()
     assert not _clash, f"catalog codes defined twice: {sorted(_clash)}"

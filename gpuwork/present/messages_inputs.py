@@ -35,30 +35,30 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.dataset": ("Dataset (tokens or size)", "Датасет (токены или размер)"),
     "ui.dataset_hint": ("e.g. 50M tokens, 200 MB or 1.5 GB", "например 50M токенов, 200 MB или 1.5 GB"),
     "ui.dataset_from_size": (
-        "{size_bytes:size} of text ≈ {tokens:int} tokens at {ratio:g} bytes per token (a stated average for English "
+        "{size:raw} of text ≈ {tokens:int} tokens at {ratio:g} bytes per token (a stated average for English "
         "text; upload the documents to count them with the model's tokenizer).",
-        "{size_bytes:size} текста ≈ {tokens:int} токенов при {ratio:g} байта на токен (принятое среднее для "
+        "{size:raw} текста ≈ {tokens:int} токенов при {ratio:g} байта на токен (принятое среднее для "
         "английского текста; загрузите документы, чтобы посчитать их токенизатором модели)."),
     "ui.documents": ("Documents", "Документы"),
     "ui.documents_hint": (
         "A file of documents (.txt, .jsonl, .json, .md, .csv): its tokens are counted.",
         "Файл с документами (.txt, .jsonl, .json, .md, .csv): в нём будут посчитаны токены."),
     "ui.documents_counted": (
-        "{name:raw}: {documents:int} documents, {size_bytes:size}, {tokens:int} tokens counted with the tokenizer of "
+        "{name:raw}: {documents:int} documents, {size:raw}, {tokens:int} tokens counted with the tokenizer of "
         "{model:raw}.",
-        "{name:raw}: документов {documents:int}, {size_bytes:size}, {tokens:int} токенов по токенизатору "
+        "{name:raw}: документов {documents:int}, {size:raw}, {tokens:int} токенов по токенизатору "
         "{model:raw}."),
     "ui.documents_ratio": (
-        "{name:raw}: {documents:int} documents, {size_bytes:size} ≈ {tokens:int} tokens at {ratio:g} bytes per "
+        "{name:raw}: {documents:int} documents, {size:raw} ≈ {tokens:int} tokens at {ratio:g} bytes per "
         "token (no tokenizer of {model:raw} on this machine: a stated average for English text).",
-        "{name:raw}: документов {documents:int}, {size_bytes:size} ≈ {tokens:int} токенов при {ratio:g} байта на "
+        "{name:raw}: документов {documents:int}, {size:raw} ≈ {tokens:int} токенов при {ratio:g} байта на "
         "токен (токенизатора {model:raw} на этой машине нет: принятое среднее для английского текста)."),
     "ui.documents_empty": ("{name:raw} holds no text: upload a file of documents.",
                            "В {name:raw} нет текста: загрузите файл с документами."),
     "ui.documents_too_large": (
-        "{name:raw} is larger than {limit_bytes:size}: type its size instead (e.g. 2 GB); the tokens are then "
+        "{name:raw} is larger than {limit:raw}: type its size instead (e.g. 2 GB); the tokens are then "
         "estimated at the stated bytes per token.",
-        "{name:raw} больше {limit_bytes:size}: введите его размер (например 2 GB); токены тогда оцениваются по "
+        "{name:raw} больше {limit:raw}: введите его размер (например 2 GB); токены тогда оцениваются по "
         "принятому числу байт на токен."),
     # -- the rental period -------------------------------------------------------------------------------------------
     "ui.rent_days_range": (

@@ -365,6 +365,152 @@ class ConfigStore:
             self._tmp = None
 
 
+# -- the dataset: tokens, a size, or a file of documents ----------------------------------------------
+
+
+DOCUMENTS_ACCEPT = ".txt,.md,.jsonl,.json,.csv"
+# what one upload through the page's websocket can carry (Tornado's default message cap is 10 MiB); a larger
+# dataset is typed as its size
+DOCUMENTS_LIMIT_BYTES = 8_000_000
+
+
+def data_size(n_bytes: float, lang: str = "en") -> str:
+    """A dataset's size as people read it: GB from 1 GB up, MB below (two decimals under 1 MB)."""
+    if n_bytes >= GB:
+        return fmt_size(n_bytes, lang)
+    return f"{fmt_number(n_bytes / 1e6, lang, 2 if n_bytes < 1e6 else 1)}\u00a0{unit('MB', lang)}"
+
+
+Note = Callable[[str], Msg]  # a note whose numbers are formatted in the language it is shown in
+
+
+def dataset_input(text: str, tokens_before: int | None = None,
+                  bytes_before: int | None = None) -> tuple[int, int | None, Note | None]:
+    """The dataset field as typed -> (tokens, bytes or None, a note saying how the tokens were found).
+
+    A count ("50M", "5e9", "2M tokens") is tokens; a size with its unit ("200 MB", "1.5 GB", "500MiB") is the
+    raw text on disk, its tokens at ``BYTES_PER_TOKEN_TEXT`` (said in the note). An unchanged count keeps the size
+    known before (from a link or a counted file). PlanError when the text is neither."""
+    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
+    from gpuwork.plan import UPPER_BOUNDS
+    from gpuwork.units import parse_count, parse_size
+
+    try:
+        tokens = parse_count(text, "dataset_tokens", minimum=None)
+    except PlanError as not_count:
+        try:
+            size = parse_size(text, "dataset_bytes", maximum=UPPER_BOUNDS["dataset_bytes"])
+        except PlanError:
+            raise not_count from None
+        if isinstance(text, str) and not any(c.isalpha() for c in text):
+            raise not_count from None
+        tokens = max(1, round(size / BYTES_PER_TOKEN_TEXT))
+        return tokens, size, lambda lang: msg("ui.dataset_from_size", size=data_size(size, lang), tokens=tokens,
+                                              ratio=BYTES_PER_TOKEN_TEXT)
+    return tokens, (bytes_before if tokens_before is not None and tokens == tokens_before else None), None
+
+
+@dataclass(frozen=True)
+class DocumentCount:
+    """The tokens of an uploaded file of documents: counted with the model's tokenizer when one is on this machine,
+    else estimated at ``BYTES_PER_TOKEN_TEXT`` (``tokenizer`` None)."""
+
+    name: str
+    documents: int
+    size_bytes: int  # the file as uploaded: the raw dataset on disk
+    tokens: int
+    model: str
+    tokenizer: str | None  # where the tokenizer came from (a hub id in the local cache, a folder), or None
+    ratio: float  # bytes per token used when there is no tokenizer
+
+    def note(self, lang: str = "en") -> Msg:
+        size = data_size(self.size_bytes, lang)
+        if self.tokenizer is not None:
+            return msg("ui.documents_counted", name=self.name, documents=self.documents, size=size,
+                       tokens=self.tokens, model=self.model)
+        return msg("ui.documents_ratio", name=self.name, documents=self.documents, size=size,
+                   tokens=self.tokens, ratio=self.ratio, model=self.model)
+
+
+def _document_texts(name: str, raw: bytes) -> list[str]:
+    """The documents of a file: .txt/.md one document; .jsonl one per line (its "text" field, or the line); .json a
+    list of strings or of objects with "text"; .csv one per row."""
+    import csv
+    import io
+
+    from gpuwork.facts import reading
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PlanError("dataset_tokens", msg("error.config.unreadable", file=name)) from None
+    lower = name.lower()
+    if lower.endswith(".jsonl"):
+        docs = []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = line
+            docs.append(obj["text"] if isinstance(obj, dict) and isinstance(obj.get("text"), str) else
+                        obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False))
+        return docs
+    if lower.endswith(".json"):
+        data = reading.parse_json(text, name)  # bounded: depth and digits checked
+        items = data if isinstance(data, list) else [data]
+        return [i["text"] if isinstance(i, dict) and isinstance(i.get("text"), str) else
+                i if isinstance(i, str) else json.dumps(i, ensure_ascii=False) for i in items]
+    if lower.endswith(".csv"):
+        return [" ".join(row) for row in csv.reader(io.StringIO(text, newline="")) if any(c.strip() for c in row)]
+    return [text] if text.strip() else []
+
+
+def _local_tokenizer(model_ref: str) -> tuple[Any, str] | None:
+    """The model's tokenizer if it is on this machine (the Hugging Face cache, or files next to a config.json);
+    never downloaded."""
+    candidates: list[str] = []
+    path = Path(model_ref).expanduser()
+    if path.suffix == ".json" and path.parent.is_dir():
+        candidates.append(str(path.parent))
+    elif model_ref in list_presets():
+        from gpuwork.facts.configs.base import hub_presets
+
+        candidates += [hub for hub, preset in hub_presets().items() if preset == model_ref]
+    else:
+        candidates.append(model_ref)
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return None
+    for ref in candidates:
+        with contextlib.suppress(Exception):  # not cached, not a tokenizer folder: the stated ratio instead
+            return AutoTokenizer.from_pretrained(ref, local_files_only=True), ref
+    return None
+
+
+def count_documents(name: str, content: bytes, model_ref: str, model_label: str | None = None) -> DocumentCount:
+    """The tokens of an uploaded file of documents (its bytes, never a path): see ``DocumentCount``."""
+    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
+
+    if len(content) > DOCUMENTS_LIMIT_BYTES:
+        raise PlanError("dataset_tokens", msg("ui.documents_too_large", name=name,
+                                              limit=data_size(DOCUMENTS_LIMIT_BYTES)))
+    docs = [d for d in _document_texts(name, content) if d.strip()]
+    if not docs:
+        raise PlanError("dataset_tokens", msg("ui.documents_empty", name=name))
+    found = _local_tokenizer(model_ref)
+    label = model_label or model_ref
+    if found is not None:
+        tok, source = found
+        tokens = sum(len(ids) for ids in tok(docs, add_special_tokens=False)["input_ids"])
+        return DocumentCount(name, len(docs), len(content), max(tokens, 1), label, source, BYTES_PER_TOKEN_TEXT)
+    text_bytes = sum(len(d.encode("utf-8")) for d in docs)
+    return DocumentCount(name, len(docs), len(content), max(1, round(text_bytes / BYTES_PER_TOKEN_TEXT)), label, None,
+                         BYTES_PER_TOKEN_TEXT)
+
+
 # -- sizing: pure update -----------------------------------------------------------------------------
 
 
@@ -475,6 +621,10 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
         parts.append(heading_html(4, ui("h_profile", lang)))
         if match.profile is None:
             parts.append(f"<p>{ui('no_profile', lang)}</p>")
+        elif result.decision is not None and result.decision.own:  # the user's cards: no rental mode to name
+            parts.append("<p>" + html.escape(ui("profile_own", lang, id=match.profile.profile_id,
+                                                name=match.profile.name, gpus=match.gpus,
+                                                gpu=match.gpu_name or "?")) + "</p>")
         else:
             parts.append("<p>" + html.escape(ui("profile", lang, id=match.profile.profile_id, name=match.profile.name,
                                                 gpus=match.gpus, gpu=match.gpu_name or "?",
@@ -673,6 +823,16 @@ class SizingForm(common.Panel):
             "epochs": NumberText(value=base.epochs, kind="number", style=WIDE, layout=lay),
         }
         self.controls = c
+        # the dataset as a file of documents: its tokens counted (the model's tokenizer, else the stated ratio)
+        self.documents = widgets.FileUpload(accept=DOCUMENTS_ACCEPT, multiple=False)
+        self.documents.add_class("gpuwork-documents")
+        self.documents.observe(self._on_documents, names="value")
+        self.dataset_note = widgets.HTML()
+        self.dataset_note.add_class("gpuwork-dataset-note")
+        # (tokens, bytes, note) the dataset field stands for while it shows those tokens: a link's or a counted
+        # file's size is kept until another number is typed
+        self._dataset_known: tuple[int, int | None, Note | None] = (base.dataset_tokens, base.dataset_bytes, None)
+        self._dataset_said: Note | None = None
         ids = []
         for g in gpus:
             with contextlib.suppress(CatalogError):
@@ -718,6 +878,10 @@ class SizingForm(common.Panel):
         describe({**self.controls, **self.manual, "model_source": self.model_source, "upload": self.upload,
                   "candidates": self.gpu_select, "axis": self.axis, "verify": self.verify_button}, lang)
         self.verify_button.tooltip = ui("verify_hint", lang)
+        self.controls["dataset_tokens"].description = ui("dataset", lang)
+        self.controls["dataset_tokens"].placeholder = ui("dataset_hint", lang)
+        self.documents.description = ui("documents", lang)
+        self.documents.tooltip = ui("documents_hint", lang)
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for key, heading in self.headings.items():
@@ -804,7 +968,13 @@ class SizingForm(common.Panel):
     def values(self) -> dict[str, Any]:
         """The TrainPlan fields the form sets (model resolved by ``model_ref``)."""
         out = {name: control.number(name) if isinstance(control, NumberText) else control.value
-               for name, control in self.controls.items()}
+               for name, control in self.controls.items() if name != "dataset_tokens"}
+        known_tokens, known_bytes, known_note = self._dataset_known
+        tokens, size, note = dataset_input(self.controls["dataset_tokens"].value, known_tokens, known_bytes)
+        if note is None and tokens == known_tokens:
+            note = known_note
+        out["dataset_tokens"], out["dataset_bytes"] = tokens, size
+        self._dataset_said = note
         out["model"] = self.model_ref()
         return out
 
@@ -854,6 +1024,24 @@ class SizingForm(common.Panel):
             return
         self._take_plan(plan, source="preset" if training.model is not None or self._uploaded is None else "upload")
 
+    def _on_documents(self, change: Any) -> None:
+        files = change["new"]
+        if not files:
+            return
+        item = files[0]
+        name = common.upload_name(item, "documents.txt")
+        try:
+            content = bytes(item.get("content") or b"")
+            with quiet():
+                counted = count_documents(name, content, self.model_ref(), self.model_label())
+        except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
+            self._show_error(friendly(exc, self.lang))
+            return
+        self._dataset_known = (counted.tokens, counted.size_bytes, counted.note)
+        with self._mute():
+            self.controls["dataset_tokens"].value = counted.tokens
+        self.refresh()
+
     def _imported_plan(self, training: TrainingUpload, model: tuple[str, dict[str, Any]] | None) -> TrainPlan:
         """The imported plan, on the model the form can size: the configs' preset, else an uploaded config.json,
         else the form's current preset (a hub id or a path on the user's machine is not fetched from here)."""
@@ -870,6 +1058,7 @@ class SizingForm(common.Panel):
     def _take_plan(self, plan: TrainPlan, *, source: str) -> None:
         """Set every control from ``plan`` (fields without a control ride on ``base_plan``), then refresh once."""
         self.base_plan = plan
+        self._dataset_known = (plan.dataset_tokens, plan.dataset_bytes, None)
         with self._mute():
             if source == "preset" and plan.model in self.controls["model"].options:
                 self.controls["model"].value = plan.model
@@ -973,6 +1162,8 @@ class SizingForm(common.Panel):
         # nothing of the last valid plan stays on screen under the error: its details, link and charts
         self.details.value = ""
         self.share.value = ""
+        if hasattr(self, "dataset_note"):
+            self.dataset_note.value = ""
         for chart in (self.breakdown, self.whatif, self.scaling):
             chart.box.layout.visibility = "hidden"
         for callback in self._error_listeners:
@@ -991,6 +1182,7 @@ class SizingForm(common.Panel):
                                         gpu=cards[0] if cards else None)
         self.share.value = share_html(self.plan, self.lang, local_model=self.model_source.value != "preset")
         self.details.value = details_html(self.result, self.lang)
+        self._show_dataset_note()
         if not self.report:
             self.breakdown.show(self.breakdown_figure())
             self.whatif.show(self.whatif_figure())
@@ -998,6 +1190,10 @@ class SizingForm(common.Panel):
             self.scaling.box.layout.display = "none" if scaling is None else None
             if scaling is not None:
                 self.scaling.show(scaling)
+
+    def _show_dataset_note(self) -> None:
+        note = self._dataset_said if self.result is not None else None
+        self.dataset_note.value = note_html(html.escape(render(note(self.lang), self.lang))) if note is not None else ""
 
     def set_lang(self, lang: str) -> None:
         self.lang = lang if lang in LANGS else "en"
@@ -1074,7 +1270,8 @@ class SizingForm(common.Panel):
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
                                  c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"]])
-        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], c["epochs"],
+        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], self.documents,
+                             self.dataset_note, c["epochs"],
                              self.gpu_select])
         box = widgets.VBox([model, training, gpus, self.share], layout={"min_width": "400px"})
         box.add_class("gpuwork-controls")
