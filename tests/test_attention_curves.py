@@ -1,7 +1,7 @@
 """Fused attention by sequence length: data/attention_curves.csv against the step model (docs/kernels.md).
 
 Sources: rates_sources.md [K4c] (FA3 paper, FlashAttention-2 bars on H100 SXM5), [K4d] (flash-attention
-PR 1791 benchmark) and [K4e] (FlashAttention-2 forward on an A100). Every published row must come out within 10 % of the model's curve.
+PR 1791 benchmark), [K4e] (FlashAttention-2 forward on an A100) and [K4f] (FlashAttention-2 on an RTX 4090). Every published row must come out within 10 % of the model's curve.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def test_every_source_row_within_10_percent(row: AttentionRow) -> None:
 
 
 def test_sources_cover_both_tags() -> None:
-    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e"}
-    assert {r.family for r in _rows()} == {"h100", "a100"}
+    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f"}
+    assert {r.family for r in _rows()} == {"h100", "a100", "rtx4090"}
     assert len(_rows()) >= 50
 
 
@@ -122,6 +122,25 @@ def test_a100_causal_attention_is_slower_per_flop_at_short_lengths() -> None:
     short, long = _attention_seconds(512, "a100_80_sxm"), _attention_seconds(8192, "a100_80_sxm")
     at_1k, at_4k = (143.70 + 140.59) / 2, (156.27 + 159.41) / 2
     assert short / long == pytest.approx(1 / 16 * at_4k / at_1k, rel=1e-6)
+
+
+def test_rtx4090_causal_forward_borrows_the_full_matrix_shape_and_no_curve_beats_the_peak() -> None:
+    # [K4f]: non-causal forward at 512 / 1k / 2k (169.28 TF at 2k, above the 165.2 TF datasheet), causal only at 2k
+    points = _points("rtx4090")
+    assert max(p.fraction for p in points) == 1.0  # capped at the datasheet
+    factor = 151.19 / 169.28  # causal / full-matrix forward at 2k, head dim 128
+    assert curve_fraction(points, "fwd", True, 128, 512) * 165.2 == pytest.approx(153.14 * factor, rel=1e-6)
+    assert curve_fraction(points, "fwd", True, 128, 2048) * 165.2 == pytest.approx(151.19, rel=1e-6)
+    # one length and nothing to borrow: flat
+    assert curve_fraction(points, "bwd", False, 128, 512) == curve_fraction(points, "bwd", False, 128, 8192)
+
+
+def test_rtx4090_is_its_own_family_and_l40s_is_not() -> None:
+    # the L40S (same AD102 die, full-rate fp32 accumulation) keeps the A100 curve as a share of its own peak
+    from gpuwork.estimate.steptime import _attention_family
+    assert _attention_family("rtx4090") == "rtx4090"
+    assert _attention_family("l40s") == "a100"
+    assert _attention_family("h200_sxm") == "h100"
 
 
 def test_bad_row_is_one_clear_error(tmp_path: Path) -> None:

@@ -68,9 +68,10 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
 
 
 # gpu_id prefix -> the family whose FlashAttention-2 rates kernels.csv / attention_curves.csv list; others: a100.
-# H200 takes H100's: the same GH100 die and clocks, and [R5] measures FA2 at 329.3 against 327.9 TF
+# H200 takes H100's: the same GH100 die and clocks, and [R5] measures FA2 at 329.3 against 327.9 TF. The RTX 4090
+# has its own curve: its fp32-accumulating tensor rate is half the L40S's, so AD102 shares of peak do not carry over
 _ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h100"), ("gb200", "gb200"), ("b200", "gb200"),
-                       ("mi300x", "mi300x"), ("mi325x", "mi300x"))
+                       ("mi300x", "mi300x"), ("mi325x", "mi300x"), ("rtx4090", "rtx4090"))
 
 
 def _attention_family(gpu_id: str) -> str:

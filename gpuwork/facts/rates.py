@@ -215,7 +215,7 @@ def read_attention_rows(path: Path) -> tuple[AttentionRow, ...]:
                 raise CatalogError(msg("error.rates.value", file=path.name, line=i, column=column, value=row[column]))
         tflops = _number(path, i, "tflops", row["tflops"])
         peak = _number(path, i, "peak_tflops", row["peak_tflops"])
-        if tflops > peak:
+        if tflops > 2 * peak:  # a boosting card may beat its datasheet a little, never twice over
             raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="tflops", value=row["tflops"]))
         rows.append(AttentionRow(row["family"].strip(), row["pass"].strip(), row["causal"].strip() == "1",
                                  int(_number(path, i, "head_dim", row["head_dim"])),
@@ -229,24 +229,29 @@ def attention_curves(rows: tuple[AttentionRow, ...]) -> tuple[AttentionPoint, ..
 
     Per family, pass, mask and head dim: the shape against sequence length comes from the source that measured
     the most lengths (the sweep); its level is the mean over independent sources where several measured the same
-    length (each source's own rows averaged first). A pass and mask with no sweep of its own (FlashAttention's
-    causal backward) takes the full-matrix sweep of that pass at that level.
+    length (each source's own rows averaged first). A causal pass measured at one length only (or not at all:
+    FlashAttention's causal backward) takes the full-matrix sweep of that pass at its own level; a pass measured at
+    one length with nothing to borrow is flat. No curve beats the datasheet peak (a card that boosts beyond it is
+    capped, as rates.csv caps torch.mm).
     """
     groups: dict[tuple[str, str, bool, int], dict[str, dict[int, list[float]]]] = {}
     for r in rows:
         groups.setdefault((r.family, r.attention_pass, r.causal, r.head_dim), {}).setdefault(
             r.source, {}).setdefault(r.seq_len, []).append(r.fraction)
 
-    def sweep_of(key: tuple[str, str, bool, int]) -> dict[int, float] | None:
+    def sweep_of(key: tuple[str, str, bool, int], lengths: int) -> dict[int, float] | None:
         by_source = groups.get(key, {})
         best = max(by_source.values(), key=len, default={})
-        return {s: sum(v) / len(v) for s, v in best.items()} if len(best) > 1 else None
+        return {s: sum(v) / len(v) for s, v in best.items()} if len(best) >= lengths else None
 
     points = []
     for key, by_source in sorted(groups.items()):
         family, attention_pass, causal, head_dim = key
-        own = sweep_of(key)
-        sweep = own or sweep_of((family, attention_pass, False, head_dim))
+        full = (family, attention_pass, False, head_dim)
+        own = sweep_of(key, 2)
+        sweep = own or (sweep_of(full, 2) or sweep_of(full, 1) if causal else None)
+        if sweep is None:
+            own = sweep = sweep_of(key, 1)
         if sweep is None:
             continue
         ratios = []
@@ -255,7 +260,7 @@ def attention_curves(rows: tuple[AttentionRow, ...]) -> tuple[AttentionPoint, ..
             if len(means) > 1 or own is None:  # a length several sources measured, or the borrowed sweep's level
                 ratios.append(sum(means) / len(means) / sweep[seq])
         factor = sum(ratios) / len(ratios) if ratios else 1.0
-        points.extend(AttentionPoint(family, attention_pass, causal, head_dim, seq, fraction * factor)
+        points.extend(AttentionPoint(family, attention_pass, causal, head_dim, seq, min(1.0, fraction * factor))
                       for seq, fraction in sorted(sweep.items()))
     return tuple(points)
 
