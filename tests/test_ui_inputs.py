@@ -119,3 +119,39 @@ def test_a_file_of_documents_is_counted_with_the_tokenizer_next_to_the_models_co
     from gpuwork.present.messages import render
 
     assert "counted with the tokenizer of tiny" in render(counted.note("en"), "en")
+
+
+# -- the rental period's bound and the owned cards (issue 20, item 4 and the My-cards gaps) -----------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "ru"])
+def test_a_rental_period_beyond_the_bound_is_one_clear_line_and_the_request_recovers(lang: str) -> None:
+    from gpuwork.ui.request import MAX_RENT_DAYS, RequestPanel
+
+    panel = RequestPanel(TrainPlan(model="mistral-7b", method="qlora"), lang=lang)
+    panel.rent_days.value = MAX_RENT_DAYS + 1
+    assert panel.request is None and panel.text.value == ""
+    assert panel.error.startswith("Rent period" if lang == "en" else "Срок аренды")
+    assert ("36,500" if lang == "en" else "36\u00a0500") in panel.error.replace(" ", "\u00a0")
+    panel.rent_days.value = 30
+    assert panel.error is None and panel.request.as_dict()["rent_period_days"] == 30
+
+
+def test_on_owned_cards_the_request_and_the_profile_line_name_them_and_no_rental() -> None:
+    from gpuwork.estimate.decision import Constraints
+    from gpuwork.sizing import decide, parse_have
+    from gpuwork.ui.request import RequestPanel
+    from gpuwork.ui.sizing import details_html, size_plan
+
+    plan = TrainPlan(model="mistral-7b", method="qlora")
+    have = parse_have("1xrtx4090")
+    want = decide(plan, constraints=Constraints(have=have))
+    panel = RequestPanel(plan, have=lambda: have)
+    suggested = panel.request.as_dict()["suggested"]
+    assert (suggested["reference_gpu"], suggested["gpus"], suggested["offer"]) == (want.gpu_id, want.gpus, None)
+    result = size_plan(plan, constraints=Constraints(have=have))
+    for lang, own, rented in (("en", "your own cards, no rental", "on-demand"), ("ru", "ваши карты, без аренды",
+                                                                                 "по требованию")):
+        shown = details_html(result, lang)
+        line = shown.split("<p>", 2)[1].split("</p>", 1)[0]
+        assert own in line and rented not in line, line

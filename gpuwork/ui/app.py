@@ -190,7 +190,8 @@ class App(widgets.VBox):
             self.offers.record_upload.unobserve(self.offers._on_records, names="value")
         self.offers.record_upload.observe(self._on_records, names="value")
         # the request asks for the offer the Offers tab ranks first and the advisor prices on
-        self.request = RequestPanel(lang=self.lang, show_lang=False, filters=self.offers.offer_filters)
+        self.request = RequestPanel(lang=self.lang, show_lang=False, filters=self.offers.offer_filters,
+                                    have=self.offers.have_cards)
         # the advisor prices on the Offers tab's filters: its best suggestion is the offers' top row
         self.advice = AdvicePanel(lang=self.lang, filters=self.offers.offer_filters, have=self.offers.have_cards)
         # the Sizing tab's profile is the one answer under the same filters and owned cards (gpuwork.estimate.decision)

@@ -42,6 +42,8 @@ from gpuwork.ui.common import (
     ui,
 )
 
+MAX_RENT_DAYS = 36_500  # a rental period beyond a hundred years is a typo (the CLI's --rent-days has the same bound)
+
 
 class RequestPanel:
     """The rental request (gpuwork.present.request) for the current plan, in Russian or English, ready to copy.
@@ -53,9 +55,10 @@ class RequestPanel:
 
     def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en", report: bool = False,
                  show_lang: bool = True, options: Mapping[str, Any] | None = None,
-                 filters: Callable[[], Mapping[str, Any]] | None = None):
+                 filters: Callable[[], Mapping[str, Any]] | None = None, have: Callable[[], Any] | None = None):
         self.lang = lang if lang in LANGS else "en"
         self.filters = filters
+        self.have = have or (lambda: None)  # the cards the user owns ((count, GpuSpec)) or None: rent
         self.report = report
         self.request: Any = None
         self.error: str | None = None
@@ -138,6 +141,9 @@ class RequestPanel:
 
         filters = {k: v for k, v in dict(self.filters()).items() if v is not None} if self.filters else {}
         days = self.rent_days.value or None
+        have = self.have()
+        if have is not None:  # owned cards: the request names them and the changes, and no rental price
+            return sizing.decide(plan, constraints=Constraints(have=have))
         return sizing.decide(plan, constraints=Constraints(filters=filters, budget_usd=self.budget.value or None,
                                                            rental_period_s=days * 86400 if days else None))
 
@@ -156,9 +162,14 @@ class RequestPanel:
                 if gb < 0:
                     raise PlanError("dataset_bytes", msg("error.ui.dataset_size", gb=gb))
                 plan = plan.replace(dataset_bytes=round(gb * 1e9))
+            days = self.rent_days.value
+            if not 0 <= days <= MAX_RENT_DAYS:
+                raise PlanError("rent_days", msg("ui.rent_days_range", value=str(days), maximum=MAX_RENT_DAYS))
             with quiet():
                 decision = self.decision(plan)
                 chosen = {"match": decision.match, "offer": decision.offer} if decision.fits else {}
+                if decision.own:
+                    chosen = {"match": decision.match, "include_offer": False} if decision.fits else {}
                 req = rental.rental_request(plan, **chosen, **self.options())
         except Exception as exc:  # noqa: BLE001
             self._show_error(friendly(exc, self.lang))
