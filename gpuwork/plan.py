@@ -160,6 +160,8 @@ UPPER_BOUNDS: dict[str, int] = {
     "checkpoint_every_steps": 10**9,
     "checkpoints_kept": 10_000,
 }
+# Lower ends of the float fields above zero: 1e-300 epochs or a LoRA alpha of 1e-300 is a typo, not a run.
+LOWER_BOUNDS: dict[str, float] = {"lora_alpha": 1e-3, "epochs": 1e-4}
 _BOUND_WHY = {"trainable_layers": "layers"}  # bound.<name> in the catalog, where it is not the field's own name
 
 
@@ -236,11 +238,11 @@ class TrainPlan:
         if self.method in (Method.LORA, Method.QLORA):
             if isinstance(self.lora_r, bool) or not isinstance(self.lora_r, int) or self.lora_r < 1:
                 raise PlanError("lora_r", msg("error.plan.lora_r", value=repr(self.lora_r)))
-        _require_number("lora_alpha", self.lora_alpha, minimum=0, strict=True)
+        _require_number("lora_alpha", self.lora_alpha, minimum=LOWER_BOUNDS["lora_alpha"])
         _require_number("lora_dropout", self.lora_dropout, minimum=0)
         if self.lora_dropout >= 1:
             raise PlanError("lora_dropout", msg("error.plan.lora_dropout", value=repr(self.lora_dropout)))
-        _require_number("epochs", self.epochs, minimum=0, strict=True)
+        _require_number("epochs", self.epochs, minimum=LOWER_BOUNDS["epochs"])
         for name, maximum in UPPER_BOUNDS.items():
             value = getattr(self, name)
             if isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
@@ -460,6 +462,7 @@ __all__ = [
     "ALL_LINEAR",
     "MAX_GPUS",
     "MAX_SEQ_LEN",
+    "LOWER_BOUNDS",
     "UPPER_BOUNDS",
     "Attention",
     "Method",

@@ -317,6 +317,9 @@ class _Row:
             raise self.fail(field, msg("error.catalog.integer_empty", unit=unit_example))
         if not re.fullmatch(r"[+-]?\d+", value):
             raise self.fail(field, msg("error.catalog.not_integer", value=repr(value), unit=unit_example))
+        if len(value.lstrip("+-0")) > 18:  # beyond any count (and int() of 4,300+ digits raises): never converted
+            raise self.fail(field, msg("error.catalog.too_large", value=repr(value[:40] + "..."),
+                                       maximum=_MAXIMUM.get(field, 10**18), unit=unit_example))
         number = int(value)
         if number <= 0:
             raise self.fail(field, msg("error.catalog.integer_not_positive", value=repr(value),

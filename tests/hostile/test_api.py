@@ -1,0 +1,109 @@
+"""Hostile inputs to the Python API (issue 21): TrainPlan, gpuwork.sizing, the facts loaders and the measure
+readers raise gpuwork's own errors (GpuworkError) with the CLI's messages, never another exception."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuwork import sizing
+from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError
+from gpuwork.facts.catalog import load_offers
+from gpuwork.facts.model import get_spec
+from gpuwork.facts.planfile import load_plan
+from gpuwork.measure.calibration import CalibrationError, load_calibration
+from gpuwork.measure.heldout import load_document
+from gpuwork.measure.lengths import length_histogram
+from gpuwork.measure.textdata import DataError, load_texts, load_tokenizer
+from gpuwork.plan import TrainPlan
+
+from .helpers import BAD_WORDS, LLAMA, model_folder
+
+
+@pytest.mark.parametrize(("field", "value"), [("epochs", 1e-300), ("epochs", 1e308), ("lora_alpha", 1e-300),
+                                              ("lora_alpha", 1e308), ("seq_len", 10**30), ("gpus", 10**30),
+                                              ("dataset_tokens", 10**30), ("lora_dropout", float("nan")),
+                                              ("eval_fraction", float("inf")), ("checkpoints_kept", 10**30)])
+def test_a_plan_field_beyond_either_end_is_a_plan_error(field, value) -> None:
+    with pytest.raises(PlanError) as info:
+        TrainPlan(**{field: value})
+    assert info.value.field == field and field in str(info.value)
+
+
+@pytest.mark.parametrize(("field", "value"), [("epochs", 1e-4), ("epochs", 10_000), ("lora_alpha", 1e-3),
+                                              ("lora_alpha", 1e6)])
+def test_a_plan_field_at_either_end_is_taken(field, value) -> None:
+    assert getattr(TrainPlan(**{field: value}), field) == value
+
+
+@pytest.mark.parametrize("ref", ["./modles/llama", "/no/such/model", "C:\\models\\x", "a" * 5000, "\x1b[31m"])
+def test_a_mistyped_model_is_a_model_error(ref) -> None:
+    with pytest.raises(ModelError):
+        sizing.estimate_memory(TrainPlan(model=ref))
+
+
+@pytest.mark.parametrize("architectures", [7, {"a": 1}, [1, 2]])
+def test_a_config_with_bad_architectures_is_a_model_error(tmp_path, architectures) -> None:
+    with pytest.raises(ModelError, match="architectures"):
+        get_spec(str(model_folder(tmp_path, "m", {**LLAMA, "architectures": architectures})))
+
+
+def test_a_million_experts_is_a_model_error(tmp_path) -> None:
+    config = {**LLAMA, "model_type": "mixtral", "num_local_experts": 1_000_000, "num_experts_per_tok": 2}
+    with pytest.raises(ModelError, match="num_local_experts"):
+        get_spec(str(model_folder(tmp_path, "moe", config)))
+
+
+@pytest.mark.parametrize("mfu", [float("nan"), 2, -1, 0, "x"])
+def test_a_bad_mfu_is_a_plan_error(mfu) -> None:
+    with pytest.raises(PlanError):
+        sizing.estimate_time(TrainPlan(), "h100_sxm", mfu=mfu)
+
+
+def test_an_empty_catalog_is_a_catalog_error(tmp_path) -> None:
+    path = tmp_path / "catalog.csv"
+    path.write_text("offer_id,provider,gpu_id,gpus_per_node,link,network,mode,region,price_per_gpu_hour_usd,"
+                    "min_rental_hours,as_of,note\n")
+    with pytest.raises(CatalogError, match="no offers"):
+        load_offers(path)
+
+
+LOADERS = {
+    "load_offers": (load_offers, CatalogError),
+    "get_spec": (lambda p: get_spec(str(p)), ModelError),
+    "load_plan": (load_plan, PlanError),
+    "load_texts": (load_texts, DataError),
+    "length_histogram": (lambda p: length_histogram(p, seq_len=128), DataError),
+    "load_tokenizer": (load_tokenizer, DataError),
+    "heldout.load_document": (load_document, GpuworkError),
+    "load_calibration": (lambda p: load_calibration("NVIDIA H100", p), CalibrationError),
+}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "loop", "dangling", "huge"])
+@pytest.mark.parametrize("loader", sorted(LOADERS))
+def test_every_loader_names_a_special_or_huge_file_in_its_own_error(bad, loader, kind) -> None:
+    load, error = LOADERS[loader]
+    if loader in ("load_texts", "length_histogram") and kind == "huge":
+        pytest.skip("a 100 MB text file is within the text cap; its one document is refused below")
+    with pytest.raises(error) as info:
+        load(bad[kind])
+    assert BAD_WORDS[kind] in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("loader", ["heldout.load_document", "load_calibration", "get_spec", "load_plan"])
+@pytest.mark.parametrize("kind", ["deep", "bigint"])
+def test_json_loaders_bound_depth_and_digits(bad, loader, kind) -> None:
+    load, error = LOADERS[loader]
+    with pytest.raises(error) as info:
+        load(bad[kind])
+    assert BAD_WORDS[kind] in str(info.value)
+
+
+def test_a_100_mb_line_is_a_data_error(tmp_path) -> None:
+    path = tmp_path / "long.jsonl"
+    with open(path, "wb") as out:
+        out.write(b'{"text": "')
+        out.write(b"a" * (100 << 20))
+        out.write(b'"}\n')
+    with pytest.raises(DataError, match="8 MiB"):
+        load_texts(path)
