@@ -78,9 +78,6 @@ def test_an_official_example_gives_the_plan_its_framework_runs(expected: Path) -
         claim = claims[name]
         if framework is None:
             continue
-        if framework == "LLaMA-Factory":
-            assert claim.rule.code in ("config.rule.lf_default", "config.rule.lf_alpha")
-            continue
         assert claim.default and _default_source(claim.rule)["framework"] == framework
     # the source of every default is shown in the printed mapping, in both languages
     report = [render(line, "en") for line in imported.report(flags)]

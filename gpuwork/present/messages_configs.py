@@ -107,7 +107,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.rule.fp32_tf32": ("neither bf16 nor fp16 is on; tf32 speeds up fp32 matmuls and changes no memory",
                               "не включены ни bf16, ни fp16; tf32 ускоряет умножение матриц в fp32 и не меняет "
                               "память"),
-    "config.rule.lf_default": ("LLaMA-Factory's default", "значение LLaMA-Factory по умолчанию"),
     "config.rule.lf_alpha": ("LLaMA-Factory's default: twice lora_rank", "по умолчанию в LLaMA-Factory: дважды `lora_rank`"),
     "config.rule.trl_full": ("{rule}: every weight trains", "{rule}: обучаются все веса"),
     "config.rule.no_peft": ("no PEFT section: Trainer trains every weight of the model it is handed",

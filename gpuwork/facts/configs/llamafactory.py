@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.facts.configs.base import (
@@ -18,79 +19,89 @@ from gpuwork.facts.configs.base import (
     lora_targets,
     whole,
 )
+from gpuwork.facts.configs.defaults import defaults_for, pinned
+from gpuwork.facts.configs.optimizers import optimizer_choice
 from gpuwork.message import msg
 
-_LF_DEFAULTS = msg("config.rule.lf_default")
+
+def _set(r: Reader, name: str, key: str, kind: str, convert=None) -> Any:
+    """Claim ``name`` from ``key`` or from its LLaMA-Factory / transformers default; the value, or None."""
+    value, rule = r.typed(key, kind)
+    if value is not None:
+        value = convert(value) if convert is not None else value
+        (r.claim if rule is None else r.claim_default)(name, value, key, rule)
+    return value
 
 
 def read(r: Reader, base: Path) -> None:
+    """A LLaMA-Factory YAML; a key it leaves out takes LLaMA-Factory's default (pinned table), and the
+    Trainer settings its TrainingArguments inherits take transformers' (installed or pinned)."""
+    r.defaults = (pinned("llamafactory.hparams"), defaults_for("transformers.TrainingArguments"))
     if r.has("model_name_or_path"):
         claim_model(r, "model_name_or_path", base)
     stage = str(r.get("stage", "sft")).lower()
     if stage not in ("sft", "pt"):
         r.note(msg("config.stage_other", file=r.file, stage=stage))
-    finetuning = str(r.get("finetuning_type", "lora")).lower()
-    bits = r.int_("quantization_bit")
-    if finetuning == "lora":
-        if bits == 4:
-            r.claim("method", "qlora", "finetuning_type, quantization_bit")
-        else:
-            r.claim("method", "lora", "finetuning_type", None if r.has("finetuning_type") else _LF_DEFAULTS)
-        if bits is not None and bits != 4:
-            r.note(msg("config.eight_bit_base", file=r.file, key="quantization_bit"))
-        rank = r.int_("lora_rank")
-        r.claim("lora_r", rank if rank is not None else 8, "lora_rank", None if rank is not None else _LF_DEFAULTS)
-        alpha = r.number("lora_alpha")
-        if alpha is not None:
-            r.claim("lora_alpha", whole(alpha), "lora_alpha")
-        else:
-            r.claim("lora_alpha", 2 * (rank or 8), "lora_alpha", msg("config.rule.lf_alpha"))
-        dropout = r.number("lora_dropout")
-        if dropout is not None:
-            r.claim("lora_dropout", dropout, "lora_dropout")
-        targets = lora_targets(r.get("lora_target", "all"))
-        r.claim("lora_targets", targets, "lora_target", None if r.has("lora_target") else _LF_DEFAULTS)
-    elif finetuning == "freeze":
-        r.claim("method", "freeze", "finetuning_type")
-        layers = r.int_("freeze_trainable_layers")
-        r.claim("trainable_layers", layers if layers is not None else 2, "freeze_trainable_layers",
-                None if layers is not None else _LF_DEFAULTS)
-    elif finetuning == "full":
-        r.claim("method", "full", "finetuning_type")
-    else:
-        raise PlanError("method", msg("error.config.finetuning_type", file=r.file, value=finetuning))
-    if r.has("quantization_type"):
-        r.claim("quant_type", str(r.get("quantization_type")).lower(), "quantization_type")
-    double = r.flag("double_quantization")
-    if double is not None:
-        r.claim("double_quant", double, "double_quantization")
-    seq = r.int_("cutoff_len")
-    r.claim("seq_len", seq if seq is not None else 2048, "cutoff_len", None if seq is not None else _LF_DEFAULTS)
+    _method(r)
+    _set(r, "seq_len", "cutoff_len", "int")
     if r.flag("packing") or r.flag("neat_packing"):
         r.note(msg("config.packing", file=r.file, key="packing"))
-    batch = r.int_("per_device_train_batch_size")
-    if batch is not None:
-        r.claim("batch_size", batch, "per_device_train_batch_size")
-    accum = r.int_("gradient_accumulation_steps")
-    if accum is not None:
-        r.claim("grad_accum", accum, "gradient_accumulation_steps")
-    disabled = r.flag("disable_gradient_checkpointing")
-    r.claim("grad_checkpointing", not disabled, "disable_gradient_checkpointing",
-            None if disabled is not None else _LF_DEFAULTS)
+    _set(r, "batch_size", "per_device_train_batch_size", "int")
+    _set(r, "grad_accum", "gradient_accumulation_steps", "int")
+    _set(r, "grad_checkpointing", "disable_gradient_checkpointing", "flag", lambda off: not off)
     if r.has("flash_attn"):
         claim_attention(r, r.get("flash_attn"), "flash_attn")
-    if r.has("optim"):
-        claim_optimizer(r, str(r.get("optim")), "optim")
+    name, rule = r.typed("optim", "any")
+    if rule is None:
+        claim_optimizer(r, str(name), "optim")
+    else:
+        optimizer, impl, _note = optimizer_choice(str(name), file=r.file, key="optim")
+        r.claim_default("optimizer", optimizer, "optim", rule)
+        if impl is not None:
+            r.claim_default("optimizer_impl", impl, "optim", rule)
     pure = bool(r.flag("pure_bf16"))
-    claim_precision(r, r.flag("bf16") or pure, r.flag("fp16"), keys=("pure_bf16" if pure else "bf16", "fp16"), pure=pure,
-               pure_rule=msg("config.rule.lf_pure"), mixed_rule=msg("config.rule.lf_mixed"), tf32=r.flag("tf32"))
+    bf16, fp16 = r.typed("bf16", "flag")[0], r.typed("fp16", "flag")[0]
+    claim_precision(r, bf16 or pure, fp16, keys=("pure_bf16" if pure else "bf16", "fp16"), pure=pure,
+                    pure_rule=msg("config.rule.lf_pure"), mixed_rule=msg("config.rule.lf_mixed"), tf32=r.flag("tf32"))
     claim_schedule(r, epochs_key="num_train_epochs")
     samples = r.int_("max_samples")
     if samples is not None:
         r.claim("max_samples", samples, "max_samples")  # tokens once seq_len is known
     claim_stack(r, bool(r.flag("enable_liger_kernel")), False, bool(r.flag("use_unsloth")),
-           {"hf-liger": "enable_liger_kernel", "unsloth": "use_unsloth", "torch-compile": ""})
+                {"hf-liger": "enable_liger_kernel", "unsloth": "use_unsloth", "torch-compile": ""})
     follow_deepspeed(r, "deepspeed", base)
+
+
+def _method(r: Reader) -> None:
+    finetuning, method_rule = r.typed("finetuning_type", "any")
+    finetuning = str(finetuning).lower()
+    bits = r.int_("quantization_bit")
+    if finetuning == "lora":
+        if bits == 4:
+            r.claim("method", "qlora", "finetuning_type, quantization_bit")
+        else:
+            (r.claim if method_rule is None else r.claim_default)("method", "lora", "finetuning_type", method_rule)
+        if bits is not None and bits != 4:
+            r.note(msg("config.eight_bit_base", file=r.file, key="quantization_bit"))
+        rank = _set(r, "lora_r", "lora_rank", "int")
+        alpha, rule = r.typed("lora_alpha", "number")
+        if alpha is not None:
+            r.claim("lora_alpha", whole(alpha), "lora_alpha")
+        else:  # FinetuningArguments.__post_init__: lora_alpha = lora_alpha or lora_rank * 2
+            r.claim_default("lora_alpha", 2 * rank, "lora_alpha", msg("config.rule.both", first=rule,
+                                                                      second=msg("config.rule.lf_alpha")))
+        _set(r, "lora_dropout", "lora_dropout", "number")
+        _set(r, "lora_targets", "lora_target", "any", lora_targets)
+    elif finetuning == "freeze":
+        r.claim("method", "freeze", "finetuning_type")
+        _set(r, "trainable_layers", "freeze_trainable_layers", "int")
+    elif finetuning == "full":
+        r.claim("method", "full", "finetuning_type")
+    else:
+        raise PlanError("method", msg("error.config.finetuning_type", file=r.file, value=finetuning))
+    if bits == 4:
+        _set(r, "quant_type", "quantization_type", "any", lambda v: str(v).lower())
+        _set(r, "double_quant", "double_quantization", "flag")
 
 
 MARKERS = frozenset({"finetuning_type", "cutoff_len", "stage", "template", "lora_rank", "lora_target",
