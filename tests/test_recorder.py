@@ -72,4 +72,5 @@ def test_a_record_is_written_whole_and_reads_back(tmp_path):
     record = TrialRecord.from_json(source)
     out = write_record(record, tmp_path / "r.json")
     assert TrialRecord.from_json(out) == record
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left
+    # the record and its steps file beside it, no temporary file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", "r.steps.jsonl"]

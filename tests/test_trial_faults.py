@@ -182,8 +182,9 @@ def test_the_cli_prints_the_steps_and_how_to_resume_on_sigterm(tmp_path, monkeyp
 
 
 def fail_writes_after(monkeypatch, good: int, code: int) -> list[Path]:
-    """Let ``good`` writes through the seam, then fail each with OSError(code); returns the paths tried."""
-    real = records.write_file
+    """Let ``good`` writes through the seams (whole files, and a step appended to a record's steps file), then fail
+    each with OSError(code); returns the paths tried."""
+    real, real_append = records.write_file, records.append_bytes
     tried: list[Path] = []
 
     def seam(path, write):
@@ -192,7 +193,14 @@ def fail_writes_after(monkeypatch, good: int, code: int) -> list[Path]:
             raise records.write_error(OSError(code, os.strerror(code)), Path(path))
         real(path, write)
 
+    def append(fd, path, data):
+        tried.append(Path(path))
+        if len(tried) > good:
+            raise records.write_error(OSError(code, os.strerror(code)), Path(path))
+        real_append(fd, path, data)
+
     monkeypatch.setattr(records, "write_file", seam)
+    monkeypatch.setattr(records, "append_bytes", append)
     return tried
 
 

@@ -93,9 +93,11 @@ from gpuwork.measure.record import (
     STATUS_INTERRUPTED,
     ParallelInfo,
     RankResult,
+    RunningSummary,
     StepMeasurement,
     TrialRecord,
     merge_ranks,
+    merge_step,
     rank_result,
     rank_steps,
 )
@@ -344,6 +346,8 @@ class DistributedParallel(Parallel):
         self.launcher = ""
         self.rank_steps: list[list[StepMeasurement]] = [[] for _ in range(self.world_size)]  # every rank's steps
         self.rank_sizes: list[tuple[int, int]] = [(0, 0)] * self.world_size  # (param, trainable) bytes per rank
+        self.rank_summaries: list[RunningSummary] = []  # each rank's steps, summarised as they come
+        self.merged_summary: RunningSummary | None = None  # the merged steps (the record's)
 
     # -- the step boundaries (Parallel.stop_signal, share_step, group_step_times, running_record) ----------
 
@@ -369,6 +373,35 @@ class DistributedParallel(Parallel):
         for r, (step, params, trainable) in enumerate(gathered):
             self.rank_steps[r].append(StepMeasurement(**step))
             self.rank_sizes[r] = (params, trainable)
+            self._rank_summary(r).add(self.rank_steps[r][-1])
+
+    def _rank_summary(self, r: int) -> RunningSummary:
+        """Rank ``r``'s steps so far, summarised as they come (its part of the running record)."""
+        if not self.rank_summaries:
+            kind = "GPU" if self.device.type == "cuda" else "CPU"
+            self.rank_summaries = [RunningSummary(kind) for _ in range(self.world_size)]
+            self.merged_summary = RunningSummary(kind)
+        return self.rank_summaries[r]
+
+    def record_row(self, m: StepMeasurement) -> tuple[StepMeasurement, list[tuple[float, float, float]]]:
+        """The merged step (``merge_step``) of the step every rank just shared, with each rank's own figures."""
+        row = [steps[-1] for steps in self.rank_steps]
+        merged = merge_step(row)
+        self._rank_summary(0)
+        self.merged_summary.add(merged)
+        return merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]
+
+    def resumed_rows(self, steps: list[StepMeasurement]) -> list[tuple[StepMeasurement, list[Any]]]:
+        """The merged steps a resumed group keeps, each rank's summary fed with its own."""
+        rows = []
+        for r, own in enumerate(self.rank_steps):
+            for s in own:
+                self._rank_summary(r).add(s)
+        for row in zip(*self.rank_steps, strict=False):
+            merged = merge_step(row)
+            self.merged_summary.add(merged)
+            rows.append((merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]))
+        return rows
 
     def group_step_times(self, own: list[StepMeasurement]) -> list[float]:
         """Per measured step the slowest rank's time: what the merged record reports (``merge_ranks``)."""
@@ -377,14 +410,25 @@ class DistributedParallel(Parallel):
                 if not self.rank_steps[0][i].is_warmup]
 
     def running_record(self, record: TrialRecord) -> TrialRecord | None:
-        """On rank 0, the merged record of the steps every rank has taken so far; None on the others."""
+        """On rank 0, the merged record of the steps every rank has taken so far, without the steps (they are
+        in the steps file: ``record_row``), from the running summaries; None on the others."""
         if self.rank != 0:
             return None
-        per_rank = [dataclasses.replace(record, steps=tuple(steps)) for steps in self.rank_steps]
+        self._rank_summary(0)
+        per_rank = [dataclasses.replace(record, steps=(), summary=summary.summary(),
+                                        peak_trial_memory_bytes=max(record.peak_trial_memory_bytes if r == 0 else 0,
+                                                                    summary.highest_memory_bytes))
+                    for r, summary in enumerate(self.rank_summaries)]
         ranks = [rank_result(rec, r, param_bytes=self.rank_sizes[r][0], trainable_param_bytes=self.rank_sizes[r][1],
                              optimizer_state_bytes=0, params_sha256="")
                  for r, rec in enumerate(per_rank)]
-        return merge_ranks(per_rank, ranks, self.info(self.launcher), record.saved_to)
+        merged = merge_ranks(per_rank, ranks, self.info(self.launcher), record.saved_to)
+        summary = self.merged_summary.summary()
+        stability = merged.stability
+        if stability is not None:
+            stability = dataclasses.replace(stability, measured_steps=summary.measured_steps if summary else 0,
+                                            half_width=summary.step_time_half_width if summary else None)
+        return dataclasses.replace(merged, summary=summary, stability=stability)
 
     # -- agreement ----------------------------------------------------------------------------------
 

@@ -87,7 +87,7 @@ from gpuwork.measure.record import (
     summarize,
 )
 from gpuwork.measure.recorder import DeviceMemory, Ranks, own_run_path, write_record
-from gpuwork.measure.stability import is_stable
+from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.measure.trial import environment
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
@@ -136,6 +136,7 @@ class _Recorder:
         self.sample_interval_s = options.memory_sample_interval_s
         self.source = source
         self.measurements: list[StepMeasurement] = []
+        self.times = RunningStepTimes()  # the measured steps' times, for until_stable at a constant cost per step
         self.saves: list[dict[str, Any]] = []
         self.evaluations_s: list[float] = []
         self.checkpoint: CheckpointResult | None = None
@@ -211,7 +212,7 @@ class _Recorder:
 
     @property
     def measured_count(self) -> int:
-        return sum(1 for m in self.measurements if not m.is_warmup)
+        return self.times.n
 
     def step_done(self) -> bool:
         """Whether the trial has measured enough: ``steps`` steps, or with ``until_stable`` an interval within
@@ -221,8 +222,7 @@ class _Recorder:
             return self.steps is not None and count >= self.steps
         if count < self.steps:
             return False
-        times = [m.step_time_s for m in self.measurements if not m.is_warmup]
-        self.converged = bool(self.agree(is_stable(times, self.until_stable)))
+        self.converged = bool(self.agree(self.times.is_stable(self.until_stable)))
         return self.converged or count >= self.max_steps
 
     def end_step(self, *, step_time_s: float, data_wait_s: float, loss: float, grad_norm: float = math.nan,
@@ -236,6 +236,8 @@ class _Recorder:
                             grad_norm=float(grad_norm), learning_rate=float(learning_rate),
                             padding_tokens=self.micro_padding, **fields)
         self.measurements.append(m)
+        if not m.is_warmup:
+            self.times.add(m.step_time_s, m.step)
         self.micro_tokens = self.micro_padding = 0
         self.unsent = not notify
         if notify and self.on_measure is not None:
@@ -365,7 +367,7 @@ def read_own_run(path: str | Path) -> dict[str, Any] | None:
     data = json.loads(Path(path).read_text())
     if isinstance(data.get(OWN_RUN_KEY), dict):
         return data[OWN_RUN_KEY]
-    record = TrialRecord.from_dict(data)
+    record = TrialRecord.from_json(Path(path))  # with its steps file
     if record.source == TrialRecord.source:
         return None
     evaluation = dict(record.evaluation or {})

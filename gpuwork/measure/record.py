@@ -8,8 +8,13 @@ and every reader (``compare``, ``gpuwork.measure.extrapolation``, ``gpuwork.meas
 - ``TrialRecord`` and its parts (``StepMeasurement``, ``TrialProtocol``, ``TrialEnvironment``,
   ``TrialSummary``, ``Stability``, ``CheckpointResult``, ``ParallelInfo``, ``RankResult``):
   frozen dataclasses, JSON round-trips with ``to_json`` / ``from_json``; older records (English
-  text in place of coded messages, the callback's ``own_run`` section) are read too.
-- ``summarize``: the measured steps' summary (median, p90, interval, data wait, peaks).
+  text in place of coded messages, the callback's ``own_run`` section, every step inside the JSON) are read
+  too. A record file keeps its steps beside it (``<run>.steps.jsonl``, one line a step, appended as measured:
+  ``steps_path``, ``step_line``, ``TrialRecord.on_disk``); ``from_json`` reads both, through
+  ``gpuwork.facts.reading``, and ``from_dict`` checks every number against a range with both ends and
+  escapes control characters in strings.
+- ``summarize`` / ``RunningSummary``: the measured steps' summary (median, p90, interval, data wait, peaks),
+  all at once or kept as steps come at a cost per step that does not grow.
 - ``compare``: rows for a side-by-side table of records.
 - ``merge_ranks`` / ``rank_result`` / ``rank_steps``: one record for a group of processes from each
   rank's record, and back.
@@ -23,22 +28,25 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwork.facts import reading
 from gpuwork.measure import records
 from gpuwork.measure.coded import all_from_json, from_json, to_json
 from gpuwork.measure.errors import TrialError
-from gpuwork.measure.stability import CONFIDENCE, step_time_stats
+from gpuwork.measure.stability import CONFIDENCE, RunningStepTimes
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
 SCHEMA_VERSION = 1  # bump when a record field changes meaning
 DATA_WAIT_THRESHOLD = 0.05  # data wait above this share of step time: "the device waits for data"
-# TrialRecord.status: "running" (rewritten after each step), "interrupted" (a signal ended it; resumable),
+STEPS_SUFFIX = ".steps.jsonl"  # <run>.json's steps, one JSON object a line, appended as they are measured
+# TrialRecord.status: "running" (its steps appended as they come), "interrupted" (a signal ended it; resumable),
 # "complete" (every step ran, or out of memory ended it: see fits)
 STATUS_RUNNING, STATUS_INTERRUPTED, STATUS_COMPLETE = "running", "interrupted", "complete"
 
@@ -275,6 +283,9 @@ class TrialRecord:
         ``verdict``, ``error``, ``substitutions``, ``message``) are read too (see ``gpuwork.measure.coded``)."""
         if not isinstance(data, dict):
             raise TrialError(msg("error.trial.record_not_object", kind=type(data).__name__))
+        data = _escaped(data)  # no control character of a record reaches a terminal raw
+        if data.get("steps_file") and data.get("steps") == [] and data.get("step_count"):
+            raise TrialError(msg("error.trial.record_steps_elsewhere", file=str(data["steps_file"])[:200]))
         if data.get("schema_version") != SCHEMA_VERSION:
             raise TrialError(msg("error.trial.record_schema", found=str(data.get("schema_version")),
                                  expected=SCHEMA_VERSION))
@@ -300,7 +311,9 @@ class TrialRecord:
         data["stability"] = _build(Stability, data["stability"]) if data.get("stability") else None
         data["ranks"] = tuple(_build(RankResult, {**r, "error": from_json(r.get("error"))})
                               for r in data.get("ranks") or ())
-        return _build(cls, data)
+        record = _build(cls, data)
+        _check_numbers(record)
+        return record
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The record as JSON text; also written to ``path`` when given, atomically (a temporary file renamed
@@ -313,9 +326,124 @@ class TrialRecord:
     @classmethod
     def from_json(cls, source: str | Path) -> TrialRecord:
         """A record from a JSON file (a ``Path``) or from JSON text (a ``str``: always parsed as text, never
-        opened as a path, so uploaded content such as "/dev/zero" cannot make gpuwork read a file)."""
-        text = source.read_text(encoding="utf-8") if isinstance(source, Path) else source
-        return cls.from_dict(json.loads(text))
+        opened as a path, so uploaded content such as "/dev/zero" cannot make gpuwork read a file).
+
+        A file is read through ``gpuwork.facts.reading`` (a regular file within ``reading.RECORD``'s size) with
+        its steps file beside it (``<name>.steps.jsonl``, see ``steps_path``), or the steps inside the JSON as
+        records were written before; its numbers are checked (``from_dict``). Any problem with a file is one
+        ``TrialError`` naming it. A running record whose steps file holds more steps than its summary counted
+        (the trial was killed between two summaries) gets its summary and peak recomputed from the steps."""
+        if not isinstance(source, Path):
+            return cls.from_dict(reading.parse_json(source, "(record text)"))
+        path = str(source)
+        try:
+            data = reading.load_json(source, reading.RECORD, missing=msg("error.trial.record_missing", path=path))
+        except reading.ReadError as exc:
+            raise TrialError(exc.msg) from None
+        except json.JSONDecodeError as exc:
+            raise TrialError(msg("error.trial.record_json", path=path, line=exc.lineno, detail=exc.msg)) from None
+        if not isinstance(data, dict):
+            raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(data).__name__, detail="-"))
+        counted = None
+        if data.get("steps_file"):
+            counted = data.get("step_count")
+            data = _with_steps_file(data, source)
+        try:
+            record = cls.from_dict(data)
+        except TrialError as exc:
+            raise TrialError(msg("error.trial.record_in", path=path,
+                                 error=exc.msg or msg("measure.text", text=str(exc)[:200]))) from None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(exc).__name__,
+                                 detail=_escape(str(exc)[:200]))) from None
+        if counted is not None and len(record.steps) > counted and record.status == STATUS_RUNNING:
+            kind = "GPU" if record.environment.device != "cpu" else "CPU"
+            record = dataclasses.replace(
+                record, summary=summarize(record.steps, kind),
+                peak_trial_memory_bytes=max([record.peak_trial_memory_bytes,
+                                             *(m.trial_memory_bytes for m in record.steps)]))
+        return record
+
+    def on_disk(self, steps_file: str, step_count: int) -> dict[str, Any]:
+        """The JSON of the record file whose steps are in ``steps_file`` (one line each, ``step_line``): the
+        record without its steps or the ranks' per-step figures, so writing it costs the same at any step."""
+        bare = dataclasses.replace(self, steps=(), ranks=tuple(
+            dataclasses.replace(r, losses=(), step_times_s=(), data_wait_s=()) for r in self.ranks))
+        return {**bare.as_dict(), "steps_file": steps_file, "step_count": step_count}
+
+
+def steps_path(record_path: str | Path) -> Path:
+    """The steps file of a record file: ``<name>.json`` -> ``<name>.steps.jsonl``, in the same folder."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + STEPS_SUFFIX)
+
+
+def step_line(m: StepMeasurement, ranks: Sequence[tuple[float, float, float]] | None = None) -> bytes:
+    """One line of a steps file: the step's fields, and for a group each rank's (loss, step time, data wait)."""
+    data: dict[str, Any] = {f.name: getattr(m, f.name) for f in dataclasses.fields(StepMeasurement)}
+    if ranks is not None:
+        data["ranks"] = [list(r) for r in ranks]
+    return (json.dumps(data, allow_nan=True, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def record_step_rows(record: TrialRecord) -> list[tuple[StepMeasurement, list[tuple[float, float, float]] | None]]:
+    """Each step of ``record`` with its ranks' (loss, step time, data wait), as ``step_line`` takes them."""
+    rows = []
+    for i, m in enumerate(record.steps):
+        ranks = None
+        if record.ranks and all(i < len(r.losses) for r in record.ranks):
+            ranks = [(r.losses[i], r.step_times_s[i], r.data_wait_s[i]) for r in record.ranks]
+        rows.append((m, ranks))
+    return rows
+
+
+def _with_steps_file(data: dict[str, Any], record_path: Path) -> dict[str, Any]:
+    """The record's data with the steps (and the ranks' per-step figures) read from its steps file.
+
+    Only a file name in the record's own folder is followed; a last line without its newline (a kill
+    mid-write) is left out; the file must hold at least the steps the record counted."""
+    name = data["steps_file"]
+    path = str(record_path)
+    if not isinstance(name, str) or Path(name).name != name or name in (".", ".."):
+        raise TrialError(msg("error.trial.record_steps_name", path=path, name=_escape(str(name)[:200])))
+    file = record_path.parent / name
+    try:
+        text = reading.read_text(file, reading.RECORD, missing=msg("error.trial.record_steps_missing",
+                                                                   path=path, steps=str(file)))
+    except reading.ReadError as exc:
+        raise TrialError(exc.msg) from None
+    lines = text.split("\n")
+    lines.pop()  # the part after the last newline: empty, or a line a kill cut short
+    steps, per_rank = [], []
+    for number, line in enumerate(lines, 1):
+        try:
+            item = reading.parse_json(line, file)
+        except json.JSONDecodeError as exc:
+            raise TrialError(msg("error.trial.record_steps_line", path=str(file), line=number,
+                                 detail=exc.msg)) from None
+        except reading.ReadError as exc:
+            raise TrialError(exc.msg) from None
+        if not isinstance(item, dict):
+            raise TrialError(msg("error.trial.record_steps_line", path=str(file), line=number,
+                                 detail=type(item).__name__))
+        per_rank.append(item.pop("ranks", None))
+        steps.append(item)
+    counted = data.get("step_count")
+    if isinstance(counted, int) and not isinstance(counted, bool) and len(steps) < counted:
+        raise TrialError(msg("error.trial.record_steps_short", path=str(file), found=len(steps), counted=counted))
+    data = {**data, "steps": steps}
+    ranks = data.get("ranks")
+    if isinstance(ranks, list) and ranks:
+        rebuilt = []
+        for r, rank in enumerate(ranks):
+            rows = [row[r] for row in per_rank if isinstance(row, list) and r < len(row)]
+            if not isinstance(rank, dict) or len(rows) != len(per_rank) or any(
+                    not isinstance(row, list) or len(row) != 3 for row in rows):
+                raise TrialError(msg("error.trial.record_steps_ranks", path=str(file), rank=r))
+            rebuilt.append({**rank, "losses": [row[0] for row in rows], "step_times_s": [row[1] for row in rows],
+                            "data_wait_s": [row[2] for row in rows]})
+        data["ranks"] = rebuilt
+    return data
 
 
 @dataclass(frozen=True)
@@ -370,6 +498,141 @@ def _own_run_fields(data: dict[str, Any]) -> dict[str, Any]:
             "evaluation": own.get("evaluation"), "saves": own.get("saves") or ()}
 
 
+# -- checking a record read from a file ---------------------------------------------------------------------
+
+# control characters (C0, DEL, C1) and the invisible format characters that reorder or hide text: a record's
+# strings are shown on terminals and pages, so each is replaced by its escape (\x1b, \u202e) when read
+_UNSAFE_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _escape(text: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNSAFE_CHARS.sub(one, text)
+
+
+def _escaped(value: Any) -> Any:
+    """``value`` with every string (and dict key) escaped (``_escape``); numbers and the rest as they are."""
+    if isinstance(value, str):
+        return _escape(value) if _UNSAFE_CHARS.search(value) else value
+    if isinstance(value, dict):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class _Range:
+    """The values a record's number may take: both ends inclusive; ``unit`` names the catalog's
+    ``recordunit.*`` entry; ``whole``: an integer; ``nonfinite``: NaN / +-inf also (a loss that diverged)."""
+
+    low: float
+    high: float
+    unit: str
+    whole: bool = False
+    nonfinite: bool = False
+    infinite: bool = False  # +inf also (tokens/s of a step timed at 0 s)
+
+
+_DAY_S = 86_400
+_SECONDS = _Range(0.0, 100 * _DAY_S, "s")  # a step, a save, a whole trial: at most 100 days
+_BYTES = _Range(0, 2 ** 53, "bytes", whole=True)  # memory, files: at most 8 PiB
+_TOKENS = _Range(0, 10 ** 12, "tokens", whole=True)
+_RATE = _Range(0.0, 1e12, "tokens_s", infinite=True)
+_SHARE = _Range(0.0, 1.0 + 1e-9, "share")  # a fraction (a sum of parts of a step may round above 1 by an ulp)
+_LOSS = _Range(-1e12, 1e12, "loss", nonfinite=True)
+_COUNT = _Range(0, 10 ** 9, "count", whole=True)
+_POSITIVE = _Range(1, 10 ** 9, "count", whole=True)
+_PROCESSES = _Range(0, 10 ** 6, "count", whole=True)
+_ANY = _Range(-1e18, 1e18, "number")  # a number in a free-form section (dataset, plan, evaluation): finite
+
+_FIELD_RANGES: dict[str, _Range] = {
+    # a step
+    "step": _POSITIVE, "step_time_s": _SECONDS, "data_wait_s": _SECONDS, "tokens": _TOKENS, "tokens_per_s": _RATE,
+    "grad_norm": _Range(0.0, 1e12, "number", nonfinite=True), "loss": _LOSS,
+    "learning_rate": _Range(0.0, 1e3, "number", nonfinite=True), "trial_memory_bytes": _BYTES,
+    "cuda_peak_allocated_bytes": _BYTES, "cuda_peak_reserved_bytes": _BYTES, "rss_peak_bytes": _BYTES,
+    "rss_after_step_bytes": _BYTES, "device_total_bytes": _BYTES, "padding_tokens": _TOKENS,
+    # the protocol, the machine
+    "steps": _POSITIVE, "warmup": _COUNT, "micro_batch": _POSITIVE, "grad_accum": _POSITIVE,
+    "seq_len": _POSITIVE, "tokens_per_step": _TOKENS, "seed": _Range(-(2 ** 63), 2 ** 64, "number", whole=True),
+    "max_grad_norm": _Range(0.0, 1e12, "number"), "params_total": _Range(0, 10 ** 14, "count", whole=True),
+    "params_trainable": _Range(0, 10 ** 14, "count", whole=True), "loader_workers": _Range(0, 1024, "count", whole=True),
+    "memory_cap_bytes": _BYTES, "cpu_logical_cores": _PROCESSES, "torch_threads": _PROCESSES,
+    "ram_total_bytes": _BYTES, "cudnn_version": _COUNT, "gpu_count": _PROCESSES,
+    # the summary, stability
+    "measured_steps": _COUNT, "median_step_time_s": _SECONDS, "p90_step_time_s": _SECONDS,
+    "mean_step_time_s": _SECONDS, "min_step_time_s": _SECONDS, "mean_data_wait_s": _SECONDS,
+    "data_wait_fraction": _SHARE, "first_loss": _LOSS, "last_loss": _LOSS, "peak_trial_memory_bytes": _BYTES,
+    "warmup_mean_step_time_s": _SECONDS, "step_time_low_s": _SECONDS, "step_time_high_s": _SECONDS,
+    "step_time_coverage": _SHARE, "step_time_half_width": _Range(0.0, 1e6, "share", infinite=True),
+    "step_time_confidence": _SHARE, "drift_per_100_steps": _Range(-1e6, 1e6, "share"),
+    "tolerance": _SHARE, "confidence": _SHARE, "min_steps": _COUNT, "max_steps": _COUNT,
+    "half_width": _Range(0.0, 1e6, "share", infinite=True),
+    # the checkpoint, the record, the ranks
+    "bytes_on_disk": _BYTES, "save_s": _SECONDS, "rebuild_s": _SECONDS, "restore_s": _SECONDS,
+    "tensors_checked": _COUNT, "uninterrupted_losses": _LOSS, "resumed_losses": _LOSS,
+    "max_abs_loss_diff": _Range(0.0, 1e12, "loss", nonfinite=True), "loss_rtol": _SHARE, "files": _BYTES,
+    "duration_s": _SECONDS, "schema_version": _POSITIVE, "world_size": _Range(1, 10 ** 6, "count", whole=True),
+    "rank": _PROCESSES, "losses": _LOSS, "step_times_s": _SECONDS, "param_bytes": _BYTES,
+    "trainable_param_bytes": _BYTES, "optimizer_state_bytes": _BYTES,
+}
+
+
+def _out_of_range(where: str, value: Any, bounds: _Range) -> TrialError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    code = "error.trial.record_whole" if bounds.whole and not isinstance(value, int) else "error.trial.record_value"
+    return TrialError(msg(code, field=where, value=shown, low=f"{bounds.low:g}", high=f"{bounds.high:g}",
+                          unit=bounds.unit))
+
+
+def _check_value(where: str, value: Any, bounds: _Range) -> None:
+    """One number of a record against its range (a list, tuple or dict of them: each)."""
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_value(f"{where}.{key}", item, bounds)
+        return
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_value(f"{where}[{i}]", item, bounds)
+        return
+    if dataclasses.is_dataclass(value) or isinstance(value, Msg):
+        return
+    if not isinstance(value, (int, float)):
+        return
+    if bounds.whole and not isinstance(value, int):
+        raise _out_of_range(where, value, bounds)
+    if isinstance(value, float) and not math.isfinite(value):
+        if bounds.nonfinite or (bounds.infinite and value == math.inf):
+            return
+        raise _out_of_range(where, value, bounds)
+    if not bounds.low <= value <= bounds.high:
+        raise _out_of_range(where, value, bounds)
+
+
+def _check_numbers(item: Any, where: str = "") -> None:
+    """Every number of a record within its range (``_FIELD_RANGES``; free-form sections: finite and below
+    1e18), else a TrialError naming the field (``steps[12].step_time_s``), its value and the range."""
+    for f in dataclasses.fields(item):
+        value = getattr(item, f.name)
+        name = f"{where}.{f.name}" if where else f.name
+        if isinstance(value, Msg) or (isinstance(value, tuple) and value and isinstance(value[0], Msg)):
+            continue  # coded messages: their numbers are the runner's own wording, checked by the catalog
+        if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            for i, part in enumerate(value):
+                _check_numbers(part, f"{name}[{i}]")
+        elif dataclasses.is_dataclass(value):
+            _check_numbers(value, name)
+        else:
+            _check_value(name, value, _FIELD_RANGES.get(f.name, _ANY))
+
+
 def _build(cls: type, data: dict[str, Any]) -> Any:
     names = {f.name for f in dataclasses.fields(cls)}
     values = {k: v for k, v in data.items() if k in names}
@@ -382,57 +645,106 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
 # -- summaries (pure) ------------------------------------------------------------------------------------
 
 
+class RunningSummary:
+    """``summarize`` kept as the steps come: ``add`` costs the same at step 10 and step 100,000.
+
+    Sums, extremes, the first and last loss and the peaks are running values; the median, p90, interval and
+    drift come from ``gpuwork.measure.stability.RunningStepTimes``. ``summary()`` is what ``summarize`` gives
+    for the same steps (``summarize`` is this, fed all at once).
+    """
+
+    def __init__(self, device_kind: str = "GPU"):
+        self.device_kind = device_kind
+        self.times = RunningStepTimes()
+        self.count = 0
+        self._time_sum = self._wait_sum = 0.0
+        self._tokens_sum = 0
+        self._first_loss = self._last_loss = math.nan
+        self._finite = True
+        self._peak_trial = 0
+        self._peaks: dict[str, int | None] = dict.fromkeys(_PEAK_FIELDS)
+        self._warm_count = 0
+        self._warm_sum = 0.0
+        self.highest_memory_bytes = 0  # over every step, warm-up included
+
+    def add(self, m: StepMeasurement) -> None:
+        self.highest_memory_bytes = max(self.highest_memory_bytes, m.trial_memory_bytes)
+        if m.is_warmup:
+            self._warm_count += 1
+            self._warm_sum += m.step_time_s
+            return
+        if not self.count:
+            self._first_loss = m.loss
+        self.count += 1
+        self.times.add(m.step_time_s, m.step)
+        self._time_sum += m.step_time_s
+        self._wait_sum += m.data_wait_s
+        self._tokens_sum += m.tokens
+        self._last_loss = m.loss
+        self._finite = self._finite and math.isfinite(m.loss)
+        self._peak_trial = max(self._peak_trial, m.trial_memory_bytes) if self.count > 1 else m.trial_memory_bytes
+        for name in _PEAK_FIELDS:
+            value = getattr(m, name)
+            if value is not None:
+                old = self._peaks[name]
+                self._peaks[name] = value if old is None else max(old, value)
+
+    def summary(self) -> TrialSummary | None:
+        """The measured steps' summary so far; None before the first measured step."""
+        if not self.count:
+            return None
+        n, ordered = self.count, self.times.sorted
+        stats = self.times.stats()
+        median = stats.median_s
+        mean_time = self._time_sum / n
+        wait = self._wait_sum / n
+        fraction = wait / mean_time if mean_time > 0 else 0.0
+        data_bound = fraction > DATA_WAIT_THRESHOLD
+        if data_bound:
+            verdict = msg("trial.data_wait.bound", device=self.device_kind, share=fraction,
+                          threshold=DATA_WAIT_THRESHOLD)
+        else:
+            verdict = msg("trial.data_wait.keeps_up", share=fraction)
+        tokens = round(self._tokens_sum / n)  # batches of a user's run vary in real tokens
+        return TrialSummary(
+            measured_steps=n,
+            median_step_time_s=median,
+            p90_step_time_s=_percentile(ordered, 0.9),
+            mean_step_time_s=mean_time,
+            min_step_time_s=ordered[0],
+            tokens_per_step=tokens,
+            tokens_per_s=tokens / median if median > 0 else math.inf,
+            mean_data_wait_s=wait,
+            data_wait_fraction=fraction,
+            data_bound=data_bound,
+            verdict=verdict,
+            first_loss=self._first_loss,
+            last_loss=self._last_loss,
+            losses_finite=self._finite,
+            peak_trial_memory_bytes=self._peak_trial,
+            cuda_peak_allocated_bytes=self._peaks["cuda_peak_allocated_bytes"],
+            cuda_peak_reserved_bytes=self._peaks["cuda_peak_reserved_bytes"],
+            rss_peak_bytes=self._peaks["rss_peak_bytes"],
+            warmup_mean_step_time_s=self._warm_sum / self._warm_count if self._warm_count else None,
+            step_time_low_s=stats.low_s,
+            step_time_high_s=stats.high_s,
+            step_time_coverage=stats.coverage,
+            step_time_half_width=stats.half_width,
+            step_time_confidence=stats.confidence,
+            step_time_interval_method=stats.method,
+            drift_per_100_steps=stats.drift_per_100_steps,
+        )
+
+
+_PEAK_FIELDS = ("cuda_peak_allocated_bytes", "cuda_peak_reserved_bytes", "rss_peak_bytes")
+
+
 def summarize(steps: Sequence[StepMeasurement], device_kind: str = "GPU") -> TrialSummary | None:
-    """Summary of the measured (non-warm-up) steps; None when there are none. Pure."""
-    measured = [s for s in steps if not s.is_warmup]
-    if not measured:
-        return None
-    times = sorted(s.step_time_s for s in measured)
-    median = statistics.median(times)
-    mean_time = statistics.fmean(times)
-    wait = statistics.fmean(s.data_wait_s for s in measured)
-    fraction = wait / mean_time if mean_time > 0 else 0.0
-    data_bound = fraction > DATA_WAIT_THRESHOLD
-    if data_bound:
-        verdict = msg("trial.data_wait.bound", device=device_kind, share=fraction, threshold=DATA_WAIT_THRESHOLD)
-    else:
-        verdict = msg("trial.data_wait.keeps_up", share=fraction)
-    warm = [s.step_time_s for s in steps if s.is_warmup]
-    tokens = round(statistics.fmean(s.tokens for s in measured))  # batches of a user's run vary in real tokens
-    stats = step_time_stats([s.step_time_s for s in measured], [s.step for s in measured])
-
-    def peak(name: str) -> int | None:
-        values = [getattr(s, name) for s in measured if getattr(s, name) is not None]
-        return max(values) if values else None
-
-    return TrialSummary(
-        measured_steps=len(measured),
-        median_step_time_s=median,
-        p90_step_time_s=_percentile(times, 0.9),
-        mean_step_time_s=mean_time,
-        min_step_time_s=times[0],
-        tokens_per_step=tokens,
-        tokens_per_s=tokens / median if median > 0 else math.inf,
-        mean_data_wait_s=wait,
-        data_wait_fraction=fraction,
-        data_bound=data_bound,
-        verdict=verdict,
-        first_loss=measured[0].loss,
-        last_loss=measured[-1].loss,
-        losses_finite=all(math.isfinite(s.loss) for s in measured),
-        peak_trial_memory_bytes=max(s.trial_memory_bytes for s in measured),
-        cuda_peak_allocated_bytes=peak("cuda_peak_allocated_bytes"),
-        cuda_peak_reserved_bytes=peak("cuda_peak_reserved_bytes"),
-        rss_peak_bytes=peak("rss_peak_bytes"),
-        warmup_mean_step_time_s=statistics.fmean(warm) if warm else None,
-        step_time_low_s=stats.low_s,
-        step_time_high_s=stats.high_s,
-        step_time_coverage=stats.coverage,
-        step_time_half_width=stats.half_width,
-        step_time_confidence=stats.confidence,
-        step_time_interval_method=stats.method,
-        drift_per_100_steps=stats.drift_per_100_steps,
-    )
+    """Summary of the measured (non-warm-up) steps; None when there are none. Pure (``RunningSummary``)."""
+    running = RunningSummary(device_kind)
+    for m in steps:
+        running.add(m)
+    return running.summary()
 
 
 def _percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -584,22 +896,7 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
         raise TrialError(msg("error.trial.merge_ranks"))
     first = records[0]
     count = min(len(r.steps) for r in records)
-    steps: list[StepMeasurement] = []
-    for i in range(count):
-        row = [r.steps[i] for r in records]
-        time_s = max(m.step_time_s for m in row)
-        tokens = sum(m.tokens for m in row)
-        steps.append(StepMeasurement(
-            step=row[0].step, is_warmup=row[0].is_warmup, loss=statistics.fmean(m.loss for m in row),
-            step_time_s=time_s, data_wait_s=max(m.data_wait_s for m in row), tokens=tokens,
-            tokens_per_s=tokens / time_s if time_s > 0 else math.inf, grad_norm=row[0].grad_norm,
-            learning_rate=row[0].learning_rate, trial_memory_bytes=max(m.trial_memory_bytes for m in row),
-            cuda_peak_allocated_bytes=_max_or_none(m.cuda_peak_allocated_bytes for m in row),
-            cuda_peak_reserved_bytes=_max_or_none(m.cuda_peak_reserved_bytes for m in row),
-            rss_peak_bytes=_max_or_none(m.rss_peak_bytes for m in row),
-            rss_after_step_bytes=_max_or_none(m.rss_after_step_bytes for m in row),
-            device_total_bytes=_max_or_none(m.device_total_bytes for m in row),
-            padding_tokens=_sum_or_none(m.padding_tokens for m in row)))
+    steps = [merge_step([r.steps[i] for r in records]) for i in range(count)]
     protocol = dataclasses.replace(first.protocol, tokens_per_step=sum(r.protocol.tokens_per_step for r in records))
     checkpoint = first.checkpoint
     if checkpoint is not None:
@@ -635,6 +932,23 @@ def merge_ranks(records: Sequence[TrialRecord], ranks: Sequence[RankResult], par
         write_error=first.write_error)
 
 
+def merge_step(row: Sequence[StepMeasurement]) -> StepMeasurement:
+    """One step of a group from each rank's measurement of it (rank order), as ``merge_ranks`` merges steps."""
+    time_s = max(m.step_time_s for m in row)
+    tokens = sum(m.tokens for m in row)
+    return StepMeasurement(
+        step=row[0].step, is_warmup=row[0].is_warmup, loss=statistics.fmean(m.loss for m in row),
+        step_time_s=time_s, data_wait_s=max(m.data_wait_s for m in row), tokens=tokens,
+        tokens_per_s=tokens / time_s if time_s > 0 else math.inf, grad_norm=row[0].grad_norm,
+        learning_rate=row[0].learning_rate, trial_memory_bytes=max(m.trial_memory_bytes for m in row),
+        cuda_peak_allocated_bytes=_max_or_none(m.cuda_peak_allocated_bytes for m in row),
+        cuda_peak_reserved_bytes=_max_or_none(m.cuda_peak_reserved_bytes for m in row),
+        rss_peak_bytes=_max_or_none(m.rss_peak_bytes for m in row),
+        rss_after_step_bytes=_max_or_none(m.rss_after_step_bytes for m in row),
+        device_total_bytes=_max_or_none(m.device_total_bytes for m in row),
+        padding_tokens=_sum_or_none(m.padding_tokens for m in row))
+
+
 def _unranked(message: Msg) -> Msg:
     """A rank's checkpoint message without its "rank N:" wrapper (the merged record speaks for all ranks)."""
     return message["what"] if message.code == "checkpoint.on_rank" else message
@@ -646,9 +960,11 @@ __all__ = [
     "STATUS_COMPLETE",
     "STATUS_INTERRUPTED",
     "STATUS_RUNNING",
+    "STEPS_SUFFIX",
     "CheckpointResult",
     "ParallelInfo",
     "RankResult",
+    "RunningSummary",
     "Stability",
     "StepMeasurement",
     "TrialEnvironment",
@@ -658,7 +974,11 @@ __all__ = [
     "TrialSummary",
     "compare",
     "merge_ranks",
+    "merge_step",
     "rank_result",
     "rank_steps",
+    "record_step_rows",
+    "step_line",
+    "steps_path",
     "summarize",
 ]

@@ -11,7 +11,10 @@ each rank of a torchrun group; ``gpuwork.measure.hf``: a user's Trainer or loop)
   ``gather`` every rank's value on every rank; in one process both give the value back.
 - Run names: ``run_id`` (gpuwork's trials: ``records.reserve_run_id``, unique by a random part) and
   ``own_run_path`` (a user's run: ``trial-<model>-<method>-<UTC time>[-N].json``, the first free name).
-- ``write_record``: a record's JSON, written atomically (``records.write_text``: a reader never sees half).
+- ``write_record``: a whole record, its steps file and JSON each written atomically (``records.write_text``:
+  a reader never sees half); ``RecordFile``: a running trial's record, each step appended as one line and
+  the JSON rewritten at most every SUMMARY_INTERVAL_S seconds, so a step costs the same at step 10 and
+  step 100,000 and a killed trial keeps every finished step.
 
 Limitations: a CPU peak shorter than the sampling interval can be missed, and memory the allocator keeps
 is counted (RSS); the CUDA device total is read after the step (the driver keeps no peak).
@@ -19,7 +22,11 @@ is counted (RSS); the CUDA device total is read after the step (the driver keeps
 
 from __future__ import annotations
 
+import json
+import os
 import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,8 +38,10 @@ from gpuwork.units import MIB
 if TYPE_CHECKING:
     import torch
 
-    from gpuwork.measure.record import TrialRecord
+    from gpuwork.measure.record import StepMeasurement, TrialRecord
 
+# a running record's JSON (summary, status) is rewritten at most this often; each step is appended as it ends
+SUMMARY_INTERVAL_S = 5.0
 RSS_SAMPLE_INTERVAL_S = 0.02  # CPU memory sampler period: 5 ms cost ~5% of a 100 ms step (benchmarks/trial_overhead.py)
 
 
@@ -233,10 +242,88 @@ def own_run_path(folder: Path, model: str, method: str, created: datetime) -> Pa
 
 
 def write_record(record: TrialRecord, path: str | Path) -> Path:
-    """Write the record's JSON atomically (a reader never sees half a file); RecordWriteError names the folder."""
+    """Write a whole record: its steps file (``<name>.steps.jsonl``) and then the record JSON, each atomically
+    (a reader never sees half a file); RecordWriteError names the folder. Costs one pass over the steps: for a
+    record written once (the end of a run, a merged group); a running trial appends with ``RecordFile``."""
+    from gpuwork.measure.record import record_step_rows, step_line, steps_path
+
     path = Path(path)
-    records.write_text(path, record.to_json())
+    lines = steps_path(path)
+    records.write_bytes(lines, b"".join(step_line(m, ranks) for m, ranks in record_step_rows(record)))
+    records.write_text(path, _record_text(record, lines.name, len(record.steps)))
     return path
 
 
-__all__ = ["RSS_SAMPLE_INTERVAL_S", "DeviceMemory", "Ranks", "RssSampler", "own_run_path", "run_id", "write_record"]
+def _record_text(record: TrialRecord, steps_file: str, count: int) -> str:
+    return json.dumps(record.on_disk(steps_file, count), indent=1, allow_nan=True) + "\n"
+
+
+class RecordFile:
+    """A running trial's record on disk, at a cost per step that does not grow with the step count.
+
+    Each step is appended to the steps file as one line (``append``: ``records.append_bytes``, kept by a
+    SIGKILL); the record JSON (protocol, summary, status, no steps) is rewritten atomically by ``write``,
+    which the runner calls when ``due()`` (at most every ``interval_s`` seconds) and at the end. A reader
+    takes the steps file's whole lines, so a record killed between two writes still holds every finished
+    step (``TrialRecord.from_json`` recomputes its summary). ``bytes_written`` counts what went to disk.
+    """
+
+    def __init__(self, path: str | Path, *, interval_s: float | None = None,
+                 clock: Callable[[], float] = time.monotonic):
+        from gpuwork.measure.record import steps_path
+
+        self.path = Path(path)
+        self.steps_path = steps_path(self.path)
+        self.interval_s = SUMMARY_INTERVAL_S if interval_s is None else interval_s
+        self.clock = clock
+        self.count = 0  # lines in the steps file
+        self.bytes_written = 0
+        self._fd: int | None = None
+        self._started = False
+        self._last: float | None = None
+
+    def start(self, rows: Iterable[tuple[StepMeasurement, Sequence[tuple[float, float, float]] | None]] = ()) -> None:
+        """Create the steps file, with the steps a resumed trial keeps (``rows``: step, ranks' figures)."""
+        self._fd = records.open_append(self.steps_path)
+        self._started = True
+        data = b"".join(self._line(m, ranks) for m, ranks in rows)
+        if data:
+            records.append_bytes(self._fd, self.steps_path, data)
+            self.bytes_written += len(data)
+
+    def _line(self, m: StepMeasurement, ranks: Sequence[tuple[float, float, float]] | None) -> bytes:
+        from gpuwork.measure.record import step_line
+
+        self.count += 1
+        return step_line(m, ranks)
+
+    def append(self, m: StepMeasurement, ranks: Sequence[tuple[float, float, float]] | None = None) -> None:
+        """One finished step at the end of the steps file (RecordWriteError when the disk refuses it)."""
+        if not self._started:
+            self.start()
+        if self._fd is None:  # closed: the trial has ended
+            return
+        line = self._line(m, ranks)
+        records.append_bytes(self._fd, self.steps_path, line)
+        self.bytes_written += len(line)
+
+    def due(self) -> bool:
+        """Whether ``interval_s`` has passed since the record JSON was last written."""
+        return self._last is None or self.clock() - self._last >= self.interval_s
+
+    def write(self, record: TrialRecord) -> None:
+        """The record JSON, its steps counted as those appended so far (``record.steps`` are not written)."""
+        text = _record_text(record, self.steps_path.name, self.count)
+        records.write_text(self.path, text)
+        self.bytes_written += len(text.encode("utf-8"))
+        self._last = self.clock()
+
+    def close(self) -> None:
+        """Close the steps file (``write`` may still rewrite the record JSON)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+__all__ = ["RSS_SAMPLE_INTERVAL_S", "SUMMARY_INTERVAL_S", "DeviceMemory", "Ranks", "RecordFile", "RssSampler",
+           "own_run_path", "run_id", "write_record"]

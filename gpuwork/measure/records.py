@@ -1,6 +1,8 @@
 """Files a trial leaves: run ids that never collide, atomic writes, and a clear message when a write fails.
 
-Every file a trial writes (the record JSON, each checkpoint file) goes through ``write_file``: the bytes
+A record's steps file grows by one line a step (``open_append`` / ``append_bytes``: one ``write`` call on a
+descriptor opened with ``O_APPEND``, so a killed trial keeps every finished step). Every other file a trial
+writes (the record JSON, each checkpoint file) goes through ``write_file``: the bytes
 go to a temporary name in the same folder, are flushed to the disk (``fsync``) and then renamed over the
 target with ``os.replace``, so a reader sees the old file or the new one, never a truncated one. A
 checkpoint is written whole into a hidden temporary folder and then moved into place
@@ -121,6 +123,28 @@ def save_safetensors(tensors: dict[str, Any], path: Path, metadata: dict[str, st
     write_bytes(path, save(tensors, metadata=metadata))
 
 
+def open_append(path: Path) -> int:
+    """A new (emptied) file at ``path`` opened for appending: the descriptor ``append_bytes`` writes to."""
+    path = Path(path)
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | getattr(os, "O_BINARY", 0), 0o644)
+    except OSError as exc:
+        raise write_error(exc, path) from None
+
+
+def append_bytes(fd: int, path: Path, data: bytes) -> None:
+    """``data`` at the end of the file open as ``fd`` (``path``: for the message): one ``write`` call as a rule,
+    straight to the operating system, so a kill of this process (SIGKILL) keeps every byte written before it.
+    Not fsynced: a power loss may take the last lines (a reader drops a line cut short). The seam for disk
+    faults of appended files, as ``write_file`` is for whole ones."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as exc:
+        raise write_error(exc, Path(path)) from None
+
+
 def _sync_folder(folder: Path) -> None:
     """Flush a folder's entries (a rename) to the disk where the platform allows it."""
     if not hasattr(os, "O_DIRECTORY"):
@@ -210,8 +234,10 @@ def reserve_run_id(folder: Path, model: str, method: str, created: datetime) -> 
 
 __all__ = [
     "RecordWriteError",
+    "append_bytes",
     "folder_error",
     "new_run_id",
+    "open_append",
     "previous_folder",
     "remove_leftovers",
     "replace_folder",

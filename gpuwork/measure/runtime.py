@@ -126,6 +126,15 @@ class Parallel:
         writes)."""
         return record
 
+    def record_row(self, m: Any) -> tuple[Any, Any]:
+        """The step just shared as the record holds it, and each rank's (loss, step time, data wait) for its
+        steps file (one process: the step itself, None)."""
+        return m, None
+
+    def resumed_rows(self, steps: list[Any]) -> list[tuple[Any, Any]]:
+        """``record_row`` for each step a resumed trial keeps (``steps``: this process's own)."""
+        return [(m, None) for m in steps]
+
 
 ONE_PROCESS = Parallel()
 

@@ -112,5 +112,91 @@ def is_stable(times: Sequence[float], tolerance: float, confidence: float = CONF
     return stats is not None and stats.half_width is not None and stats.half_width <= tolerance
 
 
-__all__ = ["CONFIDENCE", "DEFAULT_TOLERANCE", "METHOD", "StepTimeStats", "drift_per_100_steps", "is_stable",
-           "median_interval", "step_time_stats"]
+
+
+class RunningStepTimes:
+    """``step_time_stats`` kept as the steps come, at a cost per step that does not grow with the step count.
+
+    The times are kept sorted (``bisect.insort``: a binary search and one C-level move of the list, some
+    microseconds at 100,000 steps); the interval's order-statistic rank ``k`` moves by at most one per step,
+    and the binomial tail ``P(B <= k-1)`` it needs follows from the previous one by the recurrences
+    ``F(n+1, j) = F(n, j) - p(n, j) / 2`` and ``p(n+1, j) = p(n, j) (n+1) / (2 (n+1-j))``, so no sum over ``n``
+    is redone; the drift is a least-squares slope from running means and co-moments (Welford's update).
+    ``stats()`` equals ``step_time_stats`` of the same times (tests/test_record_bookkeeping.py checks it).
+    """
+
+    def __init__(self, confidence: float = CONFIDENCE):
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be between 0 and 1, not {confidence!r}")
+        self.confidence = confidence
+        self._tail = (1 - confidence) / 2
+        self.sorted: list[float] = []
+        self.n = 0
+        self._k = 0  # the interval's rank: x(k), x(n+1-k); 0: no interval yet
+        self._pmf = 1.0  # p(n, k) = C(n, k) / 2^n (n = 0: p(0, 0) = 1)
+        self._cdf = 1.0  # F(n, k) = P(B <= k)
+        self._mean_x = self._mean_y = self._sxx = self._sxy = 0.0
+        self._steps_distinct = False
+        self._first_step: int | None = None
+
+    def add(self, time_s: float, step: int | None = None) -> None:
+        """One more measured step's time (``step``: its number, default the count so far + 1)."""
+        import bisect
+
+        step = self.n + 1 if step is None else step
+        bisect.insort(self.sorted, time_s)
+        # binomial tail at rank k from n to n + 1 trials
+        n, k = self.n, self._k
+        self._cdf -= self._pmf / 2
+        self._pmf = self._pmf * (n + 1) / (2 * (n + 1 - k))
+        self.n = n = n + 1
+        # x(k+1) keeps the tail within bounds when F(n, k) <= tail (``median_interval``'s loop, one step at a time)
+        while self._k + 1 <= n // 2 and self._cdf <= self._tail:
+            k = self._k
+            self._pmf = self._pmf * (n - k) / (k + 1)
+            self._cdf += self._pmf
+            self._k = k + 1
+        dx = step - self._mean_x
+        self._mean_x += dx / n
+        self._mean_y += (time_s - self._mean_y) / n
+        self._sxx += dx * (step - self._mean_x)
+        self._sxy += dx * (time_s - self._mean_y)
+        if self._first_step is None:
+            self._first_step = step
+        elif step != self._first_step:
+            self._steps_distinct = True
+
+    def stats(self) -> StepTimeStats | None:
+        """The figures ``step_time_stats`` gives for the times added so far; None before the first."""
+        if not self.n:
+            return None
+        n, k, ordered = self.n, self._k, self.sorted
+        median = _sorted_median(ordered)
+        low = high = coverage = half = None
+        if k:
+            low, high = ordered[k - 1], ordered[n - k]
+            coverage = 1 - 2 * self._cdf_below_k()
+            half = max(median - low, high - median) / median if median > 0 else math.inf
+        drift = None
+        if n >= 2 and self._steps_distinct and median > 0 and self._sxx > 0:
+            drift = self._sxy / self._sxx * 100 / median
+        return StepTimeStats(steps=n, median_s=median, low_s=low, high_s=high, coverage=coverage, half_width=half,
+                             drift_per_100_steps=drift, confidence=self.confidence)
+
+    def _cdf_below_k(self) -> float:
+        """F(n, k-1) = F(n, k) - p(n, k)."""
+        return self._cdf - self._pmf
+
+    def is_stable(self, tolerance: float) -> bool:
+        """``is_stable`` of the times added so far."""
+        stats = self.stats()
+        return stats is not None and stats.half_width is not None and stats.half_width <= tolerance
+
+
+def _sorted_median(ordered: Sequence[float]) -> float:
+    n = len(ordered)
+    mid = n // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+__all__ = ["CONFIDENCE", "DEFAULT_TOLERANCE", "METHOD", "RunningStepTimes", "StepTimeStats", "drift_per_100_steps",
+           "is_stable", "median_interval", "step_time_stats"]

@@ -87,6 +87,7 @@ from gpuwork.measure.record import (
     CheckpointResult,
     ParallelInfo,
     RankResult,
+    RunningSummary,
     Stability,
     StepMeasurement,
     TrialEnvironment,
@@ -96,7 +97,7 @@ from gpuwork.measure.record import (
     compare,
     summarize,
 )
-from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, run_id, write_record
+from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S, DeviceMemory, RecordFile, run_id
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
     ONE_PROCESS,
@@ -115,7 +116,7 @@ from gpuwork.measure.runtime import (
     set_rng_state,
     train_step,
 )
-from gpuwork.measure.stability import is_stable
+from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
 
@@ -330,13 +331,25 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
     temp = contextlib.ExitStack()
     params_total = params_trainable = 0
     status = STATUS_RUNNING
-    # the record is rewritten after each step by the process that writes (rank 0 writes the merged one)
+    # each step is appended to the record's steps file and its JSON rewritten at a bounded rate by the process
+    # that writes (rank 0 writes the merged one): the bookkeeping of a step does not grow with the step count
     flushing = json_path is not None and parallel.rank == 0
+    writer = RecordFile(json_path) if flushing else None
+    if writer is not None:
+        temp.callback(writer.close)
     last_step = o.last_step
     converged = False
+    own = RunningSummary("GPU" if dev.type == "cuda" else "CPU")  # this process's steps: its record's summary
+    judged = RunningStepTimes()  # the measured steps' times as the record reports them: what until_stable judges
+    for m in measurements:
+        own.add(m)
+    resumed_rows = parallel.resumed_rows(measurements)
+    for m, _ in resumed_rows:
+        if not m.is_warmup:
+            judged.add(m.step_time_s, m.step)
 
-    def make_record(state: str) -> TrialRecord:
-        peak = max([memory.highest_bytes if memory else 0] + [s.trial_memory_bytes for s in measurements])
+    def make_record(state: str, *, with_steps: bool = True) -> TrialRecord:
+        peak = max(memory.highest_bytes if memory else 0, own.highest_memory_bytes)
         protocol = TrialProtocol(
             model=model_name, method=plan.method.value, task=task.value, steps=steps, warmup=warmup,
             micro_batch=plan.batch_size, grad_accum=plan.grad_accum, seq_len=plan.seq_len,
@@ -351,14 +364,15 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
             tokenizer=text.tokenizer.as_dict(), loader_workers=loader_workers, memory_cap_bytes=memory_cap_bytes,
             substitutions=tuple(setup.substitutions), plan=plan.as_dict(),
         )
-        summary = summarize(measurements, "GPU" if dev.type == "cuda" else "CPU")
+        summary = own.summary()
         stability = None
         if until_stable is not None:
             stability = Stability.judged(summary, tolerance=until_stable, min_steps=steps, max_steps=max_steps,
                                          converged=converged)
         return TrialRecord(
             protocol=protocol, environment=trial_env, summary=summary, stability=stability,
-            steps=tuple(measurements), checkpoint=checkpoint_result, fits=error is None, error=error,
+            steps=tuple(measurements) if with_steps else (), checkpoint=checkpoint_result, fits=error is None,
+            error=error,
             peak_trial_memory_bytes=peak, created_utc=created.isoformat(timespec="seconds"),
             duration_s=clock() - started, notes=tuple(dict.fromkeys(notes)),
             saved_to=str(json_path) if json_path is not None and write_failure is None else None,
@@ -366,15 +380,17 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
             stop_signal=stop.signal_name if state == STATUS_INTERRUPTED else None, write_error=write_failure,
         )
 
-    def flush() -> None:
-        """The record as measured so far, replacing the previous one atomically."""
+    def flush(row: StepMeasurement, ranks: Any) -> None:
+        """The step just taken at the end of the steps file; the record JSON rewritten when it is due."""
         nonlocal write_failure, flushing
         if not flushing:
             return
         try:
-            record = parallel.running_record(make_record(STATUS_RUNNING))
-            if record is not None:
-                write_record(record, json_path)
+            writer.append(row, ranks)
+            if writer.due():
+                record = parallel.running_record(make_record(STATUS_RUNNING, with_steps=False))
+                if record is not None:
+                    writer.write(record)
         except RecordWriteError as exc:  # disk full: measure on in memory, say so at the end
             write_failure, flushing = exc.msg, False
 
@@ -413,9 +429,10 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
             refused: Msg | None = None
             if flushing:
                 try:
-                    first_record = parallel.running_record(make_record(STATUS_RUNNING))
+                    first_record = parallel.running_record(make_record(STATUS_RUNNING, with_steps=False))
                     if first_record is not None:
-                        write_record(first_record, json_path)
+                        writer.write(first_record)
+                        writer.start(resumed_rows)  # a resumed trial's record keeps the steps it goes on from
                 except RecordWriteError as exc:
                     refused = exc.msg
             refused = parallel.agree(refused)
@@ -463,14 +480,17 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
                                     grad_norm=grad_norm, learning_rate=step_lr, padding_tokens=0,  # packed rows
                                     **memory.step_fields())
                 measurements.append(m)
+                own.add(m)
                 done = step
                 parallel.share_step(m)
-                flush()
+                row, ranks = parallel.record_row(m)  # the step as the record holds it (a group's: merged)
+                if not row.is_warmup:
+                    judged.add(row.step_time_s, row.step)
+                flush(row, ranks)
                 yield m
                 if until_stable is not None and step > warmup:
                     # judged on rank 0 (on the times the record reports), followed by every rank
-                    times = parallel.group_step_times(measurements)
-                    converged = parallel.agree(len(times) >= steps and is_stable(times, until_stable))
+                    converged = parallel.agree(judged.n >= steps and judged.is_stable(until_stable))
                     if converged:
                         break
                 if checkpoint_every and step % checkpoint_every == 0 and step < last_step:
@@ -523,12 +543,16 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
         set_rng_state(caller_rng)
 
     record = make_record(status)
-    if flushing and parallel.writes_record:  # a group's rank 0 writes the merged record after gathering
-        try:
-            write_record(record, json_path)
-        except RecordWriteError as exc:
-            write_failure = exc.msg
-            record = make_record(status)
+    try:
+        if flushing and parallel.writes_record:  # a group's rank 0 writes the merged record after gathering
+            try:
+                writer.write(record)
+            except RecordWriteError as exc:
+                write_failure = exc.msg
+                record = make_record(status)
+    finally:
+        if writer is not None:
+            writer.close()
     return record
 
 
