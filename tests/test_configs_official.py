@@ -240,3 +240,27 @@ except GpuworkError as exc:
     code, text = done.stdout.splitlines()[:2]
     assert code == "error.model.hub_needs_transformers"
     assert "needs transformers" in text and "network" not in text
+
+
+@pytest.mark.parametrize(("text", "framework", "expected"), [
+    # axolotl's config schema: sequence_len 512, micro_batch_size 1, 1 epoch, fused AdamW, no checkpointing
+    ("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\n", "axolotl",
+     {"seq_len": 512, "batch_size": 1, "grad_accum": 1, "epochs": 1, "optimizer": "adamw",
+      "optimizer_impl": "fused", "grad_checkpointing": False, "method": "lora"}),
+    # LLaMA-Factory: LoRA rank 8 on all linear layers, cutoff 2048; Trainer's batch 8 and 3 epochs
+    ("model_name_or_path: meta-llama/Llama-3.2-1B\nstage: sft\ntemplate: llama3\n", "LLaMA-Factory",
+     {"method": "lora", "lora_r": 8, "lora_alpha": 16, "lora_targets": ("all-linear",), "seq_len": 2048,
+      "grad_checkpointing": True, "batch_size": 8, "epochs": 3, "precision": "fp32"}),
+])
+def test_a_minimal_file_takes_its_frameworks_defaults(tmp_path: Path, text: str, framework: str,
+                                                      expected: dict) -> None:
+    (tmp_path / "run.yaml").write_text(text)
+    imported = import_configs([tmp_path / "run.yaml"], overridden=[])
+    plan = imported.plan()
+    assert {k: getattr(plan, k) for k in expected} == expected
+    sources = {c.field: _default_source(c.rule) for c in imported.claims if c.default}
+    frameworks = {name: source["framework"] for name, source in sources.items() if source is not None}
+    own = {"seq_len", "lora_r", "lora_alpha", "lora_targets", "grad_checkpointing"} & set(frameworks)
+    assert own and all(frameworks[name] == framework for name in own)
+    if framework == "LLaMA-Factory":  # the Trainer settings come from transformers' TrainingArguments
+        assert frameworks["batch_size"] == frameworks["epochs"] == "transformers"

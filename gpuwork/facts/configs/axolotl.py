@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gpuwork.facts.configs.base import (
     Format,
@@ -11,17 +12,28 @@ from gpuwork.facts.configs.base import (
     claim_fsdp_options,
     claim_lora,
     claim_model,
-    claim_optimizer,
+    claim_optimizer_or_default,
     claim_precision,
     claim_schedule,
     claim_stack,
     follow_deepspeed,
     lora_targets,
 )
+from gpuwork.facts.configs.defaults import pinned
 from gpuwork.message import msg
 
 
+def _set(r: Reader, name: str, key: str, kind: str) -> Any:
+    """Claim ``name`` from ``key`` or from axolotl's default (pinned table); the value, or None."""
+    value, rule = r.typed(key, kind)
+    if value is not None:
+        (r.claim if rule is None else r.claim_default)(name, value, key, rule)
+    return value
+
+
 def read(r: Reader, base: Path) -> None:
+    """An axolotl YAML; a key it leaves out takes axolotl's default (its config schema, pinned table)."""
+    r.defaults = (pinned("axolotl.schemas"),)
     key = "base_model_config" if r.has("base_model_config") else "base_model"
     if r.has(key):
         claim_model(r, key, base)
@@ -46,23 +58,20 @@ def read(r: Reader, base: Path) -> None:
             targets = lora_targets(r.get("lora_target_modules"))
             if targets:
                 r.claim("lora_targets", targets, "lora_target_modules")
-    seq = r.int_("sequence_len")
-    if seq is not None:
-        r.claim("seq_len", seq, "sequence_len")
+    _set(r, "seq_len", "sequence_len", "int")
     if r.flag("sample_packing"):
         r.note(msg("config.packing", file=r.file, key="sample_packing"))
-    micro = r.int_("micro_batch_size")
-    if micro is not None:
-        r.claim("batch_size", micro, "micro_batch_size")
-    accum = r.int_("gradient_accumulation_steps")
+    micro = _set(r, "batch_size", "micro_batch_size", "int")
     total = r.int_("batch_size")
-    if accum is not None:
-        r.claim("grad_accum", accum, "gradient_accumulation_steps")
-    elif total is not None and micro:
+    if r.has("gradient_accumulation_steps") or total is None:
+        _set(r, "grad_accum", "gradient_accumulation_steps", "int")
+    elif micro:
         r.claim("grad_accum", max(1, total // micro), "batch_size, micro_batch_size",
                 msg("config.rule.accum_from_batch", total=total, micro=micro))
-    checkpointing = r.get("gradient_checkpointing")
-    if checkpointing is not None:
+    checkpointing, rule = r.typed("gradient_checkpointing", "any")
+    if rule is not None:
+        r.claim_default("grad_checkpointing", bool(checkpointing), "gradient_checkpointing", rule)
+    elif checkpointing is not None:
         if isinstance(checkpointing, str) and checkpointing.lower() in ("unsloth", "offload"):
             r.claim("grad_checkpointing", True, "gradient_checkpointing",
                     msg("config.rule.offloaded_checkpointing", value=checkpointing))
@@ -76,9 +85,8 @@ def read(r: Reader, base: Path) -> None:
             r.claim("attention", attention, key,
                     msg("config.rule.xformers") if key == "xformers_attention" else None)
             break
-    if r.has("optimizer"):
-        claim_optimizer(r, str(r.get("optimizer")), "optimizer")
-    bf16, fp16 = r.get("bf16"), r.flag("fp16")
+    claim_optimizer_or_default(r, "optimizer")
+    bf16, fp16 = r.typed("bf16", "any")[0], r.flag("fp16")
     if isinstance(bf16, str) and bf16.lower() == "auto":
         bf16_on = True
         auto_rule = True

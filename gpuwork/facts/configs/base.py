@@ -478,3 +478,18 @@ class Format:
     read: Callable[[Reader, Path], None]
     ignored: frozenset[str]
 
+
+def claim_optimizer_or_default(r: Reader, key: str) -> None:
+    """The optimizer ``key`` names, or the framework's default optimizer when the file names none."""
+    name, rule = r.typed(key, "any")
+    if name is None:
+        return
+    if rule is None:
+        claim_optimizer(r, str(name), key)
+        return
+    optimizer, impl, note = optimizer_choice(str(name), file=r.file, key=key)
+    r.claim_default("optimizer", optimizer, key, rule if note is None else msg("config.rule.both", first=rule,
+                                                                               second=note))
+    if impl is not None:
+        r.claim_default("optimizer_impl", impl, key, rule)
+

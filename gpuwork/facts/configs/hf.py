@@ -14,6 +14,7 @@ from gpuwork.facts.configs.base import (
     claim_lora,
     claim_model,
     claim_optimizer,
+    claim_optimizer_or_default,
     claim_schedule,
     claim_stack,
     follow_deepspeed,
@@ -21,7 +22,6 @@ from gpuwork.facts.configs.base import (
     model_dtype,
 )
 from gpuwork.facts.configs.defaults import defaults_for
-from gpuwork.facts.configs.optimizers import optimizer_choice
 from gpuwork.message import Msg, msg
 
 # keys only TRL's configs hold (SFTConfig, DPOConfig, ModelConfig, ScriptArguments): the file is a TRL recipe
@@ -70,9 +70,7 @@ def read(r: Reader, base: Path) -> None:
     if r.flag("adafactor") and not r.has("optim"):
         claim_optimizer(r, "adafactor", "adafactor")
     else:
-        name, rule = r.typed("optim", "any")
-        if name is not None:
-            _claim_optimizer(r, str(name), rule)
+        claim_optimizer_or_default(r, "optim")
     _precision(r, method, trl, init)
     claim_schedule(r, epochs_key="num_train_epochs")
     liger = bool(r.flag("use_liger_kernel") or r.flag("use_liger"))
@@ -81,17 +79,6 @@ def read(r: Reader, base: Path) -> None:
                                             "use_liger", "torch-compile": "torch_compile"})
     claim_fsdp_options(r, r.get("fsdp"), "fsdp")
     follow_deepspeed(r, "deepspeed", base)
-
-
-def _claim_optimizer(r: Reader, name: str, rule: Msg | None) -> None:
-    if rule is None:
-        claim_optimizer(r, name, "optim")
-        return
-    optimizer, impl, note = optimizer_choice(name, file=r.file, key="optim")
-    r.claim_default("optimizer", optimizer, "optim", rule if note is None else msg("config.rule.both", first=rule,
-                                                                                     second=note))
-    if impl is not None:
-        r.claim_default("optimizer_impl", impl, "optim", rule)
 
 
 def _method(r: Reader, trl: bool) -> str:

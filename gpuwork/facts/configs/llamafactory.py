@@ -11,7 +11,7 @@ from gpuwork.facts.configs.base import (
     Reader,
     claim_attention,
     claim_model,
-    claim_optimizer,
+    claim_optimizer_or_default,
     claim_precision,
     claim_schedule,
     claim_stack,
@@ -20,7 +20,6 @@ from gpuwork.facts.configs.base import (
     whole,
 )
 from gpuwork.facts.configs.defaults import defaults_for, pinned
-from gpuwork.facts.configs.optimizers import optimizer_choice
 from gpuwork.message import msg
 
 
@@ -51,14 +50,7 @@ def read(r: Reader, base: Path) -> None:
     _set(r, "grad_checkpointing", "disable_gradient_checkpointing", "flag", lambda off: not off)
     if r.has("flash_attn"):
         claim_attention(r, r.get("flash_attn"), "flash_attn")
-    name, rule = r.typed("optim", "any")
-    if rule is None:
-        claim_optimizer(r, str(name), "optim")
-    else:
-        optimizer, impl, _note = optimizer_choice(str(name), file=r.file, key="optim")
-        r.claim_default("optimizer", optimizer, "optim", rule)
-        if impl is not None:
-            r.claim_default("optimizer_impl", impl, "optim", rule)
+    claim_optimizer_or_default(r, "optim")
     pure = bool(r.flag("pure_bf16"))
     bf16, fp16 = r.typed("bf16", "flag")[0], r.typed("fp16", "flag")[0]
     claim_precision(r, bf16 or pure, fp16, keys=("pure_bf16" if pure else "bf16", "fp16"), pure=pure,
