@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib.util
 import json
 import os
 import re
@@ -125,6 +126,8 @@ def _hub_config(hub_id: str) -> dict[str, Any]:
     # read the offline switches here: huggingface_hub reads them only once, at import
     offline = any(os.environ.get(k, "").lower() in ("1", "true", "yes") for k in ("HF_HUB_OFFLINE",
                                                                                   "TRANSFORMERS_OFFLINE"))
+    if importlib.util.find_spec("transformers") is None:  # the core install: the missing package, not the network
+        raise ModelError(msg("error.model.hub_needs_transformers", hub_id=hub_id))
     if not _hub_cached(hub_id) and (offline or not _hub_reachable()):  # said in seconds, before transformers loads
         raise ModelError(msg("error.model.hub_not_cached", hub_id=hub_id))
     try:
