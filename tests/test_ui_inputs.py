@@ -155,3 +155,43 @@ def test_on_owned_cards_the_request_and_the_profile_line_name_them_and_no_rental
         shown = details_html(result, lang)
         line = shown.split("<p>", 2)[1].split("</p>", 1)[0]
         assert own in line and rented not in line, line
+
+
+# -- uploads through the bounded reader; a config.json with a training config is used (issue 20, item 5) -----------
+
+
+def test_uploads_are_read_by_the_bounded_parsers() -> None:
+    from gpuwork.ui.common import upload_json
+    from gpuwork.ui.sizing import SizingForm
+
+    deep = b"[" * 500 + b"]" * 500  # within the 1 MB upload limit, deeper than any config
+    with pytest.raises(Exception) as bad:
+        upload_json({"name": "record.json", "content": deep}, "record")
+    assert "record.json" in str(bad.value) and "64" in str(bad.value)
+    form = SizingForm({"model": "llama-3.2-1b", "method": "lora"})
+    form.upload.value = _upload("config.json", b'{"model_type": "llama", "n": ' + b"9" * 400 + b"}")
+    assert form.plan is None and "config.json" in form.error and "Traceback" not in form.error
+    form.upload.value = _upload("train.yaml", b"a: &a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n"
+                                + b"".join(b"%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n"
+                                           % ((chr(98 + i).encode(),) * 2 + (chr(97 + i).encode(),) * 8)
+                                           for i in range(8)))
+    assert form.plan is None and "train.yaml" in form.error
+
+
+def test_a_model_config_uploaded_with_a_training_config_is_the_model_sized() -> None:
+    import json
+
+    from gpuwork.ui.sizing import SizingForm, manual_config
+
+    config = manual_config({"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+                            "num_key_value_heads": 8, "intermediate_size": 2048, "vocab_size": 32000})
+    args = {"per_device_train_batch_size": 4, "gradient_accumulation_steps": 2, "max_seq_length": 1024,
+            "bf16": True, "gradient_checkpointing": True}
+    form = SizingForm({"model": "llama-3.2-1b", "method": "lora"})
+    form.upload.value = (_upload("config.json", json.dumps(config).encode())[0],
+                         _upload("training_args.json", json.dumps(args).encode())[0])
+    assert form.error is None and form.model_source.value == "upload" and form.model_label() == "config.json"
+    assert (form.plan.batch_size, form.plan.grad_accum, form.plan.seq_len, form.plan.grad_checkpointing) == (
+        4, 2, 1024, True)
+    # the uploaded architecture, not the preset the form showed before: 4 layers of 1024, 32k vocabulary
+    assert form.memory.params.total < 200_000_000

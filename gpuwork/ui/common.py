@@ -222,9 +222,11 @@ def upload_json(item: Mapping[str, Any], what: str, limit_bytes: int = UPLOAD_LI
 
     Text such as "/dev/zero" or "/etc/passwd" is content that is not JSON: it is never opened as a path.
     """
+    from gpuwork.facts import reading
+
     content = upload_content(item, what, limit_bytes)
     try:
-        return json.loads(content.decode("utf-8"))
+        return reading.parse_json(content.decode("utf-8"), upload_name(item))  # bounded: depth and digits
     except UnicodeDecodeError:
         reason = "not UTF-8 text"
     except (json.JSONDecodeError, RecursionError) as exc:

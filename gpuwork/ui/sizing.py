@@ -126,9 +126,11 @@ def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
 def parse_config(content: bytes, name: str = "config.json") -> dict[str, Any]:
     """The dict in an uploaded config.json: its bytes (at most common.UPLOAD_LIMIT_BYTES), never a path to
     open; ModelError when it is not a Hugging Face config."""
+    from gpuwork.facts import reading
+
     content = common.upload_content({"name": name, "content": content}, "config")
     try:
-        data = json.loads(content.decode("utf-8"))
+        data = reading.parse_json(content.decode("utf-8"), name)  # bounded: depth and digits
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ModelError(msg("error.ui.upload_json", name=name, reason=one_line(exc)[:120])) from None
     if not isinstance(data, dict) or "model_type" not in data:
@@ -141,7 +143,10 @@ _NOT_UPLOADED = "not-uploaded"  # a folder that never exists: references to file
 
 
 def _upload_mapping(content: bytes, name: str) -> dict[str, Any]:
-    """The mapping in an uploaded JSON or YAML file (its bytes, checked against the upload limit)."""
+    """The mapping in an uploaded JSON or YAML file (its bytes, checked against the upload limit), read by the
+    bounded parsers of ``gpuwork.facts.reading`` (JSON depth and digits; YAML values with aliases expanded)."""
+    from gpuwork.facts import reading
+
     content = common.upload_content({"name": name, "content": content}, "config")
     try:
         raw = content.decode("utf-8")
@@ -149,7 +154,7 @@ def _upload_mapping(content: bytes, name: str) -> dict[str, Any]:
         raise PlanError("from", msg("error.config.unreadable", file=name)) from None
     if name.lower().endswith(".json") or raw.lstrip().startswith("{"):
         try:
-            data = json.loads(raw)
+            data = reading.parse_json(raw, name)
         except (json.JSONDecodeError, RecursionError) as exc:
             raise ModelError(msg("error.ui.upload_json", name=name, reason=one_line(exc)[:120])) from None
     else:
@@ -158,7 +163,7 @@ def _upload_mapping(content: bytes, name: str) -> dict[str, Any]:
         except ModuleNotFoundError:
             raise PlanError("from", msg("error.config.needs_yaml", file=name)) from None
         try:
-            data = yaml.safe_load(raw)  # safe_load: plain data only, no Python objects
+            data = reading.parse_yaml(raw, name)  # safe types only, values counted while composed
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             raise PlanError("from", msg("error.config.bad_yaml", file=name, line=(mark.line + 1) if mark else 0,
@@ -283,8 +288,11 @@ def _plan_file(files: Sequence[tuple[str, bytes]]) -> TrainPlan | None:
     if len(files) != 1 or not files[0][0].lower().endswith(".json"):
         return None
     name, content = files[0]
+    from gpuwork.facts import reading
+
     try:
-        data = json.loads(common.upload_content({"name": name, "content": content}, "config").decode("utf-8"))
+        data = reading.parse_json(common.upload_content({"name": name, "content": content}, "config")
+                                  .decode("utf-8"), name)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, GpuworkError):
         return None  # parse_upload says what is wrong with it
     if not isinstance(data, dict) or "model" not in data or not set(data) <= _PLAN_FIELDS:
