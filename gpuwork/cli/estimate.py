@@ -9,7 +9,7 @@ import warnings
 from typing import Any
 
 from gpuwork.cli.args import escaped_output, plan_arguments, plan_from_args, with_mapping
-from gpuwork.errors import PlanError
+from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import GIB, LANGS, fmt_int, fmt_number
@@ -79,13 +79,22 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+# The deepest released models have 126 blocks (Llama 3.1 405B); tracing runs each one under fake tensors.
+MAX_TRACE_LAYERS = 160
+
+
 def _cmd_trace(args: argparse.Namespace) -> int:
     from gpuwork.errors import TraceError
+    from gpuwork.facts.model import spec_for_plan
     from gpuwork.measure.trace import trace_memory
     from gpuwork.sizing import estimate_memory
 
     plan = plan_from_args(args)
     lang = args.lang
+    layers = spec_for_plan(plan).num_layers
+    if layers > MAX_TRACE_LAYERS:  # tracing runs every layer, about a second each: say so instead of an hour
+        raise GpuworkError(msg("error.trace.too_many_layers", layers=layers, limit=MAX_TRACE_LAYERS,
+                               model=plan.model))
     try:
         with warnings.catch_warnings():  # libraries' deprecation notices are not the user's business here
             warnings.simplefilter("ignore", FutureWarning)

@@ -175,6 +175,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "offers",
         "в {path:raw} есть заголовок, но нет предложений: добавьте строки в {file:raw} или уберите --catalog, чтобы "
         "использовать встроенные предложения"),
+    "error.trace.too_many_layers": (
+        "{model:raw} has {layers:int} layers; trace runs every layer under fake tensors (about a second each) and "
+        "takes at most {limit:int}: use `gpuwork estimate` for this model",
+        "в {model:raw} {layers:int} слоёв; trace прогоняет каждый слой на фиктивных тензорах (около секунды на слой) "
+        "и принимает не больше {limit:int}: для этой модели используйте `gpuwork estimate`"),
     "error.config.too_large": (
         "{name:raw}: {field:raw}={value:raw} is beyond any real model: use at most {maximum:int}",
         "{name:raw}: {field:raw}={value:raw} — больше, чем у любой реальной модели: не больше {maximum:int}"),
