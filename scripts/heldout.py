@@ -69,11 +69,12 @@ def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], fo
                     continue
             plan = plan_from_json(raw["plan"])
             gpu = case_gpu(raw["gpu_id"])
-            est = case_estimate(plan, gpu, nodes, network, raw.get("moe_experts"))
+            est = case_estimate(plan, gpu, nodes, network, raw.get("moe_experts"), raw.get("model_config"))
             cases.append({
                 "name": raw["name"], "source_id": raw["source_id"], "source": raw["source"], "gpu_id": raw["gpu_id"],
                 "nodes": nodes, "network": network, "fabric": raw.get("fabric", ""), "plan": raw["plan"],
                 "metric": _metric(raw["metric"]), "moe_experts": raw.get("moe_experts"),
+                **({"model_config": raw["model_config"]} if raw.get("model_config") else {}),
                 "software": raw.get("software", ""), "notes": raw.get("notes", ""), "collector": folder.name,
                 "predicted_tokens_per_s_per_gpu": round(est.tokens_per_s / plan.gpus, 3),
                 "predicted_step_s": round(est.step_time_s, 6)})

@@ -129,3 +129,35 @@ def test_the_bundled_sets_followed_the_protocol():
     for held in sets:
         assert protocol_problems(held, REPO) == []
         assert not seen & {c.name for c in held.cases}, "a held-out case shares a name with a seen one"
+
+
+GPT2_SMALL = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50264, "n_positions": 1024,
+              "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": 3072, "activation_function": "gelu_new"}
+
+
+def test_a_case_with_its_own_config_is_priced_on_that_architecture():
+    from gpuwork.measure.accuracy import case_estimate, case_gpu
+
+    from gpuwork.measure.heldout import plan_from_json
+
+    gpu = case_gpu("a100_80_sxm")
+    fields = {"model": "no-such-preset-gpt", "method": "scratch", "seq_len": 1024, "batch_size": 8,
+              "eval_fraction": 0.0}
+    small = case_estimate(plan_from_json(fields), gpu, 1, None, None, GPT2_SMALL)
+    deep = case_estimate(plan_from_json(fields), gpu, 1, None, None, {**GPT2_SMALL, "n_layer": 24})
+    # 12 more blocks of 7.1 M parameters each: the step's FLOPs per token grow by 2 x 6 x 85 M / 124 M
+    assert small.flops_per_token.total < deep.flops_per_token.total
+    assert 1.5 < deep.flops_per_token.total / small.flops_per_token.total < 2.0
+
+
+def test_a_changed_inline_config_is_caught(history):
+    repo, doc = history
+    for case in doc["sets"][0]["cases"]:
+        case.pop("measured")
+    doc["sets"][0]["cases"][0]["model_config"] = GPT2_SMALL
+    (repo / REL).write_text(json.dumps({"sets": [{**doc["sets"][0], "predictions_commit": None}]}))
+    predictions = _commit(repo, "predictions with a config")
+    doc["sets"][0]["predictions_commit"] = predictions
+    doc["sets"][0]["cases"][0]["model_config"] = {**GPT2_SMALL, "n_layer": 24}
+    (held,) = parse_sets(doc)
+    assert any("'a'" in p and "configuration changed" in p for p in protocol_problems(held, repo))

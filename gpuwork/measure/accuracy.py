@@ -7,16 +7,22 @@ case is compared with the total that matches the source's metric (nvidia-smi →
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpuwork.estimate.memory import GIB, MIB
+from gpuwork.estimate.timing import TimeEstimate
 from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, GpuSpec, get_gpu
+from gpuwork.facts.model import build_spec
+from gpuwork.facts.spec import ModelSpec
 from gpuwork.measure.heldout import HeldoutSet, heldout_sets
 from gpuwork.measure.time_cases import EXTRA_GPUS, TIME_CASES, TimeCase
 from gpuwork.plan import Method, Stack, TrainPlan
@@ -244,7 +250,7 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
         plan = case.plan
         gpu = case_gpu(case.gpu_id)
         nodes = case_nodes(case)
-        est = case_estimate(plan, gpu, nodes, case.network, case.moe_experts)
+        est = case_estimate(plan, gpu, nodes, case.network, case.moe_experts, case.model_config)
         measured = _measured_per_gpu(case)
         predicted = est.tokens_per_s / plan.gpus
         utilisation = est.flops_per_token.total * measured / est.peak_flops_per_gpu
@@ -263,10 +269,23 @@ def case_gpu(gpu_id: str) -> GpuSpec:
     return EXTRA_GPUS.get(gpu_id) or get_gpu(gpu_id)
 
 
-def case_estimate(plan: TrainPlan, gpu: GpuSpec, nodes: int, network: str | None, moe_experts: str | None):
-    """The estimate a published or held-out case is scored by: ``estimate_time`` as any plan gets it."""
-    return estimate_time(plan, gpu, nodes=nodes, network=(network or CLUSTER_NETWORK) if nodes > 1 else None,
-                         moe_experts=moe_experts)
+def case_estimate(plan: TrainPlan, gpu: GpuSpec, nodes: int, network: str | None, moe_experts: str | None,
+                  model_config: Mapping[str, Any] | None = None) -> TimeEstimate:
+    """The estimate a published or held-out case is scored by: ``estimate_time`` as any plan gets it (a model
+    with no preset is built from the case's own config.json values, as ``--model config.json`` would be)."""
+    spec = case_spec(plan.model, model_config) if model_config else None
+    return estimate_time(plan, gpu, spec=spec, nodes=nodes,
+                         network=(network or CLUSTER_NETWORK) if nodes > 1 else None, moe_experts=moe_experts)
+
+
+def case_spec(name: str, model_config: Mapping[str, Any]) -> ModelSpec:
+    """The model of a case that carries its config.json values (built once per config)."""
+    return _case_spec(name, json.dumps(dict(model_config), sort_keys=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _case_spec(name: str, config_json: str) -> ModelSpec:
+    return build_spec(json.loads(config_json), name)
 
 
 def case_nodes(case: TimeCase) -> int:

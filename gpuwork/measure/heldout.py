@@ -59,6 +59,7 @@ class HeldoutCase:
     measured: float | None = None  # in ``metric``, as the source reports it
     measured_time_s: float | None = None
     samples: int | None = None
+    model_config: dict[str, Any] | None = None  # config.json values of a model with no preset
 
     @property
     def revealed(self) -> bool:
@@ -71,7 +72,7 @@ class HeldoutCase:
         return TimeCase(name=self.name, plan=self.plan, gpu_id=self.gpu_id, metric=self.metric,
                         measured=self.measured, source=self.source, source_id=self.source_id, notes=self.notes,
                         measured_time_s=self.measured_time_s, samples=self.samples, moe_experts=self.moe_experts,
-                        nodes=self.nodes, network=self.network)
+                        nodes=self.nodes, network=self.network, model_config=self.model_config)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def _case(raw: dict[str, Any]) -> HeldoutCase:
         plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
         metric=raw["metric"], predicted=float(raw["predicted_tokens_per_s_per_gpu"]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
-        samples=raw.get("samples"))
+        samples=raw.get("samples"), model_config=raw.get("model_config"))
 
 
 def parse_sets(document: dict[str, Any]) -> tuple[HeldoutSet, ...]:
@@ -176,8 +177,8 @@ def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
         if float(raw["predicted_tokens_per_s_per_gpu"]) != case.predicted:
             problems.append(f"{held.name}: {case.name!r}'s prediction changed after it was committed")
         was = _case({**raw, "measured": None})
-        if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts) != (
-                case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts):
+        if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts, was.model_config) != (
+                case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts, case.model_config):
             problems.append(f"{held.name}: {case.name!r}'s configuration changed after the predictions")
     return problems
 

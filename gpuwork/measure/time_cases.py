@@ -19,7 +19,9 @@ a known number of samples (its samples/s is then ``samples / measured_time_s``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link
 from gpuwork.plan import TrainPlan
@@ -48,6 +50,8 @@ class TimeCase:
     # 8 GPUs per node joined by one 400 Gb/s NIC per GPU (gpuwork.measure.accuracy.CLUSTER_NETWORK)
     nodes: int | None = None
     network: str | None = None
+    # the model's config.json values when no preset holds the architecture (held-out cases carry them inline)
+    model_config: Mapping[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
