@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -314,6 +315,7 @@ def _progress(total: int, enabled: bool, lang: str = "en") -> Any:
 
 
 def _cmd_trial(args: argparse.Namespace) -> int:
+    from gpuwork.measure.checkpoint import CheckpointDamaged
     from gpuwork.measure.extrapolation import extrapolate
     from gpuwork.measure.trial import (
         DEFAULT_MAX_STEPS,
@@ -325,13 +327,17 @@ def _cmd_trial(args: argparse.Namespace) -> int:
     )
 
     lang = args.lang
-    if args.checkpoint_every is not None and args.checkpoint_every < 0:
-        raise TrialError(msg("error.trial.checkpoint_every", value=str(args.checkpoint_every)))
+    check_flags(args)
     resume: dict[str, Any] = {}
-    if args.resume:
+    if args.resume is not None:
+        if not args.resume.strip():
+            raise TrialError(msg("error.resume.empty"))
         if args.ramp:
             raise TrialError(msg("error.trial.resume_ramp", run=args.resume))
-        resume = resume_options(args.resume, args.out)
+        try:
+            resume = resume_options(args.resume, args.out, allow_changed_data=args.allow_changed_data)
+        except CheckpointDamaged as exc:  # the checkpoint check failed, before anything was loaded
+            return _refused(exc, lang)
         processes = resume.pop("nproc", None)
         if args.nproc is not None and args.nproc != (processes or 1):
             # each rank's data shard depends on the number of processes: another number is another data order
@@ -339,18 +345,19 @@ def _cmd_trial(args: argparse.Namespace) -> int:
                                  nproc=args.nproc))
         args.nproc = processes
         plan = resume.pop("plan")
+        _refuse_conflicts(args, resume, plan)
+        args.device = resume.pop("device")
         args.steps, args.warmup = resume.pop("steps"), resume.pop("warmup")
     else:
+        if args.allow_changed_data:
+            raise TrialError(msg("error.resume.allow_without_resume"))
+        for name, default in _DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
         plan = _plan(args)
-    if args.steps < 1 or args.warmup < 0:
-        raise TrialError(msg("error.trial.flag_steps"))
     cap = None
     if args.memory_cap_gib is not None:
-        if args.memory_cap_gib <= 0:
-            raise TrialError(msg("error.trial.flag_memory_cap"))
         cap = int(args.memory_cap_gib * GIB)
-    if args.price_per_hour is not None and args.price_per_hour < 0:
-        raise TrialError(msg("error.trial.flag_price"))
     data = args.data or None
     stable: dict[str, Any] = {}
     if args.until_stable and not resume:
@@ -379,6 +386,8 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         bar.set_postfix({"loss": fmt_number(m.loss, lang, 3),
                          text("cli.trial.progress_unit", lang): _seconds(m.step_time_s, lang)}, refresh=False)
 
+    if resume:  # on stderr, --json or not
+        _say_resume(resume, lang)
     try:
         if args.nproc and resume:
             from gpuwork.measure.distributed import run_distributed
@@ -404,6 +413,12 @@ def _cmd_trial(args: argparse.Namespace) -> int:
                                data=data, out_dir=args.out, memory_cap_bytes=cap,
                                checkpoint=not args.no_checkpoint, callbacks=[on_step],
                                checkpoint_every=args.checkpoint_every or 0, **stable)
+    except CheckpointDamaged as exc:  # the per-tensor check after loading
+        return _refused(exc, lang)
+    except TrialError as exc:
+        if resume and _rank_refused_resume(exc):  # the same check on a rank of a torchrun trial
+            return _refused(exc, lang)
+        raise
     finally:
         bar.close()
     interrupted = record.status == "interrupted"
@@ -441,6 +456,111 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         elif args.calibrate:
             print(text("cli.trial.calibration_skipped", lang))
     return _exit_status(record, lang)
+
+
+# -- the flags' ranges and a resume's checks ----------------------------------------------------------------
+
+MAX_STEPS = 100_000  # a trial measures tens to thousands of steps; past this it is a training run
+MAX_WARMUP = 10_000
+MAX_MEMORY_CAP_GIB = 16384.0  # 16 TiB: above any one device
+MAX_PRICE_PER_HOUR = 10_000.0  # US dollars per GPU-hour
+_DEFAULTS = {"steps": 10, "warmup": 2, "seed": 0, "tolerance": DEFAULT_TOLERANCE}  # when not resuming
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Every numeric flag of ``gpuwork trial`` within a range with both ends (TrialError naming the flag and the
+    range)."""
+    from gpuwork.measure.errors import TrialError
+
+    whole = [("--steps", args.steps, 1, MAX_STEPS, "steps"), ("--warmup", args.warmup, 0, MAX_WARMUP, "warmup"),
+             ("--checkpoint-every", args.checkpoint_every, 0, MAX_STEPS, "checkpoint_every"),
+             ("--max-steps", args.max_steps, 1, MAX_STEPS, "max_steps")]  # --seed, --nproc: cli.args.FLAG_BOUNDS
+    for flag, value, low, high, what in whole:
+        if value is not None and not low <= value <= high:
+            raise TrialError(msg("error.trial_flags.whole", flag=flag, value=str(value), low=low, high=high,
+                                 what=msg(f"trial_flags.{what}")))
+    cap = args.memory_cap_gib
+    if cap is not None and not (math.isfinite(cap) and 0 < cap <= MAX_MEMORY_CAP_GIB):
+        raise TrialError(msg("error.trial_flags.number", flag="--memory-cap-gib", value=repr(cap), low=0,
+                             high=MAX_MEMORY_CAP_GIB, what=msg("trial_flags.memory_cap")))
+    price = args.price_per_hour
+    if price is not None and not (math.isfinite(price) and 0 <= price <= MAX_PRICE_PER_HOUR):
+        raise TrialError(msg("error.trial_flags.number_from", flag="--price-per-hour", value=repr(price), low=0,
+                             high=MAX_PRICE_PER_HOUR, what=msg("trial_flags.price")))
+
+
+def _refuse_conflicts(args: argparse.Namespace, resume: dict[str, Any], plan: Any) -> None:
+    """A flag given with --resume that differs from what the record ran with: TrialError naming the flag, the value
+    given and the value recorded (a resume goes on exactly as the trial started)."""
+    from gpuwork.cli.args import _FLAG_FIELDS
+    from gpuwork.measure.errors import TrialError
+
+    run = resume["resume"].run_id
+
+    def conflict(flag: str, given: Any, recorded: Any) -> TrialError:
+        return TrialError(msg("error.resume.flag_conflict", flag=flag, given=str(given), run=run,
+                              recorded=str(recorded)))
+
+    for name, flag in (("plan", "--plan"), ("from_files", "--from"), ("lengths_from", "--lengths-from")):
+        if getattr(args, name, None):
+            value = getattr(args, name)
+            raise conflict(flag, " ".join(value) if isinstance(value, list) else value, "its recorded plan")
+    for name in (*_FLAG_FIELDS, "dataset_tokens", "epochs"):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        recorded = getattr(plan, name, None)
+        try:
+            same = plan.replace(**{name: value}) == plan
+        except (GpuworkError, ValueError, TypeError):
+            same = False
+        if not same:
+            raise conflict("--" + name.replace("_", "-"), value, getattr(recorded, "value", recorded))
+    stability = (resume.get("until_stable"), resume.get("max_steps"))
+    given = [("--steps", args.steps, resume["steps"]), ("--warmup", args.warmup, resume["warmup"]),
+             ("--seed", args.seed, resume["seed"]), ("--device", args.device, resume["device"]),
+             ("--tolerance", args.tolerance, stability[0]), ("--max-steps", args.max_steps, stability[1])]
+    for flag, value, recorded in given:
+        if value is not None and value != recorded:
+            raise conflict(flag, value, recorded if recorded is not None else "-")
+    if args.until_stable and stability[0] is None:
+        raise conflict("--until-stable", f"(--tolerance {args.tolerance or DEFAULT_TOLERANCE})",
+                       f"--steps {resume['steps']}")
+    if args.memory_cap_gib is not None and int(args.memory_cap_gib * GIB) != resume["memory_cap_bytes"]:
+        recorded_cap = resume["memory_cap_bytes"]
+        raise conflict("--memory-cap-gib", args.memory_cap_gib,
+                       "-" if recorded_cap is None else fmt_number(recorded_cap / GIB, "en", 3))
+    if args.data:
+        recorded_data = [str(Path(p).expanduser().resolve()) for p in (resume.get("data") or [])]
+        wanted = [str(Path(p).expanduser().resolve()) for p in args.data]
+        if wanted != recorded_data:
+            raise conflict("--data", " ".join(args.data), " ".join(resume.get("data") or []) or "-")
+
+
+def _say_resume(resume: dict[str, Any], lang: str) -> None:
+    """What was checked before loading, and a data change that was allowed, on stderr."""
+    from gpuwork.measure.checkpoint import read_manifest
+
+    point = resume["resume"]
+    manifest = read_manifest(Path(point.checkpoint))
+    print(text("cli.resume.verified", lang, folder=point.checkpoint, files=len(manifest["files"])), file=sys.stderr)
+    if point.data_changed:
+        print(text("cli.warning", lang, text=msg("cli.resume.data_changed", run=point.run_id,
+                                                 files=", ".join(point.data_changed))), file=sys.stderr)
+
+
+def _rank_refused_resume(exc: Exception) -> bool:
+    """A torchrun rank's error that is a resume's refused checkpoint (``error.resume.*`` inside the rank's line)."""
+    inner = exc.msg["error"] if getattr(exc, "msg", None) is not None and exc.msg.code == "error.trial.rank" else None
+    return getattr(inner, "code", "").startswith("error.resume.")
+
+
+def _refused(exc: Exception, lang: str) -> int:
+    """A checkpoint that does not match its manifest: one line, exit 4 (the checkpoint check failed)."""
+    from gpuwork.cli.args import error_line
+
+    print(error_line(exc.text(lang), lang), file=sys.stderr)
+    return EXIT_CHECKPOINT_NOT_VERIFIED
 
 
 def _exit_status(record: Any, lang: str) -> int:
@@ -527,10 +647,11 @@ def register(subparsers: Any, lang: str = "en") -> None:
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     plan_arguments(p, lang)
     g = p.add_argument_group(text("cli.help.trial.title", lang))
-    g.add_argument("--steps", type=int, default=10, help=text("cli.help.trial.steps", lang))
-    g.add_argument("--warmup", type=int, default=2, help=text("cli.help.trial.warmup", lang))
+    # None: not given (a resume takes the record's; a new trial the defaults in _DEFAULTS)
+    g.add_argument("--steps", type=int, help=text("cli.help.trial.steps", lang))
+    g.add_argument("--warmup", type=int, help=text("cli.help.trial.warmup", lang))
     g.add_argument("--until-stable", action="store_true", help=text("cli.help.trial.until_stable", lang))
-    g.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE, help=text("cli.help.trial.tolerance", lang))
+    g.add_argument("--tolerance", type=float, help=text("cli.help.trial.tolerance", lang))
     g.add_argument("--max-steps", type=int, metavar="N", help=text("cli.help.trial.max_steps", lang))
     g.add_argument("--ramp", action="store_true", help=text("cli.help.trial.ramp", lang))
     g.add_argument("--out", metavar="DIR", help=text("cli.help.trial.out", lang))
@@ -538,7 +659,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     g.add_argument("--memory-cap-gib", type=float, help=text("cli.help.trial.memory_cap", lang))
     g.add_argument("--data", nargs="+", metavar="FILE", help=text("cli.help.trial.data", lang))
     g.add_argument("--device", choices=("cpu", "cuda"), help=text("cli.help.trial.device", lang))
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=int)
     g.add_argument("--no-checkpoint", action="store_true", help=text("cli.help.trial.no_checkpoint", lang))
     g.add_argument("--timeout-s", type=float, help=text("cli.help.trial.timeout", lang))
     g.add_argument("--price-per-hour", type=float, metavar="USD", help=text("cli.help.trial.price", lang))
@@ -549,6 +670,7 @@ def register(subparsers: Any, lang: str = "en") -> None:
     g.add_argument("--no-progress", action="store_true", help=text("cli.help.trial.no_progress", lang))
     g.add_argument("--resume", metavar="RUN", help=text("cli.help.trial.resume", lang))
     g.add_argument("--checkpoint-every", type=int, metavar="N", help=text("cli.help.trial.checkpoint_every", lang))
+    g.add_argument("--allow-changed-data", action="store_true", help=text("cli.help.trial.allow_changed_data", lang))
     p.add_argument("--lang", choices=LANGS, default="en", help=text("cli.help.lang.output", lang))
     p.set_defaults(func=_cmd_trial)
 

@@ -87,6 +87,15 @@ class CheckpointStore:
         """What a verified restore did, for the message."""
         raise NotImplementedError
 
+    def restored_digests(self, run: Run, setup: Setup) -> Any:
+        """After ``load`` (and the RNG set from it): the digests of the restored state, in the form ``save``
+        writes into the manifest, for a resume to compare with ``saved_digests``."""
+        raise NotImplementedError
+
+    def saved_digests(self, manifest: dict[str, Any]) -> Any:
+        """This process's part of the digests a manifest holds."""
+        return manifest.get("tensors")
+
 
 TRAINER_STATE = "trainer_state.json"
 RNG_FILE = "rng_state.pth"
@@ -212,6 +221,7 @@ class FileCheckpoint(CheckpointStore):
             records.save_torch(run.optimizer.state_dict(), staging / OPTIMIZER_FILE)
             save_training_state(run, setup, staging, step, **position)
             records.save_torch(rng_tensors(rng_state(setup.device)), staging / RNG_FILE)
+            write_manifest(staging, run_id=position.get("run_id"), step=step, tensors=before)
             records.replace_folder(staging, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)  # gone already when it was moved into place
@@ -242,11 +252,14 @@ class FileCheckpoint(CheckpointStore):
         return rng_from_tensors(torch.load(folder / RNG_FILE, weights_only=True))
 
     def verify(self, run: Run, setup: Setup, folder: Path, saved: Any) -> tuple[int, list[str]]:
+        return compare_digests(saved, self.restored_digests(run, setup))
+
+    def restored_digests(self, run: Run, setup: Setup) -> dict[str, Any]:
         state = self.trainer_state
         position = {k: v for k, v in state.items() if k in POSITION_KEYS and k not in ("global_step", "seed")}
         restored = snapshot(run, setup, state.get("global_step"), **position)
         restored["trainer_state.seed"] = state.get("seed")
-        return compare_digests(saved, restored)
+        return restored
 
     def describe(self, checked: int) -> Msg:
         return msg("checkpoint.restored_exactly", tensors=checked)
@@ -262,6 +275,139 @@ def compare_digests(saved: dict[str, Any], restored: dict[str, Any]) -> tuple[in
 
 def _is_digest(value: Any) -> bool:
     return isinstance(value, tuple) and len(value) == 3 and isinstance(value[2], str) and len(value[2]) == 64
+
+
+# -- the manifest: what resume checks before it loads anything -------------------------------------------------
+
+MANIFEST_FILE = "manifest.json"
+MANIFEST_FORMAT = 1
+MAX_MANIFEST_BYTES = 64 * 2**20  # a manifest holds a digest per tensor: kilobytes to a few MB for large models
+_HASH_CHUNK = 2**20
+
+
+class CheckpointDamaged(TrialError):
+    """A checkpoint that does not match the digests taken when it was saved: a resume refuses it."""
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _json_form(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples as lists; a value JSON cannot hold as its repr), so that what was
+    written and what is compared later have one form."""
+    return json.loads(json.dumps(value, default=repr, allow_nan=True))
+
+
+def _seal(body: dict[str, Any]) -> str:
+    """SHA-256 of the manifest's content in one canonical form: any edit that does not recompute it shows."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _entries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.name != MANIFEST_FILE or p.parent != folder)
+
+
+def write_manifest(folder: Path, *, run_id: str | None, step: int, tensors: Any) -> None:
+    """``manifest.json`` in a filled checkpoint folder (before it is moved into place): every file's size and
+    SHA-256, the run id and step, the per-tensor digests taken in memory before the save (``tensors``), and a
+    seal over all of it."""
+    files = {p.relative_to(folder).as_posix(): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
+             for p in _entries(folder) if p.is_file()}
+    body = {"format": MANIFEST_FORMAT, "run_id": run_id, "step": step, "files": files, "tensors": _json_form(tensors)}
+    records.write_text(folder / MANIFEST_FILE, json.dumps({**body, "seal": _seal(body)}, allow_nan=True))
+
+
+def _refuse(folder: Path, code: str, **values: Any) -> CheckpointDamaged:
+    return CheckpointDamaged(msg(f"error.resume.{code}", folder=str(folder), **values))
+
+
+def read_manifest(folder: Path, *, run_id: str | None = None, step: int | None = None) -> dict[str, Any]:
+    """The manifest of ``folder``, checked to be whole and unedited (its seal) and to belong to ``run_id`` and
+    ``step`` when given; its files are not read (``verify_manifest`` does that). Raises CheckpointDamaged."""
+    import stat
+
+    def refuse(code: str, **values: Any) -> CheckpointDamaged:
+        return _refuse(folder, code, **values)
+
+    path = folder / MANIFEST_FILE
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise refuse("no_manifest") from None
+    except OSError as exc:
+        raise refuse("manifest_unreadable", detail=f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise refuse("file_not_regular", file=MANIFEST_FILE)
+    if info.st_size > MAX_MANIFEST_BYTES:
+        raise refuse("manifest_too_big", size_bytes=info.st_size, limit_bytes=MAX_MANIFEST_BYTES)
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise refuse("manifest_unreadable", detail=f"{type(exc).__name__}: {str(exc)[:200]}") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        raise refuse("manifest_unreadable", detail=f"not a manifest of format {MANIFEST_FORMAT}")
+    body = {k: v for k, v in manifest.items() if k != "seal"}
+    if manifest.get("seal") != _seal(body) or manifest.get("format") != MANIFEST_FORMAT:
+        raise refuse("manifest_edited")
+    if run_id is not None and manifest.get("run_id") != run_id:
+        raise refuse("other_run", found=str(manifest.get("run_id")), expected=run_id)
+    if step is not None and manifest.get("step") != step:
+        raise refuse("other_step", found=str(manifest.get("step")), expected=str(step))
+    return manifest
+
+
+def verify_manifest(folder: Path, *, run_id: str | None = None, step: int | None = None) -> dict[str, Any]:
+    """The manifest of ``folder`` after checking, before anything is loaded, that it is whole and unedited, that
+    it belongs to ``run_id`` and ``step`` (when given), and that every file is there with its size and SHA-256
+    and nothing else is. Raises CheckpointDamaged with one line naming the file and what differs."""
+    import stat
+
+    def refuse(code: str, **values: Any) -> CheckpointDamaged:
+        return _refuse(folder, code, **values)
+
+    manifest = read_manifest(folder, run_id=run_id, step=step)
+    listed: dict[str, Any] = manifest["files"]
+    present = {p.relative_to(folder).as_posix(): p for p in _entries(folder)}
+    for name in sorted(present):
+        if name not in listed and not present[name].is_dir():
+            raise refuse("file_extra", file=name)
+    for name, saved in sorted(listed.items()):
+        if not isinstance(saved, dict):
+            raise refuse("manifest_edited")
+        file = folder / name
+        try:
+            info = file.lstat()
+        except FileNotFoundError:
+            raise refuse("file_missing", file=name, size_bytes=int(saved.get("bytes") or 0)) from None
+        if not stat.S_ISREG(info.st_mode):
+            raise refuse("file_not_regular", file=name)
+        if info.st_size != saved.get("bytes"):
+            raise refuse("file_size", file=name, size_bytes=info.st_size, saved_bytes=int(saved.get("bytes") or 0))
+        now = file_sha256(file)
+        if now != saved.get("sha256"):
+            raise refuse("file_digest", file=name, now=now[:12], saved=str(saved.get("sha256"))[:12])
+    return manifest
+
+
+def check_restored(folder: Path, saved: Any, restored: Any) -> int:
+    """Compare the digests taken after loading with the manifest's (``saved``, as ``write_manifest`` stored them);
+    return the tensors checked. Raises CheckpointDamaged naming the first entries that differ."""
+    saved, restored = _json_form(saved), _json_form(restored)
+    if not isinstance(saved, dict) or not isinstance(restored, dict):
+        raise CheckpointDamaged(msg("error.resume.manifest_edited", folder=str(folder)))
+    bad = [k for k, v in saved.items() if k not in restored or not same_value(v, restored[k])]
+    bad += [k for k in restored if k not in saved]
+    if bad:
+        raise CheckpointDamaged(msg("error.resume.state_differs", folder=str(folder), count=len(bad),
+                                    first=", ".join(bad[:3])))
+    return sum(1 for v in saved.values() if isinstance(v, list))
 
 
 # -- comparing states ---------------------------------------------------------------------------------------
@@ -424,6 +570,13 @@ def _losses(values: list[float]) -> str:
 
 __all__ = [
     "CPU_LOSS_RTOL",
+    "MANIFEST_FILE",
+    "CheckpointDamaged",
+    "check_restored",
+    "file_sha256",
+    "read_manifest",
+    "verify_manifest",
+    "write_manifest",
     "OPTIMIZER_FILE",
     "RNG_FILE",
     "TRAINER_STATE",

@@ -86,6 +86,7 @@ from gpuwork.measure.checkpoint import (
     load_training_state,
     same_value,
     save_training_state,
+    write_manifest,
 )
 from gpuwork.measure.coded import from_json, to_json
 from gpuwork.measure.options import ResumePoint, TrialOptions, check_until_stable
@@ -280,9 +281,18 @@ class DistributedCheckpoint(CheckpointStore):
             failed = next((f for f in self.ranks.gather(failure) if f is not None), None)
             if failed is not None:
                 raise RecordWriteError(failed, folder.parent)
+            every = self.ranks.gather(fingerprints)  # each rank's digests go into the one manifest
             self.barrier()
             if self.rank == 0:
-                records.replace_folder(staging, folder)
+                try:  # every part is written: its files' SHA-256 and the ranks' digests, then into place
+                    write_manifest(staging, run_id=position.get("run_id"), step=step,
+                                   tensors={str(r): fp for r, fp in enumerate(every)})
+                    records.replace_folder(staging, folder)
+                except RecordWriteError as exc:
+                    failure = exc.msg
+            failed = self.ranks.agree(failure if self.rank == 0 else None)
+            if failed is not None:
+                raise RecordWriteError(failed, folder.parent)
             self.barrier()
         finally:
             if self.rank == 0:
@@ -313,6 +323,12 @@ class DistributedCheckpoint(CheckpointStore):
 
     def describe(self, checked: int) -> Msg:
         return msg("checkpoint.restored_fingerprints", tensors=checked)
+
+    def restored_digests(self, run: Run, setup: Setup) -> dict[str, Any]:
+        return _fingerprints(self._state(run, setup))[0]
+
+    def saved_digests(self, manifest: dict[str, Any]) -> Any:
+        return (manifest.get("tensors") or {}).get(str(self.rank))
 
 
 # -- the hooks each rank plugs into iter_trial -------------------------------------------------------------
@@ -584,7 +600,7 @@ def _resume_point(spec: dict[str, Any], hooks: DistributedParallel) -> ResumePoi
     hooks.rank_steps = [rank_steps(prior, r, step) for r in range(hooks.world_size)]
     return ResumePoint(run_id=given["run_id"], record_path=given["record_path"], checkpoint=given["checkpoint"],
                        step=step, micro_batches=int(given["micro_batches"]),
-                       steps=tuple(hooks.rank_steps[hooks.rank]))
+                       steps=tuple(hooks.rank_steps[hooks.rank]), data_changed=tuple(given.get("data_changed", ())))
 
 
 def _rank(spec: dict[str, Any], work_dir: Path) -> int:
@@ -779,7 +795,7 @@ def run_distributed(plan: TrainPlan, nproc: int, options: TrialOptions | None = 
                 "resume": None if resume is None else {
                     "run_id": resume.run_id, "record_path": str(Path(resume.record_path).resolve()),
                     "checkpoint": str(Path(resume.checkpoint).resolve()), "step": resume.step,
-                    "micro_batches": resume.micro_batches}}
+                    "micro_batches": resume.micro_batches, "data_changed": list(resume.data_changed)}}
         spec_path.write_text(json.dumps(spec, indent=1))
         rc, tail = _launch(command, _child_env(threads_per_process), callbacks, timeout_s, work / STOP_FILE)
         result = work / RESULT_FILE

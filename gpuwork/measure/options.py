@@ -35,6 +35,7 @@ class ResumePoint:
     step: int  # optimizer steps done at the checkpoint
     micro_batches: int  # micro-batches taken from the loader by then (the data position)
     steps: tuple[StepMeasurement, ...]  # the measurements of those steps, from the record
+    data_changed: tuple[str, ...] = ()  # data files whose SHA-256 differs from the record, allowed by the caller
 
 
 @dataclass(frozen=True)

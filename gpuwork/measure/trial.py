@@ -71,10 +71,15 @@ from typing import TYPE_CHECKING, Any
 from gpuwork.measure import records
 from gpuwork.measure.checkpoint import (
     RESUME_STEPS,
+    CheckpointDamaged,
     FileCheckpoint,
+    check_restored,
+    file_sha256,
+    read_manifest,
     read_trainer_state,
     roundtrip,
     unreadable_file,
+    verify_manifest,
 )
 from gpuwork.measure.coded import to_json
 from gpuwork.measure.options import DEFAULT_MAX_STEPS, ResumePoint, TrialOptions, check_until_stable
@@ -130,16 +135,48 @@ if TYPE_CHECKING:
 
 
 def find_record(run: str | Path, out_dir: str | Path | None = None) -> Path:
-    """A trial's record file from a path or a run id (looked for in ``out_dir``, then the current folder)."""
+    """A trial's record file from a path or a run id (looked for in ``out_dir``, then the current folder).
+
+    Only a regular file is a record: an empty name, a folder, a link loop, a dangling link, a pipe or a device is
+    refused with a line that says which (never "not found")."""
+    if not str(run).strip():
+        raise TrialError(msg("error.resume.empty"))
     path = Path(run).expanduser()
-    if path.is_file():
+    if _record_path_problem(path) is None and path.is_file():
         return path
     name = path.name if path.name.endswith(".json") else f"{path.name}.json"
     for folder in ([Path(out_dir).expanduser()] if out_dir is not None else []) + [path.parent, Path.cwd()]:
-        if (folder / name).is_file():
-            return folder / name
+        candidate = folder / name
+        problem = _record_path_problem(candidate)
+        if problem is None and candidate.is_file():
+            return candidate
+    problem = _record_path_problem(path)
+    if problem is not None:
+        raise TrialError(msg(problem.code, **dict(problem.params)))
     raise TrialError(msg("error.trial.resume_not_found", run=str(run),
                          folder=str(Path(out_dir).expanduser() if out_dir is not None else Path.cwd())))
+
+
+def _record_path_problem(path: Path) -> Msg | None:
+    """Why ``path`` cannot be a record although something is there (None: a regular file, or nothing at all)."""
+    import stat
+
+    try:
+        info = path.lstat()
+    except OSError:
+        return None  # nothing there: the name may be a run id
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            return msg("error.resume.dangling_link", path=str(path), target=os.readlink(path))
+        except (OSError, RuntimeError):  # ELOOP
+            return msg("error.resume.link_loop", path=str(path))
+    if stat.S_ISDIR(info.st_mode):
+        return msg("error.resume.is_folder", path=str(path))
+    if not stat.S_ISREG(info.st_mode):
+        return msg("error.resume.not_regular", path=str(path))
+    return None
 
 
 def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[TrialRecord, ResumePoint]:
@@ -160,6 +197,8 @@ def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[Tr
     folder = records.previous_folder(path.parent / f"{path.stem}-checkpoint")
     if folder is None:
         raise TrialError(msg("error.trial.resume_no_checkpoint", run=run_id, folder=str(path.parent)))
+    # every file against the digests taken when it was saved, before anything is read from it
+    manifest = verify_manifest(folder, run_id=run_id)
     try:
         state = read_trainer_state(folder)
         step, taken = int(state["global_step"]), int(state["micro_batches"])
@@ -167,6 +206,9 @@ def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[Tr
     except Exception as exc:  # noqa: BLE001 - missing, truncated or foreign: one line naming the file
         raise TrialError(msg("error.trial.resume_unreadable", folder=str(folder),
                              what=unreadable_file("trainer_state.json", exc))) from None
+    if manifest.get("step") != step:
+        raise CheckpointDamaged(msg("error.resume.other_step", folder=str(folder), found=str(manifest.get("step")),
+                                    expected=str(step)))
     done = tuple(s for s in record.steps if s.step <= step)
     if [s.step for s in done] != list(range(1, step + 1)) or world != record.world_size:
         raise TrialError(msg("error.trial.resume_mismatch", folder=str(folder), step=str(step),
@@ -176,26 +218,71 @@ def resume_point(run: str | Path, out_dir: str | Path | None = None) -> tuple[Tr
                                micro_batches=taken, steps=done)
 
 
-def resume_options(run: str | Path, out_dir: str | Path | None = None) -> dict[str, Any]:
+def resume_options(run: str | Path, out_dir: str | Path | None = None, *,
+                   allow_changed_data: bool = False) -> dict[str, Any]:
     """``run_trial`` keyword arguments that go on with an interrupted trial exactly as it was started:
     plan, steps, warm-up, seed, learning rate, clipping, data, tokenizer, loader workers, memory cap,
-    out_dir (the interrupted record's folder unless given) and ``resume``; for a trial that ran as several
-    processes also ``nproc`` (for ``gpuwork.measure.distributed.run_distributed``, which takes the same)."""
+    out_dir (the interrupted record's folder unless given), the device kind it ran on and ``resume``; for a trial
+    that ran as several processes also ``nproc`` (for ``gpuwork.measure.distributed.run_distributed``, which
+    takes the same).
+
+    The checkpoint is checked against its manifest (``resume_point``) and every data file against the SHA-256 the
+    record holds: a changed file is refused (TrialError) unless ``allow_changed_data``, and then the new record's
+    ``protocol.dataset["changed_since_resume"]`` names the files."""
+    import dataclasses
+
     from gpuwork.measure.textdata import BUILTIN_DATASET
 
     record, point = resume_point(run, out_dir)
+    changed = changed_data(record)
+    if changed and not allow_changed_data:
+        path, now, saved = changed[0]
+        raise TrialError(msg("error.resume.data_changed", path=path, run=point.run_id, now=now[:12], saved=saved[:12]))
+    if changed:
+        point = dataclasses.replace(point, data_changed=tuple(path for path, _, _ in changed))
     p = record.protocol
     data = None if p.dataset.get("name") == BUILTIN_DATASET else [f["path"] for f in p.dataset.get("files", [])]
     tokenizer = p.tokenizer.get("source") if p.tokenizer.get("kind") == "pretrained" else None
     options = {"plan": record.plan, "steps": p.steps, "warmup": p.warmup, "seed": p.seed, "lr": p.learning_rate,
                "max_grad_norm": p.max_grad_norm, "data": data, "tokenizer": tokenizer,
                "loader_workers": p.loader_workers, "memory_cap_bytes": p.memory_cap_bytes,
-               "out_dir": out_dir if out_dir is not None else str(Path(point.record_path).parent), "resume": point}
+               "out_dir": out_dir if out_dir is not None else str(Path(point.record_path).parent), "resume": point,
+               "device": "cuda" if record.environment.device.startswith("cuda") else "cpu"}
     if record.stability is not None:  # the same stopping rule
         options.update(until_stable=record.stability.tolerance, max_steps=record.stability.max_steps)
     if record.parallel is not None:  # the same processes: each rank's data shard depends on how many
         options["nproc"] = record.parallel.world_size
     return options
+
+
+def changed_data(record: TrialRecord) -> list[tuple[str, str, str]]:
+    """The data files of a record whose SHA-256 differs now: (path, SHA-256 now, SHA-256 recorded). A file that
+    cannot be read (gone, a folder, a pipe) is a TrialError naming it."""
+    import stat
+
+    from gpuwork.measure.textdata import BUILTIN_DATASET, builtin_text_files
+
+    dataset = record.protocol.dataset
+    listed = [f for f in dataset.get("files", []) if isinstance(f, dict)]
+    run = record.run_id or "?"
+    if dataset.get("name") == BUILTIN_DATASET:  # the shipped corpus: where it is installed now
+        paths = [str(p) for p in builtin_text_files()]
+        if len(paths) != len(listed):
+            return [(str(Path(paths[0]).parent), "-" * 12, str(dataset.get("sha256", "")))]
+    else:
+        paths = [str(f.get("path")) for f in listed]
+    changed = []
+    for path, saved in zip(paths, listed, strict=True):
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise IsADirectoryError(path) if os.path.isdir(path) else OSError("not a regular file")
+            now = file_sha256(Path(path))
+        except OSError as exc:
+            detail = exc.strerror or str(exc) or type(exc).__name__
+            raise TrialError(msg("error.resume.data_missing", path=path, run=run, detail=detail)) from None
+        if now != saved.get("sha256"):
+            changed.append((path, now, str(saved.get("sha256"))))
+    return changed
 
 
 # -- the trial ------------------------------------------------------------------------------------------------
@@ -348,6 +435,10 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
         if not m.is_warmup:
             judged.add(m.step_time_s, m.step)
 
+    data_source = text.as_dict()
+    if resume is not None and resume.data_changed:  # allowed by the caller (--allow-changed-data): said here
+        data_source["changed_since_resume"] = {"run_id": resume.run_id, "files": list(resume.data_changed)}
+
     def make_record(state: str, *, with_steps: bool = True) -> TrialRecord:
         peak = max(memory.highest_bytes if memory else 0, own.highest_memory_bytes)
         protocol = TrialProtocol(
@@ -360,7 +451,7 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
             optimizer=plan.optimizer.value, optimizer_class=optimizer_class_name(plan.optimizer),
             grad_checkpointing=plan.grad_checkpointing, params_total=params_total,
             params_trainable=params_trainable,
-            weights=str(weights_dir) if weights_dir is not None else "random", dataset=text.as_dict(),
+            weights=str(weights_dir) if weights_dir is not None else "random", dataset=data_source,
             tokenizer=text.tokenizer.as_dict(), loader_workers=loader_workers, memory_cap_bytes=memory_cap_bytes,
             substitutions=tuple(setup.substitutions), plan=plan.as_dict(),
         )
@@ -425,6 +516,8 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
             notes.extend(_useful_warnings(caught))
             params_total, params_trainable = run.params_total, run.params_trainable
             memory.check("build")
+            # a checkpoint that fails its check is refused before this run writes anything
+            restored_rng = _restore(run, setup, resume) if resume is not None else None
             # the first record: a read-only folder or a full disk is said before any step, by every rank
             refused: Msg | None = None
             if flushing:
@@ -452,12 +545,11 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
                 return next(batches)
 
             first = 1
-            if resume is not None:
-                rng = _restore(run, setup, resume)
+            if resume is not None and restored_rng is not None:
                 for _ in range(resume.micro_batches):  # the same data order: skip what was trained on
                     next(batches)
                 taken = resume.micro_batches
-                set_rng_state(rng)
+                set_rng_state(restored_rng)
                 first = resume.step + 1
             else:
                 torch.manual_seed(seed + 1)  # dropout stream, independent of init
@@ -558,9 +650,11 @@ def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Genera
 
 def _restore(run: Run, setup: Any, resume: ResumePoint) -> dict[str, Any]:
     """Load an interrupted trial's checkpoint into a freshly built run (this rank's part of it); return its RNG
-    state."""
+    state. ``resume_point`` checked every file against the manifest before; after the load, the restored
+    state is compared with the per-tensor digests the manifest took in memory at the save."""
     store = setup.parallel.checkpoint_store() or FileCheckpoint()
     folder = Path(resume.checkpoint)
+    manifest = read_manifest(folder, run_id=resume.run_id, step=resume.step)  # unedited (its seal), this run
     try:
         rng = store.load(run, setup, folder)
     except Exception as exc:  # noqa: BLE001 - a file that cannot be read back: one line naming it
@@ -572,6 +666,13 @@ def _restore(run: Run, setup: Any, resume: ResumePoint) -> dict[str, Any]:
     if found != resume.step or store.trainer_state.get("seed") != setup.seed:
         raise TrialError(msg("error.trial.resume_mismatch", folder=str(folder), step=str(found),
                              expected=resume.step))
+    current = rng_state(setup.device)
+    set_rng_state(rng)  # the digests were taken with the saved RNG state current
+    try:
+        restored = store.restored_digests(run, setup)
+    finally:
+        set_rng_state(current)
+    check_restored(folder, store.saved_digests(manifest), restored)
     return rng
 
 
@@ -770,6 +871,7 @@ __all__ = [
     "DEFAULT_MAX_STEPS",
     "RSS_SAMPLE_INTERVAL_S",
     "check_until_stable",
+    "changed_data",
     "DATA_WAIT_THRESHOLD",
     "SCHEMA_VERSION",
     "STATUS_COMPLETE",

@@ -52,6 +52,7 @@ from gpuwork.present import (
     messages_reading,
     messages_records,
     messages_report,
+    messages_resume,
     messages_trial_faults,
     messages_ui_advice,
     messages_validation,
@@ -1015,7 +1016,7 @@ for _part in (messages_errors.ENTRIES, messages_measure.ENTRIES, messages_help.E
               messages_validation.ENTRIES, messages_app.ENTRIES, messages_report.ENTRIES,
               messages_advisor.ENTRIES, messages_ui_advice.ENTRIES, messages_reading.ENTRIES,
               messages_inputs.ENTRIES,
-              messages_decision.ENTRIES, messages_records.ENTRIES):  # own files
+              messages_decision.ENTRIES, messages_resume.ENTRIES, messages_records.ENTRIES):  # own files
     _clash = _ENTRIES.keys() & _part.keys()
     assert not _clash, f"catalog codes defined twice: {sorted(_clash)}"
     _ENTRIES.update(_part)
