@@ -1,9 +1,13 @@
-"""Held-out time cases: predict with the frozen model, then reveal the published figures.
+"""Held-out cases (step time or peak memory): predict with the frozen model, then reveal the published figures.
 
     python scripts/heldout.py predict --set NAME --networks MAP.json [--exclude WHY.json] STAGING_DIR [...]
     git commit gpuwork/facts/data/time_heldout.json        # the predictions, with no figure in them
     python scripts/heldout.py reveal --set NAME STAGING_DIR [STAGING_DIR ...]
     gpuwork accuracy --time --out docs/time_accuracy.md
+
+With ``--kind memory`` the same verbs work on ``memory_heldout.json``: each case's ``metric`` says which peak the
+source measured (device, reserved or allocated), the prediction is that peak in bytes from ``estimate_memory``,
+``measured.json`` gives ``measured_bytes``, and ``gpuwork accuracy --out docs/accuracy.md`` scores it.
 
 A staging folder (kept outside the repository until the reveal) holds a collector's ``cases.json`` (the
 configurations), ``measured.json`` (the published figures, keyed by case name, with the quoted row) and
@@ -23,8 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuwork.measure.accuracy import case_estimate, case_gpu
-from gpuwork.measure.heldout import HELDOUT_NAME, heldout_path, load_document, plan_from_json
+from gpuwork.measure.accuracy import case_estimate, case_gpu, case_memory
+from gpuwork.measure.heldout import KINDS, heldout_path, load_document, plan_from_json
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -43,14 +47,15 @@ def _metric(metric: str) -> str:
     return "samples_per_s" if metric == "run_time" else metric
 
 
-def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], folders: list[Path]) -> int:
+def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], folders: list[Path],
+            kind: str = "time") -> int:
     dirty = [line for line in _git("status", "--porcelain", "--", "gpuwork").splitlines()
-             if HELDOUT_NAME not in line and "/models/" not in line]
+             if heldout_path(kind).name not in line and "/models/" not in line]
     if dirty:
         print("the model is not frozen: uncommitted changes under gpuwork/:\n" + "\n".join(dirty), file=sys.stderr)
         return 2
     frozen = _git("rev-parse", "HEAD")
-    document = load_document()
+    document = load_document(kind=kind)
     if any(s["name"] == set_name for s in document["sets"]):
         print(f"set {set_name!r} is already on file", file=sys.stderr)
         return 2
@@ -59,6 +64,9 @@ def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], fo
         for raw in _staged(folder, "cases.json"):
             if raw["name"] in exclude:
                 left_out.append({"name": raw["name"], "source_id": raw["source_id"], "why": exclude[raw["name"]]})
+                continue
+            if kind == "memory":
+                cases.append(_memory_case(raw, folder))
                 continue
             nodes = int(raw.get("nodes") or 1)
             network = None
@@ -88,17 +96,27 @@ def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], fo
         return 2
     document["sets"].append({"name": set_name, "frozen_commit": frozen, "predictions_commit": None,
                              "networks": networks, "left_out": left_out, "cases": cases})
-    heldout_path().write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"{len(cases)} cases predicted by the model at {frozen[:10]}; commit {heldout_path()} now")
+    heldout_path(kind).write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{len(cases)} cases predicted by the model at {frozen[:10]}; commit {heldout_path(kind)} now")
     return 0
 
 
-def reveal(set_name: str, folders: list[Path]) -> int:
-    path = heldout_path()
+def _memory_case(raw: dict, folder: Path) -> dict:
+    """A memory case: the peak its source measured (metric), predicted in bytes."""
+    plan = plan_from_json(raw["plan"])
+    predicted = case_memory(plan, raw["metric"], raw.get("model_config"))
+    keep = ("name", "source_id", "source", "gpu_id", "gpus", "nodes", "plan", "metric", "model_config", "data",
+            "length_distribution", "software", "notes")
+    return {**{k: raw[k] for k in keep if raw.get(k) is not None}, "collector": folder.name,
+            "predicted_bytes": predicted}
+
+
+def reveal(set_name: str, folders: list[Path], kind: str = "time") -> int:
+    path = heldout_path(kind)
     if _git("status", "--porcelain", "--", str(path)):
         print(f"commit the predictions in {path} first", file=sys.stderr)
         return 2
-    document = load_document()
+    document = load_document(kind=kind)
     held = next((s for s in document["sets"] if s["name"] == set_name), None)
     if held is None:
         print(f"no set {set_name!r} on file", file=sys.stderr)
@@ -113,6 +131,13 @@ def reveal(set_name: str, folders: list[Path]) -> int:
         return 2
     for case in held["cases"]:
         entry = measured[case["name"]]
+        if kind == "memory":
+            if entry["metric"] != case["metric"]:
+                print(f"{case['name']}: metric {entry['metric']} differs from the case's {case['metric']}",
+                      file=sys.stderr)
+                return 2
+            case.update(measured=int(entry["measured_bytes"]))
+            continue
         if _metric(entry["metric"]) != case["metric"]:
             print(f"{case['name']}: metric {entry['metric']} differs from the case's {case['metric']}", file=sys.stderr)
             return 2
@@ -123,17 +148,18 @@ def reveal(set_name: str, folders: list[Path]) -> int:
     held["predictions_commit"] = _git("log", "-1", "--format=%H", "--", str(path))
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     number = next(i for i, s in enumerate(document["sets"], start=1) if s is held)
-    _write_sources(DOCS / f"time_heldout_sources_{number}.md", held, measured, folders)
+    _write_sources(DOCS / f"{kind}_heldout_sources_{number}.md", held, measured, folders, kind)
     print(f"revealed {len(held['cases'])} figures; predictions were committed at {held['predictions_commit'][:10]}")
     return 0
 
 
-def _write_sources(page: Path, held: dict, measured: dict, folders: list[Path]) -> None:
-    """docs/time_heldout_sources_N.md (set N): each collector's account of its sources, then every quoted row."""
-    parts = [f"# Held-out time cases: sources and the rows they printed ({held['name']})", "",
+def _write_sources(page: Path, held: dict, measured: dict, folders: list[Path], kind: str = "time") -> None:
+    """docs/<kind>_heldout_sources_N.md (set N): each collector's account of its sources, then every quoted row."""
+    scores = "time_accuracy.md" if kind == "time" else "accuracy.md"
+    parts = [f"# Held-out {kind} cases: sources and the rows they printed ({held['name']})", "",
              "Written by `scripts/heldout.py reveal` from the collectors' notes; the configurations and the frozen "
-             "predictions are in `gpuwork/facts/data/time_heldout.json`, the scores in "
-             "[time_accuracy.md](time_accuracy.md#held-out-cases).", ""]
+             f"predictions are in `gpuwork/facts/data/{heldout_path(kind).name}`, the scores in "
+             f"[{scores}]({scores}#held-out-cases).", ""]
     for folder in folders:
         text = "\n" + (folder / "sources.md").read_text(encoding="utf-8").strip()
         text = text.replace("\n# ", "\n### ").replace("\n## ", "\n### ").strip()  # under this page's headings
@@ -151,17 +177,20 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="verb", required=True)
     p = sub.add_parser("predict", allow_abbrev=False)
     p.add_argument("--set", required=True)
-    p.add_argument("--networks", type=Path, required=True)
+    p.add_argument("--kind", choices=KINDS, default="time")
+    p.add_argument("--networks", type=Path, help="required for time cases on several nodes")
     p.add_argument("--exclude", type=Path)
     p.add_argument("folders", type=Path, nargs="+")
     r = sub.add_parser("reveal", allow_abbrev=False)
     r.add_argument("--set", required=True)
+    r.add_argument("--kind", choices=KINDS, default="time")
     r.add_argument("folders", type=Path, nargs="+")
     args = parser.parse_args(argv)
     if args.verb == "predict":
         exclude = json.loads(args.exclude.read_text(encoding="utf-8")) if args.exclude else {}
-        return predict(args.set, json.loads(args.networks.read_text(encoding="utf-8")), exclude, args.folders)
-    return reveal(args.set, args.folders)
+        networks = json.loads(args.networks.read_text(encoding="utf-8")) if args.networks else {}
+        return predict(args.set, networks, exclude, args.folders, args.kind)
+    return reveal(args.set, args.folders, args.kind)
 
 
 if __name__ == "__main__":

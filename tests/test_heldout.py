@@ -137,7 +137,6 @@ GPT2_SMALL = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab
 
 def test_a_case_with_its_own_config_is_priced_on_that_architecture():
     from gpuwork.measure.accuracy import case_estimate, case_gpu
-
     from gpuwork.measure.heldout import plan_from_json
 
     gpu = case_gpu("a100_80_sxm")
@@ -161,3 +160,64 @@ def test_a_changed_inline_config_is_caught(history):
     doc["sets"][0]["cases"][0]["model_config"] = {**GPT2_SMALL, "n_layer": 24}
     (held,) = parse_sets(doc)
     assert any("'a'" in p and "configuration changed" in p for p in protocol_problems(held, repo))
+
+
+def _memory_history(tmp_path: Path):
+    """A memory set that followed the protocol, revealed."""
+    from gpuwork.measure.heldout import MEMORY_HELDOUT_NAME
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "mrepo"
+    rel = Path("gpuwork/facts/data") / MEMORY_HELDOUT_NAME
+    (repo / rel.parent).mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / "gpuwork/estimate.py").write_text("RATE = 1\n")
+    frozen = _commit(repo, "model")
+    case = {"name": "m", "source_id": "src", "source": "https://example.org/memory", "gpu_id": "a100_80_sxm",
+            "plan": PLAN, "metric": "reserved", "predicted_bytes": 20 * 2**30}
+    doc = {"sets": [{"name": "mem1", "frozen_commit": frozen, "predictions_commit": None, "cases": [case]}]}
+    (repo / rel).write_text(json.dumps(doc))
+    doc["sets"][0]["predictions_commit"] = _commit(repo, "predictions")
+    case["measured"] = 25 * 2**30
+    (repo / rel).write_text(json.dumps(doc))
+    _commit(repo, "reveal")
+    return repo, doc
+
+
+def test_memory_sets_follow_the_same_protocol(tmp_path):
+    repo, doc = _memory_history(tmp_path)
+    (held,) = parse_sets(doc, "memory")
+    assert held.kind == "memory" and held.revealed and protocol_problems(held, repo) == []
+    doc["sets"][0]["cases"][0]["predicted_bytes"] = 24 * 2**30  # a prediction moved towards the figure
+    (moved,) = parse_sets(doc, "memory")
+    assert any("'m'" in p and "prediction changed" in p for p in protocol_problems(moved, repo))
+
+
+def test_memory_sets_score_the_frozen_prediction(tmp_path):
+    from gpuwork.measure.accuracy import case_memory, memory_heldout_rows
+    from gpuwork.measure.heldout import plan_from_json
+
+    _, doc = _memory_history(tmp_path)
+    (held,) = parse_sets(doc, "memory")
+    (row,) = memory_heldout_rows(held)
+    assert row["frozen_error"] == pytest.approx(20 / 25 - 1)
+    today = case_memory(plan_from_json(PLAN), "reserved")
+    assert row["estimated_bytes"] == today and row["error"] == pytest.approx(today / (25 * 2**30) - 1)
+
+
+def test_a_memory_case_is_priced_by_the_peak_its_source_measured():
+    from gpuwork.measure.accuracy import case_memory
+    from gpuwork.measure.heldout import plan_from_json
+
+    plan = plan_from_json(PLAN)
+    allocated, reserved, device = (case_memory(plan, m) for m in ("allocated", "reserved", "device"))
+    assert allocated < reserved < device
+
+
+def test_a_time_metric_is_refused_in_a_memory_set():
+    doc = {"sets": [{"name": "x", "frozen_commit": "0" * 40, "cases": [
+        {"name": "m", "source_id": "s", "source": "u", "gpu_id": "a100_80_sxm", "plan": PLAN,
+         "metric": "tokens_per_s", "predicted_bytes": 1}]}]}
+    with pytest.raises(ValueError, match="metric"):
+        parse_sets(doc, "memory")

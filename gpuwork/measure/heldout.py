@@ -1,8 +1,9 @@
-"""Held-out time cases: published runs whose predictions were committed before their figures were read.
+"""Held-out cases: published runs whose predictions were committed before their figures were read.
 
-The protocol (docs/time_accuracy.md, "Held-out cases"):
+Two kinds, one protocol: step time (``time_heldout.json``, scored in docs/time_accuracy.md) and peak memory
+(``memory_heldout.json``, scored in docs/accuracy.md). The protocol (docs/time_accuracy.md, "Held-out cases"):
 
-1. The time model is frozen at a commit (``frozen_commit``).
+1. The model is frozen at a commit (``frozen_commit``).
 2. A collector who does not build the model records each run's configuration; the published figure is kept
    outside the repository.
 3. ``scripts/heldout.py predict`` prices every configuration with the frozen model and writes the predictions
@@ -32,13 +33,19 @@ from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
 HELDOUT_NAME = "time_heldout.json"
-# what may change between the frozen model and its predictions: the held-out file and model presets
-_ALLOWED_BETWEEN = ("gpuwork/facts/data/" + HELDOUT_NAME, "gpuwork/facts/data/models/")
-_FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote")
+MEMORY_HELDOUT_NAME = "memory_heldout.json"
+# one file per kind of estimate; memory cases predict a peak in bytes as the source measured it
+_FILES = {"time": HELDOUT_NAME, "memory": MEMORY_HELDOUT_NAME}
+KINDS = tuple(_FILES)
+MEMORY_METRICS = ("device", "reserved", "allocated")  # nvidia-smi total, max_memory_reserved, max_memory_allocated
+_PREDICTED = {"time": "predicted_tokens_per_s_per_gpu", "memory": "predicted_bytes"}
+# what may change between the frozen model and its predictions: the held-out files and model presets
+_ALLOWED_BETWEEN = (*("gpuwork/facts/data/" + name for name in _FILES.values()), "gpuwork/facts/data/models/")
+_FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote", "measured_bytes")
 
 
-def heldout_path() -> Path:
-    return bundled_data_dir() / HELDOUT_NAME
+def heldout_path(kind: str = "time") -> Path:
+    return bundled_data_dir() / _FILES[kind]
 
 
 @dataclass(frozen=True)
@@ -53,10 +60,10 @@ class HeldoutCase:
     nodes: int
     network: str | None
     metric: str
-    predicted: float  # tokens/s per GPU, by the model at the set's frozen commit
+    predicted: float  # tokens/s per GPU (time) or bytes (memory), by the model at the set's frozen commit
     notes: str = ""
     moe_experts: str | None = None
-    measured: float | None = None  # in ``metric``, as the source reports it
+    measured: float | None = None  # in ``metric``, as the source reports it (memory: bytes)
     measured_time_s: float | None = None
     samples: int | None = None
     model_config: dict[str, Any] | None = None  # config.json values of a model with no preset
@@ -66,8 +73,8 @@ class HeldoutCase:
         return self.measured is not None
 
     def time_case(self) -> TimeCase:
-        """The case as a published TimeCase (only once revealed)."""
-        if self.measured is None:
+        """The case as a published TimeCase (a time case, only once revealed)."""
+        if self.measured is None or self.metric in MEMORY_METRICS:
             raise ValueError(f"held-out case {self.name!r} has no published figure yet")
         return TimeCase(name=self.name, plan=self.plan, gpu_id=self.gpu_id, metric=self.metric,
                         measured=self.measured, source=self.source, source_id=self.source_id, notes=self.notes,
@@ -83,6 +90,7 @@ class HeldoutSet:
     cases: tuple[HeldoutCase, ...]
     # cases the collectors found but that were left out before the predictions: (name, source_id, why)
     left_out: tuple[tuple[str, str, str], ...] = ()
+    kind: str = "time"  # one of KINDS
 
     @property
     def revealed(self) -> bool:
@@ -96,31 +104,33 @@ def plan_from_json(fields: dict[str, Any]) -> TrainPlan:
     return TrainPlan(**fields)
 
 
-def _case(raw: dict[str, Any]) -> HeldoutCase:
-    if raw["metric"] not in METRICS:
-        raise ValueError(f"held-out case {raw['name']!r}: metric {raw['metric']!r} is not one of {METRICS}")
+def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
+    metrics = METRICS if kind == "time" else MEMORY_METRICS
+    if raw["metric"] not in metrics:
+        raise ValueError(f"held-out case {raw['name']!r}: metric {raw['metric']!r} is not one of {metrics}")
     return HeldoutCase(
         name=raw["name"], source_id=raw["source_id"], source=raw["source"], gpu_id=raw["gpu_id"],
         plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
-        metric=raw["metric"], predicted=float(raw["predicted_tokens_per_s_per_gpu"]), notes=raw.get("notes", ""),
+        metric=raw["metric"], predicted=float(raw[_PREDICTED[kind]]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
         samples=raw.get("samples"), model_config=raw.get("model_config"))
 
 
-def parse_sets(document: dict[str, Any]) -> tuple[HeldoutSet, ...]:
+def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:
     return tuple(HeldoutSet(name=s["name"], frozen_commit=s["frozen_commit"],
                             predictions_commit=s.get("predictions_commit"),
-                            cases=tuple(_case(c) for c in s["cases"]),
-                            left_out=tuple((x["name"], x["source_id"], x["why"]) for x in s.get("left_out", ())))
+                            cases=tuple(_case(c, kind) for c in s["cases"]),
+                            left_out=tuple((x["name"], x["source_id"], x["why"]) for x in s.get("left_out", ())),
+                            kind=kind)
                  for s in document.get("sets", ()))
 
 
-def load_document(path: Path | None = None) -> dict[str, Any]:
+def load_document(path: Path | None = None, kind: str = "time") -> dict[str, Any]:
     """The held-out document (``{"sets": [...]}``), read through the one bounded reader; none on file: no sets.
 
     Raises ``reading.ReadError`` (a ``GpuworkError``) for a file that is not a regular JSON object within bounds.
     """
-    path = Path(path) if path is not None else heldout_path()
+    path = Path(path) if path is not None else heldout_path(kind)
     if not os.path.lexists(path):
         return {"sets": []}
     try:
@@ -134,9 +144,9 @@ def load_document(path: Path | None = None) -> dict[str, Any]:
     return document
 
 
-def heldout_sets(path: Path | None = None) -> tuple[HeldoutSet, ...]:
-    """The held-out sets on file (bundled ``time_heldout.json``)."""
-    return parse_sets(load_document(path))
+def heldout_sets(path: Path | None = None, kind: str = "time") -> tuple[HeldoutSet, ...]:
+    """The held-out sets of one kind on file (bundled ``time_heldout.json`` or ``memory_heldout.json``)."""
+    return parse_sets(load_document(path, kind), kind)
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -158,9 +168,10 @@ def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
     for name in changed.stdout.split():
         if not name.startswith(_ALLOWED_BETWEEN):
             problems.append(f"{held.name}: {name} changed between the frozen model and its predictions")
-    shown = _git(repo, "show", f"{held.predictions_commit}:gpuwork/facts/data/{HELDOUT_NAME}")
+    file = _FILES[held.kind]
+    shown = _git(repo, "show", f"{held.predictions_commit}:gpuwork/facts/data/{file}")
     if shown.returncode != 0:
-        return problems + [f"{held.name}: {HELDOUT_NAME} is missing at the predictions commit"]
+        return problems + [f"{held.name}: {file} is missing at the predictions commit"]
     then = next((s for s in json.loads(shown.stdout).get("sets", ()) if s["name"] == held.name), None)
     if then is None:
         return problems + [f"{held.name}: the set is missing at the predictions commit"]
@@ -174,14 +185,14 @@ def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
             continue
         if any(raw.get(k) is not None for k in _FIGURE_KEYS):
             problems.append(f"{held.name}: {case.name!r} had its published figure on file with the predictions")
-        if float(raw["predicted_tokens_per_s_per_gpu"]) != case.predicted:
+        if float(raw[_PREDICTED[held.kind]]) != case.predicted:
             problems.append(f"{held.name}: {case.name!r}'s prediction changed after it was committed")
-        was = _case({**raw, "measured": None})
+        was = _case({**raw, "measured": None}, held.kind)
         if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts, was.model_config) != (
                 case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts, case.model_config):
             problems.append(f"{held.name}: {case.name!r}'s configuration changed after the predictions")
     return problems
 
 
-__all__ = ["HELDOUT_NAME", "HeldoutCase", "HeldoutSet", "heldout_path", "heldout_sets", "load_document",
+__all__ = ["HELDOUT_NAME", "KINDS", "MEMORY_HELDOUT_NAME", "MEMORY_METRICS", "HeldoutCase", "HeldoutSet", "heldout_path", "heldout_sets", "load_document",
            "parse_sets", "plan_from_json", "protocol_problems"]
