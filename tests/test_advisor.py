@@ -60,12 +60,14 @@ def test_pairs_and_sharding_are_searched() -> None:
     plan = TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=2048)
     advice = advise(plan, load_offers(), resolve(plan))
     keys = [s.key for s in advice.suggestions]
-    assert "optimizer_adamw-8bit" in keys and "zero3_x2" in keys
-    z = advice.get("zero3_x2")
-    assert (z.plan.gpus, z.plan.sharding.value) == (2, "zero3")
+    # DeepSpeed ZeRO keeps fp32 masters and AdamW states (2 + 2 + 12 B/param): on 2 GPUs 8 B x 8.0 B params of
+    # model states and the 4 B/param fp32 optimizer temporary leave no room on a 80 GB card; 4 GPUs do
+    assert "optimizer_adamw-8bit" in keys and "zero3_x4" in keys
+    z = advice.get("zero3_x4")
+    assert (z.plan.gpus, z.plan.sharding.value) == (4, "zero3")
     assert "optimizer_adamw-8bit" in z.combines_with
-    # 2, 4 and 8 GPUs of ZeRO-3 all run on the same 8-GPU node: shown once
-    assert not {"zero3_x4", "zero3_x8"} & set(keys)
+    # 4 and 8 GPUs of ZeRO-3 both run on the same 8-GPU node: shown once
+    assert "zero3_x8" not in keys
 
 
 def test_bad_limit_is_an_error() -> None:

@@ -174,6 +174,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.rule.no_saves": ("save_strategy: no: no checkpoints", "`save_strategy: no`: чекпойнты не сохраняются"),
 
     # -- notes -------------------------------------------------------------------------------------------------------
+    "config.keeps_every_checkpoint": (
+        "{file:raw}: {source}: the Trainer keeps every checkpoint it saves; the disk estimate counts checkpoints_kept "
+        "of them",
+        "{file:raw}: {source}: Trainer хранит все сохранённые чекпойнты; оценка диска считает checkpoints_kept из них"),
     "config.dpo_reference": (
         "{file:raw}: DPO also runs a frozen reference model (a copy of the base, or the base without the adapter); "
         "not counted in the estimate",

@@ -103,7 +103,8 @@ class ConfigImport:
         return {
             "files": [{"path": path, "format": fmt} for path, fmt in self.files],
             "fields": [{"field": c.field, "value": plain(c.value), "file": c.file, "key": c.key,
-                        "rule": c.rule.as_dict() if c.rule is not None else None, "overridden_by": flag(c.field)}
+                        "rule": c.rule.as_dict() if c.rule is not None else None, "overridden_by": flag(c.field),
+                        "framework_default": c.default}
                        for c in self.claims],
             "defaulted": [{"field": name, "value": plain(getattr(TrainPlan, name))}
                           for name in self.defaulted(overridden)],
@@ -400,9 +401,11 @@ def claim_schedule(r: Reader, *, epochs_key: str) -> None:
             (r.claim if rule is None else r.claim_default)("checkpoint_every_steps", int(steps), "save_steps", rule)
         elif steps is not None and steps > 0:
             r.note(msg("config.save_ratio", file=r.file, value=float(steps)))
-    kept = r.int_("save_total_limit")
+    kept, rule = r.typed("save_total_limit", "int")
     if kept is not None:
         r.claim("checkpoints_kept", kept, "save_total_limit")
+    elif rule is not None:  # the framework's None: every checkpoint stays on disk
+        r.note(msg("config.keeps_every_checkpoint", file=r.file, source=rule))
 
 
 def claim_stack(r: Reader, liger: bool, compile_: bool, unsloth: bool, keys: dict[str, str]) -> None:
