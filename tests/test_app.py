@@ -174,7 +174,7 @@ def test_the_plan_round_trips_through_the_url_and_the_plan_file() -> None:
 
 
 @pytest.mark.parametrize(("query", "says"), [
-    ("model=llama-3.1-8b&seq_len=lots", "seq_len"), ("method=qloraa", "qlora"), ("seq_lenn=4096", "seq_len"),
+    ("model=llama-3.1-8b&seq_len=lots", "Sequence length"), ("method=qloraa", "qlora"), ("seq_lenn=4096", "seq_len"),
 ])
 def test_a_bad_query_value_shows_the_validation_message(query: str, says: str) -> None:
     app = build_app(query=query)
@@ -293,7 +293,7 @@ def test_a_real_record_upload_joins_the_comparison() -> None:
 
 
 @pytest.mark.parametrize(("content", "says"), [
-    (b"", "run.json is empty"), (b"\xff\xfe{}", "not UTF-8 text"), (b"[" * 100_000, "nested too deeply"),
+    (b"", "run.json is empty"), (b"\xff\xfe{}", "not UTF-8 text"), (b"[" * 100_000, "more than the 64 gpuwork reads"),
     (b"[1, 2]", "not a JSON object"), (b'{"schema_version": 999}', "trial record schema 999"),
     (b'{"schema_version": 1}', "is not a gpuwork trial record"),
 ])

@@ -70,8 +70,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # -- the language switch ---------------------------------------------------------------------------------------------
     "ui.lang_label": ("Language", "Язык"),
     # -- links --------------------------------------------------------------------------------------------------------------
-    "ui.link_model": (
-        "The link names the model {model:raw}: {problem:raw}. The form below sizes {kept:raw} until you pick another.",
-        "В ссылке указана модель {model:raw}: {problem:raw}. Форма ниже считает {kept:raw}, пока вы не выберете "
-        "другую."),
+    "ui.link_hub_preset": (
+        "{model:raw} is a Hugging Face Hub id: sized as the bundled preset {preset:raw}, the same architecture.",
+        "{model:raw} — id на Hugging Face Hub: расчёт по встроенному пресету {preset:raw} с той же архитектурой."),
 }

@@ -70,7 +70,12 @@ from gpuwork.ui.common import (  # noqa: E402
 )
 from gpuwork.ui.offers import OffersPanel  # noqa: E402
 from gpuwork.ui.request import RequestPanel  # noqa: E402
-from gpuwork.ui.share import page_query, plan_from_query, plan_query  # noqa: E402
+from gpuwork.ui.share import (  # noqa: E402
+    address_bar_html,
+    page_link_query,
+    page_query,
+    plan_from_query,
+)
 from gpuwork.ui.sizing import SizingForm  # noqa: E402
 from gpuwork.ui.trial import TrialPanel  # noqa: E402
 
@@ -179,10 +184,16 @@ class App(widgets.VBox):
                 start_error = friendly(exc, self.lang)
         self.intro = widgets.HTML(layout={"flex": "1 1 auto"})
         self.intro.add_class("gpuwork-intro")
+        # each language named in full, in itself, whatever the page's language
         self.lang_toggle = widgets.ToggleButtons(options=[(ui("lang_name.en"), "en"), (ui("lang_name.ru"), "ru")],
-                                                 value=self.lang,
-                                                 style={"button_width": "90px"})
+                                                 value=self.lang, tooltips=[ui("lang_label", "en"),
+                                                                            ui("lang_label", "ru")],
+                                                 style={"button_width": "auto", "description_width": "auto"},
+                                                 layout={"width": "auto"})
         self.lang_toggle.add_class("gpuwork-lang")
+        self.address = widgets.HTML(layout={"display": "none"})  # the address bar follows the form
+        self.address.add_class("gpuwork-address-box")
+        self._address_serial = 0
         self.sizing = AppSizingForm(plan, lang=self.lang, queue=queue)
         self.offers = OffersPanel(lang=self.lang, with_request=False)
         # records are read here, from the bytes sent (the panel's own reader also accepts a path)
@@ -212,7 +223,7 @@ class App(widgets.VBox):
         self.sizing.on_error(self._on_invalid)
         self.tabs.observe(self._on_tab, names="selected_index")
         self.lang_toggle.observe(lambda change: self.set_lang(change["new"]), names="value")
-        self.children = [widgets.HBox([self.intro, self.lang_toggle],
+        self.children = [widgets.HBox([self.intro, self.lang_toggle, self.address],
                                       layout={"justify_content": "space-between", "align_items": "flex-start"}),
                          self.tabs]
         self.add_class("gpuwork-app")
@@ -234,7 +245,15 @@ class App(widgets.VBox):
                 continue
             self.offers.add_record(record)
 
+    def _follow_address(self) -> None:
+        """Put this page's query (the plan and the language) in the browser's address bar (served pages only)."""
+        if not served_by_voila():
+            return
+        self._address_serial += 1
+        self.address.value = address_bar_html(self.query(), self._address_serial)
+
     def _apply_labels(self) -> None:
+        self.lang_toggle.description = ui("lang_label", self.lang)
         self.intro.value = (f'<h3 class="gpuwork-title" style="margin:0 0 4px 0">{ui("title", self.lang)}</h3>'
                             f'<p style="margin:0 12px 6px 0;max-width:1100px">{ui("intro", self.lang)}</p>')
         self.tabs.titles = tuple(ui(f"tab_{name}", self.lang) for name in TABS[: len(self.tabs.children)])
@@ -252,6 +271,7 @@ class App(widgets.VBox):
         self.request.set_plan(plan, lazy=True)
         self._request_stale = True
         self._refresh_visible()
+        self._follow_address()
 
     def _on_invalid(self, error: str) -> None:
         """The form's input is invalid: every other tab drops its results and says so (one state)."""
@@ -279,8 +299,7 @@ class App(widgets.VBox):
         """The URL query that reproduces this page: the plan's fields and the language ("" while invalid)."""
         if self.plan is None:
             return ""
-        q = plan_query(self.plan)
-        return q if self.lang == "en" else (f"{q}&lang={self.lang}" if q else f"lang={self.lang}")
+        return page_link_query(self.plan, self.lang)
 
     def follow_page_query(self) -> None:
         """Apply the page's URL query (read in this kernel: ``gpuwork.ui.share.page_query``; in a preheated
@@ -332,6 +351,8 @@ class App(widgets.VBox):
         self.request.set_lang(self.lang)
         if self.trial is not None:
             self.trial.set_lang(self.lang)
+        if self.plan is not None:
+            self._follow_address()
 
 
 class StaticApp:

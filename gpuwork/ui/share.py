@@ -115,6 +115,24 @@ def plan_from_query(query: str | Mapping[str, Any], base: TrainPlan | None = Non
     return TrainPlan.from_dict(data)
 
 
+def page_link_query(plan: TrainPlan, lang: str = "en") -> str:
+    """The query of a link to this page: the plan's fields and, when not English, the language (``lang=ru``)."""
+    query = plan_query(plan)
+    if lang == "en":
+        return query
+    return f"{query}&lang={lang}" if query else f"lang={lang}"
+
+
+def address_bar_html(query: str, serial: int = 0) -> str:
+    """A hidden element that sets the browser's address to ``?query`` without reloading (history.replaceState),
+    so that the address bar follows the form and can be copied as a link. An image that fails to load runs the
+    one statement (a widget's HTML runs no <script>); ``serial`` makes each update a new element."""
+    target = json.dumps("?" + query) if query else "location.pathname"
+    code = f"history.replaceState(history.state, '', {target});this.remove();"
+    return (f'<img class="gpuwork-address" data-serial="{serial}" src="data:," alt="" style="display:none" '
+            f'onerror="{html.escape(code, quote=True)}">')
+
+
 def plan_file_bytes(plan: TrainPlan) -> bytes:
     """The plan file: ``TrainPlan.as_dict()`` as indented JSON (``gpuwork report --plan`` reads it)."""
     return (json.dumps(plan.as_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
@@ -122,7 +140,7 @@ def plan_file_bytes(plan: TrainPlan) -> bytes:
 
 def share_html(plan: TrainPlan, lang: str = "en", *, local_model: bool = False) -> str:
     """A link to this page with the plan in its query, and the plan file as a download (a data: URI)."""
-    link = "?" + plan_query(plan)
+    link = "?" + page_link_query(plan, lang)
     data = base64.b64encode(plan_file_bytes(plan)).decode("ascii")
     name = "".join(c if c.isalnum() or c in "-_." else "-" for c in plan.model.rsplit("/", 1)[-1])
     parts = [f'<a class="gpuwork-share-link" href="{html.escape(link)}" target="_top">'
@@ -153,4 +171,4 @@ def page_query() -> str:
         return ""
 
 
-__all__ = ["PAGE_KEYS", "page_query", "plan_file_bytes", "plan_from_query", "plan_query", "share_html"]
+__all__ = ["PAGE_KEYS", "address_bar_html", "page_link_query", "page_query", "plan_file_bytes", "plan_from_query", "plan_query", "share_html"]

@@ -759,6 +759,10 @@ class SizingForm(common.Panel):
             start_error = None
         except GpuworkError as exc:
             base, start_error = TrainPlan(), friendly(exc, self.lang)
+        self.model_note = widgets.HTML()  # a link's Hub id sized as a bundled preset, said
+        self.model_note.add_class("gpuwork-model-note")
+        self._model_note: Msg | None = None
+        base = self._hub_to_preset(base)
         self.base_plan = base
         self._build_controls(base, gpus)
         self.breakdown = LiveFigure("gpuwork-breakdown")
@@ -930,8 +934,30 @@ class SizingForm(common.Panel):
 
         A preset model switches the form to the preset list; any other model keeps the form's model source."""
         plan = plan_from(plan)
-        preset = plan.model in self.controls["model"].options
-        self._take_plan(plan, source="preset" if preset else self.model_source.value)
+        plan = self._hub_to_preset(plan)
+        options = list(self.controls["model"].options)
+        if (plan.model not in options and self.model_source.value == "preset"
+                and not Path(plan.model).expanduser().exists()):
+            # a name the list lacks (a typo in a link, an unknown Hub id): tried as given, so that its own message
+            # says what is wrong, instead of the form sizing the preset it showed before
+            with self._mute():
+                self.controls["model"].options = [plan.model, *list_presets()]
+            options = list(self.controls["model"].options)
+        self._take_plan(plan, source="preset" if plan.model in options else self.model_source.value)
+
+    def _hub_to_preset(self, plan: TrainPlan) -> TrainPlan:
+        """A Hub id of a bundled preset ("meta-llama/Llama-3.1-8B") -> that preset, said under the model."""
+        self.model_note.value = ""
+        if plan.model in list_presets() or "/" not in plan.model or Path(plan.model).expanduser().exists():
+            return plan
+        from gpuwork.facts.configs.base import hub_presets
+
+        preset = hub_presets().get(plan.model.strip().lower())
+        if preset is None:
+            return plan
+        self._model_note = msg("ui.link_hub_preset", model=plan.model, preset=preset)
+        self.model_note.value = note_html(html.escape(render(self._model_note, self.lang)))
+        return plan.replace(model=preset)
 
     def candidate_gpus(self) -> list[GpuSpec]:
         return [self._catalog[g] for g in self.gpu_select.value if g in self._catalog]
@@ -1199,6 +1225,10 @@ class SizingForm(common.Panel):
             if scaling is not None:
                 self.scaling.show(scaling)
 
+    def _show_model_note(self) -> None:
+        if self._model_note is not None and self.model_note.value:
+            self.model_note.value = note_html(html.escape(render(self._model_note, self.lang)))
+
     def _show_dataset_note(self) -> None:
         note = self._dataset_said if self.result is not None else None
         self.dataset_note.value = note_html(html.escape(render(note(self.lang), self.lang))) if note is not None else ""
@@ -1213,6 +1243,7 @@ class SizingForm(common.Panel):
         if self.traced is not None and self.plan is not None:
             self.verify_out.value = trace_html(self.traced.plan, self.traced, self.memory, self.lang)
         self._show_upload_report()
+        self._show_model_note()
 
     # -- figures (pure given the state) -----------------------------------------------------------
 
@@ -1273,7 +1304,8 @@ class SizingForm(common.Panel):
 
     def controls_box(self) -> widgets.Widget:
         c = self.controls
-        model = widgets.VBox([self.headings["h_model"], self.model_source, c["model"], self.upload, self.upload_name,
+        model = widgets.VBox([self.headings["h_model"], self.model_source, c["model"], self.model_note, self.upload,
+                              self.upload_name,
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
