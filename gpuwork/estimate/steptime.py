@@ -278,7 +278,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
          kernels.get("gemm_max_split_k")),
         (kernels.get(fwd_key), kernels.get(bwd_key), kernels.get("flash_attn_fwd_fraction"),
          kernels.get("flash_attn_bwd_fraction"), kernels.get("sdpa_mem_efficient_fraction")),
-        tuple(p for p in rates.attention_curves if p.family == family),
+        rates.curves(family),
         efficiency,
         (basis.get("matmul_bf16", ""), basis.get("mem_bw", ""), basis.get("sm", ""),
          kernel_basis.get("flash_attn_fwd_fraction", ""),

@@ -11,7 +11,7 @@ import csv
 import functools
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -82,6 +82,23 @@ class AttentionPoint(NamedTuple):
     fraction: float  # measured TFLOP/s over the measuring GPU's dense 16-bit peak
 
 
+class AttentionCurves(tuple):
+    """One family's AttentionPoints: a tuple that computes its hash once (the step model's price cache keys on it)."""
+
+    def __hash__(self) -> int:
+        try:
+            return self.__dict__["hash"]
+        except KeyError:
+            value = self.__dict__["hash"] = tuple.__hash__(self)
+            return value
+
+    def __reduce__(self) -> tuple:
+        return AttentionCurves, (tuple(self),)  # without the hash: string hashes differ from process to process
+
+
+NO_CURVES = AttentionCurves()
+
+
 @dataclass(frozen=True)
 class Rates:
     """All rate facts: per-GPU rates, global kernel facts and the stacks."""
@@ -93,6 +110,11 @@ class Rates:
     gemm_tiles: tuple[tuple[int, int, float], ...] = ()  # (tile_m, tile_n, efficiency); () = no file
     # (family, pass, causal, head_dim, seq_len, fraction of the dense peak); () = no file
     attention_curves: tuple[AttentionPoint, ...] = ()
+    attention_families: dict[str, AttentionCurves] = field(default_factory=dict)  # attention_curves by family
+
+    def curves(self, family: str) -> AttentionCurves:
+        """The family's attention curves (empty when it has none)."""
+        return self.attention_families.get(family, NO_CURVES)
 
     def device(self, gpu_id: str) -> DeviceRates | None:
         return self.devices.get(gpu_id)
@@ -187,8 +209,9 @@ def _load(folder: str) -> Rates:
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
-    return Rates(devices, kernels, kbasis, stacks, _gemm_tiles(base / GEMM_TILES_CSV),
-                 attention_curves(read_attention_rows(base / ATTENTION_CURVES_CSV)))
+    curves = attention_curves(read_attention_rows(base / ATTENTION_CURVES_CSV))
+    families = {f: AttentionCurves(p for p in curves if p.family == f) for f in {p.family for p in curves}}
+    return Rates(devices, kernels, kbasis, stacks, _gemm_tiles(base / GEMM_TILES_CSV), curves, families)
 
 
 class AttentionRow(NamedTuple):
@@ -287,4 +310,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["ATTENTION_CURVES_CSV", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+__all__ = ["ATTENTION_CURVES_CSV", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
