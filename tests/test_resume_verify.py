@@ -407,3 +407,40 @@ def test_the_range_message_speaks_russian(capsys):
     assert main(["trial", "--model", "tiny-llama", "--steps", "0", "--lang", "ru", "--no-progress"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "укажите целое число от 1 до 100 000 (измеряемые шаги оптимизатора)" in err
+
+
+# -- under torchrun (two gloo ranks on the CPU; each launch takes 10-20 s) --------------------------------------
+
+
+@pytest.mark.slow
+def test_under_torchrun_damage_is_refused_before_loading_and_a_forgery_after(tmp_path, capsys):
+    from gpuwork.measure.distributed import run_distributed
+
+    def stop(m):
+        if m.step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    stopped = run_distributed(TrainPlan(**{**TINY, "gpus": 2}), 2, steps=12, warmup=1, seed=3, out_dir=tmp_path,
+                              callbacks=[stop], timeout_s=600)
+    assert stopped.status == "interrupted" and stopped.world_size == 2
+    record = Path(stopped.saved_to)
+    folder = checkpoint_of(record)
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    assert sorted(manifest["tensors"]) == ["0", "1"]  # each rank's digests
+    assert {".metadata", "__0_0.distcp", "__1_0.distcp", "rng_state_1.pth"} <= set(manifest["files"])
+    # DDP's replicas are saved once: the tensors are in rank 0's part, which both ranks read back
+    path = folder / "__0_0.distcp"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01  # tensor bytes make up most of the file
+    path.write_bytes(bytes(data))
+    rc, out, err = resume_cli(record, capsys=capsys)
+    assert rc == EXIT_CHECKPOINT_NOT_VERIFIED and out == ""
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"gpuwork: error: cannot resume from {folder}: __0_0.distcp is not the file saved")
+
+    reseal(folder)  # the forger's manifest: the files pass, the ranks' digests after loading do not
+    rc, out, err = resume_cli(record, capsys=capsys)
+    assert rc == EXIT_CHECKPOINT_NOT_VERIFIED, err
+    refusal = [line for line in err.strip().splitlines() if line.startswith("gpuwork: error:")]
+    assert len(refusal) == 1 and "after loading, 1 entry differs from the digests taken at the save" in refusal[0]
+    assert "rank " in refusal[0]

@@ -204,6 +204,11 @@ def _digest(t: Any) -> tuple[str, tuple[int, ...], str]:
     return str(t.dtype), tuple(t.shape), hashlib.sha256(raw.numpy().tobytes()).hexdigest()
 
 
+def tensor_sha256(t: Any) -> str:
+    """SHA-256 of a tensor's bytes (a DTensor's local part), taken on the CPU."""
+    return _digest(t)[2]
+
+
 class FileCheckpoint(CheckpointStore):
     """One process: Hugging Face Trainer's layout, the restore compared with the state hashed before the save."""
 
@@ -594,5 +599,6 @@ __all__ = [
     "same_value",
     "save_training_state",
     "snapshot",
+    "tensor_sha256",
     "unreadable_file",
 ]

@@ -47,8 +47,8 @@ Example:
 
 Limitations: one node only; QLoRA (bitsandbytes 4-bit weights) runs with DDP only; FSDP2 needs
 one parameter dtype per wrapped block (fine for fp32 and for pure 16-bit full fine-tuning); the
-checkpoint round-trip compares per-tensor fingerprints (float64 sum, absolute sum and sum of
-squares) instead of the bytes themselves; a signal sent to torchrun gives the ranks SHUTDOWN_GRACE_S to
+checkpoint round-trip compares per-tensor fingerprints (float64 sum, absolute sum, sum of
+squares and SHA-256 of each rank's local part) rather than gathering the shards; a signal sent to torchrun gives the ranks SHUTDOWN_GRACE_S to
 save before torchrun kills them; after a SIGKILL the hidden work folder (``.gpuwork-torchrun-*``) stays
 in out_dir until the next run there (``remove_stale_work``); a resumed rank's earlier steps keep the merged
 record's memory (the highest rank's); CPU offload (``offload_params``/``offload_optimizer``) maps
@@ -86,6 +86,7 @@ from gpuwork.measure.checkpoint import (
     load_training_state,
     same_value,
     save_training_state,
+    tensor_sha256,
     write_manifest,
 )
 from gpuwork.measure.coded import from_json, to_json
@@ -194,13 +195,15 @@ def _tensor_bytes(tensors: Iterable[Any]) -> int:
     return sum(int(_local(t).numel()) * int(_local(t).element_size()) for t in tensors)
 
 
-def _fingerprint(t: Any) -> tuple[str, tuple[int, ...], float, float, float]:
-    """(dtype, local shape, float64 sum, absolute sum, sum of squares) of a tensor's local part."""
+def _fingerprint(t: Any) -> tuple[str, tuple[int, ...], float, float, float, str]:
+    """(dtype, local shape, float64 sum, absolute sum, sum of squares, SHA-256 of the bytes) of a tensor's local
+    part (the sums alone miss a flipped low bit: 0 -> 1e-45 leaves a float64 sum as it was)."""
     import torch
 
     x = _local(t).detach()
     flat = x.reshape(-1).to(torch.float64)
-    return (str(x.dtype), tuple(x.shape), float(flat.sum()), float(flat.abs().sum()), float((flat * flat).sum()))
+    return (str(x.dtype), tuple(x.shape), float(flat.sum()), float(flat.abs().sum()), float((flat * flat).sum()),
+            tensor_sha256(x))
 
 
 def _fingerprints(state: Any) -> tuple[dict[str, Any], int]:
