@@ -71,7 +71,7 @@ def test_compare_trial_records(trial_record: TrialRecord) -> None:
     panel = OffersPanel(OFFER_PLAN, with_request=False)
     assert "No trial records" in panel.compare.value
     panel.add_record(trial_record)
-    assert "tiny-llama" in panel.compare.value and "tokens per s" in panel.compare.value
+    assert "tiny-llama" in panel.compare.value and "Throughput (tokens/s)" in panel.compare.value and "tokens per s" not in panel.compare.value
     panel.record_price.value = 2.0
     assert "$" in panel.compare.value
     text = Path(trial_record.saved_to).read_bytes()
@@ -144,3 +144,27 @@ def test_compare_formats_the_records_interval_drift_and_cost_range(trial_record:
             assert f"{row[key] * 100:,.1f}%" in page, key
     assert repr(row["drift_per_100_steps"]) not in page  # never the raw float
     assert "drift per 100 steps" in page and "cost per 1M tokens, low" in page
+
+
+def test_the_comparison_says_what_each_column_counts_and_the_drift_over_the_measured_steps(
+        trial_record: TrialRecord) -> None:
+    """Human headers (issue 20, item 6): no record keys, and the drift over the steps the trial measured, not
+    extrapolated to 100 steps (a short trial's -28.8 per 100 steps read as "drift -2,879 %")."""
+    import dataclasses
+    import html as html_lib
+
+    from gpuwork.measure.record import compare
+    from gpuwork.ui.offers import compare_html
+
+    row = compare([trial_record], None)[0]
+    for lang in ("en", "ru"):
+        shown = html_lib.unescape(compare_html([trial_record], None, lang))
+        headers = shown.split("<tbody>")[0]
+        assert not [k for k in row if k in headers], [k for k in row if k in headers]
+    summary = trial_record.summary
+    if summary is None or not row.get("measured_steps"):
+        return
+    drifting = dataclasses.replace(trial_record, summary=dataclasses.replace(summary, drift_per_100_steps=-28.79))
+    measured = compare([drifting], None)[0]["measured_steps"]
+    shown = compare_html([drifting], None, "en")
+    assert f"{-28.79 * measured:.1f}%" in shown and "-2,879.0%" not in shown

@@ -98,6 +98,15 @@ def _base_layout(title: str, template: str | None = TEMPLATE, **extra: Any) -> d
     return layout
 
 
+# Plotly's number separators (decimal, thousands) by language: axis ticks and hover numbers as the page writes them
+SEPARATORS = {"en": ".,", "ru": ",\u00a0"}
+
+
+def _localized(lang: str, title: str, template: str | None = TEMPLATE, **extra: Any) -> dict[str, Any]:
+    """``_base_layout`` with the axes' numbers in ``lang``'s form (1 234,5 in Russian, 1,234.5 in English)."""
+    return {**_base_layout(title, template, **extra), "separators": SEPARATORS.get(lang, SEPARATORS["en"])}
+
+
 def _gpu_lines(gpus: Sequence[GpuSpec], lang: str) -> tuple[list[dict], list[dict]]:
     """Dashed horizontal lines at each GPU's driver-reported total: (layout shapes, annotations).
 
@@ -166,7 +175,7 @@ def memory_breakdown_figure(estimates: MemoryEstimate | Sequence[MemoryEstimate]
         ))
     top = max([_gib(e.device_total_bytes) for e in items] + [_gib(g.memory_total_bytes) for g in gpus] + [0.0])
     shapes, notes = _gpu_lines(gpus, lang)
-    layout = _base_layout(text("breakdown_title", lang), template, barmode="stack", bargap=0.45, shapes=shapes, height=520,
+    layout = _localized(lang, text("breakdown_title", lang), template, barmode="stack", bargap=0.45, shapes=shapes, height=520,
                           annotations=notes, uniformtext={"minsize": 9, "mode": "hide"},
                           yaxis={"title": {"text": text("breakdown_y", lang)}, "range": [0, top * 1.1 or 1]},
                           xaxis={"title": {"text": text("breakdown_x", lang)}})
@@ -251,7 +260,7 @@ def whatif_figure(values: Sequence[int], series: Mapping[str, Sequence[int | Non
     top = _whatif_top(series, gpus, xs, current)
     if top is not None:
         yaxis["range"] = [0, top]
-    layout = _base_layout(
+    layout = _localized(lang, 
         text(f"whatif_title_{field}", lang), template, shapes=shapes, annotations=notes,
         xaxis={"title": {"text": text(f"whatif_x_{field}", lang)}, "type": "log", "tickvals": xs,
                "ticktext": [f"{x:,}" for x in xs]},
@@ -311,7 +320,7 @@ def trial_figure(steps: Sequence[Any], *, lang: str = "en") -> go.Figure:
         fig.update_xaxes(title_text=text("step_x", lang), row=row + 1, col=col + 1, rangemode="tozero",
                          title_font_size=11)
         fig.update_yaxes(title_text=titles[i], row=row + 1, col=col + 1, title_font_size=11)
-    fig.update_layout(**_base_layout(text("trial_title", lang), height=620,
+    fig.update_layout(**_localized(lang, text("trial_title", lang), height=620,
                                      margin={"l": 70, "r": 20, "t": 90, "b": 60},
                                      legend={"orientation": "h", "x": 0, "y": 1.04, "xanchor": "left",
                                              "yanchor": "bottom"}))
@@ -344,7 +353,7 @@ def estimate_vs_measured_figure(rows: Sequence[Mapping[str, Any]], *, lang: str 
         traces.append(go.Bar(x=labels, y=ys, name=name, marker={"color": color}, customdata=hover,
                              hovertemplate=f"<b>{html.escape(name)}</b>: %{{y:,.1f}} {unit_shown}<br>"
                                            "%{customdata}<extra></extra>"))
-    layout = _base_layout(text("evm_title", lang), barmode="group",
+    layout = _localized(lang, text("evm_title", lang), barmode="group",
                           yaxis={"title": {"text": text("evm_y", lang, unit=unit_shown)}})
     return go.Figure(data=traces, layout=layout)
 
@@ -388,7 +397,7 @@ def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
         ))
     notes = [] if any(by_mode.values()) else [
         {"text": text("no_offers", lang), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5}]
-    layout = _base_layout(text("offers_title", lang), annotations=notes, height=500,
+    layout = _localized(lang, text("offers_title", lang), annotations=notes, height=500,
                           xaxis={"title": {"text": text("offers_x", lang)}, "type": "log"},
                           yaxis={"title": {"text": text("offers_y", lang)}, "type": "log"})
     return go.Figure(data=traces, layout=layout)
@@ -423,7 +432,7 @@ def step_time_figure(times: Any | Sequence[Any], *, lang: str = "en", template: 
             y=names, x=values, name=label, orientation="h", marker={"color": _TIME_COLORS.get(part, "#888")},
             text=[f"{v:.3g} {unit('s', lang)}" if v > 0 else "" for v in values], textposition="inside",
             hovertemplate=f"{html.escape(label)}: %{{x:.4g}} {unit('s', lang)}<extra></extra>"))
-    layout = _base_layout(text("step_parts_title", lang), template, barmode="stack", height=160 + 60 * len(times),
+    layout = _localized(lang, text("step_parts_title", lang), template, barmode="stack", height=160 + 60 * len(times),
                           xaxis={"title": {"text": text("step_seconds", lang)}}, legend={"orientation": "h", "y": -0.35})
     return go.Figure(data=traces, layout=layout)
 
@@ -443,7 +452,7 @@ def scaling_figure(points: Sequence[Any], *, gpu_name: str = "", lang: str = "en
                              name=text("scaling_efficiency", lang), marker={"color": _SERIES_COLORS[1]},
                              line={"dash": "dot"}, hovertemplate="%{x}: %{y:.0f} %<extra></extra>"),
                   secondary_y=True)
-    fig.update_layout(**_base_layout(text("scaling_title", lang, gpu=html.escape(gpu_name)), template, height=380,
+    fig.update_layout(**_localized(lang, text("scaling_title", lang, gpu=html.escape(gpu_name)), template, height=380,
                                      xaxis={"title": {"text": text("scaling_x", lang)}, "type": "log",
                                             "tickvals": xs}))
     fig.update_yaxes(title_text=text("scaling_tokens", lang), rangemode="tozero", secondary_y=False)

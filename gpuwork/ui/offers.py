@@ -146,6 +146,10 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
     from gpuwork.measure.record import compare
 
     rows = compare(records, price_per_hour)
+    for row in rows:  # drift is per 100 steps; a short trial measured fewer: its change over the steps it measured
+        drift, steps = row.get("drift_per_100_steps"), row.get("measured_steps")
+        if drift is not None and steps:
+            row["drift_per_100_steps"] = drift * steps / 100
 
     def fmt(value: Any, key: str) -> str:
         if value is None:
@@ -159,16 +163,18 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
         if key.endswith("_s"):
             return f"{fmt_number(value, lang, 3)} {unit('s', lang)}"
         if key in _PERCENT_KEYS:  # shares of a step: one decimal is what a reader can act on
-            return f"{fmt_number(value * 100, lang, 1)}%"
+            return f"{fmt_number(value * 100, lang, 1)}{'%' if lang == 'en' else chr(0xA0) + '%'}"
         if key.startswith("cost_per_1m_tokens") or key == "price_per_hour":
             return fmt_usd(value, lang)
         if isinstance(value, float):
             return fmt_number(value, lang, 3)
         return html.escape(str(value))
 
-    def title(key: str) -> str:
-        code = f"ui.compare.{key}"
-        return messages.text(code, lang) if code in messages.CATALOG else key.replace("_", " ")
+    def title(key: str) -> str:  # what the column counts, in words with its unit; never the record's key
+        for code in (f"ui.cmp.{key}", f"ui.compare.{key}"):
+            if code in messages.CATALOG:
+                return messages.text(code, lang)
+        return key.replace("_", " ")
 
     keys = list(rows[0])
     return table_html([html.escape(title(k)) for k in keys], [[fmt(row[k], k) for k in keys] for row in rows],
