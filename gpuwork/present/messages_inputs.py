@@ -104,4 +104,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.cmp.cost_per_1m_tokens": ("Cost per 1 M tokens", "Стоимость 1 млн токенов"),
     "ui.cmp.cost_per_1m_tokens_low": ("Cost per 1 M tokens, from", "Стоимость 1 млн токенов, от"),
     "ui.cmp.cost_per_1m_tokens_high": ("Cost per 1 M tokens, to", "Стоимость 1 млн токенов, до"),
+    # -- the All GPUs tab: the one answer above the matrix of the plan as written -------------------------------
+    "ui.fit_as_written": (
+        "The table below is the plan as written on every card (its count and sharding as needed); the answer above "
+        "may include a change (see Advice).",
+        "Таблица ниже — план как он задан, на каждой карте (число GPU и шардирование — по необходимости); ответ выше "
+        "может включать изменение (см. «Советы»)."),
 }

@@ -290,21 +290,32 @@ class FitMatrixPanel(_LazyPanel):
     State: ``plan``, ``matrix`` (a FitMatrix; None until evaluated or while invalid), ``error``.
     """
 
-    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en"):
+    def __init__(self, plan: TrainPlan | Mapping[str, Any] | None = None, *, lang: str = "en",
+                 decide: Callable[[TrainPlan], Any] | None = None):
         super().__init__(lang)
         self.matrix: Any = None
+        self.decision: Any = None
+        # the one answer under the app's filters and owned cards (gpuwork.estimate.decision), said above the matrix
+        # of the plan as written, so this tab names the card the other tabs name
+        self.decide = decide
         self.table = widgets.HTML()
         self.table.add_class("gpuwork-fit")
         self._start(plan)
 
     def _evaluate(self, plan: TrainPlan) -> None:
         self.matrix = sizing.fit_matrix(plan)
+        self.decision = self.decide(plan) if self.decide is not None else None
 
     def _render(self) -> None:
-        self.table.value = fit_matrix_html(self.matrix, self.lang)
+        answer = ""
+        if self.decision is not None:
+            answer = (f'<p class="gpuwork-decision" style="margin:2px 0"><b>'
+                      f'{html.escape(render(self.decision.summary, self.lang))}</b></p>'
+                      + note_html(html.escape(ui("fit_as_written", self.lang)), MUTED, "gpuwork-fit-as-written"))
+        self.table.value = answer + fit_matrix_html(self.matrix, self.lang)
 
     def _clear(self) -> None:
-        self.matrix = None
+        self.matrix = self.decision = None
         self.table.value = ""
 
     def _apply_labels(self) -> None:

@@ -209,7 +209,7 @@ class App(widgets.VBox):
         self.sizing.filters, self.sizing.have = self.offers.offer_filters, self.offers.have_cards
         self.advice.on_apply(self.apply_plan)
         self.offers.on_filters(self._on_filters)
-        self.fit = FitMatrixPanel(lang=self.lang)
+        self.fit = FitMatrixPanel(lang=self.lang, decide=self._decide)
         self.trial = TrialPanel(demo=True, lang=self.lang, queue=queue) if demo_trial else None
         views = [self.sizing.view(), self.advice.view(), self.fit.view(), self.offers.view(), self.request.view()]
         if self.trial is not None:
@@ -286,10 +286,19 @@ class App(widgets.VBox):
         shown."""
         if self.plan is not None:
             self.advice.set_plan(self.plan, lazy=True)
+            self.fit.set_plan(self.plan, lazy=True)  # its answer line is decided under these filters
             self.request.set_plan(self.plan, lazy=True)
             self._request_stale = True
             self.sizing.redecide()  # its profile line is decided under these filters too
             self._refresh_visible()
+
+    def _decide(self, plan: TrainPlan) -> Any:
+        """The one answer for ``plan`` under the Offers tab's filters and owned cards, as every tab shows it."""
+        from gpuwork import sizing
+        from gpuwork.estimate.decision import Constraints
+
+        filters = {k: v for k, v in self.offers.offer_filters().items() if v is not None}
+        return sizing.decide(plan, constraints=Constraints(filters=filters, have=self.offers.have_cards()))
 
     def apply_plan(self, plan: TrainPlan | Mapping[str, Any]) -> None:
         """Set the form to ``plan`` (an advisor's suggestion, a link's plan): every tab follows."""

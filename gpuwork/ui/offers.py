@@ -230,6 +230,7 @@ class OffersPanel(common.Panel):
         self.limit = NumberText(25, kind="count", style=WIDE, layout=lay)
         # "my hardware": N x card the user owns (1xrtx4090); empty = rent (gpuwork.estimate.decision)
         self.have = widgets.Text(value=have or "", style=WIDE, layout=lay)
+        self.have.add_class("gpuwork-have")
         self.message = widgets.HTML()
         self.table = widgets.HTML()
         self.table.add_class("gpuwork-offers-table")
