@@ -1,4 +1,5 @@
-"""The layers of DESIGN.md hold: import contracts, no import cycle, and estimators that read nothing at run time."""
+"""The layers of docs/architecture.md hold: import contracts, no import cycle, estimators that read nothing at run
+time."""
 
 from __future__ import annotations
 

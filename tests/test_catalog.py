@@ -80,7 +80,7 @@ def test_bundled_files_load():
     assert data_dir() == BUNDLED
 
 
-def test_spec_numbers_match_gpu_facts():
+def test_spec_numbers_match_the_h100_sources():
     gpus = load_gpus()
     h100 = gpus["h100_sxm"]
     assert h100.bf16_dense_flops == pytest.approx(989e12)
@@ -112,7 +112,7 @@ def test_spec_sanity_across_all_gpus():
     for gpu in load_gpus().values():
         assert gpu.sources, gpu.gpu_id
         assert gpu.status in {"V", "D", "S"}
-        # dense FP8 is twice dense BF16 on every GPU listed (gpu_facts §1c)
+        # dense FP8 is twice dense BF16 on every GPU listed (docs/sources.md#s-spec-conventions)
         if gpu.fp8_dense_flops is not None:
             assert gpu.fp8_dense_flops == pytest.approx(2 * gpu.bf16_dense_flops, rel=0.02), gpu.gpu_id
         assert gpu.bf16_dense_flops > gpu.fp32_flops, gpu.gpu_id

@@ -1,5 +1,5 @@
-"""Tests for gpuwork.estimate.disk: disk lines worked by hand (memory_formulas §3.5), fields it must not read,
-compression, pre-quantized downloads, checkpoint sizes per optimizer and sharding."""
+"""Tests for gpuwork.estimate.disk: disk lines worked by hand (docs/sources.md#s-disk), fields it must not
+read, compression, pre-quantized downloads, checkpoint sizes per optimizer and sharding."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_lora_disk_worked_example():
 def test_full_checkpoints_follow_the_real_optimizer_bytes():
     spec = get_spec("llama-3.1-8b")
     plan = TrainPlan(model="llama-3.1-8b", method="full", precision="bf16-mixed", gpus=8, sharding="fsdp")
-    # mixed precision: fp32 parameters (4 B) + AdamW m, v in fp32 (8 B) = 12 B/param (memory_formulas §3.5)
+    # mixed precision: fp32 parameters (4 B) + AdamW m, v in fp32 (8 B) = 12 B/param (docs/sources.md#s-disk)
     assert checkpoint_bytes(plan) == 12 * P_8B
     # DeepSpeed ZeRO, mixed: 16-bit weights (2) + fp32 master (4) + m, v (8) = 14 B/param
     zero = checkpoint_size(plan.replace(sharding="zero3"), spec)
@@ -85,7 +85,7 @@ def test_qlora_downloads_a_prequantized_base():
     # NF4 + double quant: 4.127 bits for the quantized linears, 2 B for the rest (embeddings, norms, lm_head)
     expected = math.ceil(counts.quantized * NF4_DQ_BYTES_PER_PARAM) + 2 * (counts.base - counts.quantized)
     assert disk.line("base_model").bytes == expected
-    assert 0.55 <= expected / counts.base <= 0.75  # memory_formulas §3.5: 0.55-0.7 B/p (8B: large vocab)
+    assert 0.55 <= expected / counts.base <= 0.75  # docs/sources.md#s-disk: 0.55-0.75 B/p (8B: large vocab)
     assert estimate_disk(plan, prequantized_base=False).line("base_model").bytes == 2 * counts.base
 
 

@@ -20,7 +20,7 @@ def test_full_fp32_adamw_states_are_16_bytes_per_param():
 
 
 def test_pure_bf16_adamw_keeps_states_in_bf16():
-    # torch AdamW allocates zeros_like(param): 2 + 2 bytes per parameter in bf16 (stack_facts: 8 B/param)
+    # torch AdamW allocates zeros_like(param): 2 + 2 B/param in bf16 (docs/sources.md#s-mem-adamw-dtype)
     est = estimate_memory(TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=512))
     assert est.breakdown["optimizer_states"] == 4 * P8B
     assert est.breakdown["weights"] == 2 * P8B
@@ -141,7 +141,7 @@ def test_traceable_bytes_are_the_step_tensors_at_the_peak(plan):
 
 
 def test_long_context_logits_term():
-    # Llama-3 vocabulary 128,256 at b=1, s=8192: fp32 log-softmax alone 4.2 GB (memory_formulas §2.8)
+    # Llama-3 vocabulary 128,256 at b=1, s=8192: fp32 log-softmax alone 4.2 GB (docs/sources.md#s-mem-logits)
     est = estimate_memory(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=8192))
     assert est.breakdown["logits_and_loss"] >= 4 * 128_256 * 8192
 

@@ -64,7 +64,7 @@ def test_lora_counts_match_peft_on_a_real_model():
 
 
 def test_llama2_7b_lora_r8_qv_matches_litgpt_table():
-    # memory_formulas.md §3.1: 32 layers * 2 modules * 8 * (4096 + 4096) = 4,194,304
+    # docs/sources.md#s-mem-lora-count: 32 layers * 2 modules * 8 * (4096 + 4096) = 4,194,304
     plan = TrainPlan(model="llama-2-7b", method="lora", lora_r=8, lora_targets="q_proj,v_proj")
     assert count_params(get_spec("llama-2-7b"), plan).trainable == 4_194_304
 

@@ -12,7 +12,7 @@ from gpuwork.present.messages import CATALOG
 from gpuwork.ui.noise import clean_stream, strip_noise
 from gpuwork.ui.report import NOTEBOOKS, notebooks_dir
 
-INTERNAL = re.compile(r"gpu_facts|memory_formulas|shared/reference|§")
+INTERNAL = re.compile(r"gpu[_]facts|memory[_]formulas|stack[_]facts|shared[/]reference|§")
 
 
 def test_no_message_cites_an_internal_document() -> None:

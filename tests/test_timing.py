@@ -70,7 +70,7 @@ def test_flops_lora_is_4n_plus_adapters():
     # = 2*7,511,740,416*2 + 13,631,488 + 3,221,225,472 = 33,281,818,624
     assert f.backward_weight == 2 * ADAPTER_8B_R16_QV
     assert f.total == 4 * (N_8B + ADAPTER_8B_R16_QV) + 2 * ADAPTER_8B_R16_QV + ATTN_8B_2048 == 33_281_818_624
-    # ≈ 4N: the NeMo convention (gpu_facts §3b), well below 6N
+    # ≈ 4N: the NeMo convention (docs/sources.md#s-flops-lora), well below 6N
     assert f.total / (6 * N_8B + ATTN_8B_2048) == pytest.approx(0.69, abs=0.01)
     # QLoRA counts the same FLOPs; its slowness is in the MFU
     assert flops_per_token(plan.replace(method="qlora")).total == f.total
@@ -292,7 +292,7 @@ def test_time_accuracy_rows_cover_the_published_cases():
         assert row.excluded == (row.utilisation > PHYSICAL_LIMIT)
         assert sum(row.breakdown.values()) == pytest.approx(1.0)
     by_name = {r.name: r for r in rows}
-    # the bert-large fp32 V100 case: 8.86 samples/s of 512 tokens (memory_formulas §5.1)
+    # the bert-large fp32 V100 case: 8.86 samples/s of 512 tokens (docs/time_cases_sources.md, section 1)
     assert by_name["bert-large bs 4, fp32"].measured == pytest.approx(8.86 * 512)
     assert by_name["Llama-3.2-3B LoRA r32 q,v"].measured == 7174
     summary = time_accuracy_summary(rows)

@@ -40,13 +40,13 @@ DATASET_BYTES_PER_TOKEN_PLAUSIBLE = (1.0, 40.0)
 # Token ids fit uint16 when the vocabulary has fewer than 2**16 entries, else uint32 (nanoGPT's
 # data/openwebtext/prepare.py writes uint16 because GPT-2's largest id 50256 < 2**16).
 UINT16_VOCAB_LIMIT = 2**16
-# Base model as downloaded: safetensors in bf16 (memory_formulas §3.5: ≈ 2 B/param).
+# Base model as downloaded: safetensors in bf16, ≈ 2 B/param (docs/sources.md#s-disk).
 BASE_DOWNLOAD_BYTES_PER_PARAM = 2
 # Pre-quantized bnb-4bit download: NF4 with double quantization = 4.127 bits per quantized weight
-# (QLoRA paper §3, memory_formulas §2.9); embeddings, norms and lm_head stay 16-bit.
+# (QLoRA paper §3, docs/sources.md#s-mem-qlora); embeddings, norms and lm_head stay 16-bit.
 NF4_DQ_BYTES_PER_PARAM = 4.127 / 8
 # PEFT saves adapters in fp32 by default (autocast_adapter_dtype=True): 4 B/param
-# (memory_formulas §3.1/§3.5: 9.18 M params -> 36.7 MB file).
+# (docs/sources.md#s-disk: 9.18 M params -> 36.7 MB file).
 ADAPTER_SAVE_BYTES_PER_PARAM = 4
 # Software on the rented disk: a CUDA PyTorch container image or venv plus pip/HF caches.
 # Assumption: NGC PyTorch images unpack to roughly 20 GB; a pip venv with CUDA wheels is 5-10 GB.
@@ -151,7 +151,7 @@ def checkpoint_size(plan: TrainPlan, spec: ModelSpec) -> CheckpointSize:
 
     Full/scratch/freeze: the whole model in its parameter dtype (fp32 masters when mixed: HF Trainer
     saves the parameters as they are) + the optimizer's real states; DeepSpeed ZeRO with mixed
-    precision saves 16-bit weights plus fp32 masters and states (memory_formulas §3.5: ≈ 14 B/p with
+    precision saves 16-bit weights plus fp32 masters and states (docs/sources.md#s-disk: ≈ 14 B/p with
     AdamW). Adapters: adapter (and trained head) params x 4 B (PEFT fp32) + their optimizer states.
     """
     counts = count_params(spec, plan)

@@ -49,7 +49,7 @@ CUDA_CONTEXT_BYTES = 1024 * MIB
 # CUBLAS_WORKSPACE_CONFIG default ":4096:8" + ":16:8" = 4 MiB * 8 + ...; 32 MiB on sm90).
 CUBLAS_WORKSPACE_BYTES = 32 * MIB
 # Caching-allocator slack: reserved/allocated. Megatron's estimator multiplies by 1.05; a ROCm
-# estimator uses 7 %; PEFT's measured Llama-3.2-3B runs (memory_formulas.md §5.2) fit 1.06-1.10.
+# estimator uses 7 %; PEFT's measured Llama-3.2-3B runs fit 1.06-1.10 (docs/sources.md#s-mem-allocator).
 ALLOCATOR_SLACK = 0.08
 # Block allocations round up to 512 B and large segments to 2 MiB (c10/cuda/CUDACachingAllocator.cpp);
 # covered by ALLOCATOR_SLACK above.
@@ -201,7 +201,7 @@ def _states_only_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb
     opt = plan.optimizer
     if opt is Optimizer.ADAMW:
         # torch AdamW keeps exp_avg and exp_avg_sq in the parameter's dtype (torch/optim/adamw.py,
-        # zeros_like(p)): 8 B/param for fp32, 4 B/param for pure bf16 (traced: stack_facts.md).
+        # zeros_like(p)): 8 B/param for fp32, 4 B/param for pure bf16 (docs/sources.md#s-mem-adamw-dtype).
         return 2 * pb * n
     if opt is Optimizer.SGD:
         return pb * n  # one momentum buffer (torch/optim/sgd.py, clone of the grad)

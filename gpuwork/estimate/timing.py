@@ -10,8 +10,8 @@ counts), reported beside the priced step. Seconds internally; hours only on disp
 FLOP convention (one, labelled): per token, a weight costs 2 FLOPs forward, 2 for the gradient of
 its input and 2 for its own gradient (Kaplan et al. 2020 §2.1: 6N for training). Frozen weights
 skip their own gradient, so adapters (LoRA/QLoRA) cost 4N + 6·N_adapter (NVIDIA NeMo's LoRA
-throughput implies ≈ 4N, gpu_facts §3b). Gradient checkpointing re-runs each block's forward:
-+2N (memory_formulas §3.4, BigScience 8N). Attention scores and values add 12·L·H·Q·T per token
+throughput implies ≈ 4N, docs/sources.md#s-flops-lora). Checkpointing reruns each block's forward:
++2N (BigScience 8N, docs/sources.md#s-flops-recompute). Attention scores and values add 12·L·H·Q·T per token
 for forward + backward (torchtitan ``get_num_flop_per_token``; causal masking ignored, i.e. the
 full T×T product is counted as torchtitan does) and +4·L·H·Q·T when recomputed. N counts the
 weights that multiply activations: active parameters (MoE: routed experts only) minus embedding
@@ -308,7 +308,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
         convention, note = "6N (full update)", msg("flops.full")
     elif plan.uses_adapters:
         # frozen base: forward + input gradients through every block, weight gradients only for the
-        # adapters (NeMo's LoRA numbers imply 4N, gpu_facts §3b) and a task head trained in full
+        # adapters (NeMo's LoRA figures imply 4N, docs/sources.md#s-flops-lora) and a task head trained in full
         fwd = FWD_FLOPS_PER_WEIGHT * (n + adapter)
         bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * (n + adapter)
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * (adapter + counts.head_trainable)

@@ -67,7 +67,7 @@ __all__ = [
 
 _TERA = 1e12  # TFLOPS -> FLOP/s
 
-# PCIe x16 bandwidth per direction in GB/s, by generation: gpu_facts.md §1a [S3]
+# PCIe x16 bandwidth per direction in GB/s, by generation: docs/sources.md#s-pcie
 # (gen 3 by the same arithmetic: 8 GT/s x 16 lanes x 128/130 / 8 bits).
 _PCIE_X16_GBS_UNIDIR = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
 
@@ -131,7 +131,7 @@ OFFERS_CSV_COLUMNS = (
     "price_per_gpu_hour_usd", "min_rental_hours", "as_of", "note",
 )  # fmt: skip
 
-# Source status tags (gpu_facts.md); their meanings are catalog entries error.catalog.status_meaning.<tag>.
+# Source status tags (docs/sources.md#s-status-tags); meanings: catalog entries error.catalog.status_meaning.<tag>.
 _STATUSES = ("V", "D", "S")
 
 # Fixes for values people commonly write: (field, lower-cased value) -> advice (a catalog entry).
@@ -186,8 +186,8 @@ class GpuSpec:
     pcie_gen: int  # host link generation (x16)
     compute_capability: str  # CUDA "9.0", or AMD gfx target "gfx942"
     tdp_w: int  # board power, watts
-    status: str  # V vendor-confirmed / D derived / S secondary (gpu_facts.md tags)
-    sources: tuple[str, ...]  # source ids in gpu_facts.md, e.g. ("S5", "S4")
+    status: str  # V vendor-confirmed / D derived / S secondary (docs/sources.md#s-status-tags)
+    sources: tuple[str, ...]  # source ids resolved in docs/sources.md#s-spec-refs, e.g. ("S5", "S4")
     notes: str = ""
     memory_total_mib: float | None = None  # driver-reported total (nvidia-smi MiB); None = unknown
     memory_total_source: str = "estimated"  # nvidia-smi | rocm-smi | estimated
@@ -210,7 +210,7 @@ class GpuSpec:
 
     @property
     def pcie_bw_bytes_s(self) -> float:
-        """PCIe x16 host-link bandwidth per direction (gpu_facts.md §1a)."""
+        """PCIe x16 host-link bandwidth per direction (docs/sources.md#s-pcie)."""
         return _PCIE_X16_GBS_UNIDIR[self.pcie_gen] * GB
 
 

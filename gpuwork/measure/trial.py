@@ -14,7 +14,7 @@ What a trial does, in order:
    model is a local folder with weights and the method is not ``scratch``); applies the method:
    ``full``/``scratch`` train everything, ``freeze`` the last ``trainable_layers`` blocks + final
    norm + untied head, ``lora`` adds peft adapters, ``qlora`` saves the model to a temporary folder
-   and reloads it in 4 bits with bitsandbytes (the recipe in shared/reference/stack_facts.md).
+   and reloads it in 4 bits with bitsandbytes (the recipe in docs/sources.md#s-cpu-qlora).
 2. Tokenizes and packs text (``gpuwork.measure.textdata``: the shipped corpus unless ``data`` is given).
 3. Runs ``warmup`` + ``steps`` optimizer steps of ``grad_accum`` micro-batches each, timing every
    step with ``clock``, the wait for data, and memory (CUDA allocator peaks; process RSS on CPU).
@@ -26,7 +26,7 @@ What a trial does, in order:
    ``out_dir`` is given. Nothing else is written except temporary folders that are removed.
 
 Substitutions are explicit: 16-bit precisions run in fp32 on CPU (bf16 is 35-40x slower on CPUs
-without bf16 hardware, stack_facts.md), "flash" attention falls back to SDPA without CUDA or the
+without bf16 hardware, docs/sources.md#s-cpu-bf16), "flash" attention falls back to SDPA without CUDA or the
 flash-attn package, paged optimizers run unpaged on CPU; ``TrialProtocol.substitutions`` lists each.
 
 Out of memory — a real ``torch.OutOfMemoryError`` on CUDA (or the CPU allocator's failure), or the

@@ -29,9 +29,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "paged-adamw-8bit на CPU работает без подкачки (у bitsandbytes там нет страничной памяти)"),
     "trial.sub.precision_cpu": (
         "precision {precision:raw} -> fp32 on CPU (16-bit matmuls are 35-40x slower on CPUs without bf16 hardware; "
-        "stack_facts.md)",
+        "docs/sources.md#s-cpu-bf16)",
         "точность {precision:raw} → fp32 на CPU (16-битное умножение матриц в 35–40 раз медленнее на CPU без "
-        "аппаратной поддержки bf16; stack_facts.md)"),
+        "аппаратной поддержки bf16; docs/sources.md#s-cpu-bf16)"),
     "trial.sub.no_bf16": (
         "precision {precision:raw} -> fp16 equivalent: this GPU has no bf16",
         "точность {precision:raw} → то же в fp16: этот GPU не поддерживает bf16"),
