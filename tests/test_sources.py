@@ -25,6 +25,8 @@ OTHER_REPO = re.compile(r"`(?!(?:docs|gpuwork|tests|scripts|benchmarks|notebooks
 # Pages whose subject is other repositories' files (published cases): their paths are those repositories'.
 OTHER_REPOS_PAGES = re.compile(r"docs/time_(cases|heldout)_sources.*\.md|gpuwork/facts/data/time_heldout\.json"
                                r"|gpuwork/measure/time_cases\.py")
+# a file path written out in a page that climbs folders (not a bare `../x` shown as an example of a form)
+UPWARD = re.compile(r"`((?:\.\./)+[\w-]+(?:/[^`\s]+|\.\w+))`")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 ANCHOR_DEF = re.compile(r'<a id="([^"]+)"></a>')
 REF_ID = re.compile(r"\b([SPT]\d+b?)\b")
@@ -109,7 +111,8 @@ def test_every_relative_markdown_link_resolves_inside_the_repository() -> None:
             continue
         # a row quoted from a source keeps its own escaped pipes and that repository's relative links
         quoted = {m for line in text.splitlines() if "\\|" in line for m in MD_LINK.findall(line)}
-        for target in MD_LINK.findall(text):
+        upward = [m.group(1) for m in UPWARD.finditer(text)]
+        for target in MD_LINK.findall(text) + upward:
             if re.match(r"[a-z]+:", target) or target.startswith("#") or target in quoted:
                 continue
             dest = (p.parent / target.split("#")[0]).resolve()
