@@ -526,6 +526,17 @@ _HELDOUT_NOTES = {
     "hf-blog-fsdp-70b": "the figure is the blog's approximate wall time ('~N hours') of 500 steps, which also holds "
     "an evaluation every 100 steps, sharded checkpoints every 250 and the final full-state-dict save of 70B "
     "parameters gathered to one process.",
+    "languini-kitchen": "small GPT models (85-300 M parameters) at 512 tokens on one RTX 3090 or 4090, compiled, "
+    "fp16 autocast with a gradient scaler and an einsum attention. The timed step also holds zero_grad, the "
+    "scaler's step and update and the Adam step (the collector's notes); at batch 1 the model comes out 4-100 % too "
+    "fast, where the step is a few milliseconds and the host's share of it is largest, and at the largest batches "
+    "15-35 % too slow. Both ends point at what the model does not know of consumer cards: their host and launch "
+    "costs at tiny steps, and what torch.compile fuses on them at large ones; no kernel-level source was found for "
+    "either.",
+    "torchao-float8-readme": "two bf16 baseline rows of a float8 benchmark run with torchtitan (compiled, FSDP2, "
+    "per-operation selective checkpointing recorded as full checkpointing, which the plan can state): the model "
+    "recomputes every block where selective checkpointing recomputes only some operations, and comes out 27 % "
+    "(H100) and 38 % (MI300X) too fast all the same.",
     "nemo-automodel": "NeMo Automodel's LoRA runs were written with the hf-trainer stack (eager kernels) by the "
     "collector; Automodel uses its own fused kernels, which no stack in stacks.csv describes.",
 }

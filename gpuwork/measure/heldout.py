@@ -109,7 +109,7 @@ def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
     if raw["metric"] not in metrics:
         raise ValueError(f"held-out case {raw['name']!r}: metric {raw['metric']!r} is not one of {metrics}")
     return HeldoutCase(
-        name=raw["name"], source_id=raw["source_id"], source=raw["source"], gpu_id=raw["gpu_id"],
+        name=raw["name"], source_id=raw["source_id"], source=raw["source"], gpu_id=raw.get("gpu_id") or "",
         plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
         metric=raw["metric"], predicted=float(raw[_PREDICTED[kind]]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
