@@ -129,6 +129,10 @@ def test_the_bundled_sets_followed_the_protocol():
     for held in sets:
         assert protocol_problems(held, REPO) == []
         assert not seen & {c.name for c in held.cases}, "a held-out case shares a name with a seen one"
+    memory = heldout_sets(kind="memory")
+    assert memory, "the bundled memory sets are missing"
+    for held in memory:
+        assert held.kind == "memory" and held.revealed and protocol_problems(held, REPO) == []
 
 
 GPT2_SMALL = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50264, "n_positions": 1024,
