@@ -14,9 +14,12 @@ Each task fills the form by typing into its fields and picking in its selects, t
   length (no reserved month for a run of hours);
 - in Russian no English word is visible beyond technical names (tests/test_messages.py's TECHNICAL set).
 
+- the CLI (`plan`, `advise`, `offers`, `request`, subprocesses with --json) and notebook 03 (executed by
+  papermill in report mode) give the same card, count, nodes, mode, changes, time and cost (issue 20, "Done when").
+
+The tasks are the issue's: an 8B LoRA at "4k" on "200 MB" of text (typed as a person writes them), a 70B full
+fine-tune, and a QLoRA 7B on one 24 GB card the person owns ("My cards": time, no rental cost).
 An invalid sequence length ("abc", 0) clears every tab's results: no number of the previous plan stays.
-The QLoRA 7B task's advice (for a 24 GB consumer card) lands on a 24 GB card, and after one click on Apply
-the form, the offers and the request follow it.
 
 Waits are on conditions in the page (the text the Python side expects), never fixed sleeps.
 """
@@ -44,6 +47,7 @@ from gpuwork.message import msg
 from gpuwork.plan import Method, TrainPlan
 from gpuwork.present import charts
 from gpuwork.present.messages import render
+from gpuwork.present.messages import text as text_of
 from gpuwork.ui.app import TABS
 from gpuwork.ui.common import plan_caption, ui
 from gpuwork.units import fmt_number
@@ -248,8 +252,10 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
         raise AssertionError(f"the advice should list {lines}; it lists {shown}") from None
     check_russian(b, "advice", b.text(".gpuwork-tabs"))
 
-    # All GPUs: the chosen card's rows carry the Sizing total (1 GPU) and the chosen offer's memory per GPU
+    # All GPUs: the one answer above the matrix; the chosen card's rows carry the Sizing total (1 GPU) and the
+    # chosen offer's memory per GPU
     b.tab("fit")
+    b.wait_text(".gpuwork-fit-panel .gpuwork-decision", render(want.decision.summary, lang))
     gpu = top.offer.gpu
     b.wait_text(".gpuwork-fit-table", f"{gpu.display_name} 1 {plan.sharding.value} {gib(est.device_total_bytes, lang, 1)} /")
     rows = {(r[0], r[1]): r for r in b.rows(".gpuwork-fit-table")}
@@ -320,12 +326,14 @@ def check_invalid_clears(b: Page, bad: str, want: SimpleNamespace) -> None:
     """An invalid sequence length: every tab drops the last plan's results and says why."""
     b.tab("sizing")
     b.type_into(".gpuwork-seq-len", bad)
-    b.wait_text(".gpuwork-sizing .gpuwork-message", "seq_len")
+    label = text_of("ui.field.seq_len", b.lang)  # the field by its label, never its attribute (issue 20, item 6)
+    b.wait_text(".gpuwork-sizing .gpuwork-message", label)
+    assert "seq_len" not in b.text(".gpuwork-sizing .gpuwork-message")
     stale = [gib(want.memory.device_total_bytes, b.lang, 2), want.top.offer.offer_id]
     for name in RESULTS:
         b.tab(name)
         if name != "sizing":
-            b.wait_text(f"{PANELS[name]} .gpuwork-error", "seq_len")
+            b.wait_text(f"{PANELS[name]} .gpuwork-error", label)
         shown = b.text(RESULTS[name])
         assert not NUMBERS.search(shown), (name, NUMBERS.search(shown).group(0), shown)
         assert not [s for s in stale if s in shown], (name, stale, shown)
@@ -336,15 +344,16 @@ def check_invalid_clears(b: Page, bad: str, want: SimpleNamespace) -> None:
     assert not b.page.locator(".gpuwork-breakdown").is_visible()
 
 
-def fill(b: Page, plan: TrainPlan, dataset_tokens_text: str) -> None:
-    """Set the Sizing form to ``plan`` as a person does: pick the model and method, type the numbers."""
+def fill(b: Page, plan: TrainPlan, dataset_text: str, seq_text: str | None = None) -> None:
+    """Set the Sizing form to ``plan`` as a person does: pick the model and method, type the numbers as written
+    ("4k", "200 MB")."""
     b.tab("sizing")
     b.pick(".gpuwork-model", plan.model)
     b.pick(".gpuwork-method", ui("method_option", b.lang, value=plan.method))
-    b.type_into(".gpuwork-seq-len", str(plan.seq_len))
+    b.type_into(".gpuwork-seq-len", seq_text or str(plan.seq_len))
     b.type_into(".gpuwork-batch-size", str(plan.batch_size))
     b.tick(".gpuwork-grad-checkpointing", plan.grad_checkpointing)
-    b.type_into(".gpuwork-dataset-tokens", dataset_tokens_text)
+    b.type_into(".gpuwork-dataset-tokens", dataset_text)
     b.wait_text(".gpuwork-summary", plan_caption(plan, lang=b.lang))
 
 
@@ -383,30 +392,132 @@ def app(tmp_path_factory: pytest.TempPathFactory):
         load.stop_server(proc)
 
 
-def test_lora_8b_at_4k_on_200_mb_of_text_which_gpu_how_long_how_much_request_in_russian(app: Page) -> None:
-    """Task 1: filled in English, checked in both languages; then "abc" as the sequence length clears every tab."""
+# -- the same answer from the CLI and notebook 03 ---------------------------------------------------------------------
+
+
+def cli_json(*args: str) -> Any:
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "gpuwork", *args], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, (args, out.stderr[-2000:])
+    return json.loads(out.stdout)
+
+
+def plan_flags(plan: TrainPlan, seq_text: str, dataset: tuple[str, str]) -> list[str]:
+    return ["--model", plan.model, "--method", plan.method.value, "--seq-len", seq_text, *dataset]
+
+
+def the_answer(d: Any) -> dict[str, Any]:
+    """What every surface must agree on: card, count, nodes, mode, changes, time and cost."""
+    out = d.as_dict() if not isinstance(d, dict) else d
+    return {"gpu_id": out["gpu_id"], "gpus": out["gpus"], "nodes": out["nodes"], "mode": out["mode"],
+            "suggestion": out["suggestion"], "changes": out["changes"], "total_s": round(out["total_s"], 3),
+            "cost_usd": None if out["cost_usd"] is None else round(out["cost_usd"], 4)}
+
+
+def check_cli_and_notebook(want: SimpleNamespace, flags: list[str], lang: str, tmp: Path,
+                           have: str | None = None) -> None:
+    """`gpuwork plan / advise / offers / request` and notebook 03 give ``want.decision``'s answer."""
+    d = want.decision
+    answer = the_answer(d)
+    extra = ["--have", have] if have else []
+    assert the_answer(cli_json("plan", *flags, *extra, "--json")["decision"]) == answer
+    assert the_answer(cli_json("advise", *flags, *extra, "--json")["decision"]) == answer
+    offers = cli_json("offers", *flags, *extra, "--json")
+    if have:
+        assert the_answer(offers["decision"]) == answer
+    else:  # ranked by cost, the top row is the answer's offer, time and cost
+        top = offers[0]
+        assert (top["offer_id"], top["gpu_id"], top["fit"]["gpus"], top["nodes"], top["mode"]) == (
+            d.offer.offer.offer_id, answer["gpu_id"], answer["gpus"], answer["nodes"], answer["mode"])
+        assert (round(top["expected_total_s"], 3), round(top["expected_cost_usd"], 4)) == (
+            answer["total_s"], answer["cost_usd"])
+    req = cli_json("request", *flags, *extra, "--format", "json", "--lang", lang)
+    suggested = req["suggested"]
+    assert (suggested["reference_gpu"], suggested["gpus"], suggested["nodes"]) == (
+        answer["gpu_id"], answer["gpus"], answer["nodes"])
+    assert suggested["changes"] == [render(c, lang) for c in d.changes]
+    if have:
+        assert suggested["offer"] is None and the_answer(req["decision"]) == answer
+    else:
+        assert suggested["mode"] == answer["mode"]
+        assert (suggested["offer"]["offer_id"], round(suggested["offer"]["expected_cost_usd"], 4)) == (
+            d.offer.offer.offer_id, answer["cost_usd"])
+    # notebook 03, as a person runs it (papermill, report mode: its HTML is what a reader sees)
+    import html as html_lib
+
+    import nbformat
+    import papermill
+
+
+    source = Path(charts.__file__).resolve().parents[1] / "ui" / "notebooks" / "03_offers.ipynb"
+    out = tmp / f"03_offers_{lang}.ipynb"
+    plan = want.plan
+    papermill.execute_notebook(str(source), str(out), kernel_name="python3", progress_bar=False, cwd=str(tmp),
+                               parameters={"plan": plan.as_dict(), "have": have or "", "lang": lang,
+                                           "report": True}, store_widget_state=False)
+    nb = nbformat.read(out, as_version=4)
+    shown = html_lib.unescape("".join(o.get("data", {}).get("text/html", "") for c in nb.cells
+                                      if c.cell_type == "code" for o in c.outputs))
+    assert norm(render(d.summary, lang)) in norm(shown), "notebook 03 does not give the one answer"
+    if not have:
+        first_row = shown.split("<tbody>", 1)[1].split("</tr>", 1)[0]
+        assert d.offer.offer.offer_id in first_row
+
+
+def check_own_tabs(b: Page, want: SimpleNamespace) -> None:
+    """On the user's own cards every tab names the answer there: card, count, changes, time, no rental cost."""
+    lang, d = b.lang, want.decision
+    summary = render(d.summary, lang)
+    b.tab("sizing")
+    b.wait_text(".gpuwork-details .gpuwork-decision", summary)
+    own = ui("profile_own", lang, id=d.match.profile.profile_id, name=d.match.profile.name, gpus=d.match.gpus,
+             gpu=d.match.gpu_name)
+    b.wait_text(".gpuwork-details", own)
+    for tab, where in (("advice", ".gpuwork-advice-status-box .gpuwork-decision"),
+                       ("fit", ".gpuwork-fit-panel .gpuwork-decision"),
+                       ("offers", ".gpuwork-offers-table .gpuwork-decision")):
+        b.tab(tab)
+        b.wait_text(where, summary)
+        check_russian(b, tab, b.text(".gpuwork-tabs"))
+    b.tab("request")
+    b.wait_text(".gpuwork-request-text textarea", d.match.gpu_name)
+    suggested = request_fields(b)["suggested"]
+    assert (suggested["reference_gpu"], suggested["gpus"], suggested["offer"]) == (d.gpu_id, d.gpus, None)
+    assert suggested["changes"] == [render(c, lang) for c in d.changes]
+    check_russian(b, "request", b.text(".gpuwork-tabs"))
+
+
+def test_lora_8b_at_4k_on_200_mb_of_text_which_gpu_how_long_how_much_request_in_russian(
+        app: Page, tmp_path: Path) -> None:
+    """Task 1: typed as people write it ("4k", "200 MB"), checked in both languages, with the CLI and notebook 03;
+    then "abc" as the sequence length clears every tab."""
     b = app
     started = time.monotonic()
     problems: list[str] = []
     b.set_lang("en")
     b.tab("offers")
     b.set_classes(ALL_CLASSES)
-    plan = TrainPlan(model="llama-3.1-8b", method=Method.LORA, seq_len=4096, dataset_tokens=TEXT_200MB_TOKENS)
-    fill(b, plan, "50M")
-    assert plan.dataset_tokens == 50_000_000  # what the person typed
-    set_dataset_gb(b, "0.2")
+    set_dataset_gb(b, "0")  # the size comes from the form
+    plan = TrainPlan(model="llama-3.1-8b", method=Method.LORA, seq_len=4096, dataset_tokens=TEXT_200MB_TOKENS,
+                     dataset_bytes=200_000_000)
+    fill(b, plan, "200 MB", "4k")
+    b.wait_text(".gpuwork-dataset-note", "4 bytes per token")
     want = expected(plan, {})
     check_every_tab(b, want, problems, unfiltered=True, dataset_bytes=200_000_000)
     b.set_lang("ru")  # the request in Russian, and every tab with it
     check_every_tab(b, want, problems, unfiltered=True, dataset_bytes=200_000_000)
     assert request_fields(b)["text"].startswith("Дообучение")
+    check_cli_and_notebook(want, plan_flags(plan, "4k", ("--dataset-bytes", "200MB")), "ru", tmp_path)
     check_invalid_clears(b, "abc", want)
     print(f"\n[tasks] LoRA 8B: {time.monotonic() - started:.0f} s", end="")
     assert not problems, problems
 
 
-def test_full_fine_tune_of_a_70b_model(app: Page) -> None:
-    """Task 2: filled in Russian, checked in both languages; then 0 as the sequence length clears every tab."""
+def test_full_fine_tune_of_a_70b_model(app: Page, tmp_path: Path) -> None:
+    """Task 2: filled in Russian, checked in both languages, with the CLI and notebook 03; then 0 as the sequence
+    length clears every tab."""
     b = app
     started = time.monotonic()
     problems: list[str] = []
@@ -421,40 +532,36 @@ def test_full_fine_tune_of_a_70b_model(app: Page) -> None:
     check_every_tab(b, want, problems, unfiltered=True)
     b.set_lang("en")
     check_every_tab(b, want, problems, unfiltered=True)
+    check_cli_and_notebook(want, plan_flags(plan, "2048", ("--dataset-tokens", "100M")), "en", tmp_path)
     check_invalid_clears(b, "0", want)
     print(f"\n[tasks] full 70B: {time.monotonic() - started:.0f} s", end="")
     assert not problems, problems
 
 
-def test_qlora_7b_on_a_24_gb_card_the_advice_applies_with_one_click(app: Page) -> None:
-    """Task 3: a consumer (24 GB) card only; the advisor's best change lands on a 24 GB card; Apply sets the form,
-    and every tab follows the applied plan, in English and in Russian."""
+def test_qlora_7b_on_my_own_24_gb_card(app: Page, tmp_path: Path) -> None:
+    """Task 3: "I have one 24 GB card: can I QLoRA a 7B, how long?" - My cards = 1 x RTX 4090; every tab, the CLI
+    (--have) and notebook 03 (have=) name that card, the changes it needs and the time, with no rental cost."""
+    from gpuwork.estimate.decision import Constraints
+    from gpuwork.sizing import parse_have
+
     b = app
     started = time.monotonic()
-    problems: list[str] = []
     b.set_lang("en")
     set_dataset_gb(b, "0")
+    b.tab("offers")
+    b.set_classes(ALL_CLASSES)
     plan = TrainPlan(model="mistral-7b", method=Method.QLORA, seq_len=2048)
     fill(b, plan, "100M")
     b.tab("offers")
-    b.set_classes(("consumer",))  # the cards a person with a 24 GB budget looks at
-    filters = {"gpu_class": ["consumer"]}
-    want = expected(plan, filters)
-    check_every_tab(b, want, problems, unfiltered=False)
-    best = want.advice.suggestions[0]
-    assert best.outcome.offer.offer.gpu.memory_gb == 24, best.outcome.offer.offer.gpu
-    b.tab("advice")
-    b.wait_text(".gpuwork-suggestion", render(best.summary, "en"))
-    b.page.locator(".gpuwork-apply").first.click()
-    applied = best.plan
-    b.tab("sizing")
-    b.wait_text(".gpuwork-summary", plan_caption(applied, lang="en"))
-    assert b.page.locator(".gpuwork-grad-checkpointing input[type=checkbox]").is_checked() == applied.grad_checkpointing
-    after = expected(applied, filters)
-    assert after.top.offer.offer_id == best.outcome.offer.offer.offer_id
-    assert after.top.offer.gpu.memory_gb == 24 and after.top.fit.plan.gpus == 1
-    check_every_tab(b, after, problems, unfiltered=False)
+    b.type_into(".gpuwork-have", "1xrtx4090")
+    decision = sizing.decide(plan, constraints=Constraints(have=parse_have("1xrtx4090")))
+    assert decision.own and decision.gpu_id == "rtx4090" and decision.cost_usd is None
+    want = SimpleNamespace(plan=plan, decision=decision)
+    check_own_tabs(b, want)
     b.set_lang("ru")
-    check_every_tab(b, after, problems, unfiltered=False)
-    print(f"\n[tasks] QLoRA 7B: {time.monotonic() - started:.0f} s", end="")
-    assert not problems, problems
+    check_own_tabs(b, want)
+    check_cli_and_notebook(want, plan_flags(plan, "2048", ("--dataset-tokens", "100M")), "ru", tmp_path,
+                           have="1xrtx4090")
+    b.tab("offers")
+    b.type_into(".gpuwork-have", "")  # back to renting, for whatever runs next on this page
+    print(f"\n[tasks] QLoRA 7B on my card: {time.monotonic() - started:.0f} s", end="")

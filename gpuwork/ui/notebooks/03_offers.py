@@ -35,7 +35,8 @@ plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size
         "dataset_tokens": 200_000_000, "stack": "hf-trainer"}
 records = []
 request = {"start_date": None, "budget_usd": None, "rent_period_days": None}
-have = ""  # the cards you own, e.g. "1xrtx4090": fit the run to them (time, no rental cost); "" = rent
+# the cards you own, e.g. 1xrtx4090: fit the run to them (time, no rental cost); empty: rent
+have = ""
 lang = "en"
 report = False
 
