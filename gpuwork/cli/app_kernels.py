@@ -31,6 +31,7 @@ import asyncio
 import datetime as dt
 import functools
 import html
+import json
 import time
 import uuid
 from collections import Counter
@@ -71,6 +72,62 @@ def refusal_page(code: str, status: int, **fields: Any) -> str:
     return ('<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>' + title + '</title>'
             '<style>body{font-family:sans-serif;max-width:42em;margin:4em auto;line-height:1.5}</style></head>'
             '<body><h1>' + title + '</h1>' + "".join(parts) + '</body></html>\n')
+
+
+KERNEL_WATCH_S = 10  # how often a page asks whether its kernel is still there
+# Appended to every page the app serves: every KERNEL_WATCH_S a page asks the server for its kernel; when the
+# answer is "no such kernel" (culled, shut down, the server restarted), or the server has not answered three times,
+# a banner says so in both languages with a link that reloads the page (a reload could also be refused at the page
+# limits, so the page does not reload by itself).
+_WATCH = """<script>
+(function () {
+  var url = %(url)s, said = false, misses = 0;
+  function say() {
+    if (said) { return; }
+    said = true;
+    clearInterval(timer);
+    var box = document.createElement("div");
+    box.className = "gpuwork-kernel-lost";
+    box.setAttribute("role", "alert");
+    box.style.cssText = "position:fixed;top:0;left:0;right:0;z-index:100000;padding:12px 16px;" +
+      "background:#b00020;color:#fff;font:15px/1.5 sans-serif";
+    [%(en)s, %(ru)s].forEach(function (line) {
+      var p = document.createElement("div");
+      p.textContent = line;
+      box.appendChild(p);
+    });
+    var again = document.createElement("a");
+    again.href = window.location.href;
+    again.textContent = %(reload)s;
+    again.style.cssText = "color:#fff;text-decoration:underline;font-weight:bold";
+    box.appendChild(again);
+    document.body.appendChild(box);
+  }
+  function check() {
+    fetch(url, {credentials: "same-origin", cache: "no-store"}).then(function (r) {
+      misses = 0;
+      if (r.status === 404) { say(); }
+    }, function () {
+      misses += 1;
+      if (misses >= 3) { say(); }
+    });
+  }
+  var timer = setInterval(check, %(every_ms)d);
+})();
+</script>
+"""
+
+
+def kernel_watch_script(kernel_id: str, base_url: str) -> str:
+    """The script that makes a page say so when it has lost its kernel (see ``_WATCH``)."""
+    def js(value: str) -> str:  # a JSON string that cannot end the script element
+        return json.dumps(value).replace("</", "<\\/")
+
+    fields = {"url": js(f"{base_url.rstrip('/')}/api/kernels/{kernel_id}"), "en": js(text("app.kernel_lost", "en")),
+              "ru": js(text("app.kernel_lost", "ru")),
+              "reload": js(f"{text('app.reload', 'en')} / {text('app.reload', 'ru')}"),
+              "every_ms": KERNEL_WATCH_S * 1000}
+    return _WATCH % fields
 
 
 class PagesKernelManager(AsyncMappingKernelManager):
@@ -154,11 +211,23 @@ class PagesKernelManager(AsyncMappingKernelManager):
                 del self._arriving[visitor]
 
     def _hand(self, kernel_id: str, visitor: str | None) -> None:
-        """``kernel_id`` now serves a page: kept until the page connects, and its idle clock restarts."""
+        """``kernel_id`` now serves a page: kept until the page connects, its idle clock restarts, and the page
+        gets the script that says so when its kernel is gone."""
         self._pages[kernel_id] = _Page(visitor, time.monotonic())
         kernel = self._kernels.get(kernel_id)
         if kernel is not None:
             kernel.last_activity = _utcnow()
+        handler = CallContext.get(CallContext.JUPYTER_HANDLER)
+        if handler is not None:
+            finish = handler.finish
+
+            def finish_with_watch(chunk: Any = None) -> Any:
+                # Voila's page handler streams the page and leaves finish() to tornado: the script goes last
+                if handler.get_status() == 200:
+                    handler.write(kernel_watch_script(kernel_id, handler.base_url))
+                return finish(chunk)
+
+            handler.finish = finish_with_watch
 
     def _refuse(self, status: int, code: str, **fields: Any) -> None:
         """End the request being served with ``status`` and a page saying ``code`` in both languages (an HTTPError
@@ -166,7 +235,10 @@ class PagesKernelManager(AsyncMappingKernelManager):
         handler = CallContext.get(CallContext.JUPYTER_HANDLER)
         if handler is None:
             raise HTTPError(status, reason=text(code, "en", **fields))
-        handler.set_status(status)
+        try:  # the English text as the status line's reason too, where HTTP allows it
+            handler.set_status(status, reason=text(code, "en", **fields))
+        except ValueError:
+            handler.set_status(status)
         handler.set_header("Content-Type", "text/html; charset=UTF-8")
         handler.set_header("Retry-After", "60")
         raise Finish(refusal_page(code, status, **fields))
@@ -233,4 +305,4 @@ class PagesKernelManager(AsyncMappingKernelManager):
             self._arrived(visitor)
 
 
-__all__ = ["VISITOR_COOKIE", "PagesKernelManager", "refusal_page"]
+__all__ = ["KERNEL_WATCH_S", "VISITOR_COOKIE", "PagesKernelManager", "kernel_watch_script", "refusal_page"]

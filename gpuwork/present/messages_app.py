@@ -64,6 +64,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "У вас уже открыто страниц этого приложения: {n}, больше одному посетителю нельзя: закройте одну из них "
         "(или вернитесь к уже открытой) и обновите эту страницу."),
     "app.refused_title": ("page not opened", "страница не открыта"),
+    "app.kernel_lost": (
+        "This page has lost its session on the server (the server was restarted, or the page was away too long): "
+        "it no longer answers changes. Reload the page to continue.",
+        "Эта страница потеряла свой сеанс на сервере (сервер перезапущен или страница слишком долго была без "
+        "связи): она больше не отвечает на изменения. Обновите страницу, чтобы продолжить."),
+    "app.reload": ("Reload", "Обновить"),
     "cli.help.app.pages_per_visitor": (
         "at most this many open pages (tabs) per visitor, told apart by a cookie; the next tab is asked to close one, "
         "so one visitor cannot take every page (default {n})",
