@@ -57,6 +57,7 @@ def read(r: Reader, base: Path) -> None:
         strategy = str(config.get("fsdp_sharding_strategy", "FULL_SHARD")).upper()
         version = config.get("fsdp_version")
         reshard = config.get("fsdp_reshard_after_forward")
+        sharding: str | None
         if str(version) == "2" and reshard is not None:
             sharding = "fsdp" if reshard in (True, "true", "FULL_SHARD") else "zero2"
             key = "fsdp_config.fsdp_reshard_after_forward"

@@ -87,6 +87,7 @@ def read(r: Reader, base: Path) -> None:
             break
     claim_optimizer_or_default(r, "optimizer")
     bf16, fp16 = r.typed("bf16", "any")[0], r.flag("fp16")
+    bf16_on: bool | None
     if isinstance(bf16, str) and bf16.lower() == "auto":
         bf16_on = True
         auto_rule = True

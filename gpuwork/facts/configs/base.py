@@ -463,7 +463,8 @@ def follow_deepspeed(r: Reader, key: str, base: Path) -> None:
 
 
 
-def claim_optimizer(r: Reader, name: str, key: str, table: dict | None = None) -> None:
+def claim_optimizer(r: Reader, name: str, key: str,
+                    table: dict[str, tuple[str, str | None, str | None]] | None = None) -> None:
     optimizer, impl, note = optimizer_choice(name, file=r.file, key=key, table=table)
     r.claim("optimizer", optimizer, key, note)
     if impl is not None:

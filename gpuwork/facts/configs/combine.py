@@ -133,8 +133,8 @@ _AUTO_FIELDS = {"zero_optimization.stage": "sharding", "bf16.enabled": "precisio
 
 def _same(name: str, a: Any, b: Any) -> bool:
     if name == "lora_targets":
-        return tuple(a) == tuple(b) if not isinstance(a, str) and not isinstance(b, str) else a == b
-    return a == b
+        return bool(tuple(a) == tuple(b) if not isinstance(a, str) and not isinstance(b, str) else a == b)
+    return bool(a == b)
 
 
 def _derive(chosen: dict[str, Claim], notes: list[Msg]) -> None:

@@ -42,9 +42,9 @@ def read(r: Reader, base: Path) -> None:
             r.claim(name, True, f"zero_optimization.{section}.device",
                     msg("config.rule.nvme") if device == "nvme" else None)
     for family in ("bf16", "fp16"):
-        section = data.get(family)
-        if isinstance(section, dict):
-            _ds_value(r, section, "enabled", f"{family}.enabled")
+        block = data.get(family)
+        if isinstance(block, dict):
+            _ds_value(r, block, "enabled", f"{family}.enabled")
     bf16 = data.get("bf16", {}).get("enabled") if isinstance(data.get("bf16"), dict) else None
     fp16 = data.get("fp16", {}).get("enabled") if isinstance(data.get("fp16"), dict) else None
     bf16 = None if isinstance(bf16, str) else bf16

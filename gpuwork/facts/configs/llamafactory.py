@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from gpuwork.facts.configs.defaults import defaults_for, pinned
 from gpuwork.message import msg
 
 
-def _set(r: Reader, name: str, key: str, kind: str, convert=None) -> Any:
+def _set(r: Reader, name: str, key: str, kind: str, convert: Callable[[Any], Any] | None = None) -> Any:
     """Claim ``name`` from ``key`` or from its LLaMA-Factory / transformers default; the value, or None."""
     value, rule = r.typed(key, kind)
     if value is not None:
