@@ -29,6 +29,7 @@ from gpuwork.measure.distributed import (
     run_distributed,
     torchrun_command,
 )
+from gpuwork.measure.record import steps_path
 from gpuwork.measure.stability import is_stable
 from gpuwork.measure.trial import TrialRecord, resume_options
 from gpuwork.plan import TrainPlan
@@ -129,11 +130,13 @@ def _gpuwork(*args: str) -> subprocess.Popen:
 
 
 def _wait_for_steps(proc: subprocess.Popen, folder: Path, count: int) -> Path:
-    """The record once the ranks have measured ``count`` steps (rank 0 rewrites it after each)."""
+    """The record once the ranks have measured ``count`` steps (rank 0 appends each to the steps file)."""
     deadline = time.monotonic() + 300
     while proc.poll() is None and time.monotonic() < deadline:
         for path in folder.glob("*.json"):
-            if len(json.loads(path.read_text())["steps"]) >= count:  # whole, or this raises
+            json.loads(path.read_text())  # whole, or this raises
+            steps = steps_path(path)
+            if steps.exists() and steps.read_bytes().count(b"\n") >= count:
                 return path
         time.sleep(0.05)
     raise AssertionError(f"no record with {count} steps: {proc.communicate(timeout=60)}")
