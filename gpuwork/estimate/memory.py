@@ -190,8 +190,7 @@ def _optimizer_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> i
     pb = _state_bytes_per_param(plan)
     if plan.fp32_master_weights:
         # DeepSpeed ZeRO in bf16/fp16 mode: an fp32 copy of every trained weight plus fp32 states, all held
-        # (and sharded) by the optimizer (ZeRO paper §3.1, K = 12 for Adam; deepspeed/runtime/zero/stage_1_and_2.py
-        # single_partition_of_fp32_groups, stage3.py fp32_partitioned_groups_flat)
+        # (and sharded) by the optimizer: ZeRO paper K = 12 for Adam (docs/sources.md#s-mem-fp32-master)
         return 4 * n + _states_only_bytes(spec, plan, counts, pb)
     return _states_only_bytes(spec, plan, counts, pb)
 
