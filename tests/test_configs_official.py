@@ -264,3 +264,20 @@ def test_a_minimal_file_takes_its_frameworks_defaults(tmp_path: Path, text: str,
     assert own and all(frameworks[name] == framework for name in own)
     if framework == "LLaMA-Factory":  # the Trainer settings come from transformers' TrainingArguments
         assert frameworks["batch_size"] == frameworks["epochs"] == "transformers"
+
+
+def test_in_the_core_install_a_hub_id_in_a_config_names_the_missing_package() -> None:
+    recipe = OFFICIAL / "alignment-handbook" / "recipes" / "smollm2" / "sft" / "config.yaml"
+    done = _python(f"""
+import sys
+sys.modules['transformers'] = None  # the core install
+from gpuwork.facts.configs import import_configs
+from gpuwork.present.messages import render
+claim = next(c for c in import_configs([{str(recipe)!r}]).claims if c.field == 'model')
+print(claim.rule.code)
+print(render(claim.rule, 'en'))
+""")
+    assert done.returncode == 0, done.stderr
+    code, text = done.stdout.splitlines()[:2]
+    assert code == "config.rule.model_hub_needs_transformers" and "needs transformers" in text
+    assert "network" not in text

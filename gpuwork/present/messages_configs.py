@@ -81,6 +81,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "not a bundled preset: kept as a hub id; its config is read from the Hugging Face cache or the network",
         "не встроенная заготовка: оставлено как имя на Hugging Face Hub; конфигурация читается из кэша "
         "Hugging Face или из сети"),
+    "config.rule.model_hub_needs_transformers": (
+        "not a bundled preset: a hub id, whose config needs transformers (pip install 'gpuwork[trial]'); or give "
+        "--model a preset or a config.json",
+        "не встроенная заготовка: имя на Hugging Face Hub, для чтения его конфигурации нужен transformers "
+        "(pip install 'gpuwork[trial]'); или укажите в --model заготовку или config.json"),
     "config.rule.trainer_mixed": (
         "Trainer autocasts over fp32 weights unless the model is loaded in 16-bit: mixed",
         "Trainer включает autocast поверх весов fp32, если модель не загружена в 16 битах: смешанная точность"),

@@ -4,6 +4,7 @@ helpers the format modules use to turn keys into claims (model references, preci
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import re
@@ -287,6 +288,9 @@ def claim_model(r: Reader, key: str, base: Path) -> None:
     if preset is not None:
         r.claim("model", preset, key, msg("config.rule.model_variant", hub_id=ref, preset=preset))
         return
+    if importlib.util.find_spec("transformers") is None:  # the core install reads no hub config
+        r.claim("model", ref, key, msg("config.rule.model_hub_needs_transformers", hub_id=ref))
+        return
     r.claim("model", ref, key, msg("config.rule.model_hub", hub_id=ref))
 
 
@@ -294,7 +298,7 @@ def model_dtype(r: Reader) -> str | None:
     """The dtype (bf16, fp16, fp32) in the config of the model this file names, when it is a preset or a local
     file (transformers 5 loads a checkpoint in that dtype by default); None for a hub id or no model."""
     model = next((c for c in reversed(r.claims) if c.field == "model"), None)
-    if model is None or (model.rule is not None and model.rule.code == "config.rule.model_hub"):
+    if model is None or (model.rule is not None and model.rule.code.startswith("config.rule.model_hub")):
         return None
     from gpuwork.errors import GpuworkError
     from gpuwork.facts.model import load_config

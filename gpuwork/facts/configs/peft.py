@@ -26,7 +26,7 @@ def read(r: Reader, base: Path) -> None:
     r.claim("method", "lora", "peft_type", msg("config.rule.peft_lora"), weak=True)
     if r.has("base_model_name_or_path"):
         claim_model(r, "base_model_name_or_path", base)
-        if r.claims[-1].rule is not None and r.claims[-1].rule.code == "config.rule.model_hub":
+        if r.claims[-1].rule is not None and r.claims[-1].rule.code.startswith("config.rule.model_hub"):
             r.claims.pop()  # neither a preset nor a folder here: the user says which with --model
             r.note(msg("config.peft_base_unknown", file=r.file, value=str(r.get("base_model_name_or_path"))))
     claim_lora(r, r_key="r", alpha_key="lora_alpha", dropout_key="lora_dropout")
