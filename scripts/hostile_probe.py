@@ -62,6 +62,7 @@ class Case:
     argv: list[str] | None = None  # a CLI case: gpuwork ARGV
     code: str | None = None  # a Python-API case: statements run with gpuwork imported
     env: dict[str, str] = field(default_factory=dict)
+    type_error_ok: bool = False  # an API case passing a value of the wrong Python type
 
 
 # -- fixtures -------------------------------------------------------------------------------------------------
@@ -224,7 +225,7 @@ NUMERIC: dict[str, tuple[tuple[str, ...], str, float, float]] = {
     "--eval-fraction": (("plan", "request"), "float", 0, 0.99),
     "--checkpoint-every": (("plan", "request"), "int", 1, 1e9),
     "--checkpoints-kept": (("plan", "request"), "int", 0, 10_000),
-    "--compression-ratio": (("plan",), "float", 0.01, 100),
+    "--compression-ratio": (("plan",), "float", 1, 100),
     "--mfu": (("plan", "offers", "advise", "fit"), "float", 1e-3, 1),
     "--loader-tokens-per-s": (("plan",), "float", 1, 1e12),
     "--disk-write-gbs": (("plan",), "float", 1e-3, 10_000),
@@ -307,7 +308,8 @@ def file_cases(f: dict[str, Path]) -> list[Case]:
 
 def config_cases(f: dict[str, Path]) -> list[Case]:
     cases = []
-    expect_ok = {"cfg_ok", "cfg_arch_str", "cfg_1024_layers"}
+    # an empty architectures list names no head class, as a config without the key: the causal LM head
+    expect_ok = {"cfg_ok", "cfg_arch_str", "cfg_arch_empty", "cfg_1024_layers"}
     for name in [k for k in f if k.startswith("cfg_")]:
         # each config case loads transformers (seconds): every config through estimate, the worst also through
         # plan and fit
@@ -563,7 +565,13 @@ def api_cases(f: dict[str, Path]) -> list[Case]:
         ("from_dict model int", "TrainPlan.from_dict({'model': 5})", "error"),
         ("from_dict model ESC", "sizing.estimate_memory(TrainPlan(model='\\x1b[31m'))", "error"),
     ):
-        cases.append(Case(f"api {label}", "api.sizing", expect, label, code=call))
+        wrong_type = label in ("estimate_time gpu=None", "estimate_time gpu=5", "estimate_time unknown option",
+                               "estimate_memory plan=dict", "estimate_memory plan=None", "parse_have 5",
+                               "decide plan=None", "fit_matrix offers=[1]", "evaluate_offers offers=['x']",
+                               "estimate_disk bad option", "from_dict list")
+        if label == "parse_have None":
+            expect = "any"  # None is "no cards" (the form's empty field)
+        cases.append(Case(f"api {label}", "api.sizing", expect, label, code=call, type_error_ok=wrong_type))
     loaders = {
         "load_offers": "from gpuwork.facts.catalog import load_offers as load; load(P)",
         "load_gpus": "from gpuwork.facts.catalog import load_gpus as load; load(P)",
@@ -607,8 +615,11 @@ def run_case(case: Case, work: Path, env: dict[str, str]) -> dict:
         cmd = [PYTHON, "-c", "import sys; from gpuwork.cli import main; sys.exit(main())", *case.argv]
     else:
         body = "\n".join("    " + line for line in case.code.splitlines())
-        code = (API_PRELUDE + "try:\n" + body + "\nexcept GpuworkError as exc:\n"
-                "    print('GPUWORK_ERROR:', exc, file=sys.stderr); sys.exit(2)\n")
+        # a value of the wrong Python type (None for a plan, an int for a list of offers) may be a TypeError, as
+        # Python's own functions answer; anything else must be gpuwork's own error
+        allowed = "(GpuworkError, TypeError)" if case.type_error_ok else "GpuworkError"
+        code = (API_PRELUDE + "try:\n" + body + f"\nexcept {allowed} as exc:\n"
+                "    print('GPUWORK_ERROR:', type(exc).__name__, exc, file=sys.stderr); sys.exit(2)\n")
         cmd = [PYTHON, "-c", code]
     out_path, err_path = work / f"{id(case)}.out", work / f"{id(case)}.err"
     start = time.perf_counter()
@@ -674,6 +685,8 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-k", dest="select", help="only cases whose id contains this text")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--tree", help="run against the gpuwork package of this folder (e.g. `git archive` of an "
+                                       "older commit) instead of the installed one")
     opts = parser.parse_args()
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -694,12 +707,17 @@ def main() -> int:
         env.update(GPUWORK_CALIBRATION=str(scratch / "calibration.json"), PYTHONDONTWRITEBYTECODE="1",
                    GPUWORK_TRACEBACK="")
         env.pop("GPUWORK_TRACEBACK")
+        if opts.tree:  # another checkout of gpuwork (a commit before the fixes): its package goes first
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(opts.tree).resolve()), env.get("PYTHONPATH")]))
         start = time.perf_counter()
         results: list[dict] = []
-        with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        # each result is appended as it comes, so a run cut short still says what it saw
+        with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool, open(out / "results.jsonl", "w") as log:
             futures = [pool.submit(run_case, c, work, env) for c in cases]
             for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
                 results.append(fut.result())
+                log.write(json.dumps(results[-1], ensure_ascii=True) + "\n")
+                log.flush()
                 if i % 50 == 0:
                     print(f"  {i}/{len(cases)} cases, {time.perf_counter() - start:.0f} s", file=sys.stderr)
         elapsed = time.perf_counter() - start

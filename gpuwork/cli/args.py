@@ -99,7 +99,7 @@ def _localized(message: str, lang: str) -> str:
 # in gpuwork.cli.trial. The ends are where a value stops being a run and becomes a typo: 1e-300 and 1e308 are
 # refused like -1.
 FLAG_BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
-    "--compression-ratio": (0.01, False, 100, False),  # text tokens per byte on disk, relative to plain text
+    "--compression-ratio": (1, False, 100, False),  # unpacked size / downloaded size of the raw dataset
     "--epochs": (1e-4, False, 10_000, False),
     "--mfu": (1e-3, False, 1, False),  # a share of the dense peak
     "--loader-tokens-per-s": (1, False, 1e12, False),

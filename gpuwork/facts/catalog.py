@@ -36,7 +36,7 @@ from datetime import date, timedelta
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts import reading
@@ -396,7 +396,7 @@ def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] =
     except UnicodeDecodeError as exc:
         raise CatalogError(msg("error.catalog.not_utf8", file=name, reason=exc.reason, byte=exc.start)) from None
 
-    reader = csv.reader(io.StringIO(text, newline=""))
+    reader = _rows_or_fail(csv.reader(io.StringIO(text, newline="")), name)
     header_row = next(reader, None)
     expected = ", ".join(columns)
     if not header_row or not any(h.strip() for h in header_row):
@@ -427,6 +427,28 @@ def _read_rows(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] =
         for column in optional:
             values.setdefault(column, "")
         yield _Row(name, line, values)
+
+
+def _rows_or_fail(reader: Any, name: str) -> Any:
+    """The rows of a csv.reader; a row the csv module cannot split (a field over its 128 KiB limit, a NUL byte)
+    is a CatalogError naming the file and line, and ``line_num`` stays readable on the wrapper."""
+
+    class Rows:
+        def __iter__(self) -> Rows:
+            return self
+
+        def __next__(self) -> list[str]:
+            try:
+                return next(reader)
+            except csv.Error as exc:
+                raise CatalogError(msg("error.catalog.line", file=name, line=reader.line_num or 1,
+                                       problem=msg("error.catalog.not_csv", reason=str(exc)[:200]))) from None
+
+        @property
+        def line_num(self) -> int:
+            return reader.line_num
+
+    return Rows()
 
 
 def _norm(name: str) -> str:

@@ -261,6 +261,7 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
 
     Imports torch and transformers (seconds). Raises ModelError when the config cannot be built.
     """
+    check_config(config_dict, name, complete=False)  # values under their standard names: said before imports
     import torch
     import transformers
 
@@ -305,13 +306,15 @@ _EXPERTS_PER_TOKEN = ("num_experts_per_tok", "moe_k", "n_shared_experts", "num_s
 MAX_EXPERTS = 4_096
 
 
-def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str] | None = None) -> None:
+def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str] | None = None, *,
+                 complete: bool = True) -> None:
     """Refuse a config that would be filled with library defaults or could not be a model.
 
     ``attribute_map`` is the config class's map from standard names to its own (GPT-2's ``n_embd`` for
     ``hidden_size``). A missing required field, a count that is not a whole number >= 1 or beyond
     CONFIG_BOUNDS, key/value heads that do not divide the heads, or a hidden size the heads do not divide
-    (without ``head_dim``) raise ModelError naming the fields.
+    (without ``head_dim``) raise ModelError naming the fields. ``complete=False``: only the values present under
+    their standard names (a first look before transformers is imported; a missing field is not judged).
     """
     aliases = attribute_map or {}
     source = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
@@ -325,7 +328,7 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
         return None
 
     missing = [f for f in REQUIRED_CONFIG_FIELDS if get(f) is None]
-    if missing:
+    if missing and complete:  # not complete: a first look without the class's own names (n_embd for hidden_size)
         raise ModelError(msg("error.config.missing_fields", name=name, fields=", ".join(missing)))
     values: dict[str, int] = {}
     for field, maximum in CONFIG_BOUNDS.items():
@@ -354,6 +357,8 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
     per_token = max((v for f, v in experts.items() if f in _EXPERTS_PER_TOKEN), default=None)
     if routed and per_token and per_token > routed:
         raise ModelError(msg("error.config.experts_per_token", name=name, per_token=per_token, experts=routed))
+    if "num_attention_heads" not in values or "hidden_size" not in values:
+        return
     heads, kv_heads = values["num_attention_heads"], values.get("num_key_value_heads")
     if kv_heads is not None and heads % kv_heads:
         raise ModelError(msg("error.config.heads_by_kv", name=name, heads=heads, kv_heads=kv_heads))

@@ -167,6 +167,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "connection): download its config.json and pass its path",
         "'{hub_id:raw}' нет в локальном кэше Hugging Face, а Hub недоступен (офлайн или нет соединения): скачайте "
         "её config.json и укажите путь к нему"),
+    "error.catalog.not_csv": ("not a CSV row ({reason:raw}): check that this is the CSV table itself",
+                              "не строка CSV ({reason:raw}): проверьте, что это сама CSV-таблица"),
     "error.catalog.date_range": (
         "{value:raw} is not a day a price can be quoted as of: use a date from {first:raw} to {last:raw}",
         "{value:raw} — не дата, на которую может быть указана цена: укажите дату от {first:raw} до {last:raw}"),
