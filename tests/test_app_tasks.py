@@ -278,9 +278,13 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
 
     # Offers: the top row is the evaluator's cheapest offer for this plan, on the same GPUs as the advice says
     b.tab("offers")
-    b.wait_text(".gpuwork-offers tbody tr:first-child", top.offer.offer_id)
+    name = text_of("ui.offer_name", lang, provider=top.offer.provider, per_node=top.offer.gpus_per_node,
+                   gpu=gpu.display_name, mode=top.offer.mode.value)  # a name people read, not the catalog id
+    b.wait_text(".gpuwork-offers tbody tr:first-child", name)
     first = b.rows(".gpuwork-offers")[0]
-    assert first[:3] == [top.offer.offer_id, top.offer.provider, norm(gpu.display_name)], first
+    assert first[:3] == [norm(name), top.offer.provider, norm(gpu.display_name)], first
+    assert b.page.get_attribute(".gpuwork-offers tbody tr:first-child .gpuwork-offer-name",
+                                "data-offer-id") == top.offer.offer_id
     assert first[6] == f"{top.fit.plan.gpus} / {top.billed_gpus}"
     b.wait_text(".gpuwork-offers-table .gpuwork-decision", render(want.decision.summary, lang))
     status = b.page.evaluate("() => document.querySelector('.gpuwork-advice-status-box .gpuwork-decision')"

@@ -95,7 +95,8 @@ def test_offers_panel_report_mode(shown: list) -> None:
 def test_offers_name_their_provider_and_filter_by_checkboxes() -> None:
     panel = OffersPanel(OFFER_PLAN, with_request=False)
     first = panel.results[0].offer
-    assert f"<code>{first.offer_id}</code>" in panel.table.value and first.provider in panel.table.value
+    assert f'data-offer-id="{first.offer_id}"' in panel.table.value and first.provider in panel.table.value
+    assert f">{first.offer_id}<" not in panel.table.value  # the id is the tooltip; the cell reads as a name
     assert "Provider" in panel.table.value and "Provider" in panel.interruptible.value
     # a multiple choice is a row of checkboxes: ticking one off is a click, not Ctrl+click
     assert [b.description for b in panel.modes.boxes] == ["on-demand", "reserved", "interruptible"]
@@ -120,7 +121,7 @@ def test_every_number_of_the_offers_panel_is_typed_text_read_by_the_validation_l
     assert panel.error == "max_price='cheap' is not a number: write digits with a decimal point, e.g. 0.5 or 1e4"
     panel.max_price.value = "0"
     panel.limit.value = "3"
-    assert panel.error is None and panel.table.value.count("<code>") == 3
+    assert panel.error is None and panel.table.value.count("gpuwork-offer-name") == 3
     panel.limit.value = "0"
     assert panel.error == f"{panel.limit.description}: 0 must be at least 1"
     panel.limit.value = "25"
@@ -139,11 +140,14 @@ def test_compare_formats_the_records_interval_drift_and_cost_range(trial_record:
     for key in ("cost_per_1m_tokens", "cost_per_1m_tokens_low", "cost_per_1m_tokens_high"):
         if row[key] is not None:
             assert f"${row[key]:.2f}" in page, key
-    for key in ("step_time_half_width", "drift_per_100_steps"):
-        if row[key] is not None:
-            assert f"{row[key] * 100:,.1f}%" in page, key
+    if row["step_time_half_width"] is not None:
+        assert f"{row['step_time_half_width'] * 100:,.1f}%" in page
+    if row["drift_per_100_steps"] is not None:  # over the steps measured, not extrapolated to 100 steps
+        over = row["drift_per_100_steps"] * row["measured_steps"] / 100
+        assert f"{over * 100:,.1f}%" in page
+        assert f"{row['drift_per_100_steps'] * 100:,.1f}%" not in page or row["measured_steps"] == 100
     assert repr(row["drift_per_100_steps"]) not in page  # never the raw float
-    assert "drift per 100 steps" in page and "cost per 1M tokens, low" in page
+    assert "Step time change over the measured steps" in page and "Cost per 1 M tokens, from" in page
 
 
 def test_the_comparison_says_what_each_column_counts_and_the_drift_over_the_measured_steps(

@@ -110,4 +110,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "may include a change (see Advice).",
         "Таблица ниже — план как он задан, на каждой карте (число GPU и шардирование — по необходимости); ответ выше "
         "может включать изменение (см. «Советы»)."),
+    # -- an offer named as people read it (its catalog id stays in the tooltip) --------------------------------------
+    "ui.offer_name": ("{provider:raw}: {per_node:int} × {gpu:raw} per node, {mode:@mode}",
+                      "{provider:raw}: {per_node:int} × {gpu:raw} на узел, {mode:@mode}"),
 }

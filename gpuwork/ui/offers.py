@@ -87,6 +87,15 @@ def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classe
         include_unfit=include_unfit, **kwargs)
 
 
+def offer_name_html(offer: Any, lang: str = "en") -> str:
+    """An offer as people read it ("marketplace-a: 8 × H100 SXM per node, on-demand"); its catalog id, which the
+    answer line and the CLI quote, in the tooltip and a data attribute."""
+    name = messages.text("ui.offer_name", lang, provider=offer.provider, per_node=offer.gpus_per_node,
+                         gpu=offer.gpu.display_name, mode=offer.mode.value)
+    oid = html.escape(offer.offer_id, quote=True)
+    return f'<span class="gpuwork-offer-name" title="{oid}" data-offer-id="{oid}">{html.escape(name)}</span>'
+
+
 def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | None = None,
                       plan: TrainPlan | None = None) -> str:
     """The offers as a table; with ``plan``, headed by the software stack they are priced with."""
@@ -108,7 +117,7 @@ def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | Non
                      fmt_usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
         else:
             cells = ("–", "–", "–", "–", f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
-        rows.append((f"<code>{html.escape(o.offer_id)}</code>", html.escape(o.provider), html.escape(o.gpu.display_name),
+        rows.append((offer_name_html(o, lang), html.escape(o.provider), html.escape(o.gpu.display_name),
                      html.escape(ui("mode_option", lang, value=o.mode)), html.escape(ui("region_option", lang,
                                                                                          value=o.region)),
                      fmt_number(o.price_per_gpu_hour, lang, 2), *cells))
@@ -127,7 +136,7 @@ def interruptible_html(results: Sequence[Any], lang: str = "en") -> str:
         recommended = (ui("recommended", lang, interval_s=r.recommended_checkpoint_interval_s,
                           steps=r.recommended_checkpoint_every_steps)
                        if r.recommended_checkpoint_interval_s is not None else "–")
-        rows.append((f"<code>{html.escape(r.offer.offer_id)}</code>", html.escape(r.offer.provider),
+        rows.append((offer_name_html(r.offer, lang), html.escape(r.offer.provider),
                      fmt_duration(r.time.total_s, lang),
                      fmt_duration(r.expected_total_s, lang), fmt_number(r.expected_preemptions, lang, 1),
                      fmt_duration(r.expected_lost_s, lang), fmt_duration(r.checkpoint_interval_s, lang), recommended,
