@@ -131,3 +131,16 @@ class TestLengthFiles:
         text.write_text("hello world")
         rc, _, err = cli("estimate", "--lengths-from", str(text), "--lengths-tokenizer", str(text))
         one_error(rc, err, "not a tokenizer")
+
+
+@pytest.mark.parametrize(("layers", "words"), [(-2, "num_hidden_layers=-2"), (2.5, "num_hidden_layers=2.5")])
+def test_a_bad_layer_count_is_refused_before_transformers_is_needed(cli, tmp_path, monkeypatch, layers,
+                                                                     words) -> None:
+    """The first look at a config needs no torch or transformers: with both made unimportable, still one line."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setattr(model_module, "_build_cached", model_module._build_cached.__wrapped__)
+    rc, _, err = cli("estimate", "--model", str(model_folder(tmp_path, "m", {**LLAMA, "num_hidden_layers": layers})))
+    one_error(rc, err, words)

@@ -65,6 +65,11 @@ def test_a_special_or_huge_catalog_is_named(cli, bad, kind) -> None:
     one_error(rc, err, BAD_WORDS[kind])
 
 
+def test_a_file_the_csv_module_cannot_split_is_a_row_error(cli, bad) -> None:
+    rc, _, err = cli("offers", "--catalog", str(bad["deep"]))  # one 200,000-character field
+    one_error(rc, err, "deep.json", "line 1", "not a CSV row")
+
+
 @pytest.mark.parametrize(("flag", "value"), [
     ("--budget", "1e-300"), ("--budget", "1e308"), ("--deadline-hours", "1e-300"), ("--deadline-hours", "1e308"),
     ("--max-price", "1e308"), ("--min-vram", "1e308"), ("--limit", "1" + "0" * 30), ("--preemption-rate", "1e308"),

@@ -21,7 +21,7 @@ def test_an_mfu_outside_0_001_to_1_is_one_line(cli, mfu) -> None:
 
 
 @pytest.mark.parametrize(("flag", "value"), [
-    ("--epochs", "1e-300"), ("--epochs", "1e308"), ("--compression-ratio", "1e-300"),
+    ("--epochs", "1e-300"), ("--epochs", "1e308"), ("--compression-ratio", "1e-300"), ("--compression-ratio", "0.5"),
     ("--compression-ratio", "1e308"), ("--loader-tokens-per-s", "1e-300"), ("--loader-tokens-per-s", "1e308"),
     ("--disk-write-gbs", "1e-300"), ("--disk-write-gbs", "1e308"), ("--offers", "1" + "0" * 30),
     ("--dataset-tokens", "1e-300"), ("--dataset-bytes", "1e308"), ("--eval-fraction", "1"),
