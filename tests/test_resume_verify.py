@@ -187,6 +187,13 @@ def _damage(kind: str, folder: Path, runs: dict[str, Path], marker: Path) -> Non
         (folder / MANIFEST_FILE).unlink()
     elif kind == "manifest not JSON":
         (folder / MANIFEST_FILE).write_text("{not json")
+    elif kind == "a resealed manifest naming a file outside the folder":
+        manifest = json.loads((folder / MANIFEST_FILE).read_text())
+        manifest["files"]["../../outside.bin"] = {"bytes": 1, "sha256": "0" * 64}
+        body = {k: v for k, v in manifest.items() if k != "seal"}
+        (folder / MANIFEST_FILE).write_text(json.dumps({**body, "seal": _seal(body)}))
+    elif kind == "an extra link to a folder":
+        (folder / "more").symlink_to(folder.parent, target_is_directory=True)
     elif kind == "whole checkpoint from another run":
         shutil.rmtree(folder)
         shutil.copytree(other_run, folder)
@@ -220,6 +227,8 @@ KINDS = {
     "manifest missing": ("no_manifest", None),
     "manifest not JSON": ("manifest_unreadable", None),
     "whole checkpoint from another run": ("other_run", None),
+    "a resealed manifest naming a file outside the folder": ("manifest_unreadable", None),
+    "an extra link to a folder": ("file_extra", "more"),
 }
 
 

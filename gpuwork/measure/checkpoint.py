@@ -379,9 +379,13 @@ def verify_manifest(folder: Path, *, run_id: str | None = None, step: int | None
 
     manifest = read_manifest(folder, run_id=run_id, step=step)
     listed: dict[str, Any] = manifest["files"]
+    for name in listed:  # names inside the folder only: a forged manifest must not send the check elsewhere
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts:
+            raise refuse("manifest_unreadable", detail=f"a file name outside the folder: {name[:200]!r}")
     present = {p.relative_to(folder).as_posix(): p for p in _entries(folder)}
     for name in sorted(present):
-        if name not in listed and not present[name].is_dir():
+        if name not in listed and (present[name].is_symlink() or not present[name].is_dir()):
             raise refuse("file_extra", file=name)
     for name, saved in sorted(listed.items()):
         if not isinstance(saved, dict):
