@@ -529,7 +529,7 @@ def _refuse_conflicts(args: argparse.Namespace, resume: dict[str, Any], plan: An
     if args.memory_cap_gib is not None and int(args.memory_cap_gib * GIB) != resume["memory_cap_bytes"]:
         recorded_cap = resume["memory_cap_bytes"]
         raise conflict("--memory-cap-gib", args.memory_cap_gib,
-                       "-" if recorded_cap is None else fmt_number(recorded_cap / GIB, "en", 3))
+                       "-" if recorded_cap is None else fmt_number(recorded_cap / GIB, args.lang, 3))
     if args.data:
         recorded_data = [str(Path(p).expanduser().resolve()) for p in (resume.get("data") or [])]
         wanted = [str(Path(p).expanduser().resolve()) for p in args.data]
