@@ -137,10 +137,13 @@ def test_rtx4090_causal_forward_borrows_the_full_matrix_shape_and_no_curve_beats
 
 def test_rtx4090_is_its_own_family_and_l40s_is_not() -> None:
     # the L40S (same AD102 die, full-rate fp32 accumulation) keeps the A100 curve as a share of its own peak
-    from gpuwork.estimate.steptime import _attention_family
-    assert _attention_family("rtx4090") == "rtx4090"
-    assert _attention_family("l40s") == "a100"
-    assert _attention_family("h200_sxm") == "h100"
+    from gpuwork.estimate.steptime import attention_family
+    from gpuwork.facts.catalog import load_gpus
+    from gpuwork.facts.rates import load_rates
+    gpus, rates = load_gpus(), load_rates()
+    assert attention_family(gpus["rtx4090"], rates) == "rtx4090"
+    assert attention_family(gpus["l40s"], rates) == "a100"
+    assert attention_family(gpus["h200_sxm"], rates) == "h100"
 
 
 def test_bad_row_is_one_clear_error(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.message import Msg, msg
-from gpuwork.plan import TrainPlan, field_names
+from gpuwork.plan import Stack, TrainPlan, field_names
 from gpuwork.present.messages import LANGS, MessageError, render, text
 
 EXIT_USAGE = 2
@@ -276,7 +276,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--optimizer-impl", help=say("optimizer_impl"))
     g.add_argument("--no-foreach", dest="optimizer_impl", action="store_const", const="for-loop", default=None,
                    help=say("foreach"))
-    g.add_argument("--stack", help=say("stack"))
+    g.add_argument("--stack", help=text("cli.help.run.stack", lang, stacks=" | ".join(Stack)))
     g.add_argument("--lengths", help=say("lengths"))
     g.add_argument("--expandable-segments", action="store_true", default=None, help=say("expandable_segments"))
     g.add_argument("--lengths-from", nargs="+", metavar="FILE", help=say("lengths_from"))

@@ -67,23 +67,31 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 
-# gpu_id prefix -> the family whose FlashAttention-2 rates kernels.csv / attention_curves.csv list; others: a100.
-# H200 takes H100's: the same GH100 die and clocks, and [R5] measures FA2 at 329.3 against 327.9 TF. The RTX 4090
-# has its own curve: its fp32-accumulating tensor rate is half the L40S's, so AD102 shares of peak do not carry over
-_ATTENTION_FAMILIES = (("h100", "h100"), ("h200", "h100"), ("gb200", "gb200"), ("b200", "gb200"),
-                       ("mi300x", "mi300x"), ("mi325x", "mi300x"), ("rtx4090", "rtx4090"))
+_FAMILY_KEY = "flash_attn_fwd_fraction_"
 
 
-def _attention_family(gpu_id: str) -> str:
-    for prefix, family in _ATTENTION_FAMILIES:
-        if gpu_id.startswith(prefix):
-            return family
-    return "a100"
+def kernel_families(rates: Rates) -> tuple[str, ...]:
+    """The kernel families the rates measure: kernels.csv ``flash_attn_fwd_fraction_<family>`` rows and
+    attention_curves.csv families (gpus.csv ``kernel_family`` names one of them)."""
+    keyed = (k.removeprefix(_FAMILY_KEY) for k in rates.kernels if k.startswith(_FAMILY_KEY))
+    return tuple(sorted({*keyed, *rates.attention_families}))
+
+
+def attention_family(gpu: GpuSpec, rates: Rates) -> str:
+    """The GPU's kernel family (gpus.csv ``kernel_family``), refused when absent or not measured: a card is never
+    priced with another family's rates by default."""
+    family = gpu.kernel_family
+    if family and (_FAMILY_KEY + family in rates.kernels or family in rates.attention_families):
+        return family
+    families = ", ".join(kernel_families(rates))
+    if not family:
+        raise CatalogError(msg("error.rates.no_kernel_family", gpu_id=gpu.gpu_id, families=families))
+    raise CatalogError(msg("error.rates.kernel_family", gpu_id=gpu.gpu_id, family=family, families=families))
 
 
 def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple[float, str]:
     """FlashAttention-2's share of the dense 16-bit peak on this GPU family, for "fwd" or "bwd"."""
-    key = _attention_family(gpu.gpu_id)
+    key = attention_family(gpu, rates)
     fwd_key = f"flash_attn_fwd_fraction_{key}"
     fwd = rates.kernels.get(fwd_key, rates.kernel("flash_attn_fwd_fraction"))
     if attention_pass == "fwd":
@@ -248,8 +256,6 @@ class _PriceFacts(NamedTuple):
 
 _PHASES = tuple(Phase)
 _VALUES = {member: member.value for member in (*Kind, *Phase)}  # an enum's .value is a Python-level property
-_ATTENTION_KEYS = {family: (f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}")
-                   for family in ("a100", *(v for _, v in _ATTENTION_FAMILIES))}
 _ASSUMPTIONS = ("matmul", "memory bandwidth", "SMs", "attention", "launch", "memory kernel", "stack")
 
 
@@ -261,8 +267,8 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
     else:
         host_s = tuple(rates.kernel(_EAGER_HOST_KEYS[phase]) * 1e-6 for phase in _PHASES)
     t0_us, t0_key = memory_kernel_t0_us(gpu, rates)
-    family = _attention_family(gpu.gpu_id)
-    fwd_key, bwd_key = _ATTENTION_KEYS[family]
+    family = attention_family(gpu, rates)
+    fwd_key, bwd_key = f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}"
     basis, kernel_basis = device.basis, rates.kernel_basis
     return _PriceFacts(
         host_s,
@@ -405,5 +411,5 @@ def _facts_gemm_args(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -
                       _kernel_fact(max_split_k, "gemm_max_split_k"))
 
 
-__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_fraction", "curve_fraction", "gemm_seconds", "host_us_per_kernel",
+__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_family", "attention_fraction", "kernel_families", "curve_fraction", "gemm_seconds", "host_us_per_kernel",
            "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "wave_efficiency"]

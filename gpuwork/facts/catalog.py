@@ -119,7 +119,7 @@ GPUS_CSV_COLUMNS = (
     "gpu_id", "display_name", "vendor", "architecture", "class", "form_factor", "memory_gb",
     "mem_bw_gbs", "bf16_dense_tflops", "fp16_dense_tflops", "fp8_dense_tflops", "fp32_tflops",
     "link", "link_bw_gbs_unidir", "pcie_gen", "compute_capability", "tdp_w", "status", "source",
-    "notes",
+    "notes", "kernel_family",
 )  # fmt: skip
 # Read when present, so older or hand-written gpus.csv files still load:
 # memory_total_mib: the total the driver reports (nvidia-smi "Total" in MiB; AMD: rocm-smi bytes / 2**20)
@@ -192,6 +192,9 @@ class GpuSpec:
     memory_total_mib: float | None = None  # driver-reported total (nvidia-smi MiB); None = unknown
     memory_total_source: str = "estimated"  # nvidia-smi | rocm-smi | estimated
     sm_count: int | None = None  # SMs (CUs), for a GPU rates.csv does not list; None = derived from its peak
+    # whose measured kernel rates apply (kernels.csv flash_attn_*_<family>, attention_curves.csv family);
+    # "" = none given: the step model refuses to price fused attention rather than guess
+    kernel_family: str = ""
 
     @property
     def memory_gb(self) -> float:
@@ -509,7 +512,16 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         notes=row.text("notes", "", optional=True),
         memory_total_mib=total_mib,
         memory_total_source=total_source,
+        kernel_family=_kernel_family(row),
     )
+
+
+def _kernel_family(row: _Row) -> str:
+    """The kernel family column: a lower-case id such as 'h100' (the step model checks that rates list it)."""
+    family = row.text("kernel_family", "'h100'")
+    if not re.fullmatch(r"[a-z0-9_]+", family):
+        raise row.fail("kernel_family", msg("error.catalog.kernel_family_format", value=repr(family)))
+    return family
 
 
 def _memory_total(row: _Row, memory_gb: float) -> tuple[float | None, str]:

@@ -364,6 +364,7 @@ def cpu_rates_from(*, threads: int, gemm: tuple[GemmRate, ...], matmul_flops_s: 
         sources=("measured",),
         notes="peak fields hold rates measured here by gpuwork.measure.cpu_rates (fp32 torch.mm median, large "
               "clone bandwidth), not a datasheet; link and PCIe fields are placeholders (one CPU, no peers)",
+        kernel_family="a100",  # CPU runs are fp32 (sdpa_mem_efficient_fraction); 16-bit fused attention: the generic FA2 shares
     )
     return CpuRates(device=device, gpu=gpu, threads=threads, gemm=gemm, matmul_flops_s=matmul_flops_s,
                     copy_bytes_s=copy_bytes_s, cached_copy_bytes_s=cached_copy_bytes_s or copy_bytes_s,

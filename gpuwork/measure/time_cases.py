@@ -75,6 +75,7 @@ V100_SXM2_16GB = GpuSpec(
     sources=("NVIDIA Tesla V100 datasheet",), notes="accuracy cases only; NVLink2 cube-mesh not modelled",
     memory_total_mib=16160, memory_total_source="nvidia-smi",
     sm_count=80,  # datasheet: 5,120 CUDA cores and 640 tensor cores = 80 SMs of 64 FP32 lanes and 8 tensor cores
+    kernel_family="a100",  # no Volta attention measurement: the FA2 paper's A100 shares, stated
 )
 
 # torchtitan's 2025 benchmarks ran on Meta's Grand Teton hosts: "8 NVIDIA H100 GPUs fully connected
@@ -90,6 +91,7 @@ H100_HBM2E_96GB = GpuSpec(
     compute_capability="9.0", tdp_w=500, status="S", sources=("pytorch/torchtitan docs/performance.md @d4c86e3",),
     notes="accuracy cases only; peak FLOPS are the H100 SXM figures (an upper bound at 500 W); "
           "hosts joined by 400 Gb/s RDMA per GPU",
+    kernel_family="h100",
 )
 
 EXTRA_GPUS: dict[str, GpuSpec] = {g.gpu_id: g for g in (V100_SXM2_16GB, H100_HBM2E_96GB)}

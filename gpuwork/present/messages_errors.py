@@ -227,6 +227,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.catalog.gpu_id_format": (
         "{value:raw} must use only lower-case letters, digits and underscores (e.g. 'h100_sxm')",
         "{value:raw}: допустимы только строчные латинские буквы, цифры и подчёркивания (например 'h100_sxm')"),
+    "error.catalog.kernel_family_format": (
+        "{value:raw} must be a kernel family id of lower-case letters, digits and underscores (e.g. 'h100', 'a100')",
+        "{value:raw}: семейство ядер задаётся строчными латинскими буквами, цифрами и подчёркиваниями "
+        "(например 'h100', 'a100')"),
     "error.catalog.compute_capability": (
         "{value:raw} is neither a CUDA compute capability like '8.9' nor an AMD target like 'gfx942'",
         "{value:raw} — ни compute capability CUDA вида '8.9', ни целевая архитектура AMD вида 'gfx942'"),
@@ -301,6 +305,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
                           "(нужно положительное число или один из перечисленных вариантов)"),
     "error.rates.missing_key": ("{file:raw} has no row '{key:raw}'; restore it from the bundled file",
                                 "в {file:raw} нет строки '{key:raw}'; восстановите её из поставляемого файла"),
+    "error.rates.no_kernel_family": (
+        "GPU '{gpu_id:raw}' names no kernel family, so no measured attention rate applies to it; set its "
+        "kernel_family in gpus.csv to one of {families:raw} (docs/architecture.md, 'Adding a GPU')",
+        "у GPU '{gpu_id:raw}' не задано семейство ядер, и к нему не относится ни одна измеренная скорость внимания; "
+        "укажите kernel_family в gpus.csv: одно из {families:raw} (docs/architecture.md, «Добавление GPU»)"),
+    "error.rates.kernel_family": (
+        "GPU '{gpu_id:raw}': kernel family '{family:raw}' has no rates in kernels.csv (flash_attn_fwd_fraction_"
+        "{family:raw}) or attention_curves.csv; use one of {families:raw} or add the family's measured rows",
+        "GPU '{gpu_id:raw}': для семейства ядер '{family:raw}' нет скоростей ни в kernels.csv (flash_attn_fwd_"
+        "fraction_{family:raw}), ни в attention_curves.csv; укажите одно из {families:raw} или добавьте "
+        "измеренные строки семейства"),
     "error.rates.stack_missing": ("{file:raw} does not describe the stack(s) {stacks:raw}; add a row for each",
                                   "в {file:raw} не описаны стеки {stacks:raw}; добавьте строку для каждого"),
     "error.rates.no_device": ("no achievable rates for GPU '{gpu_id:raw}' in rates.csv; add its rows (bf16, fp16, "

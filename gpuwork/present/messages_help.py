@@ -61,9 +61,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
                              "то же, что --optimizer-impl for-loop (без временных многотензорных буферов)"),
     "cli.help.run.optimizer_impl": ("optimizer kernels: foreach (default) | fused | for-loop",
                                     "ядра оптимизатора: foreach (по умолчанию) | fused | for-loop"),
-    "cli.help.run.stack": ("software running the step: hf-trainer (default) | hf-liger | torch-compile | unsloth | "
-                           "framework", "программный стек шага: hf-trainer (по умолчанию) | hf-liger | "
-                           "torch-compile | unsloth | framework"),
+    "cli.help.run.stack": ("software running the step: {stacks} (default: hf-trainer; data/stacks.csv)",
+                           "программный стек шага: {stacks} (по умолчанию hf-trainer; data/stacks.csv)"),
     "cli.help.run.lengths": (
         "sequence lengths of the data: fixed (default: every batch seq_len tokens) | packed | a histogram "
         "LEN:COUNT,... (batches padded to their longest; reserved memory replays the CUDA caching allocator)",
