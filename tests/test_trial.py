@@ -438,7 +438,7 @@ def test_out_dir_holds_the_record_and_checkpoint_and_nothing_else(written):
     record, out = written
     names = sorted(p.name for p in out.iterdir())
     stem = Path(record.saved_to).stem
-    assert names == [f"{stem}-checkpoint", f"{stem}.json"]
+    assert names == [f"{stem}-checkpoint", f"{stem}.json", f"{stem}.steps.jsonl"]  # the record and its steps
     assert stem.startswith("trial-tiny-llama-lora-") or stem.startswith("trial-config-lora-")
     assert TrialRecord.from_json(Path(record.saved_to)) == record
     assert record.checkpoint.path == str(out / f"{stem}-checkpoint")
