@@ -339,8 +339,9 @@ def iter_trial(plan: TrainPlan, options: TrialOptions | None = None, **changes: 
         data: a TextData, .txt/.jsonl file(s) or folder, or None for the shipped corpus.
         tokenizer: a local tokenizer folder; None trains a byte-level BPE on the data (in memory).
         out_dir: where the record JSON (``<run id>.json``, see ``records.new_run_id``) and the
-            checkpoint folder (``<run id>-checkpoint``) are written; the record is rewritten atomically
-            after every step (``status="running"``). None writes nothing (temporary folders are removed).
+            checkpoint folder (``<run id>-checkpoint``) are written; each step is appended to the record's
+            steps file (``<run id>.steps.jsonl``) and its JSON (``status="running"``) rewritten atomically at
+            most every ``recorder.SUMMARY_INTERVAL_S``. None writes nothing (temporary folders are removed).
         memory_cap_bytes: simulated device size: raise out-of-memory when the trial's measured
             memory (see StepMeasurement) passes it.
         model_factory: ``(transformers config, plan) -> nn.Module`` to build the base model instead
