@@ -346,9 +346,9 @@ def test_verify_exactly_waits_in_the_line_and_says_so(tmp_path: Path) -> None:
     release.set()
     busy.join(10)
     deadline = time.monotonic() + 10
-    while "Sequence length" not in app.sizing.verify_out.value and time.monotonic() < deadline:
+    while "Длина последовательности" not in app.sizing.verify_out.value and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert "Sequence length" in app.sizing.verify_out.value and line.state() == (False, 0)
+    assert "Длина последовательности" in app.sizing.verify_out.value and line.state() == (False, 0)
 
 
 def test_the_app_trial_and_verify_share_one_line() -> None:
