@@ -29,9 +29,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from gpuwork.errors import CatalogError
+from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
 from gpuwork.facts.network import BusCurve, CommFacts, NodeNetwork
-from gpuwork.plan import Sharding
+from gpuwork.facts.rates import Rates
+from gpuwork.message import Msg, msg
+from gpuwork.plan import Sharding, TrainPlan
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
 # torch DistributedDataParallel bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel docs).
@@ -173,5 +178,153 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
             "ZeRO-3/FSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter")
 
 
-__all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "REDUCE_SCATTER", "ZERO_BUCKET_ELEMENTS", "CommTime",
-           "CommTraffic", "Fabric", "busbw", "collective_s", "comm_bytes_per_step", "curve_busbw", "step_comm"]
+# -- one plan's communication per step (read by estimate.timing) --------------------------------------
+
+# Verdict threshold: above this share of a step spent communicating over PCIe, NVLink is "needed".
+LINK_VERDICT_SHARE = 0.10
+# Links whose busbw follows the fitted NVLink curves.
+_NVLINKS = (Link.NVLINK_BRIDGE, Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK)
+
+
+@dataclass(frozen=True)
+class CommEstimate:
+    """Gradient / parameter traffic per optimizer step and what it costs (per GPU)."""
+
+    strategy: str  # "none" | "ddp all-reduce" | "zero reduce-scatter + all-gather" | "zero3/fsdp ..."
+    gpus: int
+    nodes: int
+    bytes_per_step: float  # bytes each GPU sends per optimizer step
+    link: str  # the intra-node link used ("pcie", "nvlink_switch", ...), "+ network" when multi-node
+    bandwidth_bytes_s: float  # effective bottleneck bandwidth per GPU per direction
+    comm_s: float  # time to move bytes_per_step
+    overlap_window_s: float  # compute time it may hide behind
+    exposed_s: float  # what is left on the step's critical path
+    scaling_efficiency: float  # compute / (compute + exposed)
+    pcie_share: float | None  # exposed share of a step if the same GPUs talked over PCIe
+    link_share: float | None  # exposed share of a step over the GPU's best link (NVLink/xGMI)
+    verdict: tuple[Msg, ...]  # its parts, shown joined with "; "
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {**out, "verdict": [m.as_dict() for m in self.verdict]}
+
+
+@dataclass(frozen=True)
+class CommSetting:
+    """Where a plan's GPUs talk: the card, its rates, the NCCL facts, the intra-node link and the network."""
+
+    plan: TrainPlan
+    gpu: GpuSpec
+    rates: Rates
+    facts: CommFacts
+    intra: Link
+    network: Network | str | None  # between nodes; None: one node
+    nodes: int
+
+
+def coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
+    """The intra-node link asked for (None: the GPU's best), refused when the GPU cannot have it."""
+    if value is None:
+        return gpu.link
+    try:
+        link = Link(value)
+    except ValueError:
+        raise CatalogError(msg("error.time.link_choice", value=repr(value),
+                               choices=", ".join(x.value for x in Link))) from None
+    if link is not Link.PCIE and link is not gpu.link:
+        raise CatalogError(msg("error.time.link_unavailable", link=link.value, gpu_id=gpu.gpu_id,
+                               has=gpu.link.value))
+    return link
+
+
+def link_bytes_s(gpu: GpuSpec, link: Link) -> float:
+    """The link's spec bandwidth per GPU and direction."""
+    return gpu.pcie_bw_bytes_s if link is Link.PCIE else gpu.link_bw_bytes_s
+
+
+def _busbw_fraction(rates: Rates, link: Link) -> float:
+    key = {Link.PCIE: "nccl_busbw_fraction_pcie", Link.XGMI: "nccl_busbw_fraction_xgmi"}.get(
+        link, "nccl_busbw_fraction_nvlink")
+    return rates.kernel(key)
+
+
+def _verdict(setting: CommSetting, pcie_share: float | None, link_share: float | None, own_intra_share: float,
+             network_note: Msg | None) -> tuple[Msg, ...]:
+    plan, gpu = setting.plan, setting.gpu
+    if plan.gpus == 1:
+        return (msg("comm.single_gpu"),)
+    parts = []
+    if gpu.link is Link.PCIE:
+        parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
+        if own_intra_share > LINK_VERDICT_SHARE:
+            parts.append(msg("comm.consider_less_traffic"))
+        if gpu.gpu_class is GpuClass.CONSUMER:
+            parts.append(msg("comm.geforce_no_p2p"))
+    elif pcie_share is not None and pcie_share > LINK_VERDICT_SHARE:
+        parts.append(msg("comm.nvlink_needed", pcie_share=pcie_share, link_share=link_share, link=gpu.link))
+        if setting.intra is Link.PCIE:
+            parts.append(msg("comm.setup_uses_pcie"))
+    else:
+        shown = pcie_share if pcie_share is not None else own_intra_share
+        parts.append(msg("comm.pcie_enough", share=shown))
+    if network_note is not None:
+        parts.append(network_note)
+    return tuple(parts)
+
+
+def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, backward_s: float,
+              base_step: float) -> tuple[CommEstimate, float]:
+    """The plan's communication per optimizer step over ``base_step`` seconds of per-GPU work (``forward_s`` and
+    ``backward_s`` of it are what gradients and gathers may hide behind), and the exposed share of the step over
+    its own links. Only what does not hide adds to the step."""
+    plan, gpu, net = setting.plan, setting.gpu, setting.network
+    comm_bytes, strategy = comm_bytes_per_step(traffic)
+    gpus_per_node = math.ceil(plan.gpus / setting.nodes)
+    node_net = setting.facts.node_network(net) if net is not None else None
+
+    def fabric_of(link_used: Link, over_network: bool = True) -> Fabric:
+        link_bytes = link_bytes_s(gpu, link_used)
+        if link_used is Link.PCIE and gpu.gpu_class is GpuClass.CONSUMER:
+            link_bytes *= setting.rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
+        fixed = None if link_used in _NVLINKS else _busbw_fraction(setting.rates, link_used)
+        return Fabric(intra_bytes_s=link_bytes, intra_efficiency=fixed,
+                      nvls=False,  # conservative ring: NVLS would make 8 GPUs' all-reduce beat 4 GPUs' (measured)
+                      gpus_per_node=gpus_per_node, network=node_net if over_network else None)
+
+    def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
+        """(communication seconds, exposed seconds, bandwidth) per step."""
+        t = step_comm(setting.facts, fabric_of(link_used, over_network), traffic, forward_s, backward_s)
+        return t.total_s, t.exposed_s, t.bandwidth_bytes_s
+
+    comm_s, exposed_s, bandwidth = exposed_comm(setting.intra)
+
+    def share(link_used: Link) -> float:
+        e = exposed_comm(link_used, over_network=False)[1]
+        return e / (base_step + e) if base_step + e > 0 else 0.0
+
+    pcie_share = share(Link.PCIE) if plan.gpus > 1 else None
+    link_share = share(gpu.link) if plan.gpus > 1 and gpu.link is not Link.PCIE else None
+    network_note = None
+    own_share = exposed_s / (base_step + exposed_s) if base_step + exposed_s > 0 else 0.0
+    if net is not None:
+        big = max(comm_bytes, 1.0)
+        per_gpu = busbw(setting.facts, fabric_of(setting.intra), REDUCE_SCATTER, big, plan.gpus)
+        bottleneck = per_gpu < busbw(setting.facts, fabric_of(setting.intra, over_network=False), REDUCE_SCATTER,
+                                     big, plan.gpus) * 0.999
+        network_note = msg("comm.network_bottleneck" if bottleneck else "comm.network", nodes=setting.nodes,
+                           network=net, bytes_s=per_gpu, share=own_share)
+    comm = CommEstimate(
+        strategy=strategy, gpus=plan.gpus, nodes=setting.nodes, bytes_per_step=comm_bytes,
+        link=setting.intra.value + (f" + {net}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
+        comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
+        scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,
+        pcie_share=pcie_share, link_share=link_share,
+        verdict=_verdict(setting, pcie_share, link_share, share(setting.intra), network_note),
+    )
+    return comm, own_share
+
+
+__all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
+           "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
+           "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "plan_comm",
+           "step_comm"]

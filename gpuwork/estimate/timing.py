@@ -39,23 +39,38 @@ part of those PCIe copies that its side stream cannot hide behind each block's c
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuwork.errors import CatalogError, PlanError
-from gpuwork.estimate.comm import REDUCE_SCATTER, CommTraffic, Fabric, busbw, comm_bytes_per_step, step_comm
+from gpuwork.errors import PlanError
+from gpuwork.estimate.comm import (
+    LINK_VERDICT_SHARE,
+    CommEstimate,
+    CommSetting,
+    CommTraffic,
+    coerce_link,
+    plan_comm,
+)
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
+from gpuwork.estimate.lengths import (
+    LENGTH_GRID,
+    length_grid,
+    mixed_price,
+    padded_lengths,
+    real_tokens_per_sequence,
+)
 from gpuwork.estimate.memory import estimate_memory
-from gpuwork.estimate.ops import Kind, MoeExperts, Phase, step_ops
+from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, step_ops
 from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
-from gpuwork.facts.block_profiles import matching_profile
-from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
+from gpuwork.facts.block_profiles import BlockProfile, matching_profile
+from gpuwork.facts.catalog import GpuSpec, Link, Network
 from gpuwork.facts.inputs import Inputs
-from gpuwork.facts.rates import DeviceRates, Rates
-from gpuwork.facts.spec import ModelSpec, count_params
+from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
+from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Precision, Sharding, TrainPlan
 from gpuwork.units import HOUR_S
@@ -73,10 +88,6 @@ ATTN_TRAIN_FLOPS = 12  # forward + backward = 3 x forward (torchtitan: 12·L·H�
 # GPU-to-GPU collectives: gpuwork.estimate.comm (NCCL curves, docs/communication.md). Host links (offloaded optimizer states and parameters) move at this share of the PCIe spec: the
 # NCCL share measured on NVLink rings (data/kernels.csv nccl_busbw_fraction_nvlink) taken for DMA too.
 LINK_EFFICIENCY = 0.80
-# Links whose busbw follows the fitted NVLink curves.
-_NVLINKS = (Link.NVLINK_BRIDGE, Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK)
-# Verdict threshold: above this share of a step spent communicating over PCIe, NVLink is "needed".
-LINK_VERDICT_SHARE = 0.10
 
 # -- data, checkpoints, margin ----------------------------------------------------------------------
 
@@ -137,29 +148,6 @@ class MfuChoice:
     def as_dict(self) -> dict[str, Any]:
         return {"value": self.value, "source": self.source, "basis": self.basis, "note": self.note.as_dict(),
                 "scale": self.scale}
-
-
-@dataclass(frozen=True)
-class CommEstimate:
-    """Gradient / parameter traffic per optimizer step and what it costs (per GPU)."""
-
-    strategy: str  # "none" | "ddp all-reduce" | "zero reduce-scatter + all-gather" | "zero3/fsdp ..."
-    gpus: int
-    nodes: int
-    bytes_per_step: float  # bytes each GPU sends per optimizer step
-    link: str  # the intra-node link used ("pcie", "nvlink_switch", ...), "+ network" when multi-node
-    bandwidth_bytes_s: float  # effective bottleneck bandwidth per GPU per direction
-    comm_s: float  # time to move bytes_per_step
-    overlap_window_s: float  # compute time it may hide behind
-    exposed_s: float  # what is left on the step's critical path
-    scaling_efficiency: float  # compute / (compute + exposed)
-    pcie_share: float | None  # exposed share of a step if the same GPUs talked over PCIe
-    link_share: float | None  # exposed share of a step over the GPU's best link (NVLink/xGMI)
-    verdict: tuple[Msg, ...]  # its parts, shown joined with "; "
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        return {**out, "verdict": [m.as_dict() for m in self.verdict]}
 
 
 @dataclass(frozen=True)
@@ -375,47 +363,6 @@ def method_group(plan: TrainPlan) -> str:
 # -- communication --------------------------------------------------------------------------------
 
 
-def _coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
-    if value is None:
-        return gpu.link
-    try:
-        link = Link(value)
-    except ValueError:
-        raise CatalogError(msg("error.time.link_choice", value=repr(value),
-                               choices=", ".join(x.value for x in Link))) from None
-    if link is not Link.PCIE and link is not gpu.link:
-        raise CatalogError(msg("error.time.link_unavailable", link=link.value, gpu_id=gpu.gpu_id,
-                               has=gpu.link.value))
-    return link
-
-
-def _link_bytes_s(gpu: GpuSpec, link: Link) -> float:
-    return gpu.pcie_bw_bytes_s if link is Link.PCIE else gpu.link_bw_bytes_s
-
-
-def _verdict(plan: TrainPlan, gpu: GpuSpec, link: Link, pcie_share: float | None, link_share: float | None,
-             own_intra_share: float, network_note: Msg | None) -> tuple[Msg, ...]:
-    if plan.gpus == 1:
-        return (msg("comm.single_gpu"),)
-    parts = []
-    if gpu.link is Link.PCIE:
-        parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
-        if own_intra_share > LINK_VERDICT_SHARE:
-            parts.append(msg("comm.consider_less_traffic"))
-        if gpu.gpu_class is GpuClass.CONSUMER:
-            parts.append(msg("comm.geforce_no_p2p"))
-    elif pcie_share is not None and pcie_share > LINK_VERDICT_SHARE:
-        parts.append(msg("comm.nvlink_needed", pcie_share=pcie_share, link_share=link_share, link=gpu.link))
-        if link is Link.PCIE:
-            parts.append(msg("comm.setup_uses_pcie"))
-    else:
-        shown = pcie_share if pcie_share is not None else own_intra_share
-        parts.append(msg("comm.pcie_enough", share=shown))
-    if network_note is not None:
-        parts.append(network_note)
-    return tuple(parts)
-
-
 # -- the estimate -----------------------------------------------------------------------------------
 
 
@@ -435,7 +382,7 @@ class WholeRun:
         return self.train_s + self.eval_s + self.checkpoint_s + self.margin_s
 
 
-def whole_run(plan: TrainPlan, step_s: float, tokens_per_step: int, *, checkpoint_bytes: int,
+def whole_run(plan: TrainPlan, step_s: float, tokens_per_step: float, *, checkpoint_bytes: int,
               eval_fraction: float | None = None, disk_write_bytes_s: float = DISK_WRITE_BYTES_S,
               margin: float = TIME_MARGIN) -> WholeRun:
     """Scale one step to the whole run: dataset_tokens x epochs, evaluation, checkpoint writes and a margin."""
@@ -477,128 +424,29 @@ def _device_rates(gpu: GpuSpec, inputs: Inputs, warnings: list[Msg]) -> DeviceRa
     device = inputs.rates.device(gpu.gpu_id)
     if device is None:
         warnings.append(msg("time.derived_rates", gpu=gpu.display_name))
-        key = (gpu, id(inputs.rates), id(inputs.gpus))
-        hit = _DERIVED.get(key)
-        if hit is None or hit[0] is not inputs.rates or hit[1] is not inputs.gpus:
-            hit = _DERIVED[key] = (inputs.rates, inputs.gpus, derived_device(gpu, inputs.rates, inputs.gpus))
-        device = hit[2]
+        device = derived_device(gpu, inputs.rates, inputs.gpus)  # a few medians over the table: not cached
     return device
 
 
-_DERIVED: dict[tuple, tuple[Rates, Mapping[str, GpuSpec], DeviceRates]] = {}
-
-
-def _busbw_fraction(rates: Rates, link: Link) -> tuple[float, str]:
-    key = {Link.PCIE: "nccl_busbw_fraction_pcie", Link.XGMI: "nccl_busbw_fraction_xgmi"}.get(
-        link, "nccl_busbw_fraction_nvlink")
-    return rates.kernel(key), key
-
-
-def _plan_ops(plan: TrainPlan, inputs: Inputs, profile, moe_experts: MoeExperts | None = None) -> tuple:
+def _plan_ops(plan: TrainPlan, inputs: Inputs, profile: StackProfile,
+              moe_experts: MoeExperts | None = None) -> OpList:
     """The step's operations: the hand-written block, or the traced one for a family without it."""
     ops = step_ops(plan, inputs.spec, stack_kernels(profile, moe_experts))
     traced = matching_profile(inputs.spec, plan)
-    if traced is None:
-        return ops
-    key = (id(ops), id(traced))
-    hit = _TRACED_OPS.get(key)
-    if hit is None or hit[0] is not ops or hit[1] is not traced:
-        if len(_TRACED_OPS) > 1024:
-            _TRACED_OPS.clear()
-        hit = _TRACED_OPS[key] = (ops, traced, with_traced_blocks(ops, plan, inputs.spec, traced))
-    return hit[2]
+    return ops if traced is None else _traced_ops(ops, plan, inputs.spec, traced)
 
 
-_TRACED_OPS: dict[tuple, tuple] = {}
+@functools.lru_cache(maxsize=1024)
+def _traced_ops(ops: OpList, plan: TrainPlan, spec: ModelSpec, traced: BlockProfile) -> OpList:
+    """``ops`` with the traced block, cached on every fact it reads."""
+    return OpList(with_traced_blocks(ops, plan, spec, traced))
 
 
-def _fit_scale(ops, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile, measured_s: float) -> float:
+def _fit_scale(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile: StackProfile,
+               measured_s: float) -> float:
     """The factor on every priced time (GPU and host) that makes the step equal ``measured_s``: each
     operation costs max(GPU, host) / factor, so the factor is the priced step over the measured one."""
     return price_ops(ops, gpu, device, inputs.rates, profile).total_s / measured_s
-
-
-# -- variable lengths ------------------------------------------------------------------------------
-
-# Most padded lengths priced one by one; a histogram with more is priced on this many lengths at quantiles of the
-# padded lengths, each of its lengths sharing its probability between the two nearest (linear interpolation of the
-# cost): within 1 % of pricing every length on uniform and long-tailed histograms (tests), and an advisor run on a
-# 250-length histogram takes seconds rather than a quarter of a minute.
-LENGTH_GRID = 24
-
-
-def padded_lengths(plan: TrainPlan) -> tuple[tuple[float, int], ...] | None:
-    """(probability, length) of a micro-batch's padded length under ``plan.lengths``, or None when every
-    micro-batch has ``seq_len`` tokens ("fixed", "packed"). The Hugging Face padding collator pads a batch to its
-    longest member, so with ``batch_size`` sequences drawn from the histogram the padded length is their maximum:
-    P(max <= l) = F(l) ** batch_size."""
-    hist = plan.length_histogram
-    if hist is None:
-        return None
-    total = sum(w for _, w in hist)
-    out, acc, below = [], 0.0, 0.0
-    for length, weight in hist:
-        acc += weight / total
-        cdf = min(acc, 1.0) ** plan.batch_size
-        if cdf > below:
-            out.append((cdf - below, length))
-        below = cdf
-    return tuple(out)
-
-
-def real_tokens_per_sequence(plan: TrainPlan) -> float:
-    """Mean tokens of one sequence without padding: the histogram's mean, else ``seq_len``."""
-    hist = plan.length_histogram
-    if hist is None:
-        return float(plan.seq_len)
-    return sum(n * w for n, w in hist) / sum(w for _, w in hist)
-
-
-def _length_grid(mix: tuple[tuple[float, int], ...]) -> tuple[tuple[float, int], ...]:
-    """The padded-length distribution on at most LENGTH_GRID lengths (each weight split linearly between the
-    two grid lengths around it), so that pricing stays a few op lists for any histogram."""
-    if len(mix) <= LENGTH_GRID:
-        return mix
-    # grid lengths at evenly spaced quantiles of the padded lengths (dense where the batches are), the extremes kept
-    grid_set, acc, k = {mix[0][1], mix[-1][1]}, 0.0, 1
-    for p, length in mix:
-        acc += p
-        while k < LENGTH_GRID - 1 and acc >= k / (LENGTH_GRID - 1):
-            grid_set.add(length)
-            k += 1
-    grid = sorted(grid_set)
-    weights = dict.fromkeys(grid, 0.0)
-    j = 0
-    for p, length in mix:
-        while j + 1 < len(grid) and grid[j + 1] < length:
-            j += 1
-        a = grid[j]
-        b = grid[j + 1] if j + 1 < len(grid) else a
-        if b == a or length <= a:
-            weights[a] += p
-        else:
-            t = (length - a) / (b - a)
-            weights[a] += p * (1 - t)
-            weights[b] += p * t
-    return tuple((w, n) for n, w in weights.items() if w > 0)
-
-
-def _mixed_price(parts: list[tuple[float, StepPrice]]) -> StepPrice:
-    """The expected step price over micro-batch shapes: each field weighted by the shape's probability (a step
-    is linear in its micro-batches, so the expectation of the whole step is the weighted sum)."""
-    def mix(field_name: str) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for w, p in parts:
-            for k, v in getattr(p, field_name).items():
-                out[k] = out.get(k, 0.0) + w * v
-        return out
-
-    assumptions: dict[str, str] = {}
-    for _, p in parts:
-        assumptions.update(p.assumptions)
-    return StepPrice(total_s=sum(w * p.total_s for w, p in parts), by_kind=mix("by_kind"), by_phase=mix("by_phase"),
-                     launches=round(sum(w * p.launches for w, p in parts)), flops=sum(w * p.flops for w, p in parts),
-                     bytes=sum(w * p.bytes for w, p in parts), assumptions=assumptions)
 
 
 # -- checkpoint offload ----------------------------------------------------------------------------
@@ -615,7 +463,7 @@ class CheckpointOffload:
     h2d_bytes_s: float
 
 
-def _offloaded_bytes_per_token(plan: TrainPlan, spec: ModelSpec, profile) -> tuple[float, int]:
+def _offloaded_bytes_per_token(plan: TrainPlan, spec: ModelSpec, profile: StackProfile) -> tuple[float, int]:
     """(bytes of one offloaded block input per token, blocks offloaded) as the memory model counts them."""
     fixed = plan.replace(lengths="fixed")
     transfer = estimate_memory(fixed, spec, profile).host_transfer_bytes
@@ -640,6 +488,252 @@ def _offload_time(price: StepPrice, block_bytes: float, blocks: int, plan: Train
     copies = plan.grad_accum * blocks
     return (copies * (out_s + back_s),
             copies * (max(out_s - fwd_block, 0.0) + max(back_s - bwd_block, 0.0)))
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """What every part of one estimate reads: the plan, the card, its facts, the parameter counts, the stack, the
+    card's achievable rates and the expert layout asked for (None: the stack's)."""
+
+    plan: TrainPlan
+    gpu: GpuSpec
+    inputs: Inputs
+    counts: ParamCounts
+    profile: StackProfile
+    device: DeviceRates
+    experts: MoeExperts | None
+
+    @property
+    def spec(self) -> ModelSpec:
+        return self.inputs.spec
+
+    @property
+    def rates(self) -> Rates:
+        return self.inputs.rates
+
+
+@dataclass(frozen=True)
+class _Efficiency:
+    """Where the step's efficiency comes from: the rates as measured, a given MFU or a fitted calibration."""
+
+    scale: float  # factor on every priced time (1.0 = rates as measured)
+    source: str  # "op model" | "argument" | "calibration"
+    label: str | None  # the calibration's label (None: "a measured trial" in the reader's language)
+
+
+def _nodes_and_network(plan: TrainPlan, inputs: Inputs, nodes: int | None,
+                       network: Network | str | None) -> tuple[int, Network | str | None]:
+    """The node count checked and the network between nodes (None on one node)."""
+    nodes = 1 if nodes is None else nodes
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or nodes > plan.gpus:
+        raise PlanError("nodes", msg("error.time.nodes", value=repr(nodes), gpus=plan.gpus))
+    if nodes == 1:
+        return nodes, None
+    choices = [n.value for n in Network if n is not Network.NONE] + sorted(inputs.comm.networks)
+    if network is not None and network != Network.NONE and network not in choices:
+        raise PlanError("network", msg("error.time.network_choice", value=repr(network),
+                                       choices=", ".join(dict.fromkeys(choices))))
+    if network is None or network == Network.NONE:
+        raise PlanError("network", msg("error.time.network_needed", nodes=nodes))
+    # a Network choice, or a node of networks.csv by its id ("aws-p4d", ...)
+    return nodes, Network(network) if network in {n.value for n in Network} else str(network)
+
+
+def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
+    """The expert layout asked for, checked (None: the stack's)."""
+    if moe_experts is not None and moe_experts not in {m.value for m in MoeExperts}:
+        raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
+                                           allowed=", ".join(m.value for m in MoeExperts)))
+    return MoeExperts(moe_experts) if moe_experts is not None else None
+
+
+def _run_warnings(plan: TrainPlan, intra: Link, comm: CommEstimate, own_share: float,
+                  data: DataFeed) -> tuple[Msg, ...]:
+    """Warnings about the run as a whole: adapters under sharding, a PCIe-bound step, GPUs waiting for data."""
+    found: list[Msg] = []
+    if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
+        found.append(msg("time.adapters_sharded"))
+    if comm.pcie_share is not None and intra is Link.PCIE and own_share > LINK_VERDICT_SHARE:
+        found.extend(comm.verdict)
+    if data.gpus_wait:
+        found.append(data.verdict)
+    return tuple(found)
+
+
+def _flops_plan(plan: TrainPlan) -> TrainPlan:
+    """The plan whose FLOPs per token are the run's: under a length histogram, attention at the token-weighted
+    length (sum l^2 / sum l)."""
+    hist = plan.length_histogram
+    if hist is None:
+        return plan
+    return plan.replace(seq_len=max(1, round(sum(n * n * w for n, w in hist) / sum(n * w for n, w in hist))),
+                        lengths="fixed")
+
+
+def _efficiency(s: _Setting, mfu: float | None, calibration: Mapping[str, Any] | None) -> _Efficiency:
+    """The factor on every priced time: 1 (the rates as measured, or a given MFU, checked) or a calibration's."""
+    if mfu is not None:
+        if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
+            raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
+        return _Efficiency(1.0, "argument", None)
+    if calibration:
+        scale, label = _calibration_scale(s.plan, s.gpu, s.device, s.inputs, s.profile, calibration, s.experts)
+        return _Efficiency(scale, "calibration", label)
+    return _Efficiency(1.0, "op model", None)
+
+
+def _priced_shapes(s: _Setting, scale: float) -> tuple[list[tuple[float, TrainPlan, StepPrice]], StepPrice]:
+    """(weight, micro-batch shape, price) of each shape a step runs, and the expected step price: one shape, or
+    under a length histogram the micro-batches padded to their longest member on ``LENGTH_GRID`` lengths."""
+    plan = s.plan
+    mix = padded_lengths(plan)
+    ops = _plan_ops(plan, s.inputs, s.profile, s.experts)
+    if mix is None:
+        shapes: list[tuple[float, TrainPlan, tuple[Any, ...]]] = [(1.0, plan, ops)]
+    else:
+        shapes = [(w, shape, _plan_ops(shape, s.inputs, s.profile, s.experts))
+                  for w, shape in ((w, plan.replace(seq_len=n, lengths="fixed")) for w, n in length_grid(mix))]
+    priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale)) for w, shape, o in shapes]
+    price = priced[0][2] if mix is None else mixed_price([(w, p) for w, _, p in priced])
+    return priced, price
+
+
+def _host_optimizer_s(s: _Setting, breakdown: dict[str, float]) -> float:
+    """Seconds an offloaded optimizer adds per step: gradients down and parameters up over PCIe, DeepSpeed
+    CPU-Adam on the host (0 when the optimizer stays on the GPU)."""
+    plan = s.plan
+    if not plan.offload_optimizer:
+        return 0.0
+    shards = plan.sharding is not Sharding.DDP
+    n = s.counts.trainable / plan.gpus if shards else s.counts.trainable
+    pb = 4 if plan.uses_adapters else plan.precision.param_bytes
+    host_update = (n / s.rates.kernel("cpu_adam_params_per_s")
+                   + 2 * pb * n / (s.gpu.pcie_bw_bytes_s * LINK_EFFICIENCY))
+    breakdown["optimizer on CPU"] = host_update
+    return host_update
+
+
+def _offload_s(s: _Setting, priced: list[tuple[float, TrainPlan, StepPrice]],
+               breakdown: dict[str, float]) -> tuple[float, CheckpointOffload | None]:
+    """Seconds per step of parameter offload (ZeRO-3 fetches its shard from host memory in forward and backward)
+    and of the stack's checkpoint offload that block compute does not hide, with the latter's account."""
+    plan, gpu, rates = s.plan, s.gpu, s.rates
+    offload_s = 0.0
+    if plan.offload_params:
+        shard = s.counts.total * plan.precision.compute_bytes / plan.gpus  # 16-bit weights fetched per GPU
+        offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
+        breakdown["parameter offload (PCIe)"] = offload_s
+    if not (plan.grad_checkpointing and s.profile.checkpoint == "offload"):
+        return offload_s, None
+    per_token, blocks = _offloaded_bytes_per_token(plan, s.spec, s.profile)
+    if not blocks:
+        return offload_s, None
+    copy_s = exposed_copy_s = moved = 0.0
+    for w, shape, p in priced:
+        block_bytes = per_token * shape.tokens_per_micro_batch
+        c, e = _offload_time(p, block_bytes, blocks, shape, s.spec, gpu, rates)
+        copy_s, exposed_copy_s = copy_s + w * c, exposed_copy_s + w * e
+        moved += w * 2 * block_bytes * blocks * plan.grad_accum
+    checkpoint_offload = CheckpointOffload(
+        bytes_per_step=moved, copy_s=copy_s, exposed_s=exposed_copy_s,
+        d2h_bytes_s=gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_d2h_fraction"),
+        h2d_bytes_s=gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_h2d_fraction"))
+    breakdown["checkpoint offload (PCIe)"] = exposed_copy_s
+    return offload_s + exposed_copy_s, checkpoint_offload
+
+
+def _traffic(s: _Setting) -> CommTraffic:
+    """What the plan's GPUs move per optimizer step (estimate.comm)."""
+    plan, counts = s.plan, s.counts
+    weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
+    grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
+    return CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
+                       units=max(s.spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
+                       gathered_bytes=counts.total * weight_bytes,
+                       params16_bytes=counts.trainable * plan.precision.compute_bytes)
+
+
+def _data_feed(s: _Setting, tokens_step: float, step_s: float, loader_tokens_per_s: float | None,
+               breakdown: dict[str, float]) -> tuple[DataFeed, float]:
+    """What the GPUs consume at ``step_s`` and whether the given loader keeps up; the step time once it waits."""
+    consumed = tokens_step / step_s
+    id_bytes = token_id_bytes(s.spec.vocab_size)
+    workers = math.ceil(consumed / LOADER_WORKER_TOKENS_S)
+    waits, wait_share = False, 0.0
+    if loader_tokens_per_s is not None:
+        if not (isinstance(loader_tokens_per_s, int | float) and math.isfinite(loader_tokens_per_s)
+                and loader_tokens_per_s > 0):
+            raise PlanError("loader_tokens_per_s", msg("error.time.loader"))
+        data_step = tokens_step / loader_tokens_per_s
+        waits = data_step > step_s
+        if waits:
+            wait_share = (data_step - step_s) / data_step
+            verdict = msg("data.gpus_wait", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed,
+                          wait_share=wait_share, workers=workers)
+            breakdown["data wait"] = data_step - step_s
+            step_s = data_step
+        else:
+            verdict = msg("data.keeps_up", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed)
+    else:
+        verdict = msg("data.needed", needed_tokens_s=consumed, ids_bytes_s=consumed * id_bytes,
+                      text_bytes_s=consumed * BYTES_PER_TOKEN_TEXT, workers=workers,
+                      worker_tokens_s=LOADER_WORKER_TOKENS_S)
+    data = DataFeed(tokens_per_s=consumed, token_id_bytes_per_s=consumed * id_bytes,
+                    text_bytes_per_s=consumed * BYTES_PER_TOKEN_TEXT, loader_tokens_per_s=loader_tokens_per_s,
+                    gpus_wait=waits, wait_share=wait_share, workers_needed=workers, verdict=verdict)
+    return data, step_s
+
+
+def _mfu_choice(s: _Setting, efficiency: _Efficiency, implied: float, mfu: float | None) -> MfuChoice:
+    """The efficiency the priced step amounts to, and where it comes from."""
+    if efficiency.source == "argument" and mfu is not None:
+        return MfuChoice(value=float(mfu), source="argument", basis="given by the caller", note=msg("mfu.argument"))
+    if efficiency.source == "calibration":
+        label, scale = efficiency.label, efficiency.scale
+        return MfuChoice(value=implied, source="calibration",
+                         basis=f"measured: {label or 'a measured trial'}; every operation x {scale:.3f}",
+                         note=msg("mfu.calibrated", label=label or msg("mfu.a_trial"), scale=scale), scale=scale)
+    stack, gpu = s.plan.stack.value, s.gpu.display_name
+    return MfuChoice(value=implied, source="default", basis=f"per-operation model, stack {stack}, rates of {gpu}",
+                     note=msg("mfu.op_model", stack=stack, gpu=gpu))
+
+
+def _sources(s: _Setting, est: TimeEstimate, price: StepPrice, disk_write_bytes_s: float,
+             shapes: int) -> dict[str, str]:
+    """Where each figure of ``est`` comes from (English: citations)."""
+    plan, gpu = s.plan, s.gpu
+    sources = {
+        "flops_per_token": est.flops_per_token.convention,
+        "peak": f"{gpu.display_name} {est.peak_label}: {est.peak_flops_per_gpu / 1e12:g} TFLOPS (data/gpus.csv)",
+        "mfu": est.mfu.basis,
+        **{f"rate: {k}": v for k, v in price.assumptions.items() if v},
+        "comm": f"{est.comm.strategy}; NCCL bus bandwidth by message size (nccl_curves.csv, docs/communication.md); "
+                "DDP buckets overlap backward, FSDP gathers prefetch behind the previous block",
+        "eval_s": "train time x plan.eval_fraction",
+        "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
+        "margin_s": f"{TIME_MARGIN:.0%} of the total",
+    }
+    offload = est.checkpoint_offload
+    if offload is not None:
+        sources["checkpoint offload"] = (
+            f"{offload.bytes_per_step / 1e9:.3g} GB of block inputs per step to CPU RAM and back "
+            f"(estimate_memory host_transfer_bytes) at {offload.d2h_bytes_s / 1e9:.3g} GB/s out and "
+            f"{offload.h2d_bytes_s / 1e9:.3g} GB/s back (PCIe {gpu.pcie_gen}.0 x16 x pinned-copy shares, "
+            "kernels.csv pinned_copy_*_fraction [K14]); copies on a side stream hide behind each block's compute, "
+            f"{offload.copy_s * 1e3:.3g} ms of copies leave {offload.exposed_s * 1e3:.3g} ms "
+            "exposed (Unsloth gradient_checkpointing.py [K15])")
+    hist = plan.length_histogram
+    if hist is not None:
+        sources["lengths"] = (
+            f"{len(hist)} lengths, mean {real_tokens_per_sequence(plan):.0f} tokens; each micro-batch of "
+            f"{plan.batch_size} padded to its longest (P(max <= l) = F(l)^{plan.batch_size}), the step priced as the "
+            f"expected cost over {shapes} padded lengths, tokens counted without padding")
+    if s.spec.num_experts > 1:
+        layout = s.experts or MoeExperts(s.profile.moe_experts)
+        sources["moe experts"] = ("transformers 4.x loop over nn.Linear experts, a host wait per expert "
+                                  "(rates_sources.md [K10][K11])" if layout is MoeExperts.LOOP
+                                  else "fused expert tensors, one GEMM per expert over its share of tokens")
+    return sources
 
 
 def estimate_time(
@@ -679,262 +773,72 @@ def estimate_time(
         nodes: nodes the GPUs are spread over; None = 1.
         loader_tokens_per_s: what the data pipeline delivers (all GPUs); None = assumed to keep up.
         disk_write_bytes_s: checkpoint write speed, bytes/s.
-        moe_experts: how a MoE model's experts run, when the run's software differs from the stack's
-            (stacks.csv ``moe_experts``): "loop" for transformers 4.x (a Python loop over ``nn.Linear``
-            experts), "fused" for fused expert tensors; None = the stack's.
+        moe_experts: a MoE model's experts when the run's software differs from the stack's (stacks.csv):
+            "loop" (transformers 4.x, a Python loop over ``nn.Linear`` experts) or "fused"; None = the stack's.
 
     Raises:
         PlanError / CatalogError: bad mfu, calibration, link, network, node count or moe_experts.
     """
-    spec = inputs.spec
-    counts = count_params(spec, plan)
-    nodes = 1 if nodes is None else nodes
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or nodes > plan.gpus:
-        raise PlanError("nodes", msg("error.time.nodes", value=repr(nodes), gpus=plan.gpus))
-    net: Network | str | None = None
-    if nodes > 1:
-        choices = [n.value for n in Network if n is not Network.NONE] + sorted(inputs.comm.networks)
-        if network is not None and network != Network.NONE and network not in choices:
-            raise PlanError("network", msg("error.time.network_choice", value=repr(network),
-                                           choices=", ".join(dict.fromkeys(choices))))
-        if network is None or network == Network.NONE:
-            raise PlanError("network", msg("error.time.network_needed", nodes=nodes))
-        # a Network choice, or a node of networks.csv by its id ("aws-p4d", ...)
-        net = Network(network) if network in {n.value for n in Network} else str(network)
-    intra = _coerce_link(link, gpu)
+    nodes, net = _nodes_and_network(plan, inputs, nodes, network)
+    intra = coerce_link(link, gpu)
     if not (isinstance(disk_write_bytes_s, int | float) and math.isfinite(disk_write_bytes_s)
             and disk_write_bytes_s > 0):
         raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
     warnings: list[Msg] = []
-    rates = inputs.rates
-    profile = rates.stacks[plan.stack]
-
-    # a length histogram: micro-batches padded to their longest member, priced as the expected step over them;
-    # FLOPs per real token with attention at the token-weighted length (sum l^2 / sum l)
-    mix = padded_lengths(plan)
-    hist = plan.length_histogram
-    flops_plan = plan if hist is None else plan.replace(
-        seq_len=max(1, round(sum(n * n * w for n, w in hist) / sum(n * w for n, w in hist))), lengths="fixed")
-    flops = flops_per_token(flops_plan, spec)
+    flops = flops_per_token(_flops_plan(plan), inputs.spec)
     peak, peak_label = peak_flops(gpu, plan.precision)
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
         warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
     device = _device_rates(gpu, inputs, warnings)
-    if moe_experts is not None and moe_experts not in {m.value for m in MoeExperts}:
-        raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
-                                           allowed=", ".join(m.value for m in MoeExperts)))
-    experts = MoeExperts(moe_experts) if moe_experts is not None else None
-    ops = _plan_ops(plan, inputs, profile, experts)
+    s = _Setting(plan, gpu, inputs, count_params(inputs.spec, plan), inputs.rates.stacks[plan.stack], device,
+                 _experts(moe_experts))
     # real (unpadded) tokens: what throughput, steps per epoch and the data feed count
     tokens_per_gpu_step = plan.batch_size * real_tokens_per_sequence(plan) * plan.grad_accum
     tokens_step = tokens_per_gpu_step * plan.gpus
-
-    scale, source = 1.0, "op model"
-    label = None
-    if mfu is not None:
-        if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
-            raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
-        source = "argument"
-    elif calibration:
-        scale, label = _calibration_scale(plan, gpu, device, inputs, profile, calibration, experts)
-        source = "calibration"
-    if mix is None:
-        shapes: list[tuple[float, TrainPlan, tuple]] = [(1.0, plan, ops)]
-    else:
-        shapes = [(w, shape, _plan_ops(shape, inputs, profile, experts))
-                  for w, shape in ((w, plan.replace(seq_len=n, lengths="fixed")) for w, n in _length_grid(mix))]
-    priced = [(w, shape, price_ops(o, gpu, device, rates, profile, efficiency=scale)) for w, shape, o in shapes]
-    price = priced[0][2] if mix is None else _mixed_price([(w, p) for w, _, p in priced])
+    efficiency = _efficiency(s, mfu, calibration)
+    priced, price = _priced_shapes(s, efficiency.scale)
     optimizer_s = price.by_phase.get(Phase.OPTIMIZER.value, 0.0)
     compute_s = price.total_s - optimizer_s
     breakdown = dict(price.by_kind)
     if mfu is not None:
         compute_s = flops.total * tokens_per_gpu_step / (peak * mfu)
         breakdown = {"compute (given MFU)": compute_s, Kind.OPTIMIZER.value: optimizer_s}
-    if plan.offload_optimizer:
-        # gradients down and parameters up over PCIe, DeepSpeed CPU-Adam on the host
-        shards = plan.sharding is not Sharding.DDP
-        n = counts.trainable / plan.gpus if shards else counts.trainable
-        pb = 4 if plan.uses_adapters else plan.precision.param_bytes
-        host_update = n / rates.kernel("cpu_adam_params_per_s") + 2 * pb * n / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
-        breakdown["optimizer on CPU"] = host_update
-        optimizer_s += host_update
-    offload_s = 0.0
-    if plan.offload_params:
-        # ZeRO-3 param offload: each GPU fetches its shard from host memory in forward and backward
-        shard = counts.total * plan.precision.compute_bytes / plan.gpus  # 16-bit weights fetched per GPU
-        offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
-        breakdown["parameter offload (PCIe)"] = offload_s
-    checkpoint_offload = None
-    if plan.grad_checkpointing and profile.checkpoint == "offload":
-        per_token, blocks = _offloaded_bytes_per_token(plan, spec, profile)
-        if blocks:
-            copy_s = exposed_copy_s = moved = 0.0
-            for w, shape, p in priced:
-                block_bytes = per_token * shape.tokens_per_micro_batch
-                c, e = _offload_time(p, block_bytes, blocks, shape, spec, gpu, rates)
-                copy_s, exposed_copy_s = copy_s + w * c, exposed_copy_s + w * e
-                moved += w * 2 * block_bytes * blocks * plan.grad_accum
-            checkpoint_offload = CheckpointOffload(
-                bytes_per_step=moved, copy_s=copy_s, exposed_s=exposed_copy_s,
-                d2h_bytes_s=gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_d2h_fraction"),
-                h2d_bytes_s=gpu.pcie_bw_bytes_s * rates.kernel("pinned_copy_h2d_fraction"))
-            offload_s += exposed_copy_s
-            breakdown["checkpoint offload (PCIe)"] = exposed_copy_s
+    optimizer_s += _host_optimizer_s(s, breakdown)
+    offload_s, checkpoint_offload = _offload_s(s, priced, breakdown)
 
     # communication: the same per-GPU compute; only what does not hide behind it adds (estimate.comm)
-    weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
-    grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
-    traffic = CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
-                          units=max(spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
-                          gathered_bytes=counts.total * weight_bytes,
-                          params16_bytes=counts.trainable * plan.precision.compute_bytes)
-    comm_bytes, strategy = comm_bytes_per_step(traffic)
-    gpus_per_node = math.ceil(plan.gpus / nodes)
-    forward_s = price.by_phase.get(Phase.FORWARD.value, 0.0)
-    backward_s = price.by_phase.get(Phase.BACKWARD.value, 0.0) + price.by_phase.get(Phase.RECOMPUTE.value, 0.0)
-    node_net = inputs.comm.node_network(net) if net is not None else None
-
-    def fabric_of(link_used: Link, over_network: bool = True) -> Fabric:
-        link_bytes = _link_bytes_s(gpu, link_used)
-        if link_used is Link.PCIE and gpu.gpu_class is GpuClass.CONSUMER:
-            link_bytes *= rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
-        fixed = None if link_used in _NVLINKS else _busbw_fraction(rates, link_used)[0]
-        return Fabric(intra_bytes_s=link_bytes, intra_efficiency=fixed,
-                      nvls=False,  # conservative ring: NVLS would make 8 GPUs' all-reduce beat 4 GPUs' (measured)
-                      gpus_per_node=gpus_per_node, network=node_net if over_network else None)
-
-    def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
-        """(communication seconds, exposed seconds, bandwidth) per step."""
-        t = step_comm(inputs.comm, fabric_of(link_used, over_network), traffic, forward_s, backward_s)
-        return t.total_s, t.exposed_s, t.bandwidth_bytes_s
-
-    comm_s, exposed_s, bandwidth = exposed_comm(intra)
     base_step = compute_s + optimizer_s + offload_s
-
-    def share(link_used: Link) -> float:
-        e = exposed_comm(link_used, over_network=False)[1]
-        return e / (base_step + e) if base_step + e > 0 else 0.0
-
-    pcie_share = share(Link.PCIE) if plan.gpus > 1 else None
-    link_share = share(gpu.link) if plan.gpus > 1 and gpu.link is not Link.PCIE else None
-    network_note = None
-    own_share = exposed_s / (base_step + exposed_s) if base_step + exposed_s > 0 else 0.0
-    if net is not None:
-        big = max(comm_bytes, 1.0)
-        per_gpu = busbw(inputs.comm, fabric_of(intra), REDUCE_SCATTER, big, plan.gpus)
-        bottleneck = per_gpu < busbw(inputs.comm, fabric_of(intra, over_network=False), REDUCE_SCATTER, big,
-                                     plan.gpus) * 0.999
-        network_note = msg("comm.network_bottleneck" if bottleneck else "comm.network", nodes=nodes, network=net,
-                           bytes_s=per_gpu, share=own_share)
-    comm = CommEstimate(
-        strategy=strategy, gpus=plan.gpus, nodes=nodes, bytes_per_step=comm_bytes,
-        link=intra.value + (f" + {net}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
-        comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
-        scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,
-        pcie_share=pcie_share, link_share=link_share,
-        verdict=_verdict(plan, gpu, intra, pcie_share, link_share, share(intra), network_note),
-    )
-    if exposed_s > 0:
-        breakdown["communication (exposed)"] = exposed_s
-
-    # data feed
-    step_s = base_step + exposed_s
-    consumed = tokens_step / step_s
-    id_bytes = token_id_bytes(spec.vocab_size)
-    workers = math.ceil(consumed / LOADER_WORKER_TOKENS_S)
-    if loader_tokens_per_s is not None:
-        if not (isinstance(loader_tokens_per_s, int | float) and math.isfinite(loader_tokens_per_s)
-                and loader_tokens_per_s > 0):
-            raise PlanError("loader_tokens_per_s", msg("error.time.loader"))
-        data_step = tokens_step / loader_tokens_per_s
-        waits = data_step > step_s
-        wait_share = (data_step - step_s) / data_step if waits else 0.0
-        if waits:
-            verdict = msg("data.gpus_wait", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed,
-                          wait_share=wait_share, workers=workers)
-            breakdown["data wait"] = data_step - step_s
-            step_s = data_step
-        else:
-            verdict = msg("data.keeps_up", loader_tokens_s=loader_tokens_per_s, needed_tokens_s=consumed)
-    else:
-        waits, wait_share = False, 0.0
-        verdict = msg("data.needed", needed_tokens_s=consumed, ids_bytes_s=consumed * id_bytes,
-                      text_bytes_s=consumed * BYTES_PER_TOKEN_TEXT, workers=workers,
-                      worker_tokens_s=LOADER_WORKER_TOKENS_S)
-    data = DataFeed(tokens_per_s=consumed, token_id_bytes_per_s=consumed * id_bytes,
-                    text_bytes_per_s=consumed * BYTES_PER_TOKEN_TEXT, loader_tokens_per_s=loader_tokens_per_s,
-                    gpus_wait=waits, wait_share=wait_share, workers_needed=workers, verdict=verdict)
+    comm, own_share = plan_comm(CommSetting(plan, gpu, s.rates, inputs.comm, intra, net, nodes), _traffic(s),
+                                price.by_phase.get(Phase.FORWARD.value, 0.0),
+                                price.by_phase.get(Phase.BACKWARD.value, 0.0)
+                                + price.by_phase.get(Phase.RECOMPUTE.value, 0.0), base_step)
+    if comm.exposed_s > 0:
+        breakdown["communication (exposed)"] = comm.exposed_s
+    data, step_s = _data_feed(s, tokens_step, base_step + comm.exposed_s, loader_tokens_per_s, breakdown)
 
     # what efficiency the priced step amounts to (the MFU a trial would measure, compute only)
     implied = flops.model * tokens_per_gpu_step / (peak * compute_s) if compute_s > 0 else 0.0
-    if source == "argument":
-        choice = MfuChoice(value=float(mfu), source="argument", basis="given by the caller", note=msg("mfu.argument"))
-    elif source == "calibration":
-        choice = MfuChoice(value=implied, source="calibration",
-                           basis=f"measured: {label or 'a measured trial'}; every operation x {scale:.3f}",
-                           note=msg("mfu.calibrated", label=label or msg("mfu.a_trial"), scale=scale),
-                           scale=scale)
-    else:
-        choice = MfuChoice(value=implied, source="default",
-                           basis=f"per-operation model, stack {plan.stack.value}, rates of {gpu.display_name}",
-                           note=msg("mfu.op_model", stack=plan.stack.value, gpu=gpu.display_name))
+    choice = _mfu_choice(s, efficiency, implied, mfu)
 
     # the whole run
-    ckpt_bytes = checkpoint_bytes(plan, spec)
-    run = whole_run(plan, step_s, tokens_step, checkpoint_bytes=ckpt_bytes,
-                    disk_write_bytes_s=disk_write_bytes_s)
-    ckpt_write_s = ckpt_bytes / disk_write_bytes_s
-    if plan.sharding is not Sharding.DDP and plan.method is not Method.FULL and plan.uses_adapters:
-        warnings.append(msg("time.adapters_sharded"))
-    if comm.pcie_share is not None and intra is Link.PCIE and own_share > LINK_VERDICT_SHARE:
-        warnings.extend(comm.verdict)
-    if waits:
-        warnings.append(verdict)
-
-    sources = {
-        "flops_per_token": flops.convention,
-        "peak": f"{gpu.display_name} {peak_label}: {peak / 1e12:g} TFLOPS (data/gpus.csv)",
-        "mfu": choice.basis,
-        **{f"rate: {k}": v for k, v in price.assumptions.items() if v},
-        "comm": f"{strategy}; NCCL bus bandwidth by message size (nccl_curves.csv, docs/communication.md); "
-                "DDP buckets overlap backward, FSDP gathers prefetch behind the previous block",
-        "eval_s": "train time x plan.eval_fraction",
-        "checkpoint_s": f"checkpoints x checkpoint bytes / {disk_write_bytes_s / 1e9:g} GB/s",
-        "margin_s": f"{TIME_MARGIN:.0%} of the total",
-    }
-    if checkpoint_offload is not None:
-        sources["checkpoint offload"] = (
-            f"{checkpoint_offload.bytes_per_step / 1e9:.3g} GB of block inputs per step to CPU RAM and back "
-            f"(estimate_memory host_transfer_bytes) at {checkpoint_offload.d2h_bytes_s / 1e9:.3g} GB/s out and "
-            f"{checkpoint_offload.h2d_bytes_s / 1e9:.3g} GB/s back (PCIe {gpu.pcie_gen}.0 x16 x pinned-copy shares, "
-            "kernels.csv pinned_copy_*_fraction [K14]); copies on a side stream hide behind each block's compute, "
-            f"{checkpoint_offload.copy_s * 1e3:.3g} ms of copies leave {checkpoint_offload.exposed_s * 1e3:.3g} ms "
-            "exposed (Unsloth gradient_checkpointing.py [K15])")
-    if mix is not None:
-        sources["lengths"] = (
-            f"{len(hist)} lengths, mean {real_tokens_per_sequence(plan):.0f} tokens; each micro-batch of "
-            f"{plan.batch_size} padded to its longest (P(max <= l) = F(l)^{plan.batch_size}), the step priced as the "
-            f"expected cost over {len(priced)} padded lengths, tokens counted without padding")
-    if spec.num_experts > 1:
-        layout = experts or MoeExperts(profile.moe_experts)
-        sources["moe experts"] = ("transformers 4.x loop over nn.Linear experts, a host wait per expert "
-                                  "(rates_sources.md [K10][K11])" if layout is MoeExperts.LOOP
-                                  else "fused expert tensors, one GEMM per expert over its share of tokens")
-    return TimeEstimate(
+    ckpt_bytes = checkpoint_bytes(plan, inputs.spec)
+    run = whole_run(plan, step_s, tokens_step, checkpoint_bytes=ckpt_bytes, disk_write_bytes_s=disk_write_bytes_s)
+    warnings.extend(_run_warnings(plan, intra, comm, own_share, data))
+    estimate = TimeEstimate(
         plan=plan, gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, peak_label=peak_label,
         peak_flops_per_gpu=peak, mfu=choice, flops_per_token=flops, tokens_per_step=round(tokens_step),
         flops_per_step=flops.total * tokens_step, compute_s=compute_s, optimizer_s=optimizer_s,
         offload_s=offload_s, comm=comm, data=data, step_time_s=step_s,
         tokens_per_s=tokens_step / step_s, steps=run.steps, train_s=run.train_s, eval_s=run.eval_s,
-        checkpoints=run.checkpoints, checkpoint_bytes=ckpt_bytes, checkpoint_write_s=ckpt_write_s,
+        checkpoints=run.checkpoints, checkpoint_bytes=ckpt_bytes, checkpoint_write_s=ckpt_bytes / disk_write_bytes_s,
         checkpoint_s=run.checkpoint_s, margin_s=run.margin_s, total_s=run.total_s, warnings=tuple(warnings),
-        sources=sources, breakdown=breakdown, launches_per_step=price.launches, stack=plan.stack.value,
+        breakdown=breakdown, launches_per_step=price.launches, stack=plan.stack.value,
         checkpoint_offload=checkpoint_offload,
     )
+    return dataclasses.replace(estimate, sources=_sources(s, estimate, price, disk_write_bytes_s, len(priced)))
 
 
-def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile,
+def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile: StackProfile,
                        cal: Mapping[str, Any], moe_experts: MoeExperts | None = None) -> tuple[float, str | None]:
     """The efficiency factor a measurement implies: {"tokens_per_s": per-GPU tokens/s measured on this GPU
     with this stack}; optional "seq_len" and "batch_size" (the measured shape, re-priced at that shape) or
