@@ -293,12 +293,14 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     out: list[Op] = []
     out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True,
                      weight_trains=trained > 0)
+    linears = LinearPass(plan, phase, c, t, e, w_b, mm, adapter_mm, a_b, st, trains=trained > 0,
+                         autocast=autocast and not fuse)
     for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
         for lin in groups[group]:
-            out += _linear_forward(lin.name, lin.in_features, lin.out_features, phase, c, lin.name in quant,
-                                   lin.name in lora, plan, t, e, s_b if group in ("attn_in", "mlp_in") else e,
-                                   w_b, mm, adapter_mm, a_b, st, trains=trained > 0, bias=lin.bias,
-                                   autocast=autocast and not fuse)
+            x_b = s_b if group in ("attn_in", "mlp_in") else e
+            out += _linear_forward(linears, LinearShape(lin.name, lin.in_features, lin.out_features, x_b,
+                                                        quantized=lin.name in quant, adapted=lin.name in lora,
+                                                        bias=lin.bias))
         if group == "attn_in":
             out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim, autocast)
         if group == "attn_out":
@@ -354,12 +356,40 @@ def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int,
                  backward_launches=12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0))]
 
 
-def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantized: bool, adapted: bool,
-                    plan: TrainPlan, t: int, e: int, x_b: int, w_b: int, mm: str, adapter_mm: str, a_b: int,
-                    st: StackKernels, trains: bool, bias: bool = False, autocast: bool = False) -> list[Op]:
+@dataclass(frozen=True)
+class LinearPass:
+    """What the linears of one pass over a block share (``_linear_forward``)."""
+
+    plan: TrainPlan
+    phase: Phase
+    count: int  # runs per optimizer step
+    rows: int  # tokens per run (the GEMM's m)
+    e: int  # bytes of the compute dtype
+    w_b: int  # bytes of a base weight as the GEMM reads it
+    mm: str  # the base GEMM's dtype
+    adapter_mm: str  # the LoRA GEMMs' dtype
+    a_b: int  # bytes of an adapter weight
+    stack: StackKernels
+    trains: bool  # the base weights get a gradient (full / freeze blocks)
+    autocast: bool = False  # eager torch.autocast runs the linears (no compiler folds their casts)
+
+
+@dataclass(frozen=True)
+class LinearShape:
+    """One linear of the pass: k inputs, n outputs, the bytes of its input activation."""
+
+    name: str
+    k: int
+    n: int
+    x_b: int
+    quantized: bool = False  # a 4-bit base weight (QLoRA)
+    adapted: bool = False  # carries a LoRA adapter
+    bias: bool = False
+
+
+def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
     """A linear's forward: the base GEMM (with 4-bit dequantisation or autocast copies) and its LoRA
-    adapter; ``trains``: the base weight gets a gradient (full / freeze blocks); ``autocast``: eager
-    torch.autocast runs it (no compiler folds its casts).
+    adapter.
 
     Autocast casts per call (torch aten/src/ATen/autocast_mode.cpp ``cached_cast``): the fp32 weight and
     bias are leaves that require grad, so each is cast once per autocast context and cached; an fp32
@@ -368,9 +398,12 @@ def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantiz
     gets its gradient from a reduction over the output gradient (autograd's sum_to of the broadcast
     bias), one kernel beside the two GEMMs.
     """
+    plan, phase, count, t, e, w_b, mm = lp.plan, lp.phase, lp.count, lp.rows, lp.e, lp.w_b, lp.mm
+    adapter_mm, a_b, st, trains, autocast = lp.adapter_mm, lp.a_b, lp.stack, lp.trains, lp.autocast
+    name, k, n, x_b, bias = lin.name, lin.k, lin.n, lin.x_b, lin.bias
     casts_weight = trains and plan.precision.is_mixed
     out: list[Op] = []
-    if quantized:
+    if lin.quantized:
         # bnb Linear4bit: cast x to the compute dtype, dequantize the 4-bit weight (absmax first with
         # double quantisation), GEMM, cast the output back to the input dtype (MatMul4Bit.forward);
         # the backward dequantizes again for the input gradient (MatMul4Bit.backward)
@@ -393,7 +426,7 @@ def _linear_forward(name: str, k: int, n: int, phase: Phase, count: int, quantiz
         if bias and trains:
             gemm = replace(gemm, bias_bytes=float(t * n * e + n * 4))
         out.append(gemm)
-    if adapted:
+    if lin.adapted:
         r = plan.lora_r
         if st.fused_lora:
             out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, e, e, a_b, trains=True))
@@ -604,9 +637,10 @@ def _moe_loop_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int
     quantized = plan.method is Method.QLORA
     y_b = s_b if quantized else e  # dtype of an expert linear's output (Linear4bit casts back to its input's)
 
+    experts_pass = LinearPass(plan, phase, c, rows, e, w_b, mm, mm, w_b, st, trains=trains, autocast=autocast)
+
     def linear(name: str, k: int, n: int, x_b: int) -> list[Op]:
-        return _linear_forward(name, k, n, phase, c, quantized, False, plan, rows, e, x_b, w_b, mm, mm, w_b, st,
-                               trains=trains, autocast=autocast)
+        return _linear_forward(experts_pass, LinearShape(name, k, n, x_b, quantized=quantized))
 
     out = [_mem("router softmax, top-k, gather", phase, t * h, 4 * e, 8, count),
            _mem("expert output zeros, one-hot mask", phase, t * h, s_b, 2, count, backward=Backward.NONE)]
