@@ -107,3 +107,86 @@ def test_a_two_hour_job_on_an_80gb_card_is_not_a_monthly_reservation() -> None:
     assert long.profile.mode is Mode.RESERVED and long.rental.reason.code == "profile.mode.reserved"
     # a little longer than the month: two reserved months cost more than the hours on demand
     assert match_profile(plan.replace(dataset_tokens=20_000_000_000)).profile.mode is Mode.ON_DEMAND
+
+
+# -- FSDP among the changes, and the bytes per parameter each sharding keeps ---------------------------------------
+
+@pytest.mark.parametrize(("sharding", "precision", "optimizer"), [
+    ("fsdp", "bf16", "adamw"), ("fsdp", "bf16-mixed", "adamw"), ("fsdp", "bf16", "sgd"),
+    ("zero3", "bf16", "adamw"), ("zero3", "fp16", "adamw"), ("zero3", "bf16-mixed", "adamw"),
+    ("zero3", "bf16", "adamw-8bit"), ("fsdp", "bf16", "adamw-8bit")])
+def test_the_bytes_per_parameter_shown_are_the_memory_estimates_own(sharding: str, precision: str,
+                                                                      optimizer: str) -> None:
+    """What a sharding is said to keep per trained parameter is what the memory estimate holds for that plan: with
+    the weights and optimizer on the CPU, host bytes x GPUs / trained parameters + the gradient's bytes."""
+    from gpuwork.estimate.advisor import state_bytes_per_param
+
+    plan = TrainPlan(model="tiny-llama", method="full", precision=precision, optimizer=optimizer, gpus=4,
+                     sharding=sharding, offload_optimizer=True, offload_params=True)
+    est = estimate_memory(plan)
+    per_param = state_bytes_per_param(plan)
+    host_per_param = est.host_bytes * plan.gpus / est.params.trainable
+    assert per_param == round(host_per_param + plan.precision.param_bytes)
+    # DeepSpeed's own figure where it keeps fp32 masters (the memory estimate's warning)
+    warned = [w for w in est.warnings if w.code == "memory.fp32_master"]
+    assert bool(warned) == plan.fp32_master_weights == (sharding == "zero3" and precision != "bf16-mixed")
+    if warned:
+        assert warned[0]["bytes_per_param"] == per_param
+    # the plan keeps the same states wherever they sit: on the GPU as in CPU memory
+    assert state_bytes_per_param(plan.replace(offload_optimizer=False, offload_params=False)) == per_param
+
+
+def test_pure_bf16_keeps_half_the_bytes_under_fsdp_as_under_zero() -> None:
+    from gpuwork.estimate.advisor import state_bytes_per_param
+
+    fsdp = TrainPlan(model="tiny-llama", method="full", gpus=8, sharding="fsdp")
+    zero3 = fsdp.replace(sharding="zero3")
+    assert 2 * state_bytes_per_param(fsdp) == state_bytes_per_param(zero3)
+    # bf16-mixed keeps fp32 weights under both: the same bytes
+    assert (state_bytes_per_param(fsdp.replace(precision="bf16-mixed"))
+            == state_bytes_per_param(zero3.replace(precision="bf16-mixed")) == state_bytes_per_param(zero3))
+    # adapters: a frozen base and fp32 adapters, not one figure
+    assert state_bytes_per_param(fsdp.replace(method="lora")) is None
+
+
+@pytest.mark.parametrize("method", ["full", "lora", "qlora"])
+def test_fsdp_and_fsdp_with_cpu_offload_are_tried_wherever_the_plan_allows(method: str) -> None:
+    from gpuwork.estimate.advisor import SHARDINGS, _changes
+
+    plan = TrainPlan(model="tiny-llama", method=method)
+    changes = {c.key: c for c in _changes(plan)}
+    for gpus in (2, 4, 8):
+        for sharding, offload in SHARDINGS:
+            key = f"{sharding.value}{'_offload' if offload else ''}_x{gpus}"
+            changed = changes[key].apply(plan)  # a valid plan: TrainPlan's own checks passed
+            assert (changed.gpus, changed.sharding, changed.offload_optimizer) == (gpus, sharding, offload)
+            # FSDP's CPU offload moves the parameters too; DeepSpeed's offload_optimizer the optimizer only
+            assert changed.offload_params == (offload and sharding.value == "fsdp")
+    assert {"fsdp_x8", "fsdp_offload_x8"} <= set(changes)
+
+
+def test_the_advisor_says_which_sharding_and_what_it_keeps_per_parameter() -> None:
+    """A pure-bf16 70B full fine-tune on NVIDIA cards: FSDP keeps 2 + 2 bytes of weights and gradients and the
+    optimizer's states in bf16, ZeRO-3 adds fp32 masters and fp32 states; the answer is FSDP, cheaper than the same
+    change under ZeRO-3, and every line says the sharding and its bytes per parameter."""
+    from gpuwork.estimate.advisor import state_bytes_per_param
+    from gpuwork.estimate.decision import Constraints
+    from gpuwork.sizing import decide
+
+    plan = TrainPlan(model="llama-3.1-70b", method="full", dataset_tokens=10**8)
+    d = decide(plan, constraints=Constraints(vendor="NVIDIA"))
+    run = d.run_plan
+    assert run.sharding.value == "fsdp" and d.suggestion is not None
+    assert "fsdp" in d.suggestion.key
+    zero3 = [r for r in evaluate_offers(run.replace(sharding="zero3"), include_unfit=False)
+             if r.offer.gpu.vendor == "NVIDIA" and r.expected_cost_usd is not None]
+    assert zero3 and d.cost_usd < min(r.expected_cost_usd for r in zero3) * (1 - MIN_SAVING)
+    per_param = state_bytes_per_param(run)
+    assert per_param < state_bytes_per_param(run.replace(sharding="zero3"))
+    en, ru = render(d.summary, "en"), render(d.summary, "ru")
+    assert f"with fsdp (bf16: {per_param} bytes per trained parameter" in en
+    assert f"с fsdp (bf16: {per_param} байт на обучаемый параметр" in ru
+    line_en, line_ru = render(d.suggestion.summary, "en"), render(d.suggestion.summary, "ru")
+    assert f"fsdp (bf16: {per_param} bytes per trained parameter" in line_en
+    assert f"fsdp (bf16: {per_param} байт на обучаемый параметр" in line_ru
+    assert d.as_dict()["state_bytes_per_param"] == per_param and d.as_dict()["sharding"] == "fsdp"

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuwork.errors import PlanError
-from gpuwork.estimate.advisor import Suggestion
+from gpuwork.estimate.advisor import Suggestion, state_bytes_per_param
 from gpuwork.estimate.decision import Constraints, best_outcome
 from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan
 from gpuwork.present.messages import render
@@ -50,9 +50,13 @@ def _check_one_answer(plan: TrainPlan, constraints: Constraints | None = None) -
     assert _key(out.offer) == d.key
     # the offers' top row for the plan the answer runs (the plan as written when no change is needed)
     assert _key(_top_offer(d.changed_plan, **filters)) == d.key
-    # the request
-    s = rental_request(plan, lang="en", match=d.match, offer=d.offer).fields["suggested"]
+    # the request, with the sharding and the bytes per parameter of the plan the answer runs
+    r = rental_request(plan, lang="en", match=d.match, offer=d.offer)
+    s = r.fields["suggested"]
     assert (s["reference_gpu"], s["gpus"], s["nodes"], s["mode"]) == d.key
+    assert s["sharding"] == d.run_plan.sharding.value == out.run_plan.sharding.value
+    assert s["state_bytes_per_param"] == state_bytes_per_param(d.run_plan) == d.as_dict()["state_bytes_per_param"]
+    assert r.fields["estimates"]["memory_per_gpu_bytes"] == d.offer.fit.device_total_bytes == out.memory_per_gpu_bytes
     # the answer is never dearer than the plan as written on its cheapest offer
     if d.advice.baseline.fits:
         assert d.cost_usd <= d.advice.baseline.cost_usd
@@ -66,14 +70,16 @@ def plans(draw: st.DrawFn) -> TrainPlan | None:
                          method=draw(st.sampled_from([Method.FULL, Method.LORA, Method.QLORA])),
                          optimizer=draw(st.sampled_from([Optimizer.ADAMW, Optimizer.ADAMW_8BIT])),
                          seq_len=draw(st.sampled_from([512, 2048, 4096])), batch_size=draw(st.sampled_from([1, 2, 4])),
+                         precision=draw(st.sampled_from(["bf16", "bf16", "bf16-mixed"])),
                          grad_checkpointing=draw(st.booleans()), gpus=gpus,
-                         sharding=draw(st.sampled_from([Sharding.DDP, Sharding.ZERO3])) if gpus > 1 else Sharding.DDP,
+                         sharding=(draw(st.sampled_from([Sharding.DDP, Sharding.ZERO3, Sharding.FSDP])) if gpus > 1
+                                   else Sharding.DDP),
                          dataset_tokens=draw(st.integers(10**7, 10**9)))
     except PlanError:
         return None
 
 
-@settings(max_examples=20, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=24, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plans(), st.sampled_from([None, {"mode": "on-demand"}, {"mode": "reserved"}, {"gpu_class": "server"}]))
 def test_the_profile_the_advice_the_top_offer_and_the_request_never_disagree(plan, filters) -> None:
     if plan is None:

@@ -232,3 +232,41 @@ def test_a_chosen_offer_is_what_the_request_asks_for(plan: TrainPlan, filters: d
         assert ("RCCL" in req.text) == (gpu.vendor == "AMD")
     # without a chosen offer the request names the profile's reference card, as before
     assert rental_request(plan).fields["suggested"]["reference_gpu"] in ("rtx4090", "l40s", "h100_sxm")
+
+
+@pytest.mark.parametrize(("precision", "sharding"), [("bf16", "fsdp"), ("bf16-mixed", "zero3")])
+def test_the_requests_sharding_and_memory_come_from_the_answers_plan(precision: str, sharding: str) -> None:
+    """A 70B full fine-tune on 8 GPUs (issue 23, item 2): the sharding the request names, the bytes per parameter it
+    says that sharding keeps and the memory per GPU it states all come from the one plan the answer runs."""
+    from gpuwork.estimate.advisor import state_bytes_per_param
+    from gpuwork.sizing import decide, estimate_memory
+
+    plan = TrainPlan(model="llama-3.1-70b", method="full", precision=precision, gpus=8, sharding=sharding,
+                     dataset_tokens=10**8)
+    d = decide(plan)
+    assert d.fits and d.gpus >= 8
+    run = d.run_plan
+    for lang, words in (("en", "bytes per trained parameter"), ("ru", "байт на обучаемый параметр")):
+        r = rental_request(plan, lang=lang, match=d.match, offer=d.offer)
+        s, est = r.fields["suggested"], r.fields["estimates"]
+        assert s["sharding"] == run.sharding.value
+        assert s["state_bytes_per_param"] == state_bytes_per_param(run) is not None
+        assert est["memory_per_gpu_bytes"] == estimate_memory(run).device_total_bytes == d.offer.fit.device_total_bytes
+        said = f"{run.sharding.value} ({run.precision.value}: {s['state_bytes_per_param']} {words}"
+        assert said in r.text
+        data = json.loads(json.dumps(r.as_dict(), ensure_ascii=False))
+        assert data["suggested"]["state_bytes_per_param"] == s["state_bytes_per_param"]
+    # the plan as written on its own cheapest offer (no change): the request names the plan's sharding and its bytes
+    from gpuwork.sizing import evaluate_offers
+
+    top = next(o for o in evaluate_offers(plan, include_unfit=False) if o.expected_cost_usd is not None)
+    r = rental_request(plan, lang="en", offer=top)
+    assert r.fields["suggested"]["sharding"] == top.fit.plan.sharding.value
+    assert r.fields["suggested"]["state_bytes_per_param"] == state_bytes_per_param(top.fit.plan)
+    assert r.fields["estimates"]["memory_per_gpu_bytes"] == estimate_memory(top.fit.plan).device_total_bytes
+    # the same plan under the other sharding keeps other bytes: the figure is not a constant of the precision
+    other = run.replace(sharding="zero3" if run.sharding.value == "fsdp" else "fsdp")
+    if precision == "bf16":
+        assert state_bytes_per_param(other) != state_bytes_per_param(run)
+    else:  # bf16-mixed keeps fp32 weights and states under both
+        assert state_bytes_per_param(other) == state_bytes_per_param(run)

@@ -2,8 +2,8 @@
 
 ``advise(plan, offers, inputs) -> Advice`` tries the usual changes one at a time and in pairs — gradient
 checkpointing, a smaller micro-batch with more accumulation (the same tokens per step), an 8-bit or paged
-8-bit optimizer, QLoRA instead of LoRA, sharding (ZeRO-2, ZeRO-3/FSDP) or optimizer offload on several
-GPUs, a larger micro-batch with less accumulation (spends memory for speed), a run across nodes kept inside one
+8-bit optimizer, QLoRA instead of LoRA, sharding (DeepSpeed ZeRO-2, ZeRO-3, PyTorch FSDP full shard) or CPU offload
+on several GPUs, a larger micro-batch with less accumulation (spends memory for speed), a run across nodes kept inside one
 node, a shorter sequence (flagged: it changes the experiment) — prices each changed plan on its cheapest
 fitting offer of the catalog (``gpuwork.estimate.offers.evaluate_offers``: whole run, billing, preemptions)
 and returns the few that make the run cheaper (or run it on a smaller setup for at most a little more),
@@ -151,7 +151,8 @@ class Suggestion:
         """"with gradient checkpointing: 9.6 GiB, fits 1 x GeForce RTX 4090 (...), +30% time, −60% cost"."""
         o = self.outcome.offer
         assert o is not None  # only fitting changes are suggested
-        where = msg("advice.where", gpus=o.fit.plan.gpus, gpu=o.offer.gpu.display_name, offer_id=o.offer.offer_id,
+        where = msg("advice.where", gpus=o.fit.plan.gpus, gpu=o.offer.gpu.display_name,
+                    sharding=_where_sharding(o.fit.plan), offer_id=o.offer.offer_id,
                     provider=o.offer.provider, mode=o.offer.mode)
         flags = tuple(m for m, on in ((msg("advice.note.experiment"), self.changes_experiment),
                                       (msg("advice.note.global_batch"), self.global_batch_grows)) if on)
@@ -195,6 +196,7 @@ class Advice:
             return msg("advice.status.no_fit", need_bytes=b.single_gpu_bytes)
         o = b.offer
         return msg("advice.status.fits", memory_bytes=b.memory_per_gpu_bytes, gpus=o.fit.plan.gpus,
+                   sharding=_where_sharding(o.fit.plan),
                    gpu=o.offer.gpu.display_name, offer_id=o.offer.offer_id, provider=o.offer.provider,
                    mode=o.offer.mode, run_s=b.total_s, cost_usd=b.cost_usd)
 
@@ -207,6 +209,11 @@ class Advice:
     def as_dict(self) -> dict[str, Any]:
         return {"plan": self.plan.as_dict(), "baseline": self.baseline.as_dict(), "status": self.status.as_dict(),
                 "suggestions": [s.as_dict() for s in self.suggestions], "tried": self.tried}
+
+
+def _where_sharding(run: TrainPlan) -> Msg | None:
+    """" with fsdp (bf16: 8 bytes per trained parameter ...)": the sharding an offer runs, as every surface says it."""
+    return msg("advice.where.sharding", sharding=sharding_words(run)) if run.gpus > 1 else None
 
 
 def _sign(change: float) -> str:
@@ -261,8 +268,47 @@ def _shard(gpus: int, sharding: Sharding, offload: bool) -> Callable[[TrainPlan]
             raise _NotApplicable
         factor = gpus // p.gpus if gpus % p.gpus == 0 else 1
         accum = p.grad_accum // factor if factor > 1 and p.grad_accum % factor == 0 else p.grad_accum
-        return p.replace(gpus=gpus, sharding=sharding, grad_accum=accum, offload_optimizer=offload)
+        # FSDP's CPUOffload moves the parameters with their gradients and the optimizer step (torch
+        # FullyShardedDataParallel(cpu_offload=CPUOffload(offload_params=True))); DeepSpeed's offload_optimizer the
+        # optimizer states and step only
+        return p.replace(gpus=gpus, sharding=sharding, grad_accum=accum, offload_optimizer=offload,
+                         offload_params=offload and sharding is Sharding.FSDP)
     return apply
+
+
+# Sharding tried on more GPUs: (sharding, CPU offload). DeepSpeed's ZeRO optimizers keep fp32 master weights and
+# states of 16-bit trained weights, PyTorch FSDP's torch optimizer keeps them in the weights' dtype
+# (TrainPlan.fp32_master_weights), so a pure-bf16 full fine-tune is much smaller under FSDP.
+SHARDINGS = ((Sharding.ZERO2, False), (Sharding.ZERO3, False), (Sharding.ZERO3, True), (Sharding.FSDP, False),
+             (Sharding.FSDP, True))
+
+
+def state_bytes_per_param(plan: TrainPlan) -> int | None:
+    """Bytes per trained parameter the plan keeps for weights, gradients and optimizer states (with fp32 master
+    weights where its sharding keeps them), before sharding and wherever they sit (GPU, CPU, paged): with AdamW 8 for
+    pure bf16 under DDP or FSDP, 16 under DeepSpeed ZeRO or in bf16-mixed. None where it is not one figure: adapters
+    (a frozen base, fp32 adapters) or Adafactor (factored states). tests/test_advisor.py checks it against the memory
+    estimate's own figure."""
+    if plan.uses_adapters or plan.optimizer is Optimizer.ADAFACTOR:
+        return None
+    weight = plan.precision.param_bytes  # the trained weight, and its gradient in the same dtype
+    master = 4 if plan.fp32_master_weights else 0
+    state = 4 if plan.fp32_master_weights else weight  # torch optimizers keep states in the weight's dtype
+    states = {Optimizer.ADAMW: 2 * state, Optimizer.SGD: state, Optimizer.LION: 4,
+              # bitsandbytes: two uint8 states (the fp32 block maxima add 8 bytes per 256 values)
+              Optimizer.ADAMW_8BIT: 2, Optimizer.PAGED_ADAMW_8BIT: 2}[plan.optimizer]
+    return 2 * weight + master + states
+
+
+def sharding_words(plan: TrainPlan) -> Msg:
+    """The plan's sharding as it is shown, with what it keeps per trained parameter where that is one figure."""
+    per_param = state_bytes_per_param(plan)
+    offload = plan.offload_optimizer or plan.offload_params
+    if per_param is None:
+        return msg("advice.sharding", sharding=plan.sharding, offload=msg("advice.sharding.offload") if offload
+                   else None)
+    return msg("advice.sharding.state", sharding=plan.sharding, precision=plan.precision, bytes_per_param=per_param,
+               offload=msg("advice.sharding.offload") if offload else None)
 
 
 # GPUs in one node of the usual 8-GPU servers: a run on more crosses the network between nodes.
@@ -270,10 +316,12 @@ ONE_NODE_GPUS = 8
 
 
 def _one_node(p: TrainPlan) -> TrainPlan:
-    """The run kept inside one node: 8 GPUs with ZeRO-3 and the accumulation that keeps the tokens per step."""
+    """The run kept inside one node: 8 GPUs with the accumulation that keeps the tokens per step, the parameters
+    sharded (the plan's FSDP or ZeRO-3 where it shards them, else ZeRO-3)."""
     if p.gpus <= ONE_NODE_GPUS or p.gpus % ONE_NODE_GPUS:
         raise _NotApplicable
-    return p.replace(gpus=ONE_NODE_GPUS, sharding=Sharding.ZERO3, grad_accum=p.grad_accum * (p.gpus // ONE_NODE_GPUS))
+    sharding = p.sharding if p.sharding.shards_params else Sharding.ZERO3
+    return p.replace(gpus=ONE_NODE_GPUS, sharding=sharding, grad_accum=p.grad_accum * (p.gpus // ONE_NODE_GPUS))
 
 
 def _changes(plan: TrainPlan) -> list[_Change]:
@@ -300,10 +348,10 @@ def _changes(plan: TrainPlan) -> list[_Change]:
         out.append(_Change("qlora", "method", lambda p: p.replace(method=Method.QLORA),
                            lambda a, b: msg("advice.change.qlora")))
     for gpus in SHARDING_GPUS:
-        for sharding, offload in ((Sharding.ZERO2, False), (Sharding.ZERO3, False), (Sharding.ZERO3, True)):
+        for sharding, offload in SHARDINGS:
             key = f"{sharding.value}{'_offload' if offload else ''}_x{gpus}"
             out.append(_Change(key, "sharding", _shard(gpus, sharding, offload),
-                               lambda a, b: msg("advice.change.offload" if b.offload_optimizer
+                               lambda a, b: msg("advice.change.sharding_offload" if b.offload_optimizer
                                                 else "advice.change.sharding", gpus=b.gpus, sharding=b.sharding)))
     if plan.gpus > ONE_NODE_GPUS:  # the link between nodes often dominates: fewer GPUs, no network
         out.append(_Change(f"one_node_x{ONE_NODE_GPUS}", "sharding", _one_node,
@@ -491,4 +539,5 @@ def _with_combines(s: Suggestion, keys: tuple[str, ...]) -> Suggestion:
     return replace(s, combines_with=keys)
 
 
-__all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "Advice", "Outcome", "SameCard", "Suggestion", "advise"]
+__all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "SHARDINGS", "Advice", "Outcome", "SameCard", "Suggestion",
+           "advise", "sharding_words", "state_bytes_per_param"]

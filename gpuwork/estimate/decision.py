@@ -32,7 +32,14 @@ from datetime import date
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.estimate.advisor import Advice, Outcome, Suggestion, advise
+from gpuwork.estimate.advisor import (
+    Advice,
+    Outcome,
+    Suggestion,
+    advise,
+    sharding_words,
+    state_bytes_per_param,
+)
 from gpuwork.estimate.offers import OfferResult
 from gpuwork.estimate.profiles import ProfileMatch, get_profile, match_profile, rental_mode
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, Region
@@ -160,16 +167,16 @@ class Decision:
                 return msg("decision.none_own", need_bytes=self.advice.baseline.single_gpu_bytes)
             return msg("decision.none", need_bytes=self.advice.baseline.single_gpu_bytes)
         o = self.offer
+        # the sharding the answer was sized with, and what it keeps per trained parameter
+        sharding = msg("decision.sharding", sharding=sharding_words(self.run_plan)) if self.gpus > 1 else None
         if self.own:
-            return msg("decision.answer_own", gpus=self.gpus, gpu=o.offer.gpu.display_name,
-                       sharding=msg("decision.sharding", sharding=self.run_plan.sharding) if self.gpus > 1 else None,
+            return msg("decision.answer_own", gpus=self.gpus, gpu=o.offer.gpu.display_name, sharding=sharding,
                        memory_bytes=o.fit.device_total_bytes, usable_bytes=o.fit.usable_bytes,
                        changes=msg("decision.with", changes=self.changes) if self.changes else None,
                        run_s=self.total_s)
         return msg("decision.answer", gpus=self.gpus, gpu=o.offer.gpu.display_name,
                    where=msg("decision.nodes", nodes=self.nodes) if self.nodes > 1 else None,
-                   sharding=msg("decision.sharding", sharding=self.run_plan.sharding) if self.gpus > 1 else None,
-                   mode=o.offer.mode, offer_id=o.offer.offer_id, provider=o.offer.provider,
+                   sharding=sharding, mode=o.offer.mode, offer_id=o.offer.offer_id, provider=o.offer.provider,
                    profile_id=self.match.profile.profile_id if self.match.profile else "",
                    changes=msg("decision.with", changes=self.changes) if self.changes else None,
                    run_s=self.total_s, cost_usd=self.cost_usd)
@@ -184,7 +191,9 @@ class Decision:
 
     def as_dict(self) -> dict[str, Any]:
         return {"fits": self.fits, "gpu_id": self.gpu_id, "gpus": self.gpus, "nodes": self.nodes,
-                "sharding": self.run_plan.sharding.value, "mode": self.mode, "total_s": self.total_s,
+                "sharding": self.run_plan.sharding.value,
+                "state_bytes_per_param": state_bytes_per_param(self.run_plan),
+                "mode": self.mode, "total_s": self.total_s,
                 "cost_usd": self.cost_usd, "offer_id": self.offer.offer.offer_id if self.offer else None,
                 "profile_id": self.match.profile.profile_id if self.match.profile else None,
                 "suggestion": self.suggestion.key if self.suggestion else None,

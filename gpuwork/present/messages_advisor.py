@@ -48,14 +48,23 @@ ENTRIES: dict[str, tuple[str, str]] = {
                             "QLoRA (базовая модель в 4 битах) вместо LoRA"),
     "advice.change.sharding": ("{gpus} GPUs with {sharding:raw} sharding",
                                "{gpus} GPU с шардированием {sharding:raw}"),
-    "advice.change.offload": ("{gpus} GPUs with {sharding:raw} and the optimizer offloaded to CPU memory",
-                              "{gpus} GPU с {sharding:raw} и оптимизатором в памяти CPU"),
+    "advice.change.sharding_offload": ("{gpus} GPUs with {sharding:raw} sharding and CPU offload",
+                                       "{gpus} GPU с шардированием {sharding:raw} и выгрузкой в память CPU"),
+    # a plan's sharding as shown everywhere (advisor, answer, request): what it keeps per trained parameter
+    "advice.sharding": ("{sharding:raw}{offload}", "{sharding:raw}{offload}"),
+    "advice.sharding.state": (
+        "{sharding:raw}{offload} ({precision:raw}: {bytes_per_param} bytes per trained parameter for weights, "
+        "gradients and optimizer states, before sharding)",
+        "{sharding:raw}{offload} ({precision:raw}: {bytes_per_param} байт на обучаемый параметр на веса, градиенты "
+        "и состояния оптимизатора до шардирования)"),
+    "advice.sharding.offload": (" with CPU offload", " с выгрузкой в память CPU"),
     "advice.change.seq_len": ("sequence {old:int} -> {new:int} tokens", "последовательность {old:int} → {new:int} токенов"),
     "advice.note.experiment": ("changes the experiment", "меняет эксперимент"),
     "advice.note.global_batch": ("more tokens per optimizer step", "больше токенов на шаг оптимизатора"),
     "advice.where": (
-        "fits {gpus} x {gpu} ({offer_id:raw}, {provider:raw}, {mode:@mode})",
-        "помещается на {gpus} × {gpu} ({offer_id:raw}, {provider:raw}, {mode:@mode})"),
+        "fits {gpus} x {gpu}{sharding} ({offer_id:raw}, {provider:raw}, {mode:@mode})",
+        "помещается на {gpus} × {gpu}{sharding} ({offer_id:raw}, {provider:raw}, {mode:@mode})"),
+    "advice.where.sharding": (" with {sharding}", " с {sharding}"),
     "advice.suggestion": (
         "{changes:list}: {memory_bytes:gib} per GPU, {where}, {time_sign:raw}{time_change:pct} time, "
         "{cost_sign:raw}{cost_change:pct} cost ({run_s:dur}, {cost_usd:usd}){notes}",
@@ -69,9 +78,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "The plan as it is fits no offer of the catalog (one GPU would need {need_bytes:gib}).",
         "План в текущем виде не помещается ни в одно предложение каталога (одному GPU нужно {need_bytes:gib})."),
     "advice.status.fits": (
-        "The plan as it is: {memory_bytes:gib} per GPU, cheapest on {gpus} x {gpu} ({offer_id:raw}, "
+        "The plan as it is: {memory_bytes:gib} per GPU, cheapest on {gpus} x {gpu}{sharding} ({offer_id:raw}, "
         "{provider:raw}, {mode:@mode}): {run_s:dur}, {cost_usd:usd}.",
-        "План в текущем виде: {memory_bytes:gib} на GPU, дешевле всего на {gpus} × {gpu} ({offer_id:raw}, "
+        "План в текущем виде: {memory_bytes:gib} на GPU, дешевле всего на {gpus} × {gpu}{sharding} ({offer_id:raw}, "
         "{provider:raw}, {mode:@mode}): {run_s:dur}, {cost_usd:usd}."),
     "advice.none": (
         "No standard change makes the run fit or at least 5% cheaper.",

@@ -13,7 +13,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "Ответ: {gpus} × {gpu}{where}{sharding}, {mode:@mode} ({offer_id:raw}, {provider:raw}), "
         "профиль {profile_id:raw}{changes}: {run_s:dur}, {cost_usd:usd}"),
     "decision.nodes": (" on {nodes} nodes", " на {nodes} {nodes:pl:узле|узлах|узлах}"),
-    "decision.sharding": (" with {sharding:raw}", " с {sharding:raw}"),
+    "decision.sharding": (" with {sharding}", " с {sharding}"),
+    "request.suggested.sharding_state": (", {sharding} sharding", ", шардирование {sharding}"),
     "decision.with": ("; changes: {changes:list}", "; с изменениями: {changes:list}"),
     "decision.none": (
         "Answer: no offer fits the run, with or without a standard change ({need_bytes:gib} on one GPU).",

@@ -32,6 +32,7 @@ from datetime import date
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate.advisor import sharding_words, state_bytes_per_param
 from gpuwork.estimate.decision import offer_profile
 from gpuwork.estimate.disk import DiskPlan
 from gpuwork.estimate.offers import OfferResult
@@ -259,6 +260,7 @@ def rental_request(
             "gpus": match.gpus,
             "nodes": match.nodes,
             "sharding": match.sharding.value,
+            "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
             "mode": match.profile.mode.value if match.profile else None,
             "rental_break_even_s": match.rental.break_even_s if match.rental else None,
             "vendor": match_vendor(match),
@@ -454,7 +456,9 @@ def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: floa
         return [msg("request.no_configuration", reasons=match.reasons)]
     p = match.profile
     where = msg("request.suggested.nodes", nodes=match.nodes) if match.nodes > 1 else None
-    sharding = msg("request.suggested.sharding", sharding=match.sharding) if match.gpus > 1 else None
+    # the sharding the answer was sized with, and what it keeps per trained parameter (the same fitted plan)
+    sharding = (msg("request.suggested.sharding_state", sharding=sharding_words(match.fitted_plan))
+                if match.gpus > 1 and match.fitted_plan is not None else None)
     out = [msg("request.suggested", gpus=match.gpus, gpu_class=_gpu_class(match, chosen), gpu=match.gpu_name,
                where=where,
                mode=p.mode, profile_id=p.profile_id, name=p.name, sharding=sharding)]
