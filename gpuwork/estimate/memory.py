@@ -26,6 +26,7 @@ Mixed precision follows CUDA autocast (linear outputs 16-bit, fp32 residual stre
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -334,17 +335,11 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
     return saved
 
 
+@functools.lru_cache(maxsize=256)
 def block_groups(spec: ModelSpec) -> dict[str, list[Linear]]:
     """Group a block's linears by the tensor they read: attention input, attention output,
-    MLP input, MLP hidden."""
-    key = (spec.name, spec.task, spec.params_total)
-    cached = _GROUPS_CACHE.get(key)
-    if cached is None:
-        cached = _GROUPS_CACHE[key] = _group_linears(spec)
-    return cached
-
-
-_GROUPS_CACHE: dict[tuple, dict[str, list[Linear]]] = {}
+    MLP input, MLP hidden. Cached on the whole spec (its shapes and linears), shared: do not change it."""
+    return _group_linears(spec)
 
 
 def _group_linears(spec: ModelSpec) -> dict[str, list[Linear]]:
