@@ -34,9 +34,7 @@ from plotly.subplots import make_subplots
 from gpuwork.estimate.memory import GIB, MIB, SOURCES, TERM_LABELS, MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.present import messages
-from gpuwork.units import HOUR_S, fmt_number, unit
-
-LANGS = ("en", "ru")
+from gpuwork.units import HOUR_S, LANGS, fmt_number, unit
 
 # The three totals of a MemoryEstimate, in the order they are shown; labels and meanings are catalog
 # entries total.<attr> and total.<attr>.meaning (gpuwork.present.messages).
@@ -260,7 +258,7 @@ def whatif_figure(values: Sequence[int], series: Mapping[str, Sequence[int | Non
     top = _whatif_top(series, gpus, xs, current)
     if top is not None:
         yaxis["range"] = [0, top]
-    layout = _localized(lang, 
+    layout = _localized(lang,
         text(f"whatif_title_{field}", lang), template, shapes=shapes, annotations=notes,
         xaxis={"title": {"text": text(f"whatif_x_{field}", lang)}, "type": "log", "tickvals": xs,
                "ticktext": [f"{x:,}" for x in xs]},

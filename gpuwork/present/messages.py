@@ -59,6 +59,7 @@ from gpuwork.present import (
 )
 from gpuwork.units import (
     GB,
+    LANGS,
     MISSING,
     SP,
     check_lang,
@@ -73,8 +74,6 @@ from gpuwork.units import (
     plural_ru,
     unit,
 )
-
-LANGS = ("en", "ru")
 
 
 class MessageError(LookupError):

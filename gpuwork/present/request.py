@@ -46,9 +46,8 @@ from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, Stack, TrainPlan
 from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile
-from gpuwork.units import HOUR_S, plural_ru
+from gpuwork.units import HOUR_S, LANGS, plural_ru
 
-LANGS = ("en", "ru")
 DAY_S = 24 * HOUR_S
 
 # Periods said in words (days -> catalog entry); other periods are said in days.

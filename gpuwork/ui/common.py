@@ -44,11 +44,10 @@ from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import messages
-from gpuwork.units import parse_count, parse_number
+from gpuwork.units import LANGS, parse_count, parse_number
 
 _log = logging.getLogger(__name__)
 
-LANGS = ("en", "ru")
 
 _ERROR_COLOR = "#c62828"
 NOTE_COLOR = "#9a6700"  # warnings and notes that need attention
