@@ -267,6 +267,9 @@ class PagesKernelManager(AsyncMappingKernelManager):
         page = self._pages.get(kernel_id)
         if page is not None and not page.connected and self._open(page):
             return  # handed to a page that is still loading
+        kernel = self._kernels.get(kernel_id)
+        if kernel is None or not kernel.trait_has_value("last_activity"):
+            return  # still starting: jupyter_server's check would fail on its unset last_activity (logged traceback)
         await super().cull_kernel_if_idle(kernel_id)
 
     async def shutdown_kernel(self, kernel_id: str, *args: Any, **kwargs: Any) -> None:
