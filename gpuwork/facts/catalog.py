@@ -266,6 +266,7 @@ class Offer:
 # The largest value a real row can hold, with room: beyond it a number is a typo (a price of 2.49e9, a node of
 # 99,999,999 GPUs) that would silently bend every estimate made from the catalog.
 FIRST_AS_OF = date(2010, 1, 1)  # before cloud GPU rental: an as_of earlier than this is a typo in the year
+_MINIMUM: dict[str, float] = {"price_per_gpu_hour_usd": 0.001, "min_rental_hours": 0.001}  # a tenth of a cent
 _MAXIMUM: dict[str, float] = {
     "memory_gb": 4_096, "mem_bw_gbs": 100_000, "bf16_dense_tflops": 100_000, "fp16_dense_tflops": 100_000,
     "fp8_dense_tflops": 100_000, "fp32_tflops": 100_000, "link_bw_gbs_unidir": 100_000, "tdp_w": 10_000,
@@ -305,6 +306,9 @@ class _Row:
                                        unit=unit_example)) from None
         if not math.isfinite(number) or number <= 0:
             raise self.fail(field, msg("error.catalog.not_positive", value=repr(value), unit=unit_example))
+        if number < _MINIMUM.get(field, 0):  # 1e-300 USD per hour passed "above zero"
+            raise self.fail(field, msg("error.catalog.too_small", value=repr(value), minimum=_MINIMUM[field],
+                                       unit=unit_example))
         self._at_most(field, number, value, unit_example)
         return number
 

@@ -355,7 +355,7 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
         experts[field] = value
     routed = max((v for f, v in experts.items() if f not in _EXPERTS_PER_TOKEN), default=None)
     per_token = max((v for f, v in experts.items() if f in _EXPERTS_PER_TOKEN), default=None)
-    if routed and per_token and per_token > routed:
+    if per_token and routed is not None and per_token > routed:  # 0 experts with 2 per token is no model
         raise ModelError(msg("error.config.experts_per_token", name=name, per_token=per_token, experts=routed))
     if "num_attention_heads" not in values or "hidden_size" not in values:
         return

@@ -167,6 +167,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "connection): download its config.json and pass its path",
         "'{hub_id:raw}' нет в локальном кэше Hugging Face, а Hub недоступен (офлайн или нет соединения): скачайте "
         "её config.json и укажите путь к нему"),
+    "error.catalog.too_small": ("{value:raw} is below any real value: use at least {minimum:g} {unit}",
+                                "{value:raw} — меньше любого реального значения: укажите не меньше {minimum:g} {unit}"),
     "error.catalog.not_csv": ("not a CSV row ({reason:raw}): check that this is the CSV table itself",
                               "не строка CSV ({reason:raw}): проверьте, что это сама CSV-таблица"),
     "error.catalog.date_range": (

@@ -67,7 +67,8 @@ def test_a_model_type_that_is_not_a_string_is_one_line(cli, tmp_path) -> None:
 @pytest.mark.parametrize(("experts", "words"), [
     ({"num_local_experts": 1_000_000, "num_experts_per_tok": 2}, "num_local_experts=1000000"),
     ({"num_local_experts": 4, "num_experts_per_tok": 8}, "8 experts per token"),
-    ({"num_local_experts": -1, "num_experts_per_tok": 2}, "num_local_experts=-1")])
+    ({"num_local_experts": -1, "num_experts_per_tok": 2}, "num_local_experts=-1"),
+    ({"num_local_experts": 0, "num_experts_per_tok": 2}, "only 0 experts")])
 def test_an_impossible_expert_count_is_refused(cli, tmp_path, experts, words) -> None:
     config = {**LLAMA, "model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **experts}
     rc, _, err = cli("estimate", "--model", str(model_folder(tmp_path, "moe", config)))

@@ -32,7 +32,8 @@ def test_an_empty_catalog_file_is_one_line(cli, tmp_path) -> None:
 
 @pytest.mark.parametrize(("old", "new", "words"), [
     (",2.5,", ",-2.5,", "price_per_gpu_hour_usd"), (",2.5,", ",nan,", "price_per_gpu_hour_usd"),
-    (",2.5,", ",1e308,", "price_per_gpu_hour_usd"), (",8,", ",0,", "gpus_per_node"),
+    (",2.5,", ",1e308,", "price_per_gpu_hour_usd"), (",2.5,", ",1e-300,", "price_per_gpu_hour_usd"),
+    (",8,", ",0,", "gpus_per_node"),
     (",8,", "," + "9" * 5000 + ",", "gpus_per_node"), ("h100_sxm", "h100_sxn", "gpu_id"),
     ("2026-05-01", "1900-01-01", "as_of"), ("2026-05-01", "9999-12-31", "as_of"),
     ("2026-05-01", "2026-13-45", "as_of")])
