@@ -42,7 +42,9 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     """gpuwork's parser, its help in ``lang`` (``main`` passes the --lang of the command line)."""
     parser = Parser(prog="gpuwork", description=text("cli.help.gpuwork.description", lang), lang=lang)
     parser.add_argument("--version", action="version", version=_version(), help=text("cli.help.version", lang))
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=functools.partial(Parser, lang=lang))
+    # argparse calls parser_class to build each verb's parser; typeshed wants a class, a partial does the same
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                parser_class=functools.partial(Parser, lang=lang))  # type: ignore[call-overload]
     sub.required = True
     for verbs in (estimate, plan, trial, report, app, advise):
         verbs.register(sub, lang)
@@ -94,10 +96,9 @@ def file_error(exc: BaseException) -> Msg:
         return msg("error.file.not_utf8_unnamed", byte=exc.start, reason=exc.reason)
     if isinstance(exc, json.JSONDecodeError):
         return msg("error.file.bad_json_unnamed", line=exc.lineno, column=exc.colno, reason=exc.msg)
-    path = exc.filename if isinstance(exc, OSError) else None
-    if path is None:
+    if not isinstance(exc, OSError) or exc.filename is None:
         return msg("error.file.os_unnamed", reason=str(getattr(exc, "strerror", None) or exc))
-    path = os.fsdecode(path)
+    path = os.fsdecode(exc.filename)
     if isinstance(exc, IsADirectoryError):
         return msg("error.file.is_directory", path=path)
     if isinstance(exc, FileNotFoundError):

@@ -12,6 +12,7 @@ from typing import Any
 from gpuwork.errors import PlanError
 from gpuwork.facts import reading
 from gpuwork.message import msg
+from gpuwork.plan import TrainPlan
 
 
 def read_plan_fields(path: str | Path) -> dict[str, Any]:
@@ -31,8 +32,6 @@ def read_plan_fields(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_plan(path: str | Path):
+def load_plan(path: str | Path) -> TrainPlan:
     """A validated TrainPlan from a plan file."""
-    from gpuwork.plan import TrainPlan
-
     return TrainPlan.from_dict(read_plan_fields(path))

@@ -13,7 +13,7 @@ from gpuwork.facts.block_profiles import DEFAULT_CACHE, HAND_MODELLED
 from gpuwork.facts.catalog import load_gpus
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.model import ModelSpec, load_config, spec_for_plan
-from gpuwork.facts.rates import load_rates
+from gpuwork.facts.rates import Rates, load_rates
 from gpuwork.plan import TrainPlan
 
 
@@ -25,7 +25,7 @@ def resolve(plan: TrainPlan, spec: ModelSpec | None = None) -> Inputs:
     return Inputs(spec=spec, gpus=load_gpus(), rates=rates)
 
 
-def with_stacks(spec: ModelSpec, rates) -> ModelSpec:
+def with_stacks(spec: ModelSpec, rates: Rates) -> ModelSpec:
     """``spec`` with ``extras["stacks"]``: what each software stack changes in memory (stacks.csv), at hand for
     ``estimate_memory`` wherever the spec travels."""
     if "stacks" in spec.extras:

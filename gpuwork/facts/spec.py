@@ -153,7 +153,7 @@ def lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linea
     return chosen
 
 
-_TARGETS_CACHE: dict[tuple, tuple[Linear, ...]] = {}
+_TARGETS_CACHE: dict[tuple[str, Task, int, tuple[str, ...]], tuple[Linear, ...]] = {}
 
 
 def _lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linear]:

@@ -45,7 +45,7 @@ from gpuwork.facts.block_profiles import (
     profile_method,
 )
 from gpuwork.message import msg
-from gpuwork.plan import Method, TrainPlan
+from gpuwork.plan import Method, Sharding, TrainPlan
 
 DEFAULT_SEQ_LENS = (64, 128)  # two short lengths: fake tensors cost the same at any length
 _DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
@@ -202,8 +202,8 @@ def _trace_once(model, block, autocast, batch: int, seq: int) -> dict[str, Any]:
 
     for p in model.parameters():
         p.grad = None  # the first micro-batch: gradients are stored, not accumulated (the step's ops count those)
-    args, kwargs = _capture_block_inputs(model, block, batch, seq, autocast)
-    args, kwargs = list(args), dict(kwargs)
+    captured_args, captured_kwargs = _capture_block_inputs(model, block, batch, seq, autocast)
+    args, kwargs = list(captured_args), dict(captured_kwargs)
     source = args[0] if args else kwargs["hidden_states"]
     hidden = torch.empty(source.shape, dtype=source.dtype).requires_grad_(True)
     if args:
@@ -263,7 +263,7 @@ def _pair(first: dict, second: dict, s1: int, s2: int, batch: int) -> tuple[tupl
         raise TraceError(msg("error.trace.method", architecture=first["block"], method="block profile",
                              detail="the block runs different ops at different sequence lengths"))
     t1, t2 = batch * s1, batch * s2
-    merged: dict[tuple, int] = {}
+    merged: dict[ProfileOp, int] = {}
     for a, b in zip(r1, r2, strict=True):
         if not a["launches"]:
             continue
@@ -314,7 +314,7 @@ def profile_plan(plan: TrainPlan) -> TrainPlan:
     one micro-batch, one GPU; the fields a block does not read stay."""
     method = {"full": Method.FULL, "lora": Method.LORA, "qlora": Method.QLORA}[profile_method(plan.method.value)]
     return dataclasses.replace(plan, method=method, grad_checkpointing=False, grad_accum=1, gpus=1,
-                               sharding="ddp", offload_optimizer=False, batch_size=1)
+                               sharding=Sharding.DDP, offload_optimizer=False, batch_size=1)
 
 
 def block_profile_key(plan: TrainPlan, config: dict | None = None) -> str:

@@ -37,12 +37,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.estimate.offers import billed_hours, billed_nodes
-from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, HOUR_S, TIME_MARGIN, whole_run
+from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, TIME_MARGIN, whole_run
 from gpuwork.facts.catalog import Mode, Network, match_gpu_name
 from gpuwork.measure.coded import to_json
 from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.units import HOUR_S
 
 if TYPE_CHECKING:
     from gpuwork.measure.record import TrialRecord
@@ -205,7 +206,8 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
     # said when the trend across the measured steps moved the step more than the interval's half-width (and
     # 2 %); without an interval (under 6 steps) a slope is noise
     across = abs(drift) * (summary.measured_steps - 1) / 100 if drift is not None else 0.0
-    if low_s is not None and across > max(DRIFT_NOTE_SHARE, summary.step_time_half_width or 0.0):
+    if drift is not None and low_s is not None and across > max(DRIFT_NOTE_SHARE,
+                                                                 summary.step_time_half_width or 0.0):
         range_notes.append(msg("extrapolation.drift", drift_pct=drift * 100, steps=summary.measured_steps))
     notes[:0] = range_notes
 
@@ -216,7 +218,8 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
         from gpuwork.facts.catalog import load_offers
 
         offers = [o for o in load_offers() if o.gpu_id == gpu.gpu_id] if gpu is not None else []
-    hours_range = (total_low / HOUR_S, total_high / HOUR_S) if total_low is not None else None
+    hours_range = ((total_low / HOUR_S, total_high / HOUR_S) if total_low is not None and total_high is not None
+                   else None)
     priced = [p for p in (_offer_cost(o, hours, plan.gpus, hours_range) for o in offers) if p is not None]
     if len(priced) < len(offers):
         notes.append(msg("extrapolation.offers_left_out", count=len(offers) - len(priced), gpus=plan.gpus))

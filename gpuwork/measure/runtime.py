@@ -220,7 +220,7 @@ def _hf_config(setup: Setup) -> Any:
     import transformers
 
     model_type = setup.config_dict.get("model_type")
-    if model_type not in transformers.CONFIG_MAPPING:
+    if not isinstance(model_type, str) or model_type not in transformers.CONFIG_MAPPING:
         raise ModelError(msg("error.trial.model_type_unknown", model_type=str(model_type), model=setup.model_name,
                              version=transformers.__version__))
     config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(setup.config_dict))
@@ -326,10 +326,12 @@ def _enable_checkpointing(model: Any) -> None:
 def find_blocks(model: Any) -> tuple[str, Any]:
     """(name, ModuleList) of the model's transformer blocks (freeze and FSDP wrapping need them)."""
     layers = getattr(model.config, "num_hidden_layers", None)
-    try:
-        return _find_model_blocks(model, layers)
-    except ModelError:
-        raise TrialError(msg("error.trial.no_blocks", layers=str(layers), model_class=type(model).__name__)) from None
+    if isinstance(layers, int):
+        try:
+            return _find_model_blocks(model, layers)
+        except ModelError:
+            pass
+    raise TrialError(msg("error.trial.no_blocks", layers=str(layers), model_class=type(model).__name__))
 
 
 def _freeze_all_but_last(model: Any, layers: int, task: Task) -> None:
@@ -380,7 +382,7 @@ def _with_lora(model: Any, setup: Setup) -> Any:
 
 
 def _qlora_model(setup: Setup, config: Any) -> Any:
-    """stack_facts recipe: save the random-init model, reload it 4-bit, prepare for k-bit training, add LoRA."""
+    """Save the random-init model, reload it 4-bit, prepare for k-bit training, add LoRA (docs/sources.md#s-cpu-qlora)."""
     import torch
     from peft import prepare_model_for_kbit_training
     from transformers import BitsAndBytesConfig
@@ -417,10 +419,11 @@ def _make_optimizer(plan: TrainPlan, params: list[Any], setup: Setup) -> Any:
 
     lr = setup.lr
     opt = plan.optimizer
+    impl: dict[str, Any] = plan.optimizer_impl.torch_kwargs  # keywords only (fused / foreach)
     if opt is Optimizer.ADAMW:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, **plan.optimizer_impl.torch_kwargs)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, **impl)
     if opt is Optimizer.SGD:
-        return torch.optim.SGD(params, lr=lr, momentum=0.9, **plan.optimizer_impl.torch_kwargs)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, **impl)
     if opt is Optimizer.ADAFACTOR:
         from transformers.optimization import Adafactor
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link
-from gpuwork.plan import TrainPlan
+from gpuwork.plan import Attention, Method, OptimizerImpl, Precision, Sharding, Stack, Task, TrainPlan
 
 METRICS = ("tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s", "step_s")
 
@@ -109,17 +109,18 @@ def _cases(base: TrainPlan, rows: list[tuple], *, metric: str, source: str, sour
 # -- 1. HF transformers perf docs: bert-large-uncased on one V100 (2021) ----------------------------
 
 _HF_DOCS = ("huggingface/transformers docs/source/en/model_memory_anatomy.md and the older perf_train_gpu_one "
-            "page (shared/reference/memory_formulas.md §5.1): bert-large-uncased, 512 samples of 512 tokens, "
+            "page (docs/time_cases_sources.md, section 1): bert-large-uncased, 512 samples of 512 tokens, "
             "HF Trainer")
-_BERT = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision="fp32", seq_len=512,
-                  batch_size=4, attention="eager", eval_fraction=0.0, optimizer_impl="for-loop")
+_BERT = TrainPlan(model="bert-large-uncased", task=Task.SEQ_CLS, method=Method.FULL, precision=Precision.FP32,
+                  seq_len=512, batch_size=4, attention=Attention.EAGER, eval_fraction=0.0,
+                  optimizer_impl=OptimizerImpl.FOR_LOOP)
 _GA = {"batch_size": 1, "grad_accum": 4}
 _AMP = {"precision": "fp16-mixed"}
 _GC = {"grad_checkpointing": True}
 
 
 def _bert_cases() -> list[TimeCase]:
-    rows = [  # label, plan changes, run time s, samples/s
+    rows: list[tuple[str, dict[str, Any], float, float]] = [  # label, plan changes, run time s, samples/s
         ("bs 4, fp32", {}, 57.82, 8.86),
         ("bs 1, GA 4", _GA, 66.03, 7.75),
         ("bs 1, GA 4, gradient checkpointing", {**_GA, **_GC}, 85.47, 5.99),
@@ -144,12 +145,12 @@ def _bert_cases() -> list[TimeCase]:
 
 _PEFT = ("huggingface/peft method_comparison/MetaMathQA/results/{full-finetuning--llama-3.2-3B-lr_0.00001,"
          "lora--llama-3.2-3B-rank32,lora--llama-3.2-3B-rank64,lora--llama-3.2-3B-rank10-target-mlp}.json "
-         "(shared/reference/memory_formulas.md §5.2)")
+         "(docs/time_cases_sources.md, section 2)")
 # The runs train 20,000 MetaMathQA samples holding 4,198,051 tokens in all ("train samples", "train total
 # tokens" in each result file): 210 tokens per sample on average. Batches of 4 are bucketed by length (run.py
 # BucketIterator), so they are padded to about that length; 768 is only the truncation limit.
-_PEFT_PLAN = TrainPlan(model="llama-3.2-3b", method="full", precision="bf16", seq_len=210, batch_size=4,
-                       eval_fraction=0.0)
+_PEFT_PLAN = TrainPlan(model="llama-3.2-3b", method=Method.FULL, precision=Precision.BF16, seq_len=210,
+                       batch_size=4, eval_fraction=0.0)
 
 
 def _peft_cases() -> list[TimeCase]:
@@ -176,8 +177,9 @@ _TT_FLAGS = ("pytorch/torchtune README.md \"Optimization flags\" @1814feb17a9038
              "(2024-11-18); recipe configs recipes/configs/llama3_2/3B_*_single_device.yaml at the same commit")
 _TT_METRIC = ("torchtune recipes log tokens_per_second_per_gpu = tokens of rank 0's batches / step time "
               "(recipes/*_finetune_*.py).")
-_TT_PLAN = TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=2048, batch_size=2,
-                     grad_accum=1, grad_checkpointing=True, attention="sdpa", stack="torchtune", eval_fraction=0.0)
+_TT_PLAN = TrainPlan(model="llama-3.1-8b", method=Method.FULL, precision=Precision.BF16, seq_len=2048,
+                     batch_size=2, grad_accum=1, grad_checkpointing=True, attention=Attention.SDPA,
+                     stack=Stack.TORCHTUNE, eval_fraction=0.0)
 _TT_LORA8 = {"method": "lora", "lora_r": 8, "lora_alpha": 16, "lora_targets": ("q_proj", "v_proj"),
              "optimizer_impl": "fused"}
 _TT_QLORA8 = {"method": "qlora", "lora_r": 8, "lora_alpha": 16, "optimizer_impl": "fused",
@@ -214,7 +216,7 @@ def _torchtune_cases() -> list[TimeCase]:
                        "on, 'measured over one full training epoch'; configs: bf16 weights and optimizer states, "
                        "activation checkpointing on, SDPA. " + _TT_METRIC)
     flags_plan = _TT_PLAN.replace(model="llama-3.2-3b", seq_len=4096, grad_checkpointing=False,
-                                  stack="hf-trainer")
+                                  stack=Stack.HF_TRAINER)
     lora64 = {"lora_r": 64, "lora_alpha": 128, "optimizer_impl": "fused", "grad_checkpointing": True,
               "stack": "torchtune",
               "lora_targets": ("q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")}
@@ -248,8 +250,9 @@ _TITAN_2025 = ("pytorch/torchtitan docs/performance.md @d4c86e3758a84cf23e2e879a
                "Tables 1 and 3; train_configs/llama3_8b.toml at torchtitan 9dec370 (the version it names)")
 _TITAN_2024 = ("pytorch/torchtitan docs/performance.md @157a12c562288b3bccb077003a97f18a4ca657aa (2024-04-24), "
                "'Llama 3/Llama 2 performance numbers'; train_configs/*.toml at the same commit")
-_TITAN_PLAN = TrainPlan(model="llama-3.1-8b", method="scratch", precision="bf16-mixed", seq_len=8192, batch_size=2,
-                        grad_checkpointing=True, attention="sdpa", sharding="fsdp", gpus=8, stack="framework",
+_TITAN_PLAN = TrainPlan(model="llama-3.1-8b", method=Method.SCRATCH, precision=Precision.BF16_MIXED, seq_len=8192,
+                        batch_size=2, grad_checkpointing=True, attention=Attention.SDPA, sharding=Sharding.FSDP,
+                        gpus=8, stack=Stack.FRAMEWORK,
                         eval_fraction=0.0)
 _SELECTIVE_OP = ("Selective op activation checkpointing (saves matmul and SDPA outputs, recomputes the rest and "
                  "every second matmul): between none and full; plan has full per-layer checkpointing on.")
@@ -294,8 +297,9 @@ def _torchtitan_cases() -> list[TimeCase]:
 _FMS = ("foundation-model-stack/fms-acceleration scripts/benchmarks/refs/a100_80gb.csv "
         "@24bdadb228e2d55bc0c69deec034b86a73da6917 (2025-02-07), framework_config 'none' and 'baseline-peft-bnb' "
         "rows; scenarios.yaml, defaults.yaml, accelerate.yaml, benchmark.py at the same commit")
-_FMS_PLAN = TrainPlan(model="mistral-7b", method="full", precision="bf16", seq_len=4096, batch_size=4,
-                      grad_checkpointing=True, attention="flash", stack="hf-trainer", eval_fraction=0.0)
+_FMS_PLAN = TrainPlan(model="mistral-7b", method=Method.FULL, precision=Precision.BF16, seq_len=4096,
+                      batch_size=4, grad_checkpointing=True, attention=Attention.FLASH, stack=Stack.HF_TRAINER,
+                      eval_fraction=0.0)
 _FMS_LORA = {"method": "lora", "lora_r": 16, "lora_alpha": 16, "lora_dropout": 0.1,
              "lora_targets": ("q_proj", "k_proj", "v_proj", "o_proj")}
 _FSDP2 = {"gpus": 2, "sharding": "fsdp"}
@@ -334,10 +338,11 @@ def _fms_cases() -> list[TimeCase]:
 
 _ANSWERAI = ("AnswerDotAI/fsdp_qlora benchmarks_03_2024.md @e877dda5026dfd964cccdb92a4532da587cbdae0 (2024-05-03; "
              "runs Feb-Mar 2024); train.py defaults at 7242daa (last train.py commit before 2024-03-25)")
-_ANSWERAI_PLAN = TrainPlan(model="llama-2-7b", method="qlora", precision="bf16", seq_len=2048, batch_size=1,
-                           grad_checkpointing=True, attention="sdpa", lora_r=64, lora_alpha=16, lora_dropout=0.1,
+_ANSWERAI_PLAN = TrainPlan(model="llama-2-7b", method=Method.QLORA, precision=Precision.BF16, seq_len=2048,
+                           batch_size=1, grad_checkpointing=True, attention=Attention.SDPA, lora_r=64, lora_alpha=16,
+                           lora_dropout=0.1,
                            lora_targets=("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"),
-                           gpus=2, sharding="fsdp", stack="hf-trainer", eval_fraction=0.0)
+                           gpus=2, sharding=Sharding.FSDP, stack=Stack.HF_TRAINER, eval_fraction=0.0)
 _ANSWERAI_SAMPLES = 1024
 
 
@@ -347,7 +352,7 @@ def _ga_to_32(gpus: int, batch: int) -> int:
 
 
 def _answerai_cases() -> list[TimeCase]:
-    rows = [  # name, gpu_id, plan changes, run time s, notes
+    rows: list[tuple[str, str, dict[str, Any], float, str]] = [  # name, gpu_id, plan changes, run time s, notes
         ("answerai Llama-2-7B LoRA DDP 2x4090", "rtx4090",
          {"method": "lora", "sharding": "ddp", "batch_size": 4}, 437,
          "Dual 4090 table: no NVLink, full PCIe 4.0 x16 to both GPUs, up to 400 W per card."),

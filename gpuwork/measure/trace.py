@@ -422,10 +422,11 @@ def _optimizer(plan: TrainPlan, params, stand_ins: list[Msg]):
     import torch
 
     lr = 1e-4
+    impl: dict[str, Any] = plan.optimizer_impl.torch_kwargs  # keywords only (fused / foreach)
     if plan.optimizer is Optimizer.ADAMW:
-        return torch.optim.AdamW(params, lr=lr, **plan.optimizer_impl.torch_kwargs)
+        return torch.optim.AdamW(params, lr=lr, **impl)
     if plan.optimizer is Optimizer.SGD:
-        return torch.optim.SGD(params, lr=lr, momentum=0.9, **plan.optimizer_impl.torch_kwargs)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, **impl)
     if plan.optimizer is Optimizer.ADAFACTOR:
         from transformers.optimization import Adafactor
 
