@@ -3,7 +3,7 @@
 #   make venv          create .venv (python3.11), torch first, then this package with all its extras
 #   make app           `gpuwork app`: the bundled app notebook with Voila on http://$(HOST):$(PORT)
 #   make test          the whole pytest suite (installs chromium for browser tests when it can)
-#   make lint          ruff check gpuwork tests
+#   make lint          ruff check gpuwork tests scripts benchmarks, then mypy (pyproject.toml's [tool.mypy])
 #   make browser-deps  apt-get install chromium if /usr/bin/chromium is missing
 #   make check-wheel   build the wheel, install it in fresh virtualenvs outside the checkout, run the CLI
 #
@@ -50,7 +50,8 @@ test: venv
 	$(PY) -m pytest -q
 
 lint: venv
-	$(VENV)/bin/ruff check gpuwork tests
+	$(VENV)/bin/ruff check gpuwork tests scripts benchmarks
+	$(VENV)/bin/mypy
 
 check-wheel: venv
 	PYTHON=$(PYTHON) scripts/check_wheel.sh

@@ -1,10 +1,137 @@
 import datetime as dt
+import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
+
+# Import names of what the extras ([trial], [workbook], [app], [configs]) and the test tools bring. With only
+# the core installed (CI's Python 3.12/3.13 legs), a test that needs one of them is skipped with a reason
+# naming it; a missing gpuwork module, or a package that IS installed but fails, still fails.
+EXTRA_MODULES = {
+    "torch": "trial", "transformers": "trial", "peft": "trial", "bitsandbytes": "trial", "tokenizers": "trial",
+    "safetensors": "trial", "psutil": "trial", "tqdm": "trial", "numpy": "trial", "trl": "test",
+    "datasets": "test", "plotly": "workbook", "ipywidgets": "workbook", "traitlets": "workbook",
+    "ipykernel": "workbook", "IPython": "workbook", "jupyterlab": "workbook", "nbclient": "workbook",
+    "nbconvert": "workbook", "nbformat": "workbook", "jinja2": "workbook", "papermill": "workbook",
+    "jupytext": "workbook", "pandas": "workbook", "voila": "app", "jupyter_server": "app", "tornado": "app",
+    "yaml": "configs", "playwright": "test", "importlinter": "test", "grimp": "test",
+}
+
+# Tests that need an extra only inside a subprocess whose output they do not show. Better: the test carries
+# @pytest.mark.needs("torch", ...) itself.
+NEEDS_BY_ID = {
+    "tests/test_notices.py::test_importing_bitsandbytes_after_gpuwork_measure_prints_nothing": ("bitsandbytes",),
+    "tests/test_record_bookkeeping.py::test_sigkill_mid_run_keeps_every_finished_step_and_the_record_loads":
+        ("torch",),
+    "tests/test_distributed.py::test_a_ranks_error_reaches_the_caller_as_a_coded_message": ("torch",),
+}
+
+
+def _absent(top: str) -> str | None:
+    """Why a test cannot run here when ``top`` (an import name an extra brings) is not installed, else None."""
+    if top not in EXTRA_MODULES or importlib.util.find_spec(top) is not None:
+        return None
+    return f"needs {top} (pip install 'gpuwork[{EXTRA_MODULES[top]}]'), not installed here"
+
+
+def missing_extra(exc: BaseException | None) -> str | None:
+    """Why a test cannot run here, when ``exc`` is the import of an extra's package that is not installed."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    return _absent(exc.name.split(".")[0])
+
+
+def _absent_named_in(text: str) -> str | None:
+    """Why a test cannot run here, when its failure ``text`` holds gpuwork's own "install the extra" message
+    (error.cli.missing_extra, in either language) or Python's "No module named" for an absent extra: the CLI,
+    run in a subprocess or in-process, said so."""
+    from gpuwork.present.messages import CATALOG
+
+    patterns = [re.compile(r"No module named '(?P<module>[\w.]+)'")]
+    for template in CATALOG["error.cli.missing_extra"].values():
+        pattern = re.escape(template).replace(re.escape("{module:raw}"), r"(?P<module>[\w.]+)")
+        patterns.append(re.compile(re.sub(r"\\\{\w+:raw\\\}", r"\\S+", pattern)))
+    for pattern in patterns:
+        for match in pattern.finditer(text):
+            reason = _absent(match["module"].split(".")[0])
+            if reason:
+                return reason
+    return None
+
+
+class _ExtrasModule(pytest.Module):
+    """A test module whose import may need an extra: skipped with a reason when that extra is absent."""
+
+    def collect(self):
+        try:
+            self.obj  # noqa: B018 - imports the module
+        except self.CollectError as exc:
+            reason = missing_extra(exc.__cause__)
+            if reason:
+                pytest.skip(f"{self.path.name}: {reason}", allow_module_level=True)
+            raise
+        return super().collect()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    if module_path.name == "__init__.py":
+        return None
+    return _ExtrasModule.from_parent(parent, path=module_path)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(*modules): skipped where one of these imports is not installed")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        needs = [*NEEDS_BY_ID.get(item.nodeid, ())]
+        for mark in item.iter_markers("needs"):
+            needs += mark.args
+        reasons = [r for r in map(_absent, needs) if r]
+        if reasons:
+            item.add_marker(pytest.mark.skip(reason=reasons[0]))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    try:
+        return (yield)
+    except ModuleNotFoundError as exc:  # a fixture that imports an absent extra (one_thread: torch)
+        reason = missing_extra(exc)
+        if reason:
+            pytest.skip(reason)
+        raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    try:
+        return (yield)
+    except ModuleNotFoundError as exc:  # a lazy import inside gpuwork, reached by a test, of an absent extra
+        reason = missing_extra(exc)
+        if reason:
+            pytest.skip(reason)
+        raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failure that gpuwork or Python explains by an absent extra becomes a skip with that reason; with every
+    extra installed, nothing changes."""
+    report = yield
+    if report.failed and call.excinfo is not None:
+        reason = _absent_named_in("\n".join([report.longreprtext, report.capstdout, report.capstderr]))
+        if reason:
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
+    return report
 
 
 def free_port() -> int:

@@ -186,6 +186,45 @@ def test_ci_runs_make_test_then_the_wheel_check() -> None:
     assert script.stat().st_mode & 0o111, "scripts/check_wheel.sh must be executable"
     assert "set -euo pipefail" in script.read_text()
     assert "constraints.txt" in script.read_text(), "the wheel check installs torch from constraints.txt"
+    matrix = [i for i, c in enumerate(commands) if re.match(r"^(bash )?scripts/ci_matrix\.sh test\b", c)]
+    lint = [i for i, c in enumerate(commands) if re.match(r"^make lint\b", c)]
+    assert matrix and matrix[0] > test[0], ".ci/run must run scripts/ci_matrix.sh after `make test`"
+    assert lint and lint[0] > test[0], ".ci/run must run `make lint` (ruff, mypy) after `make test`"
+    assert any("ruff check gpuwork tests scripts benchmarks" in line for line in _make_recipe("lint"))
+    assert any(re.search(r"bin/mypy\b", line) for line in _make_recipe("lint"))
+
+
+def _matrix_torches() -> dict[str, str]:
+    """TORCH_NEWEST and TORCH_OLDEST of scripts/ci_matrix.sh."""
+    text = (ROOT / "scripts" / "ci_matrix.sh").read_text()
+    return dict(re.findall(r"^(TORCH_NEWEST|TORCH_OLDEST)=([\w.]+)$", text, re.M))
+
+
+def test_ci_matrix_tests_both_ends_of_the_torch_range(pyproject: dict) -> None:
+    """The matrix's oldest torch is [trial]'s floor and its newest the last minor release under the cap, so a
+    change of the range without a change of what CI tests (or the other way round) fails here."""
+    from packaging.version import Version
+
+    torches = _matrix_torches()
+    assert set(torches) == {"TORCH_NEWEST", "TORCH_OLDEST"}, "scripts/ci_matrix.sh must set both torch versions"
+    spec = next(r for r in _extra(pyproject, "trial") if r.name == "torch").specifier
+    floor = [Version(s.version) for s in spec if s.operator == ">="]
+    cap = [Version(s.version) for s in spec if s.operator == "<"]
+    assert len(floor) == 1 and len(cap) == 1, f"[trial] torch must be a >=floor,<cap range, got {spec}"
+    oldest, newest = Version(torches["TORCH_OLDEST"]), Version(torches["TORCH_NEWEST"])
+    assert (oldest.major, oldest.minor) == (floor[0].major, floor[0].minor), f"oldest {oldest} is not {floor[0]}"
+    assert spec.contains(str(oldest)) and spec.contains(str(newest)), f"{oldest} and {newest} must lie in {spec}"
+    assert (newest.major, newest.minor + 1) == (cap[0].major, cap[0].minor), f"newest {newest}: cap is {cap[0]}"
+    assert spec.contains(_torch_pin()) and oldest <= Version(_torch_pin()) <= newest
+
+
+def test_classifiers_name_the_pythons_ci_tests(pyproject: dict) -> None:
+    """CI runs Python 3.11 (`make test`) and 3.12, 3.13 (scripts/ci_matrix.sh); the classifiers say so."""
+    classifiers = pyproject["project"]["classifiers"]
+    text = (ROOT / "scripts" / "ci_matrix.sh").read_text()
+    for minor in ("3.11", "3.12", "3.13"):
+        assert f"Programming Language :: Python :: {minor}" in classifiers
+        assert f"python{minor}" in text, f"scripts/ci_matrix.sh does not use python{minor}"
 
 
 def test_readme_quick_start_commands() -> None:
