@@ -62,3 +62,13 @@ class CatalogError(GpuworkError, ValueError):
 
 class TraceError(GpuworkError, RuntimeError):
     """A traced (fake-tensor) step could not run; the message names the op or module."""
+
+
+# -- exit codes of the gpuwork commands (one definition each) -----------------------------------------------
+
+EXIT_OK = 0
+EXIT_NO_FIT = 1  # --check on plan, offers and advise: nothing fits
+EXIT_USAGE = 2  # a bad command line
+EXIT_DOES_NOT_FIT = 3  # a trial (or one rank of it) ran out of memory
+EXIT_CHECKPOINT_NOT_VERIFIED = 4
+EXIT_SIGNAL_BASE = 128  # stopped by a signal: 128 + its number, as a shell reports it (130 SIGINT, 143 SIGTERM)

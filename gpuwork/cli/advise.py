@@ -15,8 +15,9 @@ import sys
 import time
 from typing import Any
 
-from gpuwork.cli.args import EXIT_NO_FIT, check_argument, escaped_output, plan_arguments, with_mapping
+from gpuwork.cli.args import check_argument, escaped_output, plan_arguments, with_mapping
 from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan, have_cards
+from gpuwork.errors import EXIT_NO_FIT
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import MISSING, fmt_duration, fmt_number, fmt_usd

@@ -10,14 +10,11 @@ import sys
 import time
 from typing import Any
 
-from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.errors import EXIT_USAGE, GpuworkError, PlanError
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Stack, TrainPlan, field_names
 from gpuwork.present.messages import LANGS, MessageError, render, text
-
-EXIT_USAGE = 2
-EXIT_NO_FIT = 1  # --check on plan, offers and advise: nothing fits
 
 
 def check_argument(parser: argparse.ArgumentParser, lang: str = "en") -> None:

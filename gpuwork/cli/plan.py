@@ -21,7 +21,6 @@ from datetime import date, timedelta
 from typing import Any
 
 from gpuwork.cli.args import (
-    EXIT_NO_FIT,
     FlagValueError,
     check_argument,
     escaped_output,
@@ -30,7 +29,7 @@ from gpuwork.cli.args import (
     plan_from_args,
     with_mapping,
 )
-from gpuwork.errors import PlanError
+from gpuwork.errors import EXIT_NO_FIT, PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
 from gpuwork.plan import UPPER_BOUNDS, TrainPlan

@@ -22,8 +22,6 @@ from gpuwork.message import msg
 from gpuwork.present.messages import text
 from gpuwork.units import LANGS
 
-EXIT_USAGE = 2
-
 
 def _paragraphs(text: str, width: int = 100) -> str:
     """Each line of ``text`` wrapped as a paragraph, a blank line between (argparse keeps them as written)."""

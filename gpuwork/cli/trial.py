@@ -21,18 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.cli.args import with_mapping
-from gpuwork.errors import GpuworkError
+from gpuwork.errors import (
+    EXIT_CHECKPOINT_NOT_VERIFIED,
+    EXIT_DOES_NOT_FIT,
+    EXIT_OK,
+    EXIT_SIGNAL_BASE,
+    EXIT_USAGE,
+    GpuworkError,
+)
 from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_seconds
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_DOES_NOT_FIT = 3
-EXIT_CHECKPOINT_NOT_VERIFIED = 4
-EXIT_SIGNAL_BASE = 128  # stopped by a signal: 128 + its number, as a shell reports it (130 SIGINT, 143 SIGTERM)
-
 
 # -- formatting (pure) -----------------------------------------------------------------------------------------
 

@@ -78,7 +78,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuwork.errors import GpuworkError
+from gpuwork.errors import EXIT_DOES_NOT_FIT, GpuworkError
 from gpuwork.measure import records
 from gpuwork.measure.checkpoint import (
     CheckpointStore,
@@ -122,7 +122,6 @@ from gpuwork.plan import Method, Sharding, TrainPlan
 if TYPE_CHECKING:
     import torch
 
-EXIT_DOES_NOT_FIT = 3  # a rank ran out of memory (its record is in the work folder)
 EXIT_ERROR = 2  # a rank refused the trial (TrialError / ModelError / DataError...): message on stderr
 SPEC_FILE = "trial-spec.json"
 RESULT_FILE = "record.json"
