@@ -14,9 +14,15 @@ from gpuwork.errors import CatalogError
 from gpuwork.estimate.ops import Phase, step_ops
 from gpuwork.estimate.steptime import curve_fraction, price_ops, stack_kernels
 from gpuwork.facts.catalog import get_gpu
-from gpuwork.facts.paths import data_dir
-from gpuwork.facts.rates import ATTENTION_CURVES_CSV, AttentionRow, attention_curves, load_rates, read_attention_rows
 from gpuwork.facts.model import get_spec
+from gpuwork.facts.paths import data_dir
+from gpuwork.facts.rates import (
+    ATTENTION_CURVES_CSV,
+    AttentionRow,
+    attention_curves,
+    load_rates,
+    read_attention_rows,
+)
 from gpuwork.plan import Attention, Method, TrainPlan
 
 H100_PEAK_TF = 989.0

@@ -57,7 +57,7 @@ def _upload(name: str, content: bytes) -> tuple[dict, ...]:
     import datetime
 
     return ({"name": name, "content": memoryview(content), "type": "", "size": len(content),
-             "last_modified": datetime.datetime.now(datetime.timezone.utc)},)
+             "last_modified": datetime.datetime.now(datetime.UTC)},)
 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
