@@ -533,38 +533,26 @@ def stack_profile(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None =
     return stacks.get(plan.stack)
 
 
-def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
-    """Per-GPU peak memory of one steady-state training step of ``plan``.
-
-    Args:
-        plan: the run (memory reads everything above ``dataset_tokens``).
-        spec: the model's spec (``gpuwork.facts.resolve(plan).spec``). For a family without a hand-written
-            block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
-            gives the bytes the real block saves for backward instead of the nearest family's.
-        stack: what ``plan.stack`` changes in memory (``gpuwork.facts.rates`` stacks.csv: loss kernel, fused
-            RMSNorm and SwiGLU, checkpoint offload); default the profile in ``spec.extras["stacks"]``, which
-            ``resolve`` adds, and without one the eager Hugging Face behaviour.
-
-    Returns a MemoryEstimate with the breakdown at the peak and the three totals, in bytes.
-    """
-    counts = count_params(spec, plan)
-    states = _model_states(spec, plan, counts)
-    dt = plan_dtypes(plan)
-    profile = stack_profile(plan, spec, stack)
+def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
+                       profile: StackProfile | None) -> _Activations:
+    """Bytes per token the blocks save: the hand-written block's, or what autograd saved in a traced block that
+    matches the plan (a + b x seq_len bytes per token, or only the block's input under gradient checkpointing)."""
     act = _activations(spec, plan, dt, profile)
     block_profile = matching_profile(spec, plan)
-    if block_profile is not None:
-        # what autograd saved in the traced block: a + b x seq_len bytes per token, or only the block's
-        # input under gradient checkpointing (the profile was traced for this method class)
-        per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
-        act = dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
-                                  per_layer_quadratic=quadratic,
-                                  checkpoint_per_layer=round(block_profile.input_bytes))
+    if block_profile is None:
+        return act
+    per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
+    return dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
+                               per_layer_quadratic=quadratic, checkpoint_per_layer=round(block_profile.input_bytes))
+
+
+def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: _States, counts: ParamCounts) -> list[Msg]:
+    """What the figures leave out or assume about this plan: a sequence past the model's positions, no SDPA path,
+    experts bitsandbytes does not quantize, fp32 master weights."""
     warnings: list[Msg] = []
     if spec.max_position and plan.seq_len > spec.max_position:
         warnings.append(msg("memory.seq_len_above_max", seq_len=plan.seq_len, model=spec.name,
                             max_position_embeddings=spec.max_position))
-
     if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
         warnings.append(msg("memory.no_sdpa_path", architecture=spec.architecture))
     expert_params = sum(lin.count * lin.params for lin in spec.linears if lin.experts > 1)
@@ -577,16 +565,15 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         per_param = (states.weights + states.gradients + states.optimizer) // max(counts.trainable, 1)
         warnings.append(msg("memory.fp32_master", sharding=plan.sharding.value, precision=plan.precision.value,
                             bytes_per_param=per_param))
-    # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
-    seq_len = plan.longest_batch_len
-    tokens = plan.batch_size * seq_len
-    n_gpus = plan.gpus
-    sharding = plan.sharding
+    return warnings
 
-    # --- model states per GPU after sharding -----------------------------------------------
+
+def _per_gpu_states(plan: TrainPlan, states: _States) -> tuple[int, int, int, int, int, int]:
+    """(weights, gradients, optimizer states, paged optimizer states, host bytes, sharding buffers) per GPU after
+    sharding (ZeRO paper §5) and offload."""
+    sharding, n_gpus = plan.sharding, plan.gpus
     weights, grads, opt = states.weights, states.gradients, states.optimizer
     host = 0
-    compute_bytes = plan.precision.compute_bytes
     sharding_buffers = 0
     if sharding is Sharding.DDP and n_gpus > 1:
         sharding_buffers += _DDP_BUCKET_COPIES * grads
@@ -608,19 +595,27 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     paged = states.optimizer_paged
     if sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
         paged = math.ceil(paged / n_gpus)
+    return weights, grads, opt, paged, host, sharding_buffers
 
-    # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
-    # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
-    # 18 B/param for mixed-precision AdamW).
-    autocast_copies = 0
-    if plan.precision.is_mixed and not plan.uses_adapters:
-        linear_params = sum(lin.count * lin.params for lin in spec.linears)
-        autocast_copies = 2 * linear_params * counts.trainable // max(counts.base, 1)
-        if sharding.shards_params:
-            autocast_copies = 2 * compute_bytes * spec.params_largest_module
-    grads_during_fwd = grads if plan.grad_accum > 1 else 0
 
-    # --- activations ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Saved:
+    """What the step keeps for backward at the longest micro-batch, in bytes per GPU."""
+
+    trained_layers: int
+    activations: int  # the blocks' saved tensors (or checkpointed inputs) + rotary tables and inputs
+    shared: int  # rotary tables and inputs
+    recompute: int  # one block's forward re-run under checkpointing
+    logits: int
+    logits_chunk: int  # one chunk of a fused linear cross-entropy
+    offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
+
+
+def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, profile: StackProfile | None,
+                       dt: Dtypes) -> _Saved:
+    """The activations the step saves for backward at the plan's longest micro-batch."""
+    seq_len = plan.longest_batch_len
+    tokens = plan.batch_size * seq_len
     quad = act.per_layer_quadratic * seq_len
     trained_layers = _trained_layers(spec, plan)
     trained_bytes = (act.per_layer_trained + quad) * tokens
@@ -654,6 +649,54 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     logits = act.head * tokens
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else 0
+    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded)
+
+
+def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
+    """Per-GPU peak memory of one steady-state training step of ``plan``.
+
+    Args:
+        plan: the run (memory reads everything above ``dataset_tokens``).
+        spec: the model's spec (``gpuwork.facts.resolve(plan).spec``). For a family without a hand-written
+            block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
+            gives the bytes the real block saves for backward instead of the nearest family's.
+        stack: what ``plan.stack`` changes in memory (``gpuwork.facts.rates`` stacks.csv: loss kernel, fused
+            RMSNorm and SwiGLU, checkpoint offload); default the profile in ``spec.extras["stacks"]``, which
+            ``resolve`` adds, and without one the eager Hugging Face behaviour.
+
+    Returns a MemoryEstimate with the breakdown at the peak and the three totals, in bytes.
+    """
+    counts = count_params(spec, plan)
+    states = _model_states(spec, plan, counts)
+    dt = plan_dtypes(plan)
+    profile = stack_profile(plan, spec, stack)
+    act = _block_activations(spec, plan, dt, profile)
+    warnings = _plan_warnings(spec, plan, states, counts)
+    # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
+    seq_len = plan.longest_batch_len
+    tokens = plan.batch_size * seq_len
+    n_gpus = plan.gpus
+    sharding = plan.sharding
+
+    # --- model states per GPU after sharding -----------------------------------------------
+    weights, grads, opt, paged, host, sharding_buffers = _per_gpu_states(plan, states)
+    compute_bytes = plan.precision.compute_bytes
+
+    # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
+    # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
+    # 18 B/param for mixed-precision AdamW).
+    autocast_copies = 0
+    if plan.precision.is_mixed and not plan.uses_adapters:
+        linear_params = sum(lin.count * lin.params for lin in spec.linears)
+        autocast_copies = 2 * linear_params * counts.trainable // max(counts.base, 1)
+        if sharding.shards_params:
+            autocast_copies = 2 * compute_bytes * spec.params_largest_module
+    grads_during_fwd = grads if plan.grad_accum > 1 else 0
+
+    saved = _saved_activations(spec, plan, act, profile, dt)
+    trained_layers, activations, shared, recompute = (saved.trained_layers, saved.activations, saved.shared,
+                                                      saved.recompute)
+    logits, logits_chunk, offloaded = saved.logits, saved.logits_chunk, saved.offloaded
 
     # --- timeline ---------------------------------------------------------------------------
     pb = states.trainable_param_bytes
