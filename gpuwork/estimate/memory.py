@@ -652,6 +652,98 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded)
 
 
+def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    """Bytes of the 16-bit copies autocast caches of the trained linear weights (0 outside mixed precision)."""
+    if not plan.precision.is_mixed or plan.uses_adapters:
+        return 0
+    if plan.sharding.shards_params:
+        return 2 * plan.precision.compute_bytes * spec.params_largest_module
+    linear_params = sum(lin.count * lin.params for lin in spec.linears)
+    return 2 * linear_params * counts.trainable // max(counts.base, 1)
+
+
+def _per_gpu_optimizer_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    """The optimizer step's temporaries on one GPU (none when the step runs on the host)."""
+    opt_temp = _optimizer_step_temporary(spec, plan, counts)
+    if plan.offload_optimizer:
+        return 0
+    if plan.sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        return math.ceil(opt_temp / plan.gpus)
+    return opt_temp
+
+
+def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, trained_layers: int) -> dict[str, int]:
+    """Gathered (unsharded) parameters and gradients of sharded plans, per moment of the step. FSDP2 wraps each
+    block and the root (embeddings, head, final norm); the root stays gathered from forward to the end of backward
+    (reshard_after_forward=False for the root), one block is gathered and the next prefetched, and a unit's full
+    gradient exists until it is reduce-scattered (torch.distributed.fsdp fully_shard docs; checked with
+    FSDPMemTracker under a fake process group)."""
+    gather = dict.fromkeys(("forward", "loss backward", "block backward", "backward end", "optimizer step"), 0)
+    if plan.sharding.shards_params:
+        compute_bytes = plan.precision.compute_bytes
+        root = spec.params_embedding + spec.params_head + spec.params_other
+        block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
+        root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
+        gather["forward"] = gather["loss backward"] = compute_bytes * (root + spec.params_block)
+        gather["block backward"] = compute_bytes * (root + 2 * spec.params_block) + block_grad
+        gather["backward end"] = compute_bytes * root + root_grad
+    return gather
+
+
+def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved, allocated_total: int,
+              mlp_transient_per_token: int, breakdown: dict[str, int]) -> int:
+    """Bytes the caching allocator reserves for ``allocated_total``: its slack and, under batches of varying
+    length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator); the terms go to
+    ``breakdown``."""
+    reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
+    breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
+    breakdown["allocator_cache"] = reserved - allocated_total
+    hist = plan.length_histogram
+    if hist is not None and len(hist) > 1:
+        # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the
+        # allocator maps more segments; replayed rule by rule, as the excess over the same replay with every
+        # batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK)
+        tokens = plan.batch_size * plan.longest_batch_len
+        step = _step_tensors(spec, plan, act, saved.trained_layers, mlp_transient_per_token, saved.offloaded > 0)
+        lengths = batch_lengths(hist, plan.batch_size)
+        varied, _ = replay(step, tuple(plan.batch_size * n for n in lengths), plan.expandable_segments)
+        steady, _ = replay(step, (tokens,) * 3, plan.expandable_segments)
+        breakdown["allocator_fragmentation"] = max(varied - steady, 0)
+        reserved += breakdown["allocator_fragmentation"]
+    return reserved
+
+
+def _backward_gradients(spec: ModelSpec, plan: TrainPlan, pb: int, grads: int) -> tuple[int, int]:
+    """(output layer's gradient, one block's gradients) per GPU while backward runs through a block."""
+    lm_head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)  # params_head: untied part
+    g_head = pb * spec.params_head if lm_head_trainable else 0
+    if plan.sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+        g_head = math.ceil(g_head / plan.gpus)
+    g_block = grads // max(spec.num_layers, 1) if plan.method is not Method.FREEZE else (
+        pb * spec.params_block)
+    if plan.uses_adapters:
+        g_block = grads // max(spec.num_layers, 1)
+    return g_head, g_block
+
+
+def _block_backward_transients(spec: ModelSpec, plan: TrainPlan, act: _Activations, dt: Dtypes) -> tuple[int, int]:
+    """(the MLP's, the larger of the MLP's and attention's) temporaries of backward through one block.
+
+    The MLP part runs first (gradients of its intermediates), then attention, whose eager softmax backward
+    materialises an fp32 s x s gradient per head (torch _softmax_backward_data); by then the MLP's saved tensors
+    are freed unless the block was just recomputed (checkpointing). Measured with gpuwork trace (Llama, BERT,
+    GPT-2 blocks).
+    """
+    seq_len = plan.longest_batch_len
+    tokens = plan.batch_size * seq_len
+    mlp_transient = int(_BLOCK_BACKWARD_TRANSIENT_I * dt.linear_out * spec.intermediate_size
+                        * max(spec.experts_per_token, 1) * tokens)
+    attn_transient = 4 * spec.num_heads * seq_len * tokens if plan.attention is Attention.EAGER else 0
+    if not plan.grad_checkpointing:
+        attn_transient -= act.mlp_saved * tokens
+    return mlp_transient, max(mlp_transient, attn_transient)
+
+
 def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
     """Per-GPU peak memory of one steady-state training step of ``plan``.
 
@@ -673,24 +765,15 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     act = _block_activations(spec, plan, dt, profile)
     warnings = _plan_warnings(spec, plan, states, counts)
     # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
-    seq_len = plan.longest_batch_len
-    tokens = plan.batch_size * seq_len
-    n_gpus = plan.gpus
-    sharding = plan.sharding
+    tokens = plan.batch_size * plan.longest_batch_len
 
     # --- model states per GPU after sharding -----------------------------------------------
     weights, grads, opt, paged, host, sharding_buffers = _per_gpu_states(plan, states)
-    compute_bytes = plan.precision.compute_bytes
 
     # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
     # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
     # 18 B/param for mixed-precision AdamW).
-    autocast_copies = 0
-    if plan.precision.is_mixed and not plan.uses_adapters:
-        linear_params = sum(lin.count * lin.params for lin in spec.linears)
-        autocast_copies = 2 * linear_params * counts.trainable // max(counts.base, 1)
-        if sharding.shards_params:
-            autocast_copies = 2 * compute_bytes * spec.params_largest_module
+    autocast_copies = _autocast_copies(spec, plan, counts)
     grads_during_fwd = grads if plan.grad_accum > 1 else 0
 
     saved = _saved_activations(spec, plan, act, profile, dt)
@@ -700,45 +783,13 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
 
     # --- timeline ---------------------------------------------------------------------------
     pb = states.trainable_param_bytes
-    lm_head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)  # params_head: untied part
-    g_head = pb * spec.params_head if lm_head_trainable else 0
-    if sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
-        g_head = math.ceil(g_head / n_gpus)
-    g_block = grads // max(spec.num_layers, 1) if plan.method is not Method.FREEZE else (
-        pb * spec.params_block)
-    if plan.uses_adapters:
-        g_block = grads // max(spec.num_layers, 1)
-    # Backward through one block: the MLP part runs first (gradients of its intermediates), then
-    # attention, whose eager softmax backward materialises an fp32 s x s gradient per head
-    # (torch _softmax_backward_data); by then the MLP's saved tensors are freed unless the block
-    # was just recomputed (checkpointing). Measured with gpuwork trace (Llama, BERT, GPT-2 blocks).
-    mlp_transient = int(_BLOCK_BACKWARD_TRANSIENT_I * dt.linear_out * spec.intermediate_size
-                        * max(spec.experts_per_token, 1) * tokens)
-    attn_transient = 4 * spec.num_heads * seq_len * tokens if plan.attention is Attention.EAGER else 0
-    if not plan.grad_checkpointing:
-        attn_transient -= act.mlp_saved * tokens
-    block_transient = max(mlp_transient, attn_transient)
+    g_head, g_block = _backward_gradients(spec, plan, pb, grads)
+    mlp_transient, block_transient = _block_backward_transients(spec, plan, act, dt)
 
-    opt_temp = _optimizer_step_temporary(spec, plan, counts)
-    if plan.offload_optimizer:
-        opt_temp = 0
-    elif sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
-        opt_temp = math.ceil(opt_temp / n_gpus)
+    opt_temp = _per_gpu_optimizer_temporary(spec, plan, counts)
 
     # Each moment of the step as named terms; the peak's terms are the breakdown.
-    # Gathered (unsharded) parameters and gradients of sharded plans, per moment. FSDP2 wraps each
-    # block and the root (embeddings, head, final norm); the root stays gathered from forward to
-    # the end of backward (reshard_after_forward=False for the root), one block is gathered and the
-    # next prefetched, and a unit's full gradient exists until it is reduce-scattered
-    # (torch.distributed.fsdp fully_shard docs; checked with FSDPMemTracker under a fake process group).
-    gather = dict.fromkeys(("forward", "loss backward", "block backward", "backward end", "optimizer step"), 0)
-    if sharding.shards_params:
-        root = spec.params_embedding + spec.params_head + spec.params_other
-        block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
-        root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
-        gather["forward"] = gather["loss backward"] = compute_bytes * (root + spec.params_block)
-        gather["block backward"] = compute_bytes * (root + 2 * spec.params_block) + block_grad
-        gather["backward end"] = compute_bytes * root + root_grad
+    gather = _gathered(spec, plan, counts, pb, trained_layers)
     base_terms = {"weights": weights, "optimizer_states": opt}
     logits_after_loss = logits - act.head_logsoftmax * tokens
     moments: dict[str, dict[str, int]] = {
@@ -763,20 +814,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     allocated = int(sum(breakdown.values()))
 
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
-    reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
-    breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
-    breakdown["allocator_cache"] = reserved - allocated_total
-    hist = plan.length_histogram
-    if hist is not None and len(hist) > 1:
-        # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the
-        # allocator maps more segments; replayed rule by rule (gpuwork.estimate.allocator), as the excess over
-        # the same replay with every batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK)
-        step = _step_tensors(spec, plan, act, trained_layers, mlp_transient // max(tokens, 1), offloaded > 0)
-        lengths = batch_lengths(hist, plan.batch_size)
-        varied, _ = replay(step, tuple(plan.batch_size * n for n in lengths), plan.expandable_segments)
-        steady, _ = replay(step, (tokens,) * 3, plan.expandable_segments)
-        breakdown["allocator_fragmentation"] = max(varied - steady, 0)
-        reserved += breakdown["allocator_fragmentation"]
+    reserved = _reserved(spec, plan, act, saved, allocated_total, mlp_transient // max(tokens, 1), breakdown)
     breakdown["paged_optimizer_states"] = paged  # unified memory, resident when the GPU has room
     breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
