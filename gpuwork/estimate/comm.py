@@ -90,20 +90,21 @@ def curve_busbw(curve: BusCurve, link_bytes_s: float, size_bytes: float, ranks: 
     if size_bytes <= 0:
         return link_bytes_s * eff
     half = curve.half_bytes * ranks / CURVE_RANKS
-    return link_bytes_s * eff / (1.0 + (half / size_bytes) ** curve.exponent)
+    return float(link_bytes_s * eff / (1.0 + (half / size_bytes) ** curve.exponent))
 
 
 def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, ranks: int) -> float:
     """Bus bandwidth of one collective of ``size_bytes`` over ``ranks`` GPUs on ``fabric``."""
-    multi = fabric.network is not None
+    network = fabric.network
+    multi = network is not None
     use_nvls = (collective == ALL_REDUCE and fabric.nvls and not multi and ranks >= NVLS_MIN_GPUS
                 and fabric.intra_efficiency is None)
     intra = facts.curve_for("nvls" if use_nvls else "nvlink-ring")
     bandwidth = curve_busbw(intra, fabric.intra_bytes_s, size_bytes, ranks, fabric.intra_efficiency)
-    if multi:
+    if network is not None:
         # the ring's channels cross each node boundary through different NICs: the node's NICs together
         net = facts.curve_for("network-ring")
-        bandwidth = min(bandwidth, curve_busbw(net, fabric.network.node_bytes_s, size_bytes, ranks))
+        bandwidth = min(bandwidth, curve_busbw(net, network.node_bytes_s, size_bytes, ranks))
     return bandwidth
 
 
