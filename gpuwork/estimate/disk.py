@@ -17,6 +17,8 @@ are saved as they live in memory (uint8 + fp32 absmax).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -129,21 +131,28 @@ def dataset_text_bytes(plan: TrainPlan) -> int:
 
 def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
     """Optimizer states of all trainable parameters, unsharded, as the memory estimator models them
-    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored). Cached by
-    what the states depend on (a time sweep asks for the same states at many shapes)."""
-    key = (spec.name, spec.params_total, spec.task, plan.method, plan.precision, plan.optimizer, plan.lora_r,
-           plan.lora_targets, plan.trainable_layers, plan.quant_type, plan.double_quant)
-    cached = _STATES.get(key)
-    if cached is None:
-        est = estimate_memory(plan.single_gpu(), spec)
-        cached = est.breakdown.get("optimizer_states", 0) + est.breakdown.get("paged_optimizer_states", 0)
-        if len(_STATES) > 4096:
-            _STATES.clear()
-        _STATES[key] = cached
-    return cached
+    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored). Cached on the plan as
+    the states see it (``_states_plan``: a time sweep asks for the same states at many shapes) and the spec."""
+    return _state_bytes(_states_plan(plan), spec)
 
 
-_STATES: dict[tuple[Any, ...], int] = {}
+# Fields of a plan the optimizer states do not depend on: the batch shape and the run around the step.
+_NOT_STATES = ("seq_len", "batch_size", "grad_accum", "grad_checkpointing", "attention", "lengths",
+               "expandable_segments", "dataset_tokens", "dataset_bytes", "epochs", "eval_fraction",
+               "checkpoint_every_steps", "checkpoints_kept")
+
+
+def _states_plan(plan: TrainPlan) -> TrainPlan:
+    """The plan on one GPU with the fields the states do not read at their defaults: the one key of their cache,
+    and the plan they are computed from, so the cache cannot answer for a field it did not see."""
+    defaults = TrainPlan()
+    return dataclasses.replace(plan.single_gpu(), **{f: getattr(defaults, f) for f in _NOT_STATES})
+
+
+@functools.lru_cache(maxsize=4096)
+def _state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
+    est = estimate_memory(plan, spec)
+    return est.breakdown.get("optimizer_states", 0) + est.breakdown.get("paged_optimizer_states", 0)
 
 
 def checkpoint_size(plan: TrainPlan, spec: ModelSpec) -> CheckpointSize:
