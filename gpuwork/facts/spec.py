@@ -5,6 +5,7 @@ Pure types and arithmetic; ``gpuwork.facts.model`` builds specs from configs (me
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -142,18 +143,13 @@ def lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linea
     nn.Linear except the output layer (peft `_maybe_include_all_linear_layers`).
     Raises ModelError when a target matches nothing, listing the real names.
     """
-    key = (spec.name, spec.task, spec.params_total, targets)
-    cached = _TARGETS_CACHE.get(key)
-    if cached is not None:
-        return list(cached)
-    chosen = _lora_target_linears(spec, targets)
-    if len(_TARGETS_CACHE) > 4096:
-        _TARGETS_CACHE.clear()
-    _TARGETS_CACHE[key] = tuple(chosen)
-    return chosen
+    return list(_target_linears(spec, targets))
 
 
-_TARGETS_CACHE: dict[tuple[str, Task, int, tuple[str, ...]], tuple[Linear, ...]] = {}
+@functools.lru_cache(maxsize=4096)
+def _target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[Linear, ...]:
+    """``lora_target_linears`` cached on the whole spec (its linears included) and the targets."""
+    return tuple(_lora_target_linears(spec, targets))
 
 
 def _lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linear]:
