@@ -392,6 +392,45 @@ def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input
     return dt.stream * h + 8
 
 
+def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: bool,
+                      loss_kernel: str) -> tuple[int, int, int]:
+    """Bytes per token after the blocks: (final norm, head and loss saved, of which log_softmax's output, the loss
+    backward's vocab-wide gradients), by the stack's loss kernel (stacks.csv loss_kernel)."""
+    h, e = spec.hidden_size, dt.linear_out
+    decoder_style = spec.norm == "rms"
+    head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
+    if decoder_style:
+        final_norm = _norm_saved(spec, dt, head_trainable, fused_norm)
+    else:
+        final_norm = _norm_saved(spec, dt, head_trainable) if spec.model_type == "gpt2" else 0
+    vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
+    head_in = dt.stream * h if head_trainable else 0  # lm_head saves its input when it trains
+    head_out_bytes = 4 if plan.method is Method.QLORA or dt.linear_out == 4 else 2
+    # causal LMs use transformers' ForCausalLMLoss, which upcasts logits to fp32; BERT heads call
+    # CrossEntropyLoss on the logits as they are. log_softmax saves its output.
+    loss_bytes = 4 if spec.task is Task.CAUSAL_LM else head_out_bytes
+    logsoftmax = loss_bytes * vocab
+    logits_extra = 0
+    if spec.extras.get("final_logit_softcapping"):
+        logits_extra = head_out_bytes * vocab  # tanh saves its output (Gemma 2 soft-capping)
+    mlm_head = 0
+    if spec.task is Task.MASKED_LM and not decoder_style:
+        mlm_head = 4 * e * h + 8  # transform dense in/out, GELU out, LayerNorm in
+    head = final_norm + head_in + logsoftmax + logits_extra + mlm_head
+    loss_backward = 2 * loss_bytes * vocab  # nll grad + log_softmax grad, vocab-wide
+    if spec.task is Task.CAUSAL_LM and loss_kernel == "chunked":
+        # Liger fused linear cross-entropy: the forward computes loss and input gradient chunk by chunk and
+        # keeps only the (tokens x h) input gradient and fp32 per-token losses; the chunk of logits is a
+        # transient counted per step (_chunked_logits_bytes); lm_head's own input is not saved
+        head, logsoftmax, loss_backward = final_norm + dt.stream * h + 4, 0, 0
+    elif spec.task is Task.CAUSAL_LM and loss_kernel == "inplace":
+        # Unsloth Fast_CrossEntropyLoss: keeps the 16-bit logits and one fp32 logsumexp per row (soft-capping
+        # inside the kernel) and writes the gradient into the logits in place: no fp32 copy, no second buffer
+        logsoftmax = head_out_bytes * vocab
+        head, loss_backward = final_norm + head_in + logsoftmax + 4, 0
+    return head, logsoftmax, loss_backward
+
+
 def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfile | None = None) -> _Activations:
     h, a, kv, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
     q_dim, kv_dim = a * d, kv * d
@@ -470,37 +509,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     trained, quad, mlp_saved = block(True)
     frozen, _, _ = block(False)
 
-    # after the blocks
-    head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
-    if decoder_style:
-        final_norm = _norm_saved(spec, dt, head_trainable, fused_norm)
-    else:
-        final_norm = _norm_saved(spec, dt, head_trainable) if spec.model_type == "gpt2" else 0
-    vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
-    head_in = dt.stream * h if head_trainable else 0  # lm_head saves its input when it trains
-    head_out_bytes = 4 if plan.method is Method.QLORA or dt.linear_out == 4 else 2
-    # causal LMs use transformers' ForCausalLMLoss, which upcasts logits to fp32; BERT heads call
-    # CrossEntropyLoss on the logits as they are. log_softmax saves its output.
-    loss_bytes = 4 if spec.task is Task.CAUSAL_LM else head_out_bytes
-    logsoftmax = loss_bytes * vocab
-    logits_extra = 0
-    if spec.extras.get("final_logit_softcapping"):
-        logits_extra = head_out_bytes * vocab  # tanh saves its output (Gemma 2 soft-capping)
-    mlm_head = 0
-    if spec.task is Task.MASKED_LM and not decoder_style:
-        mlm_head = 4 * e * h + 8  # transform dense in/out, GELU out, LayerNorm in
-    head = final_norm + head_in + logsoftmax + logits_extra + mlm_head
-    loss_backward = 2 * loss_bytes * vocab  # nll grad + log_softmax grad, vocab-wide
-    if spec.task is Task.CAUSAL_LM and loss_kernel == "chunked":
-        # Liger fused linear cross-entropy: the forward computes loss and input gradient chunk by chunk and
-        # keeps only the (tokens x h) input gradient and fp32 per-token losses; the chunk of logits is a
-        # transient counted per step (_chunked_logits_bytes); lm_head's own input is not saved
-        head, logsoftmax, loss_backward = final_norm + dt.stream * h + 4, 0, 0
-    elif spec.task is Task.CAUSAL_LM and loss_kernel == "inplace":
-        # Unsloth Fast_CrossEntropyLoss: keeps the 16-bit logits and one fp32 logsumexp per row (soft-capping
-        # inside the kernel) and writes the gradient into the logits in place: no fp32 copy, no second buffer
-        logsoftmax = head_out_bytes * vocab
-        head, loss_backward = final_norm + head_in + logsoftmax + 4, 0
+    head, logsoftmax, loss_backward = _head_activations(spec, plan, dt, fused_norm, loss_kernel)
     rotary = 2 * d * dt.stream if spec.extras.get("position_embedding") == "rope" else 0
     inputs = 8 * 3  # input ids, labels, shifted labels (int64)
     if spec.hidden_dropout > 0:
