@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from gpuwork.errors import PlanError
 from gpuwork.estimate.memory import estimate_memory
 from gpuwork.facts.spec import ModelSpec, count_params
 from gpuwork.message import Msg, msg
@@ -215,8 +216,6 @@ def estimate_disk(plan: TrainPlan, spec: ModelSpec, *, compression_ratio: float 
     """
     if isinstance(compression_ratio, bool) or not isinstance(compression_ratio, int | float) \
             or not compression_ratio >= 1:
-        from gpuwork.errors import PlanError
-
         raise PlanError("compression_ratio", msg("error.disk.compression_ratio", value=repr(compression_ratio)))
     counts = count_params(spec, plan)
     lines: list[DiskLine] = []
