@@ -350,7 +350,7 @@ def test_help_entries_have_no_english_words_in_russian() -> None:
     from test_messages_measure import _literal_text, english_leftovers
 
     from gpuwork.facts.catalog import GpuClass, Mode, Region
-    from gpuwork.present.messages_help import ENTRIES
+    from gpuwork.present.catalog.cli_help import ENTRIES
 
     names = HELP_NAMES | {"en", "ru", "trial", "compare"} | {v.value for enum in (Mode, GpuClass, Region) for v in enum}
     leftovers = {code: words for code, (_en, ru) in ENTRIES.items()

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gpuwork"
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 # Where Russian text may live: the catalog, and units' unit symbols (ГиБ, ч, дн.).
-RUSSIAN_ALLOWED = {*(PACKAGE / "present").glob("messages*.py"), PACKAGE / "units.py"}
+RUSSIAN_ALLOWED = {*(PACKAGE / "present" / "catalog").glob("*.py"), PACKAGE / "present" / "messages.py", PACKAGE / "units.py"}
 DECISION_MODULES = [PACKAGE / "estimate" / name for name in ("profiles.py", "offers.py", "disk.py", "timing.py",
                                                               "memory.py")]
 
@@ -152,7 +152,7 @@ def test_errors_for_users_carry_a_message_code() -> None:
                          and isinstance(message.value, ast.Name) and message.value.id == "exc"))
             if not coded:
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not offenders, "raise with msg(\"error....\", ...) (gpuwork/present/messages_errors.py):\n" + "\n".join(
+    assert not offenders, "raise with msg(\"error....\", ...) (gpuwork/present/catalog/error*.py):\n" + "\n".join(
         offenders)
 
 
@@ -164,7 +164,7 @@ def test_no_russian_text_outside_the_catalog() -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if CYRILLIC.search(line):
                 offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}")
-    assert not offenders, "Russian text belongs in gpuwork/present/messages.py:\n" + "\n".join(offenders)
+    assert not offenders, "Russian text belongs in the catalog, gpuwork/present/catalog/:\n" + "\n".join(offenders)
 
 
 # -- rendering --------------------------------------------------------------------------------------------------

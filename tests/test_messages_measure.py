@@ -1,4 +1,4 @@
-"""The measure layer's part of the catalog (gpuwork.present.messages_measure): every code the trial, trace,
+"""The measure layer's part of the catalog (MEASURE_PREFIXES below): every code the trial, trace,
 calibration and their CLI verbs use is there, the Russian texts carry no English words (technical names aside),
 and records written before messages were coded still load."""
 
@@ -15,8 +15,13 @@ from test_messages import _allowed_names, _english_words
 
 from gpuwork.message import msg
 from gpuwork.present.messages import CATALOG, render
-from gpuwork.present.messages_measure import ENTRIES
 
+# the codes the trial, trace, calibration, records and their CLI verbs and report use
+MEASURE_PREFIXES = ("cli.trial.", "error.trial.", "error.data.", "report.", "cli.compare.", "trial.", "cli.trace.",
+                    "error.calibration.", "trace.", "error.trace.", "cli.models.", "error.report.", "cli.ramp.",
+                    "ramp.", "extrapolation.", "measure.", "checkpoint.", "calibration.", "error.resume.",
+                    "cli.resume.", "error.record.")
+ENTRIES = {code: (e["en"], e["ru"]) for code, e in CATALOG.items() if code.startswith(MEASURE_PREFIXES)}
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "gpuwork"
 # the modules whose text() / msg() codes this catalog part serves
@@ -26,7 +31,7 @@ MODULES = [*sorted((PACKAGE / "measure").glob("*.py")), *(PACKAGE / "cli" / f fo
 # Names in these templates beyond the shared list: libraries, classes, CLI and config values a user types.
 NAMES = {"bitsandbytes", "torchrun", "CPUOffloadPolicy", "absmax", "bnb", "DeepSpeed", "None", "cpu", "cuda",
          "causal-lm", "masked-lm", "seq-cls", "flash-attn", "all-linear", "tiny-llama", "tiny-gpt2", "Linear4bit",
-         "RankResult", "False"}
+         "RankResult", "False", "trial", "trace", "Path", "jsonl", "chmod", "u", "w", "numpy"}
 # code spans (commands, keys), command-line flags and HTML tags are names too
 CODE = re.compile(r"`[^`]*`|--[a-z-]+|<[^>]+>")
 
@@ -188,4 +193,4 @@ def test_the_cli_prints_a_measure_error_in_russian(tmp_path: Path, capsys: pytes
     err = capsys.readouterr().err
     assert err == f"gpuwork: ошибка: записи пробного запуска '{tmp_path / 'missing.json'}' нет\n"
     assert main(["trial", "--model", "tiny-llama", "--steps", "0", "--lang", "ru", "--no-progress"]) == 2
-    assert "--steps должно быть ≥ 1" in capsys.readouterr().err
+    assert "--steps 0: укажите целое число от 1 до 100 000" in capsys.readouterr().err

@@ -1,0 +1,57 @@
+"""Catalog entries "chart.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "chart"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # -- charts (gpuwork.present.charts) -------------------------------------------------------------------------------
+    "chart.breakdown_y": ("memory per GPU, GiB (stack = device total, nvidia-smi)",
+                          "память на GPU, ГиБ (столбец = всего на устройстве, nvidia-smi)"),
+    "chart.breakdown_x": ("plan", "план"),
+    "chart.breakdown_title": ("Memory per GPU at the step's peak, term by term",
+                              "Память на GPU в пике шага, по слагаемым"),
+    "chart.gpu_line": ("{name}: {total_bytes:gib} total (nvidia-smi)", "{name}: всего {total_bytes:gib} (nvidia-smi)"),
+    "chart.whatif_y": ("device total per GPU (nvidia-smi), GiB", "всего на устройстве на один GPU (nvidia-smi), ГиБ"),
+    "chart.whatif_x_seq_len": ("sequence length, tokens per sequence (log scale)",
+                               "длина последовательности, токенов (логарифмическая шкала)"),
+    "chart.whatif_x_batch_size": ("micro-batch, sequences per GPU per step (log scale)",
+                                  "микробатч, последовательностей на GPU за шаг (логарифмическая шкала)"),
+    "chart.whatif_title_seq_len": ("What if: memory vs sequence length, per method",
+                                   "Что если: память в зависимости от длины последовательности, по методам"),
+    "chart.whatif_title_batch_size": ("What if: memory vs micro-batch, per method",
+                                      "Что если: память в зависимости от микробатча, по методам"),
+    "chart.runs_out": ("runs out", "не помещается"),
+    "chart.runs_out_hover": ("{series} no longer fits {gpu} ({total_bytes:gib}) at {field:raw} {x:int}",
+                             "{series} перестаёт помещаться в {gpu} ({total_bytes:gib}) при {field:raw} {x:int}"),
+    "chart.current": ("this plan", "этот план"),
+    "chart.trial_title": ("Trial, step by step", "Пробный запуск по шагам"),
+    "chart.loss": ("loss, nats per token (cross-entropy)", "loss, нат на токен (кросс-энтропия)"),
+    "chart.step_time": ("step time, s (data + fwd + bwd + optimizer)", "время шага, с (данные + fwd + bwd + оптим.)"),
+    "chart.tokens_s": ("throughput, tokens/s", "скорость, токенов/с"),
+    "chart.memory": ("trial memory, MiB (CUDA allocated / CPU RSS)", "память запуска, МиБ (CUDA выделенная / RSS CPU)"),
+    "chart.step_x": ("optimizer step", "шаг оптимизатора"),
+    "chart.measured": ("measured", "замер"),
+    "chart.warmup": ("warm-up (excluded)", "прогрев (не учитывается)"),
+    "chart.evm_title": ("Estimate vs measured", "Оценка и замер"),
+    "chart.evm_y": ("memory, {unit}", "память, {unit}"),
+    "chart.estimate": ("estimate", "оценка"),
+    "chart.step_parts_title": ("Where one step goes (one GPU)", "Из чего состоит шаг (один GPU)"),
+    "chart.step_seconds": ("seconds per optimizer step", "секунд на шаг оптимизатора"),
+    "chart.scaling_title": ("Throughput per GPU by number of {gpu} (8 per node)",
+                            "Скорость на GPU в зависимости от числа {gpu} (по 8 в узле)"),
+    "chart.scaling_x": ("GPUs", "число GPU"),
+    "chart.scaling_tokens": ("tokens/s per GPU", "токенов/с на GPU"),
+    "chart.scaling_efficiency": ("scaling efficiency, %", "эффективность масштабирования, %"),
+    "chart.offers_title": ("Offers: expected cost vs time (illustrative prices)",
+                           "Предложения: ожидаемая стоимость и время (цены ориентировочные)"),
+    "chart.offers_x": ("expected wall time incl. preemptions, hours (log scale)",
+                       "ожидаемое время с учётом прерываний, часы (лог. шкала)"),
+    "chart.offers_y": ("expected cost as billed, USD (log scale)", "ожидаемая стоимость по счёту, USD (лог. шкала)"),
+    "chart.mode": ("{mode:@mode}", "{mode:@mode}"),
+    "chart.no_offers": ("no fitting offer to plot", "нет подходящих предложений"),
+    "chart.offer_hover": (
+        "{gpus} x {gpu}, {sharding:raw}, {region:raw}<br>{price_usd:usd} per GPU-hour, {billed} {billed:pl:GPU|GPUs} billed",
+        "{gpus} × {gpu}, {sharding:raw}, {region:raw}<br>{price_usd:usd} за GPU-час, в счёте GPU: {billed}"),
+    "chart.offer_preemptions": ("~{preemptions:n1} expected preemptions", "~{preemptions:n1} ожидаемых прерываний"),
+}

@@ -1,0 +1,87 @@
+"""Catalog entries "error.plan.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "error.plan"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # -- invalid plans (TrainPlan validation); values are shown as the user typed them -------------------------
+    "error.plan.model": (
+        "model must be a preset name, a config.json path or a hub id; got {value:raw}. Run `gpuwork models` to "
+        "list presets.",
+        "model — это имя пресета, путь к config.json или id на Hugging Face Hub; получено {value:raw}. Список "
+        "пресетов: `gpuwork models`."),
+    "error.plan.bool": ("{field:raw} must be true or false; got {value:raw}",
+                        "{field:raw} — да или нет (true/false); получено {value:raw}"),
+    "error.plan.lora_r": (
+        "lora_r={value:raw} is not a valid LoRA rank: use a whole number >= 1 (8, 16, 32 and 64 are common)",
+        "lora_r={value:raw} — не ранг LoRA: нужно целое число ≥ 1 (обычно 8, 16, 32 или 64)"),
+    "error.plan.lora_dropout": ("lora_dropout={value:raw} must be below 1 (0.05 is common)",
+                                "lora_dropout={value:raw} должен быть меньше 1 (обычно 0,05)"),
+    "error.plan.lengths": (
+        "lengths={value:raw} is not understood: use fixed, packed, or a histogram such as 128:40,512:50,2048:10 "
+        "(length:count)",
+        "lengths={value:raw} не распознано: укажите fixed, packed или гистограмму, например 128:40,512:50,2048:10 "
+        "(длина:количество)"),
+    "error.plan.lengths_bin": (
+        "lengths: {length:raw}:{weight:raw} is not a length:count pair (a whole length of at least 1, a count above 0)",
+        "lengths: {length:raw}:{weight:raw} — не пара длина:количество (целая длина не меньше 1, количество больше 0)"),
+    "error.plan.eval_fraction": (
+        "eval_fraction={value:raw} is a share of training time: use a value in [0, 1), e.g. 0.05",
+        "eval_fraction={value:raw} — доля времени обучения: нужно значение из [0, 1), например 0,05"),
+    "error.plan.sharding_needs_gpus": (
+        "sharding='{sharding:raw}' needs gpus >= 2: set gpus or use sharding='ddp'",
+        "sharding='{sharding:raw}' требует gpus ≥ 2: укажите число GPU или выберите sharding='ddp'"),
+    "error.plan.offload_params": (
+        "offload_params needs parameter sharding: use sharding='zero3' or 'fsdp' (with gpus >= 2), or turn "
+        "offload_params off",
+        "offload_params требует шардирования параметров: выберите sharding='zero3' или 'fsdp' (при gpus ≥ 2) "
+        "или выключите offload_params"),
+    "error.plan.offload_optimizer": (
+        "offload_optimizer needs ZeRO or FSDP: use sharding='zero1', 'zero2', 'zero3' or 'fsdp' (with gpus >= 2), "
+        "or turn offload_optimizer off",
+        "offload_optimizer требует ZeRO или FSDP: выберите sharding='zero1', 'zero2', 'zero3' или 'fsdp' "
+        "(при gpus ≥ 2) или выключите offload_optimizer"),
+    "error.plan.qlora_offload": ("method='qlora' keeps 4-bit weights on the GPU: turn offload_params off",
+                                 "method='qlora' держит 4-битные веса на GPU: выключите offload_params"),
+    "error.plan.not_object": ("a plan must be a JSON object of fields; got {kind:raw}",
+                              "план — это JSON-объект с полями; получено {kind:raw}"),
+    "error.plan.unknown_field_close": ("unknown plan field '{field:raw}'. Did you mean '{close:raw}'?",
+                                       "неизвестное поле плана '{field:raw}'. Может быть, '{close:raw}'?"),
+    "error.plan.unknown_field": ("unknown plan field '{field:raw}'. Known fields: {known:raw}.",
+                                 "неизвестное поле плана '{field:raw}'. Известные поля: {known:raw}."),
+    "error.plan.unknown_choice_close": (
+        "{field:raw}={value:raw} is not known; allowed: {allowed:raw} (did you mean '{close:raw}'?)",
+        "{field:raw}={value:raw} — неизвестное значение; допустимы: {allowed:raw} (может быть, '{close:raw}'?)"),
+    "error.plan.unknown_choice": (
+        "{field:raw}={value:raw} is not known; allowed: {allowed:raw} (use one of: {allowed:raw})",
+        "{field:raw}={value:raw} — неизвестное значение; выберите одно из: {allowed:raw}"),
+    "error.plan.choice": ("{field:raw}={value:raw} must be one of: {allowed:raw}",
+                          "{field:raw}={value:raw}: нужно одно из значений {allowed:raw}"),
+    "error.plan.targets_type": (
+        "lora_targets={value:raw} must be module names like ['q_proj', 'v_proj'] or 'all-linear'",
+        "lora_targets={value:raw}: нужны имена модулей, например ['q_proj', 'v_proj'], или 'all-linear'"),
+    "error.plan.targets_empty": (
+        "lora_targets is empty: name modules like q_proj,v_proj or use 'all-linear'",
+        "lora_targets пуст: перечислите модули, например q_proj,v_proj, или укажите 'all-linear'"),
+    "error.plan.whole_number": ("{field:raw}={value:raw} must be a whole number >= {minimum:raw}",
+                                "{field:raw}={value:raw}: нужно целое число ≥ {minimum:raw}"),
+    "error.plan.too_small": ("{field:raw}={value:raw} is too small: use a whole number >= {minimum:raw}",
+                             "{field:raw}={value:raw} — слишком мало: нужно целое число ≥ {minimum:raw}"),
+    "error.plan.number": ("{field:raw}={value:raw} must be a number", "{field:raw}={value:raw}: нужно число"),
+    "error.plan.not_finite": ("{field:raw}={value:raw} must be a finite number",
+                              "{field:raw}={value:raw}: нужно конечное число"),
+    "error.plan.above": ("{field:raw}={value:raw} is out of range: use a number > {minimum:raw}",
+                         "{field:raw}={value:raw} вне допустимого диапазона: нужно число > {minimum:raw}"),
+    "error.plan.at_least": ("{field:raw}={value:raw} is out of range: use a number >= {minimum:raw}",
+                            "{field:raw}={value:raw} вне допустимого диапазона: нужно число ≥ {minimum:raw}"),
+    # -- plan bounds (gpuwork.plan.TrainPlan) -----------------------------------------------------------------------
+    "error.plan.too_large": (
+        "{field:raw}={value:raw} is beyond any real run: use a whole number <= {maximum:int} ({why:@bound})",
+        "{field:raw}={value:raw} — за пределами любого реального запуска: укажите целое число <= {maximum:int} "
+        "({why:@bound})"),
+    "error.plan.number_too_large": (
+        "{field:raw}={value:raw} is beyond any real run: use a number <= {maximum:g} ({why:@bound})",
+        "{field:raw}={value:raw} — за пределами любого реального запуска: укажите число <= {maximum:g} "
+        "({why:@bound})"),
+}

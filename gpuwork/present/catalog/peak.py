@@ -1,0 +1,12 @@
+"""Catalog entries "peak.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "peak"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    "peak.bf16": ("BF16 tensor, dense, FP32 accumulate", "BF16 на тензорных ядрах, плотные, накопление в FP32"),
+    "peak.fp16": ("FP16 tensor, dense, FP32 accumulate", "FP16 на тензорных ядрах, плотные, накопление в FP32"),
+    "peak.fp32": ("FP32 (non-tensor; TF32 off, the PyTorch default for matmuls)",
+                  "FP32 без тензорных ядер (TF32 выключен, как по умолчанию в PyTorch)"),
+}

@@ -1,0 +1,136 @@
+"""Catalog entries "request.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "request"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # -- the rental request (gpuwork.present.request) -----------------------------------------------------------
+    "request.summary": ("{method}, {context}; {dataset}; {period}; {trial}",
+                        "{method}, {context}; {dataset}; {period}; {trial}"),
+    "request.method.scratch": ("Training from scratch", "Обучение с нуля"),
+    "request.method.full": ("Fine-tuning, full weight update", "Дообучение, полное обновление весов"),
+    "request.method.freeze": (
+        "Fine-tuning of the last {k} {k:pl:layer|layers}, the rest frozen",
+        "Дообучение последних {k} {k:pl:слоя|слоёв|слоёв}, остальные заморожены"),
+    "request.method.lora": ("Fine-tuning, LoRA adapters", "Дообучение, LoRA-адаптеры"),
+    "request.method.qlora": ("Fine-tuning, QLoRA adapters on a 4-bit base model",
+                             "Дообучение, QLoRA-адаптеры на 4-битной базовой модели"),
+    "request.context.in_config": ("context and batch size in the config", "контекст и батч в конфиге"),
+    "request.context": (
+        "context {seq_len:int} tokens, batch {batch}{accum}",
+        "контекст {seq_len:int} {seq_len:pl:токен|токена|токенов}, батч {batch}{accum}"),
+    "request.context.accum": (" (gradient accumulation x{grad_accum})", " (накопление градиента ×{grad_accum})"),
+    "request.dataset": ("dataset {size_bytes:gb}{room}", "датасет {size_bytes:gb}{room}"),
+    "request.dataset.room": (", need room for checkpoints", ", нужно место под чекпойнты"),
+    "request.period": ("{period}", "срок — {period}"),
+    "request.period.1": ("one day", "один день"),
+    "request.period.7": ("one week", "неделя"),
+    "request.period.14": ("two weeks", "две недели"),
+    "request.period.30": ("one month", "месяц"),
+    "request.period.60": ("two months", "два месяца"),
+    "request.period.90": ("three months", "три месяца"),
+    "request.period.180": ("six months", "полгода"),
+    "request.period.365": ("one year", "год"),
+    "request.period.days": ("{days} days", "{days} {days:pl:день|дня|дней}"),
+    "request.trial.required": ("step-time test required", "требуется тест времени шага"),
+    "request.trial.none": ("no step-time test needed", "тест времени шага не нужен"),
+    "request.model": (
+        "Model: {model} ({params:bn} B parameters, {trainable:count} trainable), precision {precision:raw}, "
+        "optimizer {optimizer:raw}.",
+        "Модель: {model} ({params:bn} млрд параметров, обучаемых — {trainable:count}), точность {precision:raw}, "
+        "оптимизатор {optimizer:raw}."),
+    "request.shape": ("{seq_len:int} tokens x batch {batch}{accum}",
+                      "{seq_len:int} {seq_len:pl:токен|токена|токенов} × батч {batch}{accum}"),
+    "request.shape.accum": (", gradient accumulation x{grad_accum}", ", накопление ×{grad_accum}"),
+    "request.shape.in_config": (
+        "Context and batch: set in the training config (the estimates below assume {shape}).",
+        "Контекст и батч: заданы в конфиге обучения (оценки ниже — для {shape})."),
+    "request.shape.explicit": ("Context and batch: {shape}.", "Контекст и батч: {shape}."),
+    "request.dataset_line": (
+        "Dataset: {size_bytes:gb} (about {tokens:tokens}), {epochs:g} {epochs:pl:epoch|epochs}.",
+        "Датасет: {size_bytes:gb} (около {tokens:tokens}), эпох: {epochs:g}."),
+    "request.disk": (
+        "Disk: at least {total_bytes:gb}, including {count} {count:pl:checkpoint|checkpoints} of {each_bytes:gb} "
+        "each and a {margin:pct} margin.",
+        "Диск: не меньше {total_bytes:gb} — с учётом {count} {count:pl:чекпойнта|чекпойнтов|чекпойнтов} по "
+        "{each_bytes:gb} и запаса {margin:pct}."),
+    "request.rental": ("Rental period: {period}{how}{start}.", "Срок аренды: {period}{how}{start}."),
+    "request.rental.estimated": (" (from the estimated training time)", " (по оценке времени обучения)"),
+    "request.rental.start": ("; desired start: {day:date}", "; желаемая дата начала — {day:date}"),
+    "request.budget": ("Budget: up to {budget_usd:usd}.", "Бюджет: до {budget_usd:usd}."),
+    "request.too_long": (
+        "Note: the estimated training time (about {days} days) is longer than the rental period; more GPUs, less "
+        "data or a longer period are needed.",
+        "Внимание: по оценке обучение займёт около {days} {days:pl:дня|дней|дней} — дольше срока аренды; нужно "
+        "больше GPU, меньше данных или более длинный срок."),
+    "request.trial": (
+        "Step-time test before the rental: a short run with this batch and context — a fixed number of steps; "
+        "after warm-up we measure step time, peak memory and data-loading speed, and save and restore a "
+        "checkpoint.",
+        "Тест времени шага до аренды: короткий запуск с этим батчем и контекстом — фиксированное число шагов; "
+        "после прогрева замеряем время шага, пиковую память и скорость загрузки данных, а также сохранение и "
+        "восстановление чекпойнта."),
+    "request.checks": ("Please check: {checks}.", "Проверить: {checks}."),
+    "request.no_configuration": ("No configuration found: {reasons}.",
+                                 "Подходящей конфигурации не найдено: {reasons}."),
+    "request.gpu_class.01": ("GPU with {card_gb} GB", "GPU на {card_gb} ГБ"),
+    "request.gpu_class.02": ("server GPU with 80 GB", "серверный GPU на 80 ГБ"),
+    "request.gpu_class.server": ("server GPU with {card_gb} GB", "серверный GPU на {card_gb} ГБ"),
+    "request.gpu_class.03": ("identical server GPUs with 80 GB or more each",
+                             "одинаковых серверных GPU по 80 ГБ и больше"),
+    "request.gpu_class.none": ("—", "—"),
+    "request.suggested": (
+        "Suggested configuration: {gpus} x {gpu_class} ({gpu} class{where}), {mode:@mode} — profile {profile_id:raw} "
+        "\"{name}\"{sharding}.",
+        "Предлагаемая конфигурация: {gpus} × {gpu_class} (класс {gpu}{where}), {mode:@mode} — профиль "
+        "{profile_id:raw} «{name}»{sharding}."),
+    "request.suggested.nodes": (", {nodes} nodes", ", {nodes} {nodes:pl:узел|узла|узлов}"),
+    "request.suggested.sharding": (", {sharding:raw} sharding", ", шардирование {sharding:raw}"),
+    "request.changes": ("Changes to the plan: {changes:list}.", "Изменения к плану: {changes:list}."),
+    "request.estimates": (
+        "Estimates: {memory_bytes:gib} of GPU memory per GPU of {usable_bytes:gib} usable; about {run_s:dur} of "
+        "training on {gpu} (step {step_s:n2} s, {tokens_s:int} tokens/s) — estimates until the trial run "
+        "measures them.",
+        "Оценки: память {memory_bytes:gib} на GPU из {usable_bytes:gib} доступных; обучение около {run_s:dur} на "
+        "{gpu} (шаг {step_s:n2} с, {tokens_s:int} токенов/с) — до пробного запуска это оценка."),
+    "request.example": (
+        "Catalog example (illustrative prices): {offer_id:raw}, {price_usd:usd} per GPU-hour, about "
+        "{cost_usd:usd}{verdict}.",
+        "Пример по каталогу (цены ориентировочные): {offer_id:raw}, {price_usd:usd} за GPU-час, около "
+        "{cost_usd:usd}{verdict}."),
+    "request.within_budget": (" — within the budget", " — в рамках бюджета"),
+    "request.over_budget": (" — over the budget", " — больше бюджета"),
+    # -- the request: what the provider needs to reproduce the protocol (gpuwork.present.request) ------------------
+    "request.framework": ("Software: {framework:raw}; {launch}.", "Программы: {framework:raw}; {launch}."),
+    "request.launch.single": ("one GPU, one process", "один GPU, один процесс"),
+    "request.launch.multi": (
+        "{gpus} processes via {launcher:raw}, {backend:raw} between GPUs",
+        "{gpus} {gpus:pl:процесс|процесса|процессов} через {launcher:raw}, обмен между GPU — {backend:raw}"),
+    "request.links.single": ("Links: one GPU, no exchange between GPUs.",
+                             "Связь: один GPU, обмена между GPU нет."),
+    "request.links": (
+        "Links: each GPU sends {bytes_step:size} per optimizer step, {need_bytes_s:rate} per GPU on average over a "
+        "{step_s:n2} s step; inside the node {link:@link}: {verdict}{between}.",
+        "Связь: каждый GPU передаёт {bytes_step:size} за шаг оптимизатора, в среднем {need_bytes_s:rate} на GPU "
+        "при шаге {step_s:n2} с; внутри узла {link:@link}: {verdict}{between}."),
+    "request.links.between": ("; between nodes {network:@network}, at least {need_bytes_s:rate} per GPU",
+                              "; между узлами {network:@network}, не меньше {need_bytes_s:rate} на GPU"),
+    "request.validation": (
+        "Validation: {share:pct} of the training time, about {eval_s:dur} of the {run_s:dur} run.",
+        "Валидация: {share:pct} времени обучения, около {eval_s:dur} из {run_s:dur} запуска."),
+    "request.trial_measured": (
+        "Measured in the trial ({device:raw}, {steps} measured steps after warm-up): step {step_s:n3} s, "
+        "{tokens_s:int} tokens/s, peak memory {peak_bytes:gib}, data wait {wait:pct}{checkpoint}.",
+        "Замерено в пробном запуске ({device:raw}, {steps} {steps:pl:шаг|шага|шагов} после прогрева): шаг "
+        "{step_s:n3} с, {tokens_s:int} токенов/с, пиковая память {peak_bytes:gib}, ожидание данных {wait:pct}"
+        "{checkpoint}."),
+    "request.trial_measured.checkpoint": (
+        "; checkpoint of {size_bytes:size} saved in {save_s:n1} s and restored in {restore_s:n1} s",
+        "; чекпойнт {size_bytes:size} сохранён за {save_s:n1} с и восстановлен за {restore_s:n1} с"),
+    "request.trial_measured.failed": (
+        "The trial did not complete a measured step ({device:raw}): {error}.",
+        "Пробный запуск не завершил ни одного замеренного шага ({device:raw}): {error}."),
+    "request.rental_mode": ("Rental mode: {reason}.", "Режим аренды: {reason}."),
+    "request.suggested.sharding_state": (", {sharding} sharding", ", шардирование {sharding}"),
+}

@@ -1,0 +1,17 @@
+"""Catalog entries "stack.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "stack"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # the software stack a plan is priced with (TrainPlan.stack; stacks.csv), named on every surface ("stack.label")
+    "stack.hf-trainer": ("HF Trainer (eager)", "HF Trainer (PyTorch без компиляции)"),
+    "stack.hf-liger": ("HF Trainer + Liger kernels", "HF Trainer с объединёнными ядрами (hf-liger)"),
+    "stack.torch-compile": ("HF Trainer + torch.compile", "HF Trainer + torch.compile"),
+    "stack.unsloth": ("Unsloth", "библиотека unsloth"),
+    "stack.framework": ("tuned framework (torchtitan, Megatron, NeMo)",
+                        "настроенный фреймворк для предобучения (framework)"),
+    "stack.torchtune": ("torchtune (compiled)", "torchtune (с компиляцией)"),
+    "stack.label": ("stack: {stack:@stack}", "стек: {stack:@stack}"),
+}

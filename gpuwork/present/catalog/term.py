@@ -1,0 +1,26 @@
+"""Catalog entries "term.*": the memory breakdown's terms (English from gpuwork.estimate.memory.TERM_LABELS)."""
+
+from __future__ import annotations
+
+from gpuwork.estimate.memory import TERM_LABELS
+
+PREFIX = "term"
+
+# Russian names of the memory breakdown terms; the English ones are gpuwork.estimate.memory.TERM_LABELS.
+_TERMS_RU = {
+    "weights": "веса",
+    "gradients": "градиенты",
+    "optimizer_states": "состояния оптимизатора",
+    "activations": "активации (сохранённые для обратного прохода)",
+    "logits_and_loss": "логиты и loss",
+    "temporaries": "временные буферы (обратный проход / шаг оптимизатора)",
+    "sharding_buffers": "буферы шардирования / DDP",
+    "cublas_workspace": "рабочая область cuBLAS",
+    "allocator_cache": "кэш аллокатора (зарезервировано, не занято)",
+    "allocator_fragmentation": "кэш аллокатора от разной длины батчей",
+    "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
+    "autocast_weight_copies": "16-битные копии весов (autocast)",
+    "cuda_context": "контекст CUDA и ядра",
+}
+
+ENTRIES: dict[str, tuple[str, str]] = {f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_LABELS.items()}

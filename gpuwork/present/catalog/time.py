@@ -1,0 +1,31 @@
+"""Catalog entries "time.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "time"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    "time.derived_rates": (
+        "no measured kernel rates for {gpu} in rates.csv: its datasheet figures are scaled by the typical "
+        "achieved share of measured GPUs",
+        "для {gpu} в rates.csv нет измеренных скоростей ядер: паспортные значения умножены на типичную "
+        "достижимую долю измеренных GPU"),
+    "time.no_bf16": ("{gpu} has no BF16 tensor cores: use fp16-mixed",
+                     "у {gpu} нет тензорных ядер BF16: используйте fp16-mixed"),
+    "time.adapters_sharded": (
+        "LoRA with ZeRO-3/FSDP gathers the whole frozen base every micro-batch",
+        "LoRA с ZeRO-3/FSDP собирает всю замороженную базу на каждом микробатче"),
+    "time.kind.matmul": ("matrix multiplications", "умножения матриц"),
+    "time.kind.attention": ("attention", "внимание"),
+    "time.kind.memory": ("memory-bound ops (norms, activations, casts, loss)",
+                         "операции, ограниченные памятью (нормировки, активации, приведения типов, потери)"),
+    "time.kind.optimizer": ("optimizer (clipping, update)", "оптимизатор (ограничение градиента, обновление)"),
+    "time.kind.launch_overhead": ("kernel launches (waiting on the CPU)", "запуски ядер (ожидание CPU)"),
+    "time.kind.communication_exposed": ("communication not hidden by compute", "обмен, не скрытый вычислениями"),
+    "time.kind.data_wait": ("waiting for data", "ожидание данных"),
+    "time.kind.optimizer_on_cpu": ("optimizer step on the CPU", "шаг оптимизатора на CPU"),
+    "time.kind.parameter_offload_pcie": ("parameters over PCIe (offload)", "параметры по PCIe (выгрузка)"),
+    "time.kind.checkpoint_offload_pcie": ("checkpointed activations over PCIe, not hidden by compute",
+                                          "сохранённые активации по PCIe, не скрытые вычислениями"),
+    "time.kind.compute_given_mfu": ("compute at the given MFU", "вычисления при заданном MFU"),
+}

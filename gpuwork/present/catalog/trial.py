@@ -1,0 +1,91 @@
+"""Catalog entries "trial.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "trial"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # -- where the trial does not run exactly what the plan says (gpuwork.measure.runtime, distributed) ---------
+    "trial.sub.one_process": (
+        "gpus={gpus}, sharding={sharding:raw}: this trial runs one process on one device (multi-GPU trials run "
+        "under torchrun: `gpuwork trial --nproc N`)",
+        "gpus={gpus}, sharding={sharding:raw}: этот запуск идёт одним процессом на одном устройстве (запуск на "
+        "нескольких GPU — через torchrun: `gpuwork trial --nproc N`)"),
+    "trial.sub.attention_eager": (
+        "attention {attention:raw} -> eager: {config:raw} does not support it",
+        "attention {attention:raw} → eager: {config:raw} его не поддерживает"),
+    "trial.sub.paged_cpu": (
+        "paged-adamw-8bit runs unpaged on CPU (bitsandbytes has no paged memory there)",
+        "paged-adamw-8bit на CPU работает без подкачки (у bitsandbytes там нет страничной памяти)"),
+    "trial.sub.precision_cpu": (
+        "precision {precision:raw} -> fp32 on CPU (16-bit matmuls are 35-40x slower on CPUs without bf16 hardware; "
+        "docs/sources.md#s-cpu-bf16)",
+        "точность {precision:raw} → fp32 на CPU (16-битное умножение матриц в 35–40 раз медленнее на CPU без "
+        "аппаратной поддержки bf16; docs/sources.md#s-cpu-bf16)"),
+    "trial.sub.no_bf16": (
+        "precision {precision:raw} -> fp16 equivalent: this GPU has no bf16",
+        "точность {precision:raw} → то же в fp16: этот GPU не поддерживает bf16"),
+    "trial.sub.flash": ("attention flash -> sdpa: {reason:@trial.flash}", "attention flash → sdpa: {reason:@trial.flash}"),
+    "trial.flash.no_cuda": ("no CUDA device", "нет устройства CUDA"),
+    "trial.flash.fp32": ("flash-attention needs fp16/bf16", "flash-attention работает только в fp16/bf16"),
+    "trial.flash.not_installed": ("the flash-attn package is not installed", "пакет flash-attn не установлен"),
+    "trial.flash.cannot_check": ("transformers cannot check for flash-attn",
+                                 "transformers не может проверить наличие flash-attn"),
+    "trial.sub.offload_ddp": ("offload needs a sharded strategy: not applied with DDP",
+                              "выгрузке на CPU нужно шардирование: с DDP она не применяется"),
+    "trial.sub.zero1": (
+        "sharding zero1 -> FSDP2 without resharding after forward (ZeRO-2-like: gradients are sharded too; PyTorch "
+        "has no optimizer-only sharding for FSDP2)",
+        "шардирование zero1 → FSDP2 без повторного шардирования после прямого прохода (как ZeRO-2: градиенты тоже "
+        "шардируются; в PyTorch у FSDP2 нет шардирования одного оптимизатора)"),
+    "trial.sub.zero2": (
+        "sharding zero2 -> FSDP2 fully_shard(reshard_after_forward=False) (ZeRO-2-like)",
+        "шардирование zero2 → FSDP2 fully_shard(reshard_after_forward=False) (как ZeRO-2)"),
+    "trial.sub.offload_fsdp": (
+        "offload -> FSDP2 CPUOffloadPolicy: parameters, gradients and the optimizer step on the CPU together",
+        "выгрузка → FSDP2 CPUOffloadPolicy: параметры, градиенты и шаг оптимизатора вместе на CPU"),
+    "trial.sub.offload_cpu": ("offload: nothing to offload on CPU devices (ignored)",
+                              "выгрузка: на устройствах CPU выгружать нечего (пропущено)"),
+    "trial.sub.gpus_processes": ("gpus={gpus} -> {processes}: the processes torchrun started",
+                                 "gpus={gpus} → {processes}: столько процессов запустил torchrun"),
+    # -- what the trial measured (gpuwork.measure.trial) ---------------------------------------------------------
+    "trial.data_wait.bound": (
+        "the {device:raw} waits for data: {share:pct} of step time is data wait (more than {threshold:pct}): add "
+        "loader workers or pre-tokenize",
+        "{device:raw} ждёт данные: ожидание данных — {share:pct} времени шага (больше {threshold:pct}): добавьте "
+        "процессы загрузки или токенизируйте данные заранее"),
+    "trial.data_wait.keeps_up": ("data loading keeps up: {share:pct} of step time is data wait",
+                                 "загрузка данных успевает: ожидание данных — {share:pct} времени шага"),
+    "trial.memory_cap_exceeded": (
+        "memory cap exceeded after {phase:@trial.phase}: the trial used {used_mib:n1} MiB, the cap is "
+        "{cap_mib:n1} MiB",
+        "превышен предел памяти после {phase:@trial.phase}: запуск занял {used_mib:n1} МиБ, предел — "
+        "{cap_mib:n1} МиБ"),
+    "trial.phase.build": ("building the model", "построения модели"),
+    "trial.phase.forward": ("forward", "прямого прохода"),
+    "trial.phase.backward": ("backward", "обратного прохода"),
+    "trial.phase.optimizer_step": ("optimizer step", "шага оптимизатора"),
+    "trial.out_of_memory": ("out of memory ({kind:raw}): {detail:raw}", "не хватило памяти ({kind:raw}): {detail:raw}"),
+    "trial.out_of_memory_bare": ("out of memory ({kind:raw})", "не хватило памяти ({kind:raw})"),
+    "trial.rank_error": ("rank {rank}: {error}", "процесс {rank}: {error}"),
+    "trial.rank_errors": ("{errors}", "{errors}"),
+    "trial.crash": ("unexpected failure ({kind:raw}): {detail:raw}", "непредвиденный сбой ({kind:raw}): {detail:raw}"),
+    # -- estimate vs measured in the trial panel (gpuwork.ui.trial) ---------------------------------------------
+    "trial.evm.peak_allocated": ("peak allocated", "пик выделенной"),
+    "trial.evm.peak_reserved": ("peak reserved", "пик зарезервированной"),
+    "trial.evm.peak_memory": ("peak memory", "пик памяти"),
+    "trial.evm.estimate_live": ("estimate: live tensors at the peak", "оценка: живые тензоры в пике"),
+    "trial.evm.estimate_cache": ("estimate: allocated + allocator cache", "оценка: выделенная + кэш аллокатора"),
+    "trial.evm.estimate_gpu": (
+        "estimate: tensors alive at the peak (what a GPU's allocator would hold)",
+        "оценка: тензоры, живые в пике (то, что держал бы аллокатор GPU)"),
+    "trial.evm.measured_allocated": ("torch.cuda.max_memory_allocated() over the measured steps",
+                                     "torch.cuda.max_memory_allocated() за шаги замера"),
+    "trial.evm.measured_reserved": ("torch.cuda.max_memory_reserved() over the measured steps",
+                                    "torch.cuda.max_memory_reserved() за шаги замера"),
+    "trial.evm.measured_rss": (
+        "CPU trial: process RSS above its value before the trial (includes the runtime's, libraries' and "
+        "allocator's overhead: not a GPU quantity)",
+        "запуск на CPU: RSS процесса сверх значения до запуска (с накладными расходами среды выполнения, "
+        "библиотек и аллокатора: не величина GPU)"),
+}

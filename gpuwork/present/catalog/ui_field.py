@@ -1,0 +1,29 @@
+"""Catalog entries "ui.field.*": code -> (English, Russian)."""
+
+from __future__ import annotations
+
+PREFIX = "ui.field"
+
+ENTRIES: dict[str, tuple[str, str]] = {
+    # -- a field named in a message as people call it, never as the plan's attribute ------------------------------
+    "ui.field.seq_len": ("Sequence length", "Длина последовательности"),
+    "ui.field.batch_size": ("Micro-batch", "Микробатч"),
+    "ui.field.grad_accum": ("Gradient accumulation", "Накопление градиента"),
+    "ui.field.gpus": ("Number of GPUs", "Число GPU"),
+    "ui.field.dataset_tokens": ("Dataset", "Датасет"),
+    "ui.field.dataset_bytes": ("Dataset size", "Размер датасета"),
+    "ui.field.epochs": ("Epochs", "Эпохи"),
+    "ui.field.lora_r": ("LoRA rank", "Ранг LoRA"),
+    "ui.field.lora_alpha": ("LoRA alpha", "Альфа LoRA"),
+    "ui.field.trainable_layers": ("Trainable layers", "Обучаемые слои"),
+    "ui.field.lengths": ("Sequence lengths", "Длины последовательностей"),
+    "ui.field.lora_targets": ("LoRA target modules", "Модули LoRA"),
+    "ui.field.model": ("Model", "Модель"),
+    "ui.field.method": ("Method", "Метод"),
+    "ui.field.limit": ("Rows", "Строк"),
+    "ui.field.rent_days": ("Rent period", "Срок аренды"),
+    "ui.field.have": ("My cards", "Мои карты"),
+    "ui.field.eval_fraction": ("Validation share", "Доля валидации"),
+    "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
+    "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
+}
