@@ -34,6 +34,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.memory import block_groups, plan_dtypes
+from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import ModelSpec, count_params, lora_target_linears, quantized_linears
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
 
@@ -153,18 +154,8 @@ def matmul_dtype(plan: TrainPlan) -> str:
     return "fp16" if plan.precision in (Precision.FP16, Precision.FP16_MIXED) else "bf16"
 
 
-class OpList(tuple):
-    """The step's operations: a tuple that computes its hash once (``price_ops`` caches prices by it)."""
-
-    def __hash__(self) -> int:
-        try:
-            return self.__dict__["hash"]
-        except KeyError:
-            value = self.__dict__["hash"] = tuple.__hash__(self)
-            return value
-
-    def __reduce__(self) -> tuple:
-        return OpList, (tuple(self),)  # without the hash: string hashes differ from process to process
+class OpList(HashedTuple):
+    """The step's operations (``price_ops`` caches prices by them)."""
 
 
 # the fields of a plan that shape its step (the data and schedule fields below them only scale the run)

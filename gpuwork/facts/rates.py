@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts import reading
+from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.paths import data_dir
 from gpuwork.message import msg
 from gpuwork.plan import Stack
@@ -82,18 +83,8 @@ class AttentionPoint(NamedTuple):
     fraction: float  # measured TFLOP/s over the measuring GPU's dense 16-bit peak
 
 
-class AttentionCurves(tuple):
-    """One family's AttentionPoints: a tuple that computes its hash once (the step model's price cache keys on it)."""
-
-    def __hash__(self) -> int:
-        try:
-            return self.__dict__["hash"]
-        except KeyError:
-            value = self.__dict__["hash"] = tuple.__hash__(self)
-            return value
-
-    def __reduce__(self) -> tuple:
-        return AttentionCurves, (tuple(self),)  # without the hash: string hashes differ from process to process
+class AttentionCurves(HashedTuple):
+    """One family's AttentionPoints (the step model's price cache keys on them)."""
 
 
 NO_CURVES = AttentionCurves()
