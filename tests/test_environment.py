@@ -216,6 +216,8 @@ def test_ci_matrix_tests_both_ends_of_the_torch_range(pyproject: dict) -> None:
     assert spec.contains(str(oldest)) and spec.contains(str(newest)), f"{oldest} and {newest} must lie in {spec}"
     assert (newest.major, newest.minor + 1) == (cap[0].major, cap[0].minor), f"newest {newest}: cap is {cap[0]}"
     assert spec.contains(_torch_pin()) and oldest <= Version(_torch_pin()) <= newest
+    # the floor is what `make test` runs, so no leg of its own downloads it
+    assert oldest == Version(_torch_pin()), f"the floor {oldest} is not make test's pin {_torch_pin()}"
 
 
 def test_classifiers_name_the_pythons_ci_tests(pyproject: dict) -> None:
