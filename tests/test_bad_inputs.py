@@ -144,7 +144,6 @@ TEXT_CASES = [
     (["plan", "--checkpoint-every", "0"], "checkpoint_every_steps"),
     (["plan", "--eval-fraction", "1"], "eval_fraction"),
     (["estimate", "--seq-len", "4096.5"], "--seq-len"),
-    (["estimate", "--seq-len", "1e4"], "--seq-len"),
 ]
 
 
@@ -158,7 +157,7 @@ def test_flag_errors_speak_russian(capsys) -> None:
     rc, _, err = _cli(capsys, ["offers", "--budget", "nan", "--lang", "ru"])
     assert rc == 2 and err.startswith("gpuwork: ошибка: аргумент --budget: 'nan' — не конечное число")
     rc, _, err = _cli(capsys, ["offers", "--limit", "-3", "--lang", "ru"])
-    assert rc == 2 and "аргумент --limit: -3 вне допустимого диапазона: укажите значение >= 1" in err
+    assert rc == 2 and "аргумент --limit: -3 вне допустимого диапазона: укажите значение от 1 до 1 000 000" in err
 
 
 def test_valid_counts_still_parse(capsys) -> None:
@@ -245,7 +244,7 @@ FILE_CASES = [
     (["estimate", "--model", "{bool_layers}"], "num_hidden_layers=True"),
     (["offers", "--catalog", "{folder}"], "is a folder"),
     (["offers", "--catalog", "{binary}"], "UTF-8"),
-    (["accuracy", "--out", "{folder}/missing/accuracy.md"], "does not exist: create it first"),
+    (["accuracy", "--out", "{folder}/missing/accuracy.md"], "does not exist; create it first"),
 ]
 
 
@@ -422,9 +421,8 @@ FORM_CASES = [
     ("batch_size", "0", "batch_size"), ("batch_size", "2.5", "whole number"), ("batch_size", "1e400", "finite"),
     ("grad_accum", "x", "not a count"), ("lora_r", "16.5", "whole number"),
     ("gpus", "100000", "65,536"), ("gpus", "0", "gpus"), ("gpus", "inf", "finite"),
-    ("dataset_tokens", "200 MB", "not a count"), ("dataset_tokens", "4096.5", "whole number"),
+    ("dataset_tokens", "4096.5", "whole number"),
     ("dataset_tokens", "nan", "finite"), ("dataset_tokens", "1e16", "dataset_tokens"),
-    ("dataset_tokens", "1.5 GB", "not a count"),
     ("epochs", "nan", "finite"), ("epochs", "inf", "finite"), ("epochs", "0", "epochs"), ("epochs", "two", "number"),
     ("epochs", "1e9", "epochs"),
 ]
@@ -432,11 +430,15 @@ FORM_CASES = [
 
 @pytest.mark.parametrize(("name", "value", "words"), FORM_CASES, ids=[f"{n}={v!r}" for n, v, _ in FORM_CASES])
 def test_a_bad_text_field_is_one_red_line(form, name, value, words) -> None:
+    from gpuwork.present.messages import text
+
+    label = text(f"ui.field.{name}", "en")  # the field as the form names it, never its attribute
     good = form.controls[name].value
     form.controls[name].value = value
     try:
         assert form.plan is None and form.error, (name, value)
-        assert name in form.error and words in form.error, form.error
+        assert form.error.startswith(f"{label}: ") and name not in form.error, form.error
+        assert words == name or words in form.error, form.error
         assert "gpuwork-error" in form.message.value and "Traceback" not in form.message.value
     finally:
         form.controls[name].value = good
