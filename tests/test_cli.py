@@ -219,7 +219,7 @@ def test_trace_speaks_russian() -> None:
 
 
 @pytest.mark.parametrize(("argv", "russian"), [
-    (["estimate", "--seq-len", "abc"], "аргумент --seq-len: недопустимое значение 'abc' (ожидается целое число)"),
+    (["estimate", "--seq-len", "abc"], "аргумент --seq-len: 'abc' — не длина последовательности"),
     (["plan", "--dataset-bytes", "200XB"], "аргумент --dataset-bytes: '200XB' — не размер"),
     (["offers", "--sort", "cheapest"], "аргумент --sort: нет такого варианта: 'cheapest'"),
     (["estimate", "--bogus", "1"], "неизвестные аргументы: --bogus 1"),
@@ -277,7 +277,7 @@ HELP = {
     "compare": ({"--price-per-hour", "--json", "--lang", "--save-calibration"}, ["RECORD.json", "trial records written by `gpuwork trial"]),
     "report": ({"--plan", "--out", "--notebooks", "--steps", "--timeout", "--progress", "--no-progress", "--lang"},
                ["seconds allowed per cell (default 900)", "language of the pages and messages (en or ru)"]),
-    "app": ({"--port", "--host", "--max-pages", "--pool"}, ["Stop it with Ctrl+C.", "TCP port (default 8866)",
+    "app": ({"--port", "--host", "--max-pages", "--pool", "--pages-per-visitor"}, ["Stop it with Ctrl+C.", "TCP port (default 8866)",
                                    "(default 127.0.0.1: this machine only; the app has no login)"]),
 }
 

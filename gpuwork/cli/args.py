@@ -136,8 +136,8 @@ def seq_length(text: str) -> int:
 
     try:
         return parse_seq_len(text, "seq_len")
-    except PlanError as exc:
-        raise FlagValueError(exc.msg) from None
+    except PlanError:
+        raise FlagValueError(msg("error.flag.not_seq_len", value=repr(text))) from None
 
 
 def _bound_problem(value: float, bounds: tuple[float, bool, float, bool]) -> Msg | None:

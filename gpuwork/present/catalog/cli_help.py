@@ -23,7 +23,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.app.pages_per_visitor": (
         "at most this many open pages (tabs) per visitor, told apart by a cookie; the next tab is asked to close one, "
         "so one visitor cannot take every page (default {n})",
-        "не больше стольких открытых страниц (вкладок) у одного посетителя (различаются по cookie); следующую "
+        "не больше стольких открытых страниц (вкладок) у одного посетителя (различаются по куки); следующую "
         "вкладку попросят закрыть одну из открытых, чтобы один посетитель не занял все страницы (по умолчанию {n})"),
     "cli.help.app.max_pages": (
         "at most this many kernels (~135 MB each: pages and the --pool) at once; the next visitor is asked to "
@@ -317,15 +317,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "The plan file (--plan) is JSON with TrainPlan fields, e.g. `{{\"model\": \"llama-3.1-8b\", \"method\": "
         "\"lora\", \"seq_len\": 4096}}`; fields left out take their defaults. The app's \"Download plan\" link, "
         "the output of `gpuwork estimate --json` and a file written from TrainPlan.as_dict() all work.\n"
-        "--lang chooses the language of the pages and messages (en or ru), and of this help: gpuwork report "
-        "--lang ru --help.\n"
+        "--lang chooses the language of the pages and messages (en or ru), and of this help: `gpuwork report "
+        "--lang ru --help`.\n"
         "Without a CUDA GPU the trial runs a tiny model of the same family on the CPU: it proves the pipeline, "
         "not the speed. Charts load plotly.min.js from the report folder: keep the folder together.",
         "Файл плана (--plan) — JSON с полями TrainPlan, например `{{\"model\": \"llama-3.1-8b\", \"method\": "
         "\"lora\", \"seq_len\": 4096}}`; пропущенные поля берут значения по умолчанию. Подходят файл по ссылке "
         "«Скачать план» в приложении, вывод `gpuwork estimate --json` и файл из TrainPlan.as_dict().\n"
-        "--lang выбирает язык страниц и сообщений (en или ru), а также этой справки: gpuwork report --lang ru "
-        "--help.\n"
+        "--lang выбирает язык страниц и сообщений (en или ru), а также этой справки: `gpuwork report --lang ru "
+        "--help`.\n"
         "Без GPU с CUDA пробный запуск идёт на CPU с маленькой моделью того же семейства: он проверяет конвейер, "
         "а не скорость. Графики загружают plotly.min.js из папки отчёта: не разделяйте папку."),
     "cli.help.trial.allow_changed_data": (

@@ -460,6 +460,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{field:raw}={value:raw} is beyond what any run can use: use a value <= {maximum:g}",
         "{field:raw}={value:raw} больше, чем может понадобиться любому запуску: укажите значение <= {maximum:g}"),
     # -- command-line flags (gpuwork.cli.args: one check per flag, where it is parsed) -----------------------------
+    "error.flag.not_seq_len": (
+        "{value:raw} is not a sequence length: write a whole number of tokens, k counting 1,024 (4096, 4k, 32k)",
+        "{value:raw} — не длина последовательности: укажите целое число токенов, k — это 1 024 (4096, 4k, 32k)"),
     "error.flag.not_finite": (
         "{value:raw} is not a finite number: write an ordinary number such as 2 or 0.5",
         "{value:raw} — не конечное число: укажите обычное число, например 2 или 0.5"),
