@@ -683,7 +683,7 @@ def classify(case: Case, rc: int, stdout: bytes, stderr: bytes, timed_out: bool,
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--out", required=True, help="folder for report.json")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("-k", dest="select", help="only cases whose id contains this text")
