@@ -144,7 +144,7 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     Rows: one per GEMM shape (FLOP/s), the copy (bytes/s), the dispatch per op (seconds), SDPA forward
     and backward (FLOP/s). ``model`` is the op model's figure and ``basis`` says where it comes from.
     """
-    from gpuwork.estimate.steptime import attention_fraction, wave_efficiency
+    from gpuwork.estimate.steptime import attention_family, attention_fraction, curve_fraction, wave_efficiency
     from gpuwork.facts.rates import load_rates
     from gpuwork.measure.cpu_rates import copy_rate, dispatch_cost, gemm_rate, sdpa_rate
 
@@ -182,10 +182,18 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
             if dtype == "fp32":
                 model, basis = rates.kernel("sdpa_mem_efficient_fraction") * gpu.fp32_flops, \
                     "kernels.csv sdpa_mem_efficient_fraction x fp32 peak"
-            else:
-                fraction, key = attention_fraction(gpu, rates, name)
+            else:  # as steptime prices a fused attention op: the family's measured curve, else its one fraction
                 peak = gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
-                model, basis = fraction * peak, f"kernels.csv {key} {fraction:.3f} x dense peak {peak / 1e12:.0f} TF"
+                family = attention_family(gpu, rates)
+                ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
+                curve = curve_fraction(rates.attention_families.get(family, ()), name, True, hd, seq, ratio)
+                if curve is not None:
+                    scale = 1 + 128 / seq if seq > 128 else 1.0  # the op counts a causal kernel's diagonal blocks
+                    model, basis = curve * peak * scale, (f"attention_curves.csv {family} {name} causal: {curve:.3f} "
+                                                         f"x dense peak {peak / 1e12:.0f} TF")
+                else:
+                    fraction, key = attention_fraction(gpu, rates, name)
+                    model, basis = fraction * peak, f"kernels.csv {key} {fraction:.3f} x dense peak {peak / 1e12:.0f} TF"
         row(f"SDPA {name} (causal)", f"b{b} h{h} s{seq} d{hd}", "TFLOPS", value, model, basis)
     return rows
 

@@ -184,7 +184,7 @@ def test_gpuwork_app_serves_the_app_from_any_directory(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, f"no answer on {url} within 150 s:\n{log_path.read_text()}"
                 time.sleep(0.5)
         kernels = psutil.Process(proc.pid).children(recursive=True)
-        assert "<title>app</title>" in body
+        assert "<title>gpuwork — GPU sizing for fine-tuning" in body  # the page names the tool
         log = log_path.read_text(errors="replace")
         assert f"http://127.0.0.1:{port}/" in log
         assert "Error at server while executing cell" not in log, log[-3000:]

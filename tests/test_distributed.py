@@ -190,7 +190,8 @@ def test_record_is_written_once_in_out_dir_and_round_trips(ddp_fsdp):
     ddp, fsdp = ddp_fsdp
     out = Path(ddp.saved_to).parent
     stem = Path(ddp.saved_to).stem
-    assert sorted(p.name for p in out.iterdir()) == [f"{stem}-checkpoint", f"{stem}.json"]  # work folder removed
+    # the record, its steps file and the checkpoint; the work folder removed
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}-checkpoint", f"{stem}.json", f"{stem}.steps.jsonl"]
     again = TrialRecord.from_json(Path(ddp.saved_to))
     assert again == ddp and again.ranks == ddp.ranks and again.parallel == ddp.parallel
     assert json.loads(Path(ddp.saved_to).read_text())["parallel"]["strategy"] == "ddp"

@@ -104,6 +104,6 @@ def test_the_sizing_form_round_trips_through_its_link() -> None:
     assert form.query() == plan_query(plan)
     assert "gpuwork-plan-download" in form.share.value and plan_query(plan).split("&")[0] in form.share.value
     form.controls["seq_len"].value = "2k"
-    assert plan_from_query(form.query()) == plan.replace(seq_len=2000)  # the link follows the form
+    assert plan_from_query(form.query()) == plan.replace(seq_len=2048)  # the link follows the form (k = 1,024)
     bad = SizingForm.from_query("seq_len=abc", lang="ru")
-    assert bad.result is None and bad.error.startswith("seq_len='abc' — не количество")
+    assert bad.result is None and bad.error.startswith("Длина последовательности: 'abc' — не количество")

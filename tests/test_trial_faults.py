@@ -152,7 +152,7 @@ def test_an_interrupted_qlora_trial_removes_its_16_bit_copy(tmp_path):
     assert stopped.status == "interrupted" and len(stopped.steps) == 1
     assert temp_leftovers(tmp_path) == []
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == [f"{stopped.run_id}-checkpoint", f"{stopped.run_id}.json"]
+    assert names == [f"{stopped.run_id}-checkpoint", f"{stopped.run_id}.json", f"{stopped.run_id}.steps.jsonl"]
     assert "adapter_model.safetensors" in os.listdir(tmp_path / f"{stopped.run_id}-checkpoint")
 
 
@@ -370,4 +370,5 @@ def test_a_record_file_that_is_json_but_no_object_is_a_clear_error(tmp_path):
     path.write_text("[1, 2]")
     with pytest.raises(TrialError) as err:
         TrialRecord.from_json(path)
-    assert err.value.msg.code == "error.trial.record_not_object" and "JSON list" in str(err.value)
+    # the file is named, with what it holds instead of a record
+    assert err.value.msg.code == "error.trial.not_a_record" and str(path) in str(err.value) and "list" in str(err.value)

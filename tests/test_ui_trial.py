@@ -151,7 +151,8 @@ def test_a_demo_trial_waits_visibly_in_the_line_and_stop_leaves_it(tmp_path: Pat
 @pytest.mark.parametrize(("field", "typed", "expected"), [
     ("seq_len", "4096.5", "not a whole number"), ("seq_len", "1e4.", "not a count"),
     ("batch_size", "200 MB", "not a count"), ("grad_accum", "0x10", "not a count"),
-    ("seq_len", "nan", "seq_len"), ("batch_size", "-3", "batch_size"), ("seq_len", "", "seq_len"),
+    ("seq_len", "nan", "Sequence length: 'nan'"), ("batch_size", "-3", "Micro-batch: -3"),
+    ("seq_len", "", "Sequence length: ''"),
     ("steps", "2.5", "not a whole number"), ("steps", "1e9", "above 10,000"), ("warmup", "inf", "warmup"),
     ("warmup", "5000", "above 1,000"), ("steps", "-1", "at least one step"),
 ])
