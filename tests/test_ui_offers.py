@@ -74,9 +74,15 @@ def test_compare_trial_records(trial_record: TrialRecord) -> None:
     assert "tiny-llama" in panel.compare.value and "Throughput (tokens/s)" in panel.compare.value and "tokens per s" not in panel.compare.value
     panel.record_price.value = 2.0
     assert "$" in panel.compare.value
-    text = Path(trial_record.saved_to).read_bytes()
-    panel.record_upload.value = upload_value(text, "trial.json")
-    assert len(panel.records) == 2
+    saved = Path(trial_record.saved_to)
+    steps = next(saved.parent.glob("*.steps.jsonl"))
+    # the record alone names its steps file, which is not there: one clear line, nothing added
+    panel.record_upload.value = upload_value(saved.read_bytes(), "trial.json")
+    assert len(panel.records) == 1 and steps.name in panel.error
+    # picked together, the record and its steps file are one record
+    panel.record_upload.value = (*upload_value(saved.read_bytes(), "trial.json"),
+                                 *upload_value(steps.read_bytes(), steps.name))
+    assert len(panel.records) == 2 and len(panel.records[1].steps) == len(trial_record.steps)
     panel.record_upload.value = upload_value(b"{}", "bad.json")
     assert "bad.json is not a gpuwork trial record" in panel.error
     from_file = OffersPanel(OFFER_PLAN, records=[trial_record.saved_to], with_request=False)

@@ -412,6 +412,12 @@ def _with_steps_file(data: dict[str, Any], record_path: Path) -> dict[str, Any]:
                                                                    path=path, steps=str(file)))
     except reading.ReadError as exc:
         raise TrialError(exc.msg) from None
+    return with_steps_text(data, text, file)
+
+
+def with_steps_text(data: dict[str, Any], text: str, file: str | Path) -> dict[str, Any]:
+    """The record's data with the steps parsed from the text of its steps file (``file`` names it in errors):
+    a record read from disk, or uploaded together with its steps file."""
     lines = text.split("\n")
     lines.pop()  # the part after the last newline: empty, or a line a kill cut short
     steps, per_rank = [], []
@@ -981,4 +987,5 @@ __all__ = [
     "step_line",
     "steps_path",
     "summarize",
+    "with_steps_text",
 ]

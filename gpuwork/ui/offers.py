@@ -244,7 +244,8 @@ class OffersPanel(common.Panel):
         self.table = widgets.HTML()
         self.table.add_class("gpuwork-offers-table")
         self.interruptible = widgets.HTML()
-        self.record_upload = widgets.FileUpload(accept=".json", multiple=True)
+        # a record is two files since its steps are appended per step: the JSON and its .steps.jsonl
+        self.record_upload = widgets.FileUpload(accept=".json,.jsonl", multiple=True)
         self.record_price = NumberText(0, kind="number", style=WIDE, layout=lay)
         self.compare = widgets.HTML()
         self.headings = {k: widgets.HTML() for k in ("h_offers", "h_interruptible", "h_compare")}
@@ -424,12 +425,21 @@ class OffersPanel(common.Panel):
                                 error=friendly(exc, self.lang) if isinstance(exc, GpuworkError) else str(exc)))
 
     def _on_records(self, change: Any) -> None:
-        from gpuwork.measure.record import TrialRecord
+        from gpuwork.measure.record import STEPS_SUFFIX, TrialRecord, with_steps_text
 
-        for item in change["new"] or ():
+        items = list(change["new"] or ())
+        steps = {common.upload_name(i): i for i in items if common.upload_name(i).endswith(STEPS_SUFFIX)}
+        for item in items:
             name = item.get("name", "record.json")
+            if name in steps:
+                continue  # read with the record that names it
             try:
-                self.records.append(TrialRecord.from_dict(common.upload_json(item, "record")))
+                data = common.upload_json(item, "record")
+                # a record whose steps are in its own file: read them from the upload of that name
+                if isinstance(data, dict) and isinstance(data.get("steps_file"), str) and data["steps_file"] in steps:
+                    text = common.upload_content(steps[data["steps_file"]], "record").decode("utf-8")
+                    data = with_steps_text(data, text, data["steps_file"])
+                self.records.append(TrialRecord.from_dict(data))
             except (ValueError, KeyError, TypeError, UnicodeDecodeError, GpuworkError) as exc:
                 self._show_error(ui("bad_record", self.lang, name=name, error=one_line(exc)))
         self._render_compare()
