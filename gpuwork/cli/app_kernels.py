@@ -268,6 +268,12 @@ class PagesKernelManager(AsyncMappingKernelManager):
         if page is not None and not page.connected and self._open(page):
             return  # handed to a page that is still loading
         kernel = self._kernels.get(kernel_id)
+        if page is not None and not page.connected and page.left_at is None and kernel is not None:
+            # handed to a page that never connected within page_connect_timeout: nobody will use it, and a
+            # kernel no client ever talked to stays "starting", which jupyter_server's idle check passes over
+            self.log.info("gpuwork: culling kernel %s: its page never connected", kernel_id)
+            await self.shutdown_kernel(kernel_id)
+            return
         if kernel is None or not kernel.trait_has_value("last_activity"):
             return  # still starting: jupyter_server's check would fail on its unset last_activity (logged traceback)
         await super().cull_kernel_if_idle(kernel_id)
