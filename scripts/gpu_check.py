@@ -144,7 +144,12 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     Rows: one per GEMM shape (FLOP/s), the copy (bytes/s), the dispatch per op (seconds), SDPA forward
     and backward (FLOP/s). ``model`` is the op model's figure and ``basis`` says where it comes from.
     """
-    from gpuwork.estimate.steptime import attention_family, attention_fraction, curve_fraction, wave_efficiency
+    from gpuwork.estimate.steptime import (
+        attention_family,
+        attention_fraction,
+        curve_fraction,
+        wave_efficiency,
+    )
     from gpuwork.facts.rates import load_rates
     from gpuwork.measure.cpu_rates import copy_rate, dispatch_cost, gemm_rate, sdpa_rate
 

@@ -9,6 +9,7 @@ bit, a truncated file, a missing file, a wrong optimizer state, a swapped RNG st
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import pickle
 from pathlib import Path
@@ -46,6 +47,40 @@ def flip_last_byte(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+# The kinds of damage the save-and-restore check is shown (the resume is shown the same ones: test_resume_verify).
+SAVE_CHECK_DAMAGE = ("flipped bit in the weights", "truncated optimizer.pt", "missing trainer_state.json",
+                     "missing optimizer.pt", "wrong optimizer state", "swapped RNG state",
+                     "wrong step in trainer_state.json", "flipped bit in the adapter")
+
+
+def damage_checkpoint(kind: str, folder: Path) -> None:
+    """Damage the checkpoint in ``folder`` in one of the ways of SAVE_CHECK_DAMAGE."""
+    import json
+
+    if kind == "flipped bit in the weights":
+        flip_last_byte(folder / "model.safetensors")
+    elif kind == "flipped bit in the adapter":
+        flip_last_byte(folder / "adapter_model.safetensors")
+    elif kind == "truncated optimizer.pt":
+        path = folder / "optimizer.pt"
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif kind == "missing trainer_state.json":
+        (folder / "trainer_state.json").unlink()
+    elif kind == "missing optimizer.pt":
+        (folder / "optimizer.pt").unlink()
+    elif kind == "wrong optimizer state":
+        state = torch.load(folder / "optimizer.pt", weights_only=True)
+        state["state"][0]["exp_avg"].mul_(1.5)
+        torch.save(state, folder / "optimizer.pt")
+    elif kind == "swapped RNG state":
+        torch.manual_seed(12345)  # another run's generator
+        torch.save(rng_tensors(rng_state(torch.device("cpu"))), folder / "rng_state.pth")
+    elif kind == "wrong step in trainer_state.json":
+        state = json.loads((folder / "trainer_state.json").read_text())
+        state["global_step"] += 1
+        (folder / "trainer_state.json").write_text(json.dumps(state))
+
+
 # -- pure parts ---------------------------------------------------------------------------------------------
 
 
@@ -77,37 +112,9 @@ def test_an_undamaged_checkpoint_is_verified_by_its_in_memory_digests():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["flipped bit in the weights", "truncated optimizer.pt", "missing trainer_state.json",
-                                  "missing optimizer.pt", "wrong optimizer state", "swapped RNG state",
-                                  "wrong step in trainer_state.json", "flipped bit in the adapter"])
+@pytest.mark.parametrize("kind", SAVE_CHECK_DAMAGE)
 def test_each_kind_of_damage_is_caught(kind):
-    import json
-
-    def damage(folder: Path) -> None:
-        if kind == "flipped bit in the weights":
-            flip_last_byte(folder / "model.safetensors")
-        elif kind == "flipped bit in the adapter":
-            flip_last_byte(folder / "adapter_model.safetensors")
-        elif kind == "truncated optimizer.pt":
-            path = folder / "optimizer.pt"
-            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-        elif kind == "missing trainer_state.json":
-            (folder / "trainer_state.json").unlink()
-        elif kind == "missing optimizer.pt":
-            (folder / "optimizer.pt").unlink()
-        elif kind == "wrong optimizer state":
-            state = torch.load(folder / "optimizer.pt", weights_only=True)
-            state["state"][0]["exp_avg"].mul_(1.5)
-            torch.save(state, folder / "optimizer.pt")
-        elif kind == "swapped RNG state":
-            torch.manual_seed(12345)  # another run's generator
-            torch.save(rng_tensors(rng_state(torch.device("cpu"))), folder / "rng_state.pth")
-        elif kind == "wrong step in trainer_state.json":
-            state = json.loads((folder / "trainer_state.json").read_text())
-            state["global_step"] += 1
-            (folder / "trainer_state.json").write_text(json.dumps(state))
-
-    ck = checked(damage, method="lora" if "adapter" in kind else "full")
+    ck = checked(functools.partial(damage_checkpoint, kind), method="lora" if "adapter" in kind else "full")
     text = render(ck.message)
     assert not ck.verified and text.startswith("checkpoint NOT verified: "), text
     parts = {m.code: m for m in ck.message["parts"]}

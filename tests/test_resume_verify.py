@@ -18,12 +18,11 @@ import struct
 from pathlib import Path
 
 import pytest
-import torch
+from test_checkpoint_check import SAVE_CHECK_DAMAGE, damage_checkpoint, flip_last_byte
 
 from gpuwork.cli import main
 from gpuwork.cli.trial import EXIT_CHECKPOINT_NOT_VERIFIED, MAX_STEPS
 from gpuwork.measure.checkpoint import MANIFEST_FILE, CheckpointDamaged, _seal, file_sha256
-from gpuwork.measure.runtime import rng_state, rng_tensors
 from gpuwork.measure.trial import TrialError, TrialRecord, resume_options, run_trial
 from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import render
@@ -73,12 +72,6 @@ def copy_run(record: Path, folder: Path) -> Path:
         shutil.copy2(path, folder / path.name)
     shutil.copytree(checkpoint_of(record), folder / checkpoint_of(record).name)
     return folder / record.name
-
-
-def flip_last_byte(path: Path) -> None:
-    data = bytearray(path.read_bytes())
-    data[-1] ^= 0x01  # tensor data (a safetensors header and torch's zip directory come first / are elsewhere)
-    path.write_bytes(bytes(data))
 
 
 def edit_safetensors_header(path: Path, edit) -> None:
@@ -133,28 +126,8 @@ def resume_cli(record: Path, *extra: str, capsys) -> tuple[int, str, str]:
 
 def _damage(kind: str, folder: Path, runs: dict[str, Path], marker: Path) -> None:
     other_run, other_step = checkpoint_of(runs["b"]), checkpoint_of(runs["a1"])
-    if kind == "flipped bit in the weights":
-        flip_last_byte(folder / "model.safetensors")
-    elif kind == "flipped bit in the adapter":
-        flip_last_byte(folder / "adapter_model.safetensors")
-    elif kind == "truncated optimizer.pt":
-        path = folder / "optimizer.pt"
-        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    elif kind == "missing trainer_state.json":
-        (folder / "trainer_state.json").unlink()
-    elif kind == "missing optimizer.pt":
-        (folder / "optimizer.pt").unlink()
-    elif kind == "wrong optimizer state":
-        state = torch.load(folder / "optimizer.pt", weights_only=True)
-        state["state"][0]["exp_avg"].mul_(1.5)
-        torch.save(state, folder / "optimizer.pt")
-    elif kind == "swapped RNG state":
-        torch.manual_seed(12345)  # another run's generator
-        torch.save(rng_tensors(rng_state(torch.device("cpu"))), folder / "rng_state.pth")
-    elif kind == "wrong step in trainer_state.json":
-        state = json.loads((folder / "trainer_state.json").read_text())
-        state["global_step"] += 1
-        (folder / "trainer_state.json").write_text(json.dumps(state))
+    if kind in SAVE_CHECK_DAMAGE:  # the save-and-restore check's own kinds
+        damage_checkpoint(kind, folder)
     elif kind == "a pickled file that would run code":
         import pickle
 
