@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuwork.errors import EXIT_USAGE, GpuworkError, PlanError
 from gpuwork.facts.planfile import read_plan_fields
+from gpuwork.facts.reading import escape_chars
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Stack, TrainPlan, field_names
 from gpuwork.present.messages import LANGS, MessageError, render, text
@@ -156,7 +157,7 @@ _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 def terminal_safe(text: str) -> str:
     """``text`` with every control character escaped (\\x1b, \\u202e): what the user gave, shown as data."""
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+    return escape_chars(text, _UNSAFE)
 
 
 class _SafeStream:

@@ -28,6 +28,7 @@ import functools
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -75,6 +76,16 @@ MAX_YAML_ALIASES = 5_000  # alias uses in one YAML document
 
 _FILE_TYPES = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char_device"), (stat.S_ISBLK, "block_device"),
                (stat.S_ISSOCK, "socket"))
+
+
+def escape_chars(text: str, unsafe: re.Pattern[str]) -> str:
+    """``text`` with each character ``unsafe`` matches written as its escape (\\x1b, \\u202e): text from outside
+    (a record's strings, a name a user typed) shown as data, never acted on by a terminal or page."""
+    def one(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return unsafe.sub(one, text)
 
 
 class ReadError(GpuworkError, ValueError):
@@ -377,6 +388,6 @@ def load_yaml(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
 
 
 __all__ = ["CONFIG", "MAX_DEPTH", "MAX_DOCUMENT_BYTES", "MAX_INT_DIGITS", "MAX_YAML_NODES", "MODEL_CONFIG", "PLAN",
-           "RECORD", "SMALL_JSON", "TABLE", "TEXT_DATA", "TOKENIZER", "FileKind", "ReadError", "inside_folder",
+           "RECORD", "SMALL_JSON", "TABLE", "TEXT_DATA", "TOKENIZER", "FileKind", "ReadError", "escape_chars", "inside_folder",
            "load_json", "load_yaml", "output_file", "output_folder", "parse_json", "parse_yaml", "read_bytes",
            "read_text"]

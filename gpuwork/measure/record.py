@@ -512,11 +512,7 @@ _UNSAFE_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-
 
 
 def _escape(text: str) -> str:
-    def one(match: re.Match[str]) -> str:
-        code = ord(match.group())
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-    return _UNSAFE_CHARS.sub(one, text)
+    return reading.escape_chars(text, _UNSAFE_CHARS)
 
 
 def _escaped(value: Any) -> Any:
