@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.estimate.memory import estimate_memory
+from gpuwork.estimate.memory import estimate_memory, state_bytes_per_param
 from gpuwork.estimate.offers import (
     DEFAULT_PREEMPTION_RATE_PER_HOUR,
     DEFAULT_SAFETY_MARGIN,
@@ -281,23 +281,6 @@ def _shard(gpus: int, sharding: Sharding, offload: bool) -> Callable[[TrainPlan]
 # (TrainPlan.fp32_master_weights), so a pure-bf16 full fine-tune is much smaller under FSDP.
 SHARDINGS = ((Sharding.ZERO2, False), (Sharding.ZERO3, False), (Sharding.ZERO3, True), (Sharding.FSDP, False),
              (Sharding.FSDP, True))
-
-
-def state_bytes_per_param(plan: TrainPlan) -> int | None:
-    """Bytes per trained parameter the plan keeps for weights, gradients and optimizer states (with fp32 master
-    weights where its sharding keeps them), before sharding and wherever they sit (GPU, CPU, paged): with AdamW 8 for
-    pure bf16 under DDP or FSDP, 16 under DeepSpeed ZeRO or in bf16-mixed. None where it is not one figure: adapters
-    (a frozen base, fp32 adapters) or Adafactor (factored states). tests/test_advisor.py checks it against the memory
-    estimate's own figure."""
-    if plan.uses_adapters or plan.optimizer is Optimizer.ADAFACTOR:
-        return None
-    weight = plan.precision.param_bytes  # the trained weight, and its gradient in the same dtype
-    master = 4 if plan.fp32_master_weights else 0
-    state = 4 if plan.fp32_master_weights else weight  # torch optimizers keep states in the weight's dtype
-    states = {Optimizer.ADAMW: 2 * state, Optimizer.SGD: state, Optimizer.LION: 4,
-              # bitsandbytes: two uint8 states (the fp32 block maxima add 8 bytes per 256 values)
-              Optimizer.ADAMW_8BIT: 2, Optimizer.PAGED_ADAMW_8BIT: 2}[plan.optimizer]
-    return 2 * weight + master + states
 
 
 def sharding_words(plan: TrainPlan) -> Msg:

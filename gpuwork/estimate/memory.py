@@ -164,6 +164,22 @@ def _state_bytes_per_param(plan: TrainPlan) -> int:
     return 4 if plan.fp32_master_weights else _trainable_bytes_per_param(plan)
 
 
+def state_bytes_per_param(plan: TrainPlan) -> int | None:
+    """Bytes per trained parameter the plan keeps for weights, gradients and optimizer states (with fp32 master
+    weights where its sharding keeps them), before sharding and wherever they sit (GPU, CPU, paged): with AdamW 8 for
+    pure bf16 under DDP or FSDP, 16 under DeepSpeed ZeRO or in bf16-mixed. The per-element rules of
+    ``_optimizer_bytes`` without its per-tensor terms (bitsandbytes' block maxima, 8 bytes per 256 values). None
+    where it is not one figure: adapters (a frozen base, fp32 adapters) or Adafactor (factored states)."""
+    if plan.uses_adapters or plan.optimizer is Optimizer.ADAFACTOR:
+        return None
+    weight = _trainable_bytes_per_param(plan)  # the trained weight, and its gradient in the same dtype
+    state = _state_bytes_per_param(plan)
+    master = 4 if plan.fp32_master_weights else 0
+    states = {Optimizer.ADAMW: 2 * state, Optimizer.SGD: state, Optimizer.LION: 4,
+              Optimizer.ADAMW_8BIT: 2, Optimizer.PAGED_ADAMW_8BIT: 2}[plan.optimizer]  # two uint8 states
+    return 2 * weight + master + states
+
+
 def _largest_trainable(spec: ModelSpec, plan: TrainPlan) -> int:
     if plan.uses_adapters:
         targets = lora_target_linears(spec, plan.lora_targets)
@@ -923,4 +939,4 @@ SOURCES = {
 }
 
 __all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "plan_dtypes", "stack_profile"]
+           "estimate_memory", "plan_dtypes", "stack_profile", "state_bytes_per_param"]
