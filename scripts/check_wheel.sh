@@ -133,7 +133,7 @@ while True:
     try:  # the first GET starts a kernel and runs the notebook: allow it time
         with urllib.request.urlopen(url, timeout=120) as response:
             body = response.read().decode()
-            if response.status == 200 and "<title>app</title>" in body:
+            if response.status == 200 and "<title>gpuwork" in body:
                 print(f"  ok: GET {url} -> 200, {len(body):,} characters of page")
                 break
     except OSError:
