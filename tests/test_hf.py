@@ -283,3 +283,68 @@ def test_trainer_run_until_stable(tmp_path, rows) -> None:
     record = callback.record
     check_until_stable(record, 0.25, 10, 10)  # steps None: the first check at UNTIL_STABLE_MIN_STEPS = 10
     assert trainer.state.global_step == 1 + record.stability.measured_steps
+
+
+# -- a run killed mid-way keeps every finished step ---------------------------------------------------------------
+
+KILLED_TRAINER = """
+import sys, torch, transformers
+from gpuwork.facts.model import load_config
+from gpuwork.measure.hf import GpuworkCallback
+config, _ = load_config("tiny-llama")
+torch.manual_seed(0)
+model = transformers.AutoModelForCausalLM.from_config(
+    transformers.CONFIG_MAPPING[config["model_type"]].from_dict(dict(config)))
+rows = [{"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": ids.clone()}
+        for ids in torch.randint(0, config["vocab_size"], (64, 16))]
+args = transformers.TrainingArguments(output_dir=sys.argv[1] + "/run", per_device_train_batch_size=2, max_steps=100000,
+                                      report_to=[], save_strategy="no", use_cpu=True, disable_tqdm=True)
+callback = GpuworkCallback(out=sys.argv[1] + "/trials", warmup=1, on_measure=lambda m: print("done", m.step,
+                                                                                              flush=True))
+transformers.Trainer(model=model, args=args, train_dataset=rows, callbacks=[callback]).train()
+"""
+
+
+@pytest.mark.slow
+def test_a_trainer_run_killed_mid_way_leaves_a_record_of_its_finished_steps(tmp_path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from gpuwork.measure.record import steps_path, summarize
+
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_TRAINER, str(tmp_path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=root)
+    finished: list[int] = []
+    try:
+        while len(finished) < 8:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("done "):
+                finished.append(int(line.split()[1]))
+        assert len(finished) >= 8, "the Trainer run did not reach its eighth step"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    [path] = sorted((tmp_path / "trials").glob("trial-*.json"))
+    lines = [json.loads(x) for x in steps_path(path).read_text().splitlines() if x.endswith("}")]
+    assert [x["step"] for x in lines] == list(range(1, len(lines) + 1))
+    assert set(finished) <= {x["step"] for x in lines}  # a step is on disk before the caller hears of it
+    record = TrialRecord.from_json(path)  # the package's reader
+    assert record.status == "running" and record.source == "gpuwork.hf.GpuworkCallback"
+    assert [m.step for m in record.steps] == [x["step"] for x in lines]
+    assert all(math.isfinite(m.loss) and m.loss > 0 for m in record.steps)  # the Trainer's logged loss, filled in
+    assert all(m.tokens == 2 * 16 and m.step_time_s > 0 for m in record.steps)
+    assert record.summary == summarize(record.steps, "CPU")  # recomputed beyond the last written summary
+    assert record.summary.measured_steps == len(record.steps) - 1
+    assert (record.protocol.model, record.protocol.micro_batch, record.protocol.seq_len) == ("tiny-llama", 2, 16)
+    assert record.plan.batch_size == 2  # the plan inferred while the run went on

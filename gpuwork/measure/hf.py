@@ -31,6 +31,11 @@ What is measured, per optimizer step after ``warmup`` steps (flagged, left out o
 - the loss the Trainer logs (the callback asks it to log every measured step; TRL and Trainer
   report the mean over ranks) or the loss given to ``m.step``.
 
+The record is on disk as the run goes (one process with ``out``): each step is appended to its
+``.steps.jsonl`` once its loss is in and the JSON rewritten at most every ``SUMMARY_INTERVAL_S``
+(``gpuwork.measure.recorder.RecordFile``, as ``gpuwork trial`` does), so a killed run leaves a record
+(``status="running"``) of every finished step; a torchrun group's record is merged and written at the end.
+
 Also: the checkpoint save the Trainer makes (``on_save``, timed; with ``verify_restore=True`` the
 saved weights or adapters are restored into a freshly built model and compared tensor by tensor),
 and the evaluation pass (timed; its share of the whole run is the plan's ``eval_fraction``,
@@ -75,21 +80,27 @@ from gpuwork.facts.configs import optimizer_choice
 from gpuwork.measure.errors import TrialError
 from gpuwork.measure.options import OwnRunOptions, check_until_stable
 from gpuwork.measure.record import (
+    STATUS_COMPLETE,
+    STATUS_RUNNING,
     CheckpointResult,
     ParallelInfo,
     RankResult,
+    RunningSummary,
     Stability,
     StepMeasurement,
+    TrialEnvironment,
     TrialProtocol,
     TrialRecord,
+    TrialSummary,
     merge_ranks,
     rank_result,
     summarize,
 )
-from gpuwork.measure.recorder import DeviceMemory, Ranks, own_run_path, write_record
+from gpuwork.measure.recorder import DeviceMemory, Ranks, RecordFile, own_run_path, write_record
+from gpuwork.measure.records import RecordWriteError, folder_error
 from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.measure.trial import environment
-from gpuwork.message import msg
+from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
 OWN_RUN_KEY = "own_run"  # the JSON section older records held the callback's own figures in (read_own_run)
@@ -157,6 +168,16 @@ class _Recorder:
         self._hook: Any = None
         self.saved_to: Path | None = None
         self.record: TrialRecord | None = None
+        # the record on disk as the run goes (one process with ``out``): each step appended once its loss is
+        # in, the JSON rewritten at a bounded rate (RecordFile), so a killed run keeps every finished step
+        self.world: Ranks | None = None
+        self.writer: RecordFile | None = None
+        self.write_error: Msg | None = None
+        self.running: RunningSummary | None = None  # the committed steps' summary, kept at a constant cost per step
+        self.guess_plan: Callable[[], tuple[TrainPlan, dict[str, Any]]] | None = None  # a running record's plan
+        self.protocol_extra: dict[str, Any] = {}
+        self._guessed: tuple[tuple[int, int], TrainPlan | None, dict[str, Any]] | None = None
+        self._environment: TrialEnvironment | None = None
 
     # -- set-up ----------------------------------------------------------------------------------------------
 
@@ -240,20 +261,29 @@ class _Recorder:
             self.times.add(m.step_time_s, m.step)
         self.micro_tokens = self.micro_padding = 0
         self.unsent = not notify
-        if notify and self.on_measure is not None:
-            self.on_measure(m)
+        if notify:
+            self._commit(m)
         return m
 
     def notify(self) -> None:
-        """Send the last step to ``on_measure`` once its loss is in (the Trainer logs after on_step_end)."""
+        """Commit the last step once its loss is in (the Trainer logs after on_step_end)."""
         if self.unsent and self.measurements:
             self.unsent = False
-            if self.on_measure is not None:
-                self.on_measure(self.measurements[-1])
+            self._commit(self.measurements[-1])
+
+    def _commit(self, m: StepMeasurement) -> None:
+        """A finished step: into the running summary, onto the disk, then to ``on_measure``."""
+        if self.running is None:
+            self.running = RunningSummary(self._device_kind())
+        self.running.add(m)
+        self._flush(m)
+        if self.on_measure is not None:
+            self.on_measure(m)
 
     def fill_loss(self, loss: float | None, grad_norm: float | None, learning_rate: float | None) -> None:
-        """Put the Trainer's logged values into the last step (logging follows on_step_end)."""
-        if not self.measurements:
+        """Put the Trainer's logged values into the last step (logging follows on_step_end); a step already
+        committed (written to disk) keeps its values."""
+        if not self.measurements or not self.unsent:
             return
         last = self.measurements[-1]
         changes = {}
@@ -303,41 +333,110 @@ class _Recorder:
             self._hook = None
         if self.memory is not None:
             self.memory.close()
+        if self.writer is not None:
+            self.writer.close()
+
+    def _device_kind(self) -> str:
+        return "GPU" if self.device is not None and self.device.type == "cuda" else "CPU"
+
+    def _env(self) -> TrialEnvironment:
+        if self._environment is None:
+            self._environment = environment(self.device)
+        return self._environment
+
+    def _plan_so_far(self) -> tuple[TrainPlan | None, dict[str, Any]]:
+        """The plan for a running record: the caller's, or inferred from what the run has shown so far (read
+        again only when the longest batch grows)."""
+        if self.plan is not None or self.guess_plan is None:
+            return self.plan, dict(self.inferred)
+        key = (self.max_seq_len, self.max_rows)
+        if self._guessed is None or self._guessed[0] != key:
+            try:
+                plan, inferred = self.guess_plan()
+            except (TrialError, ModelError, PlanError):
+                plan, inferred = None, {}
+            self._guessed = (key, plan, inferred)
+        return self._guessed[1], dict(self._guessed[2])
+
+    def _assemble(self, plan: TrainPlan | None, inferred: dict[str, Any], summary: TrialSummary | None, *,
+                  steps: tuple[StepMeasurement, ...], peak: int, evaluation: dict[str, Any],
+                  protocol_extra: dict[str, Any], status: str) -> TrialRecord:
+        stability = None
+        if self.until_stable is not None:
+            stability = Stability.judged(summary, tolerance=self.until_stable, min_steps=self.steps,
+                                         max_steps=self.max_steps, converged=self.converged)
+        tokens_per_step = summary.tokens_per_step if summary is not None else 0  # the mean of the measured steps
+        protocol = _protocol(plan, self, tokens_per_step, protocol_extra)
+        return TrialRecord(
+            protocol=protocol, environment=self._env(), summary=summary, steps=steps,
+            checkpoint=self.checkpoint, fits=True, error=None, peak_trial_memory_bytes=peak,
+            created_utc=self.created.isoformat(timespec="seconds"), duration_s=time.perf_counter() - self.started_s,
+            notes=tuple(dict.fromkeys(self.notes)), stability=stability, source=self.source, evaluation=evaluation,
+            inferred=inferred or None, saves=tuple(self.saves), status=status, write_error=self.write_error,
+            saved_to=str(self.writer.path) if self.writer is not None else None)
+
+    def _running_record(self) -> TrialRecord:
+        """The record so far, without its steps (they are in the steps file): costs the same at any step."""
+        plan, inferred = self._plan_so_far()
+        running = self.running
+        evaluation = {"passes": len(self.evaluations_s), "times_s": list(self.evaluations_s),
+                      "mean_s": statistics.fmean(self.evaluations_s) if self.evaluations_s else None,
+                      "share_of_run": None}
+        return self._assemble(plan, inferred, running.summary() if running else None, steps=(),
+                              peak=running.highest_memory_bytes if running else 0, evaluation=evaluation,
+                              protocol_extra=self.protocol_extra, status=STATUS_RUNNING)
+
+    def _flush(self, m: StepMeasurement) -> None:
+        """Append a committed step to the record's steps file; rewrite its JSON when due. One process only (a
+        group's record is merged from every rank at the end); a failed write is said in the record."""
+        if self.out is None or self.world is None or self.world.size > 1 or self.write_error is not None:
+            return
+        try:
+            if self.writer is None:
+                plan, _ = self._plan_so_far()
+                try:
+                    self.out.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise folder_error(exc, self.out) from None
+                self.writer = RecordFile(own_run_path(self.out, plan.model if plan else "unknown",
+                                                      plan.method.value if plan else "unknown", self.created))
+                self.writer.write(self._running_record())  # the name is taken before the first line
+                self.writer.start()
+            self.writer.append(m)
+            if self.writer.due():
+                self.writer.write(self._running_record())
+        except RecordWriteError as exc:  # disk full, read-only: the run goes on, the record says so
+            self.write_error = exc.msg
+            if self.writer is not None:
+                self.writer.close()
+            self.writer = None
 
     def build(self, *, protocol_extra: dict[str, Any], runs: dict[str, Any], world: _World) -> TrialRecord | None:
         """The record of this rank, merged with the other ranks' on rank 0 (None on other ranks)."""
         plan, inferred = self.plan, dict(self.inferred)
         measured = [m for m in self.measurements if not m.is_warmup]
-        tokens_per_step = round(statistics.fmean(m.tokens for m in measured)) if measured else 0
         eval_share = _eval_share(self.evaluations_s, measured, runs)
         if plan is not None and eval_share is not None and "eval_fraction" in inferred:
             plan = plan.replace(eval_fraction=min(max(eval_share, 0.0), 1.0))
             inferred["eval_fraction"] = {"value": plan.eval_fraction, "from": "measured evaluation pass"}
-        device_kind = "GPU" if self.device is not None and self.device.type == "cuda" else "CPU"
-        summary = summarize(self.measurements, device_kind)  # tokens per step: the mean of the measured steps
-        stability = None
-        if self.until_stable is not None:
-            stability = Stability.judged(summary, tolerance=self.until_stable, min_steps=self.steps,
-                                         max_steps=self.max_steps, converged=self.converged)
+        summary = summarize(self.measurements, self._device_kind())  # tokens per step: the mean of the measured
         evaluation = {"passes": len(self.evaluations_s), "times_s": list(self.evaluations_s),
                       "mean_s": statistics.fmean(self.evaluations_s) if self.evaluations_s else None,
                       "share_of_run": eval_share, **runs}
-        env = environment(self.device)
-        protocol = _protocol(plan, self, tokens_per_step, protocol_extra)
         peak = max([m.trial_memory_bytes for m in self.measurements] or [0])
-        record = TrialRecord(
-            protocol=protocol, environment=env, summary=summary, steps=tuple(self.measurements),
-            checkpoint=self.checkpoint, fits=True, error=None, peak_trial_memory_bytes=peak,
-            created_utc=self.created.isoformat(timespec="seconds"), duration_s=time.perf_counter() - self.started_s,
-            notes=tuple(dict.fromkeys(self.notes)), stability=stability, source=self.source, evaluation=evaluation,
-            inferred=inferred or None, saves=tuple(self.saves))
+        record = self._assemble(plan, inferred, summary, steps=tuple(self.measurements), peak=peak,
+                                evaluation=evaluation, protocol_extra=protocol_extra, status=STATUS_COMPLETE)
         if world.size > 1:
             record = world.merge(record, self)
             if record is None:
                 return None
-        if self.out is not None:
+        if self.writer is not None:  # every step is in its steps file: the JSON alone is rewritten
+            self.writer.write(record)
+            self.writer.close()
+            self.saved_to = self.writer.path
+        elif self.out is not None:
             self.out.mkdir(parents=True, exist_ok=True)
-            path = own_run_path(self.out, protocol.model, protocol.method, self.created)
+            path = own_run_path(self.out, record.protocol.model, record.protocol.method, self.created)
             record = dataclasses.replace(record, saved_to=str(path))
             write_record(record, path)
             self.saved_to = path
@@ -726,7 +825,12 @@ class GpuworkCallback(TrainerCallback):
         self._rec.optimizer = optimizer
         self._world = _World()
         self._rec.agree = self._world.agree
+        self._rec.world = self._world
         self._args = args
+        rec = self._rec
+        rec.protocol_extra = _trainer_protocol(args, rec)
+        rec.guess_plan = lambda: infer_plan(rec.model, args, seq_len=rec.max_seq_len or None, world_size=1,
+                                            out=rec.out, state=state)
         self._memory_sync()
         self._boundary_s = time.perf_counter()
         self._step_end_s = self._boundary_s
@@ -932,7 +1036,10 @@ def measure(plan: TrainPlan | None = None, options: OwnRunOptions | None = None,
             torch.device("cpu"))
         rec.memory = DeviceMemory(rec.device, sample_interval_s=options.memory_sample_interval_s, loaded_bytes=0)
     world = _World()
-    rec.agree = world.agree
+    rec.agree, rec.world = world.agree, world
+    if model is not None:
+        rec.guess_plan = lambda: infer_plan(model, seq_len=rec.max_seq_len or None, batch_size=rec.max_rows or None,
+                                            out=rec.out)
     m = Measurement(rec, model, optimizer, options.verify_restore)
     try:
         yield m

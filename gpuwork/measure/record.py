@@ -559,7 +559,8 @@ _FIELD_RANGES: dict[str, _Range] = {
     "cuda_peak_allocated_bytes": _BYTES, "cuda_peak_reserved_bytes": _BYTES, "rss_peak_bytes": _BYTES,
     "rss_after_step_bytes": _BYTES, "device_total_bytes": _BYTES, "padding_tokens": _TOKENS,
     # the protocol, the machine
-    "steps": _POSITIVE, "warmup": _COUNT, "micro_batch": _POSITIVE, "grad_accum": _POSITIVE,
+    # steps: 0 in a user's run whose record was written during its warm-up
+    "steps": _COUNT, "warmup": _COUNT, "micro_batch": _POSITIVE, "grad_accum": _POSITIVE,
     "seq_len": _POSITIVE, "tokens_per_step": _TOKENS, "seed": _Range(-(2 ** 63), 2 ** 64, "number", whole=True),
     "max_grad_norm": _Range(0.0, 1e12, "number"), "params_total": _Range(0, 10 ** 14, "count", whole=True),
     "params_trainable": _Range(0, 10 ** 14, "count", whole=True), "loader_workers": _Range(0, 1024, "count", whole=True),
