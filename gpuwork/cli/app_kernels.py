@@ -166,7 +166,7 @@ class PagesKernelManager(AsyncMappingKernelManager):
                 self._arrived(visitor)
             return render_task, rendered, kernel_id
 
-        cls.get_rendered_notebook = get_rendered_notebook
+        cls.get_rendered_notebook = get_rendered_notebook  # type: ignore[attr-defined]  # voila's mixin, at run time
 
     # -- visitors -------------------------------------------------------------------------------------------------
 
@@ -278,7 +278,8 @@ class PagesKernelManager(AsyncMappingKernelManager):
             return  # still starting: jupyter_server's check would fail on its unset last_activity (logged traceback)
         await super().cull_kernel_if_idle(kernel_id)
 
-    async def shutdown_kernel(self, kernel_id: str, *args: Any, **kwargs: Any) -> None:
+    # jupyter_client types these as synchronous; jupyter_server's async manager overrides them with coroutines
+    async def shutdown_kernel(self, kernel_id: str, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         self._pages.pop(kernel_id, None)
         await super().shutdown_kernel(kernel_id, *args, **kwargs)
 
@@ -291,7 +292,7 @@ class PagesKernelManager(AsyncMappingKernelManager):
                 and self._kernel_connections.get(kid, 0) <= 0]
         return min(gone)[1] if gone else None
 
-    async def start_kernel(self, *args: Any, **kwargs: Any) -> str:
+    async def start_kernel(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
         for_pool = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
         visitor = None if for_pool else await self._admit()
         try:

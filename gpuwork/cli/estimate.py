@@ -135,7 +135,7 @@ def _cmd_models(args: argparse.Namespace) -> int:
         path = rebuild_preset_cache(progress=sys.stderr.isatty())
         print(text("cli.models.wrote", lang, path=str(path)))
         return 0
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in list_presets():
         spec = get_spec(name)
         rows.append({"name": name, "architecture": spec.architecture, "params_total": spec.params_total,

@@ -453,7 +453,7 @@ def _rows_or_fail(reader: Any, name: str) -> Any:
 
         @property
         def line_num(self) -> int:
-            return reader.line_num
+            return int(reader.line_num)
 
     return Rows()
 

@@ -13,7 +13,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts import reading
@@ -175,7 +175,7 @@ def _load(folder: str) -> Rates:
         except ValueError:
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="stack",
                                    value=row["stack"])) from None
-        values = {}
+        values: dict[str, bool] = {}
         for flag in flags:
             if row[flag].strip() not in ("0", "1"):
                 raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column=flag, value=row[flag]))
@@ -194,9 +194,10 @@ def _load(folder: str) -> Rates:
         saved = (row.get("swiglu_saved") or "3").strip()
         if saved not in ("1", "2", "3"):
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="swiglu_saved", value=saved))
+        columns: dict[str, Any] = {**memory, **values}  # the flag and memory columns by their field names
         stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"],
                                      moe_experts=row["moe_experts"].strip(), swiglu_saved=int(saved),
-                                     memory_basis=row.get("memory_basis") or "", **memory, **values)
+                                     memory_basis=row.get("memory_basis") or "", **columns)
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
@@ -258,7 +259,7 @@ def attention_curves(rows: tuple[AttentionRow, ...]) -> tuple[AttentionPoint, ..
         best = max(by_source.values(), key=len, default={})
         return {s: sum(v) / len(v) for s, v in best.items()} if len(best) >= lengths else None
 
-    points = []
+    points: list[AttentionPoint] = []
     for key, by_source in sorted(groups.items()):
         family, attention_pass, causal, head_dim = key
         full = (family, attention_pass, False, head_dim)

@@ -313,15 +313,20 @@ def _bounded_loader() -> type:
     """
     import yaml
 
+    # libyaml's parser when PyYAML was built with it (several times faster), else the pure-Python one
+    parser: type[Any] = yaml.parser.Parser
     try:
-        from yaml.cyaml import CParser as parser  # libyaml: several times faster
+        import yaml.cyaml
+
+        parser = yaml.cyaml.CParser  # type: ignore[attr-defined]  # not in the module's typed exports
     except ImportError:
-        parser = yaml.parser.Parser
+        pass
     scanner = () if parser is not yaml.parser.Parser else (yaml.reader.Reader, yaml.scanner.Scanner)
 
-    # Composer first: its get_single_node (which calls compose_node below), not CParser's own in C
-    class BoundedLoader(yaml.composer.Composer, *scanner, parser, yaml.constructor.SafeConstructor,
-                        yaml.resolver.Resolver):
+    # Composer first: its get_single_node (which calls compose_node below), not CParser's own in C.
+    # The bases are chosen at run time, which a type checker cannot follow.
+    class BoundedLoader(yaml.composer.Composer, *scanner, parser,  # type: ignore[misc]
+                        yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
         def __init__(self, stream: str, name: str):
             if scanner:
                 yaml.reader.Reader.__init__(self, stream)
@@ -342,7 +347,9 @@ def _bounded_loader() -> type:
 
         def compose_node(self, parent: Any, index: Any) -> Any:
             if self.check_event(yaml.events.AliasEvent):
-                target = self.anchors.get(self.peek_event().anchor)
+                event = self.peek_event()
+                assert isinstance(event, yaml.events.AliasEvent)
+                target = self.anchors.get(event.anchor)
                 if target is not None:
                     if id(target) not in self._sizes:  # its own value is still being composed
                         raise _fail("error.read.yaml_recursive", self._name)

@@ -308,16 +308,16 @@ def load_tokenizer(folder: str | Path) -> TextTokenizer:
     try:
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        pretrained = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any loader failure means: not a usable folder
         raise DataError(msg("error.data.tokenizer_load", path=str(path), kind=type(exc).__name__,
                             detail=str(exc).splitlines()[0][:200] if str(exc) else "")) from None
-    eos = tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
+    eos = pretrained.eos_token_id if pretrained.eos_token_id is not None else pretrained.sep_token_id
     if eos is None:
         raise DataError(msg("error.data.no_eos", path=str(path)))
-    pad = tok.pad_token_id if tok.pad_token_id is not None else eos
-    return TextTokenizer(kind="pretrained", source=str(path), vocab_size=len(tok), eos_id=eos, pad_id=pad,
-                         mask_id=tok.mask_token_id, backend=tok)
+    pad = pretrained.pad_token_id if pretrained.pad_token_id is not None else eos
+    return TextTokenizer(kind="pretrained", source=str(path), vocab_size=len(pretrained), eos_id=eos, pad_id=pad,
+                         mask_id=pretrained.mask_token_id, backend=pretrained)
 
 
 # -- packing -------------------------------------------------------------------------------------
@@ -386,6 +386,7 @@ class PackedTextDataset:
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + int(index))
         if self.task == "seq-cls":
             return {"input_ids": ids, "labels": torch.randint(0, 2, (), generator=gen)}
+        assert self.mask_id is not None  # __init__ refuses masked-lm without a mask token
         chosen = torch.rand(ids.shape, generator=gen) < MASK_PROBABILITY
         chosen[torch.randint(0, ids.numel(), (), generator=gen)] = True
         labels = torch.where(chosen, ids, torch.full_like(ids, -100))
