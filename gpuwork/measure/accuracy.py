@@ -25,7 +25,7 @@ from gpuwork.facts.model import build_spec
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.measure.heldout import HeldoutSet, heldout_sets
 from gpuwork.measure.time_cases import EXTRA_GPUS, TIME_CASES, TimeCase
-from gpuwork.plan import Method, Stack, TrainPlan
+from gpuwork.plan import Method, Optimizer, Stack, TrainPlan
 from gpuwork.sizing import estimate_memory, estimate_time
 
 METRICS = {
@@ -45,10 +45,10 @@ class PublishedCase:
     note: str = ""
 
 
-_BERT = dict(model="bert-large-uncased", task="seq-cls", seq_len=512, method="full", attention="eager",
+_BERT: dict[str, Any] = dict(model="bert-large-uncased", task="seq-cls", seq_len=512, method="full", attention="eager",
              precision="fp32")
 _BERT_SRC = "transformers docs, model_memory_anatomy / perf_train_gpu_one (V100 16 GB, HF Trainer)"
-_PEFT = dict(model="llama-3.2-3b", precision="bf16", batch_size=4, seq_len=768, attention="sdpa")
+_PEFT: dict[str, Any] = dict(model="llama-3.2-3b", precision="bf16", batch_size=4, seq_len=768, attention="sdpa")
 _PEFT_SRC = "huggingface/peft method_comparison/MetaMathQA results (L40S, accelerator_memory_max)"
 
 PUBLISHED_CASES: tuple[PublishedCase, ...] = (
@@ -62,24 +62,24 @@ PUBLISHED_CASES: tuple[PublishedCase, ...] = (
     PublishedCase("bert-large bs1 GA4 GC fp16", TrainPlan(**{**_BERT, "precision": "fp16-mixed"}, batch_size=1,
                                                           grad_accum=4, grad_checkpointing=True),
                   7275 * MIB, "device", _BERT_SRC),
-    PublishedCase("bert-large bs4 Adafactor", TrainPlan(**_BERT, batch_size=4, optimizer="adafactor"),
+    PublishedCase("bert-large bs4 Adafactor", TrainPlan(**_BERT, batch_size=4, optimizer=Optimizer.ADAFACTOR),
                   12295 * MIB, "device", _BERT_SRC),
     PublishedCase("bert-large bs1 GA4 GC fp16 Adafactor",
                   TrainPlan(**{**_BERT, "precision": "fp16-mixed"}, batch_size=1, grad_accum=4,
-                            grad_checkpointing=True, optimizer="adafactor"), 4847 * MIB, "device", _BERT_SRC),
-    PublishedCase("bert-large bs4 Adam8bit", TrainPlan(**_BERT, batch_size=4, optimizer="adamw-8bit"),
+                            grad_checkpointing=True, optimizer=Optimizer.ADAFACTOR), 4847 * MIB, "device", _BERT_SRC),
+    PublishedCase("bert-large bs4 Adam8bit", TrainPlan(**_BERT, batch_size=4, optimizer=Optimizer.ADAMW_8BIT),
                   13085 * MIB, "device", _BERT_SRC),
     PublishedCase("bert-large bs1 GA4 GC fp16 Adam8bit",
                   TrainPlan(**{**_BERT, "precision": "fp16-mixed"}, batch_size=1, grad_accum=4,
-                            grad_checkpointing=True, optimizer="adamw-8bit"), 5363 * MIB, "device", _BERT_SRC),
-    PublishedCase("Llama-3.2-3B full FT bf16", TrainPlan(**_PEFT, method="full"), int(36.20 * GIB), "reserved",
+                            grad_checkpointing=True, optimizer=Optimizer.ADAMW_8BIT), 5363 * MIB, "device", _BERT_SRC),
+    PublishedCase("Llama-3.2-3B full FT bf16", TrainPlan(**_PEFT, method=Method.FULL), int(36.20 * GIB), "reserved",
                   _PEFT_SRC, "batches bucketed up to 768 tokens"),
-    PublishedCase("Llama-3.2-3B LoRA r32 q,v", TrainPlan(**_PEFT, method="lora", lora_r=32, lora_alpha=64),
+    PublishedCase("Llama-3.2-3B LoRA r32 q,v", TrainPlan(**_PEFT, method=Method.LORA, lora_r=32, lora_alpha=64),
                   int(20.76 * GIB), "reserved", _PEFT_SRC),
-    PublishedCase("Llama-3.2-3B LoRA r64 q,v", TrainPlan(**_PEFT, method="lora", lora_r=64, lora_alpha=128),
+    PublishedCase("Llama-3.2-3B LoRA r64 q,v", TrainPlan(**_PEFT, method=Method.LORA, lora_r=64, lora_alpha=128),
                   int(21.00 * GIB), "reserved", _PEFT_SRC),
-    PublishedCase("Llama-3.2-3B LoRA r10 MLP", TrainPlan(**_PEFT, method="lora", lora_r=10, lora_alpha=20,
-                                                         lora_targets="gate_proj,up_proj,down_proj"),
+    PublishedCase("Llama-3.2-3B LoRA r10 MLP", TrainPlan(**_PEFT, method=Method.LORA, lora_r=10, lora_alpha=20,
+                                                         lora_targets=("gate_proj", "up_proj", "down_proj")),
                   int(23.00 * GIB), "reserved", _PEFT_SRC),
 )
 
@@ -156,8 +156,10 @@ def trace_grid(models: tuple[str, ...] = ("tiny-llama", "tiny-qwen2", "tiny-mist
     plans = []
     for model, method, precision, (batch, seq), ckpt, attention in itertools.product(
             models, ("full", "lora", "freeze"), ("fp32", "bf16"), shapes, (False, True), ("sdpa", "eager")):
-        plans.append(TrainPlan(model=model, method=method, precision=precision, batch_size=batch, seq_len=seq,
-                               grad_checkpointing=ckpt, attention=attention, lora_targets="all-linear"))
+        fields: dict[str, Any] = dict(model=model, method=method, precision=precision, batch_size=batch,
+                                      seq_len=seq, grad_checkpointing=ckpt, attention=attention,
+                                      lora_targets="all-linear")  # strings, coerced by TrainPlan as from a file
+        plans.append(TrainPlan(**fields))
     return plans
 
 
@@ -412,14 +414,15 @@ def time_accuracy_summary(rows: list[TimeAccuracyRow]) -> dict[str, Any]:
     kept = [r for r in rows if not r.excluded]
     both = [r for r in kept if r.previous is not None]
     errors = [abs(r.error) for r in kept]
+    previous = [abs(r.previous_error) for r in both if r.previous_error is not None]
     return {
         "cases": len(kept), "excluded": len(rows) - len(kept),
         "sources": len({r.source_id for r in kept}),
         "gpus": (min(r.gpus for r in kept), max(r.gpus for r in kept)) if kept else (0, 0),
         "median": statistics.median(errors) if errors else math.nan,
         "p90": _quantile(errors, 0.9) if errors else math.nan,
-        "previous_median": statistics.median([abs(r.previous_error) for r in both]) if both else math.nan,
-        "previous_p90": _quantile([abs(r.previous_error) for r in both], 0.9) if both else math.nan,
+        "previous_median": statistics.median(previous) if previous else math.nan,
+        "previous_p90": _quantile(previous, 0.9) if previous else math.nan,
     }
 
 
