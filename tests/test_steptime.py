@@ -74,8 +74,10 @@ def test_frozen_weights_skip_their_gradient_and_qlora_dequantizes_three_times():
     dequant = [o for o in qlora if o.name.startswith("mlp.down_proj dequantize")]
     # forward, recompute and the backward's input gradient each dequantize the 4-bit weight again
     assert sorted(o.phase.value for o in dequant) == ["backward", "forward", "recompute"]
-    # 0.5 B packed + 2 B bf16 out + 1/16 B of absmax per weight: 4096 x 14336 x 2.5625 B
-    assert dequant[0].bytes == pytest.approx(4096 * 14336 * 2.5625)
+    # double quantisation: 0.5 B packed + 2 B bf16 out + 4/64 B fp32 absmax per weight, and the absmax's own
+    # dequantisation (1/64 B uint8 read, 4/64 B fp32 written, 4/16384 B of its scales) and offset add (8/64 B)
+    assert dequant[0].bytes == pytest.approx(4096 * 14336 * (2.5 + (4 + 1 + 4 + 8) / 64 + 4 / 16384))
+    assert dequant[0].launches == 3
 
 
 def test_peft_adapters_run_in_fp32_and_the_stack_can_keep_them_16_bit():
@@ -277,17 +279,18 @@ def test_transformers_4_loops_over_nn_linear_experts_while_fused_tensors_run_one
     # the same GEMM FLOPs either way: w1 + w3 + w2 = gate_up + down
     assert sum(o.flops * o.count for o in loop if o.kind is Kind.MATMUL) == pytest.approx(
         sum(o.flops * o.count for o in fused if o.kind is Kind.MATMUL))
-    # every expert linear is a bnb Linear4bit: dequantised (absmax first: 2 kernels) once per expert and block
+    # every expert linear is a bnb Linear4bit: dequantised (absmax dequant, offset add, 4-bit kernel: 3 kernels)
+    # once per expert and block
     for name in ("expert w1", "expert w3", "expert w2"):
         dq = next(o for o in loop if o.name == f"{name} dequantize 4-bit")
-        assert (dq.count, dq.launches) == (256, 2)
+        assert (dq.count, dq.launches) == (256, 3)
     # torch.where per expert waits for the GPU
     sync = next(o for o in loop if o.host_sync)
     assert (sync.count, sync.launches) == (256, 3)
-    # kernels per expert on the fp32 stream of QLoRA: where 3, gather 1, w1 and w3 5 each (cast, dequantize x2,
-    # GEMM, cast back), SiLU 1, product 1, w2 5, routing weights 2, index_add 1 = 24; per block the router 8 and
-    # the output zeros + one-hot 2: 32 x (8 x 24 + 10) = 6,464 forward launches
-    assert sum(o.launches * o.count for o in loop) == 32 * (8 * 24 + 10) == 6464
+    # kernels per expert on the fp32 stream of QLoRA: where 3, gather 1, w1 and w3 6 each (cast, dequantize x3,
+    # GEMM, cast back), SiLU 1, product 1, w2 6, routing weights 2, index_add 1 = 27; per block the router 8 and
+    # the output zeros + one-hot 2: 32 x (8 x 27 + 10) = 7,232 forward launches
+    assert sum(o.launches * o.count for o in loop) == 32 * (8 * 27 + 10) == 7232
     assert sum(o.launches * o.count for o in fused) == 32 * (8 + 2 * 8 + 4 * 8)
 
 

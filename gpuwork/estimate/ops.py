@@ -34,6 +34,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.memory import block_groups, plan_dtypes
+from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import ModelSpec, count_params, lora_target_linears, quantized_linears
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
@@ -400,8 +401,8 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
         # the backward dequantizes again for the input gradient (MatMul4Bit.backward)
         if x_b != e:
             out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + e, 1, count))
-        out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, 0.5 + e + 1 / 16, 1 + int(plan.double_quant), count,
-                        backward=Backward.REPEAT))
+        per_weight, kernels = dequant_4bit_chain(e, plan.double_quant)
+        out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, per_weight, kernels, count, backward=Backward.REPEAT))
         out.append(_gemm(f"{name}", phase, t, n, k, count, mm, e, e, e, trains=False))
         if x_b != e:
             out.append(_mem(f"{name} cast back", phase, t * n, e + x_b, 1, count))
