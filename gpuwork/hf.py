@@ -12,7 +12,7 @@ imported on first use, so a script without the notebook stack never loads ipywid
 
 from typing import TYPE_CHECKING, Any
 
-from gpuwork.measure.hf import GpuworkCallback, Measurement, infer_plan, measure, read_own_run
+from gpuwork.measure.hf import GpuworkCallback, Measurement, infer_plan, measure
 
 if TYPE_CHECKING:
     from gpuwork.ui.trial import LiveCurves
@@ -26,4 +26,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["GpuworkCallback", "LiveCurves", "Measurement", "infer_plan", "measure", "read_own_run"]
+__all__ = ["GpuworkCallback", "LiveCurves", "Measurement", "infer_plan", "measure"]

@@ -324,7 +324,6 @@ class TrainPlan:
         if not isinstance(data, dict):
             raise PlanError("plan", msg("error.plan.not_object", kind=type(data).__name__))
         known = {f.name for f in fields(cls)}
-        data = _upgrade_legacy(data)
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -332,18 +331,6 @@ class TrainPlan:
                     raise PlanError(key, msg("error.plan.unknown_field_close", field=key, close=close[0]))
                 raise PlanError(key, msg("error.plan.unknown_field", field=key, known=", ".join(sorted(known))))
         return cls(**data)
-
-
-def _upgrade_legacy(data: dict[str, Any]) -> dict[str, Any]:
-    """Plan files written before ``optimizer_impl`` existed name the choice ``optimizer_foreach``."""
-    if "optimizer_foreach" not in data or "optimizer_impl" in data:
-        return data
-    data = dict(data)
-    foreach = data.pop("optimizer_foreach")
-    if not isinstance(foreach, bool):
-        raise PlanError("optimizer_foreach", msg("error.plan.bool", field="optimizer_foreach", value=repr(foreach)))
-    data["optimizer_impl"] = OptimizerImpl.FOREACH if foreach else OptimizerImpl.FOR_LOOP
-    return data
 
 
 def field_names() -> list[str]:

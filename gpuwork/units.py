@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -203,6 +204,45 @@ def _exact(number: str, factor: int) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
+# -- ranges ------------------------------------------------------------------------------------------------------
+
+# what is wrong with a number, as Range.problem says it; each surface words it in its own catalog entry
+NOT_NUMBER, NOT_WHOLE, NOT_FINITE, BELOW, ABOVE = "number", "whole", "finite", "below", "above"
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number may take, both ends given: the one range mechanism of plans, flags and records.
+
+    ``low`` / ``high`` are inclusive unless ``low_open`` / ``high_open``; ``whole``: an integer (a bool is not a
+    number); ``nonfinite``: NaN and +-inf pass too (a loss that diverged); ``infinite``: +inf passes too;
+    ``unit``: what the number counts, for a message that names it."""
+
+    low: float
+    high: float
+    low_open: bool = False
+    high_open: bool = False
+    whole: bool = False
+    nonfinite: bool = False
+    infinite: bool = False
+    unit: str = ""
+
+    def problem(self, value: Any) -> str | None:
+        """None when ``value`` lies in the range, else what is wrong: NOT_NUMBER, NOT_WHOLE, NOT_FINITE, BELOW or
+        ABOVE (checked in that order)."""
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return NOT_NUMBER
+        if self.whole and not isinstance(value, int):
+            return NOT_WHOLE
+        if isinstance(value, float) and not math.isfinite(value):
+            return None if self.nonfinite or (self.infinite and value == math.inf) else NOT_FINITE
+        if value < self.low or (self.low_open and value == self.low):
+            return BELOW
+        if value > self.high or (self.high_open and value == self.high):
+            return ABOVE
+        return None
+
+
 def _checked(value: float, text: Any, field: str, *, integer: bool, minimum: float | None,
              maximum: float | None, strict: bool) -> int | float:
     if not math.isfinite(value):
@@ -211,10 +251,13 @@ def _checked(value: float, text: Any, field: str, *, integer: bool, minimum: flo
         if not float(value).is_integer():
             raise PlanError(field, msg("error.input.not_whole", field=field, value=repr(text)))
         value = int(value)
-    if minimum is not None and (value < minimum or (strict and value == minimum)):
+    bounds = Range(-math.inf if minimum is None else minimum, math.inf if maximum is None else maximum,
+                   low_open=strict)
+    problem = bounds.problem(value)
+    if problem == BELOW:
         code = "error.input.above" if strict else "error.input.at_least"
         raise PlanError(field, msg(code, field=field, value=repr(text), minimum=minimum))
-    if maximum is not None and value > maximum:
+    if problem == ABOVE:
         raise PlanError(field, msg("error.input.at_most", field=field, value=repr(text), maximum=maximum))
     return value
 
@@ -296,8 +339,8 @@ def parse_size(text: Any, field: str = "size", *, minimum: float | None = 1, max
 
 
 __all__ = [
-    "DAY_S", "GB", "GIB", "HOUR_S", "INFINITE", "KB", "KIB", "LANGS", "MB", "MIB", "MINUTE_S", "MISSING", "SP", "TB",
-    "TIB", "check_lang", "fmt_duration", "fmt_gib", "fmt_int", "fmt_memory", "fmt_number", "fmt_rate",
+    "ABOVE", "BELOW", "DAY_S", "GB", "GIB", "HOUR_S", "INFINITE", "KB", "KIB", "LANGS", "MB", "MIB", "MINUTE_S",
+    "MISSING", "NOT_FINITE", "NOT_NUMBER", "NOT_WHOLE", "SP", "TB", "TIB", "Range", "check_lang", "fmt_duration", "fmt_gib", "fmt_int", "fmt_memory", "fmt_number", "fmt_rate",
     "fmt_seconds", "fmt_size", "fmt_size_short", "fmt_usd", "parse_count", "parse_number", "parse_size", "plural_ru",
     "unit",
 ]

@@ -102,7 +102,7 @@ def test_messages_render_numbers_in_the_language() -> None:
     assert render(msg("ramp.limit_of", why="out of memory"), "ru") == "нехватка памяти"
 
 
-# -- records written before messages were coded ------------------------------------------------------------------
+# -- records written before messages were coded (schema 1) ------------------------------------------------------------------
 
 
 def _legacy_record() -> dict:
@@ -144,20 +144,15 @@ def _legacy_record() -> dict:
     }
 
 
-def test_a_record_written_before_codes_loads_and_shows_its_text() -> None:
-    from gpuwork.cli.trial import format_trial
-    from gpuwork.measure.trial import TrialRecord
+def test_a_record_written_before_codes_is_refused_by_its_schema_version() -> None:
+    """English text in the message fields is schema 1 (0.1.0): refused with the one schema line, in both languages."""
+    from gpuwork.measure.record import TrialError, TrialRecord
 
-    record = TrialRecord.from_dict(_legacy_record())
-    assert record.summary.verdict == msg("measure.text", text="data loading keeps up: 0.0% of step time is data wait")
-    assert record.protocol.substitutions == (msg("measure.text", text="precision bf16 -> fp32 on CPU"),)
-    assert render(record.checkpoint.message).startswith("restored 3 tensors exactly")
-    failed = TrialRecord.from_dict({**_legacy_record(), "fits": False, "error": "OutOfMemoryError: simulated"})
-    assert render(failed.error) == "OutOfMemoryError: simulated"
-    # written again, the record holds coded messages and reads back the same
-    assert TrialRecord.from_json(record.to_json()) == record
-    assert json.loads(record.to_json())["summary"]["verdict"]["code"] == "measure.text"
-    assert "data wait    data loading keeps up" in format_trial(record)
+    with pytest.raises(TrialError) as refused:
+        TrialRecord.from_dict(_legacy_record())
+    assert refused.value.msg.code == "error.trial.record_schema"
+    assert "schema 1 is not 2" in render(refused.value.msg, "en")
+    assert "схему 2" in render(refused.value.msg, "ru")
 
 
 def test_a_calibration_file_written_before_codes_loads(tmp_path: Path) -> None:

@@ -90,12 +90,14 @@ def test_plan_file_errors_name_the_file_in_both_languages(tmp_path):
         assert russian in info.value.text("ru") and str(path) in info.value.text("ru")
 
 
-def test_plan_files_from_before_optimizer_impl_still_load():
-    assert TrainPlan.from_dict({"optimizer_foreach": False}).optimizer_impl.value == "for-loop"
-    assert TrainPlan.from_dict({"optimizer_foreach": True}).optimizer_impl.value == "foreach"
-    with pytest.raises(PlanError) as err:
-        TrainPlan.from_dict({"optimizer_foreach": "no"})
-    assert err.value.field == "optimizer_foreach"
+def test_the_0_1_0_optimizer_foreach_field_is_an_unknown_field_now():
+    """0.1.0's plan files named the optimizer implementation ``optimizer_foreach``; it is ``optimizer_impl`` now and
+    the old name is refused like any unknown field (no silent conversion)."""
+    for value in (False, True, "no"):
+        with pytest.raises(PlanError) as err:
+            TrainPlan.from_dict({"optimizer_foreach": value})
+        assert err.value.field == "optimizer_foreach" and err.value.msg.code == "error.plan.unknown_field_close"
+    assert TrainPlan.from_dict({"optimizer_impl": "for-loop"}).optimizer_impl.value == "for-loop"
 
 
 def test_optimizer_impl_selects_the_torch_kernels():

@@ -154,3 +154,51 @@ def test_escape_sequences_in_a_record_never_reach_the_terminal(tmp_path, capsys)
     assert main(["compare", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out and "\\x1b[31mEVIL" in out
+
+
+# -- the schema version ------------------------------------------------------------------------------------------
+
+V1_RECORD = Path(__file__).parent / "data" / "trial_record_v1.json"  # a user's-run record as 0.1.0 wrote it
+
+
+def test_a_record_of_another_schema_version_gets_one_line_naming_both(tmp_path, capsys) -> None:
+    from gpuwork.measure.record import SCHEMA_VERSION
+
+    old = json.loads(V1_RECORD.read_text())
+    assert old["schema_version"] == 1 and SCHEMA_VERSION == 2 and "own_run" in old  # steps inside, own_run section
+    with pytest.raises(TrialError) as refused:
+        TrialRecord.from_json(V1_RECORD)
+    assert refused.value.msg.code == "error.trial.record_in"
+    inner = refused.value.msg["error"]
+    assert inner.code == "error.trial.record_schema" and inner["found"] == "1" and inner["expected"] == 2
+    english, russian = render(refused.value.msg, "en"), render(refused.value.msg, "ru")
+    assert "schema 1 is not 2" in english and "run the trial again" in english and str(V1_RECORD) in english
+    assert "схема записи пробного запуска — 1" in russian and "схему 2" in russian and "\n" not in russian
+    # a newer record (a later gpuwork) is refused the same way, never read as if it were this version
+    newer = make_record().as_dict() | {"schema_version": 3}
+    with pytest.raises(TrialError) as later:
+        TrialRecord.from_dict(newer)
+    assert later.value.msg.code == "error.trial.record_schema" and later.value.msg["found"] == "3"
+    # no version, or one that is not a whole number: it is not a record of this version
+    for version in (None, "2", 2.5, True, 10 ** 30):
+        with pytest.raises(TrialError) as none:
+            TrialRecord.from_dict(make_record().as_dict() | {"schema_version": version})
+        assert none.value.msg.code == "error.trial.record_no_schema", version
+        assert "schema_version 2" in render(none.value.msg, "en")
+        assert "schema_version 2" in render(none.value.msg, "ru")
+    # the CLI: one line and a non-zero exit, no traceback
+    capsys.readouterr()
+    assert main(["compare", str(V1_RECORD)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "schema 1 is not 2" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_a_record_of_this_version_has_no_own_run_section_and_reads_back(tmp_path) -> None:
+    record = make_record()
+    assert record.schema_version == 2 and "own_run" not in record.as_dict()
+    from gpuwork.measure.recorder import write_record
+
+    path = write_record(record, tmp_path / "r.json")
+    on_disk = json.loads(path.read_text())
+    assert on_disk["schema_version"] == 2 and on_disk["steps"] == [] and on_disk["step_count"] == len(record.steps)
+    assert TrialRecord.from_json(path) == record

@@ -557,18 +557,3 @@ def test_until_stable_arguments_are_checked(model_ref):
     with pytest.raises(TrialError) as cap:
         run_trial(tiny(model_ref), steps=6, until_stable=0.03, max_steps=5)
     assert cap.value.msg.code == "error.trial.max_steps" and "at least the 6 of --steps" in str(cap.value)
-
-
-def test_records_with_the_callbacks_older_own_run_section_read_into_the_fields(tmp_path):
-    from gpuwork.measure.hf import read_own_run
-
-    data = json.loads(Path(__file__).parent.joinpath("data", "trial_record_own_run.json").read_text())
-    path = tmp_path / "old.json"
-    path.write_text(json.dumps(data))
-    record = TrialRecord.from_json(path)
-    assert record.source == "gpuwork.hf.measure"
-    assert record.evaluation["passes"] == 1 and record.inferred["model"]["value"] == "tiny-llama"
-    assert [s.padding_tokens for s in record.steps] == [e["padding_tokens"] for e in data["own_run"]["steps"]]
-    assert record.saves[0]["save_s"] == data["own_run"]["saves"][0]["save_s"]
-    assert record.summary.step_time_low_s is None  # written before the interval was measured
-    assert read_own_run(path) == data["own_run"]

@@ -55,3 +55,25 @@ def test_durations_shown_in_tables(seconds: float | None, lang: str, text: str) 
 
 def test_sizes_in_tables_use_decimal_units() -> None:
     assert units.fmt_size(2.5e9) == "2.5 GB" and units.fmt_size(1.5e12) == "1.50 TB"
+
+
+# -- the one range mechanism (plans, flags, records) ---------------------------------------------------------------
+
+
+def test_a_range_says_what_is_wrong_with_a_number() -> None:
+    from gpuwork.units import ABOVE, BELOW, NOT_FINITE, NOT_NUMBER, NOT_WHOLE, Range
+
+    closed = Range(1, 10)
+    assert [closed.problem(v) for v in (1, 10, 5.5, 0.999, 10.001, -1e308, 1e308)] == [
+        None, None, None, BELOW, ABOVE, BELOW, ABOVE]
+    assert [closed.problem(v) for v in (True, "5", None, [5])] == [NOT_NUMBER] * 4  # a bool is not a number
+    assert [closed.problem(v) for v in (math.nan, math.inf, -math.inf)] == [NOT_FINITE] * 3
+    half_open = Range(0, 1, low_open=True, high_open=True)
+    assert [half_open.problem(v) for v in (0, 1e-300, 0.5, 1, 1 - 1e-16)] == [BELOW, None, None, ABOVE, None]
+    whole = Range(0, 2 ** 53, whole=True)
+    assert [whole.problem(v) for v in (0, 2 ** 53, 2 ** 53 + 1, 3.0, 10 ** 5000)] == [
+        None, None, ABOVE, NOT_WHOLE, ABOVE]  # a 5,000-digit integer compares without overflow
+    loss = Range(-1e12, 1e12, nonfinite=True)
+    assert [loss.problem(v) for v in (math.nan, math.inf, -math.inf, 2e12)] == [None, None, None, ABOVE]
+    rate = Range(0.0, 1e12, infinite=True)
+    assert [rate.problem(v) for v in (math.inf, -math.inf, math.nan)] == [None, NOT_FINITE, NOT_FINITE]

@@ -47,9 +47,6 @@ The record's fields beyond gpuwork trial's: ``source`` (which of the two measure
 run), ``saves`` (every checkpoint save, timed) and per step ``padding_tokens`` and, on CUDA,
 ``device_total_bytes``. Both trials give the median step time with its 95 % interval and drift
 (``gpuwork.measure.stability``); ``until_stable=0.03`` runs until the interval is within +-3 %.
-Records written before these were fields kept them under the JSON key ``"own_run"``:
-``TrialRecord.from_json`` reads them into the fields, and ``read_own_run(path)`` still returns that
-section's shape.
 
 Limitations: the evaluation and save times are measured from the last event before them (step
 end or the Trainer's log), so the Trainer's own bookkeeping in between is counted with them; the
@@ -63,7 +60,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import math
 import os
 import statistics
@@ -103,7 +99,6 @@ from gpuwork.measure.trial import environment
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
-OWN_RUN_KEY = "own_run"  # the JSON section older records held the callback's own figures in (read_own_run)
 CALLBACK_SOURCE = "gpuwork.hf.GpuworkCallback"  # the record's source when the callback measured
 UNTIL_STABLE_MIN_STEPS = 10  # until_stable without steps: measured steps before the first check
 
@@ -453,28 +448,6 @@ def _eval_share(evaluations_s: list[float], measured: list[StepMeasurement], run
         return None
     train_s = total_steps * statistics.median(m.step_time_s for m in measured)
     return passes * statistics.fmean(evaluations_s) / train_s if train_s > 0 else None
-
-
-def read_own_run(path: str | Path) -> dict[str, Any] | None:
-    """What the callback measured beyond gpuwork trial's figures, in the shape of the ``own_run`` JSON section
-    records had before these were ``TrialRecord`` fields: source, inferred, per-step padding and device total,
-    saves, evaluation (and per-rank evaluation as ``ranks``). None for a ``gpuwork trial`` record.
-
-    Kept for records and scripts of that time; new code reads ``TrialRecord`` (``record.evaluation``,
-    ``record.inferred``, ``step.padding_tokens`` ...), which reads old records too.
-    """
-    data = json.loads(Path(path).read_text())
-    if isinstance(data.get(OWN_RUN_KEY), dict):
-        return data[OWN_RUN_KEY]
-    record = TrialRecord.from_json(Path(path))  # with its steps file
-    if record.source == TrialRecord.source:
-        return None
-    evaluation = dict(record.evaluation or {})
-    return {"source": record.source, "inferred": record.inferred or {},
-            "steps": [{"step": s.step, "padding_tokens": s.padding_tokens, "device_total_bytes": s.device_total_bytes}
-                      for s in record.steps],
-            "saves": [dict(v) for v in record.saves], "evaluation": evaluation,
-            **({"ranks": evaluation["ranks"]} if "ranks" in evaluation else {})}
 
 
 def _protocol(plan: TrainPlan | None, rec: _Recorder, tokens_per_step: int, extra: dict[str, Any]) -> TrialProtocol:
@@ -1055,5 +1028,5 @@ def measure(plan: TrainPlan | None = None, options: OwnRunOptions | None = None,
         rec.close()
 
 
-__all__ = ["OWN_RUN_KEY", "GpuworkCallback", "Measurement", "infer_plan", "measure", "read_own_run", "write_record"]
+__all__ = ["GpuworkCallback", "Measurement", "infer_plan", "measure", "write_record"]
 

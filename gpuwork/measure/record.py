@@ -7,9 +7,8 @@ and every reader (``compare``, ``gpuwork.measure.extrapolation``, ``gpuwork.meas
 
 - ``TrialRecord`` and its parts (``StepMeasurement``, ``TrialProtocol``, ``TrialEnvironment``,
   ``TrialSummary``, ``Stability``, ``CheckpointResult``, ``ParallelInfo``, ``RankResult``):
-  frozen dataclasses, JSON round-trips with ``to_json`` / ``from_json``; older records (English
-  text in place of coded messages, the callback's ``own_run`` section, every step inside the JSON) are read
-  too. A record file keeps its steps beside it (``<run>.steps.jsonl``, one line a step, appended as measured:
+  frozen dataclasses, JSON round-trips with ``to_json`` / ``from_json``; a record of another
+  ``SCHEMA_VERSION`` is refused with one line naming both versions. A record file keeps its steps beside it (``<run>.steps.jsonl``, one line a step, appended as measured:
   ``steps_path``, ``step_line``, ``TrialRecord.on_disk``); ``from_json`` reads both, through
   ``gpuwork.facts.reading``, and ``from_dict`` checks every number against a range with both ends and
   escapes control characters in strings.
@@ -42,8 +41,12 @@ from gpuwork.measure.errors import TrialError
 from gpuwork.measure.stability import CONFIDENCE, RunningStepTimes
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.units import DAY_S, NOT_WHOLE, Range
 
-SCHEMA_VERSION = 1  # bump when a record field changes meaning
+# bump when the record's layout or a field's meaning changes; a record of another version is refused with one line
+# (error.trial.record_schema). 2: the steps live beside the JSON, one line each (<run>.steps.jsonl, ``steps_file`` and
+# ``step_count`` in the JSON), the user's-run figures are fields (no "own_run" section), every message is coded
+SCHEMA_VERSION = 2
 DATA_WAIT_THRESHOLD = 0.05  # data wait above this share of step time: "the device waits for data"
 STEPS_SUFFIX = ".steps.jsonl"  # <run>.json's steps, one JSON object a line, appended as they are measured
 # TrialRecord.status: "running" (its steps appended as they come), "interrupted" (a signal ended it; resumable),
@@ -279,17 +282,15 @@ class TrialRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialRecord:
-        """A record from ``as_dict()`` data; records written before messages were coded (English text in
-        ``verdict``, ``error``, ``substitutions``, ``message``) are read too (see ``gpuwork.measure.coded``)."""
+        """A record from ``as_dict()`` data (its steps inside); a record of another schema version is refused
+        (``error.trial.record_schema``)."""
         if not isinstance(data, dict):
             raise TrialError(msg("error.trial.record_not_object", kind=type(data).__name__))
         data = _escaped(data)  # no control character of a record reaches a terminal raw
+        _check_schema(data)
         if data.get("steps_file") and data.get("steps") == [] and data.get("step_count"):
             raise TrialError(msg("error.trial.record_steps_elsewhere", file=str(data["steps_file"])[:200]))
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise TrialError(msg("error.trial.record_schema", found=str(data.get("schema_version")),
-                                 expected=SCHEMA_VERSION))
-        data = _own_run_fields(dict(data))
+        data = dict(data)
         protocol = dict(data["protocol"])
         protocol["substitutions"] = all_from_json(protocol.get("substitutions"))
         data["protocol"] = _build(TrialProtocol, protocol)
@@ -329,8 +330,8 @@ class TrialRecord:
         opened as a path, so uploaded content such as "/dev/zero" cannot make gpuwork read a file).
 
         A file is read through ``gpuwork.facts.reading`` (a regular file within ``reading.RECORD``'s size) with
-        its steps file beside it (``<name>.steps.jsonl``, see ``steps_path``), or the steps inside the JSON as
-        records were written before; its numbers are checked (``from_dict``). Any problem with a file is one
+        its steps file beside it (``<name>.steps.jsonl``, see ``steps_path``) or its steps inside the JSON (as
+        ``to_json`` writes them); its numbers are checked (``from_dict``). Any problem with a file is one
         ``TrialError`` naming it. A running record whose steps file holds more steps than its summary counted
         (the trial was killed between two summaries) gets its summary and peak recomputed from the steps."""
         if not isinstance(source, Path):
@@ -345,7 +346,7 @@ class TrialRecord:
         if not isinstance(data, dict):
             raise TrialError(msg("error.trial.not_a_record", path=path, kind=type(data).__name__, detail="-"))
         counted = None
-        if data.get("steps_file"):
+        if data.get("steps_file") and data.get("schema_version") == SCHEMA_VERSION:
             counted = data.get("step_count")
             data = _with_steps_file(data, source)
         try:
@@ -491,17 +492,13 @@ class RankResult:
     checkpoint_verified: bool | None
 
 
-def _own_run_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """A record the user's-run callback wrote before these were fields (its JSON section "own_run"), with
-    that section's source, inferred plan, evaluation, saves and per-step padding / device total as fields."""
-    own = data.get("own_run")
-    if not isinstance(own, dict):
-        return data
-    extra = {e.get("step"): e for e in own.get("steps") or ()}
-    steps = [{**s, **{k: extra.get(s.get("step"), {}).get(k) for k in ("padding_tokens", "device_total_bytes")}}
-             for s in data.get("steps") or ()]
-    return {**data, "steps": steps, "source": own.get("source", "gpuwork trial"), "inferred": own.get("inferred"),
-            "evaluation": own.get("evaluation"), "saves": own.get("saves") or ()}
+def _check_schema(data: dict[str, Any]) -> None:
+    """A record of this ``SCHEMA_VERSION``, else one TrialError naming the version found and the one read."""
+    found = data.get("schema_version")
+    if isinstance(found, int) and not isinstance(found, bool) and found != SCHEMA_VERSION and abs(found) < 10 ** 9:
+        raise TrialError(msg("error.trial.record_schema", found=str(found), expected=SCHEMA_VERSION))
+    if found != SCHEMA_VERSION or isinstance(found, bool) or not isinstance(found, int):
+        raise TrialError(msg("error.trial.record_no_schema", expected=SCHEMA_VERSION))
 
 
 # -- checking a record read from a file ---------------------------------------------------------------------
@@ -526,44 +523,31 @@ def _escaped(value: Any) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class _Range:
-    """The values a record's number may take: both ends inclusive; ``unit`` names the catalog's
-    ``recordunit.*`` entry; ``whole``: an integer; ``nonfinite``: NaN / +-inf also (a loss that diverged)."""
+_SECONDS = Range(0.0, 100 * DAY_S, unit="s")  # a step, a save, a whole trial: at most 100 days
+_BYTES = Range(0, 2 ** 53, unit="bytes", whole=True)  # memory, files: at most 8 PiB
+_TOKENS = Range(0, 10 ** 12, unit="tokens", whole=True)
+_RATE = Range(0.0, 1e12, unit="tokens_s", infinite=True)
+_SHARE = Range(0.0, 1.0 + 1e-9, unit="share")  # a fraction (a sum of parts of a step may round above 1 by an ulp)
+_LOSS = Range(-1e12, 1e12, unit="loss", nonfinite=True)
+_COUNT = Range(0, 10 ** 9, unit="count", whole=True)
+_POSITIVE = Range(1, 10 ** 9, unit="count", whole=True)
+_PROCESSES = Range(0, 10 ** 6, unit="count", whole=True)
+_ANY = Range(-1e18, 1e18, unit="number")  # a number in a free-form section (dataset, plan, evaluation): finite
 
-    low: float
-    high: float
-    unit: str
-    whole: bool = False
-    nonfinite: bool = False
-    infinite: bool = False  # +inf also (tokens/s of a step timed at 0 s)
-
-
-_DAY_S = 86_400
-_SECONDS = _Range(0.0, 100 * _DAY_S, "s")  # a step, a save, a whole trial: at most 100 days
-_BYTES = _Range(0, 2 ** 53, "bytes", whole=True)  # memory, files: at most 8 PiB
-_TOKENS = _Range(0, 10 ** 12, "tokens", whole=True)
-_RATE = _Range(0.0, 1e12, "tokens_s", infinite=True)
-_SHARE = _Range(0.0, 1.0 + 1e-9, "share")  # a fraction (a sum of parts of a step may round above 1 by an ulp)
-_LOSS = _Range(-1e12, 1e12, "loss", nonfinite=True)
-_COUNT = _Range(0, 10 ** 9, "count", whole=True)
-_POSITIVE = _Range(1, 10 ** 9, "count", whole=True)
-_PROCESSES = _Range(0, 10 ** 6, "count", whole=True)
-_ANY = _Range(-1e18, 1e18, "number")  # a number in a free-form section (dataset, plan, evaluation): finite
-
-_FIELD_RANGES: dict[str, _Range] = {
+_FIELD_RANGES: dict[str, Range] = {
     # a step
     "step": _POSITIVE, "step_time_s": _SECONDS, "data_wait_s": _SECONDS, "tokens": _TOKENS, "tokens_per_s": _RATE,
-    "grad_norm": _Range(0.0, 1e12, "number", nonfinite=True), "loss": _LOSS,
-    "learning_rate": _Range(0.0, 1e3, "number", nonfinite=True), "trial_memory_bytes": _BYTES,
+    "grad_norm": Range(0.0, 1e12, unit="number", nonfinite=True), "loss": _LOSS,
+    "learning_rate": Range(0.0, 1e3, unit="number", nonfinite=True), "trial_memory_bytes": _BYTES,
     "cuda_peak_allocated_bytes": _BYTES, "cuda_peak_reserved_bytes": _BYTES, "rss_peak_bytes": _BYTES,
     "rss_after_step_bytes": _BYTES, "device_total_bytes": _BYTES, "padding_tokens": _TOKENS,
     # the protocol, the machine
     # steps: 0 in a user's run whose record was written during its warm-up
     "steps": _COUNT, "warmup": _COUNT, "micro_batch": _POSITIVE, "grad_accum": _POSITIVE,
-    "seq_len": _POSITIVE, "tokens_per_step": _TOKENS, "seed": _Range(-(2 ** 63), 2 ** 64, "number", whole=True),
-    "max_grad_norm": _Range(0.0, 1e12, "number"), "params_total": _Range(0, 10 ** 14, "count", whole=True),
-    "params_trainable": _Range(0, 10 ** 14, "count", whole=True), "loader_workers": _Range(0, 1024, "count", whole=True),
+    "seq_len": _POSITIVE, "tokens_per_step": _TOKENS, "seed": Range(-(2 ** 63), 2 ** 64, unit="number", whole=True),
+    "max_grad_norm": Range(0.0, 1e12, unit="number"), "params_total": Range(0, 10 ** 14, unit="count", whole=True),
+    "params_trainable": Range(0, 10 ** 14, unit="count", whole=True),
+    "loader_workers": Range(0, 1024, unit="count", whole=True),
     "memory_cap_bytes": _BYTES, "cpu_logical_cores": _PROCESSES, "torch_threads": _PROCESSES,
     "ram_total_bytes": _BYTES, "cudnn_version": _COUNT, "gpu_count": _PROCESSES,
     # the summary, stability
@@ -571,29 +555,29 @@ _FIELD_RANGES: dict[str, _Range] = {
     "mean_step_time_s": _SECONDS, "min_step_time_s": _SECONDS, "mean_data_wait_s": _SECONDS,
     "data_wait_fraction": _SHARE, "first_loss": _LOSS, "last_loss": _LOSS, "peak_trial_memory_bytes": _BYTES,
     "warmup_mean_step_time_s": _SECONDS, "step_time_low_s": _SECONDS, "step_time_high_s": _SECONDS,
-    "step_time_coverage": _SHARE, "step_time_half_width": _Range(0.0, 1e6, "share", infinite=True),
-    "step_time_confidence": _SHARE, "drift_per_100_steps": _Range(-1e6, 1e6, "share"),
+    "step_time_coverage": _SHARE, "step_time_half_width": Range(0.0, 1e6, unit="share", infinite=True),
+    "step_time_confidence": _SHARE, "drift_per_100_steps": Range(-1e6, 1e6, unit="share"),
     "tolerance": _SHARE, "confidence": _SHARE, "min_steps": _COUNT, "max_steps": _COUNT,
-    "half_width": _Range(0.0, 1e6, "share", infinite=True),
+    "half_width": Range(0.0, 1e6, unit="share", infinite=True),
     # the checkpoint, the record, the ranks
     "bytes_on_disk": _BYTES, "save_s": _SECONDS, "rebuild_s": _SECONDS, "restore_s": _SECONDS,
     "tensors_checked": _COUNT, "uninterrupted_losses": _LOSS, "resumed_losses": _LOSS,
-    "max_abs_loss_diff": _Range(0.0, 1e12, "loss", nonfinite=True), "loss_rtol": _SHARE, "files": _BYTES,
-    "duration_s": _SECONDS, "schema_version": _POSITIVE, "world_size": _Range(1, 10 ** 6, "count", whole=True),
+    "max_abs_loss_diff": Range(0.0, 1e12, unit="loss", nonfinite=True), "loss_rtol": _SHARE, "files": _BYTES,
+    "duration_s": _SECONDS, "schema_version": _POSITIVE, "world_size": Range(1, 10 ** 6, unit="count", whole=True),
     "rank": _PROCESSES, "losses": _LOSS, "step_times_s": _SECONDS, "param_bytes": _BYTES,
     "trainable_param_bytes": _BYTES, "optimizer_state_bytes": _BYTES,
 }
 
 
-def _out_of_range(where: str, value: Any, bounds: _Range) -> TrialError:
+def _out_of_range(where: str, value: Any, bounds: Range, problem: str) -> TrialError:
     shown = repr(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    code = "error.trial.record_whole" if bounds.whole and not isinstance(value, int) else "error.trial.record_value"
+    code = "error.trial.record_whole" if problem == NOT_WHOLE else "error.trial.record_value"
     return TrialError(msg(code, field=where, value=shown, low=f"{bounds.low:g}", high=f"{bounds.high:g}",
                           unit=bounds.unit))
 
 
-def _check_value(where: str, value: Any, bounds: _Range) -> None:
+def _check_value(where: str, value: Any, bounds: Range) -> None:
     """One number of a record against its range (a list, tuple or dict of them: each)."""
     if value is None or isinstance(value, (str, bool)):
         return
@@ -609,14 +593,9 @@ def _check_value(where: str, value: Any, bounds: _Range) -> None:
         return
     if not isinstance(value, (int, float)):
         return
-    if bounds.whole and not isinstance(value, int):
-        raise _out_of_range(where, value, bounds)
-    if isinstance(value, float) and not math.isfinite(value):
-        if bounds.nonfinite or (bounds.infinite and value == math.inf):
-            return
-        raise _out_of_range(where, value, bounds)
-    if not bounds.low <= value <= bounds.high:
-        raise _out_of_range(where, value, bounds)
+    problem = bounds.problem(value)
+    if problem is not None:
+        raise _out_of_range(where, value, bounds, problem)
 
 
 def _check_numbers(item: Any, where: str = "") -> None:

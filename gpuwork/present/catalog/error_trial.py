@@ -40,8 +40,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the model config has no vocab_size: the trial cannot size its tokenizer",
         "в конфиге модели нет vocab_size: пробный запуск не может выбрать размер токенизатора"),
     "error.trial.record_schema": (
-        "trial record schema {found:raw} is not {expected}: re-run the trial with this gpuwork version",
-        "схема записи пробного запуска — {found:raw}, а нужна {expected}: повторите запуск этой версией gpuwork"),
+        "trial record schema {found:raw} is not {expected}, the one this gpuwork reads: run the trial again with "
+        "this gpuwork version, or read the record with the gpuwork version that wrote it",
+        "схема записи пробного запуска — {found:raw}, а эта версия gpuwork читает только схему {expected}: "
+        "повторите пробный запуск этой версией gpuwork или читайте запись той версией, которая её записала"),
+    "error.trial.record_no_schema": (
+        "this JSON has no trial record schema version (schema_version {expected} expected): it is not a record of "
+        "this gpuwork version; run the trial again with this gpuwork version",
+        "в этом JSON нет версии схемы записи пробного запуска (нужна schema_version {expected}): это не запись "
+        "этой версии gpuwork; повторите пробный запуск этой версией gpuwork"),
     "error.trial.prices": (
         "price_per_hour has {prices} prices for {records} records: give one price, or one per record",
         "в price_per_hour цен: {prices}, а записей: {records}; укажите одну цену или по одной на запись"),
