@@ -278,7 +278,7 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
 
     # Offers: the top row is the evaluator's cheapest offer for this plan, on the same GPUs as the advice says
     b.tab("offers")
-    name = text_of("ui.offer_name", lang, provider=top.offer.provider, per_node=top.offer.gpus_per_node,
+    name = text_of("offer.name", lang, provider=top.offer.provider, per_node=top.offer.gpus_per_node,
                    gpu=gpu.display_name, mode=top.offer.mode.value)  # a name people read, not the catalog id
     b.wait_text(".gpuwork-offers tbody tr:first-child", name)
     first = b.rows(".gpuwork-offers")[0]
@@ -289,7 +289,8 @@ def check_every_tab(b: Page, want: SimpleNamespace, problems: list[str], *, unfi
     b.wait_text(".gpuwork-offers-table .gpuwork-decision", render(want.decision.summary, lang))
     status = b.page.evaluate("() => document.querySelector('.gpuwork-advice-status-box .gpuwork-decision')"
                              ".textContent")
-    assert top.offer.offer_id in status and f"{top.fit.plan.gpus} x" in norm(status).replace("×", "x")
+    assert norm(name) in norm(status) and top.offer.offer_id not in status  # the answer names the table's row
+    assert f"{top.fit.plan.gpus} x" in norm(status).replace("×", "x")
     check_russian(b, "offers", b.text(".gpuwork-tabs"))
 
     # Request: the form's plan, on the chosen offer's GPU, vendor and count, rented in a mode that fits the run

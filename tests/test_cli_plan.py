@@ -91,9 +91,10 @@ def test_plan_and_offers_in_russian(capsys):
                                "--limit", "3"])
     lines = out.splitlines()
     assert rc == 0 and "сортировка по стоимости" in lines[0] and lines[1].startswith("предложение")
-    assert len(lines) == 6 and all("резервирование" in line for line in lines[2:])
-    # the last line is the one answer (issue 20): the top row's offer, in Russian
-    assert lines[-1].startswith("Ответ: ") and lines[2].split()[0] in lines[-1]
+    assert len(lines) == 7 and all("резервирование" in line for line in lines[2:5])
+    assert "Б/парам" in lines[1] and lines[5].startswith("Байт на обучаемый параметр: ")
+    # the last line is the one answer (issue 20): the top row's offer, by name, in Russian
+    assert lines[-1].startswith("Ответ: ") and f"«{_offer_name(lines[2].split()[0], 'ru')}»" in lines[-1]
 
 
 def test_offers_table_filters_and_json(capsys):
@@ -102,8 +103,11 @@ def test_offers_table_filters_and_json(capsys):
     assert rc == 0
     lines = out.splitlines()
     assert "sorted by cost" in lines[0] and lines[1].startswith("offer")
-    assert len(lines) == 6 and all("on-demand" in line for line in lines[2:])
-    assert lines[-1].startswith("Answer: ") and lines[2].split()[0] in lines[-1]  # the one answer is the top row
+    assert len(lines) == 7 and all("on-demand" in line for line in lines[2:5])
+    # the one answer is the top row, named as the offers tab names it (not by its catalog id)
+    top = lines[2].split()[0]
+    assert lines[-1].startswith("Answer: ") and f"offer “{_offer_name(top, 'en')}”" in lines[-1]
+    assert top not in lines[-1]
     rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--class", "consumer", "--json", "--all"])
     rows = json.loads(out)
     assert rows and all(r["gpu_id"].startswith("rtx") for r in rows)
@@ -111,6 +115,38 @@ def test_offers_table_filters_and_json(capsys):
     rows = json.loads(out)
     flags = [r["meets_deadline"] for r in rows if r["fits"]]
     assert flags == sorted(flags, reverse=True)  # offers meeting the deadline first
+
+
+def _offer_name(offer_id: str, lang: str) -> str:
+    from gpuwork.estimate.offers import offer_name
+    from gpuwork.facts.catalog import load_offers
+    from gpuwork.present.messages import render
+
+    return render(offer_name(next(o for o in load_offers() if o.offer_id == offer_id)), lang)
+
+
+@pytest.mark.parametrize(("lang", "short", "note"), [
+    ("en", "B/param", "Bytes per trained parameter: weights, gradients and optimizer states before sharding"),
+    ("ru", "Б/парам", "Байт на обучаемый параметр: веса, градиенты и состояния оптимизатора до шардирования")])
+def test_offers_show_the_bytes_per_trained_parameter_of_each_rows_sharding(capsys, lang, short, note):
+    """`gpuwork offers` shows what each row's sharding keeps per trained parameter, as the advisor and the answer
+    say it (estimate.memory.state_bytes_per_param); its JSON carries the same figure with the fit."""
+    from gpuwork.estimate.memory import state_bytes_per_param
+
+    argv = ["offers", "--model", "llama-3.1-8b", "--method", "full", "--dataset-tokens", "100M", "--sort", "time",
+            "--limit", "6"]
+    rc, out, _ = _run(capsys, [*argv, "--lang", lang])
+    lines = out.splitlines()
+    assert rc == 0 and short in lines[1] and lines[8].startswith(note)
+    start = lines[1].index(short)
+    rc, js, _ = _run(capsys, [*argv, "--json"])
+    rows = json.loads(js)
+    assert len(rows) == 6
+    for line, row in zip(lines[2:8], rows, strict=True):
+        fitted = TrainPlan(model="llama-3.1-8b", method="full", gpus=row["fit"]["gpus"],
+                           sharding=row["fit"]["sharding"])
+        assert row["fit"]["state_bytes_per_param"] == state_bytes_per_param(fitted)
+        assert line[start - 1:start + len(short)].strip() == str(state_bytes_per_param(fitted))
 
 
 def test_offers_from_a_catalog_file(capsys, tmp_path):

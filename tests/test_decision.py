@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from gpuwork.errors import PlanError
 from gpuwork.estimate.advisor import Suggestion, state_bytes_per_param
 from gpuwork.estimate.decision import Constraints, best_outcome
+from gpuwork.estimate.offers import offer_name
 from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan
 from gpuwork.present.messages import render
 from gpuwork.present.request import rental_request
@@ -114,7 +115,14 @@ def test_the_answer_says_the_same_in_both_languages() -> None:
     d = decide(TrainPlan(model="llama-3.1-8b", method="lora", seq_len=4096, dataset_tokens=5 * 10**7))
     en, ru = render(d.summary, "en"), render(d.summary, "ru")
     assert en.startswith("Answer: ") and ru.startswith("Ответ: ")
-    assert d.offer.offer.offer_id in en and d.offer.offer.offer_id in ru
+    # the offer by the name the offers table gives it, never its catalog id (issue 20, item 6)
+    o = d.offer.offer
+    assert o.offer_id not in en and o.offer_id not in ru
+    assert f"offer “{o.provider}: {o.gpus_per_node} × {o.gpu.display_name} per node, " in en
+    assert f"предложение «{o.provider}: {o.gpus_per_node} × {o.gpu.display_name} на узел, " in ru
+    assert render(offer_name(o), "en") in en and render(offer_name(o), "ru") in ru
+    why = next(r for r in d.reasons if r.code == "decision.why_offer")
+    assert render(offer_name(o), "ru") in render(why, "ru") and o.offer_id not in render(why, "ru")
     assert f"profile {d.match.profile.profile_id}" in en and f"профиль {d.match.profile.profile_id}" in ru
     for english in ("Answer", "profile", " on ", "with"):
         assert english not in ru
@@ -304,3 +312,63 @@ def test_a_run_on_two_nodes_is_offered_one_node() -> None:
     assert one.outcome.offer.nodes == 1 and advice.baseline.offer.nodes == 2
     assert one.cost_change <= -0.05
     assert render(one.changes[0], "ru").startswith("в одном узле: 8 GPU")
+
+
+# -- the tie rule between shardings (issue 20, leftovers) ----------------------------------------------------------
+
+
+def _outcome_on(plan: TrainPlan, offer):
+    """``plan`` on one offer, as the advisor holds it (an Outcome with the model states per GPU)."""
+    from gpuwork.estimate.advisor import SHARDED_PARTS, Outcome
+    from gpuwork.estimate.offers import evaluate_offer
+    from gpuwork.facts.resolve import resolve
+    from gpuwork.sizing import estimate_memory
+
+    r = evaluate_offer(plan, offer, resolve(plan))
+    breakdown = estimate_memory(r.fit.plan).breakdown
+    return Outcome(plan, estimate_memory(plan.single_gpu()).device_total_bytes, r,
+                   sum(breakdown.get(k, 0) for k in SHARDED_PARTS))
+
+
+def test_at_equal_cost_and_time_the_sharding_that_keeps_less_per_gpu_wins() -> None:
+    """A pure-bf16 70B full fine-tune fits no card as written, so the offer picks its sharding (ZeRO-3). FSDP on the
+    same offer costs and takes exactly as much and keeps no fp32 masters: the answer runs FSDP, and says so."""
+    from gpuwork.estimate.advisor import tie_order, wins_tie
+
+    plan = TrainPlan(model="llama-3.1-70b", method="full", dataset_tokens=10**8)
+    d = decide(plan)
+    base = d.advice.baseline
+    assert base.run_plan.sharding is Sharding.ZERO3 and base.run_plan.gpus > 1  # chosen by the offer, not the user
+    fsdp = _outcome_on(base.run_plan.replace(sharding="fsdp"), base.offer.offer)
+    assert (fsdp.cost_usd, fsdp.total_s) == (base.cost_usd, base.total_s)  # the tie
+    assert fsdp.memory_per_gpu_bytes < base.memory_per_gpu_bytes and wins_tie(fsdp, base)
+    assert tie_order(fsdp)[2] is False and tie_order(base)[2] is True  # FSDP needs no DeepSpeed
+    # the advisor keeps the tying sharding, and the answer takes it
+    assert any(s.plan.sharding is Sharding.FSDP and (s.outcome.cost_usd, s.outcome.total_s) == (
+        base.cost_usd, base.total_s) for s in d.advice.suggestions)
+    assert d.run_plan.sharding is Sharding.FSDP and d.cost_usd <= base.cost_usd
+    assert state_bytes_per_param(d.run_plan) < state_bytes_per_param(d.run_plan.replace(sharding="zero3"))
+    for lang, words in (("en", "with fsdp ("), ("ru", "с fsdp (")):
+        assert words in render(d.summary, lang)
+    _check_one_answer(plan)
+
+
+def test_the_plan_as_written_keeps_its_own_sharding_on_a_tie() -> None:
+    """The tie rule decides only what the user left open: a plan that names ZeRO-3 and fits with it keeps it when
+    FSDP ties; the same setup chosen by the offer goes to FSDP."""
+    from gpuwork.estimate.advisor import Advice, Suggestion
+
+    written = TrainPlan(model="llama-3.1-70b", method="full", gpus=8, sharding="zero3", dataset_tokens=10**8)
+    base = decide(written).advice.baseline
+    assert base.run_plan.sharding is Sharding.ZERO3  # fits as written
+    fsdp = _outcome_on(written.replace(sharding="fsdp"), base.offer.offer)
+    assert (fsdp.cost_usd, fsdp.total_s) == (base.cost_usd, base.total_s)
+    s = Suggestion("fsdp_x8", "sharding", (), fsdp.plan, fsdp, fsdp.memory_per_gpu_bytes / base.memory_per_gpu_bytes - 1,
+                   0.0, 0.0, False, False)
+    assert best_outcome(Advice(written, base, (s,), 2)) is base  # the user's choice stands
+    # the same run when the user wrote one GPU and the offer chose ZeRO-3: the tie rule picks FSDP
+    open_plan = written.replace(gpus=1, sharding="ddp")
+    chosen = _outcome_on(open_plan, base.offer.offer)
+    assert chosen.run_plan.sharding is Sharding.ZERO3 and (chosen.cost_usd, chosen.total_s) == (
+        base.cost_usd, base.total_s)
+    assert best_outcome(Advice(open_plan, chosen, (s,), 2)) is s

@@ -9,7 +9,9 @@ from datetime import date
 import pytest
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate.offers import offer_name
 from gpuwork.plan import TrainPlan
+from gpuwork.present.messages import render
 from gpuwork.present.request import model_display_name, plural_ru, rental_request
 from gpuwork.units import fmt_size_short as format_size
 
@@ -228,7 +230,9 @@ def test_a_chosen_offer_is_what_the_request_asks_for(plan: TrainPlan, filters: d
         assert s["sharding"] == chosen.fit.plan.sharding.value
         assert req.fields["estimates"]["total_s"] == chosen.time.total_s
         assert req.fields["estimates"]["memory_per_gpu_bytes"] == chosen.fit.device_total_bytes
-        assert gpu.display_name in req.text and chosen.offer.offer_id in req.text
+        assert gpu.display_name in req.text and chosen.offer.offer_id not in req.text
+        # the example names the offer as the offers table does, in the request's language
+        assert render(offer_name(chosen.offer), lang) in req.text
         assert ("RCCL" in req.text) == (gpu.vendor == "AMD")
     # without a chosen offer the request names the profile's reference card, as before
     assert rental_request(plan).fields["suggested"]["reference_gpu"] in ("rtx4090", "l40s", "h100_sxm")

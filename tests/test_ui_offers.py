@@ -178,3 +178,36 @@ def test_the_comparison_says_what_each_column_counts_and_the_drift_over_the_meas
     measured = compare([drifting], None)[0]["measured_steps"]
     shown = compare_html([drifting], None, "en")
     assert f"{-28.79 * measured:.1f}%" in shown and "-2,879.0%" not in shown
+
+
+@pytest.mark.parametrize(("lang", "header"), [("en", "Bytes per trained parameter"),
+                                              ("ru", "Байт на обучаемый параметр")])
+def test_the_offers_table_shows_what_each_sharding_keeps_per_trained_parameter(lang: str, header: str) -> None:
+    """The bytes per trained parameter of each row's plan, as the advisor and the answer say them (issue 20): a pure
+    bf16 full fine-tune keeps 8 under DDP and 16 under ZeRO (fp32 masters), so the figure follows the row's
+    sharding; adapters have no single figure (a dash)."""
+    import re
+
+    from gpuwork.estimate.memory import state_bytes_per_param
+    from gpuwork.ui.common import ui
+    from gpuwork.ui.offers import offer_results, offers_table_html, state_bytes_cell
+
+    plan = TrainPlan(model="llama-3.1-8b", method="full", dataset_tokens=10**8)
+    results = offer_results(plan)  # the plan as written (the panel prices the answer's changed plan)
+    page = offers_table_html(results, lang)
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", page)
+    col = heads.index(header)
+    assert heads[col - 1] == ui("col_sharding", lang)  # right after the sharding
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(r"<tr>(.*?)</tr>", page)[1:]]
+    assert len(rows) == len(results)
+    seen = set()
+    for r, cells in zip(results, rows, strict=True):
+        per_param = state_bytes_per_param(r.fit.plan)
+        assert cells[col] == state_bytes_cell(r.fit.plan, lang) == str(per_param)
+        assert cells[col - 1] == r.fit.plan.sharding.value
+        seen.add((r.fit.plan.sharding.value, per_param))
+    assert ("ddp", 8) in seen and ("zero3", 16) in seen  # the figure is the sharding's, not the precision's
+    note = "weights, gradients and optimizer states" if lang == "en" else "веса, градиенты и состояния оптимизатора"
+    assert note in page
+    lora = TrainPlan(model="llama-3.1-8b", method="lora")
+    assert state_bytes_cell(lora, lang) == "–"

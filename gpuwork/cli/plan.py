@@ -39,6 +39,7 @@ from gpuwork.units import (
     MISSING,
     fmt_duration,
     fmt_gib,
+    fmt_int,
     fmt_number,
     fmt_size,
     fmt_usd,
@@ -294,8 +295,17 @@ def _offer_header(lang: str) -> str:
     def col(key: str) -> str:
         return text(f"cli.offers.col.{key}", lang)
 
+    per_param = text("offer.col.state_bytes_short", lang)
     return (f"{col('offer'):30s}{col('gpu'):24s}{col('mode'):18s}{col('price'):>8s}{col('gpus'):>6s} "
-            f"{col('sharding'):9s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
+            f"{col('sharding'):9s}{per_param:>8s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
+
+
+def _state_bytes(plan: TrainPlan, lang: str) -> str:
+    """Bytes per trained parameter the row's sharding keeps (estimate.memory.state_bytes_per_param), or a dash."""
+    from gpuwork.estimate.memory import state_bytes_per_param
+
+    per_param = state_bytes_per_param(plan)
+    return fmt_int(per_param, lang) if per_param is not None else MISSING
 
 
 def _offer_line(r: Any, lang: str = "en") -> str:
@@ -304,7 +314,7 @@ def _offer_line(r: Any, lang: str = "en") -> str:
     price = fmt_number(o.price_per_gpu_hour, lang, 2)
     if not r.fits:
         return (f"{o.offer_id:30s}{o.gpu.display_name:24s}{mode:18s}{price:>8s}"
-                f"{MISSING:>6s} {MISSING:9s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")
+                f"{MISSING:>6s} {MISSING:9s}{MISSING:>8s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")
     notes = []
     if r.fit.changes:
         notes.append(", ".join(render_all(r.fit.changes, lang)))
@@ -314,7 +324,8 @@ def _offer_line(r: Any, lang: str = "en") -> str:
     if r.meets_deadline is False:
         notes.append(text("cli.offers.misses_deadline", lang))
     return (f"{o.offer_id:30s}{o.gpu.display_name:24s}{mode:18s}{price:>8s}"
-            f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{fmt_duration(r.expected_total_s, lang):>16s}"
+            f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{_state_bytes(r.fit.plan, lang):>8s}"
+            f"{fmt_duration(r.expected_total_s, lang):>16s}"
             f"{fmt_usd(r.expected_cost_usd, lang):>12s}  {'; '.join(notes)}")
 
 
@@ -368,6 +379,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         print(_offer_header(lang))
         for r in results:
             print(_offer_line(r, lang))
+        print(text("offer.state_bytes_note", lang))
     if results or args.have is not None:
         print(render(decision.summary, lang))
     if status:

@@ -70,6 +70,8 @@ class Outcome:
     plan: TrainPlan  # the plan as given
     single_gpu_bytes: int  # device total on one GPU, before any sharding an offer adds
     offer: OfferResult | None
+    # per GPU as run: the weights, gradients, optimizer states and sharding buffers, the part the sharding decides
+    states_per_gpu_bytes: int = 0
 
     @property
     def fits(self) -> bool:
@@ -389,7 +391,11 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
                                  **filters)
         best = next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)),
                     None)
-        return Outcome(p, single_bytes(p), best)
+        states = 0
+        if best is not None:
+            breakdown = estimate_memory(best.fit.plan, spec).breakdown
+            states = sum(breakdown.get(k, 0) for k in SHARDED_PARTS)
+        return Outcome(p, single_bytes(p), best, states)
 
     base = outcome(plan)
     tried = 1
@@ -404,7 +410,9 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
         if base.fits:
             assert base.cost_usd is not None and base.total_s is not None and cost is not None and total is not None
             smaller = _rented_bytes(out) < _rented_bytes(base)
-            if cost > base.cost_usd * (1 - MIN_SAVING) and not (smaller and cost <= base.cost_usd * (
+            # another sharding at the same cost and time is kept when it wins the tie rule: the answer may take it
+            tie = "sharding" in group.split("+") and wins_tie(out, base)
+            if cost > base.cost_usd * (1 - MIN_SAVING) and not tie and not (smaller and cost <= base.cost_usd * (
                     1 + MAX_EXTRA_COST_SMALLER)):
                 return None
             time_change, cost_change = total / base.total_s - 1, cost / base.cost_usd - 1
@@ -460,9 +468,12 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
             s = suggestion(f"{a.key}+{b.key}", f"{a.group}+{b.group}",
                            (a.describe(plan, middle), b.describe(middle, both)), both, outcome(both),
                            a.experiment or b.experiment)
-            # a pair is worth showing only when it beats each of its parts (a part that fits nothing alone: any fit)
-            costs = [x.outcome.cost_usd for x in (sa, sb) if x is not None and x.outcome.cost_usd is not None]
-            if s is not None and (not costs or (s.outcome.cost_usd or 0.0) < min(costs) * (1 - MIN_SAVING)):
+            # a pair is worth showing only when it beats each of its parts (a part that fits nothing alone: any fit),
+            # or adds a sharding that wins the tie rule against the cheaper part
+            fitting = [x.outcome for x in (sa, sb) if x is not None and x.outcome.cost_usd is not None]
+            cheaper = min(fitting, key=lambda o: o.cost_usd or 0.0) if fitting else None
+            if s is not None and (cheaper is None or (s.outcome.cost_usd or 0.0) < (cheaper.cost_usd or 0.0) * (
+                    1 - MIN_SAVING) or ("sharding" in (a.group, b.group) and wins_tie(s.outcome, cheaper))):
                 pairs.append(s)
     # the remaining singles combine with a best one when they touch different settings and stay valid
     for a, sa in singles[PAIR_FROM_BEST:]:
@@ -499,6 +510,31 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
     return Advice(plan=plan, baseline=base, suggestions=final, tried=tried)
 
 
+# The tie rule. Two setups that cost the same and take the same time are often two shardings of one run: ZeRO-3 and
+# FSDP shard the same tensors and their traffic is priced alike, so on one offer they tie. The one with fewer GPUs
+# wins, then the one whose sharding leaves less of the model's states on each GPU: that headroom absorbs the
+# estimate's error and the allocator's fragmentation, which is what ends a long run hours in with an out-of-memory
+# error, so at the same price a careful user takes it (a pure-bf16 FSDP run also keeps no fp32 masters it would not
+# use). Then the one that needs no package beyond PyTorch (DDP and FSDP before DeepSpeed's ZeRO): one install and one
+# launcher fewer to get right. Only the states count, not the whole memory, so two optimizers that hold the same
+# states (AdamW 8-bit, paged or not) are not told apart by where the allocator keeps them.
+SHARDED_PARTS = ("weights", "gradients", "optimizer_states", "paged_optimizer_states", "sharding_buffers")
+_NEEDS_DEEPSPEED = (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3)
+
+
+def tie_order(out: Outcome) -> tuple[int, int, bool]:
+    """How the tie rule above orders setups of equal cost and time: (GPUs, model states per GPU, needs
+    DeepSpeed)."""
+    run = out.run_plan
+    return (run.gpus, out.states_per_gpu_bytes, run.gpus > 1 and run.sharding in _NEEDS_DEEPSPEED)
+
+
+def wins_tie(out: Outcome, other: Outcome) -> bool:
+    """``out`` costs and takes exactly what ``other`` does and comes first by the tie rule."""
+    return (out.fits and other.fits and out.cost_usd == other.cost_usd and out.total_s == other.total_s
+            and tie_order(out) < tie_order(other))
+
+
 def _rented_bytes(out: Outcome) -> int:
     o = out.offer
     return o.billed_gpus * o.offer.gpu.memory_total_bytes if o is not None else 0
@@ -506,8 +542,8 @@ def _rented_bytes(out: Outcome) -> int:
 
 def _rank(s: Suggestion) -> tuple[Any, ...]:
     # changes that keep the experiment first (a shorter sequence trains something else), then the cheapest
-    # whole run, then the faster one
-    return (s.changes_experiment, s.outcome.cost_usd, s.outcome.total_s, s.key)
+    # whole run, then the faster one, then the tie rule (tie_order)
+    return (s.changes_experiment, s.outcome.cost_usd, s.outcome.total_s, *tie_order(s.outcome), s.key)
 
 
 def _valid(apply: Callable[[TrainPlan], TrainPlan], plan: TrainPlan) -> bool:
@@ -523,4 +559,4 @@ def _with_combines(s: Suggestion, keys: tuple[str, ...]) -> Suggestion:
 
 
 __all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "SHARDINGS", "Advice", "Outcome", "SameCard", "Suggestion",
-           "advise", "sharding_words", "state_bytes_per_param"]
+           "advise", "sharding_words", "state_bytes_per_param", "tie_order", "wins_tie"]

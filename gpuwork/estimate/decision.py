@@ -8,7 +8,9 @@ answer, the offers' top row and the request are decided together, so every surfa
    optimizer, sharding, offload) on theirs, under the user's constraints (vendor, card classes, rental modes,
    budget, deadline).
 2. The answer is the cheapest of those that keeps the experiment (``best_outcome``: a shorter sequence trains
-   something else, so it is never the answer by itself); the plan as written wins ties. When the plan as written
+   something else, so it is never the answer by itself); the plan as written wins ties unless the offer had to
+   choose its sharding, where the advisor's tie rule decides (fewer GPUs, less memory per GPU, no package beyond
+   PyTorch: FSDP before ZeRO-3 at the same cost and time). When the plan as written
    fits no offer, the answer is the cheapest change that makes it fit; "nothing fits" only when no change does.
 3. The rental profile (01-03) follows the answer's setup (``offer_profile``): several GPUs 03; one card 01 or 02
    as ``match_profile`` reasons for the run, else by the card's memory (80 GB or more: 02).
@@ -39,8 +41,9 @@ from gpuwork.estimate.advisor import (
     advise,
     sharding_words,
     state_bytes_per_param,
+    tie_order,
 )
-from gpuwork.estimate.offers import OfferResult
+from gpuwork.estimate.offers import OfferResult, offer_name
 from gpuwork.estimate.profiles import ProfileMatch, get_profile, match_profile, rental_mode
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, Region
 from gpuwork.facts.inputs import Inputs
@@ -176,7 +179,7 @@ class Decision:
                        run_s=self.total_s)
         return msg("decision.answer", gpus=self.gpus, gpu=o.offer.gpu.display_name,
                    where=msg("decision.nodes", nodes=self.nodes) if self.nodes > 1 else None,
-                   sharding=sharding, mode=o.offer.mode, offer_id=o.offer.offer_id, provider=o.offer.provider,
+                   sharding=sharding, offer=offer_name(o.offer),
                    profile_id=self.match.profile.profile_id if self.match.profile else "",
                    changes=msg("decision.with", changes=self.changes) if self.changes else None,
                    run_s=self.total_s, cost_usd=self.cost_usd)
@@ -204,11 +207,16 @@ class Decision:
 
 def best_outcome(advice: Advice, deadline_s: float | None = None) -> Suggestion | None | Outcome:
     """The advisor's best answer: the plan as written (its ``baseline``) or one suggestion, whichever runs
-    cheapest and keeps the experiment (the plan wins ties); with a deadline, those that meet it first.
+    cheapest and keeps the experiment; with a deadline, those that meet it first. At the same cost the plan as
+    written wins when it runs with the sharding the user chose; when the offer chose it (the plan did not fit as
+    written), the faster setup wins, then the advisor's tie rule (``tie_order``: fewer GPUs, less memory per GPU,
+    no package beyond PyTorch), so FSDP wins over ZeRO-3 when they tie and FSDP needs less memory.
     Returns the Suggestion, the baseline Outcome, or None when nothing fits."""
     candidates: list[tuple[tuple[Any, ...], Suggestion | Outcome]] = []
-    if advice.baseline.fits:
-        candidates.append((_order(advice.baseline, deadline_s, 0), advice.baseline))
+    base = advice.baseline
+    if base.fits:
+        as_written = base.run_plan.sharding is advice.plan.sharding
+        candidates.append((_order(base, deadline_s, 0, as_written), base))
     for rank, s in enumerate(advice.suggestions, start=1):
         if not s.changes_experiment and s.outcome.fits:
             candidates.append((_order(s.outcome, deadline_s, rank), s))
@@ -217,10 +225,11 @@ def best_outcome(advice: Advice, deadline_s: float | None = None) -> Suggestion 
     return min(candidates, key=lambda c: c[0])[1]
 
 
-def _order(out: Outcome, deadline_s: float | None, rank: int) -> tuple[Any, ...]:
+def _order(out: Outcome, deadline_s: float | None, rank: int, as_written: bool = False) -> tuple[Any, ...]:
     cost = out.cost_usd if out.cost_usd is not None else math.inf
     late = deadline_s is not None and (out.total_s is None or out.total_s > deadline_s)
-    return (late, cost, rank)
+    total = out.total_s if out.total_s is not None else math.inf
+    return (late, cost, not as_written, total, *tie_order(out), rank)
 
 
 def offer_profile(match: ProfileMatch, offer: OfferResult, offers: Iterable[Offer] | None = None,
@@ -290,7 +299,7 @@ def decide(plan: TrainPlan, inputs: Inputs, offers: Iterable[Offer], constraints
         if own:
             reasons.append(msg("decision.why_own", run_s=offer.expected_total_s))
         else:
-            reasons.append(msg("decision.why_offer", offer_id=offer.offer.offer_id,
+            reasons.append(msg("decision.why_offer", offer=offer_name(offer.offer),
                                cost_usd=offer.expected_cost_usd, run_s=offer.expected_total_s))
         match = dataclasses.replace(match, reasons=(*reasons, *match.reasons))
     return Decision(plan=plan, changed_plan=changed, suggestion=suggestion, offer=offer, match=match,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.estimate.memory import estimate_memory
+from gpuwork.estimate.memory import estimate_memory, state_bytes_per_param
 from gpuwork.estimate.timing import TimeEstimate, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
 from gpuwork.facts.inputs import Inputs
@@ -53,6 +53,13 @@ SHARDING_ORDER = (Sharding.DDP, Sharding.ZERO2, Sharding.ZERO3)
 SORT_KEYS = ("cost", "time", "deadline", "price", "vram")
 
 
+def offer_name(offer: Offer) -> Msg:
+    """An offer as people read it ("marketplace-a: 8 × H100 SXM per node, on-demand"): what the tables, the answer
+    line and the request's example say; the catalog id stays in JSON and in the table's tooltip."""
+    return msg("offer.name", provider=offer.provider, per_node=offer.gpus_per_node, gpu=offer.gpu.display_name,
+               mode=offer.mode)
+
+
 def usable_memory_bytes(gpu: GpuSpec, safety_margin: float = DEFAULT_SAFETY_MARGIN) -> int:
     """What a plan may use per GPU: the driver-reported total x (1 − safety_margin)."""
     return int(gpu.memory_total_bytes * (1 - safety_margin))
@@ -76,7 +83,8 @@ class Fit:
     def as_dict(self) -> dict[str, Any]:
         return {"fits": self.fits, "gpus": self.plan.gpus, "sharding": self.plan.sharding.value,
                 "device_total_bytes": self.device_total_bytes, "usable_bytes": self.usable_bytes,
-                "headroom_bytes": self.headroom_bytes, "changes": [c.as_dict() for c in self.changes],
+                "headroom_bytes": self.headroom_bytes, "state_bytes_per_param": state_bytes_per_param(self.plan),
+                "changes": [c.as_dict() for c in self.changes],
                 "reason": self.reason.as_dict()}
 
 
@@ -403,6 +411,7 @@ __all__ = [
     "evaluate_offer",
     "evaluate_offers",
     "fit_plan",
+    "offer_name",
     "plan_changes",
     "preemption_cost",
     "sort_offers",

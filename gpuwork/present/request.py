@@ -35,7 +35,7 @@ from gpuwork.errors import PlanError
 from gpuwork.estimate.advisor import sharding_words, state_bytes_per_param
 from gpuwork.estimate.decision import offer_profile
 from gpuwork.estimate.disk import DiskPlan
-from gpuwork.estimate.offers import OfferResult
+from gpuwork.estimate.offers import OfferResult, offer_name
 from gpuwork.estimate.profiles import ProfileMatch
 from gpuwork.estimate.timing import TimeEstimate
 from gpuwork.facts import reading
@@ -472,7 +472,7 @@ def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: floa
         verdict = None
         if budget_usd is not None:
             verdict = msg("request.within_budget" if offer.expected_cost_usd <= budget_usd else "request.over_budget")
-        out.append(msg("request.example", offer_id=offer.offer.offer_id, price_usd=offer.offer.price_per_gpu_hour,
+        out.append(msg("request.example", offer=offer_name(offer.offer), price_usd=offer.offer.price_per_gpu_hour,
                        cost_usd=offer.expected_cost_usd, verdict=verdict))
     return out
 

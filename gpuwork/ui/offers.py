@@ -26,8 +26,8 @@ import plotly.graph_objects as go
 
 from gpuwork import sizing
 from gpuwork.errors import GpuworkError, PlanError
-from gpuwork.estimate.memory import MIB
-from gpuwork.estimate.offers import DEFAULT_PREEMPTION_RATE_PER_HOUR
+from gpuwork.estimate.memory import MIB, state_bytes_per_param
+from gpuwork.estimate.offers import DEFAULT_PREEMPTION_RATE_PER_HOUR, offer_name
 from gpuwork.facts.catalog import GpuClass, Mode, Region
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
@@ -90,8 +90,7 @@ def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classe
 def offer_name_html(offer: Any, lang: str = "en") -> str:
     """An offer as people read it ("marketplace-a: 8 × H100 SXM per node, on-demand"); its catalog id, which the
     answer line and the CLI quote, in the tooltip and a data attribute."""
-    name = messages.text("ui.offer_name", lang, provider=offer.provider, per_node=offer.gpus_per_node,
-                         gpu=offer.gpu.display_name, mode=offer.mode.value)
+    name = render(offer_name(offer), lang)
     oid = html.escape(offer.offer_id, quote=True)
     return f'<span class="gpuwork-offer-name" title="{oid}" data-offer-id="{oid}">{html.escape(name)}</span>'
 
@@ -113,18 +112,30 @@ def offers_table_html(results: Sequence[Any], lang: str = "en", limit: int | Non
             if r.meets_deadline is False:
                 notes.append(ui("misses_deadline", lang))
             used = f"{r.fit.plan.gpus} / {r.billed_gpus}"
-            cells = (used, r.fit.plan.sharding.value, fmt_duration(r.expected_total_s, lang),
-                     fmt_usd(r.expected_cost_usd, lang), html.escape("; ".join(notes)))
+            cells = (used, r.fit.plan.sharding.value, state_bytes_cell(r.fit.plan, lang),
+                     fmt_duration(r.expected_total_s, lang), fmt_usd(r.expected_cost_usd, lang),
+                     html.escape("; ".join(notes)))
         else:
-            cells = ("–", "–", "–", "–", f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
+            cells = ("–", "–", "–", "–", "–",
+                     f"<span style='color:{MUTED}'>{html.escape(render(r.fit.reason, lang))}</span>")
         rows.append((offer_name_html(o, lang), html.escape(o.provider), html.escape(o.gpu.display_name),
                      html.escape(ui("mode_option", lang, value=o.mode)), html.escape(ui("region_option", lang,
                                                                                          value=o.region)),
                      fmt_number(o.price_per_gpu_hour, lang, 2), *cells))
     header = [ui(k, lang) for k in ("col_offer", "col_provider", "col_gpu", "col_mode", "col_region", "col_price",
-                                    "col_gpus", "col_sharding", "col_time", "col_cost", "col_notes")]
-    return (stack + table_html(header, rows, "gpuwork-offers", right=(5, 6, 8, 9))
-            + note_html(html.escape(ui("offers_note", lang))))
+                                    "col_gpus", "col_sharding")]
+    header += [messages.text("offer.col.state_bytes", lang), ui("col_time", lang), ui("col_cost", lang),
+               ui("col_notes", lang)]
+    return (stack + table_html(header, rows, "gpuwork-offers", right=(5, 6, 8, 9, 10))
+            + note_html(html.escape(ui("offers_note", lang)))
+            + note_html(html.escape(messages.text("offer.state_bytes_note", lang)), cls="gpuwork-state-bytes-note"))
+
+
+def state_bytes_cell(plan: TrainPlan, lang: str = "en") -> str:
+    """What the row's sharding keeps per trained parameter (``estimate.memory.state_bytes_per_param``, as the advisor
+    and the answer say it), or a dash where that is not one figure (adapters, Adafactor)."""
+    per_param = state_bytes_per_param(plan)
+    return fmt_int(per_param, lang) if per_param is not None else "–"
 
 
 def interruptible_html(results: Sequence[Any], lang: str = "en") -> str:

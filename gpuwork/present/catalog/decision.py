@@ -6,10 +6,10 @@ PREFIX = "decision"
 
 ENTRIES: dict[str, tuple[str, str]] = {
     "decision.answer": (
-        "Answer: {gpus} x {gpu}{where}{sharding}, {mode:@mode} ({offer_id:raw}, {provider:raw}), "
-        "profile {profile_id:raw}{changes}: {run_s:dur}, {cost_usd:usd}",
-        "Ответ: {gpus} × {gpu}{where}{sharding}, {mode:@mode} ({offer_id:raw}, {provider:raw}), "
-        "профиль {profile_id:raw}{changes}: {run_s:dur}, {cost_usd:usd}"),
+        "Answer: {gpus} x {gpu}{where}{sharding}, offer “{offer}”, profile {profile_id:raw}{changes}: "
+        "{run_s:dur}, {cost_usd:usd}",
+        "Ответ: {gpus} × {gpu}{where}{sharding}, предложение «{offer}», профиль {profile_id:raw}{changes}: "
+        "{run_s:dur}, {cost_usd:usd}"),
     "decision.nodes": (" on {nodes} nodes", " на {nodes} {nodes:pl:узле|узлах|узлах}"),
     "decision.sharding": (" with {sharding}", " с {sharding}"),
     "decision.with": ("; changes: {changes:list}", "; с изменениями: {changes:list}"),
@@ -44,6 +44,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{changes:list}: {memory_bytes:gib} per GPU on {gpus} of your cards, {run_s:dur}",
         "{changes:list}: {memory_bytes:gib} на GPU, ваших карт: {gpus}, {run_s:dur}"),
     "decision.why_offer": (
-        "cheapest fitting offer: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}",
-        "самое дешёвое подходящее предложение: {offer_id:raw}, {run_s:dur}, {cost_usd:usd}"),
+        "cheapest fitting offer: “{offer}”, {run_s:dur}, {cost_usd:usd}",
+        "самое дешёвое подходящее предложение: «{offer}», {run_s:dur}, {cost_usd:usd}"),
 }

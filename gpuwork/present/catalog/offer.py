@@ -5,6 +5,19 @@ from __future__ import annotations
 PREFIX = "offer"
 
 ENTRIES: dict[str, tuple[str, str]] = {
+    # an offer as people read it (tables, the answer line, the request's example); its catalog id stays in JSON
+    "offer.name": ("{provider:raw}: {per_node:int} × {gpu:raw} per node, {mode:@mode}",
+                   "{provider:raw}: {per_node:int} × {gpu:raw} на узел, {mode:@mode}"),
+    # what each sharding keeps per trained parameter, as the advisor and the answer say it (offers tables, JSON)
+    "offer.col.state_bytes": ("Bytes per trained parameter", "Байт на обучаемый параметр"),
+    "offer.col.state_bytes_short": ("B/param", "Б/парам"),
+    "offer.state_bytes_note": (
+        "Bytes per trained parameter: weights, gradients and optimizer states before sharding, with fp32 master "
+        "weights where the sharding keeps them (ZeRO in bf16); – where it is not one figure (adapters on a frozen "
+        "base, an optimizer with factored states).",
+        "Байт на обучаемый параметр: веса, градиенты и состояния оптимизатора до шардирования, с fp32-копией весов, "
+        "где шардирование её хранит (ZeRO в bf16); – где это не одно число (адаптеры на замороженной модели, "
+        "оптимизатор с факторизованными состояниями)."),
     "offer.no_network": (
         "needs {gpus} GPUs; a node has {per_node} and the offer has no inter-node network",
         "нужно {gpus} GPU; в узле их {per_node}, а сети между узлами у предложения нет"),

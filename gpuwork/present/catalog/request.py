@@ -95,9 +95,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "Оценки: память {memory_bytes:gib} на GPU из {usable_bytes:gib} доступных; обучение около {run_s:dur} на "
         "{gpu} (шаг {step_s:n2} с, {tokens_s:int} токенов/с) — до пробного запуска это оценка."),
     "request.example": (
-        "Catalog example (illustrative prices): {offer_id:raw}, {price_usd:usd} per GPU-hour, about "
+        "Catalog example (illustrative prices): “{offer}”, {price_usd:usd} per GPU-hour, about "
         "{cost_usd:usd}{verdict}.",
-        "Пример по каталогу (цены ориентировочные): {offer_id:raw}, {price_usd:usd} за GPU-час, около "
+        "Пример по каталогу (цены ориентировочные): «{offer}», {price_usd:usd} за GPU-час, около "
         "{cost_usd:usd}{verdict}."),
     "request.within_budget": (" — within the budget", " — в рамках бюджета"),
     "request.over_budget": (" — over the budget", " — больше бюджета"),

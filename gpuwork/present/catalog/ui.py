@@ -396,9 +396,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "may include a change (see Advice).",
         "Таблица ниже — план как он задан, на каждой карте (число GPU и шардирование — по необходимости); ответ выше "
         "может включать изменение (см. «Советы»)."),
-    # -- an offer named as people read it (its catalog id stays in the tooltip) --------------------------------------
-    "ui.offer_name": ("{provider:raw}: {per_node:int} × {gpu:raw} per node, {mode:@mode}",
-                      "{provider:raw}: {per_node:int} × {gpu:raw} на узел, {mode:@mode}"),
     "ui.trial_plan": ("Trial plan: {plan}.", "План пробного запуска: {plan}."),
     # -- one card's memory, three numbers (gpuwork.ui.sizing.memory_units_html) ---------------------------------
     "ui.memory_units": (
