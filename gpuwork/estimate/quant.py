@@ -22,17 +22,18 @@ _PACKED_BYTES = 0.5  # two 4-bit codes per byte
 _FP32 = 4
 
 
-def dequant_4bit_chain(compute_bytes: int, double_quant: bool) -> tuple[float, int]:
-    """(bytes read + written per weight, kernels launched) of one ``dequantize_4bit`` call.
+def dequant_4bit_chain(compute_bytes: int, double_quant: bool, blocksize: int = _NF4_BLOCK) -> tuple[float, int]:
+    """(bytes read + written per weight, kernels launched) of one ``dequantize_4bit`` call; ``blocksize``
+    weights share one absmax (64 in QLoRA and transformers' ``BitsAndBytesConfig``).
 
     Worked example: bf16, double quantisation: 0.5 + 2 + 4/64 (4-bit kernel) + 1/64 + 4/64 + 4/16384
     (absmax dequant) + 8/64 (offset add) = 2.766 bytes per weight, 3 kernels.
     """
-    per_weight = _PACKED_BYTES + compute_bytes + _FP32 / _NF4_BLOCK
+    per_weight = _PACKED_BYTES + compute_bytes + _FP32 / blocksize
     if not double_quant:
         return per_weight, 1
-    absmax_dequant = 1 / _NF4_BLOCK + _FP32 / (_NF4_BLOCK * _DQ_BLOCK) + _FP32 / _NF4_BLOCK
-    offset_add = 2 * _FP32 / _NF4_BLOCK
+    absmax_dequant = 1 / blocksize + _FP32 / (blocksize * _DQ_BLOCK) + _FP32 / blocksize
+    offset_add = 2 * _FP32 / blocksize
     return per_weight + absmax_dequant + offset_add, 3
 
 
