@@ -7,6 +7,9 @@ collator); ``estimate.timing`` prices the step as the expected cost over those p
 
 from __future__ import annotations
 
+import itertools
+import math
+
 from gpuwork.estimate.steptime import StepPrice
 from gpuwork.plan import TrainPlan
 
@@ -15,6 +18,43 @@ from gpuwork.plan import TrainPlan
 # cost): within 1 % of pricing every length on uniform and long-tailed histograms (tests), and an advisor run on a
 # 250-length histogram takes seconds rather than a quarter of a minute.
 LENGTH_GRID = 24
+# Bins of a histogram built from a mean and a standard deviation: each bin is counted at its upper edge, so the
+# padded length is never understated by more than one bin width (1/64 of the span).
+MOMENT_BINS = 64
+
+
+def moments_histogram(mean: float, sd: float, shortest: int, longest: int, seq_len: int, *,
+                      longer: str = "cut", bins: int = MOMENT_BINS) -> tuple[tuple[int, float], ...]:
+    """A length histogram for data published only as mean +- sd (with its shortest and longest sample).
+
+    Lengths are taken as log-normal with the published mean and sd (method of moments: sigma^2 = ln(1 + sd^2 /
+    mean^2), mu = ln(mean) - sigma^2 / 2; the R package dampack's ``lnorm_params``, and Wikipedia "Log-normal
+    distribution"), restricted to [shortest, longest] and cut into ``bins`` equal bins up to min(longest,
+    seq_len), each weighted by the probability between its edges and counted at its upper edge. Samples longer
+    than ``seq_len`` are truncated to it (``longer="cut"``, a tokenizer's truncation) or left out of the data
+    (``longer="drop"``, e.g. ms-swift's ``truncation_strategy`` 'delete'). Weights sum to 1."""
+    if not (mean > 0 and sd > 0 and 0 <= shortest < longest and seq_len > shortest and bins >= 1):
+        raise ValueError("moments_histogram needs mean > 0, sd > 0, 0 <= shortest < longest, seq_len > shortest")
+    if longer not in ("cut", "drop"):
+        raise ValueError(f"longer is 'cut' or 'drop', not {longer!r}")
+    sigma = math.sqrt(math.log1p((sd / mean) ** 2))
+    mu = math.log(mean) - sigma * sigma / 2
+
+    def cdf(x: float) -> float:
+        return 0.0 if x <= 0 else 0.5 * math.erfc(-(math.log(x) - mu) / (sigma * math.sqrt(2)))
+
+    low, high = cdf(shortest), cdf(longest)
+    top = min(longest, seq_len)
+    edges = [shortest + (top - shortest) * i / bins for i in range(bins + 1)]
+    weights = [cdf(b) - cdf(a) for a, b in itertools.pairwise(edges)]
+    if longer == "cut":
+        weights[-1] += high - cdf(top)  # everything longer becomes seq_len tokens
+    total = sum(weights) if longer == "drop" else high - low
+    out: dict[int, float] = {}
+    for edge, w in zip(edges[1:], weights, strict=True):
+        length = max(1, math.ceil(edge))
+        out[length] = out.get(length, 0.0) + w / total
+    return tuple((n, w) for n, w in sorted(out.items()) if w > 0)
 
 
 def padded_lengths(plan: TrainPlan) -> tuple[tuple[float, int], ...] | None:
@@ -91,4 +131,5 @@ def mixed_price(parts: list[tuple[float, StepPrice]]) -> StepPrice:
                      bytes=sum(w * p.bytes for w, p in parts), assumptions=assumptions)
 
 
-__all__ = ["LENGTH_GRID", "length_grid", "mixed_price", "padded_lengths", "real_tokens_per_sequence"]
+__all__ = ["LENGTH_GRID", "MOMENT_BINS", "length_grid", "mixed_price", "moments_histogram", "padded_lengths",
+           "real_tokens_per_sequence"]

@@ -143,9 +143,11 @@ def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
             absmax = blocks + 4 * math.ceil(blocks / _DQ_BLOCK)
         else:  # one fp32 absmax per 64 weights (0.5 bit/param)
             absmax = 4 * blocks
-        # peft prepare_model_for_kbit_training casts every non-quantized 16-bit parameter to fp32
-        rest = 4 * (counts.base - q)
-        return packed + absmax + rest + 4 * counts.adapter
+        # peft prepare_model_for_kbit_training casts every non-quantized 16-bit parameter to fp32; sharded
+        # QLoRA skips it and keeps them, and the adapters, in the 16-bit storage dtype (sharded_qlora)
+        rest_bytes = 2 if sharded_qlora(plan) else 4
+        rest = rest_bytes * (counts.base - q)
+        return packed + absmax + rest + _trainable_bytes_per_param(plan) * counts.adapter
     if plan.uses_adapters:
         # Frozen base stored in the compute dtype (fp32 masters are only for trained weights);
         # peft keeps adapters in fp32 (autocast_adapter_dtype=True, peft tuners_utils).
@@ -153,9 +155,18 @@ def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
     return p.param_bytes * counts.base
 
 
+def sharded_qlora(plan: TrainPlan) -> bool:
+    """QLoRA whose parameters FSDP or ZeRO-3 shard. TRL's SFTTrainer then calls neither
+    prepare_model_for_kbit_training nor peft_module_casting_to_bf16 ("one should never call ... when doing QLoRA +
+    FSDP / DS-Zero3") and creates the adapters with autocast_adapter_dtype=False, so the model, its residual stream
+    and the adapters stay in the 16-bit dtype the 4-bit weights are stored in (bnb_4bit_quant_storage, which FSDP
+    needs equal to the model's dtype; peft docs accelerate/fsdp.md, deepspeed.md). docs/memory_lengths.md."""
+    return plan.method is Method.QLORA and plan.sharding in (Sharding.ZERO3, Sharding.FSDP)
+
+
 def _trainable_bytes_per_param(plan: TrainPlan) -> int:
     if plan.uses_adapters:
-        return 4  # peft upcasts adapters to fp32
+        return 2 if sharded_qlora(plan) else 4  # peft upcasts adapters to fp32 unless sharded QLoRA
     return plan.precision.param_bytes
 
 
@@ -293,6 +304,7 @@ class Dtypes:
     stream: int  # residual stream and norm outputs
     linear_out: int  # outputs of the block's linears (attention q/k/v/o, MLP)
     autocast: bool  # linears cast their inputs to 16-bit and save the copy
+    adapter: int = 4  # LoRA weights, the input copy lora_A saves and its output (peft: fp32)
 
 
 def plan_dtypes(plan: TrainPlan) -> Dtypes:
@@ -310,6 +322,14 @@ def plan_dtypes(plan: TrainPlan) -> Dtypes:
     return Dtypes(2, 2, False)
 
 
+def memory_dtypes(plan: TrainPlan) -> Dtypes:
+    """``plan_dtypes`` as memory sees them: sharded QLoRA keeps the model and its adapters 16-bit (sharded_qlora).
+    The time model (estimate.ops) still prices plan_dtypes."""
+    if sharded_qlora(plan):
+        return Dtypes(stream=2, linear_out=2, autocast=False, adapter=2)
+    return plan_dtypes(plan)
+
+
 def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
     """Blocks whose own weights train (the last ones for freeze; none for adapters)."""
     if plan.method in (Method.FULL, Method.SCRATCH):
@@ -325,8 +345,8 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
 
     A linear saves its input only to compute its weight gradient (torch addmm/mm backward), so a
     frozen linear saves nothing; peft's LoRA casts X to the adapter dtype (fp32) and lora_A saves
-    it — a copy per adapter when X is 16-bit, X itself when it is already fp32; lora_dropout > 0
-    saves its fp32 output and a 1-byte mask instead (peft lora/layer.py Linear.forward).
+    it — a copy per adapter when X is 16-bit, X itself when it already has that dtype; lora_dropout > 0
+    saves its output in the adapter dtype and a 1-byte mask instead (peft lora/layer.py Linear.forward).
     """
     saved = 0
     x_saved = already_saved
@@ -340,14 +360,14 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
         if lin.name not in lora:
             continue
         if plan.lora_dropout > 0:
-            saved += (4 + 1) * x_elems
-        elif x_bytes == 4 and not dt.autocast:
+            saved += (dt.adapter + 1) * x_elems
+        elif x_bytes == dt.adapter and not dt.autocast:
             if not x_saved:
-                saved += 4 * x_elems
+                saved += dt.adapter * x_elems
                 x_saved = True
         else:
-            saved += 4 * x_elems
-        saved += 4 * plan.lora_r  # lora_A output, saved by lora_B
+            saved += dt.adapter * x_elems
+        saved += dt.adapter * plan.lora_r  # lora_A output, saved by lora_B
     return saved
 
 
@@ -421,7 +441,7 @@ def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: 
         final_norm = _norm_saved(spec, dt, head_trainable) if spec.model_type == "gpt2" else 0
     vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
     head_in = dt.stream * h if head_trainable else 0  # lm_head saves its input when it trains
-    head_out_bytes = 4 if plan.method is Method.QLORA or dt.linear_out == 4 else 2
+    head_out_bytes = 4 if dt.linear_out == 4 else 2  # QLoRA: fp32 after prepare_model_for_kbit_training
     # causal LMs use transformers' ForCausalLMLoss, which upcasts logits to fp32; BERT heads call
     # CrossEntropyLoss on the logits as they are. log_softmax saves its output.
     loss_bytes = 4 if spec.task is Task.CAUSAL_LM else head_out_bytes
@@ -785,7 +805,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     """
     counts = count_params(spec, plan)
     states = _model_states(spec, plan, counts)
-    dt = plan_dtypes(plan)
+    dt = memory_dtypes(plan)
     profile = stack_profile(plan, spec, stack)
     act = _block_activations(spec, plan, dt, profile)
     warnings = _plan_warnings(spec, plan, states, counts)
@@ -870,7 +890,7 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_l
                   mlp_transient_per_token: int, offloaded: bool = False) -> StepTensors:
     """The step's large tensors per token, as the allocator sees them: each block's saved bytes cut into
     hidden-sized and intermediate-sized tensors, the logits into vocabulary-wide ones (gpuwork.estimate.allocator)."""
-    dt = plan_dtypes(plan)
+    dt = memory_dtypes(plan)
     hidden = max(dt.linear_out * spec.hidden_size, 1)
     inter = max(dt.linear_out * spec.intermediate_size, 1)
     vocab = max(4 * spec.vocab_size, 1)
@@ -939,4 +959,4 @@ SOURCES = {
 }
 
 __all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "plan_dtypes", "stack_profile", "state_bytes_per_param"]
+           "estimate_memory", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile", "state_bytes_per_param"]

@@ -1,0 +1,64 @@
+"""QLoRA under FSDP / ZeRO-3 keeps the model and its adapters in the 16-bit storage dtype (estimate.memory.sharded_qlora):
+TRL skips prepare_model_for_kbit_training and creates the adapters with autocast_adapter_dtype=False. Numbers by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpuwork import TrainPlan, count_params, estimate_memory, get_spec
+from gpuwork.estimate.memory import Dtypes, _consumer_saved, memory_dtypes, plan_dtypes, sharded_qlora
+from gpuwork.facts.spec import Linear
+
+BASE = dict(model="llama-3.1-8b", method="qlora", lora_r=8, lora_targets="all-linear", gpus=2, seq_len=1024,
+            grad_checkpointing=True)
+
+
+@pytest.mark.parametrize(("sharding", "sharded"), [("fsdp", True), ("zero3", True), ("zero2", False),
+                                                    ("ddp", False)])
+def test_only_sharded_parameters_skip_the_fp32_preparation(sharding, sharded):
+    plan = TrainPlan(**BASE, sharding=sharding)
+    assert sharded_qlora(plan) is sharded
+    assert memory_dtypes(plan) == (Dtypes(2, 2, False, 2) if sharded else Dtypes(4, 4, False, 4))
+    assert plan_dtypes(plan) == Dtypes(4, 4, False)  # what the time model prices stays as it was
+
+
+def test_sharded_lora_without_quantisation_is_not_affected():
+    plan = TrainPlan(**{**BASE, "method": "lora"}, sharding="fsdp")
+    assert not sharded_qlora(plan) and memory_dtypes(plan) == plan_dtypes(plan)
+
+
+def test_weights_keep_the_16_bit_non_quantised_parameters_and_adapters():
+    spec = get_spec("llama-3.1-8b")
+    plan = TrainPlan(**BASE, sharding="fsdp")
+    counts = count_params(spec, plan)
+    q = counts.quantized
+    blocks = math.ceil(q / 64)
+    # 4-bit packed + double-quantised absmax; embeddings, head, norms and adapters at 2 B (not 4), then / 2 GPUs
+    whole = q // 2 + blocks + 4 * math.ceil(blocks / 256) + 2 * (counts.base - q) + 2 * counts.adapter
+    assert estimate_memory(plan).breakdown["weights"] == pytest.approx(whole / 2, abs=2)
+
+
+def test_a_dropped_adapter_input_is_saved_in_the_adapter_dtype():
+    lin = Linear("self_attn.q_proj", 4096, 4096, bias=False, count=1, in_block=True)
+    plan = TrainPlan(**BASE, sharding="fsdp", lora_dropout=0.1)
+    lora = {lin.name}
+    # dropout output (2 B) + its 1-byte mask per element, plus lora_A's r outputs at 2 B: 3 x 4,096 + 2 x 8
+    assert _consumer_saved(4096, 2, [lin], False, lora, plan, Dtypes(2, 2, False, 2)) == 3 * 4096 + 16
+    # peft's fp32 adapters: 4 + 1 bytes per element, r outputs at 4 B
+    assert _consumer_saved(4096, 2, [lin], False, lora, plan, Dtypes(2, 2, True)) == 5 * 4096 + 32
+
+
+def test_an_undropped_adapter_input_of_its_own_dtype_is_not_copied():
+    lin = Linear("self_attn.q_proj", 4096, 4096, bias=False, count=1, in_block=True)
+    plan = TrainPlan(**BASE, sharding="fsdp", lora_dropout=0.0)
+    # bf16 input into bf16 adapters: lora_A saves the input itself once (2 B), plus r outputs at 2 B
+    assert _consumer_saved(4096, 2, [lin], False, {lin.name}, plan, Dtypes(2, 2, False, 2)) == 2 * 4096 + 16
+
+
+def test_sharded_qlora_saves_less_than_the_same_plan_prepared_in_fp32():
+    fsdp = estimate_memory(TrainPlan(**BASE, sharding="fsdp"))
+    zero2 = estimate_memory(TrainPlan(**BASE, sharding="zero2"))
+    # same checkpointed block inputs and batch: the residual stream is 2 B instead of 4 B per element
+    assert fsdp.breakdown["activations"] < zero2.breakdown["activations"]
