@@ -62,3 +62,19 @@ def test_sharded_qlora_saves_less_than_the_same_plan_prepared_in_fp32():
     zero2 = estimate_memory(TrainPlan(**BASE, sharding="zero2"))
     # same checkpointed block inputs and batch: the residual stream is 2 B instead of 4 B per element
     assert fsdp.breakdown["activations"] < zero2.breakdown["activations"]
+
+
+def test_a_sharded_4bit_block_is_gathered_as_stored():
+    from gpuwork.estimate.memory import _gathered
+
+    spec = get_spec("llama-3.1-8b")
+    qlora = TrainPlan(**BASE, sharding="fsdp")
+    lora = TrainPlan(**{**BASE, "method": "lora"}, sharding="fsdp")
+    # a block's linears: q and o 4,096 x 4,096, k and v 4,096 x 1,024, gate/up/down 4,096 x 14,336
+    linears = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336
+    assert linears == 218_103_808
+    g_q = _gathered(spec, qlora, count_params(spec, qlora), 2, 0)
+    g_l = _gathered(spec, lora, count_params(spec, lora), 2, 0)
+    # bf16 linears (2 B a weight) against the packed 4-bit data in its 16-bit storage (0.5 B a weight)
+    assert g_l["forward"] - g_q["forward"] == 2 * linears - linears // 2
+    assert g_l["block backward"] - g_q["block backward"] == 2 * (2 * linears - linears // 2)  # and the prefetched

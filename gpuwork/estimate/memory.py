@@ -729,8 +729,14 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
         root = spec.params_embedding + spec.params_head + spec.params_other
         block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
         root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
-        gather["forward"] = gather["loss backward"] = compute_bytes * (root + spec.params_block)
-        gather["block backward"] = compute_bytes * (root + 2 * spec.params_block) + block_grad
+        block = compute_bytes * spec.params_block
+        if plan.method is Method.QLORA:
+            # a block is gathered as stored: bnb_4bit_quant_storage keeps the packed 4-bit data in a 16-bit tensor
+            # of the same bytes, which is what FSDP / ZeRO-3 shard (bitsandbytes "FSDP-QLoRA" docs), 0.5 B a weight
+            q_block = counts.quantized // max(spec.num_layers, 1)
+            block = q_block // 2 + compute_bytes * (spec.params_block - q_block)
+        gather["forward"] = gather["loss backward"] = compute_bytes * root + block
+        gather["block backward"] = compute_bytes * root + 2 * block + block_grad
         gather["backward end"] = compute_bytes * root + root_grad
     return gather
 
