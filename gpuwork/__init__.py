@@ -7,6 +7,7 @@ from gpuwork.estimate.offers import OfferResult
 from gpuwork.estimate.profiles import ProfileMatch
 from gpuwork.estimate.timing import TimeEstimate
 from gpuwork.facts.model import ModelSpec, ParamCounts, count_params, get_spec, list_presets
+from gpuwork.measure import block_profile as _block_tracer  # noqa: F401 - registers the gather step's tracer
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Task, TrainPlan
 from gpuwork.present.request import RentalRequest, rental_request
 from gpuwork.present.tables import memory_frame, offers_frame, records_frame  # pandas on first call

@@ -273,6 +273,7 @@ def test_the_cli_traces_the_block_of_an_unknown_family_once(capsys) -> None:
             "--seq-len", "1024", "--lora-r", "8"]
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert "no hand-written block model for 'gpt_neox': traced one block of the real class" in err
-    assert main(argv) == 0  # the profile is kept for the process: no second trace
-    assert "traced one block" not in capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "traced one block" in x)
+    assert "no hand-written block model for 'gpt_neox': traced one block of the real class" in line
+    assert main(argv) == 0  # the profile is kept for the process: the same note, its seconds too, no second trace
+    assert line in capsys.readouterr().err.splitlines()

@@ -7,7 +7,6 @@ import functools
 import math
 import re
 import sys
-import time
 from typing import Any
 
 from gpuwork.errors import EXIT_USAGE, GpuworkError, PlanError
@@ -319,7 +318,7 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
     if "lora_alpha" in fields and float(fields["lora_alpha"]).is_integer():
         fields["lora_alpha"] = int(fields["lora_alpha"])
     plan = TrainPlan.from_dict(fields)
-    trace_block_if_needed(plan, lang)
+    say_block_profile_note(plan, lang)
     return plan
 
 
@@ -347,39 +346,16 @@ def optimizer_flag(name: str, lang: str = "en") -> tuple[str, str | None]:
     return optimizer, impl
 
 
-def trace_block_if_needed(plan: TrainPlan, lang: str = "en") -> None:
-    """A model whose family gpuwork has no hand-written block model for is estimated from its real block:
-    trace one block under fake tensors (seconds, once per plan shape and process; kept in
-    $GPUWORK_PROFILES when set) unless a matching profile is at hand. Without torch the nearest family's
-    block stands in, as the estimate's note says."""
-    from gpuwork.facts.block_profiles import DEFAULT_CACHE, HAND_MODELLED, matching_profile
+def say_block_profile_note(plan: TrainPlan, lang: str = "en") -> None:
+    """On stderr: what the gather step's tracing of a block without a hand-written model said (traced, could
+    not be traced, no torch); the workbook shows the same note (``facts.resolve.with_block_profiles``)."""
+    from gpuwork.facts.block_profiles import block_profile_note
     from gpuwork.facts.model import spec_for_plan
     from gpuwork.facts.resolve import with_block_profiles
-    from gpuwork.facts.spec import count_params
 
-    spec = spec_for_plan(plan)
-    if spec.model_type in HAND_MODELLED or matching_profile(with_block_profiles(plan, spec), plan) is not None:
-        return
-    count_params(spec, plan)  # LoRA targets the model lacks: the estimate's own error, before any tracing
-    try:
-        from gpuwork.measure.block_profile import block_profile_for
-    except ImportError:  # the core install has no torch
-        print(text("cli.block_profile.no_torch", lang, model_type=spec.model_type), file=sys.stderr)
-        return
-    start = time.perf_counter()
-    try:
-        block_profile_for(plan, DEFAULT_CACHE)
-    except GpuworkError as exc:  # a class that cannot run under fake tensors: the nearest family stands in
-        print(text("cli.block_profile.failed", lang, model_type=spec.model_type, error=exc.text(lang)),
-              file=sys.stderr)
-        return
-    except Exception as exc:  # noqa: BLE001 - the tracer runs a third-party class: any failure leaves the estimate
-        print(text("cli.block_profile.failed", lang, model_type=spec.model_type,
-                   error=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]),
-              file=sys.stderr)
-        return
-    print(text("cli.block_profile.traced", lang, model_type=spec.model_type, seconds=time.perf_counter() - start),
-          file=sys.stderr)
+    note = block_profile_note(with_block_profiles(plan, spec_for_plan(plan)))
+    if note is not None:
+        print(render(note, lang), file=sys.stderr)
 
 
 def load_record(path: str) -> Any:

@@ -11,7 +11,9 @@ Profiles live in three places, looked up in this order: this process (memory), t
 folder the user names (``BlockProfileCache(user_dir=...)``); nothing is written anywhere else, and without
 a user folder nothing is written at all.
 
-Pure data and JSON I/O: no torch here (the tracer lives in ``gpuwork.measure``).
+Pure data and JSON I/O: no torch here. The tracer lives in ``gpuwork.measure.block_profile``, which registers
+itself here (``register_tracer``) so that the gather step (``facts.resolve``) can trace a block no profile at
+hand matches without this layer importing the one above.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuwork.facts import reading
 from gpuwork.facts.paths import bundled_data_dir
+from gpuwork.message import Msg
 
 PROFILE_VERSION = 1  # bump when the fields or the tracing rules change; older files are ignored
 KINDS = ("matmul", "attention", "memory")
@@ -207,6 +211,13 @@ def profile_method(method: str) -> str:
     return {"full": "full", "scratch": "full", "freeze": "full", "lora": "lora", "qlora": "qlora"}[method]
 
 
+def plan_profile_key(config: dict[str, Any], plan: Any) -> str:
+    """The key of the profile of ``plan``'s block, the model's ``config`` given (``profile_key`` of its fields)."""
+    return profile_key(config, method=profile_method(plan.method.value), precision=plan.precision.value,
+                       attention=plan.attention.value, lora_r=plan.lora_r, lora_targets=tuple(plan.lora_targets),
+                       lora_dropout=plan.lora_dropout)
+
+
 # -- the cache -------------------------------------------------------------------------------------
 
 
@@ -224,6 +235,7 @@ class BlockProfileCache:
         self.user_dir = Path(user_dir).expanduser() if user_dir is not None else None
         self.bundled_dir = Path(bundled_dir) if bundled_dir is not None else bundled_profiles_dir()
         self._memory: dict[str, BlockProfile] = {}
+        self._notes: dict[str, Msg] = {}  # what tracing a key said in this process (traced, failed, no torch)
 
     def get(self, key: str) -> BlockProfile | None:
         hit = self._memory.get(key)
@@ -250,6 +262,17 @@ class BlockProfileCache:
         path = self.user_dir / f"{profile.key}.json"
         path.write_text(profile.to_json(), encoding="utf-8")
         return path
+
+    def keep_trace(self, key: str, profile: BlockProfile | None, note: Msg) -> None:
+        """Keep what tracing ``key``'s block gave: the profile (when it could be traced) and the note saying
+        so, or why not; a key with a note is not traced again in this process."""
+        self._notes[key] = note
+        if profile is not None:
+            self.put(profile)
+
+    def note(self, key: str) -> Msg | None:
+        """The note of ``key``'s tracing in this process, or None (never traced here)."""
+        return self._notes.get(key)
 
     def for_config(self, config: dict[str, Any]) -> tuple[BlockProfile, ...]:
         """Every profile at hand of this model configuration (any method, precision or adapters)."""
@@ -280,10 +303,40 @@ HAND_MODELLED = frozenset({"llama", "mistral", "qwen2", "mixtral", "phi3", "gemm
 ENV_PROFILES_DIR = "GPUWORK_PROFILES"
 DEFAULT_CACHE = BlockProfileCache(user_dir=os.environ.get(ENV_PROFILES_DIR) or None)
 
+
+# -- the tracer the gather step calls -----------------------------------------------------------------------------
+
+# plan -> (its block's profile, or None when it cannot be traced; the note that says which, for every surface)
+BlockTracer = Callable[[Any], tuple[BlockProfile | None, Msg]]
+_TRACER: list[BlockTracer] = []  # one at most
+
+
+def register_tracer(tracer: BlockTracer) -> None:
+    """Let the gather step trace blocks with ``tracer`` (replaces the one registered before)."""
+    _TRACER[:] = [tracer]
+
+
+def unregister_tracer(tracer: BlockTracer | None = None) -> None:
+    """Take ``tracer`` (default: whichever is registered) away: the gather step then traces nothing."""
+    if tracer is None or tracer in _TRACER:
+        _TRACER.clear()
+
+
+def registered_tracer() -> BlockTracer | None:
+    return _TRACER[0] if _TRACER else None
+
+
 def matching_profile(spec: Any, plan: Any) -> BlockProfile | None:
     """The traced profile ``facts.resolve`` attached to ``spec`` (``extras["block_profiles"]``) that matches
     how ``plan`` runs the block, or None (the hand-written block model then applies)."""
     return next((p for p in spec.extras.get("block_profiles", ()) if p.matches(plan)), None)
+
+
+def block_profile_note(spec: Any) -> Msg | None:
+    """What tracing the block of ``spec``'s plan said in this process (``facts.resolve`` put it in
+    ``extras["block_profile_note"]``): traced in so many seconds, could not be traced (why), or no torch."""
+    note = spec.extras.get("block_profile_note")
+    return note if isinstance(note, Msg) else None
 
 
 __all__ = [
@@ -296,8 +349,14 @@ __all__ = [
     "Affine",
     "BlockProfile",
     "BlockProfileCache",
+    "BlockTracer",
     "ProfileOp",
+    "block_profile_note",
     "matching_profile",
+    "plan_profile_key",
+    "register_tracer",
+    "registered_tracer",
+    "unregister_tracer",
     "bundled_profiles_dir",
     "config_fingerprint",
     "profile_key",

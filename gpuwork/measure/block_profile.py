@@ -16,6 +16,10 @@ seq) under a dispatch mode that records, per aten op:
 It traces at two sequence lengths; every figure per token is affine in the length, so the two
 traces give its constant and its per-token-of-context part exactly (``facts.block_profiles``).
 
+Importing this module registers ``trace_for_gather`` with ``facts.block_profiles.register_tracer``: the gather
+step (``facts.resolve``) then traces the block of a family without a hand-written model for every surface
+(the package root imports it, so the CLI, the workbook and ``gpuwork.sizing`` all do).
+
 Stand-ins (as in ``measure.trace``): fake tensors run on the CPU device, so SDPA dispatches to the
 CPU flash kernel (the CUDA flash kernel's inputs, outputs and saved tensors), and dropout runs as
 CPU's decomposition (bernoulli_, div_, mul with a mask in the input dtype): it is recorded as CUDA's
@@ -32,19 +36,21 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
-from gpuwork.errors import TraceError
+from gpuwork.errors import GpuworkError, TraceError
 from gpuwork.facts.block_profiles import (
     DEFAULT_CACHE,
     Affine,
     BlockProfile,
     BlockProfileCache,
     ProfileOp,
-    profile_key,
+    plan_profile_key,
     profile_method,
+    register_tracer,
 )
-from gpuwork.message import msg
+from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
 
 DEFAULT_SEQ_LENS = (64, 128)  # two short lengths: fake tensors cost the same at any length
@@ -320,10 +326,7 @@ def profile_plan(plan: TrainPlan) -> TrainPlan:
 def block_profile_key(plan: TrainPlan, config: dict | None = None) -> str:
     from gpuwork.facts.model import load_config
 
-    config = config if config is not None else load_config(plan.model)[0]
-    method = profile_method(plan.method.value)
-    return profile_key(config, method=method, precision=plan.precision.value, attention=plan.attention.value,
-                       lora_r=plan.lora_r, lora_targets=tuple(plan.lora_targets), lora_dropout=plan.lora_dropout)
+    return plan_profile_key(config if config is not None else load_config(plan.model)[0], plan)
 
 
 def trace_block_profile(plan: TrainPlan, *, seq_lens: tuple[int, int] = DEFAULT_SEQ_LENS,
@@ -390,4 +393,35 @@ def block_profile_for(plan: TrainPlan, cache: BlockProfileCache | None = None) -
 
 _DEFAULT_CACHE = DEFAULT_CACHE  # the one the estimates read (gpuwork.facts.resolve)
 
-__all__ = ["DEFAULT_SEQ_LENS", "block_profile_for", "block_profile_key", "profile_plan", "trace_block_profile"]
+
+def trace_for_gather(plan: TrainPlan) -> tuple[BlockProfile | None, Msg]:
+    """The gather step's tracer: the plan's block profile and a note saying it was traced in so many seconds,
+    or None and why not (no torch: the core install; a class that cannot run under fake tensors). Never
+    raises: the nearest family's block then stands in."""
+    from gpuwork.facts.model import load_config
+
+    try:
+        model_type = str(load_config(plan.model)[0].get("model_type", "?"))  # a JSON read: no torch
+    except GpuworkError as exc:
+        return None, msg("cli.block_profile.failed", model_type="?", error=exc.msg or str(exc))
+    try:
+        import torch  # noqa: F401 - the core install has none
+        import transformers  # noqa: F401
+    except ImportError:
+        return None, msg("cli.block_profile.no_torch", model_type=model_type)
+    start = time.perf_counter()
+    try:
+        profile = trace_block_profile(plan)
+    except GpuworkError as exc:
+        return None, msg("cli.block_profile.failed", model_type=model_type, error=exc.msg or str(exc))
+    except Exception as exc:  # noqa: BLE001 - the tracer runs a third-party class: any failure leaves the estimate
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        return None, msg("cli.block_profile.failed", model_type=model_type,
+                         error=f"{type(exc).__name__}: {first_line}"[:200])
+    return profile, msg("cli.block_profile.traced", model_type=model_type, seconds=time.perf_counter() - start)
+
+
+register_tracer(trace_for_gather)
+
+__all__ = ["DEFAULT_SEQ_LENS", "block_profile_for", "block_profile_key", "profile_plan", "trace_block_profile",
+           "trace_for_gather"]

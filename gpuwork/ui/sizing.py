@@ -39,13 +39,14 @@ import plotly.graph_objects as go
 
 from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError
 from gpuwork.estimate.memory import GIB, MemoryEstimate
+from gpuwork.facts.block_profiles import block_profile_note
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
 from gpuwork.facts.model import CONFIG_BOUNDS, list_presets, spec_for_plan
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan, lengths_text
 from gpuwork.present import charts
 from gpuwork.present.messages import render, render_all, text, time_kind_code
-from gpuwork.sizing import decide, estimate_disk, estimate_memory, match_profile, scaling
+from gpuwork.sizing import decide, estimate_disk, estimate_memory, match_profile, resolve, scaling
 from gpuwork.ui import common
 from gpuwork.ui.choices import CheckboxGroup
 from gpuwork.ui.common import (
@@ -564,12 +565,14 @@ def size_plan(plan: TrainPlan, *, axis: str = "seq_len", constraints: Any = None
     profile (``match_profile``) only when no offer fits.
 
     Raises GpuworkError when the memory estimate itself cannot be made; profile and disk failures
-    become one-line ``notes`` so that the memory answer is still shown.
+    become one-line ``notes`` so that the memory answer is still shown. The first note, for a family without a
+    hand-written block model, is what the gather step's tracing said (as the CLI says it on stderr).
     """
     memory = estimate_memory(plan)
     values = tuple(sorted(set(WHATIF_VALUES[axis]) | {getattr(plan, axis)}))
     series = whatif_series(plan, axis, values)
-    notes: list[Msg] = []
+    traced = block_profile_note(resolve(plan).spec)
+    notes: list[Msg] = [] if traced is None else [traced]
     profile = disk = decision = None
     try:
         decision = decide(plan, constraints=constraints)

@@ -42,6 +42,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "block: the nearest family's block stands in",
         "для '{model_type:raw}' нет ручной модели блока; установите gpuwork[trial] (torch), чтобы трассировать "
         "настоящий блок: вместо него взят блок ближайшего семейства"),
+    "cli.block_profile.preset": (
+        "'{model_type:raw}' has no hand-written block model and the preset bundles no traced block for this "
+        "method, precision and attention: the nearest family's block stands in (give its config.json to trace "
+        "the real block)",
+        "для '{model_type:raw}' нет ручной модели блока, а пресет не содержит трассированного блока для этого "
+        "метода, точности и внимания: вместо него взят блок ближайшего семейства (укажите его config.json, "
+        "чтобы трассировать настоящий блок)"),
     "cli.offers.header": (
         "gpuwork offers: {model}, {method:raw}, seq {seq_len:raw} x batch {batch}, {tokens:int} tokens x "
         "{epochs:g} epoch(s); {stack}; sorted by {sort:@sort}; prices illustrative",
