@@ -236,10 +236,11 @@ def whatif_figure(values: Sequence[int], series: Mapping[str, Sequence[int | Non
     for name, totals in series.items():
         for gpu in gpus:
             at = runs_out_at(xs, [_gib(t) if t is not None else None for t in totals], _gib(gpu.memory_total_bytes))
-            if at is None:
+            total = totals[at] if at is not None else None
+            if at is None or total is None:  # runs_out_at only stops at a total it has
                 continue
             out_x.append(xs[at])
-            out_y.append(_gib(totals[at]))
+            out_y.append(_gib(total))
             out_text.append(text("runs_out_hover", lang, series=name, gpu=gpu.display_name,
                                  total_bytes=gpu.memory_total_bytes, field=field, x=xs[at]))
     traces.append(go.Scatter(
@@ -277,7 +278,7 @@ def _whatif_top(series: Mapping[str, Sequence[int | None]], gpus: Sequence[GpuSp
     limit = max([_gib(g.memory_total_bytes) * 1.6 for g in gpus], default=0.0)
     if current is not None and current in xs:
         at = xs.index(current)
-        limit = max([limit] + [_gib(t[at]) * 1.3 for t in series.values() if t[at] is not None])
+        limit = max([limit] + [_gib(v) * 1.3 for v in (t[at] for t in series.values()) if v is not None])
     highest = max(values) * 1.05
     return min(highest, limit) if limit > 0 else highest
 
