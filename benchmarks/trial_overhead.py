@@ -24,11 +24,11 @@ import time
 
 def bare_step_time(plan, steps: int, warmup: int) -> float:
     """Mean seconds per step of the trial's training step with no measuring around it."""
+    from gpuwork.measure.options import TrialOptions
     from gpuwork.measure.runtime import build_run, prepare, quiet_libraries, release_memory, train_step
     from gpuwork.measure.textdata import cycle, make_loader
 
-    setup, text = prepare(plan, device=None, seed=0, warmup=warmup, lr=None, data=None, tokenizer=None,
-                          model_factory=None, max_grad_norm=1.0)
+    setup, text = prepare(plan, TrialOptions(seed=0, warmup=warmup, max_grad_norm=1.0))
     with quiet_libraries():
         run = build_run(setup)
         batches = cycle(make_loader(text.dataset(setup.task.value), plan.batch_size))

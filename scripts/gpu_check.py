@@ -180,7 +180,7 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     row("eager dispatch per kernel", "nn.Linear fwd + bwd", "us", d.per_kernel_us * 1e-6, eager_us * 1e-6,
         "kernels.csv launch_overhead_eager_us")
     b, h, seq, hd = sdpa_shape
-    fwd, bwd = sdpa_rate(b, h, seq, hd, dtype, device=device, repeats=repeats)
+    fwd, bwd = sdpa_rate((b, h, seq, hd), dtype, device=device, repeats=repeats)
     for name, value in (("fwd", fwd), ("bwd", bwd)):
         model, basis = None, ""
         if gpu is not None:

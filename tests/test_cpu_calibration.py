@@ -64,7 +64,7 @@ def test_the_benchmarks_return_finite_positive_rates(one_thread) -> None:
     d = dispatch_cost(chain=8, repeats=2)
     assert _finite_positive(d.eager_us, d.autograd_forward_us, d.module_forward_us, d.per_kernel_us)
     assert d.per_kernel_us == pytest.approx((d.module_forward_us + d.module_backward_us) / 3)
-    fwd, bwd = sdpa_rate(1, 2, 16, 8, repeats=2)
+    fwd, bwd = sdpa_rate((1, 2, 16, 8), repeats=2)
     assert _finite_positive(fwd, bwd)
     calls = []
     assert _finite_positive(time_call(lambda: calls.append(1), repeats=3, warmup=1, min_repeat_s=0.0))

@@ -17,8 +17,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuwork.cli.args import with_mapping
 from gpuwork.errors import (
@@ -33,6 +34,9 @@ from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_seconds
+
+if TYPE_CHECKING:
+    from gpuwork.plan import TrainPlan
 
 # -- formatting (pure) -----------------------------------------------------------------------------------------
 
@@ -316,45 +320,14 @@ def _progress(total: int, enabled: bool, lang: str = "en") -> Any:
 
 def _cmd_trial(args: argparse.Namespace) -> int:
     from gpuwork.measure.checkpoint import CheckpointDamaged
-    from gpuwork.measure.extrapolation import extrapolate
-    from gpuwork.measure.trial import (
-        DEFAULT_MAX_STEPS,
-        TrialError,
-        check_until_stable,
-        ramp,
-        resume_options,
-        run_trial,
-    )
+    from gpuwork.measure.trial import DEFAULT_MAX_STEPS, TrialError, check_until_stable
 
     lang = args.lang
     check_flags(args)
-    resume: dict[str, Any] = {}
-    if args.resume is not None:
-        if not args.resume.strip():
-            raise TrialError(msg("error.resume.empty"))
-        if args.ramp:
-            raise TrialError(msg("error.trial.resume_ramp", run=args.resume))
-        try:
-            resume = resume_options(args.resume, args.out, allow_changed_data=args.allow_changed_data)
-        except CheckpointDamaged as exc:  # the checkpoint check failed, before anything was loaded
-            return _refused(exc, lang)
-        processes = resume.pop("nproc", None)
-        if args.nproc is not None and args.nproc != (processes or 1):
-            # each rank's data shard depends on the number of processes: another number is another data order
-            raise TrialError(msg("error.trial.resume_nproc", run=args.resume, processes=processes or 1,
-                                 nproc=args.nproc))
-        args.nproc = processes
-        plan = resume.pop("plan")
-        _refuse_conflicts(args, resume, plan)
-        args.device = resume.pop("device")
-        args.steps, args.warmup = resume.pop("steps"), resume.pop("warmup")
-    else:
-        if args.allow_changed_data:
-            raise TrialError(msg("error.resume.allow_without_resume"))
-        for name, default in _DEFAULTS.items():
-            if getattr(args, name) is None:
-                setattr(args, name, default)
-        plan = _plan(args)
+    try:
+        plan, resume = _plan_or_resume(args)
+    except CheckpointDamaged as exc:  # the checkpoint check failed, before anything was loaded
+        return _refused(exc, lang)
     cap = None
     if args.memory_cap_gib is not None:
         cap = int(args.memory_cap_gib * GIB)
@@ -366,15 +339,7 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         stable = {"until_stable": args.tolerance, "max_steps": args.max_steps}
         check_until_stable(args.tolerance, args.max_steps, args.steps)
     if args.ramp:
-        if args.nproc:
-            raise TrialError(msg("error.trial.flag_ramp_nproc"))
-        result = ramp(plan, steps=args.steps, warmup=args.warmup, memory_cap_bytes=cap, data=data, seed=args.seed,
-                      device=args.device)
-        if args.json:
-            print(json.dumps(with_mapping(result.as_dict(), args), indent=1))
-        else:
-            print(format_ramp(result, lang))
-        return EXIT_OK if result.max_batch_size is not None else EXIT_DOES_NOT_FIT
+        return _ramp(args, plan, cap, data)
     done_before = resume["resume"].step if resume else 0
     step_cap = resume.get("max_steps") or stable.get("max_steps") or DEFAULT_MAX_STEPS
     most = step_cap if (stable or resume.get("until_stable") is not None) else args.steps
@@ -388,31 +353,10 @@ def _cmd_trial(args: argparse.Namespace) -> int:
 
     if resume:  # on stderr, --json or not
         _say_resume(resume, lang)
+    # a resumed trial takes what it was started with; a new one takes the flags
+    given = resume or {"seed": args.seed, "data": data, "out_dir": args.out, "memory_cap_bytes": cap, **stable}
     try:
-        if args.nproc and resume:
-            from gpuwork.measure.distributed import run_distributed
-
-            record = run_distributed(plan, args.nproc, steps=args.steps, warmup=args.warmup, device=args.device,
-                                     checkpoint=not args.no_checkpoint, callbacks=[on_step],
-                                     timeout_s=args.timeout_s, checkpoint_every=args.checkpoint_every or 0,
-                                     **resume)
-        elif args.nproc:
-            from gpuwork.measure.distributed import run_distributed
-
-            record = run_distributed(plan, args.nproc, steps=args.steps, warmup=args.warmup, seed=args.seed,
-                                     device=args.device, data=data, out_dir=args.out, memory_cap_bytes=cap,
-                                     checkpoint=not args.no_checkpoint, callbacks=[on_step],
-                                     timeout_s=args.timeout_s, checkpoint_every=args.checkpoint_every or 0,
-                                     **stable)
-        elif resume:
-            record = run_trial(plan, steps=args.steps, warmup=args.warmup, device=args.device,
-                               checkpoint=not args.no_checkpoint, callbacks=[on_step],
-                               checkpoint_every=args.checkpoint_every or 0, **resume)
-        else:
-            record = run_trial(plan, steps=args.steps, warmup=args.warmup, seed=args.seed, device=args.device,
-                               data=data, out_dir=args.out, memory_cap_bytes=cap,
-                               checkpoint=not args.no_checkpoint, callbacks=[on_step],
-                               checkpoint_every=args.checkpoint_every or 0, **stable)
+        record = _run(args, plan, given, on_step)
     except CheckpointDamaged as exc:  # the per-tensor check after loading
         return _refused(exc, lang)
     except TrialError as exc:
@@ -421,6 +365,73 @@ def _cmd_trial(args: argparse.Namespace) -> int:
         raise
     finally:
         bar.close()
+    return _report(args, plan, record, done_before)
+
+
+def _plan_or_resume(args: argparse.Namespace) -> tuple[TrainPlan, dict[str, Any]]:
+    """The plan from the flags, or with --resume the interrupted trial's plan and the options it goes on with
+    (``resume_options``; steps, warm-up, device and process count go back into ``args``)."""
+    from gpuwork.measure.trial import TrialError, resume_options
+
+    if args.resume is None:
+        if args.allow_changed_data:
+            raise TrialError(msg("error.resume.allow_without_resume"))
+        for name, default in _DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
+        return _plan(args), {}
+    if not args.resume.strip():
+        raise TrialError(msg("error.resume.empty"))
+    if args.ramp:
+        raise TrialError(msg("error.trial.resume_ramp", run=args.resume))
+    resume = resume_options(args.resume, args.out, allow_changed_data=args.allow_changed_data)
+    processes = resume.pop("nproc", None)
+    if args.nproc is not None and args.nproc != (processes or 1):
+        # each rank's data shard depends on the number of processes: another number is another data order
+        raise TrialError(msg("error.trial.resume_nproc", run=args.resume, processes=processes or 1,
+                             nproc=args.nproc))
+    args.nproc = processes
+    plan = resume.pop("plan")
+    _refuse_conflicts(args, resume, plan)
+    args.device = resume.pop("device")
+    args.steps, args.warmup = resume.pop("steps"), resume.pop("warmup")
+    return plan, resume
+
+
+def _ramp(args: argparse.Namespace, plan: TrainPlan, cap: int | None, data: Any) -> int:
+    """``gpuwork trial --ramp``: the largest batch, then the longest sequence, that fit."""
+    from gpuwork.measure.trial import TrialError, ramp
+
+    if args.nproc:
+        raise TrialError(msg("error.trial.flag_ramp_nproc"))
+    result = ramp(plan, steps=args.steps, warmup=args.warmup, memory_cap_bytes=cap, data=data, seed=args.seed,
+                  device=args.device)
+    if args.json:
+        print(json.dumps(with_mapping(result.as_dict(), args), indent=1))
+    else:
+        print(format_ramp(result, lang=args.lang))
+    return EXIT_OK if result.max_batch_size is not None else EXIT_DOES_NOT_FIT
+
+
+def _run(args: argparse.Namespace, plan: TrainPlan, given: dict[str, Any], on_step: Callable[[Any], None]) -> Any:
+    """The trial itself: one process, or ``--nproc`` under torchrun."""
+    from gpuwork.measure.trial import run_trial
+
+    common = {"steps": args.steps, "warmup": args.warmup, "device": args.device,
+              "checkpoint": not args.no_checkpoint, "callbacks": [on_step],
+              "checkpoint_every": args.checkpoint_every or 0, **given}
+    if args.nproc:
+        from gpuwork.measure.distributed import run_distributed
+
+        return run_distributed(plan, args.nproc, timeout_s=args.timeout_s, **common)
+    return run_trial(plan, **common)
+
+
+def _report(args: argparse.Namespace, plan: TrainPlan, record: Any, done_before: int) -> int:
+    """The record, the whole run's time and cost and the calibration, as text or JSON; the exit status."""
+    from gpuwork.measure.extrapolation import extrapolate
+
+    lang = args.lang
     interrupted = record.status == "interrupted"
     extrapolation = None
     if record.fits and record.summary is not None and not interrupted:
@@ -443,18 +454,18 @@ def _cmd_trial(args: argparse.Namespace) -> int:
             out["calibration"] = calibration.as_dict() if calibration else None
             out["calibration_file"] = str(saved) if saved else None
         print(json.dumps(with_mapping(out, args), indent=1, allow_nan=True))
-    else:
-        if record.resumed_from:
-            print(text("cli.trial.resumed", lang, run=record.resumed_from, step=done_before + 1))
-        print(format_trial(record, lang))
-        if extrapolation is not None:
-            print(format_extrapolation(extrapolation, on_cpu=record.environment.device == "cpu", lang=lang))
-        if calibration is not None:
-            print(format_calibration(calibration, lang))
-            print(text("cli.trial.calibration_saved", lang, path=str(saved)) if saved else
-                  text("cli.trial.calibration_nothing", lang))
-        elif args.calibrate:
-            print(text("cli.trial.calibration_skipped", lang))
+        return _exit_status(record, lang)
+    if record.resumed_from:
+        print(text("cli.trial.resumed", lang, run=record.resumed_from, step=done_before + 1))
+    print(format_trial(record, lang))
+    if extrapolation is not None:
+        print(format_extrapolation(extrapolation, on_cpu=record.environment.device == "cpu", lang=lang))
+    if calibration is not None:
+        print(format_calibration(calibration, lang))
+        print(text("cli.trial.calibration_saved", lang, path=str(saved)) if saved else
+              text("cli.trial.calibration_nothing", lang))
+    elif args.calibrate:
+        print(text("cli.trial.calibration_skipped", lang))
     return _exit_status(record, lang)
 
 

@@ -36,6 +36,7 @@ import json
 import math
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -446,9 +447,29 @@ def _is_nan(value: Any) -> bool:
 # -- the round-trip ----------------------------------------------------------------------------------------------
 
 
-def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path | None, stem: str, step: int,
-              batches: list[dict[str, Any]], clock: Callable[[], float], micro_batches: int | None = None,
-              after_save: Callable[[Path], Any] | None = None) -> CheckpointResult:
+@dataclass(frozen=True)
+class SavePoint:
+    """Where the round-trip's checkpoint is taken: the steps done, the data position, the batches that follow."""
+
+    step: int  # optimizer steps done, saved with the state
+    batches: list[dict[str, Any]]  # RESUME_STEPS x grad_accum batches, fed to both the original and the restored run
+    micro_batches: int | None = None  # micro-batches taken from the loader (None: not saved)
+
+
+@dataclass(frozen=True)
+class _Readback:
+    """What restoring the checkpoint into a fresh build found, and how long each part took."""
+
+    rebuild_s: float
+    restore_s: float
+    checked: int = 0
+    bad: tuple[str, ...] = ()
+    resumed: tuple[float, ...] = ()
+    unreadable: Msg | None = None
+
+
+def roundtrip(owner: list[Run], setup: Setup, at: SavePoint, *, folder: Path, kept: bool,
+              clock: Callable[[], float], after_save: Callable[[Path], Any] | None = None) -> CheckpointResult:
     """Save, continue the original, free it, restore into a fresh build, verify, resume, compare.
 
     Args:
@@ -456,52 +477,62 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
             before the fresh model is built.
         setup: what ``build_run`` builds the fresh model from; its ``parallel`` hooks say where the state
             goes (``Parallel.checkpoint_store()``; None: ``FileCheckpoint``).
-        scratch / out_path / stem: the checkpoint goes to ``out_path/<stem>-checkpoint`` (kept), or to
-            ``scratch/checkpoint`` (removed with the scratch folder) when out_path is None.
-        step: the optimizer steps done, saved with the state.
-        batches: RESUME_STEPS x grad_accum batches, fed to both the original and the restored run.
+        at: the steps done, the data position and the batches the original and the restored run both take.
+        folder / kept: where the checkpoint goes; ``kept`` says it stays (its path is then in the result), else
+            it lies in a scratch folder removed after the trial.
         clock: seconds as a float.
-        micro_batches: the data position saved with the state (micro-batches taken from the loader).
         after_save: called with the checkpoint folder after the save and before the restore (fault injection).
     """
-    import torch
-
     run = owner.pop()
     store = setup.parallel.checkpoint_store() or FileCheckpoint()
-    folder = (out_path / f"{stem}-checkpoint") if out_path is not None else scratch / "checkpoint"
     cuda = setup.device.type == "cuda"
-    barrier = setup.parallel.barrier
-    position = {} if micro_batches is None else {"micro_batches": micro_batches}
+    position = {} if at.micro_batches is None else {"micro_batches": at.micro_batches}
 
-    def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(setup.device)
-
-    def replay(target: Run) -> list[float]:
-        queue = iter(batches)
-        return [train_step(target, setup, lambda: next(queue), clock)[0] for _ in range(RESUME_STEPS)]
-
-    sync()
-    barrier()
+    _sync(setup)
+    setup.parallel.barrier()
     start = clock()
-    saved = store.save(run, setup, folder, step, **position)
-    sync()
-    barrier()
+    saved = store.save(run, setup, folder, at.step, **position)
+    _sync(setup)
+    setup.parallel.barrier()
     save_s = clock() - start
     if after_save is not None:
         after_save(folder)
 
-    uninterrupted = replay(run)
+    uninterrupted = _replay(run, setup, at.batches, clock)
     run = None  # free the original before the fresh model exists: the round-trip never holds two
     release_memory(setup.device)
+    back = _read_back(store, setup, folder, saved, at, clock)
+    setup.parallel.barrier()
+    files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
+    return _judge(uninterrupted, back, cuda=cuda, what=store.describe(back.checked),
+                  path=str(folder) if kept else None, files=files, save_s=save_s, rank=store.rank)
+
+
+def _sync(setup: Setup) -> None:
+    """Wait for the device, so that a timed phase ends when its work does."""
+    import torch
+
+    if setup.device.type == "cuda":
+        torch.cuda.synchronize(setup.device)
+
+
+def _replay(target: Run, setup: Setup, batches: list[dict[str, Any]], clock: Callable[[], float]) -> list[float]:
+    """RESUME_STEPS steps on ``batches``: their losses."""
+    queue = iter(batches)
+    return [train_step(target, setup, lambda: next(queue), clock)[0] for _ in range(RESUME_STEPS)]
+
+
+def _read_back(store: CheckpointStore, setup: Setup, folder: Path, saved: Any, at: SavePoint,
+               clock: Callable[[], float]) -> _Readback:
+    """Build a fresh run, restore the checkpoint into it, compare its state with the digests of the save and take
+    the same steps again; a file that cannot be read back ends it there."""
+    import torch
 
     start = clock()
     fresh = build_run(setup)
-    sync()
+    _sync(setup)
     rebuild_s = clock() - start
     start = clock()
-    unreadable: Msg | None = None
-    checked, bad, resumed = 0, [], []
     try:
         rng = store.load(fresh, setup, folder)
         set_rng_state(rng)
@@ -509,21 +540,18 @@ def roundtrip(owner: list[Run], setup: Setup, *, scratch: Path, out_path: Path |
         if is_oom(exc):
             raise
         unreadable = unreadable_file(store.reading, exc)
-    sync()
+        _sync(setup)
+        return _Readback(rebuild_s=rebuild_s, restore_s=clock() - start, unreadable=unreadable)
+    _sync(setup)
     restore_s = clock() - start
-    if unreadable is None:
-        checked, bad = store.verify(fresh, setup, folder, saved)
-        if store.rank is not None:  # the distributed store does not digest the RNG: compare it here
-            checked += 1
-            if not torch.equal(rng["torch"], torch.get_rng_state()):
-                bad.append("rng.torch")
-        resumed = replay(fresh)
-    del fresh
-    barrier()
-    files = {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()} if folder.is_dir() else {}
-    return _judge(uninterrupted, resumed, bad=bad, checked=checked, cuda=cuda, what=store.describe(checked),
-                  path=str(folder) if out_path is not None else None, files=files, save_s=save_s,
-                  rebuild_s=rebuild_s, restore_s=restore_s, rank=store.rank, unreadable=unreadable)
+    checked, bad = store.verify(fresh, setup, folder, saved)
+    if store.rank is not None:  # the distributed store does not digest the RNG: compare it here
+        checked += 1
+        if not torch.equal(rng["torch"], torch.get_rng_state()):
+            bad.append("rng.torch")
+    resumed = _replay(fresh, setup, at.batches, clock)
+    return _Readback(rebuild_s=rebuild_s, restore_s=restore_s, checked=checked, bad=tuple(bad),
+                     resumed=tuple(resumed))
 
 
 def unreadable_file(name: str, exc: BaseException) -> Msg:
@@ -534,12 +562,12 @@ def unreadable_file(name: str, exc: BaseException) -> Msg:
     return msg("checkpoint.file_unreadable", file=name or "?", kind=type(exc).__name__, detail=detail)
 
 
-def _judge(uninterrupted: list[float], resumed: list[float], *, bad: list[str], checked: int, cuda: bool,
-           what: Msg, path: str | None, files: dict[str, int], save_s: float, rebuild_s: float, restore_s: float,
-           rank: int | None, unreadable: Msg | None = None) -> CheckpointResult:
+def _judge(uninterrupted: list[float], back: _Readback, *, cuda: bool, what: Msg, path: str | None,
+           files: dict[str, int], save_s: float, rank: int | None) -> CheckpointResult:
     """Every file read back, every entry equal to the state hashed before the save, and the resumed losses
     matching the uninterrupted run (bit-exact on CPU, GPU_LOSS_RTOL on GPU)."""
     rtol = GPU_LOSS_RTOL if cuda else CPU_LOSS_RTOL
+    unreadable, bad, resumed = back.unreadable, list(back.bad), list(back.resumed)
     if unreadable is None:
         diffs = [abs(a - b) for a, b in zip(uninterrupted, resumed, strict=True)]
         losses_ok = all(d <= rtol * max(1.0, abs(a)) for d, a in zip(diffs, uninterrupted, strict=True))
@@ -565,8 +593,8 @@ def _judge(uninterrupted: list[float], resumed: list[float], *, bad: list[str], 
     if rank is not None:
         message = msg("checkpoint.on_rank", rank=rank, what=message)
     return CheckpointResult(
-        path=path, files=files, bytes_on_disk=sum(files.values()), save_s=save_s, rebuild_s=rebuild_s,
-        restore_s=restore_s, tensors_checked=checked, tensors_equal=unreadable is None and not bad,
+        path=path, files=files, bytes_on_disk=sum(files.values()), save_s=save_s, rebuild_s=back.rebuild_s,
+        restore_s=back.restore_s, tensors_checked=back.checked, tensors_equal=unreadable is None and not bad,
         uninterrupted_losses=tuple(uninterrupted), resumed_losses=tuple(resumed), max_abs_loss_diff=max_diff,
         loss_rtol=rtol, verified=verified, message=message,
     )
@@ -591,6 +619,7 @@ __all__ = [
     "TRAINER_STATE",
     "GPU_LOSS_RTOL",
     "RESUME_STEPS",
+    "SavePoint",
     "CheckpointResult",
     "CheckpointStore",
     "FileCheckpoint",

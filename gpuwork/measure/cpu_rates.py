@@ -281,12 +281,12 @@ def sdpa_flops(batch: int, heads: int, seq: int, head_dim: int, causal: bool = T
     return fwd, 2.5 * fwd
 
 
-def sdpa_rate(batch: int, heads: int, seq: int, head_dim: int, dtype: str = "fp32", *, causal: bool = True,
-              device: Any = "cpu", repeats: int = 5, clock: Clock = time.perf_counter) -> tuple[float, float]:
-    """Achieved (forward, backward) FLOP/s of ``scaled_dot_product_attention`` (FLOPs of ``sdpa_flops``)."""
+def sdpa_rate(shape: tuple[int, int, int, int], dtype: str = "fp32", *, causal: bool = True, device: Any = "cpu",
+              repeats: int = 5, clock: Clock = time.perf_counter) -> tuple[float, float]:
+    """Achieved (forward, backward) FLOP/s of ``scaled_dot_product_attention`` (FLOPs of ``sdpa_flops``) on
+    queries, keys and values of ``shape``: (batch, heads, seq, head_dim)."""
     torch = _torch()
     dev = _device(device)
-    shape = (batch, heads, seq, head_dim)
     q, k, v = (torch.randn(shape, device=dev, dtype=_dtype(dtype), requires_grad=True) for _ in range(3))
     sdpa = torch.nn.functional.scaled_dot_product_attention
     fwd_s = time_call(lambda: sdpa(q, k, v, is_causal=causal), device=dev, repeats=repeats, clock=clock)
@@ -297,7 +297,7 @@ def sdpa_rate(batch: int, heads: int, seq: int, head_dim: int, dtype: str = "fp3
         q.grad = k.grad = v.grad = None
 
     both_s = time_call(both, device=dev, repeats=repeats, clock=clock)
-    fwd_flops, bwd_flops = sdpa_flops(batch, heads, seq, head_dim, causal)
+    fwd_flops, bwd_flops = sdpa_flops(*shape, causal)
     return fwd_flops / fwd_s, bwd_flops / max(both_s - fwd_s, 1e-9)
 
 
@@ -325,7 +325,7 @@ def measure_cpu_rates(*, shapes: tuple[tuple[int, int, int], ...] = CPU_GEMM_SHA
     copy = copy_rate(copy_bytes, repeats=repeats, clock=clock)
     cached = copy_rate(CACHED_COPY_BYTES, repeats=repeats, clock=clock)
     dispatch = dispatch_cost(repeats=repeats, clock=clock)
-    attention = sdpa_rate(*sdpa_shape, "fp32", repeats=repeats, clock=clock)
+    attention = sdpa_rate(sdpa_shape, "fp32", repeats=repeats, clock=clock)
     rates = cpu_rates_from(threads=threads, gemm=gemm, matmul_flops_s=matmul, copy_bytes_s=copy,
                            cached_copy_bytes_s=cached, dispatch=dispatch, copy_bytes=copy_bytes,
                            seconds=time.perf_counter() - started)

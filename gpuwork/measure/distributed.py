@@ -59,7 +59,6 @@ together.
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -67,11 +66,8 @@ import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
@@ -90,6 +86,15 @@ from gpuwork.measure.checkpoint import (
     write_manifest,
 )
 from gpuwork.measure.coded import from_json, to_json
+from gpuwork.measure.launch import (
+    ERROR_PREFIX,
+    STEP_PREFIX,
+    WORK_PREFIX,
+    claim,
+    free_port,
+    launch,
+    remove_stale_work,
+)
 from gpuwork.measure.options import ResumePoint, TrialOptions, check_until_stable
 from gpuwork.measure.record import (
     STATUS_INTERRUPTED,
@@ -125,15 +130,12 @@ if TYPE_CHECKING:
 EXIT_ERROR = 2  # a rank refused the trial (TrialError / ModelError / DataError...): message on stderr
 SPEC_FILE = "trial-spec.json"
 RESULT_FILE = "record.json"
-STEP_PREFIX = "gpuwork-step "  # rank 0 prints each step as this prefix + JSON on stdout
-ERROR_PREFIX = "gpuwork-error "  # a rank prints a user-facing error as this prefix + its message's JSON on stderr
 DEFAULT_TIMEOUT_S = 1800.0  # process-group timeout: a rank stuck this long in a collective fails
 STOP_FILE = "stop"  # run_distributed writes the signal's name here when it is asked to stop; ranks look each step
 # torchrun's wait between forwarding a signal to the ranks and killing them (its own default, 30 s, is short for
 # a large model's checkpoint): the ranks end the step, save and write the record in this time
 SHUTDOWN_GRACE_S = 300
 _early_signal = [0]  # a signal a rank got before the trial's own handlers were installed (rank_main)
-STDERR_TAIL_LINES = 40
 
 
 # -- how the plan maps to torch's wrappers (pure) ---------------------------------------------------------------
@@ -689,13 +691,6 @@ _ONE_PROCESS_OPTIONS = ("model_factory", "clock", "memory_sample_interval_s", "p
                         "after_checkpoint_save")
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 def torchrun_command(nproc: int, spec_path: str | Path, *, port: int, python: str | None = None) -> list[str]:
     """The command ``run_distributed`` starts: torchrun on one node, rendezvous on 127.0.0.1 only."""
     return [python or sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--node-rank", "0",
@@ -749,11 +744,32 @@ def run_distributed(plan: TrainPlan, nproc: int, options: TrialOptions | None = 
     memory is not raised: the record has ``fits=False``.
     """
     o = (options if options is not None else TrialOptions()).replace(**changes)
+    plan = _checked(plan, nproc, o)
+    out_path = Path(o.out_dir).expanduser() if o.out_dir is not None else None
+    with contextlib.ExitStack() as stack:
+        if out_path is not None:
+            out_path.mkdir(parents=True, exist_ok=True)
+            remove_stale_work(out_path)
+            work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_path))
+            stack.callback(shutil.rmtree, work, ignore_errors=True)
+            claim(work)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpuwork-torchrun-")))
+        spec_path = work / SPEC_FILE
+        command = torchrun_command(nproc, spec_path, port=free_port(), python=python)
+        spec_path.write_text(json.dumps(_spec(plan, o, out_path, timeout_s, " ".join(command)), indent=1))
+        rc, tail = launch(command, _child_env(threads_per_process), list(callbacks), timeout_s, work / STOP_FILE)
+        return _outcome(rc, tail, work, nproc, timeout_s)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _checked(plan: TrainPlan, nproc: int, o: TrialOptions) -> TrainPlan:
+    """The plan with ``gpus`` set to ``nproc``; TypeError for a one-process option, TrialError for a value the
+    group cannot run with."""
     unused = [f.name for f in dataclasses.fields(o) if f.name in _ONE_PROCESS_OPTIONS and getattr(o, f.name) != f.default]
     if unused:
         raise TypeError(f"run_distributed() does not take {', '.join(unused)}")
-    steps, warmup, seed, device, data, tokenizer = o.steps, o.warmup, o.seed, o.device, o.data, o.tokenizer
-    until_stable, max_steps, checkpoint_every, resume = o.until_stable, o.max_steps, o.checkpoint_every, o.resume
+    steps, warmup, device, checkpoint_every = o.steps, o.warmup, o.device, o.checkpoint_every
     if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
         raise TrialError(msg("error.trial.nproc", nproc=repr(nproc)))
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
@@ -767,60 +783,56 @@ def run_distributed(plan: TrainPlan, nproc: int, options: TrialOptions | None = 
             raise TrialError(msg("error.trial.sharding_one_process", sharding=plan.sharding))
         plan = plan.replace(gpus=nproc)
     strategy_for(plan, "cuda" if device == "cuda" else "cpu")  # refuse impossible combinations here
-    check_until_stable(until_stable, max_steps, steps)
+    check_until_stable(o.until_stable, o.max_steps, steps)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
         raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))
-    callbacks = list(callbacks)
-    out_path = Path(o.out_dir).expanduser() if o.out_dir is not None else None
-    with contextlib.ExitStack() as stack:
-        if out_path is not None:
-            out_path.mkdir(parents=True, exist_ok=True)
-            remove_stale_work(out_path)
-            work = Path(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=out_path))
-            stack.callback(shutil.rmtree, work, ignore_errors=True)
-            _claim(work)
-        else:
-            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpuwork-torchrun-")))
-        data_arg: Any = data
-        if data is not None:
-            items = [data] if isinstance(data, (str, Path)) else list(data)
-            data_arg = [str(Path(d).expanduser().resolve()) for d in items]
-        spec_path = work / SPEC_FILE
-        command = torchrun_command(nproc, spec_path, port=free_port(), python=python)
-        spec = {"plan": plan.as_dict(), "steps": steps, "warmup": warmup, "seed": seed, "device": device or "auto",
-                "data": data_arg, "tokenizer": str(Path(tokenizer).expanduser().resolve()) if tokenizer else None,
-                "out_dir": str(out_path.resolve()) if out_path is not None else None,
-                "memory_cap_bytes": o.memory_cap_bytes, "lr": o.lr, "checkpoint": o.checkpoint,
-                "loader_workers": o.loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
-                "max_grad_norm": o.max_grad_norm, "until_stable": until_stable, "max_steps": max_steps,
-                "checkpoint_every": checkpoint_every, "launcher": " ".join(command),
-                "resume": None if resume is None else {
-                    "run_id": resume.run_id, "record_path": str(Path(resume.record_path).resolve()),
-                    "checkpoint": str(Path(resume.checkpoint).resolve()), "step": resume.step,
-                    "micro_batches": resume.micro_batches, "data_changed": list(resume.data_changed)}}
-        spec_path.write_text(json.dumps(spec, indent=1))
-        rc, tail = _launch(command, _child_env(threads_per_process), callbacks, timeout_s, work / STOP_FILE)
-        result = work / RESULT_FILE
-        if rc is not None and result.is_file():
-            record = TrialRecord.from_json(result)
-            # torchrun exits non-zero when it was the one signalled, after the ranks saved and wrote
-            if rc == 0 or record.status == STATUS_INTERRUPTED:
-                return record
-        failed = sorted(work.glob("rank*-does-not-fit.json"))
-        if failed:
-            merged = _merge_payloads([json.loads(p.read_text()) for p in failed])
-            if merged.saved_to:
-                write_record(merged, merged.saved_to)
-            return merged
-        reported = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
-        if reported:  # the first rank's own coded message; a line that did not come through whole only if alone
-            whole = [line for line in reported if _rank_error(line).code != "trial.crash"]
-            raise TrialError(_rank_error((whole or reported)[0]))
-        if rc is None:
-            raise TrialError(msg("error.trial.timeout", processes=nproc, timeout_s=timeout_s))
-        shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
-        raise TrialError(msg("error.trial.torchrun", status=rc, output=shown[-1500:]))
-    raise AssertionError("unreachable")  # pragma: no cover
+    return plan
+
+
+def _spec(plan: TrainPlan, o: TrialOptions, out_path: Path | None, timeout_s: float | None,
+          launcher: str) -> dict[str, Any]:
+    """What every rank reads from the spec file: the plan and the options, paths made absolute, and the command."""
+    data, tokenizer, resume = o.data, o.tokenizer, o.resume
+    data_arg: Any = data
+    if data is not None:
+        items = [data] if isinstance(data, (str, Path)) else list(data)
+        data_arg = [str(Path(d).expanduser().resolve()) for d in items]
+    return {"plan": plan.as_dict(), "steps": o.steps, "warmup": o.warmup, "seed": o.seed,
+            "device": o.device or "auto", "data": data_arg,
+            "tokenizer": str(Path(tokenizer).expanduser().resolve()) if tokenizer else None,
+            "out_dir": str(out_path.resolve()) if out_path is not None else None,
+            "memory_cap_bytes": o.memory_cap_bytes, "lr": o.lr, "checkpoint": o.checkpoint,
+            "loader_workers": o.loader_workers, "timeout_s": timeout_s or DEFAULT_TIMEOUT_S,
+            "max_grad_norm": o.max_grad_norm, "until_stable": o.until_stable, "max_steps": o.max_steps,
+            "checkpoint_every": o.checkpoint_every, "launcher": launcher,
+            "resume": None if resume is None else {
+                "run_id": resume.run_id, "record_path": str(Path(resume.record_path).resolve()),
+                "checkpoint": str(Path(resume.checkpoint).resolve()), "step": resume.step,
+                "micro_batches": resume.micro_batches, "data_changed": list(resume.data_changed)}}
+
+
+def _outcome(rc: int | None, tail: list[str], work: Path, nproc: int, timeout_s: float | None) -> TrialRecord:
+    """Rank 0's merged record, the record of the ranks that ran out of memory, or the error that ended the group."""
+    result = work / RESULT_FILE
+    if rc is not None and result.is_file():
+        record = TrialRecord.from_json(result)
+        # torchrun exits non-zero when it was the one signalled, after the ranks saved and wrote
+        if rc == 0 or record.status == STATUS_INTERRUPTED:
+            return record
+    failed = sorted(work.glob("rank*-does-not-fit.json"))
+    if failed:
+        merged = _merge_payloads([json.loads(p.read_text()) for p in failed])
+        if merged.saved_to:
+            write_record(merged, merged.saved_to)
+        return merged
+    reported = [line[len(ERROR_PREFIX):] for line in tail if line.startswith(ERROR_PREFIX)]
+    if reported:  # the first rank's own coded message; a line that did not come through whole only if alone
+        whole = [line for line in reported if _rank_error(line).code != "trial.crash"]
+        raise TrialError(_rank_error((whole or reported)[0]))
+    if rc is None:
+        raise TrialError(msg("error.trial.timeout", processes=nproc, timeout_s=timeout_s))
+    shown = " | ".join(line.strip() for line in tail[-6:] if line.strip())
+    raise TrialError(msg("error.trial.torchrun", status=rc, output=shown[-1500:]))
 
 
 def _write_failure(exc: BaseException, folder: Path) -> Msg | None:
@@ -853,131 +865,12 @@ def _write_failure(exc: BaseException, folder: Path) -> Msg | None:
     return msg("error.trial.write_failed", folder=str(folder.parent), file=folder.name, detail=detail)
 
 
-WORK_PREFIX = ".gpuwork-torchrun-"  # the work folder in out_dir: spec, stop file, ranks' results
-OWNER_FILE = "owner.json"  # who made a work folder: its pid and that process's start time
-
-
-def _process_started(pid: int) -> float | None:
-    """The start time of process ``pid`` (seconds since the epoch), or None when there is none."""
-    import psutil
-
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
-        return None
-
-
-def _claim(work: Path) -> None:
-    """Mark ``work`` as this process's: a later run in the same out_dir leaves it alone while this process lives."""
-    with contextlib.suppress(OSError, RecordWriteError):
-        records.write_text(work / OWNER_FILE, json.dumps({"pid": os.getpid(), "started": _process_started(os.getpid())}))
-
-
-def remove_stale_work(out_dir: Path) -> list[Path]:
-    """Remove the work folders that killed runs (SIGKILL, power loss) left in ``out_dir``: those whose owner
-    process is gone, or is another process under the same pid. A folder of a live run, or one without an owner
-    file (not made by this version), stays. Returns what was removed."""
-    removed = []
-    for folder in sorted(out_dir.glob(f"{WORK_PREFIX}*")):
-        try:
-            owner = json.loads((folder / OWNER_FILE).read_text())
-            pid, started = int(owner["pid"]), owner.get("started")
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        now = _process_started(pid)
-        if now is not None and (started is None or abs(now - float(started)) < 1.0):
-            continue  # its run is still going
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
-
-
-def _forward_stop(stop_file: Path) -> dict[int, Any]:
-    """Install the handlers of ``_launch`` (main thread only); return the handlers they replace."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    asked: list[str] = []
-
-    def handle(signum: int, frame: Any) -> None:
-        if asked:  # asked twice: stop now
-            raise KeyboardInterrupt
-        asked.append(signal.Signals(signum).name)
-        with contextlib.suppress(OSError):
-            records.write_text(stop_file, asked[0])
-
-    return {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-
 def _rank_error(text: str) -> Msg:
     """A rank's error line (after ERROR_PREFIX) as a message; a line that is not JSON is shown as it is."""
     try:
         return from_json(json.loads(text))
     except (ValueError, TypeError):
         return msg("trial.crash", kind="torchrun", detail=text[:2000])
-
-
-def _launch(command: list[str], env: dict[str, str], callbacks: list[Callable[[StepMeasurement], Any]],
-            timeout_s: float | None, stop_file: Path | None = None) -> tuple[int | None, list[str]]:
-    """Run torchrun; stream rank 0's steps to the callbacks; return (exit status or None on timeout,
-    the last lines of stderr and non-step stdout).
-
-    While it runs, SIGINT / SIGTERM to this process (main thread only) write the signal's name to
-    ``stop_file``, which every rank reads at each step (torchrun runs in its own session and does not see
-    a terminal's Ctrl+C); a second signal raises KeyboardInterrupt here, which stops torchrun."""
-    tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
-    lock = threading.Lock()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)  # its own process group: a timeout stops it whole
-
-    errors: list[str] = []  # a rank's user-facing errors are kept whatever follows them
-
-    def read_stderr() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            with lock:
-                if line.startswith(ERROR_PREFIX):
-                    errors.append(line.rstrip("\n"))
-                tail.append(line.rstrip("\n"))
-
-    reader = threading.Thread(target=read_stderr, name="gpuwork-torchrun-stderr", daemon=True)
-    reader.start()
-    previous = _forward_stop(stop_file) if stop_file is not None else {}
-    timer = None
-    timed_out = threading.Event()
-    if timeout_s is not None:
-        def stop() -> None:
-            timed_out.set()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, 15)
-
-        timer = threading.Timer(timeout_s, stop)
-        timer.daemon = True
-        timer.start()
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith(STEP_PREFIX):
-                m = StepMeasurement(**json.loads(line[len(STEP_PREFIX):]))
-                for callback in callbacks:
-                    callback(m)
-            elif line.strip():
-                with lock:
-                    tail.append(line.rstrip("\n"))
-        rc = proc.wait()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    reader.join(timeout=5)
-    with lock:
-        lines = errors + list(tail)
-    return (None if timed_out.is_set() else rc), lines
 
 
 __all__ = [

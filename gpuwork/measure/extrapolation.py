@@ -46,7 +46,7 @@ from gpuwork.plan import TrainPlan
 from gpuwork.units import HOUR_S
 
 if TYPE_CHECKING:
-    from gpuwork.measure.record import TrialRecord
+    from gpuwork.measure.record import TrialRecord, TrialSummary
 
 # What must be the trial's for its step time to hold for the plan.
 DRIFT_NOTE_SHARE = 0.02  # a drift that moved the step time more than this (or the interval) over the trial: noted
@@ -151,22 +151,8 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
 
     Raises TrialError for a trial with no measured step, another batch shape, or bad arguments.
     """
-    if record.summary is None or not record.fits:
-        raise TrialError(msg("error.trial.nothing_to_extrapolate", trial=record.label))
-    plan = plan if plan is not None else record.plan
-    measured_plan = record.plan
-    differs = [f for f in _SHAPE_FIELDS if getattr(plan, f) != getattr(measured_plan, f)]
-    if differs:
-        raise TrialError(msg("error.trial.plan_differs", fields=", ".join(differs)))
-    eval_fraction = plan.eval_fraction if eval_fraction is None else eval_fraction
-    if not 0 <= eval_fraction < 1:
-        raise TrialError(msg("error.trial.eval_fraction", value=repr(eval_fraction)))
-    if checkpoint_write_bytes_s <= 0:
-        raise TrialError(msg("error.trial.write_speed"))
-    if margin < 0:
-        raise TrialError(msg("error.trial.margin", value=repr(margin)))
-    if price_per_gpu_hour is not None and price_per_gpu_hour < 0:
-        raise TrialError(msg("error.trial.price", value=repr(price_per_gpu_hour)))
+    plan, eval_fraction = _checked(record, plan, eval_fraction, checkpoint_write_bytes_s, margin, price_per_gpu_hour)
+    assert record.summary is not None
     notes: list[Msg] = []
     env = record.environment
     measured_gpus = record.world_size
@@ -193,37 +179,16 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
     summary = record.summary
     low_s, high_s = summary.step_time_low_s, summary.step_time_high_s
     total_low = total_high = cost_low = cost_high = None
-    range_notes: list[Msg] = []  # said first, before what the total assumes
     if low_s is not None and high_s is not None:
         total_low, total_high = (whole_run(plan, t, tokens_per_step, checkpoint_bytes=ckpt_bytes,
                                            eval_fraction=eval_fraction, disk_write_bytes_s=checkpoint_write_bytes_s,
                                            margin=margin).total_s for t in (low_s, high_s))
         if price_per_gpu_hour is not None:
             cost_low, cost_high = (t / HOUR_S * plan.gpus * price_per_gpu_hour for t in (total_low, total_high))
-    else:
-        range_notes.append(msg("extrapolation.no_interval", steps=summary.measured_steps))
-    drift = summary.drift_per_100_steps
-    # said when the trend across the measured steps moved the step more than the interval's half-width (and
-    # 2 %); without an interval (under 6 steps) a slope is noise
-    across = abs(drift) * (summary.measured_steps - 1) / 100 if drift is not None else 0.0
-    if drift is not None and low_s is not None and across > max(DRIFT_NOTE_SHARE,
-                                                                 summary.step_time_half_width or 0.0):
-        range_notes.append(msg("extrapolation.drift", drift_pct=drift * 100, steps=summary.measured_steps))
-    notes[:0] = range_notes
-
-    gpu = match_gpu_name(env.device_name, env.device_total_bytes) if env.device != "cpu" else None
-    if env.device != "cpu" and gpu is None:
-        notes.append(msg("extrapolation.unknown_gpu", device=env.device_name))
-    if offers is None:
-        from gpuwork.facts.catalog import load_offers
-
-        offers = [o for o in load_offers() if o.gpu_id == gpu.gpu_id] if gpu is not None else []
+    notes[:0] = _range_notes(summary)  # said first, before what the total assumes
     hours_range = ((total_low / HOUR_S, total_high / HOUR_S) if total_low is not None and total_high is not None
                    else None)
-    priced = [p for p in (_offer_cost(o, hours, plan.gpus, hours_range) for o in offers) if p is not None]
-    if len(priced) < len(offers):
-        notes.append(msg("extrapolation.offers_left_out", count=len(offers) - len(priced), gpus=plan.gpus))
-    priced.sort(key=lambda o: o.cost)
+    gpu, priced = _priced_offers(record, offers, hours, plan.gpus, hours_range, notes)
     return Extrapolation(
         trial=record.label, device_name=env.device_name, gpus=plan.gpus, measured_gpus=measured_gpus,
         step_time_s=step_s, tokens_per_step=tokens_per_step, tokens_per_s=tokens_per_step / step_s,
@@ -236,8 +201,65 @@ def extrapolate(record: TrialRecord, plan: TrainPlan | None = None, *, eval_frac
         catalog_gpu_name=gpu.display_name if gpu is not None else None, offers=tuple(priced), notes=tuple(notes),
         confidence=summary.step_time_confidence if low_s is not None else None, step_time_low_s=low_s,
         step_time_high_s=high_s, total_low_s=total_low, total_high_s=total_high, cost_low=cost_low,
-        cost_high=cost_high, drift_per_100_steps=drift,
+        cost_high=cost_high, drift_per_100_steps=summary.drift_per_100_steps,
     )
+
+
+def _checked(record: TrialRecord, plan: TrainPlan | None, eval_fraction: float | None,
+             checkpoint_write_bytes_s: float, margin: float, price_per_gpu_hour: float | None
+             ) -> tuple[TrainPlan, float]:
+    """The plan to extrapolate to and its eval share; TrialError for a trial or an argument that cannot be used."""
+    if record.summary is None or not record.fits:
+        raise TrialError(msg("error.trial.nothing_to_extrapolate", trial=record.label))
+    plan = plan if plan is not None else record.plan
+    measured_plan = record.plan
+    differs = [f for f in _SHAPE_FIELDS if getattr(plan, f) != getattr(measured_plan, f)]
+    if differs:
+        raise TrialError(msg("error.trial.plan_differs", fields=", ".join(differs)))
+    eval_fraction = plan.eval_fraction if eval_fraction is None else eval_fraction
+    if not 0 <= eval_fraction < 1:
+        raise TrialError(msg("error.trial.eval_fraction", value=repr(eval_fraction)))
+    if checkpoint_write_bytes_s <= 0:
+        raise TrialError(msg("error.trial.write_speed"))
+    if margin < 0:
+        raise TrialError(msg("error.trial.margin", value=repr(margin)))
+    if price_per_gpu_hour is not None and price_per_gpu_hour < 0:
+        raise TrialError(msg("error.trial.price", value=repr(price_per_gpu_hour)))
+    return plan, eval_fraction
+
+
+def _range_notes(summary: TrialSummary) -> list[Msg]:
+    """What the range says: no interval (too few steps), or a drift across the steps wider than it."""
+    notes: list[Msg] = []
+    low_s, high_s = summary.step_time_low_s, summary.step_time_high_s
+    if low_s is None or high_s is None:
+        notes.append(msg("extrapolation.no_interval", steps=summary.measured_steps))
+    drift = summary.drift_per_100_steps
+    # said when the trend across the measured steps moved the step more than the interval's half-width (and
+    # 2 %); without an interval (under 6 steps) a slope is noise
+    across = abs(drift) * (summary.measured_steps - 1) / 100 if drift is not None else 0.0
+    if drift is not None and low_s is not None and across > max(DRIFT_NOTE_SHARE,
+                                                                 summary.step_time_half_width or 0.0):
+        notes.append(msg("extrapolation.drift", drift_pct=drift * 100, steps=summary.measured_steps))
+    return notes
+
+
+def _priced_offers(record: TrialRecord, offers: Sequence[Any] | None, hours: float, gpus: int,
+                   hours_range: tuple[float, float] | None, notes: list[Msg]) -> tuple[Any, list[Any]]:
+    """The catalog GPU the trial ran on and its offers priced for the run, cheapest first; notes what is left out."""
+    env = record.environment
+    gpu = match_gpu_name(env.device_name, env.device_total_bytes) if env.device != "cpu" else None
+    if env.device != "cpu" and gpu is None:
+        notes.append(msg("extrapolation.unknown_gpu", device=env.device_name))
+    if offers is None:
+        from gpuwork.facts.catalog import load_offers
+
+        offers = [o for o in load_offers() if o.gpu_id == gpu.gpu_id] if gpu is not None else []
+    priced = [p for p in (_offer_cost(o, hours, gpus, hours_range) for o in offers) if p is not None]
+    if len(priced) < len(offers):
+        notes.append(msg("extrapolation.offers_left_out", count=len(offers) - len(priced), gpus=gpus))
+    priced.sort(key=lambda o: o.cost)
+    return gpu, priced
 
 
 def _offer_cost(offer: Any, hours: float, gpus: int, hours_range: tuple[float, float] | None = None

@@ -3,7 +3,7 @@
 Shared by the one-process trial (``gpuwork.measure.trial``), each rank of a torchrun trial
 (``gpuwork.measure.distributed``) and the checkpoint round-trip (``gpuwork.measure.checkpoint``):
 
-- ``prepare(plan, ...)`` resolves the device, model config, task, precision, attention, learning
+- ``prepare(plan, options)`` resolves the device, model config, task, precision, attention, learning
   rate and data into a ``Setup`` (every substitution it makes is listed in ``Setup.substitutions``);
 - ``build_run(setup)`` builds the model with the plan's method applied (full / freeze / LoRA /
   QLoRA), wrapped by the ``Parallel`` hooks, plus its optimizer, scheduler and gradient scaler;
@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuwork.errors import ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class
@@ -579,13 +579,36 @@ def rng_from_tensors(saved: dict[str, Any]) -> dict[str, Any]:
 # -- from a plan to a setup ------------------------------------------------------------------------------------
 
 
-def prepare(plan: TrainPlan, *, device: Any, seed: int, warmup: int, lr: float | None, data: Any,
-            tokenizer: Any, model_factory: ModelFactory | None, max_grad_norm: float | None,
-            parallel: Parallel | None = None) -> tuple[Setup, TextData]:
-    """Resolve device, model config, task, precision, attention, learning rate and data for a trial."""
+class TrialInputs(Protocol):
+    """What ``prepare`` reads of a trial's options (``gpuwork.measure.options.TrialOptions`` has each field)."""
+
+    @property
+    def device(self) -> Any: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def warmup(self) -> int: ...
+    @property
+    def lr(self) -> float | None: ...
+    @property
+    def data(self) -> Any: ...
+    @property
+    def tokenizer(self) -> Any: ...
+    @property
+    def model_factory(self) -> ModelFactory | None: ...
+    @property
+    def max_grad_norm(self) -> float | None: ...
+    @property
+    def parallel(self) -> Parallel | None: ...
+
+
+def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
+    """Resolve device, model config, task, precision, attention, learning rate and data for a trial (from the
+    options' device, seed, warm-up, lr, data, tokenizer, model factory, clipping and parallel hooks)."""
     from gpuwork.facts.model import load_config, resolve_task
 
-    dev = _resolve_device(device)
+    o = options
+    dev = _resolve_device(o.device)
     config_dict, model_name = load_config(plan.model)
     task = resolve_task(config_dict, plan.task)
     substitutions: list[Msg] = []
@@ -593,17 +616,18 @@ def prepare(plan: TrainPlan, *, device: Any, seed: int, warmup: int, lr: float |
     attention = _attention(plan.attention, dev, compute, substitutions)
     if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT and dev.type == "cpu":
         substitutions.append(msg("trial.sub.paged_cpu"))
-    parallel = parallel if parallel is not None else ONE_PROCESS
+    parallel = o.parallel if o.parallel is not None else ONE_PROCESS
     substitutions.extend(parallel.substitutions(plan, dev))
+    lr = o.lr
     if lr is None:
         lr = (DEFAULT_LR_ADAPTERS if plan.uses_adapters else DEFAULT_LR_FULL) * LR_FACTOR.get(plan.optimizer, 1.0)
     weights_dir = _weights_dir(plan.model) if plan.method is not Method.SCRATCH else None
-    text = _text_data(data, tokenizer, plan.seq_len, _vocab_size(config_dict),
+    text = _text_data(o.data, o.tokenizer, plan.seq_len, _vocab_size(config_dict),
                       min_sequences=plan.batch_size * parallel.world_size)
     setup = Setup(plan=plan, config_dict=config_dict, model_name=model_name, task=task, device=dev,
                   compute_dtype=compute, param_dtype=param_dtype, autocast_dtype=autocast_dtype,
-                  precision_used=precision_used, attention=attention, lr=lr, seed=seed, warmup=warmup,
-                  max_grad_norm=max_grad_norm, weights_dir=weights_dir, factory=model_factory,
+                  precision_used=precision_used, attention=attention, lr=lr, seed=o.seed, warmup=o.warmup,
+                  max_grad_norm=o.max_grad_norm, weights_dir=weights_dir, factory=o.model_factory,
                   pad_id=text.tokenizer.pad_id, substitutions=substitutions, parallel=parallel)
     return setup, text
 

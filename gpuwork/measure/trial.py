@@ -66,13 +66,14 @@ from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gpuwork.measure import records
 from gpuwork.measure.checkpoint import (
     RESUME_STEPS,
     CheckpointDamaged,
     FileCheckpoint,
+    SavePoint,
     check_restored,
     file_sha256,
     read_manifest,
@@ -124,12 +125,6 @@ from gpuwork.measure.runtime import (
 from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
-
-if TYPE_CHECKING:
-
-    pass
-
-
 
 # -- resuming an interrupted trial ---------------------------------------------------------------------
 
@@ -378,275 +373,305 @@ def iter_trial(plan: TrainPlan, options: TrialOptions | None = None, **changes: 
     handle = options.handle_signals
     stop = _StopSignals(options.parallel.world_size == 1 if handle is None else handle)
     try:
-        return (yield from _trial(plan, options, stop))
+        return (yield from _Trial(plan, options, stop).execute())
     finally:
         stop.close()
 
 
-def _trial(plan: TrainPlan, options: TrialOptions, stop: _StopSignals) -> Generator[StepMeasurement, None, TrialRecord]:
-    """The body of ``iter_trial`` (options checked, signal handlers installed)."""
-    import torch
+class _Trial:
+    """The body of ``iter_trial`` (options checked, signal handlers installed), in phases: prepare (here), build,
+    measure, verify and write; what they share lives on the instance."""
 
-    o = options
-    steps, warmup, seed, clock, parallel, resume = o.steps, o.warmup, o.seed, o.clock, o.parallel, o.resume
-    memory_cap_bytes, max_grad_norm, loader_workers = o.memory_cap_bytes, o.max_grad_norm, o.loader_workers
-    until_stable, max_steps, checkpoint_every = o.until_stable, o.max_steps, o.checkpoint_every
-    started = clock()
-    created = parallel.agree(datetime.now(UTC))
-    setup, text = prepare(plan, device=o.device, seed=seed, warmup=warmup, lr=o.lr, data=o.data,
-                          tokenizer=o.tokenizer, model_factory=o.model_factory, max_grad_norm=max_grad_norm,
-                          parallel=parallel)
-    dev, model_name, weights_dir, task, lr = setup.device, setup.model_name, setup.weights_dir, setup.task, setup.lr
-    out_path = Path(o.out_dir).expanduser() if o.out_dir is not None else None
-    if out_path is not None:
-        try:
-            out_path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise records.folder_error(exc, out_path) from None
-    stem = parallel.agree(run_id(out_path, model_name, plan.method.value, created))
-    trial_env = environment(dev)
-    json_path = out_path / f"{stem}.json" if out_path is not None else None
-    checkpoint_folder = out_path / f"{stem}-checkpoint" if out_path is not None else None
+    def __init__(self, plan: TrainPlan, options: TrialOptions, stop: _StopSignals):
+        o = self.o = options
+        self.plan, self.stop, self.resume = plan, stop, o.resume
+        self.parallel = o.parallel if o.parallel is not None else ONE_PROCESS
+        self.started = o.clock()
+        self.created = self.parallel.agree(datetime.now(UTC))
+        self.setup, self.text = prepare(plan, o)
+        self.dev = self.setup.device
+        self.out_path = Path(o.out_dir).expanduser() if o.out_dir is not None else None
+        if self.out_path is not None:
+            try:
+                self.out_path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise records.folder_error(exc, self.out_path) from None
+        self.stem = self.parallel.agree(run_id(self.out_path, self.setup.model_name, plan.method.value, self.created))
+        self.environment = environment(self.dev)
+        self.json_path = self.out_path / f"{self.stem}.json" if self.out_path is not None else None
+        self.checkpoint_folder = self.out_path / f"{self.stem}-checkpoint" if self.out_path is not None else None
 
-    measurements: list[StepMeasurement] = list(resume.steps) if resume is not None else []
-    notes: list[str] = []
-    error: Msg | None = None
-    write_failure: Msg | None = None
-    checkpoint_result: CheckpointResult | None = None
-    run: Run | None = None
-    memory: DeviceMemory | None = None
-    loader = None
-    temp = contextlib.ExitStack()
-    params_total = params_trainable = 0
-    status = STATUS_RUNNING
-    # each step is appended to the record's steps file and its JSON rewritten at a bounded rate by the process
-    # that writes (rank 0 writes the merged one): the bookkeeping of a step does not grow with the step count
-    flushing = json_path is not None and parallel.rank == 0
-    writer = RecordFile(json_path) if flushing else None
-    if writer is not None:
-        temp.callback(writer.close)
-    last_step = o.last_step
-    converged = False
-    own = RunningSummary("GPU" if dev.type == "cuda" else "CPU")  # this process's steps: its record's summary
-    judged = RunningStepTimes()  # the measured steps' times as the record reports them: what until_stable judges
-    for m in measurements:
-        own.add(m)
-    resumed_rows = parallel.resumed_rows(measurements)
-    for m, _ in resumed_rows:
-        if not m.is_warmup:
-            judged.add(m.step_time_s, m.step)
+        self.measurements: list[StepMeasurement] = list(self.resume.steps) if self.resume is not None else []
+        self.notes: list[str] = []
+        self.error: Msg | None = None
+        self.write_failure: Msg | None = None
+        self.checkpoint_result: CheckpointResult | None = None
+        self.run: Run | None = None
+        self.memory: DeviceMemory | None = None
+        self.loader: Any = None
+        self.batches: Any = None
+        self.taken = 0  # micro-batches drawn from the loader: the data position a checkpoint saves
+        self.temp = contextlib.ExitStack()
+        self.params_total = self.params_trainable = 0
+        self.status = STATUS_RUNNING
+        # each step is appended to the record's steps file and its JSON rewritten at a bounded rate by the process
+        # that writes (rank 0 writes the merged one): the bookkeeping of a step does not grow with the step count
+        self.flushing = self.json_path is not None and self.parallel.rank == 0
+        self.writer = RecordFile(self.json_path) if self.json_path is not None and self.flushing else None
+        if self.writer is not None:
+            self.temp.callback(self.writer.close)
+        self.converged = False
+        self.own = RunningSummary("GPU" if self.dev.type == "cuda" else "CPU")  # this process's steps: its summary
+        self.judged = RunningStepTimes()  # the measured steps' times as the record reports them: what until_stable judges
+        for m in self.measurements:
+            self.own.add(m)
+        self.resumed_rows = self.parallel.resumed_rows(self.measurements)
+        for m, _ in self.resumed_rows:
+            if not m.is_warmup:
+                self.judged.add(m.step_time_s, m.step)
+        self.data_source = self.text.as_dict()
+        if self.resume is not None and self.resume.data_changed:  # allowed by the caller (--allow-changed-data)
+            self.data_source["changed_since_resume"] = {"run_id": self.resume.run_id,
+                                                        "files": list(self.resume.data_changed)}
 
-    data_source = text.as_dict()
-    if resume is not None and resume.data_changed:  # allowed by the caller (--allow-changed-data): said here
-        data_source["changed_since_resume"] = {"run_id": resume.run_id, "files": list(resume.data_changed)}
-
-    def make_record(state: str, *, with_steps: bool = True) -> TrialRecord:
-        peak = max(memory.highest_bytes if memory else 0, own.highest_memory_bytes)
+    def make_record(self, state: str, *, with_steps: bool = True) -> TrialRecord:
+        plan, setup, o, resume = self.plan, self.setup, self.o, self.resume
+        peak = max(self.memory.highest_bytes if self.memory else 0, self.own.highest_memory_bytes)
         protocol = TrialProtocol(
-            model=model_name, method=plan.method.value, task=task.value, steps=steps, warmup=warmup,
+            model=setup.model_name, method=plan.method.value, task=setup.task.value, steps=o.steps, warmup=o.warmup,
             micro_batch=plan.batch_size, grad_accum=plan.grad_accum, seq_len=plan.seq_len,
-            tokens_per_step=plan.tokens_per_step // plan.gpus, seed=seed, learning_rate=lr,
-            lr_schedule=f"linear warm-up over {warmup} steps, then constant", max_grad_norm=max_grad_norm,
+            tokens_per_step=plan.tokens_per_step // plan.gpus, seed=o.seed, learning_rate=setup.lr,
+            lr_schedule=f"linear warm-up over {o.warmup} steps, then constant", max_grad_norm=o.max_grad_norm,
             precision_requested=plan.precision.value, precision_used=setup.precision_used,
             attention_requested=plan.attention.value, attention_used=setup.attention,
             optimizer=plan.optimizer.value, optimizer_class=optimizer_class_name(plan.optimizer),
-            grad_checkpointing=plan.grad_checkpointing, params_total=params_total,
-            params_trainable=params_trainable,
-            weights=str(weights_dir) if weights_dir is not None else "random", dataset=data_source,
-            tokenizer=text.tokenizer.as_dict(), loader_workers=loader_workers, memory_cap_bytes=memory_cap_bytes,
-            substitutions=tuple(setup.substitutions), plan=plan.as_dict(),
+            grad_checkpointing=plan.grad_checkpointing, params_total=self.params_total,
+            params_trainable=self.params_trainable,
+            weights=str(setup.weights_dir) if setup.weights_dir is not None else "random", dataset=self.data_source,
+            tokenizer=self.text.tokenizer.as_dict(), loader_workers=o.loader_workers,
+            memory_cap_bytes=o.memory_cap_bytes, substitutions=tuple(setup.substitutions), plan=plan.as_dict(),
         )
-        summary = own.summary()
+        summary = self.own.summary()
         stability = None
-        if until_stable is not None:
-            stability = Stability.judged(summary, tolerance=until_stable, min_steps=steps, max_steps=max_steps,
-                                         converged=converged)
+        if o.until_stable is not None:
+            stability = Stability.judged(summary, tolerance=o.until_stable, min_steps=o.steps,
+                                         max_steps=o.max_steps, converged=self.converged)
         return TrialRecord(
-            protocol=protocol, environment=trial_env, summary=summary, stability=stability,
-            steps=tuple(measurements) if with_steps else (), checkpoint=checkpoint_result, fits=error is None,
-            error=error,
-            peak_trial_memory_bytes=peak, created_utc=created.isoformat(timespec="seconds"),
-            duration_s=clock() - started, notes=tuple(dict.fromkeys(notes)),
-            saved_to=str(json_path) if json_path is not None and write_failure is None else None,
-            status=state, run_id=stem, resumed_from=resume.run_id if resume is not None else None,
-            stop_signal=stop.signal_name if state == STATUS_INTERRUPTED else None, write_error=write_failure,
+            protocol=protocol, environment=self.environment, summary=summary, stability=stability,
+            steps=tuple(self.measurements) if with_steps else (), checkpoint=self.checkpoint_result,
+            fits=self.error is None, error=self.error,
+            peak_trial_memory_bytes=peak, created_utc=self.created.isoformat(timespec="seconds"),
+            duration_s=o.clock() - self.started, notes=tuple(dict.fromkeys(self.notes)),
+            saved_to=str(self.json_path) if self.json_path is not None and self.write_failure is None else None,
+            status=state, run_id=self.stem, resumed_from=resume.run_id if resume is not None else None,
+            stop_signal=self.stop.signal_name if state == STATUS_INTERRUPTED else None,
+            write_error=self.write_failure,
         )
 
-    def flush(row: StepMeasurement, ranks: Any) -> None:
+    def _write_failed(self, exc: RecordWriteError) -> None:
+        """A write that failed after the start (disk full): measure on in memory, say so at the end."""
+        self.write_failure, self.flushing = exc.msg, False
+
+    def flush(self, row: StepMeasurement, ranks: Any) -> None:
         """The step just taken at the end of the steps file; the record JSON rewritten when it is due."""
-        nonlocal write_failure, flushing
-        if not flushing:
+        if not self.flushing or self.writer is None:
             return
         try:
-            writer.append(row, ranks)
-            if writer.due():
-                record = parallel.running_record(make_record(STATUS_RUNNING, with_steps=False))
+            self.writer.append(row, ranks)
+            if self.writer.due():
+                record = self.parallel.running_record(self.make_record(STATUS_RUNNING, with_steps=False))
                 if record is not None:
-                    writer.write(record)
-        except RecordWriteError as exc:  # disk full: measure on in memory, say so at the end
-            write_failure, flushing = exc.msg, False
+                    self.writer.write(record)
+        except RecordWriteError as exc:
+            self._write_failed(exc)
 
-    def save_resumable(target: Run, done: int, taken: int) -> None:
+    def save_resumable(self, done: int) -> None:
         """A checkpoint ``resume_point`` can go on from (with out_dir; every rank of a group writes its part)."""
-        nonlocal write_failure, flushing
         # rank 0 alone writes the record, so its write failure is what every rank follows
-        if checkpoint_folder is None or parallel.agree(write_failure) is not None:
+        if self.checkpoint_folder is None or self.parallel.agree(self.write_failure) is not None:
             return
         try:
-            store = parallel.checkpoint_store() or FileCheckpoint()
-            store.save(target, setup, checkpoint_folder, done, micro_batches=taken, run_id=stem)
+            store = self.parallel.checkpoint_store() or FileCheckpoint()
+            store.save(self.run, self.setup, self.checkpoint_folder, done, micro_batches=self.taken, run_id=self.stem)
         except RecordWriteError as exc:
-            write_failure, flushing = exc.msg, False
+            self._write_failed(exc)
 
-    caller_rng = rng_state(dev)  # the trial seeds torch/python RNGs; the caller gets theirs back
-    release_memory(dev)
-    try:
-        temp.enter_context(quiet_libraries())
+    def next_batch(self) -> dict[str, Any]:
+        self.taken += 1
+        return next(self.batches)
+
+    def execute(self) -> Generator[StepMeasurement, None, TrialRecord]:
+        """Build, measure, verify; out of memory ends it with ``fits=False``; then the record is written."""
+        caller_rng = rng_state(self.dev)  # the trial seeds torch/python RNGs; the caller gets theirs back
+        release_memory(self.dev)
         try:
-            scratch = parallel.scratch_dir(temp, out_path, stem)
-        except OSError as exc:
-            raise records.folder_error(exc, out_path or Path(tempfile.gettempdir())) from None
-        if plan.method is Method.QLORA and weights_dir is None:
-            setup.qlora_base_dir = scratch / "base-model"
-        preload(setup)
-        memory = DeviceMemory(dev, cap_bytes=memory_cap_bytes, sample_interval_s=o.memory_sample_interval_s)
+            self.temp.enter_context(quiet_libraries())
+            try:
+                scratch = self.parallel.scratch_dir(self.temp, self.out_path, self.stem)
+            except OSError as exc:
+                raise records.folder_error(exc, self.out_path or Path(tempfile.gettempdir())) from None
+            if self.plan.method is Method.QLORA and self.setup.weights_dir is None:
+                self.setup.qlora_base_dir = scratch / "base-model"
+            preload(self.setup)
+            self.memory = DeviceMemory(self.dev, cap_bytes=self.o.memory_cap_bytes,
+                                       sample_interval_s=self.o.memory_sample_interval_s)
+            try:
+                first = self._build()
+                done, stopped = yield from self._measure(first)
+                if stopped:
+                    self.status = STATUS_INTERRUPTED
+                else:
+                    self._verify(scratch, done)
+                    self.status = STATUS_COMPLETE
+            except Exception as exc:  # noqa: BLE001 - only out-of-memory is recorded; anything else re-raised
+                if not is_oom(exc):
+                    raise
+                self._out_of_memory(exc)
+            finally:
+                self.run = self.loader = self.batches = None
+                release_memory(self.dev)
+        finally:
+            if self.memory is not None:
+                self.memory.close()
+            self.temp.close()  # the scratch folder, with QLoRA's 16-bit copy of the base model
+            set_rng_state(caller_rng)
+        return self._write()
+
+    def _build(self) -> int:
+        """Build the model (restored when resuming), write the first record and start the loader; the first step."""
+        import torch
+
+        from gpuwork.measure.textdata import cycle, make_loader
+
+        assert self.memory is not None
+        setup, resume, parallel = self.setup, self.resume, self.parallel
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.run = build_run(setup)
+        self.notes.extend(_useful_warnings(caught))
+        self.params_total, self.params_trainable = self.run.params_total, self.run.params_trainable
+        self.memory.check("build")
+        # a checkpoint that fails its check is refused before this run writes anything
+        restored_rng = _restore(self.run, setup, resume) if resume is not None else None
+        # the first record: a read-only folder or a full disk is said before any step, by every rank
+        refused: Msg | None = None
+        if self.flushing and self.writer is not None:
+            try:
+                first_record = parallel.running_record(self.make_record(STATUS_RUNNING, with_steps=False))
+                if first_record is not None:
+                    self.writer.write(first_record)
+                    self.writer.start(self.resumed_rows)  # a resumed trial's record keeps the steps it goes on from
+            except RecordWriteError as exc:
+                refused = exc.msg
+        refused = parallel.agree(refused)
+        if refused is not None:
+            raise RecordWriteError(refused, self.out_path)
+        o = self.o
+        dataset = parallel.shard(self.text.dataset(setup.task.value, seed=o.seed))
+        self.loader = make_loader(dataset, self.plan.batch_size, workers=o.loader_workers, seed=o.seed,
+                                  pin_memory=self.dev.type == "cuda")
+        self.batches = cycle(self.loader)
+        if resume is not None and restored_rng is not None:
+            for _ in range(resume.micro_batches):  # the same data order: skip what was trained on
+                next(self.batches)
+            self.taken = resume.micro_batches
+            set_rng_state(restored_rng)
+            return resume.step + 1
+        torch.manual_seed(o.seed + 1)  # dropout stream, independent of init
+        return 1
+
+    def _measure(self, first: int) -> Generator[StepMeasurement, None, tuple[int, bool]]:
+        """The optimizer steps from ``first``, each yielded; returns (steps done, stopped by a signal)."""
+        o, plan, parallel, stop, memory, run = self.o, self.plan, self.parallel, self.stop, self.memory, self.run
+        assert memory is not None and run is not None
+        done = first - 1
+        saved_at = None  # the step of the resumable checkpoint this run saved last
+        stopped = False
+        tokens = plan.tokens_per_step // plan.gpus
+        for step in range(first, o.last_step + 1):
+            stop.signal_name = parallel.stop_signal(stop.signal_name)  # every rank the same answer
+            if stop.requested:
+                stopped = True
+                break
+            memory.reset_peak()
+            start = o.clock()
+            loss, grad_norm, wait, step_lr = train_step(run, self.setup, self.next_batch, o.clock, memory)
+            elapsed = o.clock() - start
+            m = StepMeasurement(step=step, is_warmup=step <= o.warmup, loss=loss, step_time_s=elapsed,
+                                data_wait_s=wait, tokens=tokens,
+                                tokens_per_s=tokens / elapsed if elapsed > 0 else math.inf,
+                                grad_norm=grad_norm, learning_rate=step_lr, padding_tokens=0,  # packed rows
+                                **memory.step_fields())
+            self.measurements.append(m)
+            self.own.add(m)
+            done = step
+            parallel.share_step(m)
+            row, ranks = parallel.record_row(m)  # the step as the record holds it (a group's: merged)
+            if not row.is_warmup:
+                self.judged.add(row.step_time_s, row.step)
+            self.flush(row, ranks)
+            yield m
+            if o.until_stable is not None and step > o.warmup:
+                # judged on rank 0 (on the times the record reports), followed by every rank
+                self.converged = parallel.agree(self.judged.n >= o.steps and self.judged.is_stable(o.until_stable))
+                if self.converged:
+                    break
+            if o.checkpoint_every and step % o.checkpoint_every == 0 and step < o.last_step:
+                self.save_resumable(step)
+                saved_at = step
+        if not stopped:  # a signal during the last step
+            stop.signal_name = parallel.stop_signal(stop.signal_name)
+            stopped = stop.requested
+        if stopped and saved_at != done:
+            self.save_resumable(done)
+        return done, stopped
+
+    def _verify(self, scratch: Path, done: int) -> None:
+        """The checkpoint round-trip after the last step: save, restore into a fresh build, compare."""
+        assert self.run is not None
+        self.parallel.after_steps(self.run)
+        if not self.o.checkpoint or self.parallel.agree(self.write_failure) is not None:  # rank 0's failure rules
+            return
+        position = self.taken
+        resume_batches = [next(self.batches) for _ in range(RESUME_STEPS * self.plan.grad_accum)]
+        owner, self.run = [self.run], None  # the round-trip takes the only reference and frees it
+        folder = self.checkpoint_folder if self.checkpoint_folder is not None else scratch / "checkpoint"
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                run = build_run(setup)
-            notes.extend(_useful_warnings(caught))
-            params_total, params_trainable = run.params_total, run.params_trainable
-            memory.check("build")
-            # a checkpoint that fails its check is refused before this run writes anything
-            restored_rng = _restore(run, setup, resume) if resume is not None else None
-            # the first record: a read-only folder or a full disk is said before any step, by every rank
-            refused: Msg | None = None
-            if flushing:
+                self.checkpoint_result = roundtrip(
+                    owner, self.setup, SavePoint(step=done, micro_batches=position, batches=resume_batches),
+                    folder=folder, kept=self.out_path is not None, clock=self.o.clock,
+                    after_save=self.o.after_checkpoint_save)
+            self.notes.extend(_useful_warnings(caught))
+        except RecordWriteError as exc:
+            self._write_failed(exc)
+
+    def _out_of_memory(self, exc: BaseException) -> None:
+        """Record out of memory as the trial's end (``fits=False``) with the memory it reached."""
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        self.error = getattr(exc, "gpuwork_msg", None) or (
+            msg("trial.out_of_memory", kind=type(exc).__name__, detail=detail) if detail
+            else msg("trial.out_of_memory_bare", kind=type(exc).__name__))
+        self.status = STATUS_COMPLETE
+        if self.memory is not None:
+            with contextlib.suppress(Exception):
+                self.memory.trial_bytes()
+
+    def _write(self) -> TrialRecord:
+        """The final record, written by the process that writes it (a group's rank 0, after gathering)."""
+        record = self.make_record(self.status)
+        try:
+            if self.flushing and self.writer is not None and self.parallel.writes_record:
                 try:
-                    first_record = parallel.running_record(make_record(STATUS_RUNNING, with_steps=False))
-                    if first_record is not None:
-                        writer.write(first_record)
-                        writer.start(resumed_rows)  # a resumed trial's record keeps the steps it goes on from
+                    self.writer.write(record)
                 except RecordWriteError as exc:
-                    refused = exc.msg
-            refused = parallel.agree(refused)
-            if refused is not None:
-                raise RecordWriteError(refused, out_path)
-            from gpuwork.measure.textdata import cycle, make_loader
-
-            dataset = parallel.shard(text.dataset(task.value, seed=seed))
-            loader = make_loader(dataset, plan.batch_size, workers=loader_workers, seed=seed,
-                                 pin_memory=dev.type == "cuda")
-            batches = cycle(loader)
-            taken = 0  # micro-batches drawn from the loader: the data position a checkpoint saves
-
-            def next_batch() -> dict[str, Any]:
-                nonlocal taken
-                taken += 1
-                return next(batches)
-
-            first = 1
-            if resume is not None and restored_rng is not None:
-                for _ in range(resume.micro_batches):  # the same data order: skip what was trained on
-                    next(batches)
-                taken = resume.micro_batches
-                set_rng_state(restored_rng)
-                first = resume.step + 1
-            else:
-                torch.manual_seed(seed + 1)  # dropout stream, independent of init
-            done = first - 1
-            saved_at = None  # the step of the resumable checkpoint this run saved last
-            stopped = False
-            for step in range(first, last_step + 1):
-                stop.signal_name = parallel.stop_signal(stop.signal_name)  # every rank the same answer
-                if stop.requested:
-                    stopped = True
-                    break
-                memory.reset_peak()
-                start = clock()
-                loss, grad_norm, wait, step_lr = train_step(run, setup, next_batch, clock, memory)
-                elapsed = clock() - start
-                tokens = plan.tokens_per_step // plan.gpus
-                m = StepMeasurement(step=step, is_warmup=step <= warmup, loss=loss, step_time_s=elapsed,
-                                    data_wait_s=wait, tokens=tokens,
-                                    tokens_per_s=tokens / elapsed if elapsed > 0 else math.inf,
-                                    grad_norm=grad_norm, learning_rate=step_lr, padding_tokens=0,  # packed rows
-                                    **memory.step_fields())
-                measurements.append(m)
-                own.add(m)
-                done = step
-                parallel.share_step(m)
-                row, ranks = parallel.record_row(m)  # the step as the record holds it (a group's: merged)
-                if not row.is_warmup:
-                    judged.add(row.step_time_s, row.step)
-                flush(row, ranks)
-                yield m
-                if until_stable is not None and step > warmup:
-                    # judged on rank 0 (on the times the record reports), followed by every rank
-                    converged = parallel.agree(judged.n >= steps and judged.is_stable(until_stable))
-                    if converged:
-                        break
-                if checkpoint_every and step % checkpoint_every == 0 and step < last_step:
-                    save_resumable(run, step, taken)
-                    saved_at = step
-            if not stopped:  # a signal during the last step
-                stop.signal_name = parallel.stop_signal(stop.signal_name)
-                stopped = stop.requested
-            if stopped:
-                status = STATUS_INTERRUPTED
-                if saved_at != done:
-                    save_resumable(run, done, taken)
-            else:
-                parallel.after_steps(run)
-                if o.checkpoint and parallel.agree(write_failure) is None:  # rank 0's write failure rules
-                    position = taken
-                    resume_batches = [next(batches) for _ in range(RESUME_STEPS * plan.grad_accum)]
-                    owner, run = [run], None  # the round-trip takes the only reference and frees it
-                    try:
-                        with warnings.catch_warnings(record=True) as caught:
-                            warnings.simplefilter("always")
-                            checkpoint_result = roundtrip(
-                                owner, setup, scratch=scratch, out_path=out_path, stem=stem,
-                                step=done, batches=resume_batches, clock=clock, micro_batches=position,
-                                after_save=o.after_checkpoint_save)
-                        notes.extend(_useful_warnings(caught))
-                    except RecordWriteError as exc:
-                        write_failure, flushing = exc.msg, False
-                status = STATUS_COMPLETE
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory is recorded; anything else re-raised
-            if not is_oom(exc):
-                raise
-            detail = str(exc).splitlines()[0] if str(exc) else ""
-            error = getattr(exc, "gpuwork_msg", None) or (
-                msg("trial.out_of_memory", kind=type(exc).__name__, detail=detail) if detail
-                else msg("trial.out_of_memory_bare", kind=type(exc).__name__))
-            status = STATUS_COMPLETE
-            if memory is not None:
-                with contextlib.suppress(Exception):
-                    memory.trial_bytes()
+                    self.write_failure = exc.msg
+                    record = self.make_record(self.status)
         finally:
-            run = None
-            loader = None
-            batches = None
-            release_memory(dev)
-    finally:
-        if memory is not None:
-            memory.close()
-        temp.close()  # the scratch folder, with QLoRA's 16-bit copy of the base model
-        set_rng_state(caller_rng)
-
-    record = make_record(status)
-    try:
-        if flushing and parallel.writes_record:  # a group's rank 0 writes the merged record after gathering
-            try:
-                writer.write(record)
-            except RecordWriteError as exc:
-                write_failure = exc.msg
-                record = make_record(status)
-    finally:
-        if writer is not None:
-            writer.close()
-    return record
+            if self.writer is not None:
+                self.writer.close()
+        return record
 
 
 def _restore(run: Run, setup: Any, resume: ResumePoint) -> dict[str, Any]:
