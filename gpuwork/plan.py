@@ -20,6 +20,7 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.message import msg
+from gpuwork.units import ABOVE, BELOW, NOT_FINITE, NOT_NUMBER, Range
 
 
 class Method(StrEnum):
@@ -109,10 +110,32 @@ class Sharding(StrEnum):
     ZERO2 = "zero2"  # + gradients sharded
     ZERO3 = "zero3"  # + parameters sharded
     FSDP = "fsdp"  # PyTorch FSDP full shard (memory like ZeRO-3)
+    HSDP = "hsdp"  # FSDP inside a shard group of HSDP_GROUP_GPUS (one node), replicated across groups
 
     @property
     def shards_params(self) -> bool:
-        return self in (Sharding.ZERO3, Sharding.FSDP)
+        return self in (Sharding.ZERO3, Sharding.FSDP, Sharding.HSDP)
+
+    @property
+    def shards_optimizer(self) -> bool:
+        return self is not Sharding.DDP
+
+    @property
+    def shards_gradients(self) -> bool:
+        return self in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP, Sharding.HSDP)
+
+
+# HSDP's shard group: the GPUs of one HGX/DGX-style node, whose NVLink fabric carries the gathers and
+# reduce-scatters (PyTorch HYBRID_SHARD: "FULL_SHARD within a node"); a plan with fewer GPUs is one group.
+HSDP_GROUP_GPUS = 8
+
+
+def shard_ranks(sharding: Sharding, gpus: int) -> int:
+    """GPUs one copy of the sharded model states is divided over: all of them (ZeRO, FSDP), one shard group
+    (HSDP), none (DDP: 1)."""
+    if sharding is Sharding.DDP:
+        return 1
+    return min(gpus, HSDP_GROUP_GPUS) if sharding is Sharding.HSDP else gpus
 
 
 class Task(StrEnum):
@@ -140,28 +163,31 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "quant_type": QuantType,
     "task": Task,
 }
-_POSITIVE_INT_FIELDS = ("seq_len", "batch_size", "grad_accum", "gpus", "checkpoint_every_steps")
-
-# Physical upper bounds: beyond them a value is a typo, not a run (and the estimate would print nonsense such as
-# 303,576 GiB or "0.0 h"). Field -> (largest value, catalog entry bound.<name> that says why).
+# Every number of a plan has a range with both ends (gpuwork.units.Range, the one range mechanism of plans, flags
+# and records). The upper ends are physical: beyond them a value is a typo, not a run (and the estimate would print
+# nonsense such as 303,576 GiB or "0.0 h"); the catalog entry bound.<name> says why. The lower ends of the float
+# fields lie above zero where 1e-300 would be a typo (1e-300 epochs, a LoRA alpha of 1e-300).
 MAX_SEQ_LEN = 2**24  # 16.8 M tokens: above any model's context window (the longest are ~10 M)
 MAX_GPUS = 65_536  # the largest training clusters
-UPPER_BOUNDS: dict[str, int] = {
-    "seq_len": MAX_SEQ_LEN,
-    "batch_size": 2**20,
-    "grad_accum": 2**20,
-    "gpus": MAX_GPUS,
-    "trainable_layers": 10_000,
-    "lora_r": 65_536,
-    "lora_alpha": 1_000_000,
-    "dataset_tokens": 10**15,  # a quadrillion; the largest pre-training sets are ~4e13
-    "dataset_bytes": 10**18,  # an exabyte
-    "epochs": 10_000,
-    "checkpoint_every_steps": 10**9,
-    "checkpoints_kept": 10_000,
+PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
+    "seq_len": Range(1, MAX_SEQ_LEN, whole=True),
+    "batch_size": Range(1, 2**20, whole=True),
+    "grad_accum": Range(1, 2**20, whole=True),
+    "gpus": Range(1, MAX_GPUS, whole=True),
+    "checkpoint_every_steps": Range(1, 10**9, whole=True),
+    "trainable_layers": Range(1, 10_000, whole=True),
+    "checkpoints_kept": Range(0, 10_000, whole=True),
+    "dataset_tokens": Range(1, 10**15, whole=True),  # a quadrillion; the largest pre-training sets are ~4e13
+    "dataset_bytes": Range(1, 10**18, whole=True),  # an exabyte; None: derived from the tokens
+    "lora_r": Range(1, 65_536, whole=True),  # its lower end for LoRA and QLoRA only
+    "lora_alpha": Range(1e-3, 1_000_000),
+    "lora_dropout": Range(0, 1, high_open=True),
+    "epochs": Range(1e-4, 10_000),
+    "eval_fraction": Range(0, 1, high_open=True),
 }
-# Lower ends of the float fields above zero: 1e-300 epochs or a LoRA alpha of 1e-300 is a typo, not a run.
-LOWER_BOUNDS: dict[str, float] = {"lora_alpha": 1e-3, "epochs": 1e-4}
+_OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
+UPPER_BOUNDS: dict[str, float] = {name: r.high for name, r in PLAN_RANGES.items() if name not in _OWN_ABOVE}
+LOWER_BOUNDS: dict[str, float] = {name: PLAN_RANGES[name].low for name in ("lora_alpha", "epochs")}
 _BOUND_WHY = {"trainable_layers": "layers"}  # bound.<name> in the catalog, where it is not the field's own name
 
 
@@ -228,30 +254,23 @@ class TrainPlan:
     # -- validation ---------------------------------------------------------------------------
 
     def _check_numbers(self) -> None:
-        for name in _POSITIVE_INT_FIELDS:
-            _require_int(name, getattr(self, name), minimum=1)
-        _require_int("trainable_layers", self.trainable_layers, minimum=1)
-        _require_int("checkpoints_kept", self.checkpoints_kept, minimum=0)
-        _require_int("dataset_tokens", self.dataset_tokens, minimum=1)
-        if self.dataset_bytes is not None:
-            _require_int("dataset_bytes", self.dataset_bytes, minimum=1)
-        if self.method in (Method.LORA, Method.QLORA):
-            if isinstance(self.lora_r, bool) or not isinstance(self.lora_r, int) or self.lora_r < 1:
-                raise PlanError("lora_r", msg("error.plan.lora_r", value=repr(self.lora_r)))
-        _require_number("lora_alpha", self.lora_alpha, minimum=LOWER_BOUNDS["lora_alpha"])
-        _require_number("lora_dropout", self.lora_dropout, minimum=0)
-        if self.lora_dropout >= 1:
-            raise PlanError("lora_dropout", msg("error.plan.lora_dropout", value=repr(self.lora_dropout)))
-        _require_number("epochs", self.epochs, minimum=LOWER_BOUNDS["epochs"])
-        for name, maximum in UPPER_BOUNDS.items():
+        """Each number in its range (PLAN_RANGES): types and lower ends first, then the upper ends, then
+        eval_fraction; the first field out of range is named."""
+        lora = self.method in (Method.LORA, Method.QLORA)
+        for name, bounds in PLAN_RANGES.items():
             value = getattr(self, name)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > maximum:
-                code = "error.plan.number_too_large" if isinstance(value, float) else "error.plan.too_large"
-                raise PlanError(name, msg(code, field=name, value=repr(value), maximum=maximum,
-                                          why=_BOUND_WHY.get(name, name)))
-        _require_number("eval_fraction", self.eval_fraction, minimum=0)
-        if self.eval_fraction >= 1:
-            raise PlanError("eval_fraction", msg("error.plan.eval_fraction", value=repr(self.eval_fraction)))
+            if name == "eval_fraction" or (name == "dataset_bytes" and value is None) or (name == "lora_r" and not lora):
+                continue
+            problem = bounds.problem(value)
+            if problem is not None and (problem != ABOVE or name in _OWN_ABOVE):
+                raise _out_of_range(name, value, bounds, problem)
+        for name, bounds in PLAN_RANGES.items():
+            value = getattr(self, name)
+            if name not in _OWN_ABOVE and bounds.problem(value) == ABOVE:
+                raise _out_of_range(name, value, bounds, ABOVE)
+        problem = PLAN_RANGES["eval_fraction"].problem(self.eval_fraction)
+        if problem is not None:
+            raise _out_of_range("eval_fraction", self.eval_fraction, PLAN_RANGES["eval_fraction"], problem)
 
     def _check_combinations(self) -> None:
         if self.sharding is not Sharding.DDP and self.gpus < 2:
@@ -266,6 +285,11 @@ class TrainPlan:
     @property
     def uses_adapters(self) -> bool:
         return self.method in (Method.LORA, Method.QLORA)
+
+    @property
+    def shard_ranks(self) -> int:
+        """GPUs the sharded model states are divided over (module function shard_ranks)."""
+        return shard_ranks(self.sharding, self.gpus)
 
     @property
     def fp32_master_weights(self) -> bool:
@@ -428,28 +452,35 @@ def _number_or_none(value: Any, integer: bool = False) -> float | None:
     return value
 
 
-def _require_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PlanError(name, msg("error.plan.whole_number", field=name, value=repr(value), minimum=minimum))
-    if value < minimum:
-        raise PlanError(name, msg("error.plan.too_small", field=name, value=value, minimum=minimum))
-
-
-def _require_number(name: str, value: Any, minimum: float, strict: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise PlanError(name, msg("error.plan.number", field=name, value=repr(value)))
-    if not math.isfinite(value):  # NaN passes every comparison: refuse it here, by name
-        raise PlanError(name, msg("error.plan.not_finite", field=name, value=repr(value)))
-    if value < minimum or (strict and value == minimum):
-        code = "error.plan.above" if strict else "error.plan.at_least"
-        raise PlanError(name, msg(code, field=name, value=repr(value), minimum=repr(minimum)))
+def _out_of_range(name: str, value: Any, bounds: Range, problem: str) -> PlanError:
+    """The plan's words for a number outside its range (``Range.problem``'s answer)."""
+    if problem == ABOVE:
+        if name in _OWN_ABOVE:
+            return PlanError(name, msg(_OWN_ABOVE[name], value=repr(value)))
+        code = "error.plan.number_too_large" if isinstance(value, float) else "error.plan.too_large"
+        return PlanError(name, msg(code, field=name, value=repr(value), maximum=bounds.high,
+                                   why=_BOUND_WHY.get(name, name)))
+    if name == "lora_r":
+        return PlanError(name, msg("error.plan.lora_r", value=repr(value)))
+    if bounds.whole:
+        if problem == BELOW:
+            return PlanError(name, msg("error.plan.too_small", field=name, value=value, minimum=bounds.low))
+        return PlanError(name, msg("error.plan.whole_number", field=name, value=repr(value), minimum=bounds.low))
+    if problem == NOT_NUMBER:
+        return PlanError(name, msg("error.plan.number", field=name, value=repr(value)))
+    if problem == NOT_FINITE:
+        return PlanError(name, msg("error.plan.not_finite", field=name, value=repr(value)))
+    code = "error.plan.above" if bounds.low_open else "error.plan.at_least"
+    return PlanError(name, msg(code, field=name, value=repr(value), minimum=repr(bounds.low)))
 
 
 __all__ = [
     "ALL_LINEAR",
+    "HSDP_GROUP_GPUS",
     "MAX_GPUS",
     "MAX_SEQ_LEN",
     "LOWER_BOUNDS",
+    "PLAN_RANGES",
     "UPPER_BOUNDS",
     "Attention",
     "Method",
@@ -463,4 +494,5 @@ __all__ = [
     "TrainPlan",
     "field_names",
     "lengths_text",
+    "shard_ranks",
 ]

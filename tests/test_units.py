@@ -77,3 +77,30 @@ def test_a_range_says_what_is_wrong_with_a_number() -> None:
     assert [loss.problem(v) for v in (math.nan, math.inf, -math.inf, 2e12)] == [None, None, None, ABOVE]
     rate = Range(0.0, 1e12, infinite=True)
     assert [rate.problem(v) for v in (math.inf, -math.inf, math.nan)] == [None, NOT_FINITE, NOT_FINITE]
+
+
+def test_plans_flags_and_records_share_the_one_range(capsys) -> None:
+    """The plan's epochs range is the --epochs flag's: the same ends refused by both, each in its own words; the
+    record's ranges and the flags' are the same kind of object, so a change of mechanism reaches all three."""
+    from gpuwork.cli import main
+    from gpuwork.cli.args import FLAG_BOUNDS
+    from gpuwork.errors import PlanError
+    from gpuwork.measure.record import _FIELD_RANGES
+    from gpuwork.plan import PLAN_RANGES, TrainPlan
+    from gpuwork.units import Range
+
+    assert all(isinstance(r, Range) for r in [*FLAG_BOUNDS.values(), *_FIELD_RANGES.values(), *PLAN_RANGES.values()])
+    epochs = PLAN_RANGES["epochs"]
+    assert FLAG_BOUNDS["--epochs"] is epochs and FLAG_BOUNDS["--dataset-tokens"].high == PLAN_RANGES[
+        "dataset_tokens"].high
+    for outside in (epochs.low / 2, epochs.high * 2):
+        with pytest.raises(PlanError) as plan_says:
+            TrainPlan(epochs=outside)
+        assert plan_says.value.field == "epochs"
+        with pytest.raises(SystemExit) as flag_says:  # argparse's exit: the usage status
+            main(["plan", "--model", "tiny-llama", "--epochs", repr(outside)])
+        assert flag_says.value.code == 2
+        err = capsys.readouterr().err
+        assert "--epochs" in err and "out of range" in err and len(err.strip().splitlines()) == 1
+    for inside in (epochs.low, epochs.high):
+        assert TrainPlan(epochs=inside).epochs == inside

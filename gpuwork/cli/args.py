@@ -13,8 +13,9 @@ from gpuwork.errors import EXIT_USAGE, GpuworkError, PlanError
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.facts.reading import escape_chars
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Stack, TrainPlan, field_names
+from gpuwork.plan import PLAN_RANGES, Stack, TrainPlan, field_names
 from gpuwork.present.messages import LANGS, MessageError, render, text
+from gpuwork.units import Range
 
 
 def check_argument(parser: argparse.ArgumentParser, lang: str = "en") -> None:
@@ -90,34 +91,34 @@ def _localized(message: str, lang: str) -> str:
 
 
 # Every numeric flag is checked once, where it is parsed: float flags must be finite (argparse's float takes "nan"
-# and "inf"), and each flag below must be in its range, both ends. Option -> (minimum, minimum is exclusive,
-# maximum, maximum is exclusive). A key "VERB --flag" holds for one verb only. Plan fields (--seq-len, --gpus, ...)
+# and "inf"), and each flag below must be in its range, both ends (gpuwork.units.Range, the one range mechanism of
+# plans, flags and records). A key "VERB --flag" holds for one verb only. Plan fields (--seq-len, --gpus, ...)
 # are checked by TrainPlan itself; the trial checks its --steps, --warmup, --memory-cap-gib and --price-per-hour
 # in gpuwork.cli.trial. The ends are where a value stops being a run and becomes a typo: 1e-300 and 1e308 are
 # refused like -1.
-FLAG_BOUNDS: dict[str, tuple[float, bool, float, bool]] = {
-    "--compression-ratio": (1, False, 100, False),  # unpacked size / downloaded size of the raw dataset
-    "--epochs": (1e-4, False, 10_000, False),
-    "--mfu": (1e-3, False, 1, False),  # a share of the dense peak
-    "--loader-tokens-per-s": (1, False, 1e12, False),
-    "--disk-write-gbs": (1e-3, False, 10_000, False),
-    "--offers": (0, False, 10_000, False),
-    "--max-price": (0, False, 1_000, False),  # USD per GPU-hour; catalog prices stop at 1,000 too
-    "--min-vram": (0, False, 4_096, False),  # GB per GPU, as the GPU table
-    "--budget": (0.01, False, 1e9, False),  # USD
-    "--deadline-hours": (0.01, False, 1e6, False),
-    "--preemption-rate": (0, False, 1_000, False),
-    "--safety-margin": (0, False, 1, True),
-    "--limit": (1, False, 1_000_000, False),
-    "--rent-days": (1, False, 36_500, False),
-    "--nproc": (1, False, 4_096, False),
-    "--seed": (0, False, 2**32 - 1, False),
-    "--timeout-s": (0, True, 7 * 86_400, False),
-    "--dataset-tokens": (1, False, 10**15, False),
-    "--port": (1, False, 65_535, False),
-    "--pool": (0, False, 1_000, False),
-    "report --steps": (1, False, 10_000, False),
-    "report --timeout": (1, False, 7 * 86_400, False),  # seconds per notebook: a second to a week
+FLAG_BOUNDS: dict[str, Range] = {
+    "--compression-ratio": Range(1, 100),  # unpacked size / downloaded size of the raw dataset
+    "--epochs": PLAN_RANGES["epochs"],
+    "--mfu": Range(1e-3, 1),  # a share of the dense peak
+    "--loader-tokens-per-s": Range(1, 1e12),
+    "--disk-write-gbs": Range(1e-3, 10_000),
+    "--offers": Range(0, 10_000),
+    "--max-price": Range(0, 1_000),  # USD per GPU-hour; catalog prices stop at 1,000 too
+    "--min-vram": Range(0, 4_096),  # GB per GPU, as the GPU table
+    "--budget": Range(0.01, 1e9),  # USD
+    "--deadline-hours": Range(0.01, 1e6),
+    "--preemption-rate": Range(0, 1_000),
+    "--safety-margin": Range(0, 1, high_open=True),
+    "--limit": Range(1, 1_000_000),
+    "--rent-days": Range(1, 36_500),
+    "--nproc": Range(1, 4_096),
+    "--seed": Range(0, 2**32 - 1),
+    "--timeout-s": Range(0, 7 * 86_400, low_open=True),
+    "--dataset-tokens": Range(1, PLAN_RANGES["dataset_tokens"].high),
+    "--port": Range(1, 65_535),
+    "--pool": Range(0, 1_000),
+    "report --steps": Range(1, 10_000),
+    "report --timeout": Range(1, 7 * 86_400),  # seconds per notebook: a second to a week
 }
 
 
@@ -140,13 +141,11 @@ def seq_length(text: str) -> int:
         raise FlagValueError(msg("error.flag.not_seq_len", value=repr(text))) from None
 
 
-def _bound_problem(value: float, bounds: tuple[float, bool, float, bool]) -> Msg | None:
-    minimum, min_strict, maximum, max_strict = bounds
-    if (value < minimum or (min_strict and value == minimum) or value > maximum
-            or (max_strict and value == maximum)):
-        code = "error.flag.range" + ("_above" if min_strict else "") + ("_below" if max_strict else "")
-        return msg(code, value=repr(value), minimum=minimum, maximum=maximum)
-    return None
+def _bound_problem(value: float, bounds: Range) -> Msg | None:
+    if bounds.problem(value) is None:
+        return None
+    code = "error.flag.range" + ("_above" if bounds.low_open else "") + ("_below" if bounds.high_open else "")
+    return msg(code, value=repr(value), minimum=bounds.low, maximum=bounds.high)
 
 
 # Control characters a terminal acts on (C0 but newline and tab, DEL, C1) and the bidirectional overrides that
