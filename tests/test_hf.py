@@ -306,34 +306,11 @@ transformers.Trainer(model=model, args=args, train_dataset=rows, callbacks=[call
 
 @pytest.mark.slow
 def test_a_trainer_run_killed_mid_way_leaves_a_record_of_its_finished_steps(tmp_path) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
+    from test_record_bookkeeping import kill_after_steps
 
     from gpuwork.measure.record import steps_path, summarize
 
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_TRAINER, str(tmp_path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=root)
-    finished: list[int] = []
-    try:
-        while len(finished) < 8:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            if line.startswith("done "):
-                finished.append(int(line.split()[1]))
-        assert len(finished) >= 8, "the Trainer run did not reach its eighth step"
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL
+    finished = kill_after_steps(KILLED_TRAINER, tmp_path, 8)
     [path] = sorted((tmp_path / "trials").glob("trial-*.json"))
     lines = [json.loads(x) for x in steps_path(path).read_text().splitlines() if x.endswith("}")]
     assert [x["step"] for x in lines] == list(range(1, len(lines) + 1))

@@ -158,27 +158,35 @@ run_trial(plan, steps=100000, warmup=1, out_dir=sys.argv[1], device="cpu", check
 """
 
 
-@pytest.mark.slow
-def test_sigkill_mid_run_keeps_every_finished_step_and_the_record_loads(tmp_path):
+def kill_after_steps(script: str, folder: Path, steps: int) -> list[int]:
+    """Run ``script`` (given ``folder``) in a Python subprocess that prints "done <step>" after each step, SIGKILL it
+    once ``steps`` steps are done; the steps it said were done."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_TRIAL, str(tmp_path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-c", script, str(folder)], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
-    finished = []
+    finished: list[int] = []
     try:
         deadline = time.monotonic() + 600
-        while len(finished) < 6 and time.monotonic() < deadline:
+        while len(finished) < steps and time.monotonic() < deadline:
             line = proc.stdout.readline()
             if not line:
                 break
-            finished.append(int(line.split()[1]))
-        assert len(finished) >= 6, "the trial did not reach its sixth step"
+            if line.startswith("done "):
+                finished.append(int(line.split()[1]))
+        assert len(finished) >= steps, f"the run did not reach step {steps}"
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=60)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         proc.stdout.close()
+    return finished
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_keeps_every_finished_step_and_the_record_loads(tmp_path):
+    finished = kill_after_steps(KILLED_TRIAL, tmp_path, 6)
     [path] = sorted(tmp_path.glob("*.json"))
     lines = [json.loads(x) for x in steps_path(path).read_text().splitlines() if x.endswith("}")]
     steps_in_file = [x["step"] for x in lines]
