@@ -329,7 +329,7 @@ def parse_upload(files: Sequence[tuple[str, bytes]]) -> tuple[tuple[str, dict[st
         return model, None
     with tempfile.TemporaryDirectory(prefix="gpuwork-upload-") as tmp:
         folder = Path(tmp)
-        paths = {}
+        paths: dict[str, Path] = {}
         for i, (name, _data) in enumerate(training):  # the name as uploaded; a numbered folder keeps twins apart
             safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "config.json"
             paths[name] = folder / (safe if safe not in {p.name for p in paths.values()} else f"{i}-{safe}")
@@ -1053,7 +1053,7 @@ class SizingForm(common.Panel):
             self.upload_name.value = note_html(html.escape(model[0]))
         self.training_upload = training
         self._show_upload_report()
-        if plan is None:  # a model config.json alone: as before
+        if plan is None or training is None:  # a model config.json alone (no training config, no plan): as before
             if self.model_source.value != "upload":
                 self.model_source.value = "upload"  # refreshes
             else:
