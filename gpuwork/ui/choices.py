@@ -32,7 +32,7 @@ class CheckboxGroup(widgets.HBox):
     """Checkboxes for a multiple choice; ``value`` is the tuple of checked option values, in option order."""
 
     value = traitlets.Tuple(help="the checked option values")
-    options = traitlets.List(help="(label, value) pairs")
+    options: traitlets.List[tuple[str, Any]] = traitlets.List(help="(label, value) pairs")
     description = traitlets.Unicode("")
 
     def __init__(self, options: Sequence[Any] = (), value: Sequence[Any] = (), description: str = "",
