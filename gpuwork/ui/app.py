@@ -98,8 +98,8 @@ def preheated() -> bool:
 
 def query_lang(query: str) -> str | None:
     """The ``lang`` of a page query ("en" or "ru"), or None."""
-    values = parse_qs(query.lstrip("?")).get("lang") or [None]
-    return values[-1] if values[-1] in LANGS else None
+    values = parse_qs(query.lstrip("?")).get("lang")
+    return values[-1] if values and values[-1] in LANGS else None
 
 
 class AppSizingForm(SizingForm):
