@@ -163,6 +163,10 @@ def test_rail_optimised_h100_keeps_per_gpu_throughput_and_one_nic_per_node_does_
        seq_len=st.sampled_from([512, 4096]))
 @example(model="qwen2.5-0.5b", method="full", sharding="ddp", gpu="h100_sxm", network="ib-ndr-400g", per_node=8,
          grad_accum=1, seq_len=4096)  # NVLS on 8 GPUs would beat the 4-GPU ring (the estimate rings)
+@example(model="llama-3.1-8b", method="full", sharding="hsdp", gpu="h100_sxm", network="ib-ndr-400g", per_node=8,
+         grad_accum=4, seq_len=4096)  # hybrid sharding: groups of one node, gradient shards over the network
+@example(model="qwen2.5-0.5b", method="lora", sharding="hsdp", gpu="l40s", network="ethernet-100g", per_node=4,
+         grad_accum=1, seq_len=512)  # a shard group of 8 that spans two nodes of 4
 def test_per_gpu_throughput_without_the_optimizer_never_rises_with_gpus(model, method, sharding, gpu, network,
                                                                         per_node, grad_accum, seq_len):
     plan = TrainPlan(model=model, method=method, sharding=sharding, grad_accum=grad_accum, seq_len=seq_len, gpus=2)

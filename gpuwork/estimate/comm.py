@@ -23,12 +23,17 @@ Overlap (per optimizer step, per GPU):
 - ZeRO-3 / FSDP (FULL_SHARD): per unit (one decoder block) an all-gather before its forward and again
   before its backward, prefetched behind the previous unit's compute; the gradients' reduce-scatter
   runs in backward on the same stream, once per optimizer step (no_sync during accumulation).
+- HSDP (hybrid shard): the same inside each shard group of ``shard_ranks`` GPUs (one node: NVLink), and after each
+  unit's reduce-scatter an all-reduce of its gradient shard (1/group of the unit's gradients) across the replicas,
+  over the network, on its own stream (torch fully_shard foreach_reduce): it hides behind the next units'
+  backward; the last one follows it. Each GPU of a node is in its own replica ring, so a ring has the node's
+  NICs divided by its GPUs. docs/communication.md 'HSDP'.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuwork.errors import CatalogError
@@ -36,7 +41,7 @@ from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
 from gpuwork.facts.network import BusCurve, CommFacts, NodeNetwork
 from gpuwork.facts.rates import Rates
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Sharding, TrainPlan
+from gpuwork.plan import Sharding, TrainPlan, shard_ranks
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
 # torch DistributedDataParallel bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel docs).
@@ -144,18 +149,49 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
         total = rs_count * collective_s(facts, fabric, REDUCE_SCATTER, rs_size, n) \
             + ag_count * collective_s(facts, fabric, ALL_GATHER, ag_size, n)
         return CommTime(total, total, busbw(facts, fabric, REDUCE_SCATTER, rs_size, n), rs_size)
-    # ZeRO-3 / FSDP: one unit per decoder block
+    # ZeRO-3 / FSDP / HSDP: one unit per decoder block, gathered and reduce-scattered inside the shard group
     units = max(traffic.units, 1)
     unit_params = traffic.gathered_bytes / units
-    ag = collective_s(facts, fabric, ALL_GATHER, unit_params, n)
-    rs = collective_s(facts, fabric, REDUCE_SCATTER, traffic.grad_bytes / units, n)
+    group, replicas = _groups(traffic)
+    inside = fabric if group > fabric.gpus_per_node else replace(fabric, network=None)
+    ag = collective_s(facts, inside, ALL_GATHER, unit_params, group)
+    rs = collective_s(facts, inside, REDUCE_SCATTER, traffic.grad_bytes / units, group)
+    ar = replica_all_reduce_s(facts, fabric, traffic.grad_bytes / units / group, replicas)
     fwd_unit, bwd_unit = forward_s / (ga * units), backward_s / (ga * units)
     fwd_exposed = ag + (units - 1) * max(0.0, ag - fwd_unit)  # the first gather waits; the rest prefetch
     bwd_exposed = units * max(0.0, ag - bwd_unit)  # micro-batches without gradient sync
     last_bwd_exposed = units * max(0.0, ag + rs - bwd_unit) + rs  # the last reduce-scatter follows backward
+    # HSDP: the all-reduces queue on their own stream as units finish; the last one follows backward
+    last_bwd_exposed += ar + (units - 1) * max(0.0, ar - max(bwd_unit, ag + rs))
     exposed = ga * fwd_exposed + (ga - 1) * bwd_exposed + last_bwd_exposed
-    total = 2 * ga * units * ag + units * rs
-    return CommTime(total, exposed, busbw(facts, fabric, ALL_GATHER, unit_params, n), unit_params)
+    total = 2 * ga * units * ag + units * (rs + ar)
+    return CommTime(total, exposed, busbw(facts, inside, ALL_GATHER, unit_params, group), unit_params)
+
+
+def _groups(traffic: CommTraffic) -> tuple[int, int]:
+    """(GPUs of one shard group, replica groups): HSDP shards inside a group and replicates across groups."""
+    group = shard_ranks(traffic.sharding, traffic.gpus) if traffic.sharding.shards_params else traffic.gpus
+    return group, math.ceil(traffic.gpus / group)
+
+
+def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, replicas: int) -> float:
+    """Seconds of HSDP's all-reduce of one gradient shard across ``replicas`` groups. Every GPU of a node runs its
+    own ring (one per shard index), so over the network a ring has the node's NICs divided by its GPUs."""
+    if replicas <= 1 or size_bytes <= 0:
+        return 0.0
+    network = fabric.network
+    if network is None:
+        return collective_s(facts, fabric, ALL_REDUCE, size_bytes, replicas)
+    link = network.node_bytes_s / max(fabric.gpus_per_node, 1)
+    bandwidth = curve_busbw(facts.curve_for("network-ring"), link, size_bytes, replicas)
+    return 2 * (replicas - 1) / replicas * size_bytes / bandwidth
+
+
+def replica_bytes_per_step(traffic: CommTraffic) -> float:
+    """Bytes each GPU sends per optimizer step to the other replica groups (HSDP: the ring all-reduce of its
+    gradient shard, 2(r-1)/r x gradients / group; 0 where every GPU is in one group)."""
+    group, replicas = _groups(traffic)
+    return 2 * (replicas - 1) / replicas * traffic.grad_bytes / group
 
 
 def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
@@ -164,7 +200,8 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
     Ring all-reduce sends 2(n-1)/n x S, all-gather and reduce-scatter (n-1)/n x S each. DDP all-reduces
     the gradients once per step; ZeRO-1/2 reduce-scatter them and all-gather the 16-bit parameters (the
     same volume, ZeRO paper §7); ZeRO-3/FSDP all-gather the parameters in forward and in backward of
-    every micro-batch and reduce-scatter the gradients once (1.5x DDP for a full update, ZeRO §7).
+    every micro-batch and reduce-scatter the gradients once (1.5x DDP for a full update, ZeRO §7); HSDP does
+    that inside its shard group and all-reduces the gradient shard across the groups.
     """
     n = traffic.gpus
     if n == 1:
@@ -175,8 +212,13 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
     if traffic.sharding in (Sharding.ZERO1, Sharding.ZERO2):
         return (share * (traffic.grad_bytes + traffic.params16_bytes),
                 "ZeRO reduce-scatter of gradients + all-gather of parameters")
-    return (share * (2 * traffic.gathered_bytes * traffic.grad_accum + traffic.grad_bytes),
-            "ZeRO-3/FSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter")
+    group, replicas = _groups(traffic)
+    inside = (group - 1) / group * (2 * traffic.gathered_bytes * traffic.grad_accum + traffic.grad_bytes)
+    if replicas > 1:
+        return (inside + replica_bytes_per_step(traffic),
+                "HSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter inside "
+                "each shard group, all-reduce of the gradient shard across groups")
+    return inside, "ZeRO-3/FSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter"
 
 
 # -- one plan's communication per step (read by estimate.timing) --------------------------------------
@@ -328,4 +370,4 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
            "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "plan_comm",
-           "step_comm"]
+           "replica_all_reduce_s", "replica_bytes_per_step", "step_comm"]

@@ -17,7 +17,7 @@ What is real and what stands in (reported in ``TraceResult.stand_ins``):
 - Fake tensors live on the CPU device: autocast (mixed precision) follows PyTorch's CPU autocast
   op lists, which keep a few more ops in fp32 than CUDA's.
 - FSDP / ZeRO-3 plans are traced per rank: FSDP2 ``fully_shard`` per block and root over a fake
-  process group of ``plan.gpus`` ranks, measured by PyTorch's FSDPMemTracker.
+  process group of ``plan.shard_ranks`` ranks (HSDP: one shard group), measured by PyTorch's FSDPMemTracker.
 - Attention dropout under SDPA is switched off: CUDA's flash / memory-efficient kernels store
   nothing for it, while the CPU would fall back to the math kernel and keep an s x s mask.
 Limitations: ZeRO-1/2 (DeepSpeed) are not traced; CUDA caching-allocator rounding and workspaces
@@ -624,12 +624,12 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
     if plan.method is Method.QLORA:
         raise TraceError(msg("error.trace.sharded_qlora"))
     started = time.perf_counter()
-    stand_ins = [msg("trace.stand_in.fsdp", sharding=plan.sharding, ranks=plan.gpus)]
+    stand_ins = [msg("trace.stand_in.fsdp", sharding=plan.sharding, ranks=plan.shard_ranks)]
     spec = spec_for_plan(plan)
     counts = count_params(spec, plan)
-    dist.init_process_group("fake", rank=0, world_size=plan.gpus, store=FakeStore())
+    dist.init_process_group("fake", rank=0, world_size=plan.shard_ranks, store=FakeStore())
     try:
-        mesh = init_device_mesh("cpu", (plan.gpus,))  # outside fake mode: the mesh reads real ranks
+        mesh = init_device_mesh("cpu", (plan.shard_ranks,))  # HSDP: one shard group; outside fake mode
         model, task, autocast, fake_mode = _fake_training_model(plan, spec, stand_ins)
         with fake_mode:
             prefix = spec.extras["blocks_prefix"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.facts.configs.base import Format, Reader
+from gpuwork.facts.configs.base import Format, Reader, sharding_rule
 from gpuwork.message import msg
 
 _ACCELERATE_TYPES = {"NO": "single", "MULTI_GPU": "ddp", "DEEPSPEED": "deepspeed", "FSDP": "fsdp",
@@ -63,14 +64,18 @@ def read(r: Reader, base: Path) -> None:
             key = "fsdp_config.fsdp_reshard_after_forward"
         else:
             sharding = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "zero2", "2": "zero2", "NO_SHARD": "ddp",
-                        "3": "ddp", "HYBRID_SHARD": "fsdp", "4": "fsdp", "HYBRID_SHARD_ZERO2": "zero2",
+                        "3": "ddp", "HYBRID_SHARD": "hsdp", "4": "hsdp", "HYBRID_SHARD_ZERO2": "zero2",
                         "5": "zero2"}.get(strategy)
             key = "fsdp_config.fsdp_sharding_strategy"
             if sharding is None:
                 raise PlanError("sharding", msg("error.config.fsdp_strategy", file=r.file, value=strategy))
-        r.claim("sharding", sharding, key, msg("config.rule.shard_grad_op") if sharding == "zero2" else None)
+        parallel = r.get("parallelism_config") or {}
+        if sharding == "fsdp" and isinstance(parallel, dict) and _replicas(parallel) > 1:
+            # FSDP2 with a 2-D mesh (accelerate ParallelismConfig: dp_replicate_size > 1, dp_shard_size > 1)
+            sharding, key = "hsdp", "parallelism_config.parallelism_config_dp_replicate_size"
+        r.claim("sharding", sharding, key, sharding_rule(sharding))
         if config.get("fsdp_offload_params") in (True, "true"):
-            r.claim("offload_params", sharding == "fsdp", "fsdp_config.fsdp_offload_params")
+            r.claim("offload_params", sharding in ("fsdp", "hsdp"), "fsdp_config.fsdp_offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))
     mixed = str(r.get("mixed_precision", "no")).lower()
     if mixed in ("bf16", "fp16") and kind == "deepspeed" and not (r.get("deepspeed_config") or {}).get(
@@ -84,6 +89,15 @@ def read(r: Reader, base: Path) -> None:
     backend = str(dynamo.get("dynamo_backend", "NO")).upper() if isinstance(dynamo, dict) else "NO"
     if backend not in ("NO", "NONE"):
         r.claim("stack", "torch-compile", "dynamo_config.dynamo_backend", weak=True)
+
+
+def _replicas(parallel: dict[str, Any]) -> int:
+    """accelerate's data-parallel replicate size (the config file spells it with the parallelism_config_ prefix)."""
+    value = parallel.get("parallelism_config_dp_replicate_size", parallel.get("dp_replicate_size", 1))
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 1
 
 
 MARKERS = frozenset({"distributed_type", "compute_environment"})

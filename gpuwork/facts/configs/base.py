@@ -18,7 +18,7 @@ from gpuwork.facts import reading
 from gpuwork.facts.configs.optimizers import optimizer_choice
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
-from gpuwork.plan import TrainPlan, field_names
+from gpuwork.plan import HSDP_GROUP_GPUS, TrainPlan, field_names
 
 # When sharding is stated but no file says how many GPUs: one 8-GPU node, the common rental unit.
 DEFAULT_SHARDED_GPUS = 8
@@ -421,6 +421,15 @@ def claim_stack(r: Reader, liger: bool, compile_: bool, unsloth: bool, keys: dic
         r.note(msg("config.stack_also", file=r.file, key=keys[other], stack=chosen[0]))
 
 
+def sharding_rule(sharding: str) -> Msg | None:
+    """The rule a config's sharding follows, said where gpuwork maps a framework's name to its own."""
+    if sharding == "zero2":
+        return msg("config.rule.shard_grad_op")
+    if sharding == "hsdp":
+        return msg("config.rule.hybrid_shard", group=HSDP_GROUP_GPUS)
+    return None
+
+
 def claim_fsdp_options(r: Reader, value: Any, key: str) -> None:
     """Trainer's ``fsdp`` option list ("full_shard auto_wrap offload") -> sharding and offload."""
     options = value.split() if isinstance(value, str) else [str(v) for v in value or ()]
@@ -431,7 +440,9 @@ def claim_fsdp_options(r: Reader, value: Any, key: str) -> None:
         r.claim("sharding", "zero2", key, msg("config.rule.shard_grad_op"))
     elif "no_shard" in options:
         r.claim("sharding", "ddp", key)
-    elif "full_shard" in options or "hybrid_shard" in options:
+    elif "hybrid_shard" in options:
+        r.claim("sharding", "hsdp", key, sharding_rule("hsdp"))
+    elif "full_shard" in options:
         r.claim("sharding", "fsdp", key)
     if "offload" in options:
         r.claim("offload_optimizer", True, key, msg("config.rule.fsdp_offload"))

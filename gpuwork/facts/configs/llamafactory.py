@@ -11,6 +11,7 @@ from gpuwork.facts.configs.base import (
     Format,
     Reader,
     claim_attention,
+    claim_fsdp_options,
     claim_model,
     claim_optimizer_or_default,
     claim_precision,
@@ -62,6 +63,7 @@ def read(r: Reader, base: Path) -> None:
         r.claim("max_samples", samples, "max_samples")  # tokens once seq_len is known
     claim_stack(r, bool(r.flag("enable_liger_kernel")), False, bool(r.flag("use_unsloth")),
                 {"hf-liger": "enable_liger_kernel", "unsloth": "use_unsloth", "torch-compile": ""})
+    claim_fsdp_options(r, r.get("fsdp"), "fsdp")  # TrainingArguments' option string ("hybrid_shard auto_wrap")
     follow_deepspeed(r, "deepspeed", base)
 
 

@@ -137,6 +137,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                     "{value:raw} не моделируется; ближайший вариант — sdpa"),
     "config.rule.shard_grad_op": ("gradients and optimizer states sharded, weights replicated (like ZeRO-2)",
                                   "градиенты и состояния оптимизатора шардированы, веса на каждом GPU (как ZeRO-2)"),
+    "config.rule.hybrid_shard": ("hybrid sharding: FSDP inside each shard group of {group} GPUs (one node), "
+                                 "replicas across groups (hsdp)",
+                                 "гибридное шардирование: FSDP внутри каждой группы из {group} GPU (один узел), "
+                                 "реплики между группами (hsdp)"),
     "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
                                  "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
     "config.rule.nvme": ("offload to NVMe, modelled as CPU offload", "выгрузка на NVMe, моделируется как выгрузка на CPU"),

@@ -33,14 +33,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "sharding='{sharding:raw}' needs gpus >= 2: set gpus or use sharding='ddp'",
         "sharding='{sharding:raw}' требует gpus ≥ 2: укажите число GPU или выберите sharding='ddp'"),
     "error.plan.offload_params": (
-        "offload_params needs parameter sharding: use sharding='zero3' or 'fsdp' (with gpus >= 2), or turn "
+        "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",
-        "offload_params требует шардирования параметров: выберите sharding='zero3' или 'fsdp' (при gpus ≥ 2) "
+        "offload_params требует шардирования параметров: выберите sharding='zero3', 'fsdp' или 'hsdp' (при gpus ≥ 2) "
         "или выключите offload_params"),
     "error.plan.offload_optimizer": (
-        "offload_optimizer needs ZeRO or FSDP: use sharding='zero1', 'zero2', 'zero3' or 'fsdp' (with gpus >= 2), "
+        "offload_optimizer needs ZeRO or FSDP: use sharding='zero1', 'zero2', 'zero3', 'fsdp' or 'hsdp' (with gpus >= 2), "
         "or turn offload_optimizer off",
-        "offload_optimizer требует ZeRO или FSDP: выберите sharding='zero1', 'zero2', 'zero3' или 'fsdp' "
+        "offload_optimizer требует ZeRO или FSDP: выберите sharding='zero1', 'zero2', 'zero3', 'fsdp' или 'hsdp' "
         "(при gpus ≥ 2) или выключите offload_optimizer"),
     "error.plan.qlora_offload": ("method='qlora' keeps 4-bit weights on the GPU: turn offload_params off",
                                  "method='qlora' держит 4-битные веса на GPU: выключите offload_params"),
