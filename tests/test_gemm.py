@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuwork.estimate.gemm import gemm_choice, gemm_time
+from gpuwork.estimate.gemm import GemmKernels, gemm_choice, gemm_time
 from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.rates import load_rates
 
@@ -27,10 +27,10 @@ def measurements() -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def args(gpu_id: str, dtype: str) -> tuple:
+def args(gpu_id: str, dtype: str) -> GemmKernels:
     rates, gpu = load_rates(), get_gpu(gpu_id)
     device = rates.device(gpu_id)
-    return (4 if dtype == "fp32" else 2, getattr(gpu, PEAK[dtype]), device.matmul_flops[dtype], device.sm_count,
+    return GemmKernels(4 if dtype == "fp32" else 2, getattr(gpu, PEAK[dtype]), device.matmul_flops[dtype], device.sm_count,
             device.mem_bw_bytes_s, rates.gemm_tiles, rates.kernel("gemm_latency_us") * 1e-6,
             rates.kernel("gemm_tile_overhead_us") * 1e-6, int(rates.kernel("gemm_max_split_k")))
 
@@ -38,7 +38,7 @@ def args(gpu_id: str, dtype: str) -> tuple:
 def model_error(row: dict[str, str]) -> float:
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     measured_s = 2.0 * m * n * k / (float(row["tflops"]) * 1e12)
-    return gemm_time(m, n, k, *args(row["gpu_id"], row["dtype"])) / measured_s - 1
+    return gemm_time(m, n, k, args(row["gpu_id"], row["dtype"])) / measured_s - 1
 
 
 def test_the_data_file_has_a100_and_h100_small_m_and_large_squares_each_with_a_source():
@@ -67,7 +67,7 @@ def test_the_known_misses_stay_within_35_percent_and_are_few():
 
 def test_time_rises_with_k():
     a = args("h100_sxm", "bf16")
-    times = [gemm_time(512, 4096, k, *a) for k in (256, 512, 1024, 2048, 4096, 8192, 16384)]
+    times = [gemm_time(512, 4096, k, a) for k in (256, 512, 1024, 2048, 4096, 8192, 16384)]
     assert times == sorted(times) and times[-1] > 10 * times[0]
 
 
@@ -77,21 +77,21 @@ def test_small_m_is_not_priced_at_the_big_tiles_wave_share():
     rates, a = load_rates(), args("h100_sxm", "bf16")
     flops = 2.0 * 256 * 4096 * 4096
     big_tile_only = flops / (rates.device("h100_sxm").matmul_flops["bf16"] * 32 / 132)
-    choice = gemm_choice(256, 4096, 4096, *a)
+    choice = gemm_choice(256, 4096, 4096, a)
     assert choice.time_s < big_tile_only / 2
     assert (choice.tile_m, choice.tile_n) != (128, 256)
 
 
 def test_split_k_where_the_tiles_leave_sms_idle_and_k_is_long():
     a = args("h100_sxm", "bf16")
-    assert gemm_choice(256, 256, 8192, *a).split_k > 1  # 4 to 16 tiles for 132 SMs, long K
-    assert gemm_choice(4096, 4096, 4096, *a).split_k == 1  # hundreds of tiles: no split
+    assert gemm_choice(256, 256, 8192, a).split_k > 1  # 4 to 16 tiles for 132 SMs, long K
+    assert gemm_choice(4096, 4096, 4096, a).split_k == 1  # hundreds of tiles: no split
 
 
 def test_a_very_thin_gemm_is_bound_by_memory():
     # LoRA's A: 8192 tokens x r = 8 over k = 4096: 0.5 GFLOP but 67 MB of activations to read
     a = args("h100_sxm", "bf16")
-    choice = gemm_choice(8192, 8, 4096, *a)
+    choice = gemm_choice(8192, 8, 4096, a)
     assert choice.memory_bound
     bytes_moved = (8192 * 4096 + 4096 * 8 + 8192 * 8) * 2
     assert choice.time_s == pytest.approx(bytes_moved / load_rates().device("h100_sxm").mem_bw_bytes_s
@@ -102,5 +102,5 @@ def test_large_gemms_run_at_the_measured_rate():
     # within 5 %: the tiles' share of the peak (0.85 x 312 TF) sits a little under the A100's MAMF (271.2 TF)
     rates, a = load_rates(), args("a100_80_sxm", "bf16")
     flops = 2.0 * 16384 ** 3
-    assert gemm_time(16384, 16384, 16384, *a) == pytest.approx(flops / rates.device("a100_80_sxm").matmul_flops["bf16"],
+    assert gemm_time(16384, 16384, 16384, a) == pytest.approx(flops / rates.device("a100_80_sxm").matmul_flops["bf16"],
                                                                rel=0.05)

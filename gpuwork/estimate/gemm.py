@@ -19,7 +19,8 @@ efficiencies of data/gemm_tiles.csv): 128 x 256 gives 2 x 16 = 32 tiles, a quart
 128 x 64 gives 2 x 64 = 128 tiles in one wave, each 2 x 128 x 64 x 4096 FLOPs at 0.60 x 989 / 132 TF/s
 = 14.9 us, + 2 us for the wave + 4 us latency = 20.9 us (411 TF/s). OpenXLA's sm_90 table measures 20.85 us.
 
-Pure: every number arrives as an argument (``gpuwork.facts.rates`` loads them); results are cached per shape.
+Pure: every number arrives as an argument (``GemmKernels``; ``gpuwork.facts.rates`` loads them); results are cached per
+shape and kernels.
 """
 
 from __future__ import annotations
@@ -45,11 +46,27 @@ class GemmChoice(NamedTuple):
     memory_bound: bool
 
 
+class GemmKernels(NamedTuple):
+    """What one GPU's GEMM kernels run at in one dtype: everything ``gemm_choice`` reads besides the shape.
+
+    Hashable (the choice is cached by shape and kernels); ``steptime.gemm_kernels`` builds it from the rates."""
+
+    dtype_bytes: int  # bytes per element of A, B and C
+    peak_flops: float  # datasheet dense peak of the dtype
+    achievable_flops: float  # measured large-GEMM rate (MAMF / torch.mm)
+    sm_count: int
+    mem_bw_bytes_s: float  # achievable device-memory bandwidth
+    tiles: Tiles
+    latency_s: float  # fixed time per kernel
+    tile_overhead_s: float  # fixed time per wave of tiles
+    max_split_k: int
+
+
 @functools.lru_cache(maxsize=65536)
-def gemm_choice(m: int, n: int, k: int, dtype_bytes: int, peak_flops: float, achievable_flops: float,
-                sm_count: int, mem_bw_bytes_s: float, tiles: Tiles, latency_s: float, tile_overhead_s: float,
-                max_split_k: int) -> GemmChoice:
+def gemm_choice(m: int, n: int, k: int, kernels: GemmKernels) -> GemmChoice:
     """The fastest tile and split-K for ``m x n x k`` (see the module docstring)."""
+    dtype_bytes, peak_flops, achievable_flops, sm_count, mem_bw_bytes_s, tiles, latency_s, tile_overhead_s, \
+        max_split_k = kernels
     m, n, k = max(1, m), max(1, n), max(1, k)
     sm_count = max(1, sm_count)
     per_sm = peak_flops / sm_count
@@ -75,12 +92,9 @@ def gemm_choice(m: int, n: int, k: int, dtype_bytes: int, peak_flops: float, ach
     return GemmChoice(latency_s + best[0], best[1], best[2], best[3], best[4], False)
 
 
-def gemm_time(m: int, n: int, k: int, dtype_bytes: int, peak_flops: float, achievable_flops: float,
-              sm_count: int, mem_bw_bytes_s: float, tiles: Tiles, latency_s: float, tile_overhead_s: float,
-              max_split_k: int) -> float:
+def gemm_time(m: int, n: int, k: int, kernels: GemmKernels) -> float:
     """Seconds of one ``m x n x k`` GEMM (``gemm_choice(...).time_s``)."""
-    return gemm_choice(m, n, k, dtype_bytes, peak_flops, achievable_flops, sm_count, mem_bw_bytes_s, tiles,
-                       latency_s, tile_overhead_s, max_split_k).time_s
+    return gemm_choice(m, n, k, kernels).time_s
 
 
-__all__ = ["PARTIAL_SUM_BYTES", "GemmChoice", "Tiles", "gemm_choice", "gemm_time"]
+__all__ = ["PARTIAL_SUM_BYTES", "GemmChoice", "GemmKernels", "Tiles", "gemm_choice", "gemm_time"]

@@ -133,20 +133,47 @@ _ADAFACTOR_PASSES_PER_TENSOR = 20  # factored second moment: row/col means, rsqr
 _ADAFACTOR_TENSORS_MOVED = 14
 
 
-def _gemm(name: str, phase: Phase, m: int, n: int, k: int, count: int, dtype: str, in_bytes: int, out_bytes: int,
-          w_bytes: int, trains: bool) -> Op:
+@dataclass(frozen=True, slots=True)
+class GemmShape:
+    """One GEMM of a linear layer, ``C[m, n] = A[m, k] @ B[k, n]``: its sizes, the dtype it runs in and the bytes
+    per element of A (the input), C (the output) and B (the weight)."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str  # "bf16" | "fp16" | "fp32"
+    in_bytes: float
+    out_bytes: float
+    w_bytes: float
+
+
+def _gemm(name: str, phase: Phase, shape: GemmShape, count: int, trains: bool) -> Op:
     """C[m, n] = A[m, k] @ B[k, n]: 2mnk FLOPs; reads A and B, writes C."""
-    return Op(name, Kind.MATMUL, phase, 2.0 * m * n * k, float(in_bytes * m * k + w_bytes * k * n + out_bytes * m * n),
-              1, count, dtype, m, n, backward=Backward.BOTH_GRADS if trains else Backward.INPUT_GRAD)
+    m, n, k = shape.m, shape.n, shape.k
+    return Op(name, Kind.MATMUL, phase, 2.0 * m * n * k,
+              float(shape.in_bytes * m * k + shape.w_bytes * k * n + shape.out_bytes * m * n), 1, count, shape.dtype,
+              m, n, backward=Backward.BOTH_GRADS if trains else Backward.INPUT_GRAD)
+
+
+class _Elementwise(NamedTuple):
+    """The backward of an element-wise op: its bytes as a multiple of the forward's, and its kernels (-1: as many
+    as the forward)."""
+
+    factor: float = 2.0
+    launches: int = -1
+
+
+_ELEMENTWISE = _Elementwise()
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         kind: Kind = Kind.MEMORY, backward: Backward = Backward.ELEMENTWISE, backward_factor: float = 2.0,
-         backward_launches: int = -1) -> Op:
+         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE) -> Op:
     """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
-    writes a gradient (``backward_factor`` x the forward's bytes) unless the caller knows better."""
-    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
-              backward_factor=backward_factor, backward_launches=backward_launches)
+    writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise."""
+    if isinstance(backward, _Elementwise):
+        return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count,
+                  backward_factor=backward.factor, backward_launches=backward.launches)
+    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -214,6 +241,32 @@ def _widths(plan: TrainPlan) -> _Widths:
     return _Widths(e, dt.stream, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), dt.autocast)
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What every op of one step reads: the model, the plan, the stack, the widths of its tensors and the tokens
+    of one micro-batch."""
+
+    spec: ModelSpec
+    plan: TrainPlan
+    stack: StackKernels
+    widths: _Widths
+    tokens: int  # per micro-batch: the rows of the block's GEMMs
+
+    @classmethod
+    def of(cls, key: _StepKey) -> _Step:
+        return cls(key.spec, key.plan, key.stack, _widths(key.plan), key.plan.tokens_per_micro_batch)
+
+    @property
+    def fuse(self) -> bool:
+        """A compiler fuses every element-wise chain between matmuls."""
+        return self.stack.fuse_elementwise
+
+    @property
+    def eager_autocast(self) -> bool:
+        """Eager torch.autocast runs the linears (no compiler folds their casts)."""
+        return self.widths.autocast and not self.stack.fuse_elementwise
+
+
 def _gradient_layers(plan: TrainPlan, layers: int) -> tuple[int, int]:
     """(blocks the gradient runs through, blocks whose weights train)."""
     if plan.method is Method.FREEZE:
@@ -225,22 +278,23 @@ def _gradient_layers(plan: TrainPlan, layers: int) -> tuple[int, int]:
 
 
 def _build(key: _StepKey) -> list[Op]:
-    plan, spec, st = key.plan, key.spec, key.stack
-    e, s_b, w_b, mm, _ = _widths(plan)
-    t = plan.tokens_per_micro_batch
+    step = _Step.of(key)
+    plan, spec = key.plan, key.spec
+    s_b = step.widths.s_b
+    t = step.tokens
     mb = plan.grad_accum
     layers, h = spec.num_layers, spec.hidden_size
     grad_layers, _ = _gradient_layers(plan, layers)
     # the blocks' forward and backward do not depend on whether the forward is recomputed
     shape = key.shape[:_CHECKPOINTING_AT] + (False,) + key.shape[_CHECKPOINTING_AT + 1:]
-    forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.position_embedding, st, plan))
+    forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.position_embedding, key.stack, plan))
 
     # -- embedding and forward
     ops = [_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb)]
     if mb > 1:  # the Trainer divides each micro-batch's loss by the accumulation steps (and back in backward)
         ops.append(_mem("loss / grad_accum", Phase.FORWARD, 1, 8, 1, mb))
     ops += forward_ops
-    ops += _head_forward_backward(spec, plan, t, mb, h, e, s_b, w_b, mm, st, st.fuse_elementwise)
+    ops += _head_forward_backward(step)
 
     # -- backward through the blocks, with the recompute of gradient checkpointing first: the blocks' forward
     # again over the blocks the gradient reaches (every forward op's count is layers x micro-batches x a factor)
@@ -263,14 +317,14 @@ def _build(key: _StepKey) -> list[Op]:
 def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     """The blocks' forward ops and everything the backward runs through them (``key`` with gradient
     checkpointing off: nothing here reads it)."""
+    step = _Step.of(key)
     plan, spec, st = key.plan, key.spec, key.stack
-    e, s_b, w_b, mm, autocast = _widths(plan)
-    t = plan.tokens_per_micro_batch
+    e, s_b, w_b, mm, autocast = step.widths
+    t = step.tokens
     mb = plan.grad_accum
     layers = spec.num_layers
     grad_layers, trained = _gradient_layers(plan, layers)
-    h, d = spec.hidden_size, spec.head_dim
-    q_dim, kv_dim = spec.num_heads * d, spec.num_kv_heads * d
+    h = spec.hidden_size
     inter = spec.intermediate_size
     fuse = st.fuse_elementwise
     groups = block_groups(spec)
@@ -283,10 +337,9 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     # one block's forward ops (x layers x micro-batches)
     phase, c = Phase.FORWARD, layers * mb
     out: list[Op] = []
-    out += _norm_ops(spec, "norm (attention input)", phase, t * h, s_b, e, c, st.fused_norm or fuse, forward=True,
-                     weight_trains=trained > 0)
+    out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trained > 0)
     linears = LinearPass(plan, phase, c, t, e, w_b, mm, adapter_mm, a_b, st, trains=trained > 0,
-                         autocast=autocast and not fuse)
+                         autocast=step.eager_autocast)
     for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
         for lin in groups[group]:
             x_b = s_b if group in ("attn_in", "mlp_in") else e
@@ -294,23 +347,21 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
                                                         quantized=lin.name in quant, adapted=lin.name in lora,
                                                         bias=lin.bias))
         if group == "attn_in":
-            out += _attention_forward(spec, plan, phase, c, e, st, fuse, q_dim, kv_dim, autocast)
+            out += _attention_forward(step, phase, c)
         if group == "attn_out":
             if not fuse:  # a compiler folds the residual add into the next norm's kernel
                 out.append(_residual_add(phase, t * h, s_b, c))
-            out += _norm_ops(spec, "norm (MLP input)", phase, t * h, s_b, e, c, st.fused_norm or fuse,
-                             forward=True, weight_trains=trained > 0)
+            out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0)
         if group == "mlp_in":
             out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
     if st.moe_experts is MoeExperts.LOOP:
-        out += _moe_loop_forward(spec, plan, phase, c, t, s_b, e, w_b, mm, st, trains=trained > 0,
-                                 autocast=autocast and not fuse)
+        out += _moe_loop_forward(step, phase, c, trains=trained > 0)
     else:
-        out += _moe_forward(spec, plan, phase, c, t, e, w_b, mm, trains=trained > 0)
+        out += _moe_forward(step, phase, c, trains=trained > 0)
     if not fuse:
         out.append(_residual_add(phase, t * h, s_b, c))
     if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
-        out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward_factor=1.0))
+        out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward=_Elementwise(1.0)))
     forward_ops = tuple(o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0))
 
     backward = [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in forward_ops]
@@ -323,8 +374,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     return forward_ops, tuple(backward)
 
 
-def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int, e: int, count: int, fused: bool,
-              forward: bool, weight_trains: bool = True) -> list[Op]:
+def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: bool = True) -> list[Op]:
     """RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, back to the input dtype,
     x weight; the two casts are no-ops on an fp32 stream) or torch's native LayerNorm kernel.
 
@@ -336,16 +386,19 @@ def _norm_ops(spec: ModelSpec, name: str, phase: Phase, elements: int, s_b: int,
     12), the sum of the two gradients reaching x (12); the weight's own gradient (the gradient times the
     normalised input, then a row reduction) when it trains; the two casts' backward on a 16-bit stream.
     """
+    spec, e, s_b = step.spec, step.widths.e, step.widths.s_b
+    elements = step.tokens * spec.hidden_size
     norms = 2 if spec.model_type in ("gemma2", "gemma3") else 1
-    if spec.norm != "rms" or fused:
+    if spec.norm != "rms" or step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
     casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0
     per_element = casts + 8 + 4 + 8 + (s_b + e)  # pow, mean, x * rsqrt, weight * x
     backward = casts + (e + s_b) + 8 + 16 + 4 + (8 + 8 + 12) + 12 + ((3 * e + s_b) if weight_trains else 0)
     launches = 6 + (2 if s_b < 4 else 0)
     # weight multiply 1, x * rsqrt 1, rsqrt's gradient 2, rsqrt backward 3, mean 1, pow 3, sum 1
-    return [_mem(name, phase, elements, per_element, launches, count * norms, backward_factor=backward / per_element,
-                 backward_launches=12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0))]
+    backward_launches = 12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0)
+    return [_mem(name, phase, elements, per_element, launches, count * norms,
+                 backward=_Elementwise(backward / per_element, backward_launches))]
 
 
 @dataclass(frozen=True)
@@ -403,7 +456,7 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
             out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + e, 1, count))
         per_weight, kernels = dequant_4bit_chain(e, plan.double_quant)
         out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, per_weight, kernels, count, backward=Backward.REPEAT))
-        out.append(_gemm(f"{name}", phase, t, n, k, count, mm, e, e, e, trains=False))
+        out.append(_gemm(f"{name}", phase, GemmShape(t, n, k, mm, e, e, e), count, trains=False))
         if x_b != e:
             out.append(_mem(f"{name} cast back", phase, t * n, e + x_b, 1, count))
     else:
@@ -412,24 +465,25 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
                             1 + int(bias), count, backward=Backward.GRAD_CAST))
         in_b = x_b
         if autocast and x_b != e:  # an fp32 activation cast to 16 bits for this linear alone
-            out.append(_mem(f"{name} input cast (autocast)", phase, t * k, x_b + e, 1, count, backward_factor=1.0))
+            out.append(_mem(f"{name} input cast (autocast)", phase, t * k, x_b + e, 1, count, backward=_Elementwise(1.0)))
             in_b = e
-        gemm = _gemm(name, phase, t, n, k, count, mm, in_b, e, w_b, trains=trains)
+        gemm = _gemm(name, phase, GemmShape(t, n, k, mm, in_b, e, w_b), count, trains=trains)
         if bias and trains:
             gemm = replace(gemm, bias_bytes=float(t * n * e + n * 4))
         out.append(gemm)
     if lin.adapted:
         r = plan.lora_r
         if st.fused_lora:
-            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, e, e, a_b, trains=True))
-            out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, t, n, r, count, adapter_mm, e, e, a_b, trains=True))
+            out.append(_gemm(f"{name} LoRA A", phase, GemmShape(t, r, k, adapter_mm, e, e, a_b), count, trains=True))
+            out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, GemmShape(t, n, r, adapter_mm, e, e, a_b), count,
+                             trains=True))
         else:
             if plan.lora_dropout > 0:
-                out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count, backward_factor=1.0))
+                out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count, backward=_Elementwise(1.0)))
             elif a_b != e:  # backward: the gradient cast back
-                out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count, backward_factor=1.0))
-            out.append(_gemm(f"{name} LoRA A", phase, t, r, k, count, adapter_mm, a_b, a_b, a_b, trains=True))
-            out.append(_gemm(f"{name} LoRA B", phase, t, n, r, count, adapter_mm, a_b, a_b, a_b, trains=True))
+                out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count, backward=_Elementwise(1.0)))
+            out.append(_gemm(f"{name} LoRA A", phase, GemmShape(t, r, k, adapter_mm, a_b, a_b, a_b), count, trains=True))
+            out.append(_gemm(f"{name} LoRA B", phase, GemmShape(t, n, r, adapter_mm, a_b, a_b, a_b), count, trains=True))
             # x scaling, result + lora (type-promoted), cast back to the result dtype; backward: the cast's
             # backward, one multiply by the scaling, and the add's gradient to the 16-bit base result cast
             # down to its dtype (autograd's validate_outputs converts a gradient to its input's dtype)
@@ -437,16 +491,18 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
             backward_bytes = 2 * a_b + (2 * (e + a_b) if cast else 0)
             forward_bytes = 2 * a_b + (e + a_b + a_b) + ((a_b + e) if cast else 0)
             out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, forward_bytes, 3 if cast else 2, count,
-                            backward_factor=backward_bytes / forward_bytes, backward_launches=1 + 2 * int(cast)))
+                            backward=_Elementwise(backward_bytes / forward_bytes, 1 + 2 * int(cast))))
     return out
 
 
-def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, e: int, st: StackKernels,
-                       fuse: bool, q_dim: int, kv_dim: int, autocast: bool = False) -> list[Op]:
+def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     """Rotary embedding and the attention core for the plan's implementation."""
+    spec, plan, st, fuse = step.spec, step.plan, step.stack, step.fuse
+    e, autocast = step.widths.e, step.widths.autocast
     b, s = plan.batch_size, plan.seq_len
     t = b * s
     a, kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+    q_dim, kv_dim = a * d, kv * d
     out: list[Op] = []
     if spec.extras.get("position_embedding") == "rope":
         if st.fused_rope or fuse:
@@ -460,7 +516,7 @@ def _attention_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: in
             forward_bytes = 11 * e * t * (q_dim + kv_dim)
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                            backward_factor=backward_bytes / forward_bytes, backward_launches=14))
+                            backward=_Elementwise(backward_bytes / forward_bytes, 14)))
     causal = not spec.is_encoder
     full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
@@ -512,8 +568,8 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         if fused:
             return [_mem("MLP activation (gated, fused)", phase, elems, 3 * e, 1, count)]
         # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
-        return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward_factor=1.5),
-                _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward_launches=2)]
+        return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5)),
+                _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
     if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
         # transformers NewGELUActivation: 0.5 x (1 + tanh(c (x + 0.044715 x^3))): pow, mul, add, mul, tanh,
         # add, mul, mul. Backward (derivatives.yaml), bytes per element: the product's two gradients (2 x 3e),
@@ -522,8 +578,8 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         # kernels (the scalar adds pass their gradient through)
         forward_b = 8 * 2 * e + e
         return [_mem("MLP activation (GELU, composite)", phase, elems, forward_b, 8, count,
-                     backward_factor=28 * e / forward_b, backward_launches=11)]
-    return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward_factor=1.5)]
+                     backward=_Elementwise(28 * e / forward_b, 11))]
+    return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5))]
 
 
 def _residual_add(phase: Phase, elements: int, s_b: int, count: int) -> Op:
@@ -577,9 +633,10 @@ def _projection_gradient_layout(spec: ModelSpec, groups: dict, t: int, e: int, f
               launches, count if launches else 0, backward=Backward.NONE)
 
 
-def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, e: int, w_b: int,
-                 mm: str, trains: bool) -> list[Op]:
+def _moe_forward(step: _Step, phase: Phase, count: int, trains: bool) -> list[Op]:
     """Routed experts: each expert runs its GEMMs on its share of the tokens (top-k of E)."""
+    spec, plan, t = step.spec, step.plan, step.tokens
+    e, w_b, mm = step.widths.e, step.widths.w_b, step.widths.mm
     experts = [lin for lin in spec.linears if lin.in_block and lin.experts > 1]
     if not experts:
         return []
@@ -587,8 +644,9 @@ def _moe_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: 
     rows = max(1, math.ceil(t * k_exp / n_exp))
     out = [_mem("router softmax, top-k, gather", phase, t * spec.hidden_size, 4 * e, 8, count)]
     for lin in experts:
-        gemm = _gemm(f"expert {lin.short_name}", phase, rows, lin.out_features, lin.in_features, count * n_exp, mm, e,
-                     e, 2 if plan.method is Method.QLORA else w_b, trains=trains)
+        shape = GemmShape(rows, lin.out_features, lin.in_features, mm, e, e,
+                          2 if plan.method is Method.QLORA else w_b)
+        gemm = _gemm(f"expert {lin.short_name}", phase, shape, count * n_exp, trains=trains)
         out.append(gemm)
     out.append(_mem("expert activation, gate x up, index_add", phase, t * k_exp * spec.intermediate_size, 5 * e,
                     4 * n_exp, count))
@@ -604,8 +662,7 @@ _NONZERO_LAUNCHES = 3
 _INDEX_PUT_SORTED_LAUNCHES = 6  # zero fill, linear index, arange, radix sort (2), accumulate
 
 
-def _moe_loop_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int, t: int, s_b: int, e: int,
-                      w_b: int, mm: str, st: StackKernels, trains: bool, autocast: bool) -> list[Op]:
+def _moe_loop_forward(step: _Step, phase: Phase, count: int, trains: bool) -> list[Op]:
     """transformers 4.x MixtralSparseMoeBlock.forward (v4.36-4.5x, e.g. 4.48.1): router, then a Python loop
     over every expert, each an ``nn.Linear`` module (so bitsandbytes quantises each one under QLoRA)::
 
@@ -619,6 +676,8 @@ def _moe_loop_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int
     dtype, dequantisation, GEMM, output cast back to the input dtype (``_linear_forward``), so the activation
     and the product run in the stream's dtype.
     """
+    spec, plan, t = step.spec, step.plan, step.tokens
+    e, s_b, w_b, mm, _ = step.widths
     experts = [lin for lin in spec.linears if lin.in_block and lin.experts > 1]
     if not experts:
         return []
@@ -629,7 +688,8 @@ def _moe_loop_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int
     quantized = plan.method is Method.QLORA
     y_b = s_b if quantized else e  # dtype of an expert linear's output (Linear4bit casts back to its input's)
 
-    experts_pass = LinearPass(plan, phase, c, rows, e, w_b, mm, mm, w_b, st, trains=trains, autocast=autocast)
+    experts_pass = LinearPass(plan, phase, c, rows, e, w_b, mm, mm, w_b, step.stack, trains=trains,
+                              autocast=step.eager_autocast)
 
     def linear(name: str, k: int, n: int, x_b: int) -> list[Op]:
         return _linear_forward(experts_pass, LinearShape(name, k, n, x_b, quantized=quantized))
@@ -642,28 +702,30 @@ def _moe_loop_forward(spec: ModelSpec, plan: TrainPlan, phase: Phase, count: int
     # add of this expert's input gradient to the others' (3 passes over t x h)
     gather_b = 2.0 * rows * h * s_b
     out.append(_mem("expert input gather", phase, rows * h, 2 * s_b, 1, c,
-                    backward_factor=(t * h * s_b + 3 * rows * h * s_b + 3 * t * h * s_b) / gather_b,
-                    backward_launches=_INDEX_PUT_SORTED_LAUNCHES + 1))
+                    backward=_Elementwise((t * h * s_b + 3 * rows * h * s_b + 3 * t * h * s_b) / gather_b,
+                                          _INDEX_PUT_SORTED_LAUNCHES + 1)))
     out += linear("expert w1", h, f, s_b)
     out += linear("expert w3", h, f, s_b)
     # SiLU backward reads x and the gradient, writes one; the product's backward is two multiplies
-    out.append(_mem("expert SiLU", phase, rows * f, 2 * y_b, 1, c, backward_factor=1.5))
-    out.append(_mem("expert SiLU x w3", phase, rows * f, 3 * y_b, 1, c, backward_launches=2))
+    out.append(_mem("expert SiLU", phase, rows * f, 2 * y_b, 1, c, backward=_Elementwise(1.5)))
+    out.append(_mem("expert SiLU x w3", phase, rows * f, 3 * y_b, 1, c, backward=_Elementwise(launches=2)))
     out += linear("expert w2", f, h, y_b)
     # routing_weights[top_x, idx, None] (an index kernel) times the output; backward: the gradient times the
     # weights, the gradient times the output summed per row (the weights' gradient) and its sorted scatter
     out.append(_mem("expert routing-weight multiply", phase, rows * h, y_b + s_b, 2, c,
-                    backward_launches=3 + _INDEX_PUT_SORTED_LAUNCHES))
+                    backward=_Elementwise(launches=3 + _INDEX_PUT_SORTED_LAUNCHES)))
     # index_add_ reads the rows and updates the output rows in place; backward: index_select of the gradient
-    out.append(_mem("expert index_add", phase, rows * h, 3 * s_b, 1, c, backward_factor=2 / 3, backward_launches=1))
+    out.append(_mem("expert index_add", phase, rows * h, 3 * s_b, 1, c, backward=_Elementwise(2 / 3, 1)))
     return out
 
 
-def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h: int, e: int, s_b: int, w_b: int,
-                           mm: str, st: StackKernels, fuse: bool) -> list[Op]:
+def _head_forward_backward(step: _Step) -> list[Op]:
     """Final norm, output layer and loss, forward and backward (the loss backward runs first)."""
+    spec, plan, st = step.spec, step.plan, step.stack
+    e, _, w_b, mm, _ = step.widths
+    t, mb, h = step.tokens, plan.grad_accum, spec.hidden_size
     trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
-    out = _norm_ops(spec, "final norm", Phase.FORWARD, t * h, s_b, e, mb, st.fused_norm or fuse, forward=True)
+    out = _norm_ops(step, "final norm", Phase.FORWARD, mb)
     if spec.task is Task.SEQ_CLS:
         vocab, rows = max(spec.num_labels, 1), plan.batch_size
         trains = True  # a classification head trains in every method
@@ -672,14 +734,15 @@ def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h:
     out_b = 4 if plan.method is Method.QLORA or e == 4 else e
     if st.fused_cross_entropy and spec.task is Task.CAUSAL_LM:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
-        out.append(_gemm("output layer (fused with loss)", Phase.FORWARD, rows, vocab, h, mb, mm, e, e, w_b, False))
-        out.append(_gemm("output layer input gradient", Phase.FORWARD, rows, h, vocab, mb, mm, e, e, w_b, False))
+        fwd = Phase.FORWARD
+        out.append(_gemm("output layer (fused with loss)", fwd, GemmShape(rows, vocab, h, mm, e, e, w_b), mb, False))
+        out.append(_gemm("output layer input gradient", fwd, GemmShape(rows, h, vocab, mm, e, e, w_b), mb, False))
         if trains:
-            out.append(_gemm("output layer weight gradient", Phase.FORWARD, h, vocab, rows, mb, mm, e, 4, e, False))
+            out.append(_gemm("output layer weight gradient", fwd, GemmShape(h, vocab, rows, mm, e, 4, e), mb, False))
         chunks = max(1, math.ceil(rows * vocab / (rows * h)))  # liger chunks rows so a chunk's logits ~ its input
         out.append(_mem("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
         return out
-    out.append(_gemm("output layer", Phase.FORWARD, rows, vocab, h, mb, mm, e, out_b, w_b, False))
+    out.append(_gemm("output layer", Phase.FORWARD, GemmShape(rows, vocab, h, mm, e, out_b, w_b), mb, trains=False))
     loss_b = 4 if spec.task is Task.CAUSAL_LM else out_b
     if loss_b != out_b:
         out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
@@ -687,11 +750,12 @@ def _head_forward_backward(spec: ModelSpec, plan: TrainPlan, t: int, mb: int, h:
     out.append(_mem("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, 4 * loss_b, 3, mb))
     if loss_b != out_b:
         out.append(_mem("logits gradient cast", Phase.BACKWARD, rows * vocab, out_b + loss_b, 1, mb))
-    out.append(_gemm("output layer input gradient", Phase.BACKWARD, rows, h, vocab, mb, mm, out_b, e, w_b, False))
+    out.append(_gemm("output layer input gradient", Phase.BACKWARD, GemmShape(rows, h, vocab, mm, out_b, e, w_b), mb,
+                     trains=False))
     if trains:
-        out.append(_gemm("output layer weight gradient", Phase.BACKWARD, h, vocab, rows, mb, mm, e, w_b, out_b, False))
-    out += _norm_ops(spec, "final norm backward", Phase.BACKWARD, t * h, s_b, e, mb, st.fused_norm or fuse,
-                     forward=False)
+        out.append(_gemm("output layer weight gradient", Phase.BACKWARD, GemmShape(h, vocab, rows, mm, e, w_b, out_b),
+                         mb, trains=False))
+    out += _norm_ops(step, "final norm backward", Phase.BACKWARD, mb)
     return out
 
 

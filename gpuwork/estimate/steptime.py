@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gpuwork.errors import CatalogError
-from gpuwork.estimate.gemm import Tiles, gemm_choice
+from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.rates import KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
@@ -151,33 +151,49 @@ def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> flo
     op's input gradient is m x k over n and its weight gradient k x n over m."""
     achievable = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
     peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(op.dtype, gpu.bf16_dense_flops)
-    args = _gemm_args(op.dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, rates.gemm_tiles,
-                      rates.kernel("gemm_latency_us"), rates.kernel("gemm_tile_overhead_us"),
-                      rates.kernel("gemm_max_split_k"))
-    return _gemm_pricer(args)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
+    kernels = _gemm_kernels(op.dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, _gemm_facts(rates))
+    return _gemm_pricer(kernels)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
 
 
-def _gemm_args(dtype: str, peak: float, achievable: float, sm_count: int, bw: float, tiles: Tiles,
-               latency_us: float, tile_overhead_us: float, max_split_k: float) -> tuple:
-    """``gemm_choice``'s arguments after the shape, for one dtype on one GPU."""
-    return (4 if dtype == "fp32" else 2, max(peak, achievable), achievable, sm_count, bw, tiles, latency_us * 1e-6,
-            tile_overhead_us * 1e-6, int(max_split_k))
+class _GemmFacts(NamedTuple):
+    """gemm_tiles.csv and the kernels.csv GEMM constants (None: absent from the file)."""
+
+    tiles: Tiles
+    latency_us: float | None
+    tile_overhead_us: float | None
+    max_split_k: float | None
+
+
+def _gemm_facts(rates: Rates) -> _GemmFacts:
+    kernels = rates.kernels
+    return _GemmFacts(rates.gemm_tiles, kernels.get("gemm_latency_us"), kernels.get("gemm_tile_overhead_us"),
+                      kernels.get("gemm_max_split_k"))
+
+
+def _gemm_kernels(dtype: str, peak: float, achievable: float, sm_count: int, bw: float,
+                  gemm: _GemmFacts) -> GemmKernels:
+    """What ``gemm_choice`` reads besides the shape, for one dtype (its datasheet peak and measured rate, FLOP/s)
+    on one GPU."""
+    return GemmKernels(4 if dtype == "fp32" else 2, max(peak, achievable), achievable, sm_count, bw, gemm.tiles,
+                       _kernel_fact(gemm.latency_us, "gemm_latency_us") * 1e-6,
+                       _kernel_fact(gemm.tile_overhead_us, "gemm_tile_overhead_us") * 1e-6,
+                       int(_kernel_fact(gemm.max_split_k, "gemm_max_split_k")))
 
 
 @functools.lru_cache(maxsize=16)
-def _gemm_pricer(args: tuple) -> Callable[[int, int, float, int, bool], float]:
-    """Seconds of a MATMUL op from (m, n, FLOPs, GEMMs, backward) on one GPU and dtype (``args``, as
-    ``_gemm_args``), cached by those five numbers alone (at most 16 x 8,192 entries, a few tens of MB)."""
-    return functools.lru_cache(maxsize=8192)(functools.partial(_gemm_op_seconds, args=args))
+def _gemm_pricer(kernels: GemmKernels) -> Callable[[int, int, float, int, bool], float]:
+    """Seconds of a MATMUL op from (m, n, FLOPs, GEMMs, backward) on one GPU and dtype (``kernels``), cached by
+    those five numbers alone (at most 16 x 8,192 entries, a few tens of MB)."""
+    return functools.lru_cache(maxsize=8192)(functools.partial(_gemm_op_seconds, kernels=kernels))
 
 
-def _gemm_op_seconds(m: int, n: int, flops: float, launches: int, backward: bool, args: tuple) -> float:
+def _gemm_op_seconds(m: int, n: int, flops: float, launches: int, backward: bool, kernels: GemmKernels) -> float:
     gemms = max(1, launches)
     k = max(1, round(flops / (2.0 * m * n * gemms)))
     if backward and gemms <= 2:  # the input gradient, then the weight gradient
-        seconds = gemm_choice(m, k, n, *args).time_s
-        return seconds + gemm_choice(k, n, m, *args).time_s if gemms == 2 else seconds
-    one = seconds = gemm_choice(m, n, k, *args).time_s
+        seconds = gemm_choice(m, k, n, kernels).time_s
+        return seconds + gemm_choice(k, n, m, kernels).time_s if gemms == 2 else seconds
+    one = seconds = gemm_choice(m, n, k, kernels).time_s
     for _ in range(gemms - 1):
         seconds += one
     return seconds
@@ -247,7 +263,7 @@ class _PriceFacts(NamedTuple):
     sm_count: int
     peaks: tuple[float, float, float]  # dense bf16, fp16, fp32 FLOP/s (datasheet)
     wave_tiles: tuple[int, int]  # kernels.csv gemm_tile_m / gemm_tile_n (wave quantisation without gemm_tiles)
-    gemm: tuple  # gemm_tiles and kernels.csv gemm_latency_us, gemm_tile_overhead_us, gemm_max_split_k (None: absent)
+    gemm: _GemmFacts
     attention: tuple  # flash_attn fwd / bwd fractions of the GPU's family and generic, sdpa fraction (None: absent)
     attention_curves: tuple[AttentionPoint, ...]  # the family's measured rates by sequence length (may be empty)
     efficiency: float
@@ -280,8 +296,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         device.sm_count,
         (gpu.bf16_dense_flops, gpu.fp16_dense_flops, gpu.fp32_flops),
         (int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))),
-        (rates.gemm_tiles, kernels.get("gemm_latency_us"), kernels.get("gemm_tile_overhead_us"),
-         kernels.get("gemm_max_split_k")),
+        _gemm_facts(rates),
         (kernels.get(fwd_key), kernels.get(bwd_key), kernels.get("flash_attn_fwd_fraction"),
          kernels.get("flash_attn_bwd_fraction"), kernels.get("sdpa_mem_efficient_fraction")),
         rates.curves(family),
@@ -352,7 +367,7 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
     floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
         facts.synchronous
     matmul = dict(facts.matmul)
-    shaped = bool(facts.gemm[0]) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
+    shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
     attention_rates: dict[tuple, float] = {}
     backward = Phase.BACKWARD
@@ -370,7 +385,7 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
             elif m and n and shaped:
                 pricer = gemm_pricers.get(dtype)
                 if pricer is None:
-                    pricer = gemm_pricers[dtype] = _gemm_pricer(_facts_gemm_args(facts, dtype, matmul))
+                    pricer = gemm_pricers[dtype] = _gemm_pricer(_facts_gemm_kernels(facts, dtype, matmul))
                 compute = pricer(m, n, flops, launches, phase is backward)
             else:
                 rate = matmul.get(dtype, matmul["bf16"])
@@ -401,14 +416,10 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
                      flops=flops_total, bytes=bytes_total, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
 
 
-def _facts_gemm_args(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> tuple:
-    tiles, latency_us, tile_overhead_us, max_split_k = facts.gemm
+def _facts_gemm_kernels(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> GemmKernels:
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
     peak = {"fp32": fp32_peak, "fp16": fp16_peak}.get(dtype, bf16_peak)
-    return _gemm_args(dtype, peak, matmul.get(dtype, matmul["bf16"]), facts.sm_count, facts.bw, tiles,
-                      _kernel_fact(latency_us, "gemm_latency_us"),
-                      _kernel_fact(tile_overhead_us, "gemm_tile_overhead_us"),
-                      _kernel_fact(max_split_k, "gemm_max_split_k"))
+    return _gemm_kernels(dtype, peak, matmul.get(dtype, matmul["bf16"]), facts.sm_count, facts.bw, facts.gemm)
 
 
 __all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_family", "attention_fraction", "kernel_families", "curve_fraction", "gemm_seconds", "host_us_per_kernel",
