@@ -21,9 +21,9 @@ GPU-hour of that GPU in the catalog, for GPUs no offer holds in that count.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -183,9 +183,60 @@ def _typical_price(offers: Iterable[Offer], gpu_id: str) -> float | None:
     return statistics.median(prices) if prices else None
 
 
-def _cell(plan: TrainPlan, gpu: GpuSpec, gpus: int, offers: tuple[Offer, ...], inputs: Inputs, memory: _Memory,
-          safety_margin: float, preemption_rate: float, time_options: Mapping[str, Any]) -> Cell:
-    usable = usable_memory_bytes(gpu, safety_margin)
+def _frozen(value: Any) -> Any:
+    """A hashable form of an option's value (mappings and sequences as tuples)."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+class _Same:
+    """Facts or options as a cache key, equal to another when their contents are: ``key`` (hashed) and
+    ``unhashed`` (facts that hold dicts, compared only)."""
+
+    def __init__(self, value: Any, key: Any, unhashed: tuple[Any, ...] = ()):
+        self.value, self.key, self.unhashed = value, key, unhashed
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and (self.value is other.value
+                                             or (self.key == other.key and self.unhashed == other.unhashed))
+
+
+def _facts(inputs: Inputs) -> _Same:
+    """The plan's facts, compared by value: the model (its family switches too, which ``ModelSpec`` equality leaves
+    out), the GPU table, the rates and the networks."""
+    spec = inputs.spec
+    return _Same(inputs, (spec, tuple(inputs.gpus.items())), (spec.extras, inputs.rates, inputs.comm))
+
+
+@dataclass(frozen=True)
+class _Question:
+    """What one matrix is computed from, every field compared: the key of the matrix cache."""
+
+    plan: TrainPlan
+    offers: tuple[Offer, ...]
+    facts: _Same  # the Inputs (``_facts``)
+    rows: tuple[GpuSpec, ...]  # by memory, then name
+    counts: tuple[int, ...]
+    safety_margin: float
+    preemption_rate: float
+    time_options: _Same  # the Mapping of estimate_time's options
+
+    @property
+    def inputs(self) -> Inputs:
+        inputs: Inputs = self.facts.value
+        return inputs
+
+
+def _cell(q: _Question, gpu: GpuSpec, gpus: int, memory: _Memory) -> Cell:
+    plan, offers, inputs, preemption_rate, time_options = q.plan, q.offers, q.inputs, q.preemption_rate, \
+        q.time_options.value
+    usable = usable_memory_bytes(gpu, q.safety_margin)
     tried = _candidates(plan, gpus)
     fitted = next((p for p in tried if memory(p) <= usable), None)
     run = fitted or min(tried, key=memory)
@@ -238,9 +289,6 @@ def _cell(plan: TrainPlan, gpu: GpuSpec, gpus: int, offers: tuple[Offer, ...], i
                 provider=None, mode=None, **common)
 
 
-_CACHE: OrderedDict[tuple[Any, ...], tuple[Any, FitMatrix]] = OrderedDict()
-
-
 def fit_matrix(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, counts: tuple[int, ...] = MATRIX_GPUS,
                safety_margin: float = DEFAULT_SAFETY_MARGIN,
                preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
@@ -262,30 +310,23 @@ def fit_matrix(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, coun
         raise PlanError("counts", msg("error.fitmatrix.counts", value=repr(counts)))
     if isinstance(safety_margin, bool) or not isinstance(safety_margin, int | float) or not 0 <= safety_margin < 1:
         raise PlanError("safety_margin", msg("error.offers.safety_margin", value=repr(safety_margin)))
-    pool = tuple(offers)
     gpus = [inputs.gpu(g) for g in gpu_ids] if gpu_ids is not None else list(inputs.gpus.values())
     options = dict(time_options or {})
-    key = (plan, pool, inputs.spec, tuple(sorted(inputs.gpus.items())), id(inputs.rates), tuple(counts), safety_margin,
-           preemption_rate_per_hour, tuple(sorted((k, repr(v)) for k, v in options.items())),
-           tuple(g.gpu_id for g in gpus))
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is inputs.rates:  # the rates themselves: ids of live objects are not reused
-        _CACHE.move_to_end(key)
-        return hit[1]
-    memory = _Memory(inputs)
-    rows = sorted(gpus, key=lambda g: (g.memory_total_bytes, g.display_name))
-    cells = tuple(_cell(plan, gpu, n, pool, inputs, memory, safety_margin, preemption_rate_per_hour, options)
-                  for gpu in rows for n in counts)
-    result = FitMatrix(plan=plan, counts=tuple(counts), cells=cells, memory_estimates=len(memory.memo))
-    _CACHE[key] = (inputs.rates, result)
-    while len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return result
+    rows = tuple(sorted(gpus, key=lambda g: (g.memory_total_bytes, g.display_name)))
+    return _matrix(_Question(plan, tuple(offers), _facts(inputs), rows, tuple(counts), safety_margin,
+                             preemption_rate_per_hour, _Same(options, _frozen(options))))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _matrix(q: _Question) -> FitMatrix:
+    memory = _Memory(q.inputs)
+    cells = tuple(_cell(q, gpu, n, memory) for gpu in q.rows for n in q.counts)
+    return FitMatrix(plan=q.plan, counts=q.counts, cells=cells, memory_estimates=len(memory.memo))
 
 
 def clear_cache() -> None:
     """Forget the cached matrices (tests measure the uncached time)."""
-    _CACHE.clear()
+    _matrix.cache_clear()
 
 
 __all__ = ["CACHE_SIZE", "MATRIX_GPUS", "MAX_BATCH_SEARCH", "MAX_SEQ_SEARCH", "SEQ_STEP", "Cell", "FitMatrix",

@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuwork.estimate.offers import (
     DEFAULT_SAFETY_MARGIN,
@@ -201,6 +201,14 @@ def _multi_gpu_fit(plan: TrainPlan, gpu: GpuSpec, safety_margin: float, spec: Mo
     return None, closest
 
 
+class _Cards(NamedTuple):
+    """The profiles' reference cards."""
+
+    card24: GpuSpec
+    card48: GpuSpec
+    card80: GpuSpec
+
+
 @dataclass
 class _Context:
     plan: TrainPlan  # as the user gave it
@@ -209,6 +217,7 @@ class _Context:
     short_run_max_s: float
     opts: dict[str, Any]
     memo: dict[TrainPlan, int]
+    cards: _Cards
     rejected: dict[str, Msg] = field(default_factory=dict)
     offers: tuple[Offer, ...] | None = None  # for the rental mode's break-even (None: typical discount)
     period_s: float | None = None  # the rental period asked for, if any
@@ -241,9 +250,10 @@ def _card_gb(gpu: GpuSpec) -> int:
     return round(gpu.memory_gb)
 
 
-def _one_gpu(ctx: _Context, plan: TrainPlan, card48: GpuSpec, card24: GpuSpec, card80: GpuSpec,
-             need: int, usable80: int, prefix: list[Msg], changes: tuple[Msg, ...]) -> ProfileMatch:
+def _one_gpu(ctx: _Context, plan: TrainPlan, need: int, usable80: int, prefix: list[Msg],
+             changes: tuple[Msg, ...]) -> ProfileMatch:
     """Profile 01 or 02 for a plan that fits one 80 GB card."""
+    card24, card48, card80 = ctx.cards
     p01, p02, _ = PROFILES
     fit24 = fit_plan(plan, card24, max_gpus=1, safety_margin=ctx.safety_margin, spec=ctx.inputs.spec, memo=ctx.memo)
     fit48 = fit_plan(plan, card48, max_gpus=1, safety_margin=ctx.safety_margin, spec=ctx.inputs.spec, memo=ctx.memo)
@@ -278,9 +288,10 @@ def _one_gpu(ctx: _Context, plan: TrainPlan, card48: GpuSpec, card24: GpuSpec, c
     return ctx.result(p02, card80, plan, need, need, time, reasons, changes)
 
 
-def _several_gpus(ctx: _Context, plan: TrainPlan, card80: GpuSpec, need: int, why: Msg,
-                  prefix: list[Msg], changes: tuple[Msg, ...]) -> ProfileMatch:
+def _several_gpus(ctx: _Context, plan: TrainPlan, need: int, why: Msg, prefix: list[Msg],
+                  changes: tuple[Msg, ...]) -> ProfileMatch:
     """Profile 03 (or None) for a plan that needs or asks for several 80 GB GPUs."""
+    card80 = ctx.cards.card80
     p03 = PROFILES[2]
     fitted, memory = _multi_gpu_fit(plan, card80, ctx.safety_margin, ctx.inputs.spec, ctx.memo)
     ctx.rejected.setdefault("02", why)
@@ -329,10 +340,11 @@ def match_profile(plan: TrainPlan, inputs: Inputs, *, safety_margin: float = DEF
     The match's ``profile.mode`` and ``rental`` follow the run length (``rental_mode``), not the profile's name.
     """
     spec = inputs.spec
-    ctx = _Context(plan, inputs, safety_margin, short_run_max_s, dict(time_options or {}), {},
-                   offers=None if offers is None else tuple(offers), period_s=rental_period_s)
     card24, card48 = (inputs.gpu(g) for g in PROFILES[0].reference_gpu_ids)
     card80 = inputs.gpu(PROFILES[1].reference_gpu_ids[0])
+    ctx = _Context(plan, inputs, safety_margin, short_run_max_s, dict(time_options or {}), {},
+                   _Cards(card24, card48, card80), offers=None if offers is None else tuple(offers),
+                   period_s=rental_period_s)
     single = plan.single_gpu()
     fit80 = fit_plan(single, card80, max_gpus=1, safety_margin=safety_margin, spec=spec, memo=ctx.memo)
     need = fit80.device_total_bytes
@@ -344,9 +356,9 @@ def match_profile(plan: TrainPlan, inputs: Inputs, *, safety_margin: float = DEF
         one_card = msg("profile.one_card_would_do", card_gb=_card_gb(card80), need_bytes=need) if fit80.fits else None
         why = msg("profile.plan_uses_gpus", gpus=plan.gpus, one_card=one_card)
         ctx.rejected["01"] = msg("profile.reject01.several_gpus")
-        return _several_gpus(ctx, plan, card80, need, why, [], ())
+        return _several_gpus(ctx, plan, need, why, [], ())
     if fit80.fits:
-        return _one_gpu(ctx, single, card48, card24, card80, need, usable80, [], ())
+        return _one_gpu(ctx, single, need, usable80, [], ())
 
     gc_changes = (msg("change.grad_checkpointing_on"),)
     if not plan.grad_checkpointing:
@@ -354,14 +366,13 @@ def match_profile(plan: TrainPlan, inputs: Inputs, *, safety_margin: float = DEF
         fit80_gc = fit_plan(single_gc, card80, max_gpus=1, safety_margin=safety_margin, spec=spec, memo=ctx.memo)
         if fit80_gc.fits:
             ctx.rejected["03"] = msg("profile.reject03.checkpointing_enough")
-            return _one_gpu(ctx, single_gc, card48, card24, card80, fit80_gc.device_total_bytes,
-                            fit80_gc.usable_bytes, [msg("profile.fits_one_with_checkpointing", too_big=too_big)],
+            return _one_gpu(ctx, single_gc, fit80_gc.device_total_bytes, fit80_gc.usable_bytes, [msg("profile.fits_one_with_checkpointing", too_big=too_big)],
                             gc_changes)
 
     ctx.rejected["01"] = msg("profile.reject01.too_big", need_bytes=need)
-    match = _several_gpus(ctx, plan, card80, need, too_big, [], ())
+    match = _several_gpus(ctx, plan, need, too_big, [], ())
     if match.profile is None and not plan.grad_checkpointing:
-        retry = _several_gpus(ctx, plan.replace(grad_checkpointing=True), card80, need, too_big,
+        retry = _several_gpus(ctx, plan.replace(grad_checkpointing=True), need, too_big,
                               [msg("profile.fits_several_with_checkpointing")], gc_changes)
         if retry.profile is not None:
             return retry

@@ -43,7 +43,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.comm import (
@@ -736,20 +736,28 @@ def _sources(s: _Setting, est: TimeEstimate, price: StepPrice, disk_write_bytes_
     return sources
 
 
-def estimate_time(
-    plan: TrainPlan,
-    gpu: GpuSpec,
-    inputs: Inputs,
-    *,
-    mfu: float | None = None,
-    calibration: Mapping[str, Any] | None = None,
-    link: Link | str | None = None,
-    network: Network | str | None = None,
-    nodes: int | None = None,
-    loader_tokens_per_s: float | None = None,
-    disk_write_bytes_s: float = DISK_WRITE_BYTES_S,
-    moe_experts: MoeExperts | str | None = None,
-) -> TimeEstimate:
+class TimeOptions(TypedDict, total=False):
+    """How the run goes beyond its plan: ``estimate_time``'s keyword options (the ``time_options`` the offers,
+    the fit matrix and the profiles pass on), each absent or None for its default (see ``estimate_time``)."""
+
+    mfu: float | None
+    calibration: Mapping[str, Any] | None
+    link: Link | str | None
+    network: Network | str | None
+    nodes: int | None
+    loader_tokens_per_s: float | None
+    disk_write_bytes_s: float
+    moe_experts: MoeExperts | str | None
+
+
+def _unknown_option(options: Mapping[str, Any]) -> None:
+    """Python's own refusal of a keyword ``estimate_time`` does not take."""
+    for name in options:
+        if name not in TimeOptions.__annotations__:
+            raise TypeError(f"estimate_time() got an unexpected keyword argument {name!r}")
+
+
+def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpack[TimeOptions]) -> TimeEstimate:
     """Step time and total time of ``plan`` on ``plan.gpus`` GPUs of type ``gpu``.
 
     The step is priced operation by operation (``gpuwork.estimate.ops`` + ``steptime``) with the GPU's
@@ -779,8 +787,12 @@ def estimate_time(
     Raises:
         PlanError / CatalogError: bad mfu, calibration, link, network, node count or moe_experts.
     """
-    nodes, net = _nodes_and_network(plan, inputs, nodes, network)
-    intra = coerce_link(link, gpu)
+    _unknown_option(options)
+    mfu, calibration, loader_tokens_per_s = options.get("mfu"), options.get("calibration"), \
+        options.get("loader_tokens_per_s")
+    disk_write_bytes_s = options.get("disk_write_bytes_s", DISK_WRITE_BYTES_S)
+    nodes, net = _nodes_and_network(plan, inputs, options.get("nodes"), options.get("network"))
+    intra = coerce_link(options.get("link"), gpu)
     if not (isinstance(disk_write_bytes_s, int | float) and math.isfinite(disk_write_bytes_s)
             and disk_write_bytes_s > 0):
         raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
@@ -791,7 +803,7 @@ def estimate_time(
         warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
     device = _device_rates(gpu, inputs, warnings)
     s = _Setting(plan, gpu, inputs, count_params(inputs.spec, plan), inputs.rates.stacks[plan.stack], device,
-                 _experts(moe_experts))
+                 _experts(options.get("moe_experts")))
     # real (unpadded) tokens: what throughput, steps per epoch and the data feed count
     tokens_per_gpu_step = plan.batch_size * real_tokens_per_sequence(plan) * plan.grad_accum
     tokens_step = tokens_per_gpu_step * plan.gpus
@@ -913,6 +925,7 @@ __all__ = [
     "LENGTH_GRID",
     "TIME_MARGIN",
     "CheckpointOffload",
+    "TimeOptions",
     "CommEstimate",
     "DataFeed",
     "FlopsPerToken",
