@@ -3,6 +3,7 @@ largest batch and sequence are the boundary of what fits, and a plan's matrix is
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -81,3 +82,17 @@ def test_the_matrix_is_cached_per_plan() -> None:
 def test_bad_counts_are_an_error() -> None:
     with pytest.raises(PlanError, match="counts"):
         fit_matrix_plan(PLAN, counts=(0, 2))
+
+
+def test_the_cache_answers_anew_when_a_fact_or_an_option_changes() -> None:
+    # the cache is keyed by every fact the matrix reads: equal facts hit it, a changed one does not
+    inputs, offers = resolve(PLAN), load_offers()
+    first = fit_matrix(PLAN, offers, inputs, gpu_ids=["rtx4090", "h100_sxm"])
+    assert fit_matrix(PLAN, offers, dataclasses.replace(inputs), gpu_ids=["h100_sxm", "rtx4090"]) is first
+    slower = fit_matrix(PLAN, offers, inputs, gpu_ids=["rtx4090", "h100_sxm"], time_options={"calibration": {"scale": 0.5}})
+    assert slower is not first
+    assert slower.cell("rtx4090", 1).total_s == pytest.approx(first.cell("rtx4090", 1).total_s * 2, rel=0.05)
+    # a family switch lives outside ModelSpec equality (spec.extras): the cache still sees it
+    spec = dataclasses.replace(inputs.spec, extras={**inputs.spec.extras, "params_final_norm": 10**9})
+    other = fit_matrix(PLAN, offers, dataclasses.replace(inputs, spec=spec), gpu_ids=["rtx4090", "h100_sxm"])
+    assert other is not first
