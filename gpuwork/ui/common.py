@@ -39,6 +39,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
+import traitlets
 
 from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
@@ -67,7 +68,7 @@ def _as_text(value: Any) -> Any:
     return str(value) if isinstance(value, int) else format(value, "g")
 
 
-class _TextOrNumber(type(widgets.Text.class_traits()["value"])):  # the trait class of Text.value (Unicode)
+class _TextOrNumber(traitlets.Unicode):  # the trait class of Text.value
     def validate(self, obj: Any, value: Any) -> Any:
         return super().validate(obj, _as_text(value))
 
@@ -330,8 +331,8 @@ def plan_from(value: TrainPlan | Mapping[str, Any] | None, default: Mapping[str,
         return value
     data = dict(default or {})
     if value:
-        inner = value.get("plan") if isinstance(value.get("plan"), Mapping) else value
-        data.update(inner)
+        nested = value.get("plan")
+        data.update(nested if isinstance(nested, Mapping) else value)
     return TrainPlan.from_dict(data)
 
 
