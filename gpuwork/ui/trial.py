@@ -346,7 +346,8 @@ class TrialPanel(common.Panel):
         return plan
 
     def _counts(self) -> tuple[int, int]:
-        steps, warmup = self.steps.number("steps"), self.warmup.number("warmup")
+        # count fields: number() parses whole numbers only (parse_count), so int() changes no value
+        steps, warmup = int(self.steps.number("steps")), int(self.warmup.number("warmup"))
         if steps < 1:
             raise PlanError("steps", msg("error.trial.steps", steps=repr(steps)))
         if warmup < 0:
