@@ -37,7 +37,7 @@ from gpuwork.estimate.memory import block_groups, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import ModelSpec, count_params, lora_target_linears, quantized_linears
-from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Task, TrainPlan
 
 
 class Kind(StrEnum):
@@ -805,8 +805,7 @@ def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
 
 def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op]:
     """Gradient accumulation, clipping and the update, on this GPU's share of the trainable weights."""
-    shards = plan.sharding is not Sharding.DDP
-    n = counts.trainable / plan.gpus if shards else counts.trainable
+    n = counts.trainable / plan.shard_ranks  # the GPU's shard (DDP: 1, the whole model; HSDP: one group's share)
     tensors = _param_tensors(spec, plan, counts.trainable)
     g_b = 4 if plan.uses_adapters else plan.precision.param_bytes
     out: list[Op] = []

@@ -604,8 +604,7 @@ def _host_optimizer_s(s: _Setting, breakdown: dict[str, float]) -> float:
     plan = s.plan
     if not plan.offload_optimizer:
         return 0.0
-    shards = plan.sharding is not Sharding.DDP
-    n = s.counts.trainable / plan.gpus if shards else s.counts.trainable
+    n = s.counts.trainable / plan.shard_ranks  # the GPU's shard (DDP: 1, the whole model)
     pb = 4 if plan.uses_adapters else plan.precision.param_bytes
     host_update = (n / s.rates.kernel("cpu_adam_params_per_s")
                    + 2 * pb * n / (s.gpu.pcie_bw_bytes_s * LINK_EFFICIENCY))
@@ -620,7 +619,7 @@ def _offload_s(s: _Setting, priced: list[tuple[float, TrainPlan, StepPrice]],
     plan, gpu, rates = s.plan, s.gpu, s.rates
     offload_s = 0.0
     if plan.offload_params:
-        shard = s.counts.total * plan.precision.compute_bytes / plan.gpus  # 16-bit weights fetched per GPU
+        shard = s.counts.total * plan.precision.compute_bytes / plan.shard_ranks  # 16-bit weights fetched per GPU
         offload_s = 2 * shard * plan.grad_accum / (gpu.pcie_bw_bytes_s * LINK_EFFICIENCY)
         breakdown["parameter offload (PCIe)"] = offload_s
     if not (plan.grad_checkpointing and s.profile.checkpoint == "offload"):
