@@ -33,7 +33,7 @@
 # %% tags=["parameters"]
 plan = {"model": "llama-3.1-8b", "method": "qlora", "seq_len": 2048, "batch_size": 4,
         "dataset_tokens": 200_000_000, "stack": "hf-trainer"}
-records = []
+records: list[str] = []  # paths of trial record JSON files
 request = {"start_date": None, "budget_usd": None, "rent_period_days": None}
 # the cards you own, e.g. 1xrtx4090: fit the run to them (time, no rental cost); empty: rent
 have = ""
