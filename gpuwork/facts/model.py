@@ -366,40 +366,44 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
         raise ModelError(msg("error.config.hidden_by_heads", name=name, hidden=values["hidden_size"], heads=heads))
 
 
-def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
+def _embeddings(model: Any, blocks_prefix: str) -> tuple[int, set[int]]:
+    """Parameters of the embedding tables outside the blocks, and the ids of their weights."""
     import torch
 
-    blocks_prefix, blocks = find_blocks(model, config.num_hidden_layers)
-    block_params = sum(p.numel() for p in blocks[0].parameters())
-    total = sum(p.numel() for p in model.parameters())
-
-    embedding_params = 0
-    embedding_ids = set()
+    params, ids = 0, set()
     for module_name, module in model.named_modules():
         if isinstance(module, torch.nn.Embedding) and not module_name.startswith(blocks_prefix + "."):
-            embedding_params += module.weight.numel()
-            embedding_ids.add(id(module.weight))
+            params += module.weight.numel()
+            ids.add(id(module.weight))
+    return params, ids
 
-    output_layers: list[str] = []
+
+def _head(model: Any, embedding_ids: set[int]) -> tuple[int, list[str]]:
+    """Parameters of the head modules (tied embedding weights not counted again) and the output layers' names."""
+    import torch
+
     head_params = 0
-    out_emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    head_modules = []
-    for module_name, module in model.named_children():
-        if module_name in HEAD_MODULES:
-            head_modules.append((module_name, module))
     seen: set[int] = set()
-    for _module_name, module in head_modules:
+    for module_name, module in model.named_children():
+        if module_name not in HEAD_MODULES:
+            continue
         for p in module.parameters():
             if id(p) not in embedding_ids and id(p) not in seen:
                 seen.add(id(p))
                 head_params += p.numel()
+    output_layers: list[str] = []
+    out_emb = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if out_emb is not None:
-        for module_name, module in model.named_modules():
-            if module is out_emb:
-                output_layers.append(module_name)
-    for module_name, module in model.named_modules():
-        if module_name.split(".")[-1] in ("classifier", "score") and isinstance(module, torch.nn.Linear):
-            output_layers.append(module_name)
+        output_layers += [module_name for module_name, module in model.named_modules() if module is out_emb]
+    output_layers += [module_name for module_name, module in model.named_modules()
+                      if module_name.split(".")[-1] in ("classifier", "score") and isinstance(module, torch.nn.Linear)]
+    return head_params, output_layers
+
+
+def _linears(model: Any, blocks_prefix: str, layers: int) -> dict[str, Linear]:
+    """The model's linear layers by name: the first block's (counted ``layers`` times) and those outside the blocks;
+    GPT-2's Conv1D and fused MoE expert tensors count as linears."""
+    import torch
 
     linears: dict[str, Linear] = {}
     for module_name, module in model.named_modules():
@@ -411,7 +415,7 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
             key = parts[1]
         else:
             key = module_name
-        count = config.num_hidden_layers if in_block else 1
+        count = layers if in_block else 1
         if isinstance(module, torch.nn.Linear):
             linears[key] = Linear(key, module.in_features, module.out_features, module.bias is not None,
                                   count, in_block)
@@ -422,14 +426,29 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
             for pname, p in module.named_parameters(recurse=False):
                 if p.dim() == 3:  # fused MoE experts: [experts, out, in]
                     linears[f"{key}.{pname}"] = Linear(f"{key}.{pname}", p.shape[2], p.shape[1], False,
-                                                      config.num_hidden_layers, True, experts=p.shape[0])
+                                                      layers, True, experts=p.shape[0])
+    return linears
 
+
+def _final_norm(model: Any, blocks_prefix: str) -> int:
+    """Parameters of the norms outside the blocks (the final norm), at most one level deep."""
     final_norm = 0
     for module_name, module in model.named_modules():
         if module_name.startswith(blocks_prefix) or not module_name:
             continue
         if "norm" in type(module).__name__.lower() and module_name.count(".") <= 1:
             final_norm += sum(p.numel() for p in module.parameters(recurse=False))
+    return final_norm
+
+
+def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
+    blocks_prefix, blocks = find_blocks(model, config.num_hidden_layers)
+    block_params = sum(p.numel() for p in blocks[0].parameters())
+    total = sum(p.numel() for p in model.parameters())
+    embedding_params, embedding_ids = _embeddings(model, blocks_prefix)
+    head_params, output_layers = _head(model, embedding_ids)
+    linears = _linears(model, blocks_prefix, config.num_hidden_layers)
+    final_norm = _final_norm(model, blocks_prefix)
     other = total - embedding_params - head_params - block_params * config.num_hidden_layers
 
     num_heads = config.num_attention_heads

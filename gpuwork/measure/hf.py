@@ -516,26 +516,9 @@ def _model_ref(model: Any, out: Path | None) -> tuple[str, str]:
     return str(folder / "config.json"), "config written next to the record"
 
 
-def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batch_size: int | None = None,
-               world_size: int = 1, out: str | Path | None = None, state: Any = None) -> tuple[TrainPlan, dict[str, Any]]:
-    """The TrainPlan a user's run is, read from its model (and Trainer's TrainingArguments when given).
-
-    Returns (plan, inferred): ``inferred`` maps each plan field set to ``{"value", "from"}`` so the
-    record says what was read and what defaulted. Model: a preset of the same shape, the model's
-    folder, its hub id, or its config written into ``out``. Method: a peft model is ``lora``
-    (``qlora`` on a 4-bit base), a model with some frozen parameters ``freeze``, else ``full``.
-    """
-    import torch
-
-    inferred: dict[str, Any] = {}
-
-    def put(field: str, value: Any, source: str) -> Any:
-        inferred[field] = {"value": value, "from": source}
-        return value
-
-    fields: dict[str, Any] = {}
-    ref, where = _model_ref(model, Path(out) if out is not None else None)
-    fields["model"] = put("model", ref, where)
+def _infer_method(model: Any, fields: dict[str, Any], put: Callable[[str, Any, str], Any]) -> None:
+    """The method from the model: a peft model is ``lora`` (``qlora`` on a 4-bit base, with its rank, alpha, dropout
+    and targets), a model with some frozen parameters ``freeze`` (with its trained blocks), else ``full``."""
     base = _base_model(model)
     wrapped = _unwrap(model)
     four_bit = bool(getattr(base, "is_loaded_in_4bit", False)) or any(
@@ -563,6 +546,69 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
                 _, blocks = find_blocks(base, getattr(base.config, "num_hidden_layers", None))
                 trained = sum(1 for b in blocks if any(p.requires_grad for p in b.parameters()))
                 fields["trainable_layers"] = put("trainable_layers", max(1, trained), "blocks with trainable weights")
+
+
+def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int, fields: dict[str, Any],
+                     put: Callable[[str, Any, str], Any]) -> bool:
+    """The plan fields a Trainer's TrainingArguments (and state) say: batch, accumulation, optimizer, sharding,
+    checkpoints, epochs and dataset tokens. Returns whether the arguments ask for gradient checkpointing."""
+    fields["batch_size"] = put("batch_size", int(args.per_device_train_batch_size),
+                               "args.per_device_train_batch_size")
+    fields["grad_accum"] = put("grad_accum", int(args.gradient_accumulation_steps),
+                               "args.gradient_accumulation_steps")
+    switch = getattr(args, "activation_checkpointing", None)  # transformers >= 5 name
+    checkpointing = bool(switch if switch is not None else args.gradient_checkpointing)
+    optim = str(getattr(args.optim, "value", args.optim))
+    try:  # the one name table (gpuwork.facts.configs), as for --optimizer and --from
+        optimizer, impl, nearest = optimizer_choice(optim, key="args.optim")
+        source = f"args.optim={optim}" + (" (the nearest modelled optimizer)" if nearest is not None else "")
+    except PlanError:
+        optimizer, impl, source = "adamw", None, f"args.optim={optim} has no plan equivalent: adamw assumed"
+    fields["optimizer"] = put("optimizer", optimizer, source)
+    if impl:
+        fields["optimizer_impl"] = put("optimizer_impl", impl, source)
+    if getattr(args, "fsdp", None):
+        fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
+    elif getattr(args, "deepspeed", None):
+        put("sharding", "ddp", "args.deepspeed: the ZeRO stage is not read here (gpuwork plan --from reads "
+            "DeepSpeed configs)")
+    if getattr(args, "save_strategy", None) is not None and str(getattr(args.save_strategy, "value",
+                                                                     args.save_strategy)) == "steps":
+        fields["checkpoint_every_steps"] = put("checkpoint_every_steps", int(args.save_steps), "args.save_steps")
+    if getattr(args, "save_total_limit", None):
+        fields["checkpoints_kept"] = put("checkpoints_kept", int(args.save_total_limit), "args.save_total_limit")
+    if state is not None and getattr(state, "max_steps", 0) and seq_len:
+        epochs = float(args.num_train_epochs) if args.max_steps <= 0 else 1.0
+        tokens = int(state.max_steps) * int(seq_len) * fields["batch_size"] * fields["grad_accum"] * world_size
+        fields["epochs"] = put("epochs", epochs, "args.num_train_epochs" if args.max_steps <= 0
+                               else "args.max_steps")
+        fields["dataset_tokens"] = put("dataset_tokens", max(1, round(tokens / epochs)),
+                                       "run steps x batch x seq_len x ranks / epochs (padded tokens)")
+    return checkpointing
+
+
+def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batch_size: int | None = None,
+               world_size: int = 1, out: str | Path | None = None, state: Any = None) -> tuple[TrainPlan, dict[str, Any]]:
+    """The TrainPlan a user's run is, read from its model (and Trainer's TrainingArguments when given).
+
+    Returns (plan, inferred): ``inferred`` maps each plan field set to ``{"value", "from"}`` so the
+    record says what was read and what defaulted. Model: a preset of the same shape, the model's
+    folder, its hub id, or its config written into ``out``. Method: a peft model is ``lora``
+    (``qlora`` on a 4-bit base), a model with some frozen parameters ``freeze``, else ``full``.
+    """
+    import torch
+
+    inferred: dict[str, Any] = {}
+
+    def put(field: str, value: Any, source: str) -> Any:
+        inferred[field] = {"value": value, "from": source}
+        return value
+
+    fields: dict[str, Any] = {}
+    ref, where = _model_ref(model, Path(out) if out is not None else None)
+    fields["model"] = put("model", ref, where)
+    base = _base_model(model)
+    _infer_method(model, fields, put)
     name = type(base).__name__
     task = "seq-cls" if name.endswith("ForSequenceClassification") else "masked-lm" if name.endswith(
         "ForMaskedLM") else "causal-lm"
@@ -587,38 +633,7 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
     if batch_size and args is None:
         fields["batch_size"] = put("batch_size", int(batch_size), "largest training batch measured")
     if args is not None:
-        fields["batch_size"] = put("batch_size", int(args.per_device_train_batch_size),
-                                   "args.per_device_train_batch_size")
-        fields["grad_accum"] = put("grad_accum", int(args.gradient_accumulation_steps),
-                                   "args.gradient_accumulation_steps")
-        switch = getattr(args, "activation_checkpointing", None)  # transformers >= 5 name
-        checkpointing = checkpointing or bool(switch if switch is not None else args.gradient_checkpointing)
-        optim = str(getattr(args.optim, "value", args.optim))
-        try:  # the one name table (gpuwork.facts.configs), as for --optimizer and --from
-            optimizer, impl, nearest = optimizer_choice(optim, key="args.optim")
-            source = f"args.optim={optim}" + (" (the nearest modelled optimizer)" if nearest is not None else "")
-        except PlanError:
-            optimizer, impl, source = "adamw", None, f"args.optim={optim} has no plan equivalent: adamw assumed"
-        fields["optimizer"] = put("optimizer", optimizer, source)
-        if impl:
-            fields["optimizer_impl"] = put("optimizer_impl", impl, source)
-        if getattr(args, "fsdp", None):
-            fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
-        elif getattr(args, "deepspeed", None):
-            put("sharding", "ddp", "args.deepspeed: the ZeRO stage is not read here (gpuwork plan --from reads "
-                "DeepSpeed configs)")
-        if getattr(args, "save_strategy", None) is not None and str(getattr(args.save_strategy, "value",
-                                                                         args.save_strategy)) == "steps":
-            fields["checkpoint_every_steps"] = put("checkpoint_every_steps", int(args.save_steps), "args.save_steps")
-        if getattr(args, "save_total_limit", None):
-            fields["checkpoints_kept"] = put("checkpoints_kept", int(args.save_total_limit), "args.save_total_limit")
-        if state is not None and getattr(state, "max_steps", 0) and seq_len:
-            epochs = float(args.num_train_epochs) if args.max_steps <= 0 else 1.0
-            tokens = int(state.max_steps) * int(seq_len) * fields["batch_size"] * fields["grad_accum"] * world_size
-            fields["epochs"] = put("epochs", epochs, "args.num_train_epochs" if args.max_steps <= 0
-                                   else "args.max_steps")
-            fields["dataset_tokens"] = put("dataset_tokens", max(1, round(tokens / epochs)),
-                                           "run steps x batch x seq_len x ranks / epochs (padded tokens)")
+        checkpointing = _infer_from_args(args, state, seq_len, world_size, fields, put) or checkpointing
     fields["grad_checkpointing"] = put("grad_checkpointing", checkpointing, "model / args.gradient_checkpointing")
     fields["gpus"] = put("gpus", max(1, world_size), "processes of the run")
     inferred["eval_fraction"] = {"value": TrainPlan.eval_fraction, "from": "default (no evaluation measured)"}
