@@ -275,3 +275,33 @@ def test_nodes_are_billed_whole() -> None:
     assert billed_nodes(1, node) == (1, 8)
     assert billed_nodes(8, node) == (1, 8)
     assert billed_nodes(9, node) == (2, 16)
+
+
+def test_the_pricing_options_read_the_same_as_an_object_or_as_keywords() -> None:
+    """evaluate_offers/evaluate_offer take their pricing as one frozen OfferOptions or as keywords (issue 22, item 6:
+    no function with more than 8 parameters); both give the same offers, and a misspelt name is still refused."""
+    from gpuwork.estimate.offers import OfferOptions, evaluate_offer
+    from gpuwork.estimate.offers import evaluate_offers as evaluate_on
+    from gpuwork.facts.catalog import load_offers
+
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", dataset_tokens=10**8)
+    inputs, offers = resolve(plan), load_offers()
+    options = OfferOptions(safety_margin=0.2, preemption_rate_per_hour=0.5, deadline_s=4 * 3600.0,
+                           use_whole_node=False)
+    by_object = evaluate_on(plan, offers, inputs, options=options, mode="interruptible", sort="time")
+    by_name = evaluate_on(plan, offers, inputs, safety_margin=0.2, preemption_rate_per_hour=0.5,
+                          deadline_s=4 * 3600.0, use_whole_node=False, mode="interruptible", sort="time")
+    assert [r.as_dict() for r in by_object] == [r.as_dict() for r in by_name]
+    assert by_object and all(r.offer.mode.value == "interruptible" for r in by_object)
+    # the options are what they say: the margin shrinks the usable memory, the deadline is checked
+    first = by_object[0]
+    assert first.fit.usable_bytes == int(first.offer.gpu.memory_total_bytes * 0.8)
+    assert first.meets_deadline == (first.expected_total_s <= 4 * 3600.0)
+    one = evaluate_offer(plan, first.offer, inputs, options=options)
+    assert one.as_dict() == first.as_dict()
+    # a keyword overrides the object's field
+    assert evaluate_offer(plan, first.offer, inputs, options=options, deadline_s=None).meets_deadline is None
+    with pytest.raises(TypeError):
+        evaluate_on(plan, offers, inputs, safety_margn=0.2)
+    with pytest.raises(TypeError):
+        evaluate_offer(plan, first.offer, inputs, budget=5)

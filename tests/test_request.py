@@ -274,3 +274,26 @@ def test_the_requests_sharding_and_memory_come_from_the_answers_plan(precision: 
         assert state_bytes_per_param(other) != state_bytes_per_param(run)
     else:  # bf16-mixed keeps fp32 weights and states under both
         assert state_bytes_per_param(other) == state_bytes_per_param(run)
+
+
+def test_the_requests_options_read_the_same_as_an_object_or_as_keywords() -> None:
+    """rental_request takes what the request states as one frozen RequestOptions or as keywords (issue 22, item 6);
+    the object checks its values as the keywords were checked."""
+    from gpuwork.present.request import RequestOptions
+
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", dataset_bytes=2 * 10**9)
+    options = RequestOptions(start_date="2030-01-15", budget_usd=250.0, rent_period_days=14, trial_required=False,
+                             context_in_config=False)
+    for lang in ("en", "ru"):
+        by_object = rental_request(plan, lang=lang, options=options)
+        by_name = rental_request(plan, lang=lang, start_date="2030-01-15", budget_usd=250.0, rent_period_days=14,
+                                 trial_required=False, context_in_config=False)
+        assert by_object.as_dict() == by_name.as_dict()
+        assert by_object.fields["start_date"] == "2030-01-15" and by_object.fields["rent_period_days"] == 14
+        assert by_object.fields["trial_required"] is False and by_object.fields["budget_usd"] == 250.0
+    assert options.start_date == date(2030, 1, 15)
+    for bad in ({"start_date": "15.01.2030"}, {"budget_usd": 0}, {"rent_period_days": 0}):
+        with pytest.raises(PlanError):
+            RequestOptions(**bad)
+        with pytest.raises(PlanError):
+            rental_request(plan, **bad)

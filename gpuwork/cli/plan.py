@@ -17,6 +17,8 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -215,7 +217,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
                "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers], "fits": fits}
         print(json.dumps(with_mapping(out, args), indent=2, default=str))
         return status
-    print(format_plan_report(plan, memory, match, run_plan, time, disk, offers, lang=lang, scaling=curve))
+    print(format_plan_report(PlanReport(plan, memory, match, run_plan, time, disk, offers, curve), lang))
     if args.have:  # on the user's own cards: the answer there (time, no rental cost)
         print("\n" + render(decision.summary, lang))
     for warning in [*memory.warnings, *warnings]:
@@ -225,14 +227,28 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return status
 
 
-def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: TrainPlan, time: Any, disk: Any,
-                       offers: list[Any], lang: str = "en", scaling: Any = ()) -> str:
+@dataclass(frozen=True)
+class PlanReport:
+    """What `gpuwork plan` reports: the plan as written and the estimates for the setup it runs on."""
+
+    plan: TrainPlan  # as written
+    memory: Any  # estimate_memory(plan)
+    match: Any  # the profile of the one answer
+    run_plan: TrainPlan  # the plan as it runs (the answer's count and sharding)
+    time: Any  # estimate_time of run_plan
+    disk: Any  # estimate_disk(plan)
+    offers: Sequence[Any] = ()  # the cheapest fitting offers
+    scaling: Sequence[Any] = ()  # throughput by GPU count
+
+
+def format_plan_report(report: PlanReport, lang: str = "en") -> str:
     """The `gpuwork plan` report: memory, profile, time (where a step goes, throughput by GPU count),
     communication, data, disk, offers (in ``lang``)."""
     def say(code: str, **params: Any) -> str:
         return text(code, lang, **params)
 
-    p = plan
+    p, memory, match, run_plan, disk = report.plan, report.memory, report.match, report.run_plan, report.disk
+    offers, scaling = report.offers, report.scaling
     lines = [
         say("cli.plan.header", model=p.model, method=p.method, precision=p.precision, optimizer=p.optimizer,
             seq_len=p.seq_len, batch=p.batch_size, grad_accum=p.grad_accum, gpus=p.gpus, sharding=p.sharding),
@@ -255,7 +271,7 @@ def format_plan_report(plan: TrainPlan, memory: Any, match: Any, run_plan: Train
     if match.changes:
         lines.append("  " + say("cli.plan.changes", changes=match.changes))
     lines += ["  " + say("cli.plan.check", what=c) for c in match.checks]
-    t = time
+    t = report.time
     lines += [
         "",
         say("cli.plan.time", gpus=run_plan.gpus, gpu=t.gpu_name, peak=t.peak, tflops=t.peak_flops_per_gpu / 1e12,

@@ -352,6 +352,131 @@ def _changes(plan: TrainPlan) -> list[_Change]:
 # -- the search ---------------------------------------------------------------------------------------------------
 
 
+class _Search:
+    """One run of ``advise``: the plan, the offers and how they are priced, and the plan on its cheapest offer
+    (``base``) that every change is compared with."""
+
+    def __init__(self, plan: TrainPlan, pool: tuple[Offer, ...], inputs: Inputs, pricing: Mapping[str, Any],
+                 filters: Mapping[str, Any]):
+        self.plan, self.pool, self.inputs = plan, pool, inputs
+        self.pricing = dict(pricing)  # safety_margin, preemption_rate_per_hour, time_options
+        self.filters = dict(filters)
+        self._single: dict[TrainPlan, int] = {}
+        self.base = self.outcome(plan)
+        self.tried = 1  # changed plans priced, the plan itself included
+
+    def single_bytes(self, p: TrainPlan) -> int:
+        one = p.single_gpu()
+        if one not in self._single:
+            self._single[one] = estimate_memory(one, self.inputs.spec).device_total_bytes
+        return self._single[one]
+
+    def outcome(self, p: TrainPlan) -> Outcome:
+        """``p`` on its cheapest fitting offer, with the model states per GPU the tie rule compares."""
+        ranked = evaluate_offers(p, self.pool, self.inputs, include_unfit=False, **self.pricing, **self.filters)
+        best = next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)),
+                    None)
+        states = 0
+        if best is not None:
+            breakdown = estimate_memory(best.fit.plan, self.inputs.spec).breakdown
+            states = sum(breakdown.get(k, 0) for k in SHARDED_PARTS)
+        return Outcome(p, self.single_bytes(p), best, states)
+
+    def suggestion(self, key: str, group: str, changes: tuple[Msg, ...], changed: TrainPlan, out: Outcome,
+                   experiment: bool) -> Suggestion | None:
+        """The changed plan on its offer (``out``) as a suggestion when it is worth making (see ``advise``)."""
+        base = self.base
+        if out.offer is None:
+            return None
+        time_change: float | None = None
+        cost_change: float | None = None
+        if base.fits:
+            cost, total = out.cost_usd, out.total_s
+            assert base.cost_usd is not None and base.total_s is not None and cost is not None and total is not None
+            smaller = _rented_bytes(out) < _rented_bytes(base)
+            # another sharding at the same cost and time is kept when it wins the tie rule: the answer may take it
+            tie = "sharding" in group.split("+") and wins_tie(out, base)
+            if cost > base.cost_usd * (1 - MIN_SAVING) and not tie and not (smaller and cost <= base.cost_usd * (
+                    1 + MAX_EXTRA_COST_SMALLER)):
+                return None
+            time_change, cost_change = total / base.total_s - 1, cost / base.cost_usd - 1
+        memory_change = out.memory_per_gpu_bytes / base.memory_per_gpu_bytes - 1
+        grows = out.run_plan.tokens_per_step > base.run_plan.tokens_per_step if base.fits else (
+            changed.tokens_per_step > self.plan.tokens_per_step)
+        return Suggestion(key, group, changes, changed, out, memory_change, time_change, cost_change,
+                          experiment, grows)
+
+    def singles(self) -> tuple[list[tuple[_Change, Suggestion]], list[tuple[int, _Change]]]:
+        """Each standard change alone: those worth suggesting, best first, and those that free memory but fit
+        nothing alone (with the bytes one GPU still needs), to be paired."""
+        plan = self.plan
+        singles: list[tuple[_Change, Suggestion]] = []
+        near: list[tuple[int, _Change]] = []
+        for change in _changes(plan):
+            try:
+                changed = change.apply(plan)
+            except (PlanError, _NotApplicable):
+                continue  # not valid for this plan (e.g. offload on a method that cannot)
+            same_gpus = changed.gpus == plan.gpus
+            if same_gpus and not change.speed and self.single_bytes(changed) > self.single_bytes(plan) * (
+                    1 - MIN_MEMORY_SAVING):
+                continue  # frees (almost) nothing: cannot unlock a smaller card
+            self.tried += 1
+            out = self.outcome(changed)
+            s = self.suggestion(change.key, change.group, (change.describe(plan, changed),), changed, out,
+                                change.experiment)
+            if s is not None:
+                singles.append((change, s))
+            elif not out.fits and same_gpus and not change.experiment:
+                near.append((self.single_bytes(changed), change))
+        singles.sort(key=lambda cs: _rank(cs[1]))  # ties: fewer GPUs first (their keys sort as _x2 < _x4)
+        return singles, near
+
+    def pairs(self, parts: list[tuple[_Change, Suggestion | None]],
+              combinable: dict[str, set[str]]) -> list[Suggestion]:
+        """The pairs of ``parts`` that touch different settings and beat each part (or add a sharding that wins the
+        tie rule); ``combinable`` learns which fitting parts go together."""
+        plan = self.plan
+        pairs: list[Suggestion] = []
+        for i, (a, sa) in enumerate(parts):
+            for b, sb in parts[i + 1:]:
+                if a.group == b.group:
+                    continue
+                try:
+                    middle = a.apply(plan)
+                    both = b.apply(middle)
+                except (PlanError, _NotApplicable):
+                    continue
+                if sa is not None and sb is not None:
+                    combinable[sa.key].add(sb.key)
+                    combinable[sb.key].add(sa.key)
+                self.tried += 1
+                s = self.suggestion(f"{a.key}+{b.key}", f"{a.group}+{b.group}",
+                                    (a.describe(plan, middle), b.describe(middle, both)), both, self.outcome(both),
+                                    a.experiment or b.experiment)
+                # worth showing only when it beats each of its parts (a part that fits nothing alone: any fit), or
+                # adds a sharding that wins the tie rule against the cheaper part
+                fitting = [x.outcome for x in (sa, sb) if x is not None and x.outcome.cost_usd is not None]
+                cheaper = min(fitting, key=lambda o: o.cost_usd or 0.0) if fitting else None
+                if s is not None and (cheaper is None or (s.outcome.cost_usd or 0.0) < (cheaper.cost_usd or 0.0) * (
+                        1 - MIN_SAVING) or ("sharding" in (a.group, b.group) and wins_tie(s.outcome, cheaper))):
+                    pairs.append(s)
+        return pairs
+
+    def same_card(self, s: Suggestion) -> SameCard:
+        """The change alone: the plan as it is and the changed plan on one offer (the plan's, else the change's)."""
+        base = self.base
+        ref = base.offer if base.offer is not None else s.outcome.offer
+        assert ref is not None
+        before = base.offer if base.offer is not None else evaluate_offer(self.plan, ref.offer, self.inputs,
+                                                                           **self.pricing)
+        after = evaluate_offer(s.plan, ref.offer, self.inputs, **self.pricing)
+        memory = after.fit.device_total_bytes / before.fit.device_total_bytes - 1
+        time = (after.expected_total_s / before.expected_total_s - 1
+                if before.fits and after.fits and before.expected_total_s and after.expected_total_s else None)
+        return SameCard(ref.offer.gpu.display_name, ref.fit.plan.gpus, memory, time)
+
+
 def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: int = DEFAULT_LIMIT,
            safety_margin: float = DEFAULT_SAFETY_MARGIN,
            preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
@@ -367,114 +492,26 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
         filters: offer filters of ``evaluate_offers`` (mode, region, gpu_class, ...): only those offers count.
 
     Every suggestion fits an offer, is at least MIN_SAVING cheaper than the plan on its cheapest offer (or the
-    plan fits none), and carries the changed plan; ``combines_with`` names the other suggestions whose change
-    touches different settings and still gives a valid plan when applied on top.
+    plan fits none, or it is another sharding that wins the tie rule), and carries the changed plan;
+    ``combines_with`` names the other suggestions whose change touches different settings and still gives a valid
+    plan when applied on top. When too few single changes fit, the ones that free the most memory are paired too
+    (checkpointing and a smaller micro-batch often fit a card only together).
 
     Raises:
         PlanError: a limit below 1, or the bad options ``evaluate_offers`` refuses.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise PlanError("limit", msg("error.advice.limit", value=repr(limit)))
-    pool = tuple(offers)
-    spec = inputs.spec
-    single_memo: dict[TrainPlan, int] = {}
-
-    def single_bytes(p: TrainPlan) -> int:
-        one = p.single_gpu()
-        if one not in single_memo:
-            single_memo[one] = estimate_memory(one, spec).device_total_bytes
-        return single_memo[one]
-
-    def outcome(p: TrainPlan) -> Outcome:
-        ranked = evaluate_offers(p, pool, inputs, safety_margin=safety_margin, include_unfit=False,
-                                 preemption_rate_per_hour=preemption_rate_per_hour, time_options=time_options,
-                                 **filters)
-        best = next((r for r in ranked if r.expected_cost_usd is not None and math.isfinite(r.expected_cost_usd)),
-                    None)
-        states = 0
-        if best is not None:
-            breakdown = estimate_memory(best.fit.plan, spec).breakdown
-            states = sum(breakdown.get(k, 0) for k in SHARDED_PARTS)
-        return Outcome(p, single_bytes(p), best, states)
-
-    base = outcome(plan)
-    tried = 1
-
-    def suggestion(key: str, group: str, changes: tuple[Msg, ...], changed: TrainPlan, out: Outcome,
-                   experiment: bool) -> Suggestion | None:
-        if out.offer is None:
-            return None
-        cost, total = out.cost_usd, out.total_s
-        time_change: float | None = None
-        cost_change: float | None = None
-        if base.fits:
-            assert base.cost_usd is not None and base.total_s is not None and cost is not None and total is not None
-            smaller = _rented_bytes(out) < _rented_bytes(base)
-            # another sharding at the same cost and time is kept when it wins the tie rule: the answer may take it
-            tie = "sharding" in group.split("+") and wins_tie(out, base)
-            if cost > base.cost_usd * (1 - MIN_SAVING) and not tie and not (smaller and cost <= base.cost_usd * (
-                    1 + MAX_EXTRA_COST_SMALLER)):
-                return None
-            time_change, cost_change = total / base.total_s - 1, cost / base.cost_usd - 1
-        memory_change = out.memory_per_gpu_bytes / base.memory_per_gpu_bytes - 1
-        grows = out.run_plan.tokens_per_step > base.run_plan.tokens_per_step if base.fits else (
-            changed.tokens_per_step > plan.tokens_per_step)
-        return Suggestion(key, group, changes, changed, out, memory_change, time_change, cost_change,
-                          experiment, grows)
-
-    singles: list[tuple[_Change, Suggestion]] = []
-    # changes that free memory but fit nothing alone, with the bytes one GPU still needs: when too few single changes
-    # fit, the ones that free the most are paired too (checkpointing and a smaller micro-batch often fit a card only
-    # together)
-    near: list[tuple[int, _Change]] = []
-    for change in _changes(plan):
-        try:
-            changed = change.apply(plan)
-        except (PlanError, _NotApplicable):
-            continue  # not valid for this plan (e.g. offload on a method that cannot)
-        same_gpus = changed.gpus == plan.gpus
-        if same_gpus and not change.speed and single_bytes(changed) > single_bytes(plan) * (1 - MIN_MEMORY_SAVING):
-            continue  # frees (almost) nothing: cannot unlock a smaller card
-        tried += 1
-        out_single = outcome(changed)
-        s = suggestion(change.key, change.group, (change.describe(plan, changed),), changed, out_single,
-                       change.experiment)
-        if s is not None:
-            singles.append((change, s))
-        elif not out_single.fits and same_gpus and not change.experiment:
-            near.append((single_bytes(changed), change))
-
-    # pairs of the best single changes that touch different settings
-    singles.sort(key=lambda cs: _rank(cs[1]))  # ties: fewer GPUs first (their keys sort as _x2 < _x4)
+    search = _Search(plan, tuple(offers), inputs, {"safety_margin": safety_margin,
+                                                   "preemption_rate_per_hour": preemption_rate_per_hour,
+                                                   "time_options": time_options}, filters)
+    singles, near = search.singles()
     best = singles[:PAIR_FROM_BEST]
-    pairs: list[Suggestion] = []
     combinable: dict[str, set[str]] = {s.key: set() for _, s in singles}
     # parts to pair: the best fitting singles, then (when fewer fit) the non-fitting ones that free the most
     parts: list[tuple[_Change, Suggestion | None]] = list(best)
     parts += [(c, None) for _, c in sorted(near, key=lambda bc: (bc[0], bc[1].key))[:PAIR_FROM_BEST - len(best)]]
-    for i, (a, sa) in enumerate(parts):
-        for b, sb in parts[i + 1:]:
-            if a.group == b.group:
-                continue
-            try:
-                middle = a.apply(plan)
-                both = b.apply(middle)
-            except (PlanError, _NotApplicable):
-                continue
-            if sa is not None and sb is not None:
-                combinable[sa.key].add(sb.key)
-                combinable[sb.key].add(sa.key)
-            tried += 1
-            s = suggestion(f"{a.key}+{b.key}", f"{a.group}+{b.group}",
-                           (a.describe(plan, middle), b.describe(middle, both)), both, outcome(both),
-                           a.experiment or b.experiment)
-            # a pair is worth showing only when it beats each of its parts (a part that fits nothing alone: any fit),
-            # or adds a sharding that wins the tie rule against the cheaper part
-            fitting = [x.outcome for x in (sa, sb) if x is not None and x.outcome.cost_usd is not None]
-            cheaper = min(fitting, key=lambda o: o.cost_usd or 0.0) if fitting else None
-            if s is not None and (cheaper is None or (s.outcome.cost_usd or 0.0) < (cheaper.cost_usd or 0.0) * (
-                    1 - MIN_SAVING) or ("sharding" in (a.group, b.group) and wins_tie(s.outcome, cheaper))):
-                pairs.append(s)
+    pairs = search.pairs(parts, combinable)
     # the remaining singles combine with a best one when they touch different settings and stay valid
     for a, sa in singles[PAIR_FROM_BEST:]:
         for b, sb in best:
@@ -491,23 +528,9 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
             ranked.append(s)
     ranked = ranked[:limit]
     shown = {s.key for s in ranked}
-
-    def same_card(s: Suggestion) -> SameCard:
-        # the change alone: the plan as it is and the changed plan on one offer (the plan's, else the change's)
-        ref = base.offer if base.offer is not None else s.outcome.offer
-        assert ref is not None
-        options: dict[str, Any] = dict(safety_margin=safety_margin, preemption_rate_per_hour=preemption_rate_per_hour,
-                       time_options=time_options)
-        before = base.offer if base.offer is not None else evaluate_offer(plan, ref.offer, inputs, **options)
-        after = evaluate_offer(s.plan, ref.offer, inputs, **options)
-        memory = after.fit.device_total_bytes / before.fit.device_total_bytes - 1
-        time = (after.expected_total_s / before.expected_total_s - 1
-                if before.fits and after.fits and before.expected_total_s and after.expected_total_s else None)
-        return SameCard(ref.offer.gpu.display_name, ref.fit.plan.gpus, memory, time)
-
     final = tuple(replace(_with_combines(s, tuple(sorted(combinable.get(s.key, set()) & shown))),
-                          same_card=same_card(s)) for s in ranked)
-    return Advice(plan=plan, baseline=base, suggestions=final, tried=tried)
+                          same_card=search.same_card(s)) for s in ranked)
+    return Advice(plan=plan, baseline=search.base, suggestions=final, tried=search.tried)
 
 
 # The tie rule. Two setups that cost the same and take the same time are often two shardings of one run: ZeRO-3 and

@@ -20,6 +20,7 @@ spot markets do not promise; a preempted run is assumed to restart on the same o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -233,71 +234,109 @@ def billed_nodes(gpus: int, offer: Offer) -> tuple[int, int]:
     return nodes, nodes * offer.gpus_per_node
 
 
-def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, safety_margin: float = DEFAULT_SAFETY_MARGIN,
-                   preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
-                   deadline_s: float | None = None, budget_usd: float | None = None,
-                   memo: dict[TrainPlan, int] | None = None,
-                   time_options: Mapping[str, Any] | None = None, use_whole_node: bool = True) -> OfferResult:
-    """One offer for one plan (see ``evaluate_offers``)."""
-    spec = inputs.spec
-    reasons: list[Msg] = []
+@dataclass(frozen=True)
+class OfferOptions:
+    """How an offer is priced for a plan: what ``evaluate_offer`` and ``evaluate_offers`` take as keywords.
+
+    safety_margin: fraction of each GPU's driver-reported memory kept free (DEFAULT_SAFETY_MARGIN).
+    preemption_rate_per_hour: preemptions per hour on interruptible offers.
+    deadline_s: wall-clock limit; sets ``meets_deadline`` and the "deadline" ranking.
+    budget_usd: offers whose expected cost exceeds it are dropped (``within_budget`` False).
+    use_whole_node: a node is billed whole, so run on all its GPUs when the plan still fits (more data-parallel
+        ranks: the global batch grows; ``fit.changes`` says so).
+    time_options: passed to ``estimate_time`` (mfu, calibration, loader_tokens_per_s, ...).
+    """
+
+    safety_margin: float = DEFAULT_SAFETY_MARGIN
+    preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR
+    deadline_s: float | None = None
+    budget_usd: float | None = None
+    use_whole_node: bool = True
+    time_options: Mapping[str, Any] | None = None
+
+    @classmethod
+    def with_settings(cls, options: OfferOptions | None, settings: Mapping[str, Any]) -> OfferOptions:
+        """``options`` (or the defaults) with the keywords of ``settings`` set; an unknown name is a TypeError."""
+        return dataclasses.replace(options or cls(), **settings)
+
+
+_OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(OfferOptions))
+
+
+def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOptions,
+                  memo: dict[TrainPlan, int] | None) -> tuple[Fit, list[Msg]]:
+    """The plan as it fits ``offer``'s node (or nodes), with the reasons: more GPUs and sharding where it needs them,
+    and all of a node's GPUs when the node is billed whole (``use_whole_node``)."""
     max_gpus = offer.gpus_per_node
     if plan.gpus > offer.gpus_per_node:
         if offer.network is Network.NONE:
-            fit = Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, safety_margin), (),
+            fit = Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, o.safety_margin), (),
                       msg("offer.no_network", gpus=plan.gpus, per_node=offer.gpus_per_node))
-            return _unfit(offer, fit, reasons, deadline_s, budget_usd)
+            return fit, []
         max_gpus = plan.gpus
-    fit = fit_plan(plan, offer.gpu, max_gpus=max_gpus, safety_margin=safety_margin, spec=spec, memo=memo)
-    reasons.append(fit.reason)
+    fit = fit_plan(plan, offer.gpu, max_gpus=max_gpus, safety_margin=o.safety_margin, spec=spec, memo=memo)
+    reasons = [fit.reason]
     if not fit.fits:
-        return _unfit(offer, fit, reasons, deadline_s, budget_usd)
-    nodes, billed_gpus = billed_nodes(fit.plan.gpus, offer)
+        return fit, reasons
+    _, billed_gpus = billed_nodes(fit.plan.gpus, offer)
     if billed_gpus > fit.plan.gpus:
-        if use_whole_node:
+        if o.use_whole_node:
             # the node is paid for whole: run on all of its GPUs if the plan still fits that way
             whole = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
-                             safety_margin=safety_margin, spec=spec, memo=memo)
+                             safety_margin=o.safety_margin, spec=spec, memo=memo)
             if whole.fits:
                 reasons.append(msg("offer.whole_node_used", billed_gpus=billed_gpus, needed_gpus=fit.plan.gpus))
                 fit = Fit(True, whole.plan, whole.device_total_bytes, whole.usable_bytes,
                           plan_changes(plan, whole.plan), whole.reason)
         else:
             reasons.append(msg("offer.whole_node_idle", per_node=offer.gpus_per_node, used_gpus=fit.plan.gpus))
+    return fit, reasons
+
+
+def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, memo: dict[TrainPlan, int] | None = None,
+                   options: OfferOptions | None = None, **settings: Any) -> OfferResult:
+    """One offer for one plan (see ``evaluate_offers``): ``options`` and the keywords of ``OfferOptions``
+    (safety_margin=..., deadline_s=...) say how it is priced."""
+    o = OfferOptions.with_settings(options, settings)
+    fit, reasons = _fit_on_offer(plan, offer, inputs.spec, o, memo)
+    if not fit.fits:
+        return _unfit(offer, fit, reasons, o.deadline_s, o.budget_usd)
     fitted = fit.plan
+    nodes, billed_gpus = billed_nodes(fitted.gpus, offer)
     est = estimate_time(fitted, offer.gpu, inputs, link=offer.link if fitted.gpus > 1 else Link.PCIE,
                         network=offer.network if nodes > 1 else None, nodes=nodes,
-                        **dict(time_options or {}))
+                        **dict(o.time_options or {}))
     price_s = offer.price_per_gpu_hour * billed_gpus / HOUR_S
-    run_cost = est.total_s * price_s
     min_cost = offer.min_rental_hours * HOUR_S * price_s
     billed = billed_hours(est.total_s / HOUR_S, offer) * HOUR_S * price_s
     interval = fitted.checkpoint_every_steps * est.step_time_s
     preemptions, lost, wall = 0.0, 0.0, est.total_s
     recommended = recommended_steps = None
     expected_cost = billed
+    rate = o.preemption_rate_per_hour
     if offer.mode is Mode.INTERRUPTIBLE:
-        preemptions, lost, wall = preemption_cost(est.total_s, preemption_rate_per_hour, interval)
+        preemptions, lost, wall = preemption_cost(est.total_s, rate, interval)
         expected_cost = max(wall * price_s, min_cost) if math.isfinite(wall) else math.inf
-        if preemption_rate_per_hour > 0:
-            recommended = young_daly_interval_s(est.checkpoint_write_s, HOUR_S / preemption_rate_per_hour)
+        if rate > 0:
+            recommended = young_daly_interval_s(est.checkpoint_write_s, HOUR_S / rate)
             recommended_steps = max(1, round(recommended / est.step_time_s))
-            reasons.append(msg("offer.interruptible", preemptions=preemptions, rate_per_hour=preemption_rate_per_hour,
+            reasons.append(msg("offer.interruptible", preemptions=preemptions, rate_per_hour=rate,
                                lost_s=lost, recommended_s=recommended, recommended_steps=recommended_steps,
                                interval_s=interval))
         if not math.isfinite(wall):
             reasons.append(msg("offer.preemptions_outpace_checkpoints"))
     if offer.mode is Mode.RESERVED and est.total_s / HOUR_S < offer.min_rental_hours:
         reasons.append(msg("offer.reserved_minimum", min_rental_s=offer.min_rental_hours * HOUR_S, run_s=est.total_s))
-    meets = None if deadline_s is None else wall <= deadline_s
-    within = None if budget_usd is None else expected_cost <= budget_usd
     reasons.extend(est.warnings)
-    return OfferResult(offer=offer, fit=fit, nodes=nodes, billed_gpus=billed_gpus, time=est, run_cost_usd=run_cost,
-                       min_rental_cost_usd=min_cost, billed_cost_usd=billed, expected_preemptions=preemptions,
-                       expected_lost_s=lost, expected_total_s=wall, expected_cost_usd=expected_cost,
-                       checkpoint_interval_s=interval, recommended_checkpoint_interval_s=recommended,
-                       recommended_checkpoint_every_steps=recommended_steps, meets_deadline=meets,
-                       within_budget=within, reasons=tuple(reasons))
+    return OfferResult(offer=offer, fit=fit, nodes=nodes, billed_gpus=billed_gpus, time=est,
+                       run_cost_usd=est.total_s * price_s, min_rental_cost_usd=min_cost, billed_cost_usd=billed,
+                       expected_preemptions=preemptions, expected_lost_s=lost, expected_total_s=wall,
+                       expected_cost_usd=expected_cost, checkpoint_interval_s=interval,
+                       recommended_checkpoint_interval_s=recommended,
+                       recommended_checkpoint_every_steps=recommended_steps,
+                       meets_deadline=None if o.deadline_s is None else wall <= o.deadline_s,
+                       within_budget=None if o.budget_usd is None else expected_cost <= o.budget_usd,
+                       reasons=tuple(reasons))
 
 
 def _unfit(offer: Offer, fit: Fit, reasons: list[Msg], deadline_s: float | None,
@@ -340,58 +379,40 @@ def sort_offers(results: Iterable[OfferResult], sort: str = "cost") -> list[Offe
     return sorted(results, key=key)
 
 
-def evaluate_offers(
-    plan: TrainPlan,
-    offers: Iterable[Offer],
-    inputs: Inputs,
-    *,
-    safety_margin: float = DEFAULT_SAFETY_MARGIN,
-    preemption_rate_per_hour: float = DEFAULT_PREEMPTION_RATE_PER_HOUR,
-    deadline_s: float | None = None,
-    budget_usd: float | None = None,
-    sort: str = "cost",
-    include_unfit: bool = True,
-    use_whole_node: bool = True,
-    time_options: Mapping[str, Any] | None = None,
-    **filters: Any,
-) -> list[OfferResult]:
+def evaluate_offers(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, sort: str = "cost",
+                    include_unfit: bool = True, options: OfferOptions | None = None,
+                    **settings: Any) -> list[OfferResult]:
     """Every offer that passes the filters, evaluated for ``plan`` and ranked.
 
     Args:
         plan: the run; its GPU count is a minimum — more GPUs of the node are used when needed.
         offers: offers to consider (``gpuwork.facts.catalog.load_offers()``).
         inputs: the plan's facts (``gpuwork.facts.resolve(plan)``).
-        safety_margin: fraction of each GPU's driver-reported memory kept free (DEFAULT_SAFETY_MARGIN).
-        preemption_rate_per_hour: preemptions per hour on interruptible offers.
-        deadline_s: wall-clock limit; sets ``meets_deadline`` and the "deadline" ranking.
-        budget_usd: offers whose expected cost exceeds it are dropped.
         sort: a ranking of ``sort_offers`` ("cost", "time", "deadline", "price", "vram").
-        filters: the conditions of ``gpuwork.facts.catalog.filter_offers`` (min_vram_gb, gpu_class, mode,
-            region, max_price_per_gpu_hour, gpu_ids, min_gpus_per_node); an unknown name is a TypeError.
         include_unfit: keep offers the plan cannot fit (at the end, with the reason).
-        use_whole_node: a node is billed whole, so run on all its GPUs when the plan still fits
-            (more data-parallel ranks: the global batch grows; ``fit.changes`` says so).
-        time_options: passed to ``estimate_time`` (mfu, calibration, loader_tokens_per_s, ...).
+        options: how the offers are priced (``OfferOptions``: safety_margin, preemption_rate_per_hour,
+            deadline_s, budget_usd, use_whole_node, time_options).
+        settings: those options by name, and the conditions of ``gpuwork.facts.catalog.filter_offers``
+            (min_vram_gb, gpu_class, mode, region, max_price_per_gpu_hour, gpu_ids, min_gpus_per_node); an unknown
+            name is a TypeError.
 
     Raises:
         PlanError: bad sort, margin, deadline or budget; CatalogError: bad filter values.
     """
+    o = OfferOptions.with_settings(options, {k: v for k, v in settings.items() if k in _OPTION_NAMES})
+    filters = {k: v for k, v in settings.items() if k not in _OPTION_NAMES}
     if sort not in SORT_KEYS:
         raise PlanError("sort", msg("error.offers.sort", value=repr(sort), choices=", ".join(SORT_KEYS)))
-    if sort == "deadline" and deadline_s is None:
+    if sort == "deadline" and o.deadline_s is None:
         raise PlanError("deadline_s", msg("error.offers.deadline_needed"))
-    for name, value in (("deadline_s", deadline_s), ("budget_usd", budget_usd),
-                        ("preemption_rate_per_hour", preemption_rate_per_hour)):
+    for name, value in (("deadline_s", o.deadline_s), ("budget_usd", o.budget_usd),
+                        ("preemption_rate_per_hour", o.preemption_rate_per_hour)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
             raise PlanError(name, msg("error.offers.not_negative", field=name, value=repr(value)))
     pool = filter_offers(offers, **filters)
     memo: dict[TrainPlan, int] = {}
-    results = [evaluate_offer(plan, offer, inputs, safety_margin=safety_margin,
-                              preemption_rate_per_hour=preemption_rate_per_hour, deadline_s=deadline_s,
-                              budget_usd=budget_usd, memo=memo, time_options=time_options,
-                              use_whole_node=use_whole_node)
-               for offer in pool]
-    if budget_usd is not None:
+    results = [evaluate_offer(plan, offer, inputs, memo=memo, options=o) for offer in pool]
+    if o.budget_usd is not None:
         results = [r for r in results if not r.fits or r.within_budget]
     if not include_unfit:
         results = [r for r in results if r.fits]
@@ -407,6 +428,7 @@ __all__ = [
     "billed_hours",
     "billed_nodes",
     "Fit",
+    "OfferOptions",
     "OfferResult",
     "evaluate_offer",
     "evaluate_offers",

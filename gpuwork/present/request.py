@@ -24,6 +24,7 @@ estimates until the trial run measures step time, memory and data speed.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import math
@@ -117,160 +118,185 @@ def offer_match(match: ProfileMatch, offer: OfferResult, period_s: float | None 
 # -- the request ---------------------------------------------------------------------------------------
 
 
-def rental_request(
-    plan: TrainPlan,
-    *,
-    lang: str = "en",
-    start_date: date | str | None = None,
-    budget_usd: float | None = None,
-    rent_period_days: int | None = None,
-    trial_required: bool = True,
-    context_in_config: bool = True,
-    compression_ratio: float = 1.0,
-    include_offer: bool = True,
-    match: ProfileMatch | None = None,
-    disk: DiskPlan | None = None,
-    trial_record: Any | None = None,
-    offer: OfferResult | None = None,
-) -> RentalRequest:
+@dataclass(frozen=True)
+class RequestOptions:
+    """What the request states besides the plan (None: not stated).
+
+    start_date: desired start (a date or "YYYY-MM-DD").
+    budget_usd: the budget.
+    rent_period_days: rental period; None = the estimated run time rounded up to whole days.
+    trial_required: ask for the step-time trial before the rental.
+    context_in_config: say "context and batch in the config" instead of the numbers (the estimates still use the
+        plan's seq_len and batch).
+    compression_ratio: passed to ``estimate_disk`` (1 = dataset_bytes is the unpacked size).
+    include_offer: add the cheapest fitting offer of the profile's rental mode from the bundled catalog
+        (illustrative prices) when no offer was chosen.
+
+    Raises PlanError for a bad date, budget or period.
+    """
+
+    start_date: date | str | None = None
+    budget_usd: float | None = None
+    rent_period_days: int | None = None
+    trial_required: bool = True
+    context_in_config: bool = True
+    compression_ratio: float = 1.0
+    include_offer: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.start_date, str):
+            try:
+                object.__setattr__(self, "start_date", date.fromisoformat(self.start_date))
+            except ValueError:
+                raise PlanError("start_date", msg("error.request.start_date", value=repr(self.start_date))) from None
+        budget = self.budget_usd
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget <= 0):
+            raise PlanError("budget_usd", msg("error.request.budget", value=repr(budget)))
+        days = self.rent_period_days
+        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
+            raise PlanError("rent_period_days", msg("error.request.rent_period", value=repr(days)))
+
+    @property
+    def day(self) -> date | None:
+        return self.start_date if isinstance(self.start_date, date) else None
+
+    @property
+    def period_s(self) -> float | None:
+        return self.rent_period_days * DAY_S if self.rent_period_days else None
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """Everything one request says: the plan, its model, the answer it asks for and the user's options."""
+
+    plan: TrainPlan
+    spec: Any
+    counts: Any
+    match: ProfileMatch
+    disk: DiskPlan
+    options: RequestOptions
+    period_days: int  # the stated period, else the estimated run in whole days
+    chosen: OfferResult | None  # the offer the request asks for, when one was chosen
+    example: OfferResult | None  # the offer it quotes: the chosen one, else the catalog's cheapest of the class
+    trial: Any | None
+
+    @property
+    def dataset_bytes(self) -> int:
+        p = self.plan
+        return p.dataset_bytes if p.dataset_bytes is not None else self.disk.line("dataset_raw").bytes
+
+
+def rental_request(plan: TrainPlan, *, lang: str = "en", match: ProfileMatch | None = None,
+                   offer: OfferResult | None = None, disk: DiskPlan | None = None, trial_record: Any | None = None,
+                   options: RequestOptions | None = None, **settings: Any) -> RentalRequest:
     """The rental request for ``plan`` in ``lang`` ("en" or "ru").
 
     Args:
         plan: the run; dataset_bytes (or dataset_tokens) sizes the dataset and disk.
-        start_date: desired start (a date or "YYYY-MM-DD"); None = not stated.
-        budget_usd: the budget; None = not stated.
-        rent_period_days: rental period; None = the estimated run time rounded up to whole days.
-        trial_required: ask for the step-time trial before the rental.
-        context_in_config: say "context and batch in the config" instead of the numbers (the
-            estimates still use the plan's seq_len and batch).
-        compression_ratio: passed to ``estimate_disk`` (1 = dataset_bytes is the unpacked size).
-        include_offer: add the cheapest fitting offer of the profile's rental mode from the bundled
-            catalog (illustrative prices).
         match, disk: precomputed profile match / disk plan (computed when omitted).
-        trial_record: a TrialRecord (``gpuwork.measure.trial``) of this plan: its measured step time, throughput,
-            memory, data wait and checkpoint round-trip are quoted, so the provider can reproduce them.
         offer: a chosen offer for ``plan`` (e.g. the cheapest under the app's offer filters): the request asks for
             its card, count, nodes and mode, with its estimates and as its example (``offer_match``), instead of
             the profile's reference card. The surfaces pass the one answer (``gpuwork.estimate.decision.decide``):
             ``match=decision.match, offer=decision.offer``.
+        trial_record: a TrialRecord (``gpuwork.measure.trial``) of this plan: its measured step time, throughput,
+            memory, data wait and checkpoint round-trip are quoted, so the provider can reproduce them.
+        options: what the request states (``RequestOptions``); its fields may also be given by name
+            (``rental_request(plan, lang="ru", budget_usd=500, rent_period_days=30)``).
 
     Raises:
         PlanError: unknown language, bad date, budget or period.
     """
     if lang not in LANGS:
         raise PlanError("lang", msg("error.request.lang", value=repr(lang), choices=", ".join(LANGS)))
-    if isinstance(start_date, str):
-        try:
-            start_date = date.fromisoformat(start_date)
-        except ValueError:
-            raise PlanError("start_date", msg("error.request.start_date", value=repr(start_date))) from None
-    if budget_usd is not None and (isinstance(budget_usd, bool) or not isinstance(budget_usd, int | float)
-                                   or budget_usd <= 0):
-        raise PlanError("budget_usd", msg("error.request.budget", value=repr(budget_usd)))
-    if rent_period_days is not None and (isinstance(rent_period_days, bool) or not isinstance(rent_period_days, int)
-                                         or rent_period_days < 1):
-        raise PlanError("rent_period_days", msg("error.request.rent_period", value=repr(rent_period_days)))
-
+    o = dataclasses.replace(options or RequestOptions(), **settings)
     spec = spec_for_plan(plan)
-    counts = count_params(spec, plan)
-    match = match or match_profile(plan, spec=spec,
-                                   rental_period_s=rent_period_days * DAY_S if rent_period_days else None)
-    disk = disk or estimate_disk(plan, spec, compression_ratio=compression_ratio)
+    match = match or match_profile(plan, spec=spec, rental_period_s=o.period_s)
+    disk = disk or estimate_disk(plan, spec, compression_ratio=o.compression_ratio)
     if offer is not None and match.fitted_plan != offer.fit.plan:
-        match = offer_match(match, offer, rent_period_days * DAY_S if rent_period_days else None)
-    time = match.time
-    period_from_estimate = rent_period_days is None
-    if rent_period_days is None:
-        rent_period_days = max(1, math.ceil(time.total_s / DAY_S)) if time else 30
-    chosen = offer  # the offer the request asks for, when one was chosen; else the profile's class is named
-    if offer is None and include_offer:
-        offer = _best_offer(match, rent_period_days)
+        match = offer_match(match, offer, o.period_s)
+    days = o.rent_period_days
+    if days is None:
+        days = max(1, math.ceil(match.time.total_s / DAY_S)) if match.time else 30
+    example = offer if offer is not None or not o.include_offer else _best_offer(match, days)
+    facts = _Facts(plan, spec, count_params(spec, plan), match, disk, o, days, offer, example, trial_record)
+    lines = _request_lines(facts, lang)
+    return RentalRequest(lang=lang, summary=lines[0], text="\n".join(lines), fields=_request_fields(facts, lang))
+
+
+def _request_lines(f: _Facts, lang: str) -> list[str]:
+    """The request as text: the one-sentence summary, then the details, one per line."""
+    plan, o, match = f.plan, f.options, f.match
 
     def say(m: Msg) -> str:
         return render(m, lang)
 
-    # -- the one-sentence summary ------------------------------------------------------------------
-    dataset_bytes = plan.dataset_bytes if plan.dataset_bytes is not None else disk.line("dataset_raw").bytes
     room = msg("request.dataset.room") if plan.checkpoints_kept > 0 else None
-    trial = msg("request.trial.required") if trial_required else msg("request.trial.none")
-    summary = say(msg("request.summary", method=_method(plan), context=_context(plan, context_in_config),
-                      dataset=msg("request.dataset", size_bytes=dataset_bytes, room=room),
-                      period=msg("request.period", period=_period(rent_period_days)), trial=trial))
-
-    # -- details ------------------------------------------------------------------------------------
+    trial = msg("request.trial.required") if o.trial_required else msg("request.trial.none")
+    summary = say(msg("request.summary", method=_method(plan), context=_context(plan, o.context_in_config),
+                      dataset=msg("request.dataset", size_bytes=f.dataset_bytes, room=room),
+                      period=msg("request.period", period=_period(f.period_days)), trial=trial))
     lines = [summary, ""]
-    lines.append(say(msg("request.model", model=model_display_name(spec.name), params=spec.params_total,
-                         trainable=counts.trainable, precision=plan.precision, optimizer=plan.optimizer)))
+    lines.append(say(msg("request.model", model=model_display_name(f.spec.name), params=f.spec.params_total,
+                         trainable=f.counts.trainable, precision=plan.precision, optimizer=plan.optimizer)))
     lines.append(say(msg("stack.label", stack=plan.stack.value)))  # the stack the estimates below are priced with
     accum = msg("request.shape.accum", grad_accum=plan.grad_accum) if plan.grad_accum > 1 else None
     shape = msg("request.shape", seq_len=plan.seq_len, batch=plan.batch_size, accum=accum)
-    lines.append(say(msg("request.shape.in_config" if context_in_config else "request.shape.explicit",
+    lines.append(say(msg("request.shape.in_config" if o.context_in_config else "request.shape.explicit",
                          shape=shape)))
-    lines.append(say(msg("request.dataset_line", size_bytes=dataset_bytes, tokens=plan.dataset_tokens,
+    lines.append(say(msg("request.dataset_line", size_bytes=f.dataset_bytes, tokens=plan.dataset_tokens,
                          epochs=plan.epochs)))
+    disk = f.disk
     lines.append(say(msg("request.disk", total_bytes=disk.recommended_bytes, count=disk.checkpoints_on_disk,
                          each_bytes=disk.checkpoint.total_bytes,
                          margin=round(disk.margin_bytes / max(disk.subtotal_bytes, 1), 2))))
-    lines.append(say(msg("request.rental", period=_period(rent_period_days),
-                         how=msg("request.rental.estimated") if period_from_estimate else None,
-                         start=msg("request.rental.start", day=start_date.isoformat()) if start_date else None)))
-    if budget_usd is not None:
-        lines.append(say(msg("request.budget", budget_usd=budget_usd)))
-    lines.extend(say(m) for m in _suggestion(match, offer, budget_usd, chosen))
-    lines.extend(say(m) for m in _protocol(match, trial_record))
-    if time is not None and time.total_s > rent_period_days * DAY_S:
+    lines.append(say(msg("request.rental", period=_period(f.period_days),
+                         how=msg("request.rental.estimated") if o.rent_period_days is None else None,
+                         start=msg("request.rental.start", day=o.day.isoformat()) if o.day else None)))
+    if o.budget_usd is not None:
+        lines.append(say(msg("request.budget", budget_usd=o.budget_usd)))
+    lines.extend(say(m) for m in _suggestion(match, f.example, o.budget_usd, f.chosen))
+    lines.extend(say(m) for m in _protocol(match, f.trial))
+    time = match.time
+    if time is not None and time.total_s > f.period_days * DAY_S:
         lines.append(say(msg("request.too_long", days=math.ceil(time.total_s / DAY_S))))
-    if trial_required:
+    if o.trial_required:
         lines.append(say(msg("request.trial")))
     if match.checks:
         lines.append(say(msg("request.checks", checks=match.checks)))
-    text = "\n".join(lines)
+    return lines
 
-    fields = {
+
+def _request_fields(f: _Facts, lang: str) -> dict[str, Any]:
+    """The request's facts for a program (``RentalRequest.fields``, its JSON)."""
+    plan, o, match, disk, time = f.plan, f.options, f.match, f.disk, f.match.time
+    return {
         "method": plan.method.value,
-        "model": model_display_name(spec.name),
+        "model": model_display_name(f.spec.name),
         "model_ref": plan.model,
-        "params_total": spec.params_total,
-        "params_trainable": counts.trainable,
+        "params_total": f.spec.params_total,
+        "params_trainable": f.counts.trainable,
         "precision": plan.precision.value,
         "optimizer": plan.optimizer.value,
         "stack": plan.stack.value,
-        "context_in_config": context_in_config,
+        "context_in_config": o.context_in_config,
         "seq_len": plan.seq_len,
         "batch_size": plan.batch_size,
         "grad_accum": plan.grad_accum,
-        "dataset_bytes": dataset_bytes,
+        "dataset_bytes": f.dataset_bytes,
         "dataset_tokens": plan.dataset_tokens,
         "epochs": plan.epochs,
         "disk_recommended_bytes": disk.recommended_bytes,
         "disk": disk.as_dict(),
         "checkpoints_kept": plan.checkpoints_kept,
         "checkpoint_bytes": disk.checkpoint.total_bytes,
-        "rent_period_days": rent_period_days,
-        "rent_period_from_estimate": period_from_estimate,
-        "trial_required": trial_required,
-        "start_date": start_date.isoformat() if start_date else None,
-        "budget_usd": budget_usd,
-        "profile": ({"id": match.profile.profile_id, "name": say(match.profile.name),
+        "rent_period_days": f.period_days,
+        "rent_period_from_estimate": o.rent_period_days is None,
+        "trial_required": o.trial_required,
+        "start_date": o.day.isoformat() if o.day else None,
+        "budget_usd": o.budget_usd,
+        "profile": ({"id": match.profile.profile_id, "name": render(match.profile.name, lang),
                      "mode": match.profile.mode.value} if match.profile else None),
-        "suggested": {
-            "gpu_class": say(_gpu_class(match, chosen)),
-            "reference_gpu": match.gpu_id,
-            "gpus": match.gpus,
-            "nodes": match.nodes,
-            "sharding": match.sharding.value,
-            "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
-            "mode": match.profile.mode.value if match.profile else None,
-            "rental_break_even_s": match.rental.break_even_s if match.rental else None,
-            "vendor": match_vendor(match),
-            "framework": _framework(match.fitted_plan or plan, match_vendor(match))[0],
-            "launcher": _framework(match.fitted_plan or plan, match_vendor(match))[1],
-            "backend": _framework(match.fitted_plan or plan, match_vendor(match))[2],
-            "comm_bytes_per_step": time.comm.bytes_per_step if time else None,
-            "comm_bytes_per_s_per_gpu": _needed_bytes_s(time),
-            "changes": render_all(match.changes, lang),
-            "offer": _offer_dict(offer),
-        },
+        "suggested": _suggested_fields(f, lang),
         "estimates": {
             "memory_per_gpu_bytes": match.memory_per_gpu_bytes,
             "usable_per_gpu_bytes": match.usable_per_gpu_bytes,
@@ -283,11 +309,35 @@ def rental_request(
             "eval_fraction": plan.eval_fraction,
             "eval_s": time.eval_s if time else None,
         },
-        "trial": _trial_dict(trial_record),
+        "trial": _trial_dict(f.trial),
         "reasons": render_all(match.reasons, lang),
         "reason_codes": [r.as_dict() for r in match.reasons],
     }
-    return RentalRequest(lang=lang, summary=summary, text=text, fields=fields)
+
+
+def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
+    """What the request asks for: the card, count, nodes, sharding, mode, software and the example offer."""
+    match, time = f.match, f.match.time
+    vendor = match_vendor(match)
+    framework, launcher, backend = _framework(match.fitted_plan or f.plan, vendor)
+    return {
+        "gpu_class": render(_gpu_class(match, f.chosen), lang),
+        "reference_gpu": match.gpu_id,
+        "gpus": match.gpus,
+        "nodes": match.nodes,
+        "sharding": match.sharding.value,
+        "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
+        "mode": match.profile.mode.value if match.profile else None,
+        "rental_break_even_s": match.rental.break_even_s if match.rental else None,
+        "vendor": vendor,
+        "framework": framework,
+        "launcher": launcher,
+        "backend": backend,
+        "comm_bytes_per_step": time.comm.bytes_per_step if time else None,
+        "comm_bytes_per_s_per_gpu": _needed_bytes_s(time),
+        "changes": render_all(match.changes, lang),
+        "offer": _offer_dict(f.example),
+    }
 
 
 @functools.lru_cache(maxsize=1)
@@ -477,4 +527,4 @@ def _suggestion(match: ProfileMatch, offer: OfferResult | None, budget_usd: floa
     return out
 
 
-__all__ = ["LANGS", "RentalRequest", "model_display_name", "offer_match", "plural_ru", "rental_request"]
+__all__ = ["LANGS", "RentalRequest", "RequestOptions", "model_display_name", "offer_match", "plural_ru", "rental_request"]

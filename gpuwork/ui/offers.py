@@ -15,9 +15,11 @@ Limitations: prices are the bundled catalog's illustrative dated snapshots, not 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,25 +68,39 @@ _PERCENT_KEYS = ("data_wait_fraction", "step_time_half_width", "drift_per_100_st
 # -- offers: pure update --------------------------------------------------------------------------------
 
 
-def offer_results(plan: TrainPlan, *, modes: Sequence[str] | None = None, classes: Sequence[str] | None = None,
-                  regions: Sequence[str] | None = None, max_price: float | None = None, min_vram_gb: float | None = None,
-                  budget_usd: float | None = None, sort: str = "cost", include_unfit: bool = False,
-                  preemption_rate_per_hour: float | None = None) -> list[Any]:
-    """Offers evaluated for ``plan`` (gpuwork.estimate.offers.evaluate_offers), filtered and sorted.
+@dataclass(frozen=True)
+class OfferFilters:
+    """The panel's filters and ranking, as ``offer_results`` takes them (None: no condition).
 
-    ``sort``: "cost" / "time" (the evaluator's rankings), "price" (per GPU-hour) or "vram" (most memory
-    first); offers that do not fit always come last.
+    ``sort``: "cost" / "time" (the evaluator's rankings), "price" (per GPU-hour) or "vram" (most memory first);
+    offers that do not fit always come last, and only with ``include_unfit``.
     """
-    if sort not in SORTS:
-        raise PlanError("sort", msg("error.ui.offers_sort", value=repr(sort), choices=", ".join(SORTS)))
+
+    modes: Sequence[str] | None = None
+    classes: Sequence[str] | None = None
+    regions: Sequence[str] | None = None
+    max_price: float | None = None  # USD per GPU-hour
+    min_vram_gb: float | None = None
+    budget_usd: float | None = None
+    sort: str = "cost"
+    include_unfit: bool = False
+    preemption_rate_per_hour: float | None = None  # None: the evaluator's default
+
+
+def offer_results(plan: TrainPlan, filters: OfferFilters | None = None, /, **settings: Any) -> list[Any]:
+    """Offers evaluated for ``plan`` (gpuwork.estimate.offers.evaluate_offers), filtered and sorted by ``filters``
+    and the ``OfferFilters`` fields given by name (``offer_results(plan, sort="time", modes=["reserved"])``)."""
+    f = dataclasses.replace(filters or OfferFilters(), **settings)
+    if f.sort not in SORTS:
+        raise PlanError("sort", msg("error.ui.offers_sort", value=repr(f.sort), choices=", ".join(SORTS)))
     kwargs: dict[str, Any] = {}
-    if preemption_rate_per_hour is not None:
-        kwargs["preemption_rate_per_hour"] = preemption_rate_per_hour
+    if f.preemption_rate_per_hour is not None:
+        kwargs["preemption_rate_per_hour"] = f.preemption_rate_per_hour
     return sizing.evaluate_offers(
-        plan, sort=sort, mode=list(modes) if modes is not None else None,
-        gpu_class=list(classes) if classes is not None else None, region=list(regions) if regions is not None else None,
-        max_price_per_gpu_hour=max_price, min_vram_gb=min_vram_gb, budget_usd=budget_usd,
-        include_unfit=include_unfit, **kwargs)
+        plan, sort=f.sort, mode=list(f.modes) if f.modes is not None else None,
+        gpu_class=list(f.classes) if f.classes is not None else None,
+        region=list(f.regions) if f.regions is not None else None, max_price_per_gpu_hour=f.max_price,
+        min_vram_gb=f.min_vram_gb, budget_usd=f.budget_usd, include_unfit=f.include_unfit, **kwargs)
 
 
 def offer_name_html(offer: Any, lang: str = "en") -> str:
@@ -510,6 +526,7 @@ class OffersPanel(common.Panel):
 
 __all__ = [
     "SORTS",
+    "OfferFilters",
     "OffersPanel",
     "compare_html",
     "interruptible_html",

@@ -27,6 +27,7 @@ the pipeline, not the speed); each notebook starts its own kernel (a few seconds
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import re
@@ -309,35 +310,64 @@ def _index_html(plan: TrainPlan, pages: Sequence[Path], lang: str = "en", answer
             f"<h1>{heading}</h1><p>{html.escape(caption)}</p>{answer}<ul>{items}</ul></body></html>")
 
 
-def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, notebooks: Sequence[str] = NOTEBOOKS,
-                 steps: int = TRIAL_STEPS, progress: bool = True, timeout_s: float = 900,
-                 log: Callable[[str], Any] | None = None, cuda: bool | None = None, lang: str = "en") -> ReportResult:
+@dataclass(frozen=True)
+class ReportOptions:
+    """How ``build_report`` runs the notebooks.
+
+    notebooks: which of NOTEBOOKS to run, in order.
+    steps: measured steps of the trial.
+    progress: a progress bar per notebook (papermill's, over its cells).
+    timeout_s: per cell.
+    log: where progress lines go (default: stderr).
+    cuda: force the trial's device choice (None: detect).
+    lang: the pages' language, "en" or "ru" (the notebooks' ``lang`` parameter and the pages' prose).
+
+    Raises ReportError for an unknown notebook, a step count below 1 or an unknown language.
+    """
+
+    notebooks: Sequence[str] = NOTEBOOKS
+    steps: int = TRIAL_STEPS
+    progress: bool = True
+    timeout_s: float = 900
+    log: Callable[[str], Any] | None = None
+    cuda: bool | None = None
+    lang: str = "en"
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.notebooks if n not in NOTEBOOKS]
+        if unknown:
+            raise ReportError(msg("error.report.unknown_notebooks", names=", ".join(unknown),
+                                  choices=", ".join(NOTEBOOKS)))
+        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
+            raise ReportError(msg("error.report.steps", steps=repr(self.steps)))
+        if self.lang not in LANGS:
+            raise ReportError(msg("error.report.no_lang", lang=repr(self.lang)))
+
+    def say(self, line: str) -> None:
+        if self.log is not None:
+            self.log(line)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+
+def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, options: ReportOptions | None = None,
+                 **settings: Any) -> ReportResult:
     """Execute the notebooks for ``plan`` and write offline HTML into ``out_dir`` (and nothing elsewhere).
 
     Args:
         plan: a TrainPlan or a dict of its fields.
         out_dir: the report folder (created).
-        notebooks: which of NOTEBOOKS to run, in order.
-        steps: measured steps of the trial.
-        progress: a progress bar per notebook (papermill's, over its cells).
-        timeout_s: per cell.
-        log: where progress lines go (default: stderr).
-        cuda: force the trial's device choice (None: detect).
-        lang: the pages' language, "en" or "ru" (the notebooks' ``lang`` parameter and the pages' prose).
+        options: how to run (``ReportOptions``); its fields may also be given by name
+            (``build_report(plan, out, steps=2, lang="ru")``).
 
     Raises:
-        PlanError: the plan is invalid. ReportError: a notebook failed (named, with the cell's error).
+        PlanError: the plan is invalid. ReportError: a bad option, or a notebook failed (named, with the cell's
+        error).
     """
     started = time.monotonic()
     plan = plan if isinstance(plan, TrainPlan) else TrainPlan.from_dict(dict(plan))
-    unknown = [n for n in notebooks if n not in NOTEBOOKS]
-    if unknown:
-        raise ReportError(msg("error.report.unknown_notebooks", names=", ".join(unknown), choices=", ".join(NOTEBOOKS)))
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ReportError(msg("error.report.steps", steps=repr(steps)))
-    if lang not in LANGS:
-        raise ReportError(msg("error.report.no_lang", lang=repr(lang)))
-    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    o = dataclasses.replace(options or ReportOptions(), **settings)
+    lang = o.lang
     out = Path(out_dir).expanduser().resolve()
     out.mkdir(parents=True, exist_ok=True)
     executed: list[Path] = []
@@ -347,16 +377,16 @@ def build_report(plan: TrainPlan | Mapping[str, Any], out_dir: str | Path, *, no
     except GpuworkError as exc:  # the pages still say what failed, cell by cell
         answer = f'<div class="gpuwork-answer">{html.escape(exc.text(lang))}</div>'
     write_plotly(out)
-    for i, name in enumerate(notebooks, 1):
+    for i, name in enumerate(o.notebooks, 1):
         records = sorted(str(p) for p in (out / "trials").glob("*.json")) if (out / "trials").is_dir() else []
-        params = parameters_for(name, plan, out, steps=steps, cuda=cuda, records=records, lang=lang)
-        say(text("report.progress", lang, i=i, n=len(notebooks), name=name))
-        executed.append(execute(name, params, out, progress=progress, timeout_s=timeout_s))
+        params = parameters_for(name, plan, out, steps=o.steps, cuda=o.cuda, records=records, lang=lang)
+        o.say(text("report.progress", lang, i=i, n=len(o.notebooks), name=name))
+        executed.append(execute(name, params, out, progress=o.progress, timeout_s=o.timeout_s))
         pages.append(export_html(executed[-1], out / f"{name}.html", lang, answer=answer))
     index = out / "index.html"
     index.write_text(_index_html(plan, pages, lang, answer), encoding="utf-8")
     return ReportResult(out, tuple(pages), tuple(executed), index, time.monotonic() - started)
 
 
-__all__ = ["NOTEBOOKS", "PLOTLY_FILE", "ReportError", "ReportResult", "answer_html", "build_report", "export_html",
+__all__ = ["NOTEBOOKS", "PLOTLY_FILE", "ReportError", "ReportOptions", "ReportResult", "answer_html", "build_report", "export_html",
            "notebooks_dir", "parameters_for", "report_prose", "share_plotly", "trial_plan", "write_plotly"]
