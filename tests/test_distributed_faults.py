@@ -21,14 +21,8 @@ import pytest
 from gpuwork.cli import main
 from gpuwork.measure import records
 from gpuwork.measure.checkpoint import read_trainer_state
-from gpuwork.measure.distributed import (
-    OWNER_FILE,
-    SHUTDOWN_GRACE_S,
-    WORK_PREFIX,
-    remove_stale_work,
-    run_distributed,
-    torchrun_command,
-)
+from gpuwork.measure.distributed import SHUTDOWN_GRACE_S, run_distributed, torchrun_command
+from gpuwork.measure.launch import OWNER_FILE, WORK_PREFIX, remove_stale_work
 from gpuwork.measure.record import steps_path
 from gpuwork.measure.stability import is_stable
 from gpuwork.measure.trial import TrialRecord, resume_options
