@@ -274,7 +274,7 @@ def _shard(gpus: int, sharding: Sharding, offload: bool) -> Callable[[TrainPlan]
         # FullyShardedDataParallel(cpu_offload=CPUOffload(offload_params=True))); DeepSpeed's offload_optimizer the
         # optimizer states and step only
         return p.replace(gpus=gpus, sharding=sharding, grad_accum=accum, offload_optimizer=offload,
-                         offload_params=offload and sharding is Sharding.FSDP)
+                         offload_params=offload and sharding in (Sharding.FSDP, Sharding.HSDP))
     return apply
 
 
@@ -305,7 +305,8 @@ def _one_node(p: TrainPlan) -> TrainPlan:
     sharded (the plan's FSDP or ZeRO-3 where it shards them, else ZeRO-3)."""
     if p.gpus <= ONE_NODE_GPUS or p.gpus % ONE_NODE_GPUS:
         raise _NotApplicable
-    sharding = p.sharding if p.sharding.shards_params else Sharding.ZERO3
+    sharding = Sharding.FSDP if p.sharding is Sharding.HSDP else (
+        p.sharding if p.sharding.shards_params else Sharding.ZERO3)
     return p.replace(gpus=ONE_NODE_GPUS, sharding=sharding, grad_accum=p.grad_accum * (p.gpus // ONE_NODE_GPUS))
 
 
@@ -341,6 +342,10 @@ def _changes(plan: TrainPlan) -> list[_Change]:
     if plan.gpus > ONE_NODE_GPUS:  # the link between nodes often dominates: fewer GPUs, no network
         out.append(_Change(f"one_node_x{ONE_NODE_GPUS}", "sharding", _one_node,
                            lambda a, b: msg("advice.change.one_node", gpus=b.gpus, sharding=b.sharding), speed=True))
+    if plan.gpus > ONE_NODE_GPUS and plan.sharding.shards_params and plan.sharding is not Sharding.HSDP:
+        # hybrid sharding: gathers stay on each node's NVLink, only gradient shards cross the network
+        out.append(_Change("hsdp", "sharding", _set(sharding=Sharding.HSDP),
+                           lambda a, b: msg("advice.change.hsdp", gpus=b.gpus, group=b.shard_ranks), speed=True))
     for new in (plan.seq_len // 2, plan.seq_len // 4):
         if new >= MIN_SEQ_LEN:
             out.append(_Change(f"seq_len_{new}", "sequence", _set(seq_len=new),

@@ -426,8 +426,8 @@ def _framework(plan: TrainPlan, vendor: str | None) -> tuple[str, str | None, st
     if plan.sharding is Sharding.DDP:
         parts.append("PyTorch DDP")
         launcher = "accelerate/torchrun"
-    elif plan.sharding is Sharding.FSDP:
-        parts.append("PyTorch FSDP")
+    elif plan.sharding in (Sharding.FSDP, Sharding.HSDP):
+        parts.append("PyTorch FSDP" + (" HYBRID_SHARD" if plan.sharding is Sharding.HSDP else ""))
         launcher = "accelerate/torchrun"
     else:
         level = plan.sharding.value[-1]
