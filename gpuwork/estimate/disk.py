@@ -143,11 +143,18 @@ _NOT_STATES = ("seq_len", "batch_size", "grad_accum", "grad_checkpointing", "att
                "checkpoint_every_steps", "checkpoints_kept")
 
 
+@functools.lru_cache(maxsize=4096)
 def _states_plan(plan: TrainPlan) -> TrainPlan:
     """The plan on one GPU with the fields the states do not read at their defaults: the one key of their cache,
-    and the plan they are computed from, so the cache cannot answer for a field it did not see."""
-    defaults = TrainPlan()
+    and the plan they are computed from, so the cache cannot answer for a field it did not see. Cached itself:
+    each copy re-validates a whole plan, and a time sweep asks for it once per estimate."""
+    defaults = _default_plan()
     return dataclasses.replace(plan.single_gpu(), **{f: getattr(defaults, f) for f in _NOT_STATES})
+
+
+@functools.cache
+def _default_plan() -> TrainPlan:
+    return TrainPlan()
 
 
 @functools.lru_cache(maxsize=4096)
