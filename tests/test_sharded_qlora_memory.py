@@ -36,8 +36,23 @@ def test_weights_keep_the_16_bit_non_quantised_parameters_and_adapters():
     q = counts.quantized
     blocks = math.ceil(q / 64)
     # 4-bit packed + double-quantised absmax; embeddings, head, norms and adapters at 2 B (not 4), then / 2 GPUs
-    whole = q // 2 + blocks + 4 * math.ceil(blocks / 256) + 2 * (counts.base - q) + 2 * counts.adapter
-    assert estimate_memory(plan).breakdown["weights"] == pytest.approx(whole / 2, abs=2)
+    absmax = blocks + 4 * math.ceil(blocks / 256)
+    whole = q // 2 + absmax + 2 * (counts.base - q) + 2 * counts.adapter
+    # the quantisation constants live on the modules, not in the sharded parameters: every rank keeps all of them
+    expected = math.ceil(whole / 2) + absmax - math.ceil(absmax / 2)
+    assert estimate_memory(plan).breakdown["weights"] == expected
+    # 8B: about 0.127 / 8 B a quantised weight, replicated
+    assert absmax / q == pytest.approx(0.127 / 8, rel=0.01)
+
+
+def test_unsharded_qlora_divides_nothing_it_does_not_shard():
+    spec = get_spec("llama-3.1-8b")
+    plan = TrainPlan(**BASE, sharding="zero2")  # ZeRO-2 shards no parameters: the whole model on each GPU
+    counts = count_params(spec, plan)
+    q = counts.quantized
+    blocks = math.ceil(q / 64)
+    whole = q // 2 + blocks + 4 * math.ceil(blocks / 256) + 4 * (counts.base - q) + 4 * counts.adapter
+    assert estimate_memory(plan).breakdown["weights"] == whole
 
 
 def test_a_dropped_adapter_input_is_saved_in_the_adapter_dtype():

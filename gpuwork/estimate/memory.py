@@ -138,11 +138,7 @@ def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
     if plan.method is Method.QLORA:
         q = counts.quantized
         packed = q // 2  # two 4-bit values per byte (bnb Params4bit)
-        blocks = math.ceil(q / _NF4_BLOCK)
-        if plan.double_quant:  # uint8 absmax + one fp32 per 256 blocks (QLoRA §3, 0.127 bit/param)
-            absmax = blocks + 4 * math.ceil(blocks / _DQ_BLOCK)
-        else:  # one fp32 absmax per 64 weights (0.5 bit/param)
-            absmax = 4 * blocks
+        absmax = _quant_state_bytes(plan, counts)
         # peft prepare_model_for_kbit_training casts every non-quantized 16-bit parameter to fp32; sharded
         # QLoRA skips it and keeps them, and the adapters, in the 16-bit storage dtype (sharded_qlora)
         rest_bytes = 2 if sharded_qlora(plan) else 4
@@ -155,13 +151,32 @@ def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
     return p.param_bytes * counts.base
 
 
+def _quant_state_bytes(plan: TrainPlan, counts: ParamCounts) -> int:
+    """bitsandbytes' quantisation constants of the 4-bit weights (absmax per block of 64)."""
+    blocks = math.ceil(counts.quantized / _NF4_BLOCK)
+    if plan.double_quant:  # uint8 absmax + one fp32 per 256 blocks (QLoRA §3, 0.127 bit/param)
+        return blocks + 4 * math.ceil(blocks / _DQ_BLOCK)
+    return 4 * blocks  # one fp32 absmax per 64 weights (0.5 bit/param)
+
+
+def _unsharded_quant_state(plan: TrainPlan, counts: ParamCounts) -> int:
+    """Bytes per GPU of the quantisation constants that FSDP / ZeRO-3 do not shard: bitsandbytes keeps each
+    layer's quant_state on the module, no parameter ("the quant state got lost when the parameter got converted.
+    This happens for example for fsdp", bnb nn/modules.py fix_4bit_weight_quant_state_from_module), so every
+    rank holds all of it; the sharded weights counted 1/ranks of it."""
+    if not sharded_qlora(plan) or plan.offload_params:
+        return 0
+    whole = _quant_state_bytes(plan, counts)
+    return whole - math.ceil(whole / plan.shard_ranks)
+
+
 def sharded_qlora(plan: TrainPlan) -> bool:
     """QLoRA whose parameters FSDP or ZeRO-3 shard. TRL's SFTTrainer then calls neither
     prepare_model_for_kbit_training nor peft_module_casting_to_bf16 ("one should never call ... when doing QLoRA +
     FSDP / DS-Zero3") and creates the adapters with autocast_adapter_dtype=False, so the model, its residual stream
     and the adapters stay in the 16-bit dtype the 4-bit weights are stored in (bnb_4bit_quant_storage, which FSDP
     needs equal to the model's dtype; peft docs accelerate/fsdp.md, deepspeed.md). docs/memory_lengths.md."""
-    return plan.method is Method.QLORA and plan.sharding in (Sharding.ZERO3, Sharding.FSDP)
+    return plan.method is Method.QLORA and plan.sharding.shards_params
 
 
 def _trainable_bytes_per_param(plan: TrainPlan) -> int:
@@ -616,15 +631,15 @@ def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: _States, counts: Pa
 def _per_gpu_states(plan: TrainPlan, states: _States) -> tuple[int, int, int, int, int, int]:
     """(weights, gradients, optimizer states, paged optimizer states, host bytes, sharding buffers) per GPU after
     sharding (ZeRO paper §5) and offload."""
-    sharding, n_gpus = plan.sharding, plan.gpus
+    sharding, n_gpus = plan.sharding, plan.shard_ranks  # HSDP: one shard group
     weights, grads, opt = states.weights, states.gradients, states.optimizer
     host = 0
     sharding_buffers = 0
-    if sharding is Sharding.DDP and n_gpus > 1:
+    if sharding is Sharding.DDP and plan.gpus > 1:
         sharding_buffers += _DDP_BUCKET_COPIES * grads
-    if sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+    if sharding.shards_optimizer:
         opt = math.ceil(opt / n_gpus)  # ZeRO paper §5: P_os
-    if sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+    if sharding.shards_gradients:
         grads = math.ceil(grads / n_gpus)  # P_os+g
     if sharding in (Sharding.ZERO2, Sharding.ZERO3):
         # DeepSpeed reduces gradients through a bucket (FSDP reduce-scatters unit by unit instead)
@@ -638,7 +653,7 @@ def _per_gpu_states(plan: TrainPlan, states: _States) -> tuple[int, int, int, in
         host += weights
         weights = 0
     paged = states.optimizer_paged
-    if sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
+    if sharding.shards_optimizer:
         paged = math.ceil(paged / n_gpus)
     return weights, grads, opt, paged, host, sharding_buffers
 
@@ -712,8 +727,8 @@ def _per_gpu_optimizer_temporary(spec: ModelSpec, plan: TrainPlan, counts: Param
     opt_temp = _optimizer_step_temporary(spec, plan, counts)
     if plan.offload_optimizer:
         return 0
-    if plan.sharding in (Sharding.ZERO1, Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
-        return math.ceil(opt_temp / plan.gpus)
+    if plan.sharding.shards_optimizer:
+        return math.ceil(opt_temp / plan.shard_ranks)
     return opt_temp
 
 
@@ -768,8 +783,8 @@ def _backward_gradients(spec: ModelSpec, plan: TrainPlan, pb: int, grads: int) -
     """(output layer's gradient, one block's gradients) per GPU while backward runs through a block."""
     lm_head_trainable = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)  # params_head: untied part
     g_head = pb * spec.params_head if lm_head_trainable else 0
-    if plan.sharding in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP):
-        g_head = math.ceil(g_head / plan.gpus)
+    if plan.sharding.shards_gradients:
+        g_head = math.ceil(g_head / plan.shard_ranks)
     g_block = grads // max(spec.num_layers, 1) if plan.method is not Method.FREEZE else (
         pb * spec.params_block)
     if plan.uses_adapters:
@@ -820,6 +835,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
 
     # --- model states per GPU after sharding -----------------------------------------------
     weights, grads, opt, paged, host, sharding_buffers = _per_gpu_states(plan, states)
+    weights += _unsharded_quant_state(plan, counts)
 
     # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
     # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
