@@ -8,6 +8,7 @@ import pytest
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.advisor import MIN_SAVING, advise
+from gpuwork.estimate.offers import offer_name
 from gpuwork.estimate.profiles import TYPICAL_RESERVED_BREAK_EVEN_S, rental_mode
 from gpuwork.facts.catalog import Mode, load_offers
 from gpuwork.facts.resolve import resolve
@@ -36,6 +37,15 @@ def test_qlora_7b_at_defaults_gets_checkpointing_on_a_24gb_card() -> None:
     text_en, text_ru = render(gc.summary, "en"), render(gc.summary, "ru")
     assert text_en.startswith("with gradient checkpointing: 7.7 GiB per GPU, fits 1 x GeForce RTX 4090")
     assert text_ru.startswith("с пересчётом активаций: 7,7 ГиБ на GPU, помещается на 1 × GeForce RTX 4090")
+    # the offer as the tables name it, never its catalog id (issue 20: plain words)
+    offer = gc.outcome.offer.offer
+    assert f"(offer “{render(offer_name(offer), 'en')}”)" in text_en
+    assert f"(предложение «{render(offer_name(offer), 'ru')}»)" in text_ru
+    status_en, status_ru = render(advice.status, "en"), render(advice.status, "ru")
+    assert f"(offer “{render(offer_name(base.offer), 'en')}”)" in status_en
+    assert "предложение «" in status_ru and " на узел, " in status_ru
+    for shown in (text_en, text_ru, status_en, status_ru):
+        assert offer.offer_id not in shown and base.offer.offer_id not in shown
 
 
 def test_every_suggestion_fits_and_is_cheaper_or_smaller() -> None:

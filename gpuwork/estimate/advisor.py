@@ -40,6 +40,7 @@ from gpuwork.estimate.offers import (
     OfferResult,
     evaluate_offer,
     evaluate_offers,
+    offer_name,
 )
 from gpuwork.facts.catalog import Offer
 from gpuwork.facts.inputs import Inputs
@@ -154,8 +155,7 @@ class Suggestion:
         o = self.outcome.offer
         assert o is not None  # only fitting changes are suggested
         where = msg("advice.where", gpus=o.fit.plan.gpus, gpu=o.offer.gpu.display_name,
-                    sharding=_where_sharding(o.fit.plan), offer_id=o.offer.offer_id,
-                    provider=o.offer.provider, mode=o.offer.mode)
+                    sharding=_where_sharding(o.fit.plan), offer=offer_name(o.offer))
         flags = tuple(m for m, on in ((msg("advice.note.experiment"), self.changes_experiment),
                                       (msg("advice.note.global_batch"), self.global_batch_grows)) if on)
         notes = msg("advice.notes", notes=flags) if flags else None
@@ -199,8 +199,7 @@ class Advice:
         o = b.offer
         return msg("advice.status.fits", memory_bytes=b.memory_per_gpu_bytes, gpus=o.fit.plan.gpus,
                    sharding=_where_sharding(o.fit.plan),
-                   gpu=o.offer.gpu.display_name, offer_id=o.offer.offer_id, provider=o.offer.provider,
-                   mode=o.offer.mode, run_s=b.total_s, cost_usd=b.cost_usd)
+                   gpu=o.offer.gpu.display_name, offer=offer_name(o.offer), run_s=b.total_s, cost_usd=b.cost_usd)
 
     def get(self, key: str) -> Suggestion:
         for s in self.suggestions:

@@ -29,8 +29,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "advice.note.experiment": ("changes the experiment", "меняет эксперимент"),
     "advice.note.global_batch": ("more tokens per optimizer step", "больше токенов на шаг оптимизатора"),
     "advice.where": (
-        "fits {gpus} x {gpu}{sharding} ({offer_id:raw}, {provider:raw}, {mode:@mode})",
-        "помещается на {gpus} × {gpu}{sharding} ({offer_id:raw}, {provider:raw}, {mode:@mode})"),
+        "fits {gpus} x {gpu}{sharding} (offer “{offer}”)",
+        "помещается на {gpus} × {gpu}{sharding} (предложение «{offer}»)"),
     "advice.where.sharding": (" with {sharding}", " с {sharding}"),
     "advice.suggestion": (
         "{changes:list}: {memory_bytes:gib} per GPU, {where}, {time_sign:raw}{time_change:pct} time, "
@@ -45,10 +45,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "The plan as it is fits no offer of the catalog (one GPU would need {need_bytes:gib}).",
         "План в текущем виде не помещается ни в одно предложение каталога (одному GPU нужно {need_bytes:gib})."),
     "advice.status.fits": (
-        "The plan as it is: {memory_bytes:gib} per GPU, cheapest on {gpus} x {gpu}{sharding} ({offer_id:raw}, "
-        "{provider:raw}, {mode:@mode}): {run_s:dur}, {cost_usd:usd}.",
-        "План в текущем виде: {memory_bytes:gib} на GPU, дешевле всего на {gpus} × {gpu}{sharding} ({offer_id:raw}, "
-        "{provider:raw}, {mode:@mode}): {run_s:dur}, {cost_usd:usd}."),
+        "The plan as it is: {memory_bytes:gib} per GPU, cheapest on {gpus} x {gpu}{sharding} (offer “{offer}”): "
+        "{run_s:dur}, {cost_usd:usd}.",
+        "План в текущем виде: {memory_bytes:gib} на GPU, дешевле всего на {gpus} × {gpu}{sharding} "
+        "(предложение «{offer}»): {run_s:dur}, {cost_usd:usd}."),
     "advice.none": (
         "No standard change makes the run fit or at least 5% cheaper.",
         "Ни одно стандартное изменение не делает запуск возможным или дешевле хотя бы на 5 %."),
