@@ -210,8 +210,9 @@ class Parser(argparse.ArgumentParser):
         add_help = kwargs.pop("add_help", True)
         kwargs.setdefault("allow_abbrev", False)  # `estimate --gpu` must not be read as --gpus
         base = kwargs.pop("formatter_class", argparse.HelpFormatter)
-        super().__init__(*args, formatter_class=_help_formatter(base, text("cli.help.usage", lang)),
-                         add_help=False, **kwargs)
+        kwargs["formatter_class"] = _help_formatter(base, text("cli.help.usage", lang))
+        kwargs["add_help"] = False  # added below, with its help text from the catalog
+        super().__init__(*args, **kwargs)
         # the two groups argparse creates itself, titled in English by its own catalog
         self._positionals.title = text("cli.help.positionals", lang)
         self._optionals.title = text("cli.help.options", lang)
