@@ -58,7 +58,7 @@ from gpuwork.ui.common import (
     ui,
 )
 from gpuwork.ui.request import RequestPanel
-from gpuwork.units import fmt_duration, fmt_int, fmt_number, fmt_usd, unit
+from gpuwork.units import fmt_duration, fmt_int, fmt_number, fmt_usd, parse_count, unit
 
 SORTS = ("cost", "time", "price", "vram")  # the rankings of estimate.offers.sort_offers the panel offers
 # Columns of gpuwork.measure.trial.compare that are shares (0.05 = 5 %): shown as percent, one decimal.
@@ -402,7 +402,7 @@ class OffersPanel(common.Panel):
         if self.plan is None or self._muted:
             return
         try:
-            limit = self.limit.number("limit")
+            limit = parse_count(self.limit.value, "limit", minimum=None)  # a count field: a whole number
             if limit < 1:
                 raise PlanError("limit", msg("ui.must_be_one", what=self.limit.description, value=str(limit)))
             with quiet():
