@@ -86,7 +86,11 @@ class TrialOptions:
     @property
     def last_step(self) -> int:
         """The last optimizer step the trial may run, warm-up included (on checked options)."""
-        return self.warmup + (self.max_steps if self.until_stable is not None else self.steps)
+        if self.until_stable is None:
+            return self.warmup + self.steps
+        if self.max_steps is None:  # unchecked options: ``checked()`` fills the cap in
+            raise TypeError("last_step needs checked options (max_steps is None)")
+        return self.warmup + self.max_steps
 
 
 @dataclass(frozen=True)
