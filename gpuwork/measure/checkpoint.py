@@ -170,9 +170,10 @@ def _weights_to_save(model: Any) -> tuple[dict[str, Any], dict[str, str]]:
     return {k: v.contiguous() for k, v in state.items()}, metadata
 
 
-def snapshot(run: Run, setup: Setup, step: int, **position: Any) -> dict[str, Any]:
+def snapshot(run: Run, setup: Setup, step: int | None, **position: Any) -> dict[str, Any]:
     """Digests of the run's whole state as it is in memory now: model (what is saved), optimizer, scheduler,
-    RNG, step, seed and data position. A flat dict: tensor -> (dtype, shape, SHA-256), plain values as they are."""
+    RNG, step, seed and data position. A flat dict: tensor -> (dtype, shape, SHA-256), plain values as they are.
+    ``step`` is None where a restored trainer state lacks it: the digests then differ from the saved ones."""
     out: dict[str, Any] = {}
     out.update(digest_state("model", _model_state(run.model)))
     out.update(digest_state("optimizer", run.optimizer.state_dict()))
@@ -243,8 +244,9 @@ class FileCheckpoint(CheckpointStore):
 
             state = load_file(str(folder / self.reading), device=str(setup.device))
             result = set_peft_model_state_dict(run.model, state)
-            if getattr(result, "unexpected_keys", None):
-                raise TrialError(msg("error.trial.adapter_keys", keys=", ".join(result.unexpected_keys[:3])))
+            unexpected_keys = getattr(result, "unexpected_keys", None)  # peft annotates a bare namedtuple
+            if unexpected_keys:
+                raise TrialError(msg("error.trial.adapter_keys", keys=", ".join(unexpected_keys[:3])))
         else:
             missing, unexpected = load_model(run.model, str(folder / self.reading), device=str(setup.device))
             if missing or unexpected:
@@ -499,7 +501,7 @@ def roundtrip(owner: list[Run], setup: Setup, at: SavePoint, *, folder: Path, ke
         after_save(folder)
 
     uninterrupted = _replay(run, setup, at.batches, clock)
-    run = None  # free the original before the fresh model exists: the round-trip never holds two
+    del run  # free the original before the fresh model exists: the round-trip never holds two
     release_memory(setup.device)
     back = _read_back(store, setup, folder, saved, at, clock)
     setup.parallel.barrier()
