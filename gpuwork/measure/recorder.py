@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from gpuwork.measure import records
 from gpuwork.message import msg
@@ -92,6 +92,17 @@ class RssSampler:
             self._thread.join(timeout=1.0)
 
 
+class StepMemory(TypedDict):
+    """``DeviceMemory.step_fields``: a step's memory fields of ``StepMeasurement``, in bytes (CUDA or CPU's)."""
+
+    trial_memory_bytes: int
+    cuda_peak_allocated_bytes: NotRequired[int]
+    cuda_peak_reserved_bytes: NotRequired[int]
+    device_total_bytes: NotRequired[int]
+    rss_peak_bytes: NotRequired[int]
+    rss_after_step_bytes: NotRequired[int | None]
+
+
 class DeviceMemory:
     """The run's memory on its device, as ``StepMeasurement`` holds it.
 
@@ -131,7 +142,7 @@ class DeviceMemory:
     def reset_peak(self) -> None:
         import torch
 
-        if self.cuda:
+        if self.rss is None:  # CUDA
             torch.cuda.reset_peak_memory_stats(self.device)
         else:
             self.rss.reset()
@@ -145,7 +156,7 @@ class DeviceMemory:
     def _used(self) -> int:
         import torch
 
-        if self.cuda:
+        if self.rss is None:  # CUDA
             used = torch.cuda.max_memory_allocated(self.device) - self.baseline_bytes
         else:
             used = self.rss.peak_bytes - self.baseline_bytes
@@ -163,17 +174,18 @@ class DeviceMemory:
             error = torch.OutOfMemoryError(
                 f"memory cap exceeded after {phase}: the trial used {used / MIB:.1f} MiB, the cap is "
                 f"{self.cap_bytes / MIB:.1f} MiB")
-            error.gpuwork_msg = msg("trial.memory_cap_exceeded", phase=phase, used_mib=used / MIB,
-                                    cap_mib=self.cap_bytes / MIB)
+            # torch's exception has no such field: readers take it with getattr
+            vars(error)["gpuwork_msg"] = msg("trial.memory_cap_exceeded", phase=phase, used_mib=used / MIB,
+                                             cap_mib=self.cap_bytes / MIB)
             raise error
 
-    def step_fields(self) -> dict[str, int | None]:
+    def step_fields(self) -> StepMemory:
         """The memory fields of the step just ended (``StepMeasurement``)."""
         import torch
 
         now = self.rss.sample() if self.rss is not None else None
         used = self._used()
-        if self.cuda:
+        if self.rss is None:  # CUDA
             free, total = torch.cuda.mem_get_info(self.device)  # after the step: not a peak (the driver keeps none)
             return {"trial_memory_bytes": used,
                     "cuda_peak_allocated_bytes": int(torch.cuda.max_memory_allocated(self.device)),
