@@ -36,7 +36,14 @@ from typing import NamedTuple
 from gpuwork.estimate.memory import block_groups, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
-from gpuwork.facts.spec import ModelSpec, count_params, lora_target_linears, quantized_linears
+from gpuwork.facts.spec import (
+    Linear,
+    ModelSpec,
+    ParamCounts,
+    count_params,
+    lora_target_linears,
+    quantized_linears,
+)
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Task, TrainPlan
 
 
@@ -196,7 +203,7 @@ _plan_shape = operator.attrgetter(*_SHAPE_FIELDS)
 class _StepKey:
     """What an op list is built from: the plan's shaping fields, the model and the stack."""
 
-    shape: tuple  # _SHAPE_FIELDS of the plan
+    shape: tuple[object, ...]  # _SHAPE_FIELDS of the plan
     spec: ModelSpec
     position_embedding: object  # the one ``spec.extras`` entry read here (extras are outside ModelSpec equality)
     stack: StackKernels
@@ -587,7 +594,7 @@ def _residual_add(phase: Phase, elements: int, s_b: int, count: int) -> Op:
     return _mem("residual add", phase, elements, 3 * s_b, 1, count, backward=Backward.NONE)
 
 
-def _gradient_sums(spec: ModelSpec, groups: dict, lora: set[str], t: int, s_b: int, e: int, count: int) -> Op:
+def _gradient_sums(spec: ModelSpec, groups: dict[str, list[Linear]], lora: set[str], t: int, s_b: int, e: int, count: int) -> Op:
     """Backward-only: a tensor read by several ops gets one gradient from each, and autograd adds them (one
     add kernel per extra consumer): the residual stream at its two branch points, the attention input read by
     q, k and v, the MLP input read by gate and up, and each adapted linear's input read by its LoRA branch.
@@ -609,7 +616,7 @@ def _gradient_sums(spec: ModelSpec, groups: dict, lora: set[str], t: int, s_b: i
 _QKV_SLICED = frozenset({"phi3"})
 
 
-def _projection_gradient_layout(spec: ModelSpec, groups: dict, t: int, e: int, fused_rope: bool,
+def _projection_gradient_layout(spec: ModelSpec, groups: dict[str, list[Linear]], t: int, e: int, fused_rope: bool,
                                 count: int) -> Op:
     """Backward-only: gradients brought back to the projections' layout. SDPA's backward returns each
     gradient with its input's strides; q and k after an eager rotary are contiguous per head, so the
@@ -803,7 +810,7 @@ def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
     return max(1, per_block * blocks + 3)
 
 
-def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts, mb: int) -> list[Op]:
+def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: int) -> list[Op]:
     """Gradient accumulation, clipping and the update, on this GPU's share of the trainable weights."""
     n = counts.trainable / plan.shard_ranks  # the GPU's shard (DDP: 1, the whole model; HSDP: one group's share)
     tensors = _param_tensors(spec, plan, counts.trainable)
