@@ -31,7 +31,7 @@ from gpuwork.cli.args import (
     plan_from_args,
     with_mapping,
 )
-from gpuwork.errors import EXIT_NO_FIT, PlanError
+from gpuwork.errors import EXIT_NO_FIT, GpuworkError, PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
 from gpuwork.plan import UPPER_BOUNDS, TrainPlan
@@ -52,13 +52,20 @@ from gpuwork.units import (
 # -- argument types ---------------------------------------------------------------------------------
 
 
+def _flag_error(exc: GpuworkError, unread: str = "", instead: Msg | None = None) -> Exception:
+    """A flag's error in the catalog's words: ``instead`` when ``exc`` has the code ``unread``, else its own
+    message; an error raised without a code stays itself (argparse calls the value invalid)."""
+    if exc.msg is None:
+        return exc
+    return FlagValueError(instead if instead is not None and exc.msg.code == unread else exc.msg)
+
+
 def size_bytes(text: str) -> int:
     """'200GB', '1.5 TB', '500MiB', '2e11' -> bytes (decimal GB/TB, binary GiB/MiB; gpuwork.units.parse_size)."""
     try:
         return parse_size(text, "dataset_bytes", maximum=UPPER_BOUNDS["dataset_bytes"])
     except PlanError as exc:  # the flag is named by argparse: say what a size looks like, or the range
-        raise FlagValueError(msg("error.args.size", value=repr(text)) if exc.msg.code == "error.input.not_size"
-                             else exc.msg) from None
+        raise _flag_error(exc, "error.input.not_size", msg("error.args.size", value=repr(text))) from None
 
 
 def token_count(text: str) -> int:
@@ -66,8 +73,7 @@ def token_count(text: str) -> int:
     try:
         return parse_count(text, "dataset_tokens", maximum=UPPER_BOUNDS["dataset_tokens"])
     except PlanError as exc:
-        raise FlagValueError(msg("error.args.tokens", value=repr(text)) if exc.msg.code == "error.input.not_count"
-                             else exc.msg) from None
+        raise _flag_error(exc, "error.input.not_count", msg("error.args.tokens", value=repr(text))) from None
 
 
 def have_cards(value: str) -> tuple[int, Any]:
@@ -78,7 +84,7 @@ def have_cards(value: str) -> tuple[int, Any]:
     try:
         have = parse_have(value)
     except (PlanError, CatalogError) as exc:
-        raise FlagValueError(exc.msg) from None
+        raise _flag_error(exc) from None
     if have is None:
         raise FlagValueError(msg("error.args.have", value=repr(value)))
     return have
@@ -416,13 +422,12 @@ def _cmd_request(args: argparse.Namespace) -> int:
     # the one answer: the request asks for the card, count, mode and changes that plan, advise and offers show
     decision = decide(plan, time_options=_time_options(args), constraints=Constraints(
         budget_usd=args.budget, rental_period_s=args.rent_days * 86400 if args.rent_days else None, have=args.have))
-    chosen = {"match": decision.match, "offer": decision.offer} if decision.fits else {}
-    if args.have is not None:  # owned cards: the request names that card, count and changes, with no rental price
-        chosen = {"match": decision.match, "include_offer": False} if decision.fits else {}
-    req = rental_request(plan, **chosen, lang=args.lang, start_date=args.start_date, budget_usd=args.budget,
-                         rent_period_days=args.rent_days, trial_required=not args.no_trial,
-                         context_in_config=not args.explicit_context, compression_ratio=args.compression_ratio,
-                         trial_record=record)
+    owned = decision.fits and args.have is not None  # owned cards: that card, count and changes, no rental price
+    req = rental_request(plan, match=decision.match if decision.fits else None,
+                         offer=None if owned else decision.offer, include_offer=not owned, lang=args.lang,
+                         start_date=args.start_date, budget_usd=args.budget, rent_period_days=args.rent_days,
+                         trial_required=not args.no_trial, context_in_config=not args.explicit_context,
+                         compression_ratio=args.compression_ratio, trial_record=record)
     if args.format == "json":
         out = with_mapping(req.as_dict(), args)
         if args.have is not None:
