@@ -264,7 +264,8 @@ class _PriceFacts(NamedTuple):
     peaks: tuple[float, float, float]  # dense bf16, fp16, fp32 FLOP/s (datasheet)
     wave_tiles: tuple[int, int]  # kernels.csv gemm_tile_m / gemm_tile_n (wave quantisation without gemm_tiles)
     gemm: _GemmFacts
-    attention: tuple  # flash_attn fwd / bwd fractions of the GPU's family and generic, sdpa fraction (None: absent)
+    # flash_attn fwd / bwd fractions of the GPU's family and generic, sdpa fraction (None: absent)
+    attention: tuple[float | None, float | None, float | None, float | None, float | None]
     attention_curves: tuple[AttentionPoint, ...]  # the family's measured rates by sequence length (may be empty)
     efficiency: float
     assumptions: tuple[str, ...]  # StepPrice.assumptions, in the order of _ASSUMPTIONS
@@ -342,11 +343,16 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     return fraction * peak
 
 
+# what pricing reads of one op: count, kind, phase, flops, bytes, launches, host_sync, attention_pass, dtype, m, n,
+# causal (a plain tuple: the pricing loop unpacks it)
+_OpRow = tuple[int, Kind, Phase, float, float, int, bool, str, str, int, int, bool]
+
+
 @functools.lru_cache(maxsize=1024)
-def _op_rows(ops: tuple[Op, ...]) -> tuple[tuple, int, float, float]:
+def _op_rows(ops: tuple[Op, ...]) -> tuple[tuple[_OpRow, ...], int, float, float]:
     """What pricing reads of each operation that runs, and the step's kernels, FLOPs and bytes (the same on
     every GPU)."""
-    rows = []
+    rows: list[_OpRow] = []
     launches_total, flops_total, bytes_total = 0, 0.0, 0.0
     attention = Kind.ATTENTION
     for op in ops:
@@ -369,10 +375,10 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
-    attention_rates: dict[tuple, float] = {}
+    attention_rates: dict[tuple[str, str, int, int, bool], float] = {}
     backward = Phase.BACKWARD
     kind_s = dict.fromkeys(Kind, 0.0)
-    phase_s: dict = {}
+    phase_s: dict[Phase, float] = {}
     overhead_s = 0.0
     for count, kind, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal in rows:
         if flops > 0:
