@@ -146,7 +146,7 @@ def _exporter() -> Any:
 
 def report_prose(name: str, lang: str = "en") -> list[str]:
     """The report's text for the markdown cells of notebook ``name``, in order (catalog ``report.md.<name>.<n>``)."""
-    out = []
+    out: list[str] = []
     while (code := f"report.md.{name}.{len(out)}") in CATALOG:
         out.append(text(code, lang))
     return out
@@ -228,6 +228,7 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
     else:
         results = list(offers)
     fitting = [r for r in results if r.fits and r.expected_total_s is not None and r.expected_cost_usd is not None]
+    chosen = decision.offer if decision is not None else None  # the one answer's offer; None when nothing fits
     if not fitting:
         items.append(say(msg("report.answer.fits_none")))
     else:
@@ -242,19 +243,19 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
         if len(ordered) > ANSWER_CARDS:
             named.append(msg("report.answer.more", n=len(ordered) - ANSWER_CARDS))
         items.append(say(msg("report.answer.fits", cards=tuple(named))))
-        best = decision.offer if decision is not None and decision.fits else fitting[0]
+        best = chosen if chosen is not None else fitting[0]
         items.append(say(msg("report.answer.recommended", offer=best.offer.offer_id, provider=best.offer.provider,
                              gpus=best.fit.plan.gpus, gpu=best.offer.gpu.display_name, mode=best.offer.mode.value,
                              price_usd=best.offer.price_per_gpu_hour, total_s=best.expected_total_s,
                              cost_usd=best.expected_cost_usd)))
         top = fitting[:ANSWER_OFFERS]
-        times = [r.expected_total_s for r in top]
-        costs = [r.expected_cost_usd for r in top]
+        times = [r.expected_total_s for r in top if r.expected_total_s is not None]  # all: fitting has both
+        costs = [r.expected_cost_usd for r in top if r.expected_cost_usd is not None]
         items.append(say(msg("report.answer.range", n=len(top), low_s=min(times), high_s=max(times),
                              low_usd=min(costs), high_usd=max(costs))))
     risks = [msg("report.answer.risk_estimate")]
     if fitting:
-        best = decision.offer if decision is not None and decision.fits else fitting[0]
+        best = chosen if chosen is not None else fitting[0]
         if best.fit.headroom_bytes < TIGHT_HEADROOM * best.fit.usable_bytes:
             risks.append(msg("report.answer.risk_headroom", need_bytes=best.fit.device_total_bytes,
                              usable_bytes=best.fit.usable_bytes))
