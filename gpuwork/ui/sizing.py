@@ -5,7 +5,9 @@ optimizer, batch shape, checkpointing, attention, LoRA, GPUs, sharding, data -> 
 what-if charts, totals with their meanings, profile, time and disk, and a "Verify exactly" button
 (fake-tensor trace of one step). Its pure update is ``size_plan`` (a ``SizingResult``) with
 ``whatif_series``; ``totals_html``, ``details_html`` and ``trace_html`` render results as HTML.
-The shared pieces (labels, modes, friendly errors) are in ``gpuwork.ui.common``.
+The shared pieces (labels, modes, friendly errors) are in ``gpuwork.ui.common``; the pure update and its HTML in
+``gpuwork.ui.sizing_results``, the model and training files in ``gpuwork.ui.uploads``, the dataset field and
+its documents in ``gpuwork.ui.documents`` (their public names are importable from here too).
 
 Example:
     >>> form = SizingForm({"model": "llama-3.2-1b", "method": "lora"})
@@ -23,37 +25,30 @@ runs is refused rather than queued.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import html
-import json
 import logging
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from gpuwork.errors import CatalogError, GpuworkError, ModelError, PlanError
-from gpuwork.estimate.memory import GIB, MemoryEstimate
-from gpuwork.facts.block_profiles import block_profile_note
+from gpuwork.errors import CatalogError, GpuworkError, ModelError
+from gpuwork.estimate.memory import MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
-from gpuwork.facts.model import CONFIG_BOUNDS, list_presets, spec_for_plan
+from gpuwork.facts.model import list_presets
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan, lengths_text
 from gpuwork.present import charts
-from gpuwork.present.messages import render, render_all, text, time_kind_code
-from gpuwork.sizing import decide, estimate_disk, estimate_memory, match_profile, resolve, scaling
+from gpuwork.present.messages import render
 from gpuwork.ui import common
 from gpuwork.ui.choices import CheckboxGroup
 from gpuwork.ui.common import (
     CHECKBOX_LAYOUT,
     LANGS,
     MUTED,
-    NOTE_COLOR,
     WIDE,
     LiveFigure,
     NumberText,
@@ -64,661 +59,42 @@ from gpuwork.ui.common import (
     html_output,
     note_html,
     one_line,
-    plan_caption,
     plan_from,
     quiet,
     run_in_thread,
     table_html,
     ui,
 )
+from gpuwork.ui.documents import DOCUMENTS_ACCEPT, Note, count_documents, dataset_input
 from gpuwork.ui.share import plan_from_query, plan_query, share_html
-from gpuwork.units import GB, fmt_number, fmt_seconds, fmt_size, unit
+from gpuwork.ui.sizing_results import (
+    WHATIF_METHODS,
+    WHATIF_VALUES,
+    SizingResult,
+    details_html,
+    memory_units_html,
+    size_plan,
+    totals_html,
+    trace_html,
+    whatif_series,
+)
+from gpuwork.ui.uploads import (
+    MANUAL_DEFAULTS,
+    MANUAL_FIELDS,
+    UPLOAD_ACCEPT,
+    ConfigStore,
+    TrainingUpload,
+    _plan_file,
+    manual_config,
+    parse_config,
+    parse_upload,
+)
+from gpuwork.units import fmt_number, unit
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_GPUS = ("rtx4090", "l40s", "h100_sxm")  # the profiles' reference cards (gpuwork.estimate.profiles)
-WHATIF_VALUES = {
-    "seq_len": (256, 512, 1024, 2048, 4096, 8192, 16384, 32768),
-    "batch_size": (1, 2, 4, 8, 16, 32, 64),
-}
-WHATIF_METHODS = tuple(m.value for m in Method)
-# A Llama-3.2-1B-shaped decoder as the starting point of the manual architecture fields.
-MANUAL_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                 "intermediate_size", "vocab_size")
-MANUAL_DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
-                   "num_key_value_heads": 8, "intermediate_size": 8192, "vocab_size": 128256}
 _CONTROL_LAYOUT = {"width": "380px"}
-
-
-def _gib(n_bytes: float, lang: str = "en") -> str:
-    """GiB with two decimals, no unit (the column says GiB)."""
-    return fmt_number(n_bytes / GIB, lang, 2)
-
-
-# -- model configs written by the form ---------------------------------------------------------------
-
-
-def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A Llama-style Hugging Face config dict from the six manual architecture fields.
-
-    Raises ModelError with the field and the fix when a value is not a positive whole number or the
-    heads do not divide the hidden size / each other (transformers' attention needs both).
-    """
-    out: dict[str, int] = {}
-    for name in MANUAL_FIELDS:
-        value = values.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ModelError(msg("error.ui.manual_whole", field=name, value=repr(value)))
-        if value > CONFIG_BOUNDS[name]:  # a 100,000-layer model would take minutes to build, for nothing
-            raise ModelError(msg("error.config.too_large", name="manual", field=name, value=repr(value),
-                                 maximum=CONFIG_BOUNDS[name]))
-        out[name] = value
-    if out["hidden_size"] % out["num_attention_heads"]:
-        raise ModelError(msg("error.ui.hidden_by_heads", hidden=out["hidden_size"],
-                             heads=out["num_attention_heads"]))
-    if out["num_attention_heads"] % out["num_key_value_heads"]:
-        raise ModelError(msg("error.ui.heads_by_kv", heads=out["num_attention_heads"],
-                             kv_heads=out["num_key_value_heads"]))
-    return {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **out,
-            "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "hidden_act": "silu",
-            "tie_word_embeddings": False, "rope_theta": 500000.0}
-
-
-def parse_config(content: bytes, name: str = "config.json") -> dict[str, Any]:
-    """The dict in an uploaded config.json: its bytes (at most common.UPLOAD_LIMIT_BYTES), never a path to
-    open; ModelError when it is not a Hugging Face config."""
-    from gpuwork.facts import reading
-
-    content = common.upload_content({"name": name, "content": content}, "config")
-    try:
-        data = reading.parse_json(content.decode("utf-8"), name)  # bounded: depth and digits
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ModelError(msg("error.ui.upload_json", name=name, reason=one_line(exc)[:120])) from None
-    if not isinstance(data, dict) or "model_type" not in data:
-        raise ModelError(msg("error.model.not_hf_config", path=name))
-    return data
-
-
-UPLOAD_ACCEPT = ".json,.yaml,.yml"  # a model's config.json, or the training configs gpuwork.facts.configs reads
-_NOT_UPLOADED = "not-uploaded"  # a folder that never exists: references to files left behind point there
-
-
-def _upload_mapping(content: bytes, name: str) -> dict[str, Any]:
-    """The mapping in an uploaded JSON or YAML file (its bytes, checked against the upload limit), read by the
-    bounded parsers of ``gpuwork.facts.reading`` (JSON depth and digits; YAML values with aliases expanded)."""
-    from gpuwork.facts import reading
-
-    content = common.upload_content({"name": name, "content": content}, "config")
-    try:
-        raw = content.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PlanError("from", msg("error.config.unreadable", file=name)) from None
-    if name.lower().endswith(".json") or raw.lstrip().startswith("{"):
-        try:
-            data = reading.parse_json(raw, name)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ModelError(msg("error.ui.upload_json", name=name, reason=one_line(exc)[:120])) from None
-    else:
-        try:
-            import yaml
-        except ModuleNotFoundError:
-            raise PlanError("from", msg("error.config.needs_yaml", file=name)) from None
-        try:
-            data = reading.parse_yaml(raw, name)  # safe types only, values counted while composed
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise PlanError("from", msg("error.config.bad_yaml", file=name, line=(mark.line + 1) if mark else 0,
-                                        reason=str(getattr(exc, "problem", None) or type(exc).__name__))) from None
-    if not isinstance(data, dict):
-        raise PlanError("from", msg("error.config.not_mapping", file=name, kind=type(data).__name__))
-    if not _within(data, _UPLOAD_MAX_VALUES):  # YAML aliases can make 1 MB expand to billions of values
-        raise PlanError("from", msg("ui.upload_too_complex", name=name, limit=_UPLOAD_MAX_VALUES))
-    return data
-
-
-_UPLOAD_MAX_VALUES = 200_000  # values in one uploaded config, aliases expanded (a real one holds hundreds)
-
-
-def _within(data: Any, budget: int) -> bool:
-    """Whether ``data`` holds at most ``budget`` values, counting a shared (aliased) value each time it is used."""
-    stack, seen = [data], 0
-    while stack:
-        item = stack.pop()
-        seen += 1
-        if seen > budget:
-            return False
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return True
-
-
-def _is_model_config(data: Mapping[str, Any]) -> bool:
-    """A Hugging Face model config (config.json), not a training config; axolotl YAMLs hold model_type too."""
-    from gpuwork.facts.configs import detect_format
-
-    if not isinstance(data.get("model_type"), str):
-        return False
-    if "architectures" in data:
-        return True
-    try:
-        detect_format(dict(data))
-    except PlanError:
-        return True
-    return False
-
-
-def _is_training_config(data: Mapping[str, Any]) -> bool:
-    from gpuwork.facts.configs import detect_format
-
-    try:
-        detect_format(dict(data))
-    except PlanError:
-        return False
-    return True
-
-
-_MODEL_KEYS = ("model_name_or_path", "model_name", "base_model", "base_model_config")
-
-
-def _keep_on_upload(data: dict[str, Any], uploaded: Mapping[str, Path], folder: Path) -> tuple[dict[str, Any],
-                                                                                               list[Msg]]:
-    """``data`` with its references to other files pointed inside ``folder``: never at the server's files.
-
-    A DeepSpeed file named by ``deepspeed:`` (or accelerate's ``deepspeed_config_file``) is followed when it was
-    uploaded together (matched by file name); else the reference points at a folder that does not exist, so
-    the import reads the stage from the file name as it does for a missing file. A model given as a local path
-    becomes that path's last part (a hub id or nothing): the server's folders are never looked at.
-    """
-    out, notes = dict(data), []
-
-    def redirect(value: Any, key: str) -> Any:
-        if not isinstance(value, str) or not value.strip():
-            return value
-        base = value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
-        if base in uploaded:
-            return str(uploaded[base])
-        notes.append(msg("ui.upload_reference", key=key, path=value))
-        return str(folder / _NOT_UPLOADED / base)
-
-    if "deepspeed" in out and not isinstance(out["deepspeed"], dict):
-        out["deepspeed"] = redirect(out["deepspeed"], "deepspeed")
-    ds = out.get("deepspeed_config")
-    if isinstance(ds, dict) and "deepspeed_config_file" in ds:
-        out["deepspeed_config"] = {**ds, "deepspeed_config_file": redirect(ds["deepspeed_config_file"],
-                                                                           "deepspeed_config.deepspeed_config_file")}
-    for key in _MODEL_KEYS:
-        value = out.get(key)
-        if isinstance(value, str) and value.strip().startswith(("/", "~", ".", "\\")):
-            out[key] = str(folder / _NOT_UPLOADED / value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1])
-    return out, notes
-
-
-@dataclass(frozen=True)
-class TrainingUpload:
-    """Training configs uploaded to the form, imported (gpuwork.facts.configs) from their bytes."""
-
-    names: tuple[str, ...]
-    imported: Any  # gpuwork.facts.configs.ConfigImport
-    notes: tuple[Msg, ...]  # references to files that were not uploaded
-    folder: str  # where the bytes were written for the import (removed after); hidden from the report
-
-    @property
-    def model(self) -> str | None:
-        """The bundled preset the configs name, or None (a hub id or a local path: not sized from here)."""
-        model = self.imported.fields.get("model")
-        return model if isinstance(model, str) and model in list_presets() else None
-
-    def report_lines(self, lang: str = "en") -> list[str]:
-        """What was understood, defaulted and ignored, one line each, in ``lang`` (file names as uploaded).
-
-        The model is left out of the defaults when no file names one: the form sizes its own (said apart)."""
-        named = "model" in self.imported.fields
-        lines = [render(m, lang) for m in (*self.imported.report(() if named else ("model",)), *self.notes)]
-        prefix = self.folder.rstrip("/") + "/"
-        return [line.replace(prefix + _NOT_UPLOADED + "/", "").replace(prefix, "") for line in lines]
-
-
-_PLAN_FIELDS = frozenset(TrainPlan().as_dict())
-
-
-def _plan_file(files: Sequence[tuple[str, bytes]]) -> TrainPlan | None:
-    """The plan in an uploaded plan file (``gpuwork.ui.share.plan_file_bytes``: TrainPlan fields as JSON, a
-    "model" among them), or None when the upload is something else (a model's or a training config)."""
-    if len(files) != 1 or not files[0][0].lower().endswith(".json"):
-        return None
-    name, content = files[0]
-    from gpuwork.facts import reading
-
-    try:
-        data = reading.parse_json(common.upload_content({"name": name, "content": content}, "config")
-                                  .decode("utf-8"), name)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, GpuworkError):
-        return None  # parse_upload says what is wrong with it
-    if not isinstance(data, dict) or "model" not in data or not set(data) <= _PLAN_FIELDS:
-        return None
-    return TrainPlan.from_dict(data)
-
-
-def parse_upload(files: Sequence[tuple[str, bytes]]) -> tuple[tuple[str, dict[str, Any]] | None,
-                                                               TrainingUpload | None]:
-    """Uploaded files (name, bytes: never a path) -> (the model config.json, the training configs imported).
-
-    Each file is at most ``common.UPLOAD_LIMIT_BYTES``. A file with ``model_type`` and ``architectures`` is a
-    model's config.json (at most one); every other file is a training config (TrainingArguments / SFTConfig,
-    axolotl, LLaMA-Factory, DeepSpeed, accelerate), imported together as ``gpuwork plan --from`` does.
-    Raises GpuworkError naming the file for a file that is neither, or that cannot be read.
-    """
-    from gpuwork.facts.configs import import_configs
-
-    model: tuple[str, dict[str, Any]] | None = None
-    training: list[tuple[str, dict[str, Any]]] = []
-    for name, content in files:
-        data = _upload_mapping(content, name)
-        if not _is_model_config(data) and not _is_training_config(data):
-            keys = ", ".join(sorted(map(str, data))[:6]) or "-"
-            raise ModelError(msg("ui.upload_unrecognised", name=name, keys=keys))
-        if _is_model_config(data):
-            if model is not None:
-                raise ModelError(msg("ui.upload_two_models", first=model[0], second=name))
-            model = (name, data)
-        else:
-            training.append((name, data))
-    if not training:
-        return model, None
-    with tempfile.TemporaryDirectory(prefix="gpuwork-upload-") as tmp:
-        folder = Path(tmp)
-        paths: dict[str, Path] = {}
-        for i, (name, _data) in enumerate(training):  # the name as uploaded; a numbered folder keeps twins apart
-            safe = name.replace("/", "_").replace("\\", "_").lstrip(".") or "config.json"
-            paths[name] = folder / (safe if safe not in {p.name for p in paths.values()} else f"{i}-{safe}")
-        notes: list[Msg] = []
-        for name, data in training:
-            kept, more = _keep_on_upload(data, {p.name: p for p in paths.values()}, folder)
-            notes += more
-            paths[name].write_text(json.dumps(kept), encoding="utf-8")  # JSON is YAML too: one reader
-        imported = import_configs([paths[name] for name, _ in training])
-        return model, TrainingUpload(tuple(n for n, _ in training), imported, tuple(notes), str(folder))
-
-
-class ConfigStore:
-    """Config dicts as files (gpuwork.facts.model reads a path), in a TemporaryDirectory this object owns.
-
-    Each distinct config gets its own folder named by a hash of its content, so a changed config never
-    hits gpuwork.facts.model's cache of an earlier one. ``close()`` removes everything.
-    """
-
-    def __init__(self) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
-
-    def path_for(self, config: Mapping[str, Any]) -> str:
-        if self._tmp is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="gpuwork-configs-")
-        text = json.dumps(config, sort_keys=True, indent=1)
-        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        folder = Path(self._tmp.name) / digest
-        path = folder / "config.json"
-        if not path.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        return str(path)
-
-    @property
-    def folder(self) -> str | None:
-        return self._tmp.name if self._tmp is not None else None
-
-    def close(self) -> None:
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
-
-
-# -- the dataset: tokens, a size, or a file of documents ----------------------------------------------
-
-
-DOCUMENTS_ACCEPT = ".txt,.md,.jsonl,.json,.csv"
-# what one upload through the page's websocket can carry (Tornado's default message cap is 10 MiB); a larger
-# dataset is typed as its size
-DOCUMENTS_LIMIT_BYTES = 8_000_000
-
-
-def data_size(n_bytes: float, lang: str = "en") -> str:
-    """A dataset's size as people read it: GB from 1 GB up, MB below (two decimals under 1 MB)."""
-    if n_bytes >= GB:
-        return fmt_size(n_bytes, lang)
-    return f"{fmt_number(n_bytes / 1e6, lang, 2 if n_bytes < 1e6 else 1)}\u00a0{unit('MB', lang)}"
-
-
-Note = Callable[[str], Msg]  # a note whose numbers are formatted in the language it is shown in
-
-
-def dataset_input(text: str, tokens_before: int | None = None,
-                  bytes_before: int | None = None) -> tuple[int, int | None, Note | None]:
-    """The dataset field as typed -> (tokens, bytes or None, a note saying how the tokens were found).
-
-    A count ("50M", "5e9", "2M tokens") is tokens; a size with its unit ("200 MB", "1.5 GB", "500MiB") is the
-    raw text on disk, its tokens at ``BYTES_PER_TOKEN_TEXT`` (said in the note). An unchanged count keeps the size
-    known before (from a link or a counted file). PlanError when the text is neither."""
-    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
-    from gpuwork.plan import UPPER_BOUNDS
-    from gpuwork.units import parse_count, parse_size
-
-    try:
-        tokens = parse_count(text, "dataset_tokens", minimum=None)
-    except PlanError as not_count:
-        try:
-            size = parse_size(text, "dataset_bytes", maximum=UPPER_BOUNDS["dataset_bytes"])
-        except PlanError:
-            raise not_count from None
-        if isinstance(text, str) and not any(c.isalpha() for c in text):
-            raise not_count from None
-        tokens = max(1, round(size / BYTES_PER_TOKEN_TEXT))
-        return tokens, size, lambda lang: msg("ui.dataset_from_size", size=data_size(size, lang), tokens=tokens,
-                                              ratio=BYTES_PER_TOKEN_TEXT)
-    return tokens, (bytes_before if tokens_before is not None and tokens == tokens_before else None), None
-
-
-@dataclass(frozen=True)
-class DocumentCount:
-    """The tokens of an uploaded file of documents: counted with the model's tokenizer when one is on this machine,
-    else estimated at ``BYTES_PER_TOKEN_TEXT`` (``tokenizer`` None)."""
-
-    name: str
-    documents: int
-    size_bytes: int  # the file as uploaded: the raw dataset on disk
-    tokens: int
-    model: str
-    tokenizer: str | None  # where the tokenizer came from (a hub id in the local cache, a folder), or None
-    ratio: float  # bytes per token used when there is no tokenizer
-
-    def note(self, lang: str = "en") -> Msg:
-        size = data_size(self.size_bytes, lang)
-        if self.tokenizer is not None:
-            return msg("ui.documents_counted", name=self.name, documents=self.documents, size=size,
-                       tokens=self.tokens, model=self.model)
-        return msg("ui.documents_ratio", name=self.name, documents=self.documents, size=size,
-                   tokens=self.tokens, ratio=self.ratio, model=self.model)
-
-
-def _document_texts(name: str, raw: bytes) -> list[str]:
-    """The documents of a file: .txt/.md one document; .jsonl one per line (its "text" field, or the line); .json a
-    list of strings or of objects with "text"; .csv one per row."""
-    import csv
-    import io
-
-    from gpuwork.facts import reading
-
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise PlanError("dataset_tokens", msg("error.config.unreadable", file=name)) from None
-    lower = name.lower()
-    if lower.endswith(".jsonl"):
-        docs = []
-        for line in text.splitlines():
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                obj = line
-            docs.append(obj["text"] if isinstance(obj, dict) and isinstance(obj.get("text"), str) else
-                        obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False))
-        return docs
-    if lower.endswith(".json"):
-        data = reading.parse_json(text, name)  # bounded: depth and digits checked
-        items = data if isinstance(data, list) else [data]
-        return [i["text"] if isinstance(i, dict) and isinstance(i.get("text"), str) else
-                i if isinstance(i, str) else json.dumps(i, ensure_ascii=False) for i in items]
-    if lower.endswith(".csv"):
-        return [" ".join(row) for row in csv.reader(io.StringIO(text, newline="")) if any(c.strip() for c in row)]
-    return [text] if text.strip() else []
-
-
-def _local_tokenizer(model_ref: str) -> tuple[Any, str] | None:
-    """The model's tokenizer if it is on this machine (the Hugging Face cache, or files next to a config.json);
-    never downloaded."""
-    candidates: list[str] = []
-    path = Path(model_ref).expanduser()
-    if path.suffix == ".json" and path.parent.is_dir():
-        candidates.append(str(path.parent))
-    elif model_ref in list_presets():
-        from gpuwork.facts.configs.base import hub_presets
-
-        candidates += [hub for hub, preset in hub_presets().items() if preset == model_ref]
-    else:
-        candidates.append(model_ref)
-    try:
-        from transformers import AutoTokenizer
-    except ImportError:
-        return None
-    for ref in candidates:
-        with contextlib.suppress(Exception):  # not cached, not a tokenizer folder: the stated ratio instead
-            return AutoTokenizer.from_pretrained(ref, local_files_only=True), ref
-    return None
-
-
-def count_documents(name: str, content: bytes, model_ref: str, model_label: str | None = None) -> DocumentCount:
-    """The tokens of an uploaded file of documents (its bytes, never a path): see ``DocumentCount``."""
-    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
-
-    if len(content) > DOCUMENTS_LIMIT_BYTES:
-        raise PlanError("dataset_tokens", msg("ui.documents_too_large", name=name,
-                                              limit=data_size(DOCUMENTS_LIMIT_BYTES)))
-    docs = [d for d in _document_texts(name, content) if d.strip()]
-    if not docs:
-        raise PlanError("dataset_tokens", msg("ui.documents_empty", name=name))
-    found = _local_tokenizer(model_ref)
-    label = model_label or model_ref
-    if found is not None:
-        tok, source = found
-        tokens = sum(len(ids) for ids in tok(docs, add_special_tokens=False)["input_ids"])
-        return DocumentCount(name, len(docs), len(content), max(tokens, 1), label, source, BYTES_PER_TOKEN_TEXT)
-    text_bytes = sum(len(d.encode("utf-8")) for d in docs)
-    return DocumentCount(name, len(docs), len(content), max(1, round(text_bytes / BYTES_PER_TOKEN_TEXT)), label, None,
-                         BYTES_PER_TOKEN_TEXT)
-
-
-# -- sizing: pure update -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SizingResult:
-    """What the estimators say about one plan (no widgets)."""
-
-    plan: TrainPlan
-    memory: MemoryEstimate
-    axis: str  # the what-if field: "seq_len" or "batch_size"
-    whatif_values: tuple[int, ...]
-    whatif: dict[str, list[int | None]]  # method -> device total bytes per value (None: invalid there)
-    profile: Any = None  # gpuwork.estimate.profiles.ProfileMatch when that module is present
-    disk: Any = None  # gpuwork.estimate.disk.DiskPlan
-    notes: tuple[Msg, ...] = field(default_factory=tuple)  # parts that could not be estimated, one each
-    scaling: tuple = ()  # gpuwork.estimate.timing.ScalingPoint on 1..64 of the profile's GPU
-    decision: Any = None  # gpuwork.estimate.decision.Decision: the one answer the profile shows
-
-
-def whatif_series(plan: TrainPlan, axis: str, values: Sequence[int], methods: Sequence[str] = WHATIF_METHODS
-                  ) -> dict[str, list[int | None]]:
-    """Device total per GPU (bytes) of ``plan`` with ``axis`` set to each value, for each method."""
-    if axis not in WHATIF_VALUES:
-        raise PlanError(axis, msg("error.ui.whatif_axis", value=repr(axis), choices=", ".join(WHATIF_VALUES)))
-    spec = spec_for_plan(plan)
-    out: dict[str, list[int | None]] = {}
-    for method in methods:
-        row: list[int | None] = []
-        for value in values:
-            try:
-                row.append(estimate_memory(plan.replace(method=method, **{axis: value}), spec).device_total_bytes)
-            except GpuworkError:
-                row.append(None)
-        out[method] = row
-    return out
-
-
-def size_plan(plan: TrainPlan, *, axis: str = "seq_len", constraints: Any = None) -> SizingResult:
-    """Memory, what-if curves, profile (with its time estimate) and disk for one plan.
-
-    The profile is the one answer's (``gpuwork.estimate.decision.decide`` under ``constraints``, the Offers tab's
-    filters in the app): the card, count, nodes and mode the Advice, Offers and Request tabs show; the reference-card
-    profile (``match_profile``) only when no offer fits.
-
-    Raises GpuworkError when the memory estimate itself cannot be made; profile and disk failures
-    become one-line ``notes`` so that the memory answer is still shown. The first note, for a family without a
-    hand-written block model, is what the gather step's tracing said (as the CLI says it on stderr).
-    """
-    memory = estimate_memory(plan)
-    values = tuple(sorted(set(WHATIF_VALUES[axis]) | {getattr(plan, axis)}))
-    series = whatif_series(plan, axis, values)
-    traced = block_profile_note(resolve(plan).spec)
-    notes: list[Msg] = [] if traced is None else [traced]
-    profile = disk = decision = None
-    try:
-        decision = decide(plan, constraints=constraints)
-        profile = decision.match if decision.fits else match_profile(plan)
-    except GpuworkError as exc:
-        notes.append(msg("ui.not_estimated", what="profile", error=one_line(exc)))
-    try:
-        disk = estimate_disk(plan)
-    except GpuworkError as exc:
-        notes.append(msg("ui.not_estimated", what="disk", error=one_line(exc)))
-    curve: tuple = ()
-    if profile is not None and profile.time is not None:
-        with contextlib.suppress(GpuworkError):  # the time line above already says what failed
-            curve = scaling(profile.time.plan, profile.time.gpu_id)
-    return SizingResult(plan, memory, axis, values, series, profile, disk, tuple(notes), curve, decision)
-
-
-def memory_units_html(gpu: GpuSpec, lang: str = "en") -> str:
-    """One card's memory the three ways people meet it (as sold in GB, nvidia-smi's GiB total, the GiB a plan
-    may use) and why they differ: 80 GB, 79.6 GiB total, 75.7 GiB usable for an H100 SXM."""
-    from gpuwork.estimate.offers import DEFAULT_SAFETY_MARGIN, usable_memory_bytes
-
-    return ui("memory_units", lang, gpu=html.escape(gpu.display_name), card_gb=round(gpu.memory_bytes / GB),
-              total_bytes=gpu.memory_total_bytes, usable_bytes=usable_memory_bytes(gpu), margin=DEFAULT_SAFETY_MARGIN)
-
-
-def stack_html(plan: TrainPlan, lang: str = "en") -> str:
-    """The software stack the plan's estimates are priced with ("stack: HF Trainer (eager)"), one line."""
-    return (f'<p class="gpuwork-stack" style="margin:2px 0">'
-            f'{html.escape(text("stack.label", lang, stack=plan.stack.value))}</p>')
-
-
-def totals_html(plan: TrainPlan, est: MemoryEstimate, lang: str = "en", model_label: str | None = None,
-                gpu: GpuSpec | None = None) -> str:
-    """The three totals with what each one counts, the peak's phase, warnings and offloaded RAM."""
-    rows = []
-    for attr in charts.TOTALS:
-        label, meaning = charts.total_label(attr, lang)
-        rows.append((f"<b>{html.escape(label)}</b>", f"<b>{_gib(getattr(est, attr), lang)}</b>", html.escape(meaning)))
-    table = table_html((ui("total", lang), ui("gib", lang), ui("meaning", lang)), rows, "gpuwork-totals", right=(1,))
-    notes = [ui("peak_at", lang, phase=est.peak_phase),
-             ui("params", lang, total=est.params.total, trainable=est.params.trainable)]
-    if est.host_bytes:
-        notes.append(html.escape(ui("host", lang, host_bytes=est.host_bytes)))
-    warn = "".join(note_html("⚠ " + html.escape(one_line(render(w, lang))), NOTE_COLOR, "gpuwork-warning")
-                   for w in est.warnings)
-    return (f'<div class="gpuwork-summary"><p style="margin:2px 0">{html.escape(plan_caption(plan, model_label, lang))}'
-            f"</p>{stack_html(plan, lang)}{table}<p style='margin:2px 0;color:{MUTED}'>{' '.join(notes)} {memory_units_html(gpu, lang) if gpu else ui('gib_note', lang)}</p>"
-            f"{warn}</div>")
-
-
-def details_html(result: SizingResult, lang: str = "en") -> str:
-    """Profile (with reasons), time on the profile's card and the disk plan, as HTML."""
-    parts: list[str] = []
-    match = result.profile
-    if match is not None:
-        parts.append(heading_html(4, ui("h_profile", lang)))
-        if match.profile is None:
-            parts.append(f"<p>{ui('no_profile', lang)}</p>")
-        elif result.decision is not None and result.decision.own:  # the user's cards: no rental mode to name
-            parts.append("<p>" + html.escape(ui("profile_own", lang, id=match.profile.profile_id,
-                                                name=match.profile.name, gpus=match.gpus,
-                                                gpu=match.gpu_name or "?")) + "</p>")
-        else:
-            parts.append("<p>" + html.escape(ui("profile", lang, id=match.profile.profile_id, name=match.profile.name,
-                                                gpus=match.gpus, gpu=match.gpu_name or "?",
-                                                mode=match.profile.mode)) + "</p>")
-        if result.decision is not None:  # the one answer, as the other tabs say it
-            parts.append('<p class="gpuwork-decision" style="margin:2px 0"><b>'
-                         + html.escape(render(result.decision.summary, lang)) + "</b></p>")
-        items = [f"<li>+ {html.escape(r)}</li>" for r in render_all(match.reasons, lang)]
-        items += [f"<li style='color:{MUTED}'>– " + html.escape(ui("not_profile", lang, id=k, why=v))
-                  + "</li>" for k, v in sorted(match.rejected.items())]
-        if match.changes:
-            items.append("<li>" + html.escape(ui("changes", lang, what=match.changes)) + "</li>")
-        items += [f"<li>{html.escape(ui('check', lang, what=c))}</li>" for c in match.checks]
-        parts.append(f'<ul class="gpuwork-profile" style="margin:2px 0">{"".join(items)}</ul>')
-        t = match.time
-        if t is not None:
-            parts.append(heading_html(4, ui("h_time", lang)))
-            parts.append(stack_html(t.plan, lang))
-            parts.append('<p class="gpuwork-time">' + ui(  # the template's own <b>; the GPU name escaped
-                "time_line", lang, gpus=t.plan.gpus, gpu=html.escape(t.gpu_name), step_s=t.step_time_s,
-                tokens_s=t.tokens_per_s, steps=t.steps, train_s=t.train_s, eval_s=t.eval_s,
-                checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours) + "</p>")
-            parts.append(note_html(html.escape(ui("peak", lang, peak=t.peak, tflops=t.peak_flops_per_gpu / 1e12))))
-            parts.append(note_html(html.escape(ui("mfu", lang, mfu=t.mfu.value, note=t.mfu.note))))
-            parts.append(step_parts_html(t, lang))
-            if result.scaling:
-                points = tuple(msg("cli.plan.scaling_point", gpus=pt.gpus, tokens_s=pt.tokens_per_s_per_gpu)
-                               for pt in result.scaling)
-                parts.append(note_html(html.escape(ui("scaling_line", lang, gpu=t.gpu_name, points=points))))
-            for line in (*t.comm.verdict, t.data.verdict, *t.warnings):
-                parts.append(note_html(html.escape(render(line, lang))))
-    disk = result.disk
-    if disk is not None:
-        parts.append(heading_html(4, ui("h_disk", lang)))
-        parts.append("<p>" + ui("disk_total", lang, total_bytes=disk.recommended_bytes,
-                                margin_bytes=disk.margin_bytes) + "</p>")
-        rows = [(html.escape(render(item.label, lang)), fmt_size(item.bytes, lang),
-                 f"<span style='color:{MUTED}'>{html.escape(render(item.rule, lang))}</span>") for item in disk.lines]
-        parts.append(table_html(("", "", ""), rows, "gpuwork-disk", right=(1,)))
-        parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(disk.notes, lang)]
-    parts += [note_html(html.escape(n), NOTE_COLOR) for n in render_all(result.notes, lang)]
-    return '<div class="gpuwork-details">' + "".join(parts) + "</div>"
-
-
-_PART_COLORS = {"matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
-                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d",
-                "checkpoint offload (PCIe)": "#d67195"}
-
-
-def step_parts_html(time: Any, lang: str = "en") -> str:
-    """Where one step goes: a stacked bar (segments sized by their share) and a table of seconds and shares."""
-    total = sum(time.breakdown.values()) or 1.0
-    parts = sorted(((k, v) for k, v in time.breakdown.items() if v > 0), key=lambda kv: -kv[1])
-    bar = "".join(
-        f'<div title="{html.escape(text(time_kind_code(k), lang))}" style="width:{100 * v / total:.2f}%;'
-        f'background:{_PART_COLORS.get(k, "#888")};height:14px"></div>' for k, v in parts)
-    rows = [(html.escape(text(time_kind_code(k), lang)), ui("step_part", lang, seconds=v),
-             fmt_number(100 * v / total, lang, 0) + " %") for k, v in parts]
-    return ("<div class='gpuwork-step-parts'>" + note_html(html.escape(ui("step_parts", lang, stack=time.stack,
-                                                                          gpu=time.gpu_name)))
-            + f"<div style='display:flex;width:100%;max-width:520px;margin:2px 0'>{bar}</div>"
-            + table_html(("", "", ""), rows, "gpuwork-step-table", right=(1, 2)) + "</div>")
-
-
-def trace_html(plan: TrainPlan, traced: Any, est: MemoryEstimate | None, lang: str = "en") -> str:
-    """Traced peak (fake-tensor step) next to the analytic estimate of the same quantity."""
-    rows = [(html.escape(charts.term_label(k, lang)), _gib(v, lang)) for k, v in traced.breakdown.items() if v]
-    parts = [note_html(html.escape(ui("trace_plan", lang, plan=plan_caption(plan, lang=lang)))),
-             table_html((ui("category", lang), ui("gib", lang)), rows, "gpuwork-trace-breakdown", right=(1,))]
-    total_rows = [(f"<b>{ui('traced', lang)}</b>", f"<b>{_gib(traced.peak_allocated_bytes, lang)}</b>")]
-    if est is not None and est.plan == plan:
-        analytic = est.traceable_bytes  # as `gpuwork trace` shows
-        diff = analytic / traced.peak_allocated_bytes - 1 if traced.peak_allocated_bytes else float("nan")
-        total_rows += [(ui("analytic", lang), _gib(analytic, lang)),
-                       (ui("difference", lang), fmt_number(diff * 100, lang, 1) + "%")]
-        parts.append(table_html(("", ui("gib", lang)), total_rows, "gpuwork-trace-totals", right=(1,)))
-        parts.append(note_html(html.escape(ui("traced_phase", lang, traced=traced.peak_phase,
-                                              analytic=est.peak_phase))))
-    else:
-        parts.append(table_html(("", ui("gib", lang)), total_rows, "gpuwork-trace-totals", right=(1,)))
-    parts += [note_html(html.escape(ui("stand_in", lang, what=s)), NOTE_COLOR) for s in traced.stand_ins]
-    parts.append(note_html(fmt_seconds(traced.elapsed_s, lang)))
-    return '<div class="gpuwork-trace">' + "".join(parts) + "</div>"
 
 
 # -- the sizing form ---------------------------------------------------------------------------------
@@ -1401,8 +777,10 @@ __all__ = [
     "ConfigStore",
     "SizingForm",
     "SizingResult",
+    "count_documents",
     "details_html",
     "manual_config",
+    "memory_units_html",
     "parse_config",
     "parse_upload",
     "size_plan",
