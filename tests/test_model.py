@@ -4,7 +4,7 @@ import json
 import pytest
 
 from gpuwork import ModelError, TrainPlan, count_params, get_spec, list_presets
-from gpuwork.facts.model import build_spec, load_config, lora_target_linears
+from gpuwork.facts.model import build_spec, check_config, load_config, lora_target_linears
 from gpuwork.facts.paths import data_dir, models_dir
 
 PUBLISHED = {r["name"]: r for r in csv.DictReader(open(models_dir() / "index.csv"))}
@@ -130,3 +130,25 @@ def test_hub_id_without_network_is_a_clear_error(monkeypatch):
     with pytest.raises(ModelError) as info:
         get_spec("some-org/some-model-that-is-not-cached")
     assert "config.json" in str(info.value)
+
+
+@pytest.mark.parametrize("model_type", ["no-such-model-type", ["llama"], None])
+def test_model_type_transformers_does_not_know_is_one_clear_error(model_type):
+    config, _ = load_config("tiny-qwen2")
+    config = {**config, "model_type": model_type}  # a list is unhashable: no lookup, the same clear error
+    with pytest.raises(ModelError) as info:
+        build_spec(config, "my-model")
+    assert info.value.msg.code == "error.model.unknown_type"
+    assert info.value.msg["model_type"] == str(model_type) and info.value.msg["name"] == "my-model"
+
+
+def test_config_sizes_are_read_under_text_config_and_only_from_a_dict():
+    nested = {"model_type": "m", "text_config": {"num_hidden_layers": 100_000}}
+    with pytest.raises(ModelError) as info:
+        check_config(nested, "vlm", complete=False)
+    assert info.value.msg.code == "error.config.too_large" and info.value.msg["field"] == "num_hidden_layers"
+    sizes = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}
+    check_config({**sizes, "text_config": "not a dict"}, "plain")  # not a dict: the top level alone is read
+    with pytest.raises(ModelError) as info:
+        check_config({"text_config": "not a dict"}, "empty")
+    assert info.value.msg.code == "error.config.missing_fields"

@@ -131,16 +131,17 @@ def _hub_config(hub_id: str) -> dict[str, Any]:
     if not _hub_cached(hub_id) and (offline or not _hub_reachable()):  # said in seconds, before transformers loads
         raise ModelError(msg("error.model.hub_not_cached", hub_id=hub_id))
     try:
-        from transformers import AutoConfig
+        from transformers import AutoConfig, PretrainedConfig
     except ModuleNotFoundError:  # the core install: the missing package, not the network, is the reason
         raise ModelError(msg("error.model.hub_needs_transformers", hub_id=hub_id)) from None
     try:  # the local Hugging Face cache first: no network needed for a model used before
-        return AutoConfig.from_pretrained(hub_id, local_files_only=True).to_dict()
+        cached: PretrainedConfig = AutoConfig.from_pretrained(hub_id, local_files_only=True)
+        return cached.to_dict()
     except Exception as exc:  # noqa: BLE001 - not cached (or broken): the Hub below, unless offline
         if offline:
             raise ModelError(msg("error.model.hub_unreachable", hub_id=hub_id, error=type(exc).__name__)) from None
     try:
-        config = AutoConfig.from_pretrained(hub_id)
+        config: PretrainedConfig = AutoConfig.from_pretrained(hub_id)
     except Exception as exc:  # noqa: BLE001 - any failure means: no config reachable
         raise ModelError(msg("error.model.hub_unreachable", hub_id=hub_id, error=type(exc).__name__)) from None
     return config.to_dict()
@@ -240,7 +241,8 @@ _ENCODER_TYPES = {"bert", "roberta", "distilbert", "deberta", "deberta-v2", "ele
 
 
 def _is_encoder(config: dict[str, Any]) -> bool:
-    return config.get("model_type") in _ENCODER_TYPES
+    model_type = config.get("model_type")  # a config's value may be of any JSON type, a list among them
+    return isinstance(model_type, str) and model_type in _ENCODER_TYPES
 
 
 def resolve_task(config: dict[str, Any], task: Task) -> Task:
@@ -267,11 +269,11 @@ def build_spec(config_dict: dict[str, Any], name: str, task: Task | str = Task.A
 
     task = resolve_task(config_dict, Task(task))
     model_type = config_dict.get("model_type")
-    if model_type not in transformers.CONFIG_MAPPING:
+    if not isinstance(model_type, str) or model_type not in transformers.CONFIG_MAPPING:
         raise ModelError(msg("error.model.unknown_type", model_type=str(model_type), name=name,
                              version=transformers.__version__))
     check_config(config_dict, name, transformers.CONFIG_MAPPING[model_type].attribute_map)
-    transformers.logging.set_verbosity_error()  # config sanity warnings are noise for sizing
+    transformers.logging.set_verbosity(transformers.logging.ERROR)  # config sanity warnings are noise for sizing
     try:
         config = transformers.CONFIG_MAPPING[model_type].from_dict(dict(config_dict))
         if task is Task.SEQ_CLS:
@@ -317,7 +319,8 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
     their standard names (a first look before transformers is imported; a missing field is not judged).
     """
     aliases = attribute_map or {}
-    source = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    text_config = config.get("text_config")
+    source: dict[str, Any] = text_config if isinstance(text_config, dict) else {}
 
     def get(field: str) -> Any:
         for key in (field, aliases.get(field)):
