@@ -673,10 +673,10 @@ class RunningSummary:
 
     def summary(self) -> TrialSummary | None:
         """The measured steps' summary so far; None before the first measured step."""
-        if not self.count:
+        stats = self.times.stats()  # None exactly when no step was counted
+        if not self.count or stats is None:
             return None
         n, ordered = self.count, self.times.sorted
-        stats = self.times.stats()
         median = stats.median_s
         mean_time = self._time_sum / n
         wait = self._wait_sum / n
@@ -769,8 +769,9 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
         high_s = s.step_time_high_s if s else None
         if price is not None and tokens_per_s:
             cost = price * record.world_size / 3600.0 * (1e6 / tokens_per_s)
-            if low_s is not None and high_s is not None:  # cost per token is proportional to the step time
-                cost_low, cost_high = (cost * t / s.median_step_time_s for t in (low_s, high_s))
+            if s is not None and low_s is not None and high_s is not None:  # cost per token ~ step time
+                median_s = s.median_step_time_s
+                cost_low, cost_high = (cost * t / median_s for t in (low_s, high_s))
         rows.append({
             "trial": record.label,
             "model": p.model,
