@@ -228,7 +228,7 @@ def format_compare(rows: list[dict[str, Any]], lang: str = "en") -> str:
                     high=fmt_number(r["cost_per_1m_tokens_high"], lang, 4))
 
     whole_row = None  # a field computed from the whole row, not one key
-    fields = [("trial", "trial", str), ("device", "device", str), ("gpus", "gpus", str),
+    fields: list[tuple[str, str | None, Callable[[Any], str]]] = [("trial", "trial", str), ("device", "device", str), ("gpus", "gpus", str),
               ("fits", "fits", yes_no), ("median", "median_step_time_s", lambda v: _seconds(v, lang)),
               ("interval", whole_row, interval), ("drift", "drift_per_100_steps", drift),
               ("steps", "measured_steps", str), ("stable", "converged", yes_no),
@@ -560,13 +560,14 @@ def _say_resume(resume: dict[str, Any], lang: str) -> None:
                                                  files=", ".join(point.data_changed))), file=sys.stderr)
 
 
-def _rank_refused_resume(exc: Exception) -> bool:
+def _rank_refused_resume(exc: GpuworkError) -> bool:
     """A torchrun rank's error that is a resume's refused checkpoint (``error.resume.*`` inside the rank's line)."""
-    inner = exc.msg["error"] if getattr(exc, "msg", None) is not None and exc.msg.code == "error.trial.rank" else None
+    error = exc.msg
+    inner = error["error"] if error is not None and error.code == "error.trial.rank" else None
     return getattr(inner, "code", "").startswith("error.resume.")
 
 
-def _refused(exc: Exception, lang: str) -> int:
+def _refused(exc: GpuworkError, lang: str) -> int:
     """A checkpoint that does not match its manifest: one line, exit 4 (the checkpoint check failed)."""
     from gpuwork.cli.args import error_line
 
@@ -630,7 +631,7 @@ def _save_calibrations(rows: list[dict[str, Any]]) -> list[Path | None]:
     for r in rows:
         cal = r.get("calibration")
         useful = cal is not None and (cal.memory is not None or cal.time is not None)
-        out.append(save_calibration(cal) if useful else None)
+        out.append(save_calibration(cal) if cal is not None and useful else None)
     return out
 
 
