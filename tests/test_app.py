@@ -31,9 +31,11 @@ from conftest import free_port, load_benchmark, local_page, stop_server, upload_
 
 from gpuwork.cli.app import POOL_SIZE
 from gpuwork.estimate.memory import TERM_LABELS
+from gpuwork.estimate.offers import offer_name
 from gpuwork.facts.model import load_config
 from gpuwork.plan import TrainPlan
 from gpuwork.present.charts import TOTALS
+from gpuwork.present.messages import render
 from gpuwork.ui import app as app_view
 from gpuwork.ui import common
 from gpuwork.ui.app import GIB, TITLE, App, StaticApp, build_app
@@ -139,7 +141,9 @@ def test_the_advisor_applies_with_one_click_and_the_offers_follow() -> None:
     assert top.fit.plan.gpus == 1 and top.expected_cost_usd == pytest.approx(best.outcome.cost_usd)
     app.tabs.selected_index = REQUEST
     assert app.request.plan == best.plan and "24 GB (GeForce RTX 4090 class)" in app.request.text.value
-    assert best.outcome.offer.offer.offer_id in app.request.text.value
+    offer = best.outcome.offer.offer  # the request names the offer as the tables do, never by its catalog id
+    assert render(offer_name(offer), app.lang) in app.request.text.value
+    assert offer.offer_id not in app.request.text.value
     app.tabs.selected_index = ADVICE  # the applied plan is the new baseline
     assert app.advice.plan == best.plan and "1 x GeForce RTX 4090" in app.advice.status.value
 
