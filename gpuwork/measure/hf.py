@@ -72,8 +72,8 @@ from typing import Any
 from transformers import TrainerCallback
 
 from gpuwork.errors import ModelError, PlanError
-from gpuwork.facts.configs import optimizer_choice
 from gpuwork.measure.errors import TrialError
+from gpuwork.measure.hf_plan import base_model, infer_plan, unwrap
 from gpuwork.measure.options import OwnRunOptions, check_until_stable
 from gpuwork.measure.record import (
     STATUS_COMPLETE,
@@ -102,9 +102,6 @@ from gpuwork.plan import TrainPlan
 CALLBACK_SOURCE = "gpuwork.hf.GpuworkCallback"  # the record's source when the callback measured
 UNTIL_STABLE_MIN_STEPS = 10  # until_stable without steps: measured steps before the first check
 
-# config keys that identify an architecture's shape: a user's model matching a preset on all of them is it
-_SHAPE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-               "intermediate_size", "vocab_size", "tie_word_embeddings", "n_embd", "n_layer", "n_head")
 
 
 # -- memory ----------------------------------------------------------------------------------------------------
@@ -127,6 +124,8 @@ class _Recorder:
         if until_stable is not None and steps is None:
             steps = UNTIL_STABLE_MIN_STEPS
         self.until_stable = until_stable
+        # until_stable: measured steps before the first check
+        self.min_steps = steps if steps is not None else UNTIL_STABLE_MIN_STEPS
         self.max_steps = check_until_stable(until_stable, max_steps, steps or 1)
         self.converged = False
         self.agree: Callable[[Any], Any] = lambda value: value  # rank 0's decision on every rank (torchrun)
@@ -150,6 +149,7 @@ class _Recorder:
         self.notes: list[str] = []
         self.memory: DeviceMemory | None = None
         self.model: Any = None
+        self.optimizer: Any = None  # for the per-rank optimizer state bytes (torchrun) and the record's class
         self.device: Any = None
         self.held_before_bytes = 0
         self.started_s = time.perf_counter()
@@ -188,7 +188,7 @@ class _Recorder:
         self.held_before_bytes = _tensor_bytes(model)
         self.memory = DeviceMemory(self.device, sample_interval_s=self.sample_interval_s,
                                    loaded_bytes=self.held_before_bytes)
-        self._hook = _unwrap(model).register_forward_pre_hook(self._count_tokens, with_kwargs=True)
+        self._hook = unwrap(model).register_forward_pre_hook(self._count_tokens, with_kwargs=True)
 
     def _count_tokens(self, module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
         if not module.training:
@@ -223,6 +223,12 @@ class _Recorder:
 
     # -- steps -------------------------------------------------------------------------------------------------
 
+    @property
+    def device_memory(self) -> DeviceMemory:
+        """The run's memory sampler: started by ``attach`` or ``measure`` before the first step."""
+        assert self.memory is not None, "attach the model (or start measure) before stepping"
+        return self.memory
+
     def begin_step(self) -> None:
         self.micro_tokens = self.micro_padding = 0
 
@@ -236,14 +242,14 @@ class _Recorder:
         count = self.measured_count
         if self.until_stable is None:
             return self.steps is not None and count >= self.steps
-        if count < self.steps:
+        if count < self.min_steps:
             return False
         self.converged = bool(self.agree(self.times.is_stable(self.until_stable)))
         return self.converged or count >= self.max_steps
 
     def end_step(self, *, step_time_s: float, data_wait_s: float, loss: float, grad_norm: float = math.nan,
                  learning_rate: float = math.nan, notify: bool = True) -> StepMeasurement:
-        fields = self.memory.step_fields()
+        fields = self.device_memory.step_fields()
         step = len(self.measurements) + 1
         tokens = self.micro_tokens
         m = StepMeasurement(step=step, is_warmup=step <= self.warmup, loss=float(loss), step_time_s=step_time_s,
@@ -281,14 +287,10 @@ class _Recorder:
         if not self.measurements or not self.unsent:
             return
         last = self.measurements[-1]
-        changes = {}
-        if loss is not None:
-            changes["loss"] = float(loss)
-        if grad_norm is not None:
-            changes["grad_norm"] = float(grad_norm)
-        if learning_rate is not None:
-            changes["learning_rate"] = float(learning_rate)
-        self.measurements[-1] = dataclasses.replace(last, **changes)
+        self.measurements[-1] = dataclasses.replace(
+            last, loss=last.loss if loss is None else float(loss),
+            grad_norm=last.grad_norm if grad_norm is None else float(grad_norm),
+            learning_rate=last.learning_rate if learning_rate is None else float(learning_rate))
 
     # -- saves, evaluations ---------------------------------------------------------------------------------
 
@@ -304,7 +306,8 @@ class _Recorder:
         if self.checkpoint is not None:
             return  # the record keeps the first save's round-trip
         rebuild_s = restore_s = 0.0
-        checked, differ = 0, []
+        checked = 0
+        differ: list[str] = []
         if verify is not None and folder is not None:
             rebuild_s, restore_s, checked, differ = verify(folder)
             if differ:
@@ -358,7 +361,7 @@ class _Recorder:
                   protocol_extra: dict[str, Any], status: str) -> TrialRecord:
         stability = None
         if self.until_stable is not None:
-            stability = Stability.judged(summary, tolerance=self.until_stable, min_steps=self.steps,
+            stability = Stability.judged(summary, tolerance=self.until_stable, min_steps=self.min_steps,
                                          max_steps=self.max_steps, converged=self.converged)
         tokens_per_step = summary.tokens_per_step if summary is not None else 0  # the mean of the measured steps
         protocol = _protocol(plan, self, tokens_per_step, protocol_extra)
@@ -422,9 +425,10 @@ class _Recorder:
         record = self._assemble(plan, inferred, summary, steps=tuple(self.measurements), peak=peak,
                                 evaluation=evaluation, protocol_extra=protocol_extra, status=STATUS_COMPLETE)
         if world.size > 1:
-            record = world.merge(record, self)
-            if record is None:
+            merged = world.merge(record, self)
+            if merged is None:  # not rank 0
                 return None
+            record = merged
         if self.writer is not None:  # every step is in its steps file: the JSON alone is rewritten
             self.writer.write(record)
             self.writer.close()
@@ -452,13 +456,13 @@ def _eval_share(evaluations_s: list[float], measured: list[StepMeasurement], run
 
 def _protocol(plan: TrainPlan | None, rec: _Recorder, tokens_per_step: int, extra: dict[str, Any]) -> TrialProtocol:
     model = rec.model
-    base = _unwrap(model) if model is not None else None
+    base = unwrap(model) if model is not None else None
     total = sum(p.numel() for p in base.parameters()) if base is not None else 0
     trainable = sum(p.numel() for p in base.parameters() if p.requires_grad) if base is not None else 0
     plan_dict = plan.as_dict() if plan is not None else {}
     precision = plan.precision.value if plan is not None else "unknown"
     attention = str(getattr(getattr(base, "config", None), "_attn_implementation", None) or "unknown")
-    values = dict(
+    protocol = TrialProtocol(
         model=plan.model if plan is not None else "unknown", method=plan.method.value if plan is not None else "unknown",
         task=plan.task.value if plan is not None else "unknown", steps=rec.measured_count, warmup=rec.warmup,
         micro_batch=plan.batch_size if plan is not None else 0, grad_accum=plan.grad_accum if plan is not None else 1,
@@ -470,178 +474,7 @@ def _protocol(plan: TrainPlan | None, rec: _Recorder, tokens_per_step: int, extr
         params_total=total, params_trainable=trainable, weights="the caller's model",
         dataset={"name": "the caller's data"}, tokenizer={"kind": "the caller's"}, loader_workers=0,
         memory_cap_bytes=None, substitutions=(), plan=plan_dict)
-    values.update(extra)
-    return TrialProtocol(**values)
-
-
-# -- inferring the plan from a model (and TrainingArguments) -------------------------------------------------------
-
-
-def _unwrap(model: Any) -> Any:
-    """The model inside DDP / FSDP / accelerate wrappers."""
-    while hasattr(model, "module") and not hasattr(model, "peft_config"):
-        model = model.module
-    return model
-
-
-def _base_model(model: Any) -> Any:
-    model = _unwrap(model)
-    if hasattr(model, "peft_config") and hasattr(model, "get_base_model"):
-        return model.get_base_model()
-    return model
-
-
-def _model_ref(model: Any, out: Path | None) -> tuple[str, str]:
-    """(plan.model, where it came from): a matching preset, a local config folder, a hub id, or the config
-    written next to the record."""
-    from gpuwork.facts.model import list_presets, load_config
-
-    config = getattr(_base_model(model), "config", None)
-    if config is None:
-        raise ModelError(msg("error.hf.no_config", model_class=type(model).__name__))
-    data = config.to_dict()
-    shape = {k: data.get(k) for k in _SHAPE_KEYS if k in data}
-    for name in list_presets():
-        preset, _ = load_config(name)
-        if all(preset.get(k) == v for k, v in shape.items()):
-            return name, "preset with the same shape"
-    source = str(getattr(config, "name_or_path", "") or getattr(model, "name_or_path", "") or "")
-    if source and (Path(source).expanduser() / "config.json").is_file():
-        return source, "model folder"
-    if source and source.count("/") == 1 and not Path(source).exists():
-        return source, "hub id"
-    folder = (out or Path.cwd()) / f"model-config-{data.get('model_type', 'model')}"
-    folder.mkdir(parents=True, exist_ok=True)
-    config.to_json_file(str(folder / "config.json"))
-    return str(folder / "config.json"), "config written next to the record"
-
-
-def _infer_method(model: Any, fields: dict[str, Any], put: Callable[[str, Any, str], Any]) -> None:
-    """The method from the model: a peft model is ``lora`` (``qlora`` on a 4-bit base, with its rank, alpha, dropout
-    and targets), a model with some frozen parameters ``freeze`` (with its trained blocks), else ``full``."""
-    base = _base_model(model)
-    wrapped = _unwrap(model)
-    four_bit = bool(getattr(base, "is_loaded_in_4bit", False)) or any(
-        "4bit" in type(p).__name__.lower() for p in base.parameters())
-    if hasattr(wrapped, "peft_config"):
-        cfg = next(iter(wrapped.peft_config.values()))
-        fields["method"] = put("method", "qlora" if four_bit else "lora", "peft model" + (" on a 4-bit base" if four_bit
-                                                                                          else ""))
-        targets = cfg.target_modules
-        targets = (targets,) if isinstance(targets, str) else tuple(sorted(targets or ()))
-        if targets:
-            fields["lora_targets"] = put("lora_targets", list(targets), "peft config")
-        fields["lora_r"] = put("lora_r", int(cfg.r), "peft config")
-        fields["lora_alpha"] = put("lora_alpha", int(cfg.lora_alpha), "peft config")
-        fields["lora_dropout"] = put("lora_dropout", float(cfg.lora_dropout), "peft config")
-    else:
-        params = list(base.parameters())
-        frozen = any(not p.requires_grad for p in params)
-        fields["method"] = put("method", "freeze" if frozen else "full",
-                               "some parameters frozen" if frozen else "every parameter trains")
-        if frozen:
-            from gpuwork.facts.model import find_blocks
-
-            with contextlib.suppress(Exception):
-                _, blocks = find_blocks(base, getattr(base.config, "num_hidden_layers", None))
-                trained = sum(1 for b in blocks if any(p.requires_grad for p in b.parameters()))
-                fields["trainable_layers"] = put("trainable_layers", max(1, trained), "blocks with trainable weights")
-
-
-def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int, fields: dict[str, Any],
-                     put: Callable[[str, Any, str], Any]) -> bool:
-    """The plan fields a Trainer's TrainingArguments (and state) say: batch, accumulation, optimizer, sharding,
-    checkpoints, epochs and dataset tokens. Returns whether the arguments ask for gradient checkpointing."""
-    fields["batch_size"] = put("batch_size", int(args.per_device_train_batch_size),
-                               "args.per_device_train_batch_size")
-    fields["grad_accum"] = put("grad_accum", int(args.gradient_accumulation_steps),
-                               "args.gradient_accumulation_steps")
-    switch = getattr(args, "activation_checkpointing", None)  # transformers >= 5 name
-    checkpointing = bool(switch if switch is not None else args.gradient_checkpointing)
-    optim = str(getattr(args.optim, "value", args.optim))
-    try:  # the one name table (gpuwork.facts.configs), as for --optimizer and --from
-        optimizer, impl, nearest = optimizer_choice(optim, key="args.optim")
-        source = f"args.optim={optim}" + (" (the nearest modelled optimizer)" if nearest is not None else "")
-    except PlanError:
-        optimizer, impl, source = "adamw", None, f"args.optim={optim} has no plan equivalent: adamw assumed"
-    fields["optimizer"] = put("optimizer", optimizer, source)
-    if impl:
-        fields["optimizer_impl"] = put("optimizer_impl", impl, source)
-    if getattr(args, "fsdp", None):
-        fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
-    elif getattr(args, "deepspeed", None):
-        put("sharding", "ddp", "args.deepspeed: the ZeRO stage is not read here (gpuwork plan --from reads "
-            "DeepSpeed configs)")
-    if getattr(args, "save_strategy", None) is not None and str(getattr(args.save_strategy, "value",
-                                                                     args.save_strategy)) == "steps":
-        fields["checkpoint_every_steps"] = put("checkpoint_every_steps", int(args.save_steps), "args.save_steps")
-    if getattr(args, "save_total_limit", None):
-        fields["checkpoints_kept"] = put("checkpoints_kept", int(args.save_total_limit), "args.save_total_limit")
-    if state is not None and getattr(state, "max_steps", 0) and seq_len:
-        epochs = float(args.num_train_epochs) if args.max_steps <= 0 else 1.0
-        tokens = int(state.max_steps) * int(seq_len) * fields["batch_size"] * fields["grad_accum"] * world_size
-        fields["epochs"] = put("epochs", epochs, "args.num_train_epochs" if args.max_steps <= 0
-                               else "args.max_steps")
-        fields["dataset_tokens"] = put("dataset_tokens", max(1, round(tokens / epochs)),
-                                       "run steps x batch x seq_len x ranks / epochs (padded tokens)")
-    return checkpointing
-
-
-def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batch_size: int | None = None,
-               world_size: int = 1, out: str | Path | None = None, state: Any = None) -> tuple[TrainPlan, dict[str, Any]]:
-    """The TrainPlan a user's run is, read from its model (and Trainer's TrainingArguments when given).
-
-    Returns (plan, inferred): ``inferred`` maps each plan field set to ``{"value", "from"}`` so the
-    record says what was read and what defaulted. Model: a preset of the same shape, the model's
-    folder, its hub id, or its config written into ``out``. Method: a peft model is ``lora``
-    (``qlora`` on a 4-bit base), a model with some frozen parameters ``freeze``, else ``full``.
-    """
-    import torch
-
-    inferred: dict[str, Any] = {}
-
-    def put(field: str, value: Any, source: str) -> Any:
-        inferred[field] = {"value": value, "from": source}
-        return value
-
-    fields: dict[str, Any] = {}
-    ref, where = _model_ref(model, Path(out) if out is not None else None)
-    fields["model"] = put("model", ref, where)
-    base = _base_model(model)
-    _infer_method(model, fields, put)
-    name = type(base).__name__
-    task = "seq-cls" if name.endswith("ForSequenceClassification") else "masked-lm" if name.endswith(
-        "ForMaskedLM") else "causal-lm"
-    fields["task"] = put("task", task, f"model class {name}")
-    trainable_dtype = next((p.dtype for p in base.parameters() if p.requires_grad), torch.float32)
-    half = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(trainable_dtype)
-    if args is not None and (getattr(args, "bf16", False) or getattr(args, "fp16", False)):
-        low = "bf16" if getattr(args, "bf16", False) else "fp16"
-        precision = low if half else f"{low}-mixed"
-        fields["precision"] = put("precision", precision, f"args.{low} with {trainable_dtype} weights")
-    else:
-        fields["precision"] = put("precision", half or "fp32", f"weights in {trainable_dtype}")
-    attn = getattr(base.config, "_attn_implementation", None)
-    attention = {"flash_attention_2": "flash", "flash_attention_3": "flash", "sdpa": "sdpa", "eager": "eager"}.get(
-        str(attn))
-    if attention:
-        fields["attention"] = put("attention", attention, f"config._attn_implementation={attn}")
-    if seq_len:
-        fields["seq_len"] = put("seq_len", int(seq_len), "longest training batch measured")
-    checkpointing = bool(getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name
-                         or getattr(base, "is_gradient_checkpointing", False))
-    if batch_size and args is None:
-        fields["batch_size"] = put("batch_size", int(batch_size), "largest training batch measured")
-    if args is not None:
-        checkpointing = _infer_from_args(args, state, seq_len, world_size, fields, put) or checkpointing
-    fields["grad_checkpointing"] = put("grad_checkpointing", checkpointing, "model / args.gradient_checkpointing")
-    fields["gpus"] = put("gpus", max(1, world_size), "processes of the run")
-    inferred["eval_fraction"] = {"value": TrainPlan.eval_fraction, "from": "default (no evaluation measured)"}
-    try:
-        plan = TrainPlan(**fields)
-    except PlanError as exc:
-        raise TrialError(msg("error.hf.plan_invalid", detail=str(exc))) from None
-    return plan, inferred
+    return dataclasses.replace(protocol, **extra) if extra else protocol  # what the Trainer's arguments say
 
 
 def _spec_check(plan: TrainPlan, rec: _Recorder) -> None:
@@ -683,9 +516,9 @@ def _verifier(model: Any) -> Callable[[Path], tuple[float, float, int, list[str]
     def verify(folder: Path) -> tuple[float, float, int, list[str]]:
         import torch
 
-        live = _unwrap(model)
+        live = unwrap(model)
         start = time.perf_counter()
-        base = _base_model(model)
+        base = base_model(model)
         with torch.device("meta"):
             fresh = type(base)(base.config)
         if hasattr(live, "peft_config"):
@@ -726,7 +559,7 @@ class _World(Ranks):
         records = [TrialRecord.from_dict(g["record"]) for g in gathered]
         ranks = [RankResult(**{**g["rank"], "error": None, **{k: tuple(g["rank"][k]) for k in (
             "losses", "step_times_s", "data_wait_s")}}) for g in gathered]
-        base = _unwrap(rec.model)
+        base = unwrap(rec.model)
         strategy = "fsdp" if "FullyShardedDataParallel" in type(rec.model).__name__ or hasattr(
             base, "_fsdp_wrapped_module") else "ddp"
         info = ParallelInfo(world_size=self.size, backend=self.backend, strategy=strategy,
@@ -743,12 +576,12 @@ class _World(Ranks):
 
 
 def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:
-    base = _unwrap(rec.model)
+    base = unwrap(rec.model)
     params = list(base.parameters())
     digest = hashlib.sha256()
     for name, p in base.named_parameters():
         digest.update(f"{name}:{float(p.detach().double().sum()):.17g};".encode())
-    optimizer = getattr(rec, "optimizer", None)
+    optimizer = rec.optimizer
     optimizer_bytes = 0
     if optimizer is not None:
         for state in getattr(optimizer, "state", {}).values():
@@ -832,7 +665,7 @@ class GpuworkCallback(TrainerCallback):
         now = time.perf_counter()
         self._data_wait_s = now - self._boundary_s
         self._rec.begin_step()
-        self._rec.memory.reset_peak()
+        self._rec.device_memory.reset_peak()
         self._step_begin_s = now
 
     def on_step_end(self, args, state, control, **kwargs):
@@ -910,14 +743,14 @@ def _run_counts(args: Any, state: Any) -> dict[str, Any]:
 
 
 def _trainer_protocol(args: Any, rec: _Recorder) -> dict[str, Any]:
-    optimizer = getattr(rec, "optimizer", None)
+    optimizer = rec.optimizer
     opt_class = type(getattr(optimizer, "optimizer", optimizer))  # accelerate wraps the optimizer
     schedule = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
     return dict(seed=int(args.seed), learning_rate=float(args.learning_rate),
                 lr_schedule=f"{schedule}, warm-up {args.warmup_steps} steps",
                 max_grad_norm=float(args.max_grad_norm) if args.max_grad_norm else None,
                 optimizer_class=f"{opt_class.__module__}.{opt_class.__name__}" if optimizer is not None else "unknown",
-                weights=str(getattr(_base_model(rec.model).config, "name_or_path", "") or "the caller's model"),
+                weights=str(getattr(base_model(rec.model).config, "name_or_path", "") or "the caller's model"),
                 dataset={"name": "the Trainer's train_dataset"},
                 tokenizer={"kind": "the Trainer's processing_class"},
                 loader_workers=int(args.dataloader_num_workers))
@@ -956,14 +789,14 @@ class Measurement:
 
     def step(self, batch: Any = None, *, loss: Any = math.nan) -> bool:
         """End of one optimizer step: record it. Returns True once ``steps`` measured steps are done."""
-        self._rec.memory.sync()
+        self._rec.device_memory.sync()
         now = time.perf_counter()
         if self._rec.micro_batches == 0 and batch is not None:  # no model hook: count the batch given
             self._rec.count_batch(batch)
         value = float(loss.detach().float().item()) if hasattr(loss, "detach") else float(loss)
         self._rec.end_step(step_time_s=now - self._mark_s, data_wait_s=self._wait_s, loss=value)
         self._rec.micro_batches = 0
-        self._rec.memory.reset_peak()
+        self._rec.device_memory.reset_peak()
         self._wait_s = 0.0
         self._mark_s = time.perf_counter()
         return self._rec.step_done()
