@@ -85,7 +85,7 @@ def test_a_record_is_read_and_compared_without_torch() -> None:
     script = textwrap.dedent(f"""
         import sys
         for name in ("torch", "transformers", "peft", "gpuwork.measure.trial", "gpuwork.measure.hf",
-                     "gpuwork.measure.distributed", "gpuwork.measure.runtime"):
+                     "gpuwork.measure.hf_plan", "gpuwork.measure.distributed", "gpuwork.measure.runtime"):
             sys.modules[name] = None  # any import of these now fails
         from pathlib import Path
         from gpuwork.measure.record import TrialRecord, compare, summarize
