@@ -87,27 +87,31 @@ def test_plan_and_offers_in_russian(capsys):
                     "самые дешёвые подходящие предложения"):
         assert section in out, section
     assert "100 000 000 токенов × 4 Б" in out
-    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--method", "qlora", "--mode", "reserved", "--lang", "ru",
-                               "--limit", "3"])
+    argv = ["offers", *LORA_8B, "--method", "qlora", "--mode", "reserved", "--limit", "3"]
+    rc, out, _ = _run(capsys, [*argv, "--lang", "ru"])
     lines = out.splitlines()
-    assert rc == 0 and "сортировка по стоимости" in lines[0] and lines[1].startswith("предложение")
-    assert len(lines) == 7 and all("резервирование" in line for line in lines[2:5])
+    assert rc == 0 and "сортировка по стоимости" in lines[0] and lines[1].startswith("провайдер")
+    assert "на узел" in lines[1] and len(lines) == 7 and all("резервирование" in line for line in lines[2:5])
     assert "Б/парам" in lines[1] and lines[5].startswith("Байт на обучаемый параметр: ")
     # the last line is the one answer (issue 20): the top row's offer, by name, in Russian
-    assert lines[-1].startswith("Ответ: ") and f"«{_offer_name(lines[2].split()[0], 'ru')}»" in lines[-1]
+    top = _top_offer(capsys, argv)
+    assert lines[2].split()[:2] == [top.provider, str(top.gpus_per_node)]
+    assert lines[-1].startswith("Ответ: ") and f"«{_offer_name(top.offer_id, 'ru')}»" in lines[-1]
+    assert top.offer_id not in out
 
 
 def test_offers_table_filters_and_json(capsys):
-    rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--method", "qlora", "--mode", "on-demand", "--max-price", "1.5",
-                               "--limit", "3"])
+    argv = ["offers", *LORA_8B, "--method", "qlora", "--mode", "on-demand", "--max-price", "1.5", "--limit", "3"]
+    rc, out, _ = _run(capsys, argv)
     assert rc == 0
     lines = out.splitlines()
-    assert "sorted by cost" in lines[0] and lines[1].startswith("offer")
+    assert "sorted by cost" in lines[0] and lines[1].split()[:3] == ["provider", "per", "node"]
     assert len(lines) == 7 and all("on-demand" in line for line in lines[2:5])
-    # the one answer is the top row, named as the offers tab names it (not by its catalog id)
-    top = lines[2].split()[0]
-    assert lines[-1].startswith("Answer: ") and f"offer “{_offer_name(top, 'en')}”" in lines[-1]
-    assert top not in lines[-1]
+    # the rows and the one answer name offers as the offers tab does (provider, per node, GPU, mode), never by id
+    top = _top_offer(capsys, argv)
+    assert lines[2].split()[:2] == [top.provider, str(top.gpus_per_node)] and top.gpu.display_name in lines[2]
+    assert lines[-1].startswith("Answer: ") and f"offer “{_offer_name(top.offer_id, 'en')}”" in lines[-1]
+    assert top.offer_id not in out
     rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--class", "consumer", "--json", "--all"])
     rows = json.loads(out)
     assert rows and all(r["gpu_id"].startswith("rtx") for r in rows)
@@ -115,6 +119,15 @@ def test_offers_table_filters_and_json(capsys):
     rows = json.loads(out)
     flags = [r["meets_deadline"] for r in rows if r["fits"]]
     assert flags == sorted(flags, reverse=True)  # offers meeting the deadline first
+
+
+def _top_offer(capsys, argv: list[str]):
+    """The catalog offer of the first row that ``argv`` (an `offers` command) ranks, read from its JSON."""
+    from gpuwork.facts.catalog import load_offers
+
+    rc, out, _ = _run(capsys, [*argv, "--json"])
+    first = json.loads(out)[0]["offer_id"]
+    return next(o for o in load_offers() if o.offer_id == first)
 
 
 def _offer_name(offer_id: str, lang: str) -> str:

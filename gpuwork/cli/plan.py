@@ -318,7 +318,7 @@ def _offer_header(lang: str) -> str:
         return text(f"cli.offers.col.{key}", lang)
 
     per_param = text("offer.col.state_bytes_short", lang)
-    return (f"{col('offer'):30s}{col('gpu'):24s}{col('mode'):18s}{col('price'):>8s}{col('gpus'):>6s} "
+    return (f"{col('provider'):18s}{col('per_node'):>9s}  {col('gpu'):24s}{col('mode'):18s}{col('price'):>8s}{col('gpus'):>6s} "
             f"{col('sharding'):9s}{per_param:>8s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
 
 
@@ -334,8 +334,10 @@ def _offer_line(r: Any, lang: str = "en") -> str:
     o = r.offer
     mode = text("cli.offers.mode", lang, mode=o.mode)
     price = fmt_number(o.price_per_gpu_hour, lang, 2)
+    # the offer as its readable name says it (provider: N x GPU per node, mode), never its catalog id
+    offer = f"{o.provider or MISSING:18s}{o.gpus_per_node:>9d}  {o.gpu.display_name:24s}{mode:18s}{price:>8s}"
     if not r.fits:
-        return (f"{o.offer_id:30s}{o.gpu.display_name:24s}{mode:18s}{price:>8s}"
+        return (f"{offer}"
                 f"{MISSING:>6s} {MISSING:9s}{MISSING:>8s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")
     notes = []
     if r.fit.changes:
@@ -345,7 +347,7 @@ def _offer_line(r: Any, lang: str = "en") -> str:
                           steps=r.recommended_checkpoint_every_steps))
     if r.meets_deadline is False:
         notes.append(text("cli.offers.misses_deadline", lang))
-    return (f"{o.offer_id:30s}{o.gpu.display_name:24s}{mode:18s}{price:>8s}"
+    return (f"{offer}"
             f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{_state_bytes(r.fit.plan, lang):>8s}"
             f"{fmt_duration(r.expected_total_s, lang):>16s}"
             f"{fmt_usd(r.expected_cost_usd, lang):>12s}  {'; '.join(notes)}")
