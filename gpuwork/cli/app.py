@@ -134,6 +134,14 @@ def _whole(lo: int, hi: int, error: str) -> Callable[[str], int]:
     return parse
 
 
+def _host(value: str) -> str:
+    """An argparse type: a host name or address to listen on. An empty one would make Voila listen on every
+    interface, the opposite of what a blank usually means, so it is refused like any name with spaces or controls."""
+    if not value or len(value) > 253 or any(c.isspace() or not c.isprintable() for c in value):
+        raise FlagValueError(msg("error.args.host", value=repr(value)))
+    return value
+
+
 _port = _whole(1, 65535, "error.args.port")
 _max_pages = _whole(1, 1000, "error.args.max_pages")
 _pool = _whole(0, 100, "error.args.pool")
@@ -146,8 +154,7 @@ def _cmd_app(args: argparse.Namespace) -> int:
         raise GpuworkError(msg("error.cli.app_notebook", path=str(notebook)))
     require("voila", "app")
     if args.host not in _LOCAL_HOSTS:
-        print(f"gpuwork app: note: listening on {args.host}, beyond this machine; the app has no login, so "
-              "put it behind a reverse proxy that authenticates users", file=sys.stderr)
+        print(text("cli.app.public_host", args.help_lang, host=args.host), file=sys.stderr)
     from voila.app import Voila
 
     Voila.launch_instance(argv=voila_argv(notebook, host=args.host, port=args.port, max_pages=args.max_pages,
@@ -160,13 +167,14 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p = subparsers.add_parser("app", help=text("cli.help.app.summary", lang),
                               description=text("cli.help.app.description", lang))
     p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=text("cli.help.app.port", lang, port=DEFAULT_PORT))
-    p.add_argument("--host", default=DEFAULT_HOST, help=text("cli.help.app.host", lang, host=DEFAULT_HOST))
+    p.add_argument("--host", type=_host, default=DEFAULT_HOST,
+                   help=text("cli.help.app.host", lang, host=DEFAULT_HOST))
     p.add_argument("--max-pages", type=_max_pages, default=MAX_PAGES,
                    help=text("cli.help.app.max_pages", lang, n=MAX_PAGES))
     p.add_argument("--pages-per-visitor", type=_pages_per_visitor, default=MAX_PAGES_PER_VISITOR,
                    help=text("cli.help.app.pages_per_visitor", lang, n=MAX_PAGES_PER_VISITOR))
     p.add_argument("--pool", type=_pool, default=POOL_SIZE, help=text("cli.help.app.pool", lang, n=POOL_SIZE))
-    p.set_defaults(func=_cmd_app)
+    p.set_defaults(func=_cmd_app, help_lang=lang)  # the app has no --lang: its notes follow the help's language
 
 
 __all__ = ["APP_NOTEBOOK", "MAX_PAGES", "MAX_PAGES_PER_VISITOR", "POOL_SIZE", "VOILA_SETTINGS", "app_notebook", "register", "require",

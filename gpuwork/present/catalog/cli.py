@@ -56,6 +56,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{tokens:pl:токен|токена|токенов} × {epochs:g} эп.; {stack}; сортировка {sort:@sort}; цены ориентировочные"),
     "cli.offers.mode": ("{mode:@mode}", "{mode:@mode}"),
     "cli.offers.none": ("no offer passes the filters", "ни одно предложение не проходит фильтры"),
+    "cli.app.public_host": (
+        "gpuwork app: note: listening on {host:raw}, beyond this machine; the app has no login, so put it behind a "
+        "reverse proxy that authenticates users",
+        "gpuwork app: внимание: сервер слушает {host:raw}, за пределами этой машины; входа по паролю в приложении "
+        "нет, поэтому поставьте перед ним обратный прокси с проверкой пользователей"),
     "cli.offers.col.provider": ("provider", "провайдер"),
     "cli.offers.col.per_node": ("per node", "на узел"),
     "cli.offers.col.gpu": ("GPU", "GPU"),

@@ -68,6 +68,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.args.unrecognized": ("unrecognized arguments: {value:raw}", "неизвестные аргументы: {value:raw}"),
     "error.args.required": ("the following arguments are required: {value:raw}",
                             "не хватает обязательных аргументов: {value:raw}"),
+    "error.args.host": (
+        "--host {value:raw} is not a host name or address: give one, e.g. 127.0.0.1 (this machine only, the default) "
+        "or 0.0.0.0 (every interface)",
+        "--host {value:raw} — не имя хоста и не адрес: укажите его, например 127.0.0.1 (только эта машина, по "
+        "умолчанию) или 0.0.0.0 (все интерфейсы)"),
     "error.args.port": ("{value:raw} is not a TCP port: give a number from 1 to 65535, e.g. 8866",
                         "{value:raw} — не TCP-порт: укажите число от 1 до 65535, например 8866"),
     "error.args.size": ("{value:raw} is not a size: write e.g. 200GB, 1.5TB or 500MiB",
