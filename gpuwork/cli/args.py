@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from gpuwork.errors import EXIT_USAGE, GpuworkError, PlanError
+from gpuwork.estimate.timing import MFU_RANGE
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.facts.reading import escape_chars
 from gpuwork.message import Msg, msg
@@ -99,7 +100,7 @@ def _localized(message: str, lang: str) -> str:
 FLAG_BOUNDS: dict[str, Range] = {
     "--compression-ratio": Range(1, 100),  # unpacked size / downloaded size of the raw dataset
     "--epochs": PLAN_RANGES["epochs"],
-    "--mfu": Range(1e-3, 1),  # a share of the dense peak
+    "--mfu": MFU_RANGE,  # a share of the dense peak, as estimate_time's mfu= takes it
     "--loader-tokens-per-s": Range(1, 1e12),
     "--disk-write-gbs": Range(1e-3, 10_000),
     "--offers": Range(0, 10_000),

@@ -73,7 +73,7 @@ from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Precision, Sharding, TrainPlan
-from gpuwork.units import HOUR_S
+from gpuwork.units import HOUR_S, Range
 
 # -- FLOP convention (Kaplan et al. 2020 §2.1; torchtitan; NeMo) ------------------------------------
 
@@ -101,6 +101,8 @@ LOADER_WORKER_TOKENS_S = 200_000.0
 DISK_WRITE_BYTES_S = 0.5e9
 # Margin on the total time for what the model leaves out (restarts, slow first steps, stragglers).
 TIME_MARGIN = 0.10
+# a share of the dense peak that a caller may give (mfu=...): the API and the CLI's --mfu refuse the same ends
+MFU_RANGE = Range(1e-3, 1.0)
 
 
 
@@ -573,7 +575,7 @@ def _flops_plan(plan: TrainPlan) -> TrainPlan:
 def _efficiency(s: _Setting, mfu: float | None, calibration: Mapping[str, Any] | None) -> _Efficiency:
     """The factor on every priced time: 1 (the rates as measured, or a given MFU, checked) or a calibration's."""
     if mfu is not None:
-        if isinstance(mfu, bool) or not isinstance(mfu, int | float) or not 0 < mfu <= 1:
+        if MFU_RANGE.problem(mfu) is not None:
             raise PlanError("mfu", msg("error.time.mfu", value=repr(mfu)))
         return _Efficiency(1.0, "argument", None)
     if calibration:

@@ -53,10 +53,16 @@ def test_a_million_experts_is_a_model_error(tmp_path) -> None:
         get_spec(str(model_folder(tmp_path, "moe", config)))
 
 
-@pytest.mark.parametrize("mfu", [float("nan"), 2, -1, 0, "x"])
+@pytest.mark.parametrize("mfu", [float("nan"), 2, -1, 0, "x", 1e-300, 0.0009, True])
 def test_a_bad_mfu_is_a_plan_error(mfu) -> None:
-    with pytest.raises(PlanError):
+    """The API refuses what the CLI's --mfu refuses (1e-300 was taken by the API: hostile-probe residual)."""
+    with pytest.raises(PlanError, match="from 0.001 to 1"):
         sizing.estimate_time(TrainPlan(), "h100_sxm", mfu=mfu)
+
+
+@pytest.mark.parametrize("mfu", [0.001, 0.35, 1])
+def test_an_mfu_at_or_inside_the_ends_is_taken(mfu) -> None:
+    assert sizing.estimate_time(TrainPlan(), "h100_sxm", mfu=mfu).mfu.value == mfu
 
 
 def test_an_empty_catalog_is_a_catalog_error(tmp_path) -> None:

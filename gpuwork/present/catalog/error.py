@@ -169,8 +169,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "link '{link:raw}' is not available on {gpu_id:raw} (it has '{has:raw}'); use '{has:raw}' or 'pcie'",
         "связь '{link:raw}' недоступна на {gpu_id:raw} (у него есть '{has:raw}'); укажите '{has:raw}' или "
         "'pcie'"),
-    "error.time.mfu": ("mfu={value:raw} must be a number in (0, 1], e.g. 0.35",
-                       "mfu={value:raw}: нужно число из (0, 1], например 0,35"),
+    "error.time.mfu": ("mfu={value:raw} must be a share of the dense peak from 0.001 to 1, e.g. 0.35",
+                       "mfu={value:raw}: нужна доля пиковой производительности от 0,001 до 1, например 0,35"),
     "error.time.calibration_gpu": (
         "calibration was measured on {measured:raw}, not {gpu_id:raw}: run a trial on this GPU or pass mfu= "
         "explicitly",
