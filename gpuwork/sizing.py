@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate import advisor as _advisor
 from gpuwork.estimate import decision as _decision
 from gpuwork.estimate import disk as _disk
@@ -24,17 +25,20 @@ from gpuwork.estimate import timing as _timing
 from gpuwork.facts.catalog import GpuSpec, Offer, load_offers
 from gpuwork.facts.model import ModelSpec
 from gpuwork.facts.resolve import Inputs, resolve
+from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> _memory.MemoryEstimate:
     """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``)."""
+    _check_plan(plan)
     return _memory.estimate_memory(plan, resolve(plan, spec).spec)
 
 
 def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
                   **options: Any) -> _timing.TimeEstimate:
     """Step and total time on ``plan.gpus`` GPUs of type ``gpu`` (a GpuSpec, gpu_id or display name)."""
+    _check_plan(plan)
     inputs = resolve(plan, spec)
     return _timing.estimate_time(plan, inputs.gpu(gpu), inputs, **options)
 
@@ -42,47 +46,75 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None
 def scaling(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
             **options: Any) -> tuple[_timing.ScalingPoint, ...]:
     """Tokens/s per GPU from 1 to 64 GPUs (see ``gpuwork.estimate.timing.scaling``)."""
+    _check_plan(plan)
     inputs = resolve(plan, spec)
     return _timing.scaling(plan, inputs.gpu(gpu), inputs, **options)
 
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec | None = None) -> _timing.FlopsPerToken:
+    _check_plan(plan)
     return _timing.flops_per_token(plan, spec or resolve(plan).spec)
 
 
 def estimate_disk(plan: TrainPlan, spec: ModelSpec | None = None, **options: Any) -> _disk.DiskPlan:
     """Disk the run needs (see ``gpuwork.estimate.disk.estimate_disk``)."""
+    _check_plan(plan)
     return _disk.estimate_disk(plan, spec or resolve(plan).spec, **options)
 
 
 def checkpoint_bytes(plan: TrainPlan, spec: ModelSpec | None = None) -> int:
+    _check_plan(plan)
     return _disk.checkpoint_bytes(plan, spec or resolve(plan).spec)
 
 
 def evaluate_offers(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
                     **options: Any) -> list[_offers.OfferResult]:
     """Every offer of the catalog (or ``offers``) evaluated for ``plan`` and ranked."""
-    return _offers.evaluate_offers(plan, load_offers() if offers is None else offers, resolve(plan, spec),
+    _check_plan(plan)
+    return _offers.evaluate_offers(plan, _offer_list(offers), resolve(plan, spec),
                                    **options)
 
 
 def match_profile(plan: TrainPlan, *, spec: ModelSpec | None = None, **options: Any) -> _profiles.ProfileMatch:
     """Which rental profile suits ``plan``, with the reasons (the rental mode priced on the bundled catalog)."""
-    options.setdefault("offers", load_offers())
+    _check_plan(plan)
+    options["offers"] = _offer_list(options.get("offers"))
     return _profiles.match_profile(plan, resolve(plan, spec), **options)
 
 
 def advise(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
            **options: Any) -> _advisor.Advice:
     """Changes that make ``plan`` fit, or fit a cheaper card (see ``gpuwork.estimate.advisor.advise``)."""
-    return _advisor.advise(plan, load_offers() if offers is None else offers, resolve(plan, spec), **options)
+    _check_plan(plan)
+    return _advisor.advise(plan, _offer_list(offers), resolve(plan, spec), **options)
 
 
 def decide(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: ModelSpec | None = None,
            constraints: _decision.Constraints | None = None, **options: Any) -> _decision.Decision:
     """The one answer for ``plan`` (see ``gpuwork.estimate.decision.decide``) on the catalog (or ``offers``)."""
-    return _decision.decide(plan, resolve(plan, spec), load_offers() if offers is None else offers, constraints,
+    _check_plan(plan)
+    return _decision.decide(plan, resolve(plan, spec), _offer_list(offers), constraints,
                             **options)
+
+
+def _check_plan(plan: Any) -> None:
+    """The API's plan argument is a TrainPlan: anything else (None, a dict of fields) is the package's own error
+    naming what to pass, not an AttributeError from deep inside an estimator."""
+    if not isinstance(plan, TrainPlan):
+        raise PlanError("plan", msg("error.api.plan_type", kind=type(plan).__name__))
+
+
+def _offer_list(offers: Iterable[Offer] | None) -> list[Offer]:
+    """The catalog when ``offers`` is None, else the offers given, each checked to be an ``Offer``."""
+    if offers is None:
+        return load_offers()
+    if isinstance(offers, str | bytes | Offer) or not isinstance(offers, Iterable):
+        raise CatalogError(msg("error.api.offers_type", kind=type(offers).__name__))
+    listed = list(offers)
+    for offer in listed:
+        if not isinstance(offer, Offer):
+            raise CatalogError(msg("error.api.offers_type", kind=type(offer).__name__))
+    return listed
 
 
 def parse_have(value: str) -> tuple[int, GpuSpec] | None:
@@ -91,9 +123,7 @@ def parse_have(value: str) -> tuple[int, GpuSpec] | None:
     Raises PlanError (not a count and a card) or CatalogError (an unknown card, with the known ones)."""
     import re
 
-    from gpuwork.errors import PlanError
     from gpuwork.facts.catalog import get_gpu
-    from gpuwork.message import msg
 
     if not value or not value.strip():
         return None
@@ -127,10 +157,12 @@ def fit_matrix(plan: TrainPlan, offers: Iterable[Offer] | None = None, *, spec: 
                **options: Any) -> _fitmatrix.FitMatrix:
     """Every catalog GPU x 1/2/4/8: fits, headroom, largest batch and sequence, time, cost
     (see ``gpuwork.estimate.fitmatrix.fit_matrix``)."""
-    return _fitmatrix.fit_matrix(plan, load_offers() if offers is None else offers, resolve(plan, spec), **options)
+    _check_plan(plan)
+    return _fitmatrix.fit_matrix(plan, _offer_list(offers), resolve(plan, spec), **options)
 
 
 def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **options: Any) -> _offers.Fit:
+    _check_plan(plan)
     return _offers.fit_plan(plan, gpu, spec=spec or resolve(plan).spec, **options)
 
 

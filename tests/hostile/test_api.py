@@ -113,3 +113,26 @@ def test_a_100_mb_line_is_a_data_error(tmp_path) -> None:
         out.write(b'"}\n')
     with pytest.raises(DataError, match="8 MiB"):
         load_texts(path)
+
+
+@pytest.mark.parametrize("plan", [None, {"model": "llama-3.1-8b"}, "llama-3.1-8b", 3])
+@pytest.mark.parametrize("call", ["estimate_memory", "estimate_time", "evaluate_offers", "advise", "decide",
+                                  "match_profile", "estimate_disk", "flops_per_token", "fit_matrix"])
+def test_a_plan_of_the_wrong_type_is_a_plan_error_naming_what_to_pass(plan, call) -> None:
+    """A None or a dict of fields raised AttributeError deep in an estimator (hostile-probe residual)."""
+    args = (plan, "h100_sxm") if call == "estimate_time" else (plan,)
+    with pytest.raises(PlanError, match=f"not {type(plan).__name__}: build one with TrainPlan"):
+        getattr(sizing, call)(*args)
+
+
+@pytest.mark.parametrize("offers", [["not an offer"], 3, "offers.csv", [None]])
+def test_offers_that_are_not_offers_are_a_catalog_error(offers) -> None:
+    for call in (sizing.evaluate_offers, sizing.advise, sizing.decide, sizing.fit_matrix):
+        with pytest.raises(CatalogError, match="list of gpuwork Offer objects"):
+            call(TrainPlan(), offers)
+
+
+def test_offers_given_as_any_iterable_of_offers_are_used() -> None:
+    two = load_offers()[:2]
+    results = sizing.evaluate_offers(TrainPlan(), iter(two))
+    assert {r.offer.offer_id for r in results} == {o.offer_id for o in two}

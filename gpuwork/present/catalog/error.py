@@ -68,6 +68,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.args.unrecognized": ("unrecognized arguments: {value:raw}", "неизвестные аргументы: {value:raw}"),
     "error.args.required": ("the following arguments are required: {value:raw}",
                             "не хватает обязательных аргументов: {value:raw}"),
+    "error.api.plan_type": (
+        "the plan must be a gpuwork TrainPlan, not {kind:raw}: build one with TrainPlan(model=..., ...) or "
+        "TrainPlan.from_dict({{...}})",
+        "план должен быть объектом gpuwork TrainPlan, а не {kind:raw}: создайте его через TrainPlan(model=..., ...) "
+        "или TrainPlan.from_dict({{...}})"),
+    "error.api.offers_type": (
+        "offers must be a list of gpuwork Offer objects (from gpuwork.facts.catalog.load_offers), not {kind:raw}",
+        "offers — это список объектов gpuwork Offer (из gpuwork.facts.catalog.load_offers), а не {kind:raw}"),
     "error.args.host": (
         "--host {value:raw} is not a host name or address: give one, e.g. 127.0.0.1 (this machine only, the default) "
         "or 0.0.0.0 (every interface)",
