@@ -55,6 +55,7 @@ round-trip holds the original and the restored model one after the other, never 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import platform
@@ -224,8 +225,6 @@ def resume_options(run: str | Path, out_dir: str | Path | None = None, *,
     The checkpoint is checked against its manifest (``resume_point``) and every data file against the SHA-256 the
     record holds: a changed file is refused (TrialError) unless ``allow_changed_data``, and then the new record's
     ``protocol.dataset["changed_since_resume"]`` names the files."""
-    import dataclasses
-
     from gpuwork.measure.textdata import BUILTIN_DATASET
 
     record, point = resume_point(run, out_dir)
@@ -368,10 +367,12 @@ def iter_trial(plan: TrainPlan, options: TrialOptions | None = None, **changes: 
     at the end); the caller's RNG states are restored.
     """
     options = (options if options is not None else TrialOptions()).replace(**changes).checked()
-    if options.parallel is None:
-        options = options.replace(parallel=ONE_PROCESS)
+    parallel = options.parallel
+    if parallel is None:
+        parallel = ONE_PROCESS
+        options = options.replace(parallel=parallel)
     handle = options.handle_signals
-    stop = _StopSignals(options.parallel.world_size == 1 if handle is None else handle)
+    stop = _StopSignals(parallel.world_size == 1 if handle is None else handle)
     try:
         return (yield from _Trial(plan, options, stop).execute())
     finally:
@@ -455,7 +456,8 @@ class _Trial:
         stability = None
         if o.until_stable is not None:
             stability = Stability.judged(summary, tolerance=o.until_stable, min_steps=o.steps,
-                                         max_steps=o.max_steps, converged=self.converged)
+                                         max_steps=o.max_steps if o.max_steps is not None else DEFAULT_MAX_STEPS,
+                                         converged=self.converged)
         return TrialRecord(
             protocol=protocol, environment=self.environment, summary=summary, stability=stability,
             steps=tuple(self.measurements) if with_steps else (), checkpoint=self.checkpoint_result,
@@ -490,6 +492,7 @@ class _Trial:
         # rank 0 alone writes the record, so its write failure is what every rank follows
         if self.checkpoint_folder is None or self.parallel.agree(self.write_failure) is not None:
             return
+        assert self.run is not None  # saved between steps, while the run is built
         try:
             store = self.parallel.checkpoint_store() or FileCheckpoint()
             store.save(self.run, self.setup, self.checkpoint_folder, done, micro_batches=self.taken, run_id=self.stem)
@@ -565,6 +568,7 @@ class _Trial:
                 refused = exc.msg
         refused = parallel.agree(refused)
         if refused is not None:
+            assert self.out_path is not None  # only a trial with an out folder writes records (every rank's same)
             raise RecordWriteError(refused, self.out_path)
         o = self.o
         dataset = parallel.shard(self.text.dataset(setup.task.value, seed=o.seed))
@@ -875,21 +879,22 @@ def environment(device: Any) -> TrialEnvironment:
 
     ram = int(psutil.virtual_memory().total)
     cpu = cpu_model()
-    common = dict(
+    host = TrialEnvironment(
         python=platform.python_version(), platform=platform.platform(), torch=torch.__version__,
         transformers=_version("transformers"), peft=_version("peft"), bitsandbytes=_version("bitsandbytes"),
-        accelerate=_version("accelerate"), tokenizers=_version("tokenizers"), cpu_model=cpu,
-        cpu_logical_cores=os.cpu_count() or 1, torch_threads=torch.get_num_threads(), ram_total_bytes=ram,
+        accelerate=_version("accelerate"), tokenizers=_version("tokenizers"), device="cpu", device_name=cpu,
+        device_total_bytes=ram, cpu_model=cpu, cpu_logical_cores=os.cpu_count() or 1,
+        torch_threads=torch.get_num_threads(), ram_total_bytes=ram,
     )
     if device.type != "cuda":
-        return TrialEnvironment(device="cpu", device_name=cpu, device_total_bytes=ram, **common)
+        return host
     props = torch.cuda.get_device_properties(device)
     _, total = torch.cuda.mem_get_info(device)
-    return TrialEnvironment(
-        device=str(device), device_name=torch.cuda.get_device_name(device), device_total_bytes=int(total),
+    return dataclasses.replace(
+        host, device=str(device), device_name=torch.cuda.get_device_name(device), device_total_bytes=int(total),
         cuda_version=torch.version.cuda, cudnn_version=torch.backends.cudnn.version(),
         driver_version=_driver_version(), gpu_compute_capability=f"{props.major}.{props.minor}",
-        gpu_count=torch.cuda.device_count(), **common,
+        gpu_count=torch.cuda.device_count(),
     )
 
 
