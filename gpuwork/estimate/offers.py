@@ -257,6 +257,8 @@ class OfferOptions:
     @classmethod
     def with_settings(cls, options: OfferOptions | None, settings: Mapping[str, Any]) -> OfferOptions:
         """``options`` (or the defaults) with the keywords of ``settings`` set; an unknown name is a TypeError."""
+        if options is not None and not settings:
+            return options  # a ranking prices every offer with the same options: no copy per offer
         return dataclasses.replace(options or cls(), **settings)
 
 
@@ -293,19 +295,43 @@ def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOption
     return fit, reasons
 
 
+# what an offer's node does for a plan depends only on its hardware: the card, GPUs per node, link and network
+_Hardware = tuple[str, int, Link, Network]
+_HardwareMemo = dict[_Hardware, tuple[Fit, tuple[Msg, ...], TimeEstimate | None]]
+
+
+def _run_on(plan: TrainPlan, offer: Offer, inputs: Inputs, o: OfferOptions, memo: dict[TrainPlan, int] | None,
+            hardware: _HardwareMemo | None) -> tuple[Fit, tuple[Msg, ...], TimeEstimate | None]:
+    """The plan fitted to ``offer``'s node and its time there (None when it does not fit), shared by every offer of
+    the same hardware in one ranking: a catalog lists one node at many prices, modes and regions."""
+    key = (offer.gpu_id, offer.gpus_per_node, offer.link, offer.network)
+    if hardware is not None and key in hardware:
+        return hardware[key]
+    fit, reasons = _fit_on_offer(plan, offer, inputs.spec, o, memo)
+    est = None
+    if fit.fits:
+        nodes, _ = billed_nodes(fit.plan.gpus, offer)
+        est = estimate_time(fit.plan, offer.gpu, inputs, link=offer.link if fit.plan.gpus > 1 else Link.PCIE,
+                            network=offer.network if nodes > 1 else None, nodes=nodes,
+                            **dict(o.time_options or {}))
+    answer = (fit, tuple(reasons), est)
+    if hardware is not None:
+        hardware[key] = answer
+    return answer
+
+
 def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, memo: dict[TrainPlan, int] | None = None,
-                   options: OfferOptions | None = None, **settings: Any) -> OfferResult:
+                   options: OfferOptions | None = None, hardware: _HardwareMemo | None = None,
+                   **settings: Any) -> OfferResult:
     """One offer for one plan (see ``evaluate_offers``): ``options`` and the keywords of ``OfferOptions``
     (safety_margin=..., deadline_s=...) say how it is priced."""
     o = OfferOptions.with_settings(options, settings)
-    fit, reasons = _fit_on_offer(plan, offer, inputs.spec, o, memo)
-    if not fit.fits:
+    fit, fit_reasons, est = _run_on(plan, offer, inputs, o, memo, hardware)
+    reasons = list(fit_reasons)
+    if est is None:
         return _unfit(offer, fit, reasons, o.deadline_s, o.budget_usd)
     fitted = fit.plan
     nodes, billed_gpus = billed_nodes(fitted.gpus, offer)
-    est = estimate_time(fitted, offer.gpu, inputs, link=offer.link if fitted.gpus > 1 else Link.PCIE,
-                        network=offer.network if nodes > 1 else None, nodes=nodes,
-                        **dict(o.time_options or {}))
     price_s = offer.price_per_gpu_hour * billed_gpus / HOUR_S
     min_cost = offer.min_rental_hours * HOUR_S * price_s
     billed = billed_hours(est.total_s / HOUR_S, offer) * HOUR_S * price_s
@@ -411,7 +437,8 @@ def evaluate_offers(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *,
             raise PlanError(name, msg("error.offers.not_negative", field=name, value=repr(value)))
     pool = filter_offers(offers, **filters)
     memo: dict[TrainPlan, int] = {}
-    results = [evaluate_offer(plan, offer, inputs, memo=memo, options=o) for offer in pool]
+    hardware: _HardwareMemo = {}
+    results = [evaluate_offer(plan, offer, inputs, memo=memo, options=o, hardware=hardware) for offer in pool]
     if o.budget_usd is not None:
         results = [r for r in results if not r.fits or r.within_budget]
     if not include_unfit:

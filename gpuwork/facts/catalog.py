@@ -607,10 +607,18 @@ def _parse_offer(row: _Row, gpus: Mapping[str, GpuSpec]) -> Offer:
     )
 
 
+# More offers than any provider lists: every ranking prices each offer for each change the advisor tries, about
+# 15 us an offer and change, so 20,000 offers take seconds and 60,000 took minutes before anything was shown.
+MAX_OFFERS = 20_000
+
+
 def _parse_offers(path: Path, gpus: Mapping[str, GpuSpec]) -> list[Offer]:
     offers: list[Offer] = []
     lines: dict[str, int] = {}
     for row in _read_rows(path, OFFERS_CSV_COLUMNS):
+        if len(offers) == MAX_OFFERS:
+            raise CatalogError(msg("error.catalog.too_many_offers", file=path.name, line=row.line,
+                                   limit=MAX_OFFERS))
         offer = _parse_offer(row, gpus)
         if offer.offer_id in lines:
             raise row.fail("offer_id", msg("error.catalog.offer_duplicate", value=repr(offer.offer_id),

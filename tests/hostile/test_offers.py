@@ -54,7 +54,8 @@ def test_an_as_of_date_of_tomorrow_is_taken_and_later_is_not(cli, tmp_path) -> N
 
 
 def test_escape_bytes_in_a_catalog_are_shown_escaped(cli, tmp_path) -> None:
-    row = ROW.replace("x1,", "x\x1b[2J1,").replace(",ok\n", ",\x1b]0;title\x07\n")
+    # the table names an offer by its provider (the id stays in --json): both carry an escape sequence
+    row = ROW.replace("x1,p,", "x\x1b[2J1,p\x1b[2J,").replace(",ok\n", ",\x1b]0;title\x07\n")
     rc, out, err = cli("offers", "--catalog", catalog(tmp_path, HEADER + row))
     assert rc == 0, err
     assert "\x1b" not in out + err and "\\x1b[2J" in out
@@ -84,3 +85,35 @@ def test_filters_inside_their_ranges_are_taken(cli) -> None:
     rc, out, err = cli("offers", "--budget", "0.01", "--deadline-hours", "1000000", "--max-price", "1000",
                        "--limit", "1")
     assert rc == 0, err
+
+
+def test_a_catalog_beyond_the_offer_limit_is_one_line_before_any_ranking(cli, tmp_path) -> None:
+    """60,000 offers (3.8 MB, inside the table size cap) were ranked for minutes before anything was shown."""
+    from gpuwork.facts.catalog import MAX_OFFERS
+
+    rows = "".join(ROW.replace("x1,", f"x{i},", 1) for i in range(MAX_OFFERS + 1))
+    rc, _, err = cli("offers", "--catalog", catalog(tmp_path, HEADER + rows))
+    one_error(rc, err, f"line {MAX_OFFERS + 2}", f"more than {MAX_OFFERS:,} offers")
+
+
+def test_offers_of_one_node_at_many_prices_share_its_time_and_nothing_else(tmp_path) -> None:
+    """A ranking times each kind of node once (the card, GPUs per node, link, network) and prices every offer of
+    it: the same node at two prices and two modes has one step time; another link is timed on its own."""
+    from gpuwork import sizing
+    from gpuwork.facts.catalog import load_offers
+    from gpuwork.plan import TrainPlan
+
+    body = HEADER + "".join(ROW.replace("x1,", f"{name},", 1).replace(",on-demand,", f",{mode},")
+                            .replace(",2.5,", f",{price},").replace(",nvlink_switch,", f",{link},")
+                            for name, mode, price, link in (("a", "on-demand", "2.5", "nvlink_switch"),
+                                                            ("b", "interruptible", "1.5", "nvlink_switch"),
+                                                            ("c", "on-demand", "2.5", "pcie")))
+    plan = TrainPlan(model="llama-3.1-8b", method="full", gpus=8, sharding="fsdp")
+    ranked = {r.offer.offer_id: r for r in sizing.evaluate_offers(plan, load_offers(catalog(tmp_path, body)))}
+    alone = {o.offer_id: sizing.evaluate_offers(plan, [o])[0] for o in load_offers(catalog(tmp_path, body))}
+    for offer_id, result in ranked.items():  # ranked together as priced alone
+        assert result.time.step_time_s == alone[offer_id].time.step_time_s
+        assert result.expected_cost_usd == alone[offer_id].expected_cost_usd
+    assert ranked["a"].time.step_time_s == ranked["b"].time.step_time_s
+    assert ranked["a"].time.step_time_s < ranked["c"].time.step_time_s  # NVSwitch against PCIe
+    assert ranked["b"].expected_cost_usd != ranked["a"].expected_cost_usd

@@ -204,6 +204,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.catalog.date_range": (
         "{value:raw} is not a day a price can be quoted as of: use a date from {first:raw} to {last:raw}",
         "{value:raw} — не дата, на которую может быть указана цена: укажите дату от {first:raw} до {last:raw}"),
+    "error.catalog.too_many_offers": (
+        "{file:raw} line {line:raw}: more than {limit:int} offers, beyond what gpuwork ranks in reasonable time: keep "
+        "the offers you would rent (filter by card, region or price) in a smaller file",
+        "{file:raw}, строка {line:raw}: больше {limit:int} предложений — столько gpuwork не ранжирует за разумное "
+        "время: оставьте в файле поменьше только те предложения, которые готовы арендовать (по карте, региону или "
+        "цене)"),
     "error.catalog.no_offers": (
         "{path:raw} has a header but no offers: add rows to {file:raw}, or leave out --catalog to use the bundled "
         "offers",
