@@ -85,7 +85,7 @@ from gpuwork.measure.checkpoint import (
     tensor_sha256,
     write_manifest,
 )
-from gpuwork.measure.coded import from_json, to_json
+from gpuwork.measure.coded import LEGACY_TEXT, from_json, to_json
 from gpuwork.measure.launch import (
     ERROR_PREFIX,
     STEP_PREFIX,
@@ -395,20 +395,24 @@ class DistributedParallel(Parallel):
             self.rank_sizes[r] = (params, trainable)
             self._rank_summary(r).add(self.rank_steps[r][-1])
 
-    def _rank_summary(self, r: int) -> RunningSummary:
-        """Rank ``r``'s steps so far, summarised as they come (its part of the running record)."""
-        if not self.rank_summaries:
+    def _merged_summary(self) -> RunningSummary:
+        """The merged steps' running summary, made with each rank's own at first use."""
+        if self.merged_summary is None:
             kind = "GPU" if self.device.type == "cuda" else "CPU"
             self.rank_summaries = [RunningSummary(kind) for _ in range(self.world_size)]
             self.merged_summary = RunningSummary(kind)
+        return self.merged_summary
+
+    def _rank_summary(self, r: int) -> RunningSummary:
+        """Rank ``r``'s steps so far, summarised as they come (its part of the running record)."""
+        self._merged_summary()
         return self.rank_summaries[r]
 
     def record_row(self, m: StepMeasurement) -> tuple[StepMeasurement, list[tuple[float, float, float]]]:
         """The merged step (``merge_step``) of the step every rank just shared, with each rank's own figures."""
         row = [steps[-1] for steps in self.rank_steps]
         merged = merge_step(row)
-        self._rank_summary(0)
-        self.merged_summary.add(merged)
+        self._merged_summary().add(merged)
         return merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]
 
     def resumed_rows(self, steps: list[StepMeasurement]) -> list[tuple[StepMeasurement, list[Any]]]:
@@ -419,7 +423,7 @@ class DistributedParallel(Parallel):
                 self._rank_summary(r).add(s)
         for row in zip(*self.rank_steps, strict=False):
             merged = merge_step(row)
-            self.merged_summary.add(merged)
+            self._merged_summary().add(merged)
             rows.append((merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]))
         return rows
 
@@ -434,7 +438,7 @@ class DistributedParallel(Parallel):
         in the steps file: ``record_row``), from the running summaries; None on the others."""
         if self.rank != 0:
             return None
-        self._rank_summary(0)
+        merged_summary = self._merged_summary()
         per_rank = [dataclasses.replace(record, steps=(), summary=summary.summary(),
                                         peak_trial_memory_bytes=max(record.peak_trial_memory_bytes if r == 0 else 0,
                                                                     summary.highest_memory_bytes))
@@ -443,7 +447,7 @@ class DistributedParallel(Parallel):
                              optimizer_state_bytes=0, params_sha256="")
                  for r, rec in enumerate(per_rank)]
         merged = merge_ranks(per_rank, ranks, self.info(self.launcher), record.saved_to)
-        summary = self.merged_summary.summary()
+        summary = merged_summary.summary()
         stability = merged.stability
         if stability is not None:
             stability = dataclasses.replace(stability, measured_steps=summary.measured_steps if summary else 0,
@@ -575,7 +579,7 @@ def rank_main(argv: list[str] | None = None) -> int:
     try:
         return _rank(spec, work_dir)
     except GpuworkError as exc:
-        _report_error(os.environ.get("RANK"), exc.msg or from_json(str(exc)))  # uncoded: its English text
+        _report_error(os.environ.get("RANK"), exc.msg or msg(LEGACY_TEXT, text=str(exc)))  # uncoded: English
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the traceback for debugging, one line for the launcher
         traceback.print_exc()
@@ -868,9 +872,10 @@ def _write_failure(exc: BaseException, folder: Path) -> Msg | None:
 def _rank_error(text: str) -> Msg:
     """A rank's error line (after ERROR_PREFIX) as a message; a line that is not JSON is shown as it is."""
     try:
-        return from_json(json.loads(text))
+        error = from_json(json.loads(text))
     except (ValueError, TypeError):
-        return msg("trial.crash", kind="torchrun", detail=text[:2000])
+        error = None
+    return error if error is not None else msg("trial.crash", kind="torchrun", detail=text[:2000])  # "null" too
 
 
 __all__ = [
