@@ -174,10 +174,10 @@ def test_calibration_fits_the_efficiency_factor():
         estimate_time(plan, "l40s", calibration={"scale": 0.5, "gpu_id": "h100_sxm"})
     with pytest.raises(PlanError, match="'tokens_per_s'"):
         estimate_time(plan, "l40s", calibration={"step": 1})
-    with pytest.raises(PlanError, match=r"\(0, 1\]") as info:
+    with pytest.raises(PlanError, match="from 0.001 to 1") as info:  # the ends of --mfu (MFU_RANGE)
         estimate_time(plan, "l40s", mfu=1.5)
     assert info.value.field == "mfu" and info.value.msg.code == "error.time.mfu"
-    assert info.value.text("ru") == "mfu=1.5: нужно число из (0, 1], например 0,35"
+    assert info.value.text("ru") == "mfu=1.5: нужна доля пиковой производительности от 0,001 до 1, например 0,35"
 
 
 def test_ddp_all_reduce_worked_example():
