@@ -256,21 +256,22 @@ class TrainPlan:
     def _check_numbers(self) -> None:
         """Each number in its range (PLAN_RANGES): types and lower ends first, then the upper ends, then
         eval_fraction; the first field out of range is named."""
-        lora = self.method in (Method.LORA, Method.QLORA)
-        for name, bounds in PLAN_RANGES.items():
-            value = getattr(self, name)
-            if name == "eval_fraction" or (name == "dataset_bytes" and value is None) or (name == "lora_r" and not lora):
-                continue
-            problem = bounds.problem(value)
-            if problem is not None and (problem != ABOVE or name in _OWN_ABOVE):
-                raise _out_of_range(name, value, bounds, problem)
-        for name, bounds in PLAN_RANGES.items():
-            value = getattr(self, name)
-            if name not in _OWN_ABOVE and bounds.problem(value) == ABOVE:
-                raise _out_of_range(name, value, bounds, ABOVE)
-        problem = PLAN_RANGES["eval_fraction"].problem(self.eval_fraction)
-        if problem is not None:
-            raise _out_of_range("eval_fraction", self.eval_fraction, PLAN_RANGES["eval_fraction"], problem)
+        # each field judged once (every plan copy is validated: a time sweep builds thousands)
+        problems = {name: bounds.problem(getattr(self, name)) for name, bounds in PLAN_RANGES.items()}
+        skipped = {"eval_fraction"}
+        if self.dataset_bytes is None:
+            skipped.add("dataset_bytes")
+        if self.method not in (Method.LORA, Method.QLORA):
+            skipped.add("lora_r")
+        for name, problem in problems.items():
+            if name not in skipped and problem is not None and (problem != ABOVE or name in _OWN_ABOVE):
+                raise _out_of_range(name, getattr(self, name), PLAN_RANGES[name], problem)
+        for name, problem in problems.items():
+            if name not in _OWN_ABOVE and problem == ABOVE:
+                raise _out_of_range(name, getattr(self, name), PLAN_RANGES[name], ABOVE)
+        if problems["eval_fraction"] is not None:
+            raise _out_of_range("eval_fraction", self.eval_fraction, PLAN_RANGES["eval_fraction"],
+                                problems["eval_fraction"])
 
     def _check_combinations(self) -> None:
         if self.sharding is not Sharding.DDP and self.gpus < 2:
