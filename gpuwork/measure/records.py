@@ -220,8 +220,12 @@ def run_stem(model: str, method: str, created: datetime) -> str:
 
 
 def new_run_id(model: str, method: str, created: datetime) -> str:
-    """``trial-<model>-<method>-<UTC time>-<random>``: unique even for trials started in the same second."""
-    return f"{run_stem(model, method, created)}-{uuid.uuid4().hex[:8]}"
+    """``trial-<model>-<method>-<UTC time>-<random>``: unique even for trials started in the same second.
+
+    48 random bits: 5,000 ids in one second collide with odds of about 4e-8 (32 bits gave 3e-3, seen in CI);
+    ``reserve_run_id`` still checks the folder, so a collision there can never overwrite a record.
+    """
+    return f"{run_stem(model, method, created)}-{uuid.uuid4().hex[:12]}"
 
 
 def reserve_run_id(folder: Path, model: str, method: str, created: datetime) -> str:
