@@ -1,12 +1,10 @@
 """The CPU's kernel rates and the op model priced with them (gpuwork.measure.cpu_rates): the benchmark API
-(structure only, no timing assertions), the pricing with hand-made rates (worked by hand), and, marked slow,
-real gpuwork CPU trials: calibrate on one shape, predict another sequence length and batch within 10 %."""
+(structure only, no timing assertions) and the pricing with hand-made rates (worked by hand). How well a real trial
+calibrates another shape is measured by benchmarks/cpu_calibration.py (timings, so not a test)."""
 
 from __future__ import annotations
 
 import math
-import statistics
-import time
 
 import pytest
 
@@ -174,45 +172,3 @@ def test_sdpa_flops_follow_the_op_models_count() -> None:
     # 4 x 2 x 256^2 x 8 x 32 = 134,217,728 full; causal x 0.5 x (1 + 128/256) = 0.75 -> 100,663,296; bwd x 2.5
     assert sdpa_flops(2, 8, 256, 32) == (100_663_296.0, 251_658_240.0)
     assert sdpa_flops(2, 8, 128, 32, causal=True)[0] == 4 * 2 * 128**2 * 8 * 32  # one block: no saving
-
-
-# -- real trials (slow) -------------------------------------------------------------------------------------------
-
-# A -> B: a different sequence length and batch (4x the tokens). thread_time: the trial's injectable clock,
-# so that other processes on a shared machine do not enter the step times (one torch thread: all the
-# work runs on the calling thread).
-SHAPE_A = (128, 2)
-SHAPE_B = (256, 4)
-STEPS, WARMUP = 20, 3  # medians of 20 steps move by about 2-3 % between runs on a shared 2-core machine
-ROUNDS = 2  # each shape measured twice, interleaved
-
-
-@pytest.fixture(scope="module")
-def measured_rates(one_thread):
-    return measure_cpu_rates(clock=time.thread_time)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("method", ["lora", "full"])
-def test_a_factor_fitted_at_one_shape_predicts_another_within_10_percent(method, measured_rates) -> None:
-    from gpuwork.measure.trial import run_trial
-
-    clock = time.thread_time
-    rates = measured_rates
-    plans = [TrainPlan(model=TINY, method=method, precision="fp32", seq_len=s, batch_size=b)
-             for s, b in (SHAPE_A, SHAPE_B)]
-    # A, B, A, B: a slow spell of the shared machine (once, A's median came out 20 % above its usual value)
-    # falls on both shapes instead of on one
-    times: list[list[float]] = [[], []]
-    for _round in range(ROUNDS):
-        for i, plan in enumerate(plans):
-            record = run_trial(plan, steps=STEPS, warmup=WARMUP, device="cpu", checkpoint=False, clock=clock)
-            assert record.fits and record.protocol.precision_used == "fp32"
-            times[i] += [s.step_time_s for s in record.steps if not s.is_warmup]
-    measured = [statistics.median(t) for t in times]
-    cal = calibrate_then_predict(plans[0], measured[0], plans[1], rates)
-    error = cal.step_s / measured[1] - 1
-    print(f"\n{method}: A {SHAPE_A} {measured[0] * 1e3:.1f} ms (priced {cal.priced_measured_s * 1e3:.1f}), "
-          f"factor {cal.factor:.3f}; B {SHAPE_B} measured {measured[1] * 1e3:.1f} ms, uncalibrated "
-          f"{cal.uncalibrated.total_s * 1e3:.1f}, calibrated {cal.step_s * 1e3:.1f} ms ({error:+.1%})")
-    assert abs(error) < 0.10
