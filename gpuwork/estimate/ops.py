@@ -204,8 +204,7 @@ class _StepKey:
     """What an op list is built from: the plan's shaping fields, the model and the stack."""
 
     shape: tuple[object, ...]  # _SHAPE_FIELDS of the plan
-    spec: ModelSpec
-    position_embedding: object  # the one ``spec.extras`` entry read here (extras are outside ModelSpec equality)
+    spec: ModelSpec  # its extras too (compared and hashed with the other fields)
     stack: StackKernels
     plan: TrainPlan = field(compare=False)  # the plan _build reads, equal to any other on the fields above
 
@@ -217,8 +216,7 @@ def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None
     Worked example: Llama-3.1-8B LoRA (q, v), bf16, seq 2048, batch 1: the q_proj forward GEMM has
     m = 2048, n = 4096, k = 4096: 2 x 2048 x 4096 x 4096 = 68.7 GFLOPs, 32 per micro-batch.
     """
-    return _step_ops(_StepKey(_plan_shape(plan), spec, spec.extras.get("position_embedding"),
-                              stack or StackKernels(), plan))
+    return _step_ops(_StepKey(_plan_shape(plan), spec, stack or StackKernels(), plan))
 
 
 @functools.lru_cache(maxsize=2048)
@@ -294,7 +292,7 @@ def _build(key: _StepKey) -> list[Op]:
     grad_layers, _ = _gradient_layers(plan, layers)
     # the blocks' forward and backward do not depend on whether the forward is recomputed
     shape = key.shape[:_CHECKPOINTING_AT] + (False,) + key.shape[_CHECKPOINTING_AT + 1:]
-    forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.position_embedding, key.stack, plan))
+    forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.stack, plan))
 
     # -- embedding and forward
     ops = [_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb)]

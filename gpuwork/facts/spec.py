@@ -6,7 +6,9 @@ Pure types and arithmetic; ``gpuwork.facts.model`` builds specs from configs (me
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, dataclass, field
+import operator
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from gpuwork.errors import ModelError
@@ -38,6 +40,18 @@ class Linear:
     @property
     def short_name(self) -> str:
         return self.name.rsplit(".", 1)[-1]
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable form of an extras value, equal for equal values: mappings as frozensets of their items,
+    lists as tuples."""
+    if isinstance(value, Mapping):
+        return frozenset((k, _frozen(v)) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, set):
+        return frozenset(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -76,7 +90,21 @@ class ModelSpec:
     params_other: int  # final norms, poolers, anything outside blocks, embeddings and head
     params_largest_module: int  # largest of: one block, the embeddings, the head
     linears: tuple[Linear, ...] = field(default_factory=tuple)
-    extras: dict[str, Any] = field(default_factory=dict, compare=False)  # family-specific switches
+    # family-specific switches (softcapping, output layers, stacks, traced blocks), compared and hashed like the
+    # other fields: a cache keyed by the spec gives specs that differ only here each its own answer
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        """Computed once: a spec keys the estimators' caches several times per estimate."""
+        try:
+            return int(self.__dict__["_hash"])
+        except KeyError:
+            value = self.__dict__["_hash"] = hash((_hashed_fields(self), _frozen(self.extras)))
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        # without the hash: string hashes differ from process to process
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
     # -- derived counts -----------------------------------------------------------------------
 
@@ -118,6 +146,9 @@ class ModelSpec:
         return cls(**data)
 
 
+_hashed_fields = operator.attrgetter(*(f.name for f in fields(ModelSpec) if f.name != "extras"))
+
+
 # -- trainable parameters ----------------------------------------------------------------------
 
 
@@ -148,7 +179,7 @@ def lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Linea
 
 @functools.lru_cache(maxsize=4096)
 def _target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> tuple[Linear, ...]:
-    """``lora_target_linears`` cached on the whole spec (its linears included) and the targets."""
+    """``lora_target_linears`` cached on the whole spec (its linears and output layers included) and the targets."""
     return tuple(_lora_target_linears(spec, targets))
 
 
