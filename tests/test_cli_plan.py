@@ -12,7 +12,8 @@ import pytest
 
 from gpuwork.cli import main
 from gpuwork.cli.args import Parser as _Parser
-from gpuwork.cli.plan import register, size_bytes, token_count
+from gpuwork.cli.common import size_bytes, token_count
+from gpuwork.cli.plan import register
 from gpuwork.facts.catalog import OFFERS_CSV_COLUMNS
 from gpuwork.plan import TrainPlan
 

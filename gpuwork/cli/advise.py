@@ -15,18 +15,14 @@ import sys
 import time
 from typing import Any
 
-from gpuwork.cli.args import check_argument, escaped_output, plan_arguments, with_mapping
-from gpuwork.cli.plan import _data_arguments, _time_arguments, _time_options, full_plan, have_cards
+from gpuwork.cli import common
+from gpuwork.cli.args import with_mapping
 from gpuwork.errors import EXIT_NO_FIT
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
 from gpuwork.units import MISSING, fmt_duration, fmt_number, fmt_usd
 
 GIB = 2**30
-
-
-def _lang(args: argparse.Namespace) -> str:
-    return getattr(args, "lang", None) or "en"
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -37,17 +33,17 @@ def _cmd_advise(args: argparse.Namespace) -> int:
     from gpuwork.estimate.decision import Constraints
     from gpuwork.sizing import advise, decide
 
-    plan = full_plan(args)
-    lang = _lang(args)
+    plan = common.full_plan(args)
+    lang = common.verb_lang(args)
     start = time.perf_counter()
     if args.have:  # the user's own cards: the advisor picks changes for fit and speed on them
-        decision = decide(plan, limit=args.limit, time_options=_time_options(args),
+        decision = decide(plan, limit=args.limit, time_options=common.time_options(args),
                           constraints=Constraints(have=args.have))
         advice = decision.advice
     else:
-        advice = advise(plan, limit=args.limit, time_options=_time_options(args), **_filters(args))
+        advice = advise(plan, limit=args.limit, time_options=common.time_options(args), **_filters(args))
         # the one answer from this advice (gpuwork.estimate.decision): what plan, offers and request name too
-        decision = decide(plan, advice=advice, time_options=_time_options(args),
+        decision = decide(plan, advice=advice, time_options=common.time_options(args),
                           constraints=Constraints(filters=_filters(args)))
     elapsed_ms = (time.perf_counter() - start) * 1000
     # --check: the plan as it is fits no offer (the suggestions say what would make it fit)
@@ -96,10 +92,10 @@ def _cell_line(c: Any, lang: str, widths: tuple[int, ...]) -> str:
 def _cmd_fit(args: argparse.Namespace) -> int:
     from gpuwork.sizing import fit_matrix
 
-    plan = full_plan(args)
-    lang = _lang(args)
+    plan = common.full_plan(args)
+    lang = common.verb_lang(args)
     start = time.perf_counter()
-    matrix = fit_matrix(plan, time_options=_time_options(args), gpu_ids=args.gpu or None)
+    matrix = fit_matrix(plan, time_options=common.time_options(args), gpu_ids=args.gpu or None)
     elapsed_ms = (time.perf_counter() - start) * 1000
     if args.json:
         print(json.dumps(with_mapping({**matrix.as_dict(), "elapsed_ms": elapsed_ms}, args), indent=2,
@@ -126,28 +122,17 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any, lang: str = "en") -> None:
     """Add `advise` and `fit` to a gpuwork subparsers object, their help in ``lang``."""
-    p = subparsers.add_parser("advise", help=text("cli.help.advise.summary", lang))
-    plan_arguments(p, lang)
-    _data_arguments(p, lang)
-    _time_arguments(p, lang)
+    p = common.sizing_parser(subparsers, "advise", "cli.help.advise.summary", lang)
     p.add_argument("--mode", action="append", help=text("cli.help.offers.mode", lang))
     p.add_argument("--region", action="append", help=text("cli.help.offers.region", lang))
-    p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
+    common.have_argument(p, lang)
     p.add_argument("--limit", type=int, default=5, metavar="N", help=text("cli.help.advise.limit", lang))
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.advice", lang))
-    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
-    check_argument(p, lang)
-    p.set_defaults(func=escaped_output(_cmd_advise))
+    common.output_arguments(p, _cmd_advise, lang, lang_help="cli.help.lang.advice")
 
-    p = subparsers.add_parser("fit", help=text("cli.help.fit.summary", lang))
-    plan_arguments(p, lang)
-    _data_arguments(p, lang)
-    _time_arguments(p, lang)
+    p = common.sizing_parser(subparsers, "fit", "cli.help.fit.summary", lang)
     p.add_argument("--gpu", action="append", help=text("cli.help.fit.gpu", lang))
     p.add_argument("--all", action="store_true", help=text("cli.help.fit.all", lang))
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
-    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
-    p.set_defaults(func=escaped_output(_cmd_fit))
+    common.output_arguments(p, _cmd_fit, lang, lang_help="cli.help.lang.table", check=False)
 
 
 __all__ = ["register"]

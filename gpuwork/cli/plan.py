@@ -22,19 +22,19 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from gpuwork.cli.args import (
-    FlagValueError,
-    check_argument,
-    escaped_output,
-    load_record,
-    plan_arguments,
-    plan_from_args,
-    with_mapping,
+from gpuwork.cli.args import FlagValueError, escaped_output, load_record, with_mapping
+from gpuwork.cli.common import (
+    full_plan,
+    have_argument,
+    output_arguments,
+    sizing_parser,
+    time_options,
+    verb_lang,
 )
-from gpuwork.errors import EXIT_NO_FIT, GpuworkError, PlanError
+from gpuwork.errors import EXIT_NO_FIT, PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
-from gpuwork.plan import UPPER_BOUNDS, TrainPlan
+from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import render, render_all, text, time_kind_code
 from gpuwork.units import (
     HOUR_S,
@@ -45,49 +45,9 @@ from gpuwork.units import (
     fmt_number,
     fmt_size,
     fmt_usd,
-    parse_count,
-    parse_size,
 )
 
 # -- argument types ---------------------------------------------------------------------------------
-
-
-def _flag_error(exc: GpuworkError, unread: str = "", instead: Msg | None = None) -> Exception:
-    """A flag's error in the catalog's words: ``instead`` when ``exc`` has the code ``unread``, else its own
-    message; an error raised without a code stays itself (argparse calls the value invalid)."""
-    if exc.msg is None:
-        return exc
-    return FlagValueError(instead if instead is not None and exc.msg.code == unread else exc.msg)
-
-
-def size_bytes(text: str) -> int:
-    """'200GB', '1.5 TB', '500MiB', '2e11' -> bytes (decimal GB/TB, binary GiB/MiB; gpuwork.units.parse_size)."""
-    try:
-        return parse_size(text, "dataset_bytes", maximum=UPPER_BOUNDS["dataset_bytes"])
-    except PlanError as exc:  # the flag is named by argparse: say what a size looks like, or the range
-        raise _flag_error(exc, "error.input.not_size", msg("error.args.size", value=repr(text))) from None
-
-
-def token_count(text: str) -> int:
-    """'50B', '100M', '5e9', '2M tokens' -> a whole number of tokens (gpuwork.units.parse_count)."""
-    try:
-        return parse_count(text, "dataset_tokens", maximum=UPPER_BOUNDS["dataset_tokens"])
-    except PlanError as exc:
-        raise _flag_error(exc, "error.input.not_count", msg("error.args.tokens", value=repr(text))) from None
-
-
-def have_cards(value: str) -> tuple[int, Any]:
-    """'1xrtx4090', '2 x A100 80GB SXM', '1×RTX 4090' -> (count, GpuSpec): the cards the user owns (--have)."""
-    from gpuwork.errors import CatalogError
-    from gpuwork.sizing import parse_have
-
-    try:
-        have = parse_have(value)
-    except (PlanError, CatalogError) as exc:
-        raise _flag_error(exc) from None
-    if have is None:
-        raise FlagValueError(msg("error.args.have", value=repr(value)))
-    return have
 
 
 MAX_START_DAYS = 2 * 366  # a rental request asks for hardware within two years; further is a typo in the year
@@ -106,61 +66,6 @@ def _iso_date(text: str) -> date:
         raise FlagValueError(msg("error.args.date_range", value=repr(text), first=today.isoformat(),
                                  last=(today + timedelta(days=MAX_START_DAYS)).isoformat()))
     return day
-
-
-def _data_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
-    g = parser.add_argument_group(text("cli.help.data.title", lang))
-    g.add_argument("--dataset-tokens", type=token_count, metavar="N", help=text("cli.help.data.dataset_tokens", lang))
-    g.add_argument("--dataset-bytes", type=size_bytes, metavar="SIZE", help=text("cli.help.data.dataset_bytes", lang))
-    g.add_argument("--compression-ratio", type=float, default=1.0, metavar="X",
-                   help=text("cli.help.data.compression_ratio", lang))
-    g.add_argument("--epochs", type=float)
-    g.add_argument("--eval-fraction", type=float, help=text("cli.help.data.eval_fraction", lang))
-    g.add_argument("--checkpoint-every", type=int, dest="checkpoint_every_steps", metavar="STEPS")
-    g.add_argument("--checkpoints-kept", type=int)
-
-
-def _time_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
-    g = parser.add_argument_group(text("cli.help.time.title", lang))
-    g.add_argument("--mfu", type=float, help=text("cli.help.time.mfu", lang))
-    g.add_argument("--loader-tokens-per-s", type=float, help=text("cli.help.time.loader", lang))
-    g.add_argument("--disk-write-gbs", type=float, help=text("cli.help.time.disk_write", lang))
-
-
-def full_plan(args: argparse.Namespace) -> TrainPlan:
-    """TrainPlan from --plan/flags (gpuwork.cli.plan_from_args) plus the data and schedule flags."""
-    from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT
-
-    plan = plan_from_args(args)
-    changes: dict[str, Any] = {}
-    for name in ("dataset_tokens", "dataset_bytes", "epochs", "eval_fraction", "checkpoint_every_steps",
-                 "checkpoints_kept"):
-        value = getattr(args, name, None)
-        if value is not None:
-            changes[name] = value
-    if changes.get("epochs") is not None and float(changes["epochs"]).is_integer():
-        changes["epochs"] = int(changes["epochs"])
-    if "dataset_bytes" in changes and "dataset_tokens" not in changes:
-        ratio = getattr(args, "compression_ratio", 1.0) or 1.0
-        changes["dataset_tokens"] = max(1, round(changes["dataset_bytes"] * ratio / BYTES_PER_TOKEN_TEXT))
-        print(text("cli.dataset_tokens_note", _lang(args), tokens=changes["dataset_tokens"],
-                   bytes_per_token=BYTES_PER_TOKEN_TEXT), file=sys.stderr)
-    return plan.replace(**changes) if changes else plan
-
-
-def _lang(args: argparse.Namespace) -> str:
-    return getattr(args, "lang", None) or "en"
-
-
-def _time_options(args: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if getattr(args, "mfu", None) is not None:
-        options["mfu"] = args.mfu
-    if getattr(args, "loader_tokens_per_s", None) is not None:
-        options["loader_tokens_per_s"] = args.loader_tokens_per_s
-    if getattr(args, "disk_write_gbs", None) is not None:
-        options["disk_write_bytes_s"] = args.disk_write_gbs * 1e9
-    return options
 
 
 # -- plan -------------------------------------------------------------------------------------------
@@ -188,9 +93,9 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         scaling,
     )
 
-    lang = _lang(args)
+    lang = verb_lang(args)
     plan = full_plan(args)
-    options = _time_options(args)
+    options = time_options(args)
     memory = estimate_memory(plan)
     # the one answer (gpuwork.estimate.decision): the profile line names what advise, offers and request name
     decision = decide(plan, time_options=options, constraints=Constraints(have=args.have) if args.have else None)
@@ -371,7 +276,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
                if v is not None}
     # the one answer under the same filters; ranked by cost, the table prices the plan the answer runs (with its
     # change, if any), so its top row is the card, count, nodes and mode that plan, advise and request name
-    decision = decide(plan, offers, time_options=_time_options(args), safety_margin=margin,
+    decision = decide(plan, offers, time_options=time_options(args), safety_margin=margin,
                       preemption_rate_per_hour=rate,
                       constraints=Constraints(filters=filters, budget_usd=args.budget, deadline_s=deadline_s,
                                               have=args.have))
@@ -379,7 +284,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
     priced = decision.changed_plan if args.sort == "cost" and args.have is None else plan
     results = evaluate_offers(
         priced, offers, safety_margin=margin, preemption_rate_per_hour=rate, sort=args.sort, deadline_s=deadline_s,
-        budget_usd=args.budget, include_unfit=args.all, time_options=_time_options(args), **filters)
+        budget_usd=args.budget, include_unfit=args.all, time_options=time_options(args), **filters)
     status = EXIT_NO_FIT if args.check and not any(r.fits for r in results) else 0
     if args.limit:
         results = results[: args.limit]
@@ -393,7 +298,7 @@ def _cmd_offers(args: argparse.Namespace) -> int:
             out = rows if mapping is None else {"from": mapping, "offers": rows}
         print(json.dumps(out, indent=2, default=str))
         return status
-    lang = _lang(args)
+    lang = verb_lang(args)
     print(text("cli.offers.header", lang, model=plan.model, method=plan.method, seq_len=plan.seq_len,
                batch=plan.batch_size, tokens=plan.dataset_tokens, epochs=plan.epochs, sort=args.sort,
                stack=msg("stack.label", stack=plan.stack.value)))
@@ -422,7 +327,7 @@ def _cmd_request(args: argparse.Namespace) -> int:
     plan = full_plan(args)
     record = load_record(args.record) if args.record else None
     # the one answer: the request asks for the card, count, mode and changes that plan, advise and offers show
-    decision = decide(plan, time_options=_time_options(args), constraints=Constraints(
+    decision = decide(plan, time_options=time_options(args), constraints=Constraints(
         budget_usd=args.budget, rental_period_s=args.rent_days * 86400 if args.rent_days else None, have=args.have))
     owned = decision.fits and args.have is not None  # owned cards: that card, count and changes, no rental price
     req = rental_request(plan, match=decision.match if decision.fits else None,
@@ -447,22 +352,13 @@ def _cmd_request(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any, lang: str = "en") -> None:
     """Add `plan`, `offers` and `request` to a gpuwork subparsers object, their help in ``lang``."""
-    p = subparsers.add_parser("plan", help=text("cli.help.plan.summary", lang))
-    plan_arguments(p, lang)
-    _data_arguments(p, lang)
-    _time_arguments(p, lang)
+    p = sizing_parser(subparsers, "plan", "cli.help.plan.summary", lang)
     p.add_argument("--gpu", help=text("cli.help.plan.gpu", lang))
-    p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
+    have_argument(p, lang)
     p.add_argument("--offers", type=int, default=5, metavar="N", help=text("cli.help.plan.offers", lang))
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.report", lang))
-    p.add_argument("--json", action="store_true", help=text("cli.help.json", lang))
-    check_argument(p, lang)
-    p.set_defaults(func=escaped_output(_cmd_plan))
+    output_arguments(p, _cmd_plan, lang, lang_help="cli.help.lang.report")
 
-    p = subparsers.add_parser("offers", help=text("cli.help.offers.summary", lang))
-    plan_arguments(p, lang)
-    _data_arguments(p, lang)
-    _time_arguments(p, lang)
+    p = sizing_parser(subparsers, "offers", "cli.help.offers.summary", lang)
     f = p.add_argument_group(text("cli.help.offers.title", lang))
     f.add_argument("--max-price", type=float, metavar="USD", help=text("cli.help.offers.max_price", lang))
     f.add_argument("--mode", action="append", help=text("cli.help.offers.mode", lang))
@@ -478,15 +374,10 @@ def register(subparsers: Any, lang: str = "en") -> None:
     f.add_argument("--catalog", metavar="FILE", help=text("cli.help.offers.catalog", lang))
     f.add_argument("--all", action="store_true", help=text("cli.help.offers.all", lang))
     f.add_argument("--limit", type=int, metavar="N", help=text("cli.help.offers.limit", lang))
-    f.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
-    p.add_argument("--lang", choices=("en", "ru"), default="en", help=text("cli.help.lang.table", lang))
-    p.add_argument("--json", action="store_true", help=text("cli.help.offers.json", lang))
-    check_argument(p, lang)
-    p.set_defaults(func=escaped_output(_cmd_offers))
+    have_argument(f, lang)
+    output_arguments(p, _cmd_offers, lang, lang_help="cli.help.lang.table", json_help="cli.help.offers.json")
 
-    p = subparsers.add_parser("request", help=text("cli.help.request.summary", lang))
-    plan_arguments(p, lang)
-    _data_arguments(p, lang)
+    p = sizing_parser(subparsers, "request", "cli.help.request.summary", lang, timed=False)
     p.add_argument("--lang", choices=("ru", "en"), default="en")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--start-date", type=_iso_date, metavar="YYYY-MM-DD")
@@ -495,5 +386,5 @@ def register(subparsers: Any, lang: str = "en") -> None:
     p.add_argument("--no-trial", action="store_true", help=text("cli.help.request.no_trial", lang))
     p.add_argument("--explicit-context", action="store_true", help=text("cli.help.request.explicit_context", lang))
     p.add_argument("--record", metavar="FILE", help=text("cli.help.request.record", lang))
-    p.add_argument("--have", type=have_cards, metavar="N×GPU", help=text("cli.help.have", lang))
+    have_argument(p, lang)
     p.set_defaults(func=escaped_output(_cmd_request))
