@@ -79,11 +79,16 @@ def _gap(x: float | None) -> str:
     return MISSING if x is None else INFINITE
 
 
+def _in_unit(value: float, name: str, lang: str, decimals: int) -> str:
+    """A value already in unit ``name``, with the language's digits and symbol: ``1.5 GiB``, ``1,5 ГиБ``."""
+    return f"{fmt_number(value, lang, decimals)}{SP}{unit(name, lang)}"
+
+
 def fmt_gib(n_bytes: float | None, lang: str = "en", decimals: int = 1) -> str:
     """Binary gibibytes, as PyTorch and nvidia-smi count memory: ``1.5 GiB``."""
     if n_bytes is None or not _finite(n_bytes):
         return _gap(n_bytes)
-    return f"{fmt_number(n_bytes / GIB, lang, decimals)}{SP}{unit('GiB', lang)}"
+    return _in_unit(n_bytes / GIB, "GiB", lang, decimals)
 
 
 def fmt_memory(n_bytes: float | None, lang: str = "en") -> str:
@@ -92,7 +97,7 @@ def fmt_memory(n_bytes: float | None, lang: str = "en") -> str:
         return _gap(n_bytes)
     if abs(n_bytes) >= GIB:
         return fmt_gib(n_bytes, lang, 2)
-    return f"{fmt_number(n_bytes / MIB, lang, 1)}{SP}{unit('MiB', lang)}"
+    return _in_unit(n_bytes / MIB, "MiB", lang, 1)
 
 
 def fmt_size(n_bytes: float | None, lang: str = "en") -> str:
@@ -100,8 +105,8 @@ def fmt_size(n_bytes: float | None, lang: str = "en") -> str:
     if n_bytes is None or not _finite(n_bytes):
         return _gap(n_bytes)
     if n_bytes >= TB:
-        return f"{fmt_number(n_bytes / TB, lang, 2)}{SP}{unit('TB', lang)}"
-    return f"{fmt_number(n_bytes / GB, lang, 1)}{SP}{unit('GB', lang)}"
+        return _in_unit(n_bytes / TB, "TB", lang, 2)
+    return _in_unit(n_bytes / GB, "GB", lang, 1)
 
 
 def fmt_size_short(n_bytes: float | None, lang: str = "en") -> str:
@@ -110,18 +115,16 @@ def fmt_size_short(n_bytes: float | None, lang: str = "en") -> str:
         return MISSING
     name, value = ("TB", n_bytes / TB) if n_bytes >= TB else ("GB", n_bytes / GB)
     if value >= 10 or float(value).is_integer():
-        number = fmt_number(round(value), lang, 0)
-    else:
-        number = fmt_number(value, lang, 1)
-    return f"{number}{SP}{unit(name, lang)}"
+        return _in_unit(round(value), name, lang, 0)
+    return _in_unit(value, name, lang, 1)
 
 
 def fmt_rate(bytes_s: float, lang: str = "en") -> str:
     """Bytes per second in decimal units: ``1.2 GB/s``."""
     for name, size in (("GB/s", GB), ("MB/s", MB), ("kB/s", KB)):
         if bytes_s >= size:
-            return f"{fmt_number(bytes_s / size, lang, 1)}{SP}{unit(name, lang)}"
-    return f"{fmt_number(bytes_s, lang, 0)}{SP}{unit('B/s', lang)}"
+            return _in_unit(bytes_s / size, name, lang, 1)
+    return _in_unit(bytes_s, "B/s", lang, 0)
 
 
 def fmt_duration(seconds: float | None, lang: str = "en") -> str:
@@ -130,10 +133,10 @@ def fmt_duration(seconds: float | None, lang: str = "en") -> str:
         return _gap(seconds)
     hours = seconds / HOUR_S
     if hours < 1:
-        return f"{fmt_number(seconds / MINUTE_S, lang, 0)}{SP}{unit('min', lang)}"
-    out = f"{fmt_number(hours, lang, 1 if hours < 10 else 0)}{SP}{unit('h', lang)}"
+        return _in_unit(seconds / MINUTE_S, "min", lang, 0)
+    out = _in_unit(hours, "h", lang, 1 if hours < 10 else 0)
     if hours > 72:
-        out += f" ({fmt_number(hours / 24, lang, 0)}{SP}{unit('days', lang)})"
+        out += f" ({_in_unit(hours / 24, 'days', lang, 0)})"
     return out
 
 
@@ -142,10 +145,10 @@ def fmt_seconds(seconds: float | None, lang: str = "en") -> str:
     if seconds is None or not _finite(seconds):
         return _gap(seconds)
     if seconds >= HOUR_S:
-        return f"{fmt_number(seconds / HOUR_S, lang, 1)}{SP}{unit('h', lang)}"
+        return _in_unit(seconds / HOUR_S, "h", lang, 1)
     if seconds >= MINUTE_S:
-        return f"{fmt_number(seconds / MINUTE_S, lang, 1)}{SP}{unit('min', lang)}"
-    return f"{fmt_number(seconds, lang, 3 if seconds < 10 else 1)}{SP}{unit('s', lang)}"
+        return _in_unit(seconds / MINUTE_S, "min", lang, 1)
+    return _in_unit(seconds, "s", lang, 3 if seconds < 10 else 1)
 
 
 def fmt_usd(x: float | None, lang: str = "en") -> str:
