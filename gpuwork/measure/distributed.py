@@ -100,15 +100,13 @@ from gpuwork.measure.record import (
     STATUS_INTERRUPTED,
     ParallelInfo,
     RankResult,
-    RunningSummary,
     StepMeasurement,
     TrialRecord,
     merge_ranks,
-    merge_step,
     rank_result,
     rank_steps,
 )
-from gpuwork.measure.recorder import Ranks, write_record
+from gpuwork.measure.recorder import GroupSteps, Ranks, write_record
 from gpuwork.measure.records import RecordWriteError
 from gpuwork.measure.runtime import (
     Parallel,
@@ -365,9 +363,8 @@ class DistributedParallel(Parallel):
         self._fsdp_root: Any = None
         self.launcher = ""
         self.rank_steps: list[list[StepMeasurement]] = [[] for _ in range(self.world_size)]  # every rank's steps
-        self.rank_sizes: list[tuple[int, int]] = [(0, 0)] * self.world_size  # (param, trainable) bytes per rank
-        self.rank_summaries: list[RunningSummary] = []  # each rank's steps, summarised as they come
-        self.merged_summary: RunningSummary | None = None  # the merged steps (the record's)
+        # every rank's step as it ends, merged for the record rank 0 writes as the steps go (as the callback's)
+        self.group = GroupSteps(self.ranks, "GPU" if device.type == "cuda" else "CPU")
 
     # -- the step boundaries (Parallel.stop_signal, share_step, group_step_times, running_record) ----------
 
@@ -389,43 +386,16 @@ class DistributedParallel(Parallel):
         return int(getattr(signal, name, signal.SIGTERM))
 
     def share_step(self, m: StepMeasurement) -> None:
-        gathered = self.ranks.gather((dataclasses.asdict(m), self.param_bytes, self.trainable_param_bytes))
-        for r, (step, params, trainable) in enumerate(gathered):
-            self.rank_steps[r].append(StepMeasurement(**step))
-            self.rank_sizes[r] = (params, trainable)
-            self._rank_summary(r).add(self.rank_steps[r][-1])
-
-    def _merged_summary(self) -> RunningSummary:
-        """The merged steps' running summary, made with each rank's own at first use."""
-        if self.merged_summary is None:
-            kind = "GPU" if self.device.type == "cuda" else "CPU"
-            self.rank_summaries = [RunningSummary(kind) for _ in range(self.world_size)]
-            self.merged_summary = RunningSummary(kind)
-        return self.merged_summary
-
-    def _rank_summary(self, r: int) -> RunningSummary:
-        """Rank ``r``'s steps so far, summarised as they come (its part of the running record)."""
-        self._merged_summary()
-        return self.rank_summaries[r]
+        for r, step in enumerate(self.group.share(m, self.param_bytes, self.trainable_param_bytes)):
+            self.rank_steps[r].append(step)
 
     def record_row(self, m: StepMeasurement) -> tuple[StepMeasurement, list[tuple[float, float, float]]]:
         """The merged step (``merge_step``) of the step every rank just shared, with each rank's own figures."""
-        row = [steps[-1] for steps in self.rank_steps]
-        merged = merge_step(row)
-        self._merged_summary().add(merged)
-        return merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]
+        return self.group.row()
 
     def resumed_rows(self, steps: list[StepMeasurement]) -> list[tuple[StepMeasurement, list[Any]]]:
         """The merged steps a resumed group keeps, each rank's summary fed with its own."""
-        rows = []
-        for r, own in enumerate(self.rank_steps):
-            for s in own:
-                self._rank_summary(r).add(s)
-        for row in zip(*self.rank_steps, strict=False):
-            merged = merge_step(row)
-            self._merged_summary().add(merged)
-            rows.append((merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]))
-        return rows
+        return self.group.resumed(self.rank_steps)
 
     def group_step_times(self, own: list[StepMeasurement]) -> list[float]:
         """Per measured step the slowest rank's time: what the merged record reports (``merge_ranks``)."""
@@ -438,21 +408,7 @@ class DistributedParallel(Parallel):
         in the steps file: ``record_row``), from the running summaries; None on the others."""
         if self.rank != 0:
             return None
-        merged_summary = self._merged_summary()
-        per_rank = [dataclasses.replace(record, steps=(), summary=summary.summary(),
-                                        peak_trial_memory_bytes=max(record.peak_trial_memory_bytes if r == 0 else 0,
-                                                                    summary.highest_memory_bytes))
-                    for r, summary in enumerate(self.rank_summaries)]
-        ranks = [rank_result(rec, r, param_bytes=self.rank_sizes[r][0], trainable_param_bytes=self.rank_sizes[r][1],
-                             optimizer_state_bytes=0, params_sha256="")
-                 for r, rec in enumerate(per_rank)]
-        merged = merge_ranks(per_rank, ranks, self.info(self.launcher), record.saved_to)
-        summary = merged_summary.summary()
-        stability = merged.stability
-        if stability is not None:
-            stability = dataclasses.replace(stability, measured_steps=summary.measured_steps if summary else 0,
-                                            half_width=summary.step_time_half_width if summary else None)
-        return dataclasses.replace(merged, summary=summary, stability=stability)
+        return self.group.running_record(record, self.info(self.launcher))
 
     # -- agreement ----------------------------------------------------------------------------------
 

@@ -31,10 +31,13 @@ What is measured, per optimizer step after ``warmup`` steps (flagged, left out o
 - the loss the Trainer logs (the callback asks it to log every measured step; TRL and Trainer
   report the mean over ranks) or the loss given to ``m.step``.
 
-The record is on disk as the run goes (one process with ``out``): each step is appended to its
-``.steps.jsonl`` once its loss is in and the JSON rewritten at most every ``SUMMARY_INTERVAL_S``
+The record is on disk as the run goes (with ``out``): each step is appended to its ``.steps.jsonl``
+once its loss is in and the JSON rewritten at most every ``SUMMARY_INTERVAL_S``
 (``gpuwork.measure.recorder.RecordFile``, as ``gpuwork trial`` does), so a killed run leaves a record
-(``status="running"``) of every finished step; a torchrun group's record is merged and written at the end.
+(``status="running"``) of every finished step. Under torchrun every rank's step is gathered as it is
+committed (``GroupSteps``: one gather a step, as gpuwork's own ranks do) and rank 0 appends the merged
+step with each rank's figures, so a group killed with SIGKILL keeps every finished step too; at the end
+rank 0 rewrites the JSON with the whole merged record (per-rank figures, as before).
 
 Also: the checkpoint save the Trainer makes (``on_save``, timed; with ``verify_restore=True`` the
 saved weights or adapters are restored into a freshly built model and compared tensor by tensor),
@@ -92,7 +95,7 @@ from gpuwork.measure.record import (
     rank_result,
     summarize,
 )
-from gpuwork.measure.recorder import DeviceMemory, Ranks, RecordFile, own_run_path, write_record
+from gpuwork.measure.recorder import DeviceMemory, GroupSteps, Ranks, RecordFile, own_run_path, write_record
 from gpuwork.measure.records import RecordWriteError, folder_error
 from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.measure.trial import environment
@@ -163,9 +166,11 @@ class _Recorder:
         self._hook: Any = None
         self.saved_to: Path | None = None
         self.record: TrialRecord | None = None
-        # the record on disk as the run goes (one process with ``out``): each step appended once its loss is
+        # the record on disk as the run goes (with ``out``; a group's rank 0): each step appended once its loss is
         # in, the JSON rewritten at a bounded rate (RecordFile), so a killed run keeps every finished step
-        self.world: Ranks | None = None
+        self.world: _World | None = None
+        self.group: GroupSteps | None = None  # under torchrun with rank 0's ``out``: every rank's steps, merged
+        self.param_sizes = (0, 0)  # this rank's (param, trainable) bytes, for the running record's ranks
         self.writer: RecordFile | None = None
         self.write_error: Msg | None = None
         self.running: RunningSummary | None = None  # the committed steps' summary, kept at a constant cost per step
@@ -189,6 +194,18 @@ class _Recorder:
         self.memory = DeviceMemory(self.device, sample_interval_s=self.sample_interval_s,
                                    loaded_bytes=self.held_before_bytes)
         self._hook = unwrap(model).register_forward_pre_hook(self._count_tokens, with_kwargs=True)
+
+    def join(self, world: _World) -> None:
+        """The run's processes. Under torchrun, when rank 0 writes a record (its ``out``), every rank's finished
+        step is gathered as it is committed, so that rank 0 appends the merged step while the run goes."""
+        self.world = world
+        self.agree = world.agree
+        if world.size > 1 and world.agree(self.out is not None):  # rank 0's choice: every rank gathers, or none
+            self.group = GroupSteps(world, self._device_kind())
+            if self.model is not None:
+                params = list(unwrap(self.model).parameters())
+                self.param_sizes = (sum(p.numel() * p.element_size() for p in params),
+                                    sum(p.numel() * p.element_size() for p in params if p.requires_grad))
 
     def _count_tokens(self, module: Any, args: tuple, kwargs: dict[str, Any]) -> None:
         if not module.training:
@@ -277,7 +294,12 @@ class _Recorder:
         if self.running is None:
             self.running = RunningSummary(self._device_kind())
         self.running.add(m)
-        self._flush(m)
+        if self.group is not None:  # every rank at the same event: the group's step, merged, for rank 0's file
+            self.group.share(m, *self.param_sizes)
+            row, ranks = self.group.row()
+            self._flush(row, ranks)
+        else:
+            self._flush(m, None)
         if self.on_measure is not None:
             self.on_measure(m)
 
@@ -380,14 +402,21 @@ class _Recorder:
         evaluation = {"passes": len(self.evaluations_s), "times_s": list(self.evaluations_s),
                       "mean_s": statistics.fmean(self.evaluations_s) if self.evaluations_s else None,
                       "share_of_run": None}
-        return self._assemble(plan, inferred, running.summary() if running else None, steps=(),
-                              peak=running.highest_memory_bytes if running else 0, evaluation=evaluation,
-                              protocol_extra=self.protocol_extra, status=STATUS_RUNNING)
+        own = self._assemble(plan, inferred, running.summary() if running else None, steps=(),
+                             peak=running.highest_memory_bytes if running else 0, evaluation=evaluation,
+                             protocol_extra=self.protocol_extra, status=STATUS_RUNNING)
+        if self.group is None or self.world is None:
+            return own
+        merged = self.group.running_record(own, self.world.info(self))
+        tokens = merged.summary.tokens_per_step if merged.summary is not None else 0  # all ranks' real tokens
+        return self.world.callback_fields(dataclasses.replace(
+            merged, protocol=dataclasses.replace(merged.protocol, tokens_per_step=tokens)), own)
 
-    def _flush(self, m: StepMeasurement) -> None:
-        """Append a committed step to the record's steps file; rewrite its JSON when due. One process only (a
-        group's record is merged from every rank at the end); a failed write is said in the record."""
-        if self.out is None or self.world is None or self.world.size > 1 or self.write_error is not None:
+    def _flush(self, m: StepMeasurement, ranks: list[tuple[float, float, float]] | None) -> None:
+        """Append a committed step (a group's: merged, with each rank's figures) to the record's steps file;
+        rewrite its JSON when due. The process that writes only (a group's rank 0); a failed write is said in
+        the record."""
+        if self.out is None or self.world is None or self.world.rank != 0 or self.write_error is not None:
             return
         try:
             if self.writer is None:
@@ -400,7 +429,7 @@ class _Recorder:
                                                       plan.method.value if plan else "unknown", self.created))
                 self.writer.write(self._running_record())  # the name is taken before the first line
                 self.writer.start()
-            self.writer.append(m)
+            self.writer.append(m, ranks)
             if self.writer.due():
                 self.writer.write(self._running_record())
         except RecordWriteError as exc:  # disk full, read-only: the run goes on, the record says so
@@ -430,6 +459,7 @@ class _Recorder:
                 return None
             record = merged
         if self.writer is not None:  # every step is in its steps file: the JSON alone is rewritten
+            record = dataclasses.replace(record, saved_to=str(self.writer.path))  # a merged record names it too
             self.writer.write(record)
             self.writer.close()
             self.saved_to = self.writer.path
@@ -559,20 +589,27 @@ class _World(Ranks):
         records = [TrialRecord.from_dict(g["record"]) for g in gathered]
         ranks = [RankResult(**{**g["rank"], "error": None, **{k: tuple(g["rank"][k]) for k in (
             "losses", "step_times_s", "data_wait_s")}}) for g in gathered]
+        merged = merge_ranks(records, ranks, self.info(rec))
+        # each rank's evaluation passes beside rank 0's
+        evaluation = {**(record.evaluation or {}),
+                      "ranks": [{"rank": i, **(r.evaluation or {})} for i, r in enumerate(records)]}
+        return dataclasses.replace(self.callback_fields(merged, record), evaluation=evaluation)
+
+    def info(self, rec: _Recorder) -> ParallelInfo:
+        """How the caller's group ran (the record's ``parallel``)."""
         base = unwrap(rec.model)
         strategy = "fsdp" if "FullyShardedDataParallel" in type(rec.model).__name__ or hasattr(
             base, "_fsdp_wrapped_module") else "ddp"
-        info = ParallelInfo(world_size=self.size, backend=self.backend, strategy=strategy,
+        return ParallelInfo(world_size=self.size, backend=self.backend, strategy=strategy,
                             sharding_requested=rec.plan.sharding.value if rec.plan is not None else "",
                             wrapping=f"{type(rec.model).__name__} (the caller's)", reshard_after_forward=None,
                             launcher=os.environ.get("GPUWORK_LAUNCHER", "torchrun / accelerate launch"))
-        merged = merge_ranks(records, ranks, info)
-        # what merge_ranks does not carry: the callback's record-level fields, with each rank's evaluation passes
-        evaluation = {**(record.evaluation or {}),
-                      "ranks": [{"rank": i, **(r.evaluation or {})} for i, r in enumerate(records)]}
-        return dataclasses.replace(merged, checkpoint=records[0].checkpoint, source=record.source,
-                                   evaluation=evaluation, inferred=record.inferred, stability=record.stability,
-                                   saves=record.saves)
+
+    @staticmethod
+    def callback_fields(merged: TrialRecord, own: TrialRecord) -> TrialRecord:
+        """What ``merge_ranks`` does not carry: the callback's record-level fields, rank 0's (``own``)."""
+        return dataclasses.replace(merged, checkpoint=own.checkpoint, source=own.source, evaluation=own.evaluation,
+                                   inferred=own.inferred, stability=own.stability, saves=own.saves)
 
 
 def _rank_result(record: TrialRecord, rec: _Recorder, rank: int) -> RankResult:
@@ -644,14 +681,13 @@ class GpuworkCallback(TrainerCallback):
         self._rec = _Recorder(self._plan, self.options, CALLBACK_SOURCE)
         self._rec.attach(model)
         self._rec.optimizer = optimizer
-        self._world = _World()
-        self._rec.agree = self._world.agree
-        self._rec.world = self._world
+        self._world = world = _World()
+        self._rec.join(world)
         self._args = args
         rec = self._rec
         rec.protocol_extra = _trainer_protocol(args, rec)
-        rec.guess_plan = lambda: infer_plan(rec.model, args, seq_len=rec.max_seq_len or None, world_size=1,
-                                            out=rec.out, state=state)
+        rec.guess_plan = lambda: infer_plan(rec.model, args, seq_len=rec.max_seq_len or None,
+                                            world_size=world.size, out=rec.out, state=state)
         self._memory_sync()
         self._boundary_s = time.perf_counter()
         self._step_end_s = self._boundary_s
@@ -857,10 +893,10 @@ def measure(plan: TrainPlan | None = None, options: OwnRunOptions | None = None,
             torch.device("cpu"))
         rec.memory = DeviceMemory(rec.device, sample_interval_s=options.memory_sample_interval_s, loaded_bytes=0)
     world = _World()
-    rec.agree, rec.world = world.agree, world
+    rec.join(world)
     if model is not None:
         rec.guess_plan = lambda: infer_plan(model, seq_len=rec.max_seq_len or None, batch_size=rec.max_rows or None,
-                                            out=rec.out)
+                                            world_size=world.size, out=rec.out)
     m = Measurement(rec, model, optimizer, options.verify_restore)
     try:
         yield m

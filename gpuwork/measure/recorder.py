@@ -9,6 +9,8 @@ each rank of a torchrun group; ``gpuwork.measure.hf``: a user's Trainer or loop)
   and at each phase boundary. ``check`` raises the simulated out-of-memory of a memory cap.
 - ``Ranks``: torch.distributed when it is initialised: ``agree`` gives rank 0's value on every rank and
   ``gather`` every rank's value on every rank; in one process both give the value back.
+- ``GroupSteps``: a group's steps as they are taken (one gather a step), merged per step and summarised as they
+  come, so that its rank 0 writes the merged record as the run goes (gpuwork's ranks and the callback's).
 - Run names: ``run_id`` (gpuwork's trials: ``records.reserve_run_id``, unique by a random part) and
   ``own_run_path`` (a user's run: ``trial-<model>-<method>-<UTC time>[-N].json``, the first free name).
 - ``write_record``: a whole record, its steps file and JSON each written atomically (``records.write_text``:
@@ -22,6 +24,7 @@ is counted (RSS); the CUDA device total is read after the step (the driver keeps
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -38,7 +41,7 @@ from gpuwork.units import MIB
 if TYPE_CHECKING:
     import torch
 
-    from gpuwork.measure.record import StepMeasurement, TrialRecord
+    from gpuwork.measure.record import ParallelInfo, StepMeasurement, TrialRecord
 
 # a running record's JSON (summary, status) is rewritten at most this often; each step is appended as it ends
 SUMMARY_INTERVAL_S = 5.0
@@ -233,6 +236,81 @@ class Ranks:
         return gathered
 
 
+RankFigures = tuple[float, float, float]  # a rank's (loss, step time, data wait) of one step, as steps files hold it
+
+
+class GroupSteps:
+    """A group's steps as they are taken, for the merged record its rank 0 writes as the run goes (``RecordFile``).
+
+    Every rank calls ``share`` with the step it just finished (one gather, at the same point on every rank);
+    ``row`` is then the merged step (``merge_step``: what the final ``merge_ranks`` gives for it) with each rank's
+    figures for the steps file, and ``running_record`` the merged record so far, from summaries kept as the steps
+    come. Only the latest step of each rank is held, so a step costs the same at step 10 and step 100,000.
+    """
+
+    def __init__(self, ranks: Ranks, device_kind: str):
+        from gpuwork.measure.record import RunningSummary
+
+        self.ranks = ranks
+        self.last: list[StepMeasurement] = []  # each rank's latest step, rank order
+        self.rank_sizes: list[tuple[int, int]] = [(0, 0)] * ranks.size  # (param, trainable) bytes per rank
+        self.rank_summaries = [RunningSummary(device_kind) for _ in range(ranks.size)]
+        self.merged_summary = RunningSummary(device_kind)  # the merged steps (the record's)
+
+    def share(self, m: StepMeasurement, param_bytes: int = 0, trainable_param_bytes: int = 0
+              ) -> list[StepMeasurement]:
+        """This rank's step to every rank (a collective); every rank's step of it, in rank order."""
+        from gpuwork.measure.record import StepMeasurement
+
+        gathered = self.ranks.gather((dataclasses.asdict(m), param_bytes, trainable_param_bytes))
+        self.last = []
+        for r, (step, params, trainable) in enumerate(gathered):
+            own = StepMeasurement(**step)
+            self.last.append(own)
+            self.rank_sizes[r] = (params, trainable)
+            self.rank_summaries[r].add(own)
+        return self.last
+
+    def row(self) -> tuple[StepMeasurement, list[RankFigures]]:
+        """The step every rank just shared, merged, with each rank's (loss, step time, data wait)."""
+        return self._merged(self.last)
+
+    def _merged(self, row: Sequence[StepMeasurement]) -> tuple[StepMeasurement, list[RankFigures]]:
+        from gpuwork.measure.record import merge_step
+
+        merged = merge_step(row)
+        self.merged_summary.add(merged)
+        return merged, [(s.loss, s.step_time_s, s.data_wait_s) for s in row]
+
+    def resumed(self, rank_steps: Sequence[Sequence[StepMeasurement]]) -> list[tuple[StepMeasurement,
+                                                                                    list[RankFigures]]]:
+        """The merged rows of the steps a resumed group goes on from (each rank's own), summarised as shared ones."""
+        for summary, own in zip(self.rank_summaries, rank_steps, strict=True):
+            for s in own:
+                summary.add(s)
+        return [self._merged(row) for row in zip(*rank_steps, strict=False)]
+
+    def running_record(self, record: TrialRecord, parallel: ParallelInfo) -> TrialRecord:
+        """The merged record of the steps shared so far, without the steps (they are in the steps file): ``record``
+        (rank 0's own, its steps left out) with each rank's summary, merged; costs the same at any step."""
+        from gpuwork.measure.record import merge_ranks, rank_result
+
+        per_rank = [dataclasses.replace(record, steps=(), summary=summary.summary(),
+                                        peak_trial_memory_bytes=max(record.peak_trial_memory_bytes if r == 0 else 0,
+                                                                    summary.highest_memory_bytes))
+                    for r, summary in enumerate(self.rank_summaries)]
+        ranks = [rank_result(own, r, param_bytes=self.rank_sizes[r][0], trainable_param_bytes=self.rank_sizes[r][1],
+                             optimizer_state_bytes=0, params_sha256="")
+                 for r, own in enumerate(per_rank)]
+        merged = merge_ranks(per_rank, ranks, parallel, record.saved_to)
+        summary = self.merged_summary.summary()
+        stability = merged.stability
+        if stability is not None:
+            stability = dataclasses.replace(stability, measured_steps=summary.measured_steps if summary else 0,
+                                            half_width=summary.step_time_half_width if summary else None)
+        return dataclasses.replace(merged, summary=summary, stability=stability)
+
+
 # -- run names and the record file ----------------------------------------------------------------------------
 
 
@@ -337,5 +415,5 @@ class RecordFile:
             self._fd = None
 
 
-__all__ = ["RSS_SAMPLE_INTERVAL_S", "SUMMARY_INTERVAL_S", "DeviceMemory", "Ranks", "RecordFile", "RssSampler",
-           "own_run_path", "run_id", "write_record"]
+__all__ = ["RSS_SAMPLE_INTERVAL_S", "SUMMARY_INTERVAL_S", "DeviceMemory", "GroupSteps", "Ranks", "RecordFile",
+           "RssSampler", "own_run_path", "run_id", "write_record"]
