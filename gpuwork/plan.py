@@ -110,11 +110,26 @@ class Sharding(StrEnum):
     ZERO2 = "zero2"  # + gradients sharded
     ZERO3 = "zero3"  # + parameters sharded
     FSDP = "fsdp"  # PyTorch FSDP full shard (memory like ZeRO-3)
-    HSDP = "hsdp"  # FSDP inside a shard group of HSDP_GROUP_GPUS (one node), replicated across groups
+    HSDP = "hsdp"  # FSDP inside a shard group (TrainPlan.shard_group_gpus, one node), replicated across groups
+    # PyTorch _HYBRID_SHARD_ZERO2: inside the group gradients and optimizer states sharded, parameters kept
+    # gathered from forward to the end of backward (SHARD_GRAD_OP), replicated across groups
+    # (docs/sources.md#s-mem-hsdp-zero2)
+    HSDP_ZERO2 = "hsdp-zero2"
 
     @property
     def shards_params(self) -> bool:
         return self in (Sharding.ZERO3, Sharding.FSDP, Sharding.HSDP)
+
+    @property
+    def hybrid(self) -> bool:
+        """Sharded inside shard groups, replicated across them (PyTorch HYBRID_SHARD, _HYBRID_SHARD_ZERO2)."""
+        return self in (Sharding.HSDP, Sharding.HSDP_ZERO2)
+
+    @property
+    def per_unit(self) -> bool:
+        """Parameters gathered and gradients reduce-scattered unit by unit (decoder block) in the step: ZeRO-3
+        and the FSDP shardings (DeepSpeed ZeRO-1/2 reduce and gather in buckets around the step instead)."""
+        return self.shards_params or self is Sharding.HSDP_ZERO2
 
     @property
     def shards_optimizer(self) -> bool:
@@ -122,20 +137,20 @@ class Sharding(StrEnum):
 
     @property
     def shards_gradients(self) -> bool:
-        return self in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP, Sharding.HSDP)
+        return self in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP, Sharding.HSDP, Sharding.HSDP_ZERO2)
 
 
-# HSDP's shard group: the GPUs of one HGX/DGX-style node, whose NVLink fabric carries the gathers and
-# reduce-scatters (PyTorch HYBRID_SHARD: "FULL_SHARD within a node"); a plan with fewer GPUs is one group.
+# The default shard group of the hybrid shardings: the GPUs of one HGX/DGX-style node, whose NVLink fabric carries
+# the gathers and reduce-scatters (PyTorch HYBRID_SHARD: "FULL_SHARD within a node"); fewer GPUs are one group.
 HSDP_GROUP_GPUS = 8
 
 
-def shard_ranks(sharding: Sharding, gpus: int) -> int:
-    """GPUs one copy of the sharded model states is divided over: all of them (ZeRO, FSDP), one shard group
-    (HSDP), none (DDP: 1)."""
+def shard_ranks(sharding: Sharding, gpus: int, group: int = HSDP_GROUP_GPUS) -> int:
+    """GPUs one copy of the sharded model states is divided over: all of them (ZeRO, FSDP), one shard group of
+    ``group`` GPUs (the hybrid shardings; all of them when fewer), none (DDP: 1)."""
     if sharding is Sharding.DDP:
         return 1
-    return min(gpus, HSDP_GROUP_GPUS) if sharding is Sharding.HSDP else gpus
+    return min(gpus, group) if sharding.hybrid else gpus
 
 
 class Task(StrEnum):
@@ -174,6 +189,7 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "batch_size": Range(1, 2**20, whole=True),
     "grad_accum": Range(1, 2**20, whole=True),
     "gpus": Range(1, MAX_GPUS, whole=True),
+    "shard_group_gpus": Range(1, MAX_GPUS, whole=True),
     "checkpoint_every_steps": Range(1, 10**9, whole=True),
     "trainable_layers": Range(1, 10_000, whole=True),
     "checkpoints_kept": Range(0, 10_000, whole=True),
@@ -188,7 +204,8 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
 UPPER_BOUNDS: dict[str, float] = {name: r.high for name, r in PLAN_RANGES.items() if name not in _OWN_ABOVE}
 LOWER_BOUNDS: dict[str, float] = {name: PLAN_RANGES[name].low for name in ("lora_alpha", "epochs")}
-_BOUND_WHY = {"trainable_layers": "layers"}  # bound.<name> in the catalog, where it is not the field's own name
+# bound.<name> in the catalog, where it is not the field's own name
+_BOUND_WHY = {"trainable_layers": "layers", "shard_group_gpus": "gpus"}
 
 
 @dataclass(frozen=True)
@@ -219,6 +236,7 @@ class TrainPlan:
     double_quant: bool = True  # method="qlora": quantize the absmax constants too
     gpus: int = 1  # data-parallel ranks
     sharding: Sharding = Sharding.DDP
+    shard_group_gpus: int = HSDP_GROUP_GPUS  # hsdp, hsdp-zero2: GPUs of one shard group (one node); divides gpus
     offload_optimizer: bool = False  # optimizer states (and step) on CPU
     offload_params: bool = False  # parameters on CPU between uses (ZeRO-3 / FSDP only)
     optimizer_impl: OptimizerImpl = OptimizerImpl.FOREACH  # torch optimizer kernels
@@ -276,6 +294,11 @@ class TrainPlan:
     def _check_combinations(self) -> None:
         if self.sharding is not Sharding.DDP and self.gpus < 2:
             raise PlanError("sharding", msg("error.plan.sharding_needs_gpus", sharding=self.sharding.value))
+        if self.sharding.hybrid and self.gpus % self.shard_ranks:
+            # equal shard groups: every GPU holds the same share, every replica ring has one GPU per group
+            raise PlanError("shard_group_gpus", msg(
+                "error.plan.shard_group", group=self.shard_group_gpus, gpus=self.gpus, sharding=self.sharding.value,
+                divisors=", ".join(str(d) for d in _divisors(self.gpus)[:8])))
         if self.offload_params and not self.sharding.shards_params:
             raise PlanError("offload_params", msg("error.plan.offload_params"))
         if self.offload_optimizer and self.sharding is Sharding.DDP:
@@ -290,7 +313,12 @@ class TrainPlan:
     @property
     def shard_ranks(self) -> int:
         """GPUs the sharded model states are divided over (module function shard_ranks)."""
-        return shard_ranks(self.sharding, self.gpus)
+        return shard_ranks(self.sharding, self.gpus, self.shard_group_gpus)
+
+    @property
+    def shard_groups(self) -> int:
+        """Copies of the model states across the GPUs: the hybrid shardings' replica groups, else 1 (DDP: gpus)."""
+        return self.gpus // self.shard_ranks
 
     @property
     def fp32_master_weights(self) -> bool:
@@ -451,6 +479,11 @@ def _number_or_none(value: Any, integer: bool = False) -> float | None:
     if integer and float(value) != int(value):
         return None
     return value
+
+
+def _divisors(n: int) -> list[int]:
+    """The shard groups ``n`` GPUs split into evenly, 2 GPUs and up."""
+    return [d for d in range(2, n + 1) if n % d == 0]
 
 
 def _out_of_range(name: str, value: Any, bounds: Range, problem: str) -> PlanError:

@@ -167,6 +167,8 @@ def test_rail_optimised_h100_keeps_per_gpu_throughput_and_one_nic_per_node_does_
          grad_accum=4, seq_len=4096)  # hybrid sharding: groups of one node, gradient shards over the network
 @example(model="qwen2.5-0.5b", method="lora", sharding="hsdp", gpu="l40s", network="ethernet-100g", per_node=4,
          grad_accum=1, seq_len=512)  # a shard group of 8 that spans two nodes of 4
+@example(model="llama-3.1-8b", method="full", sharding="hsdp-zero2", gpu="h100_sxm", network="ethernet-100g",
+         per_node=8, grad_accum=4, seq_len=4096)  # weights kept through backward, gradient shards over the network
 def test_per_gpu_throughput_without_the_optimizer_never_rises_with_gpus(model, method, sharding, gpu, network,
                                                                         per_node, grad_accum, seq_len):
     plan = TrainPlan(model=model, method=method, sharding=sharding, grad_accum=grad_accum, seq_len=seq_len, gpus=2)

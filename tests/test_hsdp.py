@@ -1,6 +1,8 @@
-"""HSDP (hybrid sharding): FSDP inside a shard group of one node, replicas across groups. Memory per GPU is
-FSDP's over the group; per step the gathers and reduce-scatters stay on the node's NVLink and only each GPU's
-gradient shard is all-reduced over the network (docs/communication.md 'HSDP')."""
+"""HSDP (hybrid sharding): FSDP inside a shard group (one node by default, shard_group_gpus), replicas across
+groups. Memory per GPU is FSDP's over the group; per step the gathers and reduce-scatters stay on the node's NVLink
+(or cross the network when the group spans nodes) and only each GPU's gradient shard is all-reduced between groups.
+HSDP-ZeRO2 (_HYBRID_SHARD_ZERO2) keeps the weights whole from forward to the end of backward: no gather in backward
+(docs/communication.md 'HSDP')."""
 
 from __future__ import annotations
 
@@ -135,12 +137,18 @@ def test_the_advisor_offers_hsdp_to_a_sharded_run_over_a_slow_network():
     assert "hsdp" not in {s.key for s in advise(one_node, slow, resolve(one_node), limit=10).suggestions}
 
 
-def test_the_shard_group_is_one_node():
-    assert HSDP_GROUP_GPUS == 8
+def test_the_shard_group_is_one_node_by_default():
+    assert HSDP_GROUP_GPUS == 8 == TrainPlan().shard_group_gpus
     assert FULL_8B.replace(gpus=64, sharding="hsdp").shard_ranks == 8
+    assert FULL_8B.replace(gpus=64, sharding="hsdp-zero2").shard_ranks == 8
+    assert FULL_8B.replace(gpus=64, sharding="hsdp", shard_group_gpus=16).shard_ranks == 16
+    assert FULL_8B.replace(gpus=4, sharding="hsdp").shard_ranks == 4  # fewer GPUs than a node: one group
+    assert FULL_8B.replace(gpus=64, shard_group_gpus=16).shard_ranks == 64  # read by the hybrid shardings only
     assert FULL_8B.replace(gpus=64).shard_ranks == 64
     assert FULL_8B.replace(gpus=64, sharding="ddp").shard_ranks == 1
     assert Sharding.HSDP.shards_params and Sharding.HSDP.shards_gradients and Sharding.HSDP.shards_optimizer
+    zero2 = Sharding.HSDP_ZERO2
+    assert not zero2.shards_params and zero2.shards_gradients and zero2.shards_optimizer and zero2.hybrid
 
 
 def _read(tmp_path: Path, name: str, text: str) -> TrainPlan:
@@ -163,7 +171,8 @@ num_processes: 16
     ("HYBRID_SHARD", "", "hsdp"),
     ("4", "", "hsdp"),
     ("FULL_SHARD", "", "fsdp"),
-    ("HYBRID_SHARD_ZERO2", "", "zero2"),
+    ("HYBRID_SHARD_ZERO2", "", "hsdp-zero2"),
+    ("5", "", "hsdp-zero2"),
     # FSDP2: hybrid sharding is a 2-D mesh of accelerate's ParallelismConfig
     ("FULL_SHARD", "  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_replicate_size: 2\n"
                    "  parallelism_config_dp_shard_size: 8\n", "hsdp"),
@@ -192,3 +201,242 @@ def test_the_cli_takes_hsdp_and_refuses_an_unknown_sharding_naming_it(capsys):
     with pytest.raises(PlanError) as info:
         TrainPlan(model="llama-3.1-8b", sharding="hybrid")
     assert "hsdp" in str(info.value)
+
+
+# -- the shard group's size (TrainPlan.shard_group_gpus) ---------------------------------------------------------
+
+FULL_70B = TrainPlan(model="llama-3.1-70b", method="full", seq_len=4096, gpus=16, sharding="hsdp",
+                     grad_checkpointing=True)
+
+
+@pytest.mark.parametrize("group", [2, 4, 8, 16])
+def test_model_states_per_gpu_divide_by_the_shard_group(group):
+    # HSDP over 16 GPUs in groups of g holds what FSDP over g GPUs holds: the states / g
+    hsdp = estimate_memory(FULL_8B.replace(gpus=16, sharding="hsdp", shard_group_gpus=group))
+    fsdp = estimate_memory(FULL_8B.replace(gpus=group))
+    assert hsdp.plan.shard_ranks == group and hsdp.plan.gpus // group == 16 // group
+    assert {k: hsdp.breakdown[k] for k in MODEL_STATES} == {k: fsdp.breakdown[k] for k in MODEL_STATES}
+    whole = estimate_memory(FULL_8B.replace(gpus=16, sharding="ddp")).breakdown["optimizer_states"]
+    assert hsdp.breakdown["optimizer_states"] == pytest.approx(whole / group, abs=1)
+
+
+def test_a_shard_group_that_does_not_divide_the_gpus_is_refused_naming_the_fix():
+    with pytest.raises(PlanError) as info:
+        FULL_8B.replace(gpus=12, sharding="hsdp")  # the default group of 8 does not divide 12
+    assert info.value.field == "shard_group_gpus"
+    en, ru = info.value.text("en"), info.value.text("ru")
+    assert "shard_group_gpus=8" in en and "gpus=12" in en and "--shard-group" in en and "2, 3, 4, 6, 12" in en
+    assert "не делит" in ru and "--shard-group" in ru and "2, 3, 4, 6, 12" in ru
+    with pytest.raises(PlanError) as info:
+        FULL_8B.replace(gpus=16, sharding="hsdp-zero2", shard_group_gpus=6)
+    assert "shard_group_gpus=6" in str(info.value) and "hsdp-zero2" in str(info.value)
+    with pytest.raises(PlanError) as info:
+        FULL_8B.replace(gpus=16, sharding="hsdp", shard_group_gpus=0)
+    assert info.value.field == "shard_group_gpus"
+    assert FULL_8B.replace(gpus=12, sharding="hsdp", shard_group_gpus=4).shard_ranks == 4
+    # other shardings do not read it: fsdp on 12 GPUs keeps the default group
+    assert FULL_8B.replace(gpus=12).shard_ranks == 12
+
+
+def test_a_shard_group_spanning_two_nodes_is_slower_than_one_inside_a_node():
+    # 32 GPUs in 4 nodes of 8: groups of 16 gather over the network between two nodes, groups of 8 over NVLink
+    def step(group: int) -> float:
+        plan = FULL_8B.replace(gpus=32, sharding="hsdp", shard_group_gpus=group)
+        return estimate_time(plan, "h100_sxm", nodes=4, network="ethernet-100g").step_time_s
+
+    assert step(16) > step(8)
+    # the group's collectives priced as FSDP's across nodes: its gathers bounded by the network
+    traffic = replace(_traffic(32), shard_group=16)
+    fab = _fabric(0.25)  # a node's NICs together at a quarter of 8 x 400 Gb/s: below NVLink
+    t16 = step_comm(FACTS, fab, traffic, forward_s=1.0, backward_s=2.0)
+    ag16 = collective_s(FACTS, fab, ALL_GATHER, 16e9 / 32, 16)
+    rs16 = collective_s(FACTS, fab, REDUCE_SCATTER, 16e9 / 32, 16)
+    ar = replica_all_reduce_s(FACTS, fab, 16e9 / 32 / 16, 2, 16)
+    assert t16.total_s == pytest.approx(2 * 2 * 32 * ag16 + 32 * (rs16 + ar))
+    assert ag16 > collective_s(FACTS, replace(fab, network=None), ALL_GATHER, 16e9 / 32, 16)
+
+
+def test_a_shard_group_smaller_than_a_node_shares_the_nodes_nics_among_fewer_rings():
+    # groups of 4 on nodes of 8: 4 replica rings leave each node, each with a quarter of its NICs
+    fab = _fabric(1.0)
+    assert fab.network is not None
+    size = 64 << 20
+    curve = FACTS.curve_for("network-ring")
+    busbw = fab.network.node_bytes_s / 4 * curve.efficiency / (1 + (curve.half_bytes * 8 / 8 / size) ** curve.exponent)
+    assert replica_all_reduce_s(FACTS, fab, size, 8, 4) == pytest.approx(2 * 7 / 8 * size / busbw)
+
+
+# -- HSDP-ZeRO2 (_HYBRID_SHARD_ZERO2) ------------------------------------------------------------------------------
+
+def test_hsdp_zero2_holds_whole_weights_and_sharded_gradients_and_optimizer_states():
+    # between steps the weights are sharded as under hsdp; from forward to the end of backward every block stays
+    # gathered (reshard_after_forward=False), so the peak holds the whole 16-bit model besides the shard
+    hsdp = estimate_memory(FULL_70B)
+    zero2 = estimate_memory(FULL_70B.replace(sharding="hsdp-zero2"))
+    single = estimate_memory(FULL_70B.single_gpu()).breakdown
+    z, h = zero2.breakdown, hsdp.breakdown
+    assert z["weights"] == h["weights"] == pytest.approx(single["weights"] / 8, abs=1)
+    assert z["sharding_buffers"] >= 0.95 * single["weights"] > h["sharding_buffers"]
+    assert z["weights"] + z["sharding_buffers"] > h["weights"] + h["sharding_buffers"]
+    assert zero2.device_total_bytes > hsdp.device_total_bytes
+    assert z["optimizer_states"] == h["optimizer_states"] == pytest.approx(single["optimizer_states"] / 8, abs=1)
+    # a larger group divides the optimizer states further, not the gathered weights
+    wide = estimate_memory(FULL_70B.replace(sharding="hsdp-zero2", shard_group_gpus=16)).breakdown
+    assert wide["sharding_buffers"] == pytest.approx(z["sharding_buffers"], rel=0.01)
+    assert wide["optimizer_states"] < z["optimizer_states"]
+
+
+def test_hsdp_zero2_memory_matches_a_fake_process_group_trace():
+    # FSDP2 fully_shard(reshard_after_forward=False) over one shard group of fake ranks (torch FSDPMemTracker)
+    from gpuwork.measure.accuracy import compare_with_trace
+    from gpuwork.measure.trace import trace_memory
+
+    plan = TrainPlan(model="tiny-llama", method="full", precision="bf16", batch_size=2, seq_len=256, gpus=4,
+                     sharding="hsdp-zero2", shard_group_gpus=2)
+    kept, resharded = trace_memory(plan), trace_memory(plan.replace(sharding="hsdp"))
+    assert kept.breakdown["parameters"] == resharded.breakdown["parameters"]  # the shards
+    assert kept.breakdown["sharding_buffers"] > resharded.breakdown["sharding_buffers"]  # the gathered blocks
+    assert abs(compare_with_trace(plan)["error"]) < 0.02
+
+
+def test_hsdp_zero2_does_not_gather_again_in_backward():
+    traffic = replace(_traffic(32), sharding=Sharding.HSDP_ZERO2)
+    fab = _fabric(1.0)
+    node_only = replace(fab, network=None)
+    ag = collective_s(FACTS, node_only, ALL_GATHER, 16e9 / 32, 8)
+    rs = collective_s(FACTS, node_only, REDUCE_SCATTER, 16e9 / 32, 8)
+    ar = replica_all_reduce_s(FACTS, fab, 16e9 / 32 / 8, 4)
+    zero2 = step_comm(FACTS, fab, traffic, forward_s=1.0, backward_s=2.0)
+    hsdp = step_comm(FACTS, fab, _traffic(32), forward_s=1.0, backward_s=2.0)
+    assert zero2.total_s == pytest.approx(2 * 32 * ag + 32 * (rs + ar))  # forward gathers of 2 micro-batches
+    assert hsdp.total_s - zero2.total_s == pytest.approx(2 * 32 * ag)
+    # fewer bytes: one gather per micro-batch instead of two
+    assert comm_bytes_per_step(traffic)[0] == pytest.approx(7 / 8 * (16e9 * 2 + 16e9) + 3e9)
+    assert "HSDP-ZeRO2" in comm_bytes_per_step(traffic)[1]
+    # the whole estimate: less communication in backward, so no longer a step
+    t_hsdp = estimate_time(FULL_70B, "h100_sxm", nodes=2, network="ethernet-100g")
+    t_zero2 = estimate_time(FULL_70B.replace(sharding="hsdp-zero2", shard_group_gpus=16), "h100_sxm", nodes=2,
+                            network="ethernet-100g")
+    t_fsdp16 = estimate_time(FULL_70B.replace(shard_group_gpus=16), "h100_sxm", nodes=2, network="ethernet-100g")
+    assert t_zero2.comm.comm_s < t_fsdp16.comm.comm_s and t_zero2.step_time_s < t_fsdp16.step_time_s
+    assert t_zero2.comm.bytes_per_step < t_hsdp.comm.bytes_per_step
+
+
+# -- config readers ----------------------------------------------------------------------------------------------
+
+ACCELERATE_NODES = """compute_environment: LOCAL_MACHINE
+distributed_type: FSDP
+fsdp_config:
+  fsdp_sharding_strategy: {strategy}
+{extra}num_machines: {machines}
+num_processes: {processes}
+"""
+
+
+@pytest.mark.parametrize(("strategy", "extra", "machines", "processes", "sharding", "group"), [
+    # FSDP1: torch shards hybrid inside each machine
+    ("HYBRID_SHARD", "", 2, 16, "hsdp", 8),
+    ("HYBRID_SHARD", "", 4, 16, "hsdp", 4),
+    ("HYBRID_SHARD_ZERO2", "", 2, 32, "hsdp-zero2", 16),
+    # FSDP2: the 2-D mesh of accelerate's ParallelismConfig
+    ("FULL_SHARD", "  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_replicate_size: 4\n"
+                   "  parallelism_config_dp_shard_size: 4\n", 2, 16, "hsdp", 4),
+    ("FULL_SHARD", "  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_replicate_size: 2\n",
+     2, 32, "hsdp", 16),
+    ("FULL_SHARD", "  fsdp_version: 2\n  fsdp_reshard_after_forward: false\nparallelism_config:\n"
+                   "  parallelism_config_dp_replicate_size: 2\n  parallelism_config_dp_shard_size: 8\n",
+     2, 16, "hsdp-zero2", 8),
+])
+def test_accelerate_reads_the_shard_group(tmp_path, strategy, extra, machines, processes, sharding, group):
+    path = tmp_path / "accelerate.yaml"
+    path.write_text(ACCELERATE_NODES.format(strategy=strategy, extra=extra, machines=machines, processes=processes))
+    imported = import_configs([path])
+    plan = imported.plan(model="llama-3.1-8b")
+    assert (plan.sharding.value, plan.shard_group_gpus, plan.gpus) == (sharding, group, processes)
+    keys = {c.field: c.key for c in imported.claims}
+    assert "dp_shard_size" in keys["shard_group_gpus"] or "num_processes" in keys["shard_group_gpus"]
+    lines = [render(m, lang) for m in imported.report() for lang in ("en", "ru")]
+    assert any("shard_group_gpus" in line and str(group) in line for line in lines)
+
+
+def test_a_replicate_size_with_shards_of_one_gpu_is_plain_replication(tmp_path):
+    extra = ("  fsdp_version: 2\nparallelism_config:\n  parallelism_config_dp_replicate_size: 16\n"
+             "  parallelism_config_dp_shard_size: 1\n")
+    plan = _read(tmp_path, "accelerate.yaml", ACCELERATE.format(strategy="FULL_SHARD", extra=extra))
+    assert plan.sharding is Sharding.DDP
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("training_args.json", json.dumps({"fsdp": "hybrid_shard_zero2 auto_wrap offload", "per_device_train_batch_size": 2})),
+    ("llamafactory.yaml", "stage: sft\nfinetuning_type: full\ncutoff_len: 1024\nfsdp: hybrid_shard_zero2\n"),
+])
+def test_the_trainer_fsdp_option_hybrid_shard_zero2_reads_as_hsdp_zero2_on_one_node(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    imported = import_configs([path])
+    plan = imported.plan(model="llama-3.1-8b", gpus=16)
+    assert plan.sharding is Sharding.HSDP_ZERO2 and plan.shard_ranks == 8 and not plan.offload_params
+    assert "shard_group_gpus" in imported.defaulted()  # the node: said as a default, not read
+
+
+# -- plan files, links and the CLI -------------------------------------------------------------------------------
+
+def test_the_shard_group_survives_plan_files_and_links(tmp_path):
+    import yaml
+
+    from gpuwork.facts.planfile import load_plan
+    from gpuwork.ui.share import plan_file_bytes, plan_from_query, plan_query
+
+    plan = FULL_70B.replace(sharding="hsdp-zero2", shard_group_gpus=16, gpus=32)
+    path = tmp_path / "plan.json"
+    path.write_bytes(plan_file_bytes(plan))
+    assert load_plan(path) == plan
+    assert TrainPlan.from_dict(yaml.safe_load(yaml.safe_dump(plan.as_dict()))) == plan
+    assert "shard_group_gpus=16" in plan_query(plan) and plan_from_query(plan_query(plan)) == plan
+
+
+def test_the_cli_takes_the_shard_group_and_refuses_one_that_does_not_divide(capsys):
+    def per_gpu(*extra: str) -> int:
+        assert main(["estimate", "--model", "llama-3.1-8b", "--method", "full", "--gpus", "16", "--json",
+                     *extra]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["plan"]["gpus"] == 16
+        return out["plan"]["shard_group_gpus"], out["memory"]["device_total_bytes"]
+
+    group8, node = per_gpu("--sharding", "hsdp")
+    group16, wide = per_gpu("--sharding", "hsdp", "--shard-group", "16")
+    assert (group8, group16) == (8, 16) and wide < node
+    assert main(["estimate", "--model", "llama-3.1-8b", "--method", "full", "--gpus", "16", "--sharding", "hsdp",
+                 "--shard-group", "5"]) != 0
+    err = capsys.readouterr().err
+    assert "shard_group_gpus=5" in err and "--shard-group" in err and "Traceback" not in err
+
+
+def test_the_sizing_form_shows_and_reads_the_shard_group_for_hybrid_sharding_only():
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm(FULL_8B.replace(gpus=16))
+    group = form.controls["shard_group_gpus"]
+    assert group.layout.display == "none" and form.plan is not None and form.plan.sharding is Sharding.FSDP
+    group.value = 5  # hidden: fsdp does not read it
+    assert form.error is None and form.plan is not None and form.plan.shard_group_gpus == 8
+    form.controls["sharding"].value = "hsdp"
+    assert group.layout.display is None
+    assert form.plan is None and form.error is not None and "5" in form.error  # 5 does not divide 16
+    group.value = 16
+    assert form.error is None and form.plan is not None
+    assert (form.plan.sharding, form.plan.shard_group_gpus, form.plan.shard_ranks) == (Sharding.HSDP, 16, 16)
+    form.set_lang("ru")
+    assert group.description == "GPU в группе шардирования"
+
+
+def test_gpu_counts_a_hybrid_plans_group_does_not_divide_are_left_out_not_an_error():
+    # groups of 6: the scaling chart and the fit matrix skip the counts 6 does not divide (8, 16, ...)
+    from gpuwork.estimate.fitmatrix import fit_matrix
+    from gpuwork.sizing import scaling
+
+    plan = FULL_8B.replace(gpus=12, sharding="hsdp", shard_group_gpus=6)
+    points = scaling(plan, "h100_sxm", counts=(1, 2, 4, 6, 8, 12, 16, 24))
+    assert [p.gpus for p in points] == [1, 2, 4, 6, 12, 24]
+    matrix = fit_matrix(plan, load_offers(), resolve(plan), counts=(1, 2, 4, 8, 12))
+    assert matrix.as_dict()["cells"]

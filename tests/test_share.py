@@ -22,8 +22,9 @@ EVERY_FIELD = TrainPlan(
     model="qwen2.5-0.5b", method="qlora", task="causal-lm", precision="bf16-mixed", optimizer="paged-adamw-8bit",
     seq_len=4096, batch_size=3, grad_accum=8, grad_checkpointing=True, attention="flash", trainable_layers=4,
     lora_r=64, lora_alpha=16.5, lora_dropout=0.1, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj"),
-    quant_type="fp4", double_quant=False, gpus=4, sharding="zero3", offload_optimizer=True, offload_params=False,
-    optimizer_impl="fused", stack="hf-liger", dataset_tokens=123_456_789, dataset_bytes=987_654_321, epochs=2.5,
+    quant_type="fp4", double_quant=False, gpus=4, sharding="zero3", shard_group_gpus=2, offload_optimizer=True,
+    offload_params=False, optimizer_impl="fused", stack="hf-liger", dataset_tokens=123_456_789,
+    dataset_bytes=987_654_321, epochs=2.5,
     eval_fraction=0.125, checkpoint_every_steps=250, checkpoints_kept=5, lengths="256:10,1000:2.5,4096:1",
     expandable_segments=True)
 

@@ -269,6 +269,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
                    help=say("double_quant"))
     g.add_argument("--gpus", type=int, help=say("gpus"))
     g.add_argument("--sharding", help=say("sharding"))
+    g.add_argument("--shard-group", dest="shard_group_gpus", type=int, metavar="N", help=say("shard_group"))
     g.add_argument("--offload-optimizer", action="store_true", default=None, help=say("offload_optimizer"))
     g.add_argument("--offload-params", action="store_true", default=None, help=say("offload_params"))
     g.add_argument("--optimizer-impl", help=say("optimizer_impl"))
@@ -283,8 +284,8 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
 
 _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
                 "grad_checkpointing", "attention", "trainable_layers", "lora_r", "lora_alpha", "lora_dropout",
-                "lora_targets", "quant_type", "double_quant", "gpus", "sharding", "offload_optimizer",
-                "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments")
+                "lora_targets", "quant_type", "double_quant", "gpus", "sharding", "shard_group_gpus",
+                "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

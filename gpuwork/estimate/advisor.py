@@ -300,12 +300,12 @@ ONE_NODE_GPUS = 8
 
 
 def _one_node(p: TrainPlan) -> TrainPlan:
-    """The run kept inside one node: 8 GPUs with the accumulation that keeps the tokens per step, the parameters
-    sharded (the plan's FSDP or ZeRO-3 where it shards them, else ZeRO-3)."""
+    """The run kept inside one node: 8 GPUs with the accumulation that keeps the tokens per step, sharded unit by
+    unit (the plan's FSDP, ZeRO-3 or hsdp-zero2 where it has one, hsdp as FSDP, else ZeRO-3)."""
     if p.gpus <= ONE_NODE_GPUS or p.gpus % ONE_NODE_GPUS:
         raise _NotApplicable
     sharding = Sharding.FSDP if p.sharding is Sharding.HSDP else (
-        p.sharding if p.sharding.shards_params else Sharding.ZERO3)
+        p.sharding if p.sharding.per_unit else Sharding.ZERO3)  # hsdp-zero2 on one node: FSDP SHARD_GRAD_OP
     return p.replace(gpus=ONE_NODE_GPUS, sharding=sharding, grad_accum=p.grad_accum * (p.gpus // ONE_NODE_GPUS))
 
 

@@ -23,11 +23,12 @@ Overlap (per optimizer step, per GPU):
 - ZeRO-3 / FSDP (FULL_SHARD): per unit (one decoder block) an all-gather before its forward and again
   before its backward, prefetched behind the previous unit's compute; the gradients' reduce-scatter
   runs in backward on the same stream, once per optimizer step (no_sync during accumulation).
-- HSDP (hybrid shard): the same inside each shard group of ``shard_ranks`` GPUs (one node: NVLink), and after each
-  unit's reduce-scatter an all-reduce of its gradient shard (1/group of the unit's gradients) across the replicas,
-  over the network, on its own stream (torch fully_shard foreach_reduce): it hides behind the next units'
-  backward; the last one follows it. Each GPU of a node is in its own replica ring, so a ring has the node's
-  NICs divided by its GPUs. docs/communication.md 'HSDP'.
+- HSDP (hybrid shard): the same inside each shard group of ``shard_ranks`` GPUs (NVLink when the group fits in a
+  node, else the network as FSDP across nodes), and after each unit's reduce-scatter an all-reduce of its gradient
+  shard (1/group of the unit's gradients) across the replicas, on its own stream (torch fully_shard
+  foreach_reduce): it hides behind the next units' backward; the last one follows it. A node's GPUs that sit in
+  different rings share its NICs. HSDP-ZeRO2 (_HYBRID_SHARD_ZERO2) keeps the gathered parameters from forward to
+  the end of backward: no gather in backward. docs/communication.md 'HSDP'.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
 from gpuwork.facts.network import BusCurve, CommFacts, NodeNetwork
 from gpuwork.facts.rates import Rates
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Sharding, TrainPlan, shard_ranks
+from gpuwork.plan import HSDP_GROUP_GPUS, Sharding, TrainPlan, shard_ranks
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
 # torch DistributedDataParallel bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel docs).
@@ -76,6 +77,7 @@ class CommTraffic:
     grad_bytes: float  # trainable gradients, whole model
     gathered_bytes: float  # every sharded weight in its compute dtype (ZeRO-3 / FSDP all-gathers them)
     params16_bytes: float  # trainable weights in 16-bit (ZeRO-1/2 all-gather after the step)
+    shard_group: int = HSDP_GROUP_GPUS  # the hybrid shardings' shard group (TrainPlan.shard_group_gpus)
 
 
 @dataclass(frozen=True)
@@ -155,34 +157,39 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
     group, replicas = _groups(traffic)
     inside = fabric if group > fabric.gpus_per_node else replace(fabric, network=None)
     ag = collective_s(facts, inside, ALL_GATHER, unit_params, group)
+    ag_bwd = ag if traffic.sharding.shards_params else 0.0  # HSDP-ZeRO2 keeps the forward's gather
     rs = collective_s(facts, inside, REDUCE_SCATTER, traffic.grad_bytes / units, group)
-    ar = replica_all_reduce_s(facts, fabric, traffic.grad_bytes / units / group, replicas)
+    ar = replica_all_reduce_s(facts, fabric, traffic.grad_bytes / units / group, replicas, group)
     fwd_unit, bwd_unit = forward_s / (ga * units), backward_s / (ga * units)
     fwd_exposed = ag + (units - 1) * max(0.0, ag - fwd_unit)  # the first gather waits; the rest prefetch
-    bwd_exposed = units * max(0.0, ag - bwd_unit)  # micro-batches without gradient sync
-    last_bwd_exposed = units * max(0.0, ag + rs - bwd_unit) + rs  # the last reduce-scatter follows backward
+    bwd_exposed = units * max(0.0, ag_bwd - bwd_unit)  # micro-batches without gradient sync
+    last_bwd_exposed = units * max(0.0, ag_bwd + rs - bwd_unit) + rs  # the last reduce-scatter follows backward
     # HSDP: the all-reduces queue on their own stream as units finish; the last one follows backward
-    last_bwd_exposed += ar + (units - 1) * max(0.0, ar - max(bwd_unit, ag + rs))
+    last_bwd_exposed += ar + (units - 1) * max(0.0, ar - max(bwd_unit, ag_bwd + rs))
     exposed = ga * fwd_exposed + (ga - 1) * bwd_exposed + last_bwd_exposed
-    total = 2 * ga * units * ag + units * (rs + ar)
+    total = ga * units * (ag + ag_bwd) + units * (rs + ar)
     return CommTime(total, exposed, busbw(facts, inside, ALL_GATHER, unit_params, group), unit_params)
 
 
 def _groups(traffic: CommTraffic) -> tuple[int, int]:
     """(GPUs of one shard group, replica groups): HSDP shards inside a group and replicates across groups."""
-    group = shard_ranks(traffic.sharding, traffic.gpus) if traffic.sharding.shards_params else traffic.gpus
+    group = shard_ranks(traffic.sharding, traffic.gpus, traffic.shard_group) if traffic.sharding.per_unit \
+        else traffic.gpus
     return group, math.ceil(traffic.gpus / group)
 
 
-def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, replicas: int) -> float:
-    """Seconds of HSDP's all-reduce of one gradient shard across ``replicas`` groups. Every GPU of a node runs its
-    own ring (one per shard index), so over the network a ring has the node's NICs divided by its GPUs."""
+def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, replicas: int,
+                         group: int | None = None) -> float:
+    """Seconds of HSDP's all-reduce of one gradient shard across ``replicas`` groups of ``group`` GPUs (default:
+    one node's). There is one ring per shard index; a node holds GPUs of min(group, GPUs per node) rings, so over
+    the network a ring has the node's NICs divided by that many."""
     if replicas <= 1 or size_bytes <= 0:
         return 0.0
     network = fabric.network
     if network is None:
         return collective_s(facts, fabric, ALL_REDUCE, size_bytes, replicas)
-    link = network.node_bytes_s / max(fabric.gpus_per_node, 1)
+    rings = min(group or fabric.gpus_per_node, fabric.gpus_per_node)
+    link = network.node_bytes_s / max(rings, 1)
     bandwidth = curve_busbw(facts.curve_for("network-ring"), link, size_bytes, replicas)
     return 2 * (replicas - 1) / replicas * size_bytes / bandwidth
 
@@ -213,12 +220,16 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
         return (share * (traffic.grad_bytes + traffic.params16_bytes),
                 "ZeRO reduce-scatter of gradients + all-gather of parameters")
     group, replicas = _groups(traffic)
-    inside = (group - 1) / group * (2 * traffic.gathered_bytes * traffic.grad_accum + traffic.grad_bytes)
+    gathers = 2 if traffic.sharding.shards_params else 1  # HSDP-ZeRO2: in forward only
+    inside = (group - 1) / group * (gathers * traffic.gathered_bytes * traffic.grad_accum + traffic.grad_bytes)
+    when = "forward + backward" if gathers == 2 else "forward only"
     if replicas > 1:
+        name = "HSDP" if gathers == 2 else "HSDP-ZeRO2"
         return (inside + replica_bytes_per_step(traffic),
-                "HSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter inside "
+                f"{name} all-gather of parameters ({when}, each micro-batch) + reduce-scatter inside "
                 "each shard group, all-reduce of the gradient shard across groups")
-    return inside, "ZeRO-3/FSDP all-gather of parameters (forward + backward, each micro-batch) + reduce-scatter"
+    name = "ZeRO-3/FSDP" if gathers == 2 else "FSDP SHARD_GRAD_OP"
+    return inside, f"{name} all-gather of parameters ({when}, each micro-batch) + reduce-scatter"
 
 
 # -- one plan's communication per step (read by estimate.timing) --------------------------------------

@@ -21,6 +21,7 @@ GPU-hour of that GPU in the catalog, for GPUs no offer holds in that count.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import statistics
@@ -174,7 +175,9 @@ def _candidates(plan: TrainPlan, gpus: int) -> list[TrainPlan]:
         try:
             out.append(plan.replace(gpus=gpus, sharding=sharding))
         except PlanError:  # offload flags that need ZeRO: drop them for DDP
-            out.append(plan.replace(gpus=gpus, sharding=sharding, offload_optimizer=False, offload_params=False))
+            with contextlib.suppress(PlanError):  # a hybrid plan's shard group that does not divide the count
+                out.append(plan.replace(gpus=gpus, sharding=sharding, offload_optimizer=False,
+                                        offload_params=False))
     return out
 
 

@@ -644,7 +644,7 @@ def _per_gpu_states(plan: TrainPlan, states: _States) -> tuple[int, int, int, in
     if sharding in (Sharding.ZERO2, Sharding.ZERO3):
         # DeepSpeed reduces gradients through a bucket (FSDP reduce-scatters unit by unit instead)
         sharding_buffers += min(_ZERO_BUCKET_ELEMENTS * states.trainable_param_bytes, states.gradients)
-    if sharding.shards_params:
+    if sharding.per_unit:  # hsdp-zero2 too: sharded between steps, gathered unit by unit (_gathered)
         weights = math.ceil(weights / n_gpus)  # P_os+g+p
     if plan.offload_optimizer:
         host += opt
@@ -739,7 +739,7 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
     gradient exists until it is reduce-scattered (torch.distributed.fsdp fully_shard docs; checked with
     FSDPMemTracker under a fake process group)."""
     gather = dict.fromkeys(("forward", "loss backward", "block backward", "backward end", "optimizer step"), 0)
-    if plan.sharding.shards_params:
+    if plan.sharding.per_unit:
         compute_bytes = plan.precision.compute_bytes
         root = spec.params_embedding + spec.params_head + spec.params_other
         block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
@@ -753,6 +753,10 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
         gather["forward"] = gather["loss backward"] = compute_bytes * root + block
         gather["block backward"] = compute_bytes * root + 2 * block + block_grad
         gather["backward end"] = compute_bytes * root + root_grad
+        if not plan.sharding.shards_params:  # hsdp-zero2: each block stays gathered from its forward to its backward
+            kept = compute_bytes * root + spec.num_layers * block
+            gather["forward"] = gather["loss backward"] = kept
+            gather["block backward"] = kept + block_grad
     return gather
 
 

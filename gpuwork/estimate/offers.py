@@ -283,10 +283,14 @@ def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOption
     _, billed_gpus = billed_nodes(fit.plan.gpus, offer)
     if billed_gpus > fit.plan.gpus:
         if o.use_whole_node:
-            # the node is paid for whole: run on all of its GPUs if the plan still fits that way
-            whole = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
-                             safety_margin=o.safety_margin, spec=spec, memo=memo)
-            if whole.fits:
+            # the node is paid for whole: run on all of its GPUs if the plan still fits that way (a hybrid plan
+            # only where its shard group divides them)
+            try:
+                whole = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
+                                 safety_margin=o.safety_margin, spec=spec, memo=memo)
+            except PlanError:
+                whole = fit
+            if whole is not fit and whole.fits:
                 reasons.append(msg("offer.whole_node_used", billed_gpus=billed_gpus, needed_gpus=fit.plan.gpus))
                 fit = Fit(True, whole.plan, whole.device_total_bytes, whole.usable_bytes,
                           plan_changes(plan, whole.plan), whole.reason)

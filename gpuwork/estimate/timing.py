@@ -651,7 +651,8 @@ def _traffic(s: _Setting) -> CommTraffic:
     return CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
                        units=max(s.spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
                        gathered_bytes=counts.total * weight_bytes,
-                       params16_bytes=counts.trainable * plan.precision.compute_bytes)
+                       params16_bytes=counts.trainable * plan.precision.compute_bytes,
+                       shard_group=plan.shard_group_gpus)
 
 
 def _data_feed(s: _Setting, tokens_step: float, step_s: float, loader_tokens_per_s: float | None,
@@ -913,7 +914,10 @@ def scaling(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, counts: tuple[int, ..
     at every count: what changes is the exposed communication and the sharded optimizer step."""
     points = []
     for n in counts:
-        p = plan.single_gpu() if n == 1 else plan.replace(gpus=n)
+        try:
+            p = plan.single_gpu() if n == 1 else plan.replace(gpus=n)
+        except PlanError:  # a hybrid plan's shard group that does not divide n
+            continue
         nodes = math.ceil(n / GPUS_PER_NODE)
         est = estimate_time(p, gpu, inputs, nodes=nodes, network=network if nodes > 1 else None, **options)
         points.append(ScalingPoint(gpus=n, nodes=nodes, tokens_per_s_per_gpu=est.tokens_per_s / n,

@@ -476,7 +476,7 @@ def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = T
     key = _cache_key(plan)
     if use_cache and key in _CACHE:
         return _CACHE[key]
-    if plan.sharding.shards_params:
+    if plan.sharding.per_unit:  # ZeRO-3, FSDP, HSDP, HSDP-ZeRO2: fully_shard unit by unit
         result = _run_isolated(plan) if _needs_isolation() else _trace_fsdp(plan)
     else:
         result = _trace_uncached(plan, progress=progress, labels=progress_labels)
@@ -633,8 +633,10 @@ def _trace_fsdp(plan: TrainPlan) -> TraceResult:
         model, task, autocast, fake_mode = _fake_training_model(plan, spec, stand_ins)
         with fake_mode:
             prefix = spec.extras["blocks_prefix"]
+            # HSDP-ZeRO2 (_HYBRID_SHARD_ZERO2) keeps each block gathered from forward to its backward
+            reshard = plan.sharding.shards_params
             for block in model.get_submodule(prefix if not plan.uses_adapters else "base_model.model." + prefix):
-                fully_shard(block, mesh=mesh)
+                fully_shard(block, mesh=mesh, reshard_after_forward=reshard)
             fully_shard(model, mesh=mesh)
             trainable = [p for p in model.parameters() if p.requires_grad]
             optimizer = _optimizer(plan, trainable, stand_ins)

@@ -426,8 +426,9 @@ def _framework(plan: TrainPlan, vendor: str | None) -> tuple[str, str | None, st
     if plan.sharding is Sharding.DDP:
         parts.append("PyTorch DDP")
         launcher = "accelerate/torchrun"
-    elif plan.sharding in (Sharding.FSDP, Sharding.HSDP):
-        parts.append("PyTorch FSDP" + (" HYBRID_SHARD" if plan.sharding is Sharding.HSDP else ""))
+    elif plan.sharding in (Sharding.FSDP, Sharding.HSDP, Sharding.HSDP_ZERO2):
+        hybrid = {Sharding.HSDP: " HYBRID_SHARD", Sharding.HSDP_ZERO2: " HYBRID_SHARD_ZERO2"}.get(plan.sharding, "")
+        parts.append("PyTorch FSDP" + hybrid)
         launcher = "accelerate/torchrun"
     else:
         level = plan.sharding.value[-1]

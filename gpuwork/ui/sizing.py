@@ -210,6 +210,8 @@ class SizingForm(common.Panel):
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
             "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
                                          style=WIDE, layout=lay),
+            # hsdp / hsdp-zero2 only: the GPUs that share one copy of the model states
+            "shard_group_gpus": NumberText(value=base.shard_group_gpus, style=WIDE, layout=lay),
             "dataset_tokens": NumberText(value=base.dataset_tokens, style=WIDE, layout=lay),
             "epochs": NumberText(value=base.epochs, kind="number", style=WIDE, layout=lay),
         }
@@ -389,6 +391,8 @@ class SizingForm(common.Panel):
         out["dataset_tokens"], out["dataset_bytes"] = tokens, size
         self._dataset_said = note
         out["model"] = self.model_ref()
+        if not _hybrid(str(out["sharding"])):  # the group is read for hybrid sharding only; hidden otherwise
+            del out["shard_group_gpus"]
         return out
 
     # -- update -----------------------------------------------------------------------------------
@@ -520,6 +524,8 @@ class SizingForm(common.Panel):
         adapters = self.controls["method"].value in ("lora", "qlora")
         for name in ("lora_r", "lora_targets"):
             self.controls[name].layout.display = None if adapters else "none"
+        self.controls["shard_group_gpus"].layout.display = None if _hybrid(self.controls["sharding"].value) \
+            else "none"
 
     def constraints(self) -> dict[str, Any]:
         """``size_plan``'s ``constraints`` keyword: the offer filters (``filters``), unset ones left out; {} when
@@ -689,7 +695,7 @@ class SizingForm(common.Panel):
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
                                  c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"]])
-        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["dataset_tokens"], self.documents,
+        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
                              self.gpu_select])
         box = widgets.VBox([model, training, gpus, self.share], layout={"min_width": "400px"})
@@ -766,6 +772,11 @@ class SizingForm(common.Panel):
 
 
 _SPEC_SEEN: set[str] = set()
+
+
+def _hybrid(sharding: str) -> bool:
+    """The form's sharding value is one of the hybrid shardings (hsdp, hsdp-zero2), which read the group size."""
+    return sharding in {s.value for s in Sharding if s.hybrid}
 
 
 __all__ = [

@@ -8,6 +8,7 @@ from typing import Any
 from gpuwork.errors import PlanError
 from gpuwork.facts.configs.base import Format, Reader, sharding_rule
 from gpuwork.message import msg
+from gpuwork.plan import HSDP_GROUP_GPUS
 
 _ACCELERATE_TYPES = {"NO": "single", "MULTI_GPU": "ddp", "DEEPSPEED": "deepspeed", "FSDP": "fsdp",
                      "MULTI_CPU": "cpu", "MULTI_NPU": "ddp", "MULTI_XPU": "ddp", "MULTI_MLU": "ddp",
@@ -64,16 +65,12 @@ def read(r: Reader, base: Path) -> None:
             key = "fsdp_config.fsdp_reshard_after_forward"
         else:
             sharding = {"FULL_SHARD": "fsdp", "1": "fsdp", "SHARD_GRAD_OP": "zero2", "2": "zero2", "NO_SHARD": "ddp",
-                        "3": "ddp", "HYBRID_SHARD": "hsdp", "4": "hsdp", "HYBRID_SHARD_ZERO2": "zero2",
-                        "5": "zero2"}.get(strategy)
+                        "3": "ddp", "HYBRID_SHARD": "hsdp", "4": "hsdp", "HYBRID_SHARD_ZERO2": "hsdp-zero2",
+                        "5": "hsdp-zero2"}.get(strategy)
             key = "fsdp_config.fsdp_sharding_strategy"
             if sharding is None:
                 raise PlanError("sharding", msg("error.config.fsdp_strategy", file=r.file, value=strategy))
-        parallel = r.get("parallelism_config") or {}
-        if sharding == "fsdp" and isinstance(parallel, dict) and _replicas(parallel) > 1:
-            # FSDP2 with a 2-D mesh (accelerate ParallelismConfig: dp_replicate_size > 1, dp_shard_size > 1)
-            sharding, key = "hsdp", "parallelism_config.parallelism_config_dp_replicate_size"
-        r.claim("sharding", sharding, key, sharding_rule(sharding))
+        sharding, key = _hybrid(r, sharding, key, processes, machines)
         if config.get("fsdp_offload_params") in (True, "true"):
             r.claim("offload_params", sharding in ("fsdp", "hsdp"), "fsdp_config.fsdp_offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))
@@ -91,13 +88,41 @@ def read(r: Reader, base: Path) -> None:
         r.claim("stack", "torch-compile", "dynamo_config.dynamo_backend", weak=True)
 
 
-def _replicas(parallel: dict[str, Any]) -> int:
-    """accelerate's data-parallel replicate size (the config file spells it with the parallelism_config_ prefix)."""
-    value = parallel.get("parallelism_config_dp_replicate_size", parallel.get("dp_replicate_size", 1))
+def _hybrid(r: Reader, sharding: str, key: str, processes: int | None, machines: int | None) -> tuple[str, str]:
+    """The sharding and its shard group, claimed. FSDP2 shards hybrid over a 2-D mesh (accelerate ParallelismConfig:
+    dp_replicate_size replicas of dp_shard_size GPUs); FSDP1's HYBRID_SHARD strategies shard inside each machine."""
+    parallel = r.get("parallelism_config") or {}
+    replicas = _size(parallel, "dp_replicate_size") if isinstance(parallel, dict) else None
+    shard = _size(parallel, "dp_shard_size") if isinstance(parallel, dict) else None
+    group: int | None = None
+    group_key, group_rule = "", None
+    if sharding in ("fsdp", "zero2") and replicas is not None and replicas > 1:
+        sharding = "hsdp" if sharding == "fsdp" else "hsdp-zero2"
+        key = "parallelism_config.parallelism_config_dp_replicate_size"
+        if shard is not None:
+            group, group_key = shard, "parallelism_config.parallelism_config_dp_shard_size"
+        elif processes is not None and processes % replicas == 0:
+            group, group_key = processes // replicas, "num_processes, " + key
+            group_rule = msg("config.rule.shard_group_replicas", group=group)
+        if group == 1:  # one GPU per group: every GPU holds the whole model, replicas only
+            sharding, group = "ddp", None
+    elif sharding in ("hsdp", "hsdp-zero2") and processes is not None and machines is not None and machines > 1 \
+            and processes % machines == 0:
+        group, group_key = processes // machines, "num_processes, num_machines"
+        group_rule = msg("config.rule.shard_group_node", group=group)
+    r.claim("sharding", sharding, key, sharding_rule(sharding, group if group is not None else HSDP_GROUP_GPUS))
+    if group is not None:
+        r.claim("shard_group_gpus", group, group_key, group_rule)
+    return sharding, key
+
+
+def _size(parallel: dict[str, Any], name: str) -> int | None:
+    """A size of accelerate's parallelism config (the config file spells it with the parallelism_config_ prefix)."""
+    value = parallel.get("parallelism_config_" + name, parallel.get(name))
     try:
-        return int(value)
+        return int(value) if value is not None else None
     except (TypeError, ValueError):
-        return 1
+        return None
 
 
 MARKERS = frozenset({"distributed_type", "compute_environment"})

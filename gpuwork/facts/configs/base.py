@@ -64,6 +64,8 @@ class ConfigImport:
             skip |= {"quant_type", "double_quant"}
         if method != "freeze":
             skip.add("trainable_layers")
+        if fields.get("sharding") not in ("hsdp", "hsdp-zero2"):
+            skip.add("shard_group_gpus")
         return [name for name in field_names() if name not in skip]
 
     def report(self, overridden: Iterable[str] = ()) -> list[Msg]:
@@ -119,7 +121,8 @@ class ConfigImport:
 
 
 # flags whose name is not the field's (gpuwork.cli.args)
-FLAG_NAMES = {"grad_checkpointing": "grad_checkpointing", "checkpoint_every_steps": "checkpoint_every"}
+FLAG_NAMES = {"grad_checkpointing": "grad_checkpointing", "checkpoint_every_steps": "checkpoint_every",
+              "shard_group_gpus": "shard_group"}
 
 
 def plain(value: Any) -> Any:
@@ -421,12 +424,14 @@ def claim_stack(r: Reader, liger: bool, compile_: bool, unsloth: bool, keys: dic
         r.note(msg("config.stack_also", file=r.file, key=keys[other], stack=chosen[0]))
 
 
-def sharding_rule(sharding: str) -> Msg | None:
+def sharding_rule(sharding: str, group: int = HSDP_GROUP_GPUS) -> Msg | None:
     """The rule a config's sharding follows, said where gpuwork maps a framework's name to its own."""
     if sharding == "zero2":
         return msg("config.rule.shard_grad_op")
     if sharding == "hsdp":
-        return msg("config.rule.hybrid_shard", group=HSDP_GROUP_GPUS)
+        return msg("config.rule.hybrid_shard", group=group)
+    if sharding == "hsdp-zero2":
+        return msg("config.rule.hybrid_shard_zero2", group=group)
     return None
 
 
@@ -436,7 +441,9 @@ def claim_fsdp_options(r: Reader, value: Any, key: str) -> None:
     options = [o.lower() for o in options]
     if not options:
         return
-    if "shard_grad_op" in options or "hybrid_shard_zero2" in options:
+    if "hybrid_shard_zero2" in options:  # the shard group: one node (torch's default for hybrid sharding)
+        r.claim("sharding", "hsdp-zero2", key, sharding_rule("hsdp-zero2"))
+    elif "shard_grad_op" in options:
         r.claim("sharding", "zero2", key, msg("config.rule.shard_grad_op"))
     elif "no_shard" in options:
         r.claim("sharding", "ddp", key)
@@ -446,7 +453,7 @@ def claim_fsdp_options(r: Reader, value: Any, key: str) -> None:
         r.claim("sharding", "fsdp", key)
     if "offload" in options:
         r.claim("offload_optimizer", True, key, msg("config.rule.fsdp_offload"))
-        if "shard_grad_op" not in options:
+        if "shard_grad_op" not in options and "hybrid_shard_zero2" not in options:  # weights stay whole
             r.claim("offload_params", True, key, msg("config.rule.fsdp_offload"))
 
 

@@ -93,10 +93,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.quant_type": ("qlora: nf4 | fp4", "qlora: nf4 | fp4"),
     "cli.help.run.double_quant": ("qlora: keep fp32 absmax constants", "qlora: хранить константы absmax в fp32"),
     "cli.help.run.gpus": ("data-parallel GPUs", "GPU для параллелизма по данным"),
-    "cli.help.run.sharding": ("ddp | zero1 | zero2 | zero3 | fsdp | hsdp (fsdp inside each node of 8 GPUs, "
-                              "replicas across nodes)",
-                              "ddp | zero1 | zero2 | zero3 | fsdp | hsdp (fsdp внутри каждого узла из 8 GPU, "
-                              "реплики между узлами)"),
+    "cli.help.run.sharding": ("ddp | zero1 | zero2 | zero3 | fsdp | hsdp (fsdp inside each shard group, "
+                              "replicas across groups) | hsdp-zero2 (hsdp keeping whole weights through backward)",
+                              "ddp | zero1 | zero2 | zero3 | fsdp | hsdp (fsdp внутри каждой группы шардирования, "
+                              "реплики между группами) | hsdp-zero2 (hsdp с целыми весами до конца обратного "
+                              "прохода)"),
+    "cli.help.run.shard_group": ("hsdp / hsdp-zero2: GPUs of one shard group, a divisor of --gpus (default 8, one "
+                                 "node)",
+                                 "hsdp / hsdp-zero2: GPU в одной группе шардирования, делитель --gpus (по "
+                                 "умолчанию 8, один узел)"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",

@@ -137,10 +137,24 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                     "{value:raw} не моделируется; ближайший вариант — sdpa"),
     "config.rule.shard_grad_op": ("gradients and optimizer states sharded, weights replicated (like ZeRO-2)",
                                   "градиенты и состояния оптимизатора шардированы, веса на каждом GPU (как ZeRO-2)"),
-    "config.rule.hybrid_shard": ("hybrid sharding: FSDP inside each shard group of {group} GPUs (one node), "
+    "config.rule.hybrid_shard": ("hybrid sharding: FSDP inside each shard group of {group} GPUs, "
                                  "replicas across groups (hsdp)",
-                                 "гибридное шардирование: FSDP внутри каждой группы из {group} GPU (один узел), "
+                                 "гибридное шардирование: FSDP внутри каждой группы из {group} GPU, "
                                  "реплики между группами (hsdp)"),
+    "config.rule.hybrid_shard_zero2": (
+        "hybrid sharding without re-gathering in backward: gradients and optimizer states sharded inside each "
+        "shard group of {group} GPUs, weights whole on every GPU from forward to the end of backward, "
+        "replicas across groups (hsdp-zero2)",
+        "гибридное шардирование без повторного сбора весов в обратном проходе: градиенты и состояния оптимизатора "
+        "шардированы внутри каждой группы из {group} GPU, веса целиком на каждом GPU от прямого прохода "
+        "до конца обратного, реплики между группами (hsdp-zero2)"),
+    "config.rule.shard_group_node": (
+        "PyTorch's hybrid sharding shards inside each machine: num_processes / num_machines = {group} GPUs",
+        "гибридное шардирование PyTorch делит состояния внутри каждой машины: num_processes / num_machines = "
+        "{group} GPU"),
+    "config.rule.shard_group_replicas": (
+        "GPUs over the replicas: num_processes / dp_replicate_size = {group} GPUs per shard group",
+        "GPU на реплики: num_processes / dp_replicate_size = {group} GPU в группе шардирования"),
     "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
                                  "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
     "config.rule.nvme": ("offload to NVMe, modelled as CPU offload", "выгрузка на NVMe, моделируется как выгрузка на CPU"),

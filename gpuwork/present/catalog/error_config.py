@@ -54,9 +54,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "'{file:raw}': distributed_type {value:raw} is not an accelerate type (NO, MULTI_GPU, DEEPSPEED, FSDP, ...)",
         "'{file:raw}': `distributed_type` {value:raw} — не тип accelerate (NO, MULTI_GPU, DEEPSPEED, FSDP, ...)"),
     "error.config.fsdp_strategy": (
-        "'{file:raw}': fsdp_sharding_strategy {value:raw} is not FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD",
-        "'{file:raw}': `fsdp_sharding_strategy` {value:raw} — не FULL_SHARD, SHARD_GRAD_OP, NO_SHARD или "
-        "HYBRID_SHARD"),
+        "'{file:raw}': fsdp_sharding_strategy {value:raw} is not FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD "
+        "or HYBRID_SHARD_ZERO2",
+        "'{file:raw}': `fsdp_sharding_strategy` {value:raw} — не FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD "
+        "или HYBRID_SHARD_ZERO2"),
     "error.config.finetuning_type": ("'{file:raw}': finetuning_type {value:raw}: must be lora, freeze or full",
                                      "'{file:raw}': `finetuning_type` {value:raw}: должно быть lora, freeze или full"),
     "error.config.train_batch_size": (

@@ -32,6 +32,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.plan.sharding_needs_gpus": (
         "sharding='{sharding:raw}' needs gpus >= 2: set gpus or use sharding='ddp'",
         "sharding='{sharding:raw}' требует gpus ≥ 2: укажите число GPU или выберите sharding='ddp'"),
+    "error.plan.shard_group": (
+        "shard_group_gpus={group} does not divide gpus={gpus}: sharding='{sharding:raw}' needs equal shard groups. "
+        "Set shard_group_gpus (--shard-group) to a divisor of {gpus} ({divisors:raw}; one node of 8 GPUs is the "
+        "usual group), or change gpus to a multiple of {group}",
+        "shard_group_gpus={group} не делит gpus={gpus}: sharding='{sharding:raw}' требует равных групп шардирования. "
+        "Укажите в shard_group_gpus (--shard-group) делитель {gpus} ({divisors:raw}; обычно группа — один узел "
+        "из 8 GPU) или сделайте gpus кратным {group}"),
     "error.plan.offload_params": (
         "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",

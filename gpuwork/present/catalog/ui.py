@@ -43,6 +43,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.lora_targets": ("LoRA targets", "Модули LoRA"),
     "ui.gpus": ("GPUs", "Число GPU"),
     "ui.sharding": ("Sharding", "Шардирование"),
+    "ui.shard_group_gpus": ("GPUs per shard group", "GPU в группе шардирования"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.candidates": ("Compare with cards", "Сравнить с картами"),
