@@ -48,7 +48,7 @@ def run(methods: list[str], rounds: int, steps: int, warmup: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--methods", nargs="+", default=["lora", "full"], choices=["lora", "full"])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--steps", type=int, default=20)

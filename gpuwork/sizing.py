@@ -117,7 +117,7 @@ def _offer_list(offers: Iterable[Offer] | None) -> list[Offer]:
     return listed
 
 
-def parse_have(value: str) -> tuple[int, GpuSpec] | None:
+def parse_have(value: str | None) -> tuple[int, GpuSpec] | None:
     """'1xrtx4090', '2 x A100 80GB SXM', '1×RTX 4090' -> (count, card): the cards the user owns; '' -> None.
 
     Raises PlanError (not a count and a card) or CatalogError (an unknown card, with the known ones)."""
@@ -125,8 +125,10 @@ def parse_have(value: str) -> tuple[int, GpuSpec] | None:
 
     from gpuwork.facts.catalog import get_gpu
 
-    if not value or not value.strip():
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    if not isinstance(value, str):
+        raise PlanError("have", msg("error.args.have", value=repr(value)))
     found = re.fullmatch(r"\s*(\d+)\s*[x×*]\s*(\S.*?)\s*", value, flags=re.I)
     if found is None or int(found[1]) < 1:
         raise PlanError("have", msg("error.args.have", value=repr(value)))

@@ -14,8 +14,8 @@ its value is shown after a colon, so numbers take the language's form (``8,294``
     {share:pct}        a fraction as a percentage {params:bn}    a count in billions, 2 decimals
     {params:count}     6.8 M / 70.55 B (6,8 млн)  {tokens:tokens}  100 M tokens (100 млн токенов)
     {day:date}         an ISO date in words       {n:pl:день|дня|дней}  the noun form for n
-    {mode:@mode}       another entry: mode.<value> {x:raw}      str(x), untouched (ids, years)
-    {x}                text as is; a nested Msg rendered; a tuple of them joined with "; "
+    {mode:@mode}       another entry: mode.<value> {x:raw}      str(x), no number form (ids, years)
+    {x}                text (control characters shown escaped); a nested Msg rendered; a tuple joined with "; "
     {x:list}           a tuple of Msgs joined with ", "
 
 A plain ``{x}`` shows whole numbers grouped and refuses other floats: a number must say its kind.
@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import string
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from typing import Any
 
 from gpuwork import errors
+from gpuwork.facts.reading import escape_chars
 from gpuwork.message import Msg, msg
 from gpuwork.present.catalog import ENTRIES as _ENTRIES
 from gpuwork.units import (
@@ -119,7 +121,7 @@ def _date(value: str | date, lang: str) -> str:
 
 # placeholder kind -> (value, lang) -> text
 _KINDS: dict[str, Callable[[Any, str], str]] = {
-    "raw": lambda v, lang: str(v),
+    "raw": lambda v, lang: _safe_text(str(v)),
     "int": fmt_int,
     "n0": lambda v, lang: fmt_number(v, lang, 0),
     "n1": lambda v, lang: fmt_number(v, lang, 1),
@@ -158,6 +160,15 @@ def placeholders(template: str) -> dict[str, set[str]]:
     return out
 
 
+# a text parameter is often what a user typed (a model name, a path): its control characters (but newline and tab)
+# and the invisible ones that reorder text are shown as escapes, never acted on by a terminal or a page
+_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+def _safe_text(text: str) -> str:
+    return escape_chars(text, _UNSAFE_IN_TEXT) if _UNSAFE_IN_TEXT.search(text) else text
+
+
 def _plain(value: Any, lang: str, where: str) -> str:
     if value is None:
         return ""
@@ -173,7 +184,7 @@ def _plain(value: Any, lang: str, where: str) -> str:
         if value.is_integer():
             return fmt_int(value, lang)
         raise MessageError(f"{where} holds {value!r}: declare how it is shown (e.g. {{x:n2}}, {{x:gib}})")
-    return str(value)
+    return _safe_text(str(value))
 
 
 def _show(value: Any, spec: str, lang: str, where: str) -> str:

@@ -257,7 +257,7 @@ def friendly(exc: BaseException, lang: str = "en") -> str:
     return one_line(ui("unexpected", lang, error=f"{type(exc).__name__}: {exc}"))
 
 
-_FIELD_MARK = "\x00"
+_FIELD_MARK = "\ue000"  # a private-use character: rendering escapes control characters, it keeps this one
 
 
 def field_named(exc: BaseException, lang: str = "en") -> str | None:

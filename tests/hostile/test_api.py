@@ -41,6 +41,32 @@ def test_a_mistyped_model_is_a_model_error(ref) -> None:
         sizing.estimate_memory(TrainPlan(model=ref))
 
 
+def test_a_typed_escape_sequence_comes_back_escaped_in_the_error() -> None:
+    """The API's message showed the user's ESC raw (hostile-probe residual): a terminal would act on it."""
+    with pytest.raises(ModelError) as info:
+        sizing.estimate_memory(TrainPlan(model="\x1b[31m\u202eabc"))
+    for lang in ("en", "ru"):
+        shown = info.value.text(lang)
+        assert "\x1b" not in shown and "\u202e" not in shown
+        assert "'\\x1b[31m\\u202eabc'" in shown
+
+
+@pytest.mark.parametrize("value", [5, 2.0, ["1xrtx4090"], b"1xrtx4090"])
+def test_owned_cards_that_are_not_text_are_a_plan_error(value) -> None:
+    """parse_have(5) raised AttributeError (hostile-probe residual)."""
+    with pytest.raises(PlanError, match="not a count and a card") as info:
+        sizing.parse_have(value)
+    assert info.value.field == "have"
+
+
+def test_an_ambiguous_card_name_lists_the_cards_it_could_mean() -> None:
+    """'H100' is three cards of different speed and memory: refused, naming each."""
+    with pytest.raises(CatalogError, match="h100_sxm, h100_nvl, h100_pcie"):
+        sizing.parse_have("2xH100")
+    count, gpu = sizing.parse_have("2 x h100_sxm")
+    assert (count, gpu.gpu_id) == (2, "h100_sxm")
+
+
 @pytest.mark.parametrize("architectures", [7, {"a": 1}, [1, 2]])
 def test_a_config_with_bad_architectures_is_a_model_error(tmp_path, architectures) -> None:
     with pytest.raises(ModelError, match="architectures"):
