@@ -211,10 +211,9 @@ class _Same:
 
 
 def _facts(inputs: Inputs) -> _Same:
-    """The plan's facts, compared by value: the model (its family switches too, which ``ModelSpec`` equality leaves
-    out), the GPU table, the rates and the networks."""
-    spec = inputs.spec
-    return _Same(inputs, (spec, tuple(inputs.gpus.items())), (spec.extras, inputs.rates, inputs.comm))
+    """The plan's facts, compared by value: the model (``ModelSpec`` equality covers its extras), the GPU table, the
+    rates and the networks."""
+    return _Same(inputs, (inputs.spec, tuple(inputs.gpus.items())), (inputs.rates, inputs.comm))
 
 
 @dataclass(frozen=True)
