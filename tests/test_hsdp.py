@@ -440,3 +440,37 @@ def test_gpu_counts_a_hybrid_plans_group_does_not_divide_are_left_out_not_an_err
     assert [p.gpus for p in points] == [1, 2, 4, 6, 12, 24]
     matrix = fit_matrix(plan, load_offers(), resolve(plan), counts=(1, 2, 4, 8, 12))
     assert matrix.as_dict()["cells"]
+
+
+@pytest.mark.parametrize(("strategy", "sharding"), [("hybrid_shard", "hsdp"), ("hybrid_shard_zero2", "hsdp-zero2"),
+                                                     ("full_shard", "fsdp")])
+def test_a_transformers_5_trainer_config_keeps_the_strategy_in_fsdp_config(tmp_path, strategy, sharding):
+    # TrainingArguments of transformers 5 turn fsdp="hybrid_shard" into fsdp=True + reshard_after_forward
+    import transformers
+
+    args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2,
+                                          report_to=[], use_cpu=True, save_strategy="no", fsdp=strategy,
+                                          fsdp_config={"version": 1})
+    assert args.fsdp is True and args.fsdp_config["reshard_after_forward"] == strategy
+    path = tmp_path / "training_args.json"
+    path.write_text(args.to_json_string())
+    plan = import_configs([path]).plan(model="llama-3.1-8b", gpus=16)
+    assert plan.sharding.value == sharding and plan.shard_ranks == (8 if sharding != "fsdp" else 16)
+
+
+def test_a_live_trainers_hybrid_sharding_is_read_with_the_nodes_gpus_as_its_group(tmp_path, monkeypatch):
+    import transformers
+
+    from gpuwork.facts.model import load_config
+    from gpuwork.measure.hf import infer_plan
+
+    config, _ = load_config("tiny-llama")
+    model = transformers.AutoModelForCausalLM.from_config(
+        transformers.CONFIG_MAPPING[config["model_type"]].from_dict(dict(config)))
+    args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2,
+                                          report_to=[], use_cpu=True, save_strategy="no",
+                                          fsdp="hybrid_shard_zero2", fsdp_config={"version": 1})
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")  # torchrun's GPUs of this node
+    plan, inferred = infer_plan(model, args, seq_len=64, world_size=8, out=tmp_path)
+    assert (plan.sharding, plan.shard_group_gpus, plan.gpus) == (Sharding.HSDP_ZERO2, 4, 8)
+    assert "LOCAL_WORLD_SIZE" in inferred["shard_group_gpus"]["from"]

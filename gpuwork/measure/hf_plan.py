@@ -7,6 +7,7 @@ record says each plan field it read and where from.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from gpuwork.errors import ModelError, PlanError
 from gpuwork.facts.configs import optimizer_choice
 from gpuwork.measure.errors import TrialError
 from gpuwork.message import msg
-from gpuwork.plan import TrainPlan
+from gpuwork.plan import HSDP_GROUP_GPUS, TrainPlan
 
 # config keys that identify an architecture's shape: a user's model matching a preset on all of them is it
 _SHAPE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
@@ -117,7 +118,7 @@ def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int
     if impl:
         fields["optimizer_impl"] = put("optimizer_impl", impl, source)
     if getattr(args, "fsdp", None):
-        fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
+        _infer_fsdp(args, world_size, fields, put)
     elif getattr(args, "deepspeed", None):
         put("sharding", "ddp", "args.deepspeed: the ZeRO stage is not read here (gpuwork plan --from reads "
             "DeepSpeed configs)")
@@ -135,6 +136,30 @@ def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int
         fields["dataset_tokens"] = put("dataset_tokens", max(1, round(tokens / epochs)),
                                        "run steps x batch x seq_len x ranks / epochs (padded tokens)")
     return checkpointing
+
+
+def _infer_fsdp(args: Any, world_size: int, fields: dict[str, Any], put: Callable[[str, Any, str], Any]) -> None:
+    """The Trainer's FSDP strategy -> sharding: the hybrid ones (hsdp, hsdp-zero2) with their shard group, the
+    GPUs of one node (FSDP1 builds the group inside each machine: LOCAL_WORLD_SIZE under torchrun); else fsdp.
+    transformers 5 keeps the strategy in ``fsdp_config["reshard_after_forward"]`` (a name under FSDP1), older
+    versions in the ``fsdp`` option list."""
+    fsdp, config = args.fsdp, getattr(args, "fsdp_config", None) or {}
+    if isinstance(fsdp, bool):
+        fsdp, source = [str(config.get("reshard_after_forward", ""))], "args.fsdp_config.reshard_after_forward"
+    else:
+        fsdp, source = fsdp.split() if isinstance(fsdp, str) else fsdp, "args.fsdp"
+    options = {str(getattr(o, "value", o)).lower() for o in fsdp}
+    hybrid = "hsdp-zero2" if "hybrid_shard_zero2" in options else "hsdp" if "hybrid_shard" in options else None
+    if hybrid is None:
+        fields["sharding"] = put("sharding", "fsdp", "args.fsdp")
+        return
+    fields["sharding"] = put("sharding", hybrid, source)
+    local = os.environ.get("LOCAL_WORLD_SIZE", "")
+    group = int(local) if local.isdigit() and int(local) > 0 else min(max(world_size, 1), HSDP_GROUP_GPUS)
+    if world_size % group:
+        group = max(world_size, 1)  # groups that do not divide the run: read as one group
+    fields["shard_group_gpus"] = put("shard_group_gpus", group, "LOCAL_WORLD_SIZE (GPUs of one node)" if local
+                                     else "one node of up to 8 GPUs")
 
 
 def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batch_size: int | None = None,

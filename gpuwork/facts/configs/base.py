@@ -435,8 +435,20 @@ def sharding_rule(sharding: str, group: int = HSDP_GROUP_GPUS) -> Msg | None:
     return None
 
 
-def claim_fsdp_options(r: Reader, value: Any, key: str) -> None:
-    """Trainer's ``fsdp`` option list ("full_shard auto_wrap offload") -> sharding and offload."""
+def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None) -> None:
+    """Trainer's ``fsdp`` option list ("full_shard auto_wrap offload") -> sharding and offload. transformers 5
+    writes ``fsdp: true`` and the strategy in ``fsdp_config.reshard_after_forward``: a strategy name (FSDP1) or a
+    bool (FSDP2: true is full_shard, false shard_grad_op)."""
+    if isinstance(value, bool):
+        if not value:
+            return
+        config = config if isinstance(config, dict) else {}
+        strategy = config.get("reshard_after_forward", True)
+        word = str(strategy).lower()
+        value = ["full_shard" if word == "true" else "shard_grad_op" if word == "false" else word]
+        if config.get("cpu_offload") in (True, "true"):
+            value.append("offload")
+        key = "fsdp_config.reshard_after_forward" if "reshard_after_forward" in config else key
     options = value.split() if isinstance(value, str) else [str(v) for v in value or ()]
     options = [o.lower() for o in options]
     if not options:

@@ -77,7 +77,7 @@ def read(r: Reader, base: Path) -> None:
     compile_ = bool(r.flag("torch_compile"))
     claim_stack(r, liger, compile_, False, {"hf-liger": "use_liger_kernel" if r.has("use_liger_kernel") else
                                             "use_liger", "torch-compile": "torch_compile"})
-    claim_fsdp_options(r, r.get("fsdp"), "fsdp")
+    claim_fsdp_options(r, r.get("fsdp"), "fsdp", r.get("fsdp_config"))
     follow_deepspeed(r, "deepspeed", base)
 
 
