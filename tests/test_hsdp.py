@@ -474,3 +474,13 @@ def test_a_live_trainers_hybrid_sharding_is_read_with_the_nodes_gpus_as_its_grou
     plan, inferred = infer_plan(model, args, seq_len=64, world_size=8, out=tmp_path)
     assert (plan.sharding, plan.shard_group_gpus, plan.gpus) == (Sharding.HSDP_ZERO2, 4, 8)
     assert "LOCAL_WORLD_SIZE" in inferred["shard_group_gpus"]["from"]
+
+
+def test_the_sharding_words_name_the_shard_group_where_there_are_several():
+    from gpuwork.estimate.advisor import sharding_words
+
+    several = sharding_words(FULL_8B.replace(gpus=32, sharding="hsdp-zero2", shard_group_gpus=16))
+    en, ru = render(several, "en"), render(several, "ru")
+    assert en.startswith("hsdp-zero2 in shard groups of 16 GPUs") and "в группах шардирования по 16 GPU" in ru
+    assert "group" not in render(sharding_words(FULL_8B.replace(gpus=8, sharding="hsdp")), "en")  # one group
+    assert "group" not in render(sharding_words(FULL_8B.replace(gpus=32)), "en")

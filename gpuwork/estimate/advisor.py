@@ -288,11 +288,14 @@ def sharding_words(plan: TrainPlan) -> Msg:
     """The plan's sharding as it is shown, with what it keeps per trained parameter where that is one figure."""
     per_param = state_bytes_per_param(plan)
     offload = plan.offload_optimizer or plan.offload_params
+    # hybrid sharding across several groups: the group's size is what divides the model states
+    group = msg("advice.sharding.group", group=plan.shard_ranks) if plan.sharding.hybrid and plan.shard_groups > 1 \
+        else None
     if per_param is None:
-        return msg("advice.sharding", sharding=plan.sharding, offload=msg("advice.sharding.offload") if offload
-                   else None)
-    return msg("advice.sharding.state", sharding=plan.sharding, precision=plan.precision, bytes_per_param=per_param,
-               offload=msg("advice.sharding.offload") if offload else None)
+        return msg("advice.sharding", sharding=plan.sharding, group=group,
+                   offload=msg("advice.sharding.offload") if offload else None)
+    return msg("advice.sharding.state", sharding=plan.sharding, group=group, precision=plan.precision,
+               bytes_per_param=per_param, offload=msg("advice.sharding.offload") if offload else None)
 
 
 # GPUs in one node of the usual 8-GPU servers: a run on more crosses the network between nodes.

@@ -18,13 +18,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "advice.change.sharding_offload": ("{gpus} GPUs with {sharding:raw} sharding and CPU offload",
                                        "{gpus} GPU с шардированием {sharding:raw} и выгрузкой в память CPU"),
     # a plan's sharding as shown everywhere (advisor, answer, request): what it keeps per trained parameter
-    "advice.sharding": ("{sharding:raw}{offload}", "{sharding:raw}{offload}"),
+    "advice.sharding": ("{sharding:raw}{group}{offload}", "{sharding:raw}{group}{offload}"),
     "advice.sharding.state": (
-        "{sharding:raw}{offload} ({precision:raw}: {bytes_per_param} bytes per trained parameter for weights, "
+        "{sharding:raw}{group}{offload} ({precision:raw}: {bytes_per_param} bytes per trained parameter for weights, "
         "gradients and optimizer states, before sharding)",
-        "{sharding:raw}{offload} ({precision:raw}: {bytes_per_param} байт на обучаемый параметр на веса, градиенты "
-        "и состояния оптимизатора до шардирования)"),
+        "{sharding:raw}{group}{offload} ({precision:raw}: {bytes_per_param} байт на обучаемый параметр на веса, "
+        "градиенты и состояния оптимизатора до шардирования)"),
     "advice.sharding.offload": (" with CPU offload", " с выгрузкой в память CPU"),
+    "advice.sharding.group": (" in shard groups of {group} GPUs", " в группах шардирования по {group} GPU"),
     "advice.change.seq_len": ("sequence {old:int} -> {new:int} tokens", "последовательность {old:int} → {new:int} токенов"),
     "advice.note.experiment": ("changes the experiment", "меняет эксперимент"),
     "advice.note.global_batch": ("more tokens per optimizer step", "больше токенов на шаг оптимизатора"),
