@@ -83,7 +83,7 @@ def rank(steps: int, block: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=5000)
     parser.add_argument("--block", type=int, default=1000)
     args = parser.parse_args()
