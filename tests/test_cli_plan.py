@@ -97,6 +97,8 @@ def test_plan_and_offers_in_russian(capsys):
     # the last line is the one answer (issue 20): the top row's offer, by name, in Russian
     top = _top_offer(capsys, argv)
     assert lines[2].split()[:2] == [top.provider, str(top.gpus_per_node)]
+    column = lines[1].index("регион")
+    assert lines[2][column:].split()[0] == {"eu": "Европа", "us": "США", "asia": "Азия"}[top.region.value]
     assert lines[-1].startswith("Ответ: ") and f"«{_offer_name(top.offer_id, 'ru')}»" in lines[-1]
     assert top.offer_id not in out
 
@@ -111,6 +113,9 @@ def test_offers_table_filters_and_json(capsys):
     # the rows and the one answer name offers as the offers tab does (provider, per node, GPU, mode), never by id
     top = _top_offer(capsys, argv)
     assert lines[2].split()[:2] == [top.provider, str(top.gpus_per_node)] and top.gpu.display_name in lines[2]
+    # each row says its region, under the region column
+    column = lines[1].index("region")
+    assert lines[2][column:].split()[0] == top.region.value
     assert lines[-1].startswith("Answer: ") and f"offer “{_offer_name(top.offer_id, 'en')}”" in lines[-1]
     assert top.offer_id not in out
     rc, out, _ = _run(capsys, ["offers", *LORA_8B, "--class", "consumer", "--json", "--all"])

@@ -223,7 +223,8 @@ def _offer_header(lang: str) -> str:
         return text(f"cli.offers.col.{key}", lang)
 
     per_param = text("offer.col.state_bytes_short", lang)
-    return (f"{col('provider'):18s}{col('per_node'):>9s}  {col('gpu'):24s}{col('mode'):18s}{col('price'):>8s}{col('gpus'):>6s} "
+    return (f"{col('provider'):18s}{col('per_node'):>9s}  {col('gpu'):24s}{col('mode'):18s}{col('region'):8s}"
+            f"{col('price'):>8s}{col('gpus'):>6s} "
             f"{col('sharding'):9s}{per_param:>8s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
 
 
@@ -238,9 +239,11 @@ def _state_bytes(plan: TrainPlan, lang: str) -> str:
 def _offer_line(r: Any, lang: str = "en") -> str:
     o = r.offer
     mode = text("cli.offers.mode", lang, mode=o.mode)
+    region = text("ui.region_option", lang, value=o.region)
     price = fmt_number(o.price_per_gpu_hour, lang, 2)
-    # the offer as its readable name says it (provider: N x GPU per node, mode), never its catalog id
-    offer = f"{o.provider or MISSING:18s}{o.gpus_per_node:>9d}  {o.gpu.display_name:24s}{mode:18s}{price:>8s}"
+    # the offer as its readable name says it (provider: N x GPU per node, mode, region), never its catalog id
+    offer = (f"{o.provider or MISSING:18s}{o.gpus_per_node:>9d}  {o.gpu.display_name:24s}{mode:18s}{region:8s}"
+             f"{price:>8s}")
     if not r.fits:
         return (f"{offer}"
                 f"{MISSING:>6s} {MISSING:9s}{MISSING:>8s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")

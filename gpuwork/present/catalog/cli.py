@@ -65,6 +65,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.offers.col.per_node": ("per node", "на узел"),
     "cli.offers.col.gpu": ("GPU", "GPU"),
     "cli.offers.col.mode": ("mode", "аренда"),
+    "cli.offers.col.region": ("region", "регион"),
     "cli.offers.col.price": ("$/GPU-h", "$/GPU-ч"),
     "cli.offers.col.gpus": ("GPUs", "GPU"),
     "cli.offers.col.sharding": ("sharding", "шардинг"),
