@@ -484,3 +484,20 @@ def test_the_sharding_words_name_the_shard_group_where_there_are_several():
     assert en.startswith("hsdp-zero2 in shard groups of 16 GPUs") and "в группах шардирования по 16 GPU" in ru
     assert "group" not in render(sharding_words(FULL_8B.replace(gpus=8, sharding="hsdp")), "en")  # one group
     assert "group" not in render(sharding_words(FULL_8B.replace(gpus=32)), "en")
+
+
+@pytest.mark.parametrize(("sharding", "group", "gpu", "per_node"), [
+    ("hsdp", 2, "l40s", 4), ("hsdp-zero2", 2, "l40s", 8), ("hsdp", 4, "l40s", 8), ("hsdp", 16, "h100_sxm", 8),
+    ("hsdp-zero2", 4, "h100_sxm", 4), ("hsdp", 16, "rtx4090", 2)])
+def test_per_gpu_throughput_never_rises_with_gpus_for_any_shard_group(sharding, group, gpu, per_node):
+    # a ring of the replica all-reduce with several GPUs in one node is bounded by the intra-node link too
+    # (PCIe on an L40S), not only by the node's NICs: without that, 16 GPUs in groups of 2 beat 8
+    plan = FULL_8B.replace(sharding=sharding, shard_group_gpus=group, grad_accum=4)
+    last = float("inf")
+    for n in (1, 2, 4, 8, 16, 32, 64, 128):
+        p = plan.single_gpu() if n == 1 else plan.replace(gpus=n)
+        nodes = -(-n // per_node)
+        est = estimate_time(p, gpu, nodes=nodes, network="ib-ndr-400g" if nodes > 1 else None)
+        rate = p.tokens_per_step / n / (est.step_time_s - est.optimizer_s - est.offload_s)
+        assert rate <= last * (1 + 1e-9), (n, rate, last)
+        last = rate

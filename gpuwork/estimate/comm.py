@@ -191,6 +191,8 @@ def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, re
     rings = min(group or fabric.gpus_per_node, fabric.gpus_per_node)
     link = network.node_bytes_s / max(rings, 1)
     bandwidth = curve_busbw(facts.curve_for("network-ring"), link, size_bytes, replicas)
+    if rings < fabric.gpus_per_node:  # several GPUs of a ring in one node: some of its hops are intra-node
+        bandwidth = min(bandwidth, busbw(facts, replace(fabric, network=None), ALL_REDUCE, size_bytes, replicas))
     return 2 * (replicas - 1) / replicas * size_bytes / bandwidth
 
 
