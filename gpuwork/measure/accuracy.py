@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.estimate.memory import GIB, MIB
-from gpuwork.estimate.timing import TimeEstimate
+from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, TimeEstimate, whole_run
 from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, GpuSpec, get_gpu
 from gpuwork.facts.model import build_spec
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.measure.heldout import HeldoutSet, heldout_sets
-from gpuwork.measure.time_cases import EXTRA_GPUS, TIME_CASES, TimeCase
+from gpuwork.measure.time_cases import EXTRA_GPUS, STEPS_ONLY, TIME_CASES, Covers, TimeCase
 from gpuwork.plan import Method, Optimizer, Stack, TrainPlan
-from gpuwork.sizing import estimate_memory, estimate_time
+from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time
 
 METRICS = {
     "device": ("device_total_bytes", "nvidia-smi (device total)"),
@@ -281,13 +281,64 @@ class TimeAccuracyRow:
     excluded: bool  # utilisation > PHYSICAL_LIMIT
     breakdown: dict[str, float]  # share of the predicted step by kind of work
     regimes: tuple[str, ...] = ()  # the kinds of run it stands for (see ``regimes``)
+    covered: CoveredTime | None = None  # the span the figure times, part by part (None: the steps alone)
 
     @property
     def previous_error(self) -> float | None:
         return None if self.previous is None else self.previous / self.measured - 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {**{k: getattr(self, k) for k in self.__dataclass_fields__}, "previous_error": self.previous_error}
+        fields = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        fields["covered"] = self.covered.as_dict() if self.covered else None
+        return {**fields, "previous_error": self.previous_error}
+
+
+@dataclass(frozen=True)
+class CoveredTime:
+    """The span a case's figure times, predicted part by part (seconds of the whole job), as the app's total time
+    prices a run (``whole_run``: evaluation share, checkpoint writes) with the disk estimate's checkpoint bytes."""
+
+    covers: Covers
+    steps: int | None  # optimizer steps in the span; None where the figure gives no run (one step priced: shares)
+    steps_s: float  # steps x estimate_time's step time
+    eval_s: float  # steps_s x the plan's default eval_fraction (the app's evaluation share)
+    saves_s: float  # steps // save_every resumable checkpoints at DISK_WRITE_BYTES_S
+    final_save_s: float  # the model's weights (estimate_disk's checkpoint weights_bytes) at DISK_WRITE_BYTES_S
+
+    @property
+    def total_s(self) -> float:
+        return self.steps_s + self.eval_s + self.saves_s + self.final_save_s
+
+    @property
+    def not_estimated(self) -> tuple[str, ...]:
+        """Parts the figure holds that gpuwork has no estimate of, left out of ``total_s``."""
+        return tuple(part for part, held in (("first steps", self.covers.first_steps),
+                                             ("start-up", self.covers.start_up)) if held)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"covers": list(self.covers.words()), "steps": self.steps, "steps_s": self.steps_s,
+                "eval_s": self.eval_s, "saves_s": self.saves_s, "final_save_s": self.final_save_s,
+                "total_s": self.total_s, "not_estimated": list(self.not_estimated)}
+
+
+# the evaluation share the app's total time assumes for a run whose plan does not set it
+_APP_EVAL_SHARE = TrainPlan().eval_fraction
+
+
+def covered_time(case: TimeCase, est: TimeEstimate, spec: ModelSpec | None = None) -> CoveredTime:
+    """What ``case``'s figure spans, predicted from ``est`` (the case's ``estimate_time``): the steps, then the
+    evaluations and saves its ``covers`` names, through the app's own run total (no margin: the source timed the
+    run, not a budget)."""
+    covers, plan = case.covers, case.plan
+    steps = round(case.samples / (plan.batch_size * plan.grad_accum * plan.gpus)) if case.samples else 1
+    run_plan = plan.replace(dataset_tokens=steps * est.tokens_per_step, epochs=1,
+                            checkpoint_every_steps=covers.save_every or steps + 1)
+    run = whole_run(run_plan, est.step_time_s, est.tokens_per_step, checkpoint_bytes=est.checkpoint_bytes,
+                    eval_fraction=_APP_EVAL_SHARE if covers.eval_every else 0.0, margin=0.0)
+    final_s = (estimate_disk(plan, spec).checkpoint.weights_bytes / DISK_WRITE_BYTES_S
+               if covers.final_save_full else 0.0)
+    return CoveredTime(covers=covers, steps=run.steps if case.samples else None, steps_s=run.train_s,
+                       eval_s=run.eval_s, saves_s=run.checkpoint_s, final_save_s=final_s)
 
 
 def _measured_per_gpu(case: TimeCase) -> float:
@@ -318,7 +369,9 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
         nodes = case_nodes(case)
         est = case_estimate(plan, gpu, nodes, case.network, case.moe_experts, case.model_config)
         measured = _measured_per_gpu(case)
-        predicted = est.tokens_per_s / plan.gpus
+        covered = covered_time(case, est, _own_spec(case)) if case.covers != STEPS_ONLY else None
+        # the figure's tokens over the time it spans: the steps' throughput diluted by what else it holds
+        predicted = est.tokens_per_s / plan.gpus * (covered.steps_s / covered.total_s if covered else 1.0)
         utilisation = est.flops_per_token.total * measured / est.peak_flops_per_gpu
         rows.append(TimeAccuracyRow(
             name=case.name, source_id=case.source_id, gpu=gpu.display_name, gpus=plan.gpus, method=plan.method.value,
@@ -327,8 +380,12 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
             error=predicted / measured - 1, previous=previous.get(case.name), utilisation=utilisation,
             excluded=utilisation > PHYSICAL_LIMIT,
             breakdown={k: v / est.step_time_s for k, v in est.breakdown.items() if v > 0},
-            regimes=regimes(plan, gpu, nodes)))
+            regimes=regimes(plan, gpu, nodes), covered=covered))
     return rows
+
+
+def _own_spec(case: TimeCase) -> ModelSpec | None:
+    return case_spec(case.plan.model, case.model_config) if case.model_config else None
 
 
 def case_gpu(gpu_id: str) -> GpuSpec:
@@ -533,7 +590,8 @@ _HELDOUT_NOTES = {
     "through host memory, hidden behind the backward.",
     "hf-blog-fsdp-70b": "the figure is the blog's approximate wall time ('~N hours') of 500 steps, which also holds "
     "an evaluation every 100 steps, sharded checkpoints every 250 and the final full-state-dict save of 70B "
-    "parameters gathered to one process.",
+    "parameters gathered to one process. Today's model adds the evaluations and saves "
+    "([what each figure covers](#what-each-figure-covers)); the first steps are not estimated.",
     "languini-kitchen": "small GPT models (85-300 M parameters) at 512 tokens on one RTX 3090 or 4090, compiled, "
     "fp16 autocast with a gradient scaler and an einsum attention. The timed step also holds zero_grad, the "
     "scaler's step and update and the Adam step (the collector's notes); at batch 1 the model comes out 4-100 % too "
@@ -604,6 +662,64 @@ def heldout_markdown(scores: list[HeldoutScore], sets: tuple[HeldoutSet, ...] | 
     return "\n".join(lines)
 
 
+_NOT_ESTIMATED = {
+    "first steps": "the first steps (CUDA and NCCL set-up, the allocator's first requests, kernel selection and "
+                   "caches, compilation)",
+    "start-up": "start-up (model loading before the first step)",
+}
+
+
+# what a source's figure holds that no case can price, by source (prose for the page)
+_UNPRICED = {
+    "nvidia-dgxc-benchmarking": "The DGXC Hugging Face runs also evaluate and save a sharded checkpoint at each "
+    "epoch's end (evaluation and save strategy 'epoch'); how many packed samples an epoch of their data set holds "
+    "is not stated, so whether a 30-step run reaches one is not known per run, and neither is priced.",
+}
+
+
+def _share(part_s: float, steps_s: float) -> str:
+    return f"+{part_s / steps_s:.1%}" if part_s else "–"
+
+
+def covers_markdown(rows: list[TimeAccuracyRow]) -> str:
+    """The page's section on what each figure's time spans and what the prediction adds for it."""
+    covered = [(r, r.covered) for r in rows if r.covered is not None]
+    priced = [(r, c) for r, c in covered if c.total_s > c.steps_s]
+    lines = ["## What each figure covers", "",
+             "Each case is scored against what its figure timed. A figure over a whole run holds more than "
+             "steady-state steps: its first steps, start-up, evaluations, checkpoint saves. Such a case names them "
+             "(`covers` in the case data: `TimeCase.covers`, the held-out files' `covers`), and today's prediction "
+             "is the steps' time plus the parts it names, priced as the app prices a run's total time "
+             "(`gpuwork.estimate.timing.whole_run`, no margin): evaluation at a plan's default share of the "
+             f"training time ({_APP_EVAL_SHARE:.0%}; no case states the size of its evaluation set), each "
+             "resumable checkpoint at the disk estimate's bytes (`estimate_disk`) over the write speed "
+             f"({DISK_WRITE_BYTES_S / 1e9:g} GB/s), a final full save at the model's weights over the same speed. "
+             "gpuwork has no estimate of " + " or of ".join(_NOT_ESTIMATED.values()) + ": those parts are named "
+             "and left out, so those predictions stay too fast by what they take. Frozen held-out predictions "
+             "are not changed.", ""]
+    if priced:
+        lines += ["| case | covers | steps | evaluation | saves | final save | not estimated | error, steps alone | "
+                  "error |", "|---|---|---:|---:|---:|---:|---|---:|---:|"]
+        for r, c in priced:
+            alone = r.predicted * c.total_s / c.steps_s / r.measured - 1
+            lines.append(f"| {r.name} | {', '.join(c.covers.words())} | "
+                         f"{f'{c.steps:,} ({c.steps_s:,.0f} s)' if c.steps else 'per step'} | "
+                         f"{_share(c.eval_s, c.steps_s)} | {_share(c.saves_s, c.steps_s)} | "
+                         f"{_share(c.final_save_s, c.steps_s)} | {', '.join(c.not_estimated) or '–'} | "
+                         f"{alone:+.0%} | {r.error:+.0%} |")
+        lines += ["", "Evaluation, saves and final save as a share of the steps' predicted time.", ""]
+    rest: dict[str, int] = {}
+    for r, c in covered:
+        if c.total_s == c.steps_s:
+            rest[r.source_id] = rest.get(r.source_id, 0) + 1
+    if rest:
+        lines += [f"Timed from the first step or from start-up, with no part gpuwork estimates, so scored as "
+                  f"before ({sum(rest.values())} cases): "
+                  + ", ".join(f"{source} ({n})" for source, n in sorted(rest.items())) + ".", ""]
+    lines += [_UNPRICED[source] + "\n" for source in sorted(rest) if source in _UNPRICED]
+    return "\n".join(lines)
+
+
 def time_accuracy_page(rows: list[TimeAccuracyRow] | None = None) -> str:
     """docs/time_accuracy.md as a whole: method, summary, the table, the largest misses and why."""
     rows = rows if rows is not None else time_accuracy_rows()
@@ -654,7 +770,7 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
     everything = rows + [row for score in scores for row in score.today]
     a = time_accuracy_summary(everything)
     tail += ["", "**By source and by kind of run** (the seen cases above):", "", breakdown_markdown(rows), "",
-             heldout_markdown(scores, sets), "## All cases, today's model", "",
+             heldout_markdown(scores, sets), covers_markdown(everything), "## All cases, today's model", "",
              f"{a['cases']} cases from {a['sources']} sources, seen and held out together ({a['excluded']} excluded as "
              f"beyond the peak): median |error| {a['median']:.0%}, 90th percentile {a['p90']:.0%}.", "",
              breakdown_markdown(everything)]
@@ -667,7 +783,8 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
 
 
 __all__ = ["PHYSICAL_LIMIT", "REGIMES", "HeldoutScore", "TimeAccuracyRow", "breakdown_by_group", "breakdown_markdown",
-           "case_estimate", "case_gpu", "case_nodes", "heldout_markdown", "heldout_scores", "regimes", "time_accuracy_markdown", "time_accuracy_page", "time_accuracy_rows",
+           "CoveredTime", "case_estimate", "case_gpu", "case_nodes", "covered_time", "covers_markdown",
+           "heldout_markdown", "heldout_scores", "regimes", "time_accuracy_markdown", "time_accuracy_page", "time_accuracy_rows",
            "time_accuracy_summary",
            "PUBLISHED_CASES", "PublishedCase", "accuracy_report", "compare_with_trace", "published_rows",
            "trace_grid"]

@@ -28,7 +28,7 @@ from typing import Any
 
 from gpuwork.facts import reading
 from gpuwork.facts.paths import bundled_data_dir
-from gpuwork.measure.time_cases import METRICS, TimeCase
+from gpuwork.measure.time_cases import METRICS, STEPS_ONLY, Covers, TimeCase
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
@@ -67,6 +67,8 @@ class HeldoutCase:
     measured_time_s: float | None = None
     samples: int | None = None
     model_config: dict[str, Any] | None = None  # config.json values of a model with no preset
+    # what the figure's time spans beyond the steps: read with the figure, not part of the configuration
+    covers: Covers = STEPS_ONLY
 
     @property
     def revealed(self) -> bool:
@@ -79,7 +81,7 @@ class HeldoutCase:
         return TimeCase(name=self.name, plan=self.plan, gpu_id=self.gpu_id, metric=self.metric,
                         measured=self.measured, source=self.source, source_id=self.source_id, notes=self.notes,
                         measured_time_s=self.measured_time_s, samples=self.samples, moe_experts=self.moe_experts,
-                        nodes=self.nodes, network=self.network, model_config=self.model_config)
+                        nodes=self.nodes, network=self.network, model_config=self.model_config, covers=self.covers)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
         plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
         metric=raw["metric"], predicted=float(raw[_PREDICTED[kind]]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
-        samples=raw.get("samples"), model_config=raw.get("model_config"))
+        samples=raw.get("samples"), model_config=raw.get("model_config"), covers=Covers.parse(raw.get("covers")))
 
 
 def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:

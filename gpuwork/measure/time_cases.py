@@ -14,19 +14,75 @@ tables quoted verbatim, are in docs/time_cases_sources.md.
 
 ``measured_time_s`` and ``samples`` are set where the source reports the wall time of a run of
 a known number of samples (its samples/s is then ``samples / measured_time_s``).
+
+``covers`` says what the figure's time spans beyond steady-state training steps (``Covers``): the first
+steps, start-up, evaluations and checkpoint saves the source's own timing holds.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link
 from gpuwork.plan import Attention, Method, OptimizerImpl, Precision, Sharding, Stack, Task, TrainPlan
 
 METRICS = ("tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s", "step_s")
+
+
+@dataclass(frozen=True)
+class Covers:
+    """What a published figure's time spans besides the steady-state training steps it is compared with.
+
+    Written in the case data as a list of words: ``"steps"`` first, then any of ``"first_steps"``,
+    ``"start_up"``, ``"eval_every:N"``, ``"save_every:N"`` and ``"final_save_full"`` (N: optimizer steps).
+    """
+
+    first_steps: bool = False  # timed from step 1: CUDA/NCCL set-up, allocator and kernel caches, compilation
+    start_up: bool = False  # model loading and set-up before the first step
+    eval_every: int | None = None  # an evaluation every N optimizer steps
+    save_every: int | None = None  # a resumable checkpoint every N optimizer steps
+    final_save_full: bool = False  # the whole model's weights gathered and written once at the end
+
+    _FLAGS = ("first_steps", "start_up", "final_save_full")
+    _EVERY = ("eval_every", "save_every")
+
+    @classmethod
+    def parse(cls, words: Any) -> Covers:
+        """The field from its list of words (None: the steps alone); ValueError names what is wrong."""
+        if words is None:
+            return cls()
+        if not isinstance(words, list | tuple) or not words or words[0] != "steps":
+            raise ValueError(f"covers must be a list of words starting with 'steps', got {words!r}")
+        given: dict[str, Any] = {}
+        for word in words[1:]:
+            key, _, count = str(word).partition(":")
+            if key in cls._FLAGS and not count:
+                given[key] = True
+            elif key in cls._EVERY and count.isdigit() and int(count) > 0:
+                given[key] = int(count)
+            else:
+                raise ValueError(f"covers: {word!r} is not one of {', '.join(cls._FLAGS)}, eval_every:N, save_every:N")
+        return cls(**given)
+
+    def words(self) -> tuple[str, ...]:
+        """The list of words the case data holds, in the fields' order."""
+        words = ["steps"]
+        for part in fields(self):
+            value = getattr(self, part.name)
+            if value:
+                words.append(part.name if value is True else f"{part.name}:{value}")
+        return tuple(words)
+
+    @property
+    def needs_steps(self) -> bool:
+        """Whether pricing it needs the run's optimizer steps (saves are counted per step)."""
+        return self.save_every is not None or self.final_save_full
+
+
+STEPS_ONLY = Covers()
 
 
 @dataclass(frozen=True)
@@ -52,8 +108,11 @@ class TimeCase:
     network: str | None = None
     # the model's config.json values when no preset holds the architecture (held-out cases carry them inline)
     model_config: Mapping[str, Any] | None = field(default=None, compare=False)
+    covers: Covers = STEPS_ONLY  # what the figure's time spans beyond the steps
 
     def __post_init__(self) -> None:
+        if self.covers.needs_steps and self.samples is None:
+            raise ValueError(f"TimeCase {self.name!r}: covers {self.covers.words()} needs the run's samples")
         if self.metric not in METRICS:
             raise ValueError(f"TimeCase {self.name!r}: metric {self.metric!r} is not one of {', '.join(METRICS)}")
         if not (math.isfinite(self.measured) and self.measured > 0):
@@ -96,13 +155,16 @@ H100_HBM2E_96GB = GpuSpec(
 
 EXTRA_GPUS: dict[str, GpuSpec] = {g.gpu_id: g for g in (V100_SXM2_16GB, H100_HBM2E_96GB)}
 
+# a run timed as a whole (train_runtime, a timed loop): its first steps are in the figure
+_FROM_FIRST_STEP = Covers(first_steps=True)
+
 
 def _cases(base: TrainPlan, rows: list[tuple], *, metric: str, source: str, source_id: str,
-           notes: str, moe_experts: str | None = None) -> list[TimeCase]:
+           notes: str, moe_experts: str | None = None, covers: Covers = STEPS_ONLY) -> list[TimeCase]:
     """TimeCases from rows of (name, gpu_id, plan changes, measured, row notes); ``notes`` is shared."""
     return [TimeCase(name=name, plan=base.replace(**changes), gpu_id=gpu_id, metric=metric, measured=measured,
                      source=source, source_id=source_id, notes=" ".join(filter(None, [notes, row_notes])),
-                     moe_experts=moe_experts)
+                     moe_experts=moe_experts, covers=covers)
             for name, gpu_id, changes, measured, row_notes in rows]
 
 
@@ -136,8 +198,9 @@ def _bert_cases() -> list[TimeCase]:
                      notes="Dummy data, sequence classification, AdamW unless noted; the docs do not name the V100 "
                            "variant (SXM2 16 GB assumed) nor the attention kernel (eager, the 2021 BERT default). "
                            "The Trainer's default optimizer then was transformers.AdamW, a per-parameter loop "
-                           "(optimizer_impl='for-loop').",
-                     measured_time_s=time_s, samples=512)
+                           "(optimizer_impl='for-loop'). The time is the Trainer's train_runtime of the whole "
+                           "run, first steps included.",
+                     measured_time_s=time_s, samples=512, covers=_FROM_FIRST_STEP)
             for label, changes, time_s, samples_s in rows]
 
 
@@ -331,7 +394,7 @@ def _fms_cases() -> list[TimeCase]:
                         "train_tokens_per_second is per device: 100 steps x per-device batch x 4096 / train_runtime "
                         "reproduces it. 'A100 80GB': SXM assumed. transformers 4.48.1 runs Mixtral's experts as "
                         "nn.Linear modules in a Python loop (MixtralSparseMoeBlock), priced as moe_experts='loop'.",
-                  moe_experts="loop")
+                  moe_experts="loop", covers=_FROM_FIRST_STEP)
 
 
 # -- 6. Answer.AI "Benchmarking QLoRA+FSDP" (fsdp_qlora train.py, Feb-Mar 2024) --------------------
@@ -391,7 +454,7 @@ def _answerai_cases() -> list[TimeCase]:
                          "ignored). Defaults: precision bf16 (pure), LoRA rank 64, alpha "
                          "16, dropout 0.1, targets q,k,v,gate,up,down, AdamW, SDPA, bitsandbytes NF4 with "
                          "bf16 quant storage; custom FSDP loop (not HF Trainer) over HF models.", notes]),
-                     measured_time_s=float(time_s), samples=_ANSWERAI_SAMPLES)
+                     measured_time_s=float(time_s), samples=_ANSWERAI_SAMPLES, covers=_FROM_FIRST_STEP)
             for name, gpu_id, changes, time_s, notes in rows]
 
 
@@ -399,4 +462,5 @@ TIME_CASES: tuple[TimeCase, ...] = tuple(
     _bert_cases() + _peft_cases() + _torchtune_cases() + _torchtitan_cases() + _fms_cases() + _answerai_cases()
 )
 
-__all__ = ["EXTRA_GPUS", "H100_HBM2E_96GB", "METRICS", "TIME_CASES", "TimeCase", "V100_SXM2_16GB"]
+__all__ = ["EXTRA_GPUS", "H100_HBM2E_96GB", "METRICS", "STEPS_ONLY", "TIME_CASES", "Covers", "TimeCase",
+           "V100_SXM2_16GB"]
