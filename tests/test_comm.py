@@ -156,7 +156,8 @@ def test_rail_optimised_h100_keeps_per_gpu_throughput_and_one_nic_per_node_does_
 @given(model=st.sampled_from(["qwen2.5-0.5b", "llama-3.2-1b", "llama-3.1-8b"]),
        method=st.sampled_from(["full", "lora", "qlora"]),
        sharding=st.sampled_from([s.value for s in Sharding]),
-       gpu=st.sampled_from(["h100_sxm", "a100_80_sxm", "rtx4090", "l40s", "mi300x", "b200"]),
+       gpu=st.sampled_from(["h100_sxm", "a100_80_sxm", "rtx4090", "l40s", "mi300x", "b200", "rtx3090", "rtx5090",
+                            "rtx_a6000"]),
        network=st.sampled_from([n.value for n in Network if n is not Network.NONE]),
        per_node=st.sampled_from([2, 4, 8]),
        grad_accum=st.sampled_from([1, 4]),
@@ -169,6 +170,8 @@ def test_rail_optimised_h100_keeps_per_gpu_throughput_and_one_nic_per_node_does_
          grad_accum=1, seq_len=512)  # a shard group of 8 that spans two nodes of 4
 @example(model="llama-3.1-8b", method="full", sharding="hsdp-zero2", gpu="h100_sxm", network="ethernet-100g",
          per_node=8, grad_accum=4, seq_len=4096)  # weights kept through backward, gradient shards over the network
+@example(model="llama-3.2-1b", method="full", sharding="ddp", gpu="rtx3090", network="ethernet-25g", per_node=8,
+         grad_accum=1, seq_len=512)  # 2 GPUs on the NVLink bridge, 4 and more over PCIe through host memory
 def test_per_gpu_throughput_without_the_optimizer_never_rises_with_gpus(model, method, sharding, gpu, network,
                                                                         per_node, grad_accum, seq_len):
     plan = TrainPlan(model=model, method=method, sharding=sharding, grad_accum=grad_accum, seq_len=seq_len, gpus=2)
@@ -180,6 +183,79 @@ def test_per_gpu_throughput_without_the_optimizer_never_rises_with_gpus(model, m
         rate = p.tokens_per_step / n / (est.step_time_s - est.optimizer_s - est.offload_s)
         assert rate <= last * (1 + 1e-9), (n, rate, last)
         last = rate
+
+
+# -- consumer and workstation cards on PCIe (docs/communication.md 'PCIe') ------------------------------------
+
+_PCIE_USED = [r for r in FACTS.rows if r.level == "pcie" and FACTS.curves[r.curve].use.startswith("pcie-")]
+
+
+def _pcie_fabric(row, p2p: bool) -> Fabric:
+    return Fabric(intra_bytes_s=row.link_bytes_s, intra_efficiency=None, nvls=False, gpus_per_node=row.gpus,
+                  network=None, pcie_p2p=p2p)
+
+
+@pytest.mark.parametrize("row", _PCIE_USED, ids=lambda r: f"{r.curve}@{r.size_bytes}")
+def test_the_priced_all_reduce_on_pcie_reproduces_each_row_the_estimate_uses(row):
+    """An all-reduce of the row's size on its rank count, priced as estimates price it: within 10 % in time."""
+    p2p = FACTS.curves[row.curve].use == "pcie-p2p"
+    seconds = collective_s(FACTS, _pcie_fabric(row, p2p), ALL_REDUCE, row.size_bytes, row.gpus)
+    measured = 2 * (row.gpus - 1) / row.gpus * row.size_bytes / row.busbw_bytes_s
+    assert seconds == pytest.approx(measured, rel=0.10)
+
+
+def test_the_pcie_rows_cover_both_driver_states_and_the_two_socket_row_is_left_out():
+    assert {FACTS.curves[r.curve].use for r in _PCIE_USED} == {"pcie-p2p", "pcie-host"}
+    assert {r.gpus for r in _PCIE_USED} == {4, 8}
+    # eight cards straight on two CPUs with NCCL's defaults measured 22.2 GB/s at 32 MiB, against 40.1 behind
+    # PCIe switches: the catalog cannot tell the two apart, so the estimate takes the switch row (optimistic there)
+    (two_cpus,) = [r for r in FACTS.rows if r.curve == "rtx6kpro-8-2cpu-p2p"]
+    priced = busbw(FACTS, _pcie_fabric(two_cpus, True), ALL_REDUCE, two_cpus.size_bytes, 8)
+    assert priced > 1.5 * two_cpus.busbw_bytes_s
+
+
+@pytest.mark.parametrize("p2p", [True, False])
+def test_pcie_bus_bandwidth_never_rises_with_ranks(p2p):
+    fab = Fabric(intra_bytes_s=31.5e9, intra_efficiency=None, nvls=False, gpus_per_node=8, network=None,
+                 pcie_p2p=p2p)
+    rates = [busbw(FACTS, fab, ALL_REDUCE, DDP_BUCKET_BYTES, n) for n in range(2, 17)]
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(rates, rates[1:], strict=False))
+    assert rates[0] > rates[-1]
+
+
+@pytest.mark.parametrize(("gpu", "gpus", "link", "curve"), [
+    ("rtx4090", 2, "pcie", "nccl1639-5090-4-host"),  # GeForce: the driver leaves peer-to-peer off
+    ("rtx4090", 8, "pcie", "nccl1639-5090-8-host"),
+    ("rtx5090", 8, "pcie", "nccl1639-5090-8-host"),
+    ("rtx3090", 2, "nvlink_bridge", None),  # the bridge joins the pair
+    ("rtx3090", 4, "pcie", "nccl1639-5090-4-host"),  # more cards than one bridge joins: PCIe, no peer-to-peer
+    ("rtx3090", 8, "pcie", "nccl1639-5090-8-host"),
+    ("rtx_a6000", 4, "pcie", "tinygrad36-4090-4-p2p"),  # workstation cards keep peer-to-peer
+    ("rtx_pro6000_bw", 8, "pcie", "rtx6kpro-8-switch-p2p"),
+])
+def test_which_row_backs_which_card(gpu, gpus, link, curve):
+    from gpuwork.facts.catalog import get_gpu
+
+    est = estimate_time(TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=gpus), gpu)
+    assert est.comm.link == link
+    if curve is None:
+        return
+    grads = est.comm.bytes_per_step / (2 * (gpus - 1) / gpus)  # DDP sends 2(n-1)/n of the gradients
+    bucket = grads / math.ceil(grads / DDP_BUCKET_BYTES)
+    pcie = get_gpu(gpu).pcie_bw_bytes_s
+    assert est.comm.bandwidth_bytes_s == pytest.approx(curve_busbw(FACTS.curves[curve], pcie, bucket, gpus))
+    # a 25 MiB bucket is within 6 % of the measured plateau (the rows hold from 32 MiB up)
+    assert est.comm.bandwidth_bytes_s == pytest.approx(pcie * FACTS.curves[curve].efficiency, rel=0.06)
+
+
+def test_a_bridge_that_cannot_join_the_ring_is_said_in_both_languages():
+    from gpuwork.present.messages import render
+
+    est = estimate_time(TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=8), "rtx3090")
+    first = est.comm.verdict[0]
+    assert first.code == "comm.bridge_pairs_only" and first["bridged"] == 2 and first["gpus"] == 8
+    assert "joins only 2" in render(first, "en") and "только 2" in render(first, "ru")
+    assert "comm.geforce_no_p2p" in [m.code for m in est.comm.verdict]
 
 
 def test_a_node_of_networks_csv_can_be_named_and_is_shown_in_both_languages():

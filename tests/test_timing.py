@@ -184,17 +184,16 @@ def test_ddp_all_reduce_worked_example():
     """Qwen2.5-0.5B full bf16 on 2 x RTX 4090 (PCIe 4.0 x16, 31.5 GB/s per direction, no peer-to-peer)."""
     plan = TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=2)
     est = estimate_time(plan, "rtx4090")
-    rates = load_rates()
     grads = 494_032_768 * 2  # bf16 gradients: 988,065,536 B
-    # ring all-reduce of 25 MiB buckets (39 of 25,335,014 B), each at the busbw the fitted NCCL curve gives for
-    # that size: 31.5 GB/s x NCCL's PCIe share x 0.5 (through host memory: GeForce has no peer-to-peer) on the
-    # plateau, / (1 + (half x 2/8 / size) ** exponent) below it (docs/communication.md)
-    curve = load_comm_facts().curve_for("nvlink-ring")
+    # ring all-reduce of 25 MiB buckets (39 of 25,335,014 B), each at the busbw of the measured PCIe rows through
+    # host memory (GeForce: no peer-to-peer) for up to 4 GPUs: 35 GB/s of a 63 GB/s PCIe 5.0 link on 4x RTX 5090,
+    # the same share of the 4090's 31.5 GB/s PCIe 4.0 (docs/communication.md 'PCIe')
+    curve = load_comm_facts().pcie_curve(False, 2)
+    assert curve.curve == "nccl1639-5090-4-host"
     buckets = math.ceil(grads / (25 * 1024 * 1024))
     size = grads / buckets
-    plateau = 31.5e9 * rates.kernel("nccl_busbw_fraction_pcie") * rates.kernel("pcie_p2p_disabled_factor")
-    bandwidth = plateau / (1 + (curve.half_bytes * 2 / 8 / size) ** curve.exponent)
-    assert bandwidth < plateau
+    assert curve.efficiency == pytest.approx(35 / 63, abs=1e-4)
+    bandwidth = 31.5e9 * curve.efficiency  # the row holds a single size: flat
     assert est.comm.bytes_per_step == pytest.approx(grads)
     assert est.comm.bandwidth_bytes_s == pytest.approx(bandwidth)
     assert est.comm.comm_s == pytest.approx(buckets * size / bandwidth)  # 2(n-1)/n = 1 on two GPUs

@@ -10,8 +10,9 @@ busbw is that volume over the elapsed time. Measured busbw rises with S towards 
 fitted to published nccl-tests sweeps reproduces them (docs/communication.md); ``half`` grows with the
 rank count because a ring takes n-1 latency-bound steps per phase.
 
-Hierarchy. Inside a node the link is the GPU's NVLink/NVSwitch, PCIe or xGMI (NVLS all-reduce on Hopper and
-newer NVSwitch nodes from 5 GPUs up when the fabric says so; estimate_time rings, see docs/communication.md). Across nodes NCCL rings over every GPU, its channels
+Hierarchy. Inside a node the link is the GPU's NVLink/NVSwitch, PCIe or xGMI; PCIe takes the measured rows with or
+without peer-to-peer by rank count, and a bridge over more cards than it joins rings over PCIe (NVLS all-reduce on
+Hopper and newer NVSwitch nodes from 5 GPUs up when the fabric says so; estimate_time rings, see docs/communication.md). Across nodes NCCL rings over every GPU, its channels
 leaving each node through different NICs, so a rank's busbw is bounded by the node's NICs together
 (``nics_per_node x rate``) and by the intra-node ring, not by one NIC divided among the GPUs.
 
@@ -59,11 +60,12 @@ CURVE_RANKS = 8  # nccl_curves.csv half_bytes are for 8 ranks
 class Fabric:
     """The links one estimate's collectives use."""
 
-    intra_bytes_s: float  # the intra-node link per GPU, one direction (PCIe already halved without P2P)
-    intra_efficiency: float | None  # a fixed busbw share of it (PCIe, xGMI: kernels.csv); None = the curve's
+    intra_bytes_s: float  # the intra-node link per GPU, one direction (its spec)
+    intra_efficiency: float | None  # a fixed busbw share of it (xGMI: kernels.csv); None = the curve's
     nvls: bool  # NVLink SHARP all-reduce available (Hopper+ NVSwitch)
     gpus_per_node: int
     network: NodeNetwork | None  # None: one node
+    pcie_p2p: bool | None = None  # PCIe on the measured PCIe curves: True peer-to-peer, False through host memory
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,12 @@ def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, 
     multi = network is not None
     use_nvls = (collective == ALL_REDUCE and fabric.nvls and not multi and ranks >= NVLS_MIN_GPUS
                 and fabric.intra_efficiency is None)
-    intra = facts.curve_for("nvls" if use_nvls else "nvlink-ring")
-    bandwidth = curve_busbw(intra, fabric.intra_bytes_s, size_bytes, ranks, fabric.intra_efficiency)
+    if fabric.pcie_p2p is not None:
+        intra = facts.pcie_curve(fabric.pcie_p2p, ranks)
+        bandwidth = curve_busbw(intra, fabric.intra_bytes_s, size_bytes, ranks)
+    else:
+        intra = facts.curve_for("nvls" if use_nvls else "nvlink-ring")
+        bandwidth = curve_busbw(intra, fabric.intra_bytes_s, size_bytes, ranks, fabric.intra_efficiency)
     if network is not None:
         # the ring's channels cross each node boundary through different NICs: the node's NICs together
         net = facts.curve_for("network-ring")
@@ -240,6 +246,9 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
 LINK_VERDICT_SHARE = 0.10
 # Links whose busbw follows the fitted NVLink curves.
 _NVLINKS = (Link.NVLINK_BRIDGE, Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK)
+# GPUs one NVLink bridge joins: 2-way bridges (gpus.csv notes), 4-way on H200 NVL (NVIDIA H200 NVL product page).
+BRIDGE_GPUS = 2
+_BRIDGE_GPUS_OF = {"h200_nvl": 4}
 
 
 @dataclass(frozen=True)
@@ -293,14 +302,21 @@ def coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
     return link
 
 
+def node_link(gpu: GpuSpec, link: Link, gpus_per_node: int) -> Link:
+    """The link a node's ring runs over: a bridge joins only its 2 (H200 NVL: 4) cards, so a ring over more
+    GPUs crosses PCIe, whose hop sets the ring's rate (docs/communication.md 'PCIe')."""
+    if link is Link.NVLINK_BRIDGE and gpus_per_node > _BRIDGE_GPUS_OF.get(gpu.gpu_id, BRIDGE_GPUS):
+        return Link.PCIE
+    return link
+
+
 def link_bytes_s(gpu: GpuSpec, link: Link) -> float:
     """The link's spec bandwidth per GPU and direction."""
     return gpu.pcie_bw_bytes_s if link is Link.PCIE else gpu.link_bw_bytes_s
 
 
 def _busbw_fraction(rates: Rates, link: Link) -> float:
-    key = {Link.PCIE: "nccl_busbw_fraction_pcie", Link.XGMI: "nccl_busbw_fraction_xgmi"}.get(
-        link, "nccl_busbw_fraction_nvlink")
+    key = "nccl_busbw_fraction_xgmi" if link is Link.XGMI else "nccl_busbw_fraction_nvlink"
     return rates.kernel(key)
 
 
@@ -310,8 +326,13 @@ def _verdict(setting: CommSetting, pcie_share: float | None, link_share: float |
     if plan.gpus == 1:
         return (msg("comm.single_gpu"),)
     parts = []
-    if gpu.link is Link.PCIE:
-        parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
+    per_node = math.ceil(plan.gpus / setting.nodes)
+    if node_link(gpu, gpu.link, per_node) is Link.PCIE:
+        if gpu.link is Link.PCIE:
+            parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
+        else:
+            parts.append(msg("comm.bridge_pairs_only", gpu=gpu.display_name, gpus=per_node,
+                             bridged=_BRIDGE_GPUS_OF.get(gpu.gpu_id, BRIDGE_GPUS), share=own_intra_share))
         if own_intra_share > LINK_VERDICT_SHARE:
             parts.append(msg("comm.consider_less_traffic"))
         if gpu.gpu_class is GpuClass.CONSUMER:
@@ -339,13 +360,15 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
     node_net = setting.facts.node_network(net) if net is not None else None
 
     def fabric_of(link_used: Link, over_network: bool = True) -> Fabric:
+        link_used = node_link(gpu, link_used, gpus_per_node)
         link_bytes = link_bytes_s(gpu, link_used)
-        if link_used is Link.PCIE and gpu.gpu_class is GpuClass.CONSUMER:
-            link_bytes *= setting.rates.kernel("pcie_p2p_disabled_factor")  # no peer-to-peer: through host memory
-        fixed = None if link_used in _NVLINKS else _busbw_fraction(setting.rates, link_used)
+        pcie = link_used is Link.PCIE
+        fixed = None if link_used in _NVLINKS or pcie else _busbw_fraction(setting.rates, link_used)
         return Fabric(intra_bytes_s=link_bytes, intra_efficiency=fixed,
                       nvls=False,  # conservative ring: NVLS would make 8 GPUs' all-reduce beat 4 GPUs' (measured)
-                      gpus_per_node=gpus_per_node, network=node_net if over_network else None)
+                      gpus_per_node=gpus_per_node, network=node_net if over_network else None,
+                      # GeForce drivers leave peer-to-peer off: NCCL goes through host memory
+                      pcie_p2p=(gpu.gpu_class is not GpuClass.CONSUMER) if pcie else None)
 
     def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
         """(communication seconds, exposed seconds, bandwidth) per step."""
@@ -358,8 +381,9 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
         e = exposed_comm(link_used, over_network=False)[1]
         return e / (base_step + e) if base_step + e > 0 else 0.0
 
+    best = node_link(gpu, gpu.link, gpus_per_node)
     pcie_share = share(Link.PCIE) if plan.gpus > 1 else None
-    link_share = share(gpu.link) if plan.gpus > 1 and gpu.link is not Link.PCIE else None
+    link_share = share(best) if plan.gpus > 1 and best is not Link.PCIE else None
     network_note = None
     own_share = exposed_s / (base_step + exposed_s) if base_step + exposed_s > 0 else 0.0
     if net is not None:
@@ -371,7 +395,8 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
                            network=net, bytes_s=per_gpu, share=own_share)
     comm = CommEstimate(
         strategy=strategy, gpus=plan.gpus, nodes=setting.nodes, bytes_per_step=comm_bytes,
-        link=setting.intra.value + (f" + {net}" if net is not None else ""), bandwidth_bytes_s=bandwidth,
+        link=node_link(gpu, setting.intra, gpus_per_node).value + (f" + {net}" if net is not None else ""),
+        bandwidth_bytes_s=bandwidth,
         comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
         scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,
         pcie_share=pcie_share, link_share=link_share,
@@ -382,5 +407,5 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
 
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
-           "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "plan_comm",
+           "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "node_link", "plan_comm",
            "replica_all_reduce_s", "replica_bytes_per_step", "step_comm"]

@@ -21,7 +21,7 @@ from gpuwork.message import msg
 NETWORKS_CSV = "networks.csv"
 NCCL_TESTS_CSV = "nccl_tests.csv"
 NCCL_CURVES_CSV = "nccl_curves.csv"
-CURVE_USES = ("nvlink-ring", "nvls", "network-ring")
+CURVE_USES = ("nvlink-ring", "nvls", "network-ring", "pcie-p2p", "pcie-host")
 
 # The Network choices of the catalog and the CLI, each a documented node of networks.csv.
 NETWORK_NODES: dict[Network, str] = {
@@ -62,7 +62,7 @@ class BusCurve:
     half_bytes: float  # at 8 ranks
     exponent: float
     max_error: float  # the fit's largest relative error over its rows of 1 MiB and more
-    use: str  # "" | nvlink-ring | nvls | network-ring
+    use: str  # "" | nvlink-ring | nvls | network-ring | pcie-p2p | pcie-host
     basis: str
 
 
@@ -97,6 +97,17 @@ class CommFacts:
             if c.use == use:
                 return c
         raise CatalogError(msg("error.rates.missing_key", file=NCCL_CURVES_CSV, key=use))
+
+    def pcie_curve(self, p2p: bool, ranks: int) -> BusCurve:
+        """The PCIe curve for ``ranks`` GPUs: of those measured with (or without) peer-to-peer, the one over the
+        most ranks not above ``ranks`` (the fewest where none is); a ring's busbw on PCIe falls with its ranks."""
+        use = "pcie-p2p" if p2p else "pcie-host"
+        measured = sorted((max((r.gpus for r in self.rows if r.curve == c.curve), default=0), c.curve)
+                          for c in self.curves.values() if c.use == use)
+        if not measured:
+            raise CatalogError(msg("error.rates.missing_key", file=NCCL_CURVES_CSV, key=use))
+        below = [m for m in measured if m[0] <= ranks]
+        return self.curves[(below[-1] if below else measured[0])[1]]
 
     def node_network(self, network: Network | str) -> NodeNetwork:
         key = NETWORK_NODES.get(Network(network), str(network)) if network in {n.value for n in Network} \

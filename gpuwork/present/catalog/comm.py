@@ -9,6 +9,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "comm.no_nvlink": (
         "{gpu} has no NVLink: communication takes {share:pct} of each step over PCIe",
         "у {gpu} нет NVLink: обмен занимает {share:pct} каждого шага через PCIe"),
+    "comm.bridge_pairs_only": (
+        "an NVLink bridge joins only {bridged} {gpu} cards: {gpus} GPUs per node ring over PCIe, and communication "
+        "takes {share:pct} of each step",
+        "мост NVLink соединяет только {bridged} карты {gpu}: {gpus} GPU на узел обмениваются по кольцу через PCIe, "
+        "обмен занимает {share:pct} каждого шага"),
     "comm.consider_less_traffic": (
         "consider more gradient accumulation, fewer GPUs, or a GPU with NVLink",
         "стоит увеличить накопление градиента, взять меньше GPU или GPU с NVLink"),
