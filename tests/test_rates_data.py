@@ -19,8 +19,7 @@ KERNELS_HEADER = ["key", "value", "unit", "basis"]
 REQUIRED_KERNEL_KEYS = (
     "launch_overhead_eager_us", "launch_overhead_graph_us", "gemm_tile_m", "gemm_tile_n",
     "flash_attn_fwd_fraction", "flash_attn_bwd_fraction", "sdpa_mem_efficient_fraction",
-    "nccl_busbw_fraction_nvlink", "nccl_busbw_fraction_pcie", "nccl_busbw_fraction_ib", "nccl_latency_us",
-    "pcie_p2p_disabled_factor", "cpu_adam_params_per_s", "bnb_dequant_4bit_gbs_fraction",
+    "nccl_busbw_fraction_nvlink", "nccl_busbw_fraction_ib", "nccl_latency_us", "cpu_adam_params_per_s", "bnb_dequant_4bit_gbs_fraction",
     "liger_fused_ce_logits_saved", "torch_compile_elementwise_fusion",
 )
 TAG = re.compile(r"\[([A-Z]\d+[a-z]?)\]")
@@ -117,8 +116,7 @@ def test_kernels_has_required_keys_with_finite_values(kernels):
 
 def test_kernel_fractions_are_plausible(kernels):
     for key in ("flash_attn_fwd_fraction", "flash_attn_bwd_fraction", "sdpa_mem_efficient_fraction",
-                "nccl_busbw_fraction_nvlink", "nccl_busbw_fraction_pcie", "nccl_busbw_fraction_ib",
-                "pcie_p2p_disabled_factor"):
+                "nccl_busbw_fraction_nvlink", "nccl_busbw_fraction_ib"):
         assert 0 < float(kernels[key]["value"]) <= 1, key
     assert float(kernels["launch_overhead_graph_us"]["value"]) < float(kernels["launch_overhead_eager_us"]["value"])
 

@@ -535,8 +535,9 @@ _KNOWN_MISSES = (
      "300 W card and the L40S a 350 W one, so its sustained matmul rate is likely lower, by an amount no source "
      "gives. The two runs imply 22 % of the datasheet peak, half of what the A5000 and A100 rows of the same "
      "table imply. Communication does not explain it: the 4-bit all-gathers over PCIe 4.0 x16 take about 1.4 s "
-     "(2 GPUs) to 2.1 s (4 GPUs) per micro-batch at NCCL's share of the link, against 15 to 22 s of predicted "
-     "compute, so they stay hidden even at half that bandwidth (peer-to-peer off)."),
+     "(2 GPUs) to 2.1 s (4 GPUs) per micro-batch at the PCIe rate of the published all-reduce rows "
+     "(docs/communication.md, PCIe), against 15 to 22 s of predicted compute, so they stay hidden even at half "
+     "that bandwidth (peer-to-peer off)."),
 )
 
 
