@@ -83,6 +83,9 @@ def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], fo
                 "nodes": nodes, "network": network, "fabric": raw.get("fabric", ""), "plan": raw["plan"],
                 "metric": _metric(raw["metric"]), "moe_experts": raw.get("moe_experts"),
                 **({"model_config": raw["model_config"]} if raw.get("model_config") else {}),
+                # what the figure's time spans (TimeCase.covers): today's model prices those parts; the frozen
+                # prediction stays the steady-state step
+                **{k: raw[k] for k in ("covers", "samples") if raw.get(k) is not None},
                 "software": raw.get("software", ""), "notes": raw.get("notes", ""), "collector": folder.name,
                 "predicted_tokens_per_s_per_gpu": round(est.tokens_per_s / plan.gpus, 3),
                 "predicted_step_s": round(est.step_time_s, 6)})
