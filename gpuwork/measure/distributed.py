@@ -10,7 +10,11 @@
   ``sharding="ddp"`` → ``DistributedDataParallel``; ``"fsdp"``/``"zero3"`` → FSDP2
   (``torch.distributed.fsdp.fully_shard``) on every decoder block, then on the root, resharding after
   forward (ZeRO-3-like); ``"zero2"``/``"zero1"`` → the same without resharding after forward
-  (ZeRO-2-like: FSDP2 has no optimizer-only sharding, a substitution the record lists);
+  (ZeRO-2-like: FSDP2 has no optimizer-only sharding, a substitution the record lists); ``"hsdp"`` → FSDP2 on a
+  2-D ``DeviceMesh`` (``replicate`` x ``shard``: the plan's shard groups x ``shard_group_gpus``), parameters
+  sharded inside each group and replicated across groups, resharding after forward (PyTorch HYBRID_SHARD);
+  ``"hsdp-zero2"`` → the same mesh without resharding after forward (_HYBRID_SHARD_ZERO2); the record keeps
+  the mesh (``ParallelInfo.mesh_shape``); a group that does not divide the processes is the plan's error;
 - each rank trains on its own shard of the packed rows (row ``i`` goes to rank ``i mod N``);
   gradient accumulation skips the gradient sync on all but the last micro-batch of a step;
 - each rank measures its own steps and memory; the checkpoint round-trip (the one of
@@ -133,6 +137,7 @@ STOP_FILE = "stop"  # run_distributed writes the signal's name here when it is a
 # torchrun's wait between forwarding a signal to the ranks and killing them (its own default, 30 s, is short for
 # a large model's checkpoint): the ranks end the step, save and write the record in this time
 SHUTDOWN_GRACE_S = 300
+MESH_DIMS = ("replicate", "shard")  # FSDP2's mesh dimensions: HSDP uses both, plain FSDP the last
 _early_signal = [0]  # a signal a rank got before the trial's own handlers were installed (rank_main)
 
 
@@ -146,10 +151,13 @@ class Strategy:
     name: str  # "ddp" | "fsdp2"
     reshard_after_forward: bool | None  # FSDP2 only
     substitutions: tuple[Msg, ...]
+    # FSDP2's device mesh of a hybrid plan: (replicas, ranks per shard group); None: one dimension over all ranks
+    hybrid_mesh: tuple[int, int] | None = None
 
 
 def strategy_for(plan: TrainPlan, device_type: str) -> Strategy:
-    """DDP for ``ddp``; FSDP2 fully_shard for the ZeRO/FSDP shardings (see the module docstring)."""
+    """DDP for ``ddp``; FSDP2 fully_shard for the ZeRO/FSDP shardings, on a 2-D mesh for the hybrid ones (see the
+    module docstring)."""
     notes: list[Msg] = []
     if plan.sharding is Sharding.DDP:
         if plan.offload_optimizer or plan.offload_params:  # TrainPlan refuses this; kept for safety
@@ -167,6 +175,8 @@ def strategy_for(plan: TrainPlan, device_type: str) -> Strategy:
             notes.append(msg("trial.sub.offload_fsdp"))
         else:
             notes.append(msg("trial.sub.offload_cpu"))
+    if plan.sharding.hybrid:  # HYBRID_SHARD / _HYBRID_SHARD_ZERO2: FSDP2 over (replicate, shard), nothing substituted
+        return Strategy("fsdp2", reshard, tuple(notes), (plan.shard_groups, plan.shard_ranks))
     return Strategy("fsdp2", reshard, tuple(notes))
 
 
@@ -361,6 +371,8 @@ class DistributedParallel(Parallel):
         self.optimizer_state_bytes = 0
         self.params_sha256 = ""
         self._fsdp_root: Any = None
+        self.mesh_shape: tuple[int, ...] | None = None  # FSDP2's device mesh as built (None: DDP)
+        self.mesh_dim_names: tuple[str, ...] | None = None
         self.launcher = ""
         self.rank_steps: list[list[StepMeasurement]] = [[] for _ in range(self.world_size)]  # every rank's steps
         # every rank's step as it ends, merged for the record rank 0 writes as the steps go (as the callback's)
@@ -446,7 +458,11 @@ class DistributedParallel(Parallel):
             from torch.distributed.device_mesh import init_device_mesh
             from torch.distributed.fsdp import CPUOffloadPolicy, fully_shard
 
-            mesh = init_device_mesh(self.device.type, (self.world_size,))
+            shape = self.strategy.hybrid_mesh or (self.world_size,)
+            names = MESH_DIMS[-len(shape):]
+            # a hybrid mesh's rows are the shard groups (ranks 0..S-1, S..2S-1, ...: one node each on real GPUs)
+            mesh = init_device_mesh(self.device.type, shape, mesh_dim_names=names)
+            self.mesh_shape, self.mesh_dim_names = tuple(shape), names
             kwargs: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": self.strategy.reshard_after_forward}
             if (setup.plan.offload_params or setup.plan.offload_optimizer) and self.device.type == "cuda":
                 kwargs["offload_policy"] = CPUOffloadPolicy()
@@ -456,8 +472,9 @@ class DistributedParallel(Parallel):
             root = model.get_base_model() if hasattr(model, "get_base_model") else model
             fully_shard(root, **kwargs)
             self._fsdp_root = root
+            on_mesh = "" if len(shape) == 1 else f", mesh {shape[0]} replicate x {shape[1]} shard"
             self.wrapping = (f"fully_shard on each of {len(blocks)} decoder blocks + the root "
-                             f"(reshard_after_forward={self.strategy.reshard_after_forward}, {self.backend})")
+                             f"(reshard_after_forward={self.strategy.reshard_after_forward}{on_mesh}, {self.backend})")
         params = list(model.parameters())
         self.param_bytes = _tensor_bytes(params)
         self.trainable_param_bytes = _tensor_bytes(p for p in params if p.requires_grad)
@@ -505,7 +522,8 @@ class DistributedParallel(Parallel):
     def info(self, launcher: str) -> ParallelInfo:
         return ParallelInfo(world_size=self.world_size, backend=self.backend, strategy=self.strategy.name,
                             sharding_requested=self.sharding.value, wrapping=self.wrapping,
-                            reshard_after_forward=self.strategy.reshard_after_forward, launcher=launcher)
+                            reshard_after_forward=self.strategy.reshard_after_forward, launcher=launcher,
+                            mesh_shape=self.mesh_shape, mesh_dim_names=self.mesh_dim_names)
 
 
 # -- one rank (what torchrun starts) ------------------------------------------------------------------------
@@ -639,7 +657,9 @@ def _merge_payloads(payloads: Sequence[dict[str, Any]]) -> TrialRecord:
                                                                              "data_wait_s")},
                             "error": from_json(p["rank"].get("error"))})
              for p in payloads]
-    parallel = ParallelInfo(**payloads[0]["parallel"])
+    given = payloads[0]["parallel"]
+    parallel = ParallelInfo(**{**given, **{k: tuple(given[k]) for k in ("mesh_shape", "mesh_dim_names")
+                                           if given.get(k) is not None}})
     return merge_ranks(records, ranks, parallel, records[0].saved_to)
 
 

@@ -274,6 +274,8 @@ class TrialRecord:
         label = f"{p.model} {p.method} b{p.micro_batch}x{p.seq_len}"
         if self.parallel is not None:
             label += f" {self.parallel.world_size}x{self.parallel.strategy}"
+            if self.parallel.mesh_shape is not None and len(self.parallel.mesh_shape) > 1:  # replicas x shard group
+                label += "(" + "x".join(str(n) for n in self.parallel.mesh_shape) + ")"
         return label
 
     def as_dict(self) -> dict[str, Any]:
@@ -464,6 +466,10 @@ class ParallelInfo:
     wrapping: str  # what was wrapped, e.g. "fully_shard on each of 4 decoder blocks + the root"
     reshard_after_forward: bool | None  # FSDP2 only: True = ZeRO-3-like, False = ZeRO-2-like
     launcher: str  # the torchrun command line
+    # FSDP2's device mesh: (ranks,) over all of them, or (replicas, ranks per shard group) for hsdp / hsdp-zero2;
+    # None for DDP (and in records written before the mesh was recorded)
+    mesh_shape: tuple[int, ...] | None = None
+    mesh_dim_names: tuple[str, ...] | None = None  # ("shard",) or ("replicate", "shard")
 
 
 @dataclass(frozen=True)
@@ -762,7 +768,7 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             raise TrialError(msg("error.trial.prices", prices=len(prices), records=len(records)))
     rows = []
     for record, price in zip(records, prices, strict=True):
-        p, s = record.protocol, record.summary
+        p, s, par = record.protocol, record.summary, record.parallel
         tokens_per_s = s.tokens_per_s if s else None
         cost = cost_low = cost_high = None
         low_s = s.step_time_low_s if s else None
@@ -783,6 +789,11 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             "grad_accum": p.grad_accum,
             "device": record.environment.device_name,
             "gpus": record.world_size,
+            # how the processes ran: the plan's sharding, the wrapper, its mesh and resharding (None: one process)
+            "sharding": par.sharding_requested if par else None,
+            "strategy": par.strategy if par else None,
+            "mesh_shape": par.mesh_shape if par else None,
+            "reshard_after_forward": par.reshard_after_forward if par else None,
             "fits": record.fits,
             "median_step_time_s": s.median_step_time_s if s else None,
             "p90_step_time_s": s.p90_step_time_s if s else None,

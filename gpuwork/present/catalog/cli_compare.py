@@ -27,6 +27,21 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.compare.trial": ("trial", "запуск"),
     "cli.compare.device": ("device", "устройство"),
     "cli.compare.gpus": ("GPUs", "GPU"),
+    "cli.compare.sharding": ("sharding (as run)", "шардирование (как запущено)"),
+    "cli.compare.sharding_ddp": ("{sharding:raw}: DDP, {world} full {world:pl:replica|replicas}",
+                                 "{sharding:raw}: DDP, {world} {world:pl:полная реплика|полные реплики|полных реплик}"),
+    "cli.compare.sharding_fsdp": ("{sharding:raw}: FSDP2 over {world} {world:pl:rank|ranks}, {reshard}",
+                                  "{sharding:raw}: FSDP2 на {world} {world:pl:процессе|процессах|процессах}, {reshard}"),
+    "cli.compare.sharding_other": ("{sharding:raw}: {strategy:raw} over {world} {world:pl:rank|ranks}",
+                                   "{sharding:raw}: {strategy:raw} на {world} {world:pl:процессе|процессах|процессах}"),
+    "cli.compare.sharding_hsdp": (
+        "{sharding:raw}: FSDP2 on a mesh of {replicas} {replicas:pl:replica|replicas} x {shards} {shards:pl:shard|shards}, "
+        "{reshard}",
+        "{sharding:raw}: FSDP2 на сетке {replicas} {replicas:pl:реплика|реплики|реплик} × {shards} "
+        "{shards:pl:шард|шарда|шардов}, {reshard}"),
+    "cli.compare.reshard_on": ("parameters resharded after forward", "параметры снова шардируются после прямого прохода"),
+    "cli.compare.reshard_off": ("parameters kept gathered until backward ends",
+                                "параметры остаются собранными до конца обратного прохода"),
     "cli.compare.fits": ("fits", "помещается"),
     "cli.compare.median": ("step time (median)", "время шага (медиана)"),
     "cli.compare.p90": ("step time (p90)", "время шага (p90)"),
