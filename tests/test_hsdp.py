@@ -126,15 +126,15 @@ def test_the_advisor_offers_hsdp_to_a_sharded_run_over_a_slow_network():
     slow = [o for o in load_offers() if str(o.network) == "ethernet-100g" and o.gpus_per_node == 8]
     assert slow
     suggestions = {s.key: s for s in advise(plan, slow, resolve(plan), limit=10).suggestions}
-    assert "hsdp" in suggestions
-    hsdp = suggestions["hsdp"]
-    assert hsdp.plan.sharding is Sharding.HSDP and hsdp.plan.gpus == 32
+    assert "hsdp_g8" in suggestions  # shard groups of one node
+    hsdp = suggestions["hsdp_g8"]
+    assert hsdp.plan.sharding is Sharding.HSDP and hsdp.plan.gpus == 32 and hsdp.plan.shard_group_gpus == 8
     assert hsdp.time_change is not None and hsdp.time_change < 0
     en, ru = (render(hsdp.changes[0], lang) for lang in ("en", "ru"))
-    assert "hsdp" in en and "32" in en and "8 GPUs" in en and "hsdp" in ru and "8 GPU" in ru
+    assert "hsdp" in en and "32" in en and "groups of 8 GPUs" in en and "hsdp" in ru and "по 8 GPU" in ru
     # on one node there is nothing to offer: HSDP is FSDP there
     one_node = FULL_8B.replace(gpus=8, dataset_tokens=10**9)
-    assert "hsdp" not in {s.key for s in advise(one_node, slow, resolve(one_node), limit=10).suggestions}
+    assert not any(s.plan.sharding.hybrid for s in advise(one_node, slow, resolve(one_node), limit=10).suggestions)
 
 
 def test_the_shard_group_is_one_node_by_default():

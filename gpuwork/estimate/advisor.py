@@ -4,7 +4,8 @@
 checkpointing, a smaller micro-batch with more accumulation (the same tokens per step), an 8-bit or paged
 8-bit optimizer, QLoRA instead of LoRA, sharding (DeepSpeed ZeRO-2, ZeRO-3, PyTorch FSDP full shard) or CPU offload
 on several GPUs, a larger micro-batch with less accumulation (spends memory for speed), a run across nodes kept inside one
-node, a shorter sequence (flagged: it changes the experiment) — prices each changed plan on its cheapest
+node or sharded hybrid (hsdp, hsdp-zero2 in shard groups of one node, two nodes and the smallest group whose states
+fit: ``hybrid_groups``), a shorter sequence (flagged: it changes the experiment) — prices each changed plan on its cheapest
 fitting offer of the catalog (``gpuwork.estimate.offers.evaluate_offers``: whole run, billing, preemptions)
 and returns the few that make the run cheaper (or run it on a smaller setup for at most a little more),
 ranked by that cost (changes that alter the experiment after the others), each with its memory per GPU, time and
@@ -41,6 +42,7 @@ from gpuwork.estimate.offers import (
     evaluate_offer,
     evaluate_offers,
     offer_name,
+    usable_memory_bytes,
 )
 from gpuwork.facts.catalog import Offer
 from gpuwork.facts.inputs import Inputs
@@ -312,6 +314,36 @@ def _one_node(p: TrainPlan) -> TrainPlan:
     return p.replace(gpus=ONE_NODE_GPUS, sharding=sharding, grad_accum=p.grad_accum * (p.gpus // ONE_NODE_GPUS))
 
 
+def hybrid_groups(gpus: int, node_gpus: int, fits: Callable[[int], bool]) -> tuple[int, ...]:
+    """Shard groups tried for hybrid sharding on ``gpus`` GPUs in nodes of ``node_gpus``: one node, two nodes and the
+    smallest group for which ``fits`` (the states divide by the group, so memory falls as it grows), each dividing
+    ``gpus`` and smaller than it (one group of all the GPUs is plain FSDP). A few groups, so the advisor stays fast."""
+    divisors = [g for g in range(2, gpus) if gpus % g == 0]
+    groups = {g for g in (node_gpus, 2 * node_gpus) if g in divisors}
+    groups.update(next(((g,) for g in divisors if fits(g)), ()))
+    return tuple(sorted(groups))
+
+
+def _hybrid(sharding: Sharding, group: int, gpus: int = 0) -> Callable[[TrainPlan], TrainPlan]:
+    """Hybrid sharding in groups of ``group`` on at least ``gpus`` GPUs (those the plan's offer already runs)."""
+    def apply(p: TrainPlan) -> TrainPlan:
+        n = max(p.gpus, gpus)
+        if n % group or group >= n or (p.sharding is sharding and p.shard_ranks == group and n == p.gpus):
+            raise _NotApplicable
+        # parameter offload needs the parameters sharded: hsdp-zero2 keeps them whole in the step
+        return p.replace(gpus=n, sharding=sharding, shard_group_gpus=group,
+                         offload_params=p.offload_params and sharding.shards_params)
+    return apply
+
+
+def _hybrid_change(sharding: Sharding, group: int, gpus: int) -> _Change:
+    """Hybrid sharding in groups of ``group`` GPUs: the gathers stay inside a group, only gradient shards are
+    all-reduced between groups; priced even when it frees nothing (speed), as over a slow network it pays."""
+    return _Change(f"{sharding.value}_g{group}", "sharding", _hybrid(sharding, group, gpus),
+                   lambda a, b: msg("advice.change.hybrid", gpus=b.gpus, sharding=b.sharding, group=b.shard_ranks,
+                                    groups=b.shard_groups), speed=True)
+
+
 def _changes(plan: TrainPlan) -> list[_Change]:
     """The standard memory savers that apply to ``plan`` (each a function of the plan it changes)."""
     out: list[_Change] = []
@@ -344,10 +376,6 @@ def _changes(plan: TrainPlan) -> list[_Change]:
     if plan.gpus > ONE_NODE_GPUS:  # the link between nodes often dominates: fewer GPUs, no network
         out.append(_Change(f"one_node_x{ONE_NODE_GPUS}", "sharding", _one_node,
                            lambda a, b: msg("advice.change.one_node", gpus=b.gpus, sharding=b.sharding), speed=True))
-    if plan.gpus > ONE_NODE_GPUS and plan.sharding.shards_params and plan.sharding is not Sharding.HSDP:
-        # hybrid sharding: gathers stay on each node's NVLink, only gradient shards cross the network
-        out.append(_Change("hsdp", "sharding", _set(sharding=Sharding.HSDP),
-                           lambda a, b: msg("advice.change.hsdp", gpus=b.gpus, group=b.shard_ranks), speed=True))
     for new in (plan.seq_len // 2, plan.seq_len // 4):
         if new >= MIN_SEQ_LEN:
             out.append(_Change(f"seq_len_{new}", "sequence", _set(seq_len=new),
@@ -369,6 +397,7 @@ class _Search:
         self.pricing = dict(pricing)  # safety_margin, preemption_rate_per_hour, time_options
         self.filters = dict(filters)
         self._single: dict[TrainPlan, int] = {}
+        self._run: dict[TrainPlan, int] = {}
         self.base = self.outcome(plan)
         self.tried = 1  # changed plans priced, the plan itself included
 
@@ -389,11 +418,39 @@ class _Search:
             states = sum(breakdown.get(k, 0) for k in SHARDED_PARTS)
         return Outcome(p, self.single_bytes(p), best, states)
 
+    def hybrid_changes(self) -> list[_Change]:
+        """hsdp and hsdp-zero2 in the groups ``hybrid_groups`` picks, for a run across nodes: on the GPUs and nodes of
+        the plan's cheapest offer (which may need more GPUs than the plan names; nodes of 8 when it fits none).
+        "Fits" is on that offer's card (else the pool's largest)."""
+        plan, offer = self.plan, self.base.offer
+        node = offer.offer.gpus_per_node if offer is not None else ONE_NODE_GPUS
+        gpus = max(plan.gpus, self.base.run_plan.gpus)
+        if gpus <= node or not self.pool:
+            return []
+        card = offer.offer.gpu if offer is not None else max((o.gpu for o in self.pool),
+                                                              key=lambda g: g.memory_total_bytes)
+        usable = usable_memory_bytes(card, self.pricing["safety_margin"])
+        out: list[_Change] = []
+        for sharding in (Sharding.HSDP, Sharding.HSDP_ZERO2):
+            def fits(group: int, sharding: Sharding = sharding) -> bool:
+                try:
+                    return self.run_bytes(_hybrid(sharding, group, gpus)(plan)) <= usable
+                except (PlanError, _NotApplicable):
+                    return False
+            out += [_hybrid_change(sharding, g, gpus) for g in hybrid_groups(gpus, node, fits)]
+        return out
+
+    def run_bytes(self, p: TrainPlan) -> int:
+        """Memory per GPU of ``p`` as written (its GPUs and sharding)."""
+        if p not in self._run:
+            self._run[p] = estimate_memory(p, self.inputs.spec).device_total_bytes
+        return self._run[p]
+
     def suggestion(self, key: str, group: str, changes: tuple[Msg, ...], changed: TrainPlan, out: Outcome,
                    experiment: bool) -> Suggestion | None:
         """The changed plan on its offer (``out``) as a suggestion when it is worth making (see ``advise``)."""
         base = self.base
-        if out.offer is None:
+        if out.offer is None or _overridden(changed, out):
             return None
         time_change: float | None = None
         cost_change: float | None = None
@@ -414,12 +471,12 @@ class _Search:
                           experiment, grows)
 
     def singles(self) -> tuple[list[tuple[_Change, Suggestion]], list[tuple[int, _Change]]]:
-        """Each standard change alone: those worth suggesting, best first, and those that free memory but fit
-        nothing alone (with the bytes one GPU still needs), to be paired."""
+        """Each standard change alone: those worth suggesting, best first, and those that fit nothing alone or
+        free memory without saving enough alone (with the bytes per GPU they need), to be paired."""
         plan = self.plan
         singles: list[tuple[_Change, Suggestion]] = []
         near: list[tuple[int, _Change]] = []
-        for change in _changes(plan):
+        for change in _changes(plan) + self.hybrid_changes():
             try:
                 changed = change.apply(plan)
             except (PlanError, _NotApplicable):
@@ -434,8 +491,11 @@ class _Search:
                                 change.experiment)
             if s is not None:
                 singles.append((change, s))
-            elif not out.fits and same_gpus and not change.experiment:
-                near.append((self.single_bytes(changed), change))
+            elif same_gpus and not change.experiment and (not out.fits or _overridden(changed, out)
+                                                            or not change.speed):
+                # fits nothing alone, or frees memory but saves too little alone: a part to pair (a hybrid
+                # sharding that needs a smaller optimizer state, say)
+                near.append((self.run_bytes(changed), change))
         singles.sort(key=lambda cs: _rank(cs[1]))  # ties: fewer GPUs first (their keys sort as _x2 < _x4)
         return singles, near
 
@@ -565,6 +625,12 @@ def wins_tie(out: Outcome, other: Outcome) -> bool:
             and tie_order(out) < tie_order(other))
 
 
+def _overridden(changed: TrainPlan, out: Outcome) -> bool:
+    """The offer ran a hybrid sharding the change chose as another sharding (it did not fit in its groups): not the
+    change any more."""
+    return out.fits and changed.sharding.hybrid and out.run_plan.sharding is not changed.sharding
+
+
 def _rented_bytes(out: Outcome) -> int:
     o = out.offer
     return o.billed_gpus * o.offer.gpu.memory_total_bytes if o is not None else 0
@@ -589,4 +655,4 @@ def _with_combines(s: Suggestion, keys: tuple[str, ...]) -> Suggestion:
 
 
 __all__ = ["DEFAULT_LIMIT", "MIN_MEMORY_SAVING", "MIN_SAVING", "SHARDINGS", "Advice", "Outcome", "SameCard", "Suggestion",
-           "advise", "sharding_words", "state_bytes_per_param", "tie_order", "wins_tie"]
+           "advise", "hybrid_groups", "sharding_words", "state_bytes_per_param", "tie_order", "wins_tie"]

@@ -5,8 +5,8 @@ answer, the offers' top row and the request are decided together, so every surfa
 
 1. The advisor (``gpuwork.estimate.advisor.advise``) prices the plan as written on its cheapest fitting offer
    (``gpuwork.estimate.offers.evaluate_offers``) and the standard changes (checkpointing, micro-batch, 8-bit
-   optimizer, sharding, offload) on theirs, under the user's constraints (vendor, card classes, rental modes,
-   budget, deadline).
+   optimizer, sharding, offload; across nodes one node or hybrid sharding in a few shard groups) on theirs, under
+   the user's constraints (vendor, card classes, rental modes, budget, deadline).
 2. The answer is the cheapest of those that keeps the experiment (``best_outcome``: a shorter sequence trains
    something else, so it is never the answer by itself); the plan as written wins ties unless the offer had to
    choose its sharding, where the advisor's tie rule decides (fewer GPUs, less memory per GPU, no package beyond

@@ -59,11 +59,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the change alone, on the same {gpus} x {gpu}: {memory_sign:raw}{memory_change:pct} memory per GPU{time}",
         "само изменение на тех же {gpus} × {gpu}: память на GPU {memory_sign:raw}{memory_change:pct}{time}"),
     "advice.same_card.time": (", {time_sign:raw}{time_change:pct} time", ", время {time_sign:raw}{time_change:pct}"),
-    "advice.change.hsdp": (
-        "{gpus} GPUs with hsdp sharding: fsdp inside each node of {group} GPUs, only gradient shards cross the "
-        "network",
-        "{gpus} GPU с шардированием hsdp: fsdp внутри каждого узла из {group} GPU, по сети идут только доли "
-        "градиентов"),
+    "advice.change.hybrid": (
+        "{gpus} GPUs with {sharding:raw} in shard groups of {group} GPUs ({groups} copies of the model states): the "
+        "states are divided inside a group, only gradient shards are all-reduced between groups",
+        "{gpus} GPU с {sharding:raw} в группах шардирования по {group} GPU (копий состояний модели: {groups}): "
+        "состояния делятся внутри группы, между группами идёт только all-reduce долей градиентов"),
     "advice.change.one_node": (
         "inside one node: {gpus} GPUs with {sharding:raw}, the same tokens per step",
         "в одном узле: {gpus} GPU с {sharding:raw}, столько же токенов на шаг"),
