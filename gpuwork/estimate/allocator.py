@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import math
 import random
 from dataclasses import dataclass
 
@@ -42,30 +41,40 @@ LARGE_BUFFER = 20 * MIB  # kLargeBuffer: segment for 1-10 MiB requests; expandab
 ROUND_LARGE = 2 * MIB  # kRoundLarge: larger segments round up to 2 MiB
 REPLAY_BATCHES = 48  # micro-batches replayed: enough for the records of a shuffled epoch's start
 REPLAY_SEED = 0  # the replayed order is one fixed shuffle, so an estimate is reproducible
+ADDR_BITS = 48  # a block's key: segment << ADDR_BITS | address (segments below 256 TiB)
+KEY_BITS = 2 * ADDR_BITS  # a free entry: size << KEY_BITS | key, one int that sorts as (size, segment, address)
+KEY_MASK = (1 << KEY_BITS) - 1
 
 
 def round_size(size: int) -> int:
-    return max(MIN_BLOCK, MIN_BLOCK * math.ceil(size / MIN_BLOCK))
+    return max(MIN_BLOCK, -(-size // MIN_BLOCK) * MIN_BLOCK)
 
 
 def segment_size(size: int) -> int:
     """Bytes ``cudaMalloc``-ed for a large-pool request that no cached block holds."""
     if size < MIN_LARGE_ALLOC:
         return LARGE_BUFFER
-    return ROUND_LARGE * math.ceil(size / ROUND_LARGE)
+    return -(-size // ROUND_LARGE) * ROUND_LARGE
 
 
 class CachingAllocator:
-    """The large pool of the caching allocator: blocks in segments, best-fit reuse, split and merge."""
+    """The large pool of the caching allocator: blocks in segments, best-fit reuse, split and merge.
 
-    def __init__(self, expandable: bool = False):
+    ``segments``: bytes of segments already mapped and wholly free, in the order they were mapped (the state
+    between two steps). A block is one int key (``ADDR_BITS``) with its size and its neighbours in dicts, and the
+    free blocks one sorted list of ints, so each request is a bisection and each merge a few dict look-ups.
+    """
+
+    def __init__(self, expandable: bool = False, segments: tuple[int, ...] = ()):
         self.expandable = expandable
-        self.segments: list[list[list[int]]] = []  # per segment: blocks [addr, size, live] by address
-        self.free: list[tuple[int, int, int]] = []  # (size, segment, addr) of free blocks, sorted
-        self.live: dict[int, tuple[int, int, int]] = {}  # handle -> (segment, addr, requested bytes)
-        self.reserved = self.peak_reserved = 0
+        self.segments = list(segments)  # bytes per segment, in the order mapped
+        self.sizes = {i << ADDR_BITS: s for i, s in enumerate(segments)}  # block key -> bytes, < 0 if handed out
+        self.after: dict[int, int] = {}  # block key -> the next block of its segment
+        self.before: dict[int, int] = {}  # block key -> the previous block of its segment
+        self.free = sorted(s << KEY_BITS | k for k, s in self.sizes.items())
+        self.requested: dict[int, int] = {}  # handle (block key) -> requested bytes
+        self.reserved = self.peak_reserved = sum(segments)
         self.allocated = self.peak_allocated = 0
-        self._next = 0
 
     # -- requests ---------------------------------------------------------------------------------
 
@@ -73,80 +82,101 @@ class CachingAllocator:
         """A handle for ``nbytes`` (None for requests of the small pool, which this replay leaves out)."""
         if nbytes <= SMALL_SIZE:
             return None
-        size = round_size(nbytes)
-        i = bisect.bisect_left(self.free, (size, -1, -1))
-        if i == len(self.free):
-            seg, addr = self._grow(size)
-        else:
-            _, seg, addr = self.free.pop(i)
-        block = self._block(seg, addr)
-        if block[1] - size > SMALL_SIZE:  # split: the rest stays cached as a free block
-            rest = [addr + size, block[1] - size, 0]
-            block[1] = size
-            blocks = self.segments[seg]
-            blocks.insert(blocks.index(block) + 1, rest)
-            bisect.insort(self.free, (rest[1], seg, rest[0]))
-        block[2] = 1
-        self._next += 1
-        self.live[self._next] = (seg, addr, nbytes)
+        held: list[int] = []
+        self.run((round_size(nbytes),), held)
+        self.requested[held[0]] = nbytes
         self.allocated += nbytes
         self.peak_allocated = max(self.peak_allocated, self.allocated)
-        return self._next
+        return held[0]
 
     def release(self, handle: int | None) -> None:
         if handle is None:
             return
-        seg, addr, nbytes = self.live.pop(handle)
-        self.allocated -= nbytes
-        blocks = self.segments[seg]
-        j = next(k for k, b in enumerate(blocks) if b[0] == addr)
-        block = blocks[j]
-        block[2] = 0
-        # merge with free neighbours of the same segment
-        if j + 1 < len(blocks) and not blocks[j + 1][2]:
-            nxt = blocks.pop(j + 1)
-            self._drop_free(nxt[1], seg, nxt[0])
-            block[1] += nxt[1]
-        if j > 0 and not blocks[j - 1][2]:
-            prev = blocks[j - 1]
-            self._drop_free(prev[1], seg, prev[0])
-            prev[1] += block[1]
-            blocks.pop(j)
-            block = prev
-        bisect.insort(self.free, (block[1], seg, block[0]))
+        self.allocated -= self.requested.pop(handle)
+        self.run((~0,), [handle])
+
+    def run(self, program: tuple[int, ...], held: list[int] | None = None) -> None:
+        """Requests in order: a size (rounded) takes a block, ``~i`` gives back ``held[i]``; each block taken is
+        appended to ``held``. One loop with its look-ups bound locally: a step is thousands of requests."""
+        sizes, after, before, free = self.sizes, self.after, self.before, self.free
+        absorb, insort, bisect_left = self._absorb, bisect.insort, bisect.bisect_left
+        held = [] if held is None else held
+        for op in program:
+            if op > 0:  # best fit, split when more than SMALL_SIZE would remain, else mapped memory
+                i = bisect_left(free, op << KEY_BITS)
+                if i == len(free):
+                    key, have = self._grow(op)
+                else:
+                    entry = free.pop(i)
+                    key, have = entry & KEY_MASK, entry >> KEY_BITS
+                if have - op > SMALL_SIZE:  # the rest stays cached as a free block
+                    rest = key + op
+                    sizes[rest] = have - op
+                    nxt = after.get(key)
+                    if nxt is not None:
+                        after[rest], before[nxt] = nxt, rest
+                    after[key], before[rest] = rest, key
+                    insort(free, (have - op) << KEY_BITS | rest)
+                    have = op
+                sizes[key] = -have  # negative: handed out
+                held.append(key)
+            else:  # back to the cache, merged with its free neighbours of the same segment
+                key = held[~op]
+                size = -sizes[key]
+                nxt = after.get(key)
+                if nxt is not None and sizes[nxt] > 0:
+                    size += absorb(key, nxt, nxt)
+                prev = before.get(key)
+                if prev is not None and sizes[prev] > 0:
+                    size += absorb(prev, key, prev)
+                    key = prev
+                sizes[key] = size
+                insort(free, size << KEY_BITS | key)
 
     def segment_sizes(self) -> tuple[int, ...]:
-        return tuple(sorted(sum(b[1] for b in blocks) for blocks in self.segments))
+        return tuple(sorted(self.segments))
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _block(self, seg: int, addr: int) -> list[int]:
-        return next(b for b in self.segments[seg] if b[0] == addr)
-
-    def _drop_free(self, size: int, seg: int, addr: int) -> None:
-        i = bisect.bisect_left(self.free, (size, seg, addr))
-        del self.free[i]
+    def _absorb(self, left: int, right: int, loose: int) -> int:
+        """Block ``right`` leaves its segment's chain into ``left``, the block before it, and ``loose`` (the one of
+        them that is free) leaves the free list; returns ``loose``'s bytes."""
+        sizes, free = self.sizes, self.free
+        nbytes = sizes[loose]
+        del free[bisect.bisect_left(free, nbytes << KEY_BITS | loose)]
+        del sizes[right], self.before[right]
+        nxt = self.after.pop(right, None)
+        if nxt is None:
+            del self.after[left]
+        else:
+            self.after[left], self.before[nxt] = nxt, left
+        return nbytes
 
     def _grow(self, size: int) -> tuple[int, int]:
-        """Map memory for a request no free block holds; returns the free block that now holds it."""
+        """Map memory for a request no free block holds; returns the free block (key, bytes) now holding it."""
         if not self.expandable:
-            self.segments.append([[0, segment_size(size), 0]])
-            self._add_reserved(segment_size(size))
-            return len(self.segments) - 1, 0
+            key, have = len(self.segments) << ADDR_BITS, segment_size(size)
+            self.segments.append(have)
+            self._add_reserved(have)
+            self.sizes[key] = have
+            return key, have
         if not self.segments:
-            self.segments.append([])
-        blocks = self.segments[0]
-        tail = blocks[-1] if blocks and not blocks[-1][2] else None
-        have = tail[1] if tail else 0
-        pages = math.ceil((size - have) / LARGE_BUFFER)
-        self._add_reserved(pages * LARGE_BUFFER)
-        if tail:
-            self._drop_free(tail[1], 0, tail[0])
-            tail[1] += pages * LARGE_BUFFER
-            return 0, tail[0]
-        end = blocks[-1][0] + blocks[-1][1] if blocks else 0
-        blocks.append([end, pages * LARGE_BUFFER, 0])
-        return 0, end
+            self.segments.append(0)
+        end = self.segments[0]  # one segment, growing at its end: a block's key is its address
+        last = next((k for k, s in self.sizes.items() if k + abs(s) == end), None)
+        tail = last if last is not None and self.sizes[last] > 0 else None
+        have = self.sizes[tail] if tail is not None else 0
+        grown = -(-(size - have) // LARGE_BUFFER) * LARGE_BUFFER
+        self.segments[0] += grown
+        self._add_reserved(grown)
+        if tail is not None:
+            self.free.remove(have << KEY_BITS | tail)
+            self.sizes[tail] = have + grown
+            return tail, have + grown
+        self.sizes[end] = grown
+        if last is not None:
+            self.after[last], self.before[end] = end, last
+        return end, grown
 
     def _add_reserved(self, nbytes: int) -> None:
         self.reserved += nbytes
@@ -172,13 +202,31 @@ class StepTensors:
     backward_transient: tuple[int, ...]
 
 
-def _replay_step(alloc: CachingAllocator, step: StepTensors, tokens: int) -> None:
-    def take(sizes: tuple[int, ...]) -> list[int | None]:
-        return [alloc.malloc(s * tokens) for s in sizes if s > 0]
+@functools.lru_cache(maxsize=4096)
+def step_program(step: StepTensors, tokens: int) -> tuple[tuple[int, ...], int]:
+    """One micro-batch of ``tokens`` as the large pool sees it: the rounded size of each take and ``~i`` for giving
+    back the i-th take, in the step's order (``CachingAllocator.run``), and the peak of requested bytes."""
+    ops: list[int] = []
+    requested: list[int] = []
+    live = peak = 0
 
-    def give(handles: list[int | None]) -> None:
-        for h in handles:
-            alloc.release(h)
+    def take(sizes: tuple[int, ...]) -> list[int]:
+        nonlocal live, peak
+        slots = []
+        for n in (s * tokens for s in sizes if s > 0):
+            if n > SMALL_SIZE:  # the small pool's requests are left out
+                slots.append(len(requested))
+                ops.append(round_size(n))
+                requested.append(n)
+                live += n
+                peak = max(peak, live)
+        return slots
+
+    def give(slots: list[int]) -> None:
+        nonlocal live
+        for i in slots:
+            ops.append(~i)
+            live -= requested[i]
 
     saved = []
     for _ in range(step.layers):
@@ -192,22 +240,54 @@ def _replay_step(alloc: CachingAllocator, step: StepTensors, tokens: int) -> Non
         give(take(step.backward_transient))
         give(rebuilt)
         give(layer)
+    return tuple(ops), peak
+
+
+class _Chain:
+    """The cache between micro-batches of one step, as interned states, and the state each length leads to.
+
+    Between steps every block is free and merged, so the cache is its segments' sizes in the order they were
+    mapped, and a micro-batch of a given length on a given cache always ends in the same cache: each transition
+    is replayed once, whatever the order or the number of orders that pass through it."""
+
+    def __init__(self, step: StepTensors, expandable: bool):
+        self.step, self.expandable = step, expandable
+        self.states: list[tuple[int, ...]] = [()]  # state id -> segment sizes
+        self.ids: dict[tuple[int, ...], int] = {(): 0}
+        self.next: dict[tuple[int, int], int] = {}  # (state id, tokens) -> state id after the micro-batch
+
+    def after(self, state: int, tokens: int) -> int:
+        alloc = CachingAllocator(self.expandable, self.states[state])
+        alloc.run(step_program(self.step, tokens)[0])
+        segments = tuple(alloc.segments)
+        out = self.next[state, tokens] = self.ids.setdefault(segments, len(self.states))
+        if out == len(self.states):
+            self.states.append(segments)
+        return out
+
+    def walk(self, tokens: tuple[int, ...]) -> int:
+        """The state after micro-batches of ``tokens`` each, from an empty cache."""
+        state, nxt = 0, self.next
+        for t in tokens:
+            out = nxt.get((state, t))
+            state = self.after(state, t) if out is None else out
+        return state
+
+    def reserved(self, state: int) -> int:
+        return sum(self.states[state])  # segments are never returned: the last state's bytes are the peak
+
+
+@functools.lru_cache(maxsize=64)
+def _chain(step: StepTensors, expandable: bool) -> _Chain:
+    return _Chain(step, expandable)
 
 
 @functools.lru_cache(maxsize=512)
 def replay(step: StepTensors, tokens: tuple[int, ...], expandable: bool) -> tuple[int, int]:
     """(peak reserved, peak allocated) bytes of the large pool over micro-batches of ``tokens`` each."""
-    alloc = CachingAllocator(expandable)
-    seen: set[tuple[tuple[int, ...], int]] = set()
-    for t in tokens:
-        # between steps every block is free and merged, so the cache is just its segments' sizes: a length
-        # already replayed on the same segments repeats itself exactly and changes nothing
-        key = (alloc.segment_sizes(), t)
-        if key in seen:
-            continue
-        seen.add(key)
-        _replay_step(alloc, step, t)
-    return alloc.peak_reserved, alloc.peak_allocated
+    chain = _chain(step, expandable)
+    peak_allocated = max((step_program(step, t)[1] for t in set(tokens)), default=0)
+    return chain.reserved(chain.walk(tokens)), peak_allocated
 
 
 def batch_lengths(histogram: tuple[tuple[int, float], ...], batch_size: int,
@@ -233,4 +313,4 @@ def batch_lengths(histogram: tuple[tuple[int, float], ...], batch_size: int,
     return tuple(lengths)
 
 
-__all__ = ["CachingAllocator", "StepTensors", "batch_lengths", "replay", "round_size", "segment_size"]
+__all__ = ["CachingAllocator", "StepTensors", "batch_lengths", "replay", "round_size", "segment_size", "step_program"]
