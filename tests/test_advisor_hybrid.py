@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import html
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -111,8 +113,8 @@ def test_the_groups_tried_are_few_and_divide_the_gpus() -> None:
             assert len(groups) <= 3 and all(gpus % g == 0 and 2 <= g < gpus for g in groups)
 
 
-def test_the_cli_verbs_name_the_hybrid_answer(tmp_path: Path, monkeypatch, capsys) -> None:
-    # a data folder whose catalog has the H100 nodes over Ethernet only
+def _h100_over_ethernet_data(tmp_path: Path, monkeypatch) -> None:
+    """A data folder whose catalog has the H100 nodes over Ethernet only, in use for the test."""
     data = shutil.copytree(bundled_data_dir(), tmp_path / "data")
     with (data / "catalog.csv").open(newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -121,6 +123,29 @@ def test_the_cli_verbs_name_the_hybrid_answer(tmp_path: Path, monkeypatch, capsy
         writer.writeheader()
         writer.writerows({**r, "network": SLOW} for r in rows if r["gpu_id"] == "h100_sxm" and r["gpus_per_node"] == "8")
     monkeypatch.setenv(ENV_DATA_DIR, str(data))
+
+
+def test_the_advice_tab_shows_the_hybrid_change_in_russian_and_applies_its_group(tmp_path: Path, monkeypatch) -> None:
+    from gpuwork.ui.advice import AdvicePanel
+
+    _h100_over_ethernet_data(tmp_path, monkeypatch)
+    panel = AdvicePanel(FULL_70B.as_dict(), lang="ru")
+    assert panel.error is None
+    keys = [s.key for s in panel.advice.suggestions]
+    i = next(i for i, s in enumerate(panel.advice.suggestions) if s.plan.sharding.hybrid)
+    s = panel.advice.suggestions[i]
+    shown = html.unescape(re.sub(r"<[^>]+>", " ", panel.rows.children[i].children[1].value))
+    group = s.plan.shard_group_gpus
+    assert f"{s.plan.sharding.value} в группах шардирования по {group} GPU" in shown, keys
+    assert "shard groups" not in shown and "copies" not in shown  # nothing left in English
+    applied: list[TrainPlan] = []
+    panel.on_apply(applied.append)
+    panel.buttons[i].click()
+    assert applied == [s.plan] and applied[0].shard_group_gpus == group and 16 % group == 0
+
+
+def test_the_cli_verbs_name_the_hybrid_answer(tmp_path: Path, monkeypatch, capsys) -> None:
+    _h100_over_ethernet_data(tmp_path, monkeypatch)
     args = ["--model", "llama-3.1-70b", "--method", "full", "--seq-len", "4096", "--gpus", "16", "--sharding", "fsdp",
             "--grad-checkpointing"]
     assert main(["advise", *args, "--json"]) == 0
