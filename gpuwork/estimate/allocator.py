@@ -46,6 +46,12 @@ KEY_BITS = 2 * ADDR_BITS  # a free entry: size << KEY_BITS | key, one int that s
 KEY_MASK = (1 << KEY_BITS) - 1
 
 
+# A stretch of a step whose tensors are all freed inside it: (their rounded sizes in the order made, the same
+# stretch as requests one by one); a program is a step's requests and bursts in order (CachingAllocator.run)
+Burst = tuple[tuple[int, ...], tuple[int, ...]]
+Program = tuple[int | Burst, ...]
+
+
 def round_size(size: int) -> int:
     return max(MIN_BLOCK, -(-size // MIN_BLOCK) * MIN_BLOCK)
 
@@ -95,14 +101,18 @@ class CachingAllocator:
         self.allocated -= self.requested.pop(handle)
         self.run((~0,), [handle])
 
-    def run(self, program: tuple[int, ...], held: list[int] | None = None) -> None:
+    def run(self, program: Program, held: list[int] | None = None) -> None:
         """Requests in order: a size (rounded) takes a block, ``~i`` gives back ``held[i]``; each block taken is
-        appended to ``held``. One loop with its look-ups bound locally: a step is thousands of requests."""
+        appended to ``held``; a ``Burst`` runs its own requests unless it leaves the cache as it found it. One loop
+        with its look-ups bound locally: a step is thousands of requests."""
         sizes, after, before, free = self.sizes, self.after, self.before, self.free
         absorb, insort, bisect_left = self._absorb, bisect.insort, bisect.bisect_left
         held = [] if held is None else held
         for op in program:
-            if op > 0:  # best fit, split when more than SMALL_SIZE would remain, else mapped memory
+            if isinstance(op, tuple):
+                if not self._restores(op[0]):
+                    self.run(op[1])
+            elif op > 0:  # best fit, split when more than SMALL_SIZE would remain, else mapped memory
                 i = bisect_left(free, op << KEY_BITS)
                 if i == len(free):
                     key, have = self._grow(op)
@@ -137,6 +147,22 @@ class CachingAllocator:
         return tuple(sorted(self.segments))
 
     # -- internals ---------------------------------------------------------------------------------
+
+    def _restores(self, burst: tuple[int, ...]) -> bool:
+        """Whether tensors of these sizes, all made before any is freed, leave the cache as it is once freed: they
+        do unless one of them maps memory. They take only free bytes and give them all back, and free neighbours
+        merge, so the free blocks end as the same runs of free bytes between the same blocks in use. The requests
+        are played on a copy of the free list (best fit and split, no merge before the frees); nothing changes."""
+        free, bisect_left = self.free.copy(), bisect.bisect_left
+        for size in burst:
+            try:
+                entry = free.pop(bisect_left(free, size << KEY_BITS))
+            except IndexError:
+                return False  # no cached block holds it: memory would be mapped
+            left = (entry >> KEY_BITS) - size
+            if left > SMALL_SIZE:
+                bisect.insort(free, left << KEY_BITS | (entry & KEY_MASK) + size)
+        return True
 
     def _absorb(self, left: int, right: int, loose: int) -> int:
         """Block ``right`` leaves its segment's chain into ``left``, the block before it, and ``loose`` (the one of
@@ -203,44 +229,59 @@ class StepTensors:
 
 
 @functools.lru_cache(maxsize=4096)
-def step_program(step: StepTensors, tokens: int) -> tuple[tuple[int, ...], int]:
-    """One micro-batch of ``tokens`` as the large pool sees it: the rounded size of each take and ``~i`` for giving
-    back the i-th take, in the step's order (``CachingAllocator.run``), and the peak of requested bytes."""
-    ops: list[int] = []
-    requested: list[int] = []
+def step_program(step: StepTensors, tokens: int) -> tuple[Program, int]:
+    """One micro-batch of ``tokens`` as the large pool sees it, in the step's order (``CachingAllocator.run``), and
+    its peak of requested bytes. Tensors made and freed inside one stretch (a block's internals, the loss backward's
+    buffers, a block's recompute and backward) are a ``Burst``: their sizes and their requests one by one."""
+    program: list[int | Burst] = []
+    requested: list[int] = []  # bytes of each tensor kept past its stretch, by slot
     live = peak = 0
 
-    def take(sizes: tuple[int, ...]) -> list[int]:
+    def large(tensors: tuple[int, ...]) -> list[int]:
         nonlocal live, peak
-        slots = []
-        for n in (s * tokens for s in sizes if s > 0):
+        out = []
+        for n in (s * tokens for s in tensors if s > 0):
             if n > SMALL_SIZE:  # the small pool's requests are left out
-                slots.append(len(requested))
-                ops.append(round_size(n))
-                requested.append(n)
+                out.append(n)
                 live += n
                 peak = max(peak, live)
+        return out
+
+    def take(tensors: tuple[int, ...]) -> list[int]:
+        slots = []
+        for n in large(tensors):
+            slots.append(len(requested))
+            program.append(round_size(n))
+            requested.append(n)
         return slots
 
     def give(slots: list[int]) -> None:
         nonlocal live
         for i in slots:
-            ops.append(~i)
+            program.append(~i)
             live -= requested[i]
+
+    def burst(first: tuple[int, ...], then: tuple[int, ...] = ()) -> None:
+        """``first`` and ``then`` made, ``then`` freed, ``first`` freed, each in the order made."""
+        nonlocal live
+        made = large(first), large(then)
+        sizes = tuple(round_size(n) for n in made[0] + made[1])
+        if sizes:
+            order = tuple(range(len(made[0]), len(sizes))) + tuple(range(len(made[0])))
+            program.append((sizes, sizes + tuple(~i for i in order)))
+        live -= sum(made[0]) + sum(made[1])
 
     saved = []
     for _ in range(step.layers):
         saved.append(take(step.layer_saved))
-        give(take(step.layer_transient))
+        burst(step.layer_transient)
     head = take(step.head)
-    give(take(step.loss_transient))
+    burst(step.loss_transient)
     give(head)
     for layer in reversed(saved):
-        rebuilt = take(step.recompute)
-        give(take(step.backward_transient))
-        give(rebuilt)
+        burst(step.recompute, step.backward_transient)
         give(layer)
-    return tuple(ops), peak
+    return tuple(program), peak
 
 
 class _Chain:
