@@ -92,6 +92,25 @@ def test_the_compare_row_says_how_each_record_ran():
     assert records[-1].label.endswith(" 2xfsdp2(2x1)") and records[3].label.endswith(" 2xfsdp2")
 
 
+def test_the_trial_summary_names_the_mesh():
+    """`gpuwork trial`'s header line says replicas x shards for a 2-D mesh, the strategy alone otherwise."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from gpuwork.cli.trial import format_trial
+    from gpuwork.measure.trial import ParallelInfo, TrialRecord
+
+    one = TrialRecord.from_json(Path(__file__).parent / "data" / "trial_record_own_run.json")
+    base = dict(world_size=4, backend="gloo", wrapping="", launcher="torchrun", strategy="fsdp2")
+    hsdp = replace(one, parallel=ParallelInfo(**base, sharding_requested="hsdp", reshard_after_forward=True,
+                                              mesh_shape=(2, 2), mesh_dim_names=("replicate", "shard")))
+    flat = replace(one, parallel=ParallelInfo(**base, sharding_requested="fsdp", reshard_after_forward=True,
+                                              mesh_shape=(4,), mesh_dim_names=("shard",)))
+    assert "4 processes (fsdp2 on 2 replicas x 2 shards, gloo)" in format_trial(hsdp, "en")
+    assert "4 процесса (fsdp2 на сетке 2 реплики × 2 шарда, gloo)" in format_trial(hsdp, "ru")
+    assert "4 processes (fsdp2, gloo)" in format_trial(flat, "en")
+
+
 # -- four real processes ---------------------------------------------------------------------------------------
 
 

@@ -72,11 +72,22 @@ def _memory_lines(record: Any, lang: str = "en") -> list[str]:
     return lines
 
 
+def _processes(record: Any) -> Any:
+    """One process, N processes (strategy, backend), or, on a 2-D mesh (HSDP), its replicas x shards."""
+    parallel = record.parallel
+    if parallel is None:
+        return msg("cli.trial.one_process")
+    mesh = parallel.mesh_shape
+    if mesh is not None and len(mesh) == 2:
+        return msg("cli.trial.processes_mesh", world=record.world_size, strategy=parallel.strategy,
+                   replicas=mesh[0], shards=mesh[1], backend=parallel.backend)
+    return msg("cli.trial.processes", world=record.world_size, strategy=parallel.strategy, backend=parallel.backend)
+
+
 def format_trial(record: Any, lang: str = "en") -> str:
     """The summary table of a trial record, in ``lang``."""
     p, env, s = record.protocol, record.environment, record.summary
-    processes = (msg("cli.trial.processes", world=record.world_size, strategy=record.parallel.strategy,
-                     backend=record.parallel.backend) if record.parallel is not None else msg("cli.trial.one_process"))
+    processes = _processes(record)
     precision = p.precision_used if p.precision_used == p.precision_requested else \
         msg("cli.trial.precision_asked", used=p.precision_used, asked=p.precision_requested)
     head = [text("cli.trial.header", lang, model=p.model, method=p.method, precision=precision, optimizer=p.optimizer,

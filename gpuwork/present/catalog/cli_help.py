@@ -253,8 +253,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.trial.ramp": ("instead: double the batch, then seq_len, until out of memory",
                             "вместо этого: удваивать батч, затем seq_len, пока хватает памяти"),
     "cli.help.trial.out": ("write the record JSON and the checkpoint here", "записать сюда запись JSON и чекпойнт"),
-    "cli.help.trial.nproc": ("processes (GPUs) under torchrun: DDP, or FSDP2 with --sharding fsdp",
-                             "процессов (GPU) под torchrun: DDP или FSDP2 при --sharding fsdp"),
+    "cli.help.trial.nproc": ("processes (GPUs) under torchrun: DDP, FSDP2 with --sharding fsdp, or FSDP2 on a "
+                             "replicate x shard mesh with --sharding hsdp / hsdp-zero2 and --shard-group",
+                             "процессов (GPU) под torchrun: DDP, FSDP2 при --sharding fsdp или FSDP2 на сетке "
+                             "реплики × шарды при --sharding hsdp / hsdp-zero2 и --shard-group"),
     "cli.help.trial.memory_cap": ("simulated device size: out of memory above this",
                                   "имитируемый объём устройства: выше него памяти не хватает"),
     "cli.help.trial.data": (".txt / .jsonl files or folders (default: shipped text)",

@@ -15,6 +15,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.trial.one_process": ("1 process", "1 процесс"),
     "cli.trial.processes": ("{world} processes ({strategy:raw}, {backend:raw})",
                             "{world} {world:pl:процесс|процесса|процессов} ({strategy:raw}, {backend:raw})"),
+    "cli.trial.processes_mesh": ("{world} processes ({strategy:raw} on {replicas} {replicas:pl:replica|replicas} x "
+                                 "{shards} {shards:pl:shard|shards}, {backend:raw})",
+                                 "{world} {world:pl:процесс|процесса|процессов} ({strategy:raw} на сетке {replicas} "
+                                 "{replicas:pl:реплика|реплики|реплик} × {shards} {shards:pl:шард|шарда|шардов}, "
+                                 "{backend:raw})"),
     "cli.trial.cpu": ("cpu", "CPU"),
     "cli.trial.substitution": ("  substitution: {what}", "  замена: {what}"),
     "cli.trial.row.step_time": ("step time", "время шага"),
