@@ -569,8 +569,10 @@ def _short(commit: str | None) -> str:
 
 
 # What each held-out source's own notes say about its misses (written after the reveal; the figures beside them
-# are computed). Shown for a source whose frozen median |error| is above _HELDOUT_NOTE_AT.
+# are computed). Shown for a source whose frozen median |error| is above _HELDOUT_NOTE_AT, or whose 90th
+# percentile is above _HELDOUT_NOTE_P90_AT (a source that misses on some of its cases only).
 _HELDOUT_NOTE_AT = 0.15
+_HELDOUT_NOTE_P90_AT = 0.20
 _HELDOUT_NOTES = {
     "universal-llm-trainer": "one author's training loop over HF models (it calls `loss.item()` every iteration). Its "
     "'Sec/step' was read, before the reveal, as seconds per micro-batch (the loop's progress bar advances per "
@@ -606,6 +608,39 @@ _HELDOUT_NOTES = {
     "(H100) and 38 % (MI300X) too fast all the same.",
     "nemo-automodel": "NeMo Automodel's LoRA runs were written with the hf-trainer stack (eager kernels) by the "
     "collector; Automodel uses its own fused kernels, which no stack in stacks.csv describes.",
+    "nvidia-jax-toolbox-pax": "Paxml in NVIDIA's JAX containers. Three findings in the source's own scripts, "
+    "none applied to the frozen cases. (1) LLaMA: the README's run script (paxml `run_llama_boolq.sh`) passes "
+    "`USE_REPEATED_LAYER=False`, and `llama_utils.py` sets a checkpoint policy only on the repeated stack, so these "
+    "runs recompute nothing; the cases assumed recomputation. Without it the Transformer Engine (TE) rows read -5 % "
+    "(SFT), -10 % and -2 % (LoRA). (2) The non-TE LLaMA rows were written with eager attention, but the README "
+    "says flash attention is on by default in the container (XLA's cuDNN fused attention, turned off with "
+    "`--xla_gpu_enable_cudnn_fmha=false`): as flash they read -10 % and -8 %, and with no recomputation too "
+    "+18 % and +30 %; XLA's path without TE is slower than the model's tuned-framework profile by about that much "
+    "(the README's TE rows are 24 % (SFT) and 44 % (LoRA) faster). (3) GPT-126M, measured without flash "
+    "attention: its GPT-2-style configuration carries GPT-2's default dropouts (0.1), which Pax's GPT126M does not "
+    "set (Praxis defaults to 0); without them the rows read -32 %, -43 % and -43 %. The rest is the eager softmax "
+    "chain, which the model prices as Hugging Face's separate fp32 kernels (about 72 bytes per score element over "
+    "forward and backward); XLA fuses scale, mask and softmax, and TE's unfused path runs one fused softmax kernel. "
+    "At about 12 bytes per element the step would be about 90 ms on the A100 (+36 % without TE, +13 % with it) "
+    "and 45 ms on the H100 (+21 %), hand estimates that bracket the figures; the README adds that 126M is bound by "
+    "data loading. GPT-175B on the H100 (+22 %; the same run on the A100 +6 %) is unexplained.",
+    "nvidia-dle-bert-paddle": "pre-training within 14 %; the two SQuAD rows +58 % and +67 %. The same README shows "
+    "that the SQuAD runs are not bound by their arithmetic: forward-only inference at the same batch 32 and length "
+    "384 does 158 sequences/s against training's 123 (three times the work in 1.3 times the time); mixed precision "
+    "speeds SQuAD up 1.48 x over TF32 against 2.26-2.48 x for pre-training; and the commit that turned on cuDNN "
+    "fused attention (a5388a45) raised SQuAD by 2.5 % (1 GPU) and 6 % (8 GPUs) against 10 % (length 128) and 21 % "
+    "(length 512) for pre-training. run_squad.py feeds Paddle's static-graph executor from a DataLoader with no "
+    "worker processes (each batch padded in Python) and fetches the loss to the host every step, so part of each "
+    "step is host time the model has no estimate of; its size is not established. Eager attention would put the "
+    "rows at -9 % and -4 %, but the script turns the fused kernel on, so that is not the reading.",
+    "transformers-issue9371-gpt2-3090": "single-GPU rows within 7 %; the 2-GPU DDP rows +14 to +38 %. From the "
+    "published runtimes a DDP step takes 17-19 ms (gpt2), 30-44 ms (gpt2-medium) and 82 ms (gpt2-large) longer than "
+    "a single-GPU step of the same batch: it grows with the fp32 gradient bytes (0.5, 1.4 and 3.1 GB) and matches "
+    "the model's own all-reduce time over the NVLink bridge (15, 43 and 94 ms), which the model hides behind the "
+    "backward (0.8 ms exposed). Counted unhidden, the DDP rows read -3 to +7 %. Why these runs did not overlap it "
+    "is not established: the Trainer of that date wrapped the model with find_unused_parameters=True (issue 9802, "
+    "the same author and command the day before), which adds a traversal of the autograd graph every iteration, "
+    "and the DDP runs spread their set-up over 200 steps against the single-GPU runs' 400.",
 }
 
 
@@ -642,8 +677,9 @@ def heldout_markdown(scores: list[HeldoutScore], sets: tuple[HeldoutSet, ...] | 
                   "today's error | measured FLOP use |",
                   "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
         notes = [f"- *{group}* ({n} cases, median |error| {median:.0%}): {_HELDOUT_NOTES[group]}"
-                 for kind, group, n, median, _ in breakdown_by_group(score.frozen)
-                 if kind == "source" and group in _HELDOUT_NOTES and median > _HELDOUT_NOTE_AT]
+                 for kind, group, n, median, p90 in breakdown_by_group(score.frozen)
+                 if kind == "source" and group in _HELDOUT_NOTES
+                 and (median > _HELDOUT_NOTE_AT or p90 > _HELDOUT_NOTE_P90_AT)]
         if notes:
             lines += ["Where it misses, as far as each source's own notes tell:", "", *notes, ""]
         nodes = {c.name: c.nodes for c in held.cases}
