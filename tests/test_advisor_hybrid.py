@@ -163,6 +163,12 @@ def test_the_cli_verbs_name_the_hybrid_answer(tmp_path: Path, monkeypatch, capsy
     top = json.loads(capsys.readouterr().out)[0]
     assert (top["offer_id"], top["fit"]["sharding"]) == (advised["offer_id"], run["sharding"])
     assert Sharding(run["sharding"]).hybrid
+    # the table's sharding cell carries the group, and a line under the table reads it
+    for lang, words in (("en", "hybrid sharding in shard groups of N GPUs"), ("ru", "гибридное шардирование")):
+        assert main(["offers", *args, "--lang", lang]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert f" {run['sharding']}/{run['shard_group_gpus']} " in lines[2]
+        assert any(line.startswith("hsdp/N, hsdp-zero2/N: ") and words in line for line in lines)
 
 
 def test_a_plan_its_offer_runs_on_whole_nodes_gets_hybrid_groups_of_those_gpus() -> None:

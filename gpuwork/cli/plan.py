@@ -225,7 +225,21 @@ def _offer_header(lang: str) -> str:
     per_param = text("offer.col.state_bytes_short", lang)
     return (f"{col('provider'):18s}{col('per_node'):>9s}  {col('gpu'):24s}{col('mode'):18s}{col('region'):8s}"
             f"{col('price'):>8s}{col('gpus'):>6s} "
-            f"{col('sharding'):9s}{per_param:>8s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
+            f"{col('sharding'):13s}{per_param:>8s}{col('time'):>16s}{col('cost'):>12s}  {col('notes')}")
+
+
+def _sharding_cell(plan: TrainPlan) -> str:
+    """The sharding, with the shard group's size after a slash when a hybrid sharding runs several groups."""
+    if plan.sharding.hybrid and plan.shard_groups > 1:
+        return f"{plan.sharding.value}/{plan.shard_ranks}"
+    return plan.sharding.value
+
+
+def _hybrid_note(results: list[Any], lang: str) -> str | None:
+    """The line that reads "hsdp/8" when a row shows one."""
+    groups = sorted({r.fit.plan.shard_ranks for r in results
+                     if r.fits and r.fit.plan.sharding.hybrid and r.fit.plan.shard_groups > 1})
+    return text("cli.offers.hybrid_note", lang, groups=", ".join(str(g) for g in groups)) if groups else None
 
 
 def _state_bytes(plan: TrainPlan, lang: str) -> str:
@@ -246,7 +260,7 @@ def _offer_line(r: Any, lang: str = "en") -> str:
              f"{price:>8s}")
     if not r.fits:
         return (f"{offer}"
-                f"{MISSING:>6s} {MISSING:9s}{MISSING:>8s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")
+                f"{MISSING:>6s} {MISSING:13s}{MISSING:>8s}{MISSING:>16s}{MISSING:>12s}  {render(r.fit.reason, lang)}")
     notes = []
     if r.fit.changes:
         notes.append(", ".join(render_all(r.fit.changes, lang)))
@@ -256,7 +270,7 @@ def _offer_line(r: Any, lang: str = "en") -> str:
     if r.meets_deadline is False:
         notes.append(text("cli.offers.misses_deadline", lang))
     return (f"{offer}"
-            f"{r.fit.plan.gpus:>6d} {r.fit.plan.sharding.value:9s}{_state_bytes(r.fit.plan, lang):>8s}"
+            f"{r.fit.plan.gpus:>6d} {_sharding_cell(r.fit.plan):13s}{_state_bytes(r.fit.plan, lang):>8s}"
             f"{fmt_duration(r.expected_total_s, lang):>16s}"
             f"{fmt_usd(r.expected_cost_usd, lang):>12s}  {'; '.join(notes)}")
 
@@ -312,6 +326,8 @@ def _cmd_offers(args: argparse.Namespace) -> int:
         for r in results:
             print(_offer_line(r, lang))
         print(text("offer.state_bytes_note", lang))
+        if (note := _hybrid_note(results, lang)) is not None:
+            print(note)
     if results or args.have is not None:
         print(render(decision.summary, lang))
     if status:

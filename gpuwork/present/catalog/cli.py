@@ -66,6 +66,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.offers.col.gpu": ("GPU", "GPU"),
     "cli.offers.col.mode": ("mode", "аренда"),
     "cli.offers.col.region": ("region", "регион"),
+    "cli.offers.hybrid_note": (
+        "hsdp/N, hsdp-zero2/N: hybrid sharding in shard groups of N GPUs (here {groups:raw}), the model states "
+        "divided within a group and replicated across groups.",
+        "hsdp/N, hsdp-zero2/N: гибридное шардирование группами по N GPU (здесь {groups:raw}): состояния модели "
+        "делятся внутри группы и повторяются между группами."),
     "cli.offers.col.price": ("$/GPU-h", "$/GPU-ч"),
     "cli.offers.col.gpus": ("GPUs", "GPU"),
     "cli.offers.col.sharding": ("sharding", "шардинг"),
