@@ -159,6 +159,7 @@ def test_the_cli_verbs_name_the_hybrid_answer(tmp_path: Path, monkeypatch, capsy
     suggested = request["suggested"]
     assert (suggested["sharding"], suggested["shard_group_gpus"]) == (run["sharding"], run["shard_group_gpus"])
     assert f"{run['sharding']} в группах шардирования по {run['shard_group_gpus']} GPU" in request["text"]
+    assert "между узлами Ethernet 100 Гбит/с" in request["text"]  # the network it was priced on, not InfiniBand
     assert main(["offers", *args, "--json"]) == 0
     top = json.loads(capsys.readouterr().out)[0]
     assert (top["offer_id"], top["fit"]["sharding"]) == (advised["offer_id"], run["sharding"])

@@ -465,9 +465,12 @@ def _protocol(match: ProfileMatch, trial: Any | None) -> list[Msg]:
         if needed is None:
             out.append(msg("request.links.single"))
         else:
-            gpu_link = t.comm.link.split(" + ")[0]
-            between = (msg("request.links.between", network=Network.IB_NDR_400G.value if match.nodes > 1 else None,
-                           need_bytes_s=needed) if match.nodes > 1 else None)
+            gpu_link, _, network = t.comm.link.partition(" + ")
+            # the network the estimate priced (the chosen offer's); a network the catalog cannot name: NDR
+            if network not in {n.value for n in Network}:
+                network = Network.IB_NDR_400G.value
+            between = (msg("request.links.between", network=network, need_bytes_s=needed)
+                       if match.nodes > 1 else None)
             out.append(msg("request.links", bytes_step=t.comm.bytes_per_step, need_bytes_s=needed,
                            step_s=t.step_time_s, link=gpu_link, verdict=t.comm.verdict, between=between))
         out.append(msg("request.validation", share=plan.eval_fraction, eval_s=t.eval_s, run_s=t.total_s))
