@@ -623,7 +623,8 @@ _HELDOUT_NOTES = {
     "forward and backward); XLA fuses scale, mask and softmax, and TE's unfused path runs one fused softmax kernel. "
     "At about 12 bytes per element the step would be about 90 ms on the A100 (+36 % without TE, +13 % with it) "
     "and 45 ms on the H100 (+21 %), hand estimates that bracket the figures; the README adds that 126M is bound by "
-    "data loading. GPT-175B on the H100 (+22 %; the same run on the A100 +6 %) is unexplained.",
+    "data loading. GPT-175B on the H100 (+22 %; the same run on the A100 +6 %) is unexplained. Sources: "
+    "[time_misses.md](time_misses.md#nvidia-jax-toolbox-pax-paxml-on-dgx-a100-and-h100).",
     "nvidia-dle-bert-paddle": "pre-training within 14 %; the two SQuAD rows +58 % and +67 %. The same README shows "
     "that the SQuAD runs are not bound by their arithmetic: forward-only inference at the same batch 32 and length "
     "384 does 158 sequences/s against training's 123 (three times the work in 1.3 times the time); mixed precision "
@@ -632,7 +633,8 @@ _HELDOUT_NOTES = {
     "(length 512) for pre-training. run_squad.py feeds Paddle's static-graph executor from a DataLoader with no "
     "worker processes (each batch padded in Python) and fetches the loss to the host every step, so part of each "
     "step is host time the model has no estimate of; its size is not established. Eager attention would put the "
-    "rows at -9 % and -4 %, but the script turns the fused kernel on, so that is not the reading.",
+    "rows at -9 % and -4 %, but the script turns the fused kernel on, so that is not the reading. Sources: "
+    "[time_misses.md](time_misses.md#nvidia-dle-bert-paddle-bert-large-squad-fine-tuning-rows).",
     "transformers-issue9371-gpt2-3090": "single-GPU rows within 7 %; the 2-GPU DDP rows +14 to +38 %. From the "
     "published runtimes a DDP step takes 17-19 ms (gpt2), 30-44 ms (gpt2-medium) and 82 ms (gpt2-large) longer than "
     "a single-GPU step of the same batch: it grows with the fp32 gradient bytes (0.5, 1.4 and 3.1 GB) and matches "
@@ -640,7 +642,8 @@ _HELDOUT_NOTES = {
     "backward (0.8 ms exposed). Counted unhidden, the DDP rows read -3 to +7 %. Why these runs did not overlap it "
     "is not established: the Trainer of that date wrapped the model with find_unused_parameters=True (issue 9802, "
     "the same author and command the day before), which adds a traversal of the autograd graph every iteration, "
-    "and the DDP runs spread their set-up over 200 steps against the single-GPU runs' 400.",
+    "and the DDP runs spread their set-up over 200 steps against the single-GPU runs' 400. Sources: "
+    "[time_misses.md](time_misses.md#transformers-issue9371-gpt2-3090-run_clmpy-on-one-and-two-rtx-3090).",
 }
 
 
