@@ -65,11 +65,13 @@ def main() -> None:
         allocator.replay.__wrapped__(step, tokens, False)
     shared = time.process_time() - t0
     print(f"{ORDERS} orders on one shared chain of transitions: {shared:.2f} s (x{total_before / shared:.1f})")
-    allocator._chain.cache_clear()
-    allocator.replay.cache_clear()
+    for cached in (allocator._chain, allocator.replay, allocator.reserved_over_orders, allocator.step_program):
+        cached.cache_clear()
     t0 = time.process_time()
-    estimate_memory(plan, get_spec(plan.model))
-    print(f"estimate_memory of this histogram plan, replay caches empty: {time.process_time() - t0:.2f} s")
+    est = estimate_memory(plan, get_spec(plan.model))
+    print(f"estimate_memory of this histogram plan ({allocator.ORDERS} orders of {allocator.ORDER_BATCHES:,} "
+          f"micro-batches), replay caches empty: {time.process_time() - t0:.2f} s; allocator fragmentation "
+          f"{est.breakdown['allocator_fragmentation'] / 2**30:.2f} GiB")
 
 
 if __name__ == "__main__":

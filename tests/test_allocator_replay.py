@@ -21,12 +21,15 @@ from gpuwork.estimate.allocator import (
     LARGE_BUFFER,
     MIN_BLOCK,
     MIN_LARGE_ALLOC,
+    ORDERS,
     ROUND_LARGE,
     SMALL_SIZE,
     CachingAllocator,
     StepTensors,
-    batch_lengths,
+    order_lengths,
+    padded_mix,
     replay,
+    reserved_over_orders,
     round_size,
     segment_size,
     step_program,
@@ -234,12 +237,12 @@ def test_the_replay_of_an_order_gives_the_numbers_it_gave_before(monkeypatch, hi
              TrainPlan(model="llama-3.2-1b", method="full", seq_len=1024, batch_size=2, lengths=hist)]
     steps = _steps(monkeypatch, plans)
     assert len(steps) == 2
-    lengths, weights = zip(*plans[0].length_histogram, strict=True)
     for step in steps:
         for batch in (1, 8):
-            stratified = tuple(batch * n for n in batch_lengths(plans[0].length_histogram, batch))
-            drawn = tuple(batch * n for n in random.Random(batch).choices(lengths, weights, k=150))
-            for tokens in (stratified, drawn, stratified[:1] * 3, ()):
+            mix = padded_mix(plans[0].length_histogram, batch)
+            drawn = tuple(batch * n for n in order_lengths(mix, seed=batch, batches=150))
+            ascending = tuple(sorted(set(drawn)))  # each longer batch needs blocks the cache does not hold
+            for tokens in (drawn, ascending, drawn[:1] * 3, ()):
                 for expandable in (False, True):
                     assert replay.__wrapped__(step, tokens, expandable) == before_replay(step, tokens, expandable)
 
@@ -252,13 +255,26 @@ def test_a_step_program_is_the_steps_requests_in_order():
     after.run(program)
     assert peak == before.peak_allocated
     assert after.segment_sizes() == before.segment_sizes() and after.peak_reserved == before.peak_reserved
-    flat = [op for part in program for op in (part[1] if isinstance(part, tuple) else (part,))]
+    flat = [op for part in program for op in (part[2] if isinstance(part, tuple) else (part,))]
     assert sum(op > 0 for op in flat) == sum(op < 0 for op in flat)  # every block taken is given back
     assert all(op > SMALL_SIZE for op in flat if op > 0)  # the small pool is left out
     # run one by one, the bursts leave the same cache as when they are skipped because they restore it
     one_by_one = CachingAllocator()
     for part in program:  # a burst's requests number its own blocks
-        one_by_one.run(*((part[1], []) if isinstance(part, tuple) else ((part,), held)))
+        one_by_one.run(*((part[2], []) if isinstance(part, tuple) else ((part,), held)))
     assert one_by_one.segment_sizes() == after.segment_sizes() and one_by_one.free == after.free
     # 4,096 B/token x 512 tokens = 2 MiB: a 1-10 MiB request maps a 20 MiB segment
     assert round_size(4096 * 512) == 2 * MIB and segment_size(2 * MIB) == LARGE_BUFFER
+
+
+def test_the_estimate_is_the_largest_of_its_orders_each_replayed_as_one_order(monkeypatch):
+    plan = TrainPlan(model="qwen2.5-0.5b", method="lora", seq_len=1024, batch_size=4, grad_checkpointing=True,
+                     lengths=HISTOGRAMS[1])
+    (step,) = _steps(monkeypatch, [plan])
+    mix = padded_mix(plan.length_histogram, plan.batch_size)
+    ends = reserved_over_orders(step, mix, plan.batch_size, False)
+    orders = [tuple(plan.batch_size * n for n in order_lengths(mix, seed)) for seed in range(ORDERS)]
+    assert ends == tuple(sorted(before_replay(step, tokens, False)[0] for tokens in orders))
+    assert len(set(ends)) > 1  # orders do end at different places: one order alone would not do
+    steady = before_replay(step, (plan.batch_size * plan.longest_batch_len,) * 3, False)[0]
+    assert estimate_memory(plan).breakdown["allocator_fragmentation"] == ends[-1] - steady

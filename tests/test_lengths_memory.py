@@ -6,7 +6,14 @@ import json
 import pytest
 
 from gpuwork.errors import PlanError
-from gpuwork.estimate.allocator import CachingAllocator, batch_lengths, replay, segment_size
+from gpuwork.estimate.allocator import (
+    ORDER_BATCHES,
+    CachingAllocator,
+    order_lengths,
+    padded_mix,
+    replay,
+    segment_size,
+)
 from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import render
 from gpuwork.sizing import estimate_memory
@@ -74,13 +81,17 @@ def test_the_devlog_examples(expandable, small_then_large, large_then_small):
     assert run((4, 32), (8, 16)) == large_then_small
 
 
-def test_batches_follow_the_padded_maximum_and_include_the_longest():
+def test_orders_follow_the_padded_maximum_and_are_reproducible():
     hist = ((100, 90.0), (1000, 10.0))
-    one, eight = batch_lengths(hist, 1), batch_lengths(hist, 8)
-    assert max(one) == max(eight) == 1000
-    # padding to the longest of 8 draws: most batches are long (1 - 0.9^8 = 57 %)
-    assert eight.count(1000) > one.count(1000)
-    assert batch_lengths(hist, 8) == eight  # one fixed order: reproducible
+    # padding to the longest of 8 draws: a batch is long with probability 1 - 0.9^8 = 0.5695
+    (short, n_short), (long, n_long) = padded_mix(hist, 8)
+    assert (n_short, n_long) == (100, 1000) and (short, long) == pytest.approx((0.9**8, 1 - 0.9**8))
+    one, eight = order_lengths(padded_mix(hist, 1), seed=0), order_lengths(padded_mix(hist, 8), seed=0)
+    assert len(eight) == ORDER_BATCHES and set(eight) == {100, 1000}
+    assert eight.count(1000) / ORDER_BATCHES == pytest.approx(1 - 0.9**8, abs=0.03)
+    assert one.count(1000) / ORDER_BATCHES == pytest.approx(0.1, abs=0.02)
+    assert order_lengths(padded_mix(hist, 8), seed=0) == eight  # one order per seed: reproducible
+    assert order_lengths(padded_mix(hist, 8), seed=1) != eight
 
 
 # -- the estimate ------------------------------------------------------------------------------------------------

@@ -39,16 +39,22 @@ SMALL_SIZE = 1 * MIB  # kSmallSize: largest request of the small pool; larger sp
 MIN_LARGE_ALLOC = 10 * MIB  # kMinLargeAlloc: requests below this get a kLargeBuffer segment
 LARGE_BUFFER = 20 * MIB  # kLargeBuffer: segment for 1-10 MiB requests; expandable large-pool page
 ROUND_LARGE = 2 * MIB  # kRoundLarge: larger segments round up to 2 MiB
-REPLAY_BATCHES = 48  # micro-batches replayed: enough for the records of a shuffled epoch's start
-REPLAY_SEED = 0  # the replayed order is one fixed shuffle, so an estimate is reproducible
+# Orders of micro-batches replayed, each of ORDER_BATCHES drawn at random (seeds 0..ORDERS-1: reproducible); the
+# estimate is the largest reserved peak. The allocator keeps every segment until an allocation fails, so a run's
+# reserved peak is where its own order leaves the cache, and orders leave it at very different places; a further
+# run's order ends above the largest of ORDERS with probability 1 / (ORDERS + 1), 10 % (docs/memory_lengths.md).
+ORDERS = 9
+# A run sees its last new segment within its first few hundred micro-batches (docs/memory_lengths.md); 3,000 draw
+# every padded length of probability 1/1,000 three times on average, and most runs hold more micro-batches per GPU
+ORDER_BATCHES = 3_000
 ADDR_BITS = 48  # a block's key: segment << ADDR_BITS | address (segments below 256 TiB)
 KEY_BITS = 2 * ADDR_BITS  # a free entry: size << KEY_BITS | key, one int that sorts as (size, segment, address)
 KEY_MASK = (1 << KEY_BITS) - 1
 
 
-# A stretch of a step whose tensors are all freed inside it: (their rounded sizes in the order made, the same
-# stretch as requests one by one); a program is a step's requests and bursts in order (CachingAllocator.run)
-Burst = tuple[tuple[int, ...], tuple[int, ...]]
+# A stretch of a step whose tensors are all made, then all freed: (their rounded sizes in the order made, their
+# sum, the stretch as requests one by one); a program is a step's requests and bursts (CachingAllocator.run)
+Burst = tuple[tuple[int, ...], int, tuple[int, ...]]
 Program = tuple[int | Burst, ...]
 
 
@@ -110,8 +116,8 @@ class CachingAllocator:
         held = [] if held is None else held
         for op in program:
             if isinstance(op, tuple):
-                if not self._restores(op[0]):
-                    self.run(op[1])
+                if not self._restores(op[0], op[1]):
+                    self.run(op[2])
             elif op > 0:  # best fit, split when more than SMALL_SIZE would remain, else mapped memory
                 i = bisect_left(free, op << KEY_BITS)
                 if i == len(free):
@@ -148,11 +154,15 @@ class CachingAllocator:
 
     # -- internals ---------------------------------------------------------------------------------
 
-    def _restores(self, burst: tuple[int, ...]) -> bool:
+    def _restores(self, burst: tuple[int, ...], nbytes: int) -> bool:
         """Whether tensors of these sizes, all made before any is freed, leave the cache as it is once freed: they
         do unless one of them maps memory. They take only free bytes and give them all back, and free neighbours
         merge, so the free blocks end as the same runs of free bytes between the same blocks in use. The requests
-        are played on a copy of the free list (best fit and split, no merge before the frees); nothing changes."""
+        are played on a copy of the free list (best fit and split, no merge before the frees); nothing changes.
+        No need when the largest free block holds them all: each request then fits in what is left of it (more
+        than the request, so more than SMALL_SIZE: it stays split, free), whichever block best fit takes."""
+        if self.free and self.free[-1] >> KEY_BITS >= nbytes:
+            return True
         free, bisect_left = self.free.copy(), bisect.bisect_left
         for size in burst:
             try:
@@ -236,23 +246,23 @@ def step_program(step: StepTensors, tokens: int) -> tuple[Program, int]:
     program: list[int | Burst] = []
     requested: list[int] = []  # bytes of each tensor kept past its stretch, by slot
     live = peak = 0
+    groups: dict[tuple[int, ...], list[int]] = {}  # a group of tensors repeats in every block: sized once
+    bursts: dict[tuple[tuple[int, ...], ...], tuple[Burst, int]] = {}
 
     def large(tensors: tuple[int, ...]) -> list[int]:
-        nonlocal live, peak
-        out = []
-        for n in (s * tokens for s in tensors if s > 0):
-            if n > SMALL_SIZE:  # the small pool's requests are left out
-                out.append(n)
-                live += n
-                peak = max(peak, live)
-        return out
+        if tensors not in groups:  # the small pool's requests are left out
+            groups[tensors] = [n for n in (s * tokens for s in tensors if s > 0) if n > SMALL_SIZE]
+        return groups[tensors]
 
     def take(tensors: tuple[int, ...]) -> list[int]:
+        nonlocal live, peak
         slots = []
         for n in large(tensors):
             slots.append(len(requested))
             program.append(round_size(n))
             requested.append(n)
+            live += n
+        peak = max(peak, live)
         return slots
 
     def give(slots: list[int]) -> None:
@@ -263,13 +273,16 @@ def step_program(step: StepTensors, tokens: int) -> tuple[Program, int]:
 
     def burst(first: tuple[int, ...], then: tuple[int, ...] = ()) -> None:
         """``first`` and ``then`` made, ``then`` freed, ``first`` freed, each in the order made."""
-        nonlocal live
-        made = large(first), large(then)
-        sizes = tuple(round_size(n) for n in made[0] + made[1])
-        if sizes:
-            order = tuple(range(len(made[0]), len(sizes))) + tuple(range(len(made[0])))
-            program.append((sizes, sizes + tuple(~i for i in order)))
-        live -= sum(made[0]) + sum(made[1])
+        nonlocal peak
+        if (first, then) not in bursts:
+            made = large(first) + large(then)
+            sizes = tuple(round_size(n) for n in made)
+            order = tuple(range(len(large(first)), len(sizes))) + tuple(range(len(large(first))))
+            bursts[first, then] = (sizes, sum(sizes), sizes + tuple(~i for i in order)), sum(made)
+        part, nbytes = bursts[first, then]
+        if part[0]:
+            program.append(part)
+        peak = max(peak, live + nbytes)
 
     saved = []
     for _ in range(step.layers):
@@ -331,27 +344,36 @@ def replay(step: StepTensors, tokens: tuple[int, ...], expandable: bool) -> tupl
     return chain.reserved(chain.walk(tokens)), peak_allocated
 
 
-def batch_lengths(histogram: tuple[tuple[int, float], ...], batch_size: int,
-                  batches: int = REPLAY_BATCHES) -> tuple[int, ...]:
-    """Padded lengths of ``batches`` micro-batches drawn from a length histogram, in a shuffled order.
-
-    A padding collator pads each micro-batch to its longest sequence, so a batch's length follows the
-    distribution of the maximum of ``batch_size`` draws, F(x)^batch_size. The batches are that distribution's
-    evenly spaced quantiles (a stratified sample, the longest included), in one fixed shuffled order: what a
-    shuffled DataLoader gives, reproducibly.
-    """
+def padded_mix(histogram: tuple[tuple[int, float], ...], batch_size: int) -> tuple[tuple[float, int], ...]:
+    """(probability, length) of a micro-batch's padded length under a length histogram ((length, weight), sorted).
+    The Hugging Face padding collator pads a batch to its longest member, so with ``batch_size`` sequences drawn
+    from the histogram the padded length is their maximum: P(max <= l) = F(l) ** batch_size."""
     total = sum(w for _, w in histogram)
-    cdf, acc = [], 0.0
+    out, acc, below = [], 0.0, 0.0
     for length, weight in histogram:
         acc += weight / total
-        cdf.append((acc ** batch_size, length))
-    lengths = []
-    for i in range(batches):
-        q = (i + 0.5) / batches
-        lengths.append(next((length for c, length in cdf if c >= q), histogram[-1][0]))
-    lengths[-1] = histogram[-1][0]  # the longest batch happens in an epoch
-    random.Random(REPLAY_SEED).shuffle(lengths)
-    return tuple(lengths)
+        cdf = min(acc, 1.0) ** batch_size
+        if cdf > below:
+            out.append((cdf - below, length))
+        below = cdf
+    return tuple(out)
 
 
-__all__ = ["CachingAllocator", "StepTensors", "batch_lengths", "replay", "round_size", "segment_size", "step_program"]
+def order_lengths(mix: tuple[tuple[float, int], ...], seed: int, batches: int = ORDER_BATCHES) -> tuple[int, ...]:
+    """Padded lengths of ``batches`` micro-batches drawn one by one from ``mix`` (``padded_mix``): one order a
+    shuffled DataLoader may give, the same for a seed."""
+    return tuple(random.Random(seed).choices([n for _, n in mix], [p for p, _ in mix], k=batches))
+
+
+@functools.lru_cache(maxsize=512)
+def reserved_over_orders(step: StepTensors, mix: tuple[tuple[float, int], ...], batch_size: int,
+                         expandable: bool) -> tuple[int, ...]:
+    """The large pool's reserved peak at the end of each of ``ORDERS`` orders of ``ORDER_BATCHES`` micro-batches
+    of ``batch_size`` sequences (seeds 0, 1, ...), smallest first."""
+    chain = _chain(step, expandable)
+    ends = (chain.walk(tuple(batch_size * n for n in order_lengths(mix, seed))) for seed in range(ORDERS))
+    return tuple(sorted(chain.reserved(end) for end in ends))
+
+
+__all__ = ["ORDERS", "ORDER_BATCHES", "CachingAllocator", "StepTensors", "order_lengths", "padded_mix", "replay", "reserved_over_orders",
+           "round_size", "segment_size", "step_program"]

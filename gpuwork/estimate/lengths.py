@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from gpuwork.estimate.allocator import padded_mix
 from gpuwork.estimate.steptime import StepPrice
 from gpuwork.plan import TrainPlan
 
@@ -59,21 +60,9 @@ def moments_histogram(mean: float, sd: float, shortest: int, longest: int, seq_l
 
 def padded_lengths(plan: TrainPlan) -> tuple[tuple[float, int], ...] | None:
     """(probability, length) of a micro-batch's padded length under ``plan.lengths``, or None when every
-    micro-batch has ``seq_len`` tokens ("fixed", "packed"). The Hugging Face padding collator pads a batch to its
-    longest member, so with ``batch_size`` sequences drawn from the histogram the padded length is their maximum:
-    P(max <= l) = F(l) ** batch_size."""
+    micro-batch has ``seq_len`` tokens ("fixed", "packed"); ``allocator.padded_mix`` says how."""
     hist = plan.length_histogram
-    if hist is None:
-        return None
-    total = sum(w for _, w in hist)
-    out, acc, below = [], 0.0, 0.0
-    for length, weight in hist:
-        acc += weight / total
-        cdf = min(acc, 1.0) ** plan.batch_size
-        if cdf > below:
-            out.append((cdf - below, length))
-        below = cdf
-    return tuple(out)
+    return None if hist is None else padded_mix(hist, plan.batch_size)
 
 
 def real_tokens_per_sequence(plan: TrainPlan) -> float:

@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuwork.estimate.allocator import StepTensors, batch_lengths, replay
+from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -772,11 +772,12 @@ def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved
     if hist is not None and len(hist) > 1:
         # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the
         # allocator maps more segments; replayed rule by rule, as the excess over the same replay with every
-        # batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK)
+        # batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK); over ORDERS random orders, the
+        # largest (docs/memory_lengths.md, "... and the sizing rule")
         tokens = plan.batch_size * plan.longest_batch_len
         step = _step_tensors(spec, plan, act, saved.trained_layers, mlp_transient_per_token, saved.offloaded > 0)
-        lengths = batch_lengths(hist, plan.batch_size)
-        varied, _ = replay(step, tuple(plan.batch_size * n for n in lengths), plan.expandable_segments)
+        mix = padded_mix(hist, plan.batch_size)
+        varied = reserved_over_orders(step, mix, plan.batch_size, plan.expandable_segments)[-1]
         steady, _ = replay(step, (tokens,) * 3, plan.expandable_segments)
         breakdown["allocator_fragmentation"] = max(varied - steady, 0)
         reserved += breakdown["allocator_fragmentation"]
@@ -977,7 +978,8 @@ SOURCES = {
     "allocator_fragmentation": "PyTorch CUDA caching allocator replayed over batches of the plan's lengths "
                                "(512 B rounding, >1 MiB large pool, 20 MiB / 2 MiB-rounded segments, best fit, "
                                "split above 1 MiB, no merge across segments; expandable segments grow in 20 MiB "
-                               "pages): c10/cuda/CUDACachingAllocator.cpp, pytorch/devlogs 2026-06-01",
+                               "pages), the largest reserved peak of 9 random orders of 3,000 micro-batches: "
+                               "c10/cuda/CUDACachingAllocator.cpp, pytorch/devlogs 2026-06-01",
     "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
                               "torch.cuda.max_memory_allocated)",
     "cuda_context": "CUDA context, kernels and library handles (HF docs 1.3 GB on V100 without lazy "
