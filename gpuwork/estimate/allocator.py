@@ -44,7 +44,7 @@ ROUND_LARGE = 2 * MIB  # kRoundLarge: larger segments round up to 2 MiB
 # reserved peak is where its own order leaves the cache, and orders leave it at very different places; a further
 # run's order ends above the largest of ORDERS with probability 1 / (ORDERS + 1), 10 % (docs/memory_lengths.md).
 ORDERS = 9
-# A run sees its last new segment within its first few hundred micro-batches (docs/memory_lengths.md); 3,000 draw
+# Replayed orders mapped their last new segment by micro-batch 853 at the latest (docs/memory_lengths.md); 3,000 draw
 # every padded length of probability 1/1,000 three times on average, and most runs hold more micro-batches per GPU
 ORDER_BATCHES = 3_000
 ADDR_BITS = 48  # a block's key: segment << ADDR_BITS | address (segments below 256 TiB)
