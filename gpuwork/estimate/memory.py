@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
+from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -62,8 +63,6 @@ _DQ_BLOCK = 256  # double quantization: absmax quantized to 8 bit in blocks of 2
 # DDP (gradient_as_bucket_view=False, the default) copies gradients into flat buckets that cover
 # every trainable parameter: one more gradient-sized buffer (torch DDP docs, gradient_as_bucket_view).
 _DDP_BUCKET_COPIES = 1
-# DeepSpeed default reduce_bucket_size / allgather_bucket_size = 5e8 elements (zero/config.py).
-_ZERO_BUCKET_ELEMENTS = 500_000_000
 # Backward through one block keeps, besides its weight gradients, gradients of its intermediate
 # tensors: measured with gpuwork trace on Llama-style blocks (tiny-llama, T = 1-4k tokens) as
 # about this many intermediate-sized (I) tensors of the activation dtype.
@@ -641,9 +640,6 @@ def _per_gpu_states(plan: TrainPlan, states: _States) -> tuple[int, int, int, in
         opt = math.ceil(opt / n_gpus)  # ZeRO paper §5: P_os
     if sharding.shards_gradients:
         grads = math.ceil(grads / n_gpus)  # P_os+g
-    if sharding in (Sharding.ZERO2, Sharding.ZERO3):
-        # DeepSpeed reduces gradients through a bucket (FSDP reduce-scatters unit by unit instead)
-        sharding_buffers += min(_ZERO_BUCKET_ELEMENTS * states.trainable_param_bytes, states.gradients)
     if sharding.per_unit:  # hsdp-zero2 too: sharded between steps, gathered unit by unit (_gathered)
         weights = math.ceil(weights / n_gpus)  # P_os+g+p
     if plan.offload_optimizer:
@@ -846,7 +842,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
     # 18 B/param for mixed-precision AdamW).
     autocast_copies = _autocast_copies(spec, plan, counts)
-    grads_during_fwd = grads if plan.grad_accum > 1 else 0
+    grads_during_fwd = grads if plan.grad_accum > 1 or gradients_from_start(plan) else 0
 
     saved = _saved_activations(spec, plan, act, profile, dt)
     trained_layers, activations, shared, recompute = (saved.trained_layers, saved.activations, saved.shared,
@@ -877,8 +873,10 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
         "optimizer step": {"gradients": grads, "temporaries": opt_temp},
     }
+    # DeepSpeed ZeRO's reduce bucket, fp32 gradient copies and master clone (gpuwork.estimate.deepspeed_memory)
+    zero = zero_buffers(plan, counts.trainable, pb, grads, opt_temp)
     for name, terms in moments.items():
-        terms["sharding_buffers"] = sharding_buffers + gather[name]
+        terms["sharding_buffers"] = sharding_buffers + gather[name] + zero[name]
     phases = {name: sum(base_terms.values()) + sum(terms.values()) for name, terms in moments.items()}
     peak_phase = max(phases, key=lambda k: phases[k])
     breakdown = {**base_terms, **moments[peak_phase]}
@@ -971,7 +969,9 @@ SOURCES = {
                               "backward (mixed precision only)",
     "temporaries": "optimizer-step temporaries (torch foreach AdamW: one state-sized buffer) or backward "
                    "intermediates (measured with gpuwork trace)",
-    "sharding_buffers": "DDP gradient buckets; ZeRO buckets; FSDP/ZeRO-3 gathered units (ZeRO, FSDP docs)",
+    "sharding_buffers": "DDP gradient buckets; FSDP/ZeRO-3 gathered units (ZeRO, FSDP docs); DeepSpeed ZeRO's "
+                        "reduce bucket, fp32 gradient copies at the step and fp32 master clone (DeepSpeed v0.19.5 "
+                        "zero/stage_1_and_2.py, stage3.py)",
     "cublas_workspace": "cuBLAS workspace in the caching allocator (PyTorch CUDA semantics)",
     "allocator_cache": f"caching-allocator slack, {ALLOCATOR_SLACK:.0%} of allocated (Megatron x1.05; "
                        "PEFT L40S runs 6-10 %)",
