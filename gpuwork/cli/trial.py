@@ -33,6 +33,7 @@ from gpuwork.errors import (
 from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
+from gpuwork.present.tables import sharding_as_run
 from gpuwork.units import GB, GIB, LANGS, fmt_int, fmt_memory, fmt_number, fmt_seconds
 
 if TYPE_CHECKING:
@@ -239,22 +240,8 @@ def format_compare(rows: list[dict[str, Any]], lang: str = "en") -> str:
                     high=fmt_number(r["cost_per_1m_tokens_high"], lang, 4))
 
     def sharding(r: dict[str, Any]) -> str:
-        """How the processes ran: DDP, FSDP2 over all ranks, FSDP2 on a replicas x shard-group mesh, or the
-        wrapper a Trainer's record names."""
-        strategy, keep = r.get("strategy"), r.get("reshard_after_forward")
-        if strategy is None:
-            return "-"
-        asked = r.get("sharding") or strategy  # a Trainer's record without a plan names no sharding
-        if strategy == "ddp":
-            return text("cli.compare.sharding_ddp", lang, sharding=asked, world=r["gpus"])
-        if strategy != "fsdp2" or keep is None:
-            return text("cli.compare.sharding_other", lang, sharding=asked, strategy=strategy, world=r["gpus"])
-        reshard = msg("cli.compare.reshard_on" if keep else "cli.compare.reshard_off")
-        mesh: tuple[int, ...] = tuple(r.get("mesh_shape") or ())
-        if len(mesh) == 2:
-            return text("cli.compare.sharding_hsdp", lang, sharding=asked, replicas=mesh[0], shards=mesh[1],
-                        reshard=reshard)
-        return text("cli.compare.sharding_fsdp", lang, sharding=asked, world=r["gpus"], reshard=reshard)
+        said = sharding_as_run(r)
+        return "-" if said is None else render(said, lang)
 
     whole_row = None  # a field computed from the whole row, not one key
     fields: list[tuple[str, str | None, Callable[[Any], str]]] = [("trial", "trial", str), ("device", "device", str), ("gpus", "gpus", str),

@@ -17,7 +17,7 @@ Example (the three cheapest offers the run fits on)::
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +83,28 @@ def offers_frame(results: Iterable[OfferResult], lang: str = "en") -> pd.DataFra
     return frame
 
 
+def sharding_as_run(row: Mapping[str, Any]) -> Msg | None:
+    """How a compared record's processes ran (a row of ``gpuwork.measure.record.compare``): DDP, FSDP2 over every
+    rank, FSDP2 on a replicas x shard-group mesh, or the wrapper a Trainer's record names; None for one process."""
+    strategy, keep = row.get("strategy"), row.get("reshard_after_forward")
+    if strategy is None:
+        return None
+    asked = row.get("sharding") or strategy  # a Trainer's record without a plan names no sharding
+    if strategy == "ddp":
+        return msg("cli.compare.sharding_ddp", sharding=asked, world=row["gpus"])
+    if strategy != "fsdp2" or keep is None:
+        return msg("cli.compare.sharding_other", sharding=asked, strategy=strategy, world=row["gpus"])
+    reshard = msg("cli.compare.reshard_on" if keep else "cli.compare.reshard_off")
+    mesh = tuple(row.get("mesh_shape") or ())
+    if len(mesh) == 2:
+        return msg("cli.compare.sharding_hsdp", sharding=asked, replicas=mesh[0], shards=mesh[1], reshard=reshard)
+    return msg("cli.compare.sharding_fsdp", sharding=asked, world=row["gpus"], reshard=reshard)
+
+
+# the fields sharding_as_run reads, shown as its one sentence
+SHARDING_FIELDS = ("sharding", "strategy", "mesh_shape", "reshard_after_forward")
+
+
 def _record(item: TrialRecord | str | os.PathLike[str]) -> TrialRecord:
     from gpuwork.measure.record import TrialRecord
 
@@ -139,4 +161,5 @@ def memory_frame(estimate: MemoryEstimate) -> pd.DataFrame:
     return frame
 
 
-__all__ = ["MEMORY_COLUMNS", "OFFER_COLUMNS", "RECORD_COLUMNS", "memory_frame", "offers_frame", "records_frame"]
+__all__ = ["MEMORY_COLUMNS", "OFFER_COLUMNS", "RECORD_COLUMNS", "SHARDING_FIELDS", "memory_frame", "offers_frame",
+           "records_frame", "sharding_as_run"]

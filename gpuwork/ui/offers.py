@@ -35,6 +35,7 @@ from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present import charts, messages
 from gpuwork.present.messages import render, render_all
+from gpuwork.present.tables import SHARDING_FIELDS, sharding_as_run
 from gpuwork.ui import common
 from gpuwork.ui.choices import CheckboxGroup
 from gpuwork.ui.common import (
@@ -212,8 +213,14 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
                 return messages.text(code, lang)
         return key.replace("_", " ")
 
-    keys = list(rows[0])
-    return table_html([html.escape(title(k)) for k in keys], [[fmt(row[k], k) for k in keys] for row in rows],
+    def cell(row: dict[str, Any], key: str) -> str:
+        if key == "sharding":  # the four fields of how the processes ran, as one sentence
+            said = sharding_as_run(row)
+            return "–" if said is None else html.escape(messages.render(said, lang))
+        return fmt(row[key], key)
+
+    keys = [k for k in rows[0] if k == "sharding" or k not in SHARDING_FIELDS]
+    return table_html([html.escape(title(k)) for k in keys], [[cell(row, k) for k in keys] for row in rows],
                       "gpuwork-compare")
 
 

@@ -11,6 +11,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.cmp.method": ("Method", "Метод"),
     "ui.cmp.precision": ("Precision", "Точность"),
     "ui.cmp.optimizer": ("Optimizer", "Оптимизатор"),
+    "ui.cmp.sharding": ("Sharding (as run)", "Шардирование (как запущено)"),
     "ui.cmp.micro_batch": ("Micro-batch (sequences)", "Микробатч (последовательностей)"),
     "ui.cmp.seq_len": ("Sequence length (tokens)", "Длина последовательности (токенов)"),
     "ui.cmp.grad_accum": ("Gradient accumulation (micro-batches)", "Накопление градиента (микробатчей)"),
