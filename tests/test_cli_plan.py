@@ -6,6 +6,7 @@ import argparse
 import csv
 import datetime
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -230,3 +231,16 @@ def test_request_quotes_a_trial_record(tmp_path, capsys):
     assert out["trial"] is not None
     assert main(["request", "--model", "llama-3.1-8b", "--record", str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
+
+
+def test_an_interruptible_offer_that_never_finishes_says_why_and_how_often_to_checkpoint(capsys):
+    """Checkpoints a million steps apart on an interruptible offer: infinite time and cost (preemptions undo the
+    work faster than it is saved), with the message and the checkpoint interval that would let the run finish."""
+    argv = ["offers", "--model", "llama-3.1-8b", "--checkpoint-every", "1000000", "--dataset-tokens", "10B",
+            "--mode", "interruptible"]
+    for lang, words in (("en", "preemptions come faster than checkpoints save work"),
+                        ("ru", "прерывания случаются чаще, чем чекпойнты сохраняют работу")):
+        rc, out, _ = _run(capsys, [*argv, "--lang", lang])
+        never = [line for line in out.splitlines() if words in line]
+        assert rc == 0 and never and all("∞" in line for line in never)
+        assert all(re.search(r"~[\d\s,]+ (steps|шаг)", line) for line in never)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -264,7 +265,10 @@ def _offer_line(r: Any, lang: str = "en") -> str:
     notes = []
     if r.fit.changes:
         notes.append(", ".join(render_all(r.fit.changes, lang)))
-    if r.expected_preemptions:
+    if r.expected_preemptions and not math.isfinite(r.expected_preemptions):  # the run would never get ahead
+        notes.append(text("offer.preemptions_outpace_checkpoints", lang) + "; "
+                     + text("cli.offers.checkpoint_every", lang, steps=r.recommended_checkpoint_every_steps))
+    elif r.expected_preemptions:
         notes.append(text("cli.offers.preemptions", lang, preemptions=r.expected_preemptions,
                           steps=r.recommended_checkpoint_every_steps))
     if r.meets_deadline is False:

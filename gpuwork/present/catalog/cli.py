@@ -80,6 +80,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.offers.preemptions": (
         "~{preemptions:n1} preemptions; checkpoint every ~{steps} steps",
         "~{preemptions:n1} прерываний; чекпойнт каждые ~{steps} {steps:pl:шаг|шага|шагов}"),
+    "cli.offers.checkpoint_every": ("checkpoint every ~{steps} steps",
+                                    "чекпойнт каждые ~{steps} {steps:pl:шаг|шага|шагов}"),
     "cli.offers.misses_deadline": ("misses the deadline", "не успевает к сроку"),
     # -- gpuwork advise / gpuwork fit (gpuwork.cli.advise) --------------------------------------------------------
     "cli.advise.header": ("Changes that make the run fit or cheaper ({tried} plans priced, {elapsed_ms:int} ms):",
