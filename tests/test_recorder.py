@@ -55,7 +55,7 @@ def test_one_process_agrees_with_itself():
 
 def test_run_names_never_take_an_existing_file(tmp_path):
     first = run_id(tmp_path, "tiny-llama", "lora", CREATED)
-    assert first.startswith("trial-tiny-llama-lora-20260102T030405Z-") and len(first.rsplit("-", 1)[1]) == 8
+    assert first.startswith("trial-tiny-llama-lora-20260102T030405Z-") and len(first.rsplit("-", 1)[1]) == 12
     (tmp_path / f"{first}.json").write_text("{}")
     assert run_id(tmp_path, "tiny-llama", "lora", CREATED) != first
     path = own_run_path(tmp_path, "org/My Model", "full", CREATED)
