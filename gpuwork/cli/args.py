@@ -149,14 +149,10 @@ def _bound_problem(value: float, bounds: Range) -> Msg | None:
     return msg(code, value=repr(value), minimum=bounds.low, maximum=bounds.high)
 
 
-# Control characters a terminal acts on (C0 but newline and tab, DEL, C1) and the bidirectional overrides that
-# reorder what is shown: a name or value the user gave is printed with these escaped, never raw.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 def terminal_safe(text: str) -> str:
-    """``text`` with every control character escaped (\\x1b, \\u202e): what the user gave, shown as data."""
-    return escape_chars(text, _UNSAFE)
+    """``text`` with every control and invisible character a terminal acts on escaped (\\x1b, \\u202e; newline
+    and tab kept: ``facts.reading.UNSAFE_IN_TEXT``): what the user gave, shown as data."""
+    return escape_chars(text)
 
 
 class _SafeStream:

@@ -78,14 +78,24 @@ _FILE_TYPES = ((stat.S_ISFIFO, "fifo"), (stat.S_ISCHR, "char_device"), (stat.S_I
                (stat.S_ISSOCK, "socket"))
 
 
-def escape_chars(text: str, unsafe: re.Pattern[str]) -> str:
+# What a terminal or a page acts on instead of showing: DEL and C1 controls, and the invisible format characters
+# that hide or reorder text (zero-width marks, line/paragraph separators, bidi embeddings, overrides and isolates,
+# the BOM). With the C0 controls but newline and tab: text shown on a terminal (messages, CLI output); with every
+# C0 control: one-line fields read from outside (a trial record's strings).
+_INVISIBLE = "\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+UNSAFE_IN_TEXT = re.compile(f"[\x00-\x08\x0b-\x1f{_INVISIBLE}]")
+UNSAFE_IN_FIELD = re.compile(f"[\x00-\x1f{_INVISIBLE}]")
+
+
+def escape_chars(text: str, unsafe: re.Pattern[str] = UNSAFE_IN_TEXT) -> str:
     """``text`` with each character ``unsafe`` matches written as its escape (\\x1b, \\u202e): text from outside
-    (a record's strings, a name a user typed) shown as data, never acted on by a terminal or page."""
+    (a record's strings, a name a user typed) shown as data, never acted on by a terminal or page. The text itself
+    when nothing needs escaping (the common case: one search, no copy)."""
     def one(match: re.Match[str]) -> str:
         code = ord(match.group())
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
-    return unsafe.sub(one, text)
+    return unsafe.sub(one, text) if unsafe.search(text) else text
 
 
 class ReadError(GpuworkError, ValueError):
@@ -395,6 +405,6 @@ def load_yaml(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
 
 
 __all__ = ["CONFIG", "MAX_DEPTH", "MAX_DOCUMENT_BYTES", "MAX_INT_DIGITS", "MAX_YAML_NODES", "MODEL_CONFIG", "PLAN",
-           "RECORD", "SMALL_JSON", "TABLE", "TEXT_DATA", "TOKENIZER", "FileKind", "ReadError", "escape_chars", "inside_folder",
+           "RECORD", "SMALL_JSON", "TABLE", "TEXT_DATA", "TOKENIZER", "UNSAFE_IN_FIELD", "UNSAFE_IN_TEXT", "FileKind", "ReadError", "escape_chars", "inside_folder",
            "load_json", "load_yaml", "output_file", "output_folder", "parse_json", "parse_yaml", "read_bytes",
            "read_text"]

@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -509,19 +508,16 @@ def _check_schema(data: dict[str, Any]) -> None:
 
 # -- checking a record read from a file ---------------------------------------------------------------------
 
-# control characters (C0, DEL, C1) and the invisible format characters that reorder or hide text: a record's
-# strings are shown on terminals and pages, so each is replaced by its escape (\x1b, \u202e) when read
-_UNSAFE_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-
-
 def _escape(text: str) -> str:
-    return reading.escape_chars(text, _UNSAFE_CHARS)
+    """A record's string as data: shown on terminals and pages, so every control and invisible character is
+    replaced by its escape (\\x1b, \\u202e) when read."""
+    return reading.escape_chars(text, reading.UNSAFE_IN_FIELD)
 
 
 def _escaped(value: Any) -> Any:
     """``value`` with every string (and dict key) escaped (``_escape``); numbers and the rest as they are."""
     if isinstance(value, str):
-        return _escape(value) if _UNSAFE_CHARS.search(value) else value
+        return _escape(value)
     if isinstance(value, dict):
         return {_escaped(k): _escaped(v) for k, v in value.items()}
     if isinstance(value, list):

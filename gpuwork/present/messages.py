@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import string
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
@@ -121,7 +120,7 @@ def _date(value: str | date, lang: str) -> str:
 
 # placeholder kind -> (value, lang) -> text
 _KINDS: dict[str, Callable[[Any, str], str]] = {
-    "raw": lambda v, lang: _safe_text(str(v)),
+    "raw": lambda v, lang: escape_chars(str(v)),  # a text parameter is often what a user typed
     "int": fmt_int,
     "n0": lambda v, lang: fmt_number(v, lang, 0),
     "n1": lambda v, lang: fmt_number(v, lang, 1),
@@ -160,15 +159,6 @@ def placeholders(template: str) -> dict[str, set[str]]:
     return out
 
 
-# a text parameter is often what a user typed (a model name, a path): its control characters (but newline and tab)
-# and the invisible ones that reorder text are shown as escapes, never acted on by a terminal or a page
-_UNSAFE_IN_TEXT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-
-
-def _safe_text(text: str) -> str:
-    return escape_chars(text, _UNSAFE_IN_TEXT) if _UNSAFE_IN_TEXT.search(text) else text
-
-
 def _plain(value: Any, lang: str, where: str) -> str:
     if value is None:
         return ""
@@ -184,7 +174,7 @@ def _plain(value: Any, lang: str, where: str) -> str:
         if value.is_integer():
             return fmt_int(value, lang)
         raise MessageError(f"{where} holds {value!r}: declare how it is shown (e.g. {{x:n2}}, {{x:gib}})")
-    return _safe_text(str(value))
+    return escape_chars(str(value))
 
 
 def _show(value: Any, spec: str, lang: str, where: str) -> str:
