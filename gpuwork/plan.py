@@ -321,6 +321,12 @@ class TrainPlan:
         return self.gpus // self.shard_ranks
 
     @property
+    def several_shard_groups(self) -> bool:
+        """A hybrid sharding over more than one shard group, whose size is then what divides the model states
+        (one group of every GPU is plain FSDP): the sharding is shown with its group."""
+        return self.sharding.hybrid and self.shard_groups > 1
+
+    @property
     def fp32_master_weights(self) -> bool:
         """The optimizer keeps fp32 master weights (and fp32 states) of the 16-bit trained weights.
 

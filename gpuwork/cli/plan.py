@@ -231,15 +231,14 @@ def _offer_header(lang: str) -> str:
 
 def _sharding_cell(plan: TrainPlan) -> str:
     """The sharding, with the shard group's size after a slash when a hybrid sharding runs several groups."""
-    if plan.sharding.hybrid and plan.shard_groups > 1:
+    if plan.several_shard_groups:
         return f"{plan.sharding.value}/{plan.shard_ranks}"
     return plan.sharding.value
 
 
 def _hybrid_note(results: list[Any], lang: str) -> str | None:
     """The line that reads "hsdp/8" when a row shows one."""
-    groups = sorted({r.fit.plan.shard_ranks for r in results
-                     if r.fits and r.fit.plan.sharding.hybrid and r.fit.plan.shard_groups > 1})
+    groups = sorted({r.fit.plan.shard_ranks for r in results if r.fits and r.fit.plan.several_shard_groups})
     return text("cli.offers.hybrid_note", lang, groups=", ".join(str(g) for g in groups)) if groups else None
 
 

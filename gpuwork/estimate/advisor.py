@@ -291,8 +291,7 @@ def sharding_words(plan: TrainPlan) -> Msg:
     per_param = state_bytes_per_param(plan)
     offload = plan.offload_optimizer or plan.offload_params
     # hybrid sharding across several groups: the group's size is what divides the model states
-    group = msg("advice.sharding.group", group=plan.shard_ranks) if plan.sharding.hybrid and plan.shard_groups > 1 \
-        else None
+    group = msg("advice.sharding.group", group=plan.shard_ranks) if plan.several_shard_groups else None
     if per_param is None:
         return msg("advice.sharding", sharding=plan.sharding, group=group,
                    offload=msg("advice.sharding.offload") if offload else None)

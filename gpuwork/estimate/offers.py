@@ -286,11 +286,11 @@ def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOption
             # the node is paid for whole: run on all of its GPUs if the plan still fits that way (a hybrid plan
             # only where its shard group divides them)
             try:
-                whole = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
-                                 safety_margin=o.safety_margin, spec=spec, memo=memo)
+                whole: Fit | None = fit_plan(fit.plan.replace(gpus=billed_gpus), offer.gpu, max_gpus=billed_gpus,
+                                             safety_margin=o.safety_margin, spec=spec, memo=memo)
             except PlanError:
-                whole = fit
-            if whole is not fit and whole.fits:
+                whole = None
+            if whole is not None and whole.fits:
                 reasons.append(msg("offer.whole_node_used", billed_gpus=billed_gpus, needed_gpus=fit.plan.gpus))
                 fit = Fit(True, whole.plan, whole.device_total_bytes, whole.usable_bytes,
                           plan_changes(plan, whole.plan), whole.reason)
