@@ -302,10 +302,15 @@ def coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
     return link
 
 
+def bridged_gpus(gpu: GpuSpec) -> int:
+    """The cards one NVLink bridge of ``gpu`` joins: 2 (H200 NVL: 4)."""
+    return _BRIDGE_GPUS_OF.get(gpu.gpu_id, BRIDGE_GPUS)
+
+
 def node_link(gpu: GpuSpec, link: Link, gpus_per_node: int) -> Link:
-    """The link a node's ring runs over: a bridge joins only its 2 (H200 NVL: 4) cards, so a ring over more
-    GPUs crosses PCIe, whose hop sets the ring's rate (docs/communication.md 'PCIe')."""
-    if link is Link.NVLINK_BRIDGE and gpus_per_node > _BRIDGE_GPUS_OF.get(gpu.gpu_id, BRIDGE_GPUS):
+    """The link a node's ring runs over: a bridge joins only ``bridged_gpus`` cards, so a ring over more GPUs
+    crosses PCIe, whose hop sets the ring's rate (docs/communication.md 'PCIe')."""
+    if link is Link.NVLINK_BRIDGE and gpus_per_node > bridged_gpus(gpu):
         return Link.PCIE
     return link
 
@@ -332,7 +337,7 @@ def _verdict(setting: CommSetting, pcie_share: float | None, link_share: float |
             parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
         else:
             parts.append(msg("comm.bridge_pairs_only", gpu=gpu.display_name, gpus=per_node,
-                             bridged=_BRIDGE_GPUS_OF.get(gpu.gpu_id, BRIDGE_GPUS), share=own_intra_share))
+                             bridged=bridged_gpus(gpu), share=own_intra_share))
         if own_intra_share > LINK_VERDICT_SHARE:
             parts.append(msg("comm.consider_less_traffic"))
         if gpu.gpu_class is GpuClass.CONSUMER:
