@@ -298,7 +298,7 @@ class TrainPlan:
             # equal shard groups: every GPU holds the same share, every replica ring has one GPU per group
             raise PlanError("shard_group_gpus", msg(
                 "error.plan.shard_group", group=self.shard_group_gpus, gpus=self.gpus, sharding=self.sharding.value,
-                divisors=", ".join(str(d) for d in _divisors(self.gpus)[:8])))
+                divisors=", ".join(str(d) for d in even_groups(self.gpus)[:8])))
         if self.offload_params and not self.sharding.shards_params:
             raise PlanError("offload_params", msg("error.plan.offload_params"))
         if self.offload_optimizer and self.sharding is Sharding.DDP:
@@ -487,9 +487,9 @@ def _number_or_none(value: Any, integer: bool = False) -> float | None:
     return value
 
 
-def _divisors(n: int) -> list[int]:
-    """The shard groups ``n`` GPUs split into evenly, 2 GPUs and up."""
-    return [d for d in range(2, n + 1) if n % d == 0]
+def even_groups(n: int) -> tuple[int, ...]:
+    """The group sizes ``n`` GPUs split into evenly, 2 GPUs and up (``n`` itself last: one group of all)."""
+    return tuple(d for d in range(2, n + 1) if n % d == 0)
 
 
 def _out_of_range(name: str, value: Any, bounds: Range, problem: str) -> PlanError:
@@ -532,6 +532,7 @@ __all__ = [
     "Stack",
     "Task",
     "TrainPlan",
+    "even_groups",
     "field_names",
     "lengths_text",
     "shard_ranks",

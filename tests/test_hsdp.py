@@ -14,7 +14,7 @@ import pytest
 
 from gpuwork.cli import main
 from gpuwork.errors import PlanError
-from gpuwork.estimate.advisor import advise
+from gpuwork.estimate.advisor import advise, hybrid_groups
 from gpuwork.estimate.comm import (
     ALL_GATHER,
     REDUCE_SCATTER,
@@ -30,7 +30,7 @@ from gpuwork.facts.catalog import load_offers
 from gpuwork.facts.configs import import_configs
 from gpuwork.facts.network import load_comm_facts
 from gpuwork.facts.resolve import resolve
-from gpuwork.plan import HSDP_GROUP_GPUS, Sharding, TrainPlan
+from gpuwork.plan import HSDP_GROUP_GPUS, Sharding, TrainPlan, even_groups
 from gpuwork.present.messages import render
 from gpuwork.sizing import estimate_memory, estimate_time
 
@@ -236,6 +236,21 @@ def test_a_shard_group_that_does_not_divide_the_gpus_is_refused_naming_the_fix()
     assert FULL_8B.replace(gpus=12, sharding="hsdp", shard_group_gpus=4).shard_ranks == 4
     # other shardings do not read it: fsdp on 12 GPUs keeps the default group
     assert FULL_8B.replace(gpus=12).shard_ranks == 12
+
+
+def test_one_divisor_list_serves_the_plans_fix_and_the_advisors_groups():
+    # plan.even_groups: the sizes n GPUs split into evenly, from 2 up to n (one group of all, last)
+    assert even_groups(12) == (2, 3, 4, 6, 12) and even_groups(7) == (7,) and even_groups(1) == ()
+    for n in range(2, 130):
+        groups = even_groups(n)
+        assert groups[-1] == n and list(groups) == sorted(set(groups)) and all(n % g == 0 for g in groups)
+    # the advisor tries only those groups, never the one group of all (plain FSDP)
+    for gpus in (12, 16, 48, 128):
+        assert set(hybrid_groups(gpus, 8, lambda g: True)) <= set(even_groups(gpus)[:-1])
+    assert hybrid_groups(7, 8, lambda g: True) == ()  # 7 GPUs split evenly only into one group of 7
+    with pytest.raises(PlanError) as info:
+        FULL_8B.replace(gpus=36, sharding="hsdp")
+    assert "2, 3, 4, 6, 9, 12, 18, 36" in info.value.text("en")  # the fix lists the same sizes (first 8)
 
 
 def test_a_shard_group_spanning_two_nodes_is_slower_than_one_inside_a_node():

@@ -47,7 +47,7 @@ from gpuwork.estimate.offers import (
 from gpuwork.facts.catalog import Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan
+from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan, even_groups
 
 # A change is suggested only when it makes the whole run at least this much cheaper (or makes it fit at all):
 # below that the difference is inside the estimate's error and not worth a change to the user's setup.
@@ -317,7 +317,7 @@ def hybrid_groups(gpus: int, node_gpus: int, fits: Callable[[int], bool]) -> tup
     """Shard groups tried for hybrid sharding on ``gpus`` GPUs in nodes of ``node_gpus``: one node, two nodes and the
     smallest group for which ``fits`` (the states divide by the group, so memory falls as it grows), each dividing
     ``gpus`` and smaller than it (one group of all the GPUs is plain FSDP). A few groups, so the advisor stays fast."""
-    divisors = [g for g in range(2, gpus) if gpus % g == 0]
+    divisors = even_groups(gpus)[:-1]
     groups = {g for g in (node_gpus, 2 * node_gpus) if g in divisors}
     groups.update(next(((g,) for g in divisors if fits(g)), ()))
     return tuple(sorted(groups))
