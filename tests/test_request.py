@@ -297,3 +297,22 @@ def test_the_requests_options_read_the_same_as_an_object_or_as_keywords() -> Non
             RequestOptions(**bad)
         with pytest.raises(PlanError):
             rental_request(plan, **bad)
+
+
+def test_the_request_names_the_network_the_estimate_priced() -> None:
+    """CommEstimate.network carries the networks.csv id priced between nodes; the request names it (here an offer on
+    RoCE, not the InfiniBand NDR of most H100 nodes) and names none for one node."""
+    from gpuwork.facts.catalog import load_offers
+    from gpuwork.sizing import evaluate_offers
+
+    plan = TrainPlan(model="llama-3.1-70b", method="full", gpus=16, sharding="fsdp", grad_checkpointing=True)
+    roce = [o for o in load_offers() if o.gpu_id == "h100_sxm" and o.network.value == "roce-400g"]
+    chosen = next(r for r in evaluate_offers(plan, roce, include_unfit=False) if r.expected_cost_usd)
+    assert chosen.nodes > 1 and chosen.time.comm.network == "roce-400g"
+    en, ru = rental_request(plan, lang="en", offer=chosen), rental_request(plan, lang="ru", offer=chosen)
+    assert en.fields["suggested"]["network"] == "roce-400g" and en.fields["suggested"]["nodes"] == chosen.nodes
+    assert "; between nodes RoCE 400 Gb/s, at least" in en.text and "InfiniBand NDR" not in en.text
+    assert "; между узлами RoCE 400 Гбит/с, не меньше" in ru.text
+    one = rental_request(TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=2048), lang="en")
+    assert one.fields["suggested"]["nodes"] == 1 and one.fields["suggested"]["network"] is None
+    assert "; between nodes" not in one.text and "Links:" in one.text

@@ -259,7 +259,8 @@ class CommEstimate:
     gpus: int
     nodes: int
     bytes_per_step: float  # bytes each GPU sends per optimizer step
-    link: str  # the intra-node link used ("pcie", "nvlink_switch", ...), "+ network" when multi-node
+    link: str  # the intra-node link the ring runs over ("pcie", "nvlink_switch", ...)
+    network: str | None  # the networks.csv id priced between nodes; None: one node
     bandwidth_bytes_s: float  # effective bottleneck bandwidth per GPU per direction
     comm_s: float  # time to move bytes_per_step
     overlap_window_s: float  # compute time it may hide behind
@@ -400,7 +401,8 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
                            network=net, bytes_s=per_gpu, share=own_share)
     comm = CommEstimate(
         strategy=strategy, gpus=plan.gpus, nodes=setting.nodes, bytes_per_step=comm_bytes,
-        link=node_link(gpu, setting.intra, gpus_per_node).value + (f" + {net}" if net is not None else ""),
+        link=node_link(gpu, setting.intra, gpus_per_node).value,
+        network=str(net) if net is not None else None,
         bandwidth_bytes_s=bandwidth,
         comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
         scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,

@@ -40,7 +40,7 @@ from gpuwork.estimate.offers import OfferResult, offer_name
 from gpuwork.estimate.profiles import ProfileMatch
 from gpuwork.estimate.timing import TimeEstimate
 from gpuwork.facts import reading
-from gpuwork.facts.catalog import GpuClass, Network, load_offers
+from gpuwork.facts.catalog import GpuClass, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
@@ -212,7 +212,9 @@ def rental_request(plan: TrainPlan, *, lang: str = "en", match: ProfileMatch | N
     spec = spec_for_plan(plan)
     match = match or match_profile(plan, spec=spec, rental_period_s=o.period_s)
     disk = disk or estimate_disk(plan, spec, compression_ratio=o.compression_ratio)
-    if offer is not None and match.fitted_plan != offer.fit.plan:
+    # the offer's setup unless the match is already that offer's (the decision's): the same plan may be priced on
+    # another card or network than the profile's
+    if offer is not None and (match.time is not offer.time or match.fitted_plan != offer.fit.plan):
         match = offer_match(match, offer, o.period_s)
     days = o.rent_period_days
     if days is None:
@@ -325,6 +327,7 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "reference_gpu": match.gpu_id,
         "gpus": match.gpus,
         "nodes": match.nodes,
+        "network": time.comm.network if time else None,  # the networks.csv id priced between nodes
         "sharding": match.sharding.value,
         # hybrid sharding: the GPUs of one shard group (what divides the model states); None otherwise
         "shard_group_gpus": match.fitted_plan.shard_ranks if match.fitted_plan and match.sharding.hybrid else None,
@@ -465,14 +468,11 @@ def _protocol(match: ProfileMatch, trial: Any | None) -> list[Msg]:
         if needed is None:
             out.append(msg("request.links.single"))
         else:
-            gpu_link, _, network = t.comm.link.partition(" + ")
-            # the network the estimate priced (the chosen offer's); a network the catalog cannot name: NDR
-            if network not in {n.value for n in Network}:
-                network = Network.IB_NDR_400G.value
-            between = (msg("request.links.between", network=network, need_bytes_s=needed)
-                       if match.nodes > 1 else None)
+            # the network the estimate priced between nodes (the chosen offer's); none on one node
+            between = (msg("request.links.between", network=t.comm.network, need_bytes_s=needed)
+                       if t.comm.network is not None else None)
             out.append(msg("request.links", bytes_step=t.comm.bytes_per_step, need_bytes_s=needed,
-                           step_s=t.step_time_s, link=gpu_link, verdict=t.comm.verdict, between=between))
+                           step_s=t.step_time_s, link=t.comm.link, verdict=t.comm.verdict, between=between))
         out.append(msg("request.validation", share=plan.eval_fraction, eval_s=t.eval_s, run_s=t.total_s))
     if trial is not None:
         out.append(_trial_line(trial))
