@@ -191,6 +191,17 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+def clear_package_caches() -> None:
+    """Forget every cached result of the package, as a new process starts."""
+    import sys
+
+    for name, module in list(sys.modules.items()):
+        if name == "gpuwork" or name.startswith("gpuwork."):
+            for value in vars(module).values():
+                if callable(getattr(value, "cache_clear", None)):
+                    value.cache_clear()
+
+
 def load_benchmark(name: str):
     """A script of benchmarks/ as a module (the browser tests drive the app through benchmarks/app_load.py)."""
     import importlib.util

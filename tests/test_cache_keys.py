@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import clear_package_caches
 
 from gpuwork.estimate.disk import checkpoint_size
 from gpuwork.estimate.memory import estimate_memory
@@ -38,15 +39,6 @@ CASES = {
 }
 
 
-def _clear_caches() -> None:
-    """Forget every cached result of the package, as a new process starts."""
-    for name, module in list(sys.modules.items()):
-        if name == "gpuwork" or name.startswith("gpuwork."):
-            for value in vars(module).values():
-                if callable(getattr(value, "cache_clear", None)):
-                    value.cache_clear()
-
-
 def _pair(switches: dict[str, Any]) -> tuple[ModelSpec, ModelSpec]:
     spec = get_spec(LLAMA_8B)
     return spec, dataclasses.replace(spec, extras={**spec.extras, **switches})
@@ -54,12 +46,12 @@ def _pair(switches: dict[str, Any]) -> tuple[ModelSpec, ModelSpec]:
 
 def _after_the_other(answer: Callable[[ModelSpec], Any], first: ModelSpec, second: ModelSpec) -> tuple[Any, Any, Any]:
     """(``second``'s answer computed right after ``first``'s, both alone with empty caches)."""
-    _clear_caches()
+    clear_package_caches()
     answer(first)
     warm = answer(second)
-    _clear_caches()
+    clear_package_caches()
     alone = answer(second)
-    _clear_caches()
+    clear_package_caches()
     return warm, alone, answer(first)
 
 

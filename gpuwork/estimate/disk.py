@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,13 +144,29 @@ _NOT_STATES = ("seq_len", "batch_size", "grad_accum", "grad_checkpointing", "att
                "checkpoint_every_steps", "checkpoints_kept")
 
 
-@functools.lru_cache(maxsize=4096)
+_states_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(TrainPlan) if f.name not in _NOT_STATES))
+
+
+@dataclass(frozen=True, slots=True)
+class _StatesKey:
+    """The plan's fields the states may read (every one but ``_NOT_STATES``), and the plan itself."""
+
+    fields: tuple[object, ...]
+    plan: TrainPlan = dataclasses.field(compare=False)  # equal to any other plan on ``fields`` for the states
+
+
 def _states_plan(plan: TrainPlan) -> TrainPlan:
     """The plan on one GPU with the fields the states do not read at their defaults: the one key of their cache,
-    and the plan they are computed from, so the cache cannot answer for a field it did not see. Cached itself:
-    each copy re-validates a whole plan, and a time sweep asks for it once per estimate."""
+    and the plan they are computed from, so the cache cannot answer for a field it did not see. Cached itself by
+    the fields it keeps: each copy re-validates a whole plan, and a time sweep of distinct plans (other lengths,
+    batches, data) asks for the same one again and again."""
+    return _states_plan_of(_StatesKey(_states_fields(plan), plan))
+
+
+@functools.lru_cache(maxsize=4096)
+def _states_plan_of(key: _StatesKey) -> TrainPlan:
     defaults = _default_plan()
-    return dataclasses.replace(plan.single_gpu(), **{f: getattr(defaults, f) for f in _NOT_STATES})
+    return dataclasses.replace(key.plan.single_gpu(), **{f: getattr(defaults, f) for f in _NOT_STATES})
 
 
 @functools.cache

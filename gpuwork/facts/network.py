@@ -119,8 +119,11 @@ class CommFacts:
 
 
 def _path(name: str) -> Path:
-    own = data_dir() / name
-    return own if own.exists() else bundled_data_dir() / name
+    folder, bundled = data_dir(), bundled_data_dir()
+    if folder == bundled:  # no $GPUWORK_DATA: nothing to look for first (a stat per file per estimate)
+        return bundled / name
+    own = folder / name
+    return own if own.exists() else bundled / name
 
 
 @functools.lru_cache(maxsize=4)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from importlib import resources
 from pathlib import Path
@@ -12,8 +13,10 @@ from pathlib import Path
 ENV_DATA_DIR = "GPUWORK_DATA"
 
 
+@functools.cache
 def bundled_data_dir() -> Path:
-    """The data folder shipped inside the package (a real folder: the wheel is installed unpacked)."""
+    """The data folder shipped inside the package (a real folder: the wheel is installed unpacked). Cached: the
+    package does not move, and every estimate through ``resolve`` asks for it several times."""
     return Path(str(resources.files("gpuwork.facts") / "data"))
 
 

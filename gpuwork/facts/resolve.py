@@ -41,7 +41,21 @@ def with_stacks(spec: ModelSpec, rates: Rates) -> ModelSpec:
     ``estimate_memory`` wherever the spec travels."""
     if "stacks" in spec.extras:
         return spec
-    return dataclasses.replace(spec, extras={**spec.extras, "stacks": rates.stacks})
+    # the same copy for the same spec and stacks: a fresh one per estimate hashes its extras again in every cache
+    # the estimators key by the spec (``rates.stacks`` is held, so its id cannot be reused while cached)
+    key = (spec, id(rates.stacks))
+    hit = _WITH_STACKS.get(key)
+    if hit is not None and hit[0] is rates.stacks:
+        return hit[1]
+    out = dataclasses.replace(spec, extras={**spec.extras, "stacks": rates.stacks})
+    if len(_WITH_STACKS) >= _WITH_STACKS_MAX:
+        _WITH_STACKS.clear()
+    _WITH_STACKS[key] = (rates.stacks, out)
+    return out
+
+
+_WITH_STACKS: dict[tuple[ModelSpec, int], tuple[object, ModelSpec]] = {}
+_WITH_STACKS_MAX = 256
 
 
 def with_block_profiles(plan: TrainPlan, spec: ModelSpec, cache: BlockProfileCache = DEFAULT_CACHE) -> ModelSpec:

@@ -9,7 +9,7 @@ import functools
 import operator
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuwork.errors import ModelError
 from gpuwork.message import msg
@@ -202,8 +202,26 @@ def _output_layer_names(spec: ModelSpec) -> set[str]:
     return set(spec.extras.get("output_layers", []))
 
 
+class _Counted(NamedTuple):
+    """What ``count_params`` reads of a plan (a field it does not hold is an AttributeError, not a stale answer):
+    the key of its cache with the spec."""
+
+    method: Method
+    uses_adapters: bool
+    lora_targets: tuple[str, ...]
+    lora_r: int
+    trainable_layers: int
+
+
 def count_params(spec: ModelSpec, plan: TrainPlan) -> ParamCounts:
-    """Exact parameter counts for a plan's method. Pure; reads method, LoRA and freeze fields."""
+    """Exact parameter counts for a plan's method. Pure; reads method, LoRA and freeze fields. Cached by those
+    and the spec: an estimate asks for them several times, a sweep over shapes for the same ones throughout."""
+    return _count_params(spec, _Counted(plan.method, plan.uses_adapters, plan.lora_targets, plan.lora_r,
+                                         plan.trainable_layers))
+
+
+@functools.lru_cache(maxsize=4096)
+def _count_params(spec: ModelSpec, plan: _Counted) -> ParamCounts:
     base = spec.params_total
     head_trainable = 0
     adapter = 0
