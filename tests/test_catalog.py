@@ -13,6 +13,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.facts.catalog import (
     GB,
     GPUS_CSV_COLUMNS,
+    GPUS_CSV_OPTIONAL_COLUMNS,
     OFFERS_CSV_COLUMNS,
     GpuClass,
     GpuSpec,
@@ -508,3 +509,35 @@ def test_filters_reject_unknown_values():
     )
     assert "did you mean h100_sxm" in _message(filter_offers, offers, gpu_ids=["h100x"])
     assert "min_vram_gb" in _message(filter_offers, offers, min_vram_gb=-1)
+
+
+@pytest.mark.parametrize("value", ["two", "1", "2.5", "9", "-2", "٢"])
+def test_a_malformed_bridge_width_is_one_message_naming_the_row_and_the_fix(tmp_path, value):
+    columns = [*GPUS_CSV_COLUMNS, *GPUS_CSV_OPTIONAL_COLUMNS]
+    rows = _rows("gpus.csv")
+    assert rows[0]["gpu_id"] == "rtx3090" and rows[0]["link"] == "nvlink_bridge"
+    rows[0] = {**rows[0], "nvlink_bridge_gpus": value}
+    with pytest.raises(CatalogError) as info:
+        load_gpus(_write(tmp_path / "gpus.csv", columns, rows))
+    assert str(info.value) == (
+        f"gpus.csv line 2, field 'nvlink_bridge_gpus': {value!r} for 'rtx3090' is not a count of cards from 2 to 8 "
+        "(write how many cards one NVLink bridge joins: 2 for a 2-way bridge, 4 for a 4-way one; leave it empty "
+        "for a card without a bridge)")
+    assert info.value.text("ru").startswith(f"gpus.csv, строка 2, поле 'nvlink_bridge_gpus': {value!r} для "
+                                            "'rtx3090' — не число карт от 2 до 8 (укажите, сколько карт")
+
+
+def test_a_bridge_width_on_a_card_without_a_bridge_link_is_refused(tmp_path):
+    columns = [*GPUS_CSV_COLUMNS, *GPUS_CSV_OPTIONAL_COLUMNS]
+    rows = _rows("gpus.csv")
+    assert rows[1]["gpu_id"] == "rtx4090" and rows[1]["link"] == "pcie"
+    rows[1] = {**rows[1], "nvlink_bridge_gpus": "2"}
+    with pytest.raises(CatalogError) as info:
+        load_gpus(_write(tmp_path / "gpus.csv", columns, rows))
+    assert str(info.value).startswith("gpus.csv line 3, field 'nvlink_bridge_gpus': '2' for 'rtx4090', whose link "
+                                      "is 'pcie': ")
+    assert "set link to nvlink_bridge, or leave nvlink_bridge_gpus empty" in str(info.value)
+    assert "оставьте nvlink_bridge_gpus пустым" in info.value.text("ru")
+    # the same table without the column loads: no card has a bridge then
+    gpus = load_gpus(_write(tmp_path / "no_column.csv", GPUS_CSV_COLUMNS, rows))
+    assert all(g.nvlink_bridge_gpus is None for g in gpus.values())

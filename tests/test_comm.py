@@ -258,6 +258,58 @@ def test_a_bridge_that_cannot_join_the_ring_is_said_in_both_languages():
     assert "comm.geforce_no_p2p" in [m.code for m in est.comm.verdict]
 
 
+def _a6000_of_a_table(tmp_path, bridge: str | None):
+    """The bundled RTX A6000 row in a GPU table of its own: without the nvlink_bridge_gpus column (None) or with
+    ``bridge`` in it."""
+    import csv
+
+    from gpuwork.facts.catalog import GPUS_CSV_COLUMNS, load_gpus
+    from gpuwork.facts.paths import bundled_data_dir
+
+    with (bundled_data_dir() / "gpus.csv").open(newline="", encoding="utf-8") as f:
+        row = next(r for r in csv.DictReader(f) if r["gpu_id"] == "rtx_a6000")
+    columns = [*GPUS_CSV_COLUMNS, *(("nvlink_bridge_gpus",) if bridge is not None else ())]
+    path = tmp_path / "gpus.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerow({**row, "nvlink_bridge_gpus": bridge})
+    return load_gpus(path)["rtx_a6000"]
+
+
+@pytest.mark.parametrize(("bridge", "joins"), [(None, 0), ("", 0), ("2", 2), ("4", 4)])
+def test_the_gpu_tables_bridge_column_says_how_many_cards_ring_over_the_bridge(tmp_path, bridge, joins):
+    """gpus.csv nvlink_bridge_gpus is the one source of a bridge's width: a user's row without the column (or with
+    it empty) has no bridge, and a ring of more cards than the bridge joins runs over PCIe."""
+    from gpuwork.estimate.comm import bridged_gpus, node_link
+    from gpuwork.facts.catalog import Link
+    from gpuwork.present.messages import render
+
+    gpu = _a6000_of_a_table(tmp_path, bridge)
+    assert gpu.link is Link.NVLINK_BRIDGE and gpu.nvlink_bridge_gpus == (joins or None) and bridged_gpus(gpu) == joins
+    for gpus in (2, 4, 8):
+        assert node_link(gpu, gpu.link, gpus) is (Link.NVLINK_BRIDGE if gpus <= joins else Link.PCIE)
+        est = estimate_time(TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=gpus), gpu)
+        assert est.comm.link == ("nvlink_bridge" if gpus <= joins else "pcie")
+        first = est.comm.verdict[0]
+        if gpus > joins and joins:
+            assert first.code == "comm.bridge_pairs_only" and first["bridged"] == joins
+            assert f"joins only {joins}" in render(first, "en") and f"только {joins}" in render(first, "ru")
+        elif not joins:
+            assert first.code == "comm.no_bridge_count"
+            assert "nvlink_bridge_gpus" in render(first, "en") and "нет моста NVLink" in render(first, "ru")
+    assert node_link(gpu, gpu.link, 1) is Link.NVLINK_BRIDGE  # one card per node rings over nothing
+
+
+def test_the_bundled_bridges_are_two_way_but_h200_nvls_four_way():
+    from gpuwork.estimate.comm import bridged_gpus
+    from gpuwork.facts.catalog import Link, load_gpus
+
+    widths = {g.gpu_id: bridged_gpus(g) for g in load_gpus().values() if g.link is Link.NVLINK_BRIDGE}
+    assert widths.pop("h200_nvl") == 4 and set(widths.values()) == {2} and len(widths) == 8
+    assert all(g.nvlink_bridge_gpus is None for g in load_gpus().values() if g.link is not Link.NVLINK_BRIDGE)
+
+
 def test_a_node_of_networks_csv_can_be_named_and_is_shown_in_both_languages():
     from gpuwork.errors import PlanError
     from gpuwork.present.messages import render

@@ -246,9 +246,6 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
 LINK_VERDICT_SHARE = 0.10
 # Links whose busbw follows the fitted NVLink curves.
 _NVLINKS = (Link.NVLINK_BRIDGE, Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK)
-# GPUs one NVLink bridge joins: 2-way bridges (gpus.csv notes), 4-way on H200 NVL (NVIDIA H200 NVL product page).
-BRIDGE_GPUS = 2
-_BRIDGE_GPUS_OF = {"h200_nvl": 4}
 
 
 @dataclass(frozen=True)
@@ -304,14 +301,17 @@ def coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
 
 
 def bridged_gpus(gpu: GpuSpec) -> int:
-    """The cards one NVLink bridge of ``gpu`` joins: 2 (H200 NVL: 4)."""
-    return _BRIDGE_GPUS_OF.get(gpu.gpu_id, BRIDGE_GPUS)
+    """The cards one NVLink bridge of ``gpu`` joins (gpus.csv ``nvlink_bridge_gpus``: 2, or 4 on H200 NVL); 0 when
+    the card has no bridge."""
+    if gpu.link is not Link.NVLINK_BRIDGE or gpu.nvlink_bridge_gpus is None:
+        return 0
+    return gpu.nvlink_bridge_gpus
 
 
 def node_link(gpu: GpuSpec, link: Link, gpus_per_node: int) -> Link:
     """The link a node's ring runs over: a bridge joins only ``bridged_gpus`` cards, so a ring over more GPUs
     crosses PCIe, whose hop sets the ring's rate (docs/communication.md 'PCIe')."""
-    if link is Link.NVLINK_BRIDGE and gpus_per_node > bridged_gpus(gpu):
+    if link is Link.NVLINK_BRIDGE and gpus_per_node > max(bridged_gpus(gpu), 1):
         return Link.PCIE
     return link
 
@@ -336,6 +336,8 @@ def _verdict(setting: CommSetting, pcie_share: float | None, link_share: float |
     if node_link(gpu, gpu.link, per_node) is Link.PCIE:
         if gpu.link is Link.PCIE:
             parts.append(msg("comm.no_nvlink", gpu=gpu.display_name, share=own_intra_share))
+        elif not bridged_gpus(gpu):  # a user's GPU table without the bridge's card count
+            parts.append(msg("comm.no_bridge_count", gpu=gpu.display_name, share=own_intra_share))
         else:
             parts.append(msg("comm.bridge_pairs_only", gpu=gpu.display_name, gpus=per_node,
                              bridged=bridged_gpus(gpu), share=own_intra_share))
@@ -414,5 +416,5 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
 
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
-           "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "node_link", "plan_comm",
-           "replica_all_reduce_s", "replica_bytes_per_step", "step_comm"]
+           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "node_link",
+           "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm"]

@@ -124,7 +124,10 @@ GPUS_CSV_COLUMNS = (
 # Read when present, so older or hand-written gpus.csv files still load:
 # memory_total_mib: the total the driver reports (nvidia-smi "Total" in MiB; AMD: rocm-smi bytes / 2**20)
 # memory_total_source: where that number comes from: nvidia-smi | rocm-smi | estimated
-GPUS_CSV_OPTIONAL_COLUMNS = ("memory_total_mib", "memory_total_source")
+# nvlink_bridge_gpus: how many cards one NVLink bridge joins (2, or 4 on H200 NVL); empty: no bridge
+GPUS_CSV_OPTIONAL_COLUMNS = ("memory_total_mib", "memory_total_source", "nvlink_bridge_gpus")
+# The cards one bridge may join: 2-way and 4-way bridges are sold (docs/sources.md#s-nvlink-bridge); up to 8 allowed.
+_BRIDGE_GPUS = range(2, 9)
 _MEMORY_TOTAL_SOURCES = ("nvidia-smi", "rocm-smi", "estimated")
 OFFERS_CSV_COLUMNS = (
     "offer_id", "provider", "gpu_id", "gpus_per_node", "link", "network", "mode", "region",
@@ -195,6 +198,8 @@ class GpuSpec:
     # whose measured kernel rates apply (kernels.csv flash_attn_*_<family>, attention_curves.csv family);
     # "" = none given: the step model refuses to price fused attention rather than guess
     kernel_family: str = ""
+    # cards one NVLink bridge joins (link nvlink_bridge); None: no bridge, a ring over more than one card uses PCIe
+    nvlink_bridge_gpus: int | None = None
 
     @property
     def memory_gb(self) -> float:
@@ -489,6 +494,7 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         raise row.fail("source", msg("error.catalog.no_source"))
     memory_gb = _req(row.number("memory_gb", msg("error.catalog.unit.memory_gb")))
     total_mib, total_source = _memory_total(row, memory_gb)
+    link = row.choice("link", Link)
     return GpuSpec(
         gpu_id=gpu_id,
         display_name=row.text("display_name", "'H100 SXM'"),
@@ -505,7 +511,7 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         fp8_dense_flops=_scale(row.number("fp8_dense_tflops", msg("error.catalog.unit.fp8_dense_tflops"),
                                           optional=True), _TERA),
         fp32_flops=_req(row.number("fp32_tflops", msg("error.catalog.unit.fp32_tflops"))) * _TERA,
-        link=row.choice("link", Link),
+        link=link,
         link_bw_bytes_s=_req(row.number("link_bw_gbs_unidir", msg("error.catalog.unit.link_bw_gbs_unidir")))
         * GB,
         pcie_gen=row.integer("pcie_gen", msg("error.catalog.unit.pcie_gen"), allowed=_PCIE_X16_GBS_UNIDIR),
@@ -517,7 +523,22 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         memory_total_mib=total_mib,
         memory_total_source=total_source,
         kernel_family=_kernel_family(row),
+        nvlink_bridge_gpus=_bridge_gpus(row, gpu_id, link),
     )
+
+
+def _bridge_gpus(row: _Row, gpu_id: str, link: Link) -> int | None:
+    """The optional nvlink_bridge_gpus column: how many cards one bridge joins, on a card whose link is a bridge."""
+    value = row.values.get("nvlink_bridge_gpus", "")
+    if not value:
+        return None
+    if not (re.fullmatch(r"[0-9]{1,3}", value) and int(value) in _BRIDGE_GPUS):
+        raise row.fail("nvlink_bridge_gpus", msg("error.catalog.bridge_gpus", value=repr(value), gpu_id=repr(gpu_id),
+                                                 low=_BRIDGE_GPUS[0], high=_BRIDGE_GPUS[-1]))
+    if link is not Link.NVLINK_BRIDGE:
+        raise row.fail("nvlink_bridge_gpus", msg("error.catalog.bridge_without_link", value=repr(value),
+                                                 gpu_id=repr(gpu_id), link=repr(link.value)))
+    return int(value)
 
 
 def _kernel_family(row: _Row) -> str:

@@ -9,6 +9,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "comm.no_nvlink": (
         "{gpu} has no NVLink: communication takes {share:pct} of each step over PCIe",
         "у {gpu} нет NVLink: обмен занимает {share:pct} каждого шага через PCIe"),
+    "comm.no_bridge_count": (
+        "the GPU table gives {gpu} no NVLink bridge (its nvlink_bridge_gpus is empty): communication takes "
+        "{share:pct} of each step over PCIe",
+        "в таблице GPU у {gpu} нет моста NVLink (nvlink_bridge_gpus пуст): обмен занимает {share:pct} каждого "
+        "шага через PCIe"),
     "comm.bridge_pairs_only": (
         "an NVLink bridge joins only {bridged} {gpu} cards: {gpus} GPUs per node ring over PCIe, and communication "
         "takes {share:pct} of each step",

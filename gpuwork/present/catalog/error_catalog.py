@@ -132,6 +132,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{value:raw} must be a kernel family id of lower-case letters, digits and underscores (e.g. 'h100', 'a100')",
         "{value:raw}: семейство ядер задаётся строчными латинскими буквами, цифрами и подчёркиваниями "
         "(например 'h100', 'a100')"),
+    "error.catalog.bridge_gpus": (
+        "{value:raw} for {gpu_id:raw} is not a count of cards from {low:raw} to {high:raw} (write how many cards one "
+        "NVLink bridge joins: 2 for a 2-way bridge, 4 for a 4-way one; leave it empty for a card without a bridge)",
+        "{value:raw} для {gpu_id:raw} — не число карт от {low:raw} до {high:raw} (укажите, сколько карт соединяет "
+        "один мост NVLink: 2 для двухстороннего моста, 4 для четырёхстороннего; для карты без моста оставьте "
+        "пустым)"),
+    "error.catalog.bridge_without_link": (
+        "{value:raw} for {gpu_id:raw}, whose link is {link:raw}: a bridge's card count needs link nvlink_bridge "
+        "(set link to nvlink_bridge, or leave nvlink_bridge_gpus empty)",
+        "{value:raw} для {gpu_id:raw} со связью {link:raw}: число карт моста задаётся только при связи "
+        "nvlink_bridge (укажите link nvlink_bridge или оставьте nvlink_bridge_gpus пустым)"),
     "error.catalog.compute_capability": (
         "{value:raw} is neither a CUDA compute capability like '8.9' nor an AMD target like 'gfx942'",
         "{value:raw} — ни compute capability CUDA вида '8.9', ни целевая архитектура AMD вида 'gfx942'"),
