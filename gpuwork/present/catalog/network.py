@@ -20,5 +20,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "network.aws-p6-b200": ("AWS p6-b200, 8 x 400 Gb/s EFA", "AWS p6-b200, EFA 8 x 400 Гбит/с"),
     "network.gcp-a3-mega": ("GCP A3 Mega, 8 x 200 Gb/s GPUDirect-TCPXO", "GCP A3 Mega, GPUDirect-TCPXO 8 x 200 Гбит/с"),
     "network.gcp-a3-high": ("GCP A3 High, 4 x 200 Gb/s GPUDirect-TCPX", "GCP A3 High, GPUDirect-TCPX 4 x 200 Гбит/с"),
+    "network.roce-4x100g": ("4 x 100 Gb/s RoCE per node", "RoCE 4 x 100 Гбит/с на узел"),
     "network.one-ndr-400g": ("one 400 Gb/s InfiniBand port per node", "один порт InfiniBand 400 Гбит/с на узел"),
 }
