@@ -37,6 +37,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
+from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.rates import KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
 from gpuwork.message import msg
 
@@ -343,44 +344,71 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     return fraction * peak
 
 
-# what pricing reads of one op: count, kind, phase, flops, bytes, launches, host_sync, attention_pass, dtype, m, n,
-# causal (a plain tuple: the pricing loop unpacks it)
-_OpRow = tuple[int, Kind, Phase, float, float, int, bool, str, str, int, int, bool]
+# what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
+# garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
+# host_sync, attention_pass, dtype, m, n, causal (a plain tuple: the pricing loop unpacks it)
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool]
+_PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
+_KIND_VALUES = tuple(_VALUES[k] for k in Kind)
+_BACKWARD = Phase.BACKWARD.value
+
+
+class _Rows(HashedTuple):
+    """The ``_OpRow`` of each operation that runs: one step's operations without their counts, which plans that
+    differ only in gradient accumulation share (the key of the per-row price cache)."""
 
 
 @functools.lru_cache(maxsize=1024)
-def _op_rows(ops: tuple[Op, ...]) -> tuple[tuple[_OpRow, ...], int, float, float]:
-    """What pricing reads of each operation that runs, and the step's kernels, FLOPs and bytes (the same on
-    every GPU)."""
+def _op_rows(ops: tuple[Op, ...]) -> tuple[_Rows, tuple[int, ...], int, float, float]:
+    """What pricing reads of each operation that runs, their counts, and the step's kernels, FLOPs and bytes (the
+    same on every GPU)."""
     rows: list[_OpRow] = []
+    counts: list[int] = []
     launches_total, flops_total, bytes_total = 0, 0.0, 0.0
     attention = Kind.ATTENTION
     for op in ops:
         if op.count <= 0:
             continue
-        rows.append((op.count, op.kind, op.phase, op.flops, op.bytes, op.launches, op.host_sync,
+        rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
                      op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal))
+        counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
         bytes_total += op.bytes * op.count
-    return tuple(rows), launches_total, flops_total, bytes_total
+    return _Rows(rows), tuple(counts), launches_total, flops_total, bytes_total
 
 
 @functools.lru_cache(maxsize=4096)
 def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
-    rows, launches_total, flops_total, bytes_total = _op_rows(ops)
-    host_of = dict(zip(_PHASES, facts.host_s, strict=True))
+    rows, counts, launches_total, flops_total, bytes_total = _op_rows(ops)
+    gpu_times, times = _row_prices(rows, facts)
+    by_kind = dict.fromkeys(_KIND_VALUES, 0.0)
+    by_phase: dict[str, float] = {}
+    overhead_s = 0.0
+    for row, count, gpu_s, one in zip(rows, counts, gpu_times, times, strict=True):
+        kind, phase = row[0], row[1]
+        by_kind[kind] += gpu_s * count
+        overhead_s += (one - gpu_s) * count
+        by_phase[phase] = by_phase.get(phase, 0.0) + one * count
+    by_kind[LAUNCH_OVERHEAD] = overhead_s
+    return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=launches_total,
+                     flops=flops_total, bytes=bytes_total, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Seconds of one run of each row on the GPU, and with the host's share: a step's price is their sum weighted
+    by the counts (``_price``), so steps that differ only in their counts price their rows once."""
+    host_of = dict(zip(_PHASE_VALUES, facts.host_s, strict=True))
     floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
         facts.synchronous
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
     attention_rates: dict[tuple[str, str, int, int, bool], float] = {}
-    backward = Phase.BACKWARD
-    kind_s = dict.fromkeys(Kind, 0.0)
-    phase_s: dict[Phase, float] = {}
-    overhead_s = 0.0
-    for count, kind, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal in rows:
+    gpu_times: list[float] = []
+    times: list[float] = []
+    for _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal in rows:
         if flops > 0:
             if attention_pass:
                 key = (attention_pass, dtype, m, n, causal)
@@ -392,7 +420,7 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
                 pricer = gemm_pricers.get(dtype)
                 if pricer is None:
                     pricer = gemm_pricers[dtype] = _gemm_pricer(_facts_gemm_kernels(facts, dtype, matmul))
-                compute = pricer(m, n, flops, launches, phase is backward)
+                compute = pricer(m, n, flops, launches, phase == _BACKWARD)
             else:
                 rate = matmul.get(dtype, matmul["bf16"])
                 if m and n:
@@ -412,14 +440,9 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
             one = gpu_s + host_s + host_s_per_launch / efficiency
         else:
             one = gpu_s if gpu_s >= host_s else host_s
-        kind_s[kind] += gpu_s * count
-        overhead_s += (one - gpu_s) * count
-        phase_s[phase] = phase_s.get(phase, 0.0) + one * count
-    by_kind = {_VALUES[k]: v for k, v in kind_s.items()}
-    by_kind[LAUNCH_OVERHEAD] = overhead_s
-    by_phase = {_VALUES[k]: v for k, v in phase_s.items()}
-    return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=launches_total,
-                     flops=flops_total, bytes=bytes_total, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
+        gpu_times.append(gpu_s)
+        times.append(one)
+    return tuple(gpu_times), tuple(times)
 
 
 def _facts_gemm_kernels(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> GemmKernels:

@@ -43,7 +43,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, Unpack
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.comm import (
@@ -277,13 +277,29 @@ def matmul_params(spec: ModelSpec) -> int:
                                                          if spec.tie_embeddings else 0)
 
 
+class _FlopsShape(NamedTuple):
+    """What ``flops_per_token`` reads of a plan besides its parameter counts (a field it does not hold is an
+    AttributeError, not a stale answer): the key of its cache with the spec and the counts."""
+
+    method: Method
+    uses_adapters: bool
+    seq_len: int
+    trainable_layers: int
+    grad_checkpointing: bool
+
+
 def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     """FLOPs per training token for the plan's method (see the module docstring for the convention).
 
     Worked example (Llama-3.1-8B, full, seq 2048, no checkpointing): N = 8,030,261,248 − 525,336,576
     (embeddings) = 7,504,924,672; 6N = 4.503e10; attention 12·32·32·128·2048 = 3.221e9; total 4.825e10.
     """
-    counts = count_params(spec, plan)
+    return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
+        plan.method, plan.uses_adapters, plan.seq_len, plan.trainable_layers, plan.grad_checkpointing))
+
+
+@functools.lru_cache(maxsize=4096)
+def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) -> FlopsPerToken:
     n = matmul_params(spec)
     head = _head_matmul_params(spec)
     blocks = n - head  # weights inside the blocks (and poolers): what checkpointing recomputes

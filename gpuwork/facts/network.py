@@ -102,12 +102,20 @@ class CommFacts:
         """The PCIe curve for ``ranks`` GPUs: of those measured with (or without) peer-to-peer, the one over the
         most ranks not above ``ranks`` (the fewest where none is); a ring's busbw on PCIe falls with its ranks."""
         use = "pcie-p2p" if p2p else "pcie-host"
-        measured = sorted((max((r.gpus for r in self.rows if r.curve == c.curve), default=0), c.curve)
-                          for c in self.curves.values() if c.use == use)
+        measured = self._ranks_measured(use)
         if not measured:
             raise CatalogError(msg("error.rates.missing_key", file=NCCL_CURVES_CSV, key=use))
         below = [m for m in measured if m[0] <= ranks]
         return self.curves[(below[-1] if below else measured[0])[1]]
+
+    def _ranks_measured(self, use: str) -> list[tuple[int, str]]:
+        """(most ranks measured, curve) of the curves of this use, fewest ranks first; kept on the facts (a
+        frozen value read from files) once found: every estimate on PCIe asks for them."""
+        found: dict[str, list[tuple[int, str]]] = self.__dict__.setdefault("_measured_ranks", {})
+        if use not in found:
+            found[use] = sorted((max((r.gpus for r in self.rows if r.curve == c.curve), default=0), c.curve)
+                                for c in self.curves.values() if c.use == use)
+        return found[use]
 
     def node_network(self, network: Network | str) -> NodeNetwork:
         key = NETWORK_NODES.get(Network(network), str(network)) if network in {n.value for n in Network} \
