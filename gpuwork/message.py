@@ -74,7 +74,12 @@ def _json(value: Any) -> Any:
     return value
 
 
+_ATOMS = frozenset((str, int, float, bool, type(None)))
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _ATOMS:  # the common case first: an estimate builds dozens of messages
+        return value
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, list | tuple):

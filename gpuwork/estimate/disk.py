@@ -133,9 +133,9 @@ def dataset_text_bytes(plan: TrainPlan) -> int:
 
 def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
     """Optimizer states of all trainable parameters, unsharded, as the memory estimator models them
-    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored). Cached on the plan as
-    the states see it (``_states_plan``: a time sweep asks for the same states at many shapes) and the spec."""
-    return _state_bytes(_states_plan(plan), spec)
+    (torch AdamW in the parameter dtype, bitsandbytes 8-bit blockwise, Adafactor factored). Cached by the plan's
+    fields the states may read and the spec: a time sweep asks for the same states at many shapes."""
+    return _key_state_bytes(_StatesKey(_states_fields(plan), plan), spec)
 
 
 # Fields of a plan the optimizer states do not depend on: the batch shape and the run around the step.
@@ -155,16 +155,15 @@ class _StatesKey:
     plan: TrainPlan = dataclasses.field(compare=False)  # equal to any other plan on ``fields`` for the states
 
 
-def _states_plan(plan: TrainPlan) -> TrainPlan:
-    """The plan on one GPU with the fields the states do not read at their defaults: the one key of their cache,
-    and the plan they are computed from, so the cache cannot answer for a field it did not see. Cached itself by
-    the fields it keeps: each copy re-validates a whole plan, and a time sweep of distinct plans (other lengths,
-    batches, data) asks for the same one again and again."""
-    return _states_plan_of(_StatesKey(_states_fields(plan), plan))
-
-
 @functools.lru_cache(maxsize=4096)
-def _states_plan_of(key: _StatesKey) -> TrainPlan:
+def _key_state_bytes(key: _StatesKey, spec: ModelSpec) -> int:
+    """``_state_bytes`` of the states' plan: one lookup per estimate, without hashing a whole plan."""
+    return _state_bytes(_states_plan(key), spec)
+
+
+def _states_plan(key: _StatesKey) -> TrainPlan:
+    """The plan on one GPU with the fields the states do not read at their defaults: the one key of their cache,
+    and the plan they are computed from, so the cache cannot answer for a field it did not see."""
     defaults = _default_plan()
     return dataclasses.replace(key.plan.single_gpu(), **{f: getattr(defaults, f) for f in _NOT_STATES})
 
