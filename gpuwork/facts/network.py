@@ -9,12 +9,13 @@ nccl-tests rows (message size, bus bandwidth); ``nccl_curves.csv`` the curves fi
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.catalog import Network
-from gpuwork.facts.paths import bundled_data_dir, data_dir
+from gpuwork.facts.paths import ENV_DATA_DIR, bundled_data_dir, data_dir
 from gpuwork.facts.rates import _number, read_rows
 from gpuwork.message import msg
 
@@ -175,7 +176,16 @@ def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
 
 def load_comm_facts() -> CommFacts:
     """The node networks and NCCL curves (``$GPUWORK_DATA`` first, the bundled files for what it lacks)."""
+    if not os.environ.get(ENV_DATA_DIR):
+        return _bundled()
     return _load(_path(NETWORKS_CSV), _path(NCCL_CURVES_CSV), _path(NCCL_TESTS_CSV))
+
+
+@functools.cache
+def _bundled() -> CommFacts:
+    """The bundled files' facts: every ``resolve`` asks for them (three paths built and hashed per call before)."""
+    folder = bundled_data_dir()
+    return _load(folder / NETWORKS_CSV, folder / NCCL_CURVES_CSV, folder / NCCL_TESTS_CSV)
 
 
 __all__ = ["NETWORK_NODES", "BusCurve", "CommFacts", "NcclRow", "NodeNetwork", "load_comm_facts"]
