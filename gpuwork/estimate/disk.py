@@ -185,8 +185,16 @@ def checkpoint_size(plan: TrainPlan, spec: ModelSpec) -> CheckpointSize:
     Full/scratch/freeze: the whole model in its parameter dtype (fp32 masters when mixed: HF Trainer
     saves the parameters as they are) + the optimizer's real states; DeepSpeed ZeRO with mixed
     precision saves 16-bit weights plus fp32 masters and states (docs/sources.md#s-disk: ≈ 14 B/p with
-    AdamW). Adapters: adapter (and trained head) params x 4 B (PEFT fp32) + their optimizer states.
+    AdamW). Adapters: adapter (and trained head) params x 4 B (PEFT fp32) + their optimizer states. Cached like the
+    optimizer states, by the plan's fields they may read and the spec (a checkpoint does not depend on the batch
+    shape or the run around the step).
     """
+    return _checkpoint_size(_StatesKey(_states_fields(plan), plan), spec)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checkpoint_size(key: _StatesKey, spec: ModelSpec) -> CheckpointSize:
+    plan = key.plan
     counts = count_params(spec, plan)
     optimizer = _optimizer_state_bytes(plan, spec)
     master = 0

@@ -711,9 +711,14 @@ def _mfu_choice(s: _Setting, efficiency: _Efficiency, implied: float, mfu: float
         return MfuChoice(value=implied, source="calibration",
                          basis=f"measured: {label or 'a measured trial'}; every operation x {scale:.3f}",
                          note=msg("mfu.calibrated", label=label or msg("mfu.a_trial"), scale=scale), scale=scale)
-    stack, gpu = s.plan.stack.value, s.gpu.display_name
-    return MfuChoice(value=implied, source="default", basis=f"per-operation model, stack {stack}, rates of {gpu}",
-                     note=msg("mfu.op_model", stack=stack, gpu=gpu))
+    basis, note = _op_model_basis(s.plan.stack.value, s.gpu.display_name)
+    return MfuChoice(value=implied, source="default", basis=basis, note=note)
+
+
+@functools.lru_cache(maxsize=256)
+def _op_model_basis(stack: str, gpu: str) -> tuple[str, Msg]:
+    """The op model's basis and note for one stack and GPU (the same two values for every plan they run)."""
+    return f"per-operation model, stack {stack}, rates of {gpu}", msg("mfu.op_model", stack=stack, gpu=gpu)
 
 
 def _sources(s: _Setting, est: TimeEstimate, price: StepPrice, disk_write_bytes_s: float,
