@@ -378,10 +378,22 @@ class _Rows(HashedTuple):
     differ only in gradient accumulation share (the key of the per-row price cache)."""
 
 
+class _StepRows(NamedTuple):
+    """One step's operations as pricing reads them: the rows (``_Rows``), each row's kind, phase and count, and
+    the step's kernels, FLOPs and bytes (the same on every GPU)."""
+
+    rows: _Rows
+    kinds: tuple[str, ...]
+    phases: tuple[str, ...]
+    counts: tuple[int, ...]
+    launches: int
+    flops: float
+    bytes: float
+
+
 @functools.lru_cache(maxsize=1024)
-def _op_rows(ops: tuple[Op, ...]) -> tuple[_Rows, tuple[int, ...], int, float, float]:
-    """What pricing reads of each operation that runs, their counts, and the step's kernels, FLOPs and bytes (the
-    same on every GPU)."""
+def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
+    """What pricing reads of each operation that runs (see ``_StepRows``)."""
     rows: list[_OpRow] = []
     counts: list[int] = []
     launches_total, flops_total, bytes_total = 0, 0.0, 0.0
@@ -395,24 +407,24 @@ def _op_rows(ops: tuple[Op, ...]) -> tuple[_Rows, tuple[int, ...], int, float, f
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
         bytes_total += op.bytes * op.count
-    return _Rows(rows), tuple(counts), launches_total, flops_total, bytes_total
+    return _StepRows(_Rows(rows), tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(counts),
+                     launches_total, flops_total, bytes_total)
 
 
 @functools.lru_cache(maxsize=4096)
 def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
-    rows, counts, launches_total, flops_total, bytes_total = _op_rows(ops)
-    gpu_times, times = _row_prices(rows, facts)
+    step = _op_rows(ops)
+    gpu_times, times = _row_prices(step.rows, facts)
     by_kind = dict.fromkeys(_KIND_VALUES, 0.0)
     by_phase: dict[str, float] = {}
     overhead_s = 0.0
-    for row, count, gpu_s, one in zip(rows, counts, gpu_times, times, strict=True):
-        kind, phase = row[0], row[1]
+    for kind, phase, count, gpu_s, one in zip(step.kinds, step.phases, step.counts, gpu_times, times, strict=True):
         by_kind[kind] += gpu_s * count
         overhead_s += (one - gpu_s) * count
         by_phase[phase] = by_phase.get(phase, 0.0) + one * count
     by_kind[LAUNCH_OVERHEAD] = overhead_s
-    return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=launches_total,
-                     flops=flops_total, bytes=bytes_total, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
+    return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=step.launches,
+                     flops=step.flops, bytes=step.bytes, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
 
 
 @functools.lru_cache(maxsize=4096)
