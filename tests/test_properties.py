@@ -14,8 +14,22 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpuwork.errors import CatalogError, GpuworkError, PlanError
-from gpuwork.facts.catalog import data_dir, load_offers
-from gpuwork.plan import MAX_GPUS, MAX_SEQ_LEN, Attention, Method, Optimizer, Precision, Sharding, TrainPlan
+from gpuwork.estimate.ops import StackKernels, step_ops
+from gpuwork.estimate.steptime import price_ops
+from gpuwork.facts.catalog import data_dir, get_gpu, load_offers
+from gpuwork.facts.model import get_spec
+from gpuwork.facts.rates import load_rates
+from gpuwork.plan import (
+    MAX_GPUS,
+    MAX_SEQ_LEN,
+    Attention,
+    Method,
+    Optimizer,
+    Precision,
+    Sharding,
+    Stack,
+    TrainPlan,
+)
 from gpuwork.sizing import estimate_memory, estimate_time, evaluate_offers
 from gpuwork.units import parse_count, parse_number, parse_size
 
@@ -147,6 +161,30 @@ def test_times_are_finite_and_positive(fields, gpu) -> None:
         value = getattr(t, name)
         assert math.isfinite(value) and value > 0, (name, value)
     assert t.steps >= 1 and t.total_s >= t.train_s and math.isfinite(t.gpu_hours)
+
+
+@SLOW
+@given(plan_fields(), st.sampled_from(["h100_sxm", "a100_80_sxm", "rtx4090", "l40s", "mi300x"]),
+       st.sampled_from(list(Stack)))
+def test_the_fused_softmax_chain_is_never_slower_than_the_eager_one(fields, gpu, stack) -> None:
+    """Eager attention's chain between Q·K^T and P·V, forward, recompute and backward, priced on one GPU with one
+    stack's host costs: one fused kernel each way never costs more than transformers' separate kernels."""
+    plan = _plan_or_none({**fields, "attention": Attention.EAGER})
+    assume(plan is not None)
+    rates = load_rates()
+    spec = get_spec(plan.model)
+
+    def chain_s(fuse: bool) -> float:
+        ops = [o for o in step_ops(plan, spec, StackKernels(fuse_elementwise=fuse))
+               if o.name.startswith("attention softmax chain")]
+        assert ops
+        return price_ops(tuple(ops), get_gpu(gpu), rates.device(gpu), rates, rates.stacks[stack]).total_s
+
+    try:
+        fused, eager = chain_s(True), chain_s(False)
+    except GpuworkError:  # a plan the model refuses (LoRA targets it lacks): no step to compare
+        return
+    assert fused <= eager
 
 
 @SLOW

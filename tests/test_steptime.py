@@ -251,6 +251,58 @@ def test_bert_eager_softmax_runs_in_fp32_under_autocast_only():
     assert chain["fp32"].launches == 4 and chain["fp32"].bytes == 16 * 512 * 512 * (8 + 8 + 8 + 9)
 
 
+_FUSING = [s for s in Stack if load_rates().stacks[s].fuse_elementwise]
+_EAGER = [s for s in Stack if not load_rates().stacks[s].fuse_elementwise]
+
+
+def _softmax_chain(ops, phase: Phase):
+    return [o for o in ops if o.name.startswith("attention softmax chain") and o.phase is phase]
+
+
+def test_the_fusing_stacks_are_the_compiled_and_framework_ones():
+    assert set(_FUSING) == {Stack.TORCH_COMPILE, Stack.FRAMEWORK, Stack.TORCHTUNE}
+
+
+@pytest.mark.parametrize("stack", _FUSING)
+def test_a_fusing_stack_runs_the_eager_softmax_chain_as_one_kernel_each_way(stack):
+    """Llama-style, bf16, no attention dropout: the fp32 softmax stays in registers, so the forward reads the
+    2-byte scores and writes the 2-byte probabilities (4 B per element), the backward reads the probabilities and
+    their gradient and writes the scores' gradient (6 B); transformers' chain moves 24 and 48 B in 4 + 4 kernels."""
+    plan = TrainPlan(model="llama-3.2-1b", method="full", seq_len=512, batch_size=2, grad_accum=3, attention="eager")
+    ops = _ops(plan, stack_kernels(load_rates().stacks[stack]))
+    scores = 2 * 32 * 512 * 512  # batch x heads x seq x seq
+    [fwd], [bwd] = _softmax_chain(ops, Phase.FORWARD), _softmax_chain(ops, Phase.BACKWARD)
+    assert (fwd.launches, fwd.bytes, fwd.count) == (1, scores * 4, 16 * 3)
+    assert (bwd.launches, bwd.bytes, bwd.count) == (1, scores * 6, 16 * 3)
+    assert not [o for o in ops if o.name == "attention softmax chain"]
+
+
+@pytest.mark.parametrize(("precision", "e"), [("fp16-mixed", 2), ("fp32", 4)])
+def test_a_fused_chain_with_attention_dropout_saves_both_probabilities_and_the_mask(precision, e):
+    """BERT-large (attention dropout 0.1): forward reads the scores, writes the softmax output (kept for its
+    gradient), the dropped probabilities P·V reads and a 1-byte mask: 3e + 1; backward reads the softmax output,
+    the gradient and the mask and writes the scores' gradient: 3e + 1. fp32 softmax internals stay in registers
+    under autocast, so fp16-mixed moves 16-bit tensors only."""
+    plan = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision=precision, seq_len=512,
+                     batch_size=1, attention="eager")
+    ops = _ops(plan, stack_kernels(load_rates().stacks[Stack.FRAMEWORK]))
+    [fwd], [bwd] = _softmax_chain(ops, Phase.FORWARD), _softmax_chain(ops, Phase.BACKWARD)
+    assert (fwd.launches, fwd.bytes) == (1, 16 * 512 * 512 * (3 * e + 1))
+    assert (bwd.launches, bwd.bytes) == (1, 16 * 512 * 512 * (3 * e + 1))
+
+
+@pytest.mark.parametrize("stack", _EAGER)
+def test_a_non_fusing_stack_keeps_transformers_softmax_chain(stack):
+    """Llama-style bf16: scale 2+2, + mask 2+4 (fp32 out), softmax 4+4, cast 4+2: 24 B in 4 kernels forward,
+    twice the bytes in as many kernels backward."""
+    plan = TrainPlan(model="llama-3.2-1b", method="full", seq_len=512, batch_size=2, attention="eager")
+    ops = _ops(plan, stack_kernels(load_rates().stacks[stack]))
+    [fwd], [bwd] = _softmax_chain(ops, Phase.FORWARD), _softmax_chain(ops, Phase.BACKWARD)
+    scores = 2 * 32 * 512 * 512
+    assert (fwd.name, fwd.launches, fwd.bytes) == ("attention softmax chain", 4, scores * 24)
+    assert (bwd.launches, bwd.bytes) == (4, scores * 48)
+
+
 def test_for_loop_adamw_launches_seven_kernels_per_tensor():
     plan = TrainPlan(model="bert-large-uncased", task="seq-cls", method="full", precision="fp32", seq_len=512,
                      batch_size=4, attention="eager", optimizer_impl="for-loop")

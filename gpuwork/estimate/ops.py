@@ -533,22 +533,8 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
                       count, matmul_dtype(plan), s, s, backward=Backward.BOTH_GRADS))
-        dropout = spec.attention_dropout > 0
-        if spec.norm == "rms":
-            probs = 4  # Llama-style: softmax(dtype=float32), cast back, dropout on the 16-bit probabilities
-            soft = (e + e) + (e + probs) + (probs + probs) + (probs + e) + ((e + e + 1) if dropout else 0)
-            launches = 4 + int(dropout)
-        else:
-            # BERT-style: scores / sqrt(d) + mask, softmax, dropout, then P·V. The additive mask has the
-            # parameters' dtype (transformers ModuleUtilsMixin.get_extended_attention_mask: ``.to(dtype=
-            # self.dtype)``), fp32 under autocast, so the sum, the softmax and the dropout run in fp32 and
-            # autocast casts the probabilities back to 16 bits for P·V; no cast where they share a dtype.
-            probs = 4 if autocast else e
-            cast = probs != e
-            soft = (e + e) + (e + probs) + (probs + probs) + ((probs + probs + 1) if dropout else 0) + (
-                (probs + e) if cast else 0)
-            launches = 3 + int(dropout) + int(cast)
-        out.append(_mem("attention softmax chain", phase, scores, soft, launches, count))
+        chain = _fused_softmax_chain if fuse else _eager_softmax_chain
+        out.append(chain(spec, scores, e, autocast, phase, count))
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
                       count, matmul_dtype(plan), s, d, backward=Backward.BOTH_GRADS))
     else:
@@ -562,6 +548,39 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
+
+
+def _eager_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
+    """transformers' eager chain between Q·K^T and P·V: scale, + mask, softmax, cast, dropout, one kernel each."""
+    dropout = spec.attention_dropout > 0
+    if spec.norm == "rms":
+        probs = 4  # Llama-style: softmax(dtype=float32), cast back, dropout on the 16-bit probabilities
+        soft = (e + e) + (e + probs) + (probs + probs) + (probs + e) + ((e + e + 1) if dropout else 0)
+        launches = 4 + int(dropout)
+    else:
+        # BERT-style: scores / sqrt(d) + mask, softmax, dropout, then P·V. The additive mask has the
+        # parameters' dtype (transformers ModuleUtilsMixin.get_extended_attention_mask: ``.to(dtype=
+        # self.dtype)``), fp32 under autocast, so the sum, the softmax and the dropout run in fp32 and
+        # autocast casts the probabilities back to 16 bits for P·V; no cast where they share a dtype.
+        probs = 4 if autocast else e
+        cast = probs != e
+        soft = (e + e) + (e + probs) + (probs + probs) + ((probs + probs + 1) if dropout else 0) + (
+            (probs + e) if cast else 0)
+        launches = 3 + int(dropout) + int(cast)
+    return _mem("attention softmax chain", phase, scores, soft, launches, count)
+
+
+def _fused_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
+    """The same chain as one kernel each way, as a fusing stack runs it (a compiler's generated reduction kernel,
+    Megatron's fused softmax; docs/kernels.md). fp32 internals stay in registers, so ``autocast`` changes nothing.
+    Forward: reads the scores, writes the probabilities; with dropout also the dropped ones P·V reads and the
+    1-byte mask. Backward: reads the saved probabilities and their gradient (and the mask), writes the scores'
+    gradient."""
+    dropout = spec.attention_dropout > 0
+    forward = 2 * e + ((e + 1) if dropout else 0)
+    backward = 3 * e + (1 if dropout else 0)
+    return _mem("attention softmax chain (fused)", phase, scores, forward, 1, count,
+                backward=_Elementwise(backward / forward, 1))
 
 
 def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter: int, e: int, fused: bool) -> list[Op]:
