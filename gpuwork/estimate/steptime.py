@@ -430,7 +430,12 @@ def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
 @functools.lru_cache(maxsize=4096)
 def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """Seconds of one run of each row on the GPU, and with the host's share: a step's price is their sum weighted
-    by the counts (``_price``), so steps that differ only in their counts price their rows once."""
+    by the counts (``_price``), so steps that differ only in their counts price their rows once; and a row met in
+    another step on the same facts is priced once (``_row_memo``: a sweep's 180,000 rows hold some 6,500 distinct
+    ones)."""
+    memo = _row_memo(facts)
+    if len(memo) > _ROW_MEMO_ROWS:
+        memo.clear()
     host_of = dict(zip(_PHASE_VALUES, facts.host_s, strict=True))
     floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
         facts.synchronous
@@ -440,41 +445,55 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     attention_rates: dict[tuple[str, str, int, int, bool], float] = {}
     gpu_times: list[float] = []
     times: list[float] = []
-    for _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal in rows:
-        if flops > 0:
-            if attention_pass:
-                key = (attention_pass, dtype, m, n, causal)
-                rate = attention_rates.get(key)
-                if rate is None:
-                    rate = attention_rates[key] = _attention_rate(facts, attention_pass, dtype, m, n, causal)
-                compute = flops / rate
-            elif m and n and shaped:
-                pricer = gemm_pricers.get(dtype)
-                if pricer is None:
-                    pricer = gemm_pricers[dtype] = _gemm_pricer(_facts_gemm_kernels(facts, dtype, matmul))
-                compute = pricer(m, n, flops, launches, phase == _BACKWARD)
+    for row in rows:
+        priced = memo.get(row)
+        if priced is None:
+            _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal = row
+            if flops > 0:
+                if attention_pass:
+                    key = (attention_pass, dtype, m, n, causal)
+                    rate = attention_rates.get(key)
+                    if rate is None:
+                        rate = attention_rates[key] = _attention_rate(facts, attention_pass, dtype, m, n, causal)
+                    compute = flops / rate
+                elif m and n and shaped:
+                    pricer = gemm_pricers.get(dtype)
+                    if pricer is None:
+                        pricer = gemm_pricers[dtype] = _gemm_pricer(_facts_gemm_kernels(facts, dtype, matmul))
+                    compute = pricer(m, n, flops, launches, phase == _BACKWARD)
+                else:
+                    rate = matmul.get(dtype, matmul["bf16"])
+                    if m and n:
+                        rate *= wave_efficiency(m, n, facts.sm_count, *facts.wave_tiles)
+                    compute = flops / rate
             else:
-                rate = matmul.get(dtype, matmul["bf16"])
-                if m and n:
-                    rate *= wave_efficiency(m, n, facts.sm_count, *facts.wave_tiles)
-                compute = flops / rate
-        else:
-            compute = 0.0
-        if compute > 0.0:
-            gpu_s = max(compute, nbytes / bw, launches * floor_s) / efficiency
-        else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth
-            gpu_s = (launches * t0_s + nbytes / bw) / efficiency
-        host_s_per_launch = host_of[phase]
-        host_s = launches * host_s_per_launch / efficiency
-        if synchronous:
-            one = gpu_s + host_s
-        elif host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
-            one = gpu_s + host_s + host_s_per_launch / efficiency
-        else:
-            one = gpu_s if gpu_s >= host_s else host_s
-        gpu_times.append(gpu_s)
-        times.append(one)
+                compute = 0.0
+            if compute > 0.0:
+                gpu_s = max(compute, nbytes / bw, launches * floor_s) / efficiency
+            else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth
+                gpu_s = (launches * t0_s + nbytes / bw) / efficiency
+            host_s_per_launch = host_of[phase]
+            host_s = launches * host_s_per_launch / efficiency
+            if synchronous:
+                one = gpu_s + host_s
+            elif host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
+                one = gpu_s + host_s + host_s_per_launch / efficiency
+            else:
+                one = gpu_s if gpu_s >= host_s else host_s
+            priced = memo[row] = (gpu_s, one)
+        gpu_times.append(priced[0])
+        times.append(priced[1])
     return tuple(gpu_times), tuple(times)
+
+
+_ROW_MEMO_ROWS = 200_000  # rows kept per set of facts (a few tens of MB at most)
+
+
+@functools.lru_cache(maxsize=64)
+def _row_memo(facts: _PriceFacts) -> dict[_OpRow, tuple[float, float]]:
+    """(GPU seconds, seconds with the host's share) of every row priced on these facts, by the row (its every
+    value: equal rows price alike)."""
+    return {}
 
 
 def _facts_gemm_kernels(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> GemmKernels:
