@@ -573,11 +573,11 @@ def _eager_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, p
 def _fused_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
     """The same chain as one kernel each way, as a fusing stack runs it (a compiler's generated reduction kernel,
     Megatron's fused softmax; docs/kernels.md). fp32 internals stay in registers, so ``autocast`` changes nothing.
-    Forward: reads the scores, writes the probabilities; with dropout also the dropped ones P·V reads and the
-    1-byte mask. Backward: reads the saved probabilities and their gradient (and the mask), writes the scores'
-    gradient."""
+    Forward: reads the scores, writes the probabilities P·V reads (after dropout) and, with dropout, the 1-byte
+    mask. Backward: reads the probabilities (or the saved scores, to recompute them) and their gradient, and the
+    mask with dropout; writes the scores' gradient."""
     dropout = spec.attention_dropout > 0
-    forward = 2 * e + ((e + 1) if dropout else 0)
+    forward = 2 * e + (1 if dropout else 0)
     backward = 3 * e + (1 if dropout else 0)
     return _mem("attention softmax chain (fused)", phase, scores, forward, 1, count,
                 backward=_Elementwise(backward / forward, 1))
