@@ -646,6 +646,30 @@ _HELDOUT_NOTES = {
     "the same author and command the day before), which adds a traversal of the autograd graph every iteration, "
     "and the DDP runs spread their set-up over 200 steps against the single-GPU runs' 400. Sources: "
     "[time_misses.md](time_misses.md#transformers-issue9371-gpt2-3090-run_clmpy-on-one-and-two-rtx-3090).",
+    "internlm-train-performance": "InternLM's own trainer, 8 to 1,024 A100 over 4 x 100 Gb RoCE. The full ZeRO-1 "
+    "rows (zero1=-1) come out within 9 % at every size. The zero1=8 rows miss by up to -58 % at 1,024 GPUs: the "
+    "plan has no hybrid ZeRO-1, so they were written as ZeRO-1 over all GPUs. InternLM's HybridZeroOptimizer "
+    "all-reduces the 16-bit gradients over every GPU behind the last backward and broadcasts the updated parameters "
+    "only inside the node; the model prices a reduce-scatter and an all-gather over all GPUs, both exposed. Priced "
+    "that way by hand, the checkpointing rows come out +18 to +21 % at every size. The rows with one short "
+    "micro-batch at 1,024 GPUs stay -23 to -40 %: the ring curve's bus bandwidth at 1,024 ranks (about 12 GB/s for "
+    "1 GiB) is below the 32 GB/s or more the rows imply. Sources: "
+    "[time_misses.md](time_misses.md#internlm-train-performance-internlm-7b-8-1024-a100-over-4-x-100-gb-roce).",
+    "nemo-megatron-launcher": "NeMo Megatron GPT-3 5B and BERT 4B, 1 to 32 DGX A100: every frozen prediction too "
+    "slow (-11 to -27 %), already on one node, so the compute side. The cases record Megatron's attention as eager, "
+    "which the frozen model priced as transformers' chain of separate fp32 kernels over the s x s matrix (0.40-0.45 "
+    "of the predicted step); NeMo's default masked_softmax_fusion runs scale, mask and softmax as one bf16 kernel. "
+    "Since d4dcbf0 a fusing stack (framework among them) prices that chain as one kernel each way, from the "
+    "kernels' documented behaviour ([kernels.md](kernels.md)), and today's model gives these rows a median of "
+    "13 %. Sources: "
+    "[time_misses.md](time_misses.md#nemo-megatron-launcher-gpt-3-5b-and-bert-4b-on-1-32-dgx-a100).",
+    "hf-blog-gaudi2-benchmark": "the Gaudi2 blog's A100 column: BERT-base pre-training on 8 A100 80GB in fp16, 32 "
+    "and 64 sequences of 512 per GPU, +41 % and +39 % too fast. The published script runs DDP with "
+    "find_unused_parameters=True, saves every 5,000 steps and masks each batch in the main process; what ran on the "
+    "A100s is not published. The time the model misses grows with the batch (about 19 ms per step plus 1.8 ms per "
+    "sequence), so it is not mainly a per-step cost. The mosaicml-examples-bert case (HF BertForMaskedLM under "
+    "autocast on 8 A100, +37 %) misses the same way; neither source says which part is slow. Sources: "
+    "[time_misses.md](time_misses.md#hf-blog-gaudi2-benchmark-bert-base-pre-training-on-8-x-a100-80gb-41--and-39-).",
 }
 
 
