@@ -14,12 +14,14 @@ from gpuwork.estimate.comm import (
     ALL_GATHER,
     ALL_REDUCE,
     DDP_BUCKET_BYTES,
+    TREE_BUSBW_SHARE,
     CommTraffic,
     Fabric,
     busbw,
     collective_s,
     curve_busbw,
     step_comm,
+    tree_latency_us,
 )
 from gpuwork.facts.catalog import Network
 from gpuwork.facts.network import NETWORK_NODES, load_comm_facts
@@ -71,6 +73,43 @@ def test_the_hierarchy_reproduces_the_four_node_rows():
     # one NIC per GPU: the node's 8 NICs (400 GB/s), not one NIC (50 GB/s), bound the ring
     big = 4 << 30
     assert busbw(FACTS, b200, ALL_REDUCE, big, 32) > 7 * FACTS.networks["aws-p6-b200"].nic_bytes_s * 0.9
+
+
+def test_tree_latency_is_nccls_model():
+    """src/graph/tuning.cc (Simple protocol): base 8.4 us + 2((ranks per node - 1) x 4.0 us over NVLink +
+    floor(log2 nodes) x 14 us over the network)."""
+    assert tree_latency_us(16, 2) == pytest.approx(8.4 + 2 * (7 * 4.0 + 1 * 14.0))
+    assert tree_latency_us(1024, 128) == pytest.approx(8.4 + 2 * (7 * 4.0 + 7 * 14.0))
+    assert tree_latency_us(96, 96) == pytest.approx(8.4 + 2 * 6 * 14.0)  # one GPU per node, log2 rounded down
+
+
+def _a100_nodes(per_node: int = 8) -> Fabric:
+    return Fabric(intra_bytes_s=300e9, intra_efficiency=None, nvls=False, gpus_per_node=per_node,
+                  network=FACTS.networks["roce-4x100g"])
+
+
+def test_all_reduce_over_many_nodes_runs_the_tree_and_the_ring_curve_holds_where_measured():
+    """The network curve was measured over 32 ranks on 4 nodes: there the all-reduce is the fitted ring. Over 128
+    nodes a ring's latency would grow 32-fold; NCCL's tree grows with log2 of the nodes, so a large all-reduce keeps
+    most of its busbw while all-gather (ring only) does not."""
+    fab, net = _a100_nodes(), FACTS.curve_for("network-ring")
+    node = FACTS.networks["roce-4x100g"].node_bytes_s
+    for r in _rows_of("mleng-b200-32-efa"):
+        assert busbw(FACTS, fab, ALL_REDUCE, r.size_bytes, 32) == pytest.approx(
+            curve_busbw(net, node, r.size_bytes, 32))
+    size = 1 << 30
+    far, near = busbw(FACTS, fab, ALL_REDUCE, size, 1024), busbw(FACTS, fab, ALL_REDUCE, size, 32)
+    assert far >= 0.75 * near
+    assert far > 2 * busbw(FACTS, fab, ALL_GATHER, size, 1024)
+    assert far <= TREE_BUSBW_SHARE * net.efficiency * node  # the tree's plateau bounds it
+
+
+@pytest.mark.parametrize("per_node", [1, 8])
+def test_network_all_reduce_busbw_never_rises_with_ranks(per_node):
+    fab = _a100_nodes(per_node)
+    for size in (1 << 20, DDP_BUCKET_BYTES, 1 << 30):
+        bws = [busbw(FACTS, fab, ALL_REDUCE, size, n) for n in (16, 32, 64, 128, 256, 512, 1024, 2048)]
+        assert all(b <= a * (1 + 1e-12) for a, b in zip(bws, bws[1:], strict=False)), (size, bws)
 
 
 def test_nvls_only_for_all_reduce_on_five_or_more_gpus_of_one_node():

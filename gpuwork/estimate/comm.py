@@ -14,7 +14,8 @@ Hierarchy. Inside a node the link is the GPU's NVLink/NVSwitch, PCIe or xGMI; PC
 without peer-to-peer by rank count, and a bridge over more cards than it joins rings over PCIe (NVLS all-reduce on
 Hopper and newer NVSwitch nodes from 5 GPUs up when the fabric says so; estimate_time rings, see docs/communication.md). Across nodes NCCL rings over every GPU, its channels
 leaving each node through different NICs, so a rank's busbw is bounded by the node's NICs together
-(``nics_per_node x rate``) and by the intra-node ring, not by one NIC divided among the GPUs.
+(``nics_per_node x rate``) and by the intra-node ring, not by one NIC divided among the GPUs. An all-reduce
+across nodes may run NCCL's tree instead, whose latency grows with log2 of the nodes (``network_busbw``).
 
 Overlap (per optimizer step, per GPU):
 - DDP: gradients are all-reduced in 25 MiB buckets while the last micro-batch's backward runs (no_sync
@@ -54,6 +55,11 @@ ZERO_BUCKET_ELEMENTS = 5e8
 # network/README.md 'SHARP'); Hopper and newer NVSwitch systems have it.
 NVLS_MIN_GPUS = 5
 CURVE_RANKS = 8  # nccl_curves.csv half_bytes are for 8 ranks
+# NCCL's tuning model (src/graph/tuning.cc, NVIDIA/nccl @5067397), Simple protocol: tree all-reduce latency is
+# base + 2((ranks per node - 1) x NVLink hop + floor(log2 nodes) x network hop) microseconds, and its bus
+# bandwidth 0.92 of the ring's; NCCL runs whichever its model times faster (docs/communication.md 'Tree').
+TREE_BASE_US, TREE_INTRA_US, TREE_NET_US = 8.4, 4.0, 14.0
+TREE_BUSBW_SHARE = 0.92
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,28 @@ def curve_busbw(curve: BusCurve, link_bytes_s: float, size_bytes: float, ranks: 
     return float(link_bytes_s * eff / (1.0 + (half / size_bytes) ** curve.exponent))
 
 
+def tree_latency_us(ranks: int, nodes: int) -> float:
+    """NCCL's modelled latency of a tree all-reduce over ``ranks`` GPUs on ``nodes`` nodes (microseconds)."""
+    per_node = max(ranks // max(nodes, 1), 1)
+    return TREE_BASE_US + 2 * ((per_node - 1) * TREE_INTRA_US + math.floor(math.log2(max(nodes, 1))) * TREE_NET_US)
+
+
+def network_busbw(facts: CommFacts, link_bytes_s: float, collective: str, size_bytes: float, ranks: int,
+                  nodes: int) -> float:
+    """Bus bandwidth across nodes on the fitted network curve. A ring's latency term grows with its ranks; an
+    all-reduce over several nodes may instead run NCCL's tree, whose latency grows from the curve's measured point
+    as NCCL's model of it does (with the ranks per node and log2 of the nodes) at 0.92 of the ring's plateau."""
+    curve = facts.curve_for("network-ring")
+    ring = curve_busbw(curve, link_bytes_s, size_bytes, ranks)
+    if collective != ALL_REDUCE or nodes <= 1 or size_bytes <= 0:
+        return ring
+    ref_ranks, ref_nodes = facts.measured_at(curve.curve)
+    half = curve.half_bytes * ref_ranks / CURVE_RANKS * tree_latency_us(ranks, nodes) \
+        / tree_latency_us(ref_ranks, ref_nodes)
+    tree = link_bytes_s * curve.efficiency * TREE_BUSBW_SHARE / (1.0 + (half / size_bytes) ** curve.exponent)
+    return max(ring, float(tree))
+
+
 def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, ranks: int) -> float:
     """Bus bandwidth of one collective of ``size_bytes`` over ``ranks`` GPUs on ``fabric``."""
     network = fabric.network
@@ -116,8 +144,8 @@ def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, 
         bandwidth = curve_busbw(intra, fabric.intra_bytes_s, size_bytes, ranks, fabric.intra_efficiency)
     if network is not None:
         # the ring's channels cross each node boundary through different NICs: the node's NICs together
-        net = facts.curve_for("network-ring")
-        bandwidth = min(bandwidth, curve_busbw(net, network.node_bytes_s, size_bytes, ranks))
+        nodes = math.ceil(ranks / max(fabric.gpus_per_node, 1))
+        bandwidth = min(bandwidth, network_busbw(facts, network.node_bytes_s, collective, size_bytes, ranks, nodes))
     return bandwidth
 
 
@@ -196,7 +224,8 @@ def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, re
         return collective_s(facts, fabric, ALL_REDUCE, size_bytes, replicas)
     rings = min(group or fabric.gpus_per_node, fabric.gpus_per_node)
     link = network.node_bytes_s / max(rings, 1)
-    bandwidth = curve_busbw(facts.curve_for("network-ring"), link, size_bytes, replicas)
+    nodes = math.ceil(replicas / max(fabric.gpus_per_node // max(rings, 1), 1))  # nodes one ring spans
+    bandwidth = network_busbw(facts, link, ALL_REDUCE, size_bytes, replicas, nodes)
     if rings < fabric.gpus_per_node:  # several GPUs of a ring in one node: some of its hops are intra-node
         bandwidth = min(bandwidth, busbw(facts, replace(fabric, network=None), ALL_REDUCE, size_bytes, replicas))
     return 2 * (replicas - 1) / replicas * size_bytes / bandwidth
@@ -416,5 +445,5 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
 
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
-           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s", "node_link",
-           "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm"]
+           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s",
+           "network_busbw", "node_link", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]

@@ -118,6 +118,14 @@ class CommFacts:
                                 for c in self.curves.values() if c.use == use)
         return found[use]
 
+    def measured_at(self, curve: str) -> tuple[int, int]:
+        """(ranks, nodes) of the largest measurement behind ``curve``: where its latency term was measured."""
+        rows = [r for r in self.rows if r.curve == curve]
+        if not rows:
+            raise CatalogError(msg("error.rates.missing_key", file=NCCL_TESTS_CSV, key=curve))
+        top = max(rows, key=lambda r: (r.gpus, r.nodes))
+        return top.gpus, top.nodes
+
     def node_network(self, network: Network | str) -> NodeNetwork:
         key = NETWORK_NODES.get(Network(network), str(network)) if network in {n.value for n in Network} \
             else str(network)
