@@ -184,6 +184,115 @@ def test_a_deepspeed_file_named_by_a_training_config_is_followed() -> None:
     assert next(c for c in imported.claims if c.field == "sharding").file == str(CONFIGS / "ds_z3_config.json")
 
 
+# -- accelerate's FSDP upcast of 16-bit trainable weights ------------------------------------------------------
+
+
+def _args(tmp_path: Path, name: str, **changes) -> Path:
+    """The real TrainingArguments JSON (bf16 on) with ``changes``, loading the model in bf16."""
+    data = {**json.loads((CONFIGS / "training_args.json").read_text()), "torch_dtype": "bfloat16", **changes}
+    (tmp_path / name).write_text(json.dumps(data))
+    return tmp_path / name
+
+
+def _precision(*paths: Path):
+    imported = import_configs(list(paths))
+    return next(c for c in imported.claims if c.field == "precision"), imported
+
+
+def test_fsdp_with_bf16_upcasts_a_model_loaded_in_bf16(tmp_path: Path) -> None:
+    fsdp = _args(tmp_path, "fsdp.json", fsdp="full_shard auto_wrap")
+    claim, imported = _precision(fsdp)
+    # accelerate's prepare keeps fp32 weights, gradients and AdamW states: bf16-mixed, not bf16
+    assert claim.value == "bf16-mixed" and claim.rule.code == "config.rule.fsdp_upcast"
+    assert (claim.rule["dtype"], claim.rule["mixed"]) == ("bf16", "bf16")
+    assert imported.fields["sharding"] == "fsdp"
+    plan = imported.plan(model="llama-3.2-1b")
+    assert plan.precision == "bf16-mixed" and plan.precision.is_mixed
+    # without FSDP the same file trains bf16 weights, as before
+    claim, _ = _precision(_args(tmp_path, "ddp.json"))
+    assert (claim.value, claim.rule.code) == ("bf16", "config.rule.pure_loaded")
+    # fp16 on over bf16 weights: fp32 masters with fp16 compute
+    claim, _ = _precision(_args(tmp_path, "fp16.json", fsdp="full_shard auto_wrap", bf16=False, fp16=True))
+    assert claim.value == "fp16-mixed" and claim.rule["mixed"] == "fp16"
+    # transformers 5's spelling (fsdp: true, the strategy in fsdp_config) is FSDP too
+    claim, _ = _precision(_args(tmp_path, "v5.json", fsdp=True, fsdp_config={"reshard_after_forward": True}))
+    assert claim.value == "bf16-mixed"
+    # no mixed precision anywhere: nothing upcasts, the weights stay 16-bit
+    claim, _ = _precision(_args(tmp_path, "pure.json", fsdp="full_shard auto_wrap", bf16=False))
+    assert claim.value == "bf16"
+    # XLA's FSDP is not accelerate's preparation
+    claim, _ = _precision(_args(tmp_path, "xla.json", fsdp="full_shard", fsdp_config={"xla": True}))
+    assert claim.value == "bf16"
+
+
+def test_an_accelerate_fsdp_config_upcasts_the_training_config_bf16_weights(tmp_path: Path) -> None:
+    for name, changes in (("bf16_on.json", {}), ("bf16_off.json", {"bf16": False})):
+        # bf16 off in the TrainingArguments: Trainer takes accelerate launch's mixed_precision (the YAML's bf16)
+        claim, imported = _precision(_args(tmp_path, name, **changes), CONFIGS / "accelerate_fsdp.yaml")
+        assert claim.value == "bf16-mixed" and claim.rule.code == "config.rule.fsdp_upcast", name
+        assert claim.file == str(tmp_path / name)
+        assert claim.rule["source"] == f"{CONFIGS / 'accelerate_fsdp.yaml'}: distributed_type"
+        # accelerate's own bf16-mixed is what runs: no note that it was overridden
+        assert not [m for m in imported.notes if m.code == "config.weak_overridden" and m["field"] == "precision"]
+    # under DeepSpeed the same file stays DeepSpeed's bf16 mode with fp32 masters in its optimizer
+    claim, _ = _precision(_args(tmp_path, "ds.json"), CONFIGS / "ds_z3_config.json")
+    assert (claim.value, claim.rule.code) == ("bf16", "config.rule.pure_loaded")
+
+
+def test_fsdp_upcast_leaves_adapters_and_fp32_weights_alone(tmp_path: Path) -> None:
+    lora = _args(tmp_path, "lora.json", fsdp="full_shard auto_wrap", use_peft=True)
+    claim, _ = _precision(lora)
+    assert (claim.value, claim.rule.code) == ("bf16-mixed", "config.rule.adapter_mixed")
+    # fp32 weights under FSDP's shard_grad_op: mixed as loaded, not DeepSpeed's ZeRO-2 rule
+    sgo = _args(tmp_path, "sgo.json", fsdp="shard_grad_op auto_wrap", torch_dtype="float32")
+    claim, imported = _precision(sgo)
+    assert imported.fields["sharding"] == "zero2"
+    assert (claim.value, claim.rule.code) == ("bf16-mixed", "config.rule.trainer_mixed")
+
+
+def test_axolotl_and_llamafactory_under_fsdp(tmp_path: Path) -> None:
+    full = (CONFIGS / "axolotl_lora.yml").read_text().replace("adapter: lora", "adapter:")
+    (tmp_path / "fsdp1.yml").write_text(full + "fsdp:\n  - full_shard\n  - auto_wrap\n")
+    claim, _ = _precision(tmp_path / "fsdp1.yml")
+    assert claim.value == "bf16-mixed" and claim.rule.code == "config.rule.fsdp_upcast"
+    # FSDP2: axolotl's own fsdp2_prepare_model replaces accelerate's and keeps the bf16 weights
+    (tmp_path / "fsdp2.yml").write_text(full + "fsdp_version: 2\nfsdp_config:\n  reshard_after_forward: true\n")
+    claim, _ = _precision(tmp_path / "fsdp2.yml")
+    assert claim.value == "bf16" and claim.rule["second"].code == "config.rule.axolotl_fsdp2_no_upcast"
+    # bf16 off: axolotl exports mixed precision "no", which wins over the accelerate YAML: no upcast
+    (tmp_path / "off.yml").write_text(full.replace("bf16: auto", "bf16: false") + "bfloat16: true\n"
+                                      "fsdp:\n  - full_shard\n")
+    claim, _ = _precision(tmp_path / "off.yml", CONFIGS / "accelerate_fsdp.yaml")
+    assert claim.value == "bf16"
+    # LLaMA-Factory's pure_bf16 launched with its accelerate FSDP YAML (mixed_precision: bf16) is upcast
+    lf = (CONFIGS / "llamafactory_full_ds3.yaml").read_text()
+    lf = "\n".join(line for line in lf.splitlines() if not line.startswith(("deepspeed:", "bf16:")))
+    (tmp_path / "lf.yaml").write_text(lf + "\npure_bf16: true\n")
+    claim, _ = _precision(tmp_path / "lf.yaml")
+    assert (claim.value, claim.rule.code) == ("bf16", "config.rule.lf_pure")
+    claim, _ = _precision(tmp_path / "lf.yaml", CONFIGS / "accelerate_fsdp.yaml")
+    assert claim.value == "bf16-mixed" and claim.rule["dtype"] == "bf16"
+
+
+def test_gpuwork_plan_from_prints_the_upcast_rule_in_both_languages(tmp_path: Path) -> None:
+    fsdp = _args(tmp_path, "fsdp.json", fsdp="full_shard auto_wrap")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    outputs = {}
+    for lang in ("en", "ru"):
+        done = subprocess.run([sys.executable, "-m", "gpuwork", "plan", "--from", str(fsdp), "--model",
+                               "llama-3.2-1b", "--lang", lang, "--json"], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["plan"]["precision"] == "bf16-mixed"
+        outputs[lang] = next(line for line in done.stderr.splitlines() if line.startswith("  precision = "))
+    assert outputs["en"] == (
+        f"  precision = bf16-mixed  <- {fsdp}: torch_dtype, bf16 (loaded in bf16, but under FSDP ({fsdp}: fsdp) "
+        f"with mixed precision bf16 ({fsdp}: bf16) accelerate's prepare (0.30 and later) upcasts the trained 16-bit "
+        "weights to fp32: fp32 weights, gradients and optimizer states, bf16 compute)")
+    assert outputs["ru"].startswith(f"  precision = bf16-mixed  ← {fsdp}: torch_dtype, bf16 (загружена в bf16, но ")
+    assert "accelerate (0.30 и новее) переводит обучаемые 16-битные веса в fp32" in outputs["ru"]
+
+
 # -- contradictions and bad files -------------------------------------------------------------------------------
 
 

@@ -26,6 +26,11 @@ Rules worth knowing (each is also printed next to the field it decides):
   ``bf16`` is on, ``normalize_config`` sets ``cfg.torch_dtype``) trains bf16 weights: ``bf16``. LLaMA-Factory
   upcasts trainable weights to fp32 unless ``pure_bf16``. DeepSpeed's ``bf16.enabled`` keeps fp32 master weights
   in its optimizer: ``bf16-mixed``. Adapters (LoRA/QLoRA) always run under autocast: ``bf16-mixed``.
+  Under FSDP (Trainer's ``fsdp`` options, an accelerate config with ``distributed_type: FSDP``) with mixed
+  precision on (a training config's ``bf16``/``fp16``, else accelerate's ``mixed_precision``), accelerate's
+  ``prepare`` (0.30 and later, FSDP1 and FSDP2) upcasts 16-bit trainable weights to fp32: a full fine-tune loaded
+  in bf16 is ``bf16-mixed`` (``fp16-mixed`` under fp16). axolotl's FSDP2 path has its own preparation without the
+  upcast. docs/configs.md has the source lines.
 - GPUs. accelerate's ``num_processes`` is the total over all machines (``accelerate launch`` starts
   ``num_processes // num_machines`` per machine); a DeepSpeed numeric ``train_batch_size`` gives the world size
   as ``train_batch_size / (micro-batch x accumulation)``.

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.facts.configs.base import Format, Reader, sharding_rule
+from gpuwork.facts.configs.base import AUTOCAST, FSDP, Format, Reader, sharding_rule
 from gpuwork.message import msg
 from gpuwork.plan import HSDP_GROUP_GPUS
 
@@ -75,6 +75,10 @@ def read(r: Reader, base: Path) -> None:
             r.claim("offload_params", sharding in ("fsdp", "hsdp"), "fsdp_config.fsdp_offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))
     mixed = str(r.get("mixed_precision", "no")).lower()
+    if kind == "fsdp":
+        r.claim(FSDP, "accelerate", "distributed_type")
+    if mixed in ("bf16", "fp16"):  # accelerate launch exports it; a training config's bf16/fp16 wins
+        r.claim(AUTOCAST, mixed, "mixed_precision", weak=True)
     if mixed in ("bf16", "fp16") and kind == "deepspeed" and not (r.get("deepspeed_config") or {}).get(
             "deepspeed_config_file"):  # accelerate writes the DeepSpeed config: its bf16/fp16 section is this
         r.claim("precision", mixed, "mixed_precision", msg("config.rule.ds_master"))

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.facts.configs.base import (
+    AUTOCAST,
     Format,
     Reader,
     claim_attention,
@@ -93,6 +94,8 @@ def read(r: Reader, base: Path) -> None:
         auto_rule = True
     else:
         bf16_on, auto_rule = r.flag("bf16"), False
+    # prepare_optim_env exports accelerate's mixed precision from bf16/fp16 ("no" when neither is on)
+    r.claim(AUTOCAST, "bf16" if bf16_on else "fp16" if fp16 else "no", "bf16" if bf16_on or not fp16 else "fp16")
     pure_bf16, pure_fp16 = r.flag("bfloat16"), r.flag("float16")
     full = adapter not in ("lora", "qlora")
     if pure_bf16 or pure_fp16:
@@ -120,7 +123,10 @@ def read(r: Reader, base: Path) -> None:
     fsdp = r.get("fsdp")
     fsdp_config = r.get("fsdp_config") or {}
     if fsdp or (fsdp_config and r.has("fsdp_version")):
-        claim_fsdp_options(r, fsdp or ["full_shard"], "fsdp")
+        version = r.get("fsdp_version") or fsdp_config.get("fsdp_version") or fsdp_config.get("version") or 1
+        # FSDP2: axolotl swaps in its own fsdp2_prepare_model, which keeps the loaded dtype (no upcast)
+        claim_fsdp_options(r, fsdp or ["full_shard"], "fsdp",
+                           prepare="axolotl-fsdp2" if str(version) == "2" else "accelerate")
         reshard = fsdp_config.get("reshard_after_forward", fsdp_config.get("fsdp_reshard_after_forward"))
         if reshard is False:
             r.claim("sharding", "zero2", "fsdp_config.reshard_after_forward", msg("config.rule.shard_grad_op"))

@@ -22,6 +22,9 @@ from gpuwork.plan import HSDP_GROUP_GPUS, TrainPlan, field_names
 
 # When sharding is stated but no file says how many GPUs: one 8-GPU node, the common rental unit.
 DEFAULT_SHARDED_GPUS = 8
+# Claims on these names are facts about the run, not plan fields: combine reads them to decide precision.
+FSDP = "__fsdp__"  # the run wraps the model in FSDP; value: whose preparation ("accelerate", "axolotl-fsdp2")
+AUTOCAST = "__autocast__"  # accelerate's mixed_precision the run gets: "bf16", "fp16" or "no"
 
 # -- results ----------------------------------------------------------------------------------------------------
 
@@ -435,10 +438,10 @@ def sharding_rule(sharding: str, group: int = HSDP_GROUP_GPUS) -> Msg | None:
     return None
 
 
-def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None) -> None:
+def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None, prepare: str = "accelerate") -> None:
     """Trainer's ``fsdp`` option list ("full_shard auto_wrap offload") -> sharding and offload. transformers 5
     writes ``fsdp: true`` and the strategy in ``fsdp_config.reshard_after_forward``: a strategy name (FSDP1) or a
-    bool (FSDP2: true is full_shard, false shard_grad_op)."""
+    bool (FSDP2: true is full_shard, false shard_grad_op). ``prepare``: whose code wraps the model (the FSDP claim)."""
     if isinstance(value, bool):
         if not value:
             return
@@ -453,6 +456,8 @@ def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None) -> N
     options = [o.lower() for o in options]
     if not options:
         return
+    if not (isinstance(config, dict) and config.get("xla") in (True, "true")):  # XLA FSDP is not accelerate's
+        r.claim(FSDP, prepare, key)
     if "hybrid_shard_zero2" in options:  # the shard group: one node (torch's default for hybrid sharding)
         r.claim("sharding", "hsdp-zero2", key, sharding_rule("hsdp-zero2"))
     elif "shard_grad_op" in options:

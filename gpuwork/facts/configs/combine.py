@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.facts.configs.base import DEFAULT_SHARDED_GPUS, Claim, ConfigImport, Reader, read_config, show
+from gpuwork.facts.configs.base import (
+    AUTOCAST,
+    DEFAULT_SHARDED_GPUS,
+    FSDP,
+    Claim,
+    ConfigImport,
+    Reader,
+    read_config,
+    show,
+)
 from gpuwork.facts.configs.registry import FORMAT_BY_NAME, detect_format
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan, field_names
@@ -91,7 +101,7 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
         by_field.setdefault(c.field, []).append(c)
     chosen: dict[str, Claim] = {}
     for name, group in by_field.items():
-        if name == "__auto__":
+        if name.startswith("__"):  # facts about the run, read below, not plan fields
             continue
         stated = [c for c in group if not c.default] or group  # a framework default yields to a stated value
         strong = [c for c in stated if not c.weak] or stated
@@ -113,6 +123,7 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
                 notes.append(msg("config.weak_overridden", field=name, value=show(weak.value), file=weak.file,
                                  key=weak.key, chosen=show(first.value), chosen_file=first.file))
         chosen[name] = first
+    _fsdp_upcast(chosen, by_field, notes)
     _derive(chosen, notes)
     for auto in by_field.get("__auto__", ()):
         target = _AUTO_FIELDS.get(auto.value)
@@ -129,6 +140,37 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
 _AUTO_FIELDS = {"zero_optimization.stage": "sharding", "bf16.enabled": "precision", "fp16.enabled": "precision",
                 "train_micro_batch_size_per_gpu": "batch_size", "gradient_accumulation_steps": "grad_accum",
                 "train_batch_size": "gpus"}
+
+
+def _fsdp_upcast(chosen: dict[str, Claim], by_field: dict[str, list[Claim]], notes: list[Msg]) -> None:
+    """16-bit weights under accelerate's FSDP with mixed precision on train as fp32 masters.
+
+    ``Accelerator.prepare`` (accelerate 0.30 and later, FSDP1 and FSDP2) upcasts every trainable parameter held in
+    16 bits to fp32 when ``mixed_precision`` is not "no": fp32 weights, gradients and optimizer states under
+    bf16/fp16 compute. axolotl's FSDP2 path replaces that preparation and keeps the loaded dtype.
+    """
+    precision, fsdp = chosen.get("precision"), by_field.get(FSDP, [])
+    method = chosen.get("method")
+    if (precision is None or precision.value not in ("bf16", "fp16") or not fsdp
+            or (method is not None and method.value in ("lora", "qlora"))):
+        return
+    said = [c for c in by_field.get(AUTOCAST, []) if not c.weak] or by_field.get(AUTOCAST, [])
+    if not said or said[0].value not in ("bf16", "fp16"):
+        return
+    mixed, source = said[0], fsdp[0]
+    kept = next((c for c in fsdp if c.value == "axolotl-fsdp2"), None)
+    if kept is not None:
+        chosen["precision"] = dataclasses.replace(precision, rule=msg(
+            "config.rule.both", first=precision.rule or msg("config.rule.as_stated"),
+            second=msg("config.rule.axolotl_fsdp2_no_upcast", file=kept.file)))
+        return
+    value = f"{mixed.value}-mixed"
+    chosen["precision"] = Claim("precision", value, precision.file, precision.key, msg(
+        "config.rule.fsdp_upcast", dtype=precision.value, mixed=mixed.value, source=f"{source.file}: {source.key}",
+        mixed_source=f"{mixed.file}: {mixed.key}"))
+    # accelerate's bf16-mixed yielded to the 16-bit claim above; the upcast makes it right after all
+    notes[:] = [n for n in notes if not (n.code == "config.weak_overridden" and n["field"] == "precision"
+                                         and n["value"] == value)]
 
 
 def _same(name: str, a: Any, b: Any) -> bool:
@@ -161,7 +203,8 @@ def _derive(chosen: dict[str, Claim], notes: list[Msg]) -> None:
     sharding = chosen.get("sharding")
     precision = chosen.get("precision")
     if (sharding is not None and sharding.value in ("zero1", "zero2", "zero3") and precision is not None
-            and str(precision.value).endswith("-mixed") and not precision.weak):
+            and str(precision.value).endswith("-mixed") and not precision.weak
+            and (sharding.rule is None or sharding.rule.code != "config.rule.shard_grad_op")):  # FSDP's zero2
         # under DeepSpeed the training config's bf16/fp16 fills the DeepSpeed config ("auto"): DeepSpeed casts the
         # model to 16 bits and its optimizer keeps the fp32 masters (HF's DeepSpeed integration, engine.py)
         chosen["precision"] = Claim("precision", str(precision.value).removesuffix("-mixed"), precision.file,

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.facts.configs.base import (
+    AUTOCAST,
     Format,
     Reader,
     claim_attention,
@@ -189,6 +190,8 @@ def _precision(r: Reader, method: str, trl: bool, init: dict[str, Any]) -> None:
         raise PlanError("precision", msg("error.config.bf16_and_fp16", file=r.file, bf16="bf16", fp16="fp16"))
     family = "bf16" if bf16 else "fp16" if fp16 else None
     key = "bf16" if bf16 else "fp16" if fp16 else "bf16, fp16"
+    if family is not None:  # TrainingArguments passes it to the Accelerator as mixed_precision
+        r.claim(AUTOCAST, family, key)
     claim = r.claim  # what the run does with the weights as loaded: stated, whatever defaults it took
     if loaded in ("bf16", "fp16") and (method == "full" or family is None):
         # autocast over 16-bit weights keeps them 16-bit: weights, gradients and AdamW states in that dtype

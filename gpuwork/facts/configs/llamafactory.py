@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.facts.configs.base import (
+    AUTOCAST,
     Format,
     Reader,
     claim_attention,
@@ -55,6 +56,8 @@ def read(r: Reader, base: Path) -> None:
     claim_optimizer_or_default(r, "optim")
     pure = bool(r.flag("pure_bf16"))
     bf16, fp16 = r.typed("bf16", "flag")[0], r.typed("fp16", "flag")[0]
+    if bf16 or fp16:  # Trainer's mixed_precision; pure_bf16 alone leaves it to accelerate launch
+        r.claim(AUTOCAST, "fp16" if fp16 and not bf16 else "bf16", "bf16" if bf16 else "fp16")
     claim_precision(r, bf16 or pure, fp16, keys=("pure_bf16" if pure else "bf16", "fp16"), pure=pure,
                     pure_rule=msg("config.rule.lf_pure"), mixed_rule=msg("config.rule.lf_mixed"), tf32=r.flag("tf32"))
     claim_schedule(r, epochs_key="num_train_epochs")

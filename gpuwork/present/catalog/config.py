@@ -93,6 +93,18 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.rule.ds_master": (
         "DeepSpeed runs the model in 16 bits and its optimizer keeps fp32 master weights and states",
         "DeepSpeed выполняет модель в 16 битах, а его оптимизатор хранит главные копии весов и состояния в fp32"),
+    "config.rule.fsdp_upcast": (
+        "loaded in {dtype:raw}, but under FSDP ({source:raw}) with mixed precision {mixed:raw} ({mixed_source:raw}) "
+        "accelerate's prepare (0.30 and later) upcasts the trained 16-bit weights to fp32: fp32 weights, gradients "
+        "and optimizer states, {mixed:raw} compute",
+        "загружена в {dtype:raw}, но под FSDP ({source:raw}) со смешанной точностью {mixed:raw} ({mixed_source:raw}) "
+        "подготовка модели в accelerate (0.30 и новее) переводит обучаемые 16-битные веса в fp32: веса, градиенты и "
+        "состояния оптимизатора в fp32, вычисления в {mixed:raw}"),
+    "config.rule.axolotl_fsdp2_no_upcast": (
+        "FSDP2 in {file:raw}: axolotl prepares the model with its own code, which keeps the loaded dtype (no fp32 "
+        "upcast as in accelerate)",
+        "FSDP2 в {file:raw}: axolotl готовит модель своим кодом, который сохраняет тип загруженных весов (без "
+        "перевода в fp32, как в accelerate)"),
     "config.rule.fp32": ("neither bf16 nor fp16 is on", "не включены ни bf16, ни fp16"),
     "config.rule.fp32_tf32": ("neither bf16 nor fp16 is on; tf32 speeds up fp32 matmuls and changes no memory",
                               "не включены ни bf16, ни fp16; tf32 ускоряет умножение матриц в fp32 и не меняет "
