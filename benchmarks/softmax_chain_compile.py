@@ -63,7 +63,7 @@ def generated_kernels(p_drop: float, device: str) -> list[list[str]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--device", default="cpu")
     device = parser.parse_args().device
     print(f"torch {torch.__version__}, device {device}")
