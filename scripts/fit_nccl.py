@@ -4,6 +4,9 @@ Form (one per curve or family): busbw(S) = link x efficiency / (1 + (half / S) *
 nccl-tests message size in bytes. The fit is minimax on the relative error over the rows of 1 MiB and
 more (a grid over exponent and half, the efficiency then closed-form). Run: python scripts/fit_nccl.py
 and paste its CSV (curve,efficiency,half_bytes,exponent,max_error) into nccl_curves.csv.
+half_bytes is in bytes at the link the curve's rows were measured on; the estimate carries it to other links as
+the time half_bytes / (link x efficiency), which the half_us column prints (docs/communication.md 'Latency in
+seconds').
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def main() -> None:
     for name, pick in FAMILIES.items():
         groups["family:" + name] = [r for r in rows if pick(r)]
     out = csv.writer(sys.stdout)
-    out.writerow(["curve", "efficiency", "half_bytes", "exponent", "max_error", "rows"])
+    out.writerow(["curve", "efficiency", "half_bytes", "exponent", "max_error", "rows", "half_us"])
     for name, rs in groups.items():
         sizes = np.array([float(r["size_bytes"]) for r in rs])
         ratio = np.array([float(r["busbw_gbs"]) / float(r["link_gbs"]) for r in rs])
@@ -58,7 +61,9 @@ def main() -> None:
             out.writerow([name, f"{e:.4f}", 0, 1.0, f"{max(ratio.max() / e - 1, 1 - ratio.min() / e):.4f}", len(rs)])
             continue
         err, e, half, p = fit(sizes, ratio, ranks, REF_RANKS)
-        out.writerow([name, f"{e:.4f}", f"{half:.0f}", f"{p:.2f}", f"{err:.4f}", len(rs)])
+        links = {float(r["link_gbs"]) for r in rs}  # a family over several links has no one time
+        half_us = f"{half / (links.pop() * 1e9 * e) * 1e6:.1f}" if len(links) == 1 else ""
+        out.writerow([name, f"{e:.4f}", f"{half:.0f}", f"{p:.2f}", f"{err:.4f}", len(rs), half_us])
 
 
 if __name__ == "__main__":

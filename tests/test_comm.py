@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -20,11 +21,12 @@ from gpuwork.estimate.comm import (
     busbw,
     collective_s,
     curve_busbw,
+    half_bytes,
     step_comm,
     tree_latency_us,
 )
 from gpuwork.facts.catalog import Network
-from gpuwork.facts.network import NETWORK_NODES, load_comm_facts
+from gpuwork.facts.network import CURVE_USES, NETWORK_NODES, load_comm_facts
 from gpuwork.plan import Sharding, TrainPlan
 from gpuwork.sizing import estimate_time
 
@@ -91,7 +93,7 @@ def _a100_nodes(per_node: int = 8) -> Fabric:
 def test_all_reduce_over_many_nodes_runs_the_tree_and_the_ring_curve_holds_where_measured():
     """The network curve was measured over 32 ranks on 4 nodes: there the all-reduce is the fitted ring. Over 128
     nodes a ring's latency would grow 32-fold; NCCL's tree grows with log2 of the nodes, so a large all-reduce keeps
-    most of its busbw while all-gather (ring only) does not."""
+    most of its busbw, beyond the ring's (all-gather has no tree) by at least what NCCL's own model gives it."""
     fab, net = _a100_nodes(), FACTS.curve_for("network-ring")
     node = FACTS.networks["roce-4x100g"].node_bytes_s
     for r in _rows_of("mleng-b200-32-efa"):
@@ -100,7 +102,14 @@ def test_all_reduce_over_many_nodes_runs_the_tree_and_the_ring_curve_holds_where
     size = 1 << 30
     far, near = busbw(FACTS, fab, ALL_REDUCE, size, 1024), busbw(FACTS, fab, ALL_REDUCE, size, 32)
     assert far >= 0.75 * near
-    assert far > 2 * busbw(FACTS, fab, ALL_GATHER, size, 1024)
+    ring = busbw(FACTS, fab, ALL_GATHER, size, 1024)
+    assert ring == pytest.approx(curve_busbw(net, node, size, 1024))
+    # NCCL's model on 128 nodes of 8, Simple protocol (tuning.cc): ring 8.4 + (2046 - 254) x 3.4 + 254 x 14 us,
+    # x 1.4 for the ring's plateau effect; tree tree_latency_us at 0.92 of the bandwidth
+    plateau = net.efficiency * node
+    nccl_ring = 1.4 * (8.4 + (2 * 1023 - 2 * 127) * 3.4 + 2 * 127 * 14.0) * 1e-6 + 2 * size / plateau
+    nccl_tree = tree_latency_us(1024, 128) * 1e-6 + 2 * size / (TREE_BUSBW_SHARE * plateau)
+    assert far / ring > nccl_ring / nccl_tree > 1
     assert far <= TREE_BUSBW_SHARE * net.efficiency * node  # the tree's plateau bounds it
 
 
@@ -364,3 +373,85 @@ def test_a_node_of_networks_csv_can_be_named_and_is_shown_in_both_languages():
     assert "AWS p4d, 4 x 100 Gb/s EFA" in render(note, "en") and "AWS p4d, EFA 4 x 100 Гбит/с" in render(note, "ru")
     with pytest.raises(PlanError, match="aws-p4d"):
         estimate_time(plan, "h100_sxm", nodes=4, network="aws-p4")
+
+
+# -- the latency is carried in seconds (docs/communication.md 'Latency in seconds') ---------------------------------
+
+def test_each_used_curve_carries_its_latency_in_seconds_from_the_link_it_was_measured_on():
+    for use in CURVE_USES:
+        for curve in (c for c in FACTS.curves.values() if c.use == use):
+            links = {r.link_bytes_s for r in FACTS.rows if r.curve == curve.curve}
+            assert links == {curve.link_bytes_s} and curve.half_s is not None
+            assert curve.half_s == pytest.approx(curve.half_bytes / (curve.link_bytes_s * curve.efficiency))
+            # at the measured link the half is the fitted one: the rows are priced as fitted
+            plateau = curve.link_bytes_s * curve.efficiency
+            assert half_bytes(curve, plateau, 8) == pytest.approx(curve.half_bytes)
+
+
+@pytest.mark.parametrize("ranks", [16, 32, 256])
+def test_the_network_curves_latency_in_seconds_is_the_same_on_a_slower_efa_network(ranks):
+    """AWS p4d (4 x 100G EFA, 50 GB/s a node) against p6-b200 (8 x 400G EFA, 400 GB/s), where the curve was fitted:
+    NCCL's model charges a network hop the same microseconds on both, so the 8x faster nodes move 8x the bytes in the
+    same time, at every message size, for the ring and for the tree."""
+    curve = FACTS.curve_for("network-ring")
+    slow_net, fast_net = FACTS.networks["aws-p4d"], FACTS.networks["aws-p6-b200"]
+    assert slow_net.fabric == fast_net.fabric == "efa"
+    k = fast_net.node_bytes_s / slow_net.node_bytes_s
+    assert k == pytest.approx(8)
+    latency = [half_bytes(curve, n.node_bytes_s * curve.efficiency, ranks) / (n.node_bytes_s * curve.efficiency)
+               for n in (slow_net, fast_net)]
+    assert latency[0] == pytest.approx(latency[1]) == pytest.approx(curve.half_s * ranks / 8)
+    # a huge NVLink so that the network bounds both
+    slow, fast = (Fabric(intra_bytes_s=1e15, intra_efficiency=None, nvls=False, gpus_per_node=8, network=n)
+                  for n in (slow_net, fast_net))
+    for coll in (ALL_REDUCE, ALL_GATHER):
+        for size in (MIB, DDP_BUCKET_BYTES, 1 << 30):
+            assert collective_s(FACTS, fast, coll, k * size, ranks) == pytest.approx(
+                collective_s(FACTS, slow, coll, size, ranks))
+            # in bytes the slower network's latency would be k times longer
+            assert collective_s(FACTS, slow, coll, size, ranks) < k * collective_s(FACTS, fast, coll, size, ranks)
+
+
+def test_the_nvlink_curve_keeps_its_latency_in_seconds_on_a_faster_nvlink():
+    """The ring curve measured on A100 NVLink (300 GB/s) priced on B200 NVLink (900 GB/s): 3x the bytes in the same
+    time; the A100 rows stay as fitted."""
+    a100, b200 = (Fabric(intra_bytes_s=link, intra_efficiency=None, nvls=False, gpus_per_node=8, network=None)
+                  for link in (300e9, 900e9))
+    curve = FACTS.curve_for("nvlink-ring")
+    assert curve.link_bytes_s == 300e9
+    for size in (MIB, DDP_BUCKET_BYTES, 1 << 30):
+        assert collective_s(FACTS, b200, ALL_REDUCE, 3 * size, 8) == pytest.approx(
+            collective_s(FACTS, a100, ALL_REDUCE, size, 8))
+    for r in _rows_of(curve.curve):
+        assert busbw(FACTS, a100, ALL_REDUCE, r.size_bytes, 8) == pytest.approx(r.busbw_bytes_s, rel=0.06)
+
+
+def test_the_b200_sweep_follows_the_a100_ring_curves_latency_in_seconds_not_in_bytes():
+    """The one NVLink sweep at another rate than the ring curve's: the 1-node B200 sweep (900 GB/s; ring below 8 GiB,
+    where NVLS takes over). The A100 curve with its latency in seconds meets its rows within 75 %; with the same
+    latency in bytes (3x shorter in seconds) it overstates the small messages up to 3x."""
+    curve = FACTS.curve_for("nvlink-ring")
+    in_bytes = replace(curve, link_bytes_s=0.0)
+    assert in_bytes.half_s is None
+    rows = [r for r in _rows_of("mleng-b200-8") if r.size_bytes < 8 << 30]
+    assert {r.link_bytes_s for r in rows} == {900e9}
+
+    def worst(c) -> float:
+        return max(abs(curve_busbw(c, r.link_bytes_s, r.size_bytes, r.gpus) / r.busbw_bytes_s - 1) for r in rows)
+
+    assert worst(curve) < 0.75 and worst(in_bytes) > 2.0
+
+
+def test_the_pcie_rows_measured_on_a_slower_link_are_reproduced_where_measured():
+    """The 4090 rows were measured on PCIe 4.0 (31.5 GB/s, a 29th of the NVLink ring's link): priced on that link as
+    the estimate prices a PCIe ring with peer-to-peer, every row within 1 %; on PCIe 5.0 the same latency in seconds."""
+    rows = _rows_of("tinygrad36-4090-4-p2p")
+    assert rows and {r.link_bytes_s for r in rows} == {31.5e9}
+    pcie4 = Fabric(intra_bytes_s=31.5e9, intra_efficiency=None, nvls=False, gpus_per_node=4, network=None,
+                   pcie_p2p=True)
+    for r in rows:
+        assert busbw(FACTS, pcie4, ALL_REDUCE, r.size_bytes, r.gpus) == pytest.approx(r.busbw_bytes_s, rel=0.01)
+    pcie5 = replace(pcie4, intra_bytes_s=63e9)
+    for size in (MIB, DDP_BUCKET_BYTES):
+        assert collective_s(FACTS, pcie5, ALL_REDUCE, 2 * size, 4) == pytest.approx(
+            collective_s(FACTS, pcie4, ALL_REDUCE, size, 4))

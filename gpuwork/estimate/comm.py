@@ -8,7 +8,9 @@ Bus bandwidth. A collective over ``n`` ranks moves, per rank, ``2(n-1)/n x S`` b
 busbw is that volume over the elapsed time. Measured busbw rises with S towards a plateau; the curve
     busbw(S) = link x efficiency / (1 + (half x n / 8 / S) ** exponent)
 fitted to published nccl-tests sweeps reproduces them (docs/communication.md); ``half`` grows with the
-rank count because a ring takes n-1 latency-bound steps per phase.
+rank count because a ring takes n-1 latency-bound steps per phase, and it is a latency in seconds: on a link of
+another rate than the measured one it scales with the plateau (``half_bytes``; NCCL's model charges a link type's
+microseconds whatever its bandwidth).
 
 Hierarchy. Inside a node the link is the GPU's NVLink/NVSwitch, PCIe or xGMI; PCIe takes the measured rows with or
 without peer-to-peer by rank count, and a bridge over more cards than it joins rings over PCIe (NVLS all-reduce on
@@ -98,14 +100,24 @@ class CommTime:
     message_bytes: float  # that message
 
 
+def half_bytes(curve: BusCurve, plateau_bytes_s: float, ranks: int) -> float:
+    """The message at which ``curve`` reaches half its plateau over ``ranks`` ranks on a link whose plateau is
+    ``plateau_bytes_s``. The latency is carried in seconds (``BusCurve.half_s``): NCCL's model charges a link
+    type's microseconds on any link of it, so a link k times faster reaches half its plateau at k times the bytes
+    (docs/communication.md 'Latency in seconds'); at the measured link this is the fitted half."""
+    half_s = curve.half_s
+    base = curve.half_bytes if half_s is None else half_s * plateau_bytes_s
+    return base * ranks / CURVE_RANKS
+
+
 def curve_busbw(curve: BusCurve, link_bytes_s: float, size_bytes: float, ranks: int,
                 efficiency: float | None = None) -> float:
-    """The fitted nccl-tests curve at ``size_bytes`` over ``ranks`` ranks (bytes/s)."""
-    eff = curve.efficiency if efficiency is None else efficiency
+    """The fitted nccl-tests curve at ``size_bytes`` over ``ranks`` ranks on a link of ``link_bytes_s`` (bytes/s)."""
+    plateau = link_bytes_s * (curve.efficiency if efficiency is None else efficiency)
     if size_bytes <= 0:
-        return link_bytes_s * eff
-    half = curve.half_bytes * ranks / CURVE_RANKS
-    return float(link_bytes_s * eff / (1.0 + (half / size_bytes) ** curve.exponent))
+        return plateau
+    half = half_bytes(curve, plateau, ranks)
+    return float(plateau / (1.0 + (half / size_bytes) ** curve.exponent))
 
 
 def tree_latency_us(ranks: int, nodes: int) -> float:
@@ -124,7 +136,7 @@ def network_busbw(facts: CommFacts, link_bytes_s: float, collective: str, size_b
     if collective != ALL_REDUCE or nodes <= 1 or size_bytes <= 0:
         return ring
     ref_ranks, ref_nodes = facts.measured_at(curve.curve)
-    half = curve.half_bytes * ref_ranks / CURVE_RANKS * tree_latency_us(ranks, nodes) \
+    half = half_bytes(curve, link_bytes_s * curve.efficiency, ref_ranks) * tree_latency_us(ranks, nodes) \
         / tree_latency_us(ref_ranks, ref_nodes)
     tree = link_bytes_s * curve.efficiency * TREE_BUSBW_SHARE / (1.0 + (half / size_bytes) ** curve.exponent)
     return max(ring, float(tree))
@@ -445,5 +457,5 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
 
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
-           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "link_bytes_s",
+           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "half_bytes", "link_bytes_s",
            "network_busbw", "node_link", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuwork.errors import CatalogError
@@ -65,6 +65,16 @@ class BusCurve:
     max_error: float  # the fit's largest relative error over its rows of 1 MiB and more
     use: str  # "" | nvlink-ring | nvls | network-ring | pcie-p2p | pcie-host
     basis: str
+    link_bytes_s: float = 0.0  # the link its rows were measured on (0: none, or rows on several links)
+
+    @property
+    def half_s(self) -> float | None:
+        """The half-plateau message's transfer time at the measured plateau (seconds, at 8 ranks): the latency
+        the curve carries to other links of its type, whose rate does not change it (NCCL's tuning model charges
+        a link type's microseconds whatever its bandwidth). None where the curve has no single measured link."""
+        if self.link_bytes_s <= 0 or self.efficiency <= 0:
+            return None
+        return self.half_bytes / (self.link_bytes_s * self.efficiency)
 
 
 @dataclass(frozen=True)
@@ -176,6 +186,10 @@ def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
             link_bytes_s=_number(tests, i, "link_gbs", row["link_gbs"]) * 1e9,
             size_bytes=int(_number(tests, i, "size_bytes", row["size_bytes"])),
             busbw_bytes_s=_number(tests, i, "busbw_gbs", row["busbw_gbs"]) * 1e9, source=row["source"]))
+    for name, curve in fitted.items():
+        links = {r.link_bytes_s for r in rows if r.curve == name}
+        if len(links) == 1:
+            fitted[name] = replace(curve, link_bytes_s=links.pop())
     facts = CommFacts(networks=nets, curves=fitted, rows=tuple(rows))
     for use in CURVE_USES:
         facts.curve_for(use)
