@@ -653,8 +653,10 @@ _HELDOUT_NOTES = {
     "only inside the node; the model prices a reduce-scatter and an all-gather over all GPUs, both exposed. Priced "
     "that way by hand, the checkpointing rows come out +18 to +21 % at every size. The rows with one short "
     "micro-batch at 1,024 GPUs stay -23 to -40 %: the ring curve's bus bandwidth at 1,024 ranks (about 12 GB/s for "
-    "1 GiB) was below the 32 GB/s or more the rows imply; since 5d681c5 an all-reduce across nodes may take NCCL's "
-    "tree (33.6 GB/s there), which the plan's zero1 (reduce-scatter and all-gather) does not use. Sources: "
+    "1 GiB) was below the 32 GB/s or more the rows imply. That curve carried its latency in bytes, 8 times longer "
+    "in seconds on these 50 GB/s nodes than where it was measured; since 354f182 it is carried in seconds, as "
+    "NCCL's tuning model charges it (31.7 GB/s for the ring there; 41.0 for NCCL's tree, which only an all-reduce "
+    "takes and the plan's zero1 does not use). Sources: "
     "[time_misses.md](time_misses.md#internlm-train-performance-internlm-7b-8-1024-a100-over-4-x-100-gb-roce).",
     "nemo-megatron-launcher": "NeMo Megatron GPT-3 5B and BERT 4B, 1 to 32 DGX A100: every frozen prediction too "
     "slow (-11 to -27 %), already on one node, so the compute side. The cases record Megatron's attention as eager, "
