@@ -666,6 +666,13 @@ _HELDOUT_NOTES = {
     "kernels' documented behaviour ([kernels.md](kernels.md)), and today's model gives these rows a median of "
     "13 %. Sources: "
     "[time_misses.md](time_misses.md#nemo-megatron-launcher-gpt-3-5b-and-bert-4b-on-1-32-dgx-a100).",
+    "nanogpt-readme": "two rounded whole-run times from nanoGPT's README ('about 4 days' for GPT-2 124M on one node "
+    "of 8 A100 40GB, 'about 3 minutes' for the character-level baby GPT on one A100). Each holds start-up, "
+    "torch.compile's compilation and the first steps, which gpuwork does not estimate, and the 124M run a "
+    "checkpoint after every evaluation; the baby GPT's 5,000 steps of a 10.7 M-parameter model at 256 tokens take "
+    "about a minute in the model, so the parts it leaves out are most of a three-minute run. Its 21 evaluations of "
+    "400 forward-only batches each (eval_iters 200, train and validation) are about half the training steps' "
+    "arithmetic, where the scorer prices evaluation at a plan's default 5 % of the training time.",
     "hf-blog-gaudi2-benchmark": "the Gaudi2 blog's A100 column: BERT-base pre-training on 8 A100 80GB in fp16, 32 "
     "and 64 sequences of 512 per GPU, +41 % and +39 % too fast. The published script runs DDP with "
     "find_unused_parameters=True, saves every 5,000 steps and masks each batch in the main process; what ran on the "
