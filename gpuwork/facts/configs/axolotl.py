@@ -87,27 +87,7 @@ def read(r: Reader, base: Path) -> None:
                     msg("config.rule.xformers") if key == "xformers_attention" else None)
             break
     claim_optimizer_or_default(r, "optimizer")
-    bf16, fp16 = r.typed("bf16", "any")[0], r.flag("fp16")
-    bf16_on: bool | None
-    if isinstance(bf16, str) and bf16.lower() == "auto":
-        bf16_on = True
-        auto_rule = True
-    else:
-        bf16_on, auto_rule = r.flag("bf16"), False
-    # prepare_optim_env exports accelerate's mixed precision from bf16/fp16 ("no" when neither is on)
-    r.claim(AUTOCAST, "bf16" if bf16_on else "fp16" if fp16 else "no", "bf16" if bf16_on or not fp16 else "fp16")
-    pure_bf16, pure_fp16 = r.flag("bfloat16"), r.flag("float16")
-    full = adapter not in ("lora", "qlora")
-    if pure_bf16 or pure_fp16:
-        claim_precision(r, pure_bf16, pure_fp16, keys=("bfloat16", "float16"), pure=True,
-                   pure_rule=msg("config.rule.axolotl_pure"), mixed_rule=msg("config.rule.trainer_mixed"))
-    else:
-        pure_rule, mixed_rule = msg("config.rule.axolotl_bf16"), msg("config.rule.adapter_mixed")
-        if auto_rule:
-            pure_rule, mixed_rule = msg("config.rule.bf16_auto", rule=pure_rule), msg("config.rule.bf16_auto",
-                                                                                        rule=mixed_rule)
-        claim_precision(r, bf16_on, fp16, keys=("bf16", "fp16"), pure=full, pure_rule=pure_rule, mixed_rule=mixed_rule,
-                   tf32=r.flag("tf32"))
+    _claim_axolotl_precision(r, full=adapter not in ("lora", "qlora"))
     claim_schedule(r, epochs_key="num_epochs")
     if r.has("saves_per_epoch"):
         r.note(msg("config.save_per_epoch", file=r.file, key="saves_per_epoch"))
@@ -120,6 +100,36 @@ def read(r: Reader, base: Path) -> None:
     claim_stack(r, liger, bool(r.flag("torch_compile")), bool(unsloth_keys),
            {"hf-liger": "plugins" if any("liger" in p.lower() for p in plugins) else "liger_*",
             "torch-compile": "torch_compile", "unsloth": ", ".join(unsloth_keys)})
+    _claim_fsdp(r)
+    follow_deepspeed(r, "deepspeed", base)
+
+
+def _claim_axolotl_precision(r: Reader, full: bool) -> None:
+    """bf16/fp16 (mixed under accelerate, or pure with bfloat16/float16) and the autocast accelerate gets."""
+    bf16, fp16 = r.typed("bf16", "any")[0], r.flag("fp16")
+    bf16_on: bool | None
+    if isinstance(bf16, str) and bf16.lower() == "auto":
+        bf16_on = True
+        auto_rule = True
+    else:
+        bf16_on, auto_rule = r.flag("bf16"), False
+    # prepare_optim_env exports accelerate's mixed precision from bf16/fp16 ("no" when neither is on)
+    r.claim(AUTOCAST, "bf16" if bf16_on else "fp16" if fp16 else "no", "bf16" if bf16_on or not fp16 else "fp16")
+    pure_bf16, pure_fp16 = r.flag("bfloat16"), r.flag("float16")
+    if pure_bf16 or pure_fp16:
+        claim_precision(r, pure_bf16, pure_fp16, keys=("bfloat16", "float16"), pure=True,
+                   pure_rule=msg("config.rule.axolotl_pure"), mixed_rule=msg("config.rule.trainer_mixed"))
+    else:
+        pure_rule, mixed_rule = msg("config.rule.axolotl_bf16"), msg("config.rule.adapter_mixed")
+        if auto_rule:
+            pure_rule, mixed_rule = msg("config.rule.bf16_auto", rule=pure_rule), msg("config.rule.bf16_auto",
+                                                                                        rule=mixed_rule)
+        claim_precision(r, bf16_on, fp16, keys=("bf16", "fp16"), pure=full, pure_rule=pure_rule, mixed_rule=mixed_rule,
+                   tf32=r.flag("tf32"))
+
+
+def _claim_fsdp(r: Reader) -> None:
+    """axolotl's fsdp / fsdp_config keys: sharding, who prepares the model, offload."""
     fsdp = r.get("fsdp")
     fsdp_config = r.get("fsdp_config") or {}
     if fsdp or (fsdp_config and r.has("fsdp_version")):
@@ -133,7 +143,6 @@ def read(r: Reader, base: Path) -> None:
         if fsdp_config.get("fsdp_offload_params") or fsdp_config.get("offload_params"):
             r.claim("offload_params", True, "fsdp_config.offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.offload_params", msg("config.rule.fsdp_offload"))
-    follow_deepspeed(r, "deepspeed", base)
 
 
 MARKERS = frozenset({"base_model", "sequence_len", "micro_batch_size", "adapter", "lora_target_linear",
