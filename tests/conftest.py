@@ -198,8 +198,8 @@ def clear_package_caches() -> None:
     for name, module in list(sys.modules.items()):
         if name == "gpuwork" or name.startswith("gpuwork."):
             for value in vars(module).values():
-                if callable(getattr(value, "cache_clear", None)):
-                    value.cache_clear()
+                if callable(getattr(value, "cache_clear", None)) and not isinstance(value, type):
+                    value.cache_clear()  # functools caches and IdentityMemo instances (not their classes)
 
 
 def load_benchmark(name: str):

@@ -37,7 +37,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
-from gpuwork.facts.hashed import HashedTuple
+from gpuwork.facts.hashed import HashedTuple, IdentityMemo
 from gpuwork.facts.rates import KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
 from gpuwork.message import msg
 
@@ -251,24 +251,15 @@ def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rat
     return _price(ops, _facts_of(gpu, device, rates, profile, efficiency))
 
 
-# the facts of the last (GPU, device, rates, stack) objects priced, by their ids: held here, so no id is reused while
-# its entry lives (the facts are values read once from files; a changed fact comes as a new object)
-_FACTS: dict[tuple[int, int, int, int, float], tuple[object, object, object, object, _PriceFacts]] = {}
-
-
 def _facts_of(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
               efficiency: float) -> _PriceFacts:
     """``_price_facts``, built once per set of fact objects: an estimate asks for them once per shape it prices,
     and the same object keys the price cache by identity."""
-    key = (id(gpu), id(device), id(rates), id(profile), efficiency)
-    hit = _FACTS.get(key)
-    if hit is not None and hit[0] is gpu and hit[1] is device and hit[2] is rates and hit[3] is profile:
-        return hit[4]
-    facts = _price_facts(gpu, device, rates, profile, efficiency)
-    if len(_FACTS) >= 256:
-        _FACTS.clear()
-    _FACTS[key] = (gpu, device, rates, profile, facts)
-    return facts
+    return _FACTS.get((gpu, device, rates, profile), efficiency,
+                      lambda: _price_facts(gpu, device, rates, profile, efficiency))
+
+
+_FACTS: IdentityMemo[_PriceFacts] = IdentityMemo(256)
 
 
 class _PriceFacts(NamedTuple):

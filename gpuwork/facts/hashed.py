@@ -1,9 +1,13 @@
-"""A tuple that computes its hash once: the step model's price caches key on long tuples of facts (a step's
-operations, a family's attention curves), which Python would otherwise hash again at every lookup."""
+"""Cache keys for the estimators' hot paths. ``HashedTuple`` computes its hash once: the step model's price caches
+key on long tuples of facts (a step's operations, a family's attention curves), which Python would otherwise hash
+again at every lookup. ``IdentityMemo`` keys values by the identity of the fact objects they are made from."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
 
 
 class HashedTuple(tuple):  # type: ignore[type-arg]
@@ -20,4 +24,30 @@ class HashedTuple(tuple):  # type: ignore[type-arg]
         return type(self), (tuple(self),)  # without the hash: string hashes differ from process to process
 
 
-__all__ = ["HashedTuple"]
+class IdentityMemo(Generic[V]):
+    """Values made from fact objects, found by those objects' identity (and a hashable ``extra``): the facts are
+    read once from files and a changed fact comes as a new object, so identity is enough and costs no hashing of
+    their contents. Each entry holds its objects, so no id is reused while the entry lives; the memo empties when
+    it holds ``size`` entries. ``cache_clear`` forgets every entry, like ``functools`` caches."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[tuple[tuple[int, ...], Hashable], tuple[tuple[object, ...], V]] = {}
+
+    def get(self, objects: tuple[object, ...], extra: Hashable, make: Callable[[], V]) -> V:
+        """The value made for ``objects`` and ``extra``, made by ``make()`` the first time."""
+        key = (tuple(map(id, objects)), extra)
+        hit = self._entries.get(key)
+        if hit is not None and all(held is given for held, given in zip(hit[0], objects, strict=True)):
+            return hit[1]
+        value = make()
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        self._entries[key] = (objects, value)
+        return value
+
+    def cache_clear(self) -> None:
+        self._entries.clear()
+
+
+__all__ = ["HashedTuple", "IdentityMemo"]

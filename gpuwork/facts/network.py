@@ -146,11 +146,8 @@ class CommFacts:
 
 
 def _path(name: str) -> Path:
-    folder, bundled = data_dir(), bundled_data_dir()
-    if folder == bundled:  # no $GPUWORK_DATA: nothing to look for first (a stat per file per estimate)
-        return bundled / name
-    own = folder / name
-    return own if own.exists() else bundled / name
+    own = data_dir() / name  # reached with $GPUWORK_DATA set only (load_comm_facts)
+    return own if own.exists() else bundled_data_dir() / name
 
 
 @functools.lru_cache(maxsize=4)

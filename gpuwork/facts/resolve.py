@@ -18,6 +18,7 @@ from gpuwork.facts.block_profiles import (
     registered_tracer,
 )
 from gpuwork.facts.catalog import load_gpus
+from gpuwork.facts.hashed import IdentityMemo
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.model import ModelSpec, list_presets, load_config, spec_for_plan
 from gpuwork.facts.rates import Rates, load_rates
@@ -42,20 +43,12 @@ def with_stacks(spec: ModelSpec, rates: Rates) -> ModelSpec:
     if "stacks" in spec.extras:
         return spec
     # the same copy for the same spec and stacks: a fresh one per estimate hashes its extras again in every cache
-    # the estimators key by the spec (``rates.stacks`` is held, so its id cannot be reused while cached)
-    key = (spec, id(rates.stacks))
-    hit = _WITH_STACKS.get(key)
-    if hit is not None and hit[0] is rates.stacks:
-        return hit[1]
-    out = dataclasses.replace(spec, extras={**spec.extras, "stacks": rates.stacks})
-    if len(_WITH_STACKS) >= _WITH_STACKS_MAX:
-        _WITH_STACKS.clear()
-    _WITH_STACKS[key] = (rates.stacks, out)
-    return out
+    # the estimators key by the spec
+    return _WITH_STACKS.get((rates.stacks,), spec,
+                            lambda: dataclasses.replace(spec, extras={**spec.extras, "stacks": rates.stacks}))
 
 
-_WITH_STACKS: dict[tuple[ModelSpec, int], tuple[object, ModelSpec]] = {}
-_WITH_STACKS_MAX = 256
+_WITH_STACKS: IdentityMemo[ModelSpec] = IdentityMemo(256)
 
 
 def with_block_profiles(plan: TrainPlan, spec: ModelSpec, cache: BlockProfileCache = DEFAULT_CACHE) -> ModelSpec:
