@@ -102,6 +102,8 @@ class Stack(StrEnum):
     UNSLOTH = "unsloth"  # Unsloth: hand-written Triton kernels, fused LoRA, own checkpointing
     TORCHTUNE = "torchtune"  # torchtune recipes with compile: native PyTorch modules, adapters in the model dtype
     FRAMEWORK = "framework"  # tuned pre-training frameworks (torchtitan, llm-foundry, Megatron, NeMo)
+    # NVIDIA DeepLearningExamples BERT fine-tuning in eager PyTorch under apex amp O2 (docs/legacy_stacks.md)
+    DLE_PYTORCH = "dle-pytorch"
 
 
 class Sharding(StrEnum):

@@ -117,6 +117,8 @@ class StackKernels:
     fused_lora: bool = False  # adapter matmuls, scaling and add fused (no casts, no extra adds)
     fuse_elementwise: bool = False  # a compiler fuses every element-wise chain between matmuls
     adapters_fp32: bool = True  # LoRA weights fp32 on a 16-bit base (peft autocast_adapter_dtype=True)
+    # apex amp O2 casts the model to 16 bits: a mixed plan's stream, mask and softmax chain are 16-bit, no autocast
+    model_16bit: bool = False
     moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
 
 
@@ -259,7 +261,10 @@ class _Step:
 
     @classmethod
     def of(cls, key: _StepKey) -> _Step:
-        return cls(key.spec, key.plan, key.stack, _widths(key.plan), key.plan.tokens_per_micro_batch)
+        widths = _widths(key.plan)
+        if key.stack.model_16bit and widths.autocast and not key.plan.uses_adapters:
+            widths = widths._replace(s_b=2, autocast=False)
+        return cls(key.spec, key.plan, key.stack, widths, key.plan.tokens_per_micro_batch)
 
     @property
     def fuse(self) -> bool:

@@ -65,7 +65,7 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         fused_mlp_activation=profile.fused_mlp_activation,
                         fused_cross_entropy=profile.fused_cross_entropy, fused_lora=profile.fused_lora,
                         fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32,
-                        moe_experts=MoeExperts(moe_experts or profile.moe_experts))
+                        model_16bit=profile.model_16bit, moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 
 _FAMILY_KEY = "flash_attn_fwd_fraction_"

@@ -70,6 +70,9 @@ class StackProfile:
     swiglu_saved: int = 3  # intermediate-sized tensors act(gate) * up saves: 3 eager, 2 fused kernels
     checkpoint: str = "recompute"  # checkpointed block inputs stay on the GPU | "offload" to CPU RAM
     memory_basis: str = ""
+    # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
+    # (stacks.csv model_16bit; an older file without the column: 0)
+    model_16bit: bool = False
 
 
 class AttentionPoint(NamedTuple):
@@ -194,7 +197,11 @@ def _load(folder: str) -> Rates:
         saved = (row.get("swiglu_saved") or "3").strip()
         if saved not in ("1", "2", "3"):
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="swiglu_saved", value=saved))
-        columns: dict[str, Any] = {**memory, **values}  # the flag and memory columns by their field names
+        model_16bit = (row.get("model_16bit") or "0").strip()
+        if model_16bit not in ("0", "1"):
+            raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="model_16bit",
+                                   value=model_16bit))
+        columns: dict[str, Any] = {**memory, **values, "model_16bit": model_16bit == "1"}  # the flag and memory columns by their field names
         stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"],
                                      moe_experts=row["moe_experts"].strip(), swiglu_saved=int(saved),
                                      memory_basis=row.get("memory_basis") or "", **columns)

@@ -13,5 +13,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "stack.framework": ("tuned framework (torchtitan, Megatron, NeMo)",
                         "настроенный фреймворк для предобучения (framework)"),
     "stack.torchtune": ("torchtune (compiled)", "torchtune (с компиляцией)"),
+    "stack.dle-pytorch": ("NVIDIA DeepLearningExamples BERT, eager PyTorch + apex amp O2",
+                          "BERT из NVIDIA DeepLearningExamples: PyTorch без компиляции, apex amp O2"),
     "stack.label": ("stack: {stack:@stack}", "стек: {stack:@stack}"),
 }
