@@ -225,3 +225,93 @@ def test_a_time_metric_is_refused_in_a_memory_set():
          "metric": "tokens_per_s", "predicted_bytes": 1}]}]}
     with pytest.raises(ValueError, match="metric"):
         parse_sets(doc, "memory")
+
+
+# -- re-readings: a case's configuration as it should have been read, kept beside the frozen one -------------
+
+EVIDENCE = [{"url": "https://example.org/run.sh", "quote": "--per_device_train_batch_size 4"}]
+REREAD = {"plan": {"batch_size": 4}, "why": "The script runs batch 4, not 2.", "evidence": EVIDENCE}
+
+
+def test_a_reread_changes_the_reread_score_only(history):
+    repo, doc = history
+    (plain,) = heldout_scores(parse_sets(doc))
+    doc["sets"][0]["cases"][1]["reread"] = REREAD
+    sets = parse_sets(doc)
+    (score,) = heldout_scores(sets)
+    assert protocol_problems(sets[0], repo) == []
+    assert [r.error for r in score.frozen] == [r.error for r in plain.frozen]
+    assert [r.error for r in score.today] == [r.error for r in plain.today]
+    case = sets[0].cases[1]
+    assert case.reread is not None and case.reread.changed == (("plan.batch_size", "2", "4"),)
+    (again,) = time_accuracy_rows((case.as_reread().time_case(),))
+    assert score.reread[0] == score.today[0] and score.reread[1] == again
+    # batch 4 amortises the per-step costs over twice the tokens: a different figure from the one as recorded
+    assert again.predicted != score.today[1].predicted
+    page = heldout_markdown([score], sets)
+    assert "### Re-read configurations" in page and "plan.batch_size 2 -> 4" in page
+    assert f"{score.today[1].error:+.0%} | {again.error:+.0%} |" in page and "unbiased" in page
+
+
+def test_a_reread_does_not_hide_a_changed_configuration(history):
+    repo, doc = history
+    doc["sets"][0]["cases"][1]["reread"] = REREAD
+    doc["sets"][0]["cases"][1]["plan"] = {**PLAN, "batch_size": 4}  # the frozen record itself edited
+    (held,) = parse_sets({"sets": [{**doc["sets"][0], "cases": [
+        {k: v for k, v in c.items() if k != "reread"} for c in doc["sets"][0]["cases"]]}]})
+    assert any("'b'" in p and "configuration changed" in p for p in protocol_problems(held, repo))
+
+
+def test_a_memory_reread_moves_the_reread_error_only(tmp_path):
+    from gpuwork.measure.accuracy import case_memory, memory_heldout_rows
+    from gpuwork.measure.heldout import plan_from_json
+
+    repo, doc = _memory_history(tmp_path)
+    (before,) = memory_heldout_rows(parse_sets(doc, "memory")[0])
+    doc["sets"][0]["cases"][0]["reread"] = {"plan": {"grad_checkpointing": True}, "why": "w", "evidence": EVIDENCE}
+    (held,) = parse_sets(doc, "memory")
+    assert protocol_problems(held, repo) == []
+    (row,) = memory_heldout_rows(held)
+    assert (row["frozen_error"], row["error"]) == (before["frozen_error"], before["error"])
+    checkpointed = case_memory(plan_from_json({**PLAN, "grad_checkpointing": True}), "reserved")
+    assert row["reread_bytes"] == checkpointed < row["estimated_bytes"]
+    assert row["reread_error"] == pytest.approx(checkpointed / (25 * 2**30) - 1)
+
+
+@pytest.mark.parametrize(("reread", "field"), [
+    ({**REREAD, "batch_size": 4}, "batch_size"),  # a plan field outside "plan"
+    ({**REREAD, "plan": {"batch_sise": 4}}, "plan.batch_sise"),
+    ({**REREAD, "plan": {"precision": "bf17"}}, "plan.precision"),
+    ({**REREAD, "plan": {"batch_size": 0}}, "plan.batch_size"),
+    ({**REREAD, "plan": ["batch_size", 4]}, "plan"),
+    ({**REREAD, "metric": "samples_per_minute"}, "metric"),
+    ({**REREAD, "nodes": 0}, "nodes"),
+    ({**REREAD, "gpu_id": "a100_81_sxm"}, "gpu_id"),
+    ({**REREAD, "why": " "}, "why"),
+    ({**REREAD, "evidence": []}, "evidence"),
+    ({**REREAD, "evidence": [{"url": "example.org", "quote": "q"}]}, "evidence"),
+    ({**REREAD, "plan": {"batch_size": 2}}, "reread"),  # the value as recorded: nothing re-read
+    ("batch 4", "reread"),
+])
+def test_a_malformed_reread_is_one_clear_error(reread, field):
+    from gpuwork.measure.heldout import RereadError
+
+    doc = {"sets": [{"name": "s", "frozen_commit": "0" * 40, "cases": [_case("a", 1.0), _case("b", 2.0)]}]}
+    doc["sets"][0]["cases"][1]["reread"] = reread
+    with pytest.raises(RereadError) as caught:
+        parse_sets(doc)
+    err = caught.value
+    assert (err.case, err.field) == ("b", field)
+    for lang in ("en", "ru"):
+        assert "b" in err.text(lang) and "Traceback" not in err.text(lang)
+    assert "held-out case b:" in str(err)
+    assert field.rsplit(".", 1)[-1] in str(err) if field != "reread" else "re-reading" in str(err)
+
+
+def test_the_memory_page_is_current():
+    from gpuwork.measure.accuracy import accuracy_report
+
+    page = (REPO / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    # the traced grid (--grid) follows the published and held-out sections; those are compared byte for byte
+    assert page.split("## Analytic estimate vs fake-tensor trace")[0] == accuracy_report(), (
+        "regenerate: gpuwork accuracy --grid --out docs/accuracy.md")

@@ -15,10 +15,16 @@ Two kinds, one protocol: step time (``time_heldout.json``, scored in docs/time_a
 the frozen one, nothing under ``gpuwork/`` but this file and model presets changed between them, and the file at
 the predictions commit holds the same predictions and no figure. Once the model changes after a set is revealed,
 the set counts as seen: the page shows today's error beside the frozen one.
+
+A case whose record was later found to misdescribe what its source ran may carry a re-reading (``reread``: the
+fields it should have been read with, why, and the source's own text). It is kept beside the frozen
+configuration, never in it: the protocol check and the frozen score stay as they were, and the pages show today's
+model on both readings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -26,10 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.facts import reading
+from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.paths import bundled_data_dir
-from gpuwork.measure.time_cases import METRICS, STEPS_ONLY, Covers, TimeCase
-from gpuwork.message import msg
+from gpuwork.measure.time_cases import EXTRA_GPUS, METRICS, STEPS_ONLY, Covers, TimeCase
+from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
 HELDOUT_NAME = "time_heldout.json"
@@ -44,8 +52,45 @@ _ALLOWED_BETWEEN = (*("gpuwork/facts/data/" + name for name in _FILES.values()),
 _FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote", "measured_bytes")
 
 
+# what a re-reading may set (the case's configuration, never its prediction or figure) and what it must say
+REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts")
+_REREAD_KEYS = (*REREAD_FIELDS, "why", "evidence")
+
+
 def heldout_path(kind: str = "time") -> Path:
     return bundled_data_dir() / _FILES[kind]
+
+
+class RereadError(GpuworkError, ValueError):
+    """A held-out case's re-reading is malformed: names the case and the field."""
+
+    def __init__(self, case: str, field: str, message: Msg):
+        super().__init__(message)
+        self.case = case
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where a re-reading comes from: the source's address and the line it quotes."""
+
+    url: str
+    quote: str
+
+
+@dataclass(frozen=True)
+class Reread:
+    """A case's configuration as it should have been read, kept apart from the frozen one."""
+
+    plan: TrainPlan
+    gpu_id: str
+    nodes: int
+    network: str | None
+    metric: str
+    moe_experts: str | None
+    changed: tuple[tuple[str, str, str], ...]  # (field, as recorded, as re-read), e.g. ("plan.precision", ...)
+    why: str
+    evidence: tuple[Evidence, ...]
 
 
 @dataclass(frozen=True)
@@ -69,10 +114,19 @@ class HeldoutCase:
     model_config: dict[str, Any] | None = None  # config.json values of a model with no preset
     # what the figure's time spans beyond the steps: read with the figure, not part of the configuration
     covers: Covers = STEPS_ONLY
+    reread: Reread | None = None  # the configuration as re-read after the reveal (None: as recorded)
 
     @property
     def revealed(self) -> bool:
         return self.measured is not None
+
+    def as_reread(self) -> HeldoutCase:
+        """The case with its re-read configuration (itself when it has none); prediction and figure unchanged."""
+        r = self.reread
+        if r is None:
+            return self
+        return dataclasses.replace(self, plan=r.plan, gpu_id=r.gpu_id, nodes=r.nodes, network=r.network,
+                                   metric=r.metric, moe_experts=r.moe_experts, reread=None)
 
     def time_case(self) -> TimeCase:
         """The case as a published TimeCase (a time case, only once revealed)."""
@@ -110,12 +164,102 @@ def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
     metrics = METRICS if kind == "time" else MEMORY_METRICS
     if raw["metric"] not in metrics:
         raise ValueError(f"held-out case {raw['name']!r}: metric {raw['metric']!r} is not one of {metrics}")
-    return HeldoutCase(
+    case = HeldoutCase(
         name=raw["name"], source_id=raw["source_id"], source=raw["source"], gpu_id=raw.get("gpu_id") or "",
         plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
         metric=raw["metric"], predicted=float(raw[_PREDICTED[kind]]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
         samples=raw.get("samples"), model_config=raw.get("model_config"), covers=Covers.parse(raw.get("covers")))
+    if raw.get("reread") is None:
+        return case
+    return dataclasses.replace(case, reread=parse_reread(case, raw["reread"], raw["plan"], metrics))
+
+
+_PLAN_FIELDS = tuple(f.name for f in dataclasses.fields(TrainPlan))
+
+
+def _shown(value: Any) -> str:
+    value = getattr(value, "value", value)
+    return ", ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def _reread_plan(case: HeldoutCase, changes: Any, recorded: dict[str, Any]) -> TrainPlan:
+    name = case.name
+    if not isinstance(changes, dict):
+        raise RereadError(name, "plan", msg("error.heldout.reread_not_object", case=name, field="plan"))
+    for key in changes:
+        if key not in _PLAN_FIELDS:
+            raise RereadError(name, f"plan.{key}", msg("error.heldout.reread_unknown_field", case=name,
+                                                       field=f"plan.{key}", allowed=", ".join(_PLAN_FIELDS)))
+    try:
+        return plan_from_json({**recorded, **changes})
+    except PlanError as exc:
+        field = f"plan.{exc.field}"
+        problem = exc.msg if exc.msg is not None else str(exc)
+        raise RereadError(name, field, msg("error.heldout.reread_bad_value", case=name, field=field,
+                                           problem=problem)) from None
+
+
+def _evidence(name: str, raw: Any) -> tuple[Evidence, ...]:
+    bad = RereadError(name, "evidence", msg("error.heldout.reread_evidence", case=name))
+    if not isinstance(raw, list) or not raw:
+        raise bad
+    out = []
+    for item in raw:
+        if not isinstance(item, dict) or set(item) != {"url", "quote"} or not all(
+                isinstance(item[k], str) and item[k].strip() for k in ("url", "quote")) \
+                or not item["url"].startswith("https://"):
+            raise bad
+        out.append(Evidence(url=item["url"], quote=item["quote"]))
+    return tuple(out)
+
+
+def _known_gpu(gpu_id: str) -> bool:
+    if gpu_id in EXTRA_GPUS:
+        return True
+    try:
+        get_gpu(gpu_id)
+    except GpuworkError:
+        return False
+    return True
+
+
+def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
+                 metrics: tuple[str, ...]) -> Reread:
+    """``case``'s re-reading from its ``reread`` object; raises RereadError naming the case and the field."""
+    name = case.name
+    if not isinstance(raw, dict):
+        raise RereadError(name, "reread", msg("error.heldout.reread_not_object", case=name, field="reread"))
+    for key in raw:
+        if key not in _REREAD_KEYS:
+            raise RereadError(name, key, msg("error.heldout.reread_unknown_field", case=name, field=key,
+                                             allowed=", ".join(_REREAD_KEYS)))
+    if not isinstance(raw.get("why"), str) or not raw["why"].strip():
+        raise RereadError(name, "why", msg("error.heldout.reread_why", case=name))
+    evidence = _evidence(name, raw.get("evidence"))
+    plan = _reread_plan(case, raw.get("plan", {}), recorded_plan)
+    gpu_id, nodes = raw.get("gpu_id", case.gpu_id), raw.get("nodes", case.nodes)
+    network, metric = raw.get("network", case.network), raw.get("metric", case.metric)
+    moe_experts = raw.get("moe_experts", case.moe_experts)
+    if metric not in metrics:
+        raise RereadError(name, "metric", msg("error.heldout.reread_choice", case=name, field="metric",
+                                              value=repr(metric), allowed=", ".join(metrics)))
+    if not isinstance(gpu_id, str) or not _known_gpu(gpu_id):
+        raise RereadError(name, "gpu_id", msg("error.heldout.reread_gpu", case=name, value=repr(gpu_id)))
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise RereadError(name, "nodes", msg("error.heldout.reread_nodes", case=name, value=repr(nodes)))
+    for key, value in (("network", network), ("moe_experts", moe_experts)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise RereadError(name, key, msg("error.heldout.reread_text", case=name, field=key, value=repr(value)))
+    changed = tuple((f"plan.{f}", _shown(getattr(case.plan, f)), _shown(getattr(plan, f)))
+                    for f in _PLAN_FIELDS if getattr(case.plan, f) != getattr(plan, f))
+    changed += tuple((f, _shown(getattr(case, f)), _shown(v)) for f, v in (
+        ("gpu_id", gpu_id), ("nodes", nodes), ("network", network), ("metric", metric), ("moe_experts", moe_experts))
+        if getattr(case, f) != v)
+    if not changed:
+        raise RereadError(name, "reread", msg("error.heldout.reread_nothing", case=name))
+    return Reread(plan=plan, gpu_id=gpu_id, nodes=nodes, network=network, metric=metric, moe_experts=moe_experts,
+                  changed=changed, why=raw["why"].strip(), evidence=evidence)
 
 
 def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:
@@ -196,5 +340,6 @@ def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
     return problems
 
 
-__all__ = ["HELDOUT_NAME", "KINDS", "MEMORY_HELDOUT_NAME", "MEMORY_METRICS", "HeldoutCase", "HeldoutSet", "heldout_path", "heldout_sets", "load_document",
+__all__ = ["HELDOUT_NAME", "KINDS", "MEMORY_HELDOUT_NAME", "MEMORY_METRICS", "REREAD_FIELDS", "Evidence", "HeldoutCase",
+           "HeldoutSet", "Reread", "RereadError", "heldout_path", "heldout_sets", "load_document", "parse_reread",
            "parse_sets", "plan_from_json", "protocol_problems"]

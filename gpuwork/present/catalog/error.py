@@ -427,6 +427,49 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "held-out file itself",
         "в {path:raw} — {kind:raw}, а не документ отложенной выборки (объект со списком \"sets\"): укажите "
         "сам файл отложенной выборки"),
+    "error.heldout.reread_not_object": (
+        "held-out case {case:raw}: the re-reading's {field:raw} is not an object: write it as {{\"field\": value, ...}}",
+        "отложенный случай {case:raw}: {field:raw} в перепрочтении — не объект: запишите его как "
+        "{{\"поле\": значение, ...}}"),
+    "error.heldout.reread_unknown_field": (
+        "held-out case {case:raw}: a re-reading cannot set {field:raw}: use one of {allowed:raw}",
+        "отложенный случай {case:raw}: перепрочтение не может задавать {field:raw}: используйте одно из "
+        "{allowed:raw}"),
+    "error.heldout.reread_bad_value": (
+        "held-out case {case:raw}: the re-read {field:raw} is not valid: {problem}",
+        "отложенный случай {case:raw}: перепрочтённое {field:raw} недопустимо: {problem}"),
+    "error.heldout.reread_why": (
+        "held-out case {case:raw}: the re-reading has no \"why\": say in one or two sentences what the source ran "
+        "and how the record misread it",
+        "отложенный случай {case:raw}: у перепрочтения нет \"why\": одним-двумя предложениями скажите, что "
+        "запускал источник и как запись его неверно прочла"),
+    "error.heldout.reread_evidence": (
+        "held-out case {case:raw}: the re-reading's evidence must be a non-empty list of {{\"url\": \"https://...\", "
+        "\"quote\": \"...\"}}: give the source's address and the line it quotes",
+        "отложенный случай {case:raw}: evidence перепрочтения должно быть непустым списком {{\"url\": "
+        "\"https://...\", \"quote\": \"...\"}}: укажите адрес источника и цитируемую строку"),
+    "error.heldout.reread_choice": (
+        "held-out case {case:raw}: the re-read {field:raw} {value:raw} is not one of {allowed:raw}: choose one of them",
+        "отложенный случай {case:raw}: перепрочтённое {field:raw} {value:raw} — не одно из {allowed:raw}: "
+        "выберите одно из них"),
+    "error.heldout.reread_gpu": (
+        "held-out case {case:raw}: the re-read gpu_id {value:raw} is not a known GPU: use an id from gpus.csv",
+        "отложенный случай {case:raw}: перепрочтённый gpu_id {value:raw} — неизвестный GPU: используйте id из "
+        "gpus.csv"),
+    "error.heldout.reread_nodes": (
+        "held-out case {case:raw}: the re-read nodes {value:raw} is not a whole number from 1: give the nodes the "
+        "run used",
+        "отложенный случай {case:raw}: перепрочтённое nodes {value:raw} — не целое число от 1: укажите число "
+        "узлов запуска"),
+    "error.heldout.reread_text": (
+        "held-out case {case:raw}: the re-read {field:raw} {value:raw} is not a non-empty text: write a name or null",
+        "отложенный случай {case:raw}: перепрочтённое {field:raw} {value:raw} — не непустой текст: напишите "
+        "имя или null"),
+    "error.heldout.reread_nothing": (
+        "held-out case {case:raw}: the re-reading changes nothing in the configuration as recorded: remove it or "
+        "give the fields that differ",
+        "отложенный случай {case:raw}: перепрочтение ничего не меняет в записанной конфигурации: удалите его или "
+        "укажите поля, которые отличаются"),
     "error.share.bool": (
         "{field:raw}={value:raw} in the link is not true or false: write {field:raw}=true or {field:raw}=false",
         "{field:raw}={value:raw} в ссылке — не true и не false: напишите {field:raw}=true или {field:raw}=false"),
