@@ -315,3 +315,35 @@ def test_the_memory_page_is_current():
     # the traced grid (--grid) follows the published and held-out sections; those are compared byte for byte
     assert page.split("## Analytic estimate vs fake-tensor trace")[0] == accuracy_report(), (
         "regenerate: gpuwork accuracy --grid --out docs/accuracy.md")
+
+
+def test_the_memory_page_lists_a_reread_and_gives_both_figures(tmp_path):
+    from gpuwork.measure.accuracy import _memory_heldout_section, _memory_today_line, memory_heldout_rows
+
+    _, doc = _memory_history(tmp_path)
+    doc["sets"][0]["cases"][0]["reread"] = {"plan": {"grad_checkpointing": True}, "why": "The script checkpoints.",
+                                            "evidence": EVIDENCE}
+    sets = parse_sets(doc, "memory")
+    (row,) = memory_heldout_rows(sets[0])
+    lines, _ = _memory_heldout_section(sets)
+    assert "### Re-read configurations" in lines
+    assert (f"| m | plan.grad_checkpointing False -> True | {row['error']:+.1%} | {row['reread_error']:+.1%} | "
+            f"The script checkpoints. | [1](https://example.org/run.sh) |") in lines
+    line = _memory_today_line([], sets)
+    assert f"{abs(row['error']):.1%}" in line and "with the 1 re-reading applied" in line
+    assert f"{abs(row['reread_error']):.1%}" in line and "unbiased" in line
+
+
+def test_the_time_page_summary_gives_both_figures(history):
+    from gpuwork.measure.accuracy import time_accuracy_page, time_accuracy_summary
+
+    _, doc = history
+    doc["sets"][0]["cases"][1]["reread"] = REREAD
+    sets = parse_sets(doc)
+    seen = time_accuracy_rows(TIME_CASES[:1])
+    (score,) = heldout_scores(sets)
+    page = time_accuracy_page(seen, sets)
+    now, again = time_accuracy_summary(seen + score.today), time_accuracy_summary(seen + score.reread)
+    assert (f"median |error| {now['median']:.0%}, 90th percentile {now['p90']:.0%} on the configurations as "
+            f"recorded. With the 1 re-reading applied") in page
+    assert f"median {again['median']:.0%}, 90th percentile {again['p90']:.0%}. Re-readings are looked for" in page

@@ -196,7 +196,7 @@ def _memory_today_line(published: list[dict[str, Any]], sets: tuple[HeldoutSet, 
     count = sum(1 for r in held if r["reread"])
     if not count:
         return line + "."
-    return (line + f"; with the {count} re-readings applied ([below](#re-read-configurations)) "
+    return (line + f"; with the {count} re-reading{'s' if count > 1 else ''} applied ([below](#re-read-configurations)) "
             f"{statistics.median(again):.1%} and {_quantile(again, 0.9):.1%}. " + _REREAD_CAVEAT)
 
 def trace_grid(models: tuple[str, ...] = ("tiny-llama", "tiny-qwen2", "tiny-mistral", "tiny-gpt2", "tiny-bert"),
@@ -858,8 +858,9 @@ def covers_markdown(rows: list[TimeAccuracyRow]) -> str:
     return "\n".join(lines)
 
 
-def time_accuracy_page(rows: list[TimeAccuracyRow] | None = None) -> str:
-    """docs/time_accuracy.md as a whole: method, summary, the table, the largest misses and why."""
+def time_accuracy_page(rows: list[TimeAccuracyRow] | None = None, sets: tuple[HeldoutSet, ...] | None = None) -> str:
+    """docs/time_accuracy.md as a whole: method, summary, the table, the largest misses and why (``sets``: the
+    held-out sets, the bundled ones by default)."""
     rows = rows if rows is not None else time_accuracy_rows()
     s = time_accuracy_summary(rows)
     head = f"""# Time estimates vs published measurements
@@ -903,14 +904,15 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
     explained = [text for prefix, text in _KNOWN_MISSES if any(r.name.startswith(prefix) for r in worst)]
     if explained:
         tail += ["", "Why, as far as the sources let us tell:", ""] + [f"- {t}" for t in explained]
-    sets = heldout_sets()  # read once: the scores and the section both use it
+    sets = heldout_sets() if sets is None else sets  # read once: the scores and the section both use it
     scores = heldout_scores(sets)
     everything = rows + [row for score in scores for row in score.today]
     a = time_accuracy_summary(everything)
     count = sum(1 for held in sets for c in held.cases if c.reread is not None and c.revealed)
     if count:
         b = time_accuracy_summary(rows + [row for score in scores for row in score.reread])
-        again = (f" With the {count} re-readings applied ([re-read configurations](#re-read-configurations)): "
+        again = (f" With the {count} re-reading{'s' if count > 1 else ''} applied "
+                 "([re-read configurations](#re-read-configurations)): "
                  f"median {b['median']:.0%}, 90th percentile {b['p90']:.0%}. " + _REREAD_CAVEAT)
     tail += ["", "**By source and by kind of run** (the seen cases above):", "", breakdown_markdown(rows), "",
              heldout_markdown(scores, sets), covers_markdown(everything), "## All cases, today's model", "",
