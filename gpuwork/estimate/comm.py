@@ -62,6 +62,16 @@ CURVE_RANKS = 8  # nccl_curves.csv half_bytes are for 8 ranks
 # bandwidth 0.92 of the ring's; NCCL runs whichever its model times faster (docs/communication.md 'Tree').
 TREE_BASE_US, TREE_INTRA_US, TREE_NET_US = 8.4, 4.0, 14.0
 TREE_BUSBW_SHARE = 0.92
+# NCCL's socket transport (no RDMA: every byte through host memory and TCP) with several GPUs per node reaches a
+# share of the fitted network curve: the geometric mean of the two published 4-node, 8-GPU-per-node all-reduce
+# figures, 0.76 (GCP 32 GbE, nccl_tests.csv nccl209-gcp-32gbe-4x8) and 0.52 (100 GbE, NVIDIA/nccl #450's stated
+# 4-6 GB/s over 8-128 MiB); docs/communication.md 'Slower networks'. One GPU per node reaches the curve (0.96-0.97
+# of the line rate on 32 GbE).
+SOCKET_SHARE = 0.63
+# GPUDirect-TCPXO's latency in seconds against the fitted (EFA) network curve: the minimax fit over the published
+# 2 x 8 H100 A3 Mega sweep, 1 MiB-8 GiB (nccl_tests.csv mega-a3-2n; docs/communication.md 'Slower networks'),
+# taken for TCPX (A3 High) too, which no published sweep measures.
+TCPX_LATENCY_SCALE = 2.0
 
 
 @dataclass(frozen=True)
@@ -127,19 +137,36 @@ def tree_latency_us(ranks: int, nodes: int) -> float:
 
 
 def network_busbw(facts: CommFacts, link_bytes_s: float, collective: str, size_bytes: float, ranks: int,
-                  nodes: int) -> float:
+                  nodes: int, latency_scale: float = 1.0) -> float:
     """Bus bandwidth across nodes on the fitted network curve. A ring's latency term grows with its ranks; an
     all-reduce over several nodes may instead run NCCL's tree, whose latency grows from the curve's measured point
-    as NCCL's model of it does (with the ranks per node and log2 of the nodes) at 0.92 of the ring's plateau."""
+    as NCCL's model of it does (with the ranks per node and log2 of the nodes) at 0.92 of the ring's plateau. On two
+    nodes the tree crosses the network with the buffer once each way where the ring moves 2(n-1)/n of it, so its
+    busbw may pass the network's by that factor (the intra-node link bounds it in ``busbw``). ``latency_scale``
+    stretches the curve's latency in seconds (a transport slower to start than the one measured)."""
     curve = facts.curve_for("network-ring")
+    if latency_scale != 1.0:
+        curve = replace(curve, half_bytes=curve.half_bytes * latency_scale)
     ring = curve_busbw(curve, link_bytes_s, size_bytes, ranks)
     if collective != ALL_REDUCE or nodes <= 1 or size_bytes <= 0:
         return ring
     ref_ranks, ref_nodes = facts.measured_at(curve.curve)
-    half = half_bytes(curve, link_bytes_s * curve.efficiency, ref_ranks) * tree_latency_us(ranks, nodes) \
-        / tree_latency_us(ref_ranks, ref_nodes)
-    tree = link_bytes_s * curve.efficiency * TREE_BUSBW_SHARE / (1.0 + (half / size_bytes) ** curve.exponent)
+    plateau = link_bytes_s * curve.efficiency * (2 * (ranks - 1) / ranks if nodes == 2 else 1.0)
+    half = half_bytes(curve, plateau, ref_ranks) * tree_latency_us(ranks, nodes) / tree_latency_us(ref_ranks, ref_nodes)
+    tree = plateau * TREE_BUSBW_SHARE / (1.0 + (half / size_bytes) ** curve.exponent)
     return max(ring, float(tree))
+
+
+def network_terms(fabric: Fabric) -> tuple[float, float]:
+    """What a node's NICs give the network curve: (bytes/s one direction, latency scale). Over TCP sockets with
+    several GPUs per node SOCKET_SHARE of the line rate; GPUDirect-TCPX/TCPXO start TCPX_LATENCY_SCALE times
+    slower than the measured curve."""
+    network = fabric.network
+    if network is None:
+        return 0.0, 1.0
+    socket = network.fabric == "ethernet" and fabric.gpus_per_node > 1
+    scale = TCPX_LATENCY_SCALE if network.fabric in ("tcpx", "tcpxo") else 1.0
+    return network.node_bytes_s * (SOCKET_SHARE if socket else 1.0), scale
 
 
 def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, ranks: int) -> float:
@@ -157,7 +184,8 @@ def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, 
     if network is not None:
         # the ring's channels cross each node boundary through different NICs: the node's NICs together
         nodes = math.ceil(ranks / max(fabric.gpus_per_node, 1))
-        bandwidth = min(bandwidth, network_busbw(facts, network.node_bytes_s, collective, size_bytes, ranks, nodes))
+        rate, latency_scale = network_terms(fabric)
+        bandwidth = min(bandwidth, network_busbw(facts, rate, collective, size_bytes, ranks, nodes, latency_scale))
     return bandwidth
 
 
@@ -235,9 +263,9 @@ def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, re
     if network is None:
         return collective_s(facts, fabric, ALL_REDUCE, size_bytes, replicas)
     rings = min(group or fabric.gpus_per_node, fabric.gpus_per_node)
-    link = network.node_bytes_s / max(rings, 1)
+    rate, latency_scale = network_terms(fabric)
     nodes = math.ceil(replicas / max(fabric.gpus_per_node // max(rings, 1), 1))  # nodes one ring spans
-    bandwidth = network_busbw(facts, link, ALL_REDUCE, size_bytes, replicas, nodes)
+    bandwidth = network_busbw(facts, rate / max(rings, 1), ALL_REDUCE, size_bytes, replicas, nodes, latency_scale)
     if rings < fabric.gpus_per_node:  # several GPUs of a ring in one node: some of its hops are intra-node
         bandwidth = min(bandwidth, busbw(facts, replace(fabric, network=None), ALL_REDUCE, size_bytes, replicas))
     return 2 * (replicas - 1) / replicas * size_bytes / bandwidth
