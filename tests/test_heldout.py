@@ -347,3 +347,22 @@ def test_the_time_page_summary_gives_both_figures(history):
     assert (f"median |error| {now['median']:.0%}, 90th percentile {now['p90']:.0%} on the configurations as "
             f"recorded. With the 1 re-reading applied") in page
     assert f"median {again['median']:.0%}, 90th percentile {again['p90']:.0%}. Re-readings are looked for" in page
+
+
+def test_a_reread_evaluation_share_prices_the_evaluations_a_figure_covers():
+    # a whole-run figure that holds evaluations: as recorded (eval_fraction 0.0) they are priced at the app's default
+    # share; a re-reading that states the share its source's config implies is priced at that share instead
+    raw = {**_case("run", 1.0), "metric": "samples_per_s", "samples": 64_000, "covers": ["steps", "eval_every:100"],
+           "measured": 10.0,
+           "reread": {"plan": {"eval_fraction": 0.5}, "why": "config states it",
+                      "evidence": [{"url": "https://example.org/config.py", "quote": "eval_iters = 200"}]}}
+    (held,) = parse_sets({"sets": [{"name": "s", "frozen_commit": None, "predictions_commit": None,
+                                    "cases": [raw]}]})
+    case = held.cases[0]
+    (recorded,) = time_accuracy_rows((case.time_case(),))
+    (again,) = time_accuracy_rows((case.as_reread().time_case(),))
+    assert recorded.covered is not None and again.covered is not None
+    assert recorded.covered.steps_s == pytest.approx(again.covered.steps_s)
+    assert recorded.covered.eval_s == pytest.approx(0.05 * recorded.covered.steps_s)
+    assert again.covered.eval_s == pytest.approx(0.5 * again.covered.steps_s)
+    assert again.predicted < recorded.predicted
