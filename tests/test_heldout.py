@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuwork.measure.accuracy import heldout_markdown, heldout_scores, time_accuracy_rows
-from gpuwork.measure.heldout import HELDOUT_NAME, heldout_sets, parse_sets, protocol_problems
+from gpuwork.measure.heldout import HELDOUT_NAME, RereadError, heldout_sets, parse_sets, protocol_problems
 from gpuwork.measure.time_cases import TIME_CASES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -278,6 +278,21 @@ def test_a_memory_reread_moves_the_reread_error_only(tmp_path):
     assert row["reread_error"] == pytest.approx(checkpointed / (25 * 2**30) - 1)
 
 
+def test_a_memory_case_recorded_without_its_gpu_can_be_re_read(tmp_path):
+    # the source names no GPU (gpu_id null): its plan can be re-read; a re-read GPU must still be a known one
+    from gpuwork.measure.accuracy import memory_heldout_rows
+
+    _, doc = _memory_history(tmp_path)
+    doc["sets"][0]["cases"][0]["gpu_id"] = None
+    doc["sets"][0]["cases"][0]["reread"] = {"plan": {"batch_size": 1}, "why": "w", "evidence": EVIDENCE}
+    (row,) = memory_heldout_rows(parse_sets(doc, "memory")[0])
+    assert row["reread_bytes"] < row["estimated_bytes"]
+    doc["sets"][0]["cases"][0]["reread"]["gpu_id"] = ""
+    with pytest.raises(RereadError) as caught:
+        parse_sets(doc, "memory")
+    assert caught.value.field == "gpu_id"
+
+
 @pytest.mark.parametrize(("reread", "field"), [
     ({**REREAD, "batch_size": 4}, "batch_size"),  # a plan field outside "plan"
     ({**REREAD, "plan": {"batch_sise": 4}}, "plan.batch_sise"),
@@ -294,8 +309,6 @@ def test_a_memory_reread_moves_the_reread_error_only(tmp_path):
     ("batch 4", "reread"),
 ])
 def test_a_malformed_reread_is_one_clear_error(reread, field):
-    from gpuwork.measure.heldout import RereadError
-
     doc = {"sets": [{"name": "s", "frozen_commit": "0" * 40, "cases": [_case("a", 1.0), _case("b", 2.0)]}]}
     doc["sets"][0]["cases"][1]["reread"] = reread
     with pytest.raises(RereadError) as caught:

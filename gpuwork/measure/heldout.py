@@ -244,7 +244,8 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     if metric not in metrics:
         raise RereadError(name, "metric", msg("error.heldout.reread_choice", case=name, field="metric",
                                               value=repr(metric), allowed=", ".join(metrics)))
-    if not isinstance(gpu_id, str) or not _known_gpu(gpu_id):
+    # a memory case may be recorded without its GPU (the source names none); only a re-read GPU is checked
+    if "gpu_id" in raw and (not isinstance(gpu_id, str) or not _known_gpu(gpu_id)):
         raise RereadError(name, "gpu_id", msg("error.heldout.reread_gpu", case=name, value=repr(gpu_id)))
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise RereadError(name, "nodes", msg("error.heldout.reread_nodes", case=name, value=repr(nodes)))
