@@ -33,6 +33,10 @@ Overlap (per optimizer step, per GPU):
   foreach_reduce): it hides behind the next units' backward; the last one follows it. A node's GPUs that sit in
   different rings share its NICs. HSDP-ZeRO2 (_HYBRID_SHARD_ZERO2) keeps the gathered parameters from forward to
   the end of backward: no gather in backward. docs/communication.md 'HSDP'.
+
+Contention: hidden communication is not free. Each NCCL channel is one CTA alone on its SM for the whole collective,
+so while a collective hides behind compute that compute runs on the other SMs; the step gains the hidden seconds x
+channels / SMs (``nccl_channels``, ``contention_share``; docs/communication.md 'Contention').
 """
 
 from __future__ import annotations
@@ -335,6 +339,8 @@ class CommEstimate:
     pcie_share: float | None  # exposed share of a step if the same GPUs talked over PCIe
     link_share: float | None  # exposed share of a step over the GPU's best link (NVLink/xGMI)
     verdict: tuple[Msg, ...]  # its parts, shown joined with "; "
+    # compute lost to NCCL's channels while hidden communication runs beside it: hidden seconds x channels / SMs
+    contention_s: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -352,6 +358,7 @@ class CommSetting:
     intra: Link
     network: Network | str | None  # between nodes; None: one node
     nodes: int
+    sm_count: int = 0  # the GPU's SMs (DeviceRates.sm_count); 0: contention not priced
 
 
 def coerce_link(value: Link | str | None, gpu: GpuSpec) -> Link:
@@ -393,6 +400,25 @@ def link_bytes_s(gpu: GpuSpec, link: Link) -> float:
 def _busbw_fraction(rates: Rates, link: Link) -> float:
     key = "nccl_busbw_fraction_xgmi" if link is Link.XGMI else "nccl_busbw_fraction_nvlink"
     return rates.kernel(key)
+
+
+def nccl_channels(rates: Rates, gpu: GpuSpec, link: Link) -> int:
+    """SMs NCCL's channels hold on one GPU while a collective runs over ``link`` (one CTA per channel, alone on
+    its SM): the maintainer's 2 on PCIe and 16 on an A100 NVSwitch node, 24 measured on H100; 0 where no source
+    gives a count (NVLink bridges, xGMI, other generations). Across nodes the node's count (the ring's channels
+    come from the node's graph). docs/communication.md 'Contention'."""
+    if link is Link.PCIE:
+        return int(rates.kernel("nccl_channels_pcie"))
+    if link in (Link.NVLINK_SWITCH, Link.NVLINK_SWITCH_RACK):
+        major = gpu.compute_capability.split(".")[0]
+        key = {"8": "nccl_channels_nvswitch_sm80", "9": "nccl_channels_nvswitch_sm90"}.get(major)
+        return int(rates.kernel(key)) if key else 0
+    return 0
+
+
+def contention_share(channels: int, sm_count: int) -> float:
+    """Share of compute lost while a collective runs beside it: its channels' SMs over the GPU's."""
+    return min(channels / sm_count, 1.0) if sm_count > 0 and channels > 0 else 0.0
 
 
 def _verdict(setting: CommSetting, pcie_share: float | None, link_share: float | None, own_intra_share: float,
@@ -470,20 +496,24 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
                                      big, plan.gpus) * 0.999
         network_note = msg("comm.network_bottleneck" if bottleneck else "comm.network", nodes=setting.nodes,
                            network=net, bytes_s=per_gpu, share=own_share)
+    used = node_link(gpu, setting.intra, gpus_per_node)
+    hidden_s = max(comm_s - exposed_s, 0.0) if plan.gpus > 1 else 0.0
+    contention_s = hidden_s * contention_share(nccl_channels(setting.rates, gpu, used), setting.sm_count)
     comm = CommEstimate(
         strategy=strategy, gpus=plan.gpus, nodes=setting.nodes, bytes_per_step=comm_bytes,
-        link=node_link(gpu, setting.intra, gpus_per_node).value,
+        link=used.value,
         network=str(net) if net is not None else None,
         bandwidth_bytes_s=bandwidth,
         comm_s=comm_s, overlap_window_s=max(comm_s - exposed_s, 0.0), exposed_s=exposed_s,
         scaling_efficiency=base_step / (base_step + exposed_s) if base_step + exposed_s > 0 else 1.0,
         pcie_share=pcie_share, link_share=link_share,
         verdict=_verdict(setting, pcie_share, link_share, share(setting.intra), network_note),
+        contention_s=contention_s,
     )
     return comm, own_share
 
 
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
-           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "curve_busbw", "half_bytes", "link_bytes_s",
-           "network_busbw", "node_link", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]
+           "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "contention_share", "curve_busbw", "half_bytes", "link_bytes_s",
+           "nccl_channels", "network_busbw", "node_link", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]

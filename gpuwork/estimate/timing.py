@@ -843,13 +843,17 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
 
     # communication: the same per-GPU compute; only what does not hide behind it adds (estimate.comm)
     base_step = compute_s + optimizer_s + offload_s
-    comm, own_share = plan_comm(CommSetting(plan, gpu, s.rates, inputs.comm, intra, net, nodes), _traffic(s),
+    comm, own_share = plan_comm(CommSetting(plan, gpu, s.rates, inputs.comm, intra, net, nodes, device.sm_count),
+                                _traffic(s),
                                 price.by_phase.get(Phase.FORWARD.value, 0.0),
                                 price.by_phase.get(Phase.BACKWARD.value, 0.0)
                                 + price.by_phase.get(Phase.RECOMPUTE.value, 0.0), base_step)
     if comm.exposed_s > 0:
         breakdown["communication (exposed)"] = comm.exposed_s
-    data, step_s = _data_feed(s, tokens_step, base_step + comm.exposed_s, loader_tokens_per_s, breakdown)
+    if comm.contention_s > 0:
+        breakdown["communication contention"] = comm.contention_s
+    data, step_s = _data_feed(s, tokens_step, base_step + comm.exposed_s + comm.contention_s, loader_tokens_per_s,
+                              breakdown)
 
     # what efficiency the priced step amounts to (the MFU a trial would measure, compute only)
     implied = flops.model * tokens_per_gpu_step / (peak * compute_s) if compute_s > 0 else 0.0

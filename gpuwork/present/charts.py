@@ -407,7 +407,7 @@ def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
 # One colour per part of a step (TimeEstimate.breakdown keys), stable across figures.
 _TIME_COLORS = {
     "matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
-    "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d",
+    "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "communication contention": "#d4a6c8", "data wait": "#9d755d",
     "optimizer on CPU": "#ff9da6", "parameter offload (PCIe)": "#eeca3b", "compute (given MFU)": "#54a24b",
     "checkpoint offload (PCIe)": "#d67195",
 }

@@ -206,7 +206,7 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
 
 
 _PART_COLORS = {"matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
-                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "data wait": "#9d755d",
+                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "communication contention": "#d4a6c8", "data wait": "#9d755d",
                 "checkpoint offload (PCIe)": "#d67195"}
 
 

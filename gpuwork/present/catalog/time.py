@@ -22,6 +22,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "time.kind.optimizer": ("optimizer (clipping, update)", "оптимизатор (ограничение градиента, обновление)"),
     "time.kind.launch_overhead": ("kernel launches (waiting on the CPU)", "запуски ядер (ожидание CPU)"),
     "time.kind.communication_exposed": ("communication not hidden by compute", "обмен, не скрытый вычислениями"),
+    "time.kind.communication_contention": ("compute slowed by hidden communication (NCCL's SMs)",
+                                           "вычисления, замедленные скрытым обменом (SM под NCCL)"),
     "time.kind.data_wait": ("waiting for data", "ожидание данных"),
     "time.kind.optimizer_on_cpu": ("optimizer step on the CPU", "шаг оптимизатора на CPU"),
     "time.kind.parameter_offload_pcie": ("parameters over PCIe (offload)", "параметры по PCIe (выгрузка)"),
