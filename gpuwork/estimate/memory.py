@@ -319,6 +319,9 @@ class Dtypes:
     linear_out: int  # outputs of the block's linears (attention q/k/v/o, MLP)
     autocast: bool  # linears cast their inputs to 16-bit and save the copy
     adapter: int = 4  # LoRA weights, the input copy lora_A saves and its output (peft: fp32)
+    # under autocast on an fp32 stream (mixed-precision QLoRA), what the 16-bit ops save instead (0: as above):
+    attn_saved: int = 0  # SDPA's q, k, v and output (0: linear_out)
+    lora_saved: int = 0  # lora_A's input copy and lora_B's input (0: adapter)
 
 
 def plan_dtypes(plan: TrainPlan) -> Dtypes:
@@ -336,12 +339,23 @@ def plan_dtypes(plan: TrainPlan) -> Dtypes:
     return Dtypes(2, 2, False)
 
 
-def memory_dtypes(plan: TrainPlan) -> Dtypes:
+def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtypes:
     """``plan_dtypes`` as memory sees them: sharded QLoRA keeps the model and its adapters 16-bit (sharded_qlora).
     The time model (estimate.ops) still prices plan_dtypes."""
     if sharded_qlora(plan):
         return Dtypes(stream=2, linear_out=2, autocast=False, adapter=2)
+    if _peft_qlora_autocast(plan, profile):
+        # autocast casts the fp32 q, k, v to 16 bit for SDPA and each adapter's input for F.linear, and those
+        # 16-bit copies are what backward keeps (docs/memory_misses.md#qlora-under-autocast)
+        return dataclasses.replace(plan_dtypes(plan), attn_saved=2, lora_saved=2)
     return plan_dtypes(plan)
+
+
+def _peft_qlora_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
+    """Mixed-precision QLoRA through peft (stacks whose adapters are peft's fp32 ones) on the fp32 model that
+    prepare_model_for_kbit_training leaves: the step runs under autocast."""
+    return (plan.method is Method.QLORA and plan.precision.is_mixed and not sharded_qlora(plan)
+            and (profile is None or profile.adapters_fp32))
 
 
 def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
@@ -370,18 +384,21 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
         else:
             saved += x_bytes * x_elems
             x_saved = True
+    lora_bytes = dt.lora_saved or dt.adapter
     for lin in consumers:
         if lin.name not in lora:
             continue
         if plan.lora_dropout > 0:
-            saved += (dt.adapter + 1) * x_elems
+            saved += (lora_bytes + 1) * x_elems
+        elif dt.lora_saved:
+            saved += dt.lora_saved * x_elems  # each lora_A saves its own 16-bit cast
         elif x_bytes == dt.adapter and not dt.autocast:
             if not x_saved:
                 saved += dt.adapter * x_elems
                 x_saved = True
         else:
             saved += dt.adapter * x_elems
-        saved += dt.adapter * plan.lora_r  # lora_A output, saved by lora_B
+        saved += lora_bytes * plan.lora_r  # lora_A output, saved by lora_B
     return saved
 
 
@@ -504,7 +521,6 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
         lin_saved += _consumer_saved(h, dt.stream, groups["attn_in"], trainable, lora, plan, dt)
         # attention core (SDPA / flash: q, k, v, output and fp32 logsumexp; torch
         # _scaled_dot_product_flash_attention saves these, no s x s matrix)
-        qkv = e * (q_dim + 2 * kv_dim)  # (GPT-2's fused c_attn output: one storage, same bytes)
         quadratic = 0
         if plan.attention is Attention.EAGER:
             # HF eager_attention_forward: repeat_kv copies K and V to all heads; Llama-style models
@@ -522,8 +538,9 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
                 quadratic += (probs + 1) * a
             core_out_saved = 0
         else:
-            core = qkv + e * q_dim + 4 * a
-            core_out_saved = e * q_dim  # the SDPA output, viewed (no copy) by the out projection
+            ea = dt.attn_saved or e  # (GPT-2's fused c_attn output: one storage, same bytes)
+            core = ea * (q_dim + 2 * kv_dim) + ea * q_dim + 4 * a
+            core_out_saved = ea * q_dim  # the SDPA output, viewed (no copy) by the out projection
         attn_out = _consumer_saved(q_dim, e, groups["attn_out"], trainable, lora, plan, dt,
                                    already_saved=core_out_saved > 0)
         # MLP
@@ -718,6 +735,17 @@ def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> i
     return 2 * linear_params * counts.trainable // max(counts.base, 1)
 
 
+def _autocast_head_copy(spec: ModelSpec, plan: TrainPlan, profile: StackProfile | None) -> int:
+    """Mixed-precision QLoRA: autocast casts the frozen fp32 lm_head weight to 16 bit for F.linear, and the matmul
+    keeps that copy for the input gradient from the head's forward to its backward (none where a fused linear
+    cross-entropy takes the weight itself)."""
+    if not _peft_qlora_autocast(plan, profile) or spec.task is not Task.CAUSAL_LM:
+        return 0
+    if profile is not None and profile.loss_kernel == "chunked":
+        return 0
+    return 2 * spec.vocab_size * spec.hidden_size
+
+
 def _per_gpu_optimizer_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
     """The optimizer step's temporaries on one GPU (none when the step runs on the host)."""
     opt_temp = _optimizer_step_temporary(spec, plan, counts)
@@ -827,8 +855,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     """
     counts = count_params(spec, plan)
     states = _model_states(spec, plan, counts)
-    dt = memory_dtypes(plan)
     profile = stack_profile(plan, spec, stack)
+    dt = memory_dtypes(plan, profile)
     act = _block_activations(spec, plan, dt, profile)
     warnings = _plan_warnings(spec, plan, states, counts)
     # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
@@ -842,6 +870,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
     # 18 B/param for mixed-precision AdamW).
     autocast_copies = _autocast_copies(spec, plan, counts)
+    head_copy = _autocast_head_copy(spec, plan, profile)  # alive until the head's backward
     grads_during_fwd = grads if plan.grad_accum > 1 or gradients_from_start(plan) else 0
 
     saved = _saved_activations(spec, plan, act, profile, dt)
@@ -862,9 +891,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     logits_after_loss = logits - act.head_logsoftmax * tokens
     moments: dict[str, dict[str, int]] = {
         "forward": {"gradients": grads_during_fwd, "activations": activations,
-                    "autocast_weight_copies": autocast_copies, "logits_and_loss": logits + logits_chunk},
+                    "autocast_weight_copies": autocast_copies + head_copy, "logits_and_loss": logits + logits_chunk},
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
-                          "autocast_weight_copies": autocast_copies,
+                          "autocast_weight_copies": autocast_copies + head_copy,
                           "logits_and_loss": logits + act.loss_backward * tokens},
         "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
                            "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
@@ -966,6 +995,7 @@ SOURCES = {
                        "Liger's chunked fused linear cross-entropy or Unsloth's in-place 16-bit loss when the "
                        "stack uses them",
     "autocast_weight_copies": "16-bit copies of trained weights cached by autocast for forward and "
+                              "backward, and of mixed-precision QLoRA's fp32 lm_head weight until the head's "
                               "backward (mixed precision only)",
     "temporaries": "optimizer-step temporaries (torch foreach AdamW: one state-sized buffer) or backward "
                    "intermediates (measured with gpuwork trace)",

@@ -673,13 +673,12 @@ def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
     """Run one real training step on the CPU and measure live tensor bytes with PyTorch's MemTracker.
 
     The reference that fake tracing is checked against: same model build, method, optimizer and
-    batch, but real tensors (so only for small models). QLoRA is not supported here (bitsandbytes
-    real 4-bit weights are exercised by the trial instead).
+    batch, but real tensors (so only for small models). QLoRA is not built here: its real 4-bit model comes
+    from transformers + bitsandbytes (tests/test_qlora_real_step.py measures it with ``step_peak``).
 
     Returns {"peak_bytes": ..., and MemTracker's categories at the peak}.
     """
     import torch
-    from torch.distributed._tools.mem_tracker import MemTracker
 
     from gpuwork.facts.model import spec_for_plan
 
@@ -692,9 +691,16 @@ def real_step_peak(plan: TrainPlan, *, seed: int = 0) -> dict[str, int]:
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = _optimizer(plan, trainable, stand_ins)
     batch = _batch(torch, plan, spec, task)
+    return step_peak(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
+
+
+def step_peak(model: Any, optimizer: Any, batch: dict, autocast: Any, micro_batches: int = 1) -> dict[str, int]:
+    """Live tensor bytes at the peak of one real training step of ``model`` (after a warm-up step, so the optimizer
+    states exist), measured with PyTorch's MemTracker: {"peak_bytes": ..., and its categories at the peak}."""
+    from torch.distributed._tools.mem_tracker import MemTracker
 
     def step() -> None:
-        _train_step(model, optimizer, batch, autocast, min(plan.grad_accum, 2))
+        _train_step(model, optimizer, batch, autocast, micro_batches)
 
     step()  # warm-up: optimizer states exist before measuring
 
@@ -730,4 +736,4 @@ class _NoHandle:
         pass
 
 
-__all__ = ["CATEGORIES", "TraceResult", "real_step_peak", "trace_memory"]
+__all__ = ["CATEGORIES", "TraceResult", "real_step_peak", "step_peak", "trace_memory"]
