@@ -30,6 +30,8 @@ def _grid():
         TrainPlan(model="tiny-gemma2", method="lora", precision="fp32", batch_size=2, seq_len=256, attention="eager",
                   lora_targets="all-linear"),
         TrainPlan(model="tiny-qwen2", method="qlora", precision="bf16", batch_size=2, seq_len=256),
+        # under autocast: 16-bit adapter-input and SDPA casts, the fp32 lm_head's 16-bit copy
+        TrainPlan(model="tiny-llama", method="qlora", precision="bf16-mixed", batch_size=2, seq_len=256),
         TrainPlan(model="tiny-llama", method="full", precision="bf16", optimizer="adamw-8bit", seq_len=128),
         TrainPlan(model="tiny-llama", method="full", precision="bf16", optimizer="adafactor", seq_len=128),
         TrainPlan(model="tiny-llama", method="lora", precision="fp32", grad_accum=4, lora_dropout=0.1),
