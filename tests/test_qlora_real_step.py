@@ -14,7 +14,7 @@ pytest.importorskip("bitsandbytes")
 from gpuwork import TrainPlan, estimate_memory  # noqa: E402
 from gpuwork.estimate.memory import _block_activations, memory_dtypes, stack_profile  # noqa: E402
 from gpuwork.facts.model import load_config, spec_for_plan  # noqa: E402
-from gpuwork.measure.trace import step_peak  # noqa: E402
+from gpuwork.measure.trace import saved_per_block, step_peak  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -42,33 +42,6 @@ def _qlora_model(tmp_path, name: str, grad_checkpointing: bool):
     return model
 
 
-def _saved_per_block(model, batch: dict, autocast) -> list[int]:
-    """Bytes of the distinct non-parameter tensors autograd saves inside each decoder block during the forward."""
-    import torch
-
-    seen = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    layers = model.base_model.model.model.layers
-    saved = [0] * len(layers)
-    current = [-1]
-    hooks = []
-    for i, layer in enumerate(layers):
-        hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: current.__setitem__(0, i)))
-        hooks.append(layer.register_forward_hook(lambda m, a, o: current.__setitem__(0, -1)))
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if current[0] >= 0 and storage.data_ptr() not in seen:
-            seen.add(storage.data_ptr())
-            saved[current[0]] += storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
-        model(**batch).loss.detach()
-    for h in hooks:
-        h.remove()
-    return saved
-
-
 @pytest.mark.parametrize(("name", "precision", "grad_checkpointing"), [
     ("tiny-llama", "bf16-mixed", False),
     ("tiny-llama", "bf16-mixed", True),
@@ -93,7 +66,7 @@ def test_real_qlora_step_matches_the_analytic_estimate(tmp_path, name, precision
     per_block = (act.checkpoint_per_layer if grad_checkpointing else act.per_layer_frozen) * tokens
     # blocks after the first (the first one's input comes from the frozen embedding and saves less); the small
     # 16-bit casts of the LoRA weights autocast makes are per block, not per token, and not modelled
-    for measured in _saved_per_block(model, batch, autocast)[1:]:
+    for measured in saved_per_block(model, model.base_model.model.model.layers, batch, autocast)[1:]:
         assert per_block == pytest.approx(measured, rel=0.015)
 
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)

@@ -348,14 +348,23 @@ def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtype
         # autocast casts the fp32 q, k, v to 16 bit for SDPA and each adapter's input for F.linear, and those
         # 16-bit copies are what backward keeps (docs/memory_misses.md#qlora-under-autocast)
         return dataclasses.replace(plan_dtypes(plan), attn_saved=2, lora_saved=2)
+    if _peft_adapters_autocast(plan, profile):
+        # peft's fp32 cast of the 16-bit input is transient; lora_A keeps autocast's 16-bit cast of it
+        # (docs/memory_misses.md#lora-under-autocast)
+        return dataclasses.replace(plan_dtypes(plan), lora_saved=2)
     return plan_dtypes(plan)
+
+
+def _peft_adapters_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
+    """Mixed-precision LoRA or QLoRA through peft's fp32 adapters: F.linear runs under autocast."""
+    return (plan.uses_adapters and plan.precision.is_mixed and not sharded_qlora(plan)
+            and (profile is None or profile.adapters_fp32))
 
 
 def _peft_qlora_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
     """Mixed-precision QLoRA through peft (stacks whose adapters are peft's fp32 ones) on the fp32 model that
     prepare_model_for_kbit_training leaves: the step runs under autocast."""
-    return (plan.method is Method.QLORA and plan.precision.is_mixed and not sharded_qlora(plan)
-            and (profile is None or profile.adapters_fp32))
+    return plan.method is Method.QLORA and _peft_adapters_autocast(plan, profile)
 
 
 def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:

@@ -731,9 +731,38 @@ def step_peak(model: Any, optimizer: Any, batch: dict, autocast: Any, micro_batc
     return out
 
 
+def saved_per_block(model: Any, layers: Any, batch: dict, autocast: Any) -> list[int]:
+    """Bytes of the distinct non-parameter tensors autograd saves inside each of ``layers`` (the decoder blocks)
+    during one real forward of ``model``, counted with saved-tensor hooks."""
+    import torch
+
+    seen = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = [0] * len(layers)
+    current = [-1]
+    hooks = []
+    for i, layer in enumerate(layers):
+        hooks.append(layer.register_forward_pre_hook(lambda m, a, i=i: current.__setitem__(0, i)))
+        hooks.append(layer.register_forward_hook(lambda m, a, o: current.__setitem__(0, -1)))
+
+    def pack(t: Any) -> Any:
+        storage = t.untyped_storage()
+        if current[0] >= 0 and storage.data_ptr() not in seen:
+            seen.add(storage.data_ptr())
+            saved[current[0]] += storage.nbytes()
+        return t
+
+    try:
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), autocast:
+            model(**batch).loss.detach()
+    finally:
+        for h in hooks:
+            h.remove()
+    return saved
+
+
 class _NoHandle:
     def remove(self) -> None:
         pass
 
 
-__all__ = ["CATEGORIES", "TraceResult", "real_step_peak", "step_peak", "trace_memory"]
+__all__ = ["CATEGORIES", "TraceResult", "real_step_peak", "saved_per_block", "step_peak", "trace_memory"]
