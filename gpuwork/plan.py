@@ -236,6 +236,9 @@ class TrainPlan:
     lora_targets: tuple[str, ...] = ("q_proj", "v_proj")  # module names, or ("all-linear",)
     quant_type: QuantType = QuantType.NF4  # method="qlora": 4-bit format
     double_quant: bool = True  # method="qlora": quantize the absmax constants too
+    # method="qlora": peft's prepare_model_for_kbit_training fp32 upcast of the non-quantised parameters
+    # (embeddings, norms, lm_head) is kept; False: the framework skips it or casts them back to 16 bit
+    kbit_upcast: bool = True
     gpus: int = 1  # data-parallel ranks
     sharding: Sharding = Sharding.DDP
     shard_group_gpus: int = HSDP_GROUP_GPUS  # hsdp, hsdp-zero2: GPUs of one shard group (one node); divides gpus
@@ -262,7 +265,7 @@ class TrainPlan:
         if not isinstance(self.model, str) or not self.model.strip():
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
-        for name in ("grad_checkpointing", "double_quant", "offload_optimizer", "offload_params",
+        for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
                      "expandable_segments"):
             value = getattr(self, name)
             if not isinstance(value, bool):

@@ -263,6 +263,8 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--quant-type", help=say("quant_type"))
     g.add_argument("--no-double-quant", dest="double_quant", action="store_false", default=None,
                    help=say("double_quant"))
+    g.add_argument("--no-kbit-upcast", dest="kbit_upcast", action="store_false", default=None,
+                   help=say("kbit_upcast"))
     g.add_argument("--gpus", type=int, help=say("gpus"))
     g.add_argument("--sharding", help=say("sharding"))
     g.add_argument("--shard-group", dest="shard_group_gpus", type=int, metavar="N", help=say("shard_group"))
@@ -280,7 +282,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
 
 _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", "batch_size", "grad_accum",
                 "grad_checkpointing", "attention", "trainable_layers", "lora_r", "lora_alpha", "lora_dropout",
-                "lora_targets", "quant_type", "double_quant", "gpus", "sharding", "shard_group_gpus",
+                "lora_targets", "quant_type", "double_quant", "kbit_upcast", "gpus", "sharding", "shard_group_gpus",
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments")
 
 

@@ -139,8 +139,9 @@ def _weight_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
         packed = q // 2  # two 4-bit values per byte (bnb Params4bit)
         absmax = _quant_state_bytes(plan, counts)
         # peft prepare_model_for_kbit_training casts every non-quantized 16-bit parameter to fp32; sharded
-        # QLoRA skips it and keeps them, and the adapters, in the 16-bit storage dtype (sharded_qlora)
-        rest_bytes = 2 if sharded_qlora(plan) else 4
+        # QLoRA skips it and keeps them, and the adapters, in the 16-bit storage dtype (sharded_qlora); so does
+        # a framework that skips it or casts them back (kbit_upcast=False)
+        rest_bytes = 2 if sharded_qlora(plan) or not plan.kbit_upcast else 4
         rest = rest_bytes * (counts.base - q)
         return packed + absmax + rest + _trainable_bytes_per_param(plan) * counts.adapter
     if plan.uses_adapters:
@@ -344,6 +345,11 @@ def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtype
     The time model (estimate.ops) still prices plan_dtypes."""
     if sharded_qlora(plan):
         return Dtypes(stream=2, linear_out=2, autocast=False, adapter=2)
+    if plan.method is Method.QLORA and not plan.kbit_upcast:
+        # 16-bit norms: a 16-bit stream, and Linear4bit returns its input's dtype; the block is plain LoRA's
+        # on a 16-bit base (fp32 adapters; docs/memory_misses.md#the-kbit_upcast-field)
+        dt = Dtypes(2, 2, plan.precision.is_mixed)
+        return dataclasses.replace(dt, lora_saved=2) if _peft_adapters_autocast(plan, profile) else dt
     if _peft_qlora_autocast(plan, profile):
         # autocast casts the fp32 q, k, v to 16 bit for SDPA and each adapter's input for F.linear, and those
         # 16-bit copies are what backward keeps (docs/memory_misses.md#qlora-under-autocast)
@@ -364,7 +370,7 @@ def _peft_adapters_autocast(plan: TrainPlan, profile: StackProfile | None) -> bo
 def _peft_qlora_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
     """Mixed-precision QLoRA through peft (stacks whose adapters are peft's fp32 ones) on the fp32 model that
     prepare_model_for_kbit_training leaves: the step runs under autocast."""
-    return plan.method is Method.QLORA and _peft_adapters_autocast(plan, profile)
+    return plan.method is Method.QLORA and plan.kbit_upcast and _peft_adapters_autocast(plan, profile)
 
 
 def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:

@@ -408,9 +408,12 @@ def _qlora_model(setup: Setup, config: Any) -> Any:
     model = auto_class(setup.task).from_pretrained(
         str(source), config=config, quantization_config=quant, device_map=device_map,
         dtype=setup.compute_dtype, attn_implementation=setup.attention)
-    model = prepare_model_for_kbit_training(
-        model, use_gradient_checkpointing=setup.plan.grad_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False})
+    if setup.plan.kbit_upcast:
+        model = prepare_model_for_kbit_training(
+            model, use_gradient_checkpointing=setup.plan.grad_checkpointing,
+            gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif setup.plan.grad_checkpointing:  # the framework skips the preparation: the model stays 16-bit
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     return _with_lora(model, setup)
 
 

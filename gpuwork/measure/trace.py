@@ -326,9 +326,10 @@ def _apply_method(model, plan: TrainPlan, spec, task, compute, stand_ins: list[M
             parent = model.get_submodule(parent_name) if parent_name else model
             setattr(parent, child, fake4(module.in_features, module.out_features, module.bias is not None,
                                          compute, plan.double_quant, "meta"))
-        # peft prepare_model_for_kbit_training: every non-quantized 16-bit parameter becomes fp32
+        # peft prepare_model_for_kbit_training: every non-quantized 16-bit parameter becomes fp32 (unless the
+        # framework skips it or casts them back: kbit_upcast=False)
         for p in model.parameters():
-            if p.dtype in (torch.float16, torch.bfloat16):
+            if plan.kbit_upcast and p.dtype in (torch.float16, torch.bfloat16):
                 p.data = p.data.to(torch.float32)
         stand_ins.append(msg("trace.stand_in.qlora"))
 

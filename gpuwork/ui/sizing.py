@@ -207,6 +207,8 @@ class SizingForm(common.Panel):
             # the estimator, whose message lists the model's linear modules
             "lora_targets": widgets.Text(value=",".join(base.lora_targets), continuous_update=False, style=WIDE,
                                          layout=lay),
+            # qlora only: whether the framework keeps peft's fp32 upcast of embeddings, norms and lm_head
+            "kbit_upcast": widgets.Checkbox(value=base.kbit_upcast, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
             "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
                                          style=WIDE, layout=lay),
@@ -276,6 +278,7 @@ class SizingForm(common.Panel):
         self.documents.description = ui("documents", lang)
         self.documents.tooltip = ui("documents_hint", lang)
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
+        self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for key, heading in self.headings.items():
             heading.value = heading_html(4, ui(key, lang))
@@ -393,6 +396,8 @@ class SizingForm(common.Panel):
         out["model"] = self.model_ref()
         if not _hybrid(str(out["sharding"])):  # the group is read for hybrid sharding only; hidden otherwise
             del out["shard_group_gpus"]
+        if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
+            del out["kbit_upcast"]
         return out
 
     # -- update -----------------------------------------------------------------------------------
@@ -524,6 +529,7 @@ class SizingForm(common.Panel):
         adapters = self.controls["method"].value in ("lora", "qlora")
         for name in ("lora_r", "lora_targets"):
             self.controls[name].layout.display = None if adapters else "none"
+        self.controls["kbit_upcast"].layout.display = None if self.controls["method"].value == "qlora" else "none"
         self.controls["shard_group_gpus"].layout.display = None if _hybrid(self.controls["sharding"].value) \
             else "none"
 
@@ -694,7 +700,8 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"]])
+                                 c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"],
+                                 c["kbit_upcast"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
                              self.gpu_select])

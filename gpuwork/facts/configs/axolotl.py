@@ -43,6 +43,8 @@ def read(r: Reader, base: Path) -> None:
     four_bit, eight_bit = r.flag("load_in_4bit"), r.flag("load_in_8bit")
     if adapter == "qlora" or (adapter == "lora" and four_bit):
         r.claim("method", "qlora", "adapter" if adapter == "qlora" else "adapter, load_in_4bit")
+        # loaders/model.py: prepare_model_for_kbit_training, then norms and embeddings cast back to torch_dtype
+        r.claim("kbit_upcast", False, "adapter", msg("config.rule.axolotl_kbit_upcast"))
     elif adapter == "lora":
         r.claim("method", "lora", "adapter")
     elif adapter:

@@ -64,7 +64,7 @@ class ConfigImport:
         if method not in ("lora", "qlora"):
             skip |= {"lora_r", "lora_alpha", "lora_dropout", "lora_targets"}
         if method != "qlora":
-            skip |= {"quant_type", "double_quant"}
+            skip |= {"quant_type", "double_quant", "kbit_upcast"}
         if method != "freeze":
             skip.add("trainable_layers")
         if fields.get("sharding") not in ("hsdp", "hsdp-zero2"):

@@ -210,6 +210,12 @@ def _derive(chosen: dict[str, Claim], notes: list[Msg]) -> None:
         chosen["precision"] = Claim("precision", str(precision.value).removesuffix("-mixed"), precision.file,
                                     precision.key, msg("config.rule.both", first=precision.rule or msg(
                                         "config.rule.as_stated"), second=msg("config.rule.ds_master")))
+    method = chosen.get("method")
+    if method is not None and method.value == "qlora" and "kbit_upcast" not in chosen:
+        # no file says whether the framework keeps prepare_model_for_kbit_training's fp32 upcast: peft's
+        # documented QLoRA recipe does
+        chosen["kbit_upcast"] = Claim("kbit_upcast", True, method.file, method.key,
+                                      msg("config.rule.kbit_upcast_unknown"))
     if sharding is not None and sharding.value != "ddp" and "gpus" not in chosen:
         chosen["gpus"] = Claim("gpus", DEFAULT_SHARDED_GPUS, sharding.file, sharding.key,
                                msg("config.rule.gpus_assumed", gpus=DEFAULT_SHARDED_GPUS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -118,8 +119,24 @@ def _method(r: Reader, trl: bool) -> str:
         nested, rule = r.typed("use_bnb_nested_quant", "flag")
         if nested is not None:
             (r.claim if rule is None else r.claim_default)("double_quant", nested, "use_bnb_nested_quant", rule)
+        if config_class(r.data) == "trl.SFTConfig":  # what SFTTrainer does (other trainers: not read)
+            _claim_trl_kbit_upcast(r, defaults_for("trl.SFTConfig").version)
     del four_rule
     return method
+
+
+# TRL 0.27.0 (commit 20cc2e1) dropped SFTTrainer's prepare_model_for_kbit_training (docs/memory_misses.md)
+_TRL_NO_KBIT_PREPARATION = (0, 27, 0)
+
+
+def _claim_trl_kbit_upcast(r: Reader, version: str) -> None:
+    """Whether the TRL release that reads the file keeps peft's fp32 upcast of a 4-bit model's other parameters."""
+    parts = tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+    if parts >= _TRL_NO_KBIT_PREPARATION:
+        r.claim("kbit_upcast", False, "load_in_4bit", msg("config.rule.trl_no_kbit_preparation", version=version))
+    else:
+        # 0.7.5-0.26: prepared, then embeddings and lm_head cast back to bf16; the fp32 norms keep the stream fp32
+        r.claim("kbit_upcast", True, "load_in_4bit", msg("config.rule.trl_kbit_preparation", version=version))
 
 
 def _sizes(r: Reader, cls: str) -> None:

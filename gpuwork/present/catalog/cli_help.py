@@ -92,6 +92,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                   "имена модулей через запятую или all-linear"),
     "cli.help.run.quant_type": ("qlora: nf4 | fp4", "qlora: nf4 | fp4"),
     "cli.help.run.double_quant": ("qlora: keep fp32 absmax constants", "qlora: хранить константы absmax в fp32"),
+    "cli.help.run.kbit_upcast": (
+        "qlora: the framework skips peft's fp32 upcast of embeddings, norms and lm_head, or casts them back to 16 "
+        "bit (axolotl, ms-swift, TRL >= 0.27)",
+        "qlora: фреймворк не повышает точность эмбеддингов, нормализаций и lm_head до fp32 или возвращает их в 16 "
+        "бит (например, TRL >= 0.27)"),
     "cli.help.run.gpus": ("data-parallel GPUs", "GPU для параллелизма по данным"),
     "cli.help.run.sharding": ("ddp | zero1 | zero2 | zero3 | fsdp | hsdp (fsdp inside each shard group, "
                               "replicas across groups) | hsdp-zero2 (hsdp keeping whole weights through backward)",

@@ -85,6 +85,26 @@ ENTRIES: dict[str, tuple[str, str]] = {
                               "`bf16: auto` принято за bf16 (его поддерживают все GPU каталога начиная с Ampere); "
                               "{rule}"),
     "config.rule.axolotl_pure": ("pure 16-bit, no autocast", "чистая 16-битная точность без autocast"),
+    "config.rule.axolotl_kbit_upcast": (
+        "axolotl runs prepare_model_for_kbit_training, then casts the norms and embeddings back to the load dtype: "
+        "only the adapters stay fp32 (src/axolotl/loaders/model.py @2b66ee1)",
+        "axolotl вызывает prepare_model_for_kbit_training, а затем возвращает нормализации и эмбеддинги в тип "
+        "загрузки: в fp32 остаются только адаптеры (src/axolotl/loaders/model.py @2b66ee1)"),
+    "config.rule.trl_no_kbit_preparation": (
+        "TRL {version:raw}: SFTTrainer runs no prepare_model_for_kbit_training (from 0.27.0), the model stays 16-bit",
+        "TRL {version:raw} не вызывает prepare_model_for_kbit_training (начиная с 0.27.0), модель остаётся "
+        "16-битной"),
+    "config.rule.trl_kbit_preparation": (
+        "TRL {version:raw}: SFTTrainer runs prepare_model_for_kbit_training (0.7.5-0.26); embeddings and lm_head "
+        "go back to bf16, the norms stay fp32 and keep the stream fp32",
+        "TRL {version:raw} вызывает prepare_model_for_kbit_training (0.7.5-0.26); эмбеддинги и lm_head "
+        "возвращаются в bf16, нормализации остаются в fp32 и оставляют поток fp32"),
+    "config.rule.kbit_upcast_unknown": (
+        "the files do not say whether the framework keeps peft's fp32 upcast of embeddings, norms and lm_head: "
+        "peft's QLoRA recipe (prepare_model_for_kbit_training) keeps it; --no-kbit-upcast if yours skips it",
+        "файлы не говорят, сохраняет ли фреймворк повышение точности эмбеддингов, нормализаций и lm_head до fp32 "
+        "из peft: рецепт QLoRA в peft (prepare_model_for_kbit_training) его сохраняет; --no-kbit-upcast, если ваш "
+        "фреймворк его пропускает"),
     "config.rule.lf_mixed": ("LLaMA-Factory upcasts the trained weights to fp32 unless pure_bf16: mixed",
                              "LLaMA-Factory хранит обучаемые веса в fp32, если не задан `pure_bf16`: смешанная "
                              "точность"),

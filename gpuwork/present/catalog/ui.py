@@ -41,6 +41,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.stack": ("Software stack", "Программный стек"),
     "ui.lengths": ("Sequence lengths", "Длины последов."),
     "ui.lora_targets": ("LoRA targets", "Модули LoRA"),
+    "ui.kbit_upcast": ("fp32 embeddings, norms, head", "Эмбеддинги, нормы, голова в fp32"),
     "ui.gpus": ("GPUs", "Число GPU"),
     "ui.sharding": ("Sharding", "Шардирование"),
     "ui.shard_group_gpus": ("GPUs per shard group", "GPU в группе шардирования"),
@@ -215,6 +216,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.method.lora": ("lora", "LoRA"),
     "ui.method.qlora": ("qlora", "QLoRA"),
     "ui.lora_targets_hint": ("q_proj,v_proj or all-linear", "q_proj,v_proj или all-linear"),
+    "ui.kbit_upcast_hint": (
+        "QLoRA: peft's prepare_model_for_kbit_training keeps embeddings, norms and lm_head in fp32. Clear it when "
+        "the framework skips that or casts them back to 16 bit (axolotl, ms-swift, TRL 0.27 and later)",
+        "QLoRA: prepare_model_for_kbit_training держит эмбеддинги, нормализации и lm_head в fp32. Снимите "
+        "флажок, если фреймворк это пропускает или возвращает их в 16 бит (например, TRL 0.27 и новее)"),
     "ui.lengths_hint": ("fixed, packed or 128:40,512:50 (length:count)", "fixed, packed или 128:40,512:50 (длина:число)"),
     "ui.class_option": ("{value:@ui.gpu_class}", "{value:@ui.gpu_class}"),
     "ui.region_option": ("{value:@ui.region}", "{value:@ui.region}"),
