@@ -771,6 +771,27 @@ _HELDOUT_NOTES = {
     "compile, SDPA, AdamW). Each micro-step's batch is built on the host from a memory-mapped file and copied to the "
     "GPU unpinned and synchronously before the forward, and loss.item() runs every iteration: host time inside the "
     "step that the model does not price. The A100's memory size is not stated.",
+    "hf-blog-personal-copilot": "the full fine-tune of StarCoder-15.5B on 8 A100 (+380 %) is the blog's rounded "
+    "total time of 2,000 steps. Its code at 797a0af settles the recorded setup: fsdp_config.yaml has "
+    "fsdp_offload_params false, use_orig_params true, SHARDED_STATE_DICT; train.py loads the model in fp32, turns "
+    "gradient checkpointing on, evaluates every 100 steps and saves every 500, and after training gathers a "
+    "FULL_STATE_DICT and shards it in a subprocess. The figure implies 11 % of the dense peak; today's model prices "
+    "the evaluations and saves (+277 %) but not start-up. The QLoRA run on one A100 is 18 % too slow.",
+    "hf-cookbook-code-llm-qlora": "a Colab notebook's printed TrainOutput for 2,000 QLoRA steps of StarCoderBase-1B "
+    "(+98 %): the runtime holds 20 evaluations on a validation stream whose size is not printed and 20 checkpoint "
+    "saves with pushes to the Hub; the figure implies 11 % of the dense peak. Nothing read settles a setting other "
+    "than recorded.",
+    "philschmid-finetune-llms-2025": "the notebook's table gives 'est. train time' in rounded minutes for one epoch. "
+    "The flash-attention rows are within 18 % (FA2 +16 %, with Liger -18 %, -18 % and -10 % on 1, 4 and 8 L4); the "
+    "row without flash attention is +52 %, read as transformers' default SDPA, which the source does not state.",
+    "philschmid-finetune-llms-2024": "the printed progress bar of a 3-epoch QLoRA run on one L4 (+20 %), which "
+    "includes the first steps and an adapter save with a Hub push at each epoch's end.",
+    "transformers-codeparrot-readme": "the README's whole-run time, rounded to days, of CodeParrot-small's 150,000 "
+    "steps on 16 A100 (+100 %; the figure implies 5 % of the dense peak). codeparrot_training.py at 06ac4e0 streams "
+    "the data set from the Hub and tokenises it in the training process (a DataLoader with no worker processes over "
+    "an IterableDataset that tokenises about 3.7 M characters at a time), calls loss.item() every step, and every "
+    "15,000 steps evaluates, saves the state and pushes to the Hub. The tokenisation is host time in the loop, not "
+    "a step setting, so nothing is re-read.",
 }
 
 
