@@ -16,13 +16,13 @@ docs/kernels.md compares the priced kernel with published timings. Pure: no torc
 
 from __future__ import annotations
 
-from gpuwork.estimate.memory import _DQ_BLOCK, _NF4_BLOCK
+from gpuwork.estimate.model_states import DQ_BLOCK, NF4_BLOCK
 
 _PACKED_BYTES = 0.5  # two 4-bit codes per byte
 _FP32 = 4
 
 
-def dequant_4bit_chain(compute_bytes: int, double_quant: bool, blocksize: int = _NF4_BLOCK) -> tuple[float, int]:
+def dequant_4bit_chain(compute_bytes: int, double_quant: bool, blocksize: int = NF4_BLOCK) -> tuple[float, int]:
     """(bytes read + written per weight, kernels launched) of one ``dequantize_4bit`` call; ``blocksize``
     weights share one absmax (64 in QLoRA and transformers' ``BitsAndBytesConfig``).
 
@@ -32,7 +32,7 @@ def dequant_4bit_chain(compute_bytes: int, double_quant: bool, blocksize: int = 
     per_weight = _PACKED_BYTES + compute_bytes + _FP32 / blocksize
     if not double_quant:
         return per_weight, 1
-    absmax_dequant = 1 / blocksize + _FP32 / (blocksize * _DQ_BLOCK) + _FP32 / blocksize
+    absmax_dequant = 1 / blocksize + _FP32 / (blocksize * DQ_BLOCK) + _FP32 / blocksize
     offset_add = 2 * _FP32 / blocksize
     return per_weight + absmax_dequant + offset_add, 3
 
