@@ -338,11 +338,11 @@ def test_the_memory_page_lists_a_reread_and_gives_both_figures(tmp_path):
                                             "evidence": EVIDENCE}
     sets = parse_sets(doc, "memory")
     (row,) = memory_heldout_rows(sets[0])
-    lines, _ = _memory_heldout_section(sets)
+    lines, held_rows = _memory_heldout_section(sets)
     assert "### Re-read configurations" in lines
     assert (f"| m | plan.grad_checkpointing False -> True | {row['error']:+.1%} | {row['reread_error']:+.1%} | "
             f"The script checkpoints. | [1](https://example.org/run.sh) |") in lines
-    line = _memory_today_line([], sets)
+    line = _memory_today_line([], held_rows)
     assert f"{abs(row['error']):.1%}" in line and "with the 1 re-reading applied" in line
     assert f"{abs(row['reread_error']):.1%}" in line and "unbiased" in line
 

@@ -146,8 +146,9 @@ def _reread_lines(rows: list[tuple[str, Reread, str, str]]) -> list[str]:
     return lines + [""]
 
 
-def _memory_heldout_section(sets: tuple[HeldoutSet, ...]) -> tuple[list[str], list[float]]:
-    """The memory page's held-out section and the frozen errors it scored (nothing when no set is on file)."""
+def _memory_heldout_section(sets: tuple[HeldoutSet, ...]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The memory page's held-out section and the revealed rows it scored (``memory_heldout_rows``; nothing when no
+    set is on file)."""
     if not sets:
         return [], []
     lines = ["## Held-out cases", "",
@@ -156,7 +157,7 @@ def _memory_heldout_section(sets: tuple[HeldoutSet, ...]) -> tuple[list[str], li
              "recorded each configuration, the frozen model's predictions were committed "
              "(`scripts/heldout.py predict --kind memory`) before the figures were read, and "
              "`gpuwork.measure.heldout.protocol_problems` checks it against the repository's history.", ""]
-    frozen_errors: list[float] = []
+    scored: list[dict[str, Any]] = []
     reread: list[tuple[str, Reread, str, str]] = []
     for number, held in enumerate(sets, start=1):
         lines += [f"### {held.name}", ""]
@@ -166,7 +167,7 @@ def _memory_heldout_section(sets: tuple[HeldoutSet, ...]) -> tuple[list[str], li
                       "their published figures are not revealed yet.", ""]
             continue
         errors = [abs(r["frozen_error"]) for r in rows]
-        frozen_errors += [r["frozen_error"] for r in rows]
+        scored += rows
         reread += [(r["case"], r["reread"], _pct(r["error"]), _pct(r["reread_error"])) for r in rows if r["reread"]]
         again = (f" ({sum(1 for r in rows if r['reread'])} re-read: "
                  f"{statistics.median(abs(r['reread_error']) for r in rows):.1%})"
@@ -182,12 +183,12 @@ def _memory_heldout_section(sets: tuple[HeldoutSet, ...]) -> tuple[list[str], li
         lines += [f"| {r['case']} | {r['metric']} | {r['measured_bytes'] / GIB:.2f} | {r['frozen_bytes'] / GIB:.2f} | "
                   f"{_pct(r['frozen_error'])} | {_pct(r['error'])} | {r['source']} |" for r in rows]
         lines.append("")
-    return lines + _reread_lines(reread), frozen_errors
+    return lines + _reread_lines(reread), scored
 
 
-def _memory_today_line(published: list[dict[str, Any]], sets: tuple[HeldoutSet, ...]) -> str:
-    """Every memory case under today's model, as recorded and with the re-readings applied."""
-    held = [r for s in sets for r in memory_heldout_rows(s)]
+def _memory_today_line(published: list[dict[str, Any]], held: list[dict[str, Any]]) -> str:
+    """Every memory case under today's model (``held``: the revealed held-out rows), as recorded and with the
+    re-readings applied."""
     now = [abs(r["error"]) for r in published + held]
     again = [abs(r["error"]) for r in published] + [abs(r["reread_error"]) for r in held]
     line = (f"**All published cases, today's model**: {len(now)} cases, median absolute error "
@@ -251,13 +252,12 @@ def accuracy_report(grid: bool = False) -> str:
     errors = [abs(r["error"]) for r in rows]
     lines += ["", f"Median absolute error {statistics.median(errors):.1%}, max {max(errors):.1%} "
                   f"over {len(rows)} cases.", ""]
-    sets = heldout_sets(kind="memory")
-    held_lines, held_errors = _memory_heldout_section(sets)
-    if held_errors:
-        every = errors + [abs(e) for e in held_errors]
+    held_lines, held_rows = _memory_heldout_section(heldout_sets(kind="memory"))
+    if held_rows:
+        every = errors + [abs(r["frozen_error"]) for r in held_rows]
         lines += [f"**All published cases** (these and the held-out ones at their frozen predictions): "
                   f"{len(every)} cases, median absolute error {statistics.median(every):.1%}, 90th percentile "
-                  f"{_quantile(every, 0.9):.1%} (targets 4 % and 12 %).", "", _memory_today_line(rows, sets), ""]
+                  f"{_quantile(every, 0.9):.1%} (targets 4 % and 12 %).", "", _memory_today_line(rows, held_rows), ""]
     lines += [
         "Reading the BERT rows: they were measured in January 2022 with PyTorch 1.x and that month's HF",
         "Trainer, whose default AdamW ran one parameter at a time (the cases say so: optimizer_impl",
