@@ -21,11 +21,11 @@ from typing import Any
 from gpuwork.estimate.memory import GIB, MIB
 from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, TimeEstimate, whole_run
 from gpuwork.facts import reading
-from gpuwork.facts.catalog import GpuClass, GpuSpec, get_gpu
+from gpuwork.facts.catalog import GpuClass, GpuSpec
 from gpuwork.facts.model import build_spec
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.measure.heldout import HeldoutSet, Reread, heldout_sets
-from gpuwork.measure.time_cases import EXTRA_GPUS, STEPS_ONLY, TIME_CASES, Covers, TimeCase
+from gpuwork.measure.time_cases import STEPS_ONLY, TIME_CASES, Covers, TimeCase, case_gpu
 from gpuwork.plan import Method, Optimizer, Stack, TrainPlan
 from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time
 
@@ -435,10 +435,6 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
 
 def _own_spec(case: TimeCase) -> ModelSpec | None:
     return case_spec(case.plan.model, case.model_config) if case.model_config else None
-
-
-def case_gpu(gpu_id: str) -> GpuSpec:
-    return EXTRA_GPUS.get(gpu_id) or get_gpu(gpu_id)
 
 
 def case_estimate(plan: TrainPlan, gpu: GpuSpec, nodes: int, network: str | None, moe_experts: str | None,

@@ -34,9 +34,8 @@ from typing import Any
 
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.facts import reading
-from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.paths import bundled_data_dir
-from gpuwork.measure.time_cases import EXTRA_GPUS, METRICS, STEPS_ONLY, Covers, TimeCase
+from gpuwork.measure.time_cases import METRICS, STEPS_ONLY, Covers, TimeCase, case_gpu
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 
@@ -215,10 +214,8 @@ def _evidence(name: str, raw: Any) -> tuple[Evidence, ...]:
 
 
 def _known_gpu(gpu_id: str) -> bool:
-    if gpu_id in EXTRA_GPUS:
-        return True
     try:
-        get_gpu(gpu_id)
+        case_gpu(gpu_id)
     except GpuworkError:
         return False
     return True

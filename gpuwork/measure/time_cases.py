@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link
+from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link, get_gpu
 from gpuwork.plan import Attention, Method, OptimizerImpl, Precision, Sharding, Stack, Task, TrainPlan
 
 METRICS = ("tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s", "step_s")
@@ -154,6 +154,11 @@ H100_HBM2E_96GB = GpuSpec(
 )
 
 EXTRA_GPUS: dict[str, GpuSpec] = {g.gpu_id: g for g in (V100_SXM2_16GB, H100_HBM2E_96GB)}
+
+
+def case_gpu(gpu_id: str) -> GpuSpec:
+    """A case's GPU: one of EXTRA_GPUS (cards the catalog does not sell), else the catalog's."""
+    return EXTRA_GPUS.get(gpu_id) or get_gpu(gpu_id)
 
 # a run timed as a whole (train_runtime, a timed loop): its first steps are in the figure
 _FROM_FIRST_STEP = Covers(first_steps=True)
@@ -462,5 +467,5 @@ TIME_CASES: tuple[TimeCase, ...] = tuple(
     _bert_cases() + _peft_cases() + _torchtune_cases() + _torchtitan_cases() + _fms_cases() + _answerai_cases()
 )
 
-__all__ = ["EXTRA_GPUS", "H100_HBM2E_96GB", "METRICS", "STEPS_ONLY", "TIME_CASES", "Covers", "TimeCase",
+__all__ = ["EXTRA_GPUS", "H100_HBM2E_96GB", "METRICS", "STEPS_ONLY", "TIME_CASES", "Covers", "TimeCase", "case_gpu",
            "V100_SXM2_16GB"]
