@@ -172,6 +172,7 @@ def _load(folder: str) -> Rates:
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
+    optional_flags = ("model_16bit",)  # an older file without the column: 0
     for i, row in enumerate(read_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())
@@ -179,10 +180,11 @@ def _load(folder: str) -> Rates:
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="stack",
                                    value=row["stack"])) from None
         values: dict[str, bool] = {}
-        for flag in flags:
-            if row[flag].strip() not in ("0", "1"):
-                raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column=flag, value=row[flag]))
-            values[flag] = row[flag].strip() == "1"
+        for flag in (*flags, *optional_flags):
+            cell = row[flag] if flag in flags else (row.get(flag) or "0")
+            if cell.strip() not in ("0", "1"):
+                raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column=flag, value=cell))
+            values[flag] = cell.strip() == "1"
         if row["launch"].strip() not in ("eager", "graph"):
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="launch", value=row["launch"]))
         if row["moe_experts"].strip() not in MOE_EXPERTS:
@@ -197,11 +199,7 @@ def _load(folder: str) -> Rates:
         saved = (row.get("swiglu_saved") or "3").strip()
         if saved not in ("1", "2", "3"):
             raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="swiglu_saved", value=saved))
-        model_16bit = (row.get("model_16bit") or "0").strip()
-        if model_16bit not in ("0", "1"):
-            raise CatalogError(msg("error.rates.value", file=spath.name, line=i, column="model_16bit",
-                                   value=model_16bit))
-        columns: dict[str, Any] = {**memory, **values, "model_16bit": model_16bit == "1"}  # the flag and memory columns by their field names
+        columns: dict[str, Any] = {**memory, **values}  # the flag and memory columns by their field names
         stacks[stack] = StackProfile(stack=stack, launch=row["launch"].strip(), basis=row["basis"],
                                      moe_experts=row["moe_experts"].strip(), swiglu_saved=int(saved),
                                      memory_basis=row.get("memory_basis") or "", **columns)
