@@ -306,6 +306,8 @@ def test_a_memory_case_recorded_without_its_gpu_can_be_re_read(tmp_path):
     ({**REREAD, "evidence": []}, "evidence"),
     ({**REREAD, "evidence": [{"url": "example.org", "quote": "q"}]}, "evidence"),
     ({**REREAD, "plan": {"batch_size": 2}}, "reread"),  # the value as recorded: nothing re-read
+    ({**REREAD, "covers": ["eval_every:2"]}, "covers"),  # the span must start with the steps
+    ({**REREAD, "covers": ["steps", "eval_every:0"]}, "covers"),
     ("batch 4", "reread"),
 ])
 def test_a_malformed_reread_is_one_clear_error(reread, field):
@@ -379,3 +381,31 @@ def test_a_reread_evaluation_share_prices_the_evaluations_a_figure_covers():
     assert recorded.covered.eval_s == pytest.approx(0.05 * recorded.covered.steps_s)
     assert again.covered.eval_s == pytest.approx(0.5 * again.covered.steps_s)
     assert again.predicted < recorded.predicted
+
+
+def test_a_reread_span_prices_what_the_source_code_says_the_figure_holds():
+    # recorded as the steps alone; the source's code ends every run with an evaluation and a save inside the timed
+    # span: re-read, the evaluation share and the save are priced, the frozen and as-recorded figures stay
+    raw = {**_case("run", 1.0), "metric": "samples_per_s", "samples": 64_000, "covers": ["steps", "first_steps"],
+           "measured": 10.0,
+           "reread": {"covers": ["steps", "first_steps", "eval_every:1000", "save_every:1000"],
+                      "plan": {"eval_fraction": 0.4}, "why": "the loop evaluates and saves before it stops the clock",
+                      "evidence": [{"url": "https://example.org/trainer.py", "quote": "self._maybe_log_save_evaluate"}]}}
+    (held,) = parse_sets({"sets": [{"name": "s", "frozen_commit": None, "predictions_commit": None,
+                                    "cases": [raw]}]})
+    case = held.cases[0]
+    assert case.reread is not None and ("covers", "steps, first_steps",
+                                        "steps, first_steps, eval_every:1000, save_every:1000") in case.reread.changed
+    (recorded,) = time_accuracy_rows((case.time_case(),))
+    (again,) = time_accuracy_rows((case.as_reread().time_case(),))
+    assert recorded.covered is not None and recorded.covered.eval_s == 0 and recorded.covered.saves_s == 0
+    assert again.covered is not None and again.covered.eval_s == pytest.approx(0.4 * again.covered.steps_s)
+    assert again.covered.saves_s > 0 and again.predicted < recorded.predicted
+
+
+def test_a_memory_reread_cannot_set_a_time_span(tmp_path):
+    _, doc = _memory_history(tmp_path)
+    doc["sets"][0]["cases"][0]["reread"] = {"covers": ["steps", "eval_every:10"], "why": "w", "evidence": EVIDENCE}
+    with pytest.raises(RereadError) as caught:
+        parse_sets(doc, "memory")
+    assert caught.value.field == "covers" and "covers" not in caught.value.text("en").split("use one of")[1]

@@ -52,7 +52,7 @@ _FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote", "measured_byt
 
 
 # what a re-reading may set (the case's configuration, never its prediction or figure) and what it must say
-REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts")
+REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers")
 _REREAD_KEYS = (*REREAD_FIELDS, "why", "evidence")
 
 
@@ -87,6 +87,7 @@ class Reread:
     network: str | None
     metric: str
     moe_experts: str | None
+    covers: Covers  # what the figure's time spans, as the source's code settles it (time cases)
     changed: tuple[tuple[str, str, str], ...]  # (field, as recorded, as re-read), e.g. ("plan.precision", ...)
     why: str
     evidence: tuple[Evidence, ...]
@@ -125,7 +126,7 @@ class HeldoutCase:
         if r is None:
             return self
         return dataclasses.replace(self, plan=r.plan, gpu_id=r.gpu_id, nodes=r.nodes, network=r.network,
-                                   metric=r.metric, moe_experts=r.moe_experts, reread=None)
+                                   metric=r.metric, moe_experts=r.moe_experts, covers=r.covers, reread=None)
 
     def time_case(self) -> TimeCase:
         """The case as a published TimeCase (a time case, only once revealed)."""
@@ -221,6 +222,21 @@ def _known_gpu(gpu_id: str) -> bool:
     return True
 
 
+def _reread_covers(case: HeldoutCase, raw: dict[str, Any], metrics: tuple[str, ...]) -> Covers:
+    """What the figure spans as re-read (a time case's ``covers`` words); the recorded span when not re-read."""
+    if "covers" not in raw:
+        return case.covers
+    if metrics == MEMORY_METRICS:  # a peak spans no time
+        raise RereadError(case.name, "covers", msg("error.heldout.reread_unknown_field", case=case.name,
+                                                   field="covers", allowed=", ".join(
+                                                       k for k in _REREAD_KEYS if k != "covers")))
+    try:
+        return Covers.parse(raw["covers"])
+    except ValueError:
+        raise RereadError(case.name, "covers", msg("error.heldout.reread_covers", case=case.name,
+                                                   value=repr(raw["covers"]))) from None
+
+
 def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
                  metrics: tuple[str, ...]) -> Reread:
     """``case``'s re-reading from its ``reread`` object; raises RereadError naming the case and the field."""
@@ -238,6 +254,7 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     gpu_id, nodes = raw.get("gpu_id", case.gpu_id), raw.get("nodes", case.nodes)
     network, metric = raw.get("network", case.network), raw.get("metric", case.metric)
     moe_experts = raw.get("moe_experts", case.moe_experts)
+    covers = _reread_covers(case, raw, metrics)
     if metric not in metrics:
         raise RereadError(name, "metric", msg("error.heldout.reread_choice", case=name, field="metric",
                                               value=repr(metric), allowed=", ".join(metrics)))
@@ -254,10 +271,12 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     changed += tuple((f, _shown(getattr(case, f)), _shown(v)) for f, v in (
         ("gpu_id", gpu_id), ("nodes", nodes), ("network", network), ("metric", metric), ("moe_experts", moe_experts))
         if getattr(case, f) != v)
+    if covers != case.covers:
+        changed += (("covers", _shown(case.covers.words()), _shown(covers.words())),)
     if not changed:
         raise RereadError(name, "reread", msg("error.heldout.reread_nothing", case=name))
     return Reread(plan=plan, gpu_id=gpu_id, nodes=nodes, network=network, metric=metric, moe_experts=moe_experts,
-                  changed=changed, why=raw["why"].strip(), evidence=evidence)
+                  covers=covers, changed=changed, why=raw["why"].strip(), evidence=evidence)
 
 
 def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:

@@ -465,6 +465,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "held-out case {case:raw}: the re-read {field:raw} {value:raw} is not a non-empty text: write a name or null",
         "отложенный случай {case:raw}: перепрочтённое {field:raw} {value:raw} — не непустой текст: напишите "
         "имя или null"),
+    "error.heldout.reread_covers": (
+        "held-out case {case:raw}: the re-read covers {value:raw} is not a list of words starting with \"steps\": "
+        "add any of first_steps, start_up, final_save_full, eval_every:N, save_every:N (N: optimizer steps)",
+        "отложенный случай {case:raw}: перепрочтённое covers {value:raw} — не список слов, начинающийся со "
+        "\"steps\": добавьте любые из first_steps, start_up, final_save_full, eval_every:N, save_every:N "
+        "(N — шаги оптимизатора)"),
     "error.heldout.reread_nothing": (
         "held-out case {case:raw}: the re-reading changes nothing in the configuration as recorded: remove it or "
         "give the fields that differ",
