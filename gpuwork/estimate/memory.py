@@ -338,6 +338,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     decoder_style = spec.norm == "rms"
     fused_norm = stack is not None and stack.rmsnorm_saves == "input"
     loss_kernel = stack.loss_kernel if stack is not None else "eager"
+    fused = _fused_lora_groups(spec, plan, stack, lora)
 
     def block(trainable: bool) -> tuple[int, int, int]:
         lin_saved = 0
@@ -345,8 +346,12 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
         if spec.model_type in ("gemma2", "gemma3"):
             norms = 4  # pre/post attention and pre/post feed-forward RMSNorms
         norm_bytes = norms * _norm_saved(spec, dt, trainable, fused_norm) if decoder_style else 0
+        fused_here = fused if not trainable else frozenset()
         # attention input: norm output (decoder) or block input (BERT post-LN: the stream itself)
-        lin_saved += _consumer_saved(h, dt.stream, groups["attn_in"], trainable, lora, plan, dt)
+        if "attn_in" in fused_here:
+            lin_saved += dt.stream * h  # LoRA_QKV saves X once for q, k and v; X @ A is recomputed in backward
+        else:
+            lin_saved += _consumer_saved(h, dt.stream, groups["attn_in"], trainable, lora, plan, dt)
         # attention core (SDPA / flash: q, k, v, output and fp32 logsumexp; torch
         # _scaled_dot_product_flash_attention saves these, no s x s matrix)
         quadratic = 0
@@ -369,8 +374,11 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
             ea = dt.attn_saved or e  # (GPT-2's fused c_attn output: one storage, same bytes)
             core = ea * (q_dim + 2 * kv_dim) + ea * q_dim + 4 * a
             core_out_saved = ea * q_dim  # the SDPA output, viewed (no copy) by the out projection
-        attn_out = _consumer_saved(q_dim, e, groups["attn_out"], trainable, lora, plan, dt,
-                                   already_saved=core_out_saved > 0)
+        if "attn_out" in fused_here:
+            attn_out = 0 if core_out_saved else e * q_dim  # LoRA_W saves its input X, nothing else
+        else:
+            attn_out = _consumer_saved(q_dim, e, groups["attn_out"], trainable, lora, plan, dt,
+                                       already_saved=core_out_saved > 0)
         # MLP
         mlp_in = _consumer_saved(h, dt.stream, groups["mlp_in"], trainable, lora, plan, dt)
         # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of
@@ -392,6 +400,9 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
             mlp_hidden = (e * inter * k_exp) if (trainable and hidden_consumers) else 0
         else:
             mlp_hidden = _consumer_saved(inter, e, groups["mlp_hidden"], trainable, lora, plan, dt)
+        if "mlp" in fused_here:
+            # LoRA_MLP saves X, gate and up only; act(gate) * up, the down projection's input, is recomputed
+            mlp_in, mlp_core, mlp_hidden = dt.stream * h, 2 * e * inter, 0
         dropout = 0
         if spec.hidden_dropout > 0:
             dropout += 2 * h  # 1-byte masks of the two residual dropouts
@@ -414,6 +425,31 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     ckpt = dt.stream * h
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
                         chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked")
+
+
+def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | None,
+                       lora: set[str]) -> frozenset[str]:
+    """The block's linear groups a fused-LoRA stack (Unsloth: stacks.csv fused_lora) runs through its own autograd
+    functions, which save only their input (and the MLP's gate and up): q/k/v, o and a gated MLP, each where every
+    linear of the group carries an adapter and the adapters have no dropout (Unsloth patches only then)
+    (docs/memory_misses.md, "Unsloth's fused LoRA functions")."""
+    if stack is None or not stack.fused_lora or not plan.uses_adapters or plan.lora_dropout > 0 \
+            or spec.num_experts > 1 or spec.norm != "rms":
+        return frozenset()
+    members = [lin for group in block_groups(spec).values() for lin in group]
+    out = set()
+    for name, shorts in _FUSED_LORA_GROUPS.items():
+        chosen = [lin for lin in members if lin.short_name in shorts]
+        if {lin.short_name for lin in chosen} == set(shorts) and all(lin.name in lora for lin in chosen):
+            out.add(name)
+    if not spec.mlp_gated:
+        out.discard("mlp")
+    return frozenset(out)
+
+
+# Unsloth's LoRA_QKV, LoRA_W and LoRA_MLP autograd functions (unsloth/kernels/fast_lora.py)
+_FUSED_LORA_GROUPS = {"attn_in": ("q_proj", "k_proj", "v_proj"), "attn_out": ("o_proj",),
+                      "mlp": ("gate_proj", "up_proj", "down_proj")}
 
 
 def _chunked_logits_bytes(spec: ModelSpec, tokens: int, dtype_bytes: int) -> int:
