@@ -225,3 +225,33 @@ def local_page(browser, url: str) -> tuple:
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
     return page, errors
+
+
+def tiny_qlora_model(folder, name: str, grad_checkpointing: bool = False, upcast: bool = True):
+    """A tiny model (``name``, a preset of facts/models) saved in bf16 into ``folder`` and loaded back NF4 with
+    double quantisation and bf16 compute, prepared and wrapped as peft documents for QLoRA: LoRA r 8 on every
+    linear of the blocks. Without ``upcast``, not prepared (ms-swift's path: embeddings, norms and lm_head stay
+    bf16)."""
+    import torch
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+    from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig
+
+    from gpuwork.facts.model import load_config
+
+    config, _ = load_config(name)
+    config = {k: v for k, v in config.items() if k != "transformers_version"}
+    torch.manual_seed(0)
+    AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.bfloat16).save_pretrained(folder)
+    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                               bnb_4bit_compute_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(folder, quantization_config=quant, dtype=torch.bfloat16,
+                                                 device_map="cpu", attn_implementation="sdpa")
+    if upcast:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=grad_checkpointing)
+    elif grad_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets,
+                                             task_type="CAUSAL_LM"))
+    model.train()
+    return model

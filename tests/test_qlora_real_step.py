@@ -11,39 +11,14 @@ import pytest
 
 pytest.importorskip("bitsandbytes")
 
+from conftest import tiny_qlora_model  # noqa: E402
+
 from gpuwork import TrainPlan, estimate_memory  # noqa: E402
 from gpuwork.estimate.memory import _block_activations, memory_dtypes, stack_profile  # noqa: E402
-from gpuwork.facts.model import load_config, spec_for_plan  # noqa: E402
+from gpuwork.facts.model import spec_for_plan  # noqa: E402
 from gpuwork.measure.trace import saved_per_block, step_peak  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def _qlora_model(tmp_path, name: str, grad_checkpointing: bool, upcast: bool = True):
-    """The tiny model saved in bf16 and loaded back 4-bit, prepared and wrapped as peft documents for QLoRA (without
-    ``upcast``, not prepared: ms-swift's path, the embeddings, norms and lm_head stay bf16)."""
-    import torch
-    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
-    from transformers import AutoConfig, AutoModelForCausalLM, BitsAndBytesConfig
-
-    config, _ = load_config(name)
-    config = {k: v for k, v in config.items() if k != "transformers_version"}
-    torch.manual_seed(0)
-    AutoModelForCausalLM.from_config(AutoConfig.for_model(**config), dtype=torch.bfloat16).save_pretrained(tmp_path)
-    quant = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                               bnb_4bit_compute_dtype=torch.bfloat16)
-    model = AutoModelForCausalLM.from_pretrained(tmp_path, quantization_config=quant, dtype=torch.bfloat16,
-                                                 device_map="cpu", attn_implementation="sdpa")
-    if upcast:
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=grad_checkpointing)
-    elif grad_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=TARGETS,
-                                             task_type="CAUSAL_LM"))
-    model.train()
-    return model
 
 
 @pytest.mark.parametrize(("name", "precision", "grad_checkpointing", "upcast"), [
@@ -64,7 +39,7 @@ def test_real_qlora_step_matches_the_analytic_estimate(tmp_path, name, precision
     plan = TrainPlan(model=name, method="qlora", precision=precision, batch_size=batch_size, seq_len=seq_len,
                      grad_checkpointing=grad_checkpointing, lora_r=8, lora_alpha=16, lora_dropout=0.0,
                      lora_targets="all-linear", double_quant=True, kbit_upcast=upcast)
-    model = _qlora_model(tmp_path, name, grad_checkpointing, upcast)
+    model = tiny_qlora_model(tmp_path, name, grad_checkpointing, upcast)
     batch = {"input_ids": torch.zeros((batch_size, seq_len), dtype=torch.long),
              "labels": torch.zeros((batch_size, seq_len), dtype=torch.long)}
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if plan.precision.is_mixed else contextlib.nullcontext()

@@ -240,10 +240,24 @@ class _Widths(NamedTuple):
     w_b: int  # weights as the GEMM reads them
     mm: str  # matmul dtype
     autocast: bool  # torch.autocast runs the step
+    fp32_model: bool = False  # QLoRA on peft's fp32-prepared model without autocast (``fp32_qlora``)
 
 
-def _widths(plan: TrainPlan) -> _Widths:
+def fp32_qlora(plan: TrainPlan, stack: StackKernels) -> bool:
+    """A QLoRA step that runs in fp32 outside its 4-bit GEMMs: peft's prepare_model_for_kbit_training leaves
+    embeddings, norms and lm_head fp32 (kbit_upcast), no autocast casts back (a pure 16-bit plan), and the stack
+    runs peft's own adapters. The embedding and every RMSNorm (``weight * x.to(input_dtype)``, an fp32 weight)
+    give fp32, bnb Linear4bit casts its input to the compute dtype and its output back to the input's, so q, k,
+    v, SDPA, the MLP, the fp32 adapters and the fp32 lm_head all run in fp32 (docs/time_misses.md
+    #qlora-without-autocast-runs-in-fp32)."""
+    return (plan.method is Method.QLORA and plan.kbit_upcast and not plan.precision.is_mixed
+            and plan.precision is not Precision.FP32 and stack.adapters_fp32 and not stack.fuse_elementwise)
+
+
+def _widths(plan: TrainPlan, stack: StackKernels) -> _Widths:
     dt = plan_dtypes(plan)
+    if fp32_qlora(plan, stack):
+        return _Widths(4, 4, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), False, True)
     e = plan.precision.compute_bytes if plan.method is Method.QLORA else dt.linear_out
     return _Widths(e, dt.stream, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), dt.autocast)
 
@@ -261,7 +275,7 @@ class _Step:
 
     @classmethod
     def of(cls, key: _StepKey) -> _Step:
-        widths = _widths(key.plan)
+        widths = _widths(key.plan, key.stack)
         if key.stack.model_16bit and widths.autocast and not key.plan.uses_adapters:
             widths = widths._replace(s_b=2, autocast=False)
         return cls(key.spec, key.plan, key.stack, widths, key.plan.tokens_per_micro_batch)
@@ -329,7 +343,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     checkpointing off: nothing here reads it)."""
     step = _Step.of(key)
     plan, spec, st = key.plan, key.spec, key.stack
-    e, s_b, w_b, mm, autocast = step.widths
+    e, s_b, w_b, mm, autocast = step.widths[:5]
     t = step.tokens
     mb = plan.grad_accum
     layers = spec.num_layers
@@ -462,13 +476,14 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
         # bnb Linear4bit: cast x to the compute dtype, dequantize the 4-bit weight (absmax first with
         # double quantisation), GEMM, cast the output back to the input dtype (MatMul4Bit.forward);
         # the backward dequantizes again for the input gradient (MatMul4Bit.backward)
-        if x_b != e:
-            out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + e, 1, count))
-        per_weight, kernels = dequant_4bit_chain(e, plan.double_quant)
+        c = plan.precision.compute_bytes  # bnb_4bit_compute_dtype: the plan's 16-bit dtype
+        if x_b != c:
+            out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + c, 1, count))
+        per_weight, kernels = dequant_4bit_chain(c, plan.double_quant)
         out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, per_weight, kernels, count, backward=Backward.REPEAT))
-        out.append(_gemm(f"{name}", phase, GemmShape(t, n, k, mm, e, e, e), count, trains=False))
-        if x_b != e:
-            out.append(_mem(f"{name} cast back", phase, t * n, e + x_b, 1, count))
+        out.append(_gemm(f"{name}", phase, GemmShape(t, n, k, mm, c, c, c), count, trains=False))
+        if x_b != c:
+            out.append(_mem(f"{name} cast back", phase, t * n, c + x_b, 1, count))
     else:
         if casts_weight:  # autocast copies each fp32 master weight (and bias) to 16 bits, once per forward
             out.append(_mem(f"{name} weight cast (autocast)", phase, k * n + (n if bias else 0), 4 + w_b,
@@ -529,6 +544,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
                             backward=_Elementwise(backward_bytes / forward_bytes, 14)))
     causal = not spec.is_encoder
     full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
+    dtype = attention_dtype(plan, step.widths.fp32_model)
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
     if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention is Attention.FLASH):
         # HF eager_attention_forward: repeat_kv copies, Q·K^T, scale, + mask, softmax (fp32 for
@@ -537,22 +553,31 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         if kv < a:
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
-                      count, matmul_dtype(plan), s, s, backward=Backward.BOTH_GRADS))
+                      count, dtype, s, s, backward=Backward.BOTH_GRADS))
         chain = _fused_softmax_chain if fuse else _eager_softmax_chain
         out.append(chain(spec, scores, e, autocast, phase, count))
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
-                      count, matmul_dtype(plan), s, d, backward=Backward.BOTH_GRADS))
+                      count, dtype, s, d, backward=Backward.BOTH_GRADS))
     else:
         # one fused kernel (FlashAttention-2 via SDPA or flash-attn); causal masking skips the blocks
         # above the diagonal: FLOPs x (1 + 1/n_blocks) / 2 with 128-row blocks (flash-attention's
         # benchmark counts causal as half)
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
-                      matmul_dtype(plan), s, d, attention_pass="fwd", causal=causal,
+                      dtype, s, d, attention_pass="fwd", causal=causal,
                       backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
+
+
+def attention_dtype(plan: TrainPlan, fp32_model: bool) -> str:
+    """The dtype attention runs in: fp32 q, k, v reach SDPA (whose flash kernel takes 16-bit inputs only, so
+    the memory-efficient kernel runs in fp32) and eager attention as they are; transformers' flash-attention path
+    casts fp32 inputs back to the model's 16-bit dtype before the kernel (``_flash_attention_forward``)."""
+    if fp32_model and plan.attention is not Attention.FLASH:
+        return "fp32"
+    return matmul_dtype(plan)
 
 
 def _eager_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
@@ -706,7 +731,7 @@ def _moe_loop_forward(step: _Step, phase: Phase, count: int, trains: bool) -> li
     and the product run in the stream's dtype.
     """
     spec, plan, t = step.spec, step.plan, step.tokens
-    e, s_b, w_b, mm, _ = step.widths
+    e, s_b, w_b, mm = step.widths[:4]
     experts = [lin for lin in spec.linears if lin.in_block and lin.experts > 1]
     if not experts:
         return []
@@ -751,7 +776,7 @@ def _moe_loop_forward(step: _Step, phase: Phase, count: int, trains: bool) -> li
 def _head_forward_backward(step: _Step) -> list[Op]:
     """Final norm, output layer and loss, forward and backward (the loss backward runs first)."""
     spec, plan, st = step.spec, step.plan, step.stack
-    e, _, w_b, mm, _ = step.widths
+    e, _, w_b, mm = step.widths[:4]
     t, mb, h = step.tokens, plan.grad_accum, spec.hidden_size
     trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
     out = _norm_ops(step, "final norm", Phase.FORWARD, mb)
@@ -761,6 +786,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     else:
         vocab, rows = spec.vocab_size, t
     out_b = 4 if plan.method is Method.QLORA or e == 4 else e
+    if step.widths.fp32_model:  # peft's upcast left lm_head fp32 and no autocast casts it: an fp32 GEMM
+        mm, w_b = "fp32", 4
     if st.fused_cross_entropy and spec.task is Task.CAUSAL_LM:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
         fwd = Phase.FORWARD

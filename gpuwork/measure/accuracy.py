@@ -630,8 +630,13 @@ _HELDOUT_NOTES = {
     "'Sec/step' was read, before the reveal, as seconds per micro-batch (the loop's progress bar advances per "
     "micro-batch); so read, its figures imply 3-6 % of the dense peak for QLoRA and 12-41 % for full and LoRA "
     "fine-tuning, far below every other source's runs of the same models on the same cards (VectorLM's Llama-3-8B "
-    "on one A100: 62-78 %). Read as optimizer steps (32 micro-batches) they would be beyond the peak. No reading of "
-    "the source makes these runs comparable, and nothing in the model was changed for them.",
+    "on one A100: 62-78 %). Read as optimizer steps (32 micro-batches) they would be beyond the peak. Read at its "
+    "commits: the QLoRA configs load the model in fp32 (an integer `bit` gives torch.float32) with no autocast, so "
+    "everything but the 4-bit GEMMs runs in fp32, SDPA included (no flash kernel for fp32); the model now prices "
+    "such plans so (QLoRA rows +447..+710 % -> +59..+266 %). Every batch is padded to 8,192 tokens with a mask of "
+    "zeros beyond the real text, which keeps SDPA off the flash kernel for every row, and the launcher sets "
+    "CUDA_LAUNCH_BLOCKING=1; no plan field says either "
+    "([time_misses.md](time_misses.md#held-out-1-universal-llm-trainer-one-authors-loop-37-cases)).",
     "nvidia-dgxc-benchmarking": "two kinds of run. The NeMo and MaxText runs (tuned frameworks) come out within 3 % "
     "(MaxText, 64-2,048 GPUs) and 23-28 % too slow (NeMo LoRA and SFT of Llama-3-8B). The benchmark's scripts and "
     "the NeMo commit they pin settle the inferred settings: micro-batch 1, 4,096-token packed rows and no "

@@ -375,20 +375,24 @@ _FSDP2 = {"gpus": 2, "sharding": "fsdp"}
 
 def _fms_cases() -> list[TimeCase]:
     qlora_note = ("baseline-peft-bnb: bitsandbytes NF4 base, standard PEFT; double quantization not stated "
-                  "(plan default on).")
+                  "(plan default on). The bnb plugin prepares the model with its own copy of peft's "
+                  "prepare_model_for_kbit_training without the fp32 upcast (framework_plugin_bnb.py at the same "
+                  "commit: it 'will cause problems in the LoraLayers ... greatly reduced throughput'): kbit_upcast "
+                  "false.")
+    qlora = {**_FMS_LORA, "method": "qlora", "kbit_upcast": False}
     rows = [
         ("fms Mistral-7B full 1xA100", "a100_80_sxm", {}, 3062.694, ""),
         ("fms Mistral-7B full FSDP 2xA100", "a100_80_sxm", {**_FSDP2, "batch_size": 2}, 2777.18, ""),
         ("fms Mistral-7B LoRA 1xA100", "a100_80_sxm", _FMS_LORA, 3324.155, ""),
         ("fms Mistral-7B LoRA FSDP 2xA100", "a100_80_sxm", {**_FMS_LORA, **_FSDP2}, 3168.613, ""),
-        ("fms Mistral-7B QLoRA 1xA100", "a100_80_sxm", {**_FMS_LORA, "method": "qlora"}, 2903.78, qlora_note),
-        ("fms Mixtral-8x7B QLoRA 1xA100", "a100_80_sxm", {**_FMS_LORA, "method": "qlora", "model": "mixtral-8x7b"},
+        ("fms Mistral-7B QLoRA 1xA100", "a100_80_sxm", qlora, 2903.78, qlora_note),
+        ("fms Mixtral-8x7B QLoRA 1xA100", "a100_80_sxm", {**qlora, "model": "mixtral-8x7b"},
          1528.07, qlora_note + " Model mistralai/Mixtral-8x7B-Instruct-v0.1 (same shapes as the base preset)."),
         ("fms Mixtral-8x7B LoRA FSDP 2xA100", "a100_80_sxm",
          {**_FMS_LORA, **_FSDP2, "batch_size": 2, "model": "mixtral-8x7b"}, 1571.223,
          "Model mistralai/Mixtral-8x7B-Instruct-v0.1 (same shapes as the base preset)."),
         ("fms Llama-2-70B QLoRA FSDP 2xA100", "a100_80_sxm",
-         {**_FMS_LORA, **_FSDP2, "method": "qlora", "batch_size": 2, "model": "llama-2-70b"}, 433.53,
+         {**qlora, **_FSDP2, "batch_size": 2, "model": "llama-2-70b"}, 433.53,
          qlora_note + " Model NousResearch/Llama-2-70b-hf (a copy of meta-llama/Llama-2-70b-hf)."),
     ]
     return _cases(_FMS_PLAN, rows, metric="tokens_per_s_per_gpu", source=_FMS, source_id="fms-acceleration",
@@ -410,7 +414,10 @@ _ANSWERAI_PLAN = TrainPlan(model="llama-2-7b", method=Method.QLORA, precision=Pr
                            batch_size=1, grad_checkpointing=True, attention=Attention.SDPA, lora_r=64, lora_alpha=16,
                            lora_dropout=0.1,
                            lora_targets=("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj", "down_proj"),
-                           gpus=2, sharding=Sharding.FSDP, stack=Stack.HF_TRAINER, eval_fraction=0.0)
+                           gpus=2, sharding=Sharding.FSDP, stack=Stack.HF_TRAINER, eval_fraction=0.0,
+                           # train.py @7242daa: precision bf16 loads the model in bf16 (torch_dtype, compute_dtype =
+                           # bf16, bf16) and never calls prepare_model_for_kbit_training: norms stay bf16
+                           kbit_upcast=False)
 _ANSWERAI_SAMPLES = 1024
 
 
