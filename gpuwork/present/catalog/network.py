@@ -21,5 +21,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "network.gcp-a3-mega": ("GCP A3 Mega, 8 x 200 Gb/s GPUDirect-TCPXO", "GCP A3 Mega, GPUDirect-TCPXO 8 x 200 Гбит/с"),
     "network.gcp-a3-high": ("GCP A3 High, 4 x 200 Gb/s GPUDirect-TCPX", "GCP A3 High, GPUDirect-TCPX 4 x 200 Гбит/с"),
     "network.roce-4x100g": ("4 x 100 Gb/s RoCE per node", "RoCE 4 x 100 Гбит/с на узел"),
+    "network.rdma-800g": ("800 Gb/s RDMA per node", "RDMA 800 Гбит/с на узел"),
     "network.one-ndr-400g": ("one 400 Gb/s InfiniBand port per node", "один порт InfiniBand 400 Гбит/с на узел"),
 }
