@@ -109,6 +109,15 @@ def test_lora_targets_matching_nothing_lists_real_modules():
     assert "не совпадает ни с одним линейным модулем gpt2" in info.value.text("ru")
 
 
+def test_lora_on_the_output_layer_is_named_as_such_not_listed_as_a_choice():
+    with pytest.raises(ModelError) as info:
+        lora_target_linears(get_spec("llama-2-7b"), ("q_proj", "lm_head"))
+    assert info.value.msg.code == "error.model.target_is_output"
+    names = info.value.msg["names"].split(", ")
+    assert "q_proj" in names and "down_proj" in names and "lm_head" not in names
+    assert "выходной слой llama-2-7b" in info.value.text("ru")
+
+
 def test_local_config_file_and_folder(tmp_path):
     config, _ = load_config("tiny-qwen2")
     (tmp_path / "config.json").write_text(json.dumps(config))

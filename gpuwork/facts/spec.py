@@ -192,8 +192,9 @@ def _lora_target_linears(spec: ModelSpec, targets: tuple[str, ...]) -> list[Line
     for target in targets:
         hits = [lin for lin in candidates if lin.name == target or lin.name.endswith("." + target)]
         if not hits:
-            raise ModelError(msg("error.model.target_not_found", target=target, model=spec.name,
-                                 names=", ".join(spec.linear_names())))
+            names = [n for n in spec.linear_names() if n not in skip]
+            code = "error.model.target_is_output" if target in skip else "error.model.target_not_found"
+            raise ModelError(msg(code, target=target, model=spec.name, names=", ".join(names)))
         chosen.extend(h for h in hits if h not in chosen)
     return chosen
 

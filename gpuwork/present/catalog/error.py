@@ -160,6 +160,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.model.no_blocks": ("cannot find the {layers:raw} transformer blocks of {model:raw}",
                               "не удаётся найти {layers:raw} {layers:pl:блок|блока|блоков} трансформера в "
                               "{model:raw}"),
+    "error.model.target_is_output": (
+        "lora_targets: '{target:raw}' is the output layer of {model:raw}, which gpuwork does not price as a LoRA "
+        "target (its adapters' logits-sized outputs are not modelled): leave it out; the linear modules it can "
+        "target are: {names:raw} (or use 'all-linear')",
+        "lora_targets: '{target:raw}' — выходной слой {model:raw}, а gpuwork не оценивает LoRA на нём (выходы его "
+        "адаптеров размером с логиты не моделируются): уберите его; доступные линейные модули: {names:raw} (или "
+        "укажите 'all-linear')"),
     "error.model.target_not_found": (
         "lora_targets: '{target:raw}' matches no linear module of {model:raw}; its linear modules are: "
         "{names:raw} (or use 'all-linear')",
