@@ -38,9 +38,6 @@ def test_only_an_unmixed_upcast_qlora_plan_on_peft_adapters_is_fp32():
     assert not fp32_qlora(_plan(kbit_upcast=False), StackKernels())  # 16-bit norms: a 16-bit stream
     assert not fp32_qlora(_plan(method="lora"), StackKernels())
     assert not fp32_qlora(_plan(), StackKernels(adapters_fp32=False))  # a stack without peft's preparation
-    # FSDP needs one dtype in its flat parameters: sharded QLoRA stays 16-bit (as the memory model reads it)
-    assert not fp32_qlora(_plan(gpus=2, sharding="fsdp"), StackKernels())
-    assert fp32_qlora(_plan(gpus=2, sharding="ddp"), StackKernels())
 
 
 def test_fp32_model_runs_attention_head_and_activations_in_fp32_and_only_the_4bit_gemms_in_bf16():

@@ -170,8 +170,7 @@ SWEEP = [
     TrainPlan(model=LLAMA_8B, method="lora", seq_len=2048, gpus=2),
     TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, batch_size=4, gpus=2),
     TrainPlan(model=LLAMA_8B, method="full", seq_len=4096, gpus=2, sharding="fsdp"),
-    # kbit_upcast off: one GPU then runs the same 16-bit model as sharded QLoRA does (ops.fp32_qlora)
-    TrainPlan(model="llama-3.1-70b", method="qlora", seq_len=2048, gpus=2, sharding="fsdp", kbit_upcast=False),
+    TrainPlan(model="llama-3.1-70b", method="qlora", seq_len=2048, gpus=2, sharding="fsdp"),
     TrainPlan(model="llama-3.2-3b", method="full", seq_len=1024, gpus=2, sharding="zero2", batch_size=2),
 ]
 

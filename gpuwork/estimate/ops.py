@@ -34,7 +34,6 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.memory import block_groups, plan_dtypes
-from gpuwork.estimate.model_states import sharded_qlora
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import (
@@ -250,10 +249,10 @@ def fp32_qlora(plan: TrainPlan, stack: StackKernels) -> bool:
     runs peft's own adapters. The embedding and every RMSNorm (``weight * x.to(input_dtype)``, an fp32 weight)
     give fp32, bnb Linear4bit casts its input to the compute dtype and its output back to the input's, so q, k,
     v, SDPA, the MLP, the fp32 adapters and the fp32 lm_head all run in fp32 (docs/time_misses.md
-    #qlora-without-autocast-runs-in-fp32). FSDP- or ZeRO-3-sharded QLoRA keeps its model 16-bit (``sharded_qlora``)."""
+    #qlora-without-autocast-runs-in-fp32). A sharded plan is priced as it says (the memory model reads sharded QLoRA
+    as 16-bit whatever ``kbit_upcast`` says: ``sharded_qlora``; docs/time_misses.md)."""
     return (plan.method is Method.QLORA and plan.kbit_upcast and not plan.precision.is_mixed
-            and plan.precision is not Precision.FP32 and stack.adapters_fp32 and not stack.fuse_elementwise
-            and not sharded_qlora(plan))
+            and plan.precision is not Precision.FP32 and stack.adapters_fp32 and not stack.fuse_elementwise)
 
 
 def _widths(plan: TrainPlan, stack: StackKernels) -> _Widths:
