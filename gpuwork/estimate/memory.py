@@ -158,6 +158,8 @@ def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtype
     The time model (estimate.ops) still prices plan_dtypes."""
     if sharded_qlora(plan):
         return Dtypes(stream=2, linear_out=2, autocast=False, adapter=2)
+    if fsdp_16bit_compute(plan):
+        return Dtypes(2, 2, False)
     if plan.method is Method.QLORA and not plan.kbit_upcast:
         # 16-bit norms: a 16-bit stream, and Linear4bit returns its input's dtype; the block is plain LoRA's
         # on a 16-bit base (fp32 adapters; docs/memory_misses.md#the-kbit_upcast-field)
@@ -172,6 +174,16 @@ def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtype
         # (docs/memory_misses.md#lora-under-autocast)
         return dataclasses.replace(plan_dtypes(plan), lora_saved=2)
     return plan_dtypes(plan)
+
+
+def fsdp_16bit_compute(plan: TrainPlan) -> bool:
+    """A trained base under torch FSDP with mixed precision: the policy's param_dtype (the mixed precision's 16-bit
+    dtype, as accelerate, torchtitan and llama-recipes set it) is the dtype each unit's parameters are gathered in,
+    so forward and backward run on 16-bit weights: a 16-bit stream, nothing for autocast to cast or cache. A real
+    FSDP2 step saves what the pure 16-bit step saves (docs/memory_misses.md#fsdp-mixed-precision-computes-in-16-bit).
+    DeepSpeed ZeRO keeps its own rule."""
+    return (plan.precision.is_mixed and plan.sharding.per_unit and plan.sharding is not Sharding.ZERO3
+            and plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE))
 
 
 def _peft_adapters_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
@@ -591,7 +603,7 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
     """Bytes of the 16-bit copies autocast caches of the trained linear weights (0 outside mixed precision)."""
-    if not plan.precision.is_mixed or plan.uses_adapters:
+    if not plan.precision.is_mixed or plan.uses_adapters or fsdp_16bit_compute(plan):
         return 0
     if plan.sharding.shards_params:
         return 2 * plan.precision.compute_bytes * spec.params_largest_module
@@ -630,6 +642,8 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
     if plan.sharding.per_unit:
         compute_bytes = plan.precision.compute_bytes
         root = spec.params_embedding + spec.params_head + spec.params_other
+        if fsdp_16bit_compute(plan):
+            pb = compute_bytes  # a unit's full gradient comes in its 16-bit compute dtype, then is reduce-scattered
         block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
         root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
         block = compute_bytes * spec.params_block
