@@ -883,7 +883,9 @@ _UNPRICED = {
     "nvidia-dgxc-benchmarking": "The DGXC Hugging Face runs (evaluation and save strategy 'epoch') evaluate the "
     "packed test split and save a checkpoint at every epoch's end and, since transformers 4.40 ends its step loop "
     "with the epoch-end callbacks before it stops the clock, once more at the run's end, inside "
-    "`train_runtime`; their cases record neither, so neither is priced "
+    "`train_runtime`; their cases record neither, so as recorded neither is priced. Twelve re-readings add "
+    "both (the 8-GPU Llama-2-70B row's evaluation takes 1.31 times its steps, beyond what a plan's eval_fraction "
+    "can state) "
     "([time_misses.md](time_misses.md#held-out-1-nvidia-dgxc-benchmarking-the-hugging-face-peft--fsdp-rows)).",
 }
 
