@@ -646,12 +646,7 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
             pb = compute_bytes  # a unit's full gradient comes in its 16-bit compute dtype, then is reduce-scattered
         block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
         root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
-        block = compute_bytes * spec.params_block
-        if plan.method is Method.QLORA:
-            # a block is gathered as stored: bnb_4bit_quant_storage keeps the packed 4-bit data in a 16-bit tensor
-            # of the same bytes, which is what FSDP / ZeRO-3 shard (bitsandbytes "FSDP-QLoRA" docs), 0.5 B a weight
-            q_block = counts.quantized // max(spec.num_layers, 1)
-            block = q_block // 2 + compute_bytes * (spec.params_block - q_block)
+        block = _gathered_block_bytes(spec, plan, counts)
         gather["forward"] = gather["loss backward"] = compute_bytes * root + block
         gather["block backward"] = compute_bytes * root + 2 * block + block_grad
         gather["backward end"] = compute_bytes * root + root_grad
@@ -662,14 +657,63 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
     return gather
 
 
+def _gathered_block_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+    """One decoder block's parameters as a sharded plan gathers them, in bytes (the compute dtype)."""
+    compute_bytes = plan.precision.compute_bytes
+    if plan.method is Method.QLORA:
+        # a block is gathered as stored: bnb_4bit_quant_storage keeps the packed 4-bit data in a 16-bit tensor
+        # of the same bytes, which is what FSDP / ZeRO-3 shard (bitsandbytes "FSDP-QLoRA" docs), 0.5 B a weight
+        q_block = counts.quantized // max(spec.num_layers, 1)
+        return q_block // 2 + compute_bytes * (spec.params_block - q_block)
+    return compute_bytes * spec.params_block
+
+
+# torch FSDP (fully_shard) shardings; DeepSpeed ZeRO-3 allocates on its own streams by its own rules
+_FSDP_SHARDINGS = (Sharding.FSDP, Sharding.HSDP, Sharding.HSDP_ZERO2)
+
+
+def _stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, grads: int) -> int:
+    """Bytes FSDP2 keeps reserved in the caching allocator's pools of its own CUDA streams, which the default
+    stream cannot reuse (a block freed on one stream serves only that stream until the cache is emptied).
+
+    All-gather copy-in stream: the flat all-gather output of a unit, held until the next unit's copy-out, beside
+    the next unit's output and its shard cast to the compute dtype; the first pair of the forward is the root
+    (embeddings, head, final norm) and the first block. Reduce-scatter stream: each unit's reduce-scatter output,
+    which becomes its sharded gradient and lives until the next zero_grad, so all the sharded gradients. The
+    reduce-scatter input is allocated on the default stream (pytorch#129721). torch
+    distributed/fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather / foreach_reduce
+    (docs/memory_misses.md#fsdp2s-stream-pools). 0 outside the FSDP shardings."""
+    if plan.sharding not in _FSDP_SHARDINGS:
+        return 0
+    root = plan.precision.compute_bytes * (spec.params_embedding + spec.params_head + spec.params_other)
+    block = _gathered_block_bytes(spec, plan, counts)
+    return max(root, block) + block + math.ceil(block / plan.shard_ranks) + grads
+
+
+def _side_stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, grads: int,
+                       moments: dict[str, dict[str, int]], allocated_total: int) -> tuple[int, int]:
+    """(the default stream's allocated peak, what the side streams' pools hold beyond the step's allocated peak),
+    in bytes; (``allocated_total``, 0) without side pools. The sharded gradients counted at a moment of the step
+    live in the reduce-scatter stream's pool, not the default stream's."""
+    pools = _stream_pools(spec, plan, counts, grads)
+    if not pools:
+        return allocated_total, 0
+    default = max(sum(terms.values()) - min(terms.get("gradients", 0), grads) for terms in moments.values())
+    default += allocated_total - max(sum(terms.values()) for terms in moments.values())  # the states, cuBLAS
+    return default, default + pools - allocated_total
+
+
 def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved, allocated_total: int,
-              mlp_transient_per_token: int, breakdown: dict[str, int]) -> int:
-    """Bytes the caching allocator reserves for ``allocated_total``: its slack and, under batches of varying
-    length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator); the terms go to
-    ``breakdown``."""
+              mlp_transient_per_token: int, breakdown: dict[str, int], side_pools: int = 0) -> int:
+    """Bytes the caching allocator reserves for ``allocated_total`` (the default stream's peak): its slack and,
+    under batches of varying length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator), and
+    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``."""
     reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
     breakdown["allocator_cache"] = reserved - allocated_total
+    if side_pools:
+        breakdown["stream_pools"] = side_pools
+        reserved += side_pools
     hist = plan.length_histogram
     if hist is not None and len(hist) > 1:
         # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the
@@ -791,7 +835,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     allocated = int(sum(breakdown.values()))
 
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
-    reserved = _reserved(spec, plan, act, saved, allocated_total, mlp_transient // max(tokens, 1), breakdown)
+    default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
+    reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown, pools)
     breakdown["paged_optimizer_states"] = paged  # unified memory, resident when the GPU has room
     breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
@@ -857,6 +902,7 @@ TERM_LABELS = {
     "paged_optimizer_states": "paged optimizer states (unified memory)",
     "autocast_weight_copies": "autocast 16-bit weight copies",
     "cuda_context": "CUDA context and kernels",
+    "stream_pools": "FSDP all-gather / reduce-scatter stream caches (reserved)",
 }
 
 
@@ -890,6 +936,9 @@ SOURCES = {
                                "c10/cuda/CUDACachingAllocator.cpp, pytorch/devlogs 2026-06-01",
     "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
                               "torch.cuda.max_memory_allocated)",
+    "stream_pools": "FSDP2's all-gather copy-in and reduce-scatter streams keep their own caching-allocator pools: "
+                    "the root's and a block's flat all-gather outputs and every sharded gradient (torch "
+                    "fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather, foreach_reduce; pytorch#129721)",
     "cuda_context": "CUDA context, kernels and library handles (HF docs 1.3 GB on V100 without lazy "
                     "loading; ~0.5-0.8 GiB with CUDA lazy loading)",
 }

@@ -21,6 +21,7 @@ _TERMS_RU = {
     "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
     "autocast_weight_copies": "16-битные копии весов (autocast)",
     "cuda_context": "контекст CUDA и ядра",
+    "stream_pools": "кэши потоков all-gather / reduce-scatter FSDP (зарезервировано)",
 }
 
 ENTRIES: dict[str, tuple[str, str]] = {f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_LABELS.items()}
