@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import NamedTuple
 
-from gpuwork.estimate.memory import block_groups, plan_dtypes
+from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import (
@@ -44,7 +44,7 @@ from gpuwork.facts.spec import (
     lora_target_linears,
     quantized_linears,
 )
-from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
 
 
 class Kind(StrEnum):
@@ -255,10 +255,27 @@ def fp32_qlora(plan: TrainPlan, stack: StackKernels) -> bool:
             and plan.precision is not Precision.FP32 and stack.adapters_fp32 and not stack.fuse_elementwise)
 
 
+def upcast_qlora_autocast(plan: TrainPlan, stack: StackKernels) -> bool:
+    """Mixed QLoRA on peft's fp32-prepared model, eager: Linear4bit hands back its fp32 input's dtype, so the
+    element-wise ops run in fp32 and only SDPA, F.linear and the lm_head in 16 bits, on autocast's copies
+    (docs/time_misses.md#what-autocast-does-to-a-qlora-and-a-lora-layer)."""
+    return (plan.method is Method.QLORA and plan.kbit_upcast and plan.precision.is_mixed and stack.adapters_fp32
+            and not stack.fuse_elementwise)
+
+
+def _fsdp_param_dtype(plan: TrainPlan) -> bool:
+    """FSDP/HSDP with a mixed-precision policy gathers every unit's parameters in 16 bits (adapters too)."""
+    return plan.precision.is_mixed and plan.sharding.per_unit and plan.sharding is not Sharding.ZERO3
+
+
 def _widths(plan: TrainPlan, stack: StackKernels) -> _Widths:
     dt = plan_dtypes(plan)
     if fp32_qlora(plan, stack):
         return _Widths(4, 4, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), False, True)
+    if fsdp_16bit_compute(plan):  # parameters gathered in the policy's 16-bit dtype: a pure 16-bit step
+        return _Widths(2, 2, 2, matmul_dtype(plan), False)
+    if upcast_qlora_autocast(plan, stack):
+        return _Widths(4, 4, 2, matmul_dtype(plan), True)
     e = plan.precision.compute_bytes if plan.method is Method.QLORA else dt.linear_out
     return _Widths(e, dt.stream, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), dt.autocast)
 
@@ -367,7 +384,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
                          autocast=step.eager_autocast)
     for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
         for lin in groups[group]:
-            x_b = s_b if group in ("attn_in", "mlp_in") else e
+            x_b = s_b if group in ("attn_in", "mlp_in") else _attention_bytes(step) if group == "attn_out" else e
             out += _linear_forward(linears, LinearShape(lin.name, lin.in_features, lin.out_features, x_b,
                                                         quantized=lin.name in quant, adapted=lin.name in lora,
                                                         bias=lin.bias))
@@ -471,7 +488,7 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
     plan, phase, count, t, e, w_b, mm = lp.plan, lp.phase, lp.count, lp.rows, lp.e, lp.w_b, lp.mm
     adapter_mm, a_b, st, trains, autocast = lp.adapter_mm, lp.a_b, lp.stack, lp.trains, lp.autocast
     name, k, n, x_b, bias = lin.name, lin.k, lin.n, lin.x_b, lin.bias
-    casts_weight = trains and plan.precision.is_mixed
+    casts_weight = trains and plan.precision.is_mixed and not fsdp_16bit_compute(plan)  # FSDP gathers 16-bit weights
     out: list[Op] = []
     if lin.quantized:
         # bnb Linear4bit: cast x to the compute dtype, dequantize the 4-bit weight (absmax first with
@@ -504,20 +521,48 @@ def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
             out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, GemmShape(t, n, r, adapter_mm, e, e, a_b), count,
                              trains=True))
         else:
-            if plan.lora_dropout > 0:
-                out.append(_mem(f"{name} LoRA dropout", phase, t * k, e + a_b + 1, 1, count, backward=_Elementwise(1.0)))
-            elif a_b != e:  # backward: the gradient cast back
-                out.append(_mem(f"{name} LoRA input cast", phase, t * k, e + a_b, 1, count, backward=_Elementwise(1.0)))
-            out.append(_gemm(f"{name} LoRA A", phase, GemmShape(t, r, k, adapter_mm, a_b, a_b, a_b), count, trains=True))
-            out.append(_gemm(f"{name} LoRA B", phase, GemmShape(t, n, r, adapter_mm, a_b, a_b, a_b), count, trains=True))
-            # x scaling, result + lora (type-promoted), cast back to the result dtype; backward: the cast's
-            # backward, one multiply by the scaling, and the add's gradient to the 16-bit base result cast
-            # down to its dtype (autograd's validate_outputs converts a gradient to its input's dtype)
-            cast = a_b != e
-            backward_bytes = 2 * a_b + (2 * (e + a_b) if cast else 0)
-            forward_bytes = 2 * a_b + (e + a_b + a_b) + ((a_b + e) if cast else 0)
-            out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, forward_bytes, 3 if cast else 2, count,
-                            backward=_Elementwise(backward_bytes / forward_bytes, 1 + 2 * int(cast))))
+            out += _peft_lora_branch(lp, lin, x_b if lin.quantized else e)
+    return out
+
+
+def _peft_lora_branch(lp: LinearPass, lin: LinearShape, r_b: int) -> list[Op]:
+    """peft's LoRA branch beside a base linear with input ``lin.x_b`` and result ``r_b`` bytes an element (peft
+    lora/layer.py and bnb.py; docs/time_misses.md#what-autocast-does-to-a-qlora-and-a-lora-layer). Each cast's
+    backward converts the gradient back; so does an add's to an operand of another dtype."""
+    phase, count, t, st = lp.phase, lp.count, lp.rows, lp.stack
+    name, k, n, x_b, r = lin.name, lin.k, lin.n, lin.x_b, lp.plan.lora_r
+    g_b = lp.a_b  # the dtype F.linear runs in: autocast's 16 bits, or the adapters' own
+    peft = st.adapters_fp32 and not st.fuse_elementwise  # peft's eager layer with its fp32 adapters
+    w_b = 4 if peft and not _fsdp_param_dtype(lp.plan) else g_b  # the adapters' dtype as the layer sees it
+    if not peft:  # a stack's own adapters (or a compiler's kernels) on the compute dtype: casts only between dtypes
+        x_b = r_b = lp.e
+    out: list[Op] = []
+    if lin.quantized and peft:  # "defensively clone" the 4-bit result; the clone's backward launches nothing
+        out.append(_mem(f"{name} LoRA result clone", phase, t * n, 2 * r_b, 1, count, backward=Backward.NONE))
+    x1_b = x_b if lin.quantized and lp.autocast else w_b  # peft casts x to the adapters' dtype (4-bit: without autocast)
+    if x1_b != x_b:
+        out.append(_mem(f"{name} LoRA input cast", phase, t * k, x_b + x1_b, 1, count, backward=_Elementwise(1.0)))
+    if lp.plan.lora_dropout > 0:  # backward: one multiply by the saved mask
+        out.append(_mem(f"{name} LoRA dropout", phase, t * k, 2 * x1_b + 1, 1, count, backward=_Elementwise(1.0)))
+    if x1_b != g_b:  # autocast's 16-bit copy of the fp32 input
+        out.append(_mem(f"{name} LoRA input cast (autocast)", phase, t * k, x1_b + g_b, 1, count,
+                        backward=_Elementwise(1.0)))
+    out.append(_gemm(f"{name} LoRA A", phase, GemmShape(t, r, k, lp.adapter_mm, g_b, g_b, g_b), count, trains=True))
+    out.append(_gemm(f"{name} LoRA B", phase, GemmShape(t, n, r, lp.adapter_mm, g_b, g_b, g_b), count, trains=True))
+    # x scaling (in g_b), then the 4-bit layer without autocast casts the product to r_b before adding; otherwise
+    # result + product type-promotes to p and lora.Linear casts the sum back to r_b
+    cast_first = lin.quantized and not lp.autocast and g_b != r_b
+    a_b = r_b if cast_first else g_b  # the product as the add reads it
+    p = max(r_b, a_b)
+    cast_after = not lin.quantized and p != r_b
+    forward_bytes = 2 * g_b + ((g_b + r_b) if cast_first else 0) + (r_b + a_b + p) + ((p + r_b) if cast_after else 0)
+    # backward: the scaling's multiply, each cast's conversion back, the add's gradient to an operand of another dtype
+    backward_bytes = (2 * g_b + ((r_b + g_b) if cast_first else 0) + ((p + a_b) if p != a_b else 0)
+                      + (2 * (p + r_b) if cast_after else 0))
+    casts = int(cast_first) + int(cast_after)
+    back_launches = 1 + int(cast_first) + int(p != a_b) + 2 * int(cast_after)
+    out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, forward_bytes, 2 + casts, count,
+                    backward=_Elementwise(backward_bytes / forward_bytes, back_launches)))
     return out
 
 
@@ -546,6 +591,10 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     causal = not spec.is_encoder
     full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
     dtype = attention_dtype(plan, step.widths.fp32_model)
+    if e != (attn_b := _attention_bytes(step)):  # autocast, or transformers' flash path, casts fp32 q, k, v
+        out.append(_mem("attention input cast", phase, t * (q_dim + 2 * kv_dim), e + attn_b, 3, count,
+                        backward=_Elementwise(1.0)))
+        e = attn_b  # the kernel reads the 16-bit copies and writes a 16-bit output
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
     if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention is Attention.FLASH):
         # HF eager_attention_forward: repeat_kv copies, Q·K^T, scale, + mask, softmax (fp32 for
@@ -570,6 +619,11 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
+
+
+def _attention_bytes(step: _Step) -> int:
+    """Bytes an element of what the attention kernel reads and writes (its dtype's)."""
+    return 4 if attention_dtype(step.plan, step.widths.fp32_model) == "fp32" else 2
 
 
 def attention_dtype(plan: TrainPlan, fp32_model: bool) -> str:
@@ -789,7 +843,11 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     out_b = 4 if plan.method is Method.QLORA or e == 4 else e
     if step.widths.fp32_model:  # peft's upcast left lm_head fp32 and no autocast casts it: an fp32 GEMM
         mm, w_b = "fp32", 4
-    if st.fused_cross_entropy and spec.task is Task.CAUSAL_LM:
+    fused_loss = st.fused_cross_entropy and spec.task is Task.CAUSAL_LM
+    if step.eager_autocast and not fused_loss:
+        out += _head_autocast_casts(step, rows, vocab, trains)
+        e, w_b, out_b = 2, 2, 2  # F.linear on 16-bit copies writes 16-bit logits
+    if fused_loss:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
         fwd = Phase.FORWARD
         out.append(_gemm("output layer (fused with loss)", fwd, GemmShape(rows, vocab, h, mm, e, e, w_b), mb, False))
@@ -813,6 +871,21 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         out.append(_gemm("output layer weight gradient", Phase.BACKWARD, GemmShape(h, vocab, rows, mm, e, w_b, out_b),
                          mb, trains=False))
     out += _norm_ops(step, "final norm backward", Phase.BACKWARD, mb)
+    return out
+
+
+def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool) -> list[Op]:
+    """Autocast's copies for the output layer: a causal LM's fp32 final-norm output (a classifier reads its pooler's
+    16-bit one) and an fp32 weight (masters, or QLoRA's upcast head); each backward converts its gradient back."""
+    plan, h, mb, s_b = step.plan, step.spec.hidden_size, step.plan.grad_accum, step.widths.s_b
+    out: list[Op] = []
+    if s_b != 2 and step.spec.task is Task.CAUSAL_LM:
+        out.append(_mem("output layer input cast (autocast)", Phase.FORWARD, rows * h, s_b + 2, 1, mb))
+        out.append(_mem("output layer input gradient cast", Phase.BACKWARD, rows * h, 2 + s_b, 1, mb))
+    if plan.method is Method.QLORA or not plan.uses_adapters:
+        out.append(_mem("output layer weight cast (autocast)", Phase.FORWARD, vocab * h, 4 + 2, 1, mb))
+        if trains:
+            out.append(_mem("output layer weight gradient cast", Phase.BACKWARD, vocab * h, 2 + 4, 1, mb))
     return out
 
 
