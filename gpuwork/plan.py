@@ -401,6 +401,34 @@ def field_names() -> list[str]:
     return [f.name for f in fields(TrainPlan)]
 
 
+# The precision of a plan whose maker names its method but no precision (the app, links, the CLI, plan files):
+# QLoRA is run with HF Trainer / TRL and bf16=True, autocast over peft's fp32-upcast model, as
+# gpuwork.facts.configs reads such configs; a pure-bf16 QLoRA plan is the fp32 program (estimate.ops.fp32_qlora).
+# Other methods keep TrainPlan's own default (a full fine-tune's 16-bit weights, no fp32 masters).
+METHOD_PRECISION: dict[Method, Precision] = {Method.QLORA: Precision.BF16_MIXED}
+
+
+def default_precision(method: Method | str) -> Precision:
+    """The precision a plan of ``method`` gets when none is stated (``METHOD_PRECISION``)."""
+    chosen = _coerce_enum("method", method, Method)
+    return METHOD_PRECISION.get(Method(chosen), TrainPlan.precision)
+
+
+def follow_method(precision: Precision | str, old: Method | str, new: Method | str) -> Precision:
+    """The precision once the method changes from ``old`` to ``new``: the new method's default where it was the
+    old method's (nobody chose it), else as it was."""
+    precision = _coerce_enum("precision", precision, Precision)
+    return default_precision(new) if precision == default_precision(old) else Precision(precision)
+
+
+def plan_from_choices(data: dict[str, Any]) -> TrainPlan:
+    """``TrainPlan.from_dict`` for fields a user chose: without a stated precision, the method's
+    (``default_precision``)."""
+    if isinstance(data, dict) and data.get("precision") is None:
+        data = {**data, "precision": default_precision(data.get("method", TrainPlan.method))}
+    return TrainPlan.from_dict(data)
+
+
 def _coerce_enum(name: str, value: Any, enum: type[StrEnum]) -> StrEnum:
     if isinstance(value, enum):
         return value
@@ -536,7 +564,11 @@ __all__ = [
     "Sharding",
     "Stack",
     "Task",
+    "METHOD_PRECISION",
     "TrainPlan",
+    "default_precision",
+    "follow_method",
+    "plan_from_choices",
     "even_groups",
     "field_names",
     "lengths_text",

@@ -164,7 +164,9 @@ def test_the_plan_round_trips_through_the_url_and_the_plan_file() -> None:
     from gpuwork.ui.share import plan_file_bytes
 
     app = build_app(query="?model=llama-3.1-8b&method=qlora&seq_len=4096&grad_checkpointing=true&lang=ru")
-    assert app.plan == TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096, grad_checkpointing=True)
+    # a link that names no precision: QLoRA's (gpuwork.plan.default_precision)
+    assert app.plan == TrainPlan(model="llama-3.1-8b", method="qlora", precision="bf16-mixed", seq_len=4096,
+                                 grad_checkpointing=True)
     assert app.lang == "ru" and app.tabs.titles[0] == "Расчёт"
     assert app.sizing.controls["model"].value == "llama-3.1-8b" and app.sizing.controls["seq_len"].value == "4096"
     again = build_app(query=app.query())

@@ -210,7 +210,7 @@ def test_trace_speaks_russian() -> None:
     out = run("trace", "--model", "tiny-llama", "--method", "qlora", "--optimizer", "adamw-8bit", "--attention",
               "flash", "--seq-len", "64", "--lang", "ru")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("gpuwork, трассировка: tiny-llama, qlora, bf16, контекст 64 × батч")
+    assert out.stdout.startswith("gpuwork, трассировка: tiny-llama, qlora, bf16-mixed, контекст 64 × батч")
     for expected in ("пик выделенной по трассировке", "аналитическая оценка (та же величина)", "параметры",
                      "замена: qlora: Linear4bit из bitsandbytes", "замена: оптимизатор: adamw-8bit"):
         assert expected in out.stdout, expected

@@ -15,7 +15,7 @@ from gpuwork.present.messages import render
 from gpuwork.ui.advice import AdvicePanel, FitMatrixPanel
 from gpuwork.units import fmt_duration, fmt_number, fmt_usd
 
-QLORA_7B = {"model": "mistral-7b", "method": "qlora", "seq_len": 2048}
+QLORA_7B = {"model": "mistral-7b", "method": "qlora", "precision": "bf16", "seq_len": 2048}  # figures: pure bf16
 ON_DEMAND = {"mode": ["on-demand"]}
 
 

@@ -14,7 +14,7 @@ from gpuwork.estimate.timing import MFU_RANGE
 from gpuwork.facts.planfile import read_plan_fields
 from gpuwork.facts.reading import escape_chars
 from gpuwork.message import Msg, msg
-from gpuwork.plan import PLAN_RANGES, Stack, TrainPlan, field_names
+from gpuwork.plan import PLAN_RANGES, Stack, TrainPlan, field_names, plan_from_choices
 from gpuwork.present.messages import LANGS, MessageError, render, text
 from gpuwork.units import Range
 
@@ -287,27 +287,35 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:
-    """TrainPlan from a --plan file and/or flags (flags win)."""
+    """TrainPlan from a --plan file and/or flags (flags win); where none of them states a precision, the method's
+    (``gpuwork.plan.plan_from_choices``: QLoRA's is bf16-mixed)."""
     fields: dict[str, Any] = {}
+    stated: set[str] = set()
     lang = getattr(args, "lang", None) or "en"
     if getattr(args, "optimizer", None) is not None:
         args.optimizer, impl = optimizer_flag(args.optimizer, lang)
         if impl is not None and getattr(args, "optimizer_impl", None) is None:
             args.optimizer_impl = impl
     if getattr(args, "plan", None):
-        fields.update(TrainPlan.from_dict(read_plan_fields(args.plan)).as_dict())
+        given = read_plan_fields(args.plan)
+        fields.update(TrainPlan.from_dict(given).as_dict())
+        stated.update(given)
     if getattr(args, "from_files", None):  # the user's training configs (gpuwork.facts.configs), printed on stderr
         from gpuwork.facts.configs import import_configs
 
         flagged = [name for name in field_names() if getattr(args, name, None) is not None]
         imported = import_configs(args.from_files, overridden=flagged)
         fields.update(imported.fields)
+        stated.update(imported.fields)
         args.config_mapping = imported.as_dict(flagged)  # the verbs' --json carries it as "from"
         print("\n".join(render(line, lang) for line in imported.report(flagged)) + "\n", file=sys.stderr)
     for name in _FLAG_FIELDS:
         value = getattr(args, name, None)
         if value is not None:
             fields[name] = value
+            stated.add(name)
+    if "precision" not in stated:
+        fields.pop("precision", None)
     if getattr(args, "lengths_from", None):  # the user's texts through their tokenizer: a length histogram
         from gpuwork.measure.lengths import length_histogram
         from gpuwork.plan import TrainPlan as _Plan
@@ -317,7 +325,7 @@ def plan_from_args(args: argparse.Namespace) -> TrainPlan:
                                              seq_len=seq_len if isinstance(seq_len, int) else _Plan.seq_len)
     if "lora_alpha" in fields and float(fields["lora_alpha"]).is_integer():
         fields["lora_alpha"] = int(fields["lora_alpha"])
-    plan = TrainPlan.from_dict(fields)
+    plan = plan_from_choices(fields)
     say_block_profile_note(plan, lang)
     return plan
 

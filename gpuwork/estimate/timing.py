@@ -63,7 +63,7 @@ from gpuwork.estimate.lengths import (
     real_tokens_per_sequence,
 )
 from gpuwork.estimate.memory import estimate_memory
-from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, step_ops
+from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, fp32_qlora, step_ops
 from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
 from gpuwork.facts.block_profiles import BlockProfile, matching_profile
@@ -565,6 +565,18 @@ def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
     return MoeExperts(moe_experts) if moe_experts is not None else None
 
 
+def _precision_warnings(plan: TrainPlan, gpu: GpuSpec, profile: StackProfile) -> list[Msg]:
+    """What the plan's precision runs as: bf16 on a card without BF16 tensor cores, a QLoRA step in fp32."""
+    found = []
+    if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
+        found.append(msg("time.no_bf16", gpu=gpu.display_name))
+    if fp32_qlora(plan, stack_kernels(profile)):  # what runs, and the precision most QLoRA runs use
+        fp16 = plan.precision is Precision.FP16
+        found.append(msg("time.fp32_qlora", precision=plan.precision, flag="fp16" if fp16 else "bf16",
+                         mixed=Precision.FP16_MIXED if fp16 else Precision.BF16_MIXED))
+    return found
+
+
 def _run_warnings(plan: TrainPlan, intra: Link, comm: CommEstimate, own_share: float,
                   data: DataFeed) -> tuple[Msg, ...]:
     """Warnings about the run as a whole: adapters under sharding, a PCIe-bound step, GPUs waiting for data."""
@@ -822,8 +834,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     warnings: list[Msg] = []
     flops = flops_per_token(_flops_plan(plan), inputs.spec)
     peak, peak_label = peak_flops(gpu, plan.precision)
-    if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
-        warnings.append(msg("time.no_bf16", gpu=gpu.display_name))
+    warnings.extend(_precision_warnings(plan, gpu, inputs.rates.stacks[plan.stack]))
     device = _device_rates(gpu, inputs, warnings)
     s = _Setting(plan, gpu, inputs, count_params(inputs.spec, plan), inputs.rates.stacks[plan.stack], device,
                  _experts(options.get("moe_experts")))

@@ -225,6 +225,9 @@ def rental_request(plan: TrainPlan, *, lang: str = "en", match: ProfileMatch | N
     return RentalRequest(lang=lang, summary=lines[0], text="\n".join(lines), fields=_request_fields(facts, lang))
 
 
+_PROGRAM_WARNINGS = ("time.no_bf16", "time.fp32_qlora")
+
+
 def _request_lines(f: _Facts, lang: str) -> list[str]:
     """The request as text: the one-sentence summary, then the details, one per line."""
     plan, o, match = f.plan, f.options, f.match
@@ -259,6 +262,8 @@ def _request_lines(f: _Facts, lang: str) -> list[str]:
     lines.extend(say(m) for m in _suggestion(match, f.example, o.budget_usd, f.chosen))
     lines.extend(say(m) for m in _protocol(match, f.trial))
     time = match.time
+    # the time warnings about the program that runs (its precision), which the provider's run must match
+    lines.extend(say(w) for w in (time.warnings if time else ()) if w.code in _PROGRAM_WARNINGS)
     if time is not None and time.total_s > f.period_days * DAY_S:
         lines.append(say(msg("request.too_long", days=math.ceil(time.total_s / DAY_S))))
     if o.trial_required:

@@ -43,7 +43,7 @@ import traitlets
 
 from gpuwork.errors import GpuworkError
 from gpuwork.message import msg
-from gpuwork.plan import TrainPlan
+from gpuwork.plan import TrainPlan, plan_from_choices
 from gpuwork.present import messages
 from gpuwork.units import LANGS, parse_count, parse_number
 
@@ -326,14 +326,15 @@ def setup_notebook(report: bool = False) -> None:
 
 
 def plan_from(value: TrainPlan | Mapping[str, Any] | None, default: Mapping[str, Any] | None = None) -> TrainPlan:
-    """A TrainPlan from a plan, a dict of fields (``{"plan": {...}}`` accepted) or None (the default)."""
+    """A TrainPlan from a plan, a dict of fields (``{"plan": {...}}`` accepted; without a precision, the method's:
+    ``gpuwork.plan.plan_from_choices``) or None (the default)."""
     if isinstance(value, TrainPlan):
         return value
     data = dict(default or {})
     if value:
         nested = value.get("plan")
         data.update(nested if isinstance(nested, Mapping) else value)
-    return TrainPlan.from_dict(data)
+    return plan_from_choices(data)
 
 
 def start_plan(panel: Any, plan: TrainPlan | Mapping[str, Any] | None) -> None:

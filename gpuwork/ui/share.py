@@ -1,6 +1,7 @@
 """A shareable plan: a TrainPlan as URL query parameters and as a downloadable plan file, and back.
 
-``plan_query(plan)`` writes the fields that differ from ``TrainPlan()`` as ``?model=...&seq_len=4096``;
+``plan_query(plan)`` writes the fields that differ from ``TrainPlan()`` as ``?model=...&seq_len=4096`` (the
+precision when it differs from its method's, ``gpuwork.plan.default_precision``: QLoRA's is bf16-mixed);
 ``plan_from_query(query)`` reads them back through the validation layer: each value is parsed like a typed
 form field (``gpuwork.units``: counts accept "4k", sizes "200MB") and the plan is checked by ``TrainPlan``, so
 a bad value or a misspelt field is the same one-line message the form and the CLI give. ``plan_file_bytes``
@@ -9,7 +10,8 @@ is the plan file (``TrainPlan.as_dict`` as JSON, what ``gpuwork report --plan`` 
 Voila kernel serves.
 
 Example:
-    >>> plan = TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=4096, grad_checkpointing=True)
+    >>> plan = TrainPlan(model="llama-3.1-8b", method="qlora", precision="bf16-mixed", seq_len=4096,
+    ...                  grad_checkpointing=True)
     >>> plan_query(plan)
     'model=llama-3.1-8b&method=qlora&seq_len=4096&grad_checkpointing=true'
     >>> plan_from_query("?" + plan_query(plan)) == plan
@@ -32,7 +34,7 @@ from urllib.parse import parse_qs, urlencode
 
 from gpuwork.errors import PlanError
 from gpuwork.message import msg
-from gpuwork.plan import TrainPlan
+from gpuwork.plan import TrainPlan, default_precision, follow_method, plan_from_choices
 from gpuwork.present.messages import text
 from gpuwork.units import parse_count, parse_number, parse_size
 
@@ -61,8 +63,9 @@ def _as_text(value: Any) -> str:
 
 
 def plan_query(plan: TrainPlan) -> str:
-    """The URL query (without "?") of the fields of ``plan`` that differ from ``TrainPlan()``, in field order."""
-    default = TrainPlan()
+    """The URL query (without "?") of the fields of ``plan`` that differ from ``TrainPlan()`` (the precision: from
+    its method's), in field order."""
+    default = TrainPlan().replace(precision=default_precision(plan.method))
     pairs = [(f.name, _as_text(getattr(plan, f.name))) for f in fields(TrainPlan)
              if getattr(plan, f.name) != getattr(default, f.name)]
     return urlencode(pairs, safe=",/")
@@ -95,7 +98,8 @@ def _parse(name: str, raw: str) -> Any:
 
 
 def plan_from_query(query: str | Mapping[str, Any], base: TrainPlan | None = None) -> TrainPlan:
-    """The plan a URL query describes: ``base`` (default ``TrainPlan()``) with the query's fields.
+    """The plan a URL query describes: ``base`` (default ``TrainPlan()``) with the query's fields. A query that
+    names no precision gets its method's (``gpuwork.plan.plan_from_choices``; over a base, ``follow_method``).
 
     ``query``: "?model=gpt2&seq_len=1k", "model=gpt2" or a mapping (a value may be a list: the last one
     counts, as a form would). Keys in PAGE_KEYS are ignored. Raises PlanError naming the field and the fix
@@ -105,14 +109,16 @@ def plan_from_query(query: str | Mapping[str, Any], base: TrainPlan | None = Non
         items = {k: v[-1] for k, v in parse_qs(query.lstrip("?"), keep_blank_values=True).items()}
     else:
         items = {k: (v[-1] if isinstance(v, list | tuple) else v) for k, v in query.items()}
-    data = (base or TrainPlan()).as_dict()
     changes: dict[str, Any] = {}
     for key, raw in items.items():
         if key in PAGE_KEYS:
             continue
         changes[key] = _parse(key, str(raw)) if key in _DEFAULTS else raw  # unknown keys: from_dict names them
-    data.update(changes)
-    return TrainPlan.from_dict(data)
+    if base is None:
+        return plan_from_choices(changes)
+    if "method" in changes and "precision" not in changes:  # as the form's method control does
+        changes["precision"] = follow_method(base.precision, base.method, changes["method"])
+    return TrainPlan.from_dict({**base.as_dict(), **changes})
 
 
 def page_link_query(plan: TrainPlan, lang: str = "en") -> str:

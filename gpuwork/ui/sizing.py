@@ -40,7 +40,17 @@ from gpuwork.estimate.memory import MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
 from gpuwork.facts.model import list_presets
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Optimizer, Precision, Sharding, Stack, TrainPlan, lengths_text
+from gpuwork.plan import (
+    Attention,
+    Method,
+    Optimizer,
+    Precision,
+    Sharding,
+    Stack,
+    TrainPlan,
+    follow_method,
+    lengths_text,
+)
 from gpuwork.present import charts
 from gpuwork.present.messages import render
 from gpuwork.ui import common
@@ -402,7 +412,12 @@ class SizingForm(common.Panel):
 
     # -- update -----------------------------------------------------------------------------------
 
-    def _on_change(self, _change: Any = None) -> None:
+    def _on_change(self, change: Any = None) -> None:
+        if change is not None and change.get("owner") is self.controls["method"] and not self._muted:
+            # the precision follows the method while nobody chose it (QLoRA's is bf16-mixed: gpuwork.plan)
+            precision = self.controls["precision"]
+            with self._mute():
+                precision.value = follow_method(precision.value, change["old"], change["new"]).value
         self.refresh()
 
     def _on_source(self, _change: Any = None) -> None:

@@ -70,8 +70,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
                            "имя пресета (см. `gpuwork models`), путь к config.json или идентификатор модели на хабе"),
     "cli.help.run.method": ("scratch | full | freeze | lora | qlora", "scratch | full | freeze | lora | qlora"),
     "cli.help.run.task": ("auto | causal-lm | seq-cls | masked-lm", "auto | causal-lm | seq-cls | masked-lm"),
-    "cli.help.run.precision": ("fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed",
-                               "fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed"),
+    "cli.help.run.precision": (
+        "fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed; default bf16, for qlora bf16-mixed (HF Trainer / TRL with "
+        "bf16=True: autocast)",
+        "fp32 | fp16 | bf16 | fp16-mixed | bf16-mixed; по умолчанию bf16, для qlora bf16-mixed (HF Trainer / TRL "
+        "с bf16=True: autocast)"),
     "cli.help.run.optimizer": (
         "adamw | adamw-8bit | paged-adamw-8bit | adafactor | sgd | lion, or the name Trainer, TRL or axolotl takes "
         "(adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, ...): the same table as in --from files",

@@ -12,6 +12,16 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "достижимую долю измеренных GPU"),
     "time.no_bf16": ("{gpu} has no BF16 tensor cores: use fp16-mixed",
                      "у {gpu} нет тензорных ядер BF16: используйте fp16-mixed"),
+    "time.fp32_qlora": (
+        "QLoRA in pure {precision} without autocast runs in fp32 outside its 4-bit matmuls: peft's "
+        "prepare_model_for_kbit_training keeps embeddings, norms and lm_head in fp32 (kbit_upcast) and nothing casts "
+        "back, so activations, attention (no flash kernel), MLP, LoRA and lm_head are fp32. HF Trainer with "
+        "{flag}=True, TRL or torch.autocast: choose {mixed}; a framework that skips the upcast: turn kbit_upcast off",
+        "QLoRA с чистой точностью {precision} без autocast считается в fp32 везде, кроме 4-битных умножений матриц: "
+        "prepare_model_for_kbit_training (PEFT) оставляет эмбеддинги, нормировки и lm_head в fp32 (kbit_upcast), "
+        "и обратно их никто не приводит, поэтому активации, внимание (без flash-ядра), MLP, LoRA и lm_head идут в "
+        "fp32. HF Trainer с включённым {flag}, TRL или torch.autocast: выберите {mixed}; фреймворк, который "
+        "пропускает это приведение: выключите kbit_upcast"),
     "time.adapters_sharded": (
         "LoRA with ZeRO-3/FSDP gathers the whole frozen base every micro-batch",
         "LoRA с ZeRO-3/FSDP собирает всю замороженную базу на каждом микробатче"),
