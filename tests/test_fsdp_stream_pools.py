@@ -123,8 +123,21 @@ def test_real_fsdp2_step_allocates_gathers_and_sharded_gradients_on_its_streams(
     config, _ = load_config("tiny-llama")
     config = {k: v for k, v in config.items() if k != "transformers_version"}
     spec = spec_for_plan(TrainPlan(model="tiny-llama"))
+    from torch.distributed.fsdp._fully_shard import _fsdp_param_group
+
     tags = _StreamTags()
     monkeypatch.setattr(torch.cpu, "stream", tags.stream)
+    # at each all-gather: the flat output the previous unit's all_gather_state still holds, and this unit's numel
+    held_then_new: list[tuple[int, int]] = []
+    gather = _fsdp_param_group.foreach_all_gather
+
+    def watched(fsdp_params, *args, **kwargs):
+        state = ctx.all_gather_state
+        held = state.all_gather_result.all_gather_output.numel() if state is not None else 0
+        held_then_new.append((held, sum(p.sharded_param.numel() for p in fsdp_params)))  # global numel
+        return gather(fsdp_params, *args, **kwargs)
+
+    monkeypatch.setattr(_fsdp_param_group, "foreach_all_gather", watched)
     ranks = 2
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=ranks)
     try:
@@ -136,10 +149,10 @@ def test_real_fsdp2_step_allocates_gathers_and_sharded_gradients_on_its_streams(
         for layer in model.model.layers:
             fully_shard(layer, mp_policy=policy, mesh=mesh)
         fully_shard(model, mp_policy=policy, mesh=mesh)
+        ctx = model._get_fsdp_state()._comm_ctx  # the root's, shared with every unit at the first forward
         ids = torch.randint(0, config["vocab_size"], (1, 64), generator=torch.Generator().manual_seed(0))
         with tags.mode():
             model(input_ids=ids, labels=ids).loss.backward()
-        ctx = model._get_fsdp_state()._comm_ctx
         grads = {p.grad.to_local().untyped_storage().data_ptr(): p.grad.to_local() for p in model.parameters()}
     finally:
         dist.destroy_process_group()
@@ -159,6 +172,11 @@ def test_real_fsdp2_step_allocates_gathers_and_sharded_gradients_on_its_streams(
     assert gathered == sorted([(2 * root, torch.bfloat16), (2 * root // ranks, torch.bfloat16)]
                               + [(2 * block, torch.bfloat16), (2 * block // ranks, torch.bfloat16)]
                               * 2 * spec.num_layers)
+    # the forward holds a unit's flat output until the next unit's copy-out: the root's beside the first block's
+    # is the largest pair (the estimate's max(root, block) + block), the backward holds none
+    assert held_then_new[:2] == [(0, root), (root, block)]
+    assert max(held + new for held, new in held_then_new) == root + block
+    assert all(held == 0 for held, _ in held_then_new[1 + spec.num_layers:])
     # the reduce-scatter input (a unit's whole gradient in the reduce dtype) is born on the default stream
     assert born[None].count((4 * block, torch.float32)) == spec.num_layers
     assert born[None].count((4 * root, torch.float32)) == 1
