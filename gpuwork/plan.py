@@ -246,7 +246,8 @@ class TrainPlan:
     offload_params: bool = False  # parameters on CPU between uses (ZeRO-3 / FSDP only)
     optimizer_impl: OptimizerImpl = OptimizerImpl.FOREACH  # torch optimizer kernels
     stack: Stack = Stack.HF_TRAINER  # the software that runs the step (kernels, launches, overlap)
-    # sequence lengths of the data: "fixed" (every batch seq_len tokens), "packed" (rows packed to seq_len), or a
+    # sequence lengths of the data: "fixed" (every batch seq_len tokens), "packed" (rows packed to seq_len),
+    # "padded" (every row padded to seq_len, padding='max_length': the attention mask marks the padding), or a
     # histogram ((length, weight), ...) padded per micro-batch to its longest; longer ones are cut to seq_len
     lengths: str | tuple[tuple[int, float], ...] = "fixed"
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
@@ -343,7 +344,7 @@ class TrainPlan:
 
     @property
     def length_histogram(self) -> tuple[tuple[int, float], ...] | None:
-        """The lengths as a histogram, or None when every batch has ``seq_len`` tokens (fixed or packed)."""
+        """The lengths as a histogram, or None when every batch has ``seq_len`` tokens (fixed, packed, padded)."""
         return self.lengths if isinstance(self.lengths, tuple) else None
 
     @property
@@ -458,12 +459,12 @@ def _coerce_targets(value: Any) -> tuple[str, ...]:
     return names
 
 
-LENGTH_KINDS = ("fixed", "packed")
+LENGTH_KINDS = ("fixed", "packed", "padded")
 MAX_LENGTH_BINS = 10_000
 
 
 def _coerce_lengths(value: Any, seq_len: int) -> str | tuple[tuple[int, float], ...]:
-    """"fixed", "packed", or a histogram as ((length, weight), ...) sorted by length, repeated lengths summed.
+    """"fixed", "packed", "padded", or a histogram as ((length, weight), ...) sorted by length, repeated lengths summed.
 
     A histogram comes as "LEN:WEIGHT,LEN:WEIGHT" (the CLI), {length: weight} or [[length, weight], ...] (a plan
     file); weights are counts or shares, only their ratios count."""
@@ -498,7 +499,7 @@ def _coerce_lengths(value: Any, seq_len: int) -> str | tuple[tuple[int, float], 
 
 
 def lengths_text(lengths: str | tuple[tuple[int, float], ...]) -> str:
-    """``TrainPlan.lengths`` as the text the CLI and forms take back: "fixed", "packed" or "128:40,512:6.5"."""
+    """``TrainPlan.lengths`` as the text the CLI and forms take back: "fixed", "packed", "padded" or "128:40,512:6.5"."""
     if isinstance(lengths, str):
         return lengths
     return ",".join(f"{n}:{int(w) if float(w).is_integer() else repr(float(w))}" for n, w in lengths)

@@ -299,7 +299,7 @@ def help_of(capsys, monkeypatch):
 
 # names the Russian help keeps beyond the shared list: values the help lists, programs, the example folder
 HELP_NAMES = {"auto", "all-linear", "Markdown", "Voila", "Ctrl", "TrainPlan", "stderr", "trials", "fixed", "packed",
-              "True", "txt", "jsonl", "json", "BPE"}
+              "padded", "True", "txt", "jsonl", "json", "BPE"}
 
 
 def _options_in_usage(text: str) -> set[str]:

@@ -11,6 +11,7 @@ import itertools
 import math
 
 from gpuwork.estimate.allocator import padded_mix
+from gpuwork.estimate.ops import StackKernels, sdpa_padding_mask
 from gpuwork.estimate.steptime import StepPrice
 from gpuwork.plan import TrainPlan
 
@@ -60,9 +61,28 @@ def moments_histogram(mean: float, sd: float, shortest: int, longest: int, seq_l
 
 def padded_lengths(plan: TrainPlan) -> tuple[tuple[float, int], ...] | None:
     """(probability, length) of a micro-batch's padded length under ``plan.lengths``, or None when every
-    micro-batch has ``seq_len`` tokens ("fixed", "packed"); ``allocator.padded_mix`` says how."""
+    micro-batch has ``seq_len`` tokens ("fixed", "packed", "padded"); ``allocator.padded_mix`` says how."""
     hist = plan.length_histogram
     return None if hist is None else padded_mix(hist, plan.batch_size)
+
+
+def padding_parts(plan: TrainPlan, stack: StackKernels) -> tuple[tuple[str, tuple[tuple[float, int], ...]], ...]:
+    """``padded_lengths`` split by what attention sees, as (lengths kind, (probability, length), ...): "padded"
+    for micro-batches whose sequences differ in length (the collator pads them and the attention mask marks the
+    padding), "fixed" for those whose ``batch_size`` sequences all have one length l (no padding: probability
+    share(l) ** batch_size). All "fixed" where the mask changes no kernel (``ops.sdpa_padding_mask``) or at
+    batch 1; empty without a histogram."""
+    mix = padded_lengths(plan)
+    hist = plan.length_histogram
+    if mix is None or hist is None:
+        return ()
+    if plan.batch_size == 1 or not sdpa_padding_mask(plan.replace(lengths="padded"), stack):
+        return (("fixed", mix),)
+    total = sum(w for _, w in hist)
+    same = {n: (w / total) ** plan.batch_size for n, w in hist}
+    padded = tuple((p - same[n], n) for p, n in mix if p - same[n] > 0)
+    equal = tuple((same[n], n) for n, _ in hist if same[n] > 0)
+    return tuple((kind, part) for kind, part in (("padded", padded), ("fixed", equal)) if part)
 
 
 def real_tokens_per_sequence(plan: TrainPlan) -> float:
@@ -121,4 +141,4 @@ def mixed_price(parts: list[tuple[float, StepPrice]]) -> StepPrice:
 
 
 __all__ = ["LENGTH_GRID", "MOMENT_BINS", "length_grid", "mixed_price", "moments_histogram", "padded_lengths",
-           "real_tokens_per_sequence"]
+           "padding_parts", "real_tokens_per_sequence"]

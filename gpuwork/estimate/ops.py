@@ -96,6 +96,7 @@ class Op:
     n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
     attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels (m = sequence length, n = head dim)
     causal: bool = False  # a fused attention kernel with a causal mask
+    mem_efficient: bool = False  # SDPA's memory-efficient kernel instead of flash (an attention mask: no flash)
     backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
     # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
     backward_factor: float = 2.0
@@ -119,6 +120,7 @@ class StackKernels:
     adapters_fp32: bool = True  # LoRA weights fp32 on a 16-bit base (peft autocast_adapter_dtype=True)
     # apex amp O2 casts the model to 16 bits: a mixed plan's stream, mask and softmax chain are 16-bit, no autocast
     model_16bit: bool = False
+    sdpa_padding_mask: bool = False  # SDPA gets the batch's padding mask (transformers' models)
     moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
 
 
@@ -611,14 +613,25 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     else:
         # one fused kernel (FlashAttention-2 via SDPA or flash-attn); causal masking skips the blocks
         # above the diagonal: FLOPs x (1 + 1/n_blocks) / 2 with 128-row blocks (flash-attention's
-        # benchmark counts causal as half)
+        # benchmark counts causal as half). With a padding mask SDPA runs its memory-efficient kernel, which adds
+        # the mask (read once, e bytes an element) over the whole matrix and skips no block
+        masked = sdpa_padding_mask(plan, st)
+        causal = causal and not masked
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
-        out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io), 1, count,
-                      dtype, s, d, attention_pass="fwd", causal=causal,
+        out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
+                      count, dtype, s, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
                       backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
+
+
+def sdpa_padding_mask(plan: TrainPlan, stack: StackKernels) -> bool:
+    """SDPA gets an attention mask and so never its flash kernel (sdp_utils: flash takes no attn_mask): a stack
+    whose models hand it the batch's padding mask (stacks.csv sdpa_padding_mask: transformers drops the mask only
+    when it is all ones) on rows padded to seq_len (``lengths="padded"``; estimate.timing prices a histogram's
+    micro-batches of unequal lengths so). docs/time_misses.md#sdpa-with-a-padding-mask."""
+    return plan.attention is Attention.SDPA and stack.sdpa_padding_mask and plan.lengths == "padded"
 
 
 def _attention_bytes(step: _Step) -> int:
@@ -908,7 +921,8 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
         return Op(op.name, op.kind, _BACKWARD, 0.0, 0.0, 0, 0, backward=_NONE)
     if kind is _FUSED_ATTENTION:
         return Op("attention backward (fused kernel)", op.kind, _BACKWARD, op.flops * 2.5, op.bytes * 2.0, 2,
-                  count, op.dtype, op.m, op.n, attention_pass="bwd", causal=op.causal, backward=_NONE)
+                  count, op.dtype, op.m, op.n, attention_pass="bwd", causal=op.causal,
+                  mem_efficient=op.mem_efficient, backward=_NONE)
     if kind is _REPEAT:
         return Op(op.name + " (backward)", op.kind, _BACKWARD, 0.0, op.bytes, op.launches, count, backward=_NONE)
     if kind is _GRAD_CAST:
@@ -972,4 +986,5 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: in
     return out
 
 
-__all__ = ["Backward", "Kind", "MoeExperts", "Op", "OpList", "Phase", "StackKernels", "matmul_dtype", "step_ops"]
+__all__ = ["Backward", "Kind", "MoeExperts", "Op", "OpList", "Phase", "StackKernels", "matmul_dtype",
+           "sdpa_padding_mask", "step_ops"]

@@ -65,7 +65,8 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         fused_mlp_activation=profile.fused_mlp_activation,
                         fused_cross_entropy=profile.fused_cross_entropy, fused_lora=profile.fused_lora,
                         fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32,
-                        model_16bit=profile.model_16bit, moe_experts=MoeExperts(moe_experts or profile.moe_experts))
+                        model_16bit=profile.model_16bit, sdpa_padding_mask=profile.sdpa_padding_mask,
+                        moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 
 _FAMILY_KEY = "flash_attn_fwd_fraction_"
@@ -329,10 +330,16 @@ def _kernel_fact(value: float | None, key: str) -> float:
 
 
 def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
-                    causal: bool = False) -> float:
+                    causal: bool = False, mem_efficient: bool = False) -> float:
     """FLOP/s of a fused attention kernel, in the op's FLOPs: the family's measured curve at this length and head
     dim where attention_curves.csv has one (``curve_fraction``), else ``attention_fraction``; x the dtype's dense
-    peak."""
+    peak. SDPA's memory-efficient kernel (16-bit with a mask) runs at that flash rate x sdpa_mem_efficient_fraction
+    / flash_attn_fwd_fraction, the FA2 paper's A100 ratio of a FlashAttention-1-class kernel to FlashAttention-2
+    (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on every family."""
+    if mem_efficient and dtype != "fp32":
+        _, _, fwd16, _, sdpa16 = facts.attention
+        ratio16 = _kernel_fact(sdpa16, "sdpa_mem_efficient_fraction") / _kernel_fact(fwd16, "flash_attn_fwd_fraction")
+        return _attention_rate(facts, attention_pass, dtype, seq_len, head_dim, causal) * ratio16
     family_fwd, family_bwd, fwd, bwd, sdpa = facts.attention
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
     if dtype == "fp32":
@@ -357,8 +364,8 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
 # garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
-# host_sync, attention_pass, dtype, m, n, causal (a plain tuple: the pricing loop unpacks it)
-_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool]
+# host_sync, attention_pass, dtype, m, n, causal, mem_efficient (a plain tuple: the pricing loop unpacks it)
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool]
 _PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
 _KIND_VALUES = tuple(_VALUES[k] for k in Kind)
 _BACKWARD = Phase.BACKWARD.value
@@ -393,7 +400,8 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
         if op.count <= 0:
             continue
         rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
-                     op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal))
+                     op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal,
+                     op.mem_efficient))
         counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
@@ -433,19 +441,20 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
-    attention_rates: dict[tuple[str, str, int, int, bool], float] = {}
+    attention_rates: dict[tuple[str, str, int, int, bool, bool], float] = {}
     gpu_times: list[float] = []
     times: list[float] = []
     for row in rows:
         priced = memo.get(row)
         if priced is None:
-            _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal = row
+            _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff = row
             if flops > 0:
                 if attention_pass:
-                    key = (attention_pass, dtype, m, n, causal)
+                    key = (attention_pass, dtype, m, n, causal, mem_eff)
                     rate = attention_rates.get(key)
                     if rate is None:
-                        rate = attention_rates[key] = _attention_rate(facts, attention_pass, dtype, m, n, causal)
+                        rate = attention_rates[key] = _attention_rate(facts, attention_pass, dtype, m, n, causal,
+                                                                      mem_eff)
                     compute = flops / rate
                 elif m and n and shaped:
                     pricer = gemm_pricers.get(dtype)

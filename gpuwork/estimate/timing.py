@@ -60,6 +60,7 @@ from gpuwork.estimate.lengths import (
     length_grid,
     mixed_price,
     padded_lengths,
+    padding_parts,
     real_tokens_per_sequence,
 )
 from gpuwork.estimate.memory import estimate_memory
@@ -620,9 +621,10 @@ def _priced_shapes(s: _Setting, scale: float) -> tuple[list[tuple[float, TrainPl
     ops = _plan_ops(plan, s.inputs, s.profile, s.experts)
     if mix is None:
         shapes: list[tuple[float, TrainPlan, tuple[Any, ...]]] = [(1.0, plan, ops)]
-    else:
+    else:  # micro-batches with padding carry the attention mask (ops.sdpa_padding_mask), those of one length not
         shapes = [(w, shape, _plan_ops(shape, s.inputs, s.profile, s.experts))
-                  for w, shape in ((w, plan.replace(seq_len=n, lengths="fixed")) for w, n in length_grid(mix))]
+                  for kind, part in padding_parts(plan, stack_kernels(s.profile, s.experts))
+                  for w, shape in ((w, plan.replace(seq_len=n, lengths=kind)) for w, n in length_grid(part))]
     priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale)) for w, shape, o in shapes]
     price = priced[0][2] if mix is None else mixed_price([(w, p) for w, _, p in priced])
     return priced, price

@@ -73,6 +73,9 @@ class StackProfile:
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)
     model_16bit: bool = False
+    # transformers' models hand SDPA the batch's padding mask, which keeps it off the flash kernel (stacks.csv
+    # sdpa_padding_mask; docs/time_misses.md#sdpa-with-a-padding-mask; an older file without the column: 0)
+    sdpa_padding_mask: bool = False
 
 
 class AttentionPoint(NamedTuple):
@@ -172,7 +175,7 @@ def _load(folder: str) -> Rates:
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
-    optional_flags = ("model_16bit",)  # an older file without the column: 0
+    optional_flags = ("model_16bit", "sdpa_padding_mask")  # an older file without the column: 0
     for i, row in enumerate(read_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())

@@ -119,9 +119,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.stack": ("software running the step: {stacks} (default: hf-trainer; data/stacks.csv)",
                            "программный стек шага: {stacks} (по умолчанию hf-trainer; data/stacks.csv)"),
     "cli.help.run.lengths": (
-        "sequence lengths of the data: fixed (default: every batch seq_len tokens) | packed | a histogram "
-        "LEN:COUNT,... (batches padded to their longest; reserved memory replays the CUDA caching allocator)",
+        "sequence lengths of the data: fixed (default: every batch seq_len tokens) | packed | padded (every row "
+        "padded to seq_len, the attention mask marks the padding) | a histogram LEN:COUNT,... (batches padded to "
+        "their longest; reserved memory replays the CUDA caching allocator)",
         "длины последовательностей в данных: fixed (по умолчанию: каждый батч по seq_len токенов) | packed | "
+        "padded (каждая строка дополнена до seq_len, маска внимания отмечает дополнение) | "
         "гистограмма ДЛИНА:КОЛИЧЕСТВО,... (батч дополняется до самой длинной; резерв считается по правилам "
         "кэширующего аллокатора CUDA)"),
     "cli.help.run.expandable_segments": (

@@ -19,9 +19,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.plan.lora_dropout": ("lora_dropout={value:raw} must be below 1 (0.05 is common)",
                                 "lora_dropout={value:raw} должен быть меньше 1 (обычно 0,05)"),
     "error.plan.lengths": (
-        "lengths={value:raw} is not understood: use fixed, packed, or a histogram such as 128:40,512:50,2048:10 "
+        "lengths={value:raw} is not understood: use fixed, packed, padded, or a histogram such as 128:40,512:50,2048:10 "
         "(length:count)",
-        "lengths={value:raw} не распознано: укажите fixed, packed или гистограмму, например 128:40,512:50,2048:10 "
+        "lengths={value:raw} не распознано: укажите fixed, packed, padded или гистограмму, например 128:40,512:50,2048:10 "
         "(длина:количество)"),
     "error.plan.lengths_bin": (
         "lengths: {length:raw}:{weight:raw} is not a length:count pair (a whole length of at least 1, a count above 0)",

@@ -221,7 +221,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "the framework skips that or casts them back to 16 bit (axolotl, ms-swift, TRL 0.27 and later)",
         "QLoRA: prepare_model_for_kbit_training держит эмбеддинги, нормализации и lm_head в fp32. Снимите "
         "флажок, если фреймворк это пропускает или возвращает их в 16 бит (например, TRL 0.27 и новее)"),
-    "ui.lengths_hint": ("fixed, packed or 128:40,512:50 (length:count)", "fixed, packed или 128:40,512:50 (длина:число)"),
+    "ui.lengths_hint": ("fixed, packed, padded or 128:40,512:50 (length:count)",
+                        "fixed, packed, padded или 128:40,512:50 (длина:число)"),
     "ui.class_option": ("{value:@ui.gpu_class}", "{value:@ui.gpu_class}"),
     "ui.region_option": ("{value:@ui.region}", "{value:@ui.region}"),
     "ui.col_offer": ("Offer", "Предложение"),
