@@ -173,3 +173,42 @@ def test_real_lora_layer_under_autocast_casts_its_input_to_fp32_and_multiplies_i
     assert ops["self_attn.q_proj LoRA input cast"].bytes == 32 * 256 * (2 + 4)
     assert ops["self_attn.q_proj LoRA input cast (autocast)"].bytes == 32 * 256 * (4 + 2)
     assert ops["self_attn.q_proj LoRA A"].dtype == "bf16"
+
+
+@pytest.mark.parametrize("precision", ["bf16", "bf16-mixed"])
+def test_qlora_without_the_upcast_runs_a_16bit_stream(precision):
+    """kbit_upcast false (16-bit norms, embeddings and lm_head): every 4-bit linear reads and returns bf16, so no
+    cast around it, 2-byte residual adds and bf16 logits; pure bf16 keeps peft's fp32 adapters and their casts."""
+    plan = _plan(precision=precision, kbit_upcast=False)
+    spec = get_spec(plan.model)
+    t, h, v = plan.tokens_per_micro_batch, spec.hidden_size, spec.vocab_size
+    ops = _forward(plan)
+    assert not [name for name in ops if name.endswith(("cast to compute dtype", "cast back", "(autocast)"))]
+    assert ops["output layer"].bytes == 2 * (t * h + h * v + t * v)
+    assert ops["MLP activation"].bytes == t * spec.intermediate_size * 2 * 2
+    residual = [o for o in step_ops(plan, spec) if o.name == "residual add" and o.phase is Phase.FORWARD]
+    assert {o.bytes for o in residual} == {t * h * 3 * 2}
+    adapter_fp32 = plan.precision.is_mixed is False  # without autocast peft casts x to its fp32 adapters
+    assert ops["self_attn.q_proj LoRA A"].dtype == ("fp32" if adapter_fp32 else "bf16")
+    assert ("self_attn.q_proj LoRA input cast" in ops) is adapter_fp32
+
+
+@pytest.mark.slow
+def test_real_qlora_step_without_the_upcast_keeps_its_linears_in_bf16(tmp_path):
+    """tiny Llama NF4, not prepared (16-bit norms), LoRA on every linear, under bf16 autocast: the 4-bit linears'
+    inputs and SiLU's are bf16, as the op list prices them (no casts around the 4-bit GEMMs)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("bitsandbytes")
+    from conftest import tiny_qlora_model
+
+    model = tiny_qlora_model(tmp_path, "tiny-llama", upcast=False)
+    layer = model.base_model.model.model.layers[0]
+    seen: dict[str, object] = {}
+    for key, module in (("silu", layer.mlp.act_fn), ("q_proj", layer.self_attn.q_proj.base_layer),
+                        ("down_proj", layer.mlp.down_proj.base_layer)):
+        module.register_forward_pre_hook(lambda m, args, key=key: seen.update({key: args[0].dtype}))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        model(input_ids=torch.zeros((1, 64), dtype=torch.long))
+    assert set(seen.values()) == {torch.bfloat16} and len(seen) == 3
+    ops = _forward(_plan(model="tiny-llama", seq_len=64, kbit_upcast=False))
+    assert not [name for name in ops if name.endswith(("cast to compute dtype", "cast back"))]

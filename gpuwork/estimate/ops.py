@@ -276,6 +276,8 @@ def _widths(plan: TrainPlan, stack: StackKernels) -> _Widths:
         return _Widths(4, 4, 2 if plan.precision.compute_bytes == 2 else 4, matmul_dtype(plan), False, True)
     if fsdp_16bit_compute(plan):  # parameters gathered in the policy's 16-bit dtype: a pure 16-bit step
         return _Widths(2, 2, 2, matmul_dtype(plan), False)
+    if plan.method is Method.QLORA and not plan.kbit_upcast:  # 16-bit norms and lm_head: a 16-bit stream
+        return _Widths(2, 2, 2, matmul_dtype(plan), plan.precision.is_mixed)
     if upcast_qlora_autocast(plan, stack):
         return _Widths(4, 4, 2, matmul_dtype(plan), True)
     e = plan.precision.compute_bytes if plan.method is Method.QLORA else dt.linear_out
@@ -853,7 +855,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         trains = True  # a classification head trains in every method
     else:
         vocab, rows = spec.vocab_size, t
-    out_b = 4 if plan.method is Method.QLORA or e == 4 else e
+    upcast = plan.method is Method.QLORA and plan.kbit_upcast  # peft's fp32 lm_head
+    out_b = 4 if upcast or e == 4 else e
     if step.widths.fp32_model:  # peft's upcast left lm_head fp32 and no autocast casts it: an fp32 GEMM
         mm, w_b = "fp32", 4
     fused_loss = st.fused_cross_entropy and spec.task is Task.CAUSAL_LM
@@ -895,7 +898,7 @@ def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool) -> li
     if s_b != 2 and step.spec.task is Task.CAUSAL_LM:
         out.append(_mem("output layer input cast (autocast)", Phase.FORWARD, rows * h, s_b + 2, 1, mb))
         out.append(_mem("output layer input gradient cast", Phase.BACKWARD, rows * h, 2 + s_b, 1, mb))
-    if plan.method is Method.QLORA or not plan.uses_adapters:
+    if plan.kbit_upcast if plan.method is Method.QLORA else not plan.uses_adapters:
         out.append(_mem("output layer weight cast (autocast)", Phase.FORWARD, vocab * h, 4 + 2, 1, mb))
         if trains:
             out.append(_mem("output layer weight gradient cast", Phase.BACKWARD, vocab * h, 2 + 4, 1, mb))
