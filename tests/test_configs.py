@@ -160,6 +160,18 @@ def test_max_steps_sets_the_run_length(tmp_path: Path) -> None:
     assert plan.dataset_tokens == 300 * 2048 * 4 * 4 and plan.epochs == 1
 
 
+def test_pad_to_max_length_reads_as_rows_padded_with_a_mask(tmp_path: Path) -> None:
+    """transformers' example scripts' pad_to_max_length pads every row to the length with an attention mask:
+    lengths 'padded' (SDPA then runs its memory-efficient kernel, docs/time_misses.md#sdpa-with-a-padding-mask)."""
+    data = json.loads((CONFIGS / "training_args.json").read_text())
+    for flag, lengths in ((True, "padded"), (False, "fixed")):
+        data["pad_to_max_length"] = flag
+        (tmp_path / "args.json").write_text(json.dumps(data))
+        imported = import_configs([tmp_path / "args.json"])
+        assert imported.plan().lengths == lengths
+        assert "pad_to_max_length" not in {key for _, keys in imported.ignored for key in keys}
+
+
 # -- combined files ---------------------------------------------------------------------------------------------
 
 

@@ -142,7 +142,8 @@ def _claim_trl_kbit_upcast(r: Reader, version: str) -> None:
 def _sizes(r: Reader, cls: str) -> None:
     """Sequence length, micro-batch, accumulation and checkpointing, from the file or the class's defaults."""
     r.used.update({"max_seq_length", "max_length", "block_size", "model_max_length", "per_gpu_train_batch_size",
-                   "gradient_checkpointing", "activation_checkpointing", "use_liger_kernel", "use_liger"})
+                   "gradient_checkpointing", "activation_checkpointing", "use_liger_kernel", "use_liger",
+                   "pad_to_max_length"})
     for key in ("max_seq_length", "max_length", "block_size", "model_max_length"):  # the first one set decides
         seq = r.int_(key)
         if seq is not None:
@@ -154,6 +155,8 @@ def _sizes(r: Reader, cls: str) -> None:
             r.claim_default("seq_len", int(seq), "max_length", rule)
     if r.flag("packing"):
         r.note(msg("config.packing", file=r.file, key="packing"))
+    if r.flag("pad_to_max_length"):  # transformers' example scripts: every row padded to the length, a mask marks it
+        r.claim("lengths", "padded", "pad_to_max_length")
     batch_key = "per_gpu_train_batch_size" if r.has("per_gpu_train_batch_size") else "per_device_train_batch_size"
     batch, rule = r.typed(batch_key, "int")
     if batch is not None:
