@@ -120,6 +120,38 @@ def test_a_histogram_step_is_the_weighted_step_of_its_padded_and_unpadded_batche
                                            + 0.5 * attention(one.replace(seq_len=1024, lengths="fixed")), rel=1e-6)
 
 
+def test_a_traced_block_takes_the_same_kernel(monkeypatch):
+    """A family without a hand-written block (phi-1.5's bundled traced profile): padded rows price its fused
+    attention as the memory-efficient kernel over the whole matrix, as the hand-written block does."""
+    from pathlib import Path
+
+    from gpuwork.estimate.traced_ops import with_traced_blocks
+    from gpuwork.facts.block_profiles import BlockProfileCache
+    from gpuwork.facts.model import spec_for_plan
+    from gpuwork.measure.block_profile import block_profile_for
+
+    phi = str(Path(__file__).resolve().parent / "data" / "models" / "phi-1_5.json")
+
+    def no_trace(*_a, **_k):
+        raise AssertionError("traced although bundled")
+
+    monkeypatch.setattr("gpuwork.measure.block_profile.trace_block_profile", no_trace)
+    base = TrainPlan(model=phi, method="lora", precision="bf16", seq_len=1024, batch_size=2,
+                     lora_targets=("all-linear",))
+    spec = spec_for_plan(base)
+    profile = block_profile_for(base, BlockProfileCache())
+
+    def attention(plan: TrainPlan):
+        ops = with_traced_blocks(step_ops(plan, spec, _stack("hf-trainer")), plan, spec, profile)
+        return [o for o in ops if o.attention_pass and o.phase.value == "forward"]
+
+    fixed, padded = attention(base), attention(base.replace(lengths="padded"))
+    assert fixed and len(fixed) == len(padded)
+    assert not any(o.mem_efficient for o in fixed) and all(o.mem_efficient for o in padded)
+    for f, p in zip(fixed, padded, strict=True):  # causal skipping undone: the whole matrix
+        assert p.flops == pytest.approx(f.flops / (0.5 * (1 + 128 / 1024)))
+
+
 def test_padded_is_a_lengths_kind_that_round_trips_and_a_typo_names_it():
     plan = TrainPlan(lengths="padded")
     assert plan.lengths == "padded" and plan.length_histogram is None and lengths_text(plan.lengths) == "padded"

@@ -49,23 +49,24 @@ def _fused_attention(op: ProfileOp) -> bool:
                                        or "efficient_attention" in op.name)
 
 
-def _op(p: ProfileOp, profile: BlockProfile, phase: Phase, count: int, tokens: int, seq_len: int) -> Op:
+def _op(p: ProfileOp, profile: BlockProfile, phase: Phase, count: int, tokens: int, seq_len: int,
+        masked: bool = False) -> Op:
     flops = p.flops.at(seq_len) * tokens
     attention_pass = ""
     m = n = 0
     if _fused_attention(p):
         attention_pass = "fwd" if p.phase == "forward" else "bwd"
-        if profile.causal and seq_len > CAUSAL_BLOCK_ROWS:
+        if profile.causal and seq_len > CAUSAL_BLOCK_ROWS and not masked:  # a masked kernel skips no block
             flops *= 0.5 * (1 + CAUSAL_BLOCK_ROWS / seq_len)
     elif p.kind in ("matmul", "attention"):
         m = round(p.m_per_token * tokens) if p.m_per_token else p.m_fixed
         n = p.n or seq_len
     dtype = p.dtype if p.kind != "memory" else "bf16"
     return Op(f"{p.name} ({p.kind}, traced)", Kind(p.kind), phase, flops, p.bytes_per_call(tokens, seq_len),
-              p.launches, count * p.count, dtype, m, n, attention_pass)
+              p.launches, count * p.count, dtype, m, n, attention_pass, mem_efficient=masked and bool(attention_pass))
 
 
-def traced_block_ops(plan: TrainPlan, spec: ModelSpec, profile: BlockProfile) -> list[Op]:
+def traced_block_ops(plan: TrainPlan, spec: ModelSpec, profile: BlockProfile, masked: bool = False) -> list[Op]:
     """The blocks' operations of one optimizer step on one GPU, from a traced profile.
 
     Forward in every block, the recompute of gradient checkpointing, and the backward through the
@@ -77,19 +78,21 @@ def traced_block_ops(plan: TrainPlan, spec: ModelSpec, profile: BlockProfile) ->
     ops: list[Op] = []
     for p in profile.ops:
         if p.phase == "forward":
-            ops.append(_op(p, profile, Phase.FORWARD, layers * mb, t, s))
+            ops.append(_op(p, profile, Phase.FORWARD, layers * mb, t, s, masked))
             if plan.grad_checkpointing:
-                ops.append(_op(p, profile, Phase.RECOMPUTE, grad_layers * mb, t, s))
+                ops.append(_op(p, profile, Phase.RECOMPUTE, grad_layers * mb, t, s, masked))
         else:
-            ops.append(_op(p, profile, Phase.BACKWARD, grad_layers * mb, t, s))
+            ops.append(_op(p, profile, Phase.BACKWARD, grad_layers * mb, t, s, masked))
     return [o for o in ops if o.count > 0]
 
 
 def with_traced_blocks(ops: tuple[Op, ...], plan: TrainPlan, spec: ModelSpec,
                        profile: BlockProfile) -> tuple[Op, ...]:
     """``step_ops``' operations with the blocks' replaced by the traced ones (embedding, head, loss and
-    optimizer kept)."""
-    return tuple(o for o in ops if not is_block_op(o)) + tuple(traced_block_ops(plan, spec, profile))
+    optimizer kept). The hand-written block's kernel choice carries over: SDPA with a padding mask
+    (``ops.sdpa_padding_mask``) runs the memory-efficient kernel over the whole matrix."""
+    masked = any(o.mem_efficient for o in ops)
+    return tuple(o for o in ops if not is_block_op(o)) + tuple(traced_block_ops(plan, spec, profile, masked))
 
 
 def check_profile_matches(plan: TrainPlan, profile: BlockProfile) -> list[str]:
