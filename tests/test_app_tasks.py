@@ -44,7 +44,7 @@ from gpuwork.estimate.memory import GIB
 from gpuwork.facts.catalog import GpuClass
 from gpuwork.facts.model import list_presets
 from gpuwork.message import msg
-from gpuwork.plan import Method, TrainPlan
+from gpuwork.plan import Method, TrainPlan, plan_from_choices
 from gpuwork.present import charts
 from gpuwork.present.messages import render
 from gpuwork.present.messages import text as text_of
@@ -555,7 +555,8 @@ def test_qlora_7b_on_my_own_24_gb_card(app: Page, tmp_path: Path) -> None:
     set_dataset_gb(b, "0")
     b.tab("offers")
     b.set_classes(ALL_CLASSES)
-    plan = TrainPlan(model="mistral-7b", method=Method.QLORA, seq_len=2048)
+    # as the user picks it: QLoRA with no precision chosen takes its method's (plan.default_precision)
+    plan = plan_from_choices({"model": "mistral-7b", "method": Method.QLORA, "seq_len": 2048})
     fill(b, plan, "100M")
     b.tab("offers")
     b.type_into(".gpuwork-have", "1xrtx4090")

@@ -15,6 +15,9 @@ from gpuwork.plan import TrainPlan
 
 BASE = TrainPlan(model="llama-3.2-1b", method="lora", seq_len=1024, batch_size=2, grad_accum=2,
                  dataset_tokens=10_000_000)
+# FlashAttention-2 gets no padding mask: a histogram's step is the expectation over padded lengths alone (SDPA's
+# masked kernel for batches of unequal rows is tests/test_sdpa_padding_mask_time.py's)
+FLASH = BASE.replace(attention="flash")
 
 
 def _time(plan: TrainPlan, gpu: str = "h100_sxm", inputs=None):
@@ -45,10 +48,10 @@ def test_padded_length_is_the_longest_of_the_batch():
 
 
 def test_histogram_step_is_the_expected_cost_of_padded_batches_and_tokens_are_real():
-    plan = BASE.replace(lengths="256:3,1024:1")
+    plan = FLASH.replace(lengths="256:3,1024:1")
     est = _time(plan)
-    short = _time(BASE.replace(seq_len=256)).step_time_s
-    long = _time(BASE).step_time_s
+    short = _time(FLASH.replace(seq_len=256)).step_time_s
+    long = _time(FLASH).step_time_s
     assert est.step_time_s == pytest.approx(9 / 16 * short + 7 / 16 * long, rel=1e-9)
     real = 2 * 2 * (256 * 3 + 1024) / 4  # batch x accumulation x mean length = 1792
     assert est.tokens_per_step == real
@@ -56,17 +59,17 @@ def test_histogram_step_is_the_expected_cost_of_padded_batches_and_tokens_are_re
     assert est.steps == math.ceil(10_000_000 / real)
     assert est.train_s == pytest.approx(est.steps * est.step_time_s)
     # padding costs: real tokens per second fall below the same data at a fixed 448-token length (its mean)
-    assert est.tokens_per_s < _time(BASE.replace(seq_len=448)).tokens_per_s
+    assert est.tokens_per_s < _time(FLASH.replace(seq_len=448)).tokens_per_s
 
 
 def test_bigger_batches_pad_more():
-    one, four = (_time(BASE.replace(lengths="128:9,1024:1", batch_size=b)) for b in (1, 4))
+    one, four = (_time(FLASH.replace(lengths="128:9,1024:1", batch_size=b)) for b in (1, 4))
     # the same real tokens per sequence (mean 217.6), but a batch of 4 is padded to 1024 far more often:
     # 1 - 0.9^4 = 34 % of batches against 10 %
     assert one.tokens_per_step == round(2 * 217.6) and four.tokens_per_step == round(8 * 217.6)
     for b, est in ((1, one), (4, four)):
-        short = _time(BASE.replace(seq_len=128, batch_size=b)).step_time_s
-        long = _time(BASE.replace(batch_size=b)).step_time_s
+        short = _time(FLASH.replace(seq_len=128, batch_size=b)).step_time_s
+        long = _time(FLASH.replace(batch_size=b)).step_time_s
         assert est.step_time_s == pytest.approx(0.9 ** b * short + (1 - 0.9 ** b) * long, rel=1e-9)
 
 
@@ -75,10 +78,10 @@ def test_bigger_batches_pad_more():
                          ids=["uniform", "long-tailed"])
 def test_a_long_histogram_is_priced_on_a_grid_close_to_the_exact_expectation(batch, weight):
     lengths = ",".join(f"{n}:{weight(n)}" for n in range(16, 1024 + 1, 8))  # 127 lengths
-    plan = BASE.replace(lengths=lengths, batch_size=batch, grad_accum=1)
+    plan = FLASH.replace(lengths=lengths, batch_size=batch, grad_accum=1)
     assert len(plan.length_histogram) > LENGTH_GRID
     est = _time(plan)
-    exact = sum(p * _time(BASE.replace(seq_len=n, batch_size=batch, grad_accum=1)).step_time_s
+    exact = sum(p * _time(FLASH.replace(seq_len=n, batch_size=batch, grad_accum=1)).step_time_s
                 for p, n in padded_lengths(plan))
     assert est.step_time_s == pytest.approx(exact, rel=0.01)
     assert est.sources["lengths"].startswith(f"{len(plan.length_histogram)} lengths")
@@ -86,7 +89,7 @@ def test_a_long_histogram_is_priced_on_a_grid_close_to_the_exact_expectation(bat
 
 # -- checkpoint offload -----------------------------------------------------------------------------
 
-UNSLOTH = BASE.replace(stack="unsloth", grad_checkpointing=True)
+UNSLOTH = FLASH.replace(stack="unsloth", grad_checkpointing=True)
 
 
 def _slow_link(inputs, share: float):

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from gpuwork.estimate.decision import Constraints
-from gpuwork.plan import Method, TrainPlan
+from gpuwork.plan import Method, plan_from_choices
 from gpuwork.present.messages import render
 from gpuwork.sizing import decide, parse_have
 
@@ -22,7 +22,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def expected() -> object:
-    plan = TrainPlan(model="mistral-7b", method=Method.QLORA, seq_len=2048)
+    # the CLI builds a plan from the user's choices: no --precision gives QLoRA's (plan.default_precision)
+    plan = plan_from_choices({"model": "mistral-7b", "method": Method.QLORA, "seq_len": 2048})
     return decide(plan, constraints=Constraints(have=parse_have("1xrtx4090")))
 
 

@@ -863,6 +863,9 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     if step.eager_autocast and not fused_loss:
         out += _head_autocast_casts(step, rows, vocab, trains)
         e, w_b, out_b = 2, 2, 2  # F.linear on 16-bit copies writes 16-bit logits
+    elif st.model_16bit and plan.precision.is_mixed and not plan.uses_adapters:
+        # apex O2 copies the head's fp32 master to the 16-bit model once per step, as it does every weight
+        out += [op for op in _head_autocast_casts(step, rows, vocab, trains) if "weight" in op.name]
     if fused_loss:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
         fwd = Phase.FORWARD
