@@ -176,14 +176,18 @@ def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtype
     return plan_dtypes(plan)
 
 
+def fsdp_param_dtype(plan: TrainPlan) -> bool:
+    """torch FSDP/HSDP with a mixed-precision policy: every unit's parameters (adapters too) are gathered in 16 bits."""
+    return plan.precision.is_mixed and plan.sharding.per_unit and plan.sharding is not Sharding.ZERO3
+
+
 def fsdp_16bit_compute(plan: TrainPlan) -> bool:
     """A trained base under torch FSDP with mixed precision: the policy's param_dtype (the mixed precision's 16-bit
     dtype, as accelerate, torchtitan and llama-recipes set it) is the dtype each unit's parameters are gathered in,
     so forward and backward run on 16-bit weights: a 16-bit stream, nothing for autocast to cast or cache. A real
     FSDP2 step saves what the pure 16-bit step saves (docs/memory_misses.md#fsdp-mixed-precision-computes-in-16-bit).
     DeepSpeed ZeRO keeps its own rule."""
-    return (plan.precision.is_mixed and plan.sharding.per_unit and plan.sharding is not Sharding.ZERO3
-            and plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE))
+    return fsdp_param_dtype(plan) and plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
 
 
 def _peft_adapters_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import NamedTuple
 
-from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, plan_dtypes
+from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import (
@@ -44,7 +44,7 @@ from gpuwork.facts.spec import (
     lora_target_linears,
     quantized_linears,
 )
-from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Task, TrainPlan
 
 
 class Kind(StrEnum):
@@ -263,11 +263,6 @@ def upcast_qlora_autocast(plan: TrainPlan, stack: StackKernels) -> bool:
     (docs/time_misses.md#what-autocast-does-to-a-qlora-and-a-lora-layer)."""
     return (plan.method is Method.QLORA and plan.kbit_upcast and plan.precision.is_mixed and stack.adapters_fp32
             and not stack.fuse_elementwise)
-
-
-def _fsdp_param_dtype(plan: TrainPlan) -> bool:
-    """FSDP/HSDP with a mixed-precision policy gathers every unit's parameters in 16 bits (adapters too)."""
-    return plan.precision.is_mixed and plan.sharding.per_unit and plan.sharding is not Sharding.ZERO3
 
 
 def _widths(plan: TrainPlan, stack: StackKernels) -> _Widths:
@@ -537,7 +532,7 @@ def _peft_lora_branch(lp: LinearPass, lin: LinearShape, r_b: int) -> list[Op]:
     name, k, n, x_b, r = lin.name, lin.k, lin.n, lin.x_b, lp.plan.lora_r
     g_b = lp.a_b  # the dtype F.linear runs in: autocast's 16 bits, or the adapters' own
     peft = st.adapters_fp32 and not st.fuse_elementwise  # peft's eager layer with its fp32 adapters
-    w_b = 4 if peft and not _fsdp_param_dtype(lp.plan) else g_b  # the adapters' dtype as the layer sees it
+    w_b = 4 if peft and not fsdp_param_dtype(lp.plan) else g_b  # the adapters' dtype as the layer sees it
     if not peft:  # a stack's own adapters (or a compiler's kernels) on the compute dtype: casts only between dtypes
         x_b = r_b = lp.e
     out: list[Op] = []
