@@ -255,3 +255,31 @@ def tiny_qlora_model(folder, name: str, grad_checkpointing: bool = False, upcast
                                              task_type="CAUSAL_LM"))
     model.train()
     return model
+
+
+def dtype_recorder(**rules):
+    """A TorchDispatchMode that records, per rule, the dtypes ("bfloat16", "float32") of the tensors its rule
+    picks: ``rule(op_name, args, out)`` returns the tensor whose dtype counts, or None for an op it does not watch.
+    The sets are in ``.seen[rule_name]``."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: dict[str, set[str]] = {key: set() for key in rules}
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = str(func)
+            for key, rule in rules.items():
+                tensor = rule(name, args, out)
+                if tensor is not None:
+                    self.seen[key].add(str(tensor.dtype).removeprefix("torch."))
+            return out
+
+    return Recorder()
+
+
+def sdpa_query(name: str, args: tuple, out):
+    """dtype_recorder's rule for scaled-dot-product attention: its query."""
+    return args[0] if "scaled_dot_product" in name else None

@@ -93,8 +93,7 @@ def test_real_mixed_qlora_step_dispatches_the_dtypes_the_op_list_prices(tmp_path
     q_proj and down_proj and on a bf16 input for o_proj; the op list says the same."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("bitsandbytes")
-    from conftest import tiny_qlora_model
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from conftest import dtype_recorder, sdpa_query, tiny_qlora_model
 
     model = tiny_qlora_model(tmp_path, "tiny-llama")
     layer = model.base_model.model.model.layers[0]
@@ -111,22 +110,10 @@ def test_real_mixed_qlora_step_dispatches_the_dtypes_the_op_list_prices(tmp_path
         lin.lora_A["default"].register_forward_pre_hook(record(f"{name} LoRA input"))
         lin.base_layer.register_forward_pre_hook(record(f"{name} input"))
 
-    class Matmuls(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lora: set[str] = set()
-            self.sdpa: set[str] = set()
+    def lora_a(name: str, args: tuple, out):  # lora_A's matmul: r = 8 outputs
+        return out if name.startswith(("aten.mm", "aten.addmm")) and out.shape[-1] == 8 else None
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            name = str(func)
-            if "scaled_dot_product" in name:
-                self.sdpa.add(str(args[0].dtype).removeprefix("torch."))
-            if name.startswith(("aten.mm", "aten.addmm")) and out.shape[-1] == 8:  # lora_A: r = 8 outputs
-                self.lora.add(str(out.dtype).removeprefix("torch."))
-            return out
-
-    matmuls = Matmuls()
+    matmuls = dtype_recorder(sdpa=sdpa_query, lora=lora_a)
     with matmuls, torch.autocast("cpu", dtype=torch.bfloat16):
         # peft's 4-bit layer skips its casts when torch.is_autocast_enabled(), which asks about CUDA's autocast:
         # on the CPU it casts o_proj's bf16 input to the adapters' fp32 (F.linear still runs in bf16)
@@ -135,7 +122,7 @@ def test_real_mixed_qlora_step_dispatches_the_dtypes_the_op_list_prices(tmp_path
     assert seen == {"silu input": "float32", "q_proj input": "float32", "q_proj LoRA input": "float32",
                     "o_proj input": "bfloat16", "o_proj LoRA input": "bfloat16" if gpu_branch else "float32",
                     "down_proj input": "float32", "down_proj LoRA input": "float32"}
-    assert matmuls.sdpa == {"bfloat16"} and matmuls.lora == {"bfloat16"}
+    assert matmuls.seen == {"sdpa": {"bfloat16"}, "lora": {"bfloat16"}}
 
     plan = _plan(model="tiny-llama", seq_len=64)
     spec = get_spec("tiny-llama")

@@ -98,38 +98,24 @@ def test_real_qlora_step_dispatches_the_dtypes_the_op_list_prices(tmp_path, prec
 
     torch = pytest.importorskip("torch")
     pytest.importorskip("bitsandbytes")
-    from conftest import tiny_qlora_model
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from conftest import dtype_recorder, sdpa_query, tiny_qlora_model
 
     from gpuwork.facts.model import load_config
 
     model = tiny_qlora_model(tmp_path, "tiny-llama", upcast=upcast)
     vocab = load_config("tiny-llama")[0]["vocab_size"]
 
-    class Dtypes(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.sdpa: set[str] = set()
-            self.head: set[str] = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            name = str(func)
-            if "scaled_dot_product" in name:
-                self.sdpa.add(str(args[0].dtype).removeprefix("torch."))
-            if isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-1] == vocab and name.startswith(
-                    ("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul")):
-                self.head.add(str(out.dtype).removeprefix("torch."))
-            return out
+    def head(name: str, args: tuple, out):  # the logits' matmul
+        is_head = isinstance(out, torch.Tensor) and out.dim() >= 2 and out.shape[-1] == vocab
+        return out if is_head and name.startswith(("aten.mm", "aten.addmm", "aten.bmm", "aten.matmul")) else None
 
     plan = _plan(model="tiny-llama", precision=precision, kbit_upcast=upcast, seq_len=64, lora_dropout=0.0)
     ops = step_ops(plan, get_spec("tiny-llama"))
     autocast = torch.autocast("cpu", dtype=torch.bfloat16) if plan.precision.is_mixed else contextlib.nullcontext()
-    seen = Dtypes()
+    seen = dtype_recorder(sdpa=sdpa_query, head=head)
     with seen, autocast:
         model(input_ids=torch.zeros((1, 64), dtype=torch.long))
-    assert seen.sdpa == {expected}
-    assert seen.head == {expected}
+    assert seen.seen == {"sdpa": {expected}, "head": {expected}}
     as_priced = {"float32": "fp32", "bfloat16": "bf16"}[expected]
     assert _one(ops, "attention (fused kernel)").dtype == as_priced
     assert _one(ops, "output layer").dtype == as_priced
