@@ -860,7 +860,7 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         e, w_b, out_b = 2, 2, 2  # F.linear on 16-bit copies writes 16-bit logits
     elif st.model_16bit and plan.precision.is_mixed and not plan.uses_adapters:
         # apex O2 copies the head's fp32 master to the 16-bit model once per step, as it does every weight
-        out += [op for op in _head_autocast_casts(step, rows, vocab, trains) if "weight" in op.name]
+        out += _head_autocast_casts(step, rows, vocab, trains, inputs=False)
     if fused_loss:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
         fwd = Phase.FORWARD
@@ -888,12 +888,12 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     return out
 
 
-def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool) -> list[Op]:
-    """Autocast's copies for the output layer: a causal LM's fp32 final-norm output (a classifier reads its pooler's
-    16-bit one) and an fp32 weight (masters, or QLoRA's upcast head); each backward converts its gradient back."""
+def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool, inputs: bool = True) -> list[Op]:
+    """Autocast's copies for the output layer: with ``inputs``, a causal LM's fp32 final-norm output (a classifier
+    reads its pooler's 16-bit one); an fp32 weight (masters, QLoRA's upcast head); backward casts gradients back."""
     plan, h, mb, s_b = step.plan, step.spec.hidden_size, step.plan.grad_accum, step.widths.s_b
     out: list[Op] = []
-    if s_b != 2 and step.spec.task is Task.CAUSAL_LM:
+    if inputs and s_b != 2 and step.spec.task is Task.CAUSAL_LM:
         out.append(_mem("output layer input cast (autocast)", Phase.FORWARD, rows * h, s_b + 2, 1, mb))
         out.append(_mem("output layer input gradient cast", Phase.BACKWARD, rows * h, 2 + s_b, 1, mb))
     if plan.kbit_upcast if plan.method is Method.QLORA else not plan.uses_adapters:
