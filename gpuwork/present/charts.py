@@ -404,8 +404,8 @@ def offers_figure(results: Iterable[Any], *, lang: str = "en") -> go.Figure:
 
 # -- step time ----------------------------------------------------------------------------------------
 
-# One colour per part of a step (TimeEstimate.breakdown keys), stable across figures.
-_TIME_COLORS = {
+# One colour per part of a step (TimeEstimate.breakdown keys), stable across figures and the app's step bar.
+TIME_COLORS = {
     "matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
     "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "communication contention": "#d4a6c8", "data wait": "#9d755d",
     "optimizer on CPU": "#ff9da6", "parameter offload (PCIe)": "#eeca3b", "compute (given MFU)": "#54a24b",
@@ -413,22 +413,27 @@ _TIME_COLORS = {
 }
 
 
+def time_color(part: str) -> str:
+    """The colour of a part of a step (grey for one the table does not name)."""
+    return TIME_COLORS.get(part, "#888")
+
+
 def step_time_figure(times: Any | Sequence[Any], *, lang: str = "en", template: str | None = TEMPLATE) -> go.Figure:
     """Where one optimizer step goes on one GPU: a horizontal stacked bar per TimeEstimate, seconds
     labelled on each segment (the parts of ``TimeEstimate.breakdown``).
 
-    Traces: one per part that any of the estimates has, in the order of ``_TIME_COLORS``.
+    Traces: one per part that any of the estimates has, in the order of ``TIME_COLORS``.
     """
     times = [times] if not isinstance(times, Sequence) else list(times)
     names = [f"{html.escape(t.gpu_name)} · {t.stack}" for t in times]
-    parts = [k for k in _TIME_COLORS if any(t.breakdown.get(k, 0) > 0 for t in times)]
+    parts = [k for k in TIME_COLORS if any(t.breakdown.get(k, 0) > 0 for t in times)]
     parts += sorted({k for t in times for k, v in t.breakdown.items() if v > 0} - set(parts))
     traces = []
     for part in parts:
         label = messages.text(messages.time_kind_code(part), lang)
         values = [t.breakdown.get(part, 0.0) for t in times]
         traces.append(go.Bar(
-            y=names, x=values, name=label, orientation="h", marker={"color": _TIME_COLORS.get(part, "#888")},
+            y=names, x=values, name=label, orientation="h", marker={"color": time_color(part)},
             text=[f"{v:.3g} {unit('s', lang)}" if v > 0 else "" for v in values], textposition="inside",
             hovertemplate=f"{html.escape(label)}: %{{x:.4g}} {unit('s', lang)}<extra></extra>"))
     layout = _localized(lang, text("step_parts_title", lang), template, barmode="stack", height=160 + 60 * len(times),

@@ -205,18 +205,13 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
     return '<div class="gpuwork-details">' + "".join(parts) + "</div>"
 
 
-_PART_COLORS = {"matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
-                "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "communication contention": "#d4a6c8", "data wait": "#9d755d",
-                "checkpoint offload (PCIe)": "#d67195"}
-
-
 def step_parts_html(time: Any, lang: str = "en") -> str:
     """Where one step goes: a stacked bar (segments sized by their share) and a table of seconds and shares."""
     total = sum(time.breakdown.values()) or 1.0
     parts = sorted(((k, v) for k, v in time.breakdown.items() if v > 0), key=lambda kv: -kv[1])
     bar = "".join(
         f'<div title="{html.escape(text(time_kind_code(k), lang))}" style="width:{100 * v / total:.2f}%;'
-        f'background:{_PART_COLORS.get(k, "#888")};height:14px"></div>' for k, v in parts)
+        f'background:{charts.time_color(k)};height:14px"></div>' for k, v in parts)
     rows = [(html.escape(text(time_kind_code(k), lang)), ui("step_part", lang, seconds=v),
              fmt_number(100 * v / total, lang, 0) + " %") for k, v in parts]
     return ("<div class='gpuwork-step-parts'>" + note_html(html.escape(ui("step_parts", lang, stack=time.stack,
