@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuwork.estimate.comm import Fabric, busbw
-from gpuwork.facts.network import CommFacts, NcclRow, NodeNetwork, load_comm_facts
+from gpuwork.facts.network import DGX_NODE_BYTES_S, CommFacts, NcclRow, NodeNetwork, load_comm_facts
 
-DGX_NODE_BYTES_S = 400e9
 NVLINK_BYTES_S = {"h100_sxm": 450e9}  # the intra-node link one way (A100 300 GB/s otherwise): the network bounds
 # the node each row was measured on: a networks.csv row, or the source's own network where no row describes it
 NODES = {"nccl527": "aws-p4d", "mega": "gcp-a3-mega"}

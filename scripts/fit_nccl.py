@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gpuwork.facts.network import DGX_NODE_BYTES_S
+
 DATA = Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data" / "nccl_tests.csv"
 MIN_BYTES = 1 << 20
 REF_RANKS = 8  # half_bytes is stored for 8 ranks; a ring's latency term grows with its rank count
@@ -24,8 +26,8 @@ REF_RANKS = 8  # half_bytes is stored for 8 ranks; a ring's latency term grows w
 FAMILIES = {
     "nvlink-ring": lambda r: r["level"] == "nvlink" and r["algorithm"] == "ring",
     "nvls": lambda r: r["level"] == "nvlink" and r["algorithm"] == "nvls",
-    # the DGX-class sweeps (400 GB/s a node); slower networks are compared with the model, not fitted into it
-    "network-ring": lambda r: r["level"] == "network" and float(r["link_gbs"]) >= 400,
+    # the DGX-class sweeps; slower networks are compared with the model, not fitted into it
+    "network-ring": lambda r: r["level"] == "network" and float(r["link_gbs"]) * 1e9 >= DGX_NODE_BYTES_S,
 }
 
 

@@ -464,16 +464,16 @@ def test_the_pcie_rows_measured_on_a_slower_link_are_reproduced_where_measured()
 
 # -- networks slower than a DGX (docs/communication.md 'Slower networks') ---------------------------------------------
 
-def _slow_script():
-    path = Path(__file__).resolve().parents[1] / "scripts" / "compare_slow_networks.py"
-    spec = importlib.util.spec_from_file_location("compare_slow_networks", path)
+def _script(name: str):
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-SLOW = _slow_script()
+SLOW = _script("compare_slow_networks")
 # the rows the model misses as documented, and the way it misses them: the p4d thread's cluster reaches about
 # two thirds of what NCCL's maintainers quote for EFA/IB; NCCL 2.4's two-node tree over sockets on 32 GbE
 SLOW_KNOWN_MISSES = {"nccl527-p4d-2n", "nccl527-p4d-3n", "nccl527-p4d-4n", "nccl209-gcp-32gbe-2x8"}
@@ -492,6 +492,20 @@ def test_the_slower_network_rows_are_priced_within_the_documented_bounds():
             assert abs(ratio - 1) <= 0.25, r
         else:
             assert 0.5 <= ratio <= 2.0, r
+
+
+def test_the_network_curve_fit_and_the_slower_networks_split_the_network_rows_at_one_rate():
+    """scripts/fit_nccl.py fits the network-ring curve to the rows of DGX-class nodes; the rest are the slower
+    networks compared with the model (compare_slow_networks.py): every network row is in exactly one of the two."""
+    import csv
+
+    pytest.importorskip("numpy")
+    fit = _script("fit_nccl")
+    rows = [r for r in csv.DictReader(fit.DATA.open(encoding="utf-8")) if r["level"] == "network"]
+    fitted = {(r["curve"], int(r["size_bytes"])) for r in rows if fit.FAMILIES["network-ring"](r)}
+    slow = {(r.curve, r.size_bytes) for r in SLOW.slow_rows(FACTS)}
+    assert fitted and slow and not fitted & slow
+    assert fitted | slow == {(r["curve"], int(r["size_bytes"])) for r in rows}
 
 
 def test_sockets_share_the_line_with_several_gpus_per_node_and_one_gpu_per_node_reaches_it():

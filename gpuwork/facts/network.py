@@ -23,6 +23,9 @@ NETWORKS_CSV = "networks.csv"
 NCCL_TESTS_CSV = "nccl_tests.csv"
 NCCL_CURVES_CSV = "nccl_curves.csv"
 CURVE_USES = ("nvlink-ring", "nvls", "network-ring", "pcie-p2p", "pcie-host")
+# A DGX-class node's network, all NICs one direction (8 x 400 Gb/s): the network-ring curve is fitted to the
+# nccl-tests sweeps at this rate or more; slower networks are compared with the model (docs/communication.md)
+DGX_NODE_BYTES_S = 400e9
 
 # The Network choices of the catalog and the CLI, each a documented node of networks.csv.
 NETWORK_NODES: dict[Network, str] = {
