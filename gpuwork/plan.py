@@ -162,6 +162,15 @@ class Task(StrEnum):
     MASKED_LM = "masked-lm"  # encoder masked-LM head (BERT-style pre-training)
 
 
+class EvalKeep(StrEnum):
+    """What the HF Trainer's evaluation loop keeps on the GPU per evaluation batch until the evaluation ends (or
+    until ``eval_accum`` batches, when set): transformers Trainer.evaluation_loop / prediction_step."""
+
+    LOSS = "loss"  # prediction_loss_only (no compute_metrics): only the loss per sample
+    LOGITS = "logits"  # the model's logits as returned, and the labels
+    IDS = "ids"  # preprocess_logits_for_metrics reduces the logits to token ids (argmax, int64), and the labels
+
+
 class QuantType(StrEnum):
     NF4 = "nf4"
     FP4 = "fp4"
@@ -179,6 +188,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "stack": Stack,
     "quant_type": QuantType,
     "task": Task,
+    "eval_keep": EvalKeep,
 }
 # Every number of a plan has a range with both ends (gpuwork.units.Range, the one range mechanism of plans, flags
 # and records). The upper ends are physical: beyond them a value is a typo, not a run (and the estimate would print
@@ -202,7 +212,11 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "lora_dropout": Range(0, 1, high_open=True),
     "epochs": Range(1e-4, 10_000),
     "eval_fraction": Range(0, 1, high_open=True),
+    "eval_batch_size": Range(1, 2**20, whole=True),  # None: no in-run evaluation priced
+    "eval_samples": Range(1, 10**9, whole=True),  # None: one evaluation batch
+    "eval_accum": Range(1, 10**9, whole=True),  # None: predictions stay on the GPU to the evaluation's end
 }
+_OPTIONAL = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum")  # None is allowed
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
 UPPER_BOUNDS: dict[str, float] = {name: r.high for name, r in PLAN_RANGES.items() if name not in _OWN_ABOVE}
 LOWER_BOUNDS: dict[str, float] = {name: PLAN_RANGES[name].low for name in ("lora_alpha", "epochs")}
@@ -251,6 +265,13 @@ class TrainPlan:
     # histogram ((length, weight), ...) padded per micro-batch to its longest; longer ones are cut to seq_len
     lengths: str | tuple[tuple[int, float], ...] = "fixed"
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    # in-run evaluation (HF Trainer evaluate between steps; gpuwork.estimate.eval_memory): its micro-batch
+    # (per_device_eval_batch_size; None: no evaluation priced), its samples (None: one batch), what it keeps on
+    # the GPU per batch, and eval_accumulation_steps (None: kept until the evaluation ends)
+    eval_batch_size: int | None = None
+    eval_samples: int | None = None
+    eval_keep: EvalKeep = EvalKeep.LOSS
+    eval_accum: int | None = None
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -282,9 +303,7 @@ class TrainPlan:
         eval_fraction; the first field out of range is named."""
         # each field judged once (every plan copy is validated: a time sweep builds thousands)
         problems = {name: bounds.problem(getattr(self, name)) for name, bounds in PLAN_RANGES.items()}
-        skipped = {"eval_fraction"}
-        if self.dataset_bytes is None:
-            skipped.add("dataset_bytes")
+        skipped = {"eval_fraction"} | {name for name in _OPTIONAL if getattr(self, name) is None}
         if self.method not in (Method.LORA, Method.QLORA):
             skipped.add("lora_r")
         for name, problem in problems.items():
@@ -565,6 +584,7 @@ __all__ = [
     "Sharding",
     "Stack",
     "Task",
+    "EvalKeep",
     "METHOD_PRECISION",
     "TrainPlan",
     "default_precision",

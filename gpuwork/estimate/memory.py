@@ -33,6 +33,7 @@ from typing import Any
 
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
+from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.model_states import (
     ModelStates,
     model_states,
@@ -841,6 +842,16 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
     default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
     reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown, pools)
+    evaluation = estimate_eval(
+        spec, plan, held=weights + opt + autocast_copies + head_copy + sharding_buffers + gather["forward"]
+        + CUBLAS_WORKSPACE_BYTES, stream=dt.stream, linear_out=dt.linear_out, logits_bytes=4 if dt.linear_out == 4 else 2,
+        train_step=_step_tensors(spec, plan, act, trained_layers, mlp_transient // max(tokens, 1), offloaded > 0))
+    if evaluation is not None:
+        allocated_total, reserved, breakdown = with_evaluation(evaluation, allocated_total, reserved, breakdown,
+                                                                   ALLOCATOR_SLACK)
+        if breakdown.get("eval_forward") is not None:
+            peak_phase = "evaluation"
+        phases["evaluation"] = evaluation.allocated - CUBLAS_WORKSPACE_BYTES
     breakdown["paged_optimizer_states"] = paged  # unified memory, resident when the GPU has room
     breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
@@ -907,6 +918,9 @@ TERM_LABELS = {
     "autocast_weight_copies": "autocast 16-bit weight copies",
     "cuda_context": "CUDA context and kernels",
     "stream_pools": "FSDP all-gather / reduce-scatter stream caches (reserved)",
+    "eval_forward": "evaluation forward (no_grad batch, head and loss)",
+    "eval_predictions": "evaluation outputs kept on the GPU (predictions, labels)",
+    "eval_segments": "allocator segments mapped by the evaluation (reserved)",
 }
 
 
@@ -943,6 +957,12 @@ SOURCES = {
     "stream_pools": "FSDP2's all-gather copy-in and reduce-scatter streams keep their own caching-allocator pools: "
                     "the root's and a block's flat all-gather outputs and every sharded gradient (torch "
                     "fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather, foreach_reduce; pytorch#129721)",
+    "eval_forward": "an in-run evaluation batch under no_grad: a block's internals or the head's logits, the loss's "
+                    "fp32 upcast and log_softmax (transformers Trainer.prediction_step, ForCausalLMLoss)",
+    "eval_predictions": "what transformers' Trainer.evaluation_loop concatenates on the GPU until the evaluation "
+                        "ends or eval_accumulation_steps: logits or token ids and labels (nested_concat)",
+    "eval_segments": "segments the evaluation's batches map beyond the training's cache (caching allocator "
+                     "replayed: gpuwork.estimate.allocator)",
     "cuda_context": "CUDA context, kernels and library handles (HF docs 1.3 GB on V100 without lazy "
                     "loading; ~0.5-0.8 GiB with CUDA lazy loading)",
 }

@@ -16,5 +16,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "bound.dataset_bytes": ("an exabyte", "эксабайт"),
     "bound.epochs": ("passes over the data", "проходов по данным"),
     "bound.checkpoint_every_steps": ("optimizer steps", "шагов оптимизатора"),
+    "bound.eval_batch_size": ("sequences per GPU per evaluation batch", "последовательностей на GPU в батче оценки"),
+    "bound.eval_samples": ("a billion evaluation samples", "миллиард примеров оценки"),
+    "bound.eval_accum": ("evaluation batches between copies to the CPU", "батчей оценки между копированиями на CPU"),
     "bound.checkpoints_kept": ("checkpoints on one disk", "контрольных точек на одном диске"),
 }

@@ -10,6 +10,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "phase.block_backward": ("block backward", "обратном проходе через блоки"),
     "phase.backward_end": ("backward end", "конце обратного прохода"),
     "phase.optimizer_step": ("optimizer step", "шаге оптимизатора"),
+    "phase.evaluation": ("in-run evaluation", "оценке между шагами обучения"),
     # the traced step's phases (gpuwork.measure.trace)
     "phase.backward": ("backward", "обратном проходе"),
     "phase.optimizer": ("optimizer", "шаге оптимизатора"),
