@@ -84,6 +84,12 @@ def test_bad_launch_arguments_are_refused():
         run_distributed(plan(), 2, device="tpu")
     with pytest.raises(TrialError, match="qlora"):
         run_distributed(plan(method="qlora", sharding="fsdp"), 2)
+    # the options every rank's trial checks, refused here before any process starts
+    for option, value, code in (("steps", 0, "steps"), ("warmup", -1, "warmup"),
+                                ("checkpoint_every", -1, "checkpoint_every"), ("memory_cap_bytes", 0, "memory_cap")):
+        with pytest.raises(TrialError) as caught:
+            run_distributed(plan(), 2, **{option: value})
+        assert caught.value.msg.code == f"error.trial.{code}", option
 
 
 def test_rank_main_outside_torchrun_says_how_to_run(tmp_path, monkeypatch, capsys):

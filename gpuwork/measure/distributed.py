@@ -99,7 +99,7 @@ from gpuwork.measure.launch import (
     launch,
     remove_stale_work,
 )
-from gpuwork.measure.options import ResumePoint, TrialOptions, check_until_stable
+from gpuwork.measure.options import ResumePoint, TrialOptions
 from gpuwork.measure.record import (
     STATUS_INTERRUPTED,
     ParallelInfo,
@@ -749,13 +749,10 @@ def _checked(plan: TrainPlan, nproc: int, o: TrialOptions) -> TrainPlan:
     unused = [f.name for f in dataclasses.fields(o) if f.name in _ONE_PROCESS_OPTIONS and getattr(o, f.name) != f.default]
     if unused:
         raise TypeError(f"run_distributed() does not take {', '.join(unused)}")
-    steps, warmup, device, checkpoint_every = o.steps, o.warmup, o.device, o.checkpoint_every
+    device = o.device
     if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
         raise TrialError(msg("error.trial.nproc", nproc=repr(nproc)))
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise TrialError(msg("error.trial.steps", steps=repr(steps)))
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
+    o.checked()  # steps, warm-up, checkpoint interval, until-stable: as every rank's trial checks them
     if device not in (None, "cpu", "cuda"):
         raise TrialError(msg("error.trial.nproc_device", device=repr(device)))
     if plan.gpus != nproc:
@@ -763,9 +760,6 @@ def _checked(plan: TrainPlan, nproc: int, o: TrialOptions) -> TrainPlan:
             raise TrialError(msg("error.trial.sharding_one_process", sharding=plan.sharding))
         plan = plan.replace(gpus=nproc)
     strategy_for(plan, "cuda" if device == "cuda" else "cpu")  # refuse impossible combinations here
-    check_until_stable(o.until_stable, o.max_steps, steps)
-    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 0:
-        raise TrialError(msg("error.trial.checkpoint_every", value=repr(checkpoint_every)))
     return plan
 
 
