@@ -239,7 +239,8 @@ RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimi
              "--grad-accum", "--grad-checkpointing", "--attention", "--trainable-layers", "--lora-r", "--lora-alpha",
              "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--no-kbit-upcast", "--gpus", "--sharding",
              "--shard-group", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
-             "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer"}
+             "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
+             "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}
 TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}
@@ -299,7 +300,7 @@ def help_of(capsys, monkeypatch):
 
 # names the Russian help keeps beyond the shared list: values the help lists, programs, the example folder
 HELP_NAMES = {"auto", "all-linear", "Markdown", "Voila", "Ctrl", "TrainPlan", "stderr", "trials", "fixed", "packed",
-              "padded", "True", "txt", "jsonl", "json", "BPE"}
+              "padded", "True", "txt", "jsonl", "json", "BPE", "loss", "logits", "ids"}
 
 
 def _options_in_usage(text: str) -> set[str]:

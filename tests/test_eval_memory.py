@@ -167,3 +167,47 @@ def _leaves(obj):
 
 def test_module_is_pure():
     assert not hasattr(eval_memory, "torch")
+
+
+# -- training configs (gpuwork ... --from) -----------------------------------------------------------------
+
+
+def _imported(tmp_path, data: dict):
+    from gpuwork.facts.configs import import_configs
+
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps(data))
+    return import_configs([str(path)])
+
+
+def test_config_with_an_evaluation_strategy_reads_the_evaluation(tmp_path):
+    got = _imported(tmp_path, {"output_dir": "o", "per_device_train_batch_size": 2, "evaluation_strategy": "epoch",
+                               "eval_accumulation_steps": 4})
+    assert got.fields["eval_batch_size"] == 8  # TrainingArguments' default, the config being silent
+    assert got.fields["eval_accum"] == 4
+    got = _imported(tmp_path, {"output_dir": "o", "eval_strategy": "steps", "per_device_eval_batch_size": 3,
+                               "prediction_loss_only": True})
+    assert (got.fields["eval_batch_size"], got.fields["eval_keep"]) == (3, "loss")
+
+
+def test_config_without_an_evaluation_prices_none(tmp_path):
+    got = _imported(tmp_path, {"output_dir": "o", "per_device_train_batch_size": 2, "per_device_eval_batch_size": 16,
+                               "eval_accumulation_steps": 4})
+    assert not {"eval_batch_size", "eval_accum"} & set(got.fields)
+    assert not any(name.startswith("eval_") for name in got.defaulted())
+
+
+def test_cli_flags_set_the_evaluation(tmp_path):
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "gpuwork", "estimate", "--model", "llama-3.2-1b", "--method", "lora", "--seq-len",
+            "512", "--eval-batch-size", "8", "--eval-samples", "64", "--eval-keep", "logits", "--json"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["plan"]["eval_batch_size"], data["plan"]["eval_keep"]) == (8, "logits")
+    assert data["memory"]["peak_phase"] == "evaluation"
+    bad = subprocess.run([*args[:-1], "--eval-accum", "0", "--lang", "ru"], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert bad.returncode != 0 and "eval_accum" in bad.stderr and "Traceback" not in bad.stderr

@@ -28,8 +28,6 @@ from gpuwork.plan import Attention, EvalKeep, Task, TrainPlan
 # Bytes per token of what an evaluation batch hands back per kept tensor: token ids and labels are int64
 # (torch.argmax and the collator's labels)
 ID_BYTES = 8
-# Evaluation batches replayed at most; an evaluation with more keeps growing tensors the same way
-MAX_REPLAYED_BATCHES = 4_096
 
 
 @dataclass(frozen=True)
@@ -115,31 +113,26 @@ def estimate_eval(spec: ModelSpec, plan: TrainPlan, *, held: int, stream: int, l
 
 def _replayed_extra(plan: TrainPlan, train_step: StepTensors, program: Program, batches: int, window: int,
                     pred: int, label: int) -> int:
-    """Bytes of segments the evaluation maps beyond the cache two training micro-batches leave."""
+    """Bytes of segments the evaluation maps beyond the cache two training micro-batches leave: its first batch,
+    then the last batch of a window beside the outputs kept so far and each concatenation (old, batch, joined).
+    The joined tensors of the earlier batches are not replayed one by one: each leaves the segment of the one
+    before it wholly free, and the allocator returns wholly free segments to CUDA when a request fails
+    (release_cached_blocks), so they never decide whether the evaluation fits."""
     alloc = CachingAllocator(plan.expandable_segments)
-    train_tokens = plan.batch_size * plan.longest_batch_len
-    train_program = step_program(train_step, train_tokens)[0]
+    train_program = step_program(train_step, plan.batch_size * plan.longest_batch_len)[0]
     alloc.run(train_program)
     alloc.run(train_program)
     cached = alloc.reserved
-    kept: dict[int, int | None] = {}  # the predictions' and the labels' tensors on the GPU
-    for i in range(min(batches, MAX_REPLAYED_BATCHES)):
+    alloc.run(program)
+    if batches > 1:
+        old = [alloc.malloc((window - 1) * size) if size and window > 1 else None for size in (pred, label)]
         alloc.run(program)
-        n = i % window + 1  # batches in the current window
-        for j, size in enumerate((pred, label)):
-            if not size:
-                continue
-            new = alloc.malloc(size)
-            if j in kept:  # nested_concat: torch.cat makes the joined tensor, then the parts are freed
-                joined = alloc.malloc(n * size)
-                alloc.release(kept[j])
-                alloc.release(new)
-                new = joined
-            kept[j] = new
-        if n == window:  # eval_accumulation_steps reached (or the evaluation's end): moved to the CPU
-            for handle in kept.values():
-                alloc.release(handle)
-            kept = {}
+        for size, held in zip((pred, label), old, strict=True):
+            if size:
+                new = alloc.malloc(size)
+                joined = alloc.malloc(window * size) if window > 1 else None
+                alloc.release(held)
+                alloc.release(new if joined is not None else None)
     return max(alloc.peak_reserved - cached, 0)
 
 
@@ -166,6 +159,6 @@ def with_evaluation(ev: EvalMemory, allocated: int, reserved: int, breakdown: di
     return ev.allocated, new_reserved, out
 
 
-__all__ = ["EvalMemory", "ID_BYTES", "MAX_REPLAYED_BATCHES", "estimate_eval", "eval_forward", "eval_tokens",
+__all__ = ["EvalMemory", "ID_BYTES", "estimate_eval", "eval_forward", "eval_tokens",
            "kept_per_batch",
            "with_evaluation"]

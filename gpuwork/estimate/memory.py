@@ -918,9 +918,9 @@ TERM_LABELS = {
     "autocast_weight_copies": "autocast 16-bit weight copies",
     "cuda_context": "CUDA context and kernels",
     "stream_pools": "FSDP all-gather / reduce-scatter stream caches (reserved)",
-    "eval_forward": "evaluation forward (no_grad batch, head and loss)",
-    "eval_predictions": "evaluation outputs kept on the GPU (predictions, labels)",
-    "eval_segments": "allocator segments mapped by the evaluation (reserved)",
+    "eval_forward": "evaluation batch (forward, no grad)",
+    "eval_predictions": "evaluation outputs kept on the GPU",
+    "eval_segments": "allocator cache of the evaluation",
 }
 
 

@@ -67,6 +67,8 @@ class ConfigImport:
             skip |= {"quant_type", "double_quant", "kbit_upcast"}
         if method != "freeze":
             skip.add("trainable_layers")
+        if "eval_batch_size" not in fields:  # no evaluation: its other fields are not read
+            skip |= {"eval_batch_size", "eval_samples", "eval_keep", "eval_accum"}
         if fields.get("sharding") not in ("hsdp", "hsdp-zero2"):
             skip.add("shard_group_gpus")
         return [name for name in field_names() if name not in skip]

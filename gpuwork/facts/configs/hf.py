@@ -64,6 +64,7 @@ def read(r: Reader, base: Path) -> None:
             break
     method = _method(r, trl)
     _sizes(r, cls)
+    _evaluation(r)
     init = r.get("model_init_kwargs") or {}
     attn = r.get("attn_implementation") or init.get("attn_implementation")
     if attn:
@@ -180,6 +181,28 @@ def _sizes(r: Reader, cls: str) -> None:
         r.note(msg("config.activation_offloading", file=r.file))
 
 
+def _evaluation(r: Reader) -> None:
+    """The in-run evaluation, where the file's strategy says one runs (eval_strategy / evaluation_strategy "steps"
+    or "epoch"): its micro-batch (per_device_eval_batch_size, else the framework's default), eval_accumulation_steps,
+    and prediction_loss_only (only the loss kept). Whether predictions are kept otherwise depends on the script's
+    compute_metrics, which no config holds: the plan's default (the loss only) stays."""
+    r.used.update({"per_device_eval_batch_size", "per_gpu_eval_batch_size", "eval_strategy", "evaluation_strategy",
+                   "eval_accumulation_steps", "prediction_loss_only"})  # read, or without effect with no evaluation
+    key = "eval_strategy" if r.has("eval_strategy") else "evaluation_strategy"
+    strategy = str(r.get(key) or "no").strip().lower()
+    if strategy not in ("steps", "epoch"):
+        return
+    batch_key = "per_gpu_eval_batch_size" if r.has("per_gpu_eval_batch_size") else "per_device_eval_batch_size"
+    batch, rule = r.typed(batch_key, "int")
+    if batch is not None:
+        (r.claim if rule is None else r.claim_default)("eval_batch_size", batch, batch_key, rule)
+    accum = r.int_("eval_accumulation_steps")
+    if accum is not None:
+        r.claim("eval_accum", accum, "eval_accumulation_steps")
+    if r.flag("prediction_loss_only"):
+        r.claim("eval_keep", "loss", "prediction_loss_only")
+
+
 def _load_dtype(r: Reader, trl: bool, init: dict[str, Any]) -> tuple[str | None, str, Msg | None]:
     """(bf16 / fp16 / fp32 or None when unknown, the key, the rule) of the weights as the model is loaded."""
     for key, value in (("torch_dtype", r.get("torch_dtype")), ("dtype", r.get("dtype")),
@@ -240,8 +263,7 @@ MARKERS = frozenset({"per_device_train_batch_size", "gradient_accumulation_steps
 IGNORED = _TRL_KEYS - {"model_name_or_path", "use_peft", "lora_r", "lora_alpha", "lora_dropout"} | frozenset("""
     dataset_mixer dataset_splits chat_template max_completion_length ref_adapter_name sync_ref_model
     label_pad_token_id truncation_mode generate_during_eval
-    output_dir overwrite_output_dir do_train do_eval do_predict eval_strategy evaluation_strategy
-    prediction_loss_only per_device_eval_batch_size per_gpu_eval_batch_size eval_accumulation_steps eval_delay
+    output_dir overwrite_output_dir do_train do_eval do_predict eval_delay
     torch_empty_cache_steps learning_rate weight_decay adam_beta1 adam_beta2 adam_epsilon max_grad_norm
     lr_scheduler_type lr_scheduler_kwargs warmup_ratio warmup_steps log_level log_level_replica log_on_each_node
     logging_dir logging_strategy logging_first_step logging_steps logging_nan_inf_filter save_safetensors

@@ -118,6 +118,21 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                     "ядра оптимизатора: foreach (по умолчанию) | fused | for-loop"),
     "cli.help.run.stack": ("software running the step: {stacks} (default: hf-trainer; data/stacks.csv)",
                            "программный стек шага: {stacks} (по умолчанию hf-trainer; data/stacks.csv)"),
+    "cli.help.run.eval_batch_size": (
+        "an in-run evaluation's micro-batch (per_device_eval_batch_size; unset: no evaluation priced in memory)",
+        "микробатч оценки во время обучения (per_device_eval_batch_size; не задан — оценка не учитывается в памяти)"),
+    "cli.help.run.eval_samples": ("evaluation samples per evaluation (unset: one evaluation batch)",
+                                  "примеров в одной оценке (не задано — один батч оценки)"),
+    "cli.help.run.eval_keep": (
+        "what the evaluation keeps on the GPU per batch: loss (no compute_metrics) | logits | ids "
+        "(preprocess_logits_for_metrics returns token ids)",
+        "что оценка хранит на GPU для каждого батча: loss (нет compute_metrics) | logits | ids "
+        "(preprocess_logits_for_metrics возвращает номера токенов)"),
+    "cli.help.run.eval_accum": (
+        "eval_accumulation_steps: evaluation batches whose outputs stay on the GPU before moving to the CPU "
+        "(unset: until the evaluation ends)",
+        "eval_accumulation_steps: батчей оценки, чьи выходы остаются на GPU до переноса на CPU "
+        "(не задано — до конца оценки)"),
     "cli.help.run.lengths": (
         "sequence lengths of the data: fixed (default: every batch seq_len tokens) | packed | padded (every row "
         "padded to seq_len, the attention mask marks the padding) | a histogram LEN:COUNT,... (batches padded to "

@@ -22,9 +22,9 @@ _TERMS_RU = {
     "autocast_weight_copies": "16-битные копии весов (autocast)",
     "cuda_context": "контекст CUDA и ядра",
     "stream_pools": "кэши потоков all-gather / reduce-scatter FSDP (зарезервировано)",
-    "eval_forward": "прямой проход оценки (батч без градиентов, голова и loss)",
-    "eval_predictions": "выходы оценки, хранимые на GPU (предсказания, метки)",
-    "eval_segments": "сегменты аллокатора, выделенные оценкой (зарезервировано)",
+    "eval_forward": "батч оценки (прямой проход без градиентов)",
+    "eval_predictions": "выходы оценки, хранимые на GPU",
+    "eval_segments": "кэш аллокатора от оценки",
 }
 
 ENTRIES: dict[str, tuple[str, str]] = {f"term.{key}": (label, _TERMS_RU[key]) for key, label in TERM_LABELS.items()}
