@@ -242,3 +242,15 @@ def test_a_nul_in_the_name_is_one_message() -> None:
     with pytest.raises(CatalogError) as info:
         load_offers("cata\0log.csv")
     assert info.value.msg.code == "error.read.nul_in_name" and "cata\\0log.csv" in str(info.value)
+
+
+def test_a_dangling_link_is_named_with_its_target_as_written_for_reading_and_for_writing(tmp_path) -> None:
+    link = tmp_path / "out.json"
+    link.symlink_to("gone/out.json")
+    assert reading.link_target(link) == "gone/out.json"
+    assert reading.link_target(tmp_path / "nothing") == "?"
+    for act, code in ((lambda: reading.read_text(link, reading.PLAN), "error.read.dangling"),
+                      (lambda: reading.output_file(link), "error.write.dangling")):
+        with pytest.raises(reading.ReadError) as info:
+            act()
+        assert info.value.msg.code == code and info.value.msg["target"] == "gone/out.json"

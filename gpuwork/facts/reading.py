@@ -110,14 +110,18 @@ def _fail(code: str, path: str, **params: Any) -> ReadError:
     return ReadError(msg(code, path=path, **params), path)
 
 
+def link_target(path: str | os.PathLike[str]) -> str:
+    """Where a symbolic link points, as written in it ("?" when it cannot be read: gone, or not a link now)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 def _os_error(exc: OSError, path: str, missing: Msg | None) -> ReadError:
     if isinstance(exc, FileNotFoundError):
         if os.path.lexists(path):  # the name exists: a link whose target does not
-            try:
-                target = os.readlink(path)
-            except OSError:
-                target = "?"
-            return _fail("error.read.dangling", path, target=target)
+            return _fail("error.read.dangling", path, target=link_target(path))
         return ReadError(missing, path) if missing is not None else _fail("error.file.not_found", path)
     if exc.errno == errno.ELOOP:
         return _fail("error.read.loop", path)
@@ -201,11 +205,7 @@ def _judge_existing_output(path: str, want_folder: bool) -> bool:
         st = os.stat(path)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):  # a link whose target is gone: never create where it points
-            try:
-                target = os.readlink(path)
-            except OSError:
-                target = "?"
-            raise _fail("error.write.dangling", path, target=target) from None
+            raise _fail("error.write.dangling", path, target=link_target(path)) from None
         if exc.errno == errno.ELOOP:
             raise _fail("error.write.loop", path) from None
         raise _os_error(exc, path, None) from None
@@ -406,5 +406,5 @@ def load_yaml(path: str | os.PathLike[str], kind: FileKind, *, missing: Msg | No
 
 __all__ = ["CONFIG", "MAX_DEPTH", "MAX_DOCUMENT_BYTES", "MAX_INT_DIGITS", "MAX_YAML_NODES", "MODEL_CONFIG", "PLAN",
            "RECORD", "SMALL_JSON", "TABLE", "TEXT_DATA", "TOKENIZER", "UNSAFE_IN_FIELD", "UNSAFE_IN_TEXT", "FileKind", "ReadError", "escape_chars", "inside_folder",
-           "load_json", "load_yaml", "output_file", "output_folder", "parse_json", "parse_yaml", "read_bytes",
+           "link_target", "load_json", "load_yaml", "output_file", "output_folder", "parse_json", "parse_yaml", "read_bytes",
            "read_text"]

@@ -69,6 +69,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpuwork.facts.reading import link_target
 from gpuwork.measure import records
 from gpuwork.measure.checkpoint import (
     RESUME_STEPS,
@@ -165,7 +166,7 @@ def _record_path_problem(path: Path) -> Msg | None:
         try:
             info = path.stat()
         except FileNotFoundError:
-            return msg("error.resume.dangling_link", path=str(path), target=os.readlink(path))
+            return msg("error.resume.dangling_link", path=str(path), target=link_target(path))
         except (OSError, RuntimeError):  # ELOOP
             return msg("error.resume.link_loop", path=str(path))
     if stat.S_ISDIR(info.st_mode):
