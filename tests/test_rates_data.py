@@ -72,11 +72,14 @@ def test_values_are_positive_finite_and_sm_count_is_whole(rates):
         assert float(row["sm_count"]).is_integer(), (row["gpu_id"], row["sm_count"])
 
 
-def test_achievable_never_exceeds_datasheet(rates, gpus):
+def test_achievable_exceeds_the_datasheet_only_where_measured_on_a_geforce_card(rates, gpus):
+    # GeForce cards run above the rated boost clock their datasheet peak is computed at (rates_sources.md rule 2)
     for row in rates:
         spec = gpus[row["gpu_id"]]
         peak_tflops = float(spec[PEAK_COLUMN[row["dtype"]]])
-        assert float(row["matmul_tflops"]) <= peak_tflops, (row["gpu_id"], row["dtype"])
+        if float(row["matmul_tflops"]) > peak_tflops:
+            assert spec["class"] == "consumer" and row["matmul_basis"].startswith("measured:"), row["gpu_id"]
+            assert float(row["matmul_tflops"]) <= 1.25 * peak_tflops, (row["gpu_id"], row["dtype"])
         assert float(row["mem_bw_gbs"]) <= float(spec["mem_bw_gbs"]), (row["gpu_id"], row["dtype"])
 
 

@@ -10,6 +10,8 @@ takes the best over those choices:
 - one CTA sustains ``efficiency(tile)`` of the SM's share of the datasheet dense peak (a small tile reuses each
   loaded operand fewer times), and each wave pays a fixed ``tile_overhead_s`` (prologue loads, epilogue store);
 - all SMs together never beat the GPU's measured large-GEMM rate (``achievable_flops``, MAMF / ``torch.mm``);
+- the peak the efficiencies apply to is the datasheet's, or more where the measured rate exceeds it
+  (``tiles_peak``: GeForce cards run above their rated boost clock);
 - split-K writes and re-reads ``s`` fp32 partial outputs;
 - the memory floor: A, B and C once through device memory at the achievable bandwidth;
 - plus a fixed ``latency_s`` per kernel (launch, pipeline fill, epilogue).
@@ -52,7 +54,7 @@ class GemmKernels(NamedTuple):
     Hashable (the choice is cached by shape and kernels); ``steptime.gemm_kernels`` builds it from the rates."""
 
     dtype_bytes: int  # bytes per element of A, B and C
-    peak_flops: float  # datasheet dense peak of the dtype
+    peak_flops: float  # dense peak of the dtype the tiles' efficiencies apply to (tiles_peak)
     achievable_flops: float  # measured large-GEMM rate (MAMF / torch.mm)
     sm_count: int
     mem_bw_bytes_s: float  # achievable device-memory bandwidth
@@ -92,9 +94,18 @@ def gemm_choice(m: int, n: int, k: int, kernels: GemmKernels) -> GemmChoice:
     return GemmChoice(latency_s + best[0], best[1], best[2], best[3], best[4], False)
 
 
+def tiles_peak(datasheet_flops: float, achievable_flops: float, tiles: Tiles) -> float:
+    """The dense peak the tiles' efficiencies are shares of. The datasheet's, unless the measured large-GEMM rate
+    exceeds it: then the card runs above the rated boost clock its datasheet is computed at (GeForce cards; RTX 5090:
+    242 TF measured vs 209.5), and the peak is the one at which the largest tile reaches the measured rate. The
+    measured shapes of the RTX 4090 and 5090 follow that peak (docs/gemm.md#geforce-cards-above-their-datasheet)."""
+    best = max((efficiency for _, _, efficiency in tiles), default=1.0)
+    return achievable_flops / best if achievable_flops > datasheet_flops else datasheet_flops
+
+
 def gemm_time(m: int, n: int, k: int, kernels: GemmKernels) -> float:
     """Seconds of one ``m x n x k`` GEMM (``gemm_choice(...).time_s``)."""
     return gemm_choice(m, n, k, kernels).time_s
 
 
-__all__ = ["PARTIAL_SUM_BYTES", "GemmChoice", "GemmKernels", "Tiles", "gemm_choice", "gemm_time"]
+__all__ = ["PARTIAL_SUM_BYTES", "GemmChoice", "GemmKernels", "Tiles", "gemm_choice", "gemm_time", "tiles_peak"]

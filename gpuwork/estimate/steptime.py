@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from gpuwork.errors import CatalogError
-from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice
+from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice, tiles_peak
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.hashed import HashedTuple, IdentityMemo
@@ -176,7 +176,8 @@ def _gemm_kernels(dtype: str, peak: float, achievable: float, sm_count: int, bw:
                   gemm: _GemmFacts) -> GemmKernels:
     """What ``gemm_choice`` reads besides the shape, for one dtype (its datasheet peak and measured rate, FLOP/s)
     on one GPU."""
-    return GemmKernels(4 if dtype == "fp32" else 2, max(peak, achievable), achievable, sm_count, bw, gemm.tiles,
+    return GemmKernels(4 if dtype == "fp32" else 2, tiles_peak(peak, achievable, gemm.tiles), achievable, sm_count,
+                       bw, gemm.tiles,
                        _kernel_fact(gemm.latency_us, "gemm_latency_us") * 1e-6,
                        _kernel_fact(gemm.tile_overhead_us, "gemm_tile_overhead_us") * 1e-6,
                        int(_kernel_fact(gemm.max_split_k, "gemm_max_split_k")))
