@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeGuard
 
 from gpuwork.errors import PlanError
 from gpuwork.message import msg
@@ -341,9 +341,14 @@ def parse_size(text: Any, field: str = "size", *, minimum: float | None = 1, max
     return int(_checked(value, text, field, integer=True, minimum=minimum, maximum=maximum, strict=False))
 
 
+def is_whole(value: object, minimum: int) -> TypeGuard[int]:
+    """Whether ``value`` is an int of at least ``minimum``, a bool not counting (JSON's true is not 1 step)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
 __all__ = [
     "ABOVE", "BELOW", "DAY_S", "GB", "GIB", "HOUR_S", "INFINITE", "KB", "KIB", "LANGS", "MB", "MIB", "MINUTE_S",
     "MISSING", "NOT_FINITE", "NOT_NUMBER", "NOT_WHOLE", "SP", "TB", "TIB", "Range", "check_lang", "fmt_duration", "fmt_gib", "fmt_int", "fmt_memory", "fmt_number", "fmt_rate",
-    "fmt_seconds", "fmt_size", "fmt_size_short", "fmt_usd", "parse_count", "parse_number", "parse_size", "plural_ru",
+    "fmt_seconds", "fmt_size", "fmt_size_short", "fmt_usd", "is_whole", "parse_count", "parse_number", "parse_size", "plural_ru",
     "unit",
 ]

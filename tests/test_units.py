@@ -104,3 +104,12 @@ def test_plans_flags_and_records_share_the_one_range(capsys) -> None:
         assert "--epochs" in err and "out of range" in err and len(err.strip().splitlines()) == 1
     for inside in (epochs.low, epochs.high):
         assert TrainPlan(epochs=inside).epochs == inside
+
+
+@pytest.mark.parametrize(("value", "minimum", "whole"), [
+    (1, 1, True), (0, 0, True), (0, 1, False), (-1, 0, False), (7, 7, True), (6, 7, False),
+    (True, 1, False), (False, 0, False),  # JSON's true is not one step
+    (1.0, 1, False), ("3", 1, False), (None, 0, False),
+])
+def test_a_whole_number_is_an_int_of_at_least_the_minimum_and_never_a_bool(value, minimum, whole):
+    assert units.is_whole(value, minimum) is whole

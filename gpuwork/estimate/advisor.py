@@ -48,6 +48,7 @@ from gpuwork.facts.catalog import Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan, even_groups
+from gpuwork.units import is_whole
 
 # A change is suggested only when it makes the whole run at least this much cheaper (or makes it fit at all):
 # below that the difference is inside the estimate's error and not worth a change to the user's setup.
@@ -566,7 +567,7 @@ def advise(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, limit: i
     Raises:
         PlanError: a limit below 1, or the bad options ``evaluate_offers`` refuses.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+    if not is_whole(limit, 1):
         raise PlanError("limit", msg("error.advice.limit", value=repr(limit)))
     search = _Search(plan, tuple(offers), inputs, {"safety_margin": safety_margin,
                                                    "preemption_rate_per_hour": preemption_rate_per_hour,

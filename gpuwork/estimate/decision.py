@@ -49,6 +49,7 @@ from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, Region
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.units import is_whole
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ OWN_PROVIDER = "own"
 def own_offer(count: int, gpu: GpuSpec) -> Offer:
     """The user's own ``count`` x ``gpu`` as one node the advisor can fit to: PCIe between the cards (no peer link
     is assumed), no network, never preempted, no minimum rental."""
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    if not is_whole(count, 1):
         raise PlanError("have", msg("error.decision.have_count", value=repr(count)))
     return Offer(offer_id=f"own-{gpu.gpu_id}-{count}x", provider=OWN_PROVIDER, gpu_id=gpu.gpu_id, gpu=gpu,
                  gpus_per_node=count, link=Link.PCIE, network=Network.NONE, mode=Mode.ON_DEMAND, region=Region.EU,

@@ -45,7 +45,7 @@ from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import msg
 from gpuwork.plan import MAX_SEQ_LEN, TrainPlan
-from gpuwork.units import HOUR_S
+from gpuwork.units import HOUR_S, is_whole
 
 MATRIX_GPUS = (1, 2, 4, 8)
 # The largest micro-batch searched: beyond it the answer is "at least this many" (capped=True).
@@ -308,7 +308,7 @@ def fit_matrix(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *, coun
     Raises:
         PlanError: a bad count or margin; CatalogError: an unknown GPU id.
     """
-    if not counts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in counts):
+    if not counts or any(not is_whole(n, 1) for n in counts):
         raise PlanError("counts", msg("error.fitmatrix.counts", value=repr(counts)))
     if isinstance(safety_margin, bool) or not isinstance(safety_margin, int | float) or not 0 <= safety_margin < 1:
         raise PlanError("safety_margin", msg("error.offers.safety_margin", value=repr(safety_margin)))

@@ -36,6 +36,7 @@ from gpuwork.facts.spec import (
 )
 from gpuwork.message import msg
 from gpuwork.plan import Task, TrainPlan
+from gpuwork.units import is_whole
 
 # Top-level modules that are a task head (counted as params_head; trained in full next to adapters).
 HEAD_MODULES = ("lm_head", "cls", "classifier", "score", "qa_outputs")
@@ -338,7 +339,7 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
         value = get(field)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_whole(value, 1):
             raise ModelError(msg("error.config.not_positive_int", name=name, field=aliases.get(field, field)
                                  if field not in config else field, value=repr(value)))
         if value > maximum:
@@ -350,7 +351,7 @@ def check_config(config: dict[str, Any], name: str, attribute_map: dict[str, str
         value = get(field)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        if not is_whole(value, 0):
             raise ModelError(msg("error.config.not_count", name=name, field=field, value=repr(value)))
         if value > MAX_EXPERTS:
             raise ModelError(msg("error.config.too_large", name=name, field=field, value=repr(value),

@@ -125,6 +125,7 @@ from gpuwork.measure.runtime import (
 )
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, TrainPlan
+from gpuwork.units import is_whole
 
 if TYPE_CHECKING:
     import torch
@@ -750,7 +751,7 @@ def _checked(plan: TrainPlan, nproc: int, o: TrialOptions) -> TrainPlan:
     if unused:
         raise TypeError(f"run_distributed() does not take {', '.join(unused)}")
     device = o.device
-    if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
+    if not is_whole(nproc, 1):
         raise TrialError(msg("error.trial.nproc", nproc=repr(nproc)))
     o.checked()  # steps, warm-up, checkpoint interval, until-stable: as every rank's trial checks them
     if device not in (None, "cpu", "cuda"):

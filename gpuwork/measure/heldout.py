@@ -38,6 +38,7 @@ from gpuwork.facts.paths import bundled_data_dir
 from gpuwork.measure.time_cases import METRICS, STEPS_ONLY, Covers, TimeCase, case_gpu
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.units import is_whole
 
 HELDOUT_NAME = "time_heldout.json"
 MEMORY_HELDOUT_NAME = "memory_heldout.json"
@@ -261,7 +262,7 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     # a memory case may be recorded without its GPU (the source names none); only a re-read GPU is checked
     if "gpu_id" in raw and (not isinstance(gpu_id, str) or not _known_gpu(gpu_id)):
         raise RereadError(name, "gpu_id", msg("error.heldout.reread_gpu", case=name, value=repr(gpu_id)))
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+    if not is_whole(nodes, 1):
         raise RereadError(name, "nodes", msg("error.heldout.reread_nodes", case=name, value=repr(nodes)))
     for key, value in (("network", network), ("moe_experts", moe_experts)):
         if value is not None and (not isinstance(value, str) or not value):

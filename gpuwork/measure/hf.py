@@ -101,6 +101,7 @@ from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.measure.trial import environment
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.units import is_whole
 
 CALLBACK_SOURCE = "gpuwork.hf.GpuworkCallback"  # the record's source when the callback measured
 UNTIL_STABLE_MIN_STEPS = 10  # until_stable without steps: measured steps before the first check
@@ -122,7 +123,7 @@ class _Recorder:
 
     def __init__(self, plan: TrainPlan | None, options: OwnRunOptions, source: str):
         steps, warmup, until_stable, max_steps = options.steps, options.warmup, options.until_stable, options.max_steps
-        if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int) or steps < 1):
+        if steps is not None and not is_whole(steps, 1):
             raise TrialError(msg("error.trial.steps", steps=repr(steps)))
         if until_stable is not None and steps is None:
             steps = UNTIL_STABLE_MIN_STEPS
@@ -132,7 +133,7 @@ class _Recorder:
         self.max_steps = check_until_stable(until_stable, max_steps, steps or 1)
         self.converged = False
         self.agree: Callable[[Any], Any] = lambda value: value  # rank 0's decision on every rank (torchrun)
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        if not is_whole(warmup, 0):
             raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
         if plan is not None and not isinstance(plan, TrainPlan):
             raise TrialError(msg("error.hf.plan_type", kind=type(plan).__name__))

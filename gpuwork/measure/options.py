@@ -21,6 +21,7 @@ from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S
 from gpuwork.measure.runtime import MAX_GRAD_NORM, ModelFactory, Parallel
 from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
+from gpuwork.units import is_whole
 
 DEFAULT_MAX_STEPS = 200  # until_stable's cap: minutes on a GPU, and more steps rarely tighten a drifting run
 
@@ -73,13 +74,13 @@ class TrialOptions:
         """These options with ``max_steps`` filled in (``check_until_stable``); TrialError for a value a trial
         cannot run with."""
         steps, warmup, cap, every = self.steps, self.warmup, self.memory_cap_bytes, self.checkpoint_every
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        if not is_whole(steps, 1):
             raise TrialError(msg("error.trial.steps", steps=repr(steps)))
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        if not is_whole(warmup, 0):
             raise TrialError(msg("error.trial.warmup", warmup=repr(warmup)))
         if cap is not None and cap <= 0:
             raise TrialError(msg("error.trial.memory_cap", cap=repr(cap)))
-        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+        if not is_whole(every, 0):
             raise TrialError(msg("error.trial.checkpoint_every", value=repr(every)))
         return dataclasses.replace(self, max_steps=check_until_stable(self.until_stable, self.max_steps, steps))
 
@@ -121,7 +122,7 @@ def check_until_stable(until_stable: float | None, max_steps: int | None, steps:
     if isinstance(until_stable, bool) or not isinstance(until_stable, (int, float)) or not 0 < until_stable < 1:
         raise TrialError(msg("error.trial.tolerance", value=repr(until_stable), default=DEFAULT_TOLERANCE))
     cap = DEFAULT_MAX_STEPS if max_steps is None else max_steps
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < steps:
+    if not is_whole(cap, steps):
         raise TrialError(msg("error.trial.max_steps", value=repr(cap), steps=steps))
     return max(cap, steps)
 

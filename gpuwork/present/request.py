@@ -47,7 +47,7 @@ from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Sharding, Stack, TrainPlan
 from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile
-from gpuwork.units import HOUR_S, LANGS, plural_ru
+from gpuwork.units import HOUR_S, LANGS, is_whole, plural_ru
 
 DAY_S = 24 * HOUR_S
 
@@ -153,7 +153,7 @@ class RequestOptions:
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int | float) or budget <= 0):
             raise PlanError("budget_usd", msg("error.request.budget", value=repr(budget)))
         days = self.rent_period_days
-        if days is not None and (isinstance(days, bool) or not isinstance(days, int) or days < 1):
+        if days is not None and not is_whole(days, 1):
             raise PlanError("rent_period_days", msg("error.request.rent_period", value=repr(days)))
 
     @property

@@ -44,6 +44,7 @@ from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import CATALOG, LANGS, render, text
 from gpuwork.ui.noise import strip_noise
+from gpuwork.units import is_whole
 
 NOTEBOOKS = ("01_sizing", "02_trial", "03_offers")
 KERNEL = "python3"
@@ -339,7 +340,7 @@ class ReportOptions:
         if unknown:
             raise ReportError(msg("error.report.unknown_notebooks", names=", ".join(unknown),
                                   choices=", ".join(NOTEBOOKS)))
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
+        if not is_whole(self.steps, 1):
             raise ReportError(msg("error.report.steps", steps=repr(self.steps)))
         if self.lang not in LANGS:
             raise ReportError(msg("error.report.no_lang", lang=repr(self.lang)))

@@ -22,6 +22,7 @@ from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import render
 from gpuwork.ui import common
 from gpuwork.ui.common import one_line
+from gpuwork.units import is_whole
 
 # A Llama-3.2-1B-shaped decoder as the starting point of the manual architecture fields.
 MANUAL_FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
@@ -42,7 +43,7 @@ def manual_config(values: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, int] = {}
     for name in MANUAL_FIELDS:
         value = values.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_whole(value, 1):
             raise ModelError(msg("error.ui.manual_whole", field=name, value=repr(value)))
         if value > CONFIG_BOUNDS[name]:  # a 100,000-layer model would take minutes to build, for nothing
             raise ModelError(msg("error.config.too_large", name="manual", field=name, value=repr(value),
