@@ -211,3 +211,36 @@ def test_cli_flags_set_the_evaluation(tmp_path):
     bad = subprocess.run([*args[:-1], "--eval-accum", "0", "--lang", "ru"], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path)
     assert bad.returncode != 0 and "eval_accum" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- the app's sizing tab and its links ---------------------------------------------------------------------
+
+
+def test_the_sizing_form_sets_and_clears_the_evaluation():
+    pytest.importorskip("ipywidgets")
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm(TrainPlan(**LORA))
+    assert form.controls["eval_batch_size"].value == ""  # none: no evaluation priced
+    assert form.values()["eval_batch_size"] is None
+    form.controls["eval_batch_size"].value = "8"
+    form.controls["eval_samples"].value = "500"
+    form.controls["eval_keep"].value = "ids"
+    values = form.values()
+    assert (values["eval_batch_size"], values["eval_samples"], values["eval_keep"], values["eval_accum"]) == (
+        8, 500, "ids", None)
+    form.controls["eval_batch_size"].value = "0"
+    assert "eval_batch_size" in form.message.value or "Eval batch" in form.message.value
+    taken = SizingForm(TrainPlan(**LORA, eval_batch_size=4, eval_accum=2))
+    assert (taken.controls["eval_batch_size"].value, taken.controls["eval_accum"].value) == ("4", "2")
+
+
+def test_a_link_carries_the_evaluation():
+    from gpuwork.ui.share import plan_from_query, plan_query
+
+    plan = TrainPlan(**LORA, eval_batch_size=8, eval_samples=500, eval_keep="ids")
+    assert plan_from_query(plan_query(plan)) == plan
+    assert plan_from_query("eval_batch_size=none&eval_accum=3").eval_batch_size is None
+    with pytest.raises(PlanError) as err:
+        plan_from_query("eval_samples=lots")
+    assert err.value.field == "eval_samples"

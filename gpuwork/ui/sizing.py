@@ -42,6 +42,7 @@ from gpuwork.facts.model import list_presets
 from gpuwork.message import Msg, msg
 from gpuwork.plan import (
     Attention,
+    EvalKeep,
     Method,
     Optimizer,
     Precision,
@@ -219,6 +220,12 @@ class SizingForm(common.Panel):
                                          layout=lay),
             # qlora only: whether the framework keeps peft's fp32 upcast of embeddings, norms and lm_head
             "kbit_upcast": widgets.Checkbox(value=base.kbit_upcast, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
+            # an in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation
+            "eval_batch_size": NumberText(value=_blank(base.eval_batch_size), style=WIDE, layout=lay),
+            "eval_samples": NumberText(value=_blank(base.eval_samples), style=WIDE, layout=lay),
+            "eval_keep": widgets.Dropdown(options=[k.value for k in EvalKeep], value=base.eval_keep.value,
+                                          style=WIDE, layout=lay),
+            "eval_accum": NumberText(value=_blank(base.eval_accum), style=WIDE, layout=lay),
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
             "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
                                          style=WIDE, layout=lay),
@@ -290,6 +297,8 @@ class SizingForm(common.Panel):
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
+        for name in ("eval_batch_size", "eval_samples", "eval_accum"):
+            self.controls[name].placeholder = ui(f"{name}_hint", lang)
         for key, heading in self.headings.items():
             heading.value = heading_html(4, ui(key, lang))
         with self._mute():
@@ -395,7 +404,8 @@ class SizingForm(common.Panel):
 
     def values(self) -> dict[str, Any]:
         """The TrainPlan fields the form sets (model resolved by ``model_ref``)."""
-        out = {name: control.number(name) if isinstance(control, NumberText) else control.value
+        out = {name: None if name in _BLANK_IS_NONE and not str(control.value).strip()
+               else control.number(name) if isinstance(control, NumberText) else control.value
                for name, control in self.controls.items() if name != "dataset_tokens"}
         known_tokens, known_bytes, known_note = self._dataset_known
         tokens, size, note = dataset_input(self.controls["dataset_tokens"].value, known_tokens, known_bytes)
@@ -510,7 +520,7 @@ class SizingForm(common.Panel):
                     value = lengths_text(value)
                 elif hasattr(value, "value"):  # a str enum
                     value = value.value
-                control.value = value
+                control.value = _blank(value)
         self.refresh()
 
     def _show_upload_report(self) -> None:
@@ -716,7 +726,8 @@ class SizingForm(common.Panel):
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
                                  c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"],
-                                 c["kbit_upcast"]])
+                                 c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
+                                 c["eval_accum"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
                              self.gpu_select])
@@ -794,6 +805,14 @@ class SizingForm(common.Panel):
 
 
 _SPEC_SEEN: set[str] = set()
+
+
+_BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum")  # optional counts: a blank field is None
+
+
+def _blank(value: Any) -> Any:
+    """A control's value for a plan field: None (an optional field left unset) shows as a blank field."""
+    return "" if value is None else value
 
 
 def _hybrid(sharding: str) -> bool:

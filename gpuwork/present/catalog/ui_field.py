@@ -24,6 +24,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.rent_days": ("Rent period", "Срок аренды"),
     "ui.field.have": ("My cards", "Мои карты"),
     "ui.field.eval_fraction": ("Validation share", "Доля валидации"),
+    "ui.field.eval_batch_size": ("Eval batch", "Батч оценки"),
+    "ui.field.eval_samples": ("Eval samples", "Примеров оценки"),
+    "ui.field.eval_keep": ("Eval keeps", "Оценка хранит"),
+    "ui.field.eval_accum": ("Eval accumulation", "Накопление оценки"),
     "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
     "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
 }
