@@ -244,3 +244,14 @@ def test_a_link_carries_the_evaluation():
     with pytest.raises(PlanError) as err:
         plan_from_query("eval_samples=lots")
     assert err.value.field == "eval_samples"
+
+
+def test_every_rank_keeps_every_ranks_outputs():
+    one = TrainPlan(**LORA, eval_batch_size=4, eval_samples=64, eval_keep="logits")
+    two = one.replace(gpus=2)
+    spec = resolve(one).spec
+    assert kept_per_batch(spec, two, 2) == tuple(2 * n for n in kept_per_batch(spec, one, 2))
+    # half the batches per GPU, each gathered from both: the same outputs are kept at the end
+    kept = [estimate_memory(p, spec).breakdown["eval_predictions"] for p in (one, two)]
+    pred, label = kept_per_batch(spec, one, 2)
+    assert kept == [2 * 16 * pred + 16 * label] * 2

@@ -50,10 +50,11 @@ def eval_tokens(plan: TrainPlan) -> int:
 def kept_per_batch(spec: ModelSpec, plan: TrainPlan, logits_bytes: int) -> tuple[int, int]:
     """(predictions, labels) bytes one evaluation batch hands back to be kept: the logits as the model returns
     them (``logits_bytes`` per element), int64 token ids, or nothing but the loss; a sequence classifier's per
-    row, a language model's per token."""
+    row, a language model's per token. Over several GPUs every rank keeps every rank's batch
+    (``gather_for_metrics`` before the containers)."""
     if plan.eval_keep is EvalKeep.LOSS:
         return 0, 0
-    rows = plan.eval_batch_size or 0
+    rows = (plan.eval_batch_size or 0) * plan.gpus
     if spec.task is Task.SEQ_CLS:
         width, positions = max(spec.num_labels, 1), rows
     else:
@@ -94,7 +95,7 @@ def estimate_eval(spec: ModelSpec, plan: TrainPlan, *, held: int, stream: int, l
         return None
     tokens = eval_tokens(plan)
     samples = plan.eval_samples or plan.eval_batch_size
-    batches = math.ceil(samples / plan.eval_batch_size)
+    batches = math.ceil(samples / (plan.eval_batch_size * plan.gpus))  # the sampler splits them over the GPUs
     window = min(batches, plan.eval_accum or batches)  # batches whose outputs are on the GPU at once
     forward = eval_forward(spec, plan, stream, linear_out, logits_bytes)
     program, live = step_program(forward, tokens)
