@@ -47,6 +47,7 @@ from typing import Any
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.catalog import GpuClass, GpuSpec, Link, Network
+from gpuwork.facts.hashed import IdentityMemo
 from gpuwork.facts.network import BusCurve, CommFacts, NodeNetwork
 from gpuwork.facts.rates import Rates
 from gpuwork.message import Msg, msg
@@ -457,6 +458,20 @@ def plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, back
     """The plan's communication per optimizer step over ``base_step`` seconds of per-GPU work (``forward_s`` and
     ``backward_s`` of it are what gradients and gathers may hide behind), and the exposed share of the step over
     its own links. Only what does not hide adds to the step."""
+    if setting.plan.gpus == 1 and math.isfinite(base_step):
+        # nothing moves, nothing is exposed (scaling efficiency 1, share 0 at any finite step): the estimate holds
+        # only the card's and link's figures, found once for them
+        return _ONE_GPU.get((setting.gpu, setting.rates, setting.facts),
+                            (setting.intra, setting.network, setting.nodes, setting.sm_count),
+                            lambda: _plan_comm(setting, traffic, 0.0, 0.0, 1.0)[0]), 0.0
+    return _plan_comm(setting, traffic, forward_s, backward_s, base_step)
+
+
+_ONE_GPU: IdentityMemo[CommEstimate] = IdentityMemo(256)
+
+
+def _plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, backward_s: float,
+               base_step: float) -> tuple[CommEstimate, float]:
     plan, gpu, net = setting.plan, setting.gpu, setting.network
     comm_bytes, strategy = comm_bytes_per_step(traffic)
     gpus_per_node = math.ceil(plan.gpus / setting.nodes)

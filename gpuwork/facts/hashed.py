@@ -5,6 +5,7 @@ again at every lookup. ``IdentityMemo`` keys values by the identity of the fact 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from operator import is_
 from typing import Any, Generic, TypeVar
 
 V = TypeVar("V")
@@ -38,7 +39,7 @@ class IdentityMemo(Generic[V]):
         """The value made for ``objects`` and ``extra``, made by ``make()`` the first time."""
         key = (tuple(map(id, objects)), extra)
         hit = self._entries.get(key)
-        if hit is not None and all(held is given for held, given in zip(hit[0], objects, strict=True)):
+        if hit is not None and all(map(is_, hit[0], objects)):  # the ids' own objects (the key has as many)
             return hit[1]
         value = make()
         if len(self._entries) >= self._size:
