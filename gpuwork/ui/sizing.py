@@ -223,7 +223,7 @@ class SizingForm(common.Panel):
             # an in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation
             "eval_batch_size": NumberText(value=_blank(base.eval_batch_size), style=WIDE, layout=lay),
             "eval_samples": NumberText(value=_blank(base.eval_samples), style=WIDE, layout=lay),
-            "eval_keep": widgets.Dropdown(options=[k.value for k in EvalKeep], value=base.eval_keep.value,
+            "eval_keep": widgets.Dropdown(options=self._eval_keep_options(), value=base.eval_keep.value,
                                           style=WIDE, layout=lay),
             "eval_accum": NumberText(value=_blank(base.eval_accum), style=WIDE, layout=lay),
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
@@ -278,6 +278,9 @@ class SizingForm(common.Panel):
     def _axis_options(self) -> list[tuple[str, str]]:
         return [(ui(f"axis_{v}", self.lang), v) for v in ("seq_len", "batch_size")]
 
+    def _eval_keep_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"eval_keep_{k.value}", self.lang), k.value) for k in EvalKeep]
+
     def _method_options(self) -> list[tuple[str, str]]:
         return [(ui("method_option", self.lang, value=m), m.value) for m in Method]
 
@@ -304,6 +307,7 @@ class SizingForm(common.Panel):
         with self._mute():
             for control, options in ((self.model_source, self._source_options()), (self.axis, self._axis_options()),
                                      (self.controls["method"], self._method_options()),
+                                     (self.controls["eval_keep"], self._eval_keep_options()),
                                      (self.gpu_select, self._gpu_options())):
                 value = control.value
                 control.options = options
