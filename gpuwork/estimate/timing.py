@@ -55,6 +55,7 @@ from gpuwork.estimate.comm import (
     plan_comm,
 )
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
+from gpuwork.estimate.fsdp_costs import fsdp_copies_s
 from gpuwork.estimate.lengths import (
     LENGTH_GRID,
     length_grid,
@@ -854,8 +855,9 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     optimizer_s += _host_optimizer_s(s, breakdown)
     offload_s, checkpoint_offload = _offload_s(s, priced, breakdown)
 
+    fsdp_s = fsdp_copies_s(plan, s.spec, s.counts, gpu, device, s.rates, efficiency.scale, breakdown)
     # communication: the same per-GPU compute; only what does not hide behind it adds (estimate.comm)
-    base_step = compute_s + optimizer_s + offload_s
+    base_step = compute_s + optimizer_s + offload_s + fsdp_s
     comm, own_share = plan_comm(CommSetting(plan, gpu, s.rates, inputs.comm, intra, net, nodes, device.sm_count),
                                 _traffic(s),
                                 price.by_phase.get(Phase.FORWARD.value, 0.0),

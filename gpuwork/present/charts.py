@@ -409,7 +409,7 @@ TIME_COLORS = {
     "matmul": "#4c78a8", "attention": "#72b7b2", "memory": "#f58518", "optimizer": "#e45756",
     "launch overhead": "#bab0ac", "communication (exposed)": "#b279a2", "communication contention": "#d4a6c8", "data wait": "#9d755d",
     "optimizer on CPU": "#ff9da6", "parameter offload (PCIe)": "#eeca3b", "compute (given MFU)": "#54a24b",
-    "checkpoint offload (PCIe)": "#d67195",
+    "checkpoint offload (PCIe)": "#d67195", "FSDP copies": "#ffbf79",
 }
 
 

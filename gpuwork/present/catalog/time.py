@@ -40,4 +40,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "time.kind.checkpoint_offload_pcie": ("checkpointed activations over PCIe, not hidden by compute",
                                           "сохранённые активации по PCIe, не скрытые вычислениями"),
     "time.kind.compute_given_mfu": ("compute at the given MFU", "вычисления при заданном MFU"),
+    "time.kind.fsdp_copies": ("FSDP2 copies beside compute (all-gather copy-out, reduce-scatter copy-in)",
+                              "копирования FSDP2 в потоке вычислений (после all-gather, перед reduce-scatter)"),
 }
