@@ -35,6 +35,15 @@ def _alone(plan: TrainPlan, gpu_id: str, inputs=None, **options) -> tuple:
         clear_package_caches()
 
 
+def _gets_its_own_answer(plan: TrainPlan, inputs, other: TrainPlan, other_inputs) -> None:
+    """``other`` (on ``other_inputs``) estimated right after ``plan`` gets the answer it gets alone, not ``plan``'s,
+    and ``plan`` after it its own again."""
+    alone = _alone(other, "h100_sxm", other_inputs)
+    before = _answer(plan, "h100_sxm", inputs)
+    assert _answer(other, "h100_sxm", other_inputs) == alone != before
+    assert _answer(plan, "h100_sxm", inputs) == before
+
+
 def test_a_plan_estimated_after_a_sweep_of_others_gets_its_first_answer():
     inputs = resolve(BASE)
     clear_package_caches()
@@ -62,13 +71,8 @@ CHANGES = {
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 def test_a_plan_that_differs_in_one_field_gets_its_own_answer(change):
-    other = BASE.replace(**CHANGES[change])
     inputs = resolve(BASE)
-    alone = _alone(other, "h100_sxm", inputs)
-    clear_package_caches()
-    before = _answer(BASE, "h100_sxm", inputs)
-    assert _answer(other, "h100_sxm", inputs) == alone != before
-    assert _answer(BASE, "h100_sxm", inputs) == before
+    _gets_its_own_answer(BASE, inputs, BASE.replace(**CHANGES[change]), inputs)
 
 
 def test_an_equal_plan_object_gets_the_same_answer():
@@ -85,10 +89,7 @@ def test_another_model_or_stack_object_gets_its_own_answer():
     slower_stack = dataclasses.replace(inputs, rates=dataclasses.replace(
         inputs.rates, stacks={**inputs.rates.stacks, BASE.stack: dataclasses.replace(profile, fused_norm=True)}))
     for changed in (other_spec, slower_stack):
-        alone = _alone(BASE, "h100_sxm", changed)
-        before = _answer(BASE, "h100_sxm", inputs)
-        assert _answer(BASE, "h100_sxm", changed) == alone != before
-        assert _answer(BASE, "h100_sxm", inputs) == before
+        _gets_its_own_answer(BASE, inputs, BASE, changed)
 
 
 def test_one_gpu_communication_follows_the_card_and_the_link():

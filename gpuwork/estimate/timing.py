@@ -4,18 +4,8 @@
 in ``inputs``): it lists the step's operations (``estimate.ops``), prices each on one GPU with the
 GPU's achievable rates and the plan's stack (``estimate.steptime``), adds the communication that does
 not hide behind compute, the offloaded optimizer and the data feed, then scales to the whole run with
-evaluation, checkpoint writes and a margin. The FLOPs per token below are the model's FLOPs (what MFU
-counts), reported beside the priced step. Seconds internally; hours only on display.
-
-FLOP convention (one, labelled): per token, a weight costs 2 FLOPs forward, 2 for the gradient of
-its input and 2 for its own gradient (Kaplan et al. 2020 §2.1: 6N for training). Frozen weights
-skip their own gradient, so adapters (LoRA/QLoRA) cost 4N + 6·N_adapter (NVIDIA NeMo's LoRA
-throughput implies ≈ 4N, docs/sources.md#s-flops-lora). Checkpointing reruns each block's forward:
-+2N (BigScience 8N, docs/sources.md#s-flops-recompute). Attention scores and values add 12·L·H·Q·T per token
-for forward + backward (torchtitan ``get_num_flop_per_token``; causal masking ignored, i.e. the
-full T×T product is counted as torchtitan does) and +4·L·H·Q·T when recomputed. N counts the
-weights that multiply activations: active parameters (MoE: routed experts only) minus embedding
-tables, plus the output layer when it is tied to the embeddings (torchtitan excludes embeddings).
+evaluation, checkpoint writes and a margin. The FLOPs per token (``estimate.flops``, its convention) are the
+model's FLOPs (what MFU counts), reported beside the priced step. Seconds internally; hours only on display.
 
 Example:
     >>> plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
@@ -55,6 +45,7 @@ from gpuwork.estimate.comm import (
     plan_comm,
 )
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
+from gpuwork.estimate.flops import FlopsPerToken, flops_per_token, matmul_params
 from gpuwork.estimate.fsdp_costs import fsdp_copies_s
 from gpuwork.estimate.lengths import (
     LENGTH_GRID,
@@ -70,20 +61,13 @@ from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
 from gpuwork.facts.block_profiles import BlockProfile, matching_profile
 from gpuwork.facts.catalog import GpuSpec, Link, Network
+from gpuwork.facts.hashed import IdentityMemo
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Precision, Sharding, TrainPlan
 from gpuwork.units import HOUR_S, Range
-
-# -- FLOP convention (Kaplan et al. 2020 §2.1; torchtitan; NeMo) ------------------------------------
-
-FWD_FLOPS_PER_WEIGHT = 2  # one multiply-add per weight per token
-BWD_INPUT_FLOPS_PER_WEIGHT = 2  # gradient w.r.t. the layer input (needed through every block it crosses)
-BWD_WEIGHT_FLOPS_PER_WEIGHT = 2  # gradient w.r.t. the weight (skipped for frozen weights)
-ATTN_FWD_FLOPS = 4  # per layer and token, x H·Q·T: Q·K^T (2·H·Q·T) + P·V (2·H·Q·T)
-ATTN_TRAIN_FLOPS = 12  # forward + backward = 3 x forward (torchtitan: 12·L·H·Q·T per token)
 
 # -- communication ----------------------------------------------------------------------------------
 
@@ -109,34 +93,6 @@ MFU_RANGE = Range(1e-3, 1.0)
 
 
 # -- results -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FlopsPerToken:
-    """FLOPs one training token costs on the GPUs, by part (see the module docstring)."""
-
-    forward: float  # 2 x weights that multiply activations (+ adapters)
-    backward_input: float  # gradients of activations through the blocks that need them
-    backward_weight: float  # gradients of trainable weights
-    recompute: float  # forward re-run by gradient checkpointing
-    attention: float  # Q·K^T and P·V, forward + backward (+ recompute)
-    attention_backward: float  # the backward part of ``attention``
-    total: float  # executed FLOPs (recompute included): what the GPU must run
-    model: float  # total without recompute: the "model FLOPs" of MFU
-    weights: int  # N: weights that multiply activations (active params, no embedding tables)
-    convention: str  # the formula with its sources (English: a citation)
-    note: Msg  # the same convention as a catalog message, for people
-
-    def as_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in ("forward", "backward_input", "backward_weight", "recompute",
-                                             "attention", "attention_backward", "total", "model", "weights",
-                                             "convention")}
-        return {**out, "note": self.note.as_dict()}
-
-    @property
-    def backward(self) -> float:
-        """FLOPs of the backward pass per token (recompute included: it runs inside backward)."""
-        return self.backward_input + self.backward_weight + self.attention_backward + self.recompute
 
 
 @dataclass(frozen=True)
@@ -261,94 +217,6 @@ class TimeEstimate:
                                    if self.checkpoint_offload is not None else None),
             "warnings": [w.as_dict() for w in self.warnings],
         }
-
-
-# -- FLOPs ----------------------------------------------------------------------------------------
-
-
-def _head_matmul_params(spec: ModelSpec) -> int:
-    """Weights of the output layer(s), counting a tied output layer that reuses the embeddings."""
-    tied = spec.vocab_size * spec.hidden_size if spec.tie_embeddings else 0
-    return spec.params_head + tied
-
-
-def matmul_params(spec: ModelSpec) -> int:
-    """N: weights that multiply activations per token — active params minus embedding tables
-    (lookups, not matmuls; torchtitan excludes them) plus a tied output layer (it is a matmul)."""
-    return spec.params_active - spec.params_embedding + (spec.vocab_size * spec.hidden_size
-                                                         if spec.tie_embeddings else 0)
-
-
-class _FlopsShape(NamedTuple):
-    """What ``flops_per_token`` reads of a plan besides its parameter counts (a field it does not hold is an
-    AttributeError, not a stale answer): the key of its cache with the spec and the counts."""
-
-    method: Method
-    uses_adapters: bool
-    seq_len: int
-    trainable_layers: int
-    grad_checkpointing: bool
-
-
-def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
-    """FLOPs per training token for the plan's method (see the module docstring for the convention).
-
-    Worked example (Llama-3.1-8B, full, seq 2048, no checkpointing): N = 8,030,261,248 − 525,336,576
-    (embeddings) = 7,504,924,672; 6N = 4.503e10; attention 12·32·32·128·2048 = 3.221e9; total 4.825e10.
-    """
-    return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
-        plan.method, plan.uses_adapters, plan.seq_len, plan.trainable_layers, plan.grad_checkpointing))
-
-
-@functools.lru_cache(maxsize=4096)
-def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) -> FlopsPerToken:
-    n = matmul_params(spec)
-    head = _head_matmul_params(spec)
-    blocks = n - head  # weights inside the blocks (and poolers): what checkpointing recomputes
-    hq_t = spec.num_heads * spec.head_dim * plan.seq_len  # H·Q·T
-    layers = spec.num_layers
-    adapter = counts.adapter
-    if plan.method in (Method.FULL, Method.SCRATCH):
-        fwd = FWD_FLOPS_PER_WEIGHT * n
-        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * n
-        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * n
-        grad_layers = layers
-        convention, note = "6N (full update)", msg("flops.full")
-    elif plan.uses_adapters:
-        # frozen base: forward + input gradients through every block, weight gradients only for the
-        # adapters (NeMo's LoRA figures imply 4N, docs/sources.md#s-flops-lora) and a task head trained in full
-        fwd = FWD_FLOPS_PER_WEIGHT * (n + adapter)
-        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * (n + adapter)
-        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * (adapter + counts.head_trainable)
-        grad_layers = layers
-        convention, note = "4N + 6 x adapter params (frozen base, NeMo convention)", msg("flops.adapters")
-    else:  # FREEZE: the last k blocks (+ head) train; autograd stops below the first trained block
-        k = min(plan.trainable_layers, layers)
-        path = head + blocks * k // max(layers, 1)
-        fwd = FWD_FLOPS_PER_WEIGHT * n
-        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * path
-        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * counts.trainable
-        grad_layers = k
-        convention = "2N + 2 x (trained blocks + head) + 2 x trainable (freeze: no gradient below the trained blocks)"
-        note = msg("flops.freeze")
-    attention_backward = (ATTN_TRAIN_FLOPS - ATTN_FWD_FLOPS) * grad_layers * hq_t
-    attention = ATTN_FWD_FLOPS * layers * hq_t + attention_backward
-    recompute = 0.0
-    if plan.grad_checkpointing:
-        # HF checkpoints each decoder block: its forward runs again in backward (+2N, +attention fwd)
-        recompute_blocks = blocks * grad_layers // max(layers, 1)
-        recompute = FWD_FLOPS_PER_WEIGHT * (recompute_blocks + (adapter if plan.uses_adapters else 0)) \
-            + ATTN_FWD_FLOPS * grad_layers * hq_t
-        convention += " + recompute (gradient checkpointing)"
-    attention_model = attention
-    total = fwd + bwd_in + bwd_w + attention + recompute
-    model = fwd + bwd_in + bwd_w + attention_model
-    return FlopsPerToken(forward=float(fwd), backward_input=float(bwd_in), backward_weight=float(bwd_w),
-                         recompute=float(recompute), attention=float(attention),
-                         attention_backward=float(attention_backward), total=float(total),
-                         model=float(model), weights=n, convention=convention + " + attention 12·L·H·Q·T",
-                         note=msg("flops.convention", method=note,
-                                  recompute=msg("flops.recompute") if plan.grad_checkpointing else None))
 
 
 # -- peaks and MFU ----------------------------------------------------------------------------------
@@ -614,20 +482,51 @@ def _efficiency(s: _Setting, mfu: float | None, calibration: Mapping[str, Any] |
     return _Efficiency(1.0, "op model", None)
 
 
-def _priced_shapes(s: _Setting, scale: float) -> tuple[list[tuple[float, TrainPlan, StepPrice]], StepPrice]:
-    """(weight, micro-batch shape, price) of each shape a step runs, and the expected step price: one shape, or
-    under a length histogram the micro-batches padded to their longest member on ``LENGTH_GRID`` lengths."""
-    plan = s.plan
+class _PlanPart(NamedTuple):
+    """What an estimate reads of its plan, model and stack alone, the same on every GPU (``_plan_part``)."""
+
+    counts: ParamCounts
+    flops: FlopsPerToken  # of the plan's FLOPs plan (``_flops_plan``)
+    # (weight, micro-batch shape, its operations) of each shape a step runs: one, or under a length histogram the
+    # micro-batches padded to their longest member on ``LENGTH_GRID`` lengths
+    shapes: tuple[tuple[float, TrainPlan, OpList], ...]
+    mixed: bool  # a length histogram's padded shapes: the step is their expected price
+    traffic: CommTraffic
+    checkpoint_bytes: int
+    tokens_per_gpu_step: float  # real (unpadded) tokens: what throughput, steps per epoch and the data feed count
+
+
+def _plan_part(plan: TrainPlan, inputs: Inputs, profile: StackProfile, experts: MoeExperts | None) -> _PlanPart:
+    """``_PlanPart``, made once per plan object, model and stack object (a sweep or a fit matrix prices one plan on
+    many GPUs; the objects are frozen, and a changed one is another object)."""
+    return _PLAN_PARTS.get((plan, inputs.spec, profile), experts,
+                           lambda: _make_plan_part(plan, inputs, profile, experts))
+
+
+_PLAN_PARTS: IdentityMemo[_PlanPart] = IdentityMemo(256)
+
+
+def _make_plan_part(plan: TrainPlan, inputs: Inputs, profile: StackProfile, experts: MoeExperts | None) -> _PlanPart:
+    spec = inputs.spec
+    counts = count_params(spec, plan)
     mix = padded_lengths(plan)
-    ops = _plan_ops(plan, s.inputs, s.profile, s.experts)
     if mix is None:
-        shapes: list[tuple[float, TrainPlan, tuple[Any, ...]]] = [(1.0, plan, ops)]
+        shapes: tuple[tuple[float, TrainPlan, OpList], ...] = ((1.0, plan, _plan_ops(plan, inputs, profile, experts)),)
     else:  # micro-batches with padding carry the attention mask (ops.sdpa_padding_mask), those of one length not
-        shapes = [(w, shape, _plan_ops(shape, s.inputs, s.profile, s.experts))
-                  for kind, part in padding_parts(plan, stack_kernels(s.profile, s.experts))
-                  for w, shape in ((w, plan.replace(seq_len=n, lengths=kind)) for w, n in length_grid(part))]
-    priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale)) for w, shape, o in shapes]
-    price = priced[0][2] if mix is None else mixed_price([(w, p) for w, _, p in priced])
+        shapes = tuple((w, shape, _plan_ops(shape, inputs, profile, experts))
+                       for kind, part in padding_parts(plan, stack_kernels(profile, experts))
+                       for w, shape in ((w, plan.replace(seq_len=n, lengths=kind)) for w, n in length_grid(part)))
+    return _PlanPart(counts, flops_per_token(_flops_plan(plan), spec), shapes, mix is not None,
+                     _traffic(plan, spec, counts), checkpoint_bytes(plan, spec),
+                     plan.batch_size * real_tokens_per_sequence(plan) * plan.grad_accum)
+
+
+def _priced_shapes(s: _Setting, part: _PlanPart,
+                   scale: float) -> tuple[list[tuple[float, TrainPlan, StepPrice]], StepPrice]:
+    """(weight, micro-batch shape, price) of each shape a step runs (``_PlanPart.shapes``), and the step's price."""
+    priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale))
+              for w, shape, o in part.shapes]
+    price = mixed_price([(w, p) for w, _, p in priced]) if part.mixed else priced[0][2]
     return priced, price
 
 
@@ -674,13 +573,12 @@ def _offload_s(s: _Setting, priced: list[tuple[float, TrainPlan, StepPrice]],
     return offload_s + exposed_copy_s, checkpoint_offload
 
 
-def _traffic(s: _Setting) -> CommTraffic:
+def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraffic:
     """What the plan's GPUs move per optimizer step (estimate.comm)."""
-    plan, counts = s.plan, s.counts
     weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
     grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
     return CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
-                       units=max(s.spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
+                       units=max(spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
                        gathered_bytes=counts.total * weight_bytes,
                        params16_bytes=counts.trainable * plan.precision.compute_bytes,
                        shard_group=plan.shard_group_gpus)
@@ -835,17 +733,17 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
             and disk_write_bytes_s > 0):
         raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
     warnings: list[Msg] = []
-    flops = flops_per_token(_flops_plan(plan), inputs.spec)
     peak, peak_label = peak_flops(gpu, plan.precision)
-    warnings.extend(_precision_warnings(plan, gpu, inputs.rates.stacks[plan.stack]))
+    profile = inputs.rates.stacks[plan.stack]
+    warnings.extend(_precision_warnings(plan, gpu, profile))
     device = _device_rates(gpu, inputs, warnings)
-    s = _Setting(plan, gpu, inputs, count_params(inputs.spec, plan), inputs.rates.stacks[plan.stack], device,
-                 _experts(options.get("moe_experts")))
-    # real (unpadded) tokens: what throughput, steps per epoch and the data feed count
-    tokens_per_gpu_step = plan.batch_size * real_tokens_per_sequence(plan) * plan.grad_accum
+    experts = _experts(options.get("moe_experts"))
+    part = _plan_part(plan, inputs, profile, experts)
+    flops, tokens_per_gpu_step = part.flops, part.tokens_per_gpu_step
+    s = _Setting(plan, gpu, inputs, part.counts, profile, device, experts)
     tokens_step = tokens_per_gpu_step * plan.gpus
     efficiency = _efficiency(s, mfu, calibration)
-    priced, price = _priced_shapes(s, efficiency.scale)
+    priced, price = _priced_shapes(s, part, efficiency.scale)
     optimizer_s = price.by_phase.get(Phase.OPTIMIZER.value, 0.0)
     compute_s = price.total_s - optimizer_s
     breakdown = dict(price.by_kind)
@@ -859,7 +757,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     # communication: the same per-GPU compute; only what does not hide behind it adds (estimate.comm)
     base_step = compute_s + optimizer_s + offload_s + fsdp_s
     comm, own_share = plan_comm(CommSetting(plan, gpu, s.rates, inputs.comm, intra, net, nodes, device.sm_count),
-                                _traffic(s),
+                                part.traffic,
                                 price.by_phase.get(Phase.FORWARD.value, 0.0),
                                 price.by_phase.get(Phase.BACKWARD.value, 0.0)
                                 + price.by_phase.get(Phase.RECOMPUTE.value, 0.0), base_step)
@@ -875,7 +773,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     choice = _mfu_choice(s, efficiency, implied, mfu)
 
     # the whole run
-    ckpt_bytes = checkpoint_bytes(plan, inputs.spec)
+    ckpt_bytes = part.checkpoint_bytes
     run = whole_run(plan, step_s, tokens_step, checkpoint_bytes=ckpt_bytes, disk_write_bytes_s=disk_write_bytes_s)
     warnings.extend(_run_warnings(plan, intra, comm, own_share, data))
     estimate = TimeEstimate(
