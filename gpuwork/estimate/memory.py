@@ -767,18 +767,15 @@ def _block_backward_transients(spec: ModelSpec, plan: TrainPlan, act: _Activatio
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
-    """Per-GPU peak memory of one steady-state training step of ``plan``.
+    """Per-GPU peak of one steady-state training step of ``plan`` (or its in-run evaluation), in bytes.
 
     Args:
         plan: the run (memory reads everything above ``dataset_tokens``).
         spec: the model's spec (``gpuwork.facts.resolve(plan).spec``). For a family without a hand-written
             block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
             gives the bytes the real block saves for backward instead of the nearest family's.
-        stack: what ``plan.stack`` changes in memory (``gpuwork.facts.rates`` stacks.csv: loss kernel, fused
-            RMSNorm and SwiGLU, checkpoint offload); default the profile in ``spec.extras["stacks"]``, which
-            ``resolve`` adds, and without one the eager Hugging Face behaviour.
-
-    Returns a MemoryEstimate with the breakdown at the peak and the three totals, in bytes.
+        stack: what ``plan.stack`` changes (``gpuwork.facts.rates`` stacks.csv: loss kernel, fused RMSNorm and
+            SwiGLU, checkpoint offload); default ``spec.extras["stacks"]``'s (``resolve`` adds it), else eager HF.
     """
     counts = count_params(spec, plan)
     states = model_states(spec, plan, counts)
@@ -842,16 +839,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
     default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
     reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown, pools)
-    evaluation = estimate_eval(
-        spec, plan, held=weights + opt + autocast_copies + head_copy + sharding_buffers + gather["forward"]
-        + CUBLAS_WORKSPACE_BYTES, stream=dt.stream, linear_out=dt.linear_out, logits_bytes=4 if dt.linear_out == 4 else 2,
-        train_step=_step_tensors(spec, plan, act, trained_layers, mlp_transient // max(tokens, 1), offloaded > 0))
-    if evaluation is not None:
-        allocated_total, reserved, breakdown = with_evaluation(evaluation, allocated_total, reserved, breakdown,
-                                                                   ALLOCATOR_SLACK)
-        if breakdown.get("eval_forward") is not None:
-            peak_phase = "evaluation"
-        phases["evaluation"] = evaluation.allocated - CUBLAS_WORKSPACE_BYTES
+    allocated_total, reserved, breakdown, peak_phase = _in_run_evaluation(spec, plan, dt, act, saved, {
+        **base_terms, **moments["forward"]}, mlp_transient // max(tokens, 1), (allocated_total, reserved, breakdown,
+                                                                                 peak_phase, phases))
     breakdown["paged_optimizer_states"] = paged  # unified memory, resident when the GPU has room
     breakdown["cuda_context"] = CUDA_CONTEXT_BYTES
     device_total = reserved + paged + CUDA_CONTEXT_BYTES
@@ -876,6 +866,25 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         host_bytes=host,
         host_transfer_bytes=host_transfer,
     )
+
+
+def _in_run_evaluation(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, act: _Activations, saved: _Saved,
+                       terms: dict[str, int], transient_per_token: int,
+                       step: tuple[int, int, dict[str, int], str, dict[str, int]]) -> tuple[int, int, dict[str, int], str]:
+    """The step's (allocated, reserved, breakdown, peak phase) with the plan's in-run evaluation, if any
+    (gpuwork.estimate.eval_memory); its allocated peak goes to the step's phases (``step[4]``). Held through it,
+    of the forward moment's ``terms``: weights, optimizer states, autocast's weight copies and the sharding buffers
+    (gradients are freed)."""
+    held = sum(terms[k] for k in ("weights", "optimizer_states", "autocast_weight_copies", "sharding_buffers"))
+    evaluation = estimate_eval(
+        spec, plan, held=held + CUBLAS_WORKSPACE_BYTES, stream=dt.stream, linear_out=dt.linear_out,
+        logits_bytes=4 if dt.linear_out == 4 else 2,
+        train_step=_step_tensors(spec, plan, act, saved.trained_layers, transient_per_token, saved.offloaded > 0))
+    if evaluation is None:
+        return step[:4]
+    allocated, reserved, breakdown = with_evaluation(evaluation, *step[:3], ALLOCATOR_SLACK)
+    step[4]["evaluation"] = evaluation.allocated - CUBLAS_WORKSPACE_BYTES
+    return allocated, reserved, breakdown, "evaluation" if "eval_forward" in breakdown else step[3]
 
 
 def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_layers: int,

@@ -220,12 +220,7 @@ class SizingForm(common.Panel):
                                          layout=lay),
             # qlora only: whether the framework keeps peft's fp32 upcast of embeddings, norms and lm_head
             "kbit_upcast": widgets.Checkbox(value=base.kbit_upcast, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
-            # an in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation
-            "eval_batch_size": NumberText(value=_blank(base.eval_batch_size), style=WIDE, layout=lay),
-            "eval_samples": NumberText(value=_blank(base.eval_samples), style=WIDE, layout=lay),
-            "eval_keep": widgets.Dropdown(options=self._eval_keep_options(), value=base.eval_keep.value,
-                                          style=WIDE, layout=lay),
-            "eval_accum": NumberText(value=_blank(base.eval_accum), style=WIDE, layout=lay),
+            **self._eval_controls(base, lay),
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
             "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
                                          style=WIDE, layout=lay),
@@ -277,6 +272,14 @@ class SizingForm(common.Panel):
 
     def _axis_options(self) -> list[tuple[str, str]]:
         return [(ui(f"axis_{v}", self.lang), v) for v in ("seq_len", "batch_size")]
+
+    def _eval_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
+        """An in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation."""
+        return {"eval_batch_size": NumberText(value=_blank(base.eval_batch_size), style=WIDE, layout=lay),
+                "eval_samples": NumberText(value=_blank(base.eval_samples), style=WIDE, layout=lay),
+                "eval_keep": widgets.Dropdown(options=self._eval_keep_options(), value=base.eval_keep.value,
+                                              style=WIDE, layout=lay),
+                "eval_accum": NumberText(value=_blank(base.eval_accum), style=WIDE, layout=lay)}
 
     def _eval_keep_options(self) -> list[tuple[str, str]]:
         return [(ui(f"eval_keep_{k.value}", self.lang), k.value) for k in EvalKeep]
