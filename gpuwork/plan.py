@@ -217,6 +217,8 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "eval_accum": Range(1, 10**9, whole=True),  # None: predictions stay on the GPU to the evaluation's end
 }
 _OPTIONAL = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum")  # None is allowed
+# (field, low, high, low_open, high_open, whole) of each range, for the plain plan's quick pass
+_BOUNDS = tuple((name, r.low, r.high, r.low_open, r.high_open, r.whole) for name, r in PLAN_RANGES.items())
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
 UPPER_BOUNDS: dict[str, float] = {name: r.high for name, r in PLAN_RANGES.items() if name not in _OWN_ABOVE}
 LOWER_BOUNDS: dict[str, float] = {name: PLAN_RANGES[name].low for name in ("lora_alpha", "epochs")}
@@ -282,7 +284,8 @@ class TrainPlan:
 
     def __post_init__(self) -> None:
         for name, enum in _ENUM_FIELDS.items():
-            object.__setattr__(self, name, _coerce_enum(name, getattr(self, name), enum))
+            if type(value := getattr(self, name)) is not enum:  # already a member: nothing to coerce
+                object.__setattr__(self, name, _coerce_enum(name, value, enum))
         object.__setattr__(self, "lora_targets", _coerce_targets(self.lora_targets))
         if not isinstance(self.model, str) or not self.model.strip():
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
@@ -301,6 +304,8 @@ class TrainPlan:
     def _check_numbers(self) -> None:
         """Each number in its range (PLAN_RANGES): types and lower ends first, then the upper ends, then
         eval_fraction; the first field out of range is named."""
+        if self._numbers_plainly_valid():  # nearly every plan: no problem to name
+            return
         # each field judged once (every plan copy is validated: a time sweep builds thousands)
         problems = {name: bounds.problem(getattr(self, name)) for name, bounds in PLAN_RANGES.items()}
         skipped = {"eval_fraction"} | {name for name in _OPTIONAL if getattr(self, name) is None}
@@ -315,6 +320,20 @@ class TrainPlan:
         if problems["eval_fraction"] is not None:
             raise _out_of_range("eval_fraction", self.eval_fraction, PLAN_RANGES["eval_fraction"],
                                 problems["eval_fraction"])
+
+    def _numbers_plainly_valid(self) -> bool:
+        """Whether every number is an int, or a finite float where fractions are allowed, inside its range
+        (None where a field allows it): what ``_check_numbers`` would pass, found without judging each problem."""
+        for name, low, high, low_open, high_open, whole in _BOUNDS:
+            kind = type(value := getattr(self, name))
+            if kind is not int and (kind is not float or whole or not math.isfinite(value)):
+                if value is None and name in _OPTIONAL:
+                    continue
+                return False
+            if not low < value < high and (value < low or value > high or (low_open and value == low)
+                                           or (high_open and value == high)):
+                return False
+        return True
 
     def _check_combinations(self) -> None:
         if self.sharding is not Sharding.DDP and self.gpus < 2:

@@ -1,9 +1,11 @@
 import dataclasses
 import json
+import math
 
 import pytest
 
 from gpuwork import Method, PlanError, Precision, TrainPlan
+from gpuwork.plan import PLAN_RANGES
 
 
 def test_strings_become_enums_and_replace_validates():
@@ -105,3 +107,29 @@ def test_optimizer_impl_selects_the_torch_kernels():
     assert TrainPlan(optimizer_impl="for_loop").optimizer_impl.torch_kwargs == {"foreach": False}
     assert TrainPlan().optimizer_impl.torch_kwargs == {"foreach": True}
     assert TrainPlan(stack="hf_liger").stack.value == "hf-liger"
+
+
+def _edge_values(bounds):
+    """Values at, inside and beyond each end of a range, and the kinds of value it refuses."""
+    low, high = bounds.low, bounds.high
+    values = [low, high, True, False, None, "1", math.nan, math.inf, -math.inf]
+    if bounds.whole:
+        values += [int(low) - 1, int(high) + 1, float(low), float(high)]
+    else:
+        values += [math.nextafter(low, -math.inf), math.nextafter(high, math.inf), (low + high) / 2, int(high)]
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(PLAN_RANGES))
+def test_a_plan_is_refused_exactly_when_one_of_its_numbers_is_out_of_its_range(name):
+    # a plan's numbers pass a quick check first; at every edge of every range it must agree with Range.problem
+    bounds = PLAN_RANGES[name]
+    for value in _edge_values(bounds):
+        expected_ok = bounds.problem(value) is None or (value is None and name in (
+            "dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum"))
+        if expected_ok:
+            assert getattr(TrainPlan(method="lora", **{name: value}), name) == value
+        else:
+            with pytest.raises(PlanError) as caught:
+                TrainPlan(method="lora", **{name: value})
+            assert caught.value.field == name, value
