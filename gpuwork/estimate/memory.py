@@ -879,6 +879,8 @@ def _in_run_evaluation(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, act: _Activ
     (gpuwork.estimate.eval_memory); its allocated peak goes to the step's phases (``step[4]``). Held through it,
     of the forward moment's ``terms``: weights, optimizer states, autocast's weight copies and the sharding buffers
     (gradients are freed)."""
+    if plan.eval_batch_size is None:  # none priced: no training step to replay, no evaluation to build
+        return step[:4]
     held = sum(terms[k] for k in ("weights", "optimizer_states", "autocast_weight_copies", "sharding_buffers"))
     evaluation = estimate_eval(
         spec, plan, held=held + CUBLAS_WORKSPACE_BYTES, stream=dt.stream, linear_out=dt.linear_out,
