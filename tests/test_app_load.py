@@ -59,7 +59,7 @@ def test_twenty_concurrent_visitors_are_served_and_the_server_stays_bounded(
     assert result.culled == 0  # a connected page is never culled, even idle
     assert 0 < result.peak_rss_bytes < VISITORS * 400 * MIB + 1024 * MIB
     log = (tmp_path / "voila.log").read_text(errors="replace")
-    assert "Error at server while executing cell" not in log and "Traceback" not in log, log[-3000:]
+    assert "Error at server while executing cell" not in log and _tracebacks(log) == [], log[-3000:]
     assert result.change_s is not None, "with 20 pages open, a change did not reach its chart within 120 s"
 
 
@@ -71,6 +71,42 @@ def test_twenty_concurrent_visitors_are_served_and_the_server_stays_bounded(
 EAGER_CULLER = ("--MappingKernelManager.cull_interval=1", "--MappingKernelManager.cull_idle_timeout=2")
 # the pool's replacements start at once, not after 10 s: the loads follow each other as fast as kernels start
 NO_FILL_DELAY = ("--VoilaKernelManager.fill_delay=0",)
+
+
+# A culled kernel can still print this at its own end: ipykernel (7.4) answers the shutdown request and then
+# publishes "idle" through an IOPub event pipe that is already closed. Upstream fixed the same race in the send
+# itself (ipython/ipykernel PR #1518), not in the wake-up before it. The kernel is going away; no page is touched.
+_SHUTDOWN_RACE = ("/ipykernel/kernelbase.py", "in process_control",
+                  "zmq.error.ZMQError: Socket operation on non-socket")
+
+
+def _tracebacks(log: str) -> list[str]:
+    """Every traceback in a server log, each up to and with its exception line, less the shutdown race above."""
+    found = []
+    for part in log.split("Traceback (most recent call last):")[1:]:
+        lines = part.split("\n")[1:]
+        end = next((i for i, line in enumerate(lines) if line and not line[0].isspace()), len(lines) - 1)
+        block = "\n".join(lines[:end + 1])
+        if not all(mark in block for mark in _SHUTDOWN_RACE):
+            found.append(block)
+    return found
+
+
+def test_only_the_kernel_shutdown_race_is_forgiven_in_a_server_log() -> None:
+    race = ("ERROR:tornado.general:Uncaught exception in ZMQStream callback\nTraceback (most recent call last):\n"
+            '  File "/v/site-packages/ipykernel/kernelbase.py", line 372, in dispatch_control\n'
+            "    await self.process_control(msg)\n"
+            '  File "/v/site-packages/ipykernel/kernelbase.py", line 409, in process_control\n'
+            '    self._publish_status_and_flush("idle", "control", self.control_stream)\n'
+            "zmq.error.ZMQError: Socket operation on non-socket\n[Voila] Kernel shutdown: 9b57\n")
+    ours = ("Traceback (most recent call last):\n"
+            '  File "/r/gpuwork/app/sizing.py", line 12, in redraw\n    chart.update()\n'
+            "ValueError: bad figure\n")
+    same_error_elsewhere = race.replace("in process_control", "in execute_request")
+    assert _tracebacks(race) == []
+    assert _tracebacks(race + ours) == [ours.split("\n", 1)[1].rstrip("\n")]
+    assert len(_tracebacks(same_error_elsewhere)) == 1
+    assert _tracebacks("[Voila] Using pre-heated kernel\n") == []
 
 
 def _chromium(p):
@@ -133,7 +169,7 @@ def _loads_in_a_row(loads: int, tmp_path: Path) -> None:
     assert failures == [], failures
     assert len(times) == loads
     assert log.count("Using pre-heated kernel") >= loads // 2  # the pool served the pages (some start their own)
-    assert "Error at server while executing cell" not in log and "Traceback" not in log, log[-3000:]
+    assert "Error at server while executing cell" not in log and _tracebacks(log) == [], log[-3000:]
 
 
 @pytest.mark.slow
@@ -198,7 +234,7 @@ def test_a_visitor_at_its_limit_gets_a_page_saying_close_a_tab_and_another_visit
     finally:
         bench.stop_server(proc)
     assert log.count("Refused a page") >= 1
-    assert "Error at server while executing cell" not in log and "Traceback" not in log, log[-3000:]
+    assert "Error at server while executing cell" not in log and _tracebacks(log) == [], log[-3000:]
 
 
 # -- the kernel manager's rules, with real kernels and no browser ----------------------------------------------
