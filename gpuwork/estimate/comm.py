@@ -26,7 +26,9 @@ Overlap (per optimizer step, per GPU):
   updated 16-bit parameters all-gathered after the step, in buckets of 5e8 elements: all exposed.
 - ZeRO-3 / FSDP (FULL_SHARD): per unit (one decoder block) an all-gather before its forward and again
   before its backward, prefetched behind the previous unit's compute; the gradients' reduce-scatter
-  runs in backward on the same stream, once per optimizer step (no_sync during accumulation).
+  runs in backward on the same stream, once per optimizer step (no_sync during accumulation). Torch FSDP's root
+  unit (embeddings, head) stays gathered from forward to backward: its gather waits at each micro-batch's start,
+  its reduce-scatter after backward (``CommTraffic.root_*``; docs/communication.md 'The root unit').
 - HSDP (hybrid shard): the same inside each shard group of ``shard_ranks`` GPUs (NVLink when the group fits in a
   node, else the network as FSDP across nodes), and after each unit's reduce-scatter an all-reduce of its gradient
   shard (1/group of the unit's gradients) across the replicas, on its own stream (torch fully_shard
@@ -103,6 +105,10 @@ class CommTraffic:
     gathered_bytes: float  # every sharded weight in its compute dtype (ZeRO-3 / FSDP all-gathers them)
     params16_bytes: float  # trainable weights in 16-bit (ZeRO-1/2 all-gather after the step)
     shard_group: int = HSDP_GROUP_GPUS  # the hybrid shardings' shard group (TrainPlan.shard_group_gpus)
+    # torch FSDP's root unit (embeddings, head, final norm; part of the two figures above): kept gathered from
+    # forward to backward, so gathered once a micro-batch and reduce-scattered after every block. 0: spread evenly
+    root_gathered_bytes: float = 0.0
+    root_grad_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -232,21 +238,27 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
         return CommTime(total, total, busbw(facts, fabric, REDUCE_SCATTER, rs_size, n), rs_size)
     # ZeRO-3 / FSDP / HSDP: one unit per decoder block, gathered and reduce-scattered inside the shard group
     units = max(traffic.units, 1)
-    unit_params = traffic.gathered_bytes / units
+    root_params, root_grads = traffic.root_gathered_bytes, traffic.root_grad_bytes
+    unit_params = (traffic.gathered_bytes - root_params) / units
+    unit_grads = (traffic.grad_bytes - root_grads) / units
     group, replicas = _groups(traffic)
     inside = fabric if group > fabric.gpus_per_node else replace(fabric, network=None)
     ag = collective_s(facts, inside, ALL_GATHER, unit_params, group)
     ag_bwd = ag if traffic.sharding.shards_params else 0.0  # HSDP-ZeRO2 keeps the forward's gather
-    rs = collective_s(facts, inside, REDUCE_SCATTER, traffic.grad_bytes / units, group)
-    ar = replica_all_reduce_s(facts, fabric, traffic.grad_bytes / units / group, replicas, group)
+    rs = collective_s(facts, inside, REDUCE_SCATTER, unit_grads, group)
+    ar = replica_all_reduce_s(facts, fabric, unit_grads / group, replicas, group)
+    # the root: its gather opens each micro-batch, its reduction (embedding gradients come last) closes backward
+    root_ag = collective_s(facts, inside, ALL_GATHER, root_params, group)
+    root_rs = collective_s(facts, inside, REDUCE_SCATTER, root_grads, group) \
+        + replica_all_reduce_s(facts, fabric, root_grads / group, replicas, group)
     fwd_unit, bwd_unit = forward_s / (ga * units), backward_s / (ga * units)
-    fwd_exposed = ag + (units - 1) * max(0.0, ag - fwd_unit)  # the first gather waits; the rest prefetch
+    fwd_exposed = root_ag + ag + (units - 1) * max(0.0, ag - fwd_unit)  # the first gather waits; the rest prefetch
     bwd_exposed = units * max(0.0, ag_bwd - bwd_unit)  # micro-batches without gradient sync
     last_bwd_exposed = units * max(0.0, ag_bwd + rs - bwd_unit) + rs  # the last reduce-scatter follows backward
     # HSDP: the all-reduces queue on their own stream as units finish; the last one follows backward
-    last_bwd_exposed += ar + (units - 1) * max(0.0, ar - max(bwd_unit, ag_bwd + rs))
+    last_bwd_exposed += ar + (units - 1) * max(0.0, ar - max(bwd_unit, ag_bwd + rs)) + root_rs
     exposed = ga * fwd_exposed + (ga - 1) * bwd_exposed + last_bwd_exposed
-    total = ga * units * (ag + ag_bwd) + units * (rs + ar)
+    total = ga * (units * (ag + ag_bwd) + root_ag) + units * (rs + ar) + root_rs
     return CommTime(total, exposed, busbw(facts, inside, ALL_GATHER, unit_params, group), unit_params)
 
 
@@ -303,7 +315,9 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
                 "ZeRO reduce-scatter of gradients + all-gather of parameters")
     group, replicas = _groups(traffic)
     gathers = 2 if traffic.sharding.shards_params else 1  # HSDP-ZeRO2: in forward only
-    inside = (group - 1) / group * (gathers * traffic.gathered_bytes * traffic.grad_accum + traffic.grad_bytes)
+    root = traffic.root_gathered_bytes  # gathered once a micro-batch
+    gathered = root + gathers * (traffic.gathered_bytes - root)
+    inside = (group - 1) / group * (gathered * traffic.grad_accum + traffic.grad_bytes)
     when = "forward + backward" if gathers == 2 else "forward only"
     if replicas > 1:
         name = "HSDP" if gathers == 2 else "HSDP-ZeRO2"

@@ -46,7 +46,7 @@ from gpuwork.estimate.comm import (
 )
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
 from gpuwork.estimate.flops import FlopsPerToken, flops_per_token, matmul_params
-from gpuwork.estimate.fsdp_costs import fsdp_copies_s
+from gpuwork.estimate.fsdp_costs import FSDP2_SHARDINGS, fsdp_copies_s
 from gpuwork.estimate.lengths import (
     LENGTH_GRID,
     length_grid,
@@ -577,11 +577,29 @@ def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraff
     """What the plan's GPUs move per optimizer step (estimate.comm)."""
     weight_bytes = 0.5 if plan.method is Method.QLORA else plan.precision.compute_bytes
     grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
+    root_params, root_trained = _fsdp_root(plan, spec, counts)
     return CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
                        units=max(spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
                        gathered_bytes=counts.total * weight_bytes,
                        params16_bytes=counts.trainable * plan.precision.compute_bytes,
-                       shard_group=plan.shard_group_gpus)
+                       shard_group=plan.shard_group_gpus,
+                       root_gathered_bytes=root_params * weight_bytes, root_grad_bytes=root_trained * grad_bytes)
+
+
+def _fsdp_root(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> tuple[int, int]:
+    """(parameters, trained parameters) of torch FSDP's root unit: what no decoder block holds (embeddings, head,
+    final norm). Torch FSDP1 and FSDP2 keep the root gathered after forward (docs/communication.md 'The root
+    unit'); (0, 0) for DeepSpeed ZeRO-3 and the unsharded strategies, whose units are priced evenly."""
+    if plan.sharding not in FSDP2_SHARDINGS:
+        return 0, 0
+    params = spec.params_embedding + spec.params_head + spec.params_other
+    if plan.uses_adapters:
+        trained = counts.head_trainable
+    elif plan.method is Method.FREEZE:
+        trained = spec.params_head + spec.extras.get("params_final_norm", 0)
+    else:
+        trained = params
+    return min(params, counts.total), min(trained, counts.trainable)
 
 
 def _data_feed(s: _Setting, tokens_step: float, step_s: float, loader_tokens_per_s: float | None,
