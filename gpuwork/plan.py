@@ -215,8 +215,10 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "eval_batch_size": Range(1, 2**20, whole=True),  # None: no in-run evaluation priced
     "eval_samples": Range(1, 10**9, whole=True),  # None: one evaluation batch
     "eval_accum": Range(1, 10**9, whole=True),  # None: predictions stay on the GPU to the evaluation's end
+    "mlm_predictions": Range(1, MAX_SEQ_LEN, whole=True),  # None: the masked-LM head on every position
 }
-_OPTIONAL = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum")  # None is allowed
+# None is allowed
+_OPTIONAL = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")
 # (field, low, high, low_open, high_open, whole) of each range, for the plain plan's quick pass
 _BOUNDS = tuple((name, r.low, r.high, r.low_open, r.high_open, r.whole) for name, r in PLAN_RANGES.items())
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
@@ -274,6 +276,9 @@ class TrainPlan:
     eval_samples: int | None = None
     eval_keep: EvalKeep = EvalKeep.LOSS
     eval_accum: int | None = None
+    # masked-LM pre-training that runs its head only on the masked positions (max_predictions_per_seq of BERT's
+    # scripts): positions per sequence, at most seq_len; None: on every position (transformers' BertForMaskedLM)
+    mlm_predictions: int | None = None
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens

@@ -848,6 +848,11 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     if spec.task is Task.SEQ_CLS:
         vocab, rows = max(spec.num_labels, 1), plan.batch_size
         trains = True  # a classification head trains in every method
+    elif spec.task is Task.MASKED_LM and plan.mlm_predictions:  # BERT scripts: gather the masked rows first
+        vocab, rows = spec.vocab_size, plan.batch_size * min(plan.mlm_predictions, plan.seq_len)
+        out.append(_mem("masked positions gather", Phase.FORWARD, rows * h, 2 * e, 1, mb))
+        out.append(_mem("masked positions gather backward (zeros, scatter)", Phase.BACKWARD, t * h + 2 * rows * h,
+                        e, 2, mb))
     else:
         vocab, rows = spec.vocab_size, t
     upcast = plan.method is Method.QLORA and plan.kbit_upcast  # peft's fp32 lm_head

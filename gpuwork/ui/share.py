@@ -44,7 +44,7 @@ _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 _NONE = ("", "none", "null")
 _DEFAULTS = {f.name: f.default for f in fields(TrainPlan)}
 _NUMBER_FIELDS = ("lora_alpha",)  # an int by default, but a fraction is a valid alpha
-_OPTIONAL_COUNTS = ("eval_batch_size", "eval_samples", "eval_accum")  # a whole number, or none
+_OPTIONAL_COUNTS = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")  # a whole number, or none
 
 
 def _as_text(value: Any) -> str:

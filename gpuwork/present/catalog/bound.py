@@ -20,4 +20,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "bound.eval_samples": ("a billion evaluation samples", "миллиард примеров оценки"),
     "bound.eval_accum": ("evaluation batches between copies to the CPU", "батчей оценки между копированиями на CPU"),
     "bound.checkpoints_kept": ("checkpoints on one disk", "контрольных точек на одном диске"),
+    "bound.mlm_predictions": ("masked positions in one sequence, no longer than any context",
+                              "маскированных позиций в одной последовательности, не длиннее любого контекста"),
 }

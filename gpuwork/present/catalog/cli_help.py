@@ -128,6 +128,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "(preprocess_logits_for_metrics returns token ids)",
         "что оценка хранит на GPU для каждого батча: loss (нет compute_metrics) | logits | ids "
         "(preprocess_logits_for_metrics возвращает номера токенов)"),
+    "cli.help.run.mlm_predictions": (
+        "masked-LM pre-training whose head predicts only the masked positions (max_predictions_per_seq of BERT's "
+        "scripts): positions per sequence (unset: the head runs on every position)",
+        "предобучение masked-LM, чья голова предсказывает только маскированные позиции (max_predictions_per_seq "
+        "скриптов BERT): позиций на последовательность (не задано — голова на каждой позиции)"),
     "cli.help.run.eval_accum": (
         "eval_accumulation_steps: evaluation batches whose outputs stay on the GPU before moving to the CPU "
         "(unset: until the evaluation ends)",
