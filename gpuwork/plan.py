@@ -100,10 +100,18 @@ class Stack(StrEnum):
     HF_LIGER = "hf-liger"  # the same with Liger kernels (fused RMSNorm, RoPE, SwiGLU, linear cross-entropy)
     TORCH_COMPILE = "torch-compile"  # the same with torch.compile (fused element-wise ops)
     UNSLOTH = "unsloth"  # Unsloth: hand-written Triton kernels, fused LoRA, own checkpointing
+    # older Unsloth releases, whose model hands the full logits back to the Trainer (stacks.csv inplace-returned):
+    # 2023.12-2024.3 keep each checkpointed block input on the GPU, 2024.4-2024.11.7 offload it as "unsloth" does
+    UNSLOTH_2023_12 = "unsloth-2023-12"
+    UNSLOTH_2024_04 = "unsloth-2024-04"
     TORCHTUNE = "torchtune"  # torchtune recipes with compile: native PyTorch modules, adapters in the model dtype
     FRAMEWORK = "framework"  # tuned pre-training frameworks (torchtitan, llm-foundry, Megatron, NeMo)
     # NVIDIA DeepLearningExamples BERT fine-tuning in eager PyTorch under apex amp O2 (docs/legacy_stacks.md)
     DLE_PYTORCH = "dle-pytorch"
+
+
+# Unsloth of any release: its own model patching and PEFT wrapper
+UNSLOTH_STACKS = frozenset({Stack.UNSLOTH, Stack.UNSLOTH_2023_12, Stack.UNSLOTH_2024_04})
 
 
 class Sharding(StrEnum):
@@ -599,6 +607,7 @@ __all__ = [
     "LOWER_BOUNDS",
     "PLAN_RANGES",
     "UPPER_BOUNDS",
+    "UNSLOTH_STACKS",
     "Attention",
     "Method",
     "Optimizer",

@@ -293,6 +293,7 @@ class _Activations:
     rotary: int  # bytes per token of cos/sin shared by all blocks
     inputs: int  # input ids, labels
     chunked_loss: bool = False  # fused linear cross-entropy: one chunk of logits at a time (not per token)
+    logits_copy: int = 0  # bytes per token of a copy of the returned logits alive only at the forward's end
 
 
 def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input: bool = False) -> int:
@@ -339,7 +340,7 @@ def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: 
         # keeps only the (tokens x h) input gradient and fp32 per-token losses; the chunk of logits is a
         # transient counted per step (_chunked_logits_bytes); lm_head's own input is not saved
         head, logsoftmax, loss_backward = final_norm + dt.stream * h + 4, 0, 0
-    elif spec.task is Task.CAUSAL_LM and loss_kernel == "inplace":
+    elif spec.task is Task.CAUSAL_LM and loss_kernel in ("inplace", "inplace-returned"):
         # Unsloth Fast_CrossEntropyLoss: keeps the 16-bit logits and one fp32 logsumexp per row (soft-capping
         # inside the kernel) and writes the gradient into the logits in place: no fp32 copy, no second buffer
         logsoftmax = head_out_bytes * vocab
@@ -445,7 +446,16 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     # only its input hidden states.
     ckpt = dt.stream * h
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
-                        chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked")
+                        chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked",
+                        logits_copy=_returned_logits_copy(spec, plan, loss_kernel))
+
+
+def _returned_logits_copy(spec: ModelSpec, plan: TrainPlan, loss_kernel: str) -> int:
+    """Bytes per token of the fp32 copy of returned logits: older Unsloth models return them beside the loss, and
+    accelerate's mixed-precision wrapper (convert_outputs_to_fp32) hands them to the Trainer as fp32, held until
+    compute_loss returns ([M4], docs/memory_unsloth_releases.md)."""
+    returned = spec.task is Task.CAUSAL_LM and loss_kernel == "inplace-returned" and plan.precision.is_mixed
+    return 4 * spec.vocab_size if returned else 0
 
 
 def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | None,
@@ -565,7 +575,7 @@ class _Saved:
     shared: int  # rotary tables and inputs
     recompute: int  # one block's forward re-run under checkpointing
     logits: int
-    logits_chunk: int  # one chunk of a fused linear cross-entropy
+    logits_chunk: int  # alive only in the forward: one chunk of a fused linear cross-entropy, or the logits' copy
     offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
 
 
@@ -606,7 +616,7 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     activations = blocks_saved + shared
     logits = act.head * tokens
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
-    logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else 0
+    logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded)
 
 
@@ -909,7 +919,7 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_l
     per_layer = act.per_layer_trained if trained_layers else act.per_layer_frozen
     block = cut(min(act.mlp_saved, per_layer), inter) + cut(per_layer - min(act.mlp_saved, per_layer), hidden)
     head = cut(act.head, vocab)
-    loss = cut(act.loss_backward, vocab)
+    loss = cut(act.loss_backward + act.logits_copy, vocab)  # vocabulary-wide buffers made and freed after the head
     transient = cut(mlp_transient_per_token, inter)
     if plan.grad_checkpointing:
         kept = () if offloaded else (act.checkpoint_per_layer,)  # offloaded block inputs leave the GPU

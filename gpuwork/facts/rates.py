@@ -30,8 +30,8 @@ ATTENTION_CURVES_CSV = "attention_curves.csv"  # fused attention's measured rate
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
-MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace"), "rmsnorm_saves": ("fp32-copy", "input"),
-                  "checkpoint": ("recompute", "offload")}
+MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned"),
+                  "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload")}
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,7 @@ class StackProfile:
     moe_experts: str = "fused"  # "fused" expert tensors (one GEMM per expert) | "loop" (transformers 4.x)
     # memory behaviour (read by gpuwork.estimate.memory; see MEMORY_CHOICES)
     loss_kernel: str = "eager"  # "eager" fp32 upcast + log_softmax | "chunked" fused linear CE | "inplace" 16-bit
+    # ("inplace-returned": the in-place kernel, and the model returns the logits too)
     rmsnorm_saves: str = "fp32-copy"  # what RMSNorm saves: "fp32-copy" of its input | "input" (+ fp32 rstd)
     swiglu_saved: int = 3  # intermediate-sized tensors act(gate) * up saves: 3 eager, 2 fused kernels
     checkpoint: str = "recompute"  # checkpointed block inputs stay on the GPU | "offload" to CPU RAM

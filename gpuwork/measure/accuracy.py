@@ -27,7 +27,7 @@ from gpuwork.facts.spec import ModelSpec
 from gpuwork.measure.heldout import HeldoutSet, Reread, heldout_sets
 from gpuwork.measure.page_notes import HELDOUT_NOTES, KNOWN_MISSES, UNPRICED
 from gpuwork.measure.time_cases import STEPS_ONLY, TIME_CASES, Covers, TimeCase, case_gpu
-from gpuwork.plan import Method, Optimizer, Stack, TrainPlan
+from gpuwork.plan import UNSLOTH_STACKS, Method, Optimizer, Stack, TrainPlan
 from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time
 
 METRICS = {
@@ -485,7 +485,7 @@ def regimes(plan: TrainPlan, gpu: GpuSpec, nodes: int) -> tuple[str, ...]:
         found.append(SHORT_MICRO_BATCH)
     if plan.method is Method.QLORA:
         found.append(QLORA)
-    if plan.stack in (Stack.UNSLOTH, Stack.TORCH_COMPILE, Stack.TORCHTUNE, Stack.FRAMEWORK):
+    if plan.stack in UNSLOTH_STACKS or plan.stack in (Stack.TORCH_COMPILE, Stack.TORCHTUNE, Stack.FRAMEWORK):
         found.append(TUNED)
     elif plan.stack is Stack.HF_TRAINER:
         found.append(HF_EAGER)

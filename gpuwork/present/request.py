@@ -44,7 +44,7 @@ from gpuwork.facts.catalog import GpuClass, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, Sharding, Stack, TrainPlan
+from gpuwork.plan import UNSLOTH_STACKS, Method, Sharding, Stack, TrainPlan
 from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile
 from gpuwork.units import HOUR_S, LANGS, is_whole, plural_ru
@@ -418,6 +418,8 @@ _STACK_NAMES = {
     Stack.HF_LIGER: "PyTorch, Hugging Face Trainer (transformers{peft}, liger_kernel)",
     Stack.TORCH_COMPILE: "PyTorch, Hugging Face Trainer (transformers{peft}, torch.compile)",
     Stack.UNSLOTH: "unsloth (PyTorch{peft})",
+    Stack.UNSLOTH_2023_12: "unsloth (PyTorch{peft})",
+    Stack.UNSLOTH_2024_04: "unsloth (PyTorch{peft})",
     Stack.TORCHTUNE: "torchtune (PyTorch)",
     Stack.FRAMEWORK: "torchtitan/Megatron/NeMo (PyTorch)",
 }
@@ -426,7 +428,7 @@ _STACK_NAMES = {
 def _framework(plan: TrainPlan, vendor: str | None) -> tuple[str, str | None, str | None]:
     """(framework, launcher, collective backend) from the plan's stack and sharding, e.g.
     ("PyTorch, Hugging Face Trainer (transformers/peft), PyTorch FSDP", "accelerate/torchrun", "NCCL")."""
-    peft = "/peft" if plan.uses_adapters and plan.stack is not Stack.UNSLOTH else (
+    peft = "/peft" if plan.uses_adapters and plan.stack not in UNSLOTH_STACKS else (
         ", peft" if plan.uses_adapters else "")
     parts = [_STACK_NAMES[plan.stack].format(peft=peft)]
     if plan.method is Method.QLORA:

@@ -10,6 +10,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "stack.hf-liger": ("HF Trainer + Liger kernels", "HF Trainer с объединёнными ядрами (hf-liger)"),
     "stack.torch-compile": ("HF Trainer + torch.compile", "HF Trainer + torch.compile"),
     "stack.unsloth": ("Unsloth", "библиотека unsloth"),
+    "stack.unsloth-2023-12": ("Unsloth 2023.12-2024.3", "библиотека unsloth, выпуски 2023.12-2024.3"),
+    "stack.unsloth-2024-04": ("Unsloth 2024.4-2024.11", "библиотека unsloth, выпуски 2024.4-2024.11"),
     "stack.framework": ("tuned framework (torchtitan, Megatron, NeMo)",
                         "настроенный фреймворк для предобучения (framework)"),
     "stack.torchtune": ("torchtune (compiled)", "torchtune (с компиляцией)"),
