@@ -131,7 +131,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.mlm_predictions": (
         "masked-LM pre-training whose head predicts only the masked positions (max_predictions_per_seq of BERT's "
         "scripts): positions per sequence (unset: the head runs on every position)",
-        "предобучение masked-LM, чья голова предсказывает только маскированные позиции (max_predictions_per_seq "
+        "предобучение маскированной языковой модели, чья голова предсказывает только маскированные позиции (max_predictions_per_seq "
         "скриптов BERT): позиций на последовательность (не задано — голова на каждой позиции)"),
     "cli.help.run.eval_accum": (
         "eval_accumulation_steps: evaluation batches whose outputs stay on the GPU before moving to the CPU "
