@@ -225,8 +225,8 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "eval_accum": Range(1, 10**9, whole=True),  # None: predictions stay on the GPU to the evaluation's end
     "mlm_predictions": Range(1, MAX_SEQ_LEN, whole=True),  # None: the masked-LM head on every position
 }
-# None is allowed
-_OPTIONAL = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")
+# the ranged fields that may also be None (the share link reads "none" for them)
+OPTIONAL_FIELDS = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")
 # (field, low, high, low_open, high_open, whole) of each range, for the plain plan's quick pass
 _BOUNDS = tuple((name, r.low, r.high, r.low_open, r.high_open, r.whole) for name, r in PLAN_RANGES.items())
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
@@ -321,7 +321,7 @@ class TrainPlan:
             return
         # each field judged once (every plan copy is validated: a time sweep builds thousands)
         problems = {name: bounds.problem(getattr(self, name)) for name, bounds in PLAN_RANGES.items()}
-        skipped = {"eval_fraction"} | {name for name in _OPTIONAL if getattr(self, name) is None}
+        skipped = {"eval_fraction"} | {name for name in OPTIONAL_FIELDS if getattr(self, name) is None}
         if self.method not in (Method.LORA, Method.QLORA):
             skipped.add("lora_r")
         for name, problem in problems.items():
@@ -340,7 +340,7 @@ class TrainPlan:
         for name, low, high, low_open, high_open, whole in _BOUNDS:
             kind = type(value := getattr(self, name))
             if kind is not int and (kind is not float or whole or not math.isfinite(value)):
-                if value is None and name in _OPTIONAL:
+                if value is None and name in OPTIONAL_FIELDS:
                     continue
                 return False
             if not low < value < high and (value < low or value > high or (low_open and value == low)
@@ -605,6 +605,7 @@ __all__ = [
     "MAX_GPUS",
     "MAX_SEQ_LEN",
     "LOWER_BOUNDS",
+    "OPTIONAL_FIELDS",
     "PLAN_RANGES",
     "UPPER_BOUNDS",
     "UNSLOTH_STACKS",

@@ -34,7 +34,7 @@ from urllib.parse import parse_qs, urlencode
 
 from gpuwork.errors import PlanError
 from gpuwork.message import msg
-from gpuwork.plan import TrainPlan, default_precision, follow_method, plan_from_choices
+from gpuwork.plan import OPTIONAL_FIELDS, TrainPlan, default_precision, follow_method, plan_from_choices
 from gpuwork.present.messages import text
 from gpuwork.units import parse_count, parse_number, parse_size
 
@@ -44,7 +44,6 @@ _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 _NONE = ("", "none", "null")
 _DEFAULTS = {f.name: f.default for f in fields(TrainPlan)}
 _NUMBER_FIELDS = ("lora_alpha",)  # an int by default, but a fraction is a valid alpha
-_OPTIONAL_COUNTS = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")  # a whole number, or none
 
 
 def _as_text(value: Any) -> str:
@@ -78,7 +77,7 @@ def _parse(name: str, raw: str) -> Any:
     default = _DEFAULTS.get(name)
     if name == "dataset_bytes":
         return None if value.lower() in _NONE else parse_size(value, name)
-    if name in _OPTIONAL_COUNTS:
+    if name in OPTIONAL_FIELDS:  # the others: a whole number, or none
         return None if value.lower() in _NONE else parse_count(value, name, minimum=None)
     if name == "seq_len":  # "4k" is 4,096, as the form reads it
         from gpuwork.sizing import parse_seq_len
