@@ -294,7 +294,8 @@ def test_which_row_backs_which_card(gpu, gpus, link, curve):
     if curve is None:
         return
     grads = est.comm.bytes_per_step / (2 * (gpus - 1) / gpus)  # DDP sends 2(n-1)/n of the gradients
-    bucket = grads / math.ceil(grads / DDP_BUCKET_BYTES)
+    rest = grads - 151_936 * 896 * 2  # the tied embedding's bf16 gradients: their own bucket, after backward
+    bucket = rest / math.ceil(rest / DDP_BUCKET_BYTES)
     pcie = get_gpu(gpu).pcie_bw_bytes_s
     assert est.comm.bandwidth_bytes_s == pytest.approx(curve_busbw(FACTS.curves[curve], pcie, bucket, gpus))
     # a 25 MiB bucket is within 6 % of the measured plateau (the rows hold from 32 MiB up)

@@ -21,7 +21,9 @@ across nodes may run NCCL's tree instead, whose latency grows with log2 of the n
 
 Overlap (per optimizer step, per GPU):
 - DDP: gradients are all-reduced in 25 MiB buckets while the last micro-batch's backward runs (no_sync
-  on the others); the last bucket waits for the end of backward.
+  on the others); the last bucket waits for the end of backward. A trained input embedding (and a head tied to
+  it) gets its gradient from the last op of backward, so its all-reduce follows backward (``last_grad_bytes``;
+  docs/communication.md 'DDP').
 - ZeRO-1/2 (DeepSpeed defaults, overlap_comm off): gradients reduce-scattered after backward and the
   updated 16-bit parameters all-gathered after the step, in buckets of 5e8 elements: all exposed.
 - ZeRO-3 / FSDP (FULL_SHARD): per unit (one decoder block) an all-gather before its forward and again
@@ -109,6 +111,8 @@ class CommTraffic:
     # forward to backward, so gathered once a micro-batch and reduce-scattered after every block. 0: spread evenly
     root_gathered_bytes: float = 0.0
     root_grad_bytes: float = 0.0
+    # DDP: gradients ready only when backward ends (a trained input embedding's, part of grad_bytes); 0: none
+    last_grad_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -223,12 +227,16 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
     if traffic.sharding is Sharding.DDP:
         if traffic.grad_bytes <= 0:
             return CommTime(0.0, 0.0, busbw(facts, fabric, ALL_REDUCE, DDP_BUCKET_BYTES, n), 0.0)
-        count, size = _bucketed(traffic.grad_bytes, DDP_BUCKET_BYTES)
-        t = collective_s(facts, fabric, ALL_REDUCE, size, n)
+        # a last gradient above the cap fills its own bucket; a smaller one shares the last bucket, exposed anyway
+        last = traffic.last_grad_bytes if traffic.last_grad_bytes > DDP_BUCKET_BYTES else 0.0
+        rest = traffic.grad_bytes - last
+        count, size = _bucketed(rest, DDP_BUCKET_BYTES)
+        t = collective_s(facts, fabric, ALL_REDUCE, size, n) if rest > 0 else 0.0
+        t_last = collective_s(facts, fabric, ALL_REDUCE, last, n)
         window = backward_s / ga  # the last micro-batch's backward
-        # bucket i is ready at i/count of the window; the stream runs them back to back
-        exposed = max(t, count * t - window * (count - 1) / count)
-        return CommTime(count * t, exposed, busbw(facts, fabric, ALL_REDUCE, size, n), size)
+        # bucket i is ready at i/count of the window; the stream runs them back to back, then the last gradients
+        exposed = max(t, count * t - window * (count - 1) / count) + t_last
+        return CommTime(count * t + t_last, exposed, busbw(facts, fabric, ALL_REDUCE, size, n), size)
     if traffic.sharding in (Sharding.ZERO1, Sharding.ZERO2):
         grad_elem = traffic.grad_bytes / max(traffic.params16_bytes / 2, 1.0)
         rs_count, rs_size = _bucketed(traffic.grad_bytes, ZERO_BUCKET_ELEMENTS * grad_elem)

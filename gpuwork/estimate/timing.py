@@ -583,7 +583,17 @@ def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraff
                        gathered_bytes=counts.total * weight_bytes,
                        params16_bytes=counts.trainable * plan.precision.compute_bytes,
                        shard_group=plan.shard_group_gpus,
-                       root_gathered_bytes=root_params * weight_bytes, root_grad_bytes=root_trained * grad_bytes)
+                       root_gathered_bytes=root_params * weight_bytes, root_grad_bytes=root_trained * grad_bytes,
+                       last_grad_bytes=_ddp_last_grads(plan, spec) * grad_bytes)
+
+
+def _ddp_last_grads(plan: TrainPlan, spec: ModelSpec) -> int:
+    """Trained parameters whose DDP gradient is ready only when backward ends: the input embeddings (the first op
+    of forward is the last of backward; a head tied to them accumulates into the same gradient), when trained.
+    docs/communication.md 'DDP'; 0 for the other shardings, adapters and ``freeze``."""
+    if plan.sharding is not Sharding.DDP or plan.uses_adapters or plan.method is Method.FREEZE:
+        return 0
+    return spec.params_embedding
 
 
 def _fsdp_root(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> tuple[int, int]:
