@@ -7,13 +7,15 @@ import argparse
 
 import pytest
 
-from gpuwork.errors import PlanError
+from gpuwork.errors import PlanError, TraceError
+from gpuwork.estimate.memory import memory_dtypes
 from gpuwork.estimate.ops import step_ops
 from gpuwork.estimate.steptime import stack_kernels
 from gpuwork.facts.resolve import resolve
 from gpuwork.measure.heldout import heldout_sets
+from gpuwork.measure.trace import trace_memory
 from gpuwork.plan import TrainPlan
-from gpuwork.sizing import estimate_time
+from gpuwork.sizing import estimate_memory, estimate_time
 
 BERT = dict(model="bert-large-uncased", task="masked-lm", method="scratch", precision="fp16-mixed", seq_len=128,
             batch_size=256, grad_accum=2, attention="eager", stack="framework")
@@ -84,3 +86,62 @@ def test_the_dle_pre_training_cases_are_re_read_with_their_masked_positions():
         ("nvidia-dle-bert-pytorch", 512): {None},
         ("nvidia-dle-bert-tf1", 128): {20}, ("nvidia-dle-bert-tf1", 512): {80},
         ("nvidia-dle-bert-tf2", 128): {20}, ("nvidia-dle-bert-tf2", 512): {80}}
+
+
+# -- memory: the head's saved tensors, logits and loss buffers on the gathered rows ---------------------------
+
+def test_the_masked_head_keeps_its_tensors_for_the_masked_rows_only():
+    plan = TrainPlan(**{**BERT, "batch_size": 32})
+    every, masked = estimate_memory(plan), estimate_memory(plan.replace(mlm_predictions=20))
+    spec, dt = resolve(plan).spec, memory_dtypes(plan)
+    h, vocab = spec.hidden_size, spec.vocab_size
+    # per row: the decoder's input (the stream), the transform's dense input and output, GELU output and LayerNorm
+    # input, LayerNorm's fp32 mean and rstd, and the 16-bit log_softmax output
+    saved = dt.stream * h + 4 * dt.linear_out * h + 8 + 2 * vocab
+    loss_backward = 2 * 2 * vocab  # the nll and log_softmax gradients, vocabulary-wide
+    fewer = 32 * (128 - 20)
+    drop = {phase: every.phase_peaks[phase] - masked.phase_peaks[phase] for phase in every.phase_peaks}
+    assert drop["forward"] == saved * fewer
+    assert drop["loss backward"] == (saved + loss_backward) * fewer
+    assert drop["block backward"] == (saved - 2 * vocab) * fewer  # log_softmax's output is gone by then
+    assert drop["backward end"] == drop["optimizer step"] == 0
+    assert masked.peak_allocated_bytes < every.peak_allocated_bytes
+
+
+def test_memory_without_the_field_or_with_every_position_is_unchanged():
+    plan = TrainPlan(**{**BERT, "batch_size": 32})
+    every = estimate_memory(plan)
+    assert estimate_memory(plan.replace(mlm_predictions=128)).phase_peaks == every.phase_peaks
+    assert estimate_memory(plan.replace(mlm_predictions=1_000)).peak_reserved_bytes == every.peak_reserved_bytes
+    gpt2 = TrainPlan(**{**BERT, "model": "gpt2", "task": "causal-lm", "method": "full", "batch_size": 8})
+    assert estimate_memory(gpt2.replace(mlm_predictions=20)).phase_peaks == estimate_memory(gpt2).phase_peaks
+
+
+def test_the_trace_refuses_a_gathered_masked_head():
+    with pytest.raises(TraceError) as caught:
+        trace_memory(TrainPlan(model="tiny-bert", method="full", seq_len=64, mlm_predictions=8))
+    assert caught.value.msg.code == "error.trace.mlm_predictions"
+
+
+# -- the app: a field shown for masked-LM models only ----------------------------------------------------------
+
+def test_the_sizing_form_sets_the_field_for_masked_lm_models_only():
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm({"model": "llama-3.2-1b", "method": "full", "seq_len": 128})
+    field = form.controls["mlm_predictions"]
+    assert field.layout.display == "none" and field.value == ""
+    field.value = "20"  # hidden: a causal LM does not read it
+    assert form.error is None and form.plan.mlm_predictions is None
+    form.controls["model"].value = "bert-base-uncased"
+    assert field.layout.display is None and form.plan.mlm_predictions == 20
+    assert "mlm_predictions=20" in form.share.value
+    field.value = ""
+    assert form.error is None and form.plan.mlm_predictions is None
+    field.value = "0"  # the plan's bound, as the CLI says it, under the field's label
+    assert form.error == "Masked positions per sequence: 0 is too small: use a whole number >= 1"
+    form.set_lang("ru")
+    assert field.description == "Маскированных позиций в последовательности" and "BERT" in field.placeholder
+    assert form.error.startswith("Маскированных позиций в последовательности:")
+    taken = SizingForm(TrainPlan(model="bert-base-uncased", method="full", seq_len=128, mlm_predictions=19))
+    assert taken.controls["mlm_predictions"].value == "19" and taken.plan.mlm_predictions == 19

@@ -577,6 +577,7 @@ class _Saved:
     logits: int
     logits_chunk: int  # alive only in the forward: one chunk of a fused linear cross-entropy, or the logits' copy
     offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
+    head_rows: int  # rows the head and loss run on: every token, or the masked positions BERT's scripts gather
 
 
 def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, profile: StackProfile | None,
@@ -614,10 +615,12 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
         recompute = 0
     shared = (act.rotary + act.inputs) * tokens
     activations = blocks_saved + shared
-    logits = act.head * tokens
+    gathered = spec.task is Task.MASKED_LM and plan.mlm_predictions  # BERT scripts: docs/memory_misses.md
+    head_rows = plan.batch_size * min(plan.mlm_predictions, seq_len) if gathered else tokens
+    logits = act.head * head_rows
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
-    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded)
+    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded, head_rows)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -740,7 +743,7 @@ def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved
         # batch at the longest length (the fixed-shape cache is ALLOCATOR_SLACK); over ORDERS random orders, the
         # largest (docs/memory_lengths.md, "... and the sizing rule")
         tokens = plan.batch_size * plan.longest_batch_len
-        step = _step_tensors(spec, plan, act, saved.trained_layers, mlp_transient_per_token, saved.offloaded > 0)
+        step = _step_tensors(spec, plan, act, saved, mlp_transient_per_token)
         mix = padded_mix(hist, plan.batch_size)
         varied = reserved_over_orders(step, mix, plan.batch_size, plan.expandable_segments)[-1]
         steady, _ = replay(step, (tokens,) * 3, plan.expandable_segments)
@@ -826,13 +829,13 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # Each moment of the step as named terms; the peak's terms are the breakdown.
     gather = _gathered(spec, plan, counts, pb, trained_layers)
     base_terms = {"weights": weights, "optimizer_states": opt}
-    logits_after_loss = logits - act.head_logsoftmax * tokens
+    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows
     moments: dict[str, dict[str, int]] = {
         "forward": {"gradients": grads_during_fwd, "activations": activations,
                     "autocast_weight_copies": autocast_copies + head_copy, "logits_and_loss": logits + logits_chunk},
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
                           "autocast_weight_copies": autocast_copies + head_copy,
-                          "logits_and_loss": logits + act.loss_backward * tokens},
+                          "logits_and_loss": logits + act.loss_backward * saved.head_rows},
         "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
                            "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
                            "temporaries": block_transient},
@@ -895,7 +898,7 @@ def _in_run_evaluation(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, act: _Activ
     evaluation = estimate_eval(
         spec, plan, held=held + CUBLAS_WORKSPACE_BYTES, stream=dt.stream, linear_out=dt.linear_out,
         logits_bytes=4 if dt.linear_out == 4 else 2,
-        train_step=_step_tensors(spec, plan, act, saved.trained_layers, transient_per_token, saved.offloaded > 0))
+        train_step=_step_tensors(spec, plan, act, saved, transient_per_token))
     if evaluation is None:
         return step[:4]
     allocated, reserved, breakdown = with_evaluation(evaluation, *step[:3], ALLOCATOR_SLACK)
@@ -903,8 +906,8 @@ def _in_run_evaluation(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, act: _Activ
     return allocated, reserved, breakdown, "evaluation" if "eval_forward" in breakdown else step[3]
 
 
-def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_layers: int,
-                  mlp_transient_per_token: int, offloaded: bool = False) -> StepTensors:
+def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved,
+                  mlp_transient_per_token: int) -> StepTensors:
     """The step's large tensors per token, as the allocator sees them: each block's saved bytes cut into
     hidden-sized and intermediate-sized tensors, the logits into vocabulary-wide ones (gpuwork.estimate.allocator)."""
     dt = memory_dtypes(plan)
@@ -916,13 +919,14 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, trained_l
         whole, rest = divmod(max(total, 0), unit)
         return (unit,) * whole + ((rest,) if rest else ())
 
-    per_layer = act.per_layer_trained if trained_layers else act.per_layer_frozen
+    per_layer = act.per_layer_trained if saved.trained_layers else act.per_layer_frozen
     block = cut(min(act.mlp_saved, per_layer), inter) + cut(per_layer - min(act.mlp_saved, per_layer), hidden)
-    head = cut(act.head, vocab)
-    loss = cut(act.loss_backward + act.logits_copy, vocab)  # vocabulary-wide buffers made and freed after the head
+    share = (saved.head_rows, max(plan.batch_size * plan.longest_batch_len, 1))  # gathered masked rows: fewer
+    head = cut(act.head * share[0] // share[1], vocab)
+    loss = cut((act.loss_backward + act.logits_copy) * share[0] // share[1], vocab)  # made and freed after the head
     transient = cut(mlp_transient_per_token, inter)
     if plan.grad_checkpointing:
-        kept = () if offloaded else (act.checkpoint_per_layer,)  # offloaded block inputs leave the GPU
+        kept = () if saved.offloaded else (act.checkpoint_per_layer,)  # offloaded block inputs leave the GPU
         return StepTensors(spec.num_layers, kept, block, head, loss, block, transient)
     return StepTensors(spec.num_layers, block, (), head, loss, (), transient)
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.errors import TraceError
-from gpuwork.facts.model import auto_class
+from gpuwork.facts.model import auto_class, spec_for_plan
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, Optimizer, Precision, Task, TrainPlan
 
@@ -474,6 +474,8 @@ def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = T
     """
     if plan.sharding.value in ("zero1", "zero2"):
         raise TraceError(msg("error.trace.deepspeed", sharding=plan.sharding))
+    if plan.mlm_predictions and _masked_lm(plan):  # transformers' head: every position, not the gathered ones
+        raise TraceError(msg("error.trace.mlm_predictions", count=plan.mlm_predictions))
     key = _cache_key(plan)
     if use_cache and key in _CACHE:
         return _CACHE[key]
@@ -486,6 +488,10 @@ def trace_memory(plan: TrainPlan, *, progress: bool = False, use_cache: bool = T
 
 
 _CACHE: dict[tuple, TraceResult] = {}
+
+
+def _masked_lm(plan: TrainPlan) -> bool:
+    return spec_for_plan(plan).task is Task.MASKED_LM
 
 
 def _cache_key(plan: TrainPlan) -> tuple:

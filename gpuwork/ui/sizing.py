@@ -38,7 +38,7 @@ import plotly.graph_objects as go
 from gpuwork.errors import CatalogError, GpuworkError, ModelError
 from gpuwork.estimate.memory import MemoryEstimate
 from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
-from gpuwork.facts.model import list_presets
+from gpuwork.facts.model import get_spec, list_presets
 from gpuwork.message import Msg, msg
 from gpuwork.plan import (
     Attention,
@@ -48,6 +48,7 @@ from gpuwork.plan import (
     Precision,
     Sharding,
     Stack,
+    Task,
     TrainPlan,
     follow_method,
     lengths_text,
@@ -221,6 +222,7 @@ class SizingForm(common.Panel):
             # qlora only: whether the framework keeps peft's fp32 upcast of embeddings, norms and lm_head
             "kbit_upcast": widgets.Checkbox(value=base.kbit_upcast, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
             **self._eval_controls(base, lay),
+            **self._head_controls(base, lay),
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
             "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
                                          style=WIDE, layout=lay),
@@ -281,6 +283,11 @@ class SizingForm(common.Panel):
                                               style=WIDE, layout=lay),
                 "eval_accum": NumberText(value=_blank(base.eval_accum), style=WIDE, layout=lay)}
 
+    def _head_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
+        """Masked LM only: the positions per sequence BERT's pre-training scripts gather before the head (blank:
+        every position)."""
+        return {"mlm_predictions": NumberText(value=_blank(base.mlm_predictions), style=WIDE, layout=lay)}
+
     def _eval_keep_options(self) -> list[tuple[str, str]]:
         return [(ui(f"eval_keep_{k.value}", self.lang), k.value) for k in EvalKeep]
 
@@ -303,7 +310,7 @@ class SizingForm(common.Panel):
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
-        for name in ("eval_batch_size", "eval_samples", "eval_accum"):
+        for name in ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions"):
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
         for key, heading in self.headings.items():
             heading.value = heading_html(4, ui(key, lang))
@@ -425,7 +432,16 @@ class SizingForm(common.Panel):
             del out["shard_group_gpus"]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
+        if not self._masked_lm(out["model"]):  # read for a masked-LM head only; hidden otherwise
+            out["mlm_predictions"] = None
         return out
+
+    def _masked_lm(self, model: str) -> bool:
+        """Whether ``model`` (under the form's task) trains a masked-LM head; False for one that does not load."""
+        try:
+            return get_spec(model, self.base_plan.task).task is Task.MASKED_LM
+        except Exception:  # noqa: BLE001 - the estimate reports a model that does not load
+            return False
 
     # -- update -----------------------------------------------------------------------------------
 
@@ -564,6 +580,8 @@ class SizingForm(common.Panel):
         self.controls["kbit_upcast"].layout.display = None if self.controls["method"].value == "qlora" else "none"
         self.controls["shard_group_gpus"].layout.display = None if _hybrid(self.controls["sharding"].value) \
             else "none"
+        masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
+        self.controls["mlm_predictions"].layout.display = None if masked else "none"
 
     def constraints(self) -> dict[str, Any]:
         """``size_plan``'s ``constraints`` keyword: the offer filters (``filters``), unset ones left out; {} when
@@ -592,6 +610,7 @@ class SizingForm(common.Panel):
             self._show_error(friendly(exc, self.lang))
             return
         self.plan, self.result, self.error = plan, result, None
+        self._update_visibility()  # the masked positions field follows the model just sized
         self._render()
         for callback in self._listeners:
             try:
@@ -734,7 +753,7 @@ class SizingForm(common.Panel):
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
                                  c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"],
                                  c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
-                                 c["eval_accum"]])
+                                 c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
                              self.gpu_select])
@@ -814,7 +833,8 @@ class SizingForm(common.Panel):
 _SPEC_SEEN: set[str] = set()
 
 
-_BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum")  # optional counts: a blank field is None
+# optional counts: a blank field is None
+_BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")
 
 
 def _blank(value: Any) -> Any:

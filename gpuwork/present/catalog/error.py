@@ -297,6 +297,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "use the analytic estimate",
         "sharding='{sharding:raw}' (DeepSpeed) не трассируется; трассируйте sharding='fsdp' или 'zero3' (полное "
         "шардирование FSDP2) либо используйте аналитическую оценку"),
+    "error.trace.mlm_predictions": (
+        "mlm_predictions={count:raw} is not traced: the trace runs transformers' masked-LM head on every position, "
+        "while the estimate puts it on the gathered masked positions only; clear mlm_predictions to trace, or use "
+        "the analytic estimate",
+        "mlm_predictions={count:raw} не трассируется: трассировка запускает голову маскированной языковой модели "
+        "transformers на всех позициях, а оценка — только на выбранных замаскированных; уберите mlm_predictions, "
+        "чтобы трассировать, или используйте аналитическую оценку"),
     "error.trace.data_dependent": (
         "fake tensors cannot run a data-dependent op ({op:raw}) in {architecture:raw}: use the analytic estimate "
         "instead",
