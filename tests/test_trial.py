@@ -256,6 +256,19 @@ def test_other_heads_and_families(model, task, method):
     assert "attention flash -> sdpa: no CUDA device" in [render(s) for s in p.substitutions]
 
 
+def test_a_masked_lm_trial_says_its_head_runs_on_every_position():
+    """transformers' BertForMaskedLM has no gather: a plan's mlm_predictions is listed as a substitution, and
+    a causal-LM plan (where the field means nothing) lists none."""
+    bert = TrainPlan(model="tiny-bert", task="masked-lm", method="full", precision="fp32", seq_len=64, batch_size=2,
+                     attention="eager", mlm_predictions=10)
+    record = run_trial(bert, steps=1, warmup=0, checkpoint=False)
+    assert record.fits
+    assert msg("trial.sub.mlm_every_position", n=10, seq_len=64) in record.protocol.substitutions
+    assert "all 64 positions, not only on the 10 masked" in render(record.protocol.substitutions[-1])
+    plain = run_trial(bert.replace(mlm_predictions=None), steps=1, warmup=0, checkpoint=False)
+    assert not any(m.code == "trial.sub.mlm_every_position" for m in plain.protocol.substitutions)
+
+
 @pytest.mark.slow
 def test_fp32_plan_has_no_precision_substitution_and_eager_attention(model_ref):
     record = run_trial(tiny(model_ref, attention="eager"), steps=1, warmup=0, checkpoint=False)

@@ -619,6 +619,8 @@ def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
     attention = _attention(plan.attention, dev, compute, substitutions)
     if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT and dev.type == "cpu":
         substitutions.append(msg("trial.sub.paged_cpu"))
+    if plan.mlm_predictions is not None and task is Task.MASKED_LM:  # transformers' head has no gather
+        substitutions.append(msg("trial.sub.mlm_every_position", n=plan.mlm_predictions, seq_len=plan.seq_len))
     parallel = o.parallel if o.parallel is not None else ONE_PROCESS
     substitutions.extend(parallel.substitutions(plan, dev))
     lr = o.lr

@@ -17,6 +17,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "trial.sub.paged_cpu": (
         "paged-adamw-8bit runs unpaged on CPU (bitsandbytes has no paged memory there)",
         "paged-adamw-8bit на CPU работает без подкачки (у bitsandbytes там нет страничной памяти)"),
+    "trial.sub.mlm_every_position": (
+        "mlm_predictions={n}: the trial runs transformers' masked-LM head on all {seq_len} positions, not only on "
+        "the {n} masked ones that BERT pre-training scripts gather (its step time and memory include the whole head)",
+        "mlm_predictions={n}: пробный запуск считает голову masked-LM из transformers на всех {seq_len} позициях, а "
+        "не только на {n} замаскированных, которые отбирают скрипты предобучения BERT (время шага и память "
+        "включают всю голову)"),
     "trial.sub.precision_cpu": (
         "precision {precision:raw} -> fp32 on CPU (16-bit matmuls are 35-40x slower on CPUs without bf16 hardware; "
         "docs/sources.md#s-cpu-bf16)",
