@@ -530,15 +530,16 @@ def _priced_shapes(s: _Setting, part: _PlanPart,
     return priced, price
 
 
-def _host_optimizer_s(s: _Setting, breakdown: dict[str, float]) -> float:
+def _host_optimizer_s(s: _Setting, breakdown: dict[str, float], ranks_per_host: int) -> float:
     """Seconds an offloaded optimizer adds per step: gradients down and parameters up over PCIe, DeepSpeed
-    CPU-Adam on the host (0 when the optimizer stays on the GPU)."""
+    CPU-Adam of all ``ranks_per_host`` shards on the host (0 when the optimizer stays on the GPU)."""
     plan = s.plan
     if not plan.offload_optimizer:
         return 0.0
     n = s.counts.trainable / plan.shard_ranks  # the GPU's shard (DDP: 1, the whole model)
     pb = 4 if plan.uses_adapters else plan.precision.param_bytes
-    host_update = (n / s.rates.kernel("cpu_adam_params_per_s")
+    # cpu_adam_params_per_s is one host's memory roofline: the node's ranks step at once and share it
+    host_update = (n * ranks_per_host / s.rates.kernel("cpu_adam_params_per_s")
                    + 2 * pb * n / (s.gpu.pcie_bw_bytes_s * LINK_EFFICIENCY))
     breakdown["optimizer on CPU"] = host_update
     return host_update
@@ -778,7 +779,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     if mfu is not None:
         compute_s = flops.total * tokens_per_gpu_step / (peak * mfu)
         breakdown = {"compute (given MFU)": compute_s, Kind.OPTIMIZER.value: optimizer_s}
-    optimizer_s += _host_optimizer_s(s, breakdown)
+    optimizer_s += _host_optimizer_s(s, breakdown, math.ceil(plan.gpus / nodes))
     offload_s, checkpoint_offload = _offload_s(s, priced, breakdown)
 
     fsdp_s = fsdp_copies_s(plan, s.spec, s.counts, gpu, device, s.rates, efficiency.scale, breakdown)
