@@ -12,7 +12,7 @@ from gpuwork.facts.network import DGX_NODE_BYTES_S, CommFacts, NcclRow, NodeNetw
 
 NVLINK_BYTES_S = {"h100_sxm": 450e9}  # the intra-node link one way (A100 300 GB/s otherwise): the network bounds
 # the node each row was measured on: a networks.csv row, or the source's own network where no row describes it
-NODES = {"nccl527": "aws-p4d", "mega": "gcp-a3-mega"}
+NODES = {"nccl527": "aws-p4d", "mega": "gcp-a3-mega", "high": "gcp-a3-high"}
 GCP_32GBE = NodeNetwork(network="gcp-32gbe", name="GCP VM on 32 Gb/s Ethernet", fabric="ethernet", nics_per_node=1,
                         nic_bytes_s=4e9, gpus_per_node=8, gpudirect_rdma=False, nvlink_domain=8,
                         source="NVIDIA/nccl issue #209")

@@ -18,6 +18,7 @@ from gpuwork.estimate.comm import (
     ALL_REDUCE,
     DDP_BUCKET_BYTES,
     SOCKET_SHARE,
+    TCPX_HIGH_SHARE,
     TCPX_LATENCY_SCALE,
     TREE_BUSBW_SHARE,
     CommTraffic,
@@ -39,7 +40,8 @@ MIB = 1 << 20
 # Sweeps whose protocol switches (NCCL's LL/LL128/Simple, and NVLS from 8 GiB on the B200 node; the A3 Mega sweep
 # doubles from 16 to 32 MiB) bend the curve more than one smooth saturation follows: their largest error, as fitted
 # (docs/communication.md).
-ROUGH_CURVES = {"mleng-a100-8": 0.19, "mleng-b200-8": 0.17, "mleng-b200-32-efa": 0.11, "mega-a3-2n": 0.28}
+ROUGH_CURVES = {"mleng-a100-8": 0.19, "mleng-b200-8": 0.17, "mleng-b200-32-efa": 0.11, "mega-a3-2n": 0.28,
+                "high-a3-2n": 0.12}
 
 
 def _rows_of(curve: str):
@@ -484,7 +486,7 @@ def test_the_slower_network_rows_are_priced_within_the_documented_bounds():
     """Every published row on a network slower than a DGX, priced as the estimate builds the node: from 64 MiB on
     within 25 %, below within a factor of 2; the known misses are too fast, as docs/communication.md says."""
     rows = SLOW.slow_rows(FACTS)
-    assert len(rows) == 21 and {r.curve.split("-")[0] for r in rows} == {"nccl527", "nccl209", "mega"}
+    assert len(rows) == 32 and {r.curve.split("-")[0] for r in rows} == {"nccl527", "nccl209", "mega", "high"}
     for r in rows:
         ratio = SLOW.modelled(FACTS, r) / r.busbw_bytes_s
         if r.curve in SLOW_KNOWN_MISSES:
@@ -535,6 +537,22 @@ def test_on_two_nodes_the_tree_passes_the_network_by_the_rings_factor_and_not_on
     assert 1.6 * plateau < two <= TREE_BUSBW_SHARE * 2 * 15 / 16 * plateau
     assert three <= plateau
     assert busbw(FACTS, fab, ALL_GATHER, 8 << 30, 16) <= plateau  # all-gather has no tree
+
+
+def test_gpudirect_tcpx_on_a3_high_reaches_half_its_line_rate_as_the_published_sweep():
+    """A3 High's 4 x 200 Gb/s under GPUDirect-TCPX: the published 2 x 8 H100 all-gather sweep (high-a3-2n) holds
+    49-50 GB/s busbw from 128 MiB to 8 GiB, 0.50 of the line; an RDMA fabric of the same NICs is priced at the
+    fitted curve's 0.93."""
+    high = FACTS.networks["gcp-a3-high"]
+    assert high.fabric == "tcpx" and high.node_bytes_s == pytest.approx(100e9)
+    tcpx, rdma = (Fabric(intra_bytes_s=1e15, intra_efficiency=None, nvls=False, gpus_per_node=8, network=n)
+                  for n in (high, replace(high, fabric="roce")))
+    big = busbw(FACTS, tcpx, ALL_GATHER, 8 << 30, 16)
+    assert big == pytest.approx(50.17e9, rel=0.02)
+    assert busbw(FACTS, rdma, ALL_GATHER, 8 << 30, 16) > 1.7 * big
+    assert TCPX_HIGH_SHARE * FACTS.curve_for("network-ring").efficiency == pytest.approx(0.50, abs=0.01)
+    # the sweep's 1 MiB-8 MiB rows take 0.63-0.78 ms (dstack PR #2587 and the README): latency dominates there
+    assert collective_s(FACTS, tcpx, ALL_GATHER, 8 * MIB, 16) > 0.5e-3
 
 
 def test_gpudirect_tcpx_starts_slower_than_the_measured_curve():

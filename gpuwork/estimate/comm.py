@@ -78,9 +78,12 @@ TREE_BUSBW_SHARE = 0.92
 # of the line rate on 32 GbE).
 SOCKET_SHARE = 0.63
 # GPUDirect-TCPXO's latency in seconds against the fitted (EFA) network curve: the minimax fit over the published
-# 2 x 8 H100 A3 Mega sweep, 1 MiB-8 GiB (nccl_tests.csv mega-a3-2n; docs/communication.md 'Slower networks'),
-# taken for TCPX (A3 High) too, which no published sweep measures.
+# 2 x 8 H100 A3 Mega sweep, 1 MiB-8 GiB (nccl_tests.csv mega-a3-2n; docs/communication.md 'Slower networks').
 TCPX_LATENCY_SCALE = 2.0
+# GPUDirect-TCPX (A3 High) from the published 2 x 8 H100 all-gather sweep, 8 MiB-8 GiB (nccl_tests.csv
+# high-a3-2n): its plateau, 49-50 GB/s on 4 x 200 Gb/s, is 0.54 of the fitted curve's, and its latency the
+# minimax fit over the sweep at that plateau (docs/communication.md 'Slower networks').
+TCPX_HIGH_SHARE, TCPX_HIGH_LATENCY_SCALE = 0.54, 4.0
 
 
 @dataclass(frozen=True)
@@ -174,13 +177,15 @@ def network_busbw(facts: CommFacts, link_bytes_s: float, collective: str, size_b
 
 def network_terms(fabric: Fabric) -> tuple[float, float]:
     """What a node's NICs give the network curve: (bytes/s one direction, latency scale). Over TCP sockets with
-    several GPUs per node SOCKET_SHARE of the line rate; GPUDirect-TCPX/TCPXO start TCPX_LATENCY_SCALE times
-    slower than the measured curve."""
+    several GPUs per node SOCKET_SHARE of the line rate; GPUDirect-TCPXO starts TCPX_LATENCY_SCALE times slower than
+    the measured curve; GPUDirect-TCPX reaches TCPX_HIGH_SHARE of it and starts TCPX_HIGH_LATENCY_SCALE times slower."""
     network = fabric.network
     if network is None:
         return 0.0, 1.0
     socket = network.fabric == "ethernet" and fabric.gpus_per_node > 1
-    scale = TCPX_LATENCY_SCALE if network.fabric in ("tcpx", "tcpxo") else 1.0
+    if network.fabric == "tcpx":
+        return network.node_bytes_s * TCPX_HIGH_SHARE, TCPX_HIGH_LATENCY_SCALE
+    scale = TCPX_LATENCY_SCALE if network.fabric == "tcpxo" else 1.0
     return network.node_bytes_s * (SOCKET_SHARE if socket else 1.0), scale
 
 
