@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from gpuwork.estimate import comm
 from gpuwork.estimate.comm import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -20,6 +21,7 @@ from gpuwork.estimate.comm import (
     SOCKET_SHARE,
     TCPX_HIGH_SHARE,
     TCPX_LATENCY_SCALE,
+    TCPX_RING_ONLY,
     TREE_BUSBW_SHARE,
     CommTraffic,
     Fabric,
@@ -553,6 +555,21 @@ def test_gpudirect_tcpx_on_a3_high_reaches_half_its_line_rate_as_the_published_s
     assert TCPX_HIGH_SHARE * FACTS.curve_for("network-ring").efficiency == pytest.approx(0.50, abs=0.01)
     # the sweep's 1 MiB-8 MiB rows take 0.63-0.78 ms (dstack PR #2587 and the README): latency dominates there
     assert collective_s(FACTS, tcpx, ALL_GATHER, 8 * MIB, 16) > 0.5e-3
+
+
+def test_gpudirect_tcpx_runs_no_tree_on_two_nodes_and_tcpxo_does(monkeypatch):
+    """Google's TCPX set-up forces NCCL's ring (TCPX_RING_ONLY): a two-node all-reduce on A3 High stays at the ring's
+    plateau, where the same nodes on TCPXO or RDMA take the tree past it (the A3 Mega sweep: 1.8x)."""
+    high = FACTS.networks["gcp-a3-high"]
+    tcpx, tcpxo = (Fabric(intra_bytes_s=1e15, intra_efficiency=None, nvls=False, gpus_per_node=8, network=n)
+                   for n in (high, replace(high, fabric="tcpxo")))
+    assert TCPX_RING_ONLY == ("tcpx",)
+    ring = busbw(FACTS, tcpx, ALL_GATHER, 8 << 30, 16)
+    assert busbw(FACTS, tcpx, ALL_REDUCE, 8 << 30, 16) == pytest.approx(ring)
+    assert busbw(FACTS, tcpxo, ALL_REDUCE, 8 << 30, 16) > 1.5 * busbw(FACTS, tcpxo, ALL_GATHER, 8 << 30, 16)
+    # without the rule the same all-reduce would take the tree past the ring
+    monkeypatch.setattr(comm, "TCPX_RING_ONLY", ())
+    assert busbw(FACTS, tcpx, ALL_REDUCE, 8 << 30, 16) > 1.5 * ring
 
 
 def test_gpudirect_tcpx_starts_slower_than_the_measured_curve():

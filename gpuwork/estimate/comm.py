@@ -84,6 +84,9 @@ TCPX_LATENCY_SCALE = 2.0
 # high-a3-2n): its plateau, 49-50 GB/s on 4 x 200 Gb/s, is 0.54 of the fitted curve's, and its latency the
 # minimax fit over the sweep at that plateau (docs/communication.md 'Slower networks').
 TCPX_HIGH_SHARE, TCPX_HIGH_LATENCY_SCALE = 0.54, 4.0
+# Google's GPUDirect-TCPX set-up forces NCCL's ring ("TCPX only supports Ring algorithm", NCCL_ALGO=Ring: apple/axlearn
+# axlearn/cloud/gcp/job.py @d47d5ce); TCPXO's A3 Mega sweep passes the line on two nodes, so it runs the tree.
+TCPX_RING_ONLY = ("tcpx",)
 
 
 @dataclass(frozen=True)
@@ -155,18 +158,19 @@ def tree_latency_us(ranks: int, nodes: int) -> float:
 
 
 def network_busbw(facts: CommFacts, link_bytes_s: float, collective: str, size_bytes: float, ranks: int,
-                  nodes: int, latency_scale: float = 1.0) -> float:
+                  nodes: int, latency_scale: float = 1.0, ring_only: bool = False) -> float:
     """Bus bandwidth across nodes on the fitted network curve. A ring's latency term grows with its ranks; an
     all-reduce over several nodes may instead run NCCL's tree, whose latency grows from the curve's measured point
     as NCCL's model of it does (with the ranks per node and log2 of the nodes) at 0.92 of the ring's plateau. On two
     nodes the tree crosses the network with the buffer once each way where the ring moves 2(n-1)/n of it, so its
     busbw may pass the network's by that factor (the intra-node link bounds it in ``busbw``). ``latency_scale``
-    stretches the curve's latency in seconds (a transport slower to start than the one measured)."""
+    stretches the curve's latency in seconds (a transport slower to start than the one measured); ``ring_only``: a
+    transport that runs no tree (GPUDirect-TCPX, TCPX_RING_ONLY)."""
     curve = facts.curve_for("network-ring")
     if latency_scale != 1.0:
         curve = replace(curve, half_bytes=curve.half_bytes * latency_scale)
     ring = curve_busbw(curve, link_bytes_s, size_bytes, ranks)
-    if collective != ALL_REDUCE or nodes <= 1 or size_bytes <= 0:
+    if collective != ALL_REDUCE or nodes <= 1 or size_bytes <= 0 or ring_only:
         return ring
     ref_ranks, ref_nodes = facts.measured_at(curve.curve)
     plateau = link_bytes_s * curve.efficiency * (2 * (ranks - 1) / ranks if nodes == 2 else 1.0)
@@ -205,7 +209,8 @@ def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, 
         # the ring's channels cross each node boundary through different NICs: the node's NICs together
         nodes = math.ceil(ranks / max(fabric.gpus_per_node, 1))
         rate, latency_scale = network_terms(fabric)
-        bandwidth = min(bandwidth, network_busbw(facts, rate, collective, size_bytes, ranks, nodes, latency_scale))
+        bandwidth = min(bandwidth, network_busbw(facts, rate, collective, size_bytes, ranks, nodes, latency_scale,
+                                                 network.fabric in TCPX_RING_ONLY))
     return bandwidth
 
 
@@ -295,7 +300,8 @@ def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, re
     rings = min(group or fabric.gpus_per_node, fabric.gpus_per_node)
     rate, latency_scale = network_terms(fabric)
     nodes = math.ceil(replicas / max(fabric.gpus_per_node // max(rings, 1), 1))  # nodes one ring spans
-    bandwidth = network_busbw(facts, rate / max(rings, 1), ALL_REDUCE, size_bytes, replicas, nodes, latency_scale)
+    bandwidth = network_busbw(facts, rate / max(rings, 1), ALL_REDUCE, size_bytes, replicas, nodes, latency_scale,
+                              network.fabric in TCPX_RING_ONLY)
     if rings < fabric.gpus_per_node:  # several GPUs of a ring in one node: some of its hops are intra-node
         bandwidth = min(bandwidth, busbw(facts, replace(fabric, network=None), ALL_REDUCE, size_bytes, replicas))
     return 2 * (replicas - 1) / replicas * size_bytes / bandwidth
