@@ -20,8 +20,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "trial.sub.mlm_every_position": (
         "mlm_predictions={n}: the trial runs transformers' masked-LM head on all {seq_len} positions, not only on "
         "the {n} masked ones that BERT pre-training scripts gather (its step time and memory include the whole head)",
-        "mlm_predictions={n}: пробный запуск считает голову masked-LM из transformers на всех {seq_len} позициях, а "
-        "не только на {n} замаскированных, которые отбирают скрипты предобучения BERT (время шага и память "
+        "mlm_predictions={n}: пробный запуск считает голову маскированной языковой модели из transformers на всех {seq_len} "
+        "позициях, а не только на {n} замаскированных, которые отбирают скрипты предобучения BERT (время шага и память "
         "включают всю голову)"),
     "trial.sub.precision_cpu": (
         "precision {precision:raw} -> fp32 on CPU (16-bit matmuls are 35-40x slower on CPUs without bf16 hardware; "
