@@ -615,8 +615,8 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
         recompute = 0
     shared = (act.rotary + act.inputs) * tokens
     activations = blocks_saved + shared
-    gathered = spec.task is Task.MASKED_LM and plan.mlm_predictions  # BERT scripts: docs/memory_misses.md
-    head_rows = plan.batch_size * min(plan.mlm_predictions, seq_len) if gathered else tokens
+    predicted = plan.mlm_predictions if spec.task is Task.MASKED_LM else None  # BERT scripts: docs/memory_misses.md
+    head_rows = plan.batch_size * min(predicted, seq_len) if predicted else tokens
     logits = act.head * head_rows
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
@@ -733,9 +733,9 @@ def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved
     reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
     breakdown["allocator_cache"] = reserved - allocated_total
-    if side_pools:
+    if side_pools:  # the side streams' tensors at the peak lie beyond the default stream's peak, in their pools
         breakdown["stream_pools"] = side_pools
-        reserved += side_pools
+        reserved = sum(breakdown.values())  # the step's allocated terms, the default stream's cache, the pools
     hist = plan.length_histogram
     if hist is not None and len(hist) > 1:
         # batches of varying length: blocks cut for one length do not hold the next one's tensors, so the

@@ -432,7 +432,7 @@ class SizingForm(common.Panel):
             del out["shard_group_gpus"]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
-        if not self._masked_lm(out["model"]):  # read for a masked-LM head only; hidden otherwise
+        if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
             out["mlm_predictions"] = None
         return out
 
