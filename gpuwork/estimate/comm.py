@@ -179,18 +179,20 @@ def network_busbw(facts: CommFacts, link_bytes_s: float, collective: str, size_b
     return max(ring, float(tree))
 
 
-def network_terms(fabric: Fabric) -> tuple[float, float]:
-    """What a node's NICs give the network curve: (bytes/s one direction, latency scale). Over TCP sockets with
-    several GPUs per node SOCKET_SHARE of the line rate; GPUDirect-TCPXO starts TCPX_LATENCY_SCALE times slower than
-    the measured curve; GPUDirect-TCPX reaches TCPX_HIGH_SHARE of it and starts TCPX_HIGH_LATENCY_SCALE times slower."""
+def network_terms(fabric: Fabric) -> tuple[float, float, bool]:
+    """What a node's NICs give the network curve: (bytes/s one direction, latency scale, ring only). Over TCP
+    sockets with several GPUs per node SOCKET_SHARE of the line rate; GPUDirect-TCPXO starts TCPX_LATENCY_SCALE times
+    slower than the measured curve; GPUDirect-TCPX reaches TCPX_HIGH_SHARE of it, starts TCPX_HIGH_LATENCY_SCALE
+    times slower and runs no tree (TCPX_RING_ONLY)."""
     network = fabric.network
     if network is None:
-        return 0.0, 1.0
-    socket = network.fabric == "ethernet" and fabric.gpus_per_node > 1
+        return 0.0, 1.0, False
+    ring_only = network.fabric in TCPX_RING_ONLY
     if network.fabric == "tcpx":
-        return network.node_bytes_s * TCPX_HIGH_SHARE, TCPX_HIGH_LATENCY_SCALE
+        return network.node_bytes_s * TCPX_HIGH_SHARE, TCPX_HIGH_LATENCY_SCALE, ring_only
+    socket = network.fabric == "ethernet" and fabric.gpus_per_node > 1
     scale = TCPX_LATENCY_SCALE if network.fabric == "tcpxo" else 1.0
-    return network.node_bytes_s * (SOCKET_SHARE if socket else 1.0), scale
+    return network.node_bytes_s * (SOCKET_SHARE if socket else 1.0), scale, ring_only
 
 
 def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, ranks: int) -> float:
@@ -208,9 +210,9 @@ def busbw(facts: CommFacts, fabric: Fabric, collective: str, size_bytes: float, 
     if network is not None:
         # the ring's channels cross each node boundary through different NICs: the node's NICs together
         nodes = math.ceil(ranks / max(fabric.gpus_per_node, 1))
-        rate, latency_scale = network_terms(fabric)
+        rate, latency_scale, ring_only = network_terms(fabric)
         bandwidth = min(bandwidth, network_busbw(facts, rate, collective, size_bytes, ranks, nodes, latency_scale,
-                                                 network.fabric in TCPX_RING_ONLY))
+                                                 ring_only))
     return bandwidth
 
 
@@ -298,10 +300,10 @@ def replica_all_reduce_s(facts: CommFacts, fabric: Fabric, size_bytes: float, re
     if network is None:
         return collective_s(facts, fabric, ALL_REDUCE, size_bytes, replicas)
     rings = min(group or fabric.gpus_per_node, fabric.gpus_per_node)
-    rate, latency_scale = network_terms(fabric)
+    rate, latency_scale, ring_only = network_terms(fabric)
     nodes = math.ceil(replicas / max(fabric.gpus_per_node // max(rings, 1), 1))  # nodes one ring spans
     bandwidth = network_busbw(facts, rate / max(rings, 1), ALL_REDUCE, size_bytes, replicas, nodes, latency_scale,
-                              network.fabric in TCPX_RING_ONLY)
+                              ring_only)
     if rings < fabric.gpus_per_node:  # several GPUs of a ring in one node: some of its hops are intra-node
         bandwidth = min(bandwidth, busbw(facts, replace(fabric, network=None), ALL_REDUCE, size_bytes, replicas))
     return 2 * (replicas - 1) / replicas * size_bytes / bandwidth

@@ -310,7 +310,7 @@ class SizingForm(common.Panel):
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
-        for name in ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions"):
+        for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
         for key, heading in self.headings.items():
             heading.value = heading_html(4, ui(key, lang))
