@@ -73,6 +73,12 @@ class Attention(StrEnum):
     EAGER = "eager"  # materialises the s x s score and probability matrices
     SDPA = "sdpa"  # torch scaled_dot_product_attention (flash / memory-efficient kernels)
     FLASH = "flash"  # flash-attention 2 kernels
+    FLASH3 = "flash3"  # FlashAttention-3 (flash_attn_interface): Hopper (compute capability 9.0) only
+
+    @property
+    def is_flash(self) -> bool:
+        """A flash-attention package kernel (2 or 3): stores the output and logsumexp, no s x s matrix."""
+        return self in (Attention.FLASH, Attention.FLASH3)
 
 
 class OptimizerImpl(StrEnum):

@@ -1,7 +1,9 @@
 """Fused attention by sequence length: data/attention_curves.csv against the step model (docs/kernels.md).
 
 Sources: rates_sources.md [K4c] (FA3 paper, FlashAttention-2 bars on H100 SXM5), [K4d] (flash-attention
-PR 1791 benchmark), [K4e] (FlashAttention-2 forward on an A100) and [K4f] (FlashAttention-2 on an RTX 4090). Every published row must come out within 10 % of the model's curve.
+PR 1791 benchmark, its FlashAttention-2 and FlashAttention-3 lines), [K4e] (FlashAttention-2 forward on an A100), [K4f]
+(FlashAttention-2 on an RTX 4090) and [K4g] (FA3 paper, FlashAttention-3 bars). Every published row must come out
+within 10 % of the model's curve for its kernel.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from gpuwork.facts.model import get_spec
 from gpuwork.facts.paths import data_dir
 from gpuwork.facts.rates import (
     ATTENTION_CURVES_CSV,
+    FA2_KERNEL,
+    FA3_KERNEL,
     AttentionRow,
     attention_curves,
     load_rates,
@@ -40,18 +44,21 @@ def _h100_points():
     return _points("h100")
 
 
-@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r.family}-{r.source}-{r.attention_pass}-c{int(r.causal)}-d{r.head_dim}"
-                         f"-s{r.seq_len}-{r.fraction * H100_PEAK_TF:.1f}")
+@pytest.mark.parametrize("row", _rows(), ids=lambda r: f"{r.family}-{r.kernel[-1]}-{r.source}-{r.attention_pass}"
+                         f"-c{int(r.causal)}-d{r.head_dim}-s{r.seq_len}-{r.fraction * H100_PEAK_TF:.1f}")
 def test_every_source_row_within_10_percent(row: AttentionRow) -> None:
-    model = curve_fraction(_points(row.family), row.attention_pass, row.causal, row.head_dim, row.seq_len)
+    model = curve_fraction(_points(row.family), row.attention_pass, row.causal, row.head_dim, row.seq_len,
+                           kernel=row.kernel)
     assert model is not None
     assert abs(model / row.fraction - 1) <= 0.10
 
 
 def test_sources_cover_both_tags() -> None:
-    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f"}
+    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f", "K4g"}
     assert {r.family for r in _rows()} == {"h100", "a100", "rtx4090"}
-    assert len(_rows()) >= 50
+    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL}
+    assert {r.family for r in _rows() if r.kernel == FA3_KERNEL} == {"h100"}  # FlashAttention-3 runs on Hopper only
+    assert len(_rows()) >= 100
 
 
 def test_worked_example_interpolates_in_log_length() -> None:
@@ -158,3 +165,15 @@ def test_bad_row_is_one_clear_error(tmp_path: Path) -> None:
                     "h100,fa2,sideways,0,128,512,300,989,K4c,\n", encoding="utf-8")
     with pytest.raises(CatalogError):
         read_attention_rows(path)
+
+
+def test_flash3_curves_are_their_own_and_head_dim_256_is_measured() -> None:
+    points = _h100_points()
+    fa3 = [curve_fraction(points, "fwd", False, d, 16384, kernel=FA3_KERNEL) * H100_PEAK_TF for d in (64, 128, 256)]
+    # [K4g] at 16k: 497 / 648 / 756 TF; head dim 128 also [K4d] at 8k (659.1 / 659.6), which lifts the 128 sweep
+    assert fa3[0] == pytest.approx(497) and fa3[2] == pytest.approx(756)
+    assert fa3[1] == pytest.approx(648 * (646 + (659.1 + 659.6) / 2) / 2 / 646, rel=1e-6)
+    # FlashAttention-2's curve never reads FlashAttention-3's rows
+    assert curve_fraction(points, "fwd", False, 128, 4096) * H100_PEAK_TF == pytest.approx(368.2, abs=0.1)
+    # a family without FlashAttention-3 rows has no FlashAttention-3 curve
+    assert curve_fraction(_points("a100"), "fwd", False, 128, 4096, kernel=FA3_KERNEL) is None

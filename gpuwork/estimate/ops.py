@@ -36,6 +36,7 @@ from typing import NamedTuple
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
+from gpuwork.facts.rates import FA3_KERNEL
 from gpuwork.facts.spec import (
     Linear,
     ModelSpec,
@@ -97,6 +98,7 @@ class Op:
     attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels (m = sequence length, n = head dim)
     causal: bool = False  # a fused attention kernel with a causal mask
     mem_efficient: bool = False  # SDPA's memory-efficient kernel instead of flash (an attention mask: no flash)
+    kernel: str = ""  # fused attention: its attention_curves.csv kernel ("": FlashAttention-2's rates)
     backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
     # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
     backward_factor: float = 2.0
@@ -595,7 +597,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
                         backward=_Elementwise(1.0)))
         e = attn_b  # the kernel reads the 16-bit copies and writes a 16-bit output
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
-    if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention is Attention.FLASH):
+    if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention.is_flash):
         # HF eager_attention_forward: repeat_kv copies, Q·K^T, scale, + mask, softmax (fp32 for
         # Llama-style), cast, dropout, P·V, then the output transpose copy
         scores = b * a * s * s
@@ -617,7 +619,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
                       count, dtype, s, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
-                      backward=Backward.FUSED_ATTENTION))
+                      kernel=FA3_KERNEL if plan.attention is Attention.FLASH3 else "", backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
@@ -640,7 +642,7 @@ def attention_dtype(plan: TrainPlan, fp32_model: bool) -> str:
     """The dtype attention runs in: fp32 q, k, v reach SDPA (whose flash kernel takes 16-bit inputs only, so
     the memory-efficient kernel runs in fp32) and eager attention as they are; transformers' flash-attention path
     casts fp32 inputs back to the model's 16-bit dtype before the kernel (``_flash_attention_forward``)."""
-    if fp32_model and plan.attention is not Attention.FLASH:
+    if fp32_model and not plan.attention.is_flash:
         return "fp32"
     return matmul_dtype(plan)
 
@@ -928,7 +930,7 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
     if kind is _FUSED_ATTENTION:
         return Op("attention backward (fused kernel)", op.kind, _BACKWARD, op.flops * 2.5, op.bytes * 2.0, 2,
                   count, op.dtype, op.m, op.n, attention_pass="bwd", causal=op.causal,
-                  mem_efficient=op.mem_efficient, backward=_NONE)
+                  mem_efficient=op.mem_efficient, kernel=op.kernel, backward=_NONE)
     if kind is _REPEAT:
         return Op(op.name + " (backward)", op.kind, _BACKWARD, 0.0, op.bytes, op.launches, count, backward=_NONE)
     if kind is _GRAD_CAST:

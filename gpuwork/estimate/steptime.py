@@ -38,7 +38,7 @@ from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice, tiles_peak
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.hashed import HashedTuple, IdentityMemo
-from gpuwork.facts.rates import KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
+from gpuwork.facts.rates import FA2_KERNEL, KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
 from gpuwork.message import msg
 
 LAUNCH_OVERHEAD = "launch overhead"
@@ -107,17 +107,19 @@ def attention_fraction(gpu: GpuSpec, rates: Rates, attention_pass: str) -> tuple
 
 
 def curve_fraction(points: tuple[AttentionPoint, ...], attention_pass: str, causal: bool, head_dim: int,
-                   seq_len: int, bwd_over_fwd: float | None = None) -> float | None:
+                   seq_len: int, bwd_over_fwd: float | None = None, kernel: str = FA2_KERNEL) -> float | None:
     """A fused attention kernel's measured share of the dense peak at this sequence length (attention_curves.csv).
 
     The curve of the pass and mask at the nearest measured head dim, linear in log2(sequence length) between the
     measured lengths and flat beyond them; a causal backward with no curve of its own takes the full-matrix one
     (docs/kernels.md). A family measured forward only prices its backward as the full-matrix forward curve x
-    ``bwd_over_fwd`` (None: no backward). None when the family has no curve for the pass.
+    ``bwd_over_fwd`` (None: no backward). Only ``kernel``'s rows count (FlashAttention-2 by default). None when
+    the family has no curve for the pass.
 
     Worked example (H100, causal forward, head dim 128): 3,072 tokens lie between the curve's 2k (275.5 TF) and
     4k (294.9 TF) points: 275.5 + (294.9 - 275.5) x log2(1.5) = 286.9 TF, 0.290 of 989.
     """
+    points = tuple(p for p in points if p.kernel == kernel)
     rows = [p for p in points if p.attention_pass == attention_pass and p.causal == causal]
     scale = 1.0
     if not rows and causal and attention_pass == "bwd":
@@ -331,12 +333,13 @@ def _kernel_fact(value: float | None, key: str) -> float:
 
 
 def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
-                    causal: bool = False, mem_efficient: bool = False) -> float:
+                    causal: bool = False, mem_efficient: bool = False, kernel: str = "") -> float:
     """FLOP/s of a fused attention kernel, in the op's FLOPs: the family's measured curve at this length and head
     dim where attention_curves.csv has one (``curve_fraction``), else ``attention_fraction``; x the dtype's dense
     peak. SDPA's memory-efficient kernel (16-bit with a mask) runs at that flash rate x sdpa_mem_efficient_fraction
     / flash_attn_fwd_fraction, the FA2 paper's A100 ratio of a FlashAttention-1-class kernel to FlashAttention-2
-    (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on every family."""
+    (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on every family. Another
+    ``kernel`` (FlashAttention-3) takes its own curve where the family has one, else FlashAttention-2's."""
     if mem_efficient and dtype != "fp32":
         _, _, fwd16, _, sdpa16 = facts.attention
         ratio16 = _kernel_fact(sdpa16, "sdpa_mem_efficient_fraction") / _kernel_fact(fwd16, "flash_attn_fwd_fraction")
@@ -349,6 +352,9 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     # a family measured forward only: the FA2 paper's A100 backward / forward ratio, as for the single fractions
     ratio = _kernel_fact(bwd, "flash_attn_bwd_fraction") / _kernel_fact(fwd, "flash_attn_fwd_fraction")
     measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, ratio)
+    if kernel:
+        own = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, None, kernel)
+        measured = own if own is not None else measured
     if measured is not None:
         # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
         # (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second
@@ -365,8 +371,8 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
 # garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
-# host_sync, attention_pass, dtype, m, n, causal, mem_efficient (a plain tuple: the pricing loop unpacks it)
-_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool]
+# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel (a plain tuple: the pricing loop unpacks it)
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str]
 _PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
 _KIND_VALUES = tuple(_VALUES[k] for k in Kind)
 _BACKWARD = Phase.BACKWARD.value
@@ -402,7 +408,7 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
             continue
         rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
                      op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal,
-                     op.mem_efficient))
+                     op.mem_efficient, op.kernel))
         counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
@@ -442,20 +448,20 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
-    attention_rates: dict[tuple[str, str, int, int, bool, bool], float] = {}
+    attention_rates: dict[tuple[str, str, int, int, bool, bool, str], float] = {}
     gpu_times: list[float] = []
     times: list[float] = []
     for row in rows:
         priced = memo.get(row)
         if priced is None:
-            _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff = row
+            _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff, kernel = row
             if flops > 0:
                 if attention_pass:
-                    key = (attention_pass, dtype, m, n, causal, mem_eff)
+                    key = (attention_pass, dtype, m, n, causal, mem_eff, kernel)
                     rate = attention_rates.get(key)
                     if rate is None:
                         rate = attention_rates[key] = _attention_rate(facts, attention_pass, dtype, m, n, causal,
-                                                                      mem_eff)
+                                                                      mem_eff, kernel)
                     compute = flops / rate
                 elif m and n and shaped:
                     pricer = gemm_pricers.get(dtype)

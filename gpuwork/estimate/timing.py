@@ -66,7 +66,7 @@ from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, Precision, Sharding, TrainPlan
+from gpuwork.plan import Attention, Method, Precision, Sharding, TrainPlan
 from gpuwork.units import HOUR_S, Range
 
 # -- communication ----------------------------------------------------------------------------------
@@ -427,6 +427,13 @@ def _nodes_and_network(plan: TrainPlan, inputs: Inputs, nodes: int | None,
     return nodes, Network(network) if network in {n.value for n in Network} else str(network)
 
 
+def check_attention_gpu(plan: TrainPlan, gpu: GpuSpec) -> None:
+    """FlashAttention-3 builds for Hopper only (flash-attention README: H100 / H800; docs/kernels.md)."""
+    if plan.attention is Attention.FLASH3 and not gpu.compute_capability.startswith("9."):
+        raise PlanError("attention", msg("error.plan.flash3_gpu", gpu=gpu.display_name,
+                                         capability=gpu.compute_capability))
+
+
 def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
     """The expert layout asked for, checked (None: the stack's)."""
     if moe_experts is not None and moe_experts not in {m.value for m in MoeExperts}:
@@ -753,6 +760,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
         PlanError / CatalogError: bad mfu, calibration, link, network, node count or moe_experts.
     """
     _unknown_option(options)
+    check_attention_gpu(plan, gpu)
     mfu, calibration, loader_tokens_per_s = options.get("mfu"), options.get("calibration"), \
         options.get("loader_tokens_per_s")
     disk_write_bytes_s = options.get("disk_write_bytes_s", DISK_WRITE_BYTES_S)

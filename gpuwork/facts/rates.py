@@ -27,6 +27,7 @@ KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
 GEMM_TILES_CSV = "gemm_tiles.csv"  # the output tiles of the GEMM shape model (estimate.gemm)
 ATTENTION_CURVES_CSV = "attention_curves.csv"  # fused attention's measured rate by sequence length (steptime)
+FA2_KERNEL, FA3_KERNEL = "flash-attn 2", "flash-attn 3"  # attention_curves.csv kernel names
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
@@ -88,6 +89,7 @@ class AttentionPoint(NamedTuple):
     head_dim: int
     seq_len: int
     fraction: float  # measured TFLOP/s over the measuring GPU's dense 16-bit peak
+    kernel: str = FA2_KERNEL  # which kernel measured it (attention_curves.csv kernel)
 
 
 class AttentionCurves(HashedTuple):
@@ -225,6 +227,7 @@ class AttentionRow(NamedTuple):
     seq_len: int
     fraction: float  # tflops / peak_tflops
     source: str
+    kernel: str = FA2_KERNEL
 
 
 def read_attention_rows(path: Path) -> tuple[AttentionRow, ...]:
@@ -232,7 +235,7 @@ def read_attention_rows(path: Path) -> tuple[AttentionRow, ...]:
     if not path.exists():
         return ()
     rows = []
-    for i, row in enumerate(read_rows(path, ("family", "pass", "causal", "head_dim", "seq_len", "tflops",
+    for i, row in enumerate(read_rows(path, ("family", "kernel", "pass", "causal", "head_dim", "seq_len", "tflops",
                                              "peak_tflops", "source")), start=2):
         for column, allowed in (("pass", ("fwd", "bwd")), ("causal", ("0", "1"))):
             if row[column].strip() not in allowed:
@@ -244,34 +247,34 @@ def read_attention_rows(path: Path) -> tuple[AttentionRow, ...]:
         rows.append(AttentionRow(row["family"].strip(), row["pass"].strip(), row["causal"].strip() == "1",
                                  int(_number(path, i, "head_dim", row["head_dim"])),
                                  int(_number(path, i, "seq_len", row["seq_len"])), tflops / peak,
-                                 row["source"].strip()))
+                                 row["source"].strip(), row["kernel"].strip()))
     return tuple(rows)
 
 
 def attention_curves(rows: tuple[AttentionRow, ...]) -> tuple[AttentionPoint, ...]:
     """The curves the step model reads, from the published rows (docs/kernels.md, "Fused attention by length").
 
-    Per family, pass, mask and head dim: the shape against sequence length comes from the source that measured
+    Per family, kernel, pass, mask and head dim: the shape against sequence length comes from the source that measured
     the most lengths (the sweep); its level is the mean over independent sources where several measured the same
     length (each source's own rows averaged first). A causal pass measured at one length only (or not at all:
     FlashAttention's causal backward) takes the full-matrix sweep of that pass at its own level; a pass measured at
     one length with nothing to borrow is flat. No curve beats the datasheet peak (a card that boosts beyond it is
     capped, as rates.csv caps torch.mm).
     """
-    groups: dict[tuple[str, str, bool, int], dict[str, dict[int, list[float]]]] = {}
+    groups: dict[tuple[str, str, str, bool, int], dict[str, dict[int, list[float]]]] = {}
     for r in rows:
-        groups.setdefault((r.family, r.attention_pass, r.causal, r.head_dim), {}).setdefault(
+        groups.setdefault((r.family, r.kernel, r.attention_pass, r.causal, r.head_dim), {}).setdefault(
             r.source, {}).setdefault(r.seq_len, []).append(r.fraction)
 
-    def sweep_of(key: tuple[str, str, bool, int], lengths: int) -> dict[int, float] | None:
+    def sweep_of(key: tuple[str, str, str, bool, int], lengths: int) -> dict[int, float] | None:
         by_source = groups.get(key, {})
         best = max(by_source.values(), key=len, default={})
         return {s: sum(v) / len(v) for s, v in best.items()} if len(best) >= lengths else None
 
     points: list[AttentionPoint] = []
     for key, by_source in sorted(groups.items()):
-        family, attention_pass, causal, head_dim = key
-        full = (family, attention_pass, False, head_dim)
+        family, kernel, attention_pass, causal, head_dim = key
+        full = (family, kernel, attention_pass, False, head_dim)
         own = sweep_of(key, 2)
         sweep = own or (sweep_of(full, 2) or sweep_of(full, 1) if causal else None)
         if sweep is None:
@@ -284,8 +287,8 @@ def attention_curves(rows: tuple[AttentionRow, ...]) -> tuple[AttentionPoint, ..
             if len(means) > 1 or own is None:  # a length several sources measured, or the borrowed sweep's level
                 ratios.append(sum(means) / len(means) / sweep[seq])
         factor = sum(ratios) / len(ratios) if ratios else 1.0
-        points.extend(AttentionPoint(family, attention_pass, causal, head_dim, seq, min(1.0, fraction * factor))
-                      for seq, fraction in sorted(sweep.items()))
+        points.extend(AttentionPoint(family, attention_pass, causal, head_dim, seq, min(1.0, fraction * factor),
+                                     kernel) for seq, fraction in sorted(sweep.items()))
     return tuple(points)
 
 
@@ -311,4 +314,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["ATTENTION_CURVES_CSV", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+__all__ = ["ATTENTION_CURVES_CSV", "FA2_KERNEL", "FA3_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]

@@ -408,7 +408,7 @@ def cpu_plan(plan: TrainPlan) -> TrainPlan:
     changes: dict[str, Any] = {}
     if plan.precision is not Precision.FP32:
         changes["precision"] = Precision.FP32
-    if plan.attention is Attention.FLASH:
+    if plan.attention.is_flash:
         changes["attention"] = Attention.SDPA
     if plan.stack is not Stack.HF_TRAINER:
         changes["stack"] = Stack.HF_TRAINER

@@ -683,23 +683,27 @@ def _attention(attention: Attention, device: torch.device, compute: torch.dtype,
         return "eager"
     if attention is Attention.SDPA:
         return "sdpa"
+    three = attention is Attention.FLASH3
     reason = None  # why flash-attention cannot run: the last part of trial.flash.<reason>
     if device.type != "cuda":
         reason = "no_cuda"
     elif compute == torch.float32:
         reason = "fp32"
+    elif three and torch.cuda.get_device_capability(device)[0] != 9:
+        reason = "not_hopper"  # FlashAttention-3 builds for sm90 only
     else:
         try:
-            from transformers.utils import is_flash_attn_2_available
+            from transformers import utils
 
-            if not is_flash_attn_2_available():
-                reason = "not_installed"
-        except ImportError:
+            available = utils.is_flash_attn_3_available() if three else utils.is_flash_attn_2_available()
+            if not available:
+                reason = "fa3_not_installed" if three else "not_installed"
+        except (ImportError, AttributeError):  # a transformers without the check
             reason = "cannot_check"
     if reason:
-        substitutions.append(msg("trial.sub.flash", reason=reason))
+        substitutions.append(msg("trial.sub.flash3" if three else "trial.sub.flash", reason=reason))
         return "sdpa"
-    return "flash_attention_2"
+    return "flash_attention_3" if three else "flash_attention_2"
 
 
 def optimizer_class_name(opt: Optimizer) -> str:

@@ -288,7 +288,7 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[Msg], devic
         config.num_labels = 2
         if getattr(config, "pad_token_id", None) is None:
             config.pad_token_id = 0
-    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa"}[plan.attention.value]
+    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa", "flash3": "sdpa"}[plan.attention.value]
     if attn == "sdpa":
         # CUDA's flash / memory-efficient SDPA kernels regenerate attention dropout from an RNG seed
         # and store no s x s tensor; on CPU, SDPA with dropout falls back to the math kernel, which
@@ -297,7 +297,7 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[Msg], devic
             if getattr(config, key, 0):
                 setattr(config, key, 0.0)
                 stand_ins.append(msg("trace.stand_in.attention_dropout"))
-    if plan.attention.value == "flash":
+    if plan.attention.is_flash:
         stand_ins.append(msg("trace.stand_in.flash"))
     auto = auto_class(task)
     with torch.device(device):

@@ -359,7 +359,9 @@ def claim_attention(r: Reader, value: Any, key: str) -> None:
         r.claim("attention", "sdpa", key)
     elif name in ("flash_attention_2", "fa2", "flash", "flash_attention", "true"):
         r.claim("attention", "flash", key)
-    elif name in ("flash_attention_3", "fa3") or name.startswith(("kernels-community/", "flash_attention")):
+    elif name in ("flash_attention_3", "fa3", "flash3"):
+        r.claim("attention", "flash3", key)
+    elif name.startswith(("kernels-community/", "flash_attention")):
         r.claim("attention", "flash", key, msg("config.rule.flash_like", value=str(value)))
     elif name in ("auto",):
         r.note(msg("config.attention_auto", file=r.file, key=key))

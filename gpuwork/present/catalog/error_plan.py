@@ -29,6 +29,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.plan.eval_fraction": (
         "eval_fraction={value:raw} is a share of training time: use a value in [0, 1), e.g. 0.05",
         "eval_fraction={value:raw} — доля времени обучения: нужно значение из [0, 1), например 0,05"),
+    "error.plan.flash3_gpu": (
+        "attention='flash3' (FlashAttention-3) runs only on Hopper GPUs (compute capability 9.0: H100, H200, "
+        "H800); {gpu} is {capability:raw}: use attention='flash' (FlashAttention-2) or 'sdpa', or a Hopper GPU",
+        "attention='flash3' (FlashAttention-3) работает только на GPU Hopper (вычислительная способность 9.0: "
+        "H100, H200, H800); у {gpu} — {capability:raw}: выберите attention='flash' (FlashAttention-2) или "
+        "'sdpa' либо GPU Hopper"),
     "error.plan.sharding_needs_gpus": (
         "sharding='{sharding:raw}' needs gpus >= 2: set gpus or use sharding='ddp'",
         "sharding='{sharding:raw}' требует gpus ≥ 2: укажите число GPU или выберите sharding='ddp'"),
