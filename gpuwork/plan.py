@@ -74,11 +74,13 @@ class Attention(StrEnum):
     SDPA = "sdpa"  # torch scaled_dot_product_attention (flash / memory-efficient kernels)
     FLASH = "flash"  # flash-attention 2 kernels
     FLASH3 = "flash3"  # FlashAttention-3 (flash_attn_interface): Hopper (compute capability 9.0) only
+    CUDNN = "cudnn"  # cuDNN's fused SDPA (Transformer Engine, JAX/XLA, torch's cuDNN backend): compute capability 8.0+
 
     @property
     def is_flash(self) -> bool:
-        """A flash-attention package kernel (2 or 3): stores the output and logsumexp, no s x s matrix."""
-        return self in (Attention.FLASH, Attention.FLASH3)
+        """A flash-attention kernel (FlashAttention-2 / 3, or cuDNN's, the FlashAttention-2 algorithm): stores the
+        output and logsumexp, no s x s matrix."""
+        return self in (Attention.FLASH, Attention.FLASH3, Attention.CUDNN)
 
 
 class OptimizerImpl(StrEnum):

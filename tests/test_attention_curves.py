@@ -20,6 +20,7 @@ from gpuwork.facts.model import get_spec
 from gpuwork.facts.paths import data_dir
 from gpuwork.facts.rates import (
     ATTENTION_CURVES_CSV,
+    CUDNN_KERNEL,
     FA2_KERNEL,
     FA3_KERNEL,
     AttentionRow,
@@ -56,8 +57,8 @@ def test_every_source_row_within_10_percent(row: AttentionRow) -> None:
 def test_sources_cover_both_tags() -> None:
     assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f", "K4g"}
     assert {r.family for r in _rows()} == {"h100", "a100", "rtx4090"}
-    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL}
-    assert {r.family for r in _rows() if r.kernel == FA3_KERNEL} == {"h100"}  # FlashAttention-3 runs on Hopper only
+    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL, CUDNN_KERNEL}
+    assert {r.family for r in _rows() if r.kernel != FA2_KERNEL} == {"h100"}  # FA3 runs on Hopper only; cuDNN: [K4g]
     assert len(_rows()) >= 100
 
 
@@ -177,3 +178,13 @@ def test_flash3_curves_are_their_own_and_head_dim_256_is_measured() -> None:
     assert curve_fraction(points, "fwd", False, 128, 4096) * H100_PEAK_TF == pytest.approx(368.2, abs=0.1)
     # a family without FlashAttention-3 rows has no FlashAttention-3 curve
     assert curve_fraction(_points("a100"), "fwd", False, 128, 4096, kernel=FA3_KERNEL) is None
+
+
+def test_cudnn_curve_is_its_own_and_its_causal_backward_borrows_the_full_matrix() -> None:
+    points = _h100_points()
+    # [K4g] cuDNN forward, head dim 128: 497 TF at 512, 595 at 16k; FlashAttention-2 309 / 370 at the same lengths
+    assert curve_fraction(points, "fwd", False, 128, 512, kernel=CUDNN_KERNEL) * H100_PEAK_TF == pytest.approx(497)
+    assert curve_fraction(points, "fwd", False, 128, 65536, kernel=CUDNN_KERNEL) * H100_PEAK_TF == pytest.approx(595)
+    for seq in (512, 4096, 16384):  # no causal backward chart: the full-matrix backward (518 TF at 8k)
+        assert curve_fraction(points, "bwd", True, 128, seq, kernel=CUDNN_KERNEL) == curve_fraction(
+            points, "bwd", False, 128, seq, kernel=CUDNN_KERNEL)

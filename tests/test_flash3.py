@@ -1,10 +1,12 @@
-"""FlashAttention-3 as a plan choice (attention 'flash3'): priced from its own attention_curves.csv rows [K4g][K4d],
-refused off Hopper with one clear message in both languages, stored like FlashAttention-2, offered by the CLI and
-the sizing tab, read from configs, and listed as a substitution by the CPU trial."""
+"""FlashAttention-3 and cuDNN's attention as plan choices (attention 'flash3', 'cudnn'): priced from their own
+attention_curves.csv rows [K4g][K4d], refused where they cannot run with one clear message in both languages, stored
+like FlashAttention-2, offered by the CLI and the sizing tab, read from configs, and listed as substitutions by the
+CPU trial."""
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.configs import import_configs
 from gpuwork.facts.model import get_spec
 from gpuwork.facts.paths import data_dir
-from gpuwork.facts.rates import ATTENTION_CURVES_CSV, FA3_KERNEL, load_rates
+from gpuwork.facts.rates import ATTENTION_CURVES_CSV, CUDNN_KERNEL, FA3_KERNEL, load_rates
 from gpuwork.measure.cpu_rates import cpu_plan
 from gpuwork.message import msg
 from gpuwork.plan import Attention, Method, TrainPlan
@@ -41,15 +43,15 @@ def _csv_tflops(kernel: str, attention_pass: str, causal: bool, head_dim: int, s
     return sum(means) / len(means)
 
 
-def _fused_seconds(attention: Attention, attention_pass: str) -> tuple[float, float]:
-    """Seconds of the step's fused attention kernels of one pass on an H100 SXM, and their FLOPs."""
+def _fused_seconds(attention: Attention, attention_pass: str, gpu_id: str = "h100_sxm") -> tuple[float, float]:
+    """Seconds of the step's fused attention kernels of one pass on ``gpu_id``, and their FLOPs."""
     plan = TrainPlan(**PLAN, attention=attention)
-    rates, gpu = load_rates(), get_gpu("h100_sxm")
+    rates, gpu = load_rates(), get_gpu(gpu_id)
     profile = rates.stacks[plan.stack]
     ops = tuple(op for op in step_ops(plan, get_spec(plan.model), stack_kernels(profile))
                 if op.attention_pass == attention_pass)
     assert ops and all(op.causal and op.m == 8192 and op.n == 128 for op in ops)
-    seconds = price_ops(ops, gpu, rates.device("h100_sxm"), rates, profile).by_kind["attention"]
+    seconds = price_ops(ops, gpu, rates.device(gpu_id), rates, profile).by_kind["attention"]
     return seconds, sum(op.flops * op.count for op in ops)
 
 
@@ -87,12 +89,33 @@ def test_flash3_on_an_a100_is_one_clear_error_in_both_languages() -> None:
     estimate_time(plan, "h200_sxm")  # Hopper: no error
 
 
-def test_flash3_stores_what_flash_stores() -> None:
+def test_cudnn_is_priced_from_its_own_rows_on_h100_and_as_flash_attention_2_elsewhere() -> None:
+    # causal forward, head dim 128, 8k: cuDNN 529 TF [K4g]; the A100 has no cuDNN rows: cuDNN runs the
+    # FlashAttention-2 algorithm (cuDNN docs), so FlashAttention-2's A100 curve prices it
+    seconds, flops = _fused_seconds(Attention.CUDNN, "fwd")
+    assert _csv_tflops(CUDNN_KERNEL, "fwd", True, 128, 8192) == 529
+    assert seconds == pytest.approx(flops / (529e12 * (1 + 128 / 8192)), rel=1e-9)
+    assert _fused_seconds(Attention.CUDNN, "bwd", "a100_80_sxm") == _fused_seconds(Attention.FLASH, "bwd", "a100_80_sxm")
+
+
+def test_cudnn_on_a_gpu_without_it_is_one_clear_error() -> None:
+    plan = TrainPlan(**PLAN, attention="cudnn")
+    volta = dataclasses.replace(get_gpu("a100_80_sxm"), compute_capability="7.0", display_name="a Volta card")
+    for gpu, capability in ((volta, "7.0"), (get_gpu("mi300x"), "gfx942")):
+        with pytest.raises(PlanError) as info:
+            estimate_time(plan, gpu)
+        assert info.value.field == "attention" and info.value.msg.code == "error.plan.cudnn_gpu"
+        assert capability in info.value.text("en") and "8.0 (Ampere)" in info.value.text("ru")
+    estimate_time(plan, "a100_80_sxm")  # compute capability 8.0: no error
+
+
+@pytest.mark.parametrize("attention", ["flash3", "cudnn"])
+def test_fused_kernels_store_what_flash_stores(attention: str) -> None:
     for extra in ({}, {"method": Method.FULL, "grad_checkpointing": False}, {"precision": "fp32"}):
         fa2 = estimate_memory(TrainPlan(**{**PLAN, **extra}, attention="flash"))
-        fa3 = estimate_memory(TrainPlan(**{**PLAN, **extra}, attention="flash3"))
-        assert fa3.device_total_bytes == fa2.device_total_bytes
-        assert fa3.breakdown == fa2.breakdown
+        other = estimate_memory(TrainPlan(**{**PLAN, **extra}, attention=attention))
+        assert other.device_total_bytes == fa2.device_total_bytes
+        assert other.breakdown == fa2.breakdown
 
 
 def test_the_cpu_trial_runs_sdpa_and_lists_the_substitution() -> None:
@@ -106,6 +129,11 @@ def test_the_cpu_trial_runs_sdpa_and_lists_the_substitution() -> None:
     assert substitutions == [msg("trial.sub.flash3", reason="no_cuda")]
     assert render(substitutions[0]) == "attention flash3 -> sdpa: no CUDA device"
     assert render(substitutions[0], "ru") == "attention flash3 → sdpa: нет устройства CUDA"
+    assert cpu_plan(TrainPlan(**PLAN, attention="cudnn")).attention is Attention.SDPA
+    substitutions.clear()
+    assert _attention(Attention.CUDNN, torch.device("cpu"), torch.bfloat16, substitutions) == "sdpa"
+    assert substitutions == [msg("trial.sub.cudnn")]
+    assert render(substitutions[0]).startswith("attention cudnn -> sdpa")
 
 
 @pytest.mark.parametrize("value", ["flash_attention_3", "fa3"])
@@ -124,7 +152,7 @@ def test_the_sizing_dropdown_offers_flash3_in_both_languages() -> None:
     form = SizingForm({"model": "llama-3.2-1b", "method": "lora", "seq_len": 2048})
     for lang in ("en", "ru"):
         form.set_lang(lang)
-        assert "flash3" in form.controls["attention"].options
+        assert {"flash3", "cudnn"} <= set(form.controls["attention"].options)
     form.controls["attention"].value = "flash3"
     assert form.plan.attention is Attention.FLASH3 and form.error in (None, "")
 
@@ -135,6 +163,7 @@ def test_the_cli_offers_and_accepts_flash3(lang: str) -> None:
                          text=True, check=True)
     words = " ".join(out.stdout.split())  # argparse wraps the help
     assert "flash3 (FlashAttention-3, " + ("только Hopper" if lang == "ru" else "Hopper only") in words
+    assert "cudnn (" + ("слитное внимание cuDNN" if lang == "ru" else "cuDNN's fused attention") in words
     ok = subprocess.run([sys.executable, "-m", "gpuwork", "estimate", "--model", "llama-3.2-1b", "--method", "lora",
                          "--attention", "flash3"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr

@@ -36,7 +36,7 @@ from typing import NamedTuple
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
-from gpuwork.facts.rates import FA3_KERNEL
+from gpuwork.facts.rates import ATTENTION_KERNELS
 from gpuwork.facts.spec import (
     Linear,
     ModelSpec,
@@ -619,7 +619,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
                       count, dtype, s, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
-                      kernel=FA3_KERNEL if plan.attention is Attention.FLASH3 else "", backward=Backward.FUSED_ATTENTION))
+                      kernel=ATTENTION_KERNELS.get(plan.attention, ""), backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out

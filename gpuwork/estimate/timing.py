@@ -428,10 +428,13 @@ def _nodes_and_network(plan: TrainPlan, inputs: Inputs, nodes: int | None,
 
 
 def check_attention_gpu(plan: TrainPlan, gpu: GpuSpec) -> None:
-    """FlashAttention-3 builds for Hopper only (flash-attention README: H100 / H800; docs/kernels.md)."""
-    if plan.attention is Attention.FLASH3 and not gpu.compute_capability.startswith("9."):
-        raise PlanError("attention", msg("error.plan.flash3_gpu", gpu=gpu.display_name,
-                                         capability=gpu.compute_capability))
+    """FlashAttention-3 builds for Hopper only (flash-attention README: H100 / H800), cuDNN's SDPA for NVIDIA
+    compute capability 8.0 and newer (cuDNN docs); docs/kernels.md."""
+    cc = gpu.compute_capability
+    if plan.attention is Attention.FLASH3 and not cc.startswith("9."):
+        raise PlanError("attention", msg("error.plan.flash3_gpu", gpu=gpu.display_name, capability=cc))
+    if plan.attention is Attention.CUDNN and not (cc[:1].isdigit() and float(cc.split(".")[0]) >= 8):
+        raise PlanError("attention", msg("error.plan.cudnn_gpu", gpu=gpu.display_name, capability=cc))
 
 
 def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:

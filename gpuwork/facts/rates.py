@@ -20,14 +20,15 @@ from gpuwork.facts import reading
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.paths import data_dir
 from gpuwork.message import msg
-from gpuwork.plan import Stack
+from gpuwork.plan import Attention, Stack
 
 RATES_CSV = "rates.csv"
 KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
 GEMM_TILES_CSV = "gemm_tiles.csv"  # the output tiles of the GEMM shape model (estimate.gemm)
 ATTENTION_CURVES_CSV = "attention_curves.csv"  # fused attention's measured rate by sequence length (steptime)
-FA2_KERNEL, FA3_KERNEL = "flash-attn 2", "flash-attn 3"  # attention_curves.csv kernel names
+FA2_KERNEL, FA3_KERNEL, CUDNN_KERNEL = "flash-attn 2", "flash-attn 3", "cudnn"  # attention_curves.csv kernels
+ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.CUDNN: CUDNN_KERNEL}  # a plan's own rows; else FA2's
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
@@ -314,4 +315,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["ATTENTION_CURVES_CSV", "FA2_KERNEL", "FA3_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]

@@ -683,6 +683,9 @@ def _attention(attention: Attention, device: torch.device, compute: torch.dtype,
         return "eager"
     if attention is Attention.SDPA:
         return "sdpa"
+    if attention is Attention.CUDNN:  # transformers has no cuDNN choice: SDPA, whose backend torch picks
+        substitutions.append(msg("trial.sub.cudnn"))
+        return "sdpa"
     three = attention is Attention.FLASH3
     reason = None  # why flash-attention cannot run: the last part of trial.flash.<reason>
     if device.type != "cuda":

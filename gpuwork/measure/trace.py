@@ -288,7 +288,7 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[Msg], devic
         config.num_labels = 2
         if getattr(config, "pad_token_id", None) is None:
             config.pad_token_id = 0
-    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa", "flash3": "sdpa"}[plan.attention.value]
+    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa", "flash3": "sdpa", "cudnn": "sdpa"}[plan.attention.value]
     if attn == "sdpa":
         # CUDA's flash / memory-efficient SDPA kernels regenerate attention dropout from an RNG seed
         # and store no s x s tensor; on CPU, SDPA with dropout falls back to the math kernel, which

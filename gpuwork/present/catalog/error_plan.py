@@ -35,6 +35,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "attention='flash3' (FlashAttention-3) работает только на GPU Hopper (вычислительная способность 9.0: "
         "H100, H200, H800); у {gpu} — {capability:raw}: выберите attention='flash' (FlashAttention-2) или "
         "'sdpa' либо GPU Hopper"),
+    "error.plan.cudnn_gpu": (
+        "attention='cudnn' (cuDNN's fused attention) needs an NVIDIA GPU of compute capability 8.0 (Ampere) or "
+        "newer; {gpu} is {capability:raw}: use attention='sdpa', or such a GPU",
+        "attention='cudnn' (слитное внимание cuDNN) требует GPU NVIDIA с вычислительной способностью 8.0 (Ampere) "
+        "или новее; у {gpu} — {capability:raw}: выберите attention='sdpa' либо такой GPU"),
     "error.plan.sharding_needs_gpus": (
         "sharding='{sharding:raw}' needs gpus >= 2: set gpus or use sharding='ddp'",
         "sharding='{sharding:raw}' требует gpus ≥ 2: укажите число GPU или выберите sharding='ddp'"),

@@ -34,6 +34,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "trial.sub.flash": ("attention flash -> sdpa: {reason:@trial.flash}", "attention flash → sdpa: {reason:@trial.flash}"),
     "trial.sub.flash3": ("attention flash3 -> sdpa: {reason:@trial.flash}",
                          "attention flash3 → sdpa: {reason:@trial.flash}"),
+    "trial.sub.cudnn": ("attention cudnn -> sdpa: transformers has no cuDNN attention choice (torch picks SDPA's "
+                        "backend)",
+                        "attention cudnn → sdpa: в transformers нельзя выбрать внимание cuDNN (ядро SDPA выбирает "
+                        "PyTorch)"),
     "trial.flash.not_hopper": ("FlashAttention-3 runs only on Hopper GPUs (compute capability 9.0)",
                                "FlashAttention-3 работает только на GPU Hopper (вычислительная способность 9.0)"),
     "trial.flash.fa3_not_installed": ("the FlashAttention-3 package (flash_attn_interface) is not installed",
