@@ -263,7 +263,14 @@ def test_the_priced_all_reduce_on_pcie_reproduces_each_row_the_estimate_uses(row
 
 def test_the_pcie_rows_cover_both_driver_states_and_the_two_socket_row_is_left_out():
     assert {FACTS.curves[r.curve].use for r in _PCIE_USED} == {"pcie-p2p", "pcie-host"}
-    assert {r.gpus for r in _PCIE_USED} == {4, 8}
+    assert {r.gpus for r in _PCIE_USED} == {2, 4, 8}
+    # through host memory only rows run with NCCL's defaults: the 8 x RTX 5090 rows forced 8 channels
+    assert {r.curve for r in _PCIE_USED if FACTS.curves[r.curve].use == "pcie-host"} == {"autodl-2080ti-2-host"}
+    assert not FACTS.curves["nccl1639-5090-4-host"].use and not FACTS.curves["nccl1639-5090-8-host"].use
+    # two cards across the CPU (topo SYS) measured 1.92 GB/s at 20 MB on PCIe 4.0: the catalog cannot tell them
+    # from cards behind one switch, so the estimate takes the switch row, about 4x faster there
+    (across,) = [r for r in FACTS.rows if r.curve == "sglang39605-5070ti-2-sys-host"]
+    assert busbw(FACTS, _pcie_fabric(across, False), ALL_REDUCE, across.size_bytes, 2) > 4 * across.busbw_bytes_s
     # eight cards straight on two CPUs with NCCL's defaults measured 22.2 GB/s at 32 MiB, against 40.1 behind
     # PCIe switches: the catalog cannot tell the two apart, so the estimate takes the switch row (optimistic there)
     (two_cpus,) = [r for r in FACTS.rows if r.curve == "rtx6kpro-8-2cpu-p2p"]
@@ -281,12 +288,12 @@ def test_pcie_bus_bandwidth_never_rises_with_ranks(p2p):
 
 
 @pytest.mark.parametrize(("gpu", "gpus", "link", "curve"), [
-    ("rtx4090", 2, "pcie", "nccl1639-5090-4-host"),  # GeForce: the driver leaves peer-to-peer off
-    ("rtx4090", 8, "pcie", "nccl1639-5090-8-host"),
-    ("rtx5090", 8, "pcie", "nccl1639-5090-8-host"),
+    ("rtx4090", 2, "pcie", "autodl-2080ti-2-host"),  # GeForce: the driver leaves peer-to-peer off
+    ("rtx4090", 8, "pcie", "autodl-2080ti-2-host"),
+    ("rtx5090", 8, "pcie", "autodl-2080ti-2-host"),
     ("rtx3090", 2, "nvlink_bridge", None),  # the bridge joins the pair
-    ("rtx3090", 4, "pcie", "nccl1639-5090-4-host"),  # more cards than one bridge joins: PCIe, no peer-to-peer
-    ("rtx3090", 8, "pcie", "nccl1639-5090-8-host"),
+    ("rtx3090", 4, "pcie", "autodl-2080ti-2-host"),  # more cards than one bridge joins: PCIe, no peer-to-peer
+    ("rtx3090", 8, "pcie", "autodl-2080ti-2-host"),
     ("rtx_a6000", 4, "pcie", "tinygrad36-4090-4-p2p"),  # workstation cards keep peer-to-peer
     ("rtx_pro6000_bw", 8, "pcie", "rtx6kpro-8-switch-p2p"),
 ])
@@ -304,6 +311,61 @@ def test_which_row_backs_which_card(gpu, gpus, link, curve):
     assert est.comm.bandwidth_bytes_s == pytest.approx(curve_busbw(FACTS.curves[curve], pcie, bucket, gpus))
     # a 25 MiB bucket is within 6 % of the measured plateau (the rows hold from 32 MiB up)
     assert est.comm.bandwidth_bytes_s == pytest.approx(pcie * FACTS.curves[curve].efficiency, rel=0.06)
+
+
+def _csv_rows(name: str) -> list[dict[str, str]]:
+    import csv
+
+    from gpuwork.facts.paths import bundled_data_dir
+
+    with (bundled_data_dir() / name).open(encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _host_busbw_from_the_csv(link_bytes_s: float, size: float, ranks: int) -> float:
+    """The host-memory curve as the CSVs state it, worked here: the fitted plateau share of the link, and the
+    half-plateau message carried in seconds from the link its rows were measured on (8 ranks), scaled by ranks."""
+    (curve,) = [c for c in _csv_rows("nccl_curves.csv") if c["use"] == "pcie-host"]
+    measured_link = {float(r["link_gbs"]) * 1e9 for r in _csv_rows("nccl_tests.csv") if r["curve"] == curve["curve"]}
+    (measured,) = measured_link
+    share, exponent = float(curve["efficiency"]), float(curve["exponent"])
+    half_s = float(curve["half_bytes"]) / (measured * share)
+    plateau = link_bytes_s * share
+    return plateau / (1 + (half_s * plateau * ranks / 8 / size) ** exponent)
+
+
+def test_a_geforce_node_rings_through_host_memory_an_l40s_node_peer_to_peer_and_an_a100_node_over_nvlink():
+    from gpuwork.facts.catalog import get_gpu
+
+    def comm_of(gpu: str):
+        return estimate_time(TrainPlan(model="qwen2.5-0.5b", method="full", seq_len=2048, gpus=4), gpu).comm
+
+    geforce, l40s, a100 = comm_of("rtx4090"), comm_of("l40s"), comm_of("a100_80_sxm")
+    assert (geforce.link, l40s.link, a100.link) == ("pcie", "pcie", "nvlink_switch")
+    # the driver's peer-to-peer, read from gpus.csv's class: GeForce off, workstation and data-centre cards on
+    assert [comm.pcie_peer_to_peer(get_gpu(g)) for g in ("rtx3090", "rtx4090", "rtx5090", "l40s", "rtx6000_ada",
+                                                         "a100_80_pcie")] == [False, False, False, True, True, True]
+    pcie4 = get_gpu("rtx4090").pcie_bw_bytes_s
+    assert pcie4 == get_gpu("l40s").pcie_bw_bytes_s == 31.5e9
+    # same link, same message: the GeForce node's busbw is the 2 x RTX 2080 Ti host-memory sweep's share (0.25 of
+    # the link), the L40S node's the patched-driver 4090 peer-to-peer row's (0.83)
+    assert geforce.bandwidth_bytes_s < 0.26 * pcie4 < 0.75 * pcie4 < l40s.bandwidth_bytes_s
+    host = Fabric(intra_bytes_s=pcie4, intra_efficiency=None, nvls=False, gpus_per_node=4, network=None,
+                  pcie_p2p=False)
+    for size in (1 << 20, DDP_BUCKET_BYTES, 1 << 30):
+        expected = 2 * 3 / 4 * size / _host_busbw_from_the_csv(pcie4, size, 4)
+        assert collective_s(FACTS, host, ALL_REDUCE, size, 4) == pytest.approx(expected, rel=1e-9)
+    # 25 MiB on 4 GeForce cards at PCIe 4.0: 7.9 GB/s (it was 17.5 from the 8 x RTX 5090 rows with 8 channels)
+    assert _host_busbw_from_the_csv(pcie4, DDP_BUCKET_BYTES, 4) == pytest.approx(7.9e9, rel=0.01)
+
+
+def test_the_host_memory_sweep_is_met_where_it_was_measured():
+    """The 2 x RTX 2080 Ti sweep (PCIe 3.0, NCCL's defaults) on its own link and rank count, 1 MiB to 1 GiB."""
+    rows = [r for r in FACTS.rows if r.curve == "autodl-2080ti-2-host"]
+    assert len(rows) == 11 and {r.gpus for r in rows} == {2} and {r.link_bytes_s for r in rows} == {15.75e9}
+    for r in rows:
+        assert busbw(FACTS, _pcie_fabric(r, False), ALL_REDUCE, r.size_bytes, 2) == pytest.approx(
+            r.busbw_bytes_s, rel=0.005)
 
 
 def test_a_bridge_that_cannot_join_the_ring_is_said_in_both_languages():

@@ -420,6 +420,13 @@ def bridged_gpus(gpu: GpuSpec) -> int:
     return gpu.nvlink_bridge_gpus
 
 
+def pcie_peer_to_peer(gpu: GpuSpec) -> bool:
+    """Whether the card's stock driver lets NCCL copy GPU to GPU over PCIe (gpus.csv ``class``): GeForce drivers
+    leave peer-to-peer off, so NCCL passes every hop through host memory (its SHM transport; docs/sources.md
+    's-p2p-geforce'); workstation and data-centre drivers allow it (docs/communication.md 'PCIe')."""
+    return gpu.gpu_class is not GpuClass.CONSUMER
+
+
 def node_link(gpu: GpuSpec, link: Link, gpus_per_node: int) -> Link:
     """The link a node's ring runs over: a bridge joins only ``bridged_gpus`` cards, so a ring over more GPUs
     crosses PCIe, whose hop sets the ring's rate (docs/communication.md 'PCIe')."""
@@ -520,8 +527,7 @@ def _plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, bac
         return Fabric(intra_bytes_s=link_bytes, intra_efficiency=fixed,
                       nvls=False,  # conservative ring: NVLS would make 8 GPUs' all-reduce beat 4 GPUs' (measured)
                       gpus_per_node=gpus_per_node, network=node_net if over_network else None,
-                      # GeForce drivers leave peer-to-peer off: NCCL goes through host memory
-                      pcie_p2p=(gpu.gpu_class is not GpuClass.CONSUMER) if pcie else None)
+                      pcie_p2p=pcie_peer_to_peer(gpu) if pcie else None)
 
     def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
         """(communication seconds, exposed seconds, bandwidth) per step."""
@@ -566,4 +572,4 @@ def _plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, bac
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
            "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "contention_share", "curve_busbw", "half_bytes", "link_bytes_s",
-           "nccl_channels", "network_busbw", "node_link", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]
+           "nccl_channels", "network_busbw", "node_link", "pcie_peer_to_peer", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]

@@ -62,9 +62,10 @@ HELDOUT_NOTES = {
     "fast. The 2021 ('v0') 4- and 8-GPU runs (and that day's 1- and 2-GPU runs) show the time DDP adds to a step "
     "growing as about 0.3 s x (GPUs - 1) per GB of gradients, for both models and precisions: an all-reduce bus "
     "bandwidth of about 3.3, 1.7 and 0.8 GB/s on 2, 4 and 8 GPUs, as if every GPU's traffic crossed one path of "
-    "6-7 GB/s, where the model takes 14-17.5 GB/s through host memory for GeForce cards and hides it behind the "
-    "backward. The logs do not describe the machine, and no published all-reduce figure of such a box was found, "
-    "so the model was not changed. Three figures count steps that did not run: run_squad.py reports batch x "
+    "6-7 GB/s, where the model takes 7.9 GB/s through host memory for GeForce cards (NCCL's defaults, a published "
+    "2 x RTX 2080 Ti sweep at PCIe 3.0 carried to PCIe 4.0) and hides most of it behind the backward. The logs do "
+    "not describe the machine, and no published all-reduce figure of such a box was found, so no figure was chosen "
+    "for these runs. Three figures count steps that did not run: run_squad.py reports batch x "
     "max_steps x GPUs / time, and BERT-base fp16 on 4 and 8 GPUs and fp32 on 8 ended their two epochs after 854, "
     "428 and 854 of 1,000 steps; they ran 0.85, 0.43 and 0.85 of the figure, so BERT-base fp16 on 8 GPUs is +78 %, "
     "not -24 % ([time_misses.md](time_misses.md#held-out-1-lambda-dlbench-v0-3-8-x-rtx-3090)).",
