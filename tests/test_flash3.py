@@ -167,3 +167,16 @@ def test_the_cli_offers_and_accepts_flash3(lang: str) -> None:
     ok = subprocess.run([sys.executable, "-m", "gpuwork", "estimate", "--model", "llama-3.2-1b", "--method", "lora",
                          "--attention", "flash3"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_offers_and_the_fit_matrix_list_cards_that_cannot_run_the_kernel_without_pricing_them() -> None:
+    from gpuwork.sizing import evaluate_offers, fit_matrix
+
+    plan = TrainPlan(model="llama-3.2-1b", method=Method.LORA, seq_len=4096, attention="flash3")
+    results = evaluate_offers(plan)
+    priced = {r.offer.gpu_id for r in results if r.time is not None}
+    assert priced and all(get_gpu(g).compute_capability == "9.0" for g in priced)
+    refused = [r for r in results if r.offer.gpu.compute_capability != "9.0"]
+    assert refused and all(r.time is None and r.fit.reason.code == "error.plan.flash3_gpu" for r in refused)
+    matrix = fit_matrix(plan)
+    assert not matrix.cell("a100_80_sxm", 1).fits and matrix.cell("h100_sxm", 1).fits

@@ -28,7 +28,7 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.memory import estimate_memory, state_bytes_per_param
-from gpuwork.estimate.timing import TimeEstimate, estimate_time
+from gpuwork.estimate.timing import TimeEstimate, attention_gpu_problem, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
@@ -270,6 +270,9 @@ def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOption
     """The plan as it fits ``offer``'s node (or nodes), with the reasons: more GPUs and sharding where it needs them,
     and all of a node's GPUs when the node is billed whole (``use_whole_node``)."""
     max_gpus = offer.gpus_per_node
+    if (problem := attention_gpu_problem(plan, offer.gpu)) is not None:  # flash3 off Hopper: listed, not priced
+        return Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, o.safety_margin), (),
+                   problem), []
     if plan.gpus > offer.gpus_per_node:
         if offer.network is Network.NONE:
             fit = Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, o.safety_margin), (),

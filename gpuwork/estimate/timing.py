@@ -427,14 +427,23 @@ def _nodes_and_network(plan: TrainPlan, inputs: Inputs, nodes: int | None,
     return nodes, Network(network) if network in {n.value for n in Network} else str(network)
 
 
+def attention_gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
+    """Why ``gpu`` cannot run the plan's attention kernel (None: it can). FlashAttention-3 builds for Hopper only
+    (flash-attention README: H100 / H800), cuDNN's SDPA for NVIDIA compute capability 8.0 and newer (cuDNN docs);
+    docs/kernels.md."""
+    cc, flash3 = gpu.compute_capability, plan.attention is Attention.FLASH3
+    if (flash3 and not cc.startswith("9.")) or (
+            plan.attention is Attention.CUDNN and not (cc[:1].isdigit() and float(cc.split(".")[0]) >= 8)):
+        return msg("error.plan.flash3_gpu" if flash3 else "error.plan.cudnn_gpu", gpu=gpu.display_name, capability=cc)
+    return None
+
+
 def check_attention_gpu(plan: TrainPlan, gpu: GpuSpec) -> None:
-    """FlashAttention-3 builds for Hopper only (flash-attention README: H100 / H800), cuDNN's SDPA for NVIDIA
-    compute capability 8.0 and newer (cuDNN docs); docs/kernels.md."""
-    cc = gpu.compute_capability
-    if plan.attention is Attention.FLASH3 and not cc.startswith("9."):
-        raise PlanError("attention", msg("error.plan.flash3_gpu", gpu=gpu.display_name, capability=cc))
-    if plan.attention is Attention.CUDNN and not (cc[:1].isdigit() and float(cc.split(".")[0]) >= 8):
-        raise PlanError("attention", msg("error.plan.cudnn_gpu", gpu=gpu.display_name, capability=cc))
+    """``attention_gpu_problem`` as the plan's error."""
+    if attention_gpu_problem(plan, gpu) is not None:
+        raise PlanError("attention", msg("error.plan.flash3_gpu" if plan.attention is Attention.FLASH3 else
+                                         "error.plan.cudnn_gpu", gpu=gpu.display_name,
+                                         capability=gpu.compute_capability))
 
 
 def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
