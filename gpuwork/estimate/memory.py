@@ -34,6 +34,9 @@ from typing import Any
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
+from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
+from gpuwork.estimate.memory_stacks import flat_unit_gradients
+from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
 from gpuwork.estimate.model_states import (
     ModelStates,
     model_states,
@@ -345,6 +348,11 @@ def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: 
         # inside the kernel) and writes the gradient into the logits in place: no fp32 copy, no second buffer
         logsoftmax = head_out_bytes * vocab
         head, loss_backward = final_norm + head_in + logsoftmax + 4, 0
+    elif spec.task is Task.CAUSAL_LM and loss_kernel == "chunked-16bit":
+        # Lit-GPT 2023 [M5]: the loop keeps the 16-bit logit chunks; each chunk's 16-bit log_softmax output, saved,
+        # is traded chunk by chunk for its logits' gradient in backward (one 128-row chunk transient, not counted)
+        logsoftmax = head_out_bytes * vocab
+        head, loss_backward = final_norm + head_in + 2 * logsoftmax, 0
     return head, logsoftmax, loss_backward
 
 
@@ -450,14 +458,6 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
                         logits_copy=_returned_logits_copy(spec, plan, loss_kernel))
 
 
-def _returned_logits_copy(spec: ModelSpec, plan: TrainPlan, loss_kernel: str) -> int:
-    """Bytes per token of the fp32 copy of returned logits: older Unsloth models return them beside the loss, and
-    accelerate's mixed-precision wrapper (convert_outputs_to_fp32) hands them to the Trainer as fp32, held until
-    compute_loss returns ([M4], docs/memory_unsloth_releases.md)."""
-    returned = spec.task is Task.CAUSAL_LM and loss_kernel == "inplace-returned" and plan.precision.is_mixed
-    return 4 * spec.vocab_size if returned else 0
-
-
 def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | None,
                        lora: set[str]) -> frozenset[str]:
     """The block's linear groups a fused-LoRA stack (Unsloth: stacks.csv fused_lora) runs through its own autograd
@@ -481,15 +481,6 @@ def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | N
 # Unsloth's LoRA_QKV, LoRA_W and LoRA_MLP autograd functions (unsloth/kernels/fast_lora.py)
 _FUSED_LORA_GROUPS = {"attn_in": ("q_proj", "k_proj", "v_proj"), "attn_out": ("o_proj",),
                       "mlp": ("gate_proj", "up_proj", "down_proj")}
-
-
-def _chunked_logits_bytes(spec: ModelSpec, tokens: int, dtype_bytes: int) -> int:
-    """One chunk of logits in Liger's fused linear cross-entropy: next_power_of_2(ceil(BT / ceil(V / H))) rows
-    (at most BT) of V logits in the input dtype, so about BT x H elements whatever the vocabulary
-    (liger_kernel/ops/fused_linear_cross_entropy.py)."""
-    inc = max(math.ceil(spec.vocab_size / spec.hidden_size), 1)
-    rows = min(1 << max(math.ceil(tokens / inc) - 1, 0).bit_length(), tokens)
-    return rows * spec.vocab_size * dtype_bytes
 
 
 # -- the estimate ----------------------------------------------------------------------------------
@@ -791,8 +782,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         spec: the model's spec (``gpuwork.facts.resolve(plan).spec``). For a family without a hand-written
             block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
             gives the bytes the real block saves for backward instead of the nearest family's.
-        stack: what ``plan.stack`` changes (``gpuwork.facts.rates`` stacks.csv: loss kernel, fused RMSNorm and
-            SwiGLU, checkpoint offload); default ``spec.extras["stacks"]``'s (``resolve`` adds it), else eager HF.
+        stack: what ``plan.stack`` changes (stacks.csv memory columns); default ``spec.extras["stacks"]``'s, else HF.
     """
     counts = count_params(spec, plan)
     states = model_states(spec, plan, counts)
@@ -812,7 +802,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # 18 B/param for mixed-precision AdamW).
     autocast_copies = _autocast_copies(spec, plan, counts)
     head_copy = _autocast_head_copy(spec, plan, profile)  # alive until the head's backward
-    grads_during_fwd = grads if plan.grad_accum > 1 or gradients_from_start(plan) else 0
+    grads, grads_during_fwd = flat_unit_gradients(spec, plan, counts, profile) or (  # Lit-GPT's FSDP1 units [M5]
+        grads, grads if plan.grad_accum > 1 or gradients_from_start(plan) else 0)
 
     saved = _saved_activations(spec, plan, act, profile, dt)
     trained_layers, activations, shared, recompute = (saved.trained_layers, saved.activations, saved.shared,

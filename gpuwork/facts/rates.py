@@ -32,8 +32,9 @@ ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.CUDNN: CUDNN_KERNEL
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
-MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned"),
-                  "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload")}
+MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned", "chunked-16bit"),
+                  "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
+                  "fsdp_grads": ("sharded", "unit-unsharded")}
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,13 @@ class StackProfile:
     moe_experts: str = "fused"  # "fused" expert tensors (one GEMM per expert) | "loop" (transformers 4.x)
     # memory behaviour (read by gpuwork.estimate.memory; see MEMORY_CHOICES)
     loss_kernel: str = "eager"  # "eager" fp32 upcast + log_softmax | "chunked" fused linear CE | "inplace" 16-bit
-    # ("inplace-returned": the in-place kernel, and the model returns the logits too)
+    # ("inplace-returned": the in-place kernel, and the model returns the logits too; "chunked-16bit": Lit-GPT)
     rmsnorm_saves: str = "fp32-copy"  # what RMSNorm saves: "fp32-copy" of its input | "input" (+ fp32 rstd)
     swiglu_saved: int = 3  # intermediate-sized tensors act(gate) * up saves: 3 eager, 2 fused kernels
     checkpoint: str = "recompute"  # checkpointed block inputs stay on the GPU | "offload" to CPU RAM
+    # "unit-unsharded": FSDP1 units mix frozen and trained weights and accumulate under no_sync
+    # (gpuwork.estimate.memory_stacks.flat_unit_gradients); "sharded": the trained weights' gradient shards
+    fsdp_grads: str = "sharded"
     memory_basis: str = ""
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)

@@ -422,6 +422,7 @@ _STACK_NAMES = {
     Stack.UNSLOTH_2024_04: "unsloth (PyTorch{peft})",
     Stack.TORCHTUNE: "torchtune (PyTorch)",
     Stack.FRAMEWORK: "torchtitan/Megatron/NeMo (PyTorch)",
+    Stack.LITGPT_2023: "Lit-GPT (PyTorch, Lightning Fabric)",  # its own LoRA modules, no peft
 }
 
 
@@ -448,6 +449,8 @@ def _framework(plan: TrainPlan, vendor: str | None) -> tuple[str, str | None, st
         launcher = "deepspeed/accelerate"
     if plan.stack is Stack.TORCHTUNE:
         launcher = "tune/torchrun"
+    if plan.stack is Stack.LITGPT_2023:
+        launcher = "Lightning Fabric"  # fabric.launch starts the processes
     return ", ".join(parts), launcher, "RCCL" if vendor == "AMD" else "NCCL"
 
 

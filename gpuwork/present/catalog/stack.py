@@ -17,5 +17,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "stack.torchtune": ("torchtune (compiled)", "torchtune (с компиляцией)"),
     "stack.dle-pytorch": ("NVIDIA DeepLearningExamples BERT, eager PyTorch + apex amp O2",
                           "BERT из NVIDIA DeepLearningExamples: PyTorch без компиляции, apex amp O2"),
+    "stack.litgpt-2023": ("Lit-GPT 2023 (Lightning Fabric)", "Lit-GPT 2023 (на Lightning Fabric)"),
     "stack.label": ("stack: {stack:@stack}", "стек: {stack:@stack}"),
 }

@@ -1,0 +1,75 @@
+"""Stack litgpt-2023 (Lit-GPT 8641822 under Lightning Fabric 2.1; rates_sources.md [M5]): its 16-bit chunked loss
+and its FSDP1 units' whole-block gradients under no_sync, with bytes from the shapes."""
+
+from gpuwork.estimate.memory import _head_activations, estimate_memory, memory_dtypes
+from gpuwork.estimate.memory_stacks import flat_unit_gradients
+from gpuwork.facts.rates import load_rates
+from gpuwork.facts.resolve import resolve
+from gpuwork.facts.spec import count_params
+from gpuwork.plan import Stack, TrainPlan
+
+LLAMA = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 1024, "batch_size": 2, "lora_r": 8,
+         "lora_targets": ["q_proj", "v_proj"]}
+
+
+def _plan(**kw) -> TrainPlan:
+    return TrainPlan(**{**LLAMA, **kw})
+
+
+def _est(**kw):
+    plan = _plan(**kw)
+    return estimate_memory(plan, resolve(plan).spec)
+
+
+def test_the_row_names_its_loss_and_fsdp_gradients():
+    stacks = load_rates().stacks
+    lit = stacks[Stack.LITGPT_2023]
+    assert (lit.loss_kernel, lit.fsdp_grads, lit.adapters_fp32) == ("chunked-16bit", "unit-unsharded", False)
+    assert "[M5]" in lit.memory_basis
+    assert all(p.fsdp_grads == "sharded" for s, p in stacks.items() if s is not Stack.LITGPT_2023)
+
+
+def test_the_loss_keeps_16_bit_logits_and_log_softmax_and_no_vocab_wide_backward():
+    plan = _plan(stack="litgpt-2023")
+    spec = resolve(plan).spec
+    dt = memory_dtypes(plan, load_rates().stacks[Stack.LITGPT_2023])
+    h, vocab = spec.hidden_size, spec.vocab_size
+    head, logsoftmax, loss_backward = _head_activations(spec, plan, dt, False, "chunked-16bit")
+    # final RMSNorm (fp32 input copy + rstd; frozen weight), the kept 16-bit logits, their 16-bit log_softmax
+    assert (head, logsoftmax, loss_backward) == (4 * h + 4 + 2 * vocab + 2 * vocab, 2 * vocab, 0)
+    eager = _head_activations(spec, plan, dt, False, "eager")
+    assert eager == (4 * h + 4 + 4 * vocab, 4 * vocab, 8 * vocab)  # unchanged for the other stacks
+
+
+def test_fsdp_blocks_keep_their_whole_gradient_unsharded_under_accumulation():
+    plan = _plan(stack="litgpt-2023", sharding="fsdp", gpus=2, grad_accum=4, grad_checkpointing=True)
+    spec = resolve(plan).spec
+    counts = count_params(spec, plan)
+    adapters = 16 * 8 * (2048 + 2048 + 2048 + 512)  # 16 layers, r 8: q (2048 -> 2048) and v (2048 -> 512)
+    assert counts.adapter == adapters
+    full = 2 * (spec.params_block * spec.num_layers + adapters)  # bf16, frozen weights included
+    lit = load_rates().stacks[Stack.LITGPT_2023]
+    assert flat_unit_gradients(spec, plan, counts, lit) == ((full + 1) // 2, full)
+    one = _plan(stack="litgpt-2023", sharding="fsdp", gpus=2, grad_accum=1, grad_checkpointing=True)
+    assert flat_unit_gradients(spec, one, counts, lit) == ((full + 1) // 2, 0)
+    # the forward of an accumulation micro-batch holds the whole unsharded gradient, the step's end a shard
+    accum, sync = estimate_memory(plan, spec), estimate_memory(one, spec)
+    assert accum.phase_peaks["forward"] - sync.phase_peaks["forward"] == full
+    assert accum.phase_peaks["optimizer step"] == sync.phase_peaks["optimizer step"]
+    assert accum.peak_allocated_bytes > 2 * spec.params_block * spec.num_layers
+
+
+def test_other_stacks_and_single_gpus_keep_sharded_adapter_gradients():
+    lit = load_rates().stacks[Stack.LITGPT_2023]
+    single = _plan(stack="litgpt-2023", grad_accum=4)
+    spec = resolve(single).spec
+    assert flat_unit_gradients(spec, single, count_params(spec, single), lit) is None
+    hf = load_rates().stacks[Stack.HF_TRAINER]
+    fsdp = _plan(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=4, grad_checkpointing=True)
+    assert flat_unit_gradients(spec, fsdp, count_params(spec, fsdp), hf) is None
+    full_ft = _plan(stack="litgpt-2023", method="full", sharding="fsdp", gpus=2, grad_accum=4)
+    assert flat_unit_gradients(spec, full_ft, count_params(spec, full_ft), lit) is None
+    a, b = _est(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=4, grad_checkpointing=True), \
+        _est(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=1, grad_checkpointing=True)
+    adapters = 4 * 16 * 8 * (2048 + 2048 + 2048 + 512)  # peft's fp32 adapter gradients
+    assert a.phase_peaks["forward"] - b.phase_peaks["forward"] == adapters // 2  # the shard only
