@@ -234,9 +234,11 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "eval_samples": Range(1, 10**9, whole=True),  # None: one evaluation batch
     "eval_accum": Range(1, 10**9, whole=True),  # None: predictions stay on the GPU to the evaluation's end
     "mlm_predictions": Range(1, MAX_SEQ_LEN, whole=True),  # None: the masked-LM head on every position
+    "packed_document_tokens": Range(1, MAX_SEQ_LEN, whole=True),  # None: attention across the whole packed row
 }
 # the ranged fields that may also be None (the share link reads "none" for them)
-OPTIONAL_FIELDS = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")
+OPTIONAL_FIELDS = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions",
+                   "packed_document_tokens")
 # (field, low, high, low_open, high_open, whole) of each range, for the plain plan's quick pass
 _BOUNDS = tuple((name, r.low, r.high, r.low_open, r.high_open, r.whole) for name, r in PLAN_RANGES.items())
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
@@ -286,6 +288,9 @@ class TrainPlan:
     # "padded" (every row padded to seq_len, padding='max_length': the attention mask marks the padding), or a
     # histogram ((length, weight), ...) padded per micro-batch to its longest; longer ones are cut to seq_len
     lengths: str | tuple[tuple[int, float], ...] = "fixed"
+    # lengths="packed" with attention kept inside each packed document (flash-attn varlen, cu_seqlens): the
+    # documents' mean tokens; None: one causal attention over the whole row (docs/packed_documents.md)
+    packed_document_tokens: int | None = None
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
     # in-run evaluation (HF Trainer evaluate between steps; gpuwork.estimate.eval_memory): its micro-batch
     # (per_device_eval_batch_size; None: no evaluation priced), its samples (None: one batch), what it keeps on
@@ -370,6 +375,21 @@ class TrainPlan:
             raise PlanError("offload_params", msg("error.plan.offload_params"))
         if self.offload_optimizer and self.sharding is Sharding.DDP:
             raise PlanError("offload_optimizer", msg("error.plan.offload_optimizer"))
+        if self.packed_document_tokens is not None:
+            self._check_documents(self.packed_document_tokens)
+
+    def _check_documents(self, tokens: int) -> None:
+        """Per-document attention: packed rows, documents no longer than a row, a kernel that takes their
+        boundaries (eager and SDPA compute the whole row's matrix under a block mask)."""
+        if self.lengths != "packed":
+            raise PlanError("packed_document_tokens", msg("error.plan.documents_need_packed", lengths=lengths_text(
+                self.lengths)))
+        if tokens > self.seq_len:
+            raise PlanError("packed_document_tokens", msg("error.plan.documents_longer", value=tokens,
+                                                          seq_len=self.seq_len))
+        if not self.attention.is_flash:
+            raise PlanError("packed_document_tokens", msg("error.plan.documents_attention",
+                                                          attention=self.attention.value))
 
     # -- conveniences ---------------------------------------------------------------------------
 
@@ -409,6 +429,11 @@ class TrainPlan:
         return self.lengths if isinstance(self.lengths, tuple) else None
 
     @property
+    def attention_span(self) -> int:
+        """Tokens one attention runs over: a packed document (``packed_document_tokens``), else the sequence."""
+        return self.packed_document_tokens or self.seq_len
+
+    @property
     def longest_batch_len(self) -> int:
         """Tokens per sequence of the longest micro-batch: the histogram's longest length, else ``seq_len``."""
         hist = self.length_histogram
@@ -424,7 +449,12 @@ class TrainPlan:
         return self.seq_len * self.batch_size * self.grad_accum * self.gpus
 
     def replace(self, **changes: Any) -> TrainPlan:
-        """A copy with some fields changed (validated like a new plan)."""
+        """A copy with some fields changed (validated like a new plan). Packed documents that ``changes`` leave
+        unsaid follow the new row: cut to a shorter seq_len (a document no longer than its row), dropped without
+        packed rows or a kernel that takes their boundaries (a sweep over seq_len or attention stays valid)."""
+        if self.packed_document_tokens is not None and "packed_document_tokens" not in changes:
+            changes["packed_document_tokens"] = _documents_after(self.packed_document_tokens, {
+                "seq_len": self.seq_len, "lengths": self.lengths, "attention": self.attention.value, **changes})
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
@@ -521,6 +551,20 @@ def _coerce_targets(value: Any) -> tuple[str, ...]:
 
 
 LENGTH_KINDS = ("fixed", "packed", "padded")
+_DOCUMENT_KERNELS = tuple(a.value for a in Attention if a.is_flash)  # kernels that take documents' boundaries
+
+
+def _documents_after(tokens: int, fields: dict[str, Any]) -> int | None:
+    """``packed_document_tokens`` of a plan whose seq_len, lengths or attention changed (``TrainPlan.replace``)."""
+    lengths, attention, seq_len = fields["lengths"], fields["attention"], fields["seq_len"]
+    if not (isinstance(lengths, str) and lengths.strip().lower() == "packed"):
+        return None
+    if str(getattr(attention, "value", attention)).strip().lower() not in _DOCUMENT_KERNELS:
+        return None
+    return min(tokens, seq_len) if isinstance(seq_len, int) and not isinstance(seq_len, bool) and seq_len > 0 \
+        else tokens
+
+
 MAX_LENGTH_BINS = 10_000
 
 

@@ -124,12 +124,16 @@ def _edge_values(bounds):
 def test_a_plan_is_refused_exactly_when_one_of_its_numbers_is_out_of_its_range(name):
     # a plan's numbers pass a quick check first; at every edge of every range it must agree with Range.problem
     bounds = PLAN_RANGES[name]
+    # documents need packed rows as long as any, and a kernel that takes their boundaries
+    context = {"lengths": "packed", "attention": "flash", "seq_len": bounds.high} \
+        if name == "packed_document_tokens" else {}
     for value in _edge_values(bounds):
         expected_ok = bounds.problem(value) is None or (value is None and name in (
-            "dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions"))
+            "dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions",
+            "packed_document_tokens"))
         if expected_ok:
-            assert getattr(TrainPlan(method="lora", **{name: value}), name) == value
+            assert getattr(TrainPlan(method="lora", **context, **{name: value}), name) == value
         else:
             with pytest.raises(PlanError) as caught:
-                TrainPlan(method="lora", **{name: value})
+                TrainPlan(method="lora", **context, **{name: value})
             assert caught.value.field == name, value

@@ -281,6 +281,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--eval-keep", help=say("eval_keep"))
     g.add_argument("--eval-accum", type=int, metavar="N", help=say("eval_accum"))
     g.add_argument("--mlm-predictions", type=int, metavar="N", help=say("mlm_predictions"))
+    g.add_argument("--packed-document-tokens", type=int, metavar="N", help=say("packed_document_tokens"))
     g.add_argument("--lengths-from", nargs="+", metavar="FILE", help=say("lengths_from"))
     g.add_argument("--lengths-tokenizer", metavar="DIR", help=say("lengths_tokenizer"))
 
@@ -289,7 +290,7 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "grad_checkpointing", "attention", "trainable_layers", "lora_r", "lora_alpha", "lora_dropout",
                 "lora_targets", "quant_type", "double_quant", "kbit_upcast", "gpus", "sharding", "shard_group_gpus",
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
-                "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions")
+                "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

@@ -7,7 +7,8 @@ skip their own gradient, so adapters (LoRA/QLoRA) cost 4N + 6·N_adapter (NVIDIA
 throughput implies ≈ 4N, docs/sources.md#s-flops-lora). Checkpointing reruns each block's forward:
 +2N (BigScience 8N, docs/sources.md#s-flops-recompute). Attention scores and values add 12·L·H·Q·T per token
 for forward + backward (torchtitan ``get_num_flop_per_token``; causal masking ignored, i.e. the
-full T×T product is counted as torchtitan does) and +4·L·H·Q·T when recomputed. N counts the
+full T×T product is counted as torchtitan does; T is a packed document's length where attention stays inside
+each, ``TrainPlan.packed_document_tokens``) and +4·L·H·Q·T when recomputed. N counts the
 weights that multiply activations: active parameters (MoE: routed experts only) minus embedding
 tables, plus the output layer when it is tied to the embeddings (torchtitan excludes embeddings).
 """
@@ -81,7 +82,7 @@ class _FlopsShape(NamedTuple):
 
     method: Method
     uses_adapters: bool
-    seq_len: int
+    seq_len: int  # tokens one attention spans (a packed document's, TrainPlan.attention_span)
     trainable_layers: int
     grad_checkpointing: bool
 
@@ -93,7 +94,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     (embeddings) = 7,504,924,672; 6N = 4.503e10; attention 12·32·32·128·2048 = 3.221e9; total 4.825e10.
     """
     return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
-        plan.method, plan.uses_adapters, plan.seq_len, plan.trainable_layers, plan.grad_checkpointing))
+        plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing))
 
 
 @functools.lru_cache(maxsize=4096)

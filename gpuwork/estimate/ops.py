@@ -590,7 +590,8 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
                             backward=_Elementwise(backward_bytes / forward_bytes, 14)))
     causal = not spec.is_encoder
-    full_flops = 4.0 * b * s * s * a * d  # Q·K^T and P·V over the whole s x s matrix
+    r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
+    full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix
     dtype = attention_dtype(plan, step.widths.fp32_model)
     if e != (attn_b := _attention_bytes(step)):  # autocast, or transformers' flash path, casts fp32 q, k, v
         out.append(_mem("attention input cast", phase, t * (q_dim + 2 * kv_dim), e + attn_b, 3, count,
@@ -600,15 +601,15 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention.is_flash):
         # HF eager_attention_forward: repeat_kv copies, Q·K^T, scale, + mask, softmax (fp32 for
         # Llama-style), cast, dropout, P·V, then the output transpose copy
-        scores = b * a * s * s
+        scores = b * a * s * r
         if kv < a:
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
-                      count, dtype, s, s, backward=Backward.BOTH_GRADS))
+                      count, dtype, r, r, backward=Backward.BOTH_GRADS))
         chain = _fused_softmax_chain if fuse else _eager_softmax_chain
         out.append(chain(spec, scores, e, autocast, phase, count))
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
-                      count, dtype, s, d, backward=Backward.BOTH_GRADS))
+                      count, dtype, r, d, backward=Backward.BOTH_GRADS))
     else:
         # one fused kernel (FlashAttention-2 via SDPA or flash-attn); causal masking skips the blocks
         # above the diagonal: FLOPs x (1 + 1/n_blocks) / 2 with 128-row blocks (flash-attention's
@@ -616,9 +617,9 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         # the mask (read once, e bytes an element) over the whole matrix and skips no block
         masked = sdpa_padding_mask(plan, st)
         causal = causal and not masked
-        flops = full_flops * (0.5 * (1 + 128 / s) if causal and s > 128 else 1.0)
+        flops = full_flops * (0.5 * (1 + 128 / r) if causal and r > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
-                      count, dtype, s, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
+                      count, dtype, r, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
                       kernel=ATTENTION_KERNELS.get(plan.attention, ""), backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))

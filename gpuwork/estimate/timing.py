@@ -20,9 +20,11 @@ by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12), so ru
 TF32 will be faster; tensor/pipeline/context parallelism is not modelled; sliding-window attention
 is counted as full attention.
 
-Lengths: "fixed" and "packed" price every micro-batch at seq_len. A histogram (``TrainPlan.lengths``) prices the
-expected step over micro-batches padded to their longest member (``padded_lengths``) and counts throughput, steps
-and the data feed in real tokens. A stack that offloads checkpointed block inputs to CPU RAM (Unsloth) adds the
+Lengths: "fixed" and "packed" price every micro-batch at seq_len; packed rows whose attention stays inside each
+document (``packed_document_tokens``) price attention as seq_len / d attentions of d tokens. A histogram
+(``TrainPlan.lengths``) prices the expected step over micro-batches padded to their longest member
+(``padded_lengths``) and counts throughput, steps and the data feed in real tokens. A stack that offloads
+checkpointed block inputs to CPU RAM (Unsloth) adds the
 part of those PCIe copies that its side stream cannot hide behind each block's compute (``CheckpointOffload``).
 """
 
@@ -481,7 +483,7 @@ def _run_warnings(plan: TrainPlan, intra: Link, comm: CommEstimate, own_share: f
 
 def _flops_plan(plan: TrainPlan) -> TrainPlan:
     """The plan whose FLOPs per token are the run's: under a length histogram, attention at the token-weighted
-    length (sum l^2 / sum l)."""
+    length (sum l^2 / sum l); in packed rows of documents, at the documents' length (``flops_per_token``)."""
     hist = plan.length_histogram
     if hist is None:
         return plan

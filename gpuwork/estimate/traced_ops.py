@@ -50,14 +50,16 @@ def _fused_attention(op: ProfileOp) -> bool:
 
 
 def _op(p: ProfileOp, profile: BlockProfile, phase: Phase, count: int, tokens: int, seq_len: int,
-        masked: bool = False) -> Op:
+        masked: bool = False, span: int = 0) -> Op:
     flops = p.flops.at(seq_len) * tokens
     attention_pass = ""
     m = n = 0
     if _fused_attention(p):
         attention_pass = "fwd" if p.phase == "forward" else "bwd"
-        if profile.causal and seq_len > CAUSAL_BLOCK_ROWS and not masked:  # a masked kernel skips no block
-            flops *= 0.5 * (1 + CAUSAL_BLOCK_ROWS / seq_len)
+        span = span or seq_len  # packed documents: the kernel attends within each (TrainPlan.attention_span)
+        flops = p.flops.at(span) * tokens
+        if profile.causal and span > CAUSAL_BLOCK_ROWS and not masked:  # a masked kernel skips no block
+            flops *= 0.5 * (1 + CAUSAL_BLOCK_ROWS / span)
     elif p.kind in ("matmul", "attention"):
         m = round(p.m_per_token * tokens) if p.m_per_token else p.m_fixed
         n = p.n or seq_len
@@ -72,17 +74,17 @@ def traced_block_ops(plan: TrainPlan, spec: ModelSpec, profile: BlockProfile, ma
     Forward in every block, the recompute of gradient checkpointing, and the backward through the
     blocks the gradient reaches (all of them; the trained top ones for freeze), x micro-batches.
     """
-    t, s, mb = plan.tokens_per_micro_batch, plan.seq_len, plan.grad_accum
+    t, s, mb, r = plan.tokens_per_micro_batch, plan.seq_len, plan.grad_accum, plan.attention_span
     layers = spec.num_layers
     grad_layers = min(plan.trainable_layers, layers) if plan.method is Method.FREEZE else layers
     ops: list[Op] = []
     for p in profile.ops:
         if p.phase == "forward":
-            ops.append(_op(p, profile, Phase.FORWARD, layers * mb, t, s, masked))
+            ops.append(_op(p, profile, Phase.FORWARD, layers * mb, t, s, masked, r))
             if plan.grad_checkpointing:
-                ops.append(_op(p, profile, Phase.RECOMPUTE, grad_layers * mb, t, s, masked))
+                ops.append(_op(p, profile, Phase.RECOMPUTE, grad_layers * mb, t, s, masked, r))
         else:
-            ops.append(_op(p, profile, Phase.BACKWARD, grad_layers * mb, t, s, masked))
+            ops.append(_op(p, profile, Phase.BACKWARD, grad_layers * mb, t, s, masked, r))
     return [o for o in ops if o.count > 0]
 
 

@@ -621,6 +621,8 @@ def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
         substitutions.append(msg("trial.sub.paged_cpu"))
     if plan.mlm_predictions is not None and task is Task.MASKED_LM:  # transformers' head has no gather
         substitutions.append(msg("trial.sub.mlm_every_position", n=plan.mlm_predictions, seq_len=plan.seq_len))
+    if plan.packed_document_tokens is not None:  # the trial's rows are plain sequences: no cu_seqlens
+        substitutions.append(msg("trial.sub.packed_documents", n=plan.packed_document_tokens, seq_len=plan.seq_len))
     parallel = o.parallel if o.parallel is not None else ONE_PROCESS
     substitutions.extend(parallel.substitutions(plan, dev))
     lr = o.lr

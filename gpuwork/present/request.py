@@ -246,6 +246,8 @@ def _request_lines(f: _Facts, lang: str) -> list[str]:
     lines.append(say(msg("stack.label", stack=plan.stack.value)))  # the stack the estimates below are priced with
     accum = msg("request.shape.accum", grad_accum=plan.grad_accum) if plan.grad_accum > 1 else None
     shape = msg("request.shape", seq_len=plan.seq_len, batch=plan.batch_size, accum=accum)
+    if plan.packed_document_tokens:
+        shape = msg("request.shape.documents", shape=shape, tokens=plan.packed_document_tokens)
     lines.append(say(msg("request.shape.in_config" if o.context_in_config else "request.shape.explicit",
                          shape=shape)))
     lines.append(say(msg("request.dataset_line", size_bytes=f.dataset_bytes, tokens=plan.dataset_tokens,
@@ -289,6 +291,7 @@ def _request_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "seq_len": plan.seq_len,
         "batch_size": plan.batch_size,
         "grad_accum": plan.grad_accum,
+        "packed_document_tokens": plan.packed_document_tokens,
         "dataset_bytes": f.dataset_bytes,
         "dataset_tokens": plan.dataset_tokens,
         "epochs": plan.epochs,

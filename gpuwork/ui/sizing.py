@@ -285,8 +285,11 @@ class SizingForm(common.Panel):
 
     def _head_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
         """Masked LM only: the positions per sequence BERT's pre-training scripts gather before the head (blank:
-        every position)."""
-        return {"mlm_predictions": NumberText(value=_blank(base.mlm_predictions), style=WIDE, layout=lay)}
+        every position). Packed rows only: the documents' tokens when attention stays inside each (blank: the
+        whole row)."""
+        return {"mlm_predictions": NumberText(value=_blank(base.mlm_predictions), style=WIDE, layout=lay),
+                "packed_document_tokens": NumberText(value=_blank(base.packed_document_tokens), style=WIDE,
+                                                     layout=lay)}
 
     def _eval_keep_options(self) -> list[tuple[str, str]]:
         return [(ui(f"eval_keep_{k.value}", self.lang), k.value) for k in EvalKeep]
@@ -434,6 +437,8 @@ class SizingForm(common.Panel):
             del out["kbit_upcast"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
             out["mlm_predictions"] = None
+        if not _packed(out["lengths"]):  # read for packed rows only; hidden otherwise
+            out["packed_document_tokens"] = None
         return out
 
     def _masked_lm(self, model: str) -> bool:
@@ -582,6 +587,8 @@ class SizingForm(common.Panel):
             else "none"
         masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
         self.controls["mlm_predictions"].layout.display = None if masked else "none"
+        self.controls["packed_document_tokens"].layout.display = None if _packed(self.controls["lengths"].value) \
+            else "none"
 
     def constraints(self) -> dict[str, Any]:
         """``size_plan``'s ``constraints`` keyword: the offer filters (``filters``), unset ones left out; {} when
@@ -751,8 +758,8 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["attention"], c["stack"], c["lengths"], c["lora_r"], c["lora_targets"],
-                                 c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
+                                 c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
+                                 c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
@@ -834,7 +841,12 @@ _SPEC_SEEN: set[str] = set()
 
 
 # optional counts: a blank field is None
-_BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions")
+_BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions", "packed_document_tokens")
+
+
+def _packed(lengths: Any) -> bool:
+    """Whether the form's lengths are packed rows (the field's text, or the plan's value)."""
+    return isinstance(lengths, str) and lengths.strip().lower() == "packed"
 
 
 def _blank(value: Any) -> Any:

@@ -156,6 +156,8 @@ def _sizes(r: Reader, cls: str) -> None:
             r.claim_default("seq_len", int(seq), "max_length", rule)
     if r.flag("packing"):
         r.note(msg("config.packing", file=r.file, key="packing"))
+    if r.flag("padding_free"):  # TRL: one flattened sequence, a varlen flash kernel (docs/packed_documents.md)
+        r.note(msg("config.packed_documents", file=r.file, key="padding_free"))
     if r.flag("pad_to_max_length"):  # transformers' example scripts: every row padded to the length, a mask marks it
         r.claim("lengths", "padded", "pad_to_max_length")
     batch_key = "per_gpu_train_batch_size" if r.has("per_gpu_train_batch_size") else "per_device_train_batch_size"

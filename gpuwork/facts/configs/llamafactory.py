@@ -48,6 +48,8 @@ def read(r: Reader, base: Path) -> None:
     _set(r, "seq_len", "cutoff_len", "int")
     if r.flag("packing") or r.flag("neat_packing"):
         r.note(msg("config.packing", file=r.file, key="packing"))
+    if r.flag("neat_packing"):  # packing without cross-attention between examples (docs/packed_documents.md)
+        r.note(msg("config.packed_documents", file=r.file, key="neat_packing"))
     _set(r, "batch_size", "per_device_train_batch_size", "int")
     _set(r, "grad_accum", "gradient_accumulation_steps", "int")
     _set(r, "grad_checkpointing", "disable_gradient_checkpointing", "flag", lambda off: not off)

@@ -22,4 +22,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "bound.checkpoints_kept": ("checkpoints on one disk", "контрольных точек на одном диске"),
     "bound.mlm_predictions": ("masked positions in one sequence, no longer than any context",
                               "маскированных позиций в одной последовательности, не длиннее любого контекста"),
+    "bound.packed_document_tokens": ("tokens in one packed document, no longer than any context",
+                                     "токенов в одном упакованном документе, не длиннее любого контекста"),
 }

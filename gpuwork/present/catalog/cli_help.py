@@ -136,6 +136,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "scripts): positions per sequence (unset: the head runs on every position)",
         "предобучение маскированной языковой модели, чья голова предсказывает только маскированные позиции (max_predictions_per_seq "
         "скриптов BERT): позиций на последовательность (не задано — голова на каждой позиции)"),
+    "cli.help.run.packed_document_tokens": (
+        "with --lengths packed: mean tokens of the documents packed into a row when attention stays inside each "
+        "(flash-attn varlen / cu_seqlens: NeMo packed SFT, TRL padding_free, torchtune PackedDataset); unset: "
+        "attention across the whole row",
+        "при --lengths packed: средняя длина документов в строке, если внимание не выходит за документ "
+        "(flash-attn varlen / cu_seqlens: NeMo packed SFT, TRL padding_free, torchtune PackedDataset); не "
+        "задано — внимание по всей строке"),
     "cli.help.run.eval_accum": (
         "eval_accumulation_steps: evaluation batches whose outputs stay on the GPU before moving to the CPU "
         "(unset: until the evaluation ends)",

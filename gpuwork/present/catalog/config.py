@@ -271,6 +271,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.packing": ("{file:raw}: {key:raw}: sequences are packed to the full length, as the plan assumes",
                        "{file:raw}: {key:raw}: последовательности упаковываются до полной длины, как и "
                        "предполагает план"),
+    "config.packed_documents": (
+        "{file:raw}: {key:raw}: attention stays inside each packed example; to price that, set "
+        "packed_document_tokens to the examples' mean length (with lengths packed and a flash kernel)",
+        "{file:raw}: {key:raw}: внимание не выходит за пределы каждого упакованного примера; чтобы учесть это, "
+        "задайте packed_document_tokens равным средней длине примеров (при упаковке строк и flash-ядре)"),
     "config.activation_offloading": (
         "{file:raw}: activation_offloading moves saved activations to the CPU; not modelled (estimate too high)",
         "{file:raw}: `activation_offloading` выгружает сохранённые активации на CPU; не моделируется (оценка "

@@ -50,6 +50,23 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "shard_group_gpus={group} не делит gpus={gpus}: sharding='{sharding:raw}' требует равных групп шардирования. "
         "Укажите в shard_group_gpus (--shard-group) делитель {gpus} ({divisors:raw}; обычно группа — один узел "
         "из 8 GPU) или сделайте gpus кратным {group}"),
+    "error.plan.documents_need_packed": (
+        "packed_document_tokens is the length of the documents packed into a row: it needs lengths='packed' "
+        "(lengths is {lengths:raw}); leave it unset otherwise",
+        "packed_document_tokens — длина документов, упакованных в строку: нужен lengths='packed' "
+        "(сейчас lengths = {lengths:raw}); иначе оставьте его пустым"),
+    "error.plan.documents_longer": (
+        "packed_document_tokens={value:raw} is longer than a packed row (seq_len={seq_len:raw}): use the "
+        "documents' mean length, at most seq_len",
+        "packed_document_tokens={value:raw} длиннее упакованной строки (seq_len={seq_len:raw}): укажите среднюю "
+        "длину документов, не больше seq_len"),
+    "error.plan.documents_attention": (
+        "packed_document_tokens needs a kernel that takes the documents' boundaries (attention='flash', 'flash3' "
+        "or 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' computes the whole row's matrix under a "
+        "block mask, no less work than attention across the row: leave it unset or pick a flash kernel",
+        "packed_document_tokens требует ядра, которое принимает границы документов (attention='flash', 'flash3' "
+        "или 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' считает матрицу всей строки под блочной "
+        "маской — работы не меньше, чем при внимании по всей строке: оставьте его пустым или выберите flash-ядро"),
     "error.plan.offload_params": (
         "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",

@@ -42,6 +42,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "оптимизатор {optimizer:raw}."),
     "request.shape": ("{seq_len:int} tokens x batch {batch}{accum}",
                       "{seq_len:int} {seq_len:pl:токен|токена|токенов} × батч {batch}{accum}"),
+    "request.shape.documents": (
+        "{shape}, packed documents of ~{tokens:int} tokens, attention inside each (varlen kernel)",
+        "{shape}, упакованные документы по ~{tokens:int} {tokens:pl:токену|токена|токенов}, внимание внутри каждого "
+        "(varlen-ядро)"),
     "request.shape.accum": (", gradient accumulation x{grad_accum}", ", накопление ×{grad_accum}"),
     "request.shape.in_config": (
         "Context and batch: set in the training config (the estimates below assume {shape}).",

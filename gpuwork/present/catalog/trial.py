@@ -23,6 +23,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "mlm_predictions={n}: пробный запуск считает голову маскированной языковой модели из transformers на всех {seq_len} "
         "позициях, а не только на {n} замаскированных, которые отбирают скрипты предобучения BERT (время шага и память "
         "включают всю голову)"),
+    "trial.sub.packed_documents": (
+        "packed_document_tokens={n}: the trial attends across each whole {seq_len}-token row (its rows carry no "
+        "document boundaries), so its attention time is the row's, not that of documents of {n} tokens",
+        "packed_document_tokens={n}: пробный запуск считает внимание по всей строке из {seq_len} токенов (в его "
+        "строках нет границ документов), поэтому время внимания — как у целой строки, а не у документов по {n} "
+        "{n:pl:токену|токена|токенов}"),
     "trial.sub.precision_cpu": (
         "precision {precision:raw} -> fp32 on CPU (16-bit matmuls are 35-40x slower on CPUs without bf16 hardware; "
         "docs/sources.md#s-cpu-bf16)",

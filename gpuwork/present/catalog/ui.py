@@ -52,6 +52,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.eval_keep": ("Eval keeps", "Оценка хранит"),
     "ui.eval_accum": ("Eval accumulation", "Накопление оценки"),
     "ui.mlm_predictions": ("Masked positions per sequence", "Маскированных позиций в последовательности"),
+    "ui.packed_document_tokens": ("Document tokens", "Токенов в документе"),
     "ui.eval_keep_loss": ("the loss only", "только loss"),
     "ui.eval_keep_logits": ("all logits", "все логиты"),
     "ui.eval_keep_ids": ("token ids (argmax)", "номера самых вероятных токенов"),
@@ -234,6 +235,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.eval_accum_hint": ("blank: outputs stay on the GPU to the end", "пусто — выходы на GPU до конца оценки"),
     "ui.mlm_predictions_hint": ("blank: the head predicts every position; BERT pre-training scripts: 20 of 128",
                                 "пусто — голова предсказывает все позиции; скрипты предобучения BERT: 20 из 128"),
+    "ui.packed_document_tokens_hint": (
+        "blank: attention across the whole packed row; a length: attention stays inside each document of about "
+        "that many tokens (flash-attn varlen, TRL padding_free, NeMo packed SFT)",
+        "пусто — внимание по всей упакованной строке; число — внимание внутри каждого документа примерно такой "
+        "длины (ядра внимания, которым передают границы документов)"),
     "ui.lengths_hint": ("fixed, packed, padded or 128:40,512:50 (length:count)",
                         "fixed, packed, padded или 128:40,512:50 (длина:число)"),
     "ui.class_option": ("{value:@ui.gpu_class}", "{value:@ui.gpu_class}"),
