@@ -240,7 +240,8 @@ RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimi
              "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--no-kbit-upcast", "--gpus", "--sharding",
              "--shard-group", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
              "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
-             "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions"}
+             "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions",
+             "--packed-document-tokens"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}
 TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}

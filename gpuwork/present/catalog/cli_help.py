@@ -141,8 +141,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "(flash-attn varlen / cu_seqlens: NeMo packed SFT, TRL padding_free, torchtune PackedDataset); unset: "
         "attention across the whole row",
         "при --lengths packed: средняя длина документов в строке, если внимание не выходит за документ "
-        "(flash-attn varlen / cu_seqlens: NeMo packed SFT, TRL padding_free, torchtune PackedDataset); не "
-        "задано — внимание по всей строке"),
+        "(ядро внимания получает границы документов, cu_seqlens); не задано — внимание по всей строке"),
     "cli.help.run.eval_accum": (
         "eval_accumulation_steps: evaluation batches whose outputs stay on the GPU before moving to the CPU "
         "(unset: until the evaluation ends)",
