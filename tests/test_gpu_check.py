@@ -48,9 +48,10 @@ def test_the_kernel_table_runs_on_a_cpu_against_an_h200s_rates(gpu_check, one_th
     assert by[("eager dispatch per op", "1-element mul")]["model"] == pytest.approx(10e-6)  # kernels.csv
     # the H200 prices fused attention with the H100's measured curves (attention_curves.csv): 32 tokens lie below
     # the shortest measured length, so the curve's first point, causal, at the nearest head dim measured
-    from gpuwork.facts.rates import load_rates
+    from gpuwork.facts.rates import FA2_KERNEL, load_rates
 
-    points = load_rates().attention_families["h100"]
+    # SDPA's flash kernel is FlashAttention-2: its own rows, not FlashAttention-3's or cuDNN's of the same family
+    points = [p for p in load_rates().attention_families["h100"] if p.kernel == FA2_KERNEL]
     first = {(p.attention_pass, p.causal): min((q for q in points if (q.attention_pass, q.causal) ==
                                                  (p.attention_pass, p.causal)), key=lambda q: (q.head_dim, q.seq_len))
              for p in points}
