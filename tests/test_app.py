@@ -352,7 +352,9 @@ def test_verify_exactly_waits_in_the_line_and_says_so(tmp_path: Path) -> None:
     release.set()
     busy.join(10)
     deadline = time.monotonic() + 10
-    while "Длина последовательности" not in app.sizing.verify_out.value and time.monotonic() < deadline:
+    # the answer is written inside the action, and the line frees its place only after the action returns
+    while (("Длина последовательности" not in app.sizing.verify_out.value or line.state() != (False, 0))
+           and time.monotonic() < deadline):
         time.sleep(0.01)
     assert "Длина последовательности" in app.sizing.verify_out.value and line.state() == (False, 0)
 
