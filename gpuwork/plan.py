@@ -554,10 +554,15 @@ LENGTH_KINDS = ("fixed", "packed", "padded")
 _DOCUMENT_KERNELS = tuple(a.value for a in Attention if a.is_flash)  # kernels that take documents' boundaries
 
 
+def is_packed(lengths: Any) -> bool:
+    """Whether a lengths value (the plan's, or a form's or a caller's text before coercion) says packed rows."""
+    return isinstance(lengths, str) and lengths.strip().lower() == "packed"
+
+
 def _documents_after(tokens: int, fields: dict[str, Any]) -> int | None:
     """``packed_document_tokens`` of a plan whose seq_len, lengths or attention changed (``TrainPlan.replace``)."""
     lengths, attention, seq_len = fields["lengths"], fields["attention"], fields["seq_len"]
-    if not (isinstance(lengths, str) and lengths.strip().lower() == "packed"):
+    if not is_packed(lengths):
         return None
     if str(getattr(attention, "value", attention)).strip().lower() not in _DOCUMENT_KERNELS:
         return None
@@ -677,6 +682,7 @@ __all__ = [
     "TrainPlan",
     "default_precision",
     "follow_method",
+    "is_packed",
     "plan_from_choices",
     "even_groups",
     "field_names",

@@ -442,10 +442,8 @@ def attention_gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
 
 def check_attention_gpu(plan: TrainPlan, gpu: GpuSpec) -> None:
     """``attention_gpu_problem`` as the plan's error."""
-    if attention_gpu_problem(plan, gpu) is not None:
-        raise PlanError("attention", msg("error.plan.flash3_gpu" if plan.attention is Attention.FLASH3 else
-                                         "error.plan.cudnn_gpu", gpu=gpu.display_name,
-                                         capability=gpu.compute_capability))
+    if (problem := attention_gpu_problem(plan, gpu)) is not None:
+        raise PlanError("attention", problem)
 
 
 def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:

@@ -51,13 +51,13 @@ def _fused_attention(op: ProfileOp) -> bool:
 
 def _op(p: ProfileOp, profile: BlockProfile, phase: Phase, count: int, tokens: int, seq_len: int,
         masked: bool = False, span: int = 0) -> Op:
-    flops = p.flops.at(seq_len) * tokens
+    fused = _fused_attention(p)
+    span = span or seq_len  # packed documents: the fused kernel attends within each (TrainPlan.attention_span)
+    flops = p.flops.at(span if fused else seq_len) * tokens
     attention_pass = ""
     m = n = 0
-    if _fused_attention(p):
+    if fused:
         attention_pass = "fwd" if p.phase == "forward" else "bwd"
-        span = span or seq_len  # packed documents: the kernel attends within each (TrainPlan.attention_span)
-        flops = p.flops.at(span) * tokens
         if profile.causal and span > CAUSAL_BLOCK_ROWS and not masked:  # a masked kernel skips no block
             flops *= 0.5 * (1 + CAUSAL_BLOCK_ROWS / span)
     elif p.kind in ("matmul", "attention"):

@@ -42,7 +42,7 @@ from typing import Any
 from gpuwork.errors import TraceError
 from gpuwork.facts.model import auto_class, spec_for_plan
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, Optimizer, Precision, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Task, TrainPlan
 
 CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations", "temporaries")
 _BNB_BLOCKSIZE_8BIT = 256  # bitsandbytes blockwise 8-bit optimizer states (functional.py)
@@ -288,7 +288,7 @@ def _build_model(plan: TrainPlan, config_dict: dict, stand_ins: list[Msg], devic
         config.num_labels = 2
         if getattr(config, "pad_token_id", None) is None:
             config.pad_token_id = 0
-    attn = {"eager": "eager", "sdpa": "sdpa", "flash": "sdpa", "flash3": "sdpa", "cudnn": "sdpa"}[plan.attention.value]
+    attn = "eager" if plan.attention is Attention.EAGER else "sdpa"  # flash kernels run as SDPA here
     if attn == "sdpa":
         # CUDA's flash / memory-efficient SDPA kernels regenerate attention dropout from an RNG seed
         # and store no s x s tensor; on CPU, SDPA with dropout falls back to the math kernel, which

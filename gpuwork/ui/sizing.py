@@ -51,6 +51,7 @@ from gpuwork.plan import (
     Task,
     TrainPlan,
     follow_method,
+    is_packed,
     lengths_text,
 )
 from gpuwork.present import charts
@@ -437,7 +438,7 @@ class SizingForm(common.Panel):
             del out["kbit_upcast"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
             out["mlm_predictions"] = None
-        if not _packed(out["lengths"]):  # read for packed rows only; hidden otherwise
+        if not is_packed(out["lengths"]):  # read for packed rows only; hidden otherwise
             out["packed_document_tokens"] = None
         return out
 
@@ -587,7 +588,7 @@ class SizingForm(common.Panel):
             else "none"
         masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
         self.controls["mlm_predictions"].layout.display = None if masked else "none"
-        self.controls["packed_document_tokens"].layout.display = None if _packed(self.controls["lengths"].value) \
+        self.controls["packed_document_tokens"].layout.display = None if is_packed(self.controls["lengths"].value) \
             else "none"
 
     def constraints(self) -> dict[str, Any]:
@@ -842,11 +843,6 @@ _SPEC_SEEN: set[str] = set()
 
 # optional counts: a blank field is None
 _BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions", "packed_document_tokens")
-
-
-def _packed(lengths: Any) -> bool:
-    """Whether the form's lengths are packed rows (the field's text, or the plan's value)."""
-    return isinstance(lengths, str) and lengths.strip().lower() == "packed"
 
 
 def _blank(value: Any) -> Any:
