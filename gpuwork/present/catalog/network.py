@@ -23,4 +23,5 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "network.roce-4x100g": ("4 x 100 Gb/s RoCE per node", "RoCE 4 x 100 Гбит/с на узел"),
     "network.rdma-800g": ("800 Gb/s RDMA per node", "RDMA 800 Гбит/с на узел"),
     "network.one-ndr-400g": ("one 400 Gb/s InfiniBand port per node", "один порт InfiniBand 400 Гбит/с на узел"),
+    "network.one-hdr-200g": ("one 200 Gb/s InfiniBand port per node", "один порт InfiniBand 200 Гбит/с на узел"),
 }
