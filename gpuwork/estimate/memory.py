@@ -411,9 +411,9 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
                                        already_saved=core_out_saved > 0)
         # MLP
         mlp_in = _consumer_saved(h, dt.stream, groups["mlp_in"], trainable, lora, plan, dt)
-        # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of
-        # pow, tanh and muls that saves four intermediate-sized tensors (activations.NewGELUActivation)
-        act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") else 1
+        # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of pow, tanh and
+        # muls that saves four intermediate-sized tensors (NewGELUActivation), unless the stack calls F.gelu [M5]
+        act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") and not (stack and stack.torch_gelu) else 1
         if spec.mlp_gated:
             # act(gate) saves gate; gate*up saves both operands; a fused SwiGLU kernel saves gate and up
             # only and recomputes act(gate) in backward (stacks.csv swiglu_saved)

@@ -83,6 +83,9 @@ class StackProfile:
     # transformers' models hand SDPA the batch's padding mask, which keeps it off the flash kernel (stacks.csv
     # sdpa_padding_mask; docs/time_misses.md#sdpa-with-a-padding-mask; an older file without the column: 0)
     sdpa_padding_mask: bool = False
+    # the stack's own MLP calls torch's F.gelu for any GELU, tanh approximation included: one kernel that saves its
+    # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0)
+    torch_gelu: bool = False
 
 
 class AttentionPoint(NamedTuple):
@@ -183,7 +186,7 @@ def _load(folder: str) -> Rates:
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
-    optional_flags = ("model_16bit", "sdpa_padding_mask")  # an older file without the column: 0
+    optional_flags = ("model_16bit", "sdpa_padding_mask", "torch_gelu")  # an older file without the column: 0
     for i, row in enumerate(read_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())
