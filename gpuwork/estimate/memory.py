@@ -35,7 +35,7 @@ from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
-from gpuwork.estimate.memory_stacks import flat_unit_gradients
+from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
 from gpuwork.estimate.model_states import (
     ModelStates,
@@ -411,9 +411,9 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
                                        already_saved=core_out_saved > 0)
         # MLP
         mlp_in = _consumer_saved(h, dt.stream, groups["mlp_in"], trainable, lora, plan, dt)
-        # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of
-        # pow, tanh and muls that saves four intermediate-sized tensors (activations.NewGELUActivation)
-        act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") else 1
+        # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of pow, tanh and
+        # muls that saves four intermediate-sized tensors (NewGELUActivation), unless the stack calls F.gelu [M5]
+        act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") and not (stack and stack.torch_gelu) else 1
         if spec.mlp_gated:
             # act(gate) saves gate; gate*up saves both operands; a fused SwiGLU kernel saves gate and up
             # only and recomputes act(gate) in backward (stacks.csv swiglu_saved)
@@ -501,11 +501,14 @@ def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
     matches the plan (a + b x seq_len bytes per token, or only the block's input under gradient checkpointing)."""
     act = _activations(spec, plan, dt, profile)
     block_profile = matching_profile(spec, plan)
-    if block_profile is None:
-        return act
-    per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
-    return dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
-                               per_layer_quadratic=quadratic, checkpoint_per_layer=round(block_profile.input_bytes))
+    if block_profile is not None:
+        per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
+        act = dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
+                                  per_layer_quadratic=quadratic, checkpoint_per_layer=round(block_profile.input_bytes))
+    kept = kept_4bit_inputs(spec, plan, profile, block_groups(spec), (dt.stream, dt.linear_out),  # older bnb [M5]
+                            0 if dt.lora_saved or dt.autocast else dt.adapter)
+    return dataclasses.replace(act, per_layer_trained=act.per_layer_trained + kept,
+                               per_layer_frozen=act.per_layer_frozen + kept) if kept else act
 
 
 def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts: ParamCounts) -> list[Msg]:

@@ -1,8 +1,8 @@
 """What a software stack's own code keeps in memory beyond the eager Hugging Face step (stacks.csv memory columns).
 
 Pure helpers of ``gpuwork.estimate.memory``: the returned-logits copy of older Unsloth releases ([M4]), the chunk of
-Liger's fused linear cross-entropy ([M2]), and Lit-GPT 2023's FSDP1 unit gradients ([M5]); sources in
-gpuwork/facts/data/rates_sources.md.
+Liger's fused linear cross-entropy ([M2]), Lit-GPT 2023's FSDP1 unit gradients and the inputs its bitsandbytes
+release keeps ([M5]); sources in gpuwork/facts/data/rates_sources.md.
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ from __future__ import annotations
 import math
 
 from gpuwork.facts.rates import StackProfile
-from gpuwork.facts.spec import ModelSpec, ParamCounts
-from gpuwork.plan import Task, TrainPlan
+from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, lora_target_linears, quantized_linears
+from gpuwork.plan import Attention, Method, Task, TrainPlan
+
+# models whose attention and MLP read one norm output (Lit-GPT shared_attention_norm: phi-1_5's config) [M5]
+_SHARED_ATTENTION_NORM = ("phi",)
 
 
 def returned_logits_copy(spec: ModelSpec, plan: TrainPlan, loss_kernel: str) -> int:
@@ -47,3 +50,37 @@ def flat_unit_gradients(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts,
     full = plan.precision.compute_bytes * (spec.params_block * spec.num_layers + counts.adapter)  # + the adapters
     sharded = math.ceil(full / plan.shard_ranks)
     return sharded, (full if plan.grad_accum > 1 else 0)
+
+
+def kept_4bit_inputs(spec: ModelSpec, plan: TrainPlan, profile: StackProfile | None, groups: dict[str, list[Linear]],
+                     widths: tuple[int, int], lora_input: int) -> int:
+    """Bytes per token per block that bitsandbytes up to 0.43.1 holds for backward beyond what autograd saves
+    (stacks.csv bnb_4bit_input kept, [M5]): ``MatMul4Bit.forward`` keeps its 16-bit input A (``ctx.tensors = (A, B)``)
+    whenever it needs a gradient, though the backward uses only the 4-bit weight.
+
+    Each tensor counts once, for a group of linears reading it (``groups``: memory's block_groups) of which one is
+    4-bit: the attention input, the attention output (not under SDPA, whose saved output the projection reads as a
+    view), the MLP input (the attention input itself where one norm feeds both) and the MLP's hidden tensor.
+    ``widths``: bytes per element of the stream and of the linears' outputs. A group with an adapter whose lora_A
+    saves that very input adds nothing: no dropout, and the input has ``lora_input`` bytes per element, the dtype
+    lora_A saves its input in when that is not a cast copy (0: always a copy; memory's _consumer_saved). The first
+    block's attention input needs no gradient (frozen embeddings) and is not kept; it is counted with the others.
+    """
+    if profile is None or profile.bnb_4bit_input != "kept" or plan.method is not Method.QLORA:
+        return 0
+    quant = {lin.name for lin in quantized_linears(spec)}
+    lora = {lin.name for lin in lora_target_linears(spec, plan.lora_targets)}
+    stream, out = widths
+    inputs = {"attn_in": (stream, spec.hidden_size), "attn_out": (out, spec.num_heads * spec.head_dim),
+              "mlp_in": (stream, spec.hidden_size), "mlp_hidden": (out, spec.intermediate_size)}
+    if plan.attention is not Attention.EAGER:
+        del inputs["attn_out"]
+    if spec.model_type in _SHARED_ATTENTION_NORM and any(lin.name in quant for lin in groups["attn_in"]):
+        del inputs["mlp_in"]
+    kept = 0
+    for name, (x_bytes, elems) in inputs.items():
+        group = groups[name]
+        lora_keeps_x = plan.lora_dropout == 0 and x_bytes == lora_input
+        if any(lin.name in quant for lin in group) and not (lora_keeps_x and any(lin.name in lora for lin in group)):
+            kept += x_bytes * elems
+    return kept

@@ -123,6 +123,7 @@ class StackKernels:
     # apex amp O2 casts the model to 16 bits: a mixed plan's stream, mask and softmax chain are 16-bit, no autocast
     model_16bit: bool = False
     sdpa_padding_mask: bool = False  # SDPA gets the batch's padding mask (transformers' models)
+    torch_gelu: bool = False  # every GELU is torch's F.gelu, one kernel, whatever the config names (Lit-GPT)
     moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
 
 
@@ -396,7 +397,8 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
                 out.append(_residual_add(phase, t * h, s_b, c))
             out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0)
         if group == "mlp_in":
-            out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse)
+            one_gelu = st.torch_gelu and not spec.mlp_gated  # the stack calls F.gelu, one kernel (Lit-GPT [M5])
+            out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse or one_gelu)
     if st.moe_experts is MoeExperts.LOOP:
         out += _moe_loop_forward(step, phase, c, trains=trained > 0)
     else:
@@ -693,11 +695,10 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5)),
                 _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
     if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
-        # transformers NewGELUActivation: 0.5 x (1 + tanh(c (x + 0.044715 x^3))): pow, mul, add, mul, tanh,
-        # add, mul, mul. Backward (derivatives.yaml), bytes per element: the product's two gradients (2 x 3e),
-        # tanh_backward (3e), the gradient times c, times 0.044715 and times 0.5 (3 x 2e), pow's backward
-        # (x.pow(2), x 3, x gradient: 2e + 2e + 3e), the three gradients reaching x summed (2 x 3e): 28e, 11
-        # kernels (the scalar adds pass their gradient through)
+        # transformers NewGELUActivation: 0.5 x (1 + tanh(c (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul,
+        # mul. Backward (derivatives.yaml), bytes per element: the product's two gradients (2 x 3e), tanh_backward (3e),
+        # the gradient times c, times 0.044715 and times 0.5 (3 x 2e), pow's backward (x.pow(2), x 3, x gradient:
+        # 2e + 2e + 3e), the three gradients reaching x summed (2 x 3e): 28e, 11 kernels (scalar adds pass through)
         forward_b = 8 * 2 * e + e
         return [_mem("MLP activation (GELU, composite)", phase, elems, forward_b, 8, count,
                      backward=_Elementwise(28 * e / forward_b, 11))]

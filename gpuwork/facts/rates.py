@@ -34,7 +34,7 @@ MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
 MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned", "chunked-16bit"),
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
-                  "fsdp_grads": ("sharded", "unit-unsharded")}
+                  "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept")}
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,9 @@ class StackProfile:
     # "unit-unsharded": FSDP1 units mix frozen and trained weights and accumulate under no_sync
     # (gpuwork.estimate.memory_stacks.flat_unit_gradients); "sharded": the trained weights' gradient shards
     fsdp_grads: str = "sharded"
+    # "kept": bitsandbytes <= 0.43.1's MatMul4Bit holds each 4-bit matmul's input until backward
+    # (gpuwork.estimate.memory_stacks.kept_4bit_inputs); "freed": 0.43.2 and later
+    bnb_4bit_input: str = "freed"
     memory_basis: str = ""
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)
@@ -83,6 +86,9 @@ class StackProfile:
     # transformers' models hand SDPA the batch's padding mask, which keeps it off the flash kernel (stacks.csv
     # sdpa_padding_mask; docs/time_misses.md#sdpa-with-a-padding-mask; an older file without the column: 0)
     sdpa_padding_mask: bool = False
+    # the stack's own MLP calls torch's F.gelu for any GELU, tanh approximation included: one kernel that saves its
+    # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0)
+    torch_gelu: bool = False
 
 
 class AttentionPoint(NamedTuple):
@@ -183,7 +189,7 @@ def _load(folder: str) -> Rates:
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
-    optional_flags = ("model_16bit", "sdpa_padding_mask")  # an older file without the column: 0
+    optional_flags = ("model_16bit", "sdpa_padding_mask", "torch_gelu")  # an older file without the column: 0
     for i, row in enumerate(read_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())

@@ -1,0 +1,74 @@
+"""Stack litgpt-2023 (rates_sources.md [M5]): bitsandbytes 0.41.1's MatMul4Bit keeps each 4-bit matmul's 16-bit
+input until backward (ctx.tensors = (A, B); freed from 0.43.2). Bytes from the shapes."""
+
+import dataclasses
+
+from gpuwork.estimate.memory import block_groups, estimate_memory, memory_dtypes
+from gpuwork.estimate.memory_stacks import kept_4bit_inputs
+from gpuwork.facts.model import build_spec
+from gpuwork.facts.rates import load_rates
+from gpuwork.facts.resolve import resolve
+from gpuwork.plan import Stack, TrainPlan
+
+# microsoft/phi-1_5 config.json in transformers' PhiForCausalLM form (the held-out LitGPT cases' model_config)
+PHI = {"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_size": 2048, "intermediate_size": 8192,
+       "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 51200,
+       "max_position_embeddings": 2048, "partial_rotary_factor": 0.5, "hidden_act": "gelu_new",
+       "layer_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "qk_layernorm": False,
+       "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attention_dropout": 0.0}
+LORA = {"method": "lora", "precision": "bf16", "seq_len": 1044, "batch_size": 1, "lora_r": 8, "lora_dropout": 0.05,
+        "lora_targets": ["q_proj", "v_proj"]}
+
+
+def _stacks():
+    return load_rates().stacks
+
+
+def _kept(spec, plan, stack, lora_input=None) -> int:
+    dt = memory_dtypes(plan, stack)
+    lora_input = dt.adapter if lora_input is None else lora_input
+    return kept_4bit_inputs(spec, plan, stack, block_groups(spec), (dt.stream, dt.linear_out), lora_input)
+
+
+def test_only_the_litgpt_row_keeps_4bit_inputs():
+    stacks = _stacks()
+    assert stacks[Stack.LITGPT_2023].bnb_4bit_input == "kept"
+    others = [p for s, p in stacks.items() if s is not Stack.LITGPT_2023]
+    assert others and all(p.bnb_4bit_input == "freed" for p in others)
+
+
+def test_bitsandbytes_0_41_keeps_each_4bit_input_once():
+    plan = TrainPlan(model="llama-3.2-1b", stack="litgpt-2023", **{**LORA, "method": "qlora", "kbit_upcast": False})
+    spec = resolve(plan).spec
+    lit = _stacks()[Stack.LITGPT_2023]
+    dt = memory_dtypes(plan, lit)
+    h, inter = spec.hidden_size, spec.intermediate_size
+    # attention input (q, k, v), MLP input (gate, up) and down's input; SDPA already saved o_proj's input
+    per_block = dt.stream * h + dt.stream * h + dt.linear_out * inter
+    assert _kept(spec, plan, lit) == per_block
+    eager = dataclasses.replace(plan, attention="eager")
+    q_dim = spec.num_heads * spec.head_dim
+    assert _kept(spec, eager, lit) == per_block + dt.linear_out * q_dim
+    # an undropped 16-bit adapter's lora_A saves q's and v's input itself: nothing more for that group
+    no_drop = dataclasses.replace(plan, lora_dropout=0.0)
+    assert _kept(spec, no_drop, lit, lora_input=dt.stream) == per_block - dt.stream * h
+    # the peak: that many bytes per token in every block, next to the release that frees them
+    freed = dataclasses.replace(lit, bnb_4bit_input="freed")
+    assert _kept(spec, plan, freed) == 0
+    tokens = plan.batch_size * plan.seq_len
+    kept, not_kept = estimate_memory(plan, spec, lit), estimate_memory(plan, spec, freed)
+    added = per_block * tokens * spec.num_layers
+    assert kept.breakdown["activations"] - not_kept.breakdown["activations"] == added
+    assert kept.phase_peaks["forward"] - not_kept.phase_peaks["forward"] == added
+    lora = dataclasses.replace(plan, method="lora")
+    assert _kept(spec, lora, lit) == 0  # no 4-bit linears
+
+
+def test_phi_counts_its_one_norm_output_once():
+    spec = build_spec(PHI, "phi-1_5")
+    plan = TrainPlan(model="phi-1_5", stack="litgpt-2023", **{**LORA, "method": "qlora", "kbit_upcast": False})
+    lit = _stacks()[Stack.LITGPT_2023]
+    dt = memory_dtypes(plan, lit)
+    # q, k, v, fc1 read one LayerNorm output (shared attention norm); fc2 reads the GELU output
+    expected = dt.stream * spec.hidden_size + dt.linear_out * spec.intermediate_size
+    assert _kept(spec, plan, lit) == expected

@@ -1,0 +1,63 @@
+"""Stack litgpt-2023 (rates_sources.md [M5]): its MLP's GELU is torch's one F.gelu kernel whatever the Hugging Face
+config names (phi-1.5: gelu_new). Bytes from the shapes."""
+
+import dataclasses
+import functools
+
+from gpuwork.estimate.memory import _activations, memory_dtypes
+from gpuwork.estimate.ops import StackKernels, step_ops
+from gpuwork.facts.model import build_spec
+from gpuwork.facts.rates import load_rates
+from gpuwork.facts.resolve import resolve
+from gpuwork.plan import Stack, TrainPlan
+
+# microsoft/phi-1_5 config.json in transformers' PhiForCausalLM form (the held-out LitGPT cases' model_config)
+PHI = {"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_size": 2048, "intermediate_size": 8192,
+       "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 51200,
+       "max_position_embeddings": 2048, "partial_rotary_factor": 0.5, "hidden_act": "gelu_new",
+       "layer_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "qk_layernorm": False,
+       "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attention_dropout": 0.0}
+LORA = {"method": "lora", "precision": "bf16", "seq_len": 1044, "batch_size": 1, "lora_r": 8, "lora_dropout": 0.05,
+        "lora_targets": ["q_proj", "v_proj"]}
+
+
+@functools.cache
+def _phi():
+    return build_spec(PHI, "phi-1_5")
+
+
+def _stacks():
+    return load_rates().stacks
+
+
+def test_only_the_litgpt_row_runs_torch_gelu():
+    stacks = _stacks()
+    lit = stacks[Stack.LITGPT_2023]
+    assert lit.torch_gelu
+    others = [p for s, p in stacks.items() if s is not Stack.LITGPT_2023]
+    assert others and all(not p.torch_gelu for p in others)
+
+
+def test_gelu_new_saves_its_input_once_under_litgpt():
+    spec = _phi()
+    assert spec.activation == "gelu_new" and not spec.mlp_gated
+    plan = TrainPlan(model="phi-1_5", stack="litgpt-2023", **LORA)
+    lit = _stacks()[Stack.LITGPT_2023]
+    dt = memory_dtypes(plan, lit)
+    composite = _activations(spec, plan, dt, dataclasses.replace(lit, torch_gelu=False))
+    one_kernel = _activations(spec, plan, dt, lit)
+    # NewGELUActivation saves four intermediate-sized tensors, F.gelu(approximate="tanh") only its input
+    assert composite.per_layer_frozen - one_kernel.per_layer_frozen == 3 * dt.linear_out * spec.intermediate_size
+    assert composite.per_layer_trained - one_kernel.per_layer_trained == 3 * dt.linear_out * spec.intermediate_size
+
+
+def test_torch_gelu_prices_one_kernel_and_leaves_gated_mlps_alone():
+    spec = _phi()
+    plan = TrainPlan(model="phi-1_5", stack="litgpt-2023", **LORA)
+    hf = [op.name for op in step_ops(plan, spec, StackKernels())]
+    lit = [op.name for op in step_ops(plan, spec, StackKernels(torch_gelu=True))]
+    assert "MLP activation (GELU, composite)" in hf and "MLP activation (GELU, composite)" not in lit
+    assert "MLP activation" in lit
+    llama = TrainPlan(model="llama-3.2-1b", stack="litgpt-2023", **{**LORA, "lora_targets": ["q_proj", "v_proj"]})
+    lspec = resolve(llama).spec
+    assert step_ops(llama, lspec, StackKernels(torch_gelu=True)) == step_ops(llama, lspec, StackKernels())
