@@ -3,6 +3,10 @@ config names (phi-1.5: gelu_new). Bytes from the shapes."""
 
 import dataclasses
 import functools
+import json
+from pathlib import Path
+
+from conftest import LITGPT_LORA
 
 from gpuwork.estimate.memory import _activations, memory_dtypes
 from gpuwork.estimate.ops import StackKernels, step_ops
@@ -11,14 +15,9 @@ from gpuwork.facts.rates import load_rates
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import Stack, TrainPlan
 
-# microsoft/phi-1_5 config.json in transformers' PhiForCausalLM form (the held-out LitGPT cases' model_config)
-PHI = {"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_size": 2048, "intermediate_size": 8192,
-       "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 51200,
-       "max_position_embeddings": 2048, "partial_rotary_factor": 0.5, "hidden_act": "gelu_new",
-       "layer_norm_eps": 1e-05, "rope_theta": 10000.0, "tie_word_embeddings": False, "qk_layernorm": False,
-       "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attention_dropout": 0.0}
-LORA = {"method": "lora", "precision": "bf16", "seq_len": 1044, "batch_size": 1, "lora_r": 8, "lora_dropout": 0.05,
-        "lora_targets": ["q_proj", "v_proj"]}
+# microsoft/phi-1_5 as published (the held-out LitGPT cases' model) and their LoRA recipe
+PHI = json.loads((Path(__file__).resolve().parent / "data" / "models" / "phi-1_5.json").read_text())
+LORA = LITGPT_LORA
 
 
 @functools.cache
