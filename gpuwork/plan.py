@@ -173,6 +173,15 @@ def shard_ranks(sharding: Sharding, gpus: int, group: int = HSDP_GROUP_GPUS) -> 
     return min(gpus, group) if sharding.hybrid else gpus
 
 
+class CommOverlap(StrEnum):
+    """When DDP / ZeRO-1/2 gradients are reduced and ZeRO-1/2 parameters gathered (docs/communication.md 'Overlap
+    switches'); the per-unit shardings (ZeRO-3, FSDP, HSDP) always prefetch, so they take only the default."""
+
+    DEFAULT = "default"  # each sharding as its usual library runs it: torch DDP buckets, DeepSpeed overlap_comm off
+    OFF = "off"  # one collective after backward (and the gather after the step): Megatron-LM's default
+    ON = "on"  # Megatron-LM --overlap-grad-reduce (+ --overlap-param-gather): buckets behind backward / forward
+
+
 class Task(StrEnum):
     AUTO = "auto"  # from the config's `architectures` (causal LM unless it names another head)
     CAUSAL_LM = "causal-lm"  # next-token prediction over the whole vocabulary
@@ -207,6 +216,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "quant_type": QuantType,
     "task": Task,
     "eval_keep": EvalKeep,
+    "comm_overlap": CommOverlap,
 }
 # Every number of a plan has a range with both ends (gpuwork.units.Range, the one range mechanism of plans, flags
 # and records). The upper ends are physical: beyond them a value is a typo, not a run (and the estimate would print
@@ -309,6 +319,8 @@ class TrainPlan:
     eval_fraction: float = 0.05  # share of training time spent on validation
     checkpoint_every_steps: int = 500  # optimizer steps between checkpoints
     checkpoints_kept: int = 2  # checkpoints kept on disk at once
+    # when gradients are reduced and ZeRO-1/2 parameters gathered (ddp, zero1, zero2 only; read by estimate.comm)
+    comm_overlap: CommOverlap = CommOverlap.DEFAULT
 
     def __post_init__(self) -> None:
         for name, enum in _ENUM_FIELDS.items():
@@ -377,6 +389,9 @@ class TrainPlan:
             raise PlanError("offload_optimizer", msg("error.plan.offload_optimizer"))
         if self.packed_document_tokens is not None:
             self._check_documents(self.packed_document_tokens)
+        if self.comm_overlap is not CommOverlap.DEFAULT and self.sharding.per_unit:
+            raise PlanError("comm_overlap", msg("error.plan.comm_overlap_sharding", value=self.comm_overlap.value,
+                                                sharding=self.sharding.value))
 
     def _check_documents(self, tokens: int) -> None:
         """Per-document attention: packed rows, documents no longer than a row, a kernel that takes their
@@ -455,6 +470,9 @@ class TrainPlan:
         if self.packed_document_tokens is not None and "packed_document_tokens" not in changes:
             changes["packed_document_tokens"] = _documents_after(self.packed_document_tokens, {
                 "seq_len": self.seq_len, "lengths": self.lengths, "attention": self.attention.value, **changes})
+        if self.comm_overlap is not CommOverlap.DEFAULT and "comm_overlap" not in changes \
+                and "sharding" in changes and _per_unit(changes["sharding"]):
+            changes["comm_overlap"] = CommOverlap.DEFAULT  # a sweep into ZeRO-3 / FSDP: their own prefetch
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
@@ -548,6 +566,14 @@ def _coerce_targets(value: Any) -> tuple[str, ...]:
     if ALL_LINEAR in [n.lower().replace("_", "-") for n in names]:
         return (ALL_LINEAR,)
     return names
+
+
+def _per_unit(sharding: Any) -> bool:
+    """Whether a sharding value (member or text) gathers and reduces unit by unit (``Sharding.per_unit``)."""
+    try:
+        return Sharding(str(getattr(sharding, "value", sharding)).strip().lower()).per_unit
+    except ValueError:
+        return False  # the plan's own validation names the bad value
 
 
 LENGTH_KINDS = ("fixed", "packed", "padded")
@@ -669,6 +695,7 @@ __all__ = [
     "UPPER_BOUNDS",
     "UNSLOTH_STACKS",
     "Attention",
+    "CommOverlap",
     "Method",
     "Optimizer",
     "OptimizerImpl",

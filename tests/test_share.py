@@ -22,13 +22,13 @@ EVERY_FIELD = TrainPlan(
     model="qwen2.5-0.5b", method="qlora", task="causal-lm", precision="fp16-mixed", optimizer="paged-adamw-8bit",
     seq_len=4096, batch_size=3, grad_accum=8, grad_checkpointing=True, attention="flash", trainable_layers=4,
     lora_r=64, lora_alpha=16.5, lora_dropout=0.1, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj"),
-    quant_type="fp4", double_quant=False, kbit_upcast=False, gpus=4, sharding="zero3", shard_group_gpus=2,
+    quant_type="fp4", double_quant=False, kbit_upcast=False, gpus=4, sharding="zero2", shard_group_gpus=2,
     offload_optimizer=True,
     offload_params=False, optimizer_impl="fused", stack="hf-liger", dataset_tokens=123_456_789,
     dataset_bytes=987_654_321, epochs=2.5,
     eval_fraction=0.125, checkpoint_every_steps=250, checkpoints_kept=5, lengths="256:10,1000:2.5,4096:1",
     expandable_segments=True, eval_batch_size=8, eval_samples=500, eval_keep="ids", eval_accum=4,
-    mlm_predictions=600)
+    mlm_predictions=600, comm_overlap="on")
 
 
 def test_every_field_of_the_test_plan_differs_from_the_default() -> None:

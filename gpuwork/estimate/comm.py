@@ -26,6 +26,8 @@ Overlap (per optimizer step, per GPU):
   docs/communication.md 'DDP').
 - ZeRO-1/2 (DeepSpeed defaults, overlap_comm off): gradients reduce-scattered after backward and the
   updated 16-bit parameters all-gathered after the step, in buckets of 5e8 elements: all exposed.
+- A plan's ``comm_overlap`` switch replaces both rules (``switched_sync``): "off" one collective after backward
+  (Megatron-LM's default), "on" Megatron-LM's buckets behind backward and its parameter gathers behind forward.
 - ZeRO-3 / FSDP (FULL_SHARD): per unit (one decoder block) an all-gather before its forward and again
   before its backward, prefetched behind the previous unit's compute; the gradients' reduce-scatter
   runs in backward on the same stream, once per optimizer step (no_sync during accumulation). Torch FSDP's root
@@ -55,13 +57,16 @@ from gpuwork.facts.hashed import IdentityMemo
 from gpuwork.facts.network import BusCurve, CommFacts, NodeNetwork
 from gpuwork.facts.rates import Rates
 from gpuwork.message import Msg, msg
-from gpuwork.plan import HSDP_GROUP_GPUS, Sharding, TrainPlan, shard_ranks
+from gpuwork.plan import HSDP_GROUP_GPUS, CommOverlap, Sharding, TrainPlan, shard_ranks
 
 ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER = "all_reduce", "all_gather", "reduce_scatter"
 # torch DistributedDataParallel bucket_cap_mb default (torch.nn.parallel.DistributedDataParallel docs).
 DDP_BUCKET_BYTES = 25 * 1024 * 1024
 # DeepSpeed ZeRO reduce_bucket_size / allgather_bucket_size defaults, in elements (DeepSpeed config docs).
 ZERO_BUCKET_ELEMENTS = 5e8
+# Megatron-LM's gradient bucket with --overlap-grad-reduce and no --ddp-bucket-size: max(40 M, 1 M x DP ranks)
+# elements (megatron/core/distributed/distributed_data_parallel.py @32ad5c8, core_r0.14.0)
+MEGATRON_BUCKET_ELEMENTS, MEGATRON_BUCKET_PER_RANK = 40e6, 1e6
 # NCCL picks NVLS for all-reduce on an NVSwitch node from 5 GPUs up (8x H200 sweep, ml-engineering
 # network/README.md 'SHARP'); Hopper and newer NVSwitch systems have it.
 NVLS_MIN_GPUS = 5
@@ -119,6 +124,8 @@ class CommTraffic:
     root_grad_bytes: float = 0.0
     # DDP: gradients ready only when backward ends (a trained input embedding's, part of grad_bytes); 0: none
     last_grad_bytes: float = 0.0
+    # DDP / ZeRO-1/2: when gradients are reduced and parameters gathered (TrainPlan.comm_overlap; switched_sync)
+    overlap: CommOverlap = CommOverlap.DEFAULT
 
 
 @dataclass(frozen=True)
@@ -236,19 +243,14 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
     if n <= 1:
         return CommTime(0.0, 0.0, busbw(facts, fabric, ALL_REDUCE, DDP_BUCKET_BYTES, 2), 0.0)
     ga = max(traffic.grad_accum, 1)
+    if traffic.overlap is not CommOverlap.DEFAULT and not traffic.sharding.per_unit:
+        return switched_sync(facts, fabric, traffic, forward_s / ga, backward_s / ga)
     if traffic.sharding is Sharding.DDP:
         if traffic.grad_bytes <= 0:
             return CommTime(0.0, 0.0, busbw(facts, fabric, ALL_REDUCE, DDP_BUCKET_BYTES, n), 0.0)
-        # a last gradient above the cap fills its own bucket; a smaller one shares the last bucket, exposed anyway
-        last = traffic.last_grad_bytes if traffic.last_grad_bytes > DDP_BUCKET_BYTES else 0.0
-        rest = traffic.grad_bytes - last
-        count, size = _bucketed(rest, DDP_BUCKET_BYTES)
-        t = collective_s(facts, fabric, ALL_REDUCE, size, n) if rest > 0 else 0.0
-        t_last = collective_s(facts, fabric, ALL_REDUCE, last, n)
-        window = backward_s / ga  # the last micro-batch's backward
-        # bucket i is ready at i/count of the window; the stream runs them back to back, then the last gradients
-        exposed = max(t, count * t - window * (count - 1) / count) + t_last
-        return CommTime(count * t + t_last, exposed, busbw(facts, fabric, ALL_REDUCE, size, n), size)
+        total, exposed, size = _behind_backward(facts, fabric, ALL_REDUCE, traffic, DDP_BUCKET_BYTES,
+                                                backward_s / ga)  # the last micro-batch's backward
+        return CommTime(total, exposed, busbw(facts, fabric, ALL_REDUCE, size, n), size)
     if traffic.sharding in (Sharding.ZERO1, Sharding.ZERO2):
         grad_elem = traffic.grad_bytes / max(traffic.params16_bytes / 2, 1.0)
         rs_count, rs_size = _bucketed(traffic.grad_bytes, ZERO_BUCKET_ELEMENTS * grad_elem)
@@ -280,6 +282,57 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
     exposed = ga * fwd_exposed + (ga - 1) * bwd_exposed + last_bwd_exposed
     total = ga * (units * (ag + ag_bwd) + root_ag) + units * (rs + ar) + root_rs
     return CommTime(total, exposed, busbw(facts, inside, ALL_GATHER, unit_params, group), unit_params)
+
+
+def _behind_backward(facts: CommFacts, fabric: Fabric, collective: str, traffic: CommTraffic, bucket_bytes: float,
+                     window: float) -> tuple[float, float, float]:
+    """(seconds, exposed seconds, bucket bytes) of the gradients reduced in buckets of ``bucket_bytes`` as the last
+    micro-batch's backward (``window`` seconds) makes them ready. A last gradient (``last_grad_bytes``) above the
+    bucket fills its own bucket; a smaller one shares the last bucket, exposed anyway."""
+    n = traffic.gpus
+    last = traffic.last_grad_bytes if traffic.last_grad_bytes > bucket_bytes else 0.0
+    rest = traffic.grad_bytes - last
+    count, size = _bucketed(rest, bucket_bytes)
+    t = collective_s(facts, fabric, collective, size, n) if rest > 0 else 0.0
+    t_last = collective_s(facts, fabric, collective, last, n)
+    # bucket i is ready at i/count of the window; the stream runs them back to back, then the last gradients
+    exposed = max(t, count * t - window * (count - 1) / count) + t_last
+    return count * t + t_last, exposed, size
+
+
+def megatron_bucket_elements(gpus: int) -> float:
+    """Elements in one of Megatron-LM's gradient buckets when --overlap-grad-reduce is on and --ddp-bucket-size
+    unset: max(40 M, 1 M x data-parallel ranks) (distributed_data_parallel.py; docs/communication.md)."""
+    return max(MEGATRON_BUCKET_ELEMENTS, MEGATRON_BUCKET_PER_RANK * gpus)
+
+
+def switched_sync(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s: float,
+                  backward_s: float) -> CommTime:
+    """DDP / ZeRO-1/2 under an overlap switch (``CommTraffic.overlap``; ``forward_s`` / ``backward_s``: one
+    micro-batch's). "off": one all-reduce (DDP) or one reduce-scatter and one all-gather (ZeRO) after backward,
+    all exposed (Megatron-LM without --overlap-grad-reduce: no buckets, synchronous). "on": Megatron-LM's buckets
+    reduced behind the last micro-batch's backward, and ZeRO's 16-bit parameters all-gathered bucket by bucket
+    behind the first micro-batch's forward, the first bucket waited for and the next prefetched
+    (--overlap-param-gather). docs/communication.md 'Overlap switches'."""
+    n = traffic.gpus
+    zero = traffic.sharding is not Sharding.DDP
+    reduce = REDUCE_SCATTER if zero else ALL_REDUCE
+    if n <= 1 or traffic.grad_bytes <= 0:
+        return CommTime(0.0, 0.0, busbw(facts, fabric, reduce, DDP_BUCKET_BYTES, max(n, 2)), 0.0)
+    params = traffic.params16_bytes if zero else 0.0
+    if traffic.overlap is CommOverlap.OFF:
+        total = collective_s(facts, fabric, reduce, traffic.grad_bytes, n) \
+            + collective_s(facts, fabric, ALL_GATHER, params, n)
+        return CommTime(total, total, busbw(facts, fabric, reduce, traffic.grad_bytes, n), traffic.grad_bytes)
+    elements = megatron_bucket_elements(n)
+    grad_elem = traffic.grad_bytes / max(traffic.params16_bytes / 2, 1.0)  # bytes per gradient element
+    total, exposed, size = _behind_backward(facts, fabric, reduce, traffic, elements * grad_elem, backward_s)
+    if params > 0:
+        count, ag_size = _bucketed(params, elements * 2)
+        t = collective_s(facts, fabric, ALL_GATHER, ag_size, n)
+        total += count * t
+        exposed += t + (count - 1) * max(0.0, t - forward_s / count)
+    return CommTime(total, exposed, busbw(facts, fabric, reduce, size, n), size)
 
 
 def _groups(traffic: CommTraffic) -> tuple[int, int]:
@@ -570,6 +623,6 @@ def _plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, bac
 
 
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
-           "ZERO_BUCKET_ELEMENTS", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
+           "ZERO_BUCKET_ELEMENTS", "MEGATRON_BUCKET_ELEMENTS", "MEGATRON_BUCKET_PER_RANK", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
            "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "contention_share", "curve_busbw", "half_bytes", "link_bytes_s",
-           "nccl_channels", "network_busbw", "node_link", "pcie_peer_to_peer", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "tree_latency_us"]
+           "megatron_bucket_elements", "nccl_channels", "network_busbw", "node_link", "pcie_peer_to_peer", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "switched_sync", "tree_latency_us"]

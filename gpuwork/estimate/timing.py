@@ -604,7 +604,7 @@ def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraff
                        params16_bytes=counts.trainable * plan.precision.compute_bytes,
                        shard_group=plan.shard_group_gpus,
                        root_gathered_bytes=root_params * weight_bytes, root_grad_bytes=root_trained * grad_bytes,
-                       last_grad_bytes=_ddp_last_grads(plan, spec) * grad_bytes)
+                       last_grad_bytes=_ddp_last_grads(plan, spec) * grad_bytes, overlap=plan.comm_overlap)
 
 
 def _ddp_last_grads(plan: TrainPlan, spec: ModelSpec) -> int:

@@ -42,6 +42,7 @@ from gpuwork.facts.model import get_spec, list_presets
 from gpuwork.message import Msg, msg
 from gpuwork.plan import (
     Attention,
+    CommOverlap,
     EvalKeep,
     Method,
     Optimizer,
@@ -225,10 +226,7 @@ class SizingForm(common.Panel):
             **self._eval_controls(base, lay),
             **self._head_controls(base, lay),
             "gpus": NumberText(value=base.gpus, style=WIDE, layout=lay),
-            "sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
-                                         style=WIDE, layout=lay),
-            # hsdp / hsdp-zero2 only: the GPUs that share one copy of the model states
-            "shard_group_gpus": NumberText(value=base.shard_group_gpus, style=WIDE, layout=lay),
+            **self._sharding_controls(base, lay),
             "dataset_tokens": NumberText(value=base.dataset_tokens, style=WIDE, layout=lay),
             "epochs": NumberText(value=base.epochs, kind="number", style=WIDE, layout=lay),
         }
@@ -295,6 +293,18 @@ class SizingForm(common.Panel):
     def _eval_keep_options(self) -> list[tuple[str, str]]:
         return [(ui(f"eval_keep_{k.value}", self.lang), k.value) for k in EvalKeep]
 
+    def _sharding_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
+        """The sharding; hsdp / hsdp-zero2 only: the GPUs that share one copy of the model states; ddp / zero1 /
+        zero2 only: when gradients are reduced (Megatron-LM's overlap switches)."""
+        return {"sharding": widgets.Dropdown(options=[s.value for s in Sharding], value=base.sharding.value,
+                                             style=WIDE, layout=lay),
+                "shard_group_gpus": NumberText(value=base.shard_group_gpus, style=WIDE, layout=lay),
+                "comm_overlap": widgets.Dropdown(options=self._overlap_options(), value=base.comm_overlap.value,
+                                                 style=WIDE, layout=lay)}
+
+    def _overlap_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"comm_overlap_{o.value}", self.lang), o.value) for o in CommOverlap]
+
     def _method_options(self) -> list[tuple[str, str]]:
         return [(ui("method_option", self.lang, value=m), m.value) for m in Method]
 
@@ -313,6 +323,7 @@ class SizingForm(common.Panel):
         self.documents.tooltip = ui("documents_hint", lang)
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
+        self.controls["comm_overlap"].tooltip = ui("comm_overlap_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
@@ -322,6 +333,7 @@ class SizingForm(common.Panel):
             for control, options in ((self.model_source, self._source_options()), (self.axis, self._axis_options()),
                                      (self.controls["method"], self._method_options()),
                                      (self.controls["eval_keep"], self._eval_keep_options()),
+                                     (self.controls["comm_overlap"], self._overlap_options()),
                                      (self.gpu_select, self._gpu_options())):
                 value = control.value
                 control.options = options
@@ -434,6 +446,8 @@ class SizingForm(common.Panel):
         out["model"] = self.model_ref()
         if not _hybrid(str(out["sharding"])):  # the group is read for hybrid sharding only; hidden otherwise
             del out["shard_group_gpus"]
+        if Sharding(str(out["sharding"])).per_unit:  # read for ddp / zero1 / zero2 only; hidden otherwise
+            del out["comm_overlap"]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
@@ -586,6 +600,8 @@ class SizingForm(common.Panel):
         self.controls["kbit_upcast"].layout.display = None if self.controls["method"].value == "qlora" else "none"
         self.controls["shard_group_gpus"].layout.display = None if _hybrid(self.controls["sharding"].value) \
             else "none"
+        self.controls["comm_overlap"].layout.display = "none" if Sharding(self.controls["sharding"].value).per_unit \
+            else None
         masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
         self.controls["mlm_predictions"].layout.display = None if masked else "none"
         self.controls["packed_document_tokens"].layout.display = None if is_packed(self.controls["lengths"].value) \
@@ -762,7 +778,7 @@ class SizingForm(common.Panel):
                                  c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
-        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["dataset_tokens"], self.documents,
+        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
                              self.gpu_select])
         box = widgets.VBox([model, training, gpus, self.share], layout={"min_width": "400px"})

@@ -113,6 +113,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                  "node)",
                                  "hsdp / hsdp-zero2: GPU в одной группе шардирования, делитель --gpus (по "
                                  "умолчанию 8, один узел)"),
+    "cli.help.run.comm_overlap": (
+        "ddp / zero1 / zero2: when gradients are reduced: default (each library's own: torch DDP buckets behind "
+        "backward, DeepSpeed ZeRO after it) | off (after backward: Megatron-LM's default) | on (Megatron-LM's "
+        "overlap switches: buckets behind backward, ZeRO's gather behind forward)",
+        "ddp / zero1 / zero2: когда сводятся градиенты: default (как в обычной библиотеке: PyTorch DDP — корзинами "
+        "за обратным проходом, ZeRO — после него) | off (после обратного прохода) | on (корзинами за обратным "
+        "проходом, сбор параметров ZeRO — за прямым)"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",

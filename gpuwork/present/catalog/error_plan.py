@@ -67,6 +67,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "packed_document_tokens требует ядра, которое принимает границы документов (attention='flash', 'flash3' "
         "или 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' считает матрицу всей строки под блочной "
         "маской — работы не меньше, чем при внимании по всей строке: оставьте его пустым или выберите flash-ядро"),
+    "error.plan.comm_overlap_sharding": (
+        "comm_overlap='{value:raw}' sets when DDP and ZeRO-1/2 reduce gradients; sharding='{sharding:raw}' gathers "
+        "and reduce-scatters block by block, prefetched behind compute: leave comm_overlap at 'default' or use "
+        "sharding 'ddp', 'zero1' or 'zero2'",
+        "comm_overlap='{value:raw}' задаёт, когда DDP и ZeRO-1/2 сводят градиенты; sharding='{sharding:raw}' "
+        "собирает и сводит блок за блоком с упреждением за вычислениями: оставьте comm_overlap='default' или "
+        "выберите sharding 'ddp', 'zero1' или 'zero2'"),
     "error.plan.offload_params": (
         "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",

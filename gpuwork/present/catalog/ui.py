@@ -45,6 +45,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.gpus": ("GPUs", "Число GPU"),
     "ui.sharding": ("Sharding", "Шардирование"),
     "ui.shard_group_gpus": ("GPUs per shard group", "GPU в группе шардирования"),
+    "ui.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.eval_batch_size": ("Eval batch", "Батч оценки"),
@@ -240,6 +241,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "that many tokens (flash-attn varlen, TRL padding_free, NeMo packed SFT)",
         "пусто — внимание по всей упакованной строке; число — внимание внутри каждого документа примерно такой "
         "длины (ядра внимания, которым передают границы документов)"),
+    "ui.comm_overlap_hint": (
+        "default: each library's own (torch DDP buckets behind backward, DeepSpeed ZeRO after it); after backward: "
+        "Megatron-LM's default; overlapped: Megatron-LM --overlap-grad-reduce --overlap-param-gather",
+        "по умолчанию — как в обычной библиотеке (корзины PyTorch DDP за обратным проходом, ZeRO — после него); "
+        "после обратного прохода — всё сведение после него; с перекрытием — корзины за обратным проходом, сбор "
+        "параметров ZeRO — за прямым"),
+    "ui.comm_overlap_default": ("library default", "как в библиотеке"),
+    "ui.comm_overlap_off": ("after backward", "после обратного прохода"),
+    "ui.comm_overlap_on": ("overlapped", "с перекрытием"),
     "ui.lengths_hint": ("fixed, packed, padded or 128:40,512:50 (length:count)",
                         "fixed, packed, padded или 128:40,512:50 (длина:число)"),
     "ui.class_option": ("{value:@ui.gpu_class}", "{value:@ui.gpu_class}"),
