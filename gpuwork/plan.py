@@ -74,13 +74,14 @@ class Attention(StrEnum):
     SDPA = "sdpa"  # torch scaled_dot_product_attention (flash / memory-efficient kernels)
     FLASH = "flash"  # flash-attention 2 kernels
     FLASH3 = "flash3"  # FlashAttention-3 (flash_attn_interface): Hopper (compute capability 9.0) only
+    FLASH4 = "flash4"  # FlashAttention-4 (flash_attn.cute, CuTe-DSL): compute capability 9.x, 10.x, 11.x
     CUDNN = "cudnn"  # cuDNN's fused SDPA (Transformer Engine, JAX/XLA, torch's cuDNN backend): compute capability 8.0+
 
     @property
     def is_flash(self) -> bool:
-        """A flash-attention kernel (FlashAttention-2 / 3, or cuDNN's, the FlashAttention-2 algorithm): stores the
-        output and logsumexp, no s x s matrix."""
-        return self in (Attention.FLASH, Attention.FLASH3, Attention.CUDNN)
+        """A flash-attention kernel (FlashAttention-2 / 3 / 4, or cuDNN's, the FlashAttention-2 algorithm): stores
+        the output and logsumexp, no s x s matrix."""
+        return self in (Attention.FLASH, Attention.FLASH3, Attention.FLASH4, Attention.CUDNN)
 
 
 class OptimizerImpl(StrEnum):

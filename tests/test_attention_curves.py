@@ -2,8 +2,8 @@
 
 Sources: rates_sources.md [K4c] (FA3 paper, FlashAttention-2 bars on H100 SXM5), [K4d] (flash-attention
 PR 1791 benchmark, its FlashAttention-2 and FlashAttention-3 lines), [K4e] (FlashAttention-2 forward on an A100), [K4f]
-(FlashAttention-2 on an RTX 4090) and [K4g] (FA3 paper, FlashAttention-3 bars). Every published row must come out
-within 10 % of the model's curve for its kernel.
+(FlashAttention-2 on an RTX 4090), [K4g] (FA3 paper, FlashAttention-3 and cuDNN bars), [K4h] (FlashAttention-2 on a
+B200) and [K4i] (cuDNN and FlashAttention-4 on a GB200). Every published row must come out within 10 % of the model's curve for its kernel.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from gpuwork.facts.rates import (
     CUDNN_KERNEL,
     FA2_KERNEL,
     FA3_KERNEL,
+    FA4_KERNEL,
     AttentionRow,
     attention_curves,
     load_rates,
@@ -55,10 +56,12 @@ def test_every_source_row_within_10_percent(row: AttentionRow) -> None:
 
 
 def test_sources_cover_both_tags() -> None:
-    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f", "K4g"}
-    assert {r.family for r in _rows()} == {"h100", "a100", "rtx4090"}
-    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL, CUDNN_KERNEL}
-    assert {r.family for r in _rows() if r.kernel != FA2_KERNEL} == {"h100"}  # FA3 runs on Hopper only; cuDNN: [K4g]
+    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f", "K4g", "K4h", "K4i"}
+    assert {r.family for r in _rows()} == {"h100", "a100", "rtx4090", "gb200"}
+    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL, FA4_KERNEL, CUDNN_KERNEL}
+    assert {r.family for r in _rows() if r.kernel == FA3_KERNEL} == {"h100"}  # FA3 runs on Hopper only
+    assert {r.family for r in _rows() if r.kernel == FA4_KERNEL} == {"gb200"}  # [K4i]; no Hopper figure found
+    assert {r.family for r in _rows() if r.kernel == CUDNN_KERNEL} == {"h100", "gb200"}  # [K4g], [K4i]
     assert len(_rows()) >= 100
 
 
@@ -188,3 +191,48 @@ def test_cudnn_curve_is_its_own_and_its_causal_backward_borrows_the_full_matrix(
     for seq in (512, 4096, 16384):  # no causal backward chart: the full-matrix backward (518 TF at 8k)
         assert curve_fraction(points, "bwd", True, 128, seq, kernel=CUDNN_KERNEL) == curve_fraction(
             points, "bwd", False, 128, seq, kernel=CUDNN_KERNEL)
+
+
+def _csv_tf(family: str, kernel: str, attention_pass: str, causal: bool, seq_len: int) -> tuple[float, float]:
+    """The one published row at head dim 128 (TFLOP/s, the measuring GPU's datasheet peak), read from the CSV."""
+    import csv
+    with open(Path(data_dir()) / ATTENTION_CURVES_CSV, encoding="utf-8", newline="") as f:
+        found = [(float(r["tflops"]), float(r["peak_tflops"])) for r in csv.DictReader(f)
+                 if (r["family"], r["kernel"], r["pass"], r["causal"], r["head_dim"], r["seq_len"])
+                 == (family, kernel, attention_pass, str(int(causal)), "128", str(seq_len))]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_blackwell_cudnn_and_fa2_curves_are_their_own() -> None:
+    points = _points("gb200")
+    # [K4i] cuDNN on a GB200, causal forward 1552 TF at 8k of 2500; flat beyond 32k and below 2k
+    tf, peak = _csv_tf("gb200", CUDNN_KERNEL, "fwd", True, 8192)
+    assert curve_fraction(points, "fwd", True, 128, 8192, kernel=CUDNN_KERNEL) == pytest.approx(tf / peak)
+    assert curve_fraction(points, "bwd", False, 128, 131072, kernel=CUDNN_KERNEL) == pytest.approx(
+        curve_fraction(points, "bwd", False, 128, 32768, kernel=CUDNN_KERNEL))
+    # [K4h] FlashAttention-2 on a B200, causal forward and backward from 4k on; nothing without the mask, so the
+    # full-matrix passes keep the family's single fractions (kernels.csv flash_attn_*_fraction_gb200)
+    tf, peak = _csv_tf("gb200", FA2_KERNEL, "bwd", True, 16384)
+    assert curve_fraction(points, "bwd", True, 128, 16384) == pytest.approx(tf / peak)
+    assert curve_fraction(points, "fwd", True, 128, 1024) == curve_fraction(points, "fwd", True, 128, 4096)
+    assert curve_fraction(points, "fwd", False, 128, 8192) is None
+    assert curve_fraction(points, "fwd", True, 128, 8192, kernel=FA3_KERNEL) is None
+
+
+@pytest.mark.parametrize("attention, kernel", [(Attention.CUDNN, CUDNN_KERNEL), (Attention.FLASH, FA2_KERNEL)])
+def test_b200_plan_prices_attention_from_the_blackwell_rows(attention: Attention, kernel: str) -> None:
+    # a B200 plan's fused attention forward at 8k: the op's FLOPs at the row's share of the B200's own dense
+    # peak, x (1 + 128 / s) for the diagonal blocks the op counts and the row does not (steptime._attention_rate)
+    seq = 8192
+    plan = TrainPlan(model="llama-3.1-8b", method=Method.LORA, seq_len=seq, batch_size=1, attention=attention)
+    gpu, rates = get_gpu("b200"), load_rates()
+    profile = rates.stacks[plan.stack]
+    ops = step_ops(plan, get_spec(plan.model), stack_kernels(profile))
+    fused = tuple(op for op in ops if op.attention_pass and op.phase is Phase.FORWARD)
+    assert fused and all(op.m == seq and op.n == 128 and op.causal for op in fused)
+    tf, peak = _csv_tf("gb200", kernel, "fwd", True, seq)
+    rate = tf / peak * gpu.bf16_dense_flops * (1 + 128 / seq)
+    expected = sum(op.flops * op.count for op in fused) / rate
+    seconds = price_ops(fused, gpu, rates.device("b200"), rates, profile).by_kind["attention"]
+    assert seconds == pytest.approx(expected, rel=1e-6)

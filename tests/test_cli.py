@@ -75,7 +75,7 @@ BAD_INPUTS = [
     (["--gpus", "0"], ["gpus=0"]),
     (["--gpus", "2", "--offload-params"], ["offload_params"]),
     (["--lora-dropout", "1.5"], ["lora_dropout"]),
-    (["--attention", "flash4"], ["attention"]),
+    (["--attention", "flash5"], ["attention"]),
     (["--task", "translation"], ["task"]),
     (["--quant-type", "int3"], ["quant_type"]),
 ]

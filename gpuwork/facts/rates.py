@@ -27,8 +27,10 @@ KERNELS_CSV = "kernels.csv"
 STACKS_CSV = "stacks.csv"
 GEMM_TILES_CSV = "gemm_tiles.csv"  # the output tiles of the GEMM shape model (estimate.gemm)
 ATTENTION_CURVES_CSV = "attention_curves.csv"  # fused attention's measured rate by sequence length (steptime)
-FA2_KERNEL, FA3_KERNEL, CUDNN_KERNEL = "flash-attn 2", "flash-attn 3", "cudnn"  # attention_curves.csv kernels
-ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.CUDNN: CUDNN_KERNEL}  # a plan's own rows; else FA2's
+FA2_KERNEL, FA3_KERNEL, FA4_KERNEL = "flash-attn 2", "flash-attn 3", "flash-attn 4"  # attention_curves.csv kernels
+CUDNN_KERNEL = "cudnn"
+# a plan's own rows; else FA2's
+ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.FLASH4: FA4_KERNEL, Attention.CUDNN: CUDNN_KERNEL}
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
@@ -325,4 +327,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "FA4_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]

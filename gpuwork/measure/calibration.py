@@ -163,8 +163,8 @@ def _plan_as_run(record: Any, plan: TrainPlan | None) -> TrainPlan:
         plan = plan.single_gpu()
     elif plan.gpus != world:
         plan = plan.replace(gpus=world)
-    used = {"flash_attention_2": Attention.FLASH, "flash_attention_3": Attention.FLASH3, "sdpa": Attention.SDPA,
-            "eager": Attention.EAGER}
+    used = {"flash_attention_2": Attention.FLASH, "flash_attention_3": Attention.FLASH3,
+            "flash_attention_4": Attention.FLASH4, "sdpa": Attention.SDPA, "eager": Attention.EAGER}
     attention = used.get(record.protocol.attention_used)
     if attention is not None and attention is not plan.attention:
         plan = plan.replace(attention=attention)

@@ -197,8 +197,8 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
     else:
         fields["precision"] = put("precision", half or "fp32", f"weights in {trainable_dtype}")
     attn = getattr(base.config, "_attn_implementation", None)
-    attention = {"flash_attention_2": "flash", "flash_attention_3": "flash3", "sdpa": "sdpa", "eager": "eager"}.get(
-        str(attn))
+    attention = {"flash_attention_2": "flash", "flash_attention_3": "flash3", "flash_attention_4": "flash4",
+                 "sdpa": "sdpa", "eager": "eager"}.get(str(attn))
     if attention:
         fields["attention"] = put("attention", attention, f"config._attn_implementation={attn}")
     if seq_len:

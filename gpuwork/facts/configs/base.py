@@ -361,6 +361,8 @@ def claim_attention(r: Reader, value: Any, key: str) -> None:
         r.claim("attention", "flash", key)
     elif name in ("flash_attention_3", "fa3", "flash3"):
         r.claim("attention", "flash3", key)
+    elif name in ("flash_attention_4", "fa4", "flash4"):
+        r.claim("attention", "flash4", key)
     elif name.startswith(("kernels-community/", "flash_attention")):
         r.claim("attention", "flash", key, msg("config.rule.flash_like", value=str(value)))
     elif name in ("auto",):

@@ -86,8 +86,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.grad_accum": ("micro-batches per optimizer step", "микробатчей на шаг оптимизатора"),
     "cli.help.run.grad_checkpointing": ("recompute blocks in backward", "пересчитывать блоки при обратном проходе"),
     "cli.help.run.attention": ("eager | sdpa | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper only) | "
+                               "flash4 (FlashAttention-4, Hopper / B200 / GB200) | "
                                "cudnn (cuDNN's fused attention: Transformer Engine, JAX)",
                                "eager | sdpa | flash (FlashAttention-2) | flash3 (FlashAttention-3, только Hopper) | "
+                               "flash4 (FlashAttention-4, Hopper / B200 / GB200) | "
                                "cudnn (слитное внимание cuDNN: TE, JAX)"),
     "cli.help.run.trainable_layers": ("method=freeze: last N blocks trained",
                                       "method=freeze: обучаются последние N блоков"),

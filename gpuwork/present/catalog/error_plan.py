@@ -35,6 +35,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "attention='flash3' (FlashAttention-3) работает только на GPU Hopper (вычислительная способность 9.0: "
         "H100, H200, H800); у {gpu} — {capability:raw}: выберите attention='flash' (FlashAttention-2) или "
         "'sdpa' либо GPU Hopper"),
+    "error.plan.flash4_gpu": (
+        "attention='flash4' (FlashAttention-4) runs only on Hopper and data-centre Blackwell GPUs (compute capability "
+        "9.x, 10.x or 11.x: H100, H200, B200, GB200); {gpu} is {capability:raw}: use attention='flash' "
+        "(FlashAttention-2) or 'sdpa', or such a GPU",
+        "attention='flash4' (FlashAttention-4) работает только на GPU Hopper и Blackwell для центров обработки данных "
+        "(вычислительная способность 9.x, 10.x или 11.x: H100, H200, B200, GB200); у {gpu} — {capability:raw}: "
+        "выберите attention='flash' (FlashAttention-2) или 'sdpa' либо такой GPU"),
     "error.plan.cudnn_gpu": (
         "attention='cudnn' (cuDNN's fused attention) needs an NVIDIA GPU of compute capability 8.0 (Ampere) or "
         "newer; {gpu} is {capability:raw}: use attention='sdpa', or such a GPU",
@@ -61,11 +68,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "packed_document_tokens={value:raw} длиннее упакованной строки (seq_len={seq_len:raw}): укажите среднюю "
         "длину документов, не больше seq_len"),
     "error.plan.documents_attention": (
-        "packed_document_tokens needs a kernel that takes the documents' boundaries (attention='flash', 'flash3' "
-        "or 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' computes the whole row's matrix under a "
+        "packed_document_tokens needs a kernel that takes the documents' boundaries (attention='flash', 'flash3', "
+        "'flash4' or 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' computes the whole row's matrix under a "
         "block mask, no less work than attention across the row: leave it unset or pick a flash kernel",
-        "packed_document_tokens требует ядра, которое принимает границы документов (attention='flash', 'flash3' "
-        "или 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' считает матрицу всей строки под блочной "
+        "packed_document_tokens требует ядра, которое принимает границы документов (attention='flash', 'flash3', "
+        "'flash4' или 'cudnn': varlen / cu_seqlens); attention='{attention:raw}' считает матрицу всей строки под блочной "
         "маской — работы не меньше, чем при внимании по всей строке: оставьте его пустым или выберите flash-ядро"),
     "error.plan.comm_overlap_sharding": (
         "comm_overlap='{value:raw}' sets when DDP and ZeRO-1/2 reduce gradients; sharding='{sharding:raw}' gathers "

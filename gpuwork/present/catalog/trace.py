@@ -12,8 +12,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "прореживание внимания под SDPA трассировано так, как его хранят ядра GPU: никак (запасной путь на CPU "
         "хранил бы квадратную маску длина × длина)"),
     "trace.stand_in.flash": (
-        "attention: flash-attention 2 / 3 or cuDNN's traced as SDPA (same saved tensors: output + logsumexp)",
-        "внимание: flash-attention 2 / 3 или cuDNN трассировано как SDPA (сохраняются те же тензоры: выход и "
+        "attention: flash-attention 2 / 3 / 4 or cuDNN's traced as SDPA (same saved tensors: output + logsumexp)",
+        "внимание: flash-attention 2 / 3 / 4 или cuDNN трассировано как SDPA (сохраняются те же тензоры: выход и "
         "логарифм суммы экспонент)"),
     "trace.stand_in.qlora": (
         "qlora: bitsandbytes Linear4bit traced with a stand-in of the same storage (packed uint8 + absmax) and bnb "

@@ -40,6 +40,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "trial.sub.flash": ("attention flash -> sdpa: {reason:@trial.flash}", "attention flash → sdpa: {reason:@trial.flash}"),
     "trial.sub.flash3": ("attention flash3 -> sdpa: {reason:@trial.flash}",
                          "attention flash3 → sdpa: {reason:@trial.flash}"),
+    "trial.sub.flash4": ("attention flash4 -> sdpa: {reason:@trial.flash}",
+                         "attention flash4 → sdpa: {reason:@trial.flash}"),
     "trial.sub.cudnn": ("attention cudnn -> sdpa: transformers has no cuDNN attention choice (torch picks SDPA's "
                         "backend)",
                         "attention cudnn → sdpa: в transformers нельзя выбрать внимание cuDNN (ядро SDPA выбирает "
@@ -48,6 +50,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                "FlashAttention-3 работает только на GPU Hopper (вычислительная способность 9.0)"),
     "trial.flash.fa3_not_installed": ("the FlashAttention-3 package (flash_attn_interface) is not installed",
                                       "пакет FlashAttention-3 (flash_attn_interface) не установлен"),
+    "trial.flash.not_fa4_gpu": ("FlashAttention-4 runs only on compute capability 9.x, 10.x and 11.x (Hopper, B200, "
+                                "GB200)",
+                                "FlashAttention-4 работает только при вычислительной способности 9.x, 10.x и 11.x "
+                                "(Hopper, B200, GB200)"),
+    "trial.flash.fa4_not_installed": ("the FlashAttention-4 package (flash-attn-4, flash_attn.cute) is not installed",
+                                      "пакет FlashAttention-4 (flash-attn-4, flash_attn.cute) не установлен"),
     "trial.flash.no_cuda": ("no CUDA device", "нет устройства CUDA"),
     "trial.flash.fp32": ("flash-attention needs fp16/bf16", "flash-attention работает только в fp16/bf16"),
     "trial.flash.not_installed": ("the flash-attn package is not installed", "пакет flash-attn не установлен"),
