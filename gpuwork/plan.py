@@ -106,6 +106,9 @@ class Stack(StrEnum):
     """
 
     HF_TRAINER = "hf-trainer"  # Hugging Face Trainer / TRL + PEFT, eager PyTorch kernels (most users)
+    # the same with bitsandbytes <= 0.43.1 (QLoRA runs of 2023 to July 2024): each 4-bit matmul's input is kept
+    # until backward (stacks.csv bnb_4bit_input; docs/memory_bnb_releases.md)
+    HF_TRAINER_2023 = "hf-trainer-2023"
     HF_LIGER = "hf-liger"  # the same with Liger kernels (fused RMSNorm, RoPE, SwiGLU, linear cross-entropy)
     TORCH_COMPILE = "torch-compile"  # the same with torch.compile (fused element-wise ops)
     UNSLOTH = "unsloth"  # Unsloth: hand-written Triton kernels, fused LoRA, own checkpointing

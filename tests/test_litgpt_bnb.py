@@ -29,10 +29,11 @@ def _kept(spec, plan, stack, lora_input=None) -> int:
     return kept_4bit_inputs(spec, plan, stack, block_groups(spec), (dt.stream, dt.linear_out), lora_input)
 
 
-def test_only_the_litgpt_row_keeps_4bit_inputs():
+def test_only_the_rows_naming_an_old_bitsandbytes_keep_4bit_inputs():
     stacks = _stacks()
-    assert stacks[Stack.LITGPT_2023].bnb_4bit_input == "kept"
-    others = [p for s, p in stacks.items() if s is not Stack.LITGPT_2023]
+    old = (Stack.LITGPT_2023, Stack.HF_TRAINER_2023)  # bitsandbytes 0.41.1; <= 0.43.1 ([M6])
+    assert all(stacks[s].bnb_4bit_input == "kept" for s in old)
+    others = [p for s, p in stacks.items() if s not in old]
     assert others and all(p.bnb_4bit_input == "freed" for p in others)
 
 

@@ -487,7 +487,7 @@ def regimes(plan: TrainPlan, gpu: GpuSpec, nodes: int) -> tuple[str, ...]:
         found.append(QLORA)
     if plan.stack in UNSLOTH_STACKS or plan.stack in (Stack.TORCH_COMPILE, Stack.TORCHTUNE, Stack.FRAMEWORK):
         found.append(TUNED)
-    elif plan.stack is Stack.HF_TRAINER:
+    elif plan.stack in (Stack.HF_TRAINER, Stack.HF_TRAINER_2023):
         found.append(HF_EAGER)
     return tuple(found)
 

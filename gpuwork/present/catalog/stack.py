@@ -7,6 +7,8 @@ PREFIX = "stack"
 ENTRIES: dict[str, tuple[str, str]] = {
     # the software stack a plan is priced with (TrainPlan.stack; stacks.csv), named on every surface ("stack.label")
     "stack.hf-trainer": ("HF Trainer (eager)", "HF Trainer (PyTorch без компиляции)"),
+    "stack.hf-trainer-2023": ("HF Trainer (eager), bitsandbytes 0.43.1 or older (2023 to July 2024)",
+                              "HF Trainer (PyTorch без компиляции), bitsandbytes не новее 0.43.1 (2023 — июль 2024)"),
     "stack.hf-liger": ("HF Trainer + Liger kernels", "HF Trainer с объединёнными ядрами (hf-liger)"),
     "stack.torch-compile": ("HF Trainer + torch.compile", "HF Trainer + torch.compile"),
     "stack.unsloth": ("Unsloth", "библиотека unsloth"),
