@@ -90,10 +90,15 @@ class OptimizerImpl(StrEnum):
     FOREACH = "foreach"  # multi-tensor kernels over lists of tensors (the CUDA default)
     FUSED = "fused"  # one fused kernel per parameter group (Trainer's adamw_torch_fused)
     FOR_LOOP = "for-loop"  # one set of element-wise kernels per parameter (foreach=False)
+    # a hand-written Python loop of out-of-place tensor ops per parameter, AdamW only (the CS336 staff AdamW;
+    # estimate.adamw_passes): no torch.optim keyword selects it
+    OUT_OF_PLACE = "out-of-place"
 
     @property
     def torch_kwargs(self) -> dict[str, bool]:
         """Keyword arguments of torch.optim.AdamW / SGD that select this implementation."""
+        if self is OptimizerImpl.OUT_OF_PLACE:
+            raise PlanError("optimizer_impl", msg("error.plan.out_of_place_trial"))
         if self is OptimizerImpl.FUSED:
             return {"fused": True}
         return {"foreach": self is OptimizerImpl.FOREACH}
@@ -391,6 +396,8 @@ class TrainPlan:
             raise PlanError("offload_params", msg("error.plan.offload_params"))
         if self.offload_optimizer and self.sharding is Sharding.DDP:
             raise PlanError("offload_optimizer", msg("error.plan.offload_optimizer"))
+        if self.optimizer_impl is OptimizerImpl.OUT_OF_PLACE and self.optimizer is not Optimizer.ADAMW:
+            raise PlanError("optimizer_impl", msg("error.plan.out_of_place_optimizer", optimizer=self.optimizer.value))
         if self.packed_document_tokens is not None:
             self._check_documents(self.packed_document_tokens)
         if self.comm_overlap is not CommOverlap.DEFAULT and self.sharding.per_unit:

@@ -186,6 +186,10 @@ def optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCoun
             # _multi_tensor_adamw: exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs), one state-sized
             # temporary for every trainable tensor (torch/optim/adamw.py; traced: +1 x params).
             return pb * counts.trainable
+        if plan.optimizer_impl is OptimizerImpl.OUT_OF_PLACE:
+            # a hand-written loop (estimate.adamw_passes): the new m_t and v_t live beside the old states until
+            # the end of the tensor's update, with alpha_t * m_t, sqrt(v_t) + eps and their quotient: five.
+            return 5 * pb * largest
         # _single_tensor_adamw: denom = (exp_avg_sq.sqrt() / bc2).add_(eps): two per tensor.
         return 2 * pb * largest
     if opt is Optimizer.ADAFACTOR:

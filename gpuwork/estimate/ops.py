@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import NamedTuple
 
+from gpuwork.estimate.adamw_passes import adamw_passes
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
@@ -138,11 +139,7 @@ _FOREACH_TENSORS_PER_LAUNCH = 36
 # Fused: one kernel reads p, g, m, v and writes p, m, v. For-loop: 7 kernels per tensor, the same passes one
 # tensor at a time (torch/optim/adam.py _single_tensor_adam: lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_;
 # transformers' 2021 AdamW.step: mul_, add_, mul_, addcmul_, sqrt, add_, addcdiv_; the step count is a CPU
-# tensor or a Python int, no kernel).
-_ADAMW_FOREACH_PASSES = 7
-_ADAMW_FOREACH_TENSORS_MOVED = 18
-_ADAMW_FOR_LOOP_KERNELS = 7
-_ADAMW_FUSED_TENSORS_MOVED = 7
+# tensor or a Python int, no kernel). Out-of-place (hand-written loop): estimate.adamw_passes.
 _ADAFACTOR_PASSES_PER_TENSOR = 20  # factored second moment: row/col means, rsqrt, update, RMS clip
 _ADAFACTOR_TENSORS_MOVED = 14
 
@@ -977,9 +974,7 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: in
     opt, impl = plan.optimizer, plan.optimizer_impl
     s_b = g_b
     if opt is Optimizer.ADAMW:
-        moved = _ADAMW_FUSED_TENSORS_MOVED if impl is OptimizerImpl.FUSED else _ADAMW_FOREACH_TENSORS_MOVED
-        launches = {OptimizerImpl.FUSED: lists, OptimizerImpl.FOREACH: _ADAMW_FOREACH_PASSES * lists,
-                    OptimizerImpl.FOR_LOOP: _ADAMW_FOR_LOOP_KERNELS * tensors}[impl]
+        moved, launches = adamw_passes(impl, tensors, lists)
         out.append(_mem("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1, kind=Kind.OPTIMIZER))
     elif opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
         # bitsandbytes blockwise 8-bit kernel per tensor: reads p, g, m, v (1 B) and writes p, m, v

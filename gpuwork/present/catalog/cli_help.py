@@ -126,8 +126,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",
                              "то же, что --optimizer-impl for-loop (без временных многотензорных буферов)"),
-    "cli.help.run.optimizer_impl": ("optimizer kernels: foreach (default) | fused | for-loop",
-                                    "ядра оптимизатора: foreach (по умолчанию) | fused | for-loop"),
+    "cli.help.run.optimizer_impl": ("optimizer kernels: foreach (default) | fused | for-loop | out-of-place (a "
+                                    "hand-written AdamW loop of out-of-place tensor ops)",
+                                    "ядра оптимизатора: foreach (по умолчанию) | fused | for-loop | out-of-place "
+                                    "(написанный вручную цикл AdamW из операций с новыми тензорами)"),
     "cli.help.run.stack": ("software running the step: {stacks} (default: hf-trainer; data/stacks.csv)",
                            "программный стек шага: {stacks} (по умолчанию hf-trainer; data/stacks.csv)"),
     "cli.help.run.eval_batch_size": (

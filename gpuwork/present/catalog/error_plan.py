@@ -81,6 +81,16 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "comm_overlap='{value:raw}' задаёт, когда DDP и ZeRO-1/2 сводят градиенты; sharding='{sharding:raw}' "
         "собирает и сводит блок за блоком с упреждением за вычислениями: оставьте comm_overlap='default' или "
         "выберите sharding 'ddp', 'zero1' или 'zero2'"),
+    "error.plan.out_of_place_optimizer": (
+        "optimizer_impl='out-of-place' is a hand-written AdamW loop; optimizer='{optimizer:raw}' has none: use "
+        "optimizer='adamw' or another optimizer_impl",
+        "optimizer_impl='out-of-place' — это написанный вручную цикл AdamW; для optimizer='{optimizer:raw}' такого "
+        "нет: выберите optimizer='adamw' или другой optimizer_impl"),
+    "error.plan.out_of_place_trial": (
+        "optimizer_impl='out-of-place' is your own AdamW code, which no torch.optim setting runs: a trial cannot "
+        "measure it; use 'foreach', 'fused' or 'for-loop' for the trial",
+        "optimizer_impl='out-of-place' — ваш собственный код AdamW, его не запускает ни одна настройка torch.optim: "
+        "пробный прогон не может его измерить; для пробного прогона выберите 'foreach', 'fused' или 'for-loop'"),
     "error.plan.offload_params": (
         "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",
