@@ -40,7 +40,8 @@ def test_eager_row_is_slower_than_its_compiled_twin():
 def test_held_out_torchtitan_rows_without_compile_are_re_read_eager():
     doc = json.loads((Path(gpuwork.__file__).parent / "facts/data/time_heldout.json").read_text(encoding="utf-8"))
     eager_sources = {"crusoecloud-torchtitan": 8, "aws-awsome-distributed-training-torchtitan": 1,
-                     "github-adiv413-distributed-pretraining-llm": 3, "github-titan-tritonbench-notes-8xh200": 1}
+                     "github-adiv413-distributed-pretraining-llm": 3, "github-titan-tritonbench-notes-8xh200": 1,
+                     "github-nebius-h200-multinode-poc": 4}
     found = dict.fromkeys(eager_sources, 0)
     for case in (c for s in doc["sets"] for c in s["cases"] if c["source_id"] in eager_sources):
         assert case["plan"]["stack"] == "framework"  # as recorded, untouched
