@@ -326,34 +326,58 @@ _SELECTIVE_OP = ("Selective op activation checkpointing (saves matmul and SDPA o
                  "every second matmul): between none and full; plan has full per-layer checkpointing on.")
 
 
+# torchtitan's rows without torch.compile ran its model code op by op: RMSNorm as x.float(), pow, mean, rsqrt and
+# multiplies (norms.py, norm_type "rmsnorm"), RoPE through complex multiplies, SwiGLU as w2(F.silu(w1(x)) * w3(x))
+# and the loss over .float() logits; stack 'framework' prices these fused, 'hf-trainer' op by op (stacks.csv).
+_TITAN_EAGER = {"stack": Stack.HF_TRAINER}
+_TITAN_URL = "https://github.com/pytorch/torchtitan/blob/"
+_EAGER_2025 = ("Run without torch.compile: Table 1/3 row 'FSDP' against 'FSDP + torch.compile' (" + _TITAN_URL +
+               "d4c86e3758a84cf23e2e879ab3c995cba9d5e410/docs/performance.md); the config it names has 'compile = "
+               "false' and 'norm_type = \"rmsnorm\"' (" + _TITAN_URL + "9dec370ad26b5f8e9a7333a0e36165018262644b/"
+               "train_configs/llama3_8b.toml), torchtitan's Python RMSNorm ('output = self._norm(x.float())"
+               ".type_as(x)', torchtitan/models/norms.py at 9dec370): every element-wise op ran eager, so stack "
+               "hf-trainer (no HF Trainer involved; fixed-length rows).")
+_EAGER_2024 = ("Configs at the same commit: 'compile = false' (" + _TITAN_URL +
+               "157a12c562288b3bccb077003a97f18a4ca657aa/train_configs/{toml}); model code runs RoPE as complex "
+               "multiplies, 'self.w2(F.silu(self.w1(x)) * self.w3(x))' and 'self.output(h).float()' "
+               "(torchtitan/models/llama/model.py at 157a12c): stack hf-trainer (eager element-wise ops, no HF "
+               "Trainer involved; fixed-length rows).")
+_FUSED_NORM_2024 = (" Its norm_type is 'fused_rmsnorm' (torchtitan's Triton kernel), so only the norms ran fused: "
+                    "hf-trainer prices them op by op, an over-statement of this row's norm time.")
+_PY_NORM_2024 = " Its norm_type is 'rmsnorm' (torchtitan's Python RMSNorm, op by op)."
+
+
 def _torchtitan_cases() -> list[TimeCase]:
-    compile_note = ("torch.compile on: the plan has no separate 'framework + compile' stack, so this row's plan "
-                    "equals the FSDP row's.")
+    compile_note = "torch.compile on: stack framework (compiled element-wise kernels)."
     h100 = [
-        ("torchtitan Llama-3.1-8B FSDP 8xH100", H100_HBM2E_96GB.gpu_id, {}, 5762, ""),
+        ("torchtitan Llama-3.1-8B FSDP 8xH100", H100_HBM2E_96GB.gpu_id, _TITAN_EAGER, 5762, _EAGER_2025),
         ("torchtitan Llama-3.1-8B FSDP+compile 8xH100", H100_HBM2E_96GB.gpu_id, {}, 6667, compile_note),
-        ("torchtitan Llama-3.1-8B FSDP 128xH100", H100_HBM2E_96GB.gpu_id, {"gpus": 128}, 5605, ""),
+        ("torchtitan Llama-3.1-8B FSDP 128xH100", H100_HBM2E_96GB.gpu_id, {"gpus": 128, **_TITAN_EAGER}, 5605,
+         _EAGER_2025),
         ("torchtitan Llama-3.1-8B FSDP+compile 128xH100", H100_HBM2E_96GB.gpu_id, {"gpus": 128}, 6514, compile_note),
     ]
     out = _cases(_TITAN_PLAN, h100, metric="tokens_per_s_per_gpu", source=_TITAN_2025, source_id="torchtitan",
                  notes="1D FSDP2, local batch size 2, seq_len 8192 (config), C4 pre-training, bf16 params with fp32 "
                        "reduce and fp32 master weights, AdamW foreach, no Float8 in these rows. TPS/GPU read at "
                        "iteration 90. GPUs: H100 96 GB HBM2e at 500 W (see H100_HBM2E_96GB). " + _SELECTIVE_OP)
+    eager_8b = _EAGER_2024.format(toml="llama3_8b.toml") + _FUSED_NORM_2024
     a100 = [
         ("torchtitan Llama-3-8B FSDP 64xA100", "a100_80_sxm", {"batch_size": 1}, 2973,
          "Llama 3 8B row 'selective op' (MFU 58.2 %); Llama 3 and 3.1 8B have the same shapes and parameter "
-         "count (only RoPE scaling differs), so the llama-3.1-8b preset is used. " + _SELECTIVE_OP),
+         "count (only RoPE scaling differs), so the llama-3.1-8b preset is used. " + _SELECTIVE_OP + " " + eager_8b),
         ("torchtitan Llama-3-70B FSDP 64xA100", "a100_80_sxm", {"model": "llama-3.1-70b", "batch_size": 1}, 331,
          "Llama 3 70B row, full activation checkpointing (MFU 51.7 %); llama-3.1-70b preset, same shapes as "
-         "Llama 3 70B."),
+         "Llama 3 70B. " + _EAGER_2024.format(toml="llama3_70b.toml") + _PY_NORM_2024),
         ("torchtitan Llama-2-13B FSDP no AC 64xA100", "a100_80_sxm",
          {"model": "llama-2-13b", "seq_len": 4096, "grad_checkpointing": False}, 2162,
-         "Llama 2 13B row, batch size 2, no activation checkpointing (MFU 61.1 %); seq_len 4096 (config)."),
+         "Llama 2 13B row, batch size 2, no activation checkpointing (MFU 61.1 %); seq_len 4096 (config). "
+         + _EAGER_2024.format(toml="llama2_13b.toml") + _FUSED_NORM_2024),
         ("torchtitan Llama-2-70B FSDP 64xA100", "a100_80_sxm", {"model": "llama-2-70b", "seq_len": 4096}, 353,
-         "Llama 2 70B row, batch size 2, full activation checkpointing (MFU 50.5 %); seq_len 4096 (config)."),
+         "Llama 2 70B row, batch size 2, full activation checkpointing (MFU 50.5 %); seq_len 4096 (config). "
+         + _EAGER_2024.format(toml="llama2_70b.toml") + _PY_NORM_2024),
     ]
-    out += _cases(_TITAN_PLAN.replace(gpus=64), a100, metric="tokens_per_s_per_gpu", source=_TITAN_2024,
-                  source_id="torchtitan",
+    out += _cases(_TITAN_PLAN.replace(gpus=64, **_TITAN_EAGER), a100, metric="tokens_per_s_per_gpu",
+                  source=_TITAN_2024, source_id="torchtitan",
                   notes="FSDP2 (1D) on 64 A100 80GB (form factor not stated: SXM assumed), C4, bf16 params with "
                         "fp32 reduce, AdamW foreach=True, no compile; WPS is per GPU (the table's MFU matches "
                         "per-GPU tokens/s).")
