@@ -173,10 +173,13 @@ def _memory_heldout_section(sets: tuple[HeldoutSet, ...]) -> tuple[list[str], li
         again = (f" ({sum(1 for r in rows if r['reread'])} re-read: "
                  f"{statistics.median(abs(r['reread_error']) for r in rows):.1%})"
                  if any(r["reread"] for r in rows) else "")
+        left = (f" (and {len(held.left_out)} left out before the predictions, each with its reason in the held-out "
+                f"file)" if held.left_out else "")
         lines += [f"Model frozen at {_short(held.frozen_commit)}; predictions committed at "
                   f"{_short(held.predictions_commit)}; sources and quoted rows: "
                   f"[memory_heldout_sources_{number}.md](memory_heldout_sources_{number}.md). "
-                  f"**{len(rows)} cases: frozen predictions median |error| {statistics.median(errors):.1%}, "
+                  f"**{len(rows)} case{'s' if len(rows) != 1 else ''}{left}: frozen predictions median |error| "
+                  f"{statistics.median(errors):.1%}, "
                   f"90th percentile {_quantile(errors, 0.9):.1%}**; today's model "
                   f"{statistics.median(abs(r['error']) for r in rows):.1%}{again}.", "",
                   "| case | metric | measured GiB | frozen prediction GiB | frozen error | today's error | source |",
