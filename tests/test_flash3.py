@@ -109,7 +109,7 @@ def test_cudnn_on_a_gpu_without_it_is_one_clear_error() -> None:
     estimate_time(plan, "a100_80_sxm")  # compute capability 8.0: no error
 
 
-@pytest.mark.parametrize("attention", ["flash3", "cudnn"])
+@pytest.mark.parametrize("attention", ["flash3", "cudnn", "flash4"])
 def test_fused_kernels_store_what_flash_stores(attention: str) -> None:
     for extra in ({}, {"method": Method.FULL, "grad_checkpointing": False}, {"precision": "fp32"}):
         fa2 = estimate_memory(TrainPlan(**{**PLAN, **extra}, attention="flash"))
@@ -146,15 +146,16 @@ def test_configs_naming_flash_attention_3_read_as_flash3(tmp_path: Path, value: 
     assert import_configs([changed]).plan().attention is Attention.FLASH3
 
 
-def test_the_sizing_dropdown_offers_flash3_in_both_languages() -> None:
+@pytest.mark.parametrize("attention", [Attention.FLASH3, Attention.CUDNN, Attention.FLASH4])
+def test_the_sizing_dropdown_offers_each_kernel_in_both_languages(attention: Attention) -> None:
     from gpuwork.ui.sizing import SizingForm
 
     form = SizingForm({"model": "llama-3.2-1b", "method": "lora", "seq_len": 2048})
     for lang in ("en", "ru"):
         form.set_lang(lang)
-        assert {"flash3", "cudnn"} <= set(form.controls["attention"].options)
-    form.controls["attention"].value = "flash3"
-    assert form.plan.attention is Attention.FLASH3 and form.error in (None, "")
+        assert attention.value in set(form.controls["attention"].options)
+    form.controls["attention"].value = attention.value
+    assert form.plan.attention is attention and form.error in (None, "")
 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])

@@ -24,7 +24,7 @@ from gpuwork.measure.cpu_rates import cpu_plan
 from gpuwork.message import msg
 from gpuwork.plan import Attention, Method, TrainPlan
 from gpuwork.present.messages import render
-from gpuwork.sizing import estimate_memory, estimate_time
+from gpuwork.sizing import estimate_time
 
 PLAN = dict(model="llama-3.1-8b", method=Method.LORA, seq_len=8192, batch_size=1, grad_checkpointing=True)
 
@@ -82,11 +82,7 @@ def test_flash4_off_its_gpus_is_one_clear_error_in_both_languages(gpu_id: str, c
         estimate_time(plan, ok)
 
 
-def test_flash4_stores_what_flash_stores() -> None:
-    for extra in ({}, {"method": Method.FULL, "grad_checkpointing": False}, {"precision": "fp32"}):
-        fa2 = estimate_memory(TrainPlan(**{**PLAN, **extra}, attention="flash"))
-        fa4 = estimate_memory(TrainPlan(**{**PLAN, **extra}, attention="flash4"))
-        assert fa4.device_total_bytes == fa2.device_total_bytes and fa4.breakdown == fa2.breakdown
+# its memory and the sizing dropdown: tests/test_flash3.py, with flash3 and cudnn
 
 
 def test_the_cpu_trial_runs_sdpa_and_lists_the_substitution() -> None:
@@ -120,17 +116,6 @@ def test_a_trial_that_ran_flash_attention_4_is_read_back_as_flash4() -> None:
     record = SimpleNamespace(plan=TrainPlan(**PLAN, attention="sdpa"), world_size=1,
                              protocol=SimpleNamespace(attention_used="flash_attention_4"))
     assert _plan_as_run(record, None).attention is Attention.FLASH4
-
-
-def test_the_sizing_dropdown_offers_flash4_in_both_languages() -> None:
-    from gpuwork.ui.sizing import SizingForm
-
-    form = SizingForm({"model": "llama-3.2-1b", "method": "lora", "seq_len": 2048})
-    for lang in ("en", "ru"):
-        form.set_lang(lang)
-        assert "flash4" in set(form.controls["attention"].options)
-    form.controls["attention"].value = "flash4"
-    assert form.plan.attention is Attention.FLASH4 and form.error in (None, "")
 
 
 @pytest.mark.parametrize("lang", ["en", "ru"])
