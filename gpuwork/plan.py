@@ -83,6 +83,17 @@ class Attention(StrEnum):
         the output and logsumexp, no s x s matrix."""
         return self in (Attention.FLASH, Attention.FLASH3, Attention.FLASH4, Attention.CUDNN)
 
+    @property
+    def capability_majors(self) -> frozenset[int] | None:
+        """The NVIDIA compute capability majors the kernel builds for (None: any GPU): FlashAttention-3 Hopper only
+        (flash-attention README: H100 / H800), FlashAttention-4 9.x-11.x (flash_attn/cute/interface.py asserts it),
+        cuDNN's SDPA 8.0 and newer (cuDNN docs); docs/kernels.md."""
+        return _CAPABILITY_MAJORS.get(self)
+
+
+_CAPABILITY_MAJORS = {Attention.FLASH3: frozenset({9}), Attention.FLASH4: frozenset({9, 10, 11}),
+                      Attention.CUDNN: frozenset(range(8, 100))}
+
 
 class OptimizerImpl(StrEnum):
     """How torch runs the optimizer update (torch.optim ``foreach=`` / ``fused=``)."""

@@ -689,27 +689,25 @@ def _attention(attention: Attention, device: torch.device, compute: torch.dtype,
         substitutions.append(msg("trial.sub.cudnn"))
         return "sdpa"
     version = {Attention.FLASH3: 3, Attention.FLASH4: 4}.get(attention, 2)
+    majors = attention.capability_majors
     reason = None  # why flash-attention cannot run: the last part of trial.flash.<reason>
     if device.type != "cuda":
         reason = "no_cuda"
     elif compute == torch.float32:
         reason = "fp32"
-    elif version == 3 and torch.cuda.get_device_capability(device)[0] != 9:
-        reason = "not_hopper"  # FlashAttention-3 builds for sm90 only
-    elif version == 4 and torch.cuda.get_device_capability(device)[0] not in (9, 10, 11):
-        reason = "not_fa4_gpu"  # flash_attn/cute/interface.py: compute capability 9.x, 10.x, 11.x
+    elif majors is not None and torch.cuda.get_device_capability(device)[0] not in majors:
+        reason = "not_hopper" if version == 3 else "not_fa4_gpu"
     else:
         try:
             from transformers import utils
 
-            check = {2: "is_flash_attn_2_available", 3: "is_flash_attn_3_available", 4: "is_flash_attn_4_available"}
-            if not getattr(utils, check[version])():
+            if not getattr(utils, f"is_flash_attn_{version}_available")():
                 reason = {2: "not_installed", 3: "fa3_not_installed", 4: "fa4_not_installed"}[version]
         except (ImportError, AttributeError):  # a transformers without the check
             reason = "cannot_check"
     if reason:
-        substitutions.append(msg("trial.sub.flash3" if version == 3 else "trial.sub.flash4" if version == 4
-                                 else "trial.sub.flash", reason=reason))
+        substitutions.append(msg({3: "trial.sub.flash3", 4: "trial.sub.flash4"}.get(version, "trial.sub.flash"),
+                                 reason=reason))
         return "sdpa"
     return f"flash_attention_{version}"
 
