@@ -64,7 +64,7 @@ def test_a_price_follows_every_fact_it_reads():
     ampere_die = dataclasses.replace(gpu, architecture="Ampere GA100")
     on_ga100 = price_ops(ops, ampere_die, device, rates, profile)
     memory_launches = sum(o.launches * o.count for o in ops if o.kind.value == "memory")
-    extra_us = memory_kernel_t0_us(ampere_die, rates)[0] - memory_kernel_t0_us(gpu, rates)[0]  # 8.33 - 4.94 us
+    extra_us = memory_kernel_t0_us(ampere_die, rates)[0] - memory_kernel_t0_us(gpu, rates)[0]  # 2.58 - 2.41 us
     assert on_ga100.by_kind["memory"] - hopper.by_kind["memory"] == pytest.approx(memory_launches * extra_us * 1e-6)
     # a slower host: the launch-bound step costs more, with the same GPU time
     slow_host = dataclasses.replace(rates, kernels={**rates.kernels, "launch_overhead_eager_us": 20.0})

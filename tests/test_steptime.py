@@ -355,7 +355,10 @@ def test_the_expert_loop_prices_its_host_waits_and_costs_more_than_fused_tensors
     loop_ops = _ops(plan, stack_kernels(profile, "loop"))
     sync = next(o for o in loop_ops if o.host_sync and o.phase is Phase.FORWARD)
     host_s = rates.kernel("launch_overhead_eager_us") * 1e-6
-    gpu_s = sync.bytes / device.mem_bw_bytes_s + sync.launches * memory_kernel_t0_us(gpu, rates)[0] * 1e-6
+    t0_us, cold_us = memory_kernel_t0_us(gpu, rates)[0], memory_kernel_t0_us(gpu, rates, "cold")[0]
+    assert (t0_us, cold_us) == (2.58, 8.33)  # A100: back to back, and a single launch into an idle GPU
+    # its kernels back to back, and the kernel after the sync starts cold: 8.33 - 2.58 us more, once
+    gpu_s = sync.bytes / device.mem_bw_bytes_s + (sync.launches * t0_us + cold_us - t0_us) * 1e-6
     # its own dispatch, its GPU time and the next kernel's dispatch, one after another
     assert price_ops((sync,), gpu, device, rates, profile).total_s == pytest.approx(
         sync.count * (gpu_s + sync.launches * host_s + host_s))

@@ -11,7 +11,8 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   peak for the GPU family [K4][R5], by sequence length, head dim and mask where the family has measured curves
   (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
-  (docs/kernels.md, [K12a]-[K12e]).
+  (docs/kernels.md, [K12a]-[K12f]); t0 of kernels launched back to back, as the host queues a step's kernels
+  ahead of the GPU (where the host sets the pace, max(GPU, host) below charges it).
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
   replay [K2]); in eager mode it depends on the phase: forward and recompute ops run from Python and
   autograd records them, the backward's kernels are called from C++ by the autograd engine, the optimizer
@@ -19,7 +20,8 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   host only sets the pace when a kernel finishes faster than the next one can be dispatched. On a CPU
   (``DeviceRates.synchronous``) the dispatch runs on the same thread as the kernel and adds to it. An
   op that makes the host wait for the GPU (``Op.host_sync``, e.g. ``torch.nonzero``) drains the queue:
-  its dispatch, its GPU time and the dispatch of the kernel after it follow one another.
+  its dispatch, its GPU time and the dispatch of the kernel after it follow one another, and that kernel
+  starts on an idle GPU (the single-launch t0 instead of the back-to-back one, charged to the sync).
 
 The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
 time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
@@ -205,23 +207,26 @@ def _gemm_op_seconds(m: int, n: int, flops: float, launches: int, backward: bool
     return seconds
 
 
-def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
+def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates, timing: str = "batch") -> tuple[float, str]:
     """Fixed time of one memory-bound kernel on this GPU (start, ramp and tail; docs/kernels.md), and its key.
 
-    Measured per die (kernels.csv ``membw_t0_us_<die>``, the die being the last word of gpus.csv
-    ``architecture``: ga100, gh100, gb100, gb202); a die with no measurement takes ``membw_t0_us``.
+    ``timing`` "batch": launched back to back from a queue the host keeps ahead (a step's kernels), kernels.csv
+    ``membw_t0_batch_us_<die>``; "cold": a single launch into an idle GPU (the kernel after a host sync),
+    ``membw_t0_us_<die>``. Measured per die (the last word of gpus.csv ``architecture``); a die with no
+    measurement of that timing takes the median of the measured dies (``membw_t0_batch_us`` / ``membw_t0_us``).
     """
+    base = "membw_t0_batch_us" if timing == "batch" else "membw_t0_us"
     die = gpu.architecture.split()[-1].lower() if gpu.architecture else ""
-    key = f"membw_t0_us_{die}"
+    key = f"{base}_{die}"
     if key in rates.kernels:
         return rates.kernels[key], key
-    return rates.kernel("membw_t0_us"), "membw_t0_us"
+    return rates.kernel(base), base
 
 
 def memory_kernel_s(bytes_moved: float, launches: int, bw_bytes_s: float, t0_s: float) -> float:
     """Seconds of a chain of memory-bound kernels: each pays t0, the bytes stream at the large-array bandwidth.
 
-    Worked example (A100-SXM4-80GB, t0 8.33 us, 1610 GB/s): one kernel moving 33.5 MB takes
+    Worked example (A100-SXM4-80GB, single-launch t0 8.33 us, 1610 GB/s): one kernel moving 33.5 MB takes
     8.33 + 20.84 = 29.2 us; nvbench measured 31.2-31.7 us (docs/kernels.md).
     """
     return launches * t0_s + bytes_moved / bw_bytes_s
@@ -273,7 +278,8 @@ class _PriceFacts(NamedTuple):
 
     host_s: tuple[float, ...]  # host dispatch per kernel, per Phase in declaration order
     floor_s: float  # per-kernel floor of back-to-back launches (0 on a synchronous device)
-    t0_s: float  # fixed time of a memory-bound kernel (0 on a synchronous device)
+    t0_s: float  # fixed time of a memory-bound kernel launched back to back (0 on a synchronous device)
+    t0_cold_s: float  # the same after a host sync: the next kernel starts on an idle GPU
     bw: float  # achievable memory bandwidth, bytes/s
     synchronous: bool
     matmul: tuple[tuple[str, float], ...]  # dtype -> achievable matmul FLOP/s
@@ -301,6 +307,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
     else:
         host_s = tuple(rates.kernel(_EAGER_HOST_KEYS[phase]) * 1e-6 for phase in _PHASES)
     t0_us, t0_key = memory_kernel_t0_us(gpu, rates)
+    t0_cold_us = memory_kernel_t0_us(gpu, rates, "cold")[0]
     family = attention_family(gpu, rates)
     fwd_key, bwd_key = f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}"
     basis, kernel_basis = device.basis, rates.kernel_basis
@@ -308,6 +315,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         host_s,
         0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
         0.0 if synchronous else t0_us * 1e-6,
+        0.0 if synchronous else t0_cold_us * 1e-6,
         device.mem_bw_bytes_s,
         synchronous,
         tuple(device.matmul_flops.items()),
@@ -446,6 +454,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     host_of = dict(zip(_PHASE_VALUES, facts.host_s, strict=True))
     floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
         facts.synchronous
+    cold_extra_s = facts.t0_cold_s - t0_s  # the kernel after a host sync starts cold, not back to back
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
@@ -485,6 +494,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
             if synchronous:
                 one = gpu_s + host_s
             elif host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
+                gpu_s += cold_extra_s / efficiency  # and the next kernel starts on an idle GPU
                 one = gpu_s + host_s + host_s_per_launch / efficiency
             else:
                 one = gpu_s if gpu_s >= host_s else host_s

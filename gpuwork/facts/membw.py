@@ -2,8 +2,10 @@
 
 They are the evidence for the step model's memory-bound kernel, t = t0 + bytes / bw
 (``gpuwork.estimate.steptime.memory_kernel_s``): bw is the GPU's large-array bandwidth (rates.csv
-``mem_bw_gbs``), t0 the fixed time of one kernel on its die (kernels.csv ``membw_t0_us_<die>``), derived from
-the smallest rows here by the rule in ``derive_t0_us``. docs/kernels.md tabulates every row against the model.
+``mem_bw_gbs``), t0 the fixed time of one kernel on its die, derived from the smallest rows here by the rule in
+``derive_t0_us``: kernels.csv ``membw_t0_batch_us_<die>`` from back-to-back launches (a step's kernels, queued ahead
+by the host) and ``membw_t0_us_<die>`` from single launches (a kernel after a host sync). docs/kernels.md tabulates
+every row against the model.
 """
 
 from __future__ import annotations
@@ -70,12 +72,13 @@ def load_membw_measurements(folder: str | Path | None = None) -> tuple[MembwRow,
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-def derive_t0_us(rows: tuple[MembwRow, ...], rates: Rates) -> dict[str, float]:
-    """t0 per die by the rule of rates_sources.md: the mean over its covered single-launch rows of the smallest size
-    of (time - bytes / mem_bw_gbs). The larger rows are left to test the model."""
+def derive_t0_us(rows: tuple[MembwRow, ...], rates: Rates, timing: str = "cold") -> dict[str, float]:
+    """t0 per die by the rule of rates_sources.md: the mean over its covered rows of this ``timing`` and of the
+    smallest size of (time - bytes / mem_bw_gbs). The larger rows are left to test the model. Dies without a
+    covered row of this timing are absent."""
     t0: dict[str, float] = {}
-    for die in sorted({r.die for r in rows}):
-        mine = [r for r in rows if r.die == die and r.covered and r.timing == "cold"]
+    for die in sorted({r.die for r in rows if r.covered and r.timing == timing}):
+        mine = [r for r in rows if r.die == die and r.covered and r.timing == timing]
         smallest = min(r.elements for r in mine)
         t0[die] = statistics.mean(
             (r.time_s - r.bytes / rates.devices[r.gpu_id].mem_bw_bytes_s) * 1e6 for r in mine if r.elements == smallest)
