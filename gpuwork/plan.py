@@ -332,6 +332,9 @@ class TrainPlan:
     # masked-LM pre-training that runs its head only on the masked positions (max_predictions_per_seq of BERT's
     # scripts): positions per sequence, at most seq_len; None: on every position (transformers' BertForMaskedLM)
     mlm_predictions: int | None = None
+    # clip_grad_norm_ before each update (HF Trainer's max_grad_norm 1.0); False: the run never clips (torchtune's
+    # clip_grad_norm unset, max_grad_norm 0, a loop without the call). A step op (the time estimate); no memory
+    grad_clip: bool = True
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -351,7 +354,7 @@ class TrainPlan:
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
-                     "expandable_segments"):
+                     "expandable_segments", "grad_clip"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))

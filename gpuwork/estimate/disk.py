@@ -140,8 +140,8 @@ def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
 
 # Fields of a plan the optimizer states do not depend on: the batch shape and the run around the step.
 _NOT_STATES = ("seq_len", "batch_size", "grad_accum", "grad_checkpointing", "attention", "lengths",
-               "packed_document_tokens", "expandable_segments", "dataset_tokens", "dataset_bytes", "epochs", "eval_fraction",
-               "checkpoint_every_steps", "checkpoints_kept")
+               "packed_document_tokens", "expandable_segments", "grad_clip", "dataset_tokens", "dataset_bytes",
+               "epochs", "eval_fraction", "checkpoint_every_steps", "checkpoints_kept")
 
 
 _states_fields = operator.attrgetter(*(f.name for f in dataclasses.fields(TrainPlan) if f.name not in _NOT_STATES))

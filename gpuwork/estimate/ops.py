@@ -967,8 +967,8 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: in
         # GradScaler.unscale_: one foreach pass checks for inf/NaN and unscales every gradient (torch/amp)
         out.append(_mem("gradient unscale (fp16 loss scaling)", Phase.OPTIMIZER, n, 2 * g_b, lists + 2, 1,
                         kind=Kind.OPTIMIZER))
-    # clip_grad_norm_ (Trainer's max_grad_norm = 1.0): foreach norms, then scale every gradient
-    out.append(_mem("gradient clipping", Phase.OPTIMIZER, n, 3 * g_b, 2 * lists + 4, 1, kind=Kind.OPTIMIZER))
+    if plan.grad_clip:  # clip_grad_norm_ (Trainer's max_grad_norm = 1.0): foreach norms, then scale every gradient
+        out.append(_mem("gradient clipping", Phase.OPTIMIZER, n, 3 * g_b, 2 * lists + 4, 1, kind=Kind.OPTIMIZER))
     if plan.offload_optimizer:
         return out  # the update runs on the CPU (estimate.timing prices it)
     opt, impl = plan.optimizer, plan.optimizer_impl

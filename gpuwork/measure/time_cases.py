@@ -244,10 +244,14 @@ _TT_README = ("pytorch/torchtune README.md \"Memory and training speed\" @30b851
 _TT_FLAGS = ("pytorch/torchtune README.md \"Optimization flags\" @1814feb17a9038e1a8053ce93111bd26774a8db6 "
              "(2024-11-18); recipe configs recipes/configs/llama3_2/3B_*_single_device.yaml at the same commit")
 _TT_METRIC = ("torchtune recipes log tokens_per_second_per_gpu = tokens of rank 0's batches / step time "
-              "(recipes/*_finetune_*.py).")
+              "(recipes/*_finetune_*.py). No gradient clipping: none of the configs sets clip_grad_norm, and the "
+              "recipes read cfg.get(\"clip_grad_norm\", None) and clip only when it is set (grad_clip false; "
+              "corrected 2026-12-03, it was priced before).")
 _TT_PLAN = TrainPlan(model="llama-3.1-8b", method=Method.FULL, precision=Precision.BF16, seq_len=2048,
                      batch_size=2, grad_accum=1, grad_checkpointing=True, attention=Attention.SDPA,
-                     stack=Stack.TORCHTUNE, eval_fraction=0.0)
+                     stack=Stack.TORCHTUNE, eval_fraction=0.0,
+                     # no config sets clip_grad_norm; the recipes clip only when it is set (docs/grad_clip.md)
+                     grad_clip=False)
 _TT_LORA8 = {"method": "lora", "lora_r": 8, "lora_alpha": 16, "lora_targets": ("q_proj", "v_proj"),
              "optimizer_impl": "fused"}
 _TT_QLORA8 = {"method": "qlora", "lora_r": 8, "lora_alpha": 16, "optimizer_impl": "fused",
@@ -441,7 +445,9 @@ _ANSWERAI_PLAN = TrainPlan(model="llama-2-7b", method=Method.QLORA, precision=Pr
                            gpus=2, sharding=Sharding.FSDP, stack=Stack.HF_TRAINER, eval_fraction=0.0,
                            # train.py @7242daa: precision bf16 loads the model in bf16 (torch_dtype, compute_dtype =
                            # bf16, bf16) and never calls prepare_model_for_kbit_training: norms stay bf16
-                           kbit_upcast=False)
+                           kbit_upcast=False,
+                           # train.py @7242daa: apply_gradient_clipping defaults to False; the commands leave it
+                           grad_clip=False)
 _ANSWERAI_SAMPLES = 1024
 
 
@@ -489,7 +495,9 @@ def _answerai_cases() -> list[TimeCase]:
                          "first truncates the dataset to a multiple of batch x GA: under 1 % fewer samples, "
                          "ignored). Defaults: precision bf16 (pure), LoRA rank 64, alpha "
                          "16, dropout 0.1, targets q,k,v,gate,up,down, AdamW, SDPA, bitsandbytes NF4 with "
-                         "bf16 quant storage; custom FSDP loop (not HF Trainer) over HF models.", notes]),
+                         "bf16 quant storage; custom FSDP loop (not HF Trainer) over HF models. No gradient "
+                         "clipping: train.py's apply_gradient_clipping defaults to False and the benchmark commands "
+                         "do not set it (grad_clip false; corrected 2026-12-03, it was priced before).", notes]),
                      measured_time_s=float(time_s), samples=_ANSWERAI_SAMPLES, covers=_FROM_FIRST_STEP)
             for name, gpu_id, changes, time_s, notes in rows]
 

@@ -341,6 +341,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "shard_group_gpus": match.fitted_plan.shard_ranks if match.fitted_plan and match.sharding.hybrid else None,
         # when gradients are reduced (ddp / zero1 / zero2: TrainPlan.comm_overlap), as the times were priced
         "comm_overlap": (match.fitted_plan or f.plan).comm_overlap.value,
+        # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
+        "grad_clip": (match.fitted_plan or f.plan).grad_clip,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
         "mode": match.profile.mode.value if match.profile else None,
         "rental_break_even_s": match.rental.break_even_s if match.rental else None,

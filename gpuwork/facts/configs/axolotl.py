@@ -11,6 +11,7 @@ from gpuwork.facts.configs.base import (
     Reader,
     claim_attention,
     claim_fsdp_options,
+    claim_grad_clip,
     claim_lora,
     claim_model,
     claim_optimizer_or_default,
@@ -19,8 +20,9 @@ from gpuwork.facts.configs.base import (
     claim_stack,
     follow_deepspeed,
     lora_targets,
+    show,
 )
-from gpuwork.facts.configs.defaults import pinned
+from gpuwork.facts.configs.defaults import defaults_for, pinned
 from gpuwork.message import msg
 
 
@@ -91,6 +93,10 @@ def read(r: Reader, base: Path) -> None:
     claim_optimizer_or_default(r, "optimizer")
     _claim_axolotl_precision(r, full=adapter not in ("lora", "qlora"))
     claim_schedule(r, epochs_key="num_epochs")
+    # axolotl passes max_grad_norm to the Trainer only when set: unset, the Trainer's own default clips
+    norm, source = defaults_for("transformers.TrainingArguments").lookup("max_grad_norm")
+    trainer = msg("config.rule.framework_default", key="max_grad_norm", value=show(norm), source=source)
+    claim_grad_clip(r, "max_grad_norm", (norm, msg("config.rule.axolotl_max_grad_norm", default=trainer)))
     if r.has("saves_per_epoch"):
         r.note(msg("config.save_per_epoch", file=r.file, key="saves_per_epoch"))
     plugins = [str(p) for p in r.get("plugins") or ()]
@@ -158,7 +164,7 @@ IGNORED = frozenset("""
     wandb_name wandb_log_model lr_scheduler learning_rate train_on_inputs group_by_length tf32
     early_stopping_patience resume_from_checkpoint local_rank logging_steps warmup_ratio warmup_steps
     evals_per_epoch eval_steps eval_table_size weight_decay special_tokens tokens chat_template debug
-    hub_model_id hub_strategy seed max_grad_norm adam_beta1 adam_beta2 adam_epsilon loss_watchdog_threshold
+    hub_model_id hub_strategy seed adam_beta1 adam_beta2 adam_epsilon loss_watchdog_threshold
     loss_watchdog_patience dataset_processes shuffle_merged_datasets eval_max_new_tokens save_first_step
     save_safetensors saves_per_epoch gptq xformers_attention eager_attention s2_attention low_cpu_mem_usage
     gradient_checkpointing_kwargs plugins liger_rms_norm liger_glu_activation liger_fused_linear_cross_entropy

@@ -424,6 +424,17 @@ def claim_schedule(r: Reader, *, epochs_key: str) -> None:
         r.note(msg("config.keeps_every_checkpoint", file=r.file, source=rule))
 
 
+def claim_grad_clip(r: Reader, key: str, unset: Any = None) -> None:
+    """Whether the run clips gradients, from a max-norm ``key``: a positive norm clips, 0 does not (HF Trainer:
+    ``max_grad_norm > 0``). A key the file leaves out takes ``unset`` ((norm, rule)) where the framework passes
+    nothing on and another library's default applies, else the framework's own default."""
+    norm, rule = r.typed(key, "number")
+    if norm is None and unset is not None:
+        norm, rule = unset
+    if norm is not None:
+        (r.claim if rule is None else r.claim_default)("grad_clip", norm > 0, key, rule)
+
+
 def claim_stack(r: Reader, liger: bool, compile_: bool, unsloth: bool, keys: dict[str, str]) -> None:
     chosen = [name for name, on in (("unsloth", unsloth), ("hf-liger", liger), ("torch-compile", compile_)) if on]
     if not chosen:

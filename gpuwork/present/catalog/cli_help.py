@@ -122,6 +122,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "ddp / zero1 / zero2: когда сводятся градиенты: default (как в обычной библиотеке: PyTorch DDP — корзинами "
         "за обратным проходом, ZeRO — после него) | off (после обратного прохода) | on (корзинами за обратным "
         "проходом, сбор параметров ZeRO — за прямым)"),
+    "cli.help.run.grad_clip": (
+        "the run never clips gradients (max_grad_norm 0 or None, torchtune's clip_grad_norm unset, a loop without "
+        "clip_grad_norm_): the clipping pass is not priced",
+        "обучение не ограничивает норму градиента (max_grad_norm 0 или None, clip_grad_norm в torchtune не задан, "
+        "цикл без clip_grad_norm_): проход ограничения не учитывается во времени"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",

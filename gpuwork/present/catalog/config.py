@@ -85,6 +85,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
                               "`bf16: auto` принято за bf16 (его поддерживают все GPU каталога начиная с Ampere); "
                               "{rule}"),
     "config.rule.axolotl_pure": ("pure 16-bit, no autocast", "чистая 16-битная точность без autocast"),
+    "config.rule.axolotl_max_grad_norm": (
+        "axolotl passes max_grad_norm to the Trainer only when set (core/builders/base.py @067b021c), so the "
+        "Trainer's own applies: {default}",
+        "axolotl передаёт max_grad_norm в Trainer, только если он задан (core/builders/base.py @067b021c), "
+        "поэтому действует значение Trainer: {default}"),
     "config.rule.axolotl_kbit_upcast": (
         "axolotl runs prepare_model_for_kbit_training, then casts the norms and embeddings back to the load dtype: "
         "only the adapters stay fp32 (src/axolotl/loaders/model.py @2b66ee1)",

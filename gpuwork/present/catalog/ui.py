@@ -46,6 +46,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.sharding": ("Sharding", "Шардирование"),
     "ui.shard_group_gpus": ("GPUs per shard group", "GPU в группе шардирования"),
     "ui.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
+    "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.eval_batch_size": ("Eval batch", "Батч оценки"),
@@ -247,6 +248,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "по умолчанию — как в обычной библиотеке (корзины PyTorch DDP за обратным проходом, ZeRO — после него); "
         "после обратного прохода — всё сведение после него; с перекрытием — корзины за обратным проходом, сбор "
         "параметров ZeRO — за прямым"),
+    "ui.grad_clip_hint": (
+        "clip_grad_norm_ before each update (HF Trainer max_grad_norm 1.0, nanoGPT grad_clip 1.0); off: the run "
+        "never clips (torchtune without clip_grad_norm, max_grad_norm 0)",
+        "clip_grad_norm_ перед каждым обновлением (max_grad_norm 1.0 в HF Trainer); "
+        "выключено — обучение не ограничивает норму (torchtune без clip_grad_norm, max_grad_norm 0)"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),
     "ui.comm_overlap_off": ("after backward", "после обратного прохода"),
     "ui.comm_overlap_on": ("overlapped", "с перекрытием"),
