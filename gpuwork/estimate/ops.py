@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from gpuwork.estimate.adamw_passes import adamw_passes
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
+from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.rates import ATTENTION_KERNELS
@@ -878,7 +879,7 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         out.append(_mem("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
         return out
     out.append(_gemm("output layer", Phase.FORWARD, GemmShape(rows, vocab, h, mm, e, out_b, w_b), mb, trains=False))
-    loss_b = 4 if spec.task is Task.CAUSAL_LM else out_b
+    loss_b = 4 if spec.task is Task.CAUSAL_LM or step.eager_autocast else out_b  # autocast: cross_entropy in fp32
     if loss_b != out_b:
         out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
     out.append(_mem("log_softmax + nll", Phase.FORWARD, rows * vocab, 2 * loss_b, 2, mb))
@@ -890,16 +891,18 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     if trains:
         out.append(_gemm("output layer weight gradient", Phase.BACKWARD, GemmShape(h, vocab, rows, mm, e, w_b, out_b),
                          mb, trains=False))
+    hw = HeadWidths(e, step.widths.s_b, w_b, out_b, mm, step.eager_autocast, plan.precision.is_mixed and not fsdp_16bit_compute(plan))
+    out += [Op(r.name, Kind(r.kind), Phase(r.phase), *r[3:], backward=Backward.NONE) for r in mlm_head_rows(spec, rows, vocab, hw, trains, mb)]
     out += _norm_ops(step, "final norm backward", Phase.BACKWARD, mb)
     return out
 
 
 def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool, inputs: bool = True) -> list[Op]:
-    """Autocast's copies for the output layer: with ``inputs``, a causal LM's fp32 final-norm output (a classifier
+    """Autocast's copies for the output layer: with ``inputs``, an LM's fp32 final-norm output (a classifier
     reads its pooler's 16-bit one); an fp32 weight (masters, QLoRA's upcast head); backward casts gradients back."""
     plan, h, mb, s_b = step.plan, step.spec.hidden_size, step.plan.grad_accum, step.widths.s_b
     out: list[Op] = []
-    if inputs and s_b != 2 and step.spec.task is Task.CAUSAL_LM:
+    if inputs and s_b != 2 and step.spec.task is not Task.SEQ_CLS:
         out.append(_mem("output layer input cast (autocast)", Phase.FORWARD, rows * h, s_b + 2, 1, mb))
         out.append(_mem("output layer input gradient cast", Phase.BACKWARD, rows * h, 2 + s_b, 1, mb))
     if plan.kbit_upcast if plan.method is Method.QLORA else not plan.uses_adapters:
