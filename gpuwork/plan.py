@@ -180,6 +180,9 @@ class Sharding(StrEnum):
         return self in (Sharding.ZERO2, Sharding.ZERO3, Sharding.FSDP, Sharding.HSDP, Sharding.HSDP_ZERO2)
 
 
+# torch FSDP's shardings (FullyShardedDataParallel / fully_shard); ZeRO-3 is DeepSpeed's
+TORCH_FSDP_SHARDINGS = frozenset({Sharding.FSDP, Sharding.HSDP, Sharding.HSDP_ZERO2})
+
 # The default shard group of the hybrid shardings: the GPUs of one HGX/DGX-style node, whose NVLink fabric carries
 # the gathers and reduce-scatters (PyTorch HYBRID_SHARD: "FULL_SHARD within a node"); fewer GPUs are one group.
 HSDP_GROUP_GPUS = 8
@@ -200,6 +203,13 @@ class CommOverlap(StrEnum):
     DEFAULT = "default"  # each sharding as its usual library runs it: torch DDP buckets, DeepSpeed overlap_comm off
     OFF = "off"  # one collective after backward (and the gather after the step): Megatron-LM's default
     ON = "on"  # Megatron-LM --overlap-grad-reduce (+ --overlap-param-gather): buckets behind backward / forward
+
+
+class FsdpWrap(StrEnum):
+    """How torch FSDP splits the model into units (docs/communication.md 'One unit for the whole model')."""
+
+    BLOCKS = "blocks"  # one unit per decoder block plus the root (transformer auto-wrap: accelerate, torchtitan)
+    WHOLE = "whole"  # the root unit only: no auto-wrap policy, or one no block reaches (size-based, 100 M default)
 
 
 class Task(StrEnum):
@@ -237,6 +247,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "task": Task,
     "eval_keep": EvalKeep,
     "comm_overlap": CommOverlap,
+    "fsdp_wrap": FsdpWrap,
 }
 # Every number of a plan has a range with both ends (gpuwork.units.Range, the one range mechanism of plans, flags
 # and records). The upper ends are physical: beyond them a value is a typo, not a run (and the estimate would print
@@ -335,6 +346,8 @@ class TrainPlan:
     # clip_grad_norm_ before each update (HF Trainer's max_grad_norm 1.0); False: the run never clips (torchtune's
     # clip_grad_norm unset, max_grad_norm 0, a loop without the call). A step op (the time estimate); no memory
     grad_clip: bool = True
+    # torch FSDP's units (fsdp, hsdp, hsdp-zero2 only): one per block, or the whole model as the root unit
+    fsdp_wrap: FsdpWrap = FsdpWrap.BLOCKS
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -417,6 +430,14 @@ class TrainPlan:
         if self.comm_overlap is not CommOverlap.DEFAULT and self.sharding.per_unit:
             raise PlanError("comm_overlap", msg("error.plan.comm_overlap_sharding", value=self.comm_overlap.value,
                                                 sharding=self.sharding.value))
+        if self.fsdp_wrap is not FsdpWrap.BLOCKS and self.sharding not in TORCH_FSDP_SHARDINGS:
+            raise PlanError("fsdp_wrap", msg("error.plan.fsdp_wrap_sharding", value=self.fsdp_wrap.value,
+                                             sharding=self.sharding.value))
+
+    @property
+    def whole_fsdp_unit(self) -> bool:
+        """Torch FSDP with the whole model as its one (root) unit: gathered once, reduce-scattered once."""
+        return self.fsdp_wrap is FsdpWrap.WHOLE and self.sharding in TORCH_FSDP_SHARDINGS
 
     def _check_documents(self, tokens: int) -> None:
         """Per-document attention: packed rows, documents no longer than a row, a kernel that takes their
@@ -498,12 +519,15 @@ class TrainPlan:
         if self.comm_overlap is not CommOverlap.DEFAULT and "comm_overlap" not in changes \
                 and "sharding" in changes and _per_unit(changes["sharding"]):
             changes["comm_overlap"] = CommOverlap.DEFAULT  # a sweep into ZeRO-3 / FSDP: their own prefetch
+        if self.fsdp_wrap is not FsdpWrap.BLOCKS and "fsdp_wrap" not in changes and "sharding" in changes \
+                and not _torch_fsdp(changes["sharding"]):
+            changes["fsdp_wrap"] = FsdpWrap.BLOCKS  # a sweep out of torch FSDP: no units to wrap
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
         """The same run on one GPU: no sharding, nothing offloaded (what a single card must hold)."""
         return dataclasses.replace(self, gpus=1, sharding=Sharding.DDP, offload_optimizer=False,
-                                   offload_params=False)
+                                   offload_params=False, fsdp_wrap=FsdpWrap.BLOCKS)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict; enum values as strings, targets as a list."""
@@ -597,6 +621,14 @@ def _per_unit(sharding: Any) -> bool:
     """Whether a sharding value (member or text) gathers and reduces unit by unit (``Sharding.per_unit``)."""
     try:
         return Sharding(str(getattr(sharding, "value", sharding)).strip().lower()).per_unit
+    except ValueError:
+        return False  # the plan's own validation names the bad value
+
+
+def _torch_fsdp(sharding: Any) -> bool:
+    """Whether a sharding value (member or text) is one of torch FSDP's (``TORCH_FSDP_SHARDINGS``)."""
+    try:
+        return Sharding(str(getattr(sharding, "value", sharding)).strip().lower()) in TORCH_FSDP_SHARDINGS
     except ValueError:
         return False  # the plan's own validation names the bad value
 
@@ -718,9 +750,11 @@ __all__ = [
     "OPTIONAL_FIELDS",
     "PLAN_RANGES",
     "UPPER_BOUNDS",
+    "TORCH_FSDP_SHARDINGS",
     "UNSLOTH_STACKS",
     "Attention",
     "CommOverlap",
+    "FsdpWrap",
     "Method",
     "Optimizer",
     "OptimizerImpl",

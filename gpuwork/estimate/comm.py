@@ -113,7 +113,7 @@ class CommTraffic:
     gpus: int
     sharding: Sharding
     grad_accum: int
-    units: int  # FSDP / ZeRO-3 units (decoder blocks)
+    units: int  # FSDP / ZeRO-3 units (decoder blocks); 0: torch FSDP's root unit holds the whole model
     grad_bytes: float  # trainable gradients, whole model
     gathered_bytes: float  # every sharded weight in its compute dtype (ZeRO-3 / FSDP all-gathers them)
     params16_bytes: float  # trainable weights in 16-bit (ZeRO-1/2 all-gather after the step)
@@ -281,7 +281,8 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
     last_bwd_exposed += ar + (units - 1) * max(0.0, ar - max(bwd_unit, ag_bwd + rs)) + root_rs
     exposed = ga * fwd_exposed + (ga - 1) * bwd_exposed + last_bwd_exposed
     total = ga * (units * (ag + ag_bwd) + root_ag) + units * (rs + ar) + root_rs
-    return CommTime(total, exposed, busbw(facts, inside, ALL_GATHER, unit_params, group), unit_params)
+    size = unit_params if traffic.units else root_params  # one unit (fsdp_wrap 'whole'): the root's gather
+    return CommTime(total, exposed, busbw(facts, inside, ALL_GATHER, size, group), size)
 
 
 def _behind_backward(facts: CommFacts, fabric: Fabric, collective: str, traffic: CommTraffic, bucket_bytes: float,

@@ -66,6 +66,8 @@ def fsdp_kernels(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> tuple
     units = max(spec.num_layers, 1)
     root = c * (spec.params_embedding + spec.params_head + spec.params_other)
     blocks = units * _gathered_block_bytes(spec, plan, counts) + c * counts.adapter
+    if plan.whole_fsdp_unit:  # fsdp_wrap 'whole': the root unit is the whole model, gathered once a micro-batch
+        root, blocks, units = root + blocks, 0, 0
     gathers = 2 if plan.sharding.shards_params else 1  # hsdp-zero2 keeps the forward's gather for backward
     mb = plan.grad_accum
     gathered = root + gathers * blocks  # per micro-batch

@@ -35,7 +35,7 @@ from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
-from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs
+from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
 from gpuwork.estimate.model_states import (
     ModelStates,
@@ -663,6 +663,9 @@ def _gathered(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: int, tr
         block_grad = pb * (spec.params_block if trained_layers else counts.trainable // max(spec.num_layers, 1))
         root_grad = pb * (root if plan.method in (Method.FULL, Method.SCRATCH) else 0)
         block = _gathered_block_bytes(spec, plan, counts)
+        if plan.whole_fsdp_unit:  # one unit: the whole model and its gradients (memory_stacks.whole_unit_gathered)
+            return whole_unit_gathered(compute_bytes * (root + counts.adapter) + spec.num_layers * block,
+                                       pb * counts.trainable)
         gather["forward"] = gather["loss backward"] = compute_bytes * root + block
         gather["block backward"] = compute_bytes * root + 2 * block + block_grad
         gather["backward end"] = compute_bytes * root + root_grad
@@ -703,6 +706,8 @@ def _stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, grads: 
         return 0
     root = plan.precision.compute_bytes * (spec.params_embedding + spec.params_head + spec.params_other)
     block = _gathered_block_bytes(spec, plan, counts)
+    if plan.whole_fsdp_unit:  # fsdp_wrap 'whole': one all-gather output, the whole model
+        root, block = root + spec.num_layers * block + plan.precision.compute_bytes * counts.adapter, 0
     return max(root, block) + block + math.ceil(block / plan.shard_ranks) + grads
 
 

@@ -84,3 +84,13 @@ def kept_4bit_inputs(spec: ModelSpec, plan: TrainPlan, profile: StackProfile | N
         if any(lin.name in quant for lin in group) and not (lora_keeps_x and any(lin.name in lora for lin in group)):
             kept += x_bytes * elems
     return kept
+
+
+def whole_unit_gathered(params_bytes: int, grad_bytes: int) -> dict[str, int]:
+    """Gathered bytes per moment of the step when torch FSDP's root unit is the whole model (fsdp_wrap 'whole'):
+    the root is unsharded before forward and kept to the end of backward, and its unsharded gradient exists until
+    the post-backward hook reduce-scatters it after the whole backward (torch FSDP1 _runtime_utils.py
+    _pre_forward_unshard / _post_backward_hook; docs/communication.md 'One unit for the whole model'). The
+    gradients are counted whole from the first block's backward on: an upper bound on the gradients made so far."""
+    return {"forward": params_bytes, "loss backward": params_bytes, "block backward": params_bytes + grad_bytes,
+            "backward end": params_bytes + grad_bytes, "optimizer step": 0}

@@ -602,7 +602,8 @@ def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraff
     grad_bytes = 4 if plan.uses_adapters else plan.precision.param_bytes  # grads take the param dtype
     root_params, root_trained = _fsdp_root(plan, spec, counts)
     return CommTraffic(gpus=plan.gpus, sharding=plan.sharding, grad_accum=plan.grad_accum,
-                       units=max(spec.num_layers, 1), grad_bytes=counts.trainable * grad_bytes,
+                       units=0 if plan.whole_fsdp_unit else max(spec.num_layers, 1),
+                       grad_bytes=counts.trainable * grad_bytes,
                        gathered_bytes=counts.total * weight_bytes,
                        params16_bytes=counts.trainable * plan.precision.compute_bytes,
                        shard_group=plan.shard_group_gpus,
@@ -625,6 +626,8 @@ def _fsdp_root(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> tuple[i
     unit'); (0, 0) for DeepSpeed ZeRO-3 and the unsharded strategies, whose units are priced evenly."""
     if plan.sharding not in FSDP2_SHARDINGS:
         return 0, 0
+    if plan.whole_fsdp_unit:  # TrainPlan.fsdp_wrap 'whole': the root unit holds every parameter
+        return counts.total, counts.trainable
     params = spec.params_embedding + spec.params_head + spec.params_other
     if plan.uses_adapters:
         trained = counts.head_trainable

@@ -341,6 +341,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "shard_group_gpus": match.fitted_plan.shard_ranks if match.fitted_plan and match.sharding.hybrid else None,
         # when gradients are reduced (ddp / zero1 / zero2: TrainPlan.comm_overlap), as the times were priced
         "comm_overlap": (match.fitted_plan or f.plan).comm_overlap.value,
+        # torch FSDP's units: one per block or the whole model (TrainPlan.fsdp_wrap), as the estimate priced them
+        "fsdp_wrap": (match.fitted_plan or f.plan).fsdp_wrap.value,
         # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
         "grad_clip": (match.fitted_plan or f.plan).grad_clip,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,

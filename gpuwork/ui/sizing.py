@@ -41,9 +41,11 @@ from gpuwork.facts.catalog import GpuSpec, get_gpu, load_gpus
 from gpuwork.facts.model import get_spec, list_presets
 from gpuwork.message import Msg, msg
 from gpuwork.plan import (
+    TORCH_FSDP_SHARDINGS,
     Attention,
     CommOverlap,
     EvalKeep,
+    FsdpWrap,
     Method,
     Optimizer,
     Precision,
@@ -302,10 +304,16 @@ class SizingForm(common.Panel):
                                              style=WIDE, layout=lay),
                 "shard_group_gpus": NumberText(value=base.shard_group_gpus, style=WIDE, layout=lay),
                 "comm_overlap": widgets.Dropdown(options=self._overlap_options(), value=base.comm_overlap.value,
-                                                 style=WIDE, layout=lay)}
+                                                 style=WIDE, layout=lay),
+                # torch FSDP only: one unit per block or the whole model as one
+                "fsdp_wrap": widgets.Dropdown(options=self._wrap_options(), value=base.fsdp_wrap.value,
+                                              style=WIDE, layout=lay)}
 
     def _overlap_options(self) -> list[tuple[str, str]]:
         return [(ui(f"comm_overlap_{o.value}", self.lang), o.value) for o in CommOverlap]
+
+    def _wrap_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"fsdp_wrap_{w.value}", self.lang), w.value) for w in FsdpWrap]
 
     def _method_options(self) -> list[tuple[str, str]]:
         return [(ui("method_option", self.lang, value=m), m.value) for m in Method]
@@ -326,6 +334,7 @@ class SizingForm(common.Panel):
         self.controls["lora_targets"].placeholder = ui("lora_targets_hint", lang)
         self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
         self.controls["comm_overlap"].tooltip = ui("comm_overlap_hint", lang)
+        self.controls["fsdp_wrap"].tooltip = ui("fsdp_wrap_hint", lang)
         self.controls["grad_clip"].tooltip = ui("grad_clip_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
@@ -337,6 +346,7 @@ class SizingForm(common.Panel):
                                      (self.controls["method"], self._method_options()),
                                      (self.controls["eval_keep"], self._eval_keep_options()),
                                      (self.controls["comm_overlap"], self._overlap_options()),
+                                     (self.controls["fsdp_wrap"], self._wrap_options()),
                                      (self.gpu_select, self._gpu_options())):
                 value = control.value
                 control.options = options
@@ -451,6 +461,8 @@ class SizingForm(common.Panel):
             del out["shard_group_gpus"]
         if Sharding(str(out["sharding"])).per_unit:  # read for ddp / zero1 / zero2 only; hidden otherwise
             del out["comm_overlap"]
+        if Sharding(str(out["sharding"])) not in TORCH_FSDP_SHARDINGS:  # read for torch FSDP only; hidden otherwise
+            del out["fsdp_wrap"]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
@@ -605,6 +617,8 @@ class SizingForm(common.Panel):
             else "none"
         self.controls["comm_overlap"].layout.display = "none" if Sharding(self.controls["sharding"].value).per_unit \
             else None
+        self.controls["fsdp_wrap"].layout.display = None \
+            if Sharding(self.controls["sharding"].value) in TORCH_FSDP_SHARDINGS else "none"
         masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
         self.controls["mlm_predictions"].layout.display = None if masked else "none"
         self.controls["packed_document_tokens"].layout.display = None if is_packed(self.controls["lengths"].value) \
@@ -781,7 +795,7 @@ class SizingForm(common.Panel):
                                  c["grad_clip"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
-        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["dataset_tokens"], self.documents,
+        gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["fsdp_wrap"], c["dataset_tokens"], self.documents,
                              self.dataset_note, c["epochs"],
                              self.gpu_select])
         box = widgets.VBox([model, training, gpus, self.share], layout={"min_width": "400px"})

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.facts.configs.base import AUTOCAST, FSDP, Format, Reader, sharding_rule
+from gpuwork.facts.configs.base import AUTOCAST, FSDP, Format, Reader, claim_fsdp_wrap, sharding_rule
 from gpuwork.message import msg
 from gpuwork.plan import HSDP_GROUP_GPUS
 
@@ -71,6 +71,9 @@ def read(r: Reader, base: Path) -> None:
             if sharding is None:
                 raise PlanError("sharding", msg("error.config.fsdp_strategy", file=r.file, value=strategy))
         sharding, key = _hybrid(r, sharding, key, processes, machines)
+        # unset: the plugin's NO_WRAP (accelerate 1.16.0), but `accelerate config` always writes the key and the
+        # Trainer passes its own policy, so only a written value is claimed (docs/configs.md 'FSDP wrap policy')
+        claim_fsdp_wrap(r, config.get("fsdp_auto_wrap_policy"), "fsdp_config.fsdp_auto_wrap_policy", sharding)
         if config.get("fsdp_offload_params") in (True, "true"):
             r.claim("offload_params", sharding in ("fsdp", "hsdp"), "fsdp_config.fsdp_offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))

@@ -424,6 +424,19 @@ def claim_schedule(r: Reader, *, epochs_key: str) -> None:
         r.note(msg("config.keeps_every_checkpoint", file=r.file, source=rule))
 
 
+# accelerate's FSDP_AUTO_WRAP_POLICY names -> TrainPlan.fsdp_wrap; SIZE_BASED_WRAP is left unclaimed: whether a
+# block reaches min_num_params depends on the model (docs/configs.md 'FSDP wrap policy')
+_WRAP_POLICIES = {"TRANSFORMER_BASED_WRAP": "blocks", "NO_WRAP": "whole"}
+_TORCH_FSDP = ("fsdp", "hsdp", "hsdp-zero2")
+
+
+def claim_fsdp_wrap(r: Reader, policy: Any, key: str, sharding: str | None) -> None:
+    """TrainPlan.fsdp_wrap from an accelerate / Trainer auto-wrap policy name, for torch FSDP shardings only."""
+    wrap = _WRAP_POLICIES.get(str(policy).strip().upper()) if policy is not None else None
+    if wrap is not None and sharding in _TORCH_FSDP:
+        r.claim("fsdp_wrap", wrap, key, msg(f"config.rule.fsdp_wrap_{wrap}"))
+
+
 def claim_grad_clip(r: Reader, key: str, unset: Any = None) -> None:
     """Whether the run clips gradients, from a max-norm ``key``: a positive norm clips, 0 does not (HF Trainer:
     ``max_grad_norm > 0``). A key the file leaves out takes ``unset`` ((norm, rule)) where the framework passes
@@ -485,6 +498,13 @@ def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None, prep
         r.claim("sharding", "hsdp", key, sharding_rule("hsdp"))
     elif "full_shard" in options:
         r.claim("sharding", "fsdp", key)
+    if isinstance(config, dict):  # Trainer's fsdp_config (transformers 5.24.0: TRANSFORMER_BASED_WRAP when unset)
+        sharding = next((s for o, s in (("hybrid_shard_zero2", "hsdp-zero2"), ("shard_grad_op", "zero2"),
+                                        ("no_shard", "ddp"), ("hybrid_shard", "hsdp"), ("full_shard", "fsdp"))
+                         if o in options), None)
+        for name in ("auto_wrap_policy", "fsdp_auto_wrap_policy"):
+            if name in config:
+                claim_fsdp_wrap(r, config[name], f"fsdp_config.{name}", sharding)
     if "offload" in options:
         r.claim("offload_optimizer", True, key, msg("config.rule.fsdp_offload"))
         if "shard_grad_op" not in options and "hybrid_shard_zero2" not in options:  # weights stay whole

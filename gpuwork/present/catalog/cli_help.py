@@ -122,6 +122,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "ddp / zero1 / zero2: когда сводятся градиенты: default (как в обычной библиотеке: PyTorch DDP — корзинами "
         "за обратным проходом, ZeRO — после него) | off (после обратного прохода) | on (корзинами за обратным "
         "проходом, сбор параметров ZeRO — за прямым)"),
+    "cli.help.run.fsdp_wrap": (
+        "fsdp / hsdp / hsdp-zero2: torch FSDP's units: blocks (one per decoder block plus the root: a transformer "
+        "auto-wrap policy) | whole (the root only: auto_wrap_policy=None, NO_WRAP, or a size-based policy no "
+        "block reaches): the whole model gathered before forward, its gradients "
+        "reduce-scattered after backward",
+        "fsdp / hsdp / hsdp-zero2: блоки обёртки PyTorch FSDP: blocks (по одному на слой декодера и корневой: "
+        "политика обёртки по слоям трансформера) | whole (только корневой: без политики обёртки, NO_WRAP, или "
+        "политика по размеру, которой не достигает ни один слой): вся модель собирается до "
+        "прямого прохода, её градиенты сводятся после обратного"),
     "cli.help.run.grad_clip": (
         "the run never clips gradients (max_grad_norm 0 or None, torchtune's clip_grad_norm unset, a loop without "
         "clip_grad_norm_): the clipping pass is not priced",

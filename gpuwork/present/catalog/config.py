@@ -192,6 +192,16 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.rule.shard_group_replicas": (
         "GPUs over the replicas: num_processes / dp_replicate_size = {group} GPUs per shard group",
         "GPU на реплики: num_processes / dp_replicate_size = {group} GPU в группе шардирования"),
+    "config.rule.fsdp_wrap_blocks": (
+        "TRANSFORMER_BASED_WRAP: one FSDP unit per decoder block plus the root (the Trainer's default in "
+        "transformers 5.24.0)",
+        "TRANSFORMER_BASED_WRAP: по блоку FSDP на каждый слой декодера и корневой (по умолчанию в Trainer, "
+        "transformers 5.24.0)"),
+    "config.rule.fsdp_wrap_whole": (
+        "NO_WRAP: no auto-wrap policy, the whole model is one FSDP unit, gathered before forward and "
+        "reduce-scattered after backward (accelerate 1.16.0's plugin default when no policy is set)",
+        "NO_WRAP: без политики обёртки вся модель — один блок FSDP, собирается до прямого прохода и сводится после "
+        "обратного (так по умолчанию в плагине accelerate 1.16.0, если политика не задана)"),
     "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
                                  "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
     "config.rule.nvme": ("offload to NVMe, modelled as CPU offload", "выгрузка на NVMe, моделируется как выгрузка на CPU"),

@@ -91,6 +91,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "measure it; use 'foreach', 'fused' or 'for-loop' for the trial",
         "optimizer_impl='out-of-place' — ваш собственный код AdamW, его не запускает ни одна настройка torch.optim: "
         "пробный прогон не может его измерить; для пробного прогона выберите 'foreach', 'fused' или 'for-loop'"),
+    "error.plan.fsdp_wrap_sharding": (
+        "fsdp_wrap='{value:raw}' sets how torch FSDP splits the model into units; sharding='{sharding:raw}' is not "
+        "torch FSDP: leave fsdp_wrap at 'blocks' or use sharding 'fsdp', 'hsdp' or 'hsdp-zero2'",
+        "fsdp_wrap='{value:raw}' задаёт, как PyTorch FSDP делит модель на блоки обёртки; sharding='{sharding:raw}' "
+        "— не PyTorch FSDP: оставьте fsdp_wrap='blocks' или выберите sharding 'fsdp', 'hsdp' или 'hsdp-zero2'"),
     "error.plan.offload_params": (
         "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",

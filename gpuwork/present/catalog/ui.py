@@ -46,6 +46,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.sharding": ("Sharding", "Шардирование"),
     "ui.shard_group_gpus": ("GPUs per shard group", "GPU в группе шардирования"),
     "ui.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
+    "ui.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
@@ -253,6 +254,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "never clips (torchtune without clip_grad_norm, max_grad_norm 0)",
         "clip_grad_norm_ перед каждым обновлением (max_grad_norm 1.0 в HF Trainer); "
         "выключено — обучение не ограничивает норму (torchtune без clip_grad_norm, max_grad_norm 0)"),
+    "ui.fsdp_wrap_hint": (
+        "per block: a transformer auto-wrap policy (TRANSFORMER_BASED_WRAP, the Trainer's default); whole model: no "
+        "wrap policy (NO_WRAP, auto_wrap_policy=None) or a size-based one no block reaches: everything gathered "
+        "before forward, reduced after backward",
+        "по слоям — политика обёртки по слоям трансформера (TRANSFORMER_BASED_WRAP, по умолчанию в Trainer); вся "
+        "модель — без политики обёртки (NO_WRAP) или политика по размеру, которой не достигает ни один слой: всё "
+        "собирается до прямого прохода и сводится после обратного"),
+    "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
+    "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),
     "ui.comm_overlap_off": ("after backward", "после обратного прохода"),
     "ui.comm_overlap_on": ("overlapped", "с перекрытием"),

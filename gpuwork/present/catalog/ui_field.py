@@ -31,6 +31,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.mlm_predictions": ("Masked positions per sequence", "Маскированных позиций в последовательности"),
     "ui.field.packed_document_tokens": ("Packed document tokens", "Токенов в упакованном документе"),
     "ui.field.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
+    "ui.field.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.field.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
     "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
