@@ -161,3 +161,26 @@ def test_config_sizes_are_read_under_text_config_and_only_from_a_dict():
     with pytest.raises(ModelError) as info:
         check_config({"text_config": "not a dict"}, "empty")
     assert info.value.msg.code == "error.config.missing_fields"
+
+
+@pytest.mark.parametrize(("config", "kv_heads"), [
+    # Falcon-7B's layout: multi-query without the new decoder architecture runs one key/value head
+    ({"model_type": "falcon", "multi_query": True, "new_decoder_architecture": False}, 1),
+    # Falcon-40B's: the new decoder architecture runs num_kv_heads groups
+    ({"model_type": "falcon", "multi_query": True, "new_decoder_architecture": True, "num_kv_heads": 2}, 2),
+    ({"model_type": "falcon", "multi_query": False, "new_decoder_architecture": False}, 4),
+    ({"model_type": "gpt_bigcode", "multi_query": True, "n_embd": 64, "n_head": 4, "n_layer": 2}, 1),
+    ({"model_type": "gpt_bigcode", "multi_query": False, "n_embd": 64, "n_head": 4, "n_layer": 2}, 4),
+    ({"model_type": "llama", "num_key_value_heads": 2}, 2),
+])
+def test_key_value_heads_are_the_attention_modules_own(config, kv_heads):
+    # the count the model class runs, whatever the config class of the installed transformers maps (Falcon's maps
+    # multi_query to num_key_value_heads only from 5.25): the qkv projection's width agrees with it
+    sizes = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 128,
+             "intermediate_size": 128}
+    spec = build_spec({**sizes, **config}, "kv-heads")
+    assert spec.num_heads == 4 and spec.num_kv_heads == kv_heads
+    widths = {lin.short_name: lin.out_features for lin in spec.linears}
+    qkv = widths.get("query_key_value") or widths.get("c_attn")
+    if qkv is not None:
+        assert qkv == 64 + 2 * kv_heads * 16

@@ -445,6 +445,22 @@ def _final_norm(model: Any, blocks_prefix: str) -> int:
     return final_norm
 
 
+def _kv_heads(block: Any, config: Any, num_heads: int) -> int:
+    """Key/value heads as the block's attention module runs them. Multi-query families state them only through
+    ``multi_query`` (Falcon's ``num_kv_heads`` is 1 then, GPT-BigCode's ``kv_heads``), which config classes of
+    some transformers releases do not map to ``num_key_value_heads`` (Falcon's does from 5.25): the module's own
+    count gives one answer under every release."""
+    for module in block.modules():
+        for attr in ("num_kv_heads", "kv_heads", "num_key_value_heads"):
+            value = getattr(module, attr, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        groups = getattr(module, "num_key_value_groups", None)
+        if isinstance(groups, int) and not isinstance(groups, bool) and groups > 0 and num_heads % groups == 0:
+            return num_heads // groups
+    return int(getattr(config, "num_key_value_heads", None) or num_heads)
+
+
 def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
     blocks_prefix, blocks = find_blocks(model, config.num_hidden_layers)
     block_params = sum(p.numel() for p in blocks[0].parameters())
@@ -484,7 +500,7 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
         hidden_size=config.hidden_size,
         num_layers=config.num_hidden_layers,
         num_heads=num_heads,
-        num_kv_heads=getattr(config, "num_key_value_heads", None) or num_heads,
+        num_kv_heads=_kv_heads(blocks[0], config, num_heads),
         head_dim=head_dim,
         intermediate_size=int(getattr(config, "moe_intermediate_size", None) or intermediate),
         vocab_size=config.vocab_size,
