@@ -437,7 +437,7 @@ class TrainPlan:
     @property
     def whole_fsdp_unit(self) -> bool:
         """Torch FSDP with the whole model as its one (root) unit: gathered once, reduce-scattered once."""
-        return self.fsdp_wrap is FsdpWrap.WHOLE and self.sharding in TORCH_FSDP_SHARDINGS
+        return self.fsdp_wrap is FsdpWrap.WHOLE  # validation allows 'whole' with torch FSDP only
 
     def _check_documents(self, tokens: int) -> None:
         """Per-document attention: packed rows, documents no longer than a row, a kernel that takes their
@@ -617,20 +617,23 @@ def _coerce_targets(value: Any) -> tuple[str, ...]:
     return names
 
 
-def _per_unit(sharding: Any) -> bool:
-    """Whether a sharding value (member or text) gathers and reduces unit by unit (``Sharding.per_unit``)."""
+def _sharding(value: Any) -> Sharding | None:
+    """A sharding value (member or text) as its member; None for a bad one (the plan's own validation names it)."""
     try:
-        return Sharding(str(getattr(sharding, "value", sharding)).strip().lower()).per_unit
+        return Sharding(str(getattr(value, "value", value)).strip().lower())
     except ValueError:
-        return False  # the plan's own validation names the bad value
+        return None
+
+
+def _per_unit(sharding: Any) -> bool:
+    """Whether a sharding value gathers and reduces unit by unit (``Sharding.per_unit``)."""
+    member = _sharding(sharding)
+    return member is not None and member.per_unit
 
 
 def _torch_fsdp(sharding: Any) -> bool:
-    """Whether a sharding value (member or text) is one of torch FSDP's (``TORCH_FSDP_SHARDINGS``)."""
-    try:
-        return Sharding(str(getattr(sharding, "value", sharding)).strip().lower()) in TORCH_FSDP_SHARDINGS
-    except ValueError:
-        return False  # the plan's own validation names the bad value
+    """Whether a sharding value is one of torch FSDP's (``TORCH_FSDP_SHARDINGS``)."""
+    return _sharding(sharding) in TORCH_FSDP_SHARDINGS
 
 
 LENGTH_KINDS = ("fixed", "packed", "padded")

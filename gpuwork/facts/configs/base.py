@@ -18,7 +18,7 @@ from gpuwork.facts import reading
 from gpuwork.facts.configs.optimizers import optimizer_choice
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
-from gpuwork.plan import HSDP_GROUP_GPUS, TrainPlan, field_names
+from gpuwork.plan import HSDP_GROUP_GPUS, TORCH_FSDP_SHARDINGS, TrainPlan, field_names
 
 # When sharding is stated but no file says how many GPUs: one 8-GPU node, the common rental unit.
 DEFAULT_SHARDED_GPUS = 8
@@ -427,13 +427,12 @@ def claim_schedule(r: Reader, *, epochs_key: str) -> None:
 # accelerate's FSDP_AUTO_WRAP_POLICY names -> TrainPlan.fsdp_wrap; SIZE_BASED_WRAP is left unclaimed: whether a
 # block reaches min_num_params depends on the model (docs/configs.md 'FSDP wrap policy')
 _WRAP_POLICIES = {"TRANSFORMER_BASED_WRAP": "blocks", "NO_WRAP": "whole"}
-_TORCH_FSDP = ("fsdp", "hsdp", "hsdp-zero2")
 
 
 def claim_fsdp_wrap(r: Reader, policy: Any, key: str, sharding: str | None) -> None:
     """TrainPlan.fsdp_wrap from an accelerate / Trainer auto-wrap policy name, for torch FSDP shardings only."""
     wrap = _WRAP_POLICIES.get(str(policy).strip().upper()) if policy is not None else None
-    if wrap is not None and sharding in _TORCH_FSDP:
+    if wrap is not None and sharding in TORCH_FSDP_SHARDINGS:
         r.claim("fsdp_wrap", wrap, key, msg(f"config.rule.fsdp_wrap_{wrap}"))
 
 
@@ -468,6 +467,12 @@ def sharding_rule(sharding: str, group: int = HSDP_GROUP_GPUS) -> Msg | None:
     return None
 
 
+# the Trainer's fsdp option -> TrainPlan.sharding, the first present wins ("hybrid_shard" is inside
+# "hybrid_shard_zero2")
+_FSDP_OPTION_SHARDINGS = (("hybrid_shard_zero2", "hsdp-zero2"), ("shard_grad_op", "zero2"), ("no_shard", "ddp"),
+                          ("hybrid_shard", "hsdp"), ("full_shard", "fsdp"))
+
+
 def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None, prepare: str = "accelerate") -> None:
     """Trainer's ``fsdp`` option list ("full_shard auto_wrap offload") -> sharding and offload. transformers 5
     writes ``fsdp: true`` and the strategy in ``fsdp_config.reshard_after_forward``: a strategy name (FSDP1) or a
@@ -488,20 +493,10 @@ def claim_fsdp_options(r: Reader, value: Any, key: str, config: Any = None, prep
         return
     if not (isinstance(config, dict) and config.get("xla") in (True, "true")):  # XLA FSDP is not accelerate's
         r.claim(FSDP, prepare, key)
-    if "hybrid_shard_zero2" in options:  # the shard group: one node (torch's default for hybrid sharding)
-        r.claim("sharding", "hsdp-zero2", key, sharding_rule("hsdp-zero2"))
-    elif "shard_grad_op" in options:
-        r.claim("sharding", "zero2", key, msg("config.rule.shard_grad_op"))
-    elif "no_shard" in options:
-        r.claim("sharding", "ddp", key)
-    elif "hybrid_shard" in options:
-        r.claim("sharding", "hsdp", key, sharding_rule("hsdp"))
-    elif "full_shard" in options:
-        r.claim("sharding", "fsdp", key)
+    sharding = next((s for option, s in _FSDP_OPTION_SHARDINGS if option in options), None)
+    if sharding is not None:  # hybrid: the shard group is one node (torch's default for hybrid sharding)
+        r.claim("sharding", sharding, key, sharding_rule(sharding))
     if isinstance(config, dict):  # Trainer's fsdp_config (transformers 5.24.0: TRANSFORMER_BASED_WRAP when unset)
-        sharding = next((s for o, s in (("hybrid_shard_zero2", "hsdp-zero2"), ("shard_grad_op", "zero2"),
-                                        ("no_shard", "ddp"), ("hybrid_shard", "hsdp"), ("full_shard", "fsdp"))
-                         if o in options), None)
         for name in ("auto_wrap_policy", "fsdp_auto_wrap_policy"):
             if name in config:
                 claim_fsdp_wrap(r, config[name], f"fsdp_config.{name}", sharding)
