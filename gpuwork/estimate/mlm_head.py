@@ -10,33 +10,19 @@ Under autocast, ``layer_norm`` is an fp32 op (torch docs amp.rst, "CUDA Ops that
 activation's 16-bit output is cast to fp32 before the norm. Sources: docs/time_misses.md
 "Held-out 17: milabench-scaling-l40s".
 
-Pure: plain rows (``HeadRow``) that ``ops`` turns into its ``Op``; no import of ``ops`` (no cycle).
+Pure: ``Op``s (``estimate.op``, each backward its own row); no import of ``ops`` (no cycle).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.plan import Task
 
 TRANSFORM_SUFFIX = "transform.dense"  # cls.predictions.transform.dense (BERT, RoBERTa's lm_head.dense is not one)
 DECODER_SUFFIX = "predictions.decoder"
-
-
-class HeadRow(NamedTuple):
-    """One operation, in ``ops.Op``'s leading fields (its backward is its own row)."""
-
-    name: str
-    kind: str  # ops.Kind value
-    phase: str  # ops.Phase value
-    flops: float
-    bytes: float
-    launches: int
-    runs: int  # occurrences per step (ops.Op.count)
-    dtype: str
-    m: int
-    n: int
 
 
 class HeadWidths(NamedTuple):
@@ -52,18 +38,20 @@ class HeadWidths(NamedTuple):
     casts_weight: bool
 
 
-def _mem(name: str, phase: str, nbytes: float, launches: int, count: int) -> HeadRow:
-    return HeadRow(name, "memory", phase, 0.0, float(nbytes), launches, count, "bf16", 0, 0)
+def _mem(name: str, phase: Phase, nbytes: float, launches: int, count: int) -> Op:
+    return Op(name, Kind.MEMORY, phase, flops=0.0, bytes=float(nbytes), launches=launches, count=count,
+              backward=Backward.NONE)
 
 
-def _gemm(name: str, phase: str, m: int, n: int, k: int, nbytes: float, count: int, mm: str) -> HeadRow:
-    return HeadRow(name, "matmul", phase, 2.0 * m * n * k, float(nbytes), 1, count, mm, m, n)
+def _gemm(name: str, phase: Phase, m: int, n: int, k: int, nbytes: float, count: int, mm: str) -> Op:
+    return Op(name, Kind.MATMUL, phase, flops=2.0 * m * n * k, bytes=float(nbytes), launches=1, count=count,
+              dtype=mm, m=m, n=n, backward=Backward.NONE)
 
 
-def _transform_rows(h: int, rows: int, w: HeadWidths, trains: bool, count: int) -> list[HeadRow]:
+def _transform_rows(h: int, rows: int, w: HeadWidths, trains: bool, count: int) -> list[Op]:
     """dense (h x h, bias) -> activation (torch's native GELU kernel) -> [fp32 cast under autocast] -> LayerNorm."""
-    fwd, bwd, e = "forward", "backward", w.e
-    out: list[HeadRow] = []
+    fwd, bwd, e = Phase.FORWARD, Phase.BACKWARD, w.e
+    out: list[Op] = []
     in_b = w.s_b
     if w.autocast and w.s_b != e:  # the last block's fp32 LayerNorm output, cast for this linear
         out += [_mem("head transform input cast (autocast)", fwd, rows * h * (w.s_b + e), 1, count),
@@ -88,17 +76,17 @@ def _transform_rows(h: int, rows: int, w: HeadWidths, trains: bool, count: int) 
 
 
 def mlm_head_rows(spec: ModelSpec, rows: int, vocab: int, widths: HeadWidths, trains: bool,
-                  count: int) -> list[HeadRow]:
+                  count: int) -> list[Op]:
     """The masked-LM head's operations beyond its norm and projection, for ``rows`` predicted rows per micro-batch
     (``count`` micro-batches a step); none for a model whose spec lists no such head."""
     if spec.task is not Task.MASKED_LM:
         return []
     heads = [lin for lin in spec.linears if not lin.in_block]
-    out: list[HeadRow] = []
+    out: list[Op] = []
     for lin in heads:
         if lin.name.endswith(TRANSFORM_SUFFIX) and lin.in_features == lin.out_features == spec.hidden_size:
             out += _transform_rows(spec.hidden_size, rows, widths, trains, count)
     decoder_bias = any(lin.name.endswith(DECODER_SUFFIX) and lin.bias for lin in heads)
     if decoder_bias and trains:  # the per-token bias's gradient: a column sum of the logits' gradient
-        out.append(_mem("output layer bias gradient", "backward", rows * vocab * widths.out_b + vocab * 4, 1, count))
+        out.append(_mem("output layer bias gradient", Phase.BACKWARD, rows * vocab * widths.out_b + vocab * 4, 1, count))
     return out

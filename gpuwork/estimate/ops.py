@@ -36,6 +36,7 @@ from typing import NamedTuple
 from gpuwork.estimate.adamw_passes import adamw_passes
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
+from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.rates import ATTENTION_KERNELS
@@ -50,65 +51,11 @@ from gpuwork.facts.spec import (
 from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Task, TrainPlan
 
 
-class Kind(StrEnum):
-    MATMUL = "matmul"  # GEMMs: projections, MLP, output layer, adapters
-    ATTENTION = "attention"  # the attention kernels (flash / memory-efficient) or eager score matmuls
-    MEMORY = "memory"  # element-wise and reduction kernels: norms, activations, casts, loss, dequantisation
-    OPTIMIZER = "optimizer"  # clipping, accumulation and the update
-
-
 class MoeExperts(StrEnum):
     """How a MoE block runs its experts (stacks.csv ``moe_experts``, or the run's transformers version)."""
 
     FUSED = "fused"  # today's transformers / frameworks: fused expert tensors, one GEMM per expert and matrix
     LOOP = "loop"  # transformers 4.x MixtralSparseMoeBlock: a Python loop over nn.Linear experts
-
-
-class Backward(StrEnum):
-    """What a forward op costs again in the backward."""
-
-    ELEMENTWISE = "elementwise"  # the saved input and the incoming gradient read, the gradient written
-    INPUT_GRAD = "input-grad"  # a GEMM of a frozen (or 4-bit) weight: the input gradient only
-    BOTH_GRADS = "both-grads"  # a GEMM of a trained weight: input and weight gradients
-    FUSED_ATTENTION = "fused-attention"  # its own backward kernel: 5 matmuls for the forward's 2
-    REPEAT = "repeat"  # runs once more as it is (4-bit dequantisation for the input gradient)
-    GRAD_CAST = "grad-cast"  # an autocast weight copy: its backward converts the weight gradient
-    NONE = "none"
-
-
-class Phase(StrEnum):
-    FORWARD = "forward"
-    BACKWARD = "backward"
-    RECOMPUTE = "recompute"
-    OPTIMIZER = "optimizer"
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    """One operation of the step (a kernel or a short chain of kernels), per occurrence."""
-
-    name: str
-    kind: Kind
-    phase: Phase
-    flops: float  # executed FLOPs
-    bytes: float  # bytes read + written in device memory
-    launches: int  # kernels launched
-    count: int  # occurrences per optimizer step on one GPU (layers x micro-batches x ...)
-    dtype: str = "bf16"  # matmul dtype, for its rate: "bf16" | "fp16" | "fp32"
-    m: int = 0  # GEMM output rows (tokens) ...
-    n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
-    attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels (m = sequence length, n = head dim)
-    causal: bool = False  # a fused attention kernel with a causal mask
-    mem_efficient: bool = False  # SDPA's memory-efficient kernel instead of flash (an attention mask: no flash)
-    kernel: str = ""  # fused attention: its attention_curves.csv kernel ("": FlashAttention-2's rates)
-    backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
-    # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
-    backward_factor: float = 2.0
-    backward_launches: int = -1
-    bias_bytes: float = 0.0  # MATMUL with a trained bias: bytes of the output its gradient sums in the backward
-    # the host waits for the GPU here (a device-to-host copy): the queue drains, so this op's dispatch and the
-    # next kernel's are not hidden behind earlier GPU work
-    host_sync: bool = False
 
 
 @dataclass(frozen=True)
@@ -892,7 +839,7 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         out.append(_gemm("output layer weight gradient", Phase.BACKWARD, GemmShape(h, vocab, rows, mm, e, w_b, out_b),
                          mb, trains=False))
     hw = HeadWidths(e, step.widths.s_b, w_b, out_b, mm, step.eager_autocast, plan.precision.is_mixed and not fsdp_16bit_compute(plan))
-    out += [Op(r.name, Kind(r.kind), Phase(r.phase), *r[3:], backward=Backward.NONE) for r in mlm_head_rows(spec, rows, vocab, hw, trains, mb)]
+    out += mlm_head_rows(spec, rows, vocab, hw, trains, mb)
     out += _norm_ops(step, "final norm backward", Phase.BACKWARD, mb)
     return out
 

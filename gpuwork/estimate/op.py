@@ -1,0 +1,64 @@
+"""One operation of a training step as the time model prices it (``Op``), and the enums that classify it.
+
+Kept apart from ``ops`` (which lists a step's operations) so that the modules that build operations for ``ops``
+(``mlm_head``) and those that price them (``steptime``, ``timing``) share one definition without a cycle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    MATMUL = "matmul"  # GEMMs: projections, MLP, output layer, adapters
+    ATTENTION = "attention"  # the attention kernels (flash / memory-efficient) or eager score matmuls
+    MEMORY = "memory"  # element-wise and reduction kernels: norms, activations, casts, loss, dequantisation
+    OPTIMIZER = "optimizer"  # clipping, accumulation and the update
+
+
+class Backward(StrEnum):
+    """What a forward op costs again in the backward."""
+
+    ELEMENTWISE = "elementwise"  # the saved input and the incoming gradient read, the gradient written
+    INPUT_GRAD = "input-grad"  # a GEMM of a frozen (or 4-bit) weight: the input gradient only
+    BOTH_GRADS = "both-grads"  # a GEMM of a trained weight: input and weight gradients
+    FUSED_ATTENTION = "fused-attention"  # its own backward kernel: 5 matmuls for the forward's 2
+    REPEAT = "repeat"  # runs once more as it is (4-bit dequantisation for the input gradient)
+    GRAD_CAST = "grad-cast"  # an autocast weight copy: its backward converts the weight gradient
+    NONE = "none"
+
+
+class Phase(StrEnum):
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    RECOMPUTE = "recompute"
+    OPTIMIZER = "optimizer"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operation of the step (a kernel or a short chain of kernels), per occurrence."""
+
+    name: str
+    kind: Kind
+    phase: Phase
+    flops: float  # executed FLOPs
+    bytes: float  # bytes read + written in device memory
+    launches: int  # kernels launched
+    count: int  # occurrences per optimizer step on one GPU (layers x micro-batches x ...)
+    dtype: str = "bf16"  # matmul dtype, for its rate: "bf16" | "fp16" | "fp32"
+    m: int = 0  # GEMM output rows (tokens) ...
+    n: int = 0  # ... and columns, for wave quantisation; 0 for other kinds
+    attention_pass: str = ""  # "fwd" | "bwd" for fused attention kernels (m = sequence length, n = head dim)
+    causal: bool = False  # a fused attention kernel with a causal mask
+    mem_efficient: bool = False  # SDPA's memory-efficient kernel instead of flash (an attention mask: no flash)
+    kernel: str = ""  # fused attention: its attention_curves.csv kernel ("": FlashAttention-2's rates)
+    backward: Backward = Backward.ELEMENTWISE  # how a forward op recurs in the backward
+    # ELEMENTWISE only: the backward's bytes as a multiple of the forward's, and its kernels (-1: as forward)
+    backward_factor: float = 2.0
+    backward_launches: int = -1
+    bias_bytes: float = 0.0  # MATMUL with a trained bias: bytes of the output its gradient sums in the backward
+    # the host waits for the GPU here (a device-to-host copy): the queue drains, so this op's dispatch and the
+    # next kernel's are not hidden behind earlier GPU work
+    host_sync: bool = False
