@@ -45,10 +45,11 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None
     return _timing.estimate_time(plan, inputs.gpu(gpu), inputs, **options)
 
 
-def time_band(time: _timing.TimeEstimate) -> _band.TimeBand:
-    """The held-out track record beside ``time`` (see ``gpuwork.estimate.band.time_band``): computed where it is
-    shown, never inside ``estimate_time``."""
-    return _band.time_band(time.plan, get_gpu(time.gpu_id), time.comm.nodes, load_track_record())
+def time_band(time: _timing.TimeEstimate, gpu: GpuSpec | None = None) -> _band.TimeBand:
+    """The held-out track record beside ``time`` (see ``gpuwork.estimate.band.time_band``; ``gpu``: the card it
+    was priced on, looked up by its id when omitted): computed where it is shown, never inside ``estimate_time``."""
+    card = gpu if gpu is not None and gpu.gpu_id == time.gpu_id else get_gpu(time.gpu_id)
+    return _band.time_band(time.plan, card, time.comm.nodes, load_track_record())
 
 
 def scaling(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,

@@ -122,7 +122,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     offers = fitting[: args.offers]
     # --check: with --gpu, that GPU must hold the plan; else some hardware profile or catalog offer must
     fits = not warnings if args.gpu else (match.profile is not None or bool(fitting))
-    band = time_band(time)  # the held-out track record beside the estimate
+    band = time_band(time, gpu)  # the held-out track record beside the estimate
     status = EXIT_NO_FIT if args.check and not fits else 0
     if args.json:
         out = {"plan": plan.as_dict(), "memory": memory.as_dict(), "profile": match.as_dict(),
