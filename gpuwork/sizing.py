@@ -15,6 +15,7 @@ from typing import Any
 
 from gpuwork.errors import CatalogError, PlanError
 from gpuwork.estimate import advisor as _advisor
+from gpuwork.estimate import band as _band
 from gpuwork.estimate import decision as _decision
 from gpuwork.estimate import disk as _disk
 from gpuwork.estimate import fitmatrix as _fitmatrix
@@ -22,9 +23,10 @@ from gpuwork.estimate import memory as _memory
 from gpuwork.estimate import offers as _offers
 from gpuwork.estimate import profiles as _profiles
 from gpuwork.estimate import timing as _timing
-from gpuwork.facts.catalog import GpuSpec, Offer, load_offers
+from gpuwork.facts.catalog import GpuSpec, Offer, get_gpu, load_offers
 from gpuwork.facts.model import ModelSpec
 from gpuwork.facts.resolve import Inputs, resolve
+from gpuwork.facts.track_record import load_track_record
 from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
@@ -41,6 +43,13 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None
     _check_plan(plan)
     inputs = resolve(plan, spec)
     return _timing.estimate_time(plan, inputs.gpu(gpu), inputs, **options)
+
+
+def time_band(time: _timing.TimeEstimate, gpu: GpuSpec | None = None) -> _band.TimeBand:
+    """The held-out track record beside ``time`` (see ``gpuwork.estimate.band.time_band``; ``gpu``: the card it
+    was priced on, looked up by its id when omitted): computed where it is shown, never inside ``estimate_time``."""
+    card = gpu if gpu is not None and gpu.gpu_id == time.gpu_id else get_gpu(time.gpu_id)
+    return _band.time_band(time.plan, card, time.comm.nodes, load_track_record())
 
 
 def scaling(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
@@ -169,4 +178,5 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, spec: ModelSpec | None = None, **
 
 
 __all__ = ["Inputs", "advise", "checkpoint_bytes", "decide", "estimate_disk", "estimate_memory", "estimate_time", "evaluate_offers",
-           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "parse_have", "parse_seq_len", "resolve", "scaling"]
+           "fit_matrix", "fit_plan", "flops_per_token", "match_profile", "parse_have", "parse_seq_len", "resolve", "scaling",
+           "time_band"]

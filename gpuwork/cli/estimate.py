@@ -161,7 +161,12 @@ def _cmd_accuracy(args: argparse.Namespace) -> int:
 
     # checked before the report is computed, not after: a folder, a FIFO, a dangling link or a missing folder
     out = reading.output_file(args.out) if args.out is not None else None
-    report = time_accuracy_page() if args.time else accuracy_report(grid=args.grid)
+    if args.track_record:
+        from gpuwork.measure.track_record import track_record_csv
+
+        report = track_record_csv()
+    else:
+        report = time_accuracy_page() if args.time else accuracy_report(grid=args.grid)
     if out is not None:
         out.write_text(report, encoding="utf-8")  # other OS errors: gpuwork.cli.main's one handler
         print(text("cli.accuracy.wrote", getattr(args, "lang", None) or "en", path=str(out)))
@@ -192,4 +197,5 @@ def register(sub: Any, lang: str = "en") -> None:
     p.add_argument("--out", metavar="FILE", help=text("cli.help.accuracy.out", lang))
     p.add_argument("--grid", action="store_true", help=text("cli.help.accuracy.grid", lang))
     p.add_argument("--time", action="store_true", help=text("cli.help.accuracy.time", lang))
+    p.add_argument("--track-record", action="store_true", help=text("cli.help.accuracy.track_record", lang))
     p.set_defaults(func=escaped_output(_cmd_accuracy))

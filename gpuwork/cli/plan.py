@@ -36,6 +36,7 @@ from gpuwork.errors import EXIT_NO_FIT, PlanError
 from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan
+from gpuwork.present.band import band_messages
 from gpuwork.present.messages import render, render_all, text, time_kind_code
 from gpuwork.units import (
     HOUR_S,
@@ -92,6 +93,7 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         evaluate_offers,
         match_profile,
         scaling,
+        time_band,
     )
 
     lang = verb_lang(args)
@@ -120,16 +122,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     offers = fitting[: args.offers]
     # --check: with --gpu, that GPU must hold the plan; else some hardware profile or catalog offer must
     fits = not warnings if args.gpu else (match.profile is not None or bool(fitting))
+    band = time_band(time, gpu)  # the held-out track record beside the estimate
     status = EXIT_NO_FIT if args.check and not fits else 0
     if args.json:
         out = {"plan": plan.as_dict(), "memory": memory.as_dict(), "profile": match.as_dict(),
                "decision": decision.as_dict(),
-               "time": {"gpu_id": gpu.gpu_id, "plan": run_plan.as_dict(), **time.as_dict()},
+               "time": {"gpu_id": gpu.gpu_id, "plan": run_plan.as_dict(), **time.as_dict(),
+                        "track_record": band.as_dict()},
                "scaling": [point.as_dict() for point in curve],
                "disk": disk.as_dict(), "offers": [r.as_dict() for r in offers], "fits": fits}
         print(json.dumps(with_mapping(out, args), indent=2, default=str))
         return status
-    print(format_plan_report(PlanReport(plan, memory, match, run_plan, time, disk, offers, curve), lang))
+    print(format_plan_report(PlanReport(plan, memory, match, run_plan, time, disk, offers, curve, band), lang))
     if args.have:  # on the user's own cards: the answer there (time, no rental cost)
         print("\n" + render(decision.summary, lang))
     for warning in [*memory.warnings, *warnings]:
@@ -151,6 +155,7 @@ class PlanReport:
     disk: Any  # estimate_disk(plan)
     offers: Sequence[Any] = ()  # the cheapest fitting offers
     scaling: Sequence[Any] = ()  # throughput by GPU count
+    band: Any = None  # gpuwork.sizing.time_band(time): the held-out track record, shown under the total
 
 
 def format_plan_report(report: PlanReport, lang: str = "en") -> str:
@@ -196,6 +201,7 @@ def format_plan_report(report: PlanReport, lang: str = "en") -> str:
         f"  {say('cli.plan.throughput'):33s}{say('cli.plan.throughput_value', tokens_s=t.tokens_per_s, steps=t.steps)}",
         "  " + say("cli.plan.total", train_s=t.train_s, eval_s=t.eval_s, checkpoints=t.checkpoints,
                    checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours),
+        *("  " + render(m, lang) for m in (band_messages(report.band, t) if report.band else ())),
         *(["  " + say("cli.plan.scaling", gpu=t.gpu_name, points=tuple(
             msg("cli.plan.scaling_point", gpus=pt.gpus, tokens_s=pt.tokens_per_s_per_gpu) for pt in scaling))]
           if scaling else []),

@@ -19,15 +19,25 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.estimate.memory import GIB, MIB
+from gpuwork.estimate.regimes import (  # re-exported: the pages and scripts read them here
+    CONSUMER,
+    HF_EAGER,
+    MULTI_NODE,
+    QLORA,
+    REGIMES,
+    SHORT_MICRO_BATCH,
+    TUNED,
+    regimes,
+)
 from gpuwork.estimate.timing import DISK_WRITE_BYTES_S, TimeEstimate, whole_run
 from gpuwork.facts import reading
-from gpuwork.facts.catalog import GpuClass, GpuSpec
+from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.model import build_spec
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.measure.heldout import HeldoutSet, Reread, heldout_sets
 from gpuwork.measure.page_notes import HELDOUT_NOTES, KNOWN_MISSES, UNPRICED
 from gpuwork.measure.time_cases import STEPS_ONLY, TIME_CASES, Covers, TimeCase, case_gpu
-from gpuwork.plan import UNSLOTH_STACKS, Method, Optimizer, Stack, TrainPlan
+from gpuwork.plan import Method, Optimizer, TrainPlan
 from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time
 
 METRICS = {
@@ -467,34 +477,6 @@ def case_nodes(case: TimeCase) -> int:
     return case.plan.gpus // GPUS_PER_NODE if case.plan.gpus > GPUS_PER_NODE else 1
 
 
-# The kinds of run the time model is judged on separately (issue: each must hold on its own).
-MULTI_NODE = "several nodes"
-CONSUMER = "consumer card"
-SHORT_MICRO_BATCH = "<= 1,024 tokens per micro-batch"
-QLORA = "QLoRA"
-TUNED = "tuned kernels (Unsloth, compiled, frameworks)"
-HF_EAGER = "HF Trainer, eager"
-REGIMES = (MULTI_NODE, CONSUMER, SHORT_MICRO_BATCH, QLORA, TUNED, HF_EAGER)
-
-
-def regimes(plan: TrainPlan, gpu: GpuSpec, nodes: int) -> tuple[str, ...]:
-    """Which of ``REGIMES`` a run belongs to (several at once, or none)."""
-    found = []
-    if nodes > 1:
-        found.append(MULTI_NODE)
-    if gpu.gpu_class is GpuClass.CONSUMER:
-        found.append(CONSUMER)
-    if plan.tokens_per_micro_batch <= 1024:
-        found.append(SHORT_MICRO_BATCH)
-    if plan.method is Method.QLORA:
-        found.append(QLORA)
-    if plan.stack in UNSLOTH_STACKS or plan.stack in (Stack.TORCH_COMPILE, Stack.TORCHTUNE, Stack.FRAMEWORK):
-        found.append(TUNED)
-    elif plan.stack in (Stack.HF_TRAINER, Stack.HF_TRAINER_2023):
-        found.append(HF_EAGER)
-    return tuple(found)
-
-
 def breakdown_by_group(rows: list[TimeAccuracyRow]) -> list[tuple[str, str, int, float, float]]:
     """(group kind, group, cases, median |error|, p90 |error|) per source and per regime, admitted cases only."""
     kept = [r for r in rows if not r.excluded]
@@ -789,7 +771,8 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
     return head + time_accuracy_markdown(rows) + "\n".join(tail)
 
 
-__all__ = ["PHYSICAL_LIMIT", "REGIMES", "HeldoutScore", "TimeAccuracyRow", "breakdown_by_group", "breakdown_markdown",
+__all__ = ["CONSUMER", "HF_EAGER", "MULTI_NODE", "PHYSICAL_LIMIT", "QLORA", "REGIMES", "SHORT_MICRO_BATCH", "TUNED",
+           "HeldoutScore", "TimeAccuracyRow", "breakdown_by_group", "breakdown_markdown",
            "CoveredTime", "case_estimate", "case_gpu", "case_nodes", "covered_time", "covers_markdown",
            "heldout_markdown", "heldout_scores", "regimes", "time_accuracy_markdown", "time_accuracy_page", "time_accuracy_rows",
            "time_accuracy_summary",

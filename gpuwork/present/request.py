@@ -34,6 +34,7 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.advisor import sharding_words, state_bytes_per_param
+from gpuwork.estimate.band import TimeBand
 from gpuwork.estimate.decision import offer_profile
 from gpuwork.estimate.disk import DiskPlan
 from gpuwork.estimate.offers import OfferResult, offer_name
@@ -45,8 +46,9 @@ from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
 from gpuwork.plan import UNSLOTH_STACKS, Method, Sharding, Stack, TrainPlan
+from gpuwork.present.band import band_request
 from gpuwork.present.messages import render, render_all
-from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile
+from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile, time_band
 from gpuwork.units import HOUR_S, LANGS, is_whole, plural_ru
 
 DAY_S = 24 * HOUR_S
@@ -179,6 +181,7 @@ class _Facts:
     chosen: OfferResult | None  # the offer the request asks for, when one was chosen
     example: OfferResult | None  # the offer it quotes: the chosen one, else the catalog's cheapest of the class
     trial: Any | None
+    band: TimeBand | None = None  # the held-out track record beside match.time (gpuwork.sizing.time_band)
 
     @property
     def dataset_bytes(self) -> int:
@@ -220,7 +223,8 @@ def rental_request(plan: TrainPlan, *, lang: str = "en", match: ProfileMatch | N
     if days is None:
         days = max(1, math.ceil(match.time.total_s / DAY_S)) if match.time else 30
     example = offer if offer is not None or not o.include_offer else _best_offer(match, days)
-    facts = _Facts(plan, spec, count_params(spec, plan), match, disk, o, days, offer, example, trial_record)
+    facts = _Facts(plan, spec, count_params(spec, plan), match, disk, o, days, offer, example, trial_record,
+                   time_band(match.time) if match.time else None)
     lines = _request_lines(facts, lang)
     return RentalRequest(lang=lang, summary=lines[0], text="\n".join(lines), fields=_request_fields(facts, lang))
 
@@ -262,6 +266,8 @@ def _request_lines(f: _Facts, lang: str) -> list[str]:
     if o.budget_usd is not None:
         lines.append(say(msg("request.budget", budget_usd=o.budget_usd)))
     lines.extend(say(m) for m in _suggestion(match, f.example, o.budget_usd, f.chosen))
+    if f.band is not None and match.time is not None:
+        lines.append(say(band_request(f.band, match.time, _band_cost(f.band, f.example), o.budget_usd)))
     lines.extend(say(m) for m in _protocol(match, f.trial))
     time = match.time
     # the time warnings about the program that runs (its precision), which the provider's run must match
@@ -318,11 +324,31 @@ def _request_fields(f: _Facts, lang: str) -> dict[str, Any]:
             "mfu_source": time.mfu.source if time else None,
             "eval_fraction": plan.eval_fraction,
             "eval_s": time.eval_s if time else None,
+            "track_record": _band_fields(f),
         },
         "trial": _trial_dict(f.trial),
         "reasons": render_all(match.reasons, lang),
         "reason_codes": [r.as_dict() for r in match.reasons],
     }
+
+
+def _band_cost(band: TimeBand, offer: OfferResult | None) -> float | None:
+    """The example offer's cost for its run at the record's 90th percentile: its price per second of the run
+    times that run's time, at least its minimum rental (preemptions not counted)."""
+    if offer is None or offer.time is None or offer.run_cost_usd is None or offer.time.total_s <= 0:
+        return None
+    per_s = offer.run_cost_usd / offer.time.total_s
+    return max(per_s * band.run_times(offer.time)[2], offer.min_rental_cost_usd)
+
+
+def _band_fields(f: _Facts) -> dict[str, Any] | None:
+    """The track record and the run, rental and example cost at its 90th percentile (the request's JSON)."""
+    band, time = f.band, f.match.time
+    if band is None or time is None:
+        return None
+    run_s = band.run_times(time)[2]
+    return {**band.as_dict(), "run_s_p90": run_s, "rent_period_days_p90": max(1, math.ceil(run_s / DAY_S)),
+            "example_cost_usd_p90": _band_cost(band, f.example)}
 
 
 def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:

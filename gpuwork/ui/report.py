@@ -213,7 +213,8 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
     """The answer a report opens with: which cards the run fits on (fewest GPUs each), the recommended offer
     (the cheapest expected cost that fits), time and cost over the ANSWER_OFFERS cheapest fitting offers, and
     the risks. ``offers``: OfferResults ranked by cost (default: the bundled catalog evaluated for ``plan``)."""
-    from gpuwork.sizing import decide, evaluate_offers
+    from gpuwork.present.band import band_messages
+    from gpuwork.sizing import decide, evaluate_offers, time_band
     from gpuwork.units import GB
 
     say = functools.partial(render, lang=lang)
@@ -249,6 +250,8 @@ def answer_html(plan: TrainPlan, lang: str = "en", *, offers: Sequence[Any] | No
                              gpus=best.fit.plan.gpus, gpu=best.offer.gpu.display_name, mode=best.offer.mode.value,
                              price_usd=best.offer.price_per_gpu_hour, total_s=best.expected_total_s,
                              cost_usd=best.expected_cost_usd)))
+        if best.time is not None:  # the held-out track record beside that time
+            items += [say(m) for m in band_messages(time_band(best.time), best.time)]
         top = fitting[:ANSWER_OFFERS]
         times = [r.expected_total_s for r in top if r.expected_total_s is not None]  # all: fitting has both
         costs = [r.expected_cost_usd for r in top if r.expected_cost_usd is not None]

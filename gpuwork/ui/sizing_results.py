@@ -19,8 +19,9 @@ from gpuwork.facts.model import spec_for_plan
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
 from gpuwork.present import charts
+from gpuwork.present.band import band_messages
 from gpuwork.present.messages import render, render_all, text, time_kind_code
-from gpuwork.sizing import decide, estimate_disk, estimate_memory, match_profile, resolve, scaling
+from gpuwork.sizing import decide, estimate_disk, estimate_memory, match_profile, resolve, scaling, time_band
 from gpuwork.ui.common import (
     MUTED,
     NOTE_COLOR,
@@ -183,6 +184,9 @@ def details_html(result: SizingResult, lang: str = "en") -> str:
                 "time_line", lang, gpus=t.plan.gpus, gpu=html.escape(t.gpu_name), step_s=t.step_time_s,
                 tokens_s=t.tokens_per_s, steps=t.steps, train_s=t.train_s, eval_s=t.eval_s,
                 checkpoint_s=t.checkpoint_s, margin_s=t.margin_s, total_s=t.total_s, gpu_hours=t.gpu_hours) + "</p>")
+            # the held-out track record: how far measured steps fell from estimates like this one
+            parts += ['<p class="gpuwork-track-record">' + html.escape(render(m, lang)) + "</p>"
+                      for m in band_messages(time_band(t), t)]
             parts.append(note_html(html.escape(ui("peak", lang, peak=t.peak, tflops=t.peak_flops_per_gpu / 1e12))))
             parts.append(note_html(html.escape(ui("mfu", lang, mfu=t.mfu.value, note=t.mfu.note))))
             parts.append(step_parts_html(t, lang))

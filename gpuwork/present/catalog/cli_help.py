@@ -212,6 +212,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                "также трассировать сетку малых моделей (минуты)"),
     "cli.help.accuracy.time": ("the step-time page instead: estimates vs published training throughputs",
                                "вместо этого — страница о времени шага: оценки против опубликованных замеров"),
+    "cli.help.accuracy.track_record": (
+        "the held-out track record instead: gpuwork/facts/data/time_track_record.csv (CSV)",
+        "вместо этого историю точности на отложенных запусках: gpuwork/facts/data/time_track_record.csv (CSV)"),
     # -- plan, offers, request ------------------------------------------------------------------------------------
     "cli.help.data.title": ("data and schedule", "данные и расписание"),
     "cli.help.data.dataset_tokens": ("tokens in one epoch (50B, 100M)", "токенов в одной эпохе (50B, 100M)"),
