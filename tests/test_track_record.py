@@ -78,9 +78,23 @@ def test_the_file_counts_and_orders_what_it_says():
     rows = {r["regime"]: r for r in track_record_rows(cases)}
     assert set(rows) == {ALL_RUNS, "qlora"}
     assert (rows["qlora"]["cases"], rows["qlora"]["sources"]) == ("4", "3")
-    # nearest rank over 0.5, 1, 2, 4: the 10th percentile is the first, the median the second, the 90th the last
+    # QLoRA: s0 holds 0.5 and 4.0 (half a source each), s1 1.0, s2 2.0: 3 sources' weight, sorted 0.5 (0.5),
+    # 1.0 (1.5), 2.0 (2.5), 4.0 (3.0); the 10th percentile needs 0.3, the median 1.5, the 90th 2.7
     assert (rows["qlora"]["p10"], rows["qlora"]["p50"], rows["qlora"]["p90"]) == ("0.500", "1.000", "4.000")
+    # all runs: s0 holds 4 cases (0.5, 4.0, 0.9, 1.5: a quarter each), s1 3 (1.0, 1.1, 1.3), s2 3 (2.0, 1.2, 1.4);
+    # the weight reaches 2.42 of 3 at 1.5 and 2.75 at 2.0, so the 90th percentile (2.7) is 2.0
     assert rows[ALL_RUNS]["cases"] == "10" and rows[ALL_RUNS]["p90"] == "2.000"
+
+
+def test_one_source_with_many_rows_weighs_as_one_source():
+    from gpuwork.measure.track_record import FrozenCase, track_record_rows
+
+    # nine rows of one source at 5.0 and one row each of nine other sources at 1.0: counted by case, the 90th
+    # percentile would be 5.0 and even the median 5.0; by source, 5.0 is one tenth of the weight
+    cases = [FrozenCase(f"big{i}", "big", 5.0, False, ()) for i in range(9)]
+    cases += [FrozenCase(f"small{i}", f"s{i}", 1.0 + i / 100, False, ()) for i in range(9)]
+    row = {r["regime"]: r for r in track_record_rows(cases)}[ALL_RUNS]
+    assert (row["p50"], row["p90"]) == ("1.040", "1.080")
 
 
 def test_the_loader_reads_the_file_and_refuses_a_bad_row(tmp_path):

@@ -17,7 +17,7 @@ from gpuwork.estimate.flops import flops_per_token
 from gpuwork.estimate.regimes import REGIME_IDS, REGIMES, regimes
 from gpuwork.estimate.timing import _flops_plan, peak_flops
 from gpuwork.facts.track_record import ALL_RUNS, COLUMNS, TRACK_RECORD_NAME
-from gpuwork.measure.accuracy import PHYSICAL_LIMIT, _measured_per_gpu, _quantile, case_nodes, case_spec
+from gpuwork.measure.accuracy import PHYSICAL_LIMIT, _measured_per_gpu, case_nodes, case_spec
 from gpuwork.measure.heldout import HELDOUT_NAME, HeldoutSet, heldout_sets
 from gpuwork.measure.time_cases import case_gpu
 from gpuwork.sizing import resolve
@@ -55,16 +55,32 @@ def frozen_cases(sets: tuple[HeldoutSet, ...] | None = None) -> list[FrozenCase]
     return out
 
 
+def _source_weighted_quantile(cases: list[FrozenCase], q: float) -> float:
+    """Nearest rank with every source weighing the same: the smallest ratio with at least ``q`` of the total weight
+    at or below it, each case weighing 1 / (its source's cases in the group). A source is one program run one way
+    (one author's loop, one framework's table), so one source with many rows must not stand for many runs."""
+    per_source: dict[str, int] = {}
+    for c in cases:
+        per_source[c.source_id] = per_source.get(c.source_id, 0) + 1
+    total = float(len(per_source))
+    seen = 0.0
+    for c in sorted(cases, key=lambda c: c.ratio):
+        seen += 1.0 / per_source[c.source_id]
+        if seen >= q * total - 1e-9:
+            return c.ratio
+    return max(c.ratio for c in cases)
+
+
 def track_record_rows(cases: list[FrozenCase]) -> list[dict[str, str]]:
-    """The file's rows: all runs, then each regime with at least one case (nearest-rank percentiles)."""
+    """The file's rows: all runs, then each regime with at least one case (source-weighted nearest-rank
+    percentiles)."""
     kept = [c for c in cases if not c.excluded]
     groups = [(ALL_RUNS, kept)] + [(REGIME_IDS[r], [c for c in kept if r in c.regimes]) for r in REGIMES]
     rows = []
     for regime, group in groups:
         if not group:
             continue
-        ratios = [c.ratio for c in group]
-        p10, p50, p90 = (_quantile(ratios, q) for q in QUANTILES)
+        p10, p50, p90 = (_source_weighted_quantile(group, q) for q in QUANTILES)
         rows.append({"regime": regime, "cases": str(len(group)), "sources": str(len({c.source_id for c in group})),
                      "p10": f"{p10:.3f}", "p50": f"{p50:.3f}", "p90": f"{p90:.3f}",
                      "source": f"frozen predictions in {HELDOUT_NAME} ({len(cases) - len(kept)} cases beyond the "
