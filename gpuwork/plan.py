@@ -348,6 +348,9 @@ class TrainPlan:
     grad_clip: bool = True
     # torch FSDP's units (fsdp, hsdp, hsdp-zero2 only): one per block, or the whole model as the root unit
     fsdp_wrap: FsdpWrap = FsdpWrap.BLOCKS
+    # torch.use_deterministic_algorithms(True) (HF full_determinism): torch fills each natively allocated tensor
+    # with NaN first (fill_uninitialized_memory); a step op (estimate.deterministic); no memory
+    deterministic: bool = False
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -367,7 +370,7 @@ class TrainPlan:
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
-                     "expandable_segments", "grad_clip"):
+                     "expandable_segments", "grad_clip", "deterministic"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))

@@ -17,8 +17,7 @@ _multi_tensor_adamw); the stack (``StackKernels``) says which of them a fused li
 replaces by one kernel. Bytes are what each kernel reads plus writes.
 
 MoE experts: today's fused expert tensors are counted as one GEMM per expert over its share of tokens;
-``StackKernels.moe_experts = "loop"`` lists transformers 4.x's Python loop over ``nn.Linear`` experts
-instead (``_moe_loop_forward``).
+``StackKernels.moe_experts = "loop"``: transformers 4.x's loop over ``nn.Linear`` experts (``_moe_loop_forward``).
 
 Limitations: experts get tokens in equal shares (t x top-k / experts rows each); adapters on expert
 linears are not counted; sliding-window attention is counted as full attention.
@@ -34,6 +33,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.adamw_passes import adamw_passes
+from gpuwork.estimate.deterministic import fill_rows
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
@@ -298,6 +298,8 @@ def _build(key: _StepKey) -> list[Op]:
         # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
         ops.append(_mem("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
 
+    # torch's deterministic mode: a fill of each natively allocated tensor (estimate.deterministic)
+    ops += [Op(r.name, Kind(r.kind), Phase(r.phase), *r[3:], backward=Backward.NONE) for r in fill_rows(plan, spec, ops, key.stack, (s_b, step.widths.e, _attention_bytes(step)))]
     ops += _optimizer_ops(spec, plan, count_params(spec, plan), mb)
     return ops
 

@@ -371,6 +371,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "fsdp_wrap": (match.fitted_plan or f.plan).fsdp_wrap.value,
         # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
         "grad_clip": (match.fitted_plan or f.plan).grad_clip,
+        # whether torch's deterministic mode's fills were priced (TrainPlan.deterministic)
+        "deterministic": (match.fitted_plan or f.plan).deterministic,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
         "mode": match.profile.mode.value if match.profile else None,
         "rental_break_even_s": match.rental.break_even_s if match.rental else None,

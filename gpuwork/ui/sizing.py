@@ -213,6 +213,7 @@ class SizingForm(common.Panel):
                                                    layout=CHECKBOX_LAYOUT),
             # off: the run never clips gradients (torchtune without clip_grad_norm): no clipping pass priced
             "grad_clip": widgets.Checkbox(value=base.grad_clip, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
+            "deterministic": widgets.Checkbox(value=base.deterministic, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
             "attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
                                           style=WIDE, layout=lay),
             "stack": widgets.Dropdown(options=[st.value for st in Stack], value=base.stack.value, style=WIDE,
@@ -336,6 +337,7 @@ class SizingForm(common.Panel):
         self.controls["comm_overlap"].tooltip = ui("comm_overlap_hint", lang)
         self.controls["fsdp_wrap"].tooltip = ui("fsdp_wrap_hint", lang)
         self.controls["grad_clip"].tooltip = ui("grad_clip_hint", lang)
+        self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
@@ -792,7 +794,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["grad_clip"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
+                                 c["grad_clip"], c["deterministic"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["fsdp_wrap"], c["dataset_tokens"], self.documents,

@@ -436,6 +436,14 @@ def claim_fsdp_wrap(r: Reader, policy: Any, key: str, sharding: str | None) -> N
         r.claim("fsdp_wrap", wrap, key, msg(f"config.rule.fsdp_wrap_{wrap}"))
 
 
+def claim_deterministic(r: Reader) -> None:
+    """TrainPlan.deterministic from TrainingArguments' full_determinism: the Trainer then calls
+    enable_full_determinism, i.e. torch.use_deterministic_algorithms(True) (transformers 5.24.0 trainer.py)."""
+    value = r.flag("full_determinism")
+    if value is not None:
+        r.claim("deterministic", value, "full_determinism", msg("config.rule.full_determinism"))
+
+
 def claim_grad_clip(r: Reader, key: str, unset: Any = None) -> None:
     """Whether the run clips gradients, from a max-norm ``key``: a positive norm clips, 0 does not (HF Trainer:
     ``max_grad_norm > 0``). A key the file leaves out takes ``unset`` ((norm, rule)) where the framework passes

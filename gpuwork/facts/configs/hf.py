@@ -12,6 +12,7 @@ from gpuwork.facts.configs.base import (
     Format,
     Reader,
     claim_attention,
+    claim_deterministic,
     claim_fsdp_options,
     claim_grad_clip,
     claim_lora,
@@ -78,6 +79,7 @@ def read(r: Reader, base: Path) -> None:
     _precision(r, method, trl, init)
     claim_schedule(r, epochs_key="num_train_epochs")
     claim_grad_clip(r, "max_grad_norm")
+    claim_deterministic(r)
     liger = bool(r.flag("use_liger_kernel") or r.flag("use_liger"))
     compile_ = bool(r.flag("torch_compile"))
     claim_stack(r, liger, compile_, False, {"hf-liger": "use_liger_kernel" if r.has("use_liger_kernel") else
@@ -283,7 +285,7 @@ IGNORED = _TRL_KEYS - {"model_name_or_path", "use_peft", "lora_r", "lora_alpha",
     use_legacy_prediction_loop push_to_hub resume_from_checkpoint hub_model_id hub_strategy hub_token
     hub_private_repo hub_always_push hub_revision gradient_checkpointing_kwargs activation_checkpointing_kwargs
     include_inputs_for_metrics include_for_metrics eval_do_concat_batches fp16_backend push_to_hub_model_id
-    push_to_hub_organization push_to_hub_token mp_parameters auto_find_batch_size full_determinism torchdynamo
+    push_to_hub_organization push_to_hub_token mp_parameters auto_find_batch_size torchdynamo
     ray_scope ddp_timeout torch_compile_backend torch_compile_mode dispatch_batches split_batches
     include_tokens_per_second include_num_input_tokens_seen neftune_noise_alpha optim_target_modules
     batch_eval_metrics eval_on_start eval_use_gather_object average_tokens_across_devices liger_kernel_config

@@ -12,6 +12,7 @@ from gpuwork.facts.configs.base import (
     Format,
     Reader,
     claim_attention,
+    claim_deterministic,
     claim_fsdp_options,
     claim_grad_clip,
     claim_model,
@@ -65,6 +66,7 @@ def read(r: Reader, base: Path) -> None:
                     pure_rule=msg("config.rule.lf_pure"), mixed_rule=msg("config.rule.lf_mixed"), tf32=r.flag("tf32"))
     claim_schedule(r, epochs_key="num_train_epochs")
     claim_grad_clip(r, "max_grad_norm")  # Seq2SeqTrainingArguments' own, passed to the Trainer
+    claim_deterministic(r)
     samples = r.int_("max_samples")
     if samples is not None:
         r.claim("max_samples", samples, "max_samples")  # tokens once seq_len is known

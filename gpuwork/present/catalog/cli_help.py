@@ -136,6 +136,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "clip_grad_norm_): the clipping pass is not priced",
         "обучение не ограничивает норму градиента (max_grad_norm 0 или None, clip_grad_norm в torchtune не задан, "
         "цикл без clip_grad_norm_): проход ограничения не учитывается во времени"),
+    "cli.help.run.deterministic": (
+        "the run calls torch.use_deterministic_algorithms(True) (HF full_determinism): torch fills each tensor it "
+        "allocates natively with NaN before writing it; priced as one extra write of each such tensor",
+        "обучение включает детерминированный режим PyTorch (torch.use_deterministic_algorithms, full_determinism "
+        "в HF): PyTorch заполняет каждый новый тензор, который выделяет сам, нечислами до записи; во времени — "
+        "лишняя запись каждого такого тензора"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",

@@ -202,6 +202,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "reduce-scattered after backward (accelerate 1.16.0's plugin default when no policy is set)",
         "NO_WRAP: без политики обёртки вся модель — один блок FSDP, собирается до прямого прохода и сводится после "
         "обратного (так по умолчанию в плагине accelerate 1.16.0, если политика не задана)"),
+    "config.rule.full_determinism": (
+        "the Trainer calls enable_full_determinism, which runs torch.use_deterministic_algorithms(True) (and sets "
+        "CUDA_LAUNCH_BLOCKING=1, not priced; transformers 5.24.0 trainer_utils.py)",
+        "Trainer вызывает enable_full_determinism, а та включает детерминированный режим PyTorch "
+        "(torch.use_deterministic_algorithms) и задаёт CUDA_LAUNCH_BLOCKING=1 (это не учитывается; "
+        "transformers 5.24.0, trainer_utils.py)"),
     "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
                                  "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
     "config.rule.nvme": ("offload to NVMe, modelled as CPU offload", "выгрузка на NVMe, моделируется как выгрузка на CPU"),

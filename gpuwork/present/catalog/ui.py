@@ -48,6 +48,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
+    "ui.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.eval_batch_size": ("Eval batch", "Батч оценки"),
@@ -261,6 +262,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "по слоям — политика обёртки по слоям трансформера (TRANSFORMER_BASED_WRAP, по умолчанию в Trainer); вся "
         "модель — без политики обёртки (NO_WRAP) или политика по размеру, которой не достигает ни один слой: всё "
         "собирается до прямого прохода и сводится после обратного"),
+    "ui.deterministic_hint": (
+        "torch.use_deterministic_algorithms(True) or the Trainer's full_determinism: torch fills every tensor it "
+        "allocates with NaN first; priced as one extra write of each",
+        "детерминированный режим PyTorch (torch.use_deterministic_algorithms) или full_determinism в Trainer: "
+        "PyTorch сначала заполняет каждый новый тензор нечислами; во времени — лишняя запись каждого"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),

@@ -33,6 +33,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.field.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.field.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
+    "ui.field.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
     "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
 }
