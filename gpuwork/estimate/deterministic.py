@@ -11,7 +11,7 @@ its gradient's cast; the projection-layout clones of the q/k gradients), ``zeros
 ``slice_backward`` per tensor; the embedding's dense gradient), the fused attention kernels' outputs and
 gradients, and the embedding lookup's output.
 
-Pure: plain rows (``HeadRow``) that ``ops`` turns into its ``Op``; no import of ``ops`` (no cycle).
+Pure: ``Op``s (``estimate.op``); no import of ``ops`` (no cycle).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
-from gpuwork.estimate.mlm_head import HeadRow
+from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.plan import Attention, Method, Precision, TrainPlan
 
@@ -58,11 +58,12 @@ class FillWidths(NamedTuple):
     attn_b: int
 
 
-def _fill(name: str, phase: str, nbytes: float, launches: int, count: int) -> HeadRow:
-    return HeadRow(f"deterministic fill: {name}", "memory", phase, 0.0, float(nbytes), launches, count, "bf16", 0, 0)
+def _fill(name: str, phase: str, nbytes: float, launches: int, count: int) -> Op:
+    return Op(f"deterministic fill: {name}", Kind.MEMORY, Phase(phase), flops=0.0, bytes=float(nbytes),
+              launches=launches, count=count, backward=Backward.NONE)
 
 
-def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: bool, eager_rope: bool) -> list[HeadRow]:
+def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: bool, eager_rope: bool) -> list[Op]:
     """One block's fills, per micro-batch (forward, its recompute, backward)."""
     t = plan.tokens_per_micro_batch
     h, mb = spec.hidden_size, plan.grad_accum
@@ -90,7 +91,7 @@ def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: boo
 
 
 def fill_rows(plan: TrainPlan, spec: ModelSpec, ops: Sequence[PricedOp], stack: Kernels,
-              bytes_per_element: tuple[int, int, int]) -> list[HeadRow]:
+              bytes_per_element: tuple[int, int, int]) -> list[Op]:
     """The fills a deterministic step adds to ``ops`` (the step's other operations), one memory-bound write each;
     none when ``plan.deterministic`` is off. ``bytes_per_element``: ``FillWidths``'s fields."""
     if not plan.deterministic:
@@ -115,7 +116,7 @@ def fill_rows(plan: TrainPlan, spec: ModelSpec, ops: Sequence[PricedOp], stack: 
         launches["backward"] += 1
     rows += [_fill("embedding and head", phase, nbytes, launches[phase], mb) for phase, nbytes in head.items()
              if nbytes > 0]
-    return [r for r in rows if r.runs > 0 and r.bytes > 0]
+    return [r for r in rows if r.count > 0 and r.bytes > 0]
 
 
 __all__ = ["FillWidths", "Kernels", "PricedOp", "fill_rows"]

@@ -299,7 +299,7 @@ def _build(key: _StepKey) -> list[Op]:
         ops.append(_mem("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
 
     # torch's deterministic mode: a fill of each natively allocated tensor (estimate.deterministic)
-    ops += [Op(r.name, Kind(r.kind), Phase(r.phase), *r[3:], backward=Backward.NONE) for r in fill_rows(plan, spec, ops, key.stack, (s_b, step.widths.e, _attention_bytes(step)))]
+    ops += fill_rows(plan, spec, ops, key.stack, (s_b, step.widths.e, _attention_bytes(step)))
     ops += _optimizer_ops(spec, plan, count_params(spec, plan), mb)
     return ops
 
