@@ -30,6 +30,7 @@ from gpuwork.errors import (
     EXIT_USAGE,
     GpuworkError,
 )
+from gpuwork.measure.clipping import clipping_note
 from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
@@ -112,6 +113,7 @@ def format_trial(record: Any, lang: str = "en") -> str:
         row("data_wait", render(s.verdict, lang))
         row("loss", text("cli.trial.loss", lang, first=fmt_number(s.first_loss, lang, 4),
                          last=fmt_number(s.last_loss, lang, 4)))
+        row("clipping", render(clipping_note(record), lang))
     else:
         row("step_time", text("cli.trial.no_steps", lang))
     memory = _memory_lines(record, lang)

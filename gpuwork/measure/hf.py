@@ -265,7 +265,7 @@ class _Recorder:
         self.converged = bool(self.agree(self.times.is_stable(self.until_stable)))
         return self.converged or count >= self.max_steps
 
-    def end_step(self, *, step_time_s: float, data_wait_s: float, loss: float, grad_norm: float = math.nan,
+    def end_step(self, *, step_time_s: float, data_wait_s: float, loss: float, grad_norm: float | None = None,
                  learning_rate: float = math.nan, notify: bool = True) -> StepMeasurement:
         fields = self.device_memory.step_fields()
         step = len(self.measurements) + 1
@@ -273,7 +273,7 @@ class _Recorder:
         m = StepMeasurement(step=step, is_warmup=step <= self.warmup, loss=float(loss), step_time_s=step_time_s,
                             data_wait_s=data_wait_s, tokens=tokens,
                             tokens_per_s=tokens / step_time_s if step_time_s > 0 else math.inf,
-                            grad_norm=float(grad_norm), learning_rate=float(learning_rate),
+                            grad_norm=None if grad_norm is None else float(grad_norm), learning_rate=float(learning_rate),
                             padding_tokens=self.micro_padding, **fields)
         self.measurements.append(m)
         if not m.is_warmup:

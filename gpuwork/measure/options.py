@@ -18,7 +18,7 @@ from typing import Any
 from gpuwork.measure.errors import TrialError
 from gpuwork.measure.record import StepMeasurement
 from gpuwork.measure.recorder import RSS_SAMPLE_INTERVAL_S
-from gpuwork.measure.runtime import MAX_GRAD_NORM, ModelFactory, Parallel
+from gpuwork.measure.runtime import ModelFactory, Parallel
 from gpuwork.measure.stability import DEFAULT_TOLERANCE
 from gpuwork.message import msg
 from gpuwork.units import is_whole
@@ -56,7 +56,7 @@ class TrialOptions:
     lr: float | None = None
     loader_workers: int = 0
     checkpoint: bool = True  # the save -> restore -> verify -> resume round-trip
-    max_grad_norm: float | None = MAX_GRAD_NORM
+    max_grad_norm: float | None = None  # None: the plan's (clipping.MAX_GRAD_NORM when it clips, else no call)
     memory_sample_interval_s: float = RSS_SAMPLE_INTERVAL_S
     parallel: Parallel | None = None  # a multi-process run's hooks (gpuwork.measure.distributed)
     resume: ResumePoint | None = None

@@ -74,7 +74,8 @@ class StepMeasurement:
     data_wait_s: float  # time spent waiting for the step's batches (and copying them to the device)
     tokens: int  # tokens processed in the step: micro-batch x seq_len x grad_accum
     tokens_per_s: float
-    grad_norm: float  # total L2 norm of the trainable gradients before clipping
+    grad_norm: float | None  # total L2 norm of the trainable gradients before clipping; None: not measured (a run
+    #   that never clips: no clip_grad_norm_ call)
     learning_rate: float
     trial_memory_bytes: int
     cuda_peak_allocated_bytes: int | None = None

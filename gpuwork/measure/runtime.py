@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import random
 import shutil
 import sys
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gpuwork.errors import ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class
 from gpuwork.facts.model import find_blocks as _find_model_blocks
+from gpuwork.measure.clipping import MAX_GRAD_NORM, clip_norm
 from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
 from gpuwork.plan import ALL_LINEAR, Attention, Method, Optimizer, Precision, Task, TrainPlan
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from gpuwork.measure.textdata import TextData
 
-MAX_GRAD_NORM = 1.0  # gradient clipping as in transformers' Trainer default
 # Learning rates: common fine-tuning defaults (transformers/peft examples); the trial measures speed,
 # the rate only has to keep losses finite and moving. Lion wants ~3-10x less than AdamW (Chen et al. 2023).
 DEFAULT_LR_FULL = 3e-4
@@ -194,7 +193,7 @@ class Setup:
     lr: float
     seed: int
     warmup: int
-    max_grad_norm: float | None
+    max_grad_norm: float | None  # clip_grad_norm_'s max_norm; None: the plan never clips, no call
     weights_dir: Path | None  # local pretrained weights, or None for random init
     factory: ModelFactory | None
     pad_id: int
@@ -452,8 +451,9 @@ def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
 
 
 def train_step(run: Run, setup: Setup, next_batch: Callable[[], dict[str, Any]], clock: Callable[[], float],
-               memory: Any = None) -> tuple[float, float, float, float]:
-    """One optimizer step of grad_accum micro-batches. Returns (loss, grad_norm, data_wait_s, lr).
+               memory: Any = None) -> tuple[float, float | None, float, float]:
+    """One optimizer step of grad_accum micro-batches. Returns (loss, grad_norm, data_wait_s, lr); grad_norm is
+    None when the plan never clips (``setup.max_grad_norm`` None: no ``clip_grad_norm_`` call, as in its run).
 
     ``memory``: the trial's memory monitor, whose ``check(phase)`` raises out-of-memory past its cap
     (after forward, backward and the optimizer step); None checks nothing.
@@ -486,8 +486,9 @@ def train_step(run: Run, setup: Setup, next_batch: Callable[[], dict[str, Any]],
         del loss
     if run.scaler is not None:
         run.scaler.unscale_(run.optimizer)
-    max_norm = setup.max_grad_norm if setup.max_grad_norm is not None else math.inf
-    grad_norm = torch.nn.utils.clip_grad_norm_(run.trainable, max_norm)
+    grad_norm = None
+    if setup.max_grad_norm is not None:  # the norm comes from the clipping itself: none measured without it
+        grad_norm = torch.nn.utils.clip_grad_norm_(run.trainable, setup.max_grad_norm)
     if run.scaler is not None:
         run.scaler.step(run.optimizer)
         run.scaler.update()
@@ -500,7 +501,7 @@ def train_step(run: Run, setup: Setup, next_batch: Callable[[], dict[str, Any]],
         torch.cuda.synchronize(device)
     if memory is not None:
         memory.check("optimizer step")
-    return loss_value, setup.parallel.grad_norm(grad_norm), wait, lr
+    return loss_value, None if grad_norm is None else setup.parallel.grad_norm(grad_norm), wait, lr
 
 
 # -- RNG -------------------------------------------------------------------------------------------------------
@@ -634,7 +635,7 @@ def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
     setup = Setup(plan=plan, config_dict=config_dict, model_name=model_name, task=task, device=dev,
                   compute_dtype=compute, param_dtype=param_dtype, autocast_dtype=autocast_dtype,
                   precision_used=precision_used, attention=attention, lr=lr, seed=o.seed, warmup=o.warmup,
-                  max_grad_norm=o.max_grad_norm, weights_dir=weights_dir, factory=o.model_factory,
+                  max_grad_norm=clip_norm(plan, o.max_grad_norm), weights_dir=weights_dir, factory=o.model_factory,
                   pad_id=text.tokenizer.pad_id, substitutions=substitutions, parallel=parallel)
     return setup, text
 

@@ -345,7 +345,8 @@ def iter_trial(plan: TrainPlan, options: TrialOptions | None = None, **changes: 
         lr: learning rate; None = DEFAULT_LR_FULL / DEFAULT_LR_ADAPTERS x LR_FACTOR[optimizer].
         loader_workers: DataLoader worker processes (0 = load in this process).
         checkpoint: run the save -> restore -> verify -> resume round-trip.
-        max_grad_norm: gradient clipping norm (None = no clipping; the norm is still measured).
+        max_grad_norm: clip_grad_norm_'s norm; None = the plan's (1.0 when ``plan.grad_clip``, else no clipping
+            call and no gradient norm measured); a norm for a plan that never clips is refused (TrialError).
         memory_sample_interval_s: CPU RSS sampling period (0 = sample at phase boundaries only).
         parallel: hooks of a multi-process run (``gpuwork.measure.distributed`` passes them); None = one process.
         resume: go on from an interrupted trial's checkpoint (``resume_point``): its steps are kept, the
@@ -443,7 +444,7 @@ class _Trial:
             model=setup.model_name, method=plan.method.value, task=setup.task.value, steps=o.steps, warmup=o.warmup,
             micro_batch=plan.batch_size, grad_accum=plan.grad_accum, seq_len=plan.seq_len,
             tokens_per_step=plan.tokens_per_step // plan.gpus, seed=o.seed, learning_rate=setup.lr,
-            lr_schedule=f"linear warm-up over {o.warmup} steps, then constant", max_grad_norm=o.max_grad_norm,
+            lr_schedule=f"linear warm-up over {o.warmup} steps, then constant", max_grad_norm=setup.max_grad_norm,
             precision_requested=plan.precision.value, precision_used=setup.precision_used,
             attention_requested=plan.attention.value, attention_used=setup.attention,
             optimizer=plan.optimizer.value, optimizer_class=optimizer_class_name(plan.optimizer),

@@ -45,6 +45,7 @@ from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.estimate.memory import MIB
 from gpuwork.facts.model import list_presets
 from gpuwork.measure import calibration, extrapolation
+from gpuwork.measure.clipping import clipping_note
 from gpuwork.message import msg
 from gpuwork.plan import Method, Precision, TrainPlan
 from gpuwork.present import charts
@@ -521,6 +522,7 @@ class TrialPanel(common.Panel):
                 mib=s.peak_trial_memory_bytes / MIB, device=record.environment.device_name,
                 first=s.first_loss, last=s.last_loss)) + "</p>")
             lines.append(note_html(html.escape(ui("data_verdict", lang).format(verdict=s.verdict))))
+            lines.append(note_html(html.escape(render(clipping_note(record), lang))))
         c = record.checkpoint
         if c is not None:
             verdict = ui("verified" if c.verified else "not_verified", lang)

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.facts.configs.base import AUTOCAST, FSDP, Format, Reader, claim_fsdp_wrap, sharding_rule
+from gpuwork.facts.configs.base import AUTOCAST, FSDP, Claim, Format, Reader, claim_fsdp_wrap, sharding_rule
+from gpuwork.facts.configs.wrap_size import LAUNCH_MIN_NUM_PARAMS, SIZE_WRAP
 from gpuwork.message import msg
-from gpuwork.plan import HSDP_GROUP_GPUS
+from gpuwork.plan import HSDP_GROUP_GPUS, TORCH_FSDP_SHARDINGS
 
 _ACCELERATE_TYPES = {"NO": "single", "MULTI_GPU": "ddp", "DEEPSPEED": "deepspeed", "FSDP": "fsdp",
                      "MULTI_CPU": "cpu", "MULTI_NPU": "ddp", "MULTI_XPU": "ddp", "MULTI_MLU": "ddp",
@@ -74,6 +75,9 @@ def read(r: Reader, base: Path) -> None:
         # unset: the plugin's NO_WRAP (accelerate 1.16.0), but `accelerate config` always writes the key and the
         # Trainer passes its own policy, so only a written value is claimed (docs/configs.md 'FSDP wrap policy')
         claim_fsdp_wrap(r, config.get("fsdp_auto_wrap_policy"), "fsdp_config.fsdp_auto_wrap_policy", sharding)
+        if str(config.get("fsdp_auto_wrap_policy")).strip().upper() == "SIZE_BASED_WRAP" \
+                and sharding in TORCH_FSDP_SHARDINGS:
+            _size_wrap(r, config)
         if config.get("fsdp_offload_params") in (True, "true"):
             r.claim("offload_params", sharding in ("fsdp", "hsdp"), "fsdp_config.fsdp_offload_params")
             r.claim("offload_optimizer", True, "fsdp_config.fsdp_offload_params", msg("config.rule.fsdp_offload"))
@@ -93,6 +97,21 @@ def read(r: Reader, base: Path) -> None:
     backend = str(dynamo.get("dynamo_backend", "NO")).upper() if isinstance(dynamo, dict) else "NO"
     if backend not in ("NO", "NONE"):
         r.claim("stack", "torch-compile", "dynamo_config.dynamo_backend", weak=True)
+
+
+def _size_wrap(r: Reader, config: dict[str, Any]) -> None:
+    """SIZE_BASED_WRAP's threshold as ``accelerate launch`` exports it (``fsdp_min_num_params``, else the launcher's
+    1e8). 0: accelerate drops the policy, one unit; else the model's size decides (``wrap_size``, once combined)."""
+    key = "fsdp_config.fsdp_min_num_params"
+    value = config.get("fsdp_min_num_params")
+    if value is None:
+        value, key = LAUNCH_MIN_NUM_PARAMS, "fsdp_config.fsdp_auto_wrap_policy"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 0:
+        raise PlanError("from", msg("error.config.not_whole", file=r.file, key=key, value=repr(value)))
+    if value == 0:
+        r.claim("fsdp_wrap", "whole", key, msg("config.rule.size_wrap_zero"))
+    else:
+        r.claims.append(Claim(SIZE_WRAP, int(value), r.file, key))
 
 
 def _hybrid(r: Reader, sharding: str, key: str, processes: int | None, machines: int | None) -> tuple[str, str]:

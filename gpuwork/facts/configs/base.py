@@ -424,8 +424,8 @@ def claim_schedule(r: Reader, *, epochs_key: str) -> None:
         r.note(msg("config.keeps_every_checkpoint", file=r.file, source=rule))
 
 
-# accelerate's FSDP_AUTO_WRAP_POLICY names -> TrainPlan.fsdp_wrap; SIZE_BASED_WRAP is left unclaimed: whether a
-# block reaches min_num_params depends on the model (docs/configs.md 'FSDP wrap policy')
+# accelerate's FSDP_AUTO_WRAP_POLICY names -> TrainPlan.fsdp_wrap; SIZE_BASED_WRAP depends on the model's size
+# (facts/configs/wrap_size.py; docs/communication.md 'One unit for the whole model')
 _WRAP_POLICIES = {"TRANSFORMER_BASED_WRAP": "blocks", "NO_WRAP": "whole"}
 
 

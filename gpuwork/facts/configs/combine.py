@@ -20,6 +20,7 @@ from gpuwork.facts.configs.base import (
     show,
 )
 from gpuwork.facts.configs.registry import FORMAT_BY_NAME, detect_format
+from gpuwork.facts.configs.wrap_size import size_wrap
 from gpuwork.message import Msg, msg
 from gpuwork.plan import TrainPlan, field_names
 
@@ -124,6 +125,7 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
                                  key=weak.key, chosen=show(first.value), chosen_file=first.file))
         chosen[name] = first
     _fsdp_upcast(chosen, by_field, notes)
+    size_wrap(chosen, by_field, notes)
     _derive(chosen, notes)
     for auto in by_field.get("__auto__", ()):
         target = _AUTO_FIELDS.get(auto.value)
@@ -139,7 +141,7 @@ def _combine(claims: list[Claim], overridden: set[str]) -> tuple[list[Claim], li
 
 _AUTO_FIELDS = {"zero_optimization.stage": "sharding", "bf16.enabled": "precision", "fp16.enabled": "precision",
                 "train_micro_batch_size_per_gpu": "batch_size", "gradient_accumulation_steps": "grad_accum",
-                "train_batch_size": "gpus"}
+                "train_batch_size": "gpus", "gradient_clipping": "grad_clip"}
 
 
 def _fsdp_upcast(chosen: dict[str, Claim], by_field: dict[str, list[Claim]], notes: list[Msg]) -> None:

@@ -23,7 +23,8 @@ def _ds_value(r: Reader, section: dict[str, Any], key: str, path: str) -> Any:
 def read(r: Reader, base: Path) -> None:
     data = r.data
     r.used.update({"zero_optimization", "bf16", "fp16", "train_micro_batch_size_per_gpu",
-                   "gradient_accumulation_steps", "train_batch_size", "optimizer", "activation_checkpointing"})
+                   "gradient_accumulation_steps", "train_batch_size", "optimizer", "activation_checkpointing",
+                   "gradient_clipping"})
     zero = data.get("zero_optimization") or {}
     if not isinstance(zero, dict):
         raise PlanError("sharding", msg("error.config.not_mapping_key", file=r.file, key="zero_optimization"))
@@ -65,6 +66,7 @@ def read(r: Reader, base: Path) -> None:
     total = _ds_value(r, data, "train_batch_size", "train_batch_size")
     if total is not None:
         r.claim("train_batch_size", int(total), "train_batch_size")  # world size once micro and accum are known
+    _claim_clipping(r)
     optimizer = data.get("optimizer")
     if isinstance(optimizer, dict) and optimizer.get("type"):
         claim_optimizer(r, str(optimizer["type"]), "optimizer.type", DEEPSPEED_OPTIMIZERS)
@@ -72,6 +74,20 @@ def read(r: Reader, base: Path) -> None:
     if isinstance(checkpointing, dict) and (checkpointing.get("partition_activations")
                                             or checkpointing.get("cpu_checkpointing")):
         r.note(msg("config.ds_activation_checkpointing", file=r.file))
+
+
+def _claim_clipping(r: Reader) -> None:
+    """grad_clip from ``gradient_clipping``: the engine clips when it is > 0 (docs/grad_clip.md). "auto" is the
+    Trainer's max_grad_norm (HF's integration fills it); left out, DeepSpeed's default decides, and that changed
+    in 0.19.3 (0.0 -> 1.0): unclaimed, with a note."""
+    if r.get("gradient_clipping") is None:
+        r.note(msg("config.ds_clipping_unset", file=r.file))
+        return
+    if _ds_value(r, r.data, "gradient_clipping", "gradient_clipping") is None:
+        return  # "auto": combine names the max_grad_norm claim it defers to
+    norm = r.number("gradient_clipping")
+    if norm is not None:
+        r.claim("grad_clip", norm > 0, "gradient_clipping", msg("config.rule.ds_clipping"))
 
 
 MARKERS = frozenset({"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size",

@@ -26,6 +26,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.trial.row.throughput": ("throughput", "скорость"),
     "cli.trial.row.data_wait": ("data wait", "данные"),
     "cli.trial.row.loss": ("loss", "loss"),
+    "cli.trial.row.clipping": ("clipping", "клиппинг"),  # short: the rows align on the widest label
     "cli.trial.row.peak_memory": ("peak memory", "пик памяти"),
     "cli.trial.row.checkpoint": ("checkpoint", "чекпойнт"),
     "cli.trial.row.fits": ("fits", "помещается"),

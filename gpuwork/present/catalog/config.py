@@ -210,6 +210,19 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "transformers 5.24.0, trainer_utils.py)"),
     "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
                                  "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
+    "config.rule.ds_clipping": (
+        "DeepSpeed's engine clips the gradients when gradient_clipping > 0; 0 turns clipping off",
+        "движок DeepSpeed ограничивает норму градиента при gradient_clipping > 0; 0 отключает ограничение"),
+    "config.rule.size_wrap_whole": (
+        "SIZE_BASED_WRAP with min_num_params {min:int}: the whole model has {params:int} parameters, fewer, so no "
+        "submodule reaches the threshold and the root is the only FSDP unit",
+        "SIZE_BASED_WRAP с min_num_params {min:int}: во всей модели {params:int} параметров, меньше порога, "
+        "поэтому ни один подмодуль его не достигает и единственный блок FSDP — корень"),
+    "config.rule.size_wrap_zero": (
+        "SIZE_BASED_WRAP with fsdp_min_num_params 0: accelerate drops the policy, so the whole model is one FSDP "
+        "unit",
+        "SIZE_BASED_WRAP с fsdp_min_num_params 0: accelerate отключает политику обёртки, и вся модель — один блок "
+        "FSDP"),
     "config.rule.nvme": ("offload to NVMe, modelled as CPU offload", "выгрузка на NVMe, моделируется как выгрузка на CPU"),
     "config.rule.stage_from_name": (
         "{path:raw} is not here: ZeRO stage {stage} read from its file name (pass the file with --from to read it)",
@@ -326,6 +339,28 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.offload_param_stage": ("{file:raw}: offload_param needs ZeRO stage 3 (stage {stage}); ignored",
                                    "{file:raw}: `offload_param` работает только со стадией ZeRO 3 (стадия {stage}); "
                                    "пропущено"),
+    "config.ds_clipping_unset": (
+        "{file:raw}: gradient_clipping is not set, so DeepSpeed's own default decides whether the run clips: 1.0 "
+        "(clips) from DeepSpeed 0.19.3, 0.0 (never clips) before; the Trainer's max_grad_norm reaches DeepSpeed "
+        "only through \"auto\". grad_clip is not read from this file (--no-grad-clip for DeepSpeed before 0.19.3)",
+        "{file:raw}: gradient_clipping не задан, поэтому ограничивать ли норму градиента, решает умолчание "
+        "DeepSpeed: 1.0 (ограничивает) начиная с DeepSpeed 0.19.3, 0.0 (не ограничивает) в более ранних версиях; "
+        "max_grad_norm из Trainer попадает в DeepSpeed только через `auto`. grad_clip из этого файла не "
+        "читается (--no-grad-clip для DeepSpeed до 0.19.3)"),
+    "config.size_wrap_unknown": (
+        "{file:raw}: {key:raw}: SIZE_BASED_WRAP (min_num_params {min:int}) is not read into fsdp_wrap: which "
+        "submodules become FSDP units depends on the model's size, which is not known here (a hub model); the plan "
+        "keeps one unit per block",
+        "{file:raw}: {key:raw}: SIZE_BASED_WRAP (min_num_params {min:int}) не переносится в fsdp_wrap: какие "
+        "подмодули станут блоками FSDP, зависит от размера модели, а он здесь неизвестен (модель из хаба); в плане "
+        "остаётся один блок на слой"),
+    "config.size_wrap_larger": (
+        "{file:raw}: {key:raw}: SIZE_BASED_WRAP (min_num_params {min:int}) is not read into fsdp_wrap: the model "
+        "has {params:int} parameters, so which submodules become FSDP units depends on their own sizes, which "
+        "fsdp_wrap cannot state; the plan keeps one unit per block",
+        "{file:raw}: {key:raw}: SIZE_BASED_WRAP (min_num_params {min:int}) не переносится в fsdp_wrap: в модели "
+        "{params:int} параметров, и какие подмодули станут блоками FSDP, зависит от их размеров, чего fsdp_wrap "
+        "выразить не может; в плане остаётся один блок на слой"),
     "config.ds_activation_checkpointing": (
         "{file:raw}: DeepSpeed activation partitioning / CPU checkpointing is not modelled (estimate too high)",
         "{file:raw}: разбиение активаций / их выгрузка на CPU в DeepSpeed не моделируются (оценка завышена)"),

@@ -58,6 +58,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
                            "warmup={warmup:raw}: нужно целое число ≥ 0 (обычно 2)"),
     "error.trial.memory_cap": ("memory_cap_bytes={cap:raw}: use a positive number of bytes or None",
                                "memory_cap_bytes={cap:raw}: нужно положительное число байт или None"),
+    "error.trial.max_grad_norm": ("max_grad_norm={value:raw}: use a positive finite norm, or None for the plan's "
+                                  "(1.0 when it clips)",
+                                  "max_grad_norm={value:raw}: нужна положительная конечная норма или None — тогда "
+                                  "как в плане (1.0, если он ограничивает норму)"),
+    "error.trial.max_grad_norm_unclipped": (
+        "max_grad_norm={value:raw} is given but the plan has grad_clip off: a run that never clips has no norm to "
+        "clip at; turn grad_clip on in the plan, or leave max_grad_norm unset",
+        "задан max_grad_norm={value:raw}, но в плане grad_clip выключен: обучение без ограничения нормы не "
+        "использует её; включите grad_clip в плане или не задавайте max_grad_norm"),
     "error.trial.adapter_keys": ("adapter checkpoint has unexpected keys: {keys:raw}",
                                  "в чекпойнте адаптера лишние ключи: {keys:raw}"),
     "error.trial.checkpoint_mismatch": (

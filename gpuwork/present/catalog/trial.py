@@ -118,4 +118,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "allocator's overhead: not a GPU quantity)",
         "запуск на CPU: RSS процесса сверх значения до запуска (с накладными расходами среды выполнения, "
         "библиотек и аллокатора: не величина GPU)"),
+    # -- gradient clipping as the trial ran it (gpuwork.measure.clipping) ----------------------------------------
+    "trial.clip.on": ("clip_grad_norm_ before each update at max norm {norm:g}; {last}",
+                      "clip_grad_norm_ перед каждым обновлением, максимальная норма {norm:g}; {last}"),
+    "trial.clip.last": ("last gradient norm {value:g}", "последняя норма градиента {value:g}"),
+    "trial.clip.no_norm": ("no gradient norm recorded", "норма градиента не записана"),
+    "trial.clip.off": (
+        "off: the plan never clips (grad_clip off), so the trial made no clip_grad_norm_ call and measured no "
+        "gradient norm",
+        "нет: план не ограничивает норму градиента (grad_clip выключен), поэтому запуск не вызывал "
+        "clip_grad_norm_ и не измерял норму градиента"),
+    "trial.clip.not_clipped": ("not clipped; {last}", "без ограничения; {last}"),
 }
