@@ -256,7 +256,7 @@ HELP = {
                   "language of the report (en or ru)", "`gpuwork trial --calibrate` stored for this device"]),
     "trace": (RUN_FLAGS | {"--json", "--lang"}, ["print one JSON object", "optimizer kernels: foreach (default) | fused | for-loop"]),
     "models": ({"--json", "--lang", "--rebuild"}, ["rebuild data/model_specs.json on the meta device"]),
-    "accuracy": ({"--out", "--grid", "--time"}, ["write Markdown here instead of printing it", "small-model grid (minutes)"]),
+    "accuracy": ({"--out", "--grid", "--time", "--track-record"}, ["write Markdown here instead of printing it", "small-model grid (minutes)"]),
     "plan": (RUN_FLAGS | DATA_FLAGS | TIME_FLAGS | {"--gpu", "--have", "--offers", "--lang", "--json", "--check"},
              ["data and schedule:", "time model:", "tokens = size / 4 B", "cheapest fitting offers to list",
               "exit with status 1 when nothing fits"]),
