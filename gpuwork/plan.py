@@ -205,6 +205,15 @@ class CommOverlap(StrEnum):
     ON = "on"  # Megatron-LM --overlap-grad-reduce (+ --overlap-param-gather): buckets behind backward / forward
 
 
+class ZeroSync(StrEnum):
+    """How ZeRO-1 reduces the gradients and gathers the updated parameters (docs/communication.md 'Sliced ZeRO-1')."""
+
+    BUCKETS = "buckets"  # DeepSpeed: reduce-scatter and all-gather in buckets of 5e8 elements (comm_overlap rules)
+    # nanotron's ZeroDistributedOptimizer: every tensor sliced over the ranks, the whole gradient buffer all-reduced
+    # after backward, the updated slices all-gathered and copied back one eager copy per tensor per rank
+    SLICED = "sliced"
+
+
 class FsdpWrap(StrEnum):
     """How torch FSDP splits the model into units (docs/communication.md 'One unit for the whole model')."""
 
@@ -248,6 +257,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "eval_keep": EvalKeep,
     "comm_overlap": CommOverlap,
     "fsdp_wrap": FsdpWrap,
+    "zero_sync": ZeroSync,
 }
 # Every number of a plan has a range with both ends (gpuwork.units.Range, the one range mechanism of plans, flags
 # and records). The upper ends are physical: beyond them a value is a typo, not a run (and the estimate would print
@@ -360,6 +370,8 @@ class TrainPlan:
     checkpoints_kept: int = 2  # checkpoints kept on disk at once
     # when gradients are reduced and ZeRO-1/2 parameters gathered (ddp, zero1, zero2 only; read by estimate.comm)
     comm_overlap: CommOverlap = CommOverlap.DEFAULT
+    # how ZeRO-1 syncs gradients and parameters (zero1 only; read by estimate.comm)
+    zero_sync: ZeroSync = ZeroSync.BUCKETS
 
     def __post_init__(self) -> None:
         for name, enum in _ENUM_FIELDS.items():
@@ -433,6 +445,10 @@ class TrainPlan:
         if self.comm_overlap is not CommOverlap.DEFAULT and self.sharding.per_unit:
             raise PlanError("comm_overlap", msg("error.plan.comm_overlap_sharding", value=self.comm_overlap.value,
                                                 sharding=self.sharding.value))
+        if self.zero_sync is not ZeroSync.BUCKETS and (self.sharding is not Sharding.ZERO1
+                                                        or self.comm_overlap is not CommOverlap.DEFAULT):
+            raise PlanError("zero_sync", msg("error.plan.zero_sync_sharding", value=self.zero_sync.value,
+                                             sharding=self.sharding.value, overlap=self.comm_overlap.value))
         if self.fsdp_wrap is not FsdpWrap.BLOCKS and self.sharding not in TORCH_FSDP_SHARDINGS:
             raise PlanError("fsdp_wrap", msg("error.plan.fsdp_wrap_sharding", value=self.fsdp_wrap.value,
                                              sharding=self.sharding.value))
@@ -525,12 +541,15 @@ class TrainPlan:
         if self.fsdp_wrap is not FsdpWrap.BLOCKS and "fsdp_wrap" not in changes and "sharding" in changes \
                 and not _torch_fsdp(changes["sharding"]):
             changes["fsdp_wrap"] = FsdpWrap.BLOCKS  # a sweep out of torch FSDP: no units to wrap
+        if self.zero_sync is not ZeroSync.BUCKETS and "zero_sync" not in changes and "sharding" in changes \
+                and _sharding(changes["sharding"]) is not Sharding.ZERO1:
+            changes["zero_sync"] = ZeroSync.BUCKETS  # a sweep out of ZeRO-1: the library's own sync
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
         """The same run on one GPU: no sharding, nothing offloaded (what a single card must hold)."""
         return dataclasses.replace(self, gpus=1, sharding=Sharding.DDP, offload_optimizer=False,
-                                   offload_params=False, fsdp_wrap=FsdpWrap.BLOCKS)
+                                   offload_params=False, fsdp_wrap=FsdpWrap.BLOCKS, zero_sync=ZeroSync.BUCKETS)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict; enum values as strings, targets as a list."""
@@ -761,6 +780,7 @@ __all__ = [
     "Attention",
     "CommOverlap",
     "FsdpWrap",
+    "ZeroSync",
     "Method",
     "Optimizer",
     "OptimizerImpl",

@@ -270,6 +270,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--shard-group", dest="shard_group_gpus", type=int, metavar="N", help=say("shard_group"))
     g.add_argument("--comm-overlap", help=say("comm_overlap"))
     g.add_argument("--fsdp-wrap", help=say("fsdp_wrap"))
+    g.add_argument("--zero-sync", help=say("zero_sync"))
     g.add_argument("--offload-optimizer", action="store_true", default=None, help=say("offload_optimizer"))
     g.add_argument("--offload-params", action="store_true", default=None, help=say("offload_params"))
     g.add_argument("--optimizer-impl", help=say("optimizer_impl"))
@@ -295,7 +296,7 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "lora_targets", "quant_type", "double_quant", "kbit_upcast", "gpus", "sharding", "shard_group_gpus",
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
-                "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic")
+                "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

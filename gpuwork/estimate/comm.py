@@ -26,6 +26,8 @@ Overlap (per optimizer step, per GPU):
   docs/communication.md 'DDP').
 - ZeRO-1/2 (DeepSpeed defaults, overlap_comm off): gradients reduce-scattered after backward and the
   updated 16-bit parameters all-gathered after the step, in buckets of 5e8 elements: all exposed.
+- ZeRO-1 "sliced" (nanotron, TrainPlan.zero_sync): the whole fp32 gradient all-reduced after backward, the 16-bit
+  parameters all-gathered after the step, then copied back one eager op per tensor per rank (``sliced_sync``).
 - A plan's ``comm_overlap`` switch replaces both rules (``switched_sync``): "off" one collective after backward
   (Megatron-LM's default), "on" Megatron-LM's buckets behind backward and its parameter gathers behind forward.
 - ZeRO-3 / FSDP (FULL_SHARD): per unit (one decoder block) an all-gather before its forward and again
@@ -126,6 +128,9 @@ class CommTraffic:
     last_grad_bytes: float = 0.0
     # DDP / ZeRO-1/2: when gradients are reduced and parameters gathered (TrainPlan.comm_overlap; switched_sync)
     overlap: CommOverlap = CommOverlap.DEFAULT
+    # ZeRO-1 sliced (TrainPlan.zero_sync 'sliced'): the trained parameter tensors, each cut into one slice per
+    # rank; 0: the bucketed DeepSpeed sync (sliced_sync)
+    sliced_tensors: int = 0
 
 
 @dataclass(frozen=True)
@@ -243,6 +248,8 @@ def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s:
     if n <= 1:
         return CommTime(0.0, 0.0, busbw(facts, fabric, ALL_REDUCE, DDP_BUCKET_BYTES, 2), 0.0)
     ga = max(traffic.grad_accum, 1)
+    if traffic.sliced_tensors:
+        return sliced_sync(facts, fabric, traffic)
     if traffic.overlap is not CommOverlap.DEFAULT and not traffic.sharding.per_unit:
         return switched_sync(facts, fabric, traffic, forward_s / ga, backward_s / ga)
     if traffic.sharding is Sharding.DDP:
@@ -336,6 +343,27 @@ def switched_sync(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forwar
     return CommTime(total, exposed, busbw(facts, fabric, reduce, size, n), size)
 
 
+def sliced_sync(facts: CommFacts, fabric: Fabric, traffic: CommTraffic) -> CommTime:
+    """nanotron's ZeRO-1 (TrainPlan.zero_sync 'sliced'; docs/communication.md 'Sliced ZeRO-1'): with fp32 gradient
+    accumulation the model is not wrapped in DDP, so after the last backward the whole fp32 gradient buffer is
+    all-reduced in one call (not reduce-scattered: trainer.py 'too memory hungry, instead we run all_reduce'), and
+    after the update the 16-bit parameters are all-gathered in one call; both block the step. The copies back
+    into every tensor's slice are host work (``sliced_copies``), priced by plan_comm."""
+    n = traffic.gpus
+    total = collective_s(facts, fabric, ALL_REDUCE, traffic.grad_bytes, n) \
+        + collective_s(facts, fabric, ALL_GATHER, traffic.params16_bytes, n)
+    return CommTime(total, total, busbw(facts, fabric, ALL_REDUCE, traffic.grad_bytes, n), traffic.grad_bytes)
+
+
+def sliced_copies(traffic: CommTraffic) -> int:
+    """Eager ops on the host after nanotron's parameter all-gather (distributed.py all_gather_coalesced): per rank
+    one flatten of its slices into the gather buffer, one copy out of NCCL's flat output, then one copy_ back into
+    each tensor's slice (a Python loop); 0 for the other syncs or one GPU."""
+    if not traffic.sliced_tensors or traffic.gpus <= 1:
+        return 0
+    return traffic.gpus * (traffic.sliced_tensors + 2)
+
+
 def _groups(traffic: CommTraffic) -> tuple[int, int]:
     """(GPUs of one shard group, replica groups): HSDP shards inside a group and replicates across groups."""
     group = shard_ranks(traffic.sharding, traffic.gpus, traffic.shard_group) if traffic.sharding.per_unit \
@@ -385,6 +413,9 @@ def comm_bytes_per_step(traffic: CommTraffic) -> tuple[float, str]:
     share = (n - 1) / n
     if traffic.sharding is Sharding.DDP:
         return 2 * share * traffic.grad_bytes, "DDP ring all-reduce of gradients, once per step"
+    if traffic.sliced_tensors:
+        return (share * (2 * traffic.grad_bytes + traffic.params16_bytes),
+                "ZeRO-1 all-reduce of fp32 gradients + all-gather of sliced parameters (nanotron)")
     if traffic.sharding in (Sharding.ZERO1, Sharding.ZERO2):
         return (share * (traffic.grad_bytes + traffic.params16_bytes),
                 "ZeRO reduce-scatter of gradients + all-gather of parameters")
@@ -586,7 +617,10 @@ def _plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, bac
     def exposed_comm(link_used: Link, over_network: bool = True) -> tuple[float, float, float]:
         """(communication seconds, exposed seconds, bandwidth) per step."""
         t = step_comm(setting.facts, fabric_of(link_used, over_network), traffic, forward_s, backward_s)
-        return t.total_s, t.exposed_s, t.bandwidth_bytes_s
+        return t.total_s + copies_s, t.exposed_s + copies_s, t.bandwidth_bytes_s
+
+    # host-bound eager copies, under no_grad (the update), that block the step like the gather they follow
+    copies_s = sliced_copies(traffic) * setting.rates.kernel("launch_overhead_eager_nograd_us") * 1e-6
 
     comm_s, exposed_s, bandwidth = exposed_comm(setting.intra)
 
@@ -626,4 +660,4 @@ def _plan_comm(setting: CommSetting, traffic: CommTraffic, forward_s: float, bac
 __all__ = ["ALL_GATHER", "ALL_REDUCE", "DDP_BUCKET_BYTES", "LINK_VERDICT_SHARE", "REDUCE_SCATTER",
            "ZERO_BUCKET_ELEMENTS", "MEGATRON_BUCKET_ELEMENTS", "MEGATRON_BUCKET_PER_RANK", "CommEstimate", "CommSetting", "CommTime", "CommTraffic", "Fabric", "busbw",
            "bridged_gpus", "coerce_link", "collective_s", "comm_bytes_per_step", "contention_share", "curve_busbw", "half_bytes", "link_bytes_s",
-           "megatron_bucket_elements", "nccl_channels", "network_busbw", "node_link", "pcie_peer_to_peer", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "step_comm", "switched_sync", "tree_latency_us"]
+           "megatron_bucket_elements", "nccl_channels", "network_busbw", "node_link", "pcie_peer_to_peer", "plan_comm", "replica_all_reduce_s", "replica_bytes_per_step", "sliced_copies", "sliced_sync", "step_comm", "switched_sync", "tree_latency_us"]

@@ -897,7 +897,7 @@ _FUSED_ATTENTION, _REPEAT, _GRAD_CAST = Backward.FUSED_ATTENTION, Backward.REPEA
 _BACKWARD = Phase.BACKWARD
 
 
-def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
+def param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
     """Trainable parameter tensors (each optimizer kernel of a for-loop step runs once per tensor)."""
     if plan.uses_adapters:  # lora_A and lora_B of every adapted linear, in every block that holds it
         return max(1, 2 * sum(lin.count for lin in lora_target_linears(spec, plan.lora_targets)))
@@ -909,7 +909,7 @@ def _param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
 def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: int) -> list[Op]:
     """Gradient accumulation, clipping and the update, on this GPU's share of the trainable weights."""
     n = counts.trainable / plan.shard_ranks  # the GPU's shard (DDP: 1, the whole model; HSDP: one group's share)
-    tensors = _param_tensors(spec, plan, counts.trainable)
+    tensors = param_tensors(spec, plan, counts.trainable)
     g_b = 4 if plan.uses_adapters else plan.precision.param_bytes
     out: list[Op] = []
     if mb > 1:  # AccumulateGrad: grad += new_grad, one kernel per tensor per later micro-batch
@@ -944,4 +944,4 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: in
 
 
 __all__ = ["Backward", "Kind", "MoeExperts", "Op", "OpList", "Phase", "StackKernels", "matmul_dtype",
-           "sdpa_padding_mask", "step_ops"]
+           "param_tensors", "sdpa_padding_mask", "step_ops"]

@@ -58,7 +58,7 @@ from gpuwork.estimate.lengths import (
     real_tokens_per_sequence,
 )
 from gpuwork.estimate.memory import estimate_memory
-from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, fp32_qlora, step_ops
+from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, fp32_qlora, param_tensors, step_ops
 from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
 from gpuwork.facts.block_profiles import BlockProfile, matching_profile
@@ -68,7 +68,7 @@ from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Precision, Sharding, TrainPlan
+from gpuwork.plan import Attention, Method, Precision, Sharding, TrainPlan, ZeroSync
 from gpuwork.units import HOUR_S, Range
 
 # -- communication ----------------------------------------------------------------------------------
@@ -608,7 +608,9 @@ def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraff
                        params16_bytes=counts.trainable * plan.precision.compute_bytes,
                        shard_group=plan.shard_group_gpus,
                        root_gathered_bytes=root_params * weight_bytes, root_grad_bytes=root_trained * grad_bytes,
-                       last_grad_bytes=_ddp_last_grads(plan, spec) * grad_bytes, overlap=plan.comm_overlap)
+                       last_grad_bytes=_ddp_last_grads(plan, spec) * grad_bytes, overlap=plan.comm_overlap,
+                       sliced_tensors=param_tensors(spec, plan, counts.trainable)
+                       if plan.zero_sync is ZeroSync.SLICED else 0)
 
 
 def _ddp_last_grads(plan: TrainPlan, spec: ModelSpec) -> int:

@@ -122,6 +122,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "ddp / zero1 / zero2: когда сводятся градиенты: default (как в обычной библиотеке: PyTorch DDP — корзинами "
         "за обратным проходом, ZeRO — после него) | off (после обратного прохода) | on (корзинами за обратным "
         "проходом, сбор параметров ZeRO — за прямым)"),
+    "cli.help.run.zero_sync": (
+        "zero1: how gradients and parameters are synced: buckets (DeepSpeed: reduce-scatter and all-gather in "
+        "buckets) | sliced (nanotron: every tensor sliced over the GPUs, the whole fp32 gradient all-reduced after "
+        "backward, the updated slices all-gathered and copied back one tensor and GPU at a time)",
+        "zero1: как синхронизируются градиенты и параметры: buckets (DeepSpeed: градиенты сводятся и параметры "
+        "собираются корзинами) | sliced (`nanotron`: каждый тензор нарезан по GPU, весь градиент fp32 сводится одним "
+        "`all-reduce` после обратного прохода, обновлённые срезы собираются одним `all-gather` и копируются по одному "
+        "на тензор и GPU)"),
     "cli.help.run.fsdp_wrap": (
         "fsdp / hsdp / hsdp-zero2: torch FSDP's units: blocks (one per decoder block plus the root: a transformer "
         "auto-wrap policy) | whole (the root only: auto_wrap_policy=None, NO_WRAP, or a size-based policy no "

@@ -81,6 +81,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "comm_overlap='{value:raw}' задаёт, когда DDP и ZeRO-1/2 сводят градиенты; sharding='{sharding:raw}' "
         "собирает и сводит блок за блоком с упреждением за вычислениями: оставьте comm_overlap='default' или "
         "выберите sharding 'ddp', 'zero1' или 'zero2'"),
+    "error.plan.zero_sync_sharding": (
+        "zero_sync='{value:raw}' is how nanotron's ZeRO-1 syncs: it runs with sharding 'zero1' and its own timing, "
+        "so comm_overlap stays 'default'; this plan has sharding='{sharding:raw}', comm_overlap='{overlap:raw}': "
+        "leave zero_sync at 'buckets' or use sharding 'zero1' with comm_overlap 'default'",
+        "zero_sync='{value:raw}' — так синхронизирует ZeRO-1 в nanotron: только с sharding 'zero1' и со своим "
+        "порядком, поэтому comm_overlap остаётся 'default'; в этом плане sharding='{sharding:raw}', "
+        "comm_overlap='{overlap:raw}': оставьте zero_sync='buckets' или выберите sharding 'zero1' с comm_overlap "
+        "'default'"),
     "error.plan.out_of_place_optimizer": (
         "optimizer_impl='out-of-place' is a hand-written AdamW loop; optimizer='{optimizer:raw}' has none: use "
         "optimizer='adamw' or another optimizer_impl",
