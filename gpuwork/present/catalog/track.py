@@ -10,18 +10,19 @@ _SOURCES_RU = "{sources:int} {sources:pl:источник|источника|и�
 ENTRIES: dict[str, tuple[str, str]] = {
     "track.line": (
         "Track record: on {cases:int} published runs of this kind ({regime:@track.regime}; {sources:int} sources), "
-        "measured step times were {p10:n2}–{p90:n2}× this estimate (10th–90th percentile, median {p50:n2}×, of "
-        "predictions frozen before the figures were read).",
+        "measured step times were {p10:n2}–{p90:n2}× this estimate (10th–90th percentile, each source weighing the "
+        "same, median {p50:n2}×, of predictions frozen before the figures were read).",
         "История точности: на {cases:int} " + _RUNS_RU + " такого рода ({regime:@track.regime}; " + _SOURCES_RU
-        + ") измеренное время шага составило {p10:n2}–{p90:n2}× от этой оценки (10-й–90-й процентиль, медиана "
-        "{p50:n2}×, по прогнозам, зафиксированным до того, как были прочитаны опубликованные цифры)."),
+        + ") измеренное время шага составило {p10:n2}–{p90:n2}× от этой оценки (10-й–90-й процентиль, каждый "
+        "источник с равным весом, медиана {p50:n2}×, по прогнозам, зафиксированным до того, как были прочитаны "
+        "опубликованные цифры)."),
     "track.line_all": (
         "Track record: on {cases:int} published runs of all kinds ({sources:int} sources), measured step times were "
-        "{p10:n2}–{p90:n2}× this estimate (10th–90th percentile, median {p50:n2}×, of predictions frozen before "
-        "the figures were read).",
+        "{p10:n2}–{p90:n2}× this estimate (10th–90th percentile, each source weighing the same, median {p50:n2}×, "
+        "of predictions frozen before the figures were read).",
         "История точности: на {cases:int} " + _RUNS_RU + " всех видов (" + _SOURCES_RU + ") измеренное время "
-        "шага составило {p10:n2}–{p90:n2}× от этой оценки (10-й–90-й процентиль, медиана {p50:n2}×, по прогнозам, "
-        "зафиксированным до того, как были прочитаны опубликованные цифры)."),
+        "шага составило {p10:n2}–{p90:n2}× от этой оценки (10-й–90-й процентиль, каждый источник с равным весом, "
+        "медиана {p50:n2}×, по прогнозам, зафиксированным до того, как были прочитаны опубликованные цифры)."),
     "track.range": (
         "At those ratios: step {step_lo:n2}–{step_hi:n2} s; whole run {run_lo:dur}–{run_hi:dur} (its time without "
         "the {margin:pct} margin, times the ratios).",
