@@ -138,6 +138,10 @@ class Stack(StrEnum):
     DLE_PYTORCH = "dle-pytorch"
     # Lit-GPT of late 2023 (commit 8641822, Lightning 2.1): its own GPT modules under Fabric (memory_misses_litgpt.md)
     LITGPT_2023 = "litgpt-2023"
+    # a plain PyTorch training loop (own model code, F.cross_entropy on the logits' own dtype [M7]), eager or with
+    # torch.compile(model) and the loss outside it
+    TORCH_LOOP = "torch-loop"
+    TORCH_LOOP_COMPILE = "torch-loop-compile"
 
 
 # Unsloth of any release: its own model patching and PEFT wrapper

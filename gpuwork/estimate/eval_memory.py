@@ -63,10 +63,12 @@ def kept_per_batch(spec: ModelSpec, plan: TrainPlan, logits_bytes: int) -> tuple
     return per * positions, ID_BYTES * positions
 
 
-def eval_forward(spec: ModelSpec, plan: TrainPlan, stream: int, linear_out: int, logits_bytes: int) -> StepTensors:
+def eval_forward(spec: ModelSpec, plan: TrainPlan, stream: int, linear_out: int, logits_bytes: int,
+                 loss_bytes: int | None = None) -> StepTensors:
     """The evaluation forward's large tensors per token, as the allocator sees them: each block's internals made
     and freed inside the block (no_grad: nothing is saved), then the head's. ``stream``: bytes of the residual
-    stream; ``linear_out``: of a linear's output; ``logits_bytes``: of the head's output."""
+    stream; ``linear_out``: of a linear's output; ``logits_bytes``: of the head's output; ``loss_bytes``: of the
+    loss's log_softmax (default: fp32 for a causal LM, ForCausalLMLoss; a plain loop's own dtype, [M7])."""
     h, e, s = spec.hidden_size, linear_out, plan.longest_batch_len
     q_dim, kv_dim = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
     k_exp = max(spec.experts_per_token, 1)
@@ -77,15 +79,16 @@ def eval_forward(spec: ModelSpec, plan: TrainPlan, stream: int, linear_out: int,
         attn += (4 + e) * spec.num_heads * s  # fp32 softmax and its 16-bit cast, per head, per key
     block = (stream * h, stream * h, max(mlp, attn))  # the block input, the normed input, the larger half
     vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
-    # the head: final norm output, logits, the loss's fp32 upcast (causal LM: ForCausalLMLoss) and log_softmax
-    upcast = 4 * vocab if spec.task is Task.CAUSAL_LM and logits_bytes < 4 else 0
-    loss_bytes = 4 if spec.task is Task.CAUSAL_LM else logits_bytes
+    # the head: final norm output, logits, the loss's upcast (causal LM: ForCausalLMLoss, fp32) and log_softmax
+    if loss_bytes is None:
+        loss_bytes = 4 if spec.task is Task.CAUSAL_LM else logits_bytes
+    upcast = loss_bytes * vocab if loss_bytes > logits_bytes else 0
     head = (stream * h, logits_bytes * vocab, upcast, loss_bytes * vocab)
     return StepTensors(spec.num_layers, (), block, tuple(n for n in head if n), (), (), ())
 
 
 def estimate_eval(spec: ModelSpec, plan: TrainPlan, *, held: int, stream: int, linear_out: int,
-                  logits_bytes: int, train_step: StepTensors) -> EvalMemory | None:
+                  logits_bytes: int, train_step: StepTensors, loss_bytes: int | None = None) -> EvalMemory | None:
     """The in-run evaluation's peak per GPU, or None when the plan prices none (``eval_batch_size`` None).
 
     ``held``: bytes training keeps through the evaluation (weights, optimizer states, autocast copies, sharding
@@ -97,7 +100,7 @@ def estimate_eval(spec: ModelSpec, plan: TrainPlan, *, held: int, stream: int, l
     samples = plan.eval_samples or plan.eval_batch_size
     batches = math.ceil(samples / (plan.eval_batch_size * plan.gpus))  # the sampler splits them over the GPUs
     window = min(batches, plan.eval_accum or batches)  # batches whose outputs are on the GPU at once
-    forward = eval_forward(spec, plan, stream, linear_out, logits_bytes)
+    forward = eval_forward(spec, plan, stream, linear_out, logits_bytes, loss_bytes)
     program, live = step_program(forward, tokens)
     pred, label = kept_per_batch(spec, plan, logits_bytes)
     # the last batch of a window: its forward beside the earlier batches' outputs, then each concatenation holds

@@ -36,6 +36,7 @@ from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
 from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
+from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
 from gpuwork.estimate.model_states import (
     ModelStates,
@@ -297,6 +298,7 @@ class _Activations:
     inputs: int  # input ids, labels
     chunked_loss: bool = False  # fused linear cross-entropy: one chunk of logits at a time (not per token)
     logits_copy: int = 0  # bytes per token of a copy of the returned logits alive only at the forward's end
+    loss_bytes: int = 4  # bytes per logit of an eager cross-entropy (fp32 upcast, or the logits' own: [M7])
 
 
 def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input: bool = False) -> int:
@@ -326,9 +328,7 @@ def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: 
     vocab = spec.vocab_size if spec.task is not Task.SEQ_CLS else max(spec.num_labels, 1)
     head_in = dt.stream * h if head_trainable else 0  # lm_head saves its input when it trains
     head_out_bytes = 4 if dt.linear_out == 4 else 2  # QLoRA: fp32 after prepare_model_for_kbit_training
-    # causal LMs use transformers' ForCausalLMLoss, which upcasts logits to fp32; BERT heads call
-    # CrossEntropyLoss on the logits as they are. log_softmax saves its output.
-    loss_bytes = 4 if spec.task is Task.CAUSAL_LM else head_out_bytes
+    loss_bytes = _loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, head_out_bytes)
     logsoftmax = loss_bytes * vocab
     logits_extra = 0
     if spec.extras.get("final_logit_softcapping"):
@@ -450,12 +450,12 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     inputs = 8 * 3  # input ids, labels, shifted labels (int64)
     if spec.hidden_dropout > 0:
         inputs += h  # embedding dropout mask
-    # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps
-    # only its input hidden states.
+    # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps its input only
     ckpt = dt.stream * h
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
                         chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked",
-                        logits_copy=_returned_logits_copy(spec, plan, loss_kernel))
+                        logits_copy=_returned_logits_copy(spec, plan, loss_kernel),
+                        loss_bytes=_loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, 4 if e == 4 else 2))
 
 
 def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | None,
@@ -896,7 +896,7 @@ def _in_run_evaluation(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, act: _Activ
     held = sum(terms[k] for k in ("weights", "optimizer_states", "autocast_weight_copies", "sharding_buffers"))
     evaluation = estimate_eval(
         spec, plan, held=held + CUBLAS_WORKSPACE_BYTES, stream=dt.stream, linear_out=dt.linear_out,
-        logits_bytes=4 if dt.linear_out == 4 else 2,
+        logits_bytes=4 if dt.linear_out == 4 else 2, loss_bytes=act.loss_bytes,
         train_step=_step_tensors(spec, plan, act, saved, transient_per_token))
     if evaluation is None:
         return step[:4]

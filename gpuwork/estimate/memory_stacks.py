@@ -1,8 +1,8 @@
 """What a software stack's own code keeps in memory beyond the eager Hugging Face step (stacks.csv memory columns).
 
 Pure helpers of ``gpuwork.estimate.memory``: the returned-logits copy of older Unsloth releases ([M4]), the chunk of
-Liger's fused linear cross-entropy ([M2]), Lit-GPT 2023's FSDP1 unit gradients and the inputs its bitsandbytes
-release keeps ([M5]); sources in gpuwork/facts/data/rates_sources.md.
+Liger's fused linear cross-entropy ([M2]), a plain loop's loss on the logits' own dtype ([M7]), Lit-GPT 2023's FSDP1
+unit gradients and the inputs its bitsandbytes release keeps ([M5]); sources in gpuwork/facts/data/rates_sources.md.
 """
 
 from __future__ import annotations
@@ -15,6 +15,16 @@ from gpuwork.plan import Attention, Method, Task, TrainPlan
 
 # models whose attention and MLP read one norm output (Lit-GPT shared_attention_norm: phi-1_5's config) [M5]
 _SHARED_ATTENTION_NORM = ("phi",)
+
+
+def loss_logits_bytes(spec: ModelSpec, autocast: bool, loss_kernel: str, logits_bytes: int) -> int:
+    """Bytes per logit of the cross-entropy's log_softmax output and its backward buffers. transformers'
+    ForCausalLMLoss upcasts causal-LM logits to fp32; encoder heads and a plain loop's F.cross_entropy (loss_kernel
+    native, [M7]) take the logits as they are, except under autocast, whose fp32 op list holds log_softmax and
+    nll_loss."""
+    if spec.task is not Task.CAUSAL_LM:
+        return logits_bytes
+    return logits_bytes if loss_kernel == "native" and not autocast else 4
 
 
 def returned_logits_copy(spec: ModelSpec, plan: TrainPlan, loss_kernel: str) -> int:

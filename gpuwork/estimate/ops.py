@@ -73,6 +73,7 @@ class StackKernels:
     model_16bit: bool = False
     sdpa_padding_mask: bool = False  # SDPA gets the batch's padding mask (transformers' models)
     torch_gelu: bool = False  # every GELU is torch's F.gelu, one kernel, whatever the config names (Lit-GPT)
+    loss_logits_dtype: bool = False  # a plain loop's F.cross_entropy on 16-bit logits: no fp32 upcast ([M7])
     moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
 
 
@@ -828,7 +829,9 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         out.append(_mem("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
         return out
     out.append(_gemm("output layer", Phase.FORWARD, GemmShape(rows, vocab, h, mm, e, out_b, w_b), mb, trains=False))
-    loss_b = 4 if spec.task is Task.CAUSAL_LM or step.eager_autocast else out_b  # autocast: cross_entropy in fp32
+    # autocast: cross_entropy in fp32; causal LMs: ForCausalLMLoss's upcast, unless the loop takes the logits as they are
+    native = st.loss_logits_dtype and not plan.precision.is_mixed
+    loss_b = 4 if (spec.task is Task.CAUSAL_LM and not native) or step.eager_autocast else out_b
     if loss_b != out_b:
         out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
     out.append(_mem("log_softmax + nll", Phase.FORWARD, rows * vocab, 2 * loss_b, 2, mb))

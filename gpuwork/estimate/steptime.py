@@ -68,7 +68,7 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         fused_cross_entropy=profile.fused_cross_entropy, fused_lora=profile.fused_lora,
                         fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32,
                         model_16bit=profile.model_16bit, sdpa_padding_mask=profile.sdpa_padding_mask,
-                        torch_gelu=profile.torch_gelu,
+                        torch_gelu=profile.torch_gelu, loss_logits_dtype=profile.loss_kernel == "native",
                         moe_experts=MoeExperts(moe_experts or profile.moe_experts))
 
 

@@ -53,7 +53,7 @@ _FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote", "measured_byt
 
 
 # what a re-reading may set (the case's configuration, never its prediction or figure) and what it must say
-REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers")
+REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers", "model_config")
 _REREAD_KEYS = (*REREAD_FIELDS, "why", "evidence")
 
 
@@ -92,6 +92,7 @@ class Reread:
     changed: tuple[tuple[str, str, str], ...]  # (field, as recorded, as re-read), e.g. ("plan.precision", ...)
     why: str
     evidence: tuple[Evidence, ...]
+    model_config: dict[str, Any] | None = None  # the case's config.json values with the re-read keys applied
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ class HeldoutCase:
         if r is None:
             return self
         return dataclasses.replace(self, plan=r.plan, gpu_id=r.gpu_id, nodes=r.nodes, network=r.network,
-                                   metric=r.metric, moe_experts=r.moe_experts, covers=r.covers, reread=None)
+                                   metric=r.metric, moe_experts=r.moe_experts, covers=r.covers,
+                                   model_config=r.model_config, reread=None)
 
     def time_case(self) -> TimeCase:
         """The case as a published TimeCase (a time case, only once revealed)."""
@@ -238,6 +240,21 @@ def _reread_covers(case: HeldoutCase, raw: dict[str, Any], metrics: tuple[str, .
                                                    value=repr(raw["covers"]))) from None
 
 
+def _reread_model_config(case: HeldoutCase, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[
+        tuple[str, str, str], ...]]:
+    """The case's config.json values with the re-read keys applied, and each key that changed (a case with a
+    model_config only: a preset model is named by the plan)."""
+    if "model_config" not in raw:
+        return case.model_config, ()
+    changes = raw["model_config"]
+    if case.model_config is None or not isinstance(changes, dict) or not changes:
+        raise RereadError(case.name, "model_config", msg("error.heldout.reread_model_config", case=case.name))
+    merged = {**case.model_config, **changes}
+    changed = tuple((f"model_config.{k}", _shown(case.model_config.get(k)), _shown(v)) for k, v in changes.items()
+                    if case.model_config.get(k) != v)
+    return merged, changed
+
+
 def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
                  metrics: tuple[str, ...]) -> Reread:
     """``case``'s re-reading from its ``reread`` object; raises RereadError naming the case and the field."""
@@ -256,6 +273,7 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     network, metric = raw.get("network", case.network), raw.get("metric", case.metric)
     moe_experts = raw.get("moe_experts", case.moe_experts)
     covers = _reread_covers(case, raw, metrics)
+    model_config, config_changed = _reread_model_config(case, raw)
     if metric not in metrics:
         raise RereadError(name, "metric", msg("error.heldout.reread_choice", case=name, field="metric",
                                               value=repr(metric), allowed=", ".join(metrics)))
@@ -274,10 +292,11 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
         if getattr(case, f) != v)
     if covers != case.covers:
         changed += (("covers", _shown(case.covers.words()), _shown(covers.words())),)
+    changed += config_changed
     if not changed:
         raise RereadError(name, "reread", msg("error.heldout.reread_nothing", case=name))
     return Reread(plan=plan, gpu_id=gpu_id, nodes=nodes, network=network, metric=metric, moe_experts=moe_experts,
-                  covers=covers, changed=changed, why=raw["why"].strip(), evidence=evidence)
+                  covers=covers, changed=changed, why=raw["why"].strip(), evidence=evidence, model_config=model_config)
 
 
 def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:

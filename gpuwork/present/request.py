@@ -461,6 +461,8 @@ _STACK_NAMES = {
     Stack.TORCHTUNE: "torchtune (PyTorch)",
     Stack.FRAMEWORK: "torchtitan/Megatron/NeMo (PyTorch)",
     Stack.LITGPT_2023: "Lit-GPT (PyTorch, Lightning Fabric)",  # its own LoRA modules, no peft
+    Stack.TORCH_LOOP: "PyTorch (own training loop{peft})",
+    Stack.TORCH_LOOP_COMPILE: "PyTorch (own training loop{peft}, torch.compile)",
 }
 
 

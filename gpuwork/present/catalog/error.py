@@ -485,6 +485,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "отложенный случай {case:raw}: перепрочтённое covers {value:raw} — не список слов, начинающийся со "
         "\"steps\": добавьте любые из first_steps, start_up, final_save_full, eval_every:N, save_every:N "
         "(N — шаги оптимизатора)"),
+    "error.heldout.reread_model_config": (
+        "held-out case {case:raw}: the re-read model_config must be an object of config.json keys, and the case "
+        "must carry its own model_config: a preset model is named by plan.model",
+        "отложенный случай {case:raw}: перепрочтённый model_config должен быть объектом ключей config.json, а у "
+        "случая должен быть свой model_config: модель из пресетов задаётся полем plan.model"),
     "error.heldout.reread_nothing": (
         "held-out case {case:raw}: the re-reading changes nothing in the configuration as recorded: remove it or "
         "give the fields that differ",

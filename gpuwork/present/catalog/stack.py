@@ -19,6 +19,10 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "stack.torchtune": ("torchtune (compiled)", "torchtune (с компиляцией)"),
     "stack.dle-pytorch": ("NVIDIA DeepLearningExamples BERT, eager PyTorch + apex amp O2",
                           "BERT из NVIDIA DeepLearningExamples: PyTorch без компиляции, apex amp O2"),
+    "stack.torch-loop": ("plain PyTorch loop (eager; loss on the logits' own dtype)",
+                         "простой цикл на PyTorch (без компиляции; потери в типе логитов)"),
+    "stack.torch-loop-compile": ("plain PyTorch loop + torch.compile(model)",
+                                 "простой цикл на PyTorch + torch.compile(model)"),
     "stack.litgpt-2023": ("Lit-GPT 2023 (Lightning Fabric)", "Lit-GPT 2023 (на Lightning Fabric)"),
     "stack.label": ("stack: {stack:@stack}", "стек: {stack:@stack}"),
 }
