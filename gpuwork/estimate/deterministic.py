@@ -28,17 +28,6 @@ from gpuwork.plan import Attention, Method, Precision, TrainPlan
 _LOGIT_CASTS = {"logits to fp32": ("forward", 6, 4), "logits gradient cast": ("backward", 6, 2)}
 
 
-class PricedOp(Protocol):
-    """What is read here of ``ops.Op``."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def bytes(self) -> float: ...
-    @property
-    def count(self) -> int: ...
-
-
 class Kernels(Protocol):
     """What is read here of ``ops.StackKernels``: which eager chains a fused kernel or a compiler replaces."""
 
@@ -70,7 +59,7 @@ def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: boo
     q_dim, kv_dim = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
     layers = spec.num_layers
     grad_layers = min(plan.trainable_layers, layers) if plan.method is Method.FREEZE else layers
-    norms = 2 * (2 if spec.model_type in ("gemma2", "gemma3") else 1)
+    norms = 2 * spec.norms_per_sublayer
     # RMSNorm's x.to(float32) and the cast back (16-bit stream): two new tensors a norm, again in backward
     norm_bytes = norms * t * h * (4 + w.s_b) if norm_casts else 0
     # a fused kernel's output and logsumexp; its backward's dq, dk, dv (eager attention's matmuls and softmax
@@ -90,19 +79,17 @@ def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: boo
     return rows
 
 
-def fill_rows(plan: TrainPlan, spec: ModelSpec, ops: Sequence[PricedOp], stack: Kernels,
-              bytes_per_element: tuple[int, int, int]) -> list[Op]:
+def fill_rows(plan: TrainPlan, spec: ModelSpec, ops: Sequence[Op], stack: Kernels, widths: FillWidths) -> list[Op]:
     """The fills a deterministic step adds to ``ops`` (the step's other operations), one memory-bound write each;
-    none when ``plan.deterministic`` is off. ``bytes_per_element``: ``FillWidths``'s fields."""
+    none when ``plan.deterministic`` is off."""
     if not plan.deterministic:
         return []
-    widths = FillWidths(*bytes_per_element)
     fuse = stack.fuse_elementwise
     # transformers' eager RMSNorm on a 16-bit stream casts; its eager rotary embedding slices (rotate_half)
     norm_casts = spec.norm == "rms" and not (stack.fused_norm or fuse) and widths.s_b < 4
     eager_rope = spec.extras.get("position_embedding") == "rope" and not (stack.fused_rope or fuse)
     t, h, mb = plan.tokens_per_micro_batch, spec.hidden_size, plan.grad_accum
-    final_norm = (2 if spec.model_type in ("gemma2", "gemma3") else 1) * t * h * (4 + widths.s_b) if norm_casts else 0
+    final_norm = spec.norms_per_sublayer * t * h * (4 + widths.s_b) if norm_casts else 0  # as ops prices it
     rows = _block_rows(plan, spec, widths, norm_casts, eager_rope)
     head: dict[str, float] = {"forward": t * h * widths.s_b + final_norm, "backward": final_norm}  # + the lookup's output
     launches = {"forward": 1 + (2 if norm_casts else 0), "backward": 2 if norm_casts else 0}
@@ -119,4 +106,4 @@ def fill_rows(plan: TrainPlan, spec: ModelSpec, ops: Sequence[PricedOp], stack: 
     return [r for r in rows if r.count > 0 and r.bytes > 0]
 
 
-__all__ = ["FillWidths", "Kernels", "PricedOp", "fill_rows"]
+__all__ = ["FillWidths", "Kernels", "fill_rows"]

@@ -372,9 +372,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
 
     def block(trainable: bool) -> tuple[int, int, int]:
         lin_saved = 0
-        norms = 2
-        if spec.model_type in ("gemma2", "gemma3"):
-            norms = 4  # pre/post attention and pre/post feed-forward RMSNorms
+        norms = 2 * spec.norms_per_sublayer  # attention and MLP (Gemma 2/3: before and after each)
         norm_bytes = norms * _norm_saved(spec, dt, trainable, fused_norm) if decoder_style else 0
         fused_here = fused if not trainable else frozenset()
         # attention input: norm output (decoder) or block input (BERT post-LN: the stream itself)

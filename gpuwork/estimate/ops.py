@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.adamw_passes import adamw_passes
-from gpuwork.estimate.deterministic import fill_rows
+from gpuwork.estimate.deterministic import FillWidths, fill_rows
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
@@ -300,7 +300,7 @@ def _build(key: _StepKey) -> list[Op]:
         ops.append(_mem("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
 
     # torch's deterministic mode: a fill of each natively allocated tensor (estimate.deterministic)
-    ops += fill_rows(plan, spec, ops, key.stack, (s_b, step.widths.e, _attention_bytes(step)))
+    ops += fill_rows(plan, spec, ops, key.stack, FillWidths(s_b, step.widths.e, _attention_bytes(step)))
     ops += _optimizer_ops(spec, plan, count_params(spec, plan), mb)
     return ops
 
@@ -381,7 +381,7 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     """
     spec, e, s_b = step.spec, step.widths.e, step.widths.s_b
     elements = step.tokens * spec.hidden_size
-    norms = 2 if spec.model_type in ("gemma2", "gemma3") else 1
+    norms = spec.norms_per_sublayer
     if spec.norm != "rms" or step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
     casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0

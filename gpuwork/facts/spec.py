@@ -122,6 +122,12 @@ class ModelSpec:
         return self.params_total - unused
 
     @property
+    def norms_per_sublayer(self) -> int:
+        """RMSNorms around each of a block's two sub-layers: Gemma 2/3 normalise before and after attention and
+        the MLP (sandwich norms), the others before only."""
+        return 2 if self.model_type in ("gemma2", "gemma3") else 1
+
+    @property
     def block_linears(self) -> tuple[Linear, ...]:
         return tuple(lin for lin in self.linears if lin.in_block)
 

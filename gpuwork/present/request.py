@@ -49,9 +49,7 @@ from gpuwork.plan import UNSLOTH_STACKS, Method, Sharding, Stack, TrainPlan
 from gpuwork.present.band import band_request
 from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile, time_band
-from gpuwork.units import HOUR_S, LANGS, is_whole, plural_ru
-
-DAY_S = 24 * HOUR_S
+from gpuwork.units import DAY_S, HOUR_S, LANGS, is_whole, plural_ru
 
 # Periods said in words (days -> catalog entry); other periods are said in days.
 _PERIOD_WORDS = {
