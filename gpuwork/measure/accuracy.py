@@ -21,7 +21,7 @@ from typing import Any
 from gpuwork.estimate.memory import GIB, MIB
 from gpuwork.estimate.regimes import (  # re-exported: the pages and scripts read them here
     CONSUMER,
-    HF_EAGER,
+    EAGER,
     MULTI_NODE,
     QLORA,
     REGIMES,
@@ -771,7 +771,7 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
     return head + time_accuracy_markdown(rows) + "\n".join(tail)
 
 
-__all__ = ["CONSUMER", "HF_EAGER", "MULTI_NODE", "PHYSICAL_LIMIT", "QLORA", "REGIMES", "SHORT_MICRO_BATCH", "TUNED",
+__all__ = ["CONSUMER", "EAGER", "MULTI_NODE", "PHYSICAL_LIMIT", "QLORA", "REGIMES", "SHORT_MICRO_BATCH", "TUNED",
            "HeldoutScore", "TimeAccuracyRow", "breakdown_by_group", "breakdown_markdown",
            "CoveredTime", "case_estimate", "case_gpu", "case_nodes", "covered_time", "covers_markdown",
            "heldout_markdown", "heldout_scores", "regimes", "time_accuracy_markdown", "time_accuracy_page", "time_accuracy_rows",
