@@ -316,3 +316,45 @@ def test_the_request_names_the_network_the_estimate_priced() -> None:
     one = rental_request(TrainPlan(model="llama-3.1-8b", method="full", precision="bf16", seq_len=2048), lang="en")
     assert one.fields["suggested"]["nodes"] == 1 and one.fields["suggested"]["network"] is None
     assert "; between nodes" not in one.text and "Links:" in one.text
+
+
+# what each time-changing plan field's non-default value makes the request say, in English and Russian
+_SETTINGS = {
+    "zero_sync": ("ZeRO-1 synced as nanotron does", "ZeRO-1 синхронизируется как в nanotron", "(zero_sync sliced)"),
+    "comm_overlap_off": ("gradients reduced after backward, not overlapped", "без наложения на него",
+                         "(comm_overlap off"),
+    "comm_overlap_on": ("gradients reduced in buckets behind backward", "градиенты сводятся корзинами",
+                        "(comm_overlap on"),
+    "deterministic": ("PyTorch deterministic mode", "детерминированный режим PyTorch", "(deterministic)"),
+}
+
+
+@pytest.mark.parametrize(("changes", "said"), [
+    ({"sharding": "zero1", "zero_sync": "sliced"}, ("zero_sync",)),
+    ({"sharding": "ddp", "comm_overlap": "off"}, ("comm_overlap_off",)),
+    ({"sharding": "zero2", "comm_overlap": "on", "deterministic": True}, ("comm_overlap_on", "deterministic")),
+])
+def test_the_request_states_the_time_changing_settings_that_are_not_the_default(changes: dict,
+                                                                                said: tuple[str, ...]) -> None:
+    plan = TrainPlan(model="llama-3.2-1b", method="full", gpus=2, **changes)
+    default = TrainPlan(model="llama-3.2-1b", method="full", gpus=2, sharding=changes["sharding"])
+    for lang, (head, index) in {"en": ("Run settings the estimates assume: ", 0),
+                                "ru": ("Настройки запуска, из которых исходят оценки: ", 1)}.items():
+        text = rental_request(plan, lang=lang).text
+        plain = rental_request(default, lang=lang).text
+        assert head in text and head not in plain, lang
+        for key, words in _SETTINGS.items():
+            assert (words[index] in text and words[2] in text) == (key in said), (lang, key)
+            assert words[index] not in plain and words[2] not in plain, (lang, key)
+    fields = rental_request(plan, lang="en").fields["suggested"]
+    assert (fields["zero_sync"], fields["comm_overlap"], fields["deterministic"]) == (
+        plan.zero_sync.value, plan.comm_overlap.value, plan.deterministic)
+
+
+def test_a_one_gpu_request_states_deterministic_mode_alone() -> None:
+    plan = TrainPlan(model="llama-3.1-8b", method="lora", seq_len=2048)
+    for lang, index in (("en", 0), ("ru", 1)):
+        on = rental_request(plan.replace(deterministic=True), lang=lang).text
+        off = rental_request(plan, lang=lang).text
+        assert _SETTINGS["deterministic"][index] in on and _SETTINGS["deterministic"][index] not in off
+        assert _SETTINGS["zero_sync"][index] not in on and _SETTINGS["comm_overlap_on"][index] not in on

@@ -126,12 +126,12 @@ def _record(**p90_and_cases: tuple[float, int]) -> dict[str, TrackRecordRow]:
 
 def test_time_band_picks_the_most_pessimistic_matching_regime_with_enough_cases():
     rtx = get_gpu("rtx4090")
-    plan = TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=2048)  # QLoRA, consumer card, HF Trainer eager
-    assert regimes(plan, rtx, 1) == ("consumer card", "QLoRA", "HF Trainer, eager")
-    record = _record(consumer=(2.5, 100), qlora=(9.0, MIN_CASES - 1), hf_eager=(3.0, 300), multi_node=(50.0, 200))
+    plan = TrainPlan(model="llama-3.1-8b", method="qlora", seq_len=2048)  # QLoRA, consumer card, eager PyTorch
+    assert regimes(plan, rtx, 1) == ("consumer card", "QLoRA", "eager PyTorch (HF Trainer, plain loops)")
+    record = _record(consumer=(2.5, 100), qlora=(9.0, MIN_CASES - 1), eager=(3.0, 300), multi_node=(50.0, 200))
     band = time_band(plan, rtx, 1, record)
-    # QLoRA's 9x rests on too few cases; several nodes does not match: HF eager is the widest that speaks
-    assert (band.regime, band.cases, band.p90) == ("hf_eager", 300, 3.0)
+    # QLoRA's 9x rests on too few cases; several nodes does not match: eager PyTorch is the widest that speaks
+    assert (band.regime, band.cases, band.p90) == ("eager", 300, 3.0)
     assert time_band(plan, rtx, 2, record).regime == "multi_node"
     assert band.times(10.0) == (pytest.approx(7.0), pytest.approx(10.0), pytest.approx(30.0))
 

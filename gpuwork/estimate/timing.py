@@ -482,7 +482,7 @@ def _run_warnings(plan: TrainPlan, intra: Link, comm: CommEstimate, own_share: f
     return tuple(found)
 
 
-def _flops_plan(plan: TrainPlan) -> TrainPlan:
+def flops_plan(plan: TrainPlan) -> TrainPlan:
     """The plan whose FLOPs per token are the run's: under a length histogram, attention at the token-weighted
     length (sum l^2 / sum l); in packed rows of documents, at the documents' length (``flops_per_token``)."""
     hist = plan.length_histogram
@@ -508,7 +508,7 @@ class _PlanPart(NamedTuple):
     """What an estimate reads of its plan, model and stack alone, the same on every GPU (``_plan_part``)."""
 
     counts: ParamCounts
-    flops: FlopsPerToken  # of the plan's FLOPs plan (``_flops_plan``)
+    flops: FlopsPerToken  # of the plan's FLOPs plan (``flops_plan``)
     # (weight, micro-batch shape, its operations) of each shape a step runs: one, or under a length histogram the
     # micro-batches padded to their longest member on ``LENGTH_GRID`` lengths
     shapes: tuple[tuple[float, TrainPlan, OpList], ...]
@@ -538,7 +538,7 @@ def _make_plan_part(plan: TrainPlan, inputs: Inputs, profile: StackProfile, expe
         shapes = tuple((w, shape, _plan_ops(shape, inputs, profile, experts))
                        for kind, part in padding_parts(plan, stack_kernels(profile, experts))
                        for w, shape in ((w, plan.replace(seq_len=n, lengths=kind)) for w, n in length_grid(part)))
-    return _PlanPart(counts, flops_per_token(_flops_plan(plan), spec), shapes, mix is not None,
+    return _PlanPart(counts, flops_per_token(flops_plan(plan), spec), shapes, mix is not None,
                      _traffic(plan, spec, counts), checkpoint_bytes(plan, spec),
                      plan.batch_size * real_tokens_per_sequence(plan) * plan.grad_accum)
 
@@ -940,6 +940,7 @@ __all__ = [
     "derived_device",
     "estimate_time",
     "flops_per_token",
+    "flops_plan",
     "matmul_params",
     "method_group",
     "peak_flops",

@@ -21,7 +21,7 @@ from typing import Any
 from gpuwork.estimate.memory import GIB, MIB
 from gpuwork.estimate.regimes import (  # re-exported: the pages and scripts read them here
     CONSUMER,
-    HF_EAGER,
+    EAGER,
     MULTI_NODE,
     QLORA,
     REGIMES,
@@ -404,7 +404,8 @@ def covered_time(case: TimeCase, est: TimeEstimate, spec: ModelSpec | None = Non
                        eval_s=run.eval_s, saves_s=run.checkpoint_s, final_save_s=final_s)
 
 
-def _measured_per_gpu(case: TimeCase) -> float:
+def measured_per_gpu(case: TimeCase) -> float:
+    """The case's published figure as tokens per second per GPU (the throughput the pages score on)."""
     plan = case.plan
     if case.metric == "samples_per_s":
         return case.measured * plan.seq_len / plan.gpus
@@ -431,7 +432,7 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
         gpu = case_gpu(case.gpu_id)
         nodes = case_nodes(case)
         est = case_estimate(plan, gpu, nodes, case.network, case.moe_experts, case.model_config)
-        measured = _measured_per_gpu(case)
+        measured = measured_per_gpu(case)
         covered = covered_time(case, est, _own_spec(case)) if case.covers != STEPS_ONLY else None
         # the figure's tokens over the time it spans: the steps' throughput diluted by what else it holds
         predicted = est.tokens_per_s / plan.gpus * (covered.steps_s / covered.total_s if covered else 1.0)
@@ -771,10 +772,11 @@ seen while the model was built; the [held-out cases](#held-out-cases) below were
     return head + time_accuracy_markdown(rows) + "\n".join(tail)
 
 
-__all__ = ["CONSUMER", "HF_EAGER", "MULTI_NODE", "PHYSICAL_LIMIT", "QLORA", "REGIMES", "SHORT_MICRO_BATCH", "TUNED",
+__all__ = ["CONSUMER", "EAGER", "MULTI_NODE", "PHYSICAL_LIMIT", "QLORA", "REGIMES", "SHORT_MICRO_BATCH", "TUNED",
            "HeldoutScore", "TimeAccuracyRow", "breakdown_by_group", "breakdown_markdown",
            "CoveredTime", "case_estimate", "case_gpu", "case_nodes", "covered_time", "covers_markdown",
-           "heldout_markdown", "heldout_scores", "regimes", "time_accuracy_markdown", "time_accuracy_page", "time_accuracy_rows",
+           "heldout_markdown", "heldout_scores", "measured_per_gpu", "regimes", "time_accuracy_markdown",
+           "time_accuracy_page", "time_accuracy_rows",
            "time_accuracy_summary",
            "PUBLISHED_CASES", "PublishedCase", "accuracy_report", "compare_with_trace", "published_rows",
            "trace_grid"]

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from gpuwork.estimate.flops import flops_per_token
 from gpuwork.estimate.regimes import REGIME_IDS, REGIMES, regimes
-from gpuwork.estimate.timing import _flops_plan, peak_flops
+from gpuwork.estimate.timing import flops_plan, peak_flops
 from gpuwork.facts.track_record import ALL_RUNS, COLUMNS, TRACK_RECORD_NAME
-from gpuwork.measure.accuracy import PHYSICAL_LIMIT, _measured_per_gpu, case_nodes, case_spec
+from gpuwork.measure.accuracy import PHYSICAL_LIMIT, case_nodes, case_spec, measured_per_gpu
 from gpuwork.measure.heldout import HELDOUT_NAME, HeldoutSet, heldout_sets
 from gpuwork.measure.time_cases import case_gpu
 from gpuwork.sizing import resolve
@@ -46,9 +46,9 @@ def frozen_cases(sets: tuple[HeldoutSet, ...] | None = None) -> list[FrozenCase]
             tc = case.time_case()
             gpu = case_gpu(tc.gpu_id)
             spec = case_spec(tc.plan.model, tc.model_config) if tc.model_config else resolve(tc.plan).spec
-            measured = _measured_per_gpu(tc)
+            measured = measured_per_gpu(tc)
             # the utilisation time_accuracy_rows computes, from the same FLOPs per token and peak
-            flops = flops_per_token(_flops_plan(tc.plan), spec).total
+            flops = flops_per_token(flops_plan(tc.plan), spec).total
             use = flops * measured / peak_flops(gpu, tc.plan.precision)[0]
             out.append(FrozenCase(name=case.name, source_id=case.source_id, ratio=case.predicted / measured,
                                   excluded=use > PHYSICAL_LIMIT, regimes=regimes(tc.plan, gpu, case_nodes(tc))))

@@ -45,7 +45,7 @@ from gpuwork.facts.catalog import GpuClass, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
-from gpuwork.plan import UNSLOTH_STACKS, Method, Sharding, Stack, TrainPlan
+from gpuwork.plan import UNSLOTH_STACKS, CommOverlap, Method, Sharding, Stack, TrainPlan, ZeroSync
 from gpuwork.present.band import band_request
 from gpuwork.present.messages import render, render_all
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile, time_band
@@ -365,6 +365,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "shard_group_gpus": match.fitted_plan.shard_ranks if match.fitted_plan and match.sharding.hybrid else None,
         # when gradients are reduced (ddp / zero1 / zero2: TrainPlan.comm_overlap), as the times were priced
         "comm_overlap": (match.fitted_plan or f.plan).comm_overlap.value,
+        # how ZeRO-1 syncs (TrainPlan.zero_sync), as the times were priced
+        "zero_sync": (match.fitted_plan or f.plan).zero_sync.value,
         # torch FSDP's units: one per block or the whole model (TrainPlan.fsdp_wrap), as the estimate priced them
         "fsdp_wrap": (match.fitted_plan or f.plan).fsdp_wrap.value,
         # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
@@ -511,6 +513,9 @@ def _protocol(match: ProfileMatch, trial: Any | None) -> list[Msg]:
     launch = (msg("request.launch.multi", gpus=plan.gpus, launcher=launcher, backend=backend)
               if launcher else msg("request.launch.single"))
     out.append(msg("request.framework", framework=framework, launch=launch))
+    settings = _settings(plan)
+    if settings:
+        out.append(msg("request.settings", settings=settings))
     t = match.time
     if t is not None:
         needed = _needed_bytes_s(t)
@@ -526,6 +531,25 @@ def _protocol(match: ProfileMatch, trial: Any | None) -> list[Msg]:
     if trial is not None:
         out.append(_trial_line(trial))
     return out
+
+
+# the non-default values of the plan's time-changing fields, as the request states them
+_OVERLAP_SETTINGS = {CommOverlap.OFF: msg("request.setting.comm_overlap.off"),
+                     CommOverlap.ON: msg("request.setting.comm_overlap.on")}
+_ZERO_SYNC_SETTINGS = {ZeroSync.SLICED: msg("request.setting.zero_sync.sliced")}
+
+
+def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
+    """The plan's fields that change the estimated time, each when it is not the default (the provider's run must
+    set them as priced)."""
+    out = []
+    if plan.comm_overlap in _OVERLAP_SETTINGS:
+        out.append(_OVERLAP_SETTINGS[plan.comm_overlap])
+    if plan.zero_sync in _ZERO_SYNC_SETTINGS:
+        out.append(_ZERO_SYNC_SETTINGS[plan.zero_sync])
+    if plan.deterministic:
+        out.append(msg("request.setting.deterministic"))
+    return tuple(out)
 
 
 def _trial_line(trial: Any) -> Msg:

@@ -108,6 +108,29 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # -- the request: what the provider needs to reproduce the protocol (gpuwork.present.request) ------------------
     "request.framework": ("Software: {framework:raw}; {launch}.", "Программы: {framework:raw}; {launch}."),
     "request.launch.single": ("one GPU, one process", "один GPU, один процесс"),
+    # plan fields that change the estimated time, stated when not the default (TrainPlan.comm_overlap, zero_sync,
+    # deterministic), so the provider's run matches what was priced
+    "request.settings": ("Run settings the estimates assume: {settings}.",
+                         "Настройки запуска, из которых исходят оценки: {settings}."),
+    "request.setting.comm_overlap.off": (
+        "gradients reduced after backward, not overlapped with it (comm_overlap off, Megatron-LM's default)",
+        "градиенты сводятся после обратного прохода, без наложения на него (comm_overlap off, как по умолчанию в "
+        "Megatron-LM)"),
+    "request.setting.comm_overlap.on": (
+        "gradients reduced in buckets behind backward, ZeRO's parameters gathered behind forward (comm_overlap on: "
+        "Megatron-LM --overlap-grad-reduce, --overlap-param-gather)",
+        "градиенты сводятся корзинами за обратным проходом, параметры ZeRO собираются за прямым (comm_overlap on: "
+        "Megatron-LM --overlap-grad-reduce, --overlap-param-gather)"),
+    "request.setting.zero_sync.sliced": (
+        "ZeRO-1 synced as nanotron does: every tensor sliced over the GPUs, the whole gradient all-reduced after "
+        "backward, the updated slices all-gathered (zero_sync sliced)",
+        "ZeRO-1 синхронизируется как в nanotron: каждый тензор нарезан по GPU, весь градиент сводится одним "
+        "all-reduce после обратного прохода, обновлённые срезы собираются all-gather (zero_sync sliced)"),
+    "request.setting.deterministic": (
+        "PyTorch deterministic mode (torch.use_deterministic_algorithms(True), HF full_determinism): each new tensor "
+        "is filled with NaN before it is written (deterministic)",
+        "детерминированный режим PyTorch (torch.use_deterministic_algorithms(True), full_determinism в HF): каждый "
+        "новый тензор заполняется нечислами до записи (deterministic)"),
     "request.launch.multi": (
         "{gpus} processes via {launcher:raw}, {backend:raw} between GPUs",
         "{gpus} {gpus:pl:процесс|процесса|процессов} через {launcher:raw}, обмен между GPU — {backend:raw}"),

@@ -44,5 +44,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "track.regime.qlora": ("QLoRA", "QLoRA"),
     "track.regime.tuned": ("tuned kernels: Unsloth, compiled, frameworks",
                            "оптимизированные ядра: Unsloth, компиляция, фреймворки"),
-    "track.regime.hf_eager": ("HF Trainer, eager", "HF Trainer без компиляции"),
+    "track.regime.eager": ("eager PyTorch: HF Trainer, plain loops",
+                           "PyTorch в eager-режиме: HF Trainer, простые циклы обучения"),
 }
