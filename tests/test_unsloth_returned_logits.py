@@ -63,3 +63,28 @@ def test_the_copy_is_replayed_by_the_allocator_under_varying_lengths():
     lengths = ((512, 0.5), (2048, 0.5))
     today, old = _est("unsloth", lengths=lengths), _est("unsloth-2024-04", lengths=lengths)
     assert old.peak_reserved_bytes > today.peak_reserved_bytes + 4 * VOCAB * TOKENS
+
+
+@pytest.mark.parametrize(("batch_size", "seq_len"), [(2, 512), (4, 256), (1, 1024)])
+def test_todays_release_returns_the_logits_of_a_micro_batch_of_at_most_1024_tokens(batch_size: int, seq_len: int):
+    # llama.py CausalLM_fast_forward: "if bsz*q_len <= 1024: RETURN_LOGITS = True" (from 2024-12-10, release 2025.9.7)
+    today = _est("unsloth", batch_size=batch_size, seq_len=seq_len)
+    tokens = batch_size * seq_len
+    # fp16 final RMSNorm input + fp32 rstd, the 16-bit logits the loss saves, its fp32 logsumexp, the fp32 copy
+    assert today.breakdown["logits_and_loss"] == tokens * (2 * HIDDEN + 4 + 2 * VOCAB + 4 + 4 * VOCAB)
+    assert today.phase_peaks == _est("unsloth-2024-04", batch_size=batch_size, seq_len=seq_len).phase_peaks
+
+
+@pytest.mark.parametrize(("batch_size", "seq_len"), [(2, 513), (1, 1025)])
+def test_todays_release_returns_no_logits_above_1024_tokens(batch_size: int, seq_len: int):
+    tokens = batch_size * seq_len
+    today = _est("unsloth", batch_size=batch_size, seq_len=seq_len)
+    old = _est("unsloth-2024-04", batch_size=batch_size, seq_len=seq_len)
+    assert today.breakdown["logits_and_loss"] == tokens * (2 * HIDDEN + 4 + 2 * VOCAB + 4)
+    assert old.phase_peaks["forward"] - today.phase_peaks["forward"] == 4 * VOCAB * tokens
+
+
+def test_short_micro_batches_return_logits_without_a_copy_outside_mixed_precision():
+    # accelerate converts the outputs to fp32 only under mixed precision: pure bf16 keeps the 16-bit logits alone
+    pure = _est("unsloth", method="lora", precision="bf16", seq_len=512)
+    assert pure.breakdown["logits_and_loss"] == 2 * 512 * (2 * HIDDEN + 4 + 2 * VOCAB + 4)

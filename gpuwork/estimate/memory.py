@@ -37,6 +37,7 @@ from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
 from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
 from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
+from gpuwork.estimate.memory_stacks import micro_batch_loss_kernel as _micro_batch_loss_kernel
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
 from gpuwork.estimate.model_states import (
     ModelStates,
@@ -367,7 +368,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     k_exp = spec.experts_per_token if moe else 1
     decoder_style = spec.norm == "rms"
     fused_norm = stack is not None and stack.rmsnorm_saves == "input"
-    loss_kernel = stack.loss_kernel if stack is not None else "eager"
+    loss_kernel = _micro_batch_loss_kernel(plan, stack.loss_kernel) if stack is not None else "eager"
     fused = _fused_lora_groups(spec, plan, stack, lora)
 
     def block(trainable: bool) -> tuple[int, int, int]:

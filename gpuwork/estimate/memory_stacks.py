@@ -1,6 +1,7 @@
 """What a software stack's own code keeps in memory beyond the eager Hugging Face step (stacks.csv memory columns).
 
-Pure helpers of ``gpuwork.estimate.memory``: the returned-logits copy of older Unsloth releases ([M4]), the chunk of
+Pure helpers of ``gpuwork.estimate.memory``: the returned-logits copy of older Unsloth releases and of today's on
+micro-batches of at most 1,024 tokens ([M4]), the chunk of
 Liger's fused linear cross-entropy ([M2]), a plain loop's loss on the logits' own dtype ([M7]), Lit-GPT 2023's FSDP1
 unit gradients and the inputs its bitsandbytes release keeps ([M5]); sources in gpuwork/facts/data/rates_sources.md.
 """
@@ -27,8 +28,28 @@ def loss_logits_bytes(spec: ModelSpec, autocast: bool, loss_kernel: str, logits_
     return logits_bytes if loss_kernel == "native" and not autocast else 4
 
 
+# Today's Unsloth returns the full logits for a micro-batch of at most this many tokens: CausalLM_fast_forward sets
+# RETURN_LOGITS when bsz * q_len <= 1024 (unsloth/models/llama.py, from commit b9fe2588 of 2024-12-10; release 2025.9.7
+# line 1199, mistral.py line 301) and computes the loss from the full 16-bit logits with Fast_CrossEntropyLoss [M4]
+UNSLOTH_RETURN_LOGITS_TOKENS = 1024
+
+
+def micro_batch_loss_kernel(plan: TrainPlan, loss_kernel: str) -> str:
+    """The loss kernel the plan's longest micro-batch runs: the stack's (stacks.csv loss_kernel), except that today's
+    Unsloth (``inplace``) takes its older releases' path, logits returned beside the loss (``inplace-returned``), when
+    that micro-batch holds at most ``UNSLOTH_RETURN_LOGITS_TOKENS`` tokens (docs/memory_misses.md,
+    "github-sogrey-chinese-medical-qwen3-unsloth").
+
+    Limitations: the peak is priced at the longest micro-batch only; under a length histogram whose longest batch is
+    above the threshold, shorter ones that return their logits are not compared with it."""
+    if loss_kernel == "inplace" and plan.batch_size * plan.longest_batch_len <= UNSLOTH_RETURN_LOGITS_TOKENS:
+        return "inplace-returned"
+    return loss_kernel
+
+
 def returned_logits_copy(spec: ModelSpec, plan: TrainPlan, loss_kernel: str) -> int:
-    """Bytes per token of the fp32 copy of returned logits: older Unsloth models return them beside the loss, and
+    """Bytes per token of the fp32 copy of returned logits: older Unsloth models return them beside the loss (today's
+    on short micro-batches: ``micro_batch_loss_kernel``), and
     accelerate's mixed-precision wrapper (convert_outputs_to_fp32) hands them to the Trainer as fp32, held until
     compute_loss returns ([M4], docs/memory_unsloth_releases.md)."""
     returned = spec.task is Task.CAUSAL_LM and loss_kernel == "inplace-returned" and plan.precision.is_mixed
