@@ -1,4 +1,5 @@
-"""Stack litgpt-2023 (Lit-GPT 8641822 under Lightning Fabric 2.1; rates_sources.md [M5]): its 16-bit chunked loss
+"""Stack litgpt-2023 (Lit-GPT 8641822 under Lightning Fabric 2.1; rates_sources.md [M5]): its chunked loss on the
+fp32 chunks Fabric hands back
 and its FSDP1 units' whole-block gradients under no_sync, with bytes from the shapes."""
 
 from gpuwork.estimate.memory import _head_activations, estimate_memory, memory_dtypes
@@ -24,19 +25,24 @@ def _est(**kw):
 def test_the_row_names_its_loss_and_fsdp_gradients():
     stacks = load_rates().stacks
     lit = stacks[Stack.LITGPT_2023]
-    assert (lit.loss_kernel, lit.fsdp_grads, lit.adapters_fp32) == ("chunked-16bit", "unit-unsharded", False)
+    assert (lit.loss_kernel, lit.fsdp_grads, lit.adapters_fp32) == ("chunked-fp32", "unit-unsharded", False)
     assert "[M5]" in lit.memory_basis
     assert all(p.fsdp_grads == "sharded" for s, p in stacks.items() if s is not Stack.LITGPT_2023)
 
 
-def test_the_loss_keeps_16_bit_logits_and_log_softmax_and_no_vocab_wide_backward():
+def test_the_loss_keeps_fp32_logit_chunks_and_log_softmax_and_no_vocab_wide_backward():
     plan = _plan(stack="litgpt-2023")
     spec = resolve(plan).spec
     dt = memory_dtypes(plan, load_rates().stacks[Stack.LITGPT_2023])
     h, vocab = spec.hidden_size, spec.vocab_size
-    head, logsoftmax, loss_backward = _head_activations(spec, plan, dt, False, "chunked-16bit")
-    # final RMSNorm (fp32 input copy + rstd; frozen weight), the kept 16-bit logits, their 16-bit log_softmax
-    assert (head, logsoftmax, loss_backward) == (4 * h + 4 + 2 * vocab + 2 * vocab, 2 * vocab, 0)
+    head, logsoftmax, loss_backward = _head_activations(spec, plan, dt, False, "chunked-fp32")
+    # final RMSNorm (fp32 input copy + rstd; frozen weight), the kept logits Fabric cast to fp32, their fp32
+    # log_softmax, on a bf16 model all the same
+    assert dt.linear_out == 2
+    assert (head, logsoftmax, loss_backward) == (4 * h + 4 + 4 * vocab + 4 * vocab, 4 * vocab, 0)
+    # the loop's kept chunks add what the eager loss's backward buffers take away: 8 B per logit against 12
+    total = {s: _est(stack=s).phase_peaks["loss backward"] for s in ("litgpt-2023", "hf-trainer")}
+    assert total["hf-trainer"] - total["litgpt-2023"] == 4 * vocab * 2 * 1024
     eager = _head_activations(spec, plan, dt, False, "eager")
     assert eager == (4 * h + 4 + 4 * vocab, 4 * vocab, 8 * vocab)  # unchanged for the other stacks
 
