@@ -7,6 +7,8 @@ from gpuwork.estimate.memory_stacks import flat_unit_gradients
 from gpuwork.facts.rates import load_rates
 from gpuwork.facts.resolve import resolve
 from gpuwork.facts.spec import count_params
+from gpuwork.measure.accuracy import case_spec
+from gpuwork.measure.heldout import heldout_sets
 from gpuwork.plan import Stack, TrainPlan
 
 LLAMA = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 1024, "batch_size": 2, "lora_r": 8,
@@ -79,3 +81,18 @@ def test_other_stacks_and_single_gpus_keep_sharded_adapter_gradients():
         _est(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=1, grad_checkpointing=True)
     adapters = 4 * 16 * 8 * (2048 + 2048 + 2048 + 512)  # peft's fp32 adapter gradients
     assert a.phase_peaks["forward"] - b.phase_peaks["forward"] == adapters // 2  # the shard only
+
+
+def test_the_gemma_cookbook_reread_runs_the_chunked_head_without_final_soft_capping():
+    case = next(c for s in heldout_sets(kind="memory") for c in s.cases if c.name.startswith("gemma-cookbook LitGPT"))
+    again = case.as_reread()
+    assert again.plan.stack is Stack.LITGPT_2023 and case.plan.stack is Stack.HF_TRAINER
+    assert again.model_config["final_logit_softcapping"] is None
+    assert case.model_config["final_logit_softcapping"] == 30.0
+    recorded, reread = case_spec(case.plan.model, case.model_config), case_spec(again.plan.model, again.model_config)
+    dt, vocab = memory_dtypes(case.plan, None), recorded.vocab_size
+    # an eager head would keep the soft-capping's 16-bit tanh output; the chunked fp32 loss counts none either way
+    eager = [_head_activations(s, case.plan, dt, False, "eager")[0] for s in (recorded, reread)]
+    assert eager[0] - eager[1] == 2 * vocab
+    chunked = [_head_activations(s, again.plan, dt, False, "chunked-fp32") for s in (recorded, reread)]
+    assert chunked[0] == chunked[1] and chunked[0][1] == 4 * vocab
