@@ -1,4 +1,5 @@
-"""Stack litgpt-2023 (Lit-GPT 8641822 under Lightning Fabric 2.1; rates_sources.md [M5]): its 16-bit chunked loss
+"""Stack litgpt-2023 (Lit-GPT 8641822 under Lightning Fabric 2.1; rates_sources.md [M5]): its chunked loss on the
+fp32 chunks Fabric hands back
 and its FSDP1 units' whole-block gradients under no_sync, with bytes from the shapes."""
 
 from gpuwork.estimate.memory import _head_activations, estimate_memory, memory_dtypes
@@ -6,6 +7,8 @@ from gpuwork.estimate.memory_stacks import flat_unit_gradients
 from gpuwork.facts.rates import load_rates
 from gpuwork.facts.resolve import resolve
 from gpuwork.facts.spec import count_params
+from gpuwork.measure.accuracy import case_spec
+from gpuwork.measure.heldout import heldout_sets
 from gpuwork.plan import Stack, TrainPlan
 
 LLAMA = {"model": "llama-3.2-1b", "method": "lora", "seq_len": 1024, "batch_size": 2, "lora_r": 8,
@@ -24,19 +27,24 @@ def _est(**kw):
 def test_the_row_names_its_loss_and_fsdp_gradients():
     stacks = load_rates().stacks
     lit = stacks[Stack.LITGPT_2023]
-    assert (lit.loss_kernel, lit.fsdp_grads, lit.adapters_fp32) == ("chunked-16bit", "unit-unsharded", False)
+    assert (lit.loss_kernel, lit.fsdp_grads, lit.adapters_fp32) == ("chunked-fp32", "unit-unsharded", False)
     assert "[M5]" in lit.memory_basis
     assert all(p.fsdp_grads == "sharded" for s, p in stacks.items() if s is not Stack.LITGPT_2023)
 
 
-def test_the_loss_keeps_16_bit_logits_and_log_softmax_and_no_vocab_wide_backward():
+def test_the_loss_keeps_fp32_logit_chunks_and_log_softmax_and_no_vocab_wide_backward():
     plan = _plan(stack="litgpt-2023")
     spec = resolve(plan).spec
     dt = memory_dtypes(plan, load_rates().stacks[Stack.LITGPT_2023])
     h, vocab = spec.hidden_size, spec.vocab_size
-    head, logsoftmax, loss_backward = _head_activations(spec, plan, dt, False, "chunked-16bit")
-    # final RMSNorm (fp32 input copy + rstd; frozen weight), the kept 16-bit logits, their 16-bit log_softmax
-    assert (head, logsoftmax, loss_backward) == (4 * h + 4 + 2 * vocab + 2 * vocab, 2 * vocab, 0)
+    head, logsoftmax, loss_backward = _head_activations(spec, plan, dt, False, "chunked-fp32")
+    # final RMSNorm (fp32 input copy + rstd; frozen weight), the kept logits Fabric cast to fp32, their fp32
+    # log_softmax, on a bf16 model all the same
+    assert dt.linear_out == 2
+    assert (head, logsoftmax, loss_backward) == (4 * h + 4 + 4 * vocab + 4 * vocab, 4 * vocab, 0)
+    # the loop's kept chunks add what the eager loss's backward buffers take away: 8 B per logit against 12
+    total = {s: _est(stack=s).phase_peaks["loss backward"] for s in ("litgpt-2023", "hf-trainer")}
+    assert total["hf-trainer"] - total["litgpt-2023"] == 4 * vocab * 2 * 1024
     eager = _head_activations(spec, plan, dt, False, "eager")
     assert eager == (4 * h + 4 + 4 * vocab, 4 * vocab, 8 * vocab)  # unchanged for the other stacks
 
@@ -73,3 +81,18 @@ def test_other_stacks_and_single_gpus_keep_sharded_adapter_gradients():
         _est(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=1, grad_checkpointing=True)
     adapters = 4 * 16 * 8 * (2048 + 2048 + 2048 + 512)  # peft's fp32 adapter gradients
     assert a.phase_peaks["forward"] - b.phase_peaks["forward"] == adapters // 2  # the shard only
+
+
+def test_the_gemma_cookbook_reread_runs_the_chunked_head_without_final_soft_capping():
+    case = next(c for s in heldout_sets(kind="memory") for c in s.cases if c.name.startswith("gemma-cookbook LitGPT"))
+    again = case.as_reread()
+    assert again.plan.stack is Stack.LITGPT_2023 and case.plan.stack is Stack.HF_TRAINER
+    assert again.model_config["final_logit_softcapping"] is None
+    assert case.model_config["final_logit_softcapping"] == 30.0
+    recorded, reread = case_spec(case.plan.model, case.model_config), case_spec(again.plan.model, again.model_config)
+    dt, vocab = memory_dtypes(case.plan, None), recorded.vocab_size
+    # an eager head would keep the soft-capping's 16-bit tanh output; the chunked fp32 loss counts none either way
+    eager = [_head_activations(s, case.plan, dt, False, "eager")[0] for s in (recorded, reread)]
+    assert eager[0] - eager[1] == 2 * vocab
+    chunked = [_head_activations(s, again.plan, dt, False, "chunked-fp32") for s in (recorded, reread)]
+    assert chunked[0] == chunked[1] and chunked[0][1] == 4 * vocab

@@ -349,10 +349,11 @@ def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: 
         # inside the kernel) and writes the gradient into the logits in place: no fp32 copy, no second buffer
         logsoftmax = head_out_bytes * vocab
         head, loss_backward = final_norm + head_in + logsoftmax + 4, 0
-    elif spec.task is Task.CAUSAL_LM and loss_kernel == "chunked-16bit":
-        # Lit-GPT 2023 [M5]: the loop keeps the 16-bit logit chunks; each chunk's 16-bit log_softmax output, saved,
-        # is traded chunk by chunk for its logits' gradient in backward (one 128-row chunk transient, not counted)
-        logsoftmax = head_out_bytes * vocab
+    elif spec.task is Task.CAUSAL_LM and loss_kernel == "chunked-fp32":
+        # Lit-GPT under Fabric [M5]: Fabric's wrapper casts each 128-token logit chunk to fp32 and the loop keeps
+        # them; each chunk's fp32 log_softmax output, saved, is traded chunk by chunk for its gradient in backward
+        # (one 128-row chunk transient, not counted); the chunked head skips any final soft-capping
+        logsoftmax = 4 * vocab
         head, loss_backward = final_norm + head_in + 2 * logsoftmax, 0
     return head, logsoftmax, loss_backward
 

@@ -34,7 +34,7 @@ ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.FLASH4: FA4_KERNEL,
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
-MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned", "chunked-16bit", "native"),
+MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned", "chunked-fp32", "native"),
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
                   "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept")}
 
@@ -71,7 +71,7 @@ class StackProfile:
     moe_experts: str = "fused"  # "fused" expert tensors (one GEMM per expert) | "loop" (transformers 4.x)
     # memory behaviour (read by gpuwork.estimate.memory; see MEMORY_CHOICES)
     loss_kernel: str = "eager"  # "eager" fp32 upcast + log_softmax | "chunked" fused linear CE | "inplace" 16-bit
-    # ("inplace-returned": the in-place kernel, and the model returns the logits too; "chunked-16bit": Lit-GPT;
+    # ("inplace-returned": the in-place kernel, and the model returns the logits too; "chunked-fp32": Lit-GPT;
     # "native": F.cross_entropy on the logits' own dtype, a plain PyTorch loop [M7])
     rmsnorm_saves: str = "fp32-copy"  # what RMSNorm saves: "fp32-copy" of its input | "input" (+ fp32 rstd)
     swiglu_saved: int = 3  # intermediate-sized tensors act(gate) * up saves: 3 eager, 2 fused kernels
