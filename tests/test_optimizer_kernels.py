@@ -136,3 +136,39 @@ def test_torch_fused_adamw_and_clip_grad_norm_run_the_counted_kernels():
     # 6 single kernels between the two foreach passes (+ _foreach_norm's cleanup kernel on CUDA: 7)
     assert clip == ["_foreach_norm", "stack", "linalg_vector_norm", "add", "reciprocal", "mul", "clamp",
                     "_foreach_mul_"]
+
+
+def test_the_k18a_row_the_split_share_comes_from():
+    from gpuwork.facts.rates import load_rates
+
+    # Llama 2 70B's 68.98 B parameters over 128 ranks: 8,223 chunks, 26 launches of the fused (depth-4) pass
+    shard = 68_976_648_192 / 128
+    assert mta_launches(1, shard, FUSED_ADAMW_DEPTH) == 26
+    assert load_rates().kernel("mta_split_bandwidth_share") == pytest.approx(3.578 / 4.539, abs=5e-4)
+
+
+def test_split_passes_stream_at_the_share_and_small_ones_at_the_copy_rate():
+    from dataclasses import replace
+
+    from gpuwork.estimate.steptime import memory_kernel_t0_us, price_ops
+    from gpuwork.facts.catalog import get_gpu
+    from gpuwork.facts.rates import load_rates
+    from gpuwork.plan import Stack
+
+    rates, gpu = load_rates(), get_gpu("h100_sxm")
+    device, profile = rates.device("h100_sxm"), rates.stacks[Stack.HF_TRAINER]
+    share, t0_s = rates.kernel("mta_split_bandwidth_share"), memory_kernel_t0_us(gpu, rates)[0] * 1e-6
+    big = _optimizer(TrainPlan(model="llama-2-7b", method="full", precision="bf16"))["AdamW update"]
+    small = _optimizer(TrainPlan(model="qwen2.5-0.5b", method="full", precision="bf16"))["AdamW update"]
+    assert big.mta_split and small.mta_split  # 0.5 B elements: 7,500 chunks, still more than 320
+    tiny = _optimizer(TrainPlan(model="tiny-llama", method="full", precision="bf16"))["AdamW update"]
+    assert not tiny.mta_split
+    for op in (big, small):
+        gpu_s = price_ops((op,), gpu, device, rates, profile).by_kind["optimizer"]
+        assert gpu_s == pytest.approx(op.launches * t0_s + op.bytes / (device.mem_bw_bytes_s * share))
+        # the same op as one kernel at the copy rate: slower by 1 / share in its bytes
+        whole = price_ops((replace(op, mta_split=False),), gpu, device, rates, profile).by_kind["optimizer"]
+        assert gpu_s > whole
+    # the for-loop runs one TensorIterator kernel per tensor: no split
+    loop = _optimizer(TrainPlan(model="llama-2-7b", method="full", precision="bf16", optimizer_impl="for-loop"))
+    assert not loop["AdamW update"].mta_split and loop["gradient clipping"].mta_split

@@ -60,6 +60,13 @@ OUT_OF_PLACE_KERNELS = 16
 OUT_OF_PLACE_TENSORS_MOVED = 35
 
 
+def mta_split(elements: float) -> bool:
+    """A pass over ``elements`` elements runs as several 320-block launches (more than 320 chunks); each launch
+    holds fewer blocks than the GPU can run at once and drains before the next one starts, so its bytes stream
+    slower than one kernel's (kernels.csv mta_split_bandwidth_share, measured on the fused AdamW kernel)."""
+    return math.ceil(elements / MTA_CHUNK_ELEMENTS) > MTA_MAX_BLOCKS
+
+
 def adamw_passes(impl: OptimizerImpl, tensors: int, elements: float) -> tuple[int, int]:
     """(parameter-sized tensors moved, kernels launched) of one AdamW update over ``tensors`` parameter tensors
     holding ``elements`` elements."""
@@ -76,4 +83,4 @@ def adamw_passes(impl: OptimizerImpl, tensors: int, elements: float) -> tuple[in
 __all__ = ["FOREACH_ADAMW_DEPTHS", "FOREACH_PASSES", "FOREACH_TENSORS_MOVED", "FOR_LOOP_KERNELS",
            "FUSED_ADAMW_DEPTH", "FUSED_TENSORS_MOVED", "MTA_CHUNK_ELEMENTS", "MTA_MAX_BLOCKS", "MTA_MAX_TENSORS",
            "MTA_MAX_TENSORS_SCALAR_LIST", "OUT_OF_PLACE_KERNELS", "OUT_OF_PLACE_TENSORS_MOVED", "adamw_passes",
-           "mta_launches"]
+           "mta_launches", "mta_split"]
