@@ -117,18 +117,21 @@ def test_step_time_worked_example():
     # compute: 33,281,818,624 FLOPs x 2048 tokens / (989e12 x 0.5) = 6.8161e13 / 4.945e14 = 0.13784 s
     assert est.compute_s == pytest.approx(33_281_818_624 * 2048 / (989e12 * 0.5))
     assert est.compute_s == pytest.approx(0.13784, abs=1e-5)
-    # optimizer (priced per operation, each max(GPU time, host dispatch)): 128 adapter tensors in foreach
-    # lists of 36 (4 lists); clipping reads and scales the fp32 gradients (12 B/param, 2 x 4 + 4 kernels),
-    # foreach AdamW at weight decay 0 moves 18 adapter-sized fp32 tensors (72 B/param, 7 passes x 4 lists);
-    # under torch.no_grad the host dispatches a kernel in 9 us; on the GPU each kernel takes Hopper's 2.41 us fixed
-    # time back to back plus its bytes: clipping is host-bound, 12 x 9 us = 0.108 ms (GPU 0.029 + 0.03 ms); so is
-    # the update, 28 x 9 us = 0.252 ms (GPU 28 x 2.41 us + 0.17 ms = 0.24 ms)
+    # optimizer (priced per operation, each max(GPU time, host dispatch)): 128 adapter tensors of one 65,536-element
+    # chunk or less, so each foreach pass is one launch's blocks and its depth's tensor limit sets its kernels
+    # (110, 64, 48 tensors at depths 1, 2, 3; 96 at depth 1 with a list of scalars). Clipping reads and scales the
+    # fp32 gradients (12 B/param): two depth-1 passes of 2 kernels + 7 single kernels = 11; foreach AdamW at weight
+    # decay 0 moves 18 adapter-sized fp32 tensors (72 B/param) in 2 + 2 + 3 + 2 + 2 + 2 + 3 = 16 kernels. Under
+    # torch.no_grad the host dispatches a kernel in 9 us; on the GPU each kernel takes Hopper's 2.41 us fixed time
+    # back to back plus its bytes: clipping is host-bound, 11 x 9 us = 0.099 ms (GPU 0.027 + 0.03 ms); the update
+    # is GPU-bound, 16 x 2.41 us + 0.17 ms = 0.21 ms (host 16 x 9 us = 0.144 ms)
     rates = load_rates()
     bw, host_s = rates.device("h100_sxm").mem_bw_bytes_s, rates.kernel("launch_overhead_eager_nograd_us") * 1e-6
     t0_s = rates.kernel("membw_t0_batch_us_gh100") * 1e-6
-    assert est.optimizer_s == pytest.approx(max(12 * ADAPTER_8B_R16_QV / bw + 12 * t0_s, 12 * host_s)
-                                            + max(72 * ADAPTER_8B_R16_QV / bw + 28 * t0_s, 28 * host_s))
-    assert est.optimizer_s == pytest.approx(0.000360, abs=1e-6)
+    assert est.optimizer_s == pytest.approx(max(12 * ADAPTER_8B_R16_QV / bw + 11 * t0_s, 11 * host_s)
+                                            + max(72 * ADAPTER_8B_R16_QV / bw + 16 * t0_s, 16 * host_s))
+    assert est.optimizer_s == pytest.approx(11 * host_s + 72 * ADAPTER_8B_R16_QV / bw + 16 * t0_s)
+    assert est.optimizer_s == pytest.approx(0.000307, abs=1e-6)
     assert est.comm.comm_s == 0 and est.comm.verdict == (msg("comm.single_gpu"),)
     assert est.step_time_s == pytest.approx(est.compute_s + est.optimizer_s)
     # the run: 100 M tokens / 2048 per step -> 48,829 steps; eval 5 %; 97 checkpoints of 81,788,928 B

@@ -62,3 +62,6 @@ class Op:
     # the host waits for the GPU here (a device-to-host copy): the queue drains, so this op's dispatch and the
     # next kernel's are not hidden behind earlier GPU work
     host_sync: bool = False
+    # a multi_tensor_apply pass of more than 320 chunks, run as several 320-block launches: its bytes stream at
+    # kernels.csv mta_split_bandwidth_share of the bandwidth (estimate.adamw_passes)
+    mta_split: bool = False

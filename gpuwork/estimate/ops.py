@@ -32,10 +32,11 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import NamedTuple
 
-from gpuwork.estimate.adamw_passes import adamw_passes
+from gpuwork.estimate.adamw_passes import adamw_passes, mta_launches, mta_split
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
 from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
+from gpuwork.estimate.model_states import state_element_bytes
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.facts.hashed import HashedTuple
@@ -77,9 +78,6 @@ class StackKernels:
     moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
 
 
-# torch.optim foreach kernels take lists of tensors, at most this many per launch for the
-# widest ops (ATen MultiTensorApply.cuh: depth_to_max_tensors = {110, 64, 48, 36, 30}).
-_FOREACH_TENSORS_PER_LAUNCH = 36
 # Element-wise passes of one update, per implementation (torch/optim/adamw.py, sgd.py; bitsandbytes
 # optimizer kernels; transformers Adafactor.step), and the bytes each pass moves per parameter
 # in units of the state dtype. AdamW foreach: lerp_(m), mul_+addcmul_(v), sqrt, div_, add_(eps),
@@ -917,20 +915,34 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: in
     out: list[Op] = []
     if mb > 1:  # AccumulateGrad: grad += new_grad, one kernel per tensor per later micro-batch
         out.append(_mem("gradient accumulation", Phase.BACKWARD, counts.trainable, 3 * g_b, tensors, mb - 1, kind=Kind.OPTIMIZER))
-    lists = max(1, math.ceil(tensors / _FOREACH_TENSORS_PER_LAUNCH))
+    one_list = mta_launches(tensors, n, 1)  # a depth-1 foreach pass over the gradients
+    split = mta_split(n)  # foreach and fused passes run as several 320-block launches
     if plan.precision is Precision.FP16_MIXED:
-        # GradScaler.unscale_: one foreach pass checks for inf/NaN and unscales every gradient (torch/amp)
-        out.append(_mem("gradient unscale (fp16 loss scaling)", Phase.OPTIMIZER, n, 2 * g_b, lists + 2, 1,
-                        kind=Kind.OPTIMIZER))
-    if plan.grad_clip:  # clip_grad_norm_ (Trainer's max_grad_norm = 1.0): foreach norms, then scale every gradient
-        out.append(_mem("gradient clipping", Phase.OPTIMIZER, n, 3 * g_b, 2 * lists + 4, 1, kind=Kind.OPTIMIZER))
+        # GradScaler (torch/amp/grad_scaler.py): unscale_ runs scale.double().reciprocal().float() and a found_inf
+        # fill, then one foreach pass checks for inf/NaN and unscales every gradient; update() one
+        # _amp_update_scale_. step() reads found_inf with .item() before the update (_maybe_opt_step): the host
+        # waits for the GPU
+        out.append(replace(_mem("gradient unscale (fp16 loss scaling)", Phase.OPTIMIZER, n, 2 * g_b, one_list + 5, 1,
+                                kind=Kind.OPTIMIZER), host_sync=True, mta_split=split))
+    if plan.grad_clip:
+        # clip_grad_norm_ (Trainer's max_grad_norm = 1.0): _foreach_norm (its pass and a cleanup kernel), stack,
+        # vector_norm, + 1e-6, reciprocal, * max_norm, clamp, then _foreach_mul_ over every gradient
+        out.append(replace(_mem("gradient clipping", Phase.OPTIMIZER, n, 3 * g_b, 2 * one_list + 7, 1,
+                                kind=Kind.OPTIMIZER), mta_split=split))
     if plan.offload_optimizer:
         return out  # the update runs on the CPU (estimate.timing prices it)
+    s_b = state_element_bytes(plan)  # fp32 masters and states under DeepSpeed ZeRO with 16-bit weights
+    if plan.fp32_master_weights:
+        # DeepSpeed ZeRO step (runtime/zero/stage_1_and_2.py step, stage3.py _prepare_fp32_grad_for_sub_group):
+        # the partition's 16-bit gradients are flattened (torch.cat) and cast to fp32 for the fp32 master partition
+        out.append(_mem("gradient partition to fp32 (ZeRO masters)", Phase.OPTIMIZER, n, 3 * g_b + 4, 2, 1,
+                        kind=Kind.OPTIMIZER))
     opt, impl = plan.optimizer, plan.optimizer_impl
-    s_b = g_b
+    lists = mta_launches(tensors, n, 3)  # SGD's widest foreach pass
     if opt is Optimizer.ADAMW:
-        moved, launches = adamw_passes(impl, tensors, lists)
-        out.append(_mem("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1, kind=Kind.OPTIMIZER))
+        moved, launches = adamw_passes(impl, tensors, n)
+        out.append(replace(_mem("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1, kind=Kind.OPTIMIZER),
+                           mta_split=split and impl in (OptimizerImpl.FOREACH, OptimizerImpl.FUSED)))
     elif opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
         # bitsandbytes blockwise 8-bit kernel per tensor: reads p, g, m, v (1 B) and writes p, m, v
         out.append(_mem("8-bit AdamW update", Phase.OPTIMIZER, n, 3 * s_b + 4 * 1, tensors, 1, kind=Kind.OPTIMIZER))
@@ -941,8 +953,12 @@ def _optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: in
         out.append(_mem("Lion update", Phase.OPTIMIZER, n, 5 * s_b, tensors, 1, kind=Kind.OPTIMIZER))
     else:  # SGD with momentum: mul_+add_ (momentum), add_ (param)
         passes = 1 if impl is OptimizerImpl.FUSED else 3
-        out.append(_mem("SGD update", Phase.OPTIMIZER, n, 8 * s_b,
-                        passes * (tensors if impl is OptimizerImpl.FOR_LOOP else lists), 1, kind=Kind.OPTIMIZER))
+        out.append(replace(_mem("SGD update", Phase.OPTIMIZER, n, 8 * s_b,
+                                passes * (tensors if impl is OptimizerImpl.FOR_LOOP else lists), 1,
+                                kind=Kind.OPTIMIZER), mta_split=split and impl is not OptimizerImpl.FOR_LOOP))
+    if plan.fp32_master_weights:  # bit16_partitions[partition_id].data.copy_(fp32_partition.data)
+        out.append(_mem("fp32 masters to 16-bit weights (ZeRO)", Phase.OPTIMIZER, n, 4 + g_b, 1, 1,
+                        kind=Kind.OPTIMIZER))
     return out
 
 

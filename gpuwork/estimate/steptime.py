@@ -11,7 +11,9 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   peak for the GPU family [K4][R5], by sequence length, head dim and mask where the family has measured curves
   (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
-  (docs/kernels.md, [K12a]-[K12f]); t0 of kernels launched back to back, as the host queues a step's kernels
+  (docs/kernels.md, [K12a]-[K12f]); a foreach or fused optimizer pass split into 320-block launches
+  (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); t0 of kernels launched
+  back to back, as the host queues a step's kernels
   ahead of the GPU (where the host sets the pace, max(GPU, host) below charges it).
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
   replay [K2]); in eager mode it depends on the phase: forward and recompute ops run from Python and
@@ -292,6 +294,7 @@ class _PriceFacts(NamedTuple):
     attention_curves: tuple[AttentionPoint, ...]  # the family's measured rates by sequence length (may be empty)
     efficiency: float
     assumptions: tuple[str, ...]  # StepPrice.assumptions, in the order of _ASSUMPTIONS
+    mta_split_share: float = 1.0  # kernels.csv mta_split_bandwidth_share (1 on a synchronous device)
 
 
 _PHASES = tuple(Phase)
@@ -331,6 +334,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
          kernel_basis.get("flash_attn_fwd_fraction", ""),
          kernel_basis.get("launch_overhead_eager_us" if eager else "launch_overhead_graph_us", ""),
          kernel_basis.get(t0_key, ""), profile.basis),
+        1.0 if synchronous else rates.kernel("mta_split_bandwidth_share"),
     )
 
 
@@ -380,8 +384,9 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
 # garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
-# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel (a plain tuple: the pricing loop unpacks it)
-_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str]
+# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split (a plain tuple: the pricing loop
+# unpacks it)
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool]
 _PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
 _KIND_VALUES = tuple(_VALUES[k] for k in Kind)
 _BACKWARD = Phase.BACKWARD.value
@@ -417,7 +422,7 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
             continue
         rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
                      op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal,
-                     op.mem_efficient, op.kernel))
+                     op.mem_efficient, op.kernel, op.mta_split))
         counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
@@ -454,6 +459,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     host_of = dict(zip(_PHASE_VALUES, facts.host_s, strict=True))
     floor_s, t0_s, bw, efficiency, synchronous = facts.floor_s, facts.t0_s, facts.bw, facts.efficiency, \
         facts.synchronous
+    split_share = facts.mta_split_share
     cold_extra_s = facts.t0_cold_s - t0_s  # the kernel after a host sync starts cold, not back to back
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
@@ -464,7 +470,8 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     for row in rows:
         priced = memo.get(row)
         if priced is None:
-            _, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff, kernel = row
+            (_, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff, kernel,
+             mta_split) = row
             if flops > 0:
                 if attention_pass:
                     key = (attention_pass, dtype, m, n, causal, mem_eff, kernel)
@@ -488,7 +495,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
             if compute > 0.0:
                 gpu_s = max(compute, nbytes / bw, launches * floor_s) / efficiency
             else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth
-                gpu_s = (launches * t0_s + nbytes / bw) / efficiency
+                gpu_s = (launches * t0_s + nbytes / (bw * split_share if mta_split else bw)) / efficiency
             host_s_per_launch = host_of[phase]
             host_s = launches * host_s_per_launch / efficiency
             if synchronous:
