@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwork.errors import PlanError
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
@@ -47,7 +48,7 @@ from gpuwork.estimate.model_states import (
     unsharded_quant_state,
 )
 from gpuwork.facts.block_profiles import matching_profile
-from gpuwork.facts.rates import StackProfile
+from gpuwork.facts.rates import MOE_EXPERTS, StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Precision, Sharding, Task, TrainPlan
@@ -509,7 +510,8 @@ def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
                                per_layer_frozen=act.per_layer_frozen + kept) if kept else act
 
 
-def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts: ParamCounts) -> list[Msg]:
+def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts: ParamCounts,
+                   linear_experts: bool = False) -> list[Msg]:
     """What the figures leave out or assume about this plan: a sequence past the model's positions, no SDPA path,
     experts bitsandbytes does not quantize, fp32 master weights."""
     warnings: list[Msg] = []
@@ -519,7 +521,7 @@ def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts
     if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
         warnings.append(msg("memory.no_sdpa_path", architecture=spec.architecture))
     expert_params = sum(lin.count * lin.params for lin in spec.linears if lin.experts > 1)
-    if plan.method is Method.QLORA and expert_params:
+    if plan.method is Method.QLORA and expert_params and not linear_experts:
         # bitsandbytes swaps nn.Linear only; transformers 5 fuses a layer's experts into one Parameter, which
         # prepare_model_for_kbit_training then upcasts to fp32 (counted in weight_bytes' "rest")
         warnings.append(msg("memory.moe_experts_unquantized", model=spec.name, params=expert_params,
@@ -780,7 +782,20 @@ def _block_backward_transients(spec: ModelSpec, plan: TrainPlan, act: _Activatio
     return mlp_transient, max(mlp_transient, attn_transient)
 
 
-def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
+def expert_linears(plan: TrainPlan, spec: ModelSpec, profile: StackProfile | None,
+                   moe_experts: str | None = None) -> bool:
+    """Whether a MoE model's experts are ``nn.Linear`` modules ("loop": transformers 4.x) rather than fused 3-D
+    tensors ("fused": transformers 5): ``moe_experts`` when given (the run's software differs from its stack's),
+    else the stack's stacks.csv column. QLoRA quantises the former and leaves the latter in 16 bits."""
+    if moe_experts is not None and moe_experts not in MOE_EXPERTS:
+        raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
+                                           allowed=", ".join(MOE_EXPERTS)))
+    layout = moe_experts or (profile.moe_experts if profile is not None else "fused")
+    return layout == "loop" and spec.num_experts > 1
+
+
+def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None,
+                    moe_experts: str | None = None) -> MemoryEstimate:
     """Per-GPU peak of one steady-state training step of ``plan`` (or its in-run evaluation), in bytes.
 
     Args:
@@ -789,13 +804,19 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
             block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
             gives the bytes the real block saves for backward instead of the nearest family's.
         stack: what ``plan.stack`` changes (stacks.csv memory columns); default ``spec.extras["stacks"]``'s, else HF.
+        moe_experts: a MoE model's expert layout when the run's transformers differs from its stack's
+            ("loop": nn.Linear experts, quantised by QLoRA; "fused": 3-D tensors, left in 16 bits).
+
+    Raises:
+        PlanError: an unknown ``moe_experts``.
     """
-    counts = count_params(spec, plan)
-    states = model_states(spec, plan, counts)
     profile = stack_profile(plan, spec, stack)
+    linear_experts = expert_linears(plan, spec, profile, moe_experts)
+    counts = count_params(spec, plan, linear_experts)
+    states = model_states(spec, plan, counts)
     dt = memory_dtypes(plan, profile)
     act = _block_activations(spec, plan, dt, profile)
-    warnings = _plan_warnings(spec, plan, states, counts)
+    warnings = _plan_warnings(spec, plan, states, counts, linear_experts)
     # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
     tokens = plan.batch_size * plan.longest_batch_len
 
@@ -994,4 +1015,4 @@ SOURCES = {
 }
 
 __all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile", "state_bytes_per_param"]
+           "estimate_memory", "expert_linears", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile", "state_bytes_per_param"]
