@@ -37,6 +37,7 @@ from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
 from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
+from gpuwork.estimate.memory_stacks import held_logits_bytes as _held_logits_bytes
 from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
 from gpuwork.estimate.model_states import (
@@ -300,6 +301,7 @@ class _Activations:
     chunked_loss: bool = False  # fused linear cross-entropy: one chunk of logits at a time (not per token)
     logits_copy: int = 0  # bytes per token of a copy of the returned logits alive only at the forward's end
     loss_bytes: int = 4  # bytes per logit of an eager cross-entropy (fp32 upcast, or the logits' own: [M7])
+    held: int = 0  # bytes per token of returned logits the loop holds through the whole step (eager-held, [M8])
 
 
 def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input: bool = False) -> int:
@@ -454,6 +456,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
                         chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked",
                         logits_copy=_returned_logits_copy(spec, plan, loss_kernel),
+                        held=_held_logits_bytes(spec, loss_kernel),
                         loss_bytes=_loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, 4 if e == 4 else 2))
 
 
@@ -570,6 +573,7 @@ class _Saved:
     recompute: int  # one block's forward re-run under checkpointing
     logits: int
     logits_chunk: int  # alive only in the forward: one chunk of a fused linear cross-entropy, or the logits' copy
+    held: int  # returned logits a loop holds from one forward to the next (eager-held, [M8])
     offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
     head_rows: int  # rows the head and loss run on: every token, or the masked positions BERT's scripts gather
 
@@ -614,7 +618,8 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     logits = act.head * head_rows
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
-    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded, head_rows)
+    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
+                  offloaded, head_rows)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -847,13 +852,15 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # Each moment of the step as named terms; the peak's terms are the breakdown.
     gather = _gathered(spec, plan, counts, pb, trained_layers)
     base_terms = {"weights": weights, "optimizer_states": opt}
-    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows
+    held = saved.held  # the previous step's output in the forward, this step's from then on
+    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows + held
     moments: dict[str, dict[str, int]] = {
         "forward": {"gradients": grads_during_fwd, "activations": activations,
-                    "autocast_weight_copies": autocast_copies + head_copy, "logits_and_loss": logits + logits_chunk},
+                    "autocast_weight_copies": autocast_copies + head_copy,
+                    "logits_and_loss": logits + logits_chunk + held},
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
                           "autocast_weight_copies": autocast_copies + head_copy,
-                          "logits_and_loss": logits + act.loss_backward * saved.head_rows},
+                          "logits_and_loss": logits + act.loss_backward * saved.head_rows + held},
         "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
                            "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
                            "temporaries": block_transient},
@@ -861,6 +868,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
         "optimizer step": {"gradients": grads, "temporaries": opt_temp},
     }
+    if held:
+        for name in ("backward end", "optimizer step"):
+            moments[name]["logits_and_loss"] = held
     # DeepSpeed ZeRO's reduce bucket, fp32 gradient copies and master clone (gpuwork.estimate.deepspeed_memory)
     zero = zero_buffers(plan, counts.trainable, pb, grads, opt_temp)
     for name, terms in moments.items():
