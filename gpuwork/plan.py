@@ -125,6 +125,9 @@ class Stack(StrEnum):
     # the same with bitsandbytes <= 0.43.1 (QLoRA runs of 2023 to July 2024): each 4-bit matmul's input is kept
     # until backward (stacks.csv bnb_4bit_input; docs/memory_bnb_releases.md)
     HF_TRAINER_2023 = "hf-trainer-2023"
+    # a plain loop over a transformers 4.x model (early 2024) that keeps the returned fp32 logits to the next
+    # forward, with peft's adapters in the model's dtype and bitsandbytes <= 0.43.1 (Answer.AI fsdp_qlora, [M8])
+    HF_LOOP_2024 = "hf-loop-2024"
     HF_LIGER = "hf-liger"  # the same with Liger kernels (fused RMSNorm, RoPE, SwiGLU, linear cross-entropy)
     TORCH_COMPILE = "torch-compile"  # the same with torch.compile (fused element-wise ops)
     UNSLOTH = "unsloth"  # Unsloth: hand-written Triton kernels, fused LoRA, own checkpointing

@@ -31,10 +31,11 @@ from gpuwork.message import msg
 from gpuwork.plan import TrainPlan
 
 
-def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None) -> _memory.MemoryEstimate:
+def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None,
+                    moe_experts: str | None = None) -> _memory.MemoryEstimate:
     """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``)."""
     _check_plan(plan)
-    return _memory.estimate_memory(plan, resolve(plan, spec).spec)
+    return _memory.estimate_memory(plan, resolve(plan, spec).spec, moe_experts=moe_experts)
 
 
 def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,

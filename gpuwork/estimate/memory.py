@@ -31,11 +31,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwork.errors import PlanError
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
 from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
+from gpuwork.estimate.memory_stacks import held_logits_bytes as _held_logits_bytes
 from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
 from gpuwork.estimate.memory_stacks import micro_batch_loss_kernel as _micro_batch_loss_kernel
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
@@ -48,7 +50,7 @@ from gpuwork.estimate.model_states import (
     unsharded_quant_state,
 )
 from gpuwork.facts.block_profiles import matching_profile
-from gpuwork.facts.rates import StackProfile
+from gpuwork.facts.rates import MOE_EXPERTS, StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Precision, Sharding, Task, TrainPlan
@@ -300,6 +302,7 @@ class _Activations:
     chunked_loss: bool = False  # fused linear cross-entropy: one chunk of logits at a time (not per token)
     logits_copy: int = 0  # bytes per token of a copy of the returned logits alive only at the forward's end
     loss_bytes: int = 4  # bytes per logit of an eager cross-entropy (fp32 upcast, or the logits' own: [M7])
+    held: int = 0  # bytes per token of returned logits the loop holds through the whole step (eager-held, [M8])
 
 
 def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input: bool = False) -> int:
@@ -455,6 +458,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
                         chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked",
                         logits_copy=_returned_logits_copy(spec, plan, loss_kernel),
+                        held=_held_logits_bytes(spec, loss_kernel),
                         loss_bytes=_loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, 4 if e == 4 else 2))
 
 
@@ -511,7 +515,8 @@ def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
                                per_layer_frozen=act.per_layer_frozen + kept) if kept else act
 
 
-def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts: ParamCounts) -> list[Msg]:
+def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts: ParamCounts,
+                   linear_experts: bool = False) -> list[Msg]:
     """What the figures leave out or assume about this plan: a sequence past the model's positions, no SDPA path,
     experts bitsandbytes does not quantize, fp32 master weights."""
     warnings: list[Msg] = []
@@ -521,7 +526,7 @@ def _plan_warnings(spec: ModelSpec, plan: TrainPlan, states: ModelStates, counts
     if spec.extras.get("attn_logit_softcapping") and plan.attention is Attention.SDPA:
         warnings.append(msg("memory.no_sdpa_path", architecture=spec.architecture))
     expert_params = sum(lin.count * lin.params for lin in spec.linears if lin.experts > 1)
-    if plan.method is Method.QLORA and expert_params:
+    if plan.method is Method.QLORA and expert_params and not linear_experts:
         # bitsandbytes swaps nn.Linear only; transformers 5 fuses a layer's experts into one Parameter, which
         # prepare_model_for_kbit_training then upcasts to fp32 (counted in weight_bytes' "rest")
         warnings.append(msg("memory.moe_experts_unquantized", model=spec.name, params=expert_params,
@@ -570,6 +575,7 @@ class _Saved:
     recompute: int  # one block's forward re-run under checkpointing
     logits: int
     logits_chunk: int  # alive only in the forward: one chunk of a fused linear cross-entropy, or the logits' copy
+    held: int  # returned logits a loop holds from one forward to the next (eager-held, [M8])
     offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
     head_rows: int  # rows the head and loss run on: every token, or the masked positions BERT's scripts gather
 
@@ -614,7 +620,8 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     logits = act.head * head_rows
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
-    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, offloaded, head_rows)
+    return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
+                  offloaded, head_rows)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -782,7 +789,20 @@ def _block_backward_transients(spec: ModelSpec, plan: TrainPlan, act: _Activatio
     return mlp_transient, max(mlp_transient, attn_transient)
 
 
-def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None) -> MemoryEstimate:
+def expert_linears(plan: TrainPlan, spec: ModelSpec, profile: StackProfile | None,
+                   moe_experts: str | None = None) -> bool:
+    """Whether a MoE model's experts are ``nn.Linear`` modules ("loop": transformers 4.x) rather than fused 3-D
+    tensors ("fused": transformers 5): ``moe_experts`` when given (the run's software differs from its stack's),
+    else the stack's stacks.csv column. QLoRA quantises the former and leaves the latter in 16 bits."""
+    if moe_experts is not None and moe_experts not in MOE_EXPERTS:
+        raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
+                                           allowed=", ".join(MOE_EXPERTS)))
+    layout = moe_experts or (profile.moe_experts if profile is not None else "fused")
+    return layout == "loop" and spec.num_experts > 1
+
+
+def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None,
+                    moe_experts: str | None = None) -> MemoryEstimate:
     """Per-GPU peak of one steady-state training step of ``plan`` (or its in-run evaluation), in bytes.
 
     Args:
@@ -791,13 +811,19 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
             block model, a traced profile of its block that matches the plan (``spec.extras["block_profiles"]``)
             gives the bytes the real block saves for backward instead of the nearest family's.
         stack: what ``plan.stack`` changes (stacks.csv memory columns); default ``spec.extras["stacks"]``'s, else HF.
+        moe_experts: a MoE model's expert layout when the run's transformers differs from its stack's
+            ("loop": nn.Linear experts, quantised by QLoRA; "fused": 3-D tensors, left in 16 bits).
+
+    Raises:
+        PlanError: an unknown ``moe_experts``.
     """
-    counts = count_params(spec, plan)
-    states = model_states(spec, plan, counts)
     profile = stack_profile(plan, spec, stack)
+    linear_experts = expert_linears(plan, spec, profile, moe_experts)
+    counts = count_params(spec, plan, linear_experts)
+    states = model_states(spec, plan, counts)
     dt = memory_dtypes(plan, profile)
     act = _block_activations(spec, plan, dt, profile)
-    warnings = _plan_warnings(spec, plan, states, counts)
+    warnings = _plan_warnings(spec, plan, states, counts, linear_experts)
     # the peak comes with the longest micro-batch: seq_len, or the longest length of the plan's histogram
     tokens = plan.batch_size * plan.longest_batch_len
 
@@ -828,13 +854,15 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # Each moment of the step as named terms; the peak's terms are the breakdown.
     gather = _gathered(spec, plan, counts, pb, trained_layers)
     base_terms = {"weights": weights, "optimizer_states": opt}
-    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows
+    held = saved.held  # the previous step's output in the forward, this step's from then on
+    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows + held
     moments: dict[str, dict[str, int]] = {
         "forward": {"gradients": grads_during_fwd, "activations": activations,
-                    "autocast_weight_copies": autocast_copies + head_copy, "logits_and_loss": logits + logits_chunk},
+                    "autocast_weight_copies": autocast_copies + head_copy,
+                    "logits_and_loss": logits + logits_chunk + held},
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
                           "autocast_weight_copies": autocast_copies + head_copy,
-                          "logits_and_loss": logits + act.loss_backward * saved.head_rows},
+                          "logits_and_loss": logits + act.loss_backward * saved.head_rows + held},
         "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
                            "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
                            "temporaries": block_transient},
@@ -842,6 +870,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
         "optimizer step": {"gradients": grads, "temporaries": opt_temp},
     }
+    if held:
+        for name in ("backward end", "optimizer step"):
+            moments[name]["logits_and_loss"] = held
     # DeepSpeed ZeRO's reduce bucket, fp32 gradient copies and master clone (gpuwork.estimate.deepspeed_memory)
     zero = zero_buffers(plan, counts.trainable, pb, grads, opt_temp)
     for name, terms in moments.items():
@@ -996,4 +1027,4 @@ SOURCES = {
 }
 
 __all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile", "state_bytes_per_param"]
+           "estimate_memory", "expert_linears", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile", "state_bytes_per_param"]

@@ -48,12 +48,25 @@ def micro_batch_loss_kernel(plan: TrainPlan, loss_kernel: str) -> str:
 
 
 def returned_logits_copy(spec: ModelSpec, plan: TrainPlan, loss_kernel: str) -> int:
-    """Bytes per token of the fp32 copy of returned logits: older Unsloth models return them beside the loss (today's
-    on short micro-batches: ``micro_batch_loss_kernel``), and
-    accelerate's mixed-precision wrapper (convert_outputs_to_fp32) hands them to the Trainer as fp32, held until
-    compute_loss returns ([M4], docs/memory_unsloth_releases.md)."""
-    returned = spec.task is Task.CAUSAL_LM and loss_kernel == "inplace-returned" and plan.precision.is_mixed
+    """Bytes per token of logits alive only at the forward's end: older Unsloth models return them beside the loss
+    (today's on short micro-batches: ``micro_batch_loss_kernel``), and accelerate's mixed-precision wrapper
+    (convert_outputs_to_fp32) hands them to the Trainer as fp32, held until compute_loss returns ([M4],
+    docs/memory_unsloth_releases.md). A transformers 4.x causal LM under a loop that holds its output (eager-held,
+    [M8]) has, beside the previous step's output, this step's fp32 logits and the contiguous fp32 copy of the shifted
+    logits the loss reads."""
+    if spec.task is not Task.CAUSAL_LM:
+        return 0
+    if loss_kernel == "eager-held":
+        return 2 * 4 * spec.vocab_size
+    returned = loss_kernel == "inplace-returned" and plan.precision.is_mixed
     return 4 * spec.vocab_size if returned else 0
+
+
+def held_logits_bytes(spec: ModelSpec, loss_kernel: str) -> int:
+    """Bytes per token of the fp32 logits a transformers 4.x causal LM returns and a loop holds from one forward to
+    the next (``output = model(...)`` keeps the previous step's output alive until the new forward returns), so
+    through the whole step (eager-held, [M8])."""
+    return 4 * spec.vocab_size if spec.task is Task.CAUSAL_LM and loss_kernel == "eager-held" else 0
 
 
 def chunked_logits_bytes(spec: ModelSpec, tokens: int, dtype_bytes: int) -> int:

@@ -34,7 +34,8 @@ ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.FLASH4: FA4_KERNEL,
 DTYPES = ("bf16", "fp16", "fp32")
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
-MEMORY_CHOICES = {"loss_kernel": ("eager", "chunked", "inplace", "inplace-returned", "chunked-fp32", "native"),
+MEMORY_CHOICES = {"loss_kernel": ("eager", "eager-held", "chunked", "inplace", "inplace-returned", "chunked-fp32",
+                                  "native"),
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
                   "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept")}
 

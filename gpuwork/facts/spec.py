@@ -220,15 +220,17 @@ class _Counted(NamedTuple):
     trainable_layers: int
 
 
-def count_params(spec: ModelSpec, plan: TrainPlan) -> ParamCounts:
+def count_params(spec: ModelSpec, plan: TrainPlan, expert_linears: bool = False) -> ParamCounts:
     """Exact parameter counts for a plan's method. Pure; reads method, LoRA and freeze fields. Cached by those
-    and the spec: an estimate asks for them several times, a sweep over shapes for the same ones throughout."""
+    and the spec: an estimate asks for them several times, a sweep over shapes for the same ones throughout.
+    ``expert_linears``: a MoE model's experts are ``nn.Linear`` modules (transformers 4.x), which QLoRA quantises
+    (see ``quantized_linears``)."""
     return _count_params(spec, _Counted(plan.method, plan.uses_adapters, plan.lora_targets, plan.lora_r,
-                                         plan.trainable_layers))
+                                         plan.trainable_layers), expert_linears)
 
 
 @functools.lru_cache(maxsize=4096)
-def _count_params(spec: ModelSpec, plan: _Counted) -> ParamCounts:
+def _count_params(spec: ModelSpec, plan: _Counted, expert_linears: bool = False) -> ParamCounts:
     base = spec.params_total
     head_trainable = 0
     adapter = 0
@@ -240,7 +242,8 @@ def _count_params(spec: ModelSpec, plan: _Counted) -> ParamCounts:
             head_trainable = spec.params_head  # peft SEQ_CLS keeps the classifier trainable
         trainable = adapter + head_trainable
         if plan.method is Method.QLORA:
-            quantized = sum(lin.count * lin.in_features * lin.out_features for lin in quantized_linears(spec))
+            quantized = sum(lin.count * lin.experts * lin.in_features * lin.out_features
+                            for lin in quantized_linears(spec, expert_linears))
     elif plan.method is Method.FREEZE:
         layers = min(plan.trainable_layers, spec.num_layers)
         # params_head already leaves out a weight tied to the (frozen) input embeddings
@@ -251,16 +254,19 @@ def _count_params(spec: ModelSpec, plan: _Counted) -> ParamCounts:
                        quantized=quantized, head_trainable=head_trainable)
 
 
-def quantized_linears(spec: ModelSpec) -> list[Linear]:
+def quantized_linears(spec: ModelSpec, expert_linears: bool = False) -> list[Linear]:
     """Linears bitsandbytes stores in 4 bits: every nn.Linear except the output layer.
 
     transformers' bnb integration skips `lm_head` (get_keys_to_not_convert) and classifier
     heads; fused MoE expert tensors (transformers 5) are not nn.Linear, so bitsandbytes leaves them
     unquantised: they load in the 16-bit dtype and peft's prepare_model_for_kbit_training upcasts them
     to fp32 (gpuwork.estimate.memory counts them so and warns ``memory.moe_experts_unquantized``).
+    ``expert_linears``: the experts are one ``nn.Linear`` per expert and projection (transformers 4.x, the
+    "loop" layout of stacks.csv ``moe_experts``), which bitsandbytes replaces like any other linear
+    (docs/memory_misses.md "Held-out memory 12: fms-acceleration").
     """
     skip = _output_layer_names(spec)
-    return [lin for lin in spec.linears if lin.experts == 1 and lin.name not in skip]
+    return [lin for lin in spec.linears if (lin.experts == 1 or expert_linears) and lin.name not in skip]
 
 
 __all__ = ["Linear", "ModelSpec", "ParamCounts", "count_params", "lora_target_linears", "quantized_linears"]

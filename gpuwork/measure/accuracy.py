@@ -109,11 +109,13 @@ def published_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def case_memory(plan: TrainPlan, metric: str, model_config: Mapping[str, Any] | None = None) -> int:
+def case_memory(plan: TrainPlan, metric: str, model_config: Mapping[str, Any] | None = None,
+                moe_experts: str | None = None) -> int:
     """The peak a published or held-out memory case is scored by: ``estimate_memory``'s total that matches how the
-    source measured (``METRICS``), on the case's own config.json values when it carries them."""
+    source measured (``METRICS``), on the case's own config.json values when it carries them, with the case's MoE
+    expert layout where its software differs from its stack's."""
     spec = case_spec(plan.model, model_config) if model_config else None
-    return int(getattr(estimate_memory(plan, spec), METRICS[metric][0]))
+    return int(getattr(estimate_memory(plan, spec, moe_experts), METRICS[metric][0]))
 
 
 def memory_heldout_rows(held: HeldoutSet) -> list[dict[str, Any]]:
@@ -122,9 +124,10 @@ def memory_heldout_rows(held: HeldoutSet) -> list[dict[str, Any]]:
     for case in held.cases:
         if case.measured is None:
             continue
-        today = case_memory(case.plan, case.metric, case.model_config)
+        today = case_memory(case.plan, case.metric, case.model_config, case.moe_experts)
         reread = case.as_reread()
-        again = today if reread is case else case_memory(reread.plan, reread.metric, reread.model_config)
+        again = today if reread is case else case_memory(reread.plan, reread.metric, reread.model_config,
+                                                         reread.moe_experts)
         rows.append({"case": case.name, "metric": METRICS[case.metric][1], "measured_bytes": case.measured,
                      "frozen_bytes": case.predicted, "estimated_bytes": today,
                      "frozen_error": case.predicted / case.measured - 1, "error": today / case.measured - 1,
