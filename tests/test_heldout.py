@@ -89,6 +89,20 @@ def test_figures_on_file_with_the_predictions_are_caught(history):
     assert any("'a'" in p and "published figure" in p for p in protocol_problems(held, repo))
 
 
+def test_a_runs_size_may_stand_with_the_predictions_but_not_its_time(history):
+    repo, doc = history
+    # predict keeps a whole-run case's samples and covers (configuration); its wall time is the figure
+    sized = {"samples": 4_000, "covers": ["steps", "first_steps"]}
+    for extra, leaked in (({}, False), ({"measured_time_s": 812.0}, True)):
+        (repo / REL).write_text(json.dumps({"sets": [{**doc["sets"][0], "predictions_commit": None, "cases": [
+            _case("a", 1000.0, **sized, **extra), _case("b", 2000.0)]}]}))
+        doc["sets"][0]["predictions_commit"] = _commit(repo, f"predictions {extra}")
+        doc["sets"][0]["cases"][0].update(sized)
+        (held,) = parse_sets(doc)
+        problems = protocol_problems(held, repo)
+        assert any("'a'" in p and "published figure" in p for p in problems) is leaked, problems
+
+
 def test_a_model_change_between_freeze_and_predictions_is_caught(history):
     repo, doc = history
     (repo / "gpuwork/estimate.py").write_text("RATE = 2\n")

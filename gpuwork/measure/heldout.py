@@ -49,7 +49,9 @@ MEMORY_METRICS = ("device", "reserved", "allocated")  # nvidia-smi total, max_me
 _PREDICTED = {"time": "predicted_tokens_per_s_per_gpu", "memory": "predicted_bytes"}
 # what may change between the frozen model and its predictions: the held-out files and model presets
 _ALLOWED_BETWEEN = (*("gpuwork/facts/data/" + name for name in _FILES.values()), "gpuwork/facts/data/models/")
-_FIGURE_KEYS = ("measured", "measured_time_s", "samples", "quote", "measured_bytes")
+# a published figure: never in the predictions commit. A run's ``samples`` is its size, a configuration fact that
+# ``scripts/heldout.py predict`` keeps beside ``covers`` (the time it spans is ``measured_time_s``)
+_FIGURE_KEYS = ("measured", "measured_time_s", "quote", "measured_bytes")
 
 
 # what a re-reading may set (the case's configuration, never its prediction or figure) and what it must say
