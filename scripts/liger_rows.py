@@ -31,7 +31,7 @@ from typing import Any
 
 from gpuwork.estimate.op import Kind, Op, Phase
 from gpuwork.estimate.ops import step_ops
-from gpuwork.estimate.steptime import price_ops
+from gpuwork.estimate.steptime import memory_kernel_t0_us, price_ops
 from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.model import get_spec
 from gpuwork.facts.rates import Rates, load_rates
@@ -102,6 +102,26 @@ def benchmark_ops(row: LigerRow) -> tuple[Op, ...]:
     return tuple(chosen)
 
 
+STRIDED_ROWS_MIN_S = 1e-3  # rotary rows that set membw_strided_fraction: a millisecond and more, bandwidth-bound
+
+
+def derive_strided_fraction(rows: tuple[LigerRow, ...], rates: Rates) -> dict[str, float]:
+    """kernels.csv ``membw_strided_fraction_<die>`` by its rule: over the die's eager rotary rows of at least
+    ``STRIDED_ROWS_MIN_S``, the median of (bytes / mem_bw) / (time - kernels x back-to-back t0), the bytes and
+    kernels the model counts."""
+    shares: dict[str, list[float]] = {}
+    for row in rows:
+        if row.kernel != "rope" or row.time_s < STRIDED_ROWS_MIN_S:
+            continue
+        gpu = get_gpu(row.gpu_id)
+        ops = benchmark_ops(row)
+        t0_s = memory_kernel_t0_us(gpu, rates)[0] * 1e-6
+        stream_s = sum(o.bytes for o in ops) / rates.devices[row.gpu_id].mem_bw_bytes_s
+        die = gpu.architecture.split()[-1].lower()
+        shares.setdefault(die, []).append(stream_s / (row.time_s - sum(o.launches for o in ops) * t0_s))
+    return {die: statistics.median(values) for die, values in shares.items()}
+
+
 def model_s(row: LigerRow, rates: Rates) -> float:
     profile = rates.stacks[Stack.HF_TRAINER]
     return price_ops(benchmark_ops(row), get_gpu(row.gpu_id), rates.devices[row.gpu_id], rates, profile).total_s
@@ -116,6 +136,8 @@ def main(argv: list[str]) -> int:
         if "-v" in argv:
             print(f"{row.gpu_id:13s} {row.kernel:13s} {row.mode:8s} x={row.x:>6d} measured {row.time_s * 1e6:9.1f} us"
                   f"  model {ratio * row.time_s * 1e6:9.1f} us  ratio {ratio:5.2f}  {'' if row.covered else 'not covered'}")
+    for die, share in sorted(derive_strided_fraction(load_rows(), rates).items()):
+        print(f"membw_strided_fraction_{die} by the rule: {share:.3f}")
     print(f"{'kernel':13s} {'mode':8s} {'gpu':13s} rows  median   min   max  (model / measured)")
     for (kernel, mode, gpu), values in sorted(ratios.items()):
         print(f"{kernel:13s} {mode:8s} {gpu:13s} {len(values):4d}  {statistics.median(values):6.2f} "

@@ -45,9 +45,9 @@ def test_the_rows_are_the_eager_ops_on_named_a100_and_h100(liger):
 
 def test_the_model_reproduces_every_covered_row_within_25_percent(ratios):
     covered = {_key(r): ratio - 1 for r, ratio in ratios if r.covered}
-    assert len(covered) == 58
+    assert len(covered) == 112
     assert {k: round(e, 3) for k, e in covered.items() if abs(e) > 0.25} == {}
-    for kernel in ("layer_norm", "cross_entropy"):  # and centred: each kernel's median within 10 %
+    for kernel in ("layer_norm", "cross_entropy", "rope"):  # and centred: each kernel's median within 10 %
         assert statistics.median(1 + e for k, e in covered.items() if k[1] == kernel) == pytest.approx(1, abs=0.10)
 
 
@@ -61,9 +61,18 @@ def test_one_benchmark_row_by_hand(liger):
     assert row.time_s == pytest.approx(506.7e-6, rel=1e-3)
 
 
-def test_rows_outside_the_model_say_why_and_rotary_stays_priced_fast(ratios):
+def test_rows_outside_the_model_say_why_and_rms_norm_stays_priced_fast(ratios):
     outside = [r for r, _ in ratios if not r.covered]
     assert outside and all(r.note for r in outside)
-    # eager rotary (broadcast cos / sin over transposed q, k) runs below the copy bandwidth the model streams at
-    large = [ratio for r, ratio in ratios if r.kernel == "rope" and r.time_s > 1e-3]
-    assert large and max(large) < 0.75
+    # eager LlamaRMSNorm (its broadcast multiplies not marked strided) stays faster than measured on every GPU
+    large = [ratio for r, ratio in ratios if r.kernel == "rms_norm" and r.time_s > 1e-3]
+    assert large and max(large) < 1.0
+
+
+def test_strided_fraction_in_kernels_csv_follows_the_rule_from_the_rotary_rows(liger):
+    rates = load_rates()
+    derived = liger.derive_strided_fraction(liger.load_rows(), rates)
+    assert set(derived) == {"ga100", "gh100"}
+    for die, share in derived.items():
+        assert rates.kernel(f"membw_strided_fraction_{die}") == pytest.approx(share, abs=0.001), die
+    assert rates.kernel("membw_strided_fraction") == pytest.approx(statistics.median(derived.values()), abs=0.01)

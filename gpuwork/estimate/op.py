@@ -62,3 +62,6 @@ class Op:
     # the host waits for the GPU here (a device-to-host copy): the queue drains, so this op's dispatch and the
     # next kernel's are not hidden behind earlier GPU work
     host_sync: bool = False
+    # MEMORY kernels TensorIterator does not vectorise (inputs transposed and an operand broadcast): their bytes move
+    # at kernels.csv membw_strided_fraction of the bandwidth (docs/kernels.md "Liger-Kernel's eager rows")
+    strided: bool = False

@@ -127,13 +127,14 @@ _ELEMENTWISE = _Elementwise()
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE) -> Op:
+         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE, strided: bool = False) -> Op:
     """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
     writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise."""
     if isinstance(backward, _Elementwise):
         return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count,
-                  backward_factor=backward.factor, backward_launches=backward.launches)
-    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward)
+                  backward_factor=backward.factor, backward_launches=backward.launches, strided=strided)
+    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
+              strided=strided)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -545,8 +546,9 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             # two paths to q (3e): 14e per element, 7 kernels
             forward_bytes = 11 * e * t * (q_dim + kv_dim)
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
+            # q and k are transposed views (batch, heads, seq, dim) and cos / sin broadcast over heads: strided kernels
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                            backward=_Elementwise(backward_bytes / forward_bytes, 14)))
+                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=True))
     causal = not spec.is_encoder
     r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
     full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix
@@ -924,7 +926,7 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
                   op.launches, count, backward=_NONE)
     launches = op.launches if op.backward_launches < 0 else op.backward_launches
     return Op(f"{op.name} backward", op.kind, _BACKWARD, 0.0, op.bytes * op.backward_factor, max(1, launches),
-              count, backward=_NONE)
+              count, backward=_NONE, strided=op.strided)
 
 
 _INPUT_GRAD, _BOTH_GRADS, _NONE = Backward.INPUT_GRAD, Backward.BOTH_GRADS, Backward.NONE
