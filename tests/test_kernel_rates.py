@@ -118,6 +118,24 @@ def test_a_tiny_kernel_costs_at_least_t0_and_a_huge_one_tends_to_bytes_over_bw(r
     assert chain.by_kind["memory"] == pytest.approx(5 * t0_s + 1024 / device.mem_bw_bytes_s)
 
 
+@pytest.mark.parametrize(("gpu_id", "key"), [("a100_80_sxm", "membw_strided_fraction_ga100"),
+                                           ("h200_sxm", "membw_strided_fraction_gh100"),
+                                           ("l40s", "membw_strided_fraction")])
+def test_a_strided_kernel_streams_its_bytes_at_its_die_share_of_the_bandwidth(rates, gpu_id, key):
+    from dataclasses import replace
+
+    gpu, device = get_gpu(gpu_id), rates.device(gpu_id)
+    profile = rates.stacks[Stack.HF_TRAINER]
+    plain = _elementwise(64e9)
+    strided = replace(plain, strided=True)
+    share = rates.kernel(key)
+    assert 0.3 < share < 0.8
+    t_plain = price_ops((plain,), gpu, device, rates, profile).by_kind["memory"]
+    t_strided = price_ops((strided,), gpu, device, rates, profile).by_kind["memory"]
+    t0_s = memory_kernel_t0_us(gpu, rates)[0] * 1e-6
+    assert t_strided - t0_s == pytest.approx((t_plain - t0_s) / share, rel=1e-9)
+
+
 def test_a_cpu_runs_memory_kernels_without_a_gpu_fixed_time(rates):
     from dataclasses import replace
 

@@ -65,3 +65,6 @@ class Op:
     # a multi_tensor_apply pass of more than 320 chunks, run as several 320-block launches: its bytes stream at
     # kernels.csv mta_split_bandwidth_share of the bandwidth (estimate.adamw_passes)
     mta_split: bool = False
+    # MEMORY kernels TensorIterator does not vectorise (inputs transposed and an operand broadcast): their bytes move
+    # at kernels.csv membw_strided_fraction of the bandwidth (docs/kernels.md "Liger-Kernel's eager rows")
+    strided: bool = False

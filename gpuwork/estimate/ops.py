@@ -125,13 +125,14 @@ _ELEMENTWISE = _Elementwise()
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE) -> Op:
+         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE, strided: bool = False) -> Op:
     """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
     writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise."""
     if isinstance(backward, _Elementwise):
         return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count,
-                  backward_factor=backward.factor, backward_launches=backward.launches)
-    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward)
+                  backward_factor=backward.factor, backward_launches=backward.launches, strided=strided)
+    return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
+              strided=strided)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -380,8 +381,16 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     spec, e, s_b = step.spec, step.widths.e, step.widths.s_b
     elements = step.tokens * spec.hidden_size
     norms = spec.norms_per_sublayer
-    if spec.norm != "rms" or step.stack.fused_norm or step.fuse:
+    if step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
+    if spec.norm != "rms":
+        # torch's native LayerNorm (layer_norm_kernel.cu): the forward reads each row twice (its moments, then the
+        # output pass) and writes once; the input gradient kernel reads dy and x twice (two sums, then dx) and writes
+        # dx; the weight and bias gradients, when they train, read dy and x once more in a second kernel
+        forward = 2 * s_b + e
+        backward = 2 * e + 3 * s_b + ((e + s_b) if weight_trains else 0)
+        return [_mem(name, phase, elements, forward, 1, count * norms,
+                     backward=_Elementwise(backward / forward, 2 if weight_trains else 1))]
     casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0
     per_element = casts + 8 + 4 + 8 + (s_b + e)  # pow, mean, x * rsqrt, weight * x
     backward = casts + (e + s_b) + 8 + 16 + 4 + (8 + 8 + 12) + 12 + ((3 * e + s_b) if weight_trains else 0)
@@ -535,8 +544,9 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             # two paths to q (3e): 14e per element, 7 kernels
             forward_bytes = 11 * e * t * (q_dim + kv_dim)
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
+            # q and k are transposed views (batch, heads, seq, dim) and cos / sin broadcast over heads: strided kernels
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                            backward=_Elementwise(backward_bytes / forward_bytes, 14)))
+                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=True))
     causal = not spec.is_encoder
     r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
     full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix
@@ -832,8 +842,12 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     loss_b = 4 if (spec.task is Task.CAUSAL_LM and not native) or step.eager_autocast else out_b
     if loss_b != out_b:
         out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
-    out.append(_mem("log_softmax + nll", Phase.FORWARD, rows * vocab, 2 * loss_b, 2, mb))
-    out.append(_mem("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, 4 * loss_b, 3, mb))
+    reads = 1 if step.fuse else softmax_row_reads(vocab, loss_b)  # a compiler's or framework's loss reads the row once
+    out.append(_mem("log_softmax + nll", Phase.FORWARD, rows * vocab, (reads + 1) * loss_b, 2, mb))
+    # nll_loss backward zero-fills the log-probabilities' gradient; log_softmax backward reads it (twice on the
+    # multi-pass path: a row sum, then the epilogue) and the saved output, and writes the logits' gradient
+    backward_b = loss_b + (min(reads, 2) + 1 + 1) * loss_b
+    out.append(_mem("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, backward_b, 3, mb))
     if loss_b != out_b:
         out.append(_mem("logits gradient cast", Phase.BACKWARD, rows * vocab, out_b + loss_b, 1, mb))
     out.append(_gemm("output layer input gradient", Phase.BACKWARD, GemmShape(rows, h, vocab, mm, out_b, e, w_b), mb,
@@ -843,8 +857,28 @@ def _head_forward_backward(step: _Step) -> list[Op]:
                          mb, trains=False))
     hw = HeadWidths(e, step.widths.s_b, w_b, out_b, mm, step.eager_autocast, plan.precision.is_mixed and not fsdp_16bit_compute(plan))
     out += mlm_head_rows(spec, rows, vocab, hw, trains, mb)
-    out += _norm_ops(step, "final norm backward", Phase.BACKWARD, mb)
+    final_trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
+    out += [_backward_of(op, layers_grad=1, layers_fwd=1)
+            for op in _norm_ops(step, "final norm", Phase.FORWARD, mb, weight_trains=final_trains)]
     return out
+
+
+# torch's softmax kernels (aten/src/ATen/native/cuda/SoftMax.cu, host_softmax) for a row of dim elements: up to 1024
+# (16-bit: 2048) a warp per row, held in registers; up to 9 elements per thread of a 1024-thread block in registers
+# (cunn_SoftMaxForwardReg); a row under the 48 KiB of shared memory a block gets, dim a multiple of the 16-byte
+# vector, staged there (cunn_SoftMaxForwardSmem): all read once. Longer rows (any LLM vocabulary in fp32) take
+# cunn_SoftMaxForward: the row's max, its sum of exponentials and the output are three passes over global memory.
+_SOFTMAX_REG_ELEMENTS = 9 * 1024
+_SOFTMAX_SMEM_BYTES = 48 * 1024
+
+
+def softmax_row_reads(dim: int, elem_bytes: int) -> int:
+    """Times torch's (log_)softmax forward reads a row of ``dim`` elements of ``elem_bytes`` (1 or 3)."""
+    if dim <= _SOFTMAX_REG_ELEMENTS:
+        return 1
+    if dim * elem_bytes < _SOFTMAX_SMEM_BYTES - 128 and dim % (16 // elem_bytes) == 0:
+        return 1
+    return 3
 
 
 def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool, inputs: bool = True) -> list[Op]:
@@ -890,7 +924,7 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
                   op.launches, count, backward=_NONE)
     launches = op.launches if op.backward_launches < 0 else op.backward_launches
     return Op(f"{op.name} backward", op.kind, _BACKWARD, 0.0, op.bytes * op.backward_factor, max(1, launches),
-              count, backward=_NONE)
+              count, backward=_NONE, strided=op.strided)
 
 
 _INPUT_GRAD, _BOTH_GRADS, _NONE = Backward.INPUT_GRAD, Backward.BOTH_GRADS, Backward.NONE

@@ -225,6 +225,18 @@ def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates, timing: str = "batch") -> tu
     return rates.kernel(base), base
 
 
+def memory_strided_fraction(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
+    """Share of the large-array bandwidth that an eager element-wise kernel TensorIterator cannot vectorise moves
+    (transposed inputs, a broadcast operand: ``Op.strided``), and its key: kernels.csv
+    ``membw_strided_fraction_<die>``, measured per die from Liger-Kernel's eager rotary rows; another die takes
+    ``membw_strided_fraction`` (docs/kernels.md "Liger-Kernel's eager rows")."""
+    die = gpu.architecture.split()[-1].lower() if gpu.architecture else ""
+    key = f"membw_strided_fraction_{die}"
+    if key in rates.kernels:
+        return rates.kernels[key], key
+    return rates.kernel("membw_strided_fraction"), "membw_strided_fraction"
+
+
 def memory_kernel_s(bytes_moved: float, launches: int, bw_bytes_s: float, t0_s: float) -> float:
     """Seconds of a chain of memory-bound kernels: each pays t0, the bytes stream at the large-array bandwidth.
 
@@ -282,6 +294,7 @@ class _PriceFacts(NamedTuple):
     floor_s: float  # per-kernel floor of back-to-back launches (0 on a synchronous device)
     t0_s: float  # fixed time of a memory-bound kernel launched back to back (0 on a synchronous device)
     t0_cold_s: float  # the same after a host sync: the next kernel starts on an idle GPU
+    strided_fraction: float  # share of bw a strided memory-bound kernel moves (Op.strided; 1 on a synchronous device)
     bw: float  # achievable memory bandwidth, bytes/s
     synchronous: bool
     matmul: tuple[tuple[str, float], ...]  # dtype -> achievable matmul FLOP/s
@@ -319,6 +332,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
         0.0 if synchronous else t0_us * 1e-6,
         0.0 if synchronous else t0_cold_us * 1e-6,
+        1.0 if synchronous else memory_strided_fraction(gpu, rates)[0],
         device.mem_bw_bytes_s,
         synchronous,
         tuple(device.matmul_flops.items()),
@@ -384,9 +398,9 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
 # garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
-# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split (a plain tuple: the pricing loop
-# unpacks it)
-_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool]
+# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split, strided (a plain tuple: the
+# pricing loop unpacks it)
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool, bool]
 _PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
 _KIND_VALUES = tuple(_VALUES[k] for k in Kind)
 _BACKWARD = Phase.BACKWARD.value
@@ -422,7 +436,7 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
             continue
         rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
                      op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal,
-                     op.mem_efficient, op.kernel, op.mta_split))
+                     op.mem_efficient, op.kernel, op.mta_split, op.strided))
         counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
@@ -461,6 +475,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
         facts.synchronous
     split_share = facts.mta_split_share
     cold_extra_s = facts.t0_cold_s - t0_s  # the kernel after a host sync starts cold, not back to back
+    strided_fraction = facts.strided_fraction
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
@@ -471,7 +486,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
         priced = memo.get(row)
         if priced is None:
             (_, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff, kernel,
-             mta_split) = row
+             mta_split, strided) = row
             if flops > 0:
                 if attention_pass:
                     key = (attention_pass, dtype, m, n, causal, mem_eff, kernel)
@@ -494,8 +509,10 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
                 compute = 0.0
             if compute > 0.0:
                 gpu_s = max(compute, nbytes / bw, launches * floor_s) / efficiency
-            else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth
-                gpu_s = (launches * t0_s + nbytes / (bw * split_share if mta_split else bw)) / efficiency
+            else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth (a split
+                # multi-tensor pass's and a strided kernel's at their measured shares of it)
+                share = (split_share if mta_split else 1.0) * (strided_fraction if strided else 1.0)
+                gpu_s = (launches * t0_s + nbytes / (bw * share)) / efficiency
             host_s_per_launch = host_of[phase]
             host_s = launches * host_s_per_launch / efficiency
             if synchronous:
