@@ -329,7 +329,8 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     # one block's forward ops (x layers x micro-batches)
     phase, c = Phase.FORWARD, layers * mb
     out: list[Op] = []
-    out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trained > 0)
+    sandwich = spec.norms_per_sublayer
+    out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trained > 0, norms=sandwich)
     linears = LinearPass(plan, phase, c, t, e, w_b, mm, adapter_mm, a_b, st, trains=trained > 0,
                          autocast=step.eager_autocast)
     for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
@@ -343,7 +344,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
         if group == "attn_out":
             if not fuse:  # a compiler folds the residual add into the next norm's kernel
                 out.append(_residual_add(phase, t * h, s_b, c))
-            out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0)
+            out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0, norms=sandwich)
         if group == "mlp_in":
             one_gelu = st.torch_gelu and not spec.mlp_gated  # the stack calls F.gelu, one kernel (Lit-GPT [M5])
             out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse or one_gelu)
@@ -367,9 +368,12 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     return forward_ops, tuple(backward)
 
 
-def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: bool = True) -> list[Op]:
-    """RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, back to the input dtype,
-    x weight; the two casts are no-ops on an fp32 stream) or torch's native LayerNorm kernel.
+def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: bool = True,
+              norms: int = 1) -> list[Op]:
+    """``norms`` norms per call, ``count`` calls: RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps,
+    rsqrt, mul, back to the input dtype, x weight; the two casts are no-ops on an fp32 stream) or torch's native
+    LayerNorm kernel. A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
+    final norm before the head is one module in every family (Gemma2Model.norm), so it keeps the default 1.
 
     The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
     weight multiply's input gradient (reads the gradient, writes the stream's), then in fp32: x * rsqrt's
@@ -381,7 +385,6 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     """
     spec, e, s_b = step.spec, step.widths.e, step.widths.s_b
     elements = step.tokens * spec.hidden_size
-    norms = spec.norms_per_sublayer
     if spec.norm != "rms" or step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
     casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0
