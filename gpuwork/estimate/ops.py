@@ -645,7 +645,9 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
         return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5)),
                 _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
-    if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
+    # gelu_pytorch_tanh (GELUTanh) and gelu (GELUActivation) call F.gelu: one kernel each way, as below; gelu_new
+    # and gelu_fast write the tanh formula out in Python, one kernel per operator in eager mode (docs/kernels.md)
+    if spec.activation in ("gelu_new", "gelu_fast") and not fused:
         # transformers NewGELUActivation: 0.5 x (1 + tanh(c (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul,
         # mul. Backward (derivatives.yaml), bytes per element: the product's two gradients (2 x 3e), tanh_backward (3e),
         # the gradient times c, times 0.044715 and times 0.5 (3 x 2e), pow's backward (x.pow(2), x 3, x gradient:
