@@ -49,7 +49,21 @@ def test_norm_calls_and_kernels_per_step(model, per_layer):
     # every norm reads and writes the same [tokens, hidden] stream: one call's bytes are the same everywhere
     per_call = {name: nbytes / calls for name, (calls, _, nbytes) in fwd.items()}
     assert len(set(per_call.values())) == 1
-    assert _norms(plan, spec, Phase.BACKWARD)["final norm backward"][0] == MB
+    bwd = _norms(plan, spec, Phase.BACKWARD)
+    assert bwd["final norm backward"][0] == MB
+    # the final norm's backward is the same chain as a block norm's (LoRA: no weight gradient), not a forward
+    per_call_bwd = {name: (k / calls, nbytes / calls) for name, (calls, k, nbytes) in bwd.items()}
+    assert per_call_bwd["final norm backward"] == per_call_bwd["norm (attention input) backward"]
+    assert per_call_bwd["final norm backward"][1] > per_call["final norm"]
+
+
+@pytest.mark.parametrize(("method", "kernels"), [("lora", 14), ("full", 16)])
+def test_final_norm_weight_gradient_when_it_trains(method, kernels):
+    plan = dataclasses.replace(_plan("llama-3.2-1b"), method=method)
+    bwd = _norms(plan, resolve(plan).spec, Phase.BACKWARD)
+    calls, k, _ = bwd["final norm backward"]
+    # eager RMSNorm backward: 12 kernels, 2 for the casts on a bf16 stream, 2 for the weight's gradient
+    assert k / calls == kernels
 
 
 def test_sandwich_norms_double_the_blocks_only():

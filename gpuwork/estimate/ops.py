@@ -801,7 +801,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     e, _, w_b, mm = step.widths[:4]
     t, mb, h = step.tokens, plan.grad_accum, spec.hidden_size
     trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
-    out = _norm_ops(step, "final norm", Phase.FORWARD, mb)
+    final_norm = _norm_ops(step, "final norm", Phase.FORWARD, mb, weight_trains=trains)
+    out = list(final_norm)
     if spec.task is Task.SEQ_CLS:
         vocab, rows = max(spec.num_labels, 1), plan.batch_size
         trains = True  # a classification head trains in every method
@@ -850,7 +851,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
                          mb, trains=False))
     hw = HeadWidths(e, step.widths.s_b, w_b, out_b, mm, step.eager_autocast, plan.precision.is_mixed and not fsdp_16bit_compute(plan))
     out += mlm_head_rows(spec, rows, vocab, hw, trains, mb)
-    out += _norm_ops(step, "final norm backward", Phase.BACKWARD, mb)
+    # its backward is the norm's own chain (``_norm_ops``), as a block norm's, not a second forward
+    out += [_backward_of(o, layers_grad=1, layers_fwd=1) for o in final_norm]
     return out
 
 
