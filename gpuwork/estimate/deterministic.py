@@ -89,7 +89,7 @@ def fill_rows(plan: TrainPlan, spec: ModelSpec, ops: Sequence[Op], stack: Kernel
     norm_casts = spec.norm == "rms" and not (stack.fused_norm or fuse) and widths.s_b < 4
     eager_rope = spec.extras.get("position_embedding") == "rope" and not (stack.fused_rope or fuse)
     t, h, mb = plan.tokens_per_micro_batch, spec.hidden_size, plan.grad_accum
-    final_norm = spec.norms_per_sublayer * t * h * (4 + widths.s_b) if norm_casts else 0  # as ops prices it
+    final_norm = t * h * (4 + widths.s_b) if norm_casts else 0  # one final norm in every family, as ops prices it
     rows = _block_rows(plan, spec, widths, norm_casts, eager_rope)
     head: dict[str, float] = {"forward": t * h * widths.s_b + final_norm, "backward": final_norm}  # + the lookup's output
     launches = {"forward": 1 + (2 if norm_casts else 0), "backward": 2 if norm_casts else 0}

@@ -328,7 +328,8 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     # one block's forward ops (x layers x micro-batches)
     phase, c = Phase.FORWARD, layers * mb
     out: list[Op] = []
-    out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trained > 0)
+    sandwich = spec.norms_per_sublayer
+    out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trained > 0, norms=sandwich)
     linears = LinearPass(plan, phase, c, t, e, w_b, mm, adapter_mm, a_b, st, trains=trained > 0,
                          autocast=step.eager_autocast)
     for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
@@ -342,7 +343,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
         if group == "attn_out":
             if not fuse:  # a compiler folds the residual add into the next norm's kernel
                 out.append(_residual_add(phase, t * h, s_b, c))
-            out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0)
+            out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0, norms=sandwich)
         if group == "mlp_in":
             one_gelu = st.torch_gelu and not spec.mlp_gated  # the stack calls F.gelu, one kernel (Lit-GPT [M5])
             out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse or one_gelu)
@@ -366,9 +367,12 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     return forward_ops, tuple(backward)
 
 
-def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: bool = True) -> list[Op]:
-    """RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps, rsqrt, mul, back to the input dtype,
-    x weight; the two casts are no-ops on an fp32 stream) or torch's native LayerNorm kernel.
+def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: bool = True,
+              norms: int = 1) -> list[Op]:
+    """``norms`` norms per call, ``count`` calls: RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps,
+    rsqrt, mul, back to the input dtype, x weight; the two casts are no-ops on an fp32 stream) or torch's native
+    LayerNorm kernel. A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
+    final norm before the head is one module in every family (Gemma2Model.norm), so it keeps the default 1.
 
     The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
     weight multiply's input gradient (reads the gradient, writes the stream's), then in fp32: x * rsqrt's
@@ -380,7 +384,6 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     """
     spec, e, s_b = step.spec, step.widths.e, step.widths.s_b
     elements = step.tokens * spec.hidden_size
-    norms = spec.norms_per_sublayer
     if step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
     if spec.norm != "rms":
@@ -650,7 +653,9 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
         return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5)),
                 _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
-    if spec.activation in ("gelu_new", "gelu_fast", "gelu_pytorch_tanh") and not fused:
+    # gelu_pytorch_tanh (GELUTanh) and gelu (GELUActivation) call F.gelu: one kernel each way, as below; gelu_new
+    # and gelu_fast write the tanh formula out in Python, one kernel per operator in eager mode (docs/kernels.md)
+    if spec.activation in ("gelu_new", "gelu_fast") and not fused:
         # transformers NewGELUActivation: 0.5 x (1 + tanh(c (x + 0.044715 x^3))): pow, mul, add, mul, tanh, add, mul,
         # mul. Backward (derivatives.yaml), bytes per element: the product's two gradients (2 x 3e), tanh_backward (3e),
         # the gradient times c, times 0.044715 and times 0.5 (3 x 2e), pow's backward (x.pow(2), x 3, x gradient:
@@ -804,7 +809,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     e, _, w_b, mm = step.widths[:4]
     t, mb, h = step.tokens, plan.grad_accum, spec.hidden_size
     trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
-    out = _norm_ops(step, "final norm", Phase.FORWARD, mb)
+    final_norm = _norm_ops(step, "final norm", Phase.FORWARD, mb, weight_trains=trains)
+    out = list(final_norm)
     if spec.task is Task.SEQ_CLS:
         vocab, rows = max(spec.num_labels, 1), plan.batch_size
         trains = True  # a classification head trains in every method
@@ -857,9 +863,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
                          mb, trains=False))
     hw = HeadWidths(e, step.widths.s_b, w_b, out_b, mm, step.eager_autocast, plan.precision.is_mixed and not fsdp_16bit_compute(plan))
     out += mlm_head_rows(spec, rows, vocab, hw, trains, mb)
-    final_trains = plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
-    out += [_backward_of(op, layers_grad=1, layers_fwd=1)
-            for op in _norm_ops(step, "final norm", Phase.FORWARD, mb, weight_trains=final_trains)]
+    # its backward is the norm's own chain (``_norm_ops``), as a block norm's, not a second forward
+    out += [_backward_of(o, layers_grad=1, layers_fwd=1) for o in final_norm]
     return out
 
 
