@@ -423,3 +423,38 @@ def test_a_memory_reread_cannot_set_a_time_span(tmp_path):
     with pytest.raises(RereadError) as caught:
         parse_sets(doc, "memory")
     assert caught.value.field == "covers" and "covers" not in caught.value.text("en").split("use one of")[1]
+
+
+def test_a_reread_link_prices_the_pcie_path_the_source_names():
+    # two bridgeable cards recorded with the GPU's best link (the bridge); the source says they ran without it
+    plan = {**PLAN, "model": "llama-2-7b", "gpus": 2, "sharding": "fsdp", "grad_checkpointing": True}
+    raw = {**_case("pair", 1.0), "gpu_id": "rtx3090", "plan": plan, "measured": 100.0,
+           "reread": {"link": "pcie", "why": "the rig has no NVLink bridge", "evidence": EVIDENCE}}
+    (held,) = parse_sets({"sets": [{"name": "s", "frozen_commit": None, "predictions_commit": None,
+                                    "cases": [raw]}]})
+    case = held.cases[0]
+    assert case.link is None and case.reread is not None and case.reread.changed == (("link", "nvlink_bridge", "pcie"),)
+    (recorded,) = time_accuracy_rows((case.time_case(),))
+    (again,) = time_accuracy_rows((case.as_reread().time_case(),))
+    # the all-gathers of the whole 16-bit model now cross PCIe: the bridge's share of the step is exposed
+    assert again.predicted < recorded.predicted
+    assert again.breakdown["communication (exposed)"] > recorded.breakdown["communication (exposed)"]
+
+
+@pytest.mark.parametrize("link", ["nvlink_switch", "pci", 3])
+def test_a_reread_link_the_gpu_cannot_have_is_refused(link):
+    raw = {**_case("a", 1.0), "gpu_id": "rtx3090",
+           "reread": {"link": link, "why": "w", "evidence": EVIDENCE}}
+    with pytest.raises(RereadError) as caught:
+        parse_sets({"sets": [{"name": "s", "frozen_commit": "0" * 40, "cases": [raw]}]})
+    assert caught.value.field == "link"
+    for lang in ("en", "ru"):
+        assert "pcie" in caught.value.text(lang)
+
+
+def test_a_memory_reread_cannot_set_a_link(tmp_path):
+    _, doc = _memory_history(tmp_path)
+    doc["sets"][0]["cases"][0]["reread"] = {"link": "pcie", "why": "w", "evidence": EVIDENCE}
+    with pytest.raises(RereadError) as caught:
+        parse_sets(doc, "memory")
+    assert caught.value.field == "link"

@@ -434,7 +434,7 @@ def time_accuracy_rows(cases: tuple[TimeCase, ...] | None = None) -> list[TimeAc
         plan = case.plan
         gpu = case_gpu(case.gpu_id)
         nodes = case_nodes(case)
-        est = case_estimate(plan, gpu, nodes, case.network, case.moe_experts, case.model_config)
+        est = case_estimate(plan, gpu, nodes, case.network, case.moe_experts, case.model_config, case.link)
         measured = measured_per_gpu(case)
         covered = covered_time(case, est, _own_spec(case)) if case.covers != STEPS_ONLY else None
         # the figure's tokens over the time it spans: the steps' throughput diluted by what else it holds
@@ -456,12 +456,13 @@ def _own_spec(case: TimeCase) -> ModelSpec | None:
 
 
 def case_estimate(plan: TrainPlan, gpu: GpuSpec, nodes: int, network: str | None, moe_experts: str | None,
-                  model_config: Mapping[str, Any] | None = None) -> TimeEstimate:
+                  model_config: Mapping[str, Any] | None = None, link: str | None = None) -> TimeEstimate:
     """The estimate a published or held-out case is scored by: ``estimate_time`` as any plan gets it (a model
     with no preset is built from the case's own config.json values, as ``--model config.json`` would be)."""
     spec = case_spec(plan.model, model_config) if model_config else None
     return estimate_time(plan, gpu, spec=spec, nodes=nodes,
-                         network=(network or CLUSTER_NETWORK) if nodes > 1 else None, moe_experts=moe_experts)
+                         network=(network or CLUSTER_NETWORK) if nodes > 1 else None, moe_experts=moe_experts,
+                         link=link)
 
 
 def case_spec(name: str, model_config: Mapping[str, Any]) -> ModelSpec:

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import GpuworkError, PlanError
+from gpuwork.estimate.comm import coerce_link
 from gpuwork.facts import reading
+from gpuwork.facts.catalog import Link
 from gpuwork.facts.paths import bundled_data_dir
 from gpuwork.measure.time_cases import METRICS, STEPS_ONLY, Covers, TimeCase, case_gpu
 from gpuwork.message import Msg, msg
@@ -55,7 +57,7 @@ _FIGURE_KEYS = ("measured", "measured_time_s", "quote", "measured_bytes")
 
 
 # what a re-reading may set (the case's configuration, never its prediction or figure) and what it must say
-REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers", "model_config")
+REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers", "model_config", "link")
 _REREAD_KEYS = (*REREAD_FIELDS, "why", "evidence")
 
 
@@ -95,6 +97,7 @@ class Reread:
     why: str
     evidence: tuple[Evidence, ...]
     model_config: dict[str, Any] | None = None  # the case's config.json values with the re-read keys applied
+    link: str | None = None  # the GPUs' link inside a node (estimate_time's link); None: the GPU's best
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class HeldoutCase:
     # what the figure's time spans beyond the steps: read with the figure, not part of the configuration
     covers: Covers = STEPS_ONLY
     reread: Reread | None = None  # the configuration as re-read after the reveal (None: as recorded)
+    link: str | None = None  # the GPUs' link inside a node where the source names it (None: the GPU's best)
 
     @property
     def revealed(self) -> bool:
@@ -131,7 +135,7 @@ class HeldoutCase:
             return self
         return dataclasses.replace(self, plan=r.plan, gpu_id=r.gpu_id, nodes=r.nodes, network=r.network,
                                    metric=r.metric, moe_experts=r.moe_experts, covers=r.covers,
-                                   model_config=r.model_config, reread=None)
+                                   model_config=r.model_config, link=r.link, reread=None)
 
     def time_case(self) -> TimeCase:
         """The case as a published TimeCase (a time case, only once revealed)."""
@@ -140,7 +144,8 @@ class HeldoutCase:
         return TimeCase(name=self.name, plan=self.plan, gpu_id=self.gpu_id, metric=self.metric,
                         measured=self.measured, source=self.source, source_id=self.source_id, notes=self.notes,
                         measured_time_s=self.measured_time_s, samples=self.samples, moe_experts=self.moe_experts,
-                        nodes=self.nodes, network=self.network, model_config=self.model_config, covers=self.covers)
+                        nodes=self.nodes, network=self.network, model_config=self.model_config, covers=self.covers,
+                        link=self.link)
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,8 @@ def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
         plan=plan_from_json(raw["plan"]), nodes=int(raw.get("nodes") or 1), network=raw.get("network"),
         metric=raw["metric"], predicted=float(raw[_PREDICTED[kind]]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
-        samples=raw.get("samples"), model_config=raw.get("model_config"), covers=Covers.parse(raw.get("covers")))
+        samples=raw.get("samples"), model_config=raw.get("model_config"), covers=Covers.parse(raw.get("covers")),
+        link=raw.get("link"))
     if raw.get("reread") is None:
         return case
     return dataclasses.replace(case, reread=parse_reread(case, raw["reread"], raw["plan"], metrics))
@@ -242,6 +248,23 @@ def _reread_covers(case: HeldoutCase, raw: dict[str, Any], metrics: tuple[str, .
                                                    value=repr(raw["covers"]))) from None
 
 
+def _reread_link(case: HeldoutCase, raw: dict[str, Any], metrics: tuple[str, ...], gpu_id: str) -> str | None:
+    """The GPUs' link inside a node as re-read (a time case's; one the GPU can have); the recorded one when not
+    re-read."""
+    if "link" not in raw:
+        return case.link
+    if metrics == MEMORY_METRICS:  # the memory estimate reads no link
+        raise RereadError(case.name, "link", msg("error.heldout.reread_unknown_field", case=case.name, field="link",
+                                                 allowed=", ".join(k for k in _REREAD_KEYS if k != "link")))
+    link = raw["link"]
+    try:
+        coerce_link(link, case_gpu(gpu_id))
+    except (GpuworkError, TypeError):
+        raise RereadError(case.name, "link", msg("error.heldout.reread_choice", case=case.name, field="link",
+                                                 value=repr(link), allowed=", ".join(x.value for x in Link))) from None
+    return link
+
+
 def _reread_model_config(case: HeldoutCase, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[
         tuple[str, str, str], ...]]:
     """The case's config.json values with the re-read keys applied, and each key that changed (a case with a
@@ -282,6 +305,7 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     # a memory case may be recorded without its GPU (the source names none); only a re-read GPU is checked
     if "gpu_id" in raw and (not isinstance(gpu_id, str) or not _known_gpu(gpu_id)):
         raise RereadError(name, "gpu_id", msg("error.heldout.reread_gpu", case=name, value=repr(gpu_id)))
+    link = _reread_link(case, raw, metrics, gpu_id)
     if not is_whole(nodes, 1):
         raise RereadError(name, "nodes", msg("error.heldout.reread_nodes", case=name, value=repr(nodes)))
     for key, value in (("network", network), ("moe_experts", moe_experts)):
@@ -292,13 +316,16 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     changed += tuple((f, _shown(getattr(case, f)), _shown(v)) for f, v in (
         ("gpu_id", gpu_id), ("nodes", nodes), ("network", network), ("metric", metric), ("moe_experts", moe_experts))
         if getattr(case, f) != v)
+    if link != case.link:  # an unset link is the GPU's best: named, so the page says what it was priced on
+        changed += (("link", case.link or case_gpu(case.gpu_id).link.value, link or case_gpu(gpu_id).link.value),)
     if covers != case.covers:
         changed += (("covers", _shown(case.covers.words()), _shown(covers.words())),)
     changed += config_changed
     if not changed:
         raise RereadError(name, "reread", msg("error.heldout.reread_nothing", case=name))
     return Reread(plan=plan, gpu_id=gpu_id, nodes=nodes, network=network, metric=metric, moe_experts=moe_experts,
-                  covers=covers, changed=changed, why=raw["why"].strip(), evidence=evidence, model_config=model_config)
+                  covers=covers, changed=changed, why=raw["why"].strip(), evidence=evidence, model_config=model_config,
+                  link=link)
 
 
 def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:
@@ -373,8 +400,9 @@ def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
         if float(raw[_PREDICTED[held.kind]]) != case.predicted:
             problems.append(f"{held.name}: {case.name!r}'s prediction changed after it was committed")
         was = _case({**raw, "measured": None}, held.kind)
-        if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts, was.model_config) != (
-                case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts, case.model_config):
+        if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts, was.model_config,
+                was.link) != (case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts,
+                              case.model_config, case.link):
             problems.append(f"{held.name}: {case.name!r}'s configuration changed after the predictions")
     return problems
 

@@ -109,6 +109,9 @@ class TimeCase:
     # the model's config.json values when no preset holds the architecture (held-out cases carry them inline)
     model_config: Mapping[str, Any] | None = field(default=None, compare=False)
     covers: Covers = STEPS_ONLY  # what the figure's time spans beyond the steps
+    # the GPUs' link inside a node (estimate_time's link) where the source names one the GPU's best is not, e.g.
+    # "pcie" for two bridgeable cards run without their bridge; None = the GPU's best link
+    link: str | None = None
 
     def __post_init__(self) -> None:
         if self.covers.needs_steps and self.samples is None:
