@@ -112,11 +112,15 @@ def test_a_two_hour_job_on_an_80gb_card_is_not_a_monthly_reservation() -> None:
     assert m.profile.mode is Mode.ON_DEMAND and m.rental.mode is Mode.ON_DEMAND
     assert m.rental.reason.code == "profile.mode.on_demand"
     assert "reservation pays off only after 684 h" in render(m.rental.reason)
-    long = match_profile(plan.replace(dataset_tokens=16_960_000_000))  # ~ 700 h on one H100
+    # the dataset that takes about 700 h (and then 780 h) at this plan's estimated rate on one H100
+    def tokens_for(hours: float) -> int:
+        return int(plan.dataset_tokens * hours * HOUR_S / m.time.total_s)
+    long = match_profile(plan.replace(dataset_tokens=tokens_for(700)))
     assert 684 * HOUR_S < long.time.total_s < 720 * HOUR_S
     assert long.profile.mode is Mode.RESERVED and long.rental.reason.code == "profile.mode.reserved"
     # a little longer than the month: two reserved months cost more than the hours on demand
-    assert match_profile(plan.replace(dataset_tokens=20_000_000_000)).profile.mode is Mode.ON_DEMAND
+    longer = match_profile(plan.replace(dataset_tokens=tokens_for(780)))
+    assert 720 * HOUR_S < longer.time.total_s and longer.profile.mode is Mode.ON_DEMAND
 
 
 # -- FSDP among the changes, and the bytes per parameter each sharding keeps ---------------------------------------

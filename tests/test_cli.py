@@ -289,7 +289,7 @@ def help_of(capsys, monkeypatch):
     """verb, *extra -> what `gpuwork [verb] --help [extra]` prints (exit 0)."""
     from gpuwork.cli import main
 
-    monkeypatch.setenv("COLUMNS", "200")  # argparse wraps at hyphens too: keep `all-linear` whole for the word check
+    monkeypatch.setenv("COLUMNS", "200")
 
     def help_of(verb: str | None, *extra: str) -> str:
         with pytest.raises(SystemExit) as exc:
@@ -321,6 +321,18 @@ def test_english_help_is_as_it_was(verb, help_of) -> None:
         assert phrase in text, phrase
     assert help_of(verb, "--lang", "en") == text  # asking for English changes nothing
     assert not re.search("[а-яё]", text, flags=re.I)
+
+
+@pytest.mark.parametrize("columns", [48, 61, 80, 97, 120])
+def test_help_never_breaks_a_hyphenated_name(columns, help_of, monkeypatch) -> None:
+    from gpuwork.plan import Stack
+
+    monkeypatch.setenv("COLUMNS", str(columns))  # argparse's textwrap would break `dle-pytorch` after its hyphen
+    for lang in ("en", "ru"):
+        text = help_of("plan", "--lang", lang)
+        assert not re.search(r"[a-z0-9]-\n", text), text
+        for stack in Stack:
+            assert stack.value in " ".join(text.split()), (lang, stack.value)
 
 
 @pytest.mark.parametrize("verb", list(HELP))

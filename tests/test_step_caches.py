@@ -62,7 +62,10 @@ def test_a_price_follows_every_fact_it_reads():
     hopper = price_ops(ops, gpu, device, rates, profile)
     # the same GPU id on another die: each memory-bound kernel pays the GA100's fixed time instead of the GH100's
     ampere_die = dataclasses.replace(gpu, architecture="Ampere GA100")
-    on_ga100 = price_ops(ops, ampere_die, device, rates, profile)
+    # (the strided kernels' share of the bandwidth, also per die, held equal so that only the fixed time differs)
+    same_share = dataclasses.replace(rates, kernels={
+        **rates.kernels, "membw_strided_fraction_ga100": rates.kernel("membw_strided_fraction_gh100")})
+    on_ga100 = price_ops(ops, ampere_die, device, same_share, profile)
     memory_launches = sum(o.launches * o.count for o in ops if o.kind.value == "memory")
     extra_us = memory_kernel_t0_us(ampere_die, rates)[0] - memory_kernel_t0_us(gpu, rates)[0]  # 2.58 - 2.41 us
     assert on_ga100.by_kind["memory"] - hopper.by_kind["memory"] == pytest.approx(memory_launches * extra_us * 1e-6)

@@ -7,6 +7,7 @@ import functools
 import math
 import re
 import sys
+import textwrap
 from typing import Any
 
 from gpuwork.errors import EXIT_USAGE, GpuworkError, PlanError
@@ -187,11 +188,17 @@ def escaped_output(func: Any, *, stderr: bool = True) -> Any:
 
 @functools.cache
 def _help_formatter(base: type[argparse.HelpFormatter], usage_prefix: str) -> type[argparse.HelpFormatter]:
-    """``base`` with "usage: " in the catalog's words (argparse takes it from its own gettext catalog)."""
+    """``base`` with "usage: " in the catalog's words (argparse takes it from its own gettext catalog), and help
+    lines that never break inside a hyphenated name (a stack such as ``dle-pytorch`` stays whole)."""
 
     class HelpFormatter(base):  # type: ignore[valid-type,misc]
         def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: str | None = None) -> None:
             super().add_usage(usage, actions, groups, usage_prefix if prefix is None else prefix)
+
+        def _split_lines(self, text: str, width: int) -> list[str]:
+            if base._split_lines is not argparse.HelpFormatter._split_lines:  # RawText keeps its own lines
+                return super()._split_lines(text, width)
+            return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
 
     return HelpFormatter
 
