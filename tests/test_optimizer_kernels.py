@@ -1,5 +1,5 @@
-"""Kernels and bytes of the optimizer step, counted from the code (estimate.adamw_passes, estimate.ops
-_optimizer_ops; docs/kernels.md "Optimizer step: kernels and bytes, counted from the code"): ATen's
+"""Kernels and bytes of the optimizer step, counted from the code (estimate.adamw_passes, estimate.optimizer_ops
+optimizer_ops; docs/kernels.md "Optimizer step: kernels and bytes, counted from the code"): ATen's
 multi_tensor_apply chunking, torch's foreach and fused AdamW, clip_grad_norm_, GradScaler and DeepSpeed ZeRO's fp32
 masters. The passes are checked against what a real torch step dispatches on the CPU."""
 
