@@ -41,6 +41,7 @@ from gpuwork.estimate.memory_stacks import held_logits_bytes as _held_logits_byt
 from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
 from gpuwork.estimate.memory_stacks import micro_batch_loss_kernel as _micro_batch_loss_kernel
 from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_logits_copy
+from gpuwork.estimate.memory_terms import ALLOCATOR_SLACK, SOURCES, TERM_LABELS
 from gpuwork.estimate.model_states import (
     ModelStates,
     model_states,
@@ -66,11 +67,8 @@ CUDA_CONTEXT_BYTES = 1024 * MIB
 # cuBLAS workspace allocated through the caching allocator on Hopper (PyTorch CUDA semantics:
 # CUBLAS_WORKSPACE_CONFIG default ":4096:8" + ":16:8" = 4 MiB * 8 + ...; 32 MiB on sm90).
 CUBLAS_WORKSPACE_BYTES = 32 * MIB
-# Caching-allocator slack: reserved/allocated. Megatron's estimator multiplies by 1.05; a ROCm
-# estimator uses 7 %; PEFT's measured Llama-3.2-3B runs fit 1.06-1.10 (docs/sources.md#s-mem-allocator).
-ALLOCATOR_SLACK = 0.08
 # Block allocations round up to 512 B and large segments to 2 MiB (c10/cuda/CUDACachingAllocator.cpp);
-# covered by ALLOCATOR_SLACK above.
+# covered by ALLOCATOR_SLACK (estimate.memory_terms).
 
 # DDP (gradient_as_bucket_view=False, the default) copies gradients into flat buckets that cover
 # every trainable parameter: one more gradient-sized buffer (torch DDP docs, gradient_as_bucket_view).
@@ -840,9 +838,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         grads, grads if plan.grad_accum > 1 or gradients_from_start(plan) else 0)
 
     saved = _saved_activations(spec, plan, act, profile, dt)
-    trained_layers, activations, shared, recompute = (saved.trained_layers, saved.activations, saved.shared,
-                                                      saved.recompute)
-    logits, logits_chunk, offloaded = saved.logits, saved.logits_chunk, saved.offloaded
+    trained_layers, offloaded = saved.trained_layers, saved.offloaded
 
     # --- timeline ---------------------------------------------------------------------------
     pb = states.trainable_param_bytes
@@ -854,25 +850,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # Each moment of the step as named terms; the peak's terms are the breakdown.
     gather = _gathered(spec, plan, counts, pb, trained_layers)
     base_terms = {"weights": weights, "optimizer_states": opt}
-    held = saved.held  # the previous step's output in the forward, this step's from then on
-    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows + held
-    moments: dict[str, dict[str, int]] = {
-        "forward": {"gradients": grads_during_fwd, "activations": activations,
-                    "autocast_weight_copies": autocast_copies + head_copy,
-                    "logits_and_loss": logits + logits_chunk + held},
-        "loss backward": {"gradients": grads_during_fwd, "activations": activations,
-                          "autocast_weight_copies": autocast_copies + head_copy,
-                          "logits_and_loss": logits + act.loss_backward * saved.head_rows + held},
-        "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
-                           "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
-                           "temporaries": block_transient},
-        # end of backward: every gradient exists, the first block's intermediates still transient
-        "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
-        "optimizer step": {"gradients": grads, "temporaries": opt_temp},
-    }
-    if held:
-        for name in ("backward end", "optimizer step"):
-            moments[name]["logits_and_loss"] = held
+    moments = _moments(act, saved, (grads, grads_during_fwd, g_head, g_block), (autocast_copies, head_copy),
+                       (block_transient, opt_temp))
     # DeepSpeed ZeRO's reduce bucket, fp32 gradient copies and master clone (gpuwork.estimate.deepspeed_memory)
     zero = zero_buffers(plan, counts.trainable, pb, grads, opt_temp)
     for name, terms in moments.items():
@@ -913,6 +892,38 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         host_bytes=host,
         host_transfer_bytes=host_transfer,
     )
+
+
+def _moments(act: _Activations, saved: _Saved, gradients: tuple[int, int, int, int], copies: tuple[int, int],
+             temporaries: tuple[int, int]) -> dict[str, dict[str, int]]:
+    """Each moment of the step as named terms (the peak's terms are the breakdown): ``gradients`` = (all, alive
+    during the forward, the head's, a block's), ``copies`` = autocast weight copies (blocks, head), ``temporaries`` =
+    (a block backward's, the optimizer's)."""
+    grads, grads_during_fwd, g_head, g_block = gradients
+    autocast_copies, head_copy = copies
+    block_transient, opt_temp = temporaries
+    logits, logits_chunk, activations, shared, recompute = (saved.logits, saved.logits_chunk, saved.activations,
+                                                            saved.shared, saved.recompute)
+    held = saved.held  # the previous step's output in the forward, this step's from then on
+    logits_after_loss = logits - act.head_logsoftmax * saved.head_rows + held
+    moments: dict[str, dict[str, int]] = {
+        "forward": {"gradients": grads_during_fwd, "activations": activations,
+                    "autocast_weight_copies": autocast_copies + head_copy,
+                    "logits_and_loss": logits + logits_chunk + held},
+        "loss backward": {"gradients": grads_during_fwd, "activations": activations,
+                          "autocast_weight_copies": autocast_copies + head_copy,
+                          "logits_and_loss": logits + act.loss_backward * saved.head_rows + held},
+        "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
+                           "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
+                           "temporaries": block_transient},
+        # end of backward: every gradient exists, the first block's intermediates still transient
+        "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
+        "optimizer step": {"gradients": grads, "temporaries": opt_temp},
+    }
+    if held:
+        for name in ("backward end", "optimizer step"):
+            moments[name]["logits_and_loss"] = held
+    return moments
 
 
 def _in_run_evaluation(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, act: _Activations, saved: _Saved,
@@ -962,69 +973,6 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _S
 
 
 # Display names of the breakdown terms (CLI, app, reports share them).
-TERM_LABELS = {
-    "weights": "weights",
-    "gradients": "gradients",
-    "optimizer_states": "optimizer states",
-    "activations": "activations (saved for backward)",
-    "logits_and_loss": "logits and loss",
-    "temporaries": "temporaries (backward / optimizer step)",
-    "sharding_buffers": "sharding / DDP buffers",
-    "cublas_workspace": "cuBLAS workspace",
-    "allocator_cache": "allocator cache (reserved, unused)",
-    "allocator_fragmentation": "allocator cache from varying batch lengths",
-    "paged_optimizer_states": "paged optimizer states (unified memory)",
-    "autocast_weight_copies": "autocast 16-bit weight copies",
-    "cuda_context": "CUDA context and kernels",
-    "stream_pools": "FSDP all-gather / reduce-scatter stream caches (reserved)",
-    "eval_forward": "evaluation batch (forward, no grad)",
-    "eval_predictions": "evaluation outputs kept on the GPU",
-    "eval_segments": "allocator cache of the evaluation",
-}
-
-
-SOURCES = {
-    "weights": "parameter count (meta-device build) x dtype bytes; QLoRA NF4/FP4 packing and absmax per "
-               "QLoRA paper §3; peft keeps adapters in fp32",
-    "gradients": "trainable parameters x their dtype bytes (torch AccumulateGrad)",
-    "optimizer_states": "torch AdamW/SGD states in the parameter dtype; bitsandbytes 8-bit blockwise states; "
-                        "transformers Adafactor factored moments",
-    "activations": "tensors saved for backward, op by op for Hugging Face Llama/GPT-2/BERT blocks; checked "
-                   "against gpuwork trace; fused RMSNorm/SwiGLU kernels and offloaded checkpoints as the stack "
-                   "does them (stacks.csv memory columns)",
-    "logits_and_loss": "fp32 upcast logits, log_softmax output and its backward (transformers ForCausalLMLoss); "
-                       "Liger's chunked fused linear cross-entropy or Unsloth's in-place 16-bit loss when the "
-                       "stack uses them",
-    "autocast_weight_copies": "16-bit copies of trained weights cached by autocast for forward and "
-                              "backward, and of mixed-precision QLoRA's fp32 lm_head weight until the head's "
-                              "backward (mixed precision only)",
-    "temporaries": "optimizer-step temporaries (torch foreach AdamW: one state-sized buffer) or backward "
-                   "intermediates (measured with gpuwork trace)",
-    "sharding_buffers": "DDP gradient buckets; FSDP/ZeRO-3 gathered units (ZeRO, FSDP docs); DeepSpeed ZeRO's "
-                        "reduce bucket, fp32 gradient copies at the step and fp32 master clone (DeepSpeed v0.19.5 "
-                        "zero/stage_1_and_2.py, stage3.py)",
-    "cublas_workspace": "cuBLAS workspace in the caching allocator (PyTorch CUDA semantics)",
-    "allocator_cache": f"caching-allocator slack, {ALLOCATOR_SLACK:.0%} of allocated (Megatron x1.05; "
-                       "PEFT L40S runs 6-10 %)",
-    "allocator_fragmentation": "PyTorch CUDA caching allocator replayed over batches of the plan's lengths "
-                               "(512 B rounding, >1 MiB large pool, 20 MiB / 2 MiB-rounded segments, best fit, "
-                               "split above 1 MiB, no merge across segments; expandable segments grow in 20 MiB "
-                               "pages), the largest reserved peak of 9 random orders of 3,000 micro-batches: "
-                               "c10/cuda/CUDACachingAllocator.cpp, pytorch/devlogs 2026-06-01",
-    "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
-                              "torch.cuda.max_memory_allocated)",
-    "stream_pools": "FSDP2's all-gather copy-in and reduce-scatter streams keep their own caching-allocator pools: "
-                    "the root's and a block's flat all-gather outputs and every sharded gradient (torch "
-                    "fsdp/_fully_shard/_fsdp_collectives.py foreach_all_gather, foreach_reduce; pytorch#129721)",
-    "eval_forward": "an in-run evaluation batch under no_grad: a block's internals or the head's logits, the loss's "
-                    "fp32 upcast and log_softmax (transformers Trainer.prediction_step, ForCausalLMLoss)",
-    "eval_predictions": "what transformers' Trainer.evaluation_loop concatenates on the GPU until the evaluation "
-                        "ends or eval_accumulation_steps: logits or token ids and labels (nested_concat)",
-    "eval_segments": "segments the evaluation's batches map beyond the training's cache (caching allocator "
-                     "replayed: gpuwork.estimate.allocator)",
-    "cuda_context": "CUDA context, kernels and library handles (HF docs 1.3 GB on V100 without lazy "
-                    "loading; ~0.5-0.8 GiB with CUDA lazy loading)",
-}
-
-__all__ = ["CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "expert_linears", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile", "state_bytes_per_param"]
+__all__ = ["ALLOCATOR_SLACK", "CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
+           "estimate_memory", "expert_linears", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile",
+           "state_bytes_per_param"]
