@@ -194,11 +194,17 @@ HELDOUT_NOTES = {
     "fsdp_offload_params false, use_orig_params true, SHARDED_STATE_DICT; train.py loads the model in fp32, turns "
     "gradient checkpointing on, evaluates every 100 steps and saves every 500, and after training gathers a "
     "FULL_STATE_DICT and shards it in a subprocess. The figure implies 11 % of the dense peak; today's model prices "
-    "the evaluations and saves (+277 %) but not start-up. The QLoRA run on one A100 is 18 % too slow.",
+    "the evaluations and saves (+277 %) but not start-up. Both runs used flash attention (use_flash_attention_2), "
+    "as recorded. Re-read: the 0.5 % test split (30 files) makes the evaluations 1-2 % of the training time, not "
+    "the default 5 %; and the QLoRA run trains under bf16 autocast (Trainer bf16=True) with lm_head and adapters "
+    "cast to bf16, which the recorded pure 'bf16' priced as fp32 GEMMs: bf16-mixed takes it from -22 % to +1 % "
+    "(time_misses.md, 'Held-out 8: StarCoder (GPTBigCode)').",
     "hf-cookbook-code-llm-qlora": "a Colab notebook's printed TrainOutput for 2,000 QLoRA steps of StarCoderBase-1B "
     "(+98 %): the runtime holds 20 evaluations on a validation stream whose size is not printed and 20 checkpoint "
-    "saves with pushes to the Hub; the figure implies 11 % of the dense peak. Nothing read settles a setting other "
-    "than recorded.",
+    "saves with pushes to the Hub; the figure implies 11 % of the dense peak. The stream is the dataset's first "
+    "4,000 of 5,905 files (about 12,500 rows of 2,048 by the dataset card's bytes): 20 evaluations of it are about "
+    "2.6 times the training time, which eval_fraction (below 1) cannot state; priced by hand the row is about -25 % "
+    "(time_misses.md, 'Held-out 8: StarCoder (GPTBigCode)').",
     "philschmid-finetune-llms-2025": "the notebook's table gives 'est. train time' in rounded minutes for one epoch. "
     "The flash-attention rows are within 18 % (FA2 +16 %, with Liger -18 %, -18 % and -10 % on 1, 4 and 8 L4); the "
     "row without flash attention is +52 %, read as transformers' default SDPA, which the source does not state.",
