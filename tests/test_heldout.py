@@ -458,3 +458,20 @@ def test_a_memory_reread_cannot_set_a_link(tmp_path):
     with pytest.raises(RereadError) as caught:
         parse_sets(doc, "memory")
     assert caught.value.field == "link"
+
+
+def test_personal_copilot_rereads_state_autocast_and_the_test_split():
+    # StarCoder runs of hf-blog-personal-copilot: train.py's 30-file test split, and the QLoRA step under autocast
+    from gpuwork.estimate.ops import StackKernels, fp32_qlora, upcast_qlora_autocast
+
+    cases = {c.name: c for held in heldout_sets() for c in held.cases if c.source_id == "hf-blog-personal-copilot"}
+    full = next(c for name, c in cases.items() if "full FT" in name)
+    qlora = next(c for name, c in cases.items() if "QLoRA" in name)
+    assert full.reread is not None and qlora.reread is not None
+    # 20 evaluations of 11 (8 GPUs, batch 1) or 23 (batch 4) batches, against 4- and 3-forward training micro-batches
+    assert full.reread.plan.eval_fraction == pytest.approx(20 * 11 / (2000 * 2 * 4), abs=1e-4)
+    assert qlora.reread.plan.eval_fraction == pytest.approx(20 * 23 / (2000 * 4 * 3), abs=1e-4)
+    assert qlora.plan.precision.value == "bf16"  # the frozen record stays as it was
+    eager = StackKernels()  # the hf-trainer stack's eager kernels, peft's fp32 adapters
+    assert fp32_qlora(qlora.plan, eager)  # as recorded: no autocast, fp32 lm_head and adapters
+    assert not fp32_qlora(qlora.reread.plan, eager) and upcast_qlora_autocast(qlora.reread.plan, eager)
