@@ -125,14 +125,16 @@ _ELEMENTWISE = _Elementwise()
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE, strided: bool = False) -> Op:
+         kind: Kind = Kind.MEMORY, backward: Backward | _Elementwise = _ELEMENTWISE, strided: float = 0.0,
+         backward_strided: float = -1.0) -> Op:
     """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
     writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise."""
     if isinstance(backward, _Elementwise):
         return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count,
-                  backward_factor=backward.factor, backward_launches=backward.launches, strided=strided)
+                  backward_factor=backward.factor, backward_launches=backward.launches, strided_share=strided,
+                  backward_strided_share=backward_strided)
     return Op(name, kind, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
-              strided=strided)
+              strided_share=strided)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -400,8 +402,14 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     launches = 6 + (2 if s_b < 4 else 0)
     # weight multiply 1, x * rsqrt 1, rsqrt's gradient 2, rsqrt backward 3, mean 1, pow 3, sum 1
     backward_launches = 12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0)
+    # kernels with a broadcast operand (TensorIterator's unvectorised path, Op.strided_share): forward x * rsqrt
+    # (rsqrt [.., 1]) and weight * x (weight [H]); backward the gradient times the weight, times the rsqrt, and
+    # mean's division of its expanded gradient
+    strided = (8 + s_b + e) / per_element
+    backward_strided = ((e + s_b) + 8 + 4) / backward
     return [_mem(name, phase, elements, per_element, launches, count * norms,
-                 backward=_Elementwise(backward / per_element, backward_launches))]
+                 backward=_Elementwise(backward / per_element, backward_launches), strided=strided,
+                 backward_strided=backward_strided)]
 
 
 @dataclass(frozen=True)
@@ -549,7 +557,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
             # q and k are transposed views (batch, heads, seq, dim) and cos / sin broadcast over heads: strided kernels
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=True))
+                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=1.0))
     causal = not spec.is_encoder
     r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
     full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix
@@ -929,7 +937,8 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
                   op.launches, count, backward=_NONE)
     launches = op.launches if op.backward_launches < 0 else op.backward_launches
     return Op(f"{op.name} backward", op.kind, _BACKWARD, 0.0, op.bytes * op.backward_factor, max(1, launches),
-              count, backward=_NONE, strided=op.strided)
+              count, backward=_NONE,
+              strided_share=op.strided_share if op.backward_strided_share < 0 else op.backward_strided_share)
 
 
 _INPUT_GRAD, _BOTH_GRADS, _NONE = Backward.INPUT_GRAD, Backward.BOTH_GRADS, Backward.NONE
