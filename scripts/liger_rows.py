@@ -93,12 +93,16 @@ def benchmark_ops(row: LigerRow) -> tuple[Op, ...]:
     n = plan.tokens_per_micro_batch * (spec.vocab_size if row.kernel == "cross_entropy" else spec.hidden_size)
     if row.kernel == "cross_entropy" and row.mode == "full":  # the leaf logits' gradient accumulates: read 2, write 1
         chosen.append(Op("logits .grad accumulation", Kind.MEMORY, Phase.BACKWARD, 0.0, 12.0 * n, 1, 1))
-    if row.kernel == "rms_norm":  # an fp32 weight: fp32 output (+2 bytes), and backward dy cast to fp32 and the
-        # weight multiply's fp32 gradient cast back to bf16 (2 kernels, 6 + 6 bytes), its reads 2 bytes wider
+    if row.kernel == "rms_norm":  # an fp32 weight: the broadcast weight multiply writes fp32 (+2 bytes); backward
+        # the fp32 dy: the gradient times the weight reads and writes fp32 (+4, broadcast) and autograd casts it back
+        # to the bf16 input's dtype (one kernel, 4 + 2), the weight's gradient reads dy and writes fp32 (+4) and its
+        # row sum reads fp32 (+2): 16 bytes, a quarter of them broadcast (the ops torch records on the CPU)
         if row.mode in ("forward", "full"):
-            chosen.append(Op("fp32 weight: fp32 output", Kind.MEMORY, Phase.FORWARD, 0.0, 2.0 * n, 0, 1))
+            chosen.append(Op("fp32 weight: fp32 output", Kind.MEMORY, Phase.FORWARD, 0.0, 2.0 * n, 0, 1,
+                             strided_share=1.0))
         if row.mode in ("backward", "full"):
-            chosen.append(Op("fp32 weight: gradient casts", Kind.MEMORY, Phase.BACKWARD, 0.0, 20.0 * n, 2, 1))
+            chosen.append(Op("fp32 weight: fp32 gradients", Kind.MEMORY, Phase.BACKWARD, 0.0, 16.0 * n, 1, 1,
+                             strided_share=0.25))
     return tuple(chosen)
 
 

@@ -88,3 +88,20 @@ def test_a_fusing_stack_reads_the_logits_once():
     n = plan.batch_size * plan.seq_len * get_spec(plan.model).vocab_size
     assert ops["log_softmax + nll"].bytes == n * 2 * 4
     assert ops["loss backward (nll, log_softmax)"].bytes == n * 4 * 4
+
+
+@pytest.mark.parametrize(("precision", "forward_share", "backward_share"), [
+    # bf16: forward 36 bytes an element, x * rsqrt (8) and weight * x (2 + 2) broadcast; backward 92, the gradient
+    # times the weight (2 + 2), times the rsqrt (8) and mean's division of its expanded gradient (4)
+    ("bf16", 12 / 36, 16 / 92),
+    # fp32: no casts, wider gradients; forward 8 + 8 of 28, backward 8 + 8 + 4 of 92
+    ("fp32", 16 / 28, 20 / 92),
+])
+def test_eager_rms_norm_marks_its_broadcast_kernels_strided(precision, forward_share, backward_share):
+    plan = TrainPlan(model="llama-3.2-1b", method="full", precision=precision, seq_len=256, batch_size=2)
+    ops = _ops(plan)
+    assert ops["norm (attention input)"].strided_share == pytest.approx(forward_share)
+    assert ops["norm (attention input) backward"].strided_share == pytest.approx(backward_share)
+    assert ops["final norm backward"].strided_share == pytest.approx(backward_share)
+    # a fused norm is one contiguous kernel
+    assert _ops(plan, StackKernels(fused_norm=True))["norm (attention input)"].strided_share == 0.0

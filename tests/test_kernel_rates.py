@@ -127,13 +127,16 @@ def test_a_strided_kernel_streams_its_bytes_at_its_die_share_of_the_bandwidth(ra
     gpu, device = get_gpu(gpu_id), rates.device(gpu_id)
     profile = rates.stacks[Stack.HF_TRAINER]
     plain = _elementwise(64e9)
-    strided = replace(plain, strided=True)
+    strided = replace(plain, strided_share=1.0)
     share = rates.kernel(key)
     assert 0.3 < share < 0.8
     t_plain = price_ops((plain,), gpu, device, rates, profile).by_kind["memory"]
     t_strided = price_ops((strided,), gpu, device, rates, profile).by_kind["memory"]
     t0_s = memory_kernel_t0_us(gpu, rates)[0] * 1e-6
     assert t_strided - t0_s == pytest.approx((t_plain - t0_s) / share, rel=1e-9)
+    # a chain with a quarter of its bytes in strided kernels (eager RMSNorm's broadcast multiplies)
+    part = price_ops((replace(plain, strided_share=0.25),), gpu, device, rates, profile).by_kind["memory"]
+    assert part - t0_s == pytest.approx((t_plain - t0_s) * (0.75 + 0.25 / share), rel=1e-9)
 
 
 def test_a_cpu_runs_memory_kernels_without_a_gpu_fixed_time(rates):

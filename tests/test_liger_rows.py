@@ -45,9 +45,9 @@ def test_the_rows_are_the_eager_ops_on_named_a100_and_h100(liger):
 
 def test_the_model_reproduces_every_covered_row_within_25_percent(ratios):
     covered = {_key(r): ratio - 1 for r, ratio in ratios if r.covered}
-    assert len(covered) == 112
+    assert len(covered) == 165
     assert {k: round(e, 3) for k, e in covered.items() if abs(e) > 0.25} == {}
-    for kernel in ("layer_norm", "cross_entropy", "rope"):  # and centred: each kernel's median within 10 %
+    for kernel in ("layer_norm", "cross_entropy", "rope", "rms_norm"):  # and centred: each kernel's median within 10 %
         assert statistics.median(1 + e for k, e in covered.items() if k[1] == kernel) == pytest.approx(1, abs=0.10)
 
 
@@ -61,12 +61,32 @@ def test_one_benchmark_row_by_hand(liger):
     assert row.time_s == pytest.approx(506.7e-6, rel=1e-3)
 
 
-def test_rows_outside_the_model_say_why_and_rms_norm_stays_priced_fast(ratios):
+def test_rows_outside_the_model_say_why(ratios):
     outside = [r for r, _ in ratios if not r.covered]
     assert outside and all(r.note for r in outside)
-    # eager LlamaRMSNorm (its broadcast multiplies not marked strided) stays faster than measured on every GPU
-    large = [ratio for r, ratio in ratios if r.kernel == "rms_norm" and r.time_s > 1e-3]
-    assert large and max(large) < 1.0
+
+
+def test_rms_norm_comes_within_its_rows_by_the_strided_share_of_its_broadcast_kernels(liger):
+    # eager LlamaRMSNorm's broadcast multiplies at membw_strided_fraction (the rotary rows' figure, not fitted here):
+    # with them every die's rows of 1 ms and more centre within 15 %; priced as contiguous kernels they came out
+    # 5-36 % fast (docs/kernels.md "Liger-Kernel's eager rows")
+    from dataclasses import replace
+
+    rates = load_rates()
+    rows = [r for r in liger.load_rows() if r.kernel == "rms_norm" and r.time_s > 1e-3]
+    assert {r.gpu_id for r in rows} == {"a100_80_pcie", "a100_80_sxm", "h100_nvl"}
+    for gpu_id in ("a100_80_pcie", "a100_80_sxm", "h100_nvl"):
+        mine = [r for r in rows if r.gpu_id == gpu_id]
+        with_share = statistics.median(liger.model_s(r, rates) / r.time_s for r in mine)
+        assert with_share == pytest.approx(1, abs=0.15), gpu_id
+    row = next(r for r in rows if (r.gpu_id, r.mode, r.x) == ("h100_nvl", "full", 32768))
+    ops = liger.benchmark_ops(row)
+    assert all(0 < op.strided_share < 1 for op in ops if "norm" in op.name)
+    profile = rates.stacks[liger.Stack.HF_TRAINER]
+    gpu, device = liger.get_gpu(row.gpu_id), rates.devices[row.gpu_id]
+    contiguous = liger.price_ops(tuple(replace(o, strided_share=0.0, backward_strided_share=-1.0) for o in ops),
+                                 gpu, device, rates, profile).total_s
+    assert contiguous / row.time_s < 0.75 < liger.model_s(row, rates) / row.time_s
 
 
 def test_strided_fraction_in_kernels_csv_follows_the_rule_from_the_rotary_rows(liger):

@@ -60,15 +60,19 @@ def test_a_price_follows_every_fact_it_reads():
     profile = rates.stacks[Stack.HF_TRAINER]
     ops = step_ops(TrainPlan(model="tiny-llama", method="full", seq_len=64), get_spec("tiny-llama"))
     hopper = price_ops(ops, gpu, device, rates, profile)
-    # the same GPU id on another die: each memory-bound kernel pays the GA100's fixed time instead of the GH100's
+    # the same GPU id on another die: each memory-bound kernel pays the GA100's fixed time instead of the GH100's,
+    # and the bytes of strided kernels move at the GA100's share of the bandwidth instead of the GH100's
     ampere_die = dataclasses.replace(gpu, architecture="Ampere GA100")
-    # (the strided kernels' share of the bandwidth, also per die, held equal so that only the fixed time differs)
-    same_share = dataclasses.replace(rates, kernels={
-        **rates.kernels, "membw_strided_fraction_ga100": rates.kernel("membw_strided_fraction_gh100")})
-    on_ga100 = price_ops(ops, ampere_die, device, same_share, profile)
-    memory_launches = sum(o.launches * o.count for o in ops if o.kind.value == "memory")
+    on_ga100 = price_ops(ops, ampere_die, device, rates, profile)
+    memory = [o for o in ops if o.kind.value == "memory"]
+    memory_launches = sum(o.launches * o.count for o in memory)
     extra_us = memory_kernel_t0_us(ampere_die, rates)[0] - memory_kernel_t0_us(gpu, rates)[0]  # 2.58 - 2.41 us
-    assert on_ga100.by_kind["memory"] - hopper.by_kind["memory"] == pytest.approx(memory_launches * extra_us * 1e-6)
+    strided_bytes = sum(o.bytes * o.strided_share * o.count for o in memory)
+    assert strided_bytes > 0  # eager rotary and RMSNorm's broadcast kernels
+    extra_strided_s = strided_bytes / device.mem_bw_bytes_s * (1 / rates.kernel("membw_strided_fraction_ga100")
+                                                                 - 1 / rates.kernel("membw_strided_fraction_gh100"))
+    assert on_ga100.by_kind["memory"] - hopper.by_kind["memory"] == pytest.approx(
+        memory_launches * extra_us * 1e-6 + extra_strided_s)
     # a slower host: the launch-bound step costs more, with the same GPU time
     slow_host = dataclasses.replace(rates, kernels={**rates.kernels, "launch_overhead_eager_us": 20.0})
     slower = price_ops(ops, gpu, device, slow_host, profile)

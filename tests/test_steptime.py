@@ -140,10 +140,12 @@ def test_each_operation_costs_its_roofline_or_its_dispatch():
                                                                   rel=0.05)
     norm = next(o for o in ops if o.name == "norm (attention input)" and o.phase is Phase.FORWARD)
     # memory-bound: each kernel's fixed time (Hopper 4.94 us) plus its bytes at the measured bandwidth (well above
-    # 8 kernels x 10 us of dispatch)
+    # 8 kernels x 10 us of dispatch), the third of them in broadcast kernels at the die's strided share
     t0_s = memory_kernel_t0_us(gpu, rates)[0] * 1e-6
+    share = rates.kernel("membw_strided_fraction_gh100")
+    assert norm.strided_share == pytest.approx(12 / 36)
     assert price_ops((norm,), gpu, device, rates, profile).total_s == pytest.approx(
-        norm.count * (norm.launches * t0_s + norm.bytes / device.mem_bw_bytes_s))
+        norm.count * (norm.launches * t0_s + norm.bytes * (2 / 3 + 1 / 3 / share) / device.mem_bw_bytes_s))
     tiny = TrainPlan(model="tiny-llama", method="full", seq_len=32)
     priced = price_ops(_ops(tiny), gpu, device, rates, profile)
     # a tiny model is launch-bound: every kernel costs the host's dispatch for its phase (8-10 us), its GPU time

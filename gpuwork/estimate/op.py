@@ -65,6 +65,8 @@ class Op:
     # a multi_tensor_apply pass of more than 320 chunks, run as several 320-block launches: its bytes stream at
     # kernels.csv mta_split_bandwidth_share of the bandwidth (estimate.adamw_passes)
     mta_split: bool = False
-    # MEMORY kernels TensorIterator does not vectorise (inputs transposed and an operand broadcast): their bytes move
-    # at kernels.csv membw_strided_fraction of the bandwidth (docs/kernels.md "Liger-Kernel's eager rows")
-    strided: bool = False
+    # MEMORY kernels TensorIterator does not vectorise (inputs transposed or an operand broadcast): the share of the
+    # op's bytes they move (1: every kernel), at kernels.csv membw_strided_fraction of the bandwidth (docs/kernels.md
+    # "Liger-Kernel's eager rows"); the ELEMENTWISE backward's own share (-1: as the forward's)
+    strided_share: float = 0.0
+    backward_strided_share: float = -1.0

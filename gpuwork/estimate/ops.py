@@ -99,25 +99,28 @@ def _gemm(name: str, phase: Phase, shape: GemmShape, count: int, trains: bool) -
 
 
 class _Elementwise(NamedTuple):
-    """The backward of an element-wise op: its bytes as a multiple of the forward's, and its kernels (-1: as many
-    as the forward)."""
+    """The backward of an element-wise op: its bytes as a multiple of the forward's, its kernels (-1: as many as
+    the forward) and the share of its bytes that stream strided."""
 
     factor: float = 2.0
     launches: int = -1
+    strided: float = -1.0  # the share of its bytes moved by unvectorised kernels (-1: as the forward's)
 
 
 _ELEMENTWISE = _Elementwise()
 
 
 def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         backward: Backward | _Elementwise = _ELEMENTWISE, strided: bool = False) -> Op:
+         backward: Backward | _Elementwise = _ELEMENTWISE, strided: float = 0.0) -> Op:
     """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
-    writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise."""
+    writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise. ``strided``: the share of its
+    bytes moved by kernels torch cannot vectorise (``Op.strided_share``)."""
     if isinstance(backward, _Elementwise):
         return Op(name, Kind.MEMORY, phase, 0.0, float(elements * bytes_per_element), launches, count,
-                  backward_factor=backward.factor, backward_launches=backward.launches, strided=strided)
+                  backward_factor=backward.factor, backward_launches=backward.launches, strided_share=strided,
+                  backward_strided_share=backward.strided)
     return Op(name, Kind.MEMORY, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
-              strided=strided)
+              strided_share=strided)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -385,8 +388,14 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     launches = 6 + (2 if s_b < 4 else 0)
     # weight multiply 1, x * rsqrt 1, rsqrt's gradient 2, rsqrt backward 3, mean 1, pow 3, sum 1
     backward_launches = 12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0)
+    # kernels with a broadcast operand (TensorIterator's unvectorised path, Op.strided_share): forward x * rsqrt
+    # (rsqrt [.., 1]) and weight * x (weight [H]); backward the gradient times the weight, times the rsqrt, and
+    # mean's division of its expanded gradient
+    strided = (8 + s_b + e) / per_element
+    backward_strided = ((e + s_b) + 8 + 4) / backward
     return [_mem(name, phase, elements, per_element, launches, count * norms,
-                 backward=_Elementwise(backward / per_element, backward_launches))]
+                 backward=_Elementwise(backward / per_element, backward_launches, backward_strided),
+                 strided=strided)]
 
 
 @dataclass(frozen=True)
@@ -534,7 +543,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
             # q and k are transposed views (batch, heads, seq, dim) and cos / sin broadcast over heads: strided kernels
             out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=True))
+                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=1.0))
     causal = not spec.is_encoder
     r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
     full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix
@@ -914,7 +923,8 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
                   op.launches, count, backward=_NONE)
     launches = op.launches if op.backward_launches < 0 else op.backward_launches
     return Op(f"{op.name} backward", op.kind, _BACKWARD, 0.0, op.bytes * op.backward_factor, max(1, launches),
-              count, backward=_NONE, strided=op.strided)
+              count, backward=_NONE,
+              strided_share=op.strided_share if op.backward_strided_share < 0 else op.backward_strided_share)
 
 
 _INPUT_GRAD, _BOTH_GRADS, _NONE = Backward.INPUT_GRAD, Backward.BOTH_GRADS, Backward.NONE

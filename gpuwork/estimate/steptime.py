@@ -227,7 +227,7 @@ def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates, timing: str = "batch") -> tu
 
 def memory_strided_fraction(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
     """Share of the large-array bandwidth that an eager element-wise kernel TensorIterator cannot vectorise moves
-    (transposed inputs, a broadcast operand: ``Op.strided``), and its key: kernels.csv
+    (transposed inputs, a broadcast operand: ``Op.strided_share``), and its key: kernels.csv
     ``membw_strided_fraction_<die>``, measured per die from Liger-Kernel's eager rotary rows; another die takes
     ``membw_strided_fraction`` (docs/kernels.md "Liger-Kernel's eager rows")."""
     die = gpu.architecture.split()[-1].lower() if gpu.architecture else ""
@@ -294,7 +294,7 @@ class _PriceFacts(NamedTuple):
     floor_s: float  # per-kernel floor of back-to-back launches (0 on a synchronous device)
     t0_s: float  # fixed time of a memory-bound kernel launched back to back (0 on a synchronous device)
     t0_cold_s: float  # the same after a host sync: the next kernel starts on an idle GPU
-    strided_fraction: float  # share of bw a strided memory-bound kernel moves (Op.strided; 1 on a synchronous device)
+    strided_fraction: float  # share of bw a strided memory-bound kernel moves (Op.strided_share; 1 on a synchronous device)
     bw: float  # achievable memory bandwidth, bytes/s
     synchronous: bool
     matmul: tuple[tuple[str, float], ...]  # dtype -> achievable matmul FLOP/s
@@ -398,9 +398,9 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
 # garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
-# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split, strided (a plain tuple: the
+# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split, strided_share (a plain tuple: the
 # pricing loop unpacks it)
-_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool, bool]
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool, float]
 _PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
 _KIND_VALUES = tuple(_VALUES[k] for k in Kind)
 _BACKWARD = Phase.BACKWARD.value
@@ -436,7 +436,7 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
             continue
         rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
                      op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal,
-                     op.mem_efficient, op.kernel, op.mta_split, op.strided))
+                     op.mem_efficient, op.kernel, op.mta_split, op.strided_share))
         counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
@@ -511,8 +511,10 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
                 gpu_s = max(compute, nbytes / bw, launches * floor_s) / efficiency
             else:  # memory-bound: each kernel pays its fixed time, the bytes stream at full bandwidth (a split
                 # multi-tensor pass's and a strided kernel's at their measured shares of it)
-                share = (split_share if mta_split else 1.0) * (strided_fraction if strided else 1.0)
-                gpu_s = (launches * t0_s + nbytes / (bw * share)) / efficiency
+                stream_s = nbytes / (bw * (split_share if mta_split else 1.0))
+                if strided:
+                    stream_s *= 1.0 - strided + strided / strided_fraction
+                gpu_s = (launches * t0_s + stream_s) / efficiency
             host_s_per_launch = host_of[phase]
             host_s = launches * host_s_per_launch / efficiency
             if synchronous:
