@@ -109,8 +109,7 @@ def _memory_case(raw: dict, folder: Path) -> dict:
     plan = plan_from_json(raw["plan"])
     predicted = case_memory(plan, raw["metric"], raw.get("model_config"), raw.get("moe_experts"))
     keep = ("name", "source_id", "source", "gpu_id", "gpus", "nodes", "plan", "metric", "moe_experts", "model_config",
-            "data",
-            "length_distribution", "software", "notes")
+            "data", "length_distribution", "software", "notes")
     return {**{k: raw[k] for k in keep if raw.get(k) is not None}, "collector": folder.name,
             "predicted_bytes": predicted}
 

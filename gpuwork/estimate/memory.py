@@ -792,11 +792,20 @@ def expert_linears(plan: TrainPlan, spec: ModelSpec, profile: StackProfile | Non
     """Whether a MoE model's experts are ``nn.Linear`` modules ("loop": transformers 4.x) rather than fused 3-D
     tensors ("fused": transformers 5): ``moe_experts`` when given (the run's software differs from its stack's),
     else the stack's stacks.csv column. QLoRA quantises the former and leaves the latter in 16 bits."""
+    layout = checked_moe_experts(moe_experts) or (profile.moe_experts if profile is not None else "fused")
+    return layout == "loop" and spec.num_experts > 1
+
+
+def checked_moe_experts(moe_experts: str | None) -> str | None:
+    """A MoE expert layout asked for, checked against stacks.csv's choices (None: the stack's own).
+
+    Raises:
+        PlanError: an unknown layout.
+    """
     if moe_experts is not None and moe_experts not in MOE_EXPERTS:
         raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
                                            allowed=", ".join(MOE_EXPERTS)))
-    layout = moe_experts or (profile.moe_experts if profile is not None else "fused")
-    return layout == "loop" and spec.num_experts > 1
+    return moe_experts
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None,
@@ -973,6 +982,6 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _S
 
 
 # Display names of the breakdown terms (CLI, app, reports share them).
-__all__ = ["ALLOCATOR_SLACK", "CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS", "block_groups",
-           "estimate_memory", "expert_linears", "memory_dtypes", "plan_dtypes", "sharded_qlora", "stack_profile",
-           "state_bytes_per_param"]
+__all__ = ["ALLOCATOR_SLACK", "CUDA_CONTEXT_BYTES", "GIB", "MIB", "Dtypes", "MemoryEstimate", "SOURCES", "TERM_LABELS",
+           "block_groups", "checked_moe_experts", "estimate_memory", "expert_linears", "memory_dtypes", "plan_dtypes",
+           "sharded_qlora", "stack_profile", "state_bytes_per_param"]

@@ -217,12 +217,7 @@ def memory_kernel_t0_us(gpu: GpuSpec, rates: Rates, timing: str = "batch") -> tu
     ``membw_t0_us_<die>``. Measured per die (the last word of gpus.csv ``architecture``); a die with no
     measurement of that timing takes the median of the measured dies (``membw_t0_batch_us`` / ``membw_t0_us``).
     """
-    base = "membw_t0_batch_us" if timing == "batch" else "membw_t0_us"
-    die = gpu.architecture.split()[-1].lower() if gpu.architecture else ""
-    key = f"{base}_{die}"
-    if key in rates.kernels:
-        return rates.kernels[key], key
-    return rates.kernel(base), base
+    return _per_die(gpu, rates, "membw_t0_batch_us" if timing == "batch" else "membw_t0_us")
 
 
 def memory_strided_fraction(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
@@ -230,11 +225,16 @@ def memory_strided_fraction(gpu: GpuSpec, rates: Rates) -> tuple[float, str]:
     (transposed inputs, a broadcast operand: ``Op.strided_share``), and its key: kernels.csv
     ``membw_strided_fraction_<die>``, measured per die from Liger-Kernel's eager rotary rows; another die takes
     ``membw_strided_fraction`` (docs/kernels.md "Liger-Kernel's eager rows")."""
+    return _per_die(gpu, rates, "membw_strided_fraction")
+
+
+def _per_die(gpu: GpuSpec, rates: Rates, base: str) -> tuple[float, str]:
+    """kernels.csv ``<base>_<die>`` (the die: the last word of gpus.csv ``architecture``) and its key, else ``base``."""
     die = gpu.architecture.split()[-1].lower() if gpu.architecture else ""
-    key = f"membw_strided_fraction_{die}"
+    key = f"{base}_{die}"
     if key in rates.kernels:
         return rates.kernels[key], key
-    return rates.kernel("membw_strided_fraction"), "membw_strided_fraction"
+    return rates.kernel(base), base
 
 
 def memory_kernel_s(bytes_moved: float, launches: int, bw_bytes_s: float, t0_s: float) -> float:

@@ -57,7 +57,7 @@ from gpuwork.estimate.lengths import (
     padding_parts,
     real_tokens_per_sequence,
 )
-from gpuwork.estimate.memory import estimate_memory
+from gpuwork.estimate.memory import checked_moe_experts, estimate_memory
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, fp32_qlora, param_tensors, step_ops
 from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
@@ -451,10 +451,8 @@ def check_attention_gpu(plan: TrainPlan, gpu: GpuSpec) -> None:
 
 def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
     """The expert layout asked for, checked (None: the stack's)."""
-    if moe_experts is not None and moe_experts not in {m.value for m in MoeExperts}:
-        raise PlanError("moe_experts", msg("error.plan.choice", field="moe_experts", value=repr(moe_experts),
-                                           allowed=", ".join(m.value for m in MoeExperts)))
-    return MoeExperts(moe_experts) if moe_experts is not None else None
+    layout = checked_moe_experts(moe_experts)
+    return MoeExperts(layout) if layout is not None else None
 
 
 def _precision_warnings(plan: TrainPlan, gpu: GpuSpec, profile: StackProfile) -> list[Msg]:
