@@ -358,3 +358,12 @@ def test_a_one_gpu_request_states_deterministic_mode_alone() -> None:
         off = rental_request(plan, lang=lang).text
         assert _SETTINGS["deterministic"][index] in on and _SETTINGS["deterministic"][index] not in off
         assert _SETTINGS["zero_sync"][index] not in on and _SETTINGS["comm_overlap_on"][index] not in on
+
+
+@pytest.mark.parametrize("stack", ["torch-loop", "torch-loop-compile", "hf-loop-2024"])
+def test_a_plain_loop_is_named_in_the_requests_language(stack: str) -> None:
+    plan = TrainPlan(model="llama-3.2-1b", method="lora", seq_len=1024, stack=stack)
+    en, ru = rental_request(plan, lang="en"), rental_request(plan, lang="ru")
+    assert "PyTorch (own training loop" in en.text and "own training loop" in en.fields["suggested"]["framework"]
+    assert "PyTorch (собственный цикл обучения" in ru.text
+    assert "own training loop" not in ru.text and "собственный цикл" in ru.fields["suggested"]["framework"]

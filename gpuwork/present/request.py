@@ -47,7 +47,7 @@ from gpuwork.facts.paths import models_dir
 from gpuwork.message import Msg, msg
 from gpuwork.plan import UNSLOTH_STACKS, CommOverlap, Method, Sharding, Stack, TrainPlan, ZeroSync
 from gpuwork.present.band import band_request
-from gpuwork.present.messages import render, render_all
+from gpuwork.present.messages import render, render_all, text
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile, time_band
 from gpuwork.units import DAY_S, HOUR_S, LANGS, is_whole, plural_ru
 
@@ -266,7 +266,7 @@ def _request_lines(f: _Facts, lang: str) -> list[str]:
     lines.extend(say(m) for m in _suggestion(match, f.example, o.budget_usd, f.chosen))
     if f.band is not None and match.time is not None:
         lines.append(say(band_request(f.band, match.time, _band_cost(f.band, f.example), o.budget_usd)))
-    lines.extend(say(m) for m in _protocol(match, f.trial))
+    lines.extend(say(m) for m in _protocol(match, f.trial, lang))
     time = match.time
     # the time warnings about the program that runs (its precision), which the provider's run must match
     lines.extend(say(w) for w in (time.warnings if time else ()) if w.code in _PROGRAM_WARNINGS)
@@ -353,7 +353,7 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
     """What the request asks for: the card, count, nodes, sharding, mode, software and the example offer."""
     match, time = f.match, f.match.time
     vendor = match_vendor(match)
-    framework, launcher, backend = _framework(match.fitted_plan or f.plan, vendor)
+    framework, launcher, backend = _framework(match.fitted_plan or f.plan, vendor, lang)
     return {
         "gpu_class": render(_gpu_class(match, f.chosen), lang),
         "reference_gpu": match.gpu_id,
@@ -453,7 +453,7 @@ def _offer_dict(offer: OfferResult | None) -> dict[str, Any] | None:
 _STACK_NAMES = {
     Stack.HF_TRAINER: "PyTorch, Hugging Face Trainer (transformers{peft})",
     Stack.HF_TRAINER_2023: "PyTorch, Hugging Face Trainer (transformers{peft})",
-    Stack.HF_LOOP_2024: "PyTorch (own training loop, transformers 4.x{peft})",
+    Stack.HF_LOOP_2024: "PyTorch ({loop}, transformers 4.x{peft})",
     Stack.HF_LIGER: "PyTorch, Hugging Face Trainer (transformers{peft}, liger_kernel)",
     Stack.TORCH_COMPILE: "PyTorch, Hugging Face Trainer (transformers{peft}, torch.compile)",
     Stack.UNSLOTH: "unsloth (PyTorch{peft})",
@@ -462,17 +462,18 @@ _STACK_NAMES = {
     Stack.TORCHTUNE: "torchtune (PyTorch)",
     Stack.FRAMEWORK: "torchtitan/Megatron/NeMo (PyTorch)",
     Stack.LITGPT_2023: "Lit-GPT (PyTorch, Lightning Fabric)",  # its own LoRA modules, no peft
-    Stack.TORCH_LOOP: "PyTorch (own training loop{peft})",
-    Stack.TORCH_LOOP_COMPILE: "PyTorch (own training loop{peft}, torch.compile)",
+    Stack.TORCH_LOOP: "PyTorch ({loop}{peft})",
+    Stack.TORCH_LOOP_COMPILE: "PyTorch ({loop}{peft}, torch.compile)",
 }
 
 
-def _framework(plan: TrainPlan, vendor: str | None) -> tuple[str, str | None, str | None]:
+def _framework(plan: TrainPlan, vendor: str | None, lang: str) -> tuple[str, str | None, str | None]:
     """(framework, launcher, collective backend) from the plan's stack and sharding, e.g.
-    ("PyTorch, Hugging Face Trainer (transformers/peft), PyTorch FSDP", "accelerate/torchrun", "NCCL")."""
+    ("PyTorch, Hugging Face Trainer (transformers/peft), PyTorch FSDP", "accelerate/torchrun", "NCCL"); a plain
+    loop is named in ``lang``."""
     peft = "/peft" if plan.uses_adapters and plan.stack not in UNSLOTH_STACKS else (
         ", peft" if plan.uses_adapters else "")
-    parts = [_STACK_NAMES[plan.stack].format(peft=peft)]
+    parts = [_STACK_NAMES[plan.stack].format(peft=peft, loop=text("request.own_loop", lang))]
     if plan.method is Method.QLORA:
         # the older stack names the releases whose 4-bit matmul keeps its input (docs/memory_bnb_releases.md)
         parts.append("bitsandbytes<=0.43.1" if plan.stack in (Stack.HF_TRAINER_2023, Stack.HF_LOOP_2024)
@@ -504,14 +505,14 @@ def _needed_bytes_s(time: TimeEstimate | None) -> float | None:
     return time.comm.bytes_per_step / time.step_time_s
 
 
-def _protocol(match: ProfileMatch, trial: Any | None) -> list[Msg]:
+def _protocol(match: ProfileMatch, trial: Any | None, lang: str) -> list[Msg]:
     """What the provider needs to reproduce the run: rental mode, software and launcher, links, validation, the
     trial's measured figures."""
     out: list[Msg] = []
     if match.rental is not None:
         out.append(msg("request.rental_mode", reason=match.rental.reason))
     plan = match.fitted_plan or match.plan
-    framework, launcher, backend = _framework(plan, match_vendor(match))
+    framework, launcher, backend = _framework(plan, match_vendor(match), lang)
     launch = (msg("request.launch.multi", gpus=plan.gpus, launcher=launcher, backend=backend)
               if launcher else msg("request.launch.single"))
     out.append(msg("request.framework", framework=framework, launch=launch))

@@ -108,6 +108,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # -- the request: what the provider needs to reproduce the protocol (gpuwork.present.request) ------------------
     "request.framework": ("Software: {framework:raw}; {launch}.", "Программы: {framework:raw}; {launch}."),
     "request.launch.single": ("one GPU, one process", "один GPU, один процесс"),
+    # a plain PyTorch loop in the software line (stacks torch-loop, torch-loop-compile, hf-loop-2024)
+    "request.own_loop": ("own training loop", "собственный цикл обучения"),
     # plan fields that change the estimated time, stated when not the default (TrainPlan.comm_overlap, zero_sync,
     # deterministic), so the provider's run matches what was priced
     "request.settings": ("Run settings the estimates assume: {settings}.",
