@@ -368,6 +368,10 @@ class TrainPlan:
     # torch.use_deterministic_algorithms(True) (HF full_determinism): torch fills each natively allocated tensor
     # with NaN first (fill_uninitialized_memory); a step op (estimate.deterministic); no memory
     deterministic: bool = False
+    # CUDA_LAUNCH_BLOCKING=1 in the run's environment (set before CUDA starts): each kernel launch returns only once
+    # the kernel has run, so the host's dispatch adds to the GPU's time and no collective hides behind compute
+    # (estimate.steptime, estimate.comm); no memory
+    launch_blocking: bool = False
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -389,7 +393,7 @@ class TrainPlan:
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
-                     "expandable_segments", "grad_clip", "deterministic"):
+                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))

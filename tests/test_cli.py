@@ -241,7 +241,8 @@ RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimi
              "--shard-group", "--comm-overlap", "--fsdp-wrap", "--zero-sync", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
              "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
              "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions",
-             "--packed-document-tokens", "--no-grad-clip", "--deterministic"}
+             "--packed-document-tokens", "--no-grad-clip", "--deterministic",
+             "--launch-blocking"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}
 TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}

@@ -287,6 +287,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--lengths", help=say("lengths"))
     g.add_argument("--no-grad-clip", dest="grad_clip", action="store_false", default=None, help=say("grad_clip"))
     g.add_argument("--deterministic", action="store_true", default=None, help=say("deterministic"))
+    g.add_argument("--launch-blocking", action="store_true", default=None, help=say("launch_blocking"))
     g.add_argument("--expandable-segments", action="store_true", default=None, help=say("expandable_segments"))
     g.add_argument("--eval-batch-size", type=int, metavar="N", help=say("eval_batch_size"))
     g.add_argument("--eval-samples", type=int, metavar="N", help=say("eval_samples"))
@@ -303,7 +304,8 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "lora_targets", "quant_type", "double_quant", "kbit_upcast", "gpus", "sharding", "shard_group_gpus",
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
-                "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync")
+                "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync",
+                "launch_blocking")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

@@ -41,6 +41,9 @@ Overlap (per optimizer step, per GPU):
   foreach_reduce): it hides behind the next units' backward; the last one follows it. A node's GPUs that sit in
   different rings share its NICs. HSDP-ZeRO2 (_HYBRID_SHARD_ZERO2) keeps the gathered parameters from forward to
   the end of backward: no gather in backward. docs/communication.md 'HSDP'.
+- Blocking launches (CUDA_LAUNCH_BLOCKING=1, TrainPlan.launch_blocking): a collective's launch returns only when
+  it has run, and nothing is queued beside it, so every rule above is all exposed (docs/kernels.md 'Blocking
+  launches').
 
 Contention: hidden communication is not free. Each NCCL channel is one CTA alone on its SM for the whole collective,
 so while a collective hides behind compute that compute runs on the other SMs; the step gains the hidden seconds x
@@ -131,6 +134,9 @@ class CommTraffic:
     # ZeRO-1 sliced (TrainPlan.zero_sync 'sliced'): the trained parameter tensors, each cut into one slice per
     # rank; 0: the bucketed DeepSpeed sync (sliced_sync)
     sliced_tensors: int = 0
+    # CUDA_LAUNCH_BLOCKING=1 (TrainPlan.launch_blocking): each collective's launch returns when it has run, so no
+    # compute runs beside it: all of it exposed
+    blocking: bool = False
 
 
 @dataclass(frozen=True)
@@ -243,7 +249,14 @@ def _bucketed(total_bytes: float, bucket_bytes: float) -> tuple[int, float]:
 
 def step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s: float,
               backward_s: float) -> CommTime:
-    """Communication time of one optimizer step and the part compute does not hide (module docstring)."""
+    """Communication time of one optimizer step and the part compute does not hide (module docstring); under
+    blocking launches (``CommTraffic.blocking``) none of it hides."""
+    t = _step_comm(facts, fabric, traffic, forward_s, backward_s)
+    return replace(t, exposed_s=t.total_s) if traffic.blocking else t
+
+
+def _step_comm(facts: CommFacts, fabric: Fabric, traffic: CommTraffic, forward_s: float,
+               backward_s: float) -> CommTime:
     n = traffic.gpus
     if n <= 1:
         return CommTime(0.0, 0.0, busbw(facts, fabric, ALL_REDUCE, DDP_BUCKET_BYTES, 2), 0.0)

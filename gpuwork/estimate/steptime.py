@@ -24,6 +24,9 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   op that makes the host wait for the GPU (``Op.host_sync``, e.g. ``torch.nonzero``) drains the queue:
   its dispatch, its GPU time and the dispatch of the kernel after it follow one another, and that kernel
   starts on an idle GPU (the single-launch t0 instead of the back-to-back one, charged to the sync).
+  Under ``CUDA_LAUNCH_BLOCKING=1`` (``blocking``, TrainPlan.launch_blocking) every launch returns only once its
+  kernel has run ([K19a][K19b], docs/kernels.md): each kernel costs its dispatch plus its GPU time, and each starts
+  on an idle GPU (a memory-bound kernel pays the single-launch t0).
 
 The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
 time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
@@ -264,23 +267,24 @@ def host_us_per_kernel(phase: Phase, rates: Rates, profile: StackProfile, device
 
 
 def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-              efficiency: float = 1.0) -> StepPrice:
+              efficiency: float = 1.0, blocking: bool = False) -> StepPrice:
     """Seconds of the step's operations on one GPU (see the module docstring).
 
     ``efficiency`` divides every time, GPU and host (1.0 = the rates as measured): the one factor a
     measured step determines (``estimate.timing`` fits it from a trial). Prices are cached by the op list
     (``step_ops`` returns one ``OpList`` per plan, its hash computed once) and by every number and source
-    text the pricing reads (``_PriceFacts``).
+    text the pricing reads (``_PriceFacts``). ``blocking``: every launch waits for its kernel
+    (CUDA_LAUNCH_BLOCKING=1, TrainPlan.launch_blocking; the module docstring).
     """
-    return _price(ops, _facts_of(gpu, device, rates, profile, efficiency))
+    return _price(ops, _facts_of(gpu, device, rates, profile, efficiency, blocking))
 
 
 def _facts_of(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-              efficiency: float) -> _PriceFacts:
+              efficiency: float, blocking: bool = False) -> _PriceFacts:
     """``_price_facts``, built once per set of fact objects: an estimate asks for them once per shape it prices,
     and the same object keys the price cache by identity."""
-    return _FACTS.get((gpu, device, rates, profile), efficiency,
-                      lambda: _price_facts(gpu, device, rates, profile, efficiency))
+    return _FACTS.get((gpu, device, rates, profile), (efficiency, blocking),
+                      lambda: _price_facts(gpu, device, rates, profile, efficiency, blocking))
 
 
 _FACTS: IdentityMemo[_PriceFacts] = IdentityMemo(256)
@@ -308,6 +312,7 @@ class _PriceFacts(NamedTuple):
     efficiency: float
     assumptions: tuple[str, ...]  # StepPrice.assumptions, in the order of _ASSUMPTIONS
     mta_split_share: float = 1.0  # kernels.csv mta_split_bandwidth_share (1 on a synchronous device)
+    blocking: bool = False  # every launch waits for its kernel (CUDA_LAUNCH_BLOCKING=1)
 
 
 _PHASES = tuple(Phase)
@@ -316,7 +321,7 @@ _ASSUMPTIONS = ("matmul", "memory bandwidth", "SMs", "attention", "launch", "mem
 
 
 def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-                 efficiency: float) -> _PriceFacts:
+                 efficiency: float, blocking: bool = False) -> _PriceFacts:
     kernels, synchronous, eager = rates.kernels, device.synchronous, profile.launch == "eager"
     if device.host_us_per_kernel is not None or not eager:
         host_s = (host_us_per_kernel(Phase.FORWARD, rates, profile, device) * 1e-6,) * len(_PHASES)
@@ -349,6 +354,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
          kernel_basis.get("launch_overhead_eager_us" if eager else "launch_overhead_graph_us", ""),
          kernel_basis.get(t0_key, ""), profile.basis),
         1.0 if synchronous else rates.kernel("mta_split_bandwidth_share"),
+        blocking,
     )
 
 
@@ -475,6 +481,8 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
         facts.synchronous
     split_share = facts.mta_split_share
     cold_extra_s = facts.t0_cold_s - t0_s  # the kernel after a host sync starts cold, not back to back
+    blocking = facts.blocking  # every launch waits for its kernel: each starts cold, after its own dispatch
+    t0_launch_s = facts.t0_cold_s if blocking else t0_s
     strided_fraction = facts.strided_fraction
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
@@ -514,10 +522,10 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
                 stream_s = nbytes / (bw * (split_share if mta_split else 1.0))
                 if strided:
                     stream_s *= 1.0 - strided + strided / strided_fraction
-                gpu_s = (launches * t0_s + stream_s) / efficiency
+                gpu_s = (launches * t0_launch_s + stream_s) / efficiency
             host_s_per_launch = host_of[phase]
             host_s = launches * host_s_per_launch / efficiency
-            if synchronous:
+            if synchronous or blocking:  # dispatch and kernel one after the other (a host sync adds no more)
                 one = gpu_s + host_s
             elif host_sync:  # the queue is empty: nothing hides this dispatch, the wait or the next dispatch
                 gpu_s += cold_extra_s / efficiency  # and the next kernel starts on an idle GPU

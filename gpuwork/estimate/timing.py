@@ -333,10 +333,10 @@ def _traced_ops(ops: OpList, plan: TrainPlan, spec: ModelSpec, traced: BlockProf
 
 
 def _fit_scale(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile: StackProfile,
-               measured_s: float) -> float:
+               measured_s: float, blocking: bool = False) -> float:
     """The factor on every priced time (GPU and host) that makes the step equal ``measured_s``: each
     operation costs max(GPU, host) / factor, so the factor is the priced step over the measured one."""
-    return price_ops(ops, gpu, device, inputs.rates, profile).total_s / measured_s
+    return price_ops(ops, gpu, device, inputs.rates, profile, blocking=blocking).total_s / measured_s
 
 
 # -- checkpoint offload ----------------------------------------------------------------------------
@@ -544,7 +544,8 @@ def _make_plan_part(plan: TrainPlan, inputs: Inputs, profile: StackProfile, expe
 def _priced_shapes(s: _Setting, part: _PlanPart,
                    scale: float) -> tuple[list[tuple[float, TrainPlan, StepPrice]], StepPrice]:
     """(weight, micro-batch shape, price) of each shape a step runs (``_PlanPart.shapes``), and the step's price."""
-    priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale))
+    priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale,
+                                   blocking=s.plan.launch_blocking))
               for w, shape, o in part.shapes]
     price = mixed_price([(w, p) for w, _, p in priced]) if part.mixed else priced[0][2]
     return priced, price
@@ -607,6 +608,7 @@ def _traffic(plan: TrainPlan, spec: ModelSpec, counts: ParamCounts) -> CommTraff
                        shard_group=plan.shard_group_gpus,
                        root_gathered_bytes=root_params * weight_bytes, root_grad_bytes=root_trained * grad_bytes,
                        last_grad_bytes=_ddp_last_grads(plan, spec) * grad_bytes, overlap=plan.comm_overlap,
+                       blocking=plan.launch_blocking,
                        sliced_tensors=param_tensors(spec, plan, counts.trainable)
                        if plan.zero_sync is ZeroSync.SLICED else 0)
 
@@ -878,7 +880,7 @@ def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, input
         measured_plan = measured_plan.replace(seq_len=max(1, int(cal["tokens_per_micro_batch"]) // plan.batch_size))
     ops = _plan_ops(measured_plan, inputs, profile, moe_experts)
     measured_s = measured_plan.tokens_per_micro_batch * measured_plan.grad_accum / float(tokens_per_s)
-    return _fit_scale(ops, gpu, device, inputs, profile, measured_s), label
+    return _fit_scale(ops, gpu, device, inputs, profile, measured_s, measured_plan.launch_blocking), label
 
 
 @dataclass(frozen=True)

@@ -373,6 +373,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "grad_clip": (match.fitted_plan or f.plan).grad_clip,
         # whether torch's deterministic mode's fills were priced (TrainPlan.deterministic)
         "deterministic": (match.fitted_plan or f.plan).deterministic,
+        # whether every launch was priced as waiting for its kernel (TrainPlan.launch_blocking)
+        "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
         "mode": match.profile.mode.value if match.profile else None,
         "rental_break_even_s": match.rental.break_even_s if match.rental else None,
@@ -552,6 +554,8 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(_ZERO_SYNC_SETTINGS[plan.zero_sync])
     if plan.deterministic:
         out.append(msg("request.setting.deterministic"))
+    if plan.launch_blocking:
+        out.append(msg("request.setting.launch_blocking"))
     return tuple(out)
 
 

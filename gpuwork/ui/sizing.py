@@ -211,9 +211,7 @@ class SizingForm(common.Panel):
             "grad_accum": NumberText(value=base.grad_accum, style=WIDE, layout=lay),
             "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
                                                    layout=CHECKBOX_LAYOUT),
-            # off: the run never clips gradients (torchtune without clip_grad_norm): no clipping pass priced
-            "grad_clip": widgets.Checkbox(value=base.grad_clip, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
-            "deterministic": widgets.Checkbox(value=base.deterministic, indent=True, style=WIDE, layout=CHECKBOX_LAYOUT),
+            **self._switch_controls(base),
             "attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
                                           style=WIDE, layout=lay),
             "stack": widgets.Dropdown(options=[st.value for st in Stack], value=base.stack.value, style=WIDE,
@@ -279,6 +277,12 @@ class SizingForm(common.Panel):
     def _axis_options(self) -> list[tuple[str, str]]:
         return [(ui(f"axis_{v}", self.lang), v) for v in ("seq_len", "batch_size")]
 
+    def _switch_controls(self, base: TrainPlan) -> dict[str, widgets.ValueWidget]:
+        """The step's switches: gradient clipping (off: the run never clips, torchtune without clip_grad_norm; no
+        clipping pass priced), torch's deterministic mode, blocking launches (CUDA_LAUNCH_BLOCKING=1)."""
+        return {name: widgets.Checkbox(value=getattr(base, name), indent=True, style=WIDE, layout=CHECKBOX_LAYOUT)
+                for name in ("grad_clip", "deterministic", "launch_blocking")}
+
     def _eval_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
         """An in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation."""
         return {"eval_batch_size": NumberText(value=_blank(base.eval_batch_size), style=WIDE, layout=lay),
@@ -338,6 +342,7 @@ class SizingForm(common.Panel):
         self.controls["fsdp_wrap"].tooltip = ui("fsdp_wrap_hint", lang)
         self.controls["grad_clip"].tooltip = ui("grad_clip_hint", lang)
         self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
+        self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
@@ -794,7 +799,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["grad_clip"], c["deterministic"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
+                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["fsdp_wrap"], c["dataset_tokens"], self.documents,

@@ -150,6 +150,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "обучение включает детерминированный режим PyTorch (torch.use_deterministic_algorithms, full_determinism "
         "в HF): PyTorch заполняет каждый новый тензор, который выделяет сам, нечислами до записи; во времени — "
         "лишняя запись каждого такого тензора"),
+    "cli.help.run.launch_blocking": (
+        "the run exports CUDA_LAUNCH_BLOCKING=1 before CUDA starts: every kernel launch waits for the kernel, so "
+        "the host's dispatch adds to the GPU time and no communication overlaps compute",
+        "обучение запускается с CUDA_LAUNCH_BLOCKING=1 (задана до запуска CUDA): каждый запуск ядра ждёт его "
+        "завершения, поэтому диспетчеризация на CPU прибавляется к времени GPU, а обмен не накладывается на "
+        "вычисления"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",

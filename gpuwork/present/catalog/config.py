@@ -204,10 +204,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "обратного (так по умолчанию в плагине accelerate 1.16.0, если политика не задана)"),
     "config.rule.full_determinism": (
         "the Trainer calls enable_full_determinism, which runs torch.use_deterministic_algorithms(True) (and sets "
-        "CUDA_LAUNCH_BLOCKING=1, not priced; transformers 5.24.0 trainer_utils.py)",
+        "CUDA_LAUNCH_BLOCKING=1 from inside the Trainer, after the script may already have started CUDA: "
+        "launch_blocking is not assumed; set it if the run's launches block; transformers 5.24.0 trainer_utils.py)",
         "Trainer вызывает enable_full_determinism, а та включает детерминированный режим PyTorch "
-        "(torch.use_deterministic_algorithms) и задаёт CUDA_LAUNCH_BLOCKING=1 (это не учитывается; "
-        "transformers 5.24.0, trainer_utils.py)"),
+        "(torch.use_deterministic_algorithms) и задаёт CUDA_LAUNCH_BLOCKING=1 изнутри Trainer, когда скрипт мог "
+        "уже запустить CUDA: launch_blocking не предполагается, задайте его, если запуски ядер блокируются "
+        "(transformers 5.24.0, trainer_utils.py)"),
     "config.rule.fsdp_offload": ("FSDP CPU offload moves parameters, gradients and the optimizer step to the CPU",
                                  "выгрузка FSDP на CPU переносит туда параметры, градиенты и шаг оптимизатора"),
     "config.rule.ds_clipping": (

@@ -111,7 +111,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # a plain PyTorch loop in the software line (stacks torch-loop, torch-loop-compile, hf-loop-2024)
     "request.own_loop": ("own training loop", "собственный цикл обучения"),
     # plan fields that change the estimated time, stated when not the default (TrainPlan.comm_overlap, zero_sync,
-    # deterministic), so the provider's run matches what was priced
+    # deterministic, launch_blocking), so the provider's run matches what was priced
     "request.settings": ("Run settings the estimates assume: {settings}.",
                          "Настройки запуска, из которых исходят оценки: {settings}."),
     "request.setting.comm_overlap.off": (
@@ -133,6 +133,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "is filled with NaN before it is written (deterministic)",
         "детерминированный режим PyTorch (torch.use_deterministic_algorithms(True), full_determinism в HF): каждый "
         "новый тензор заполняется нечислами до записи (deterministic)"),
+    "request.setting.launch_blocking": (
+        "CUDA_LAUNCH_BLOCKING=1 in the run's environment: every kernel launch waits for the kernel, so the host's "
+        "dispatch adds to the GPU time and communication does not overlap compute (launch_blocking)",
+        "CUDA_LAUNCH_BLOCKING=1 в окружении запуска: каждый запуск ядра ждёт его завершения, поэтому время "
+        "диспетчеризации на CPU прибавляется к времени GPU, а обмен не накладывается на вычисления (launch_blocking)"),
     "request.launch.multi": (
         "{gpus} processes via {launcher:raw}, {backend:raw} between GPUs",
         "{gpus} {gpus:pl:процесс|процесса|процессов} через {launcher:raw}, обмен между GPU — {backend:raw}"),

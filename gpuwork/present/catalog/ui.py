@@ -49,6 +49,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.deterministic": ("Deterministic mode", "Детерминированный режим"),
+    "ui.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.eval_batch_size": ("Eval batch", "Батч оценки"),
@@ -267,6 +268,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "allocates with NaN first; priced as one extra write of each",
         "детерминированный режим PyTorch (torch.use_deterministic_algorithms) или full_determinism в Trainer: "
         "PyTorch сначала заполняет каждый новый тензор нечислами; во времени — лишняя запись каждого"),
+    "ui.launch_blocking_hint": (
+        "CUDA_LAUNCH_BLOCKING=1 set before CUDA starts: every kernel launch waits for the kernel; the host's "
+        "dispatch adds to the GPU time and communication is not hidden behind compute",
+        "CUDA_LAUNCH_BLOCKING=1, заданная до запуска CUDA: каждый запуск ядра ждёт его завершения; "
+        "диспетчеризация на CPU прибавляется к времени GPU, обмен не прячется за вычислениями"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),

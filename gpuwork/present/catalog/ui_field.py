@@ -34,6 +34,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.field.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.field.deterministic": ("Deterministic mode", "Детерминированный режим"),
+    "ui.field.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
     "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
     "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
 }
