@@ -105,3 +105,40 @@ def test_the_re_read_step_has_no_fp32_adapter_casts_or_gemms(source: str) -> Non
     assert {o.dtype for o in recorded if o.name.endswith("LoRA A")} == {"fp32"}
     assert not any("LoRA input cast" in o.name for o in re_read)
     assert {o.dtype for o in re_read if o.name.endswith("LoRA A")} == {"bf16"}
+
+
+def _lora_plan(**kw: Any) -> Any:
+    from gpuwork.plan import TrainPlan
+
+    base = {"model": "tiny-llama", "method": "lora", "precision": "bf16", "seq_len": 64, "batch_size": 2}
+    return TrainPlan(**{**base, **kw})
+
+
+def test_model_dtype_adapters_hold_8_bytes_a_parameter_and_peft_0_12_adapters_16() -> None:
+    from gpuwork.estimate.model_states import model_states
+    from gpuwork.facts.resolve import resolve
+    from gpuwork.facts.spec import count_params
+
+    plan = _lora_plan()
+    spec = resolve(plan).spec
+    counts = count_params(spec, plan)
+    fp32, model = model_states(spec, plan, counts, "fp32"), model_states(spec, plan, counts, "model")
+    n = counts.adapter
+    assert n > 0 and counts.trainable == n
+    # weights, gradients and AdamW's two states: 4 + 4 + 8 bytes against 2 + 2 + 4
+    assert fp32.weights - model.weights == 2 * n
+    assert (fp32.gradients, model.gradients) == (4 * n, 2 * n)
+    assert (fp32.optimizer, model.optimizer) == (8 * n, 4 * n)
+    # a mixed plan keeps an fp32 model where the adapters follow it (Lit-GPT's bf16-mixed): nothing changes
+    mixed = _lora_plan(precision="bf16-mixed")
+    assert model_states(spec, mixed, counts, "model") == model_states(spec, mixed, counts, "fp32")
+
+
+def test_a_16_bit_adapter_saves_its_dropped_input_in_16_bits() -> None:
+    from gpuwork.estimate.memory import memory_dtypes
+
+    stacks = load_rates().stacks
+    plan = _lora_plan(lora_dropout=0.05)
+    assert memory_dtypes(plan, stacks[Stack.HF_LOOP_2024]).adapter == 2
+    assert memory_dtypes(plan, stacks[Stack.HF_TRAINER_2023]).adapter == 4
+    assert memory_dtypes(_lora_plan(precision="bf16-mixed"), stacks[Stack.HF_LOOP_2024]).adapter == 4
