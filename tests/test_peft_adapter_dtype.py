@@ -142,3 +142,26 @@ def test_a_16_bit_adapter_saves_its_dropped_input_in_16_bits() -> None:
     assert memory_dtypes(plan, stacks[Stack.HF_LOOP_2024]).adapter == 2
     assert memory_dtypes(plan, stacks[Stack.HF_TRAINER_2023]).adapter == 4
     assert memory_dtypes(_lora_plan(precision="bf16-mixed"), stacks[Stack.HF_LOOP_2024]).adapter == 4
+
+
+def test_hf_trainer_2024_is_hf_trainer_2023_with_peft_0_7_to_0_11_adapters() -> None:
+    import dataclasses
+
+    stacks = load_rates().stacks
+    new, old = stacks[Stack.HF_TRAINER_2024], stacks[Stack.HF_TRAINER_2023]
+    assert (new.adapters_fp32, new.adapter_weights) == (False, "model")
+    differs = {f.name for f in dataclasses.fields(old) if getattr(old, f.name) != getattr(new, f.name)}
+    assert differs == {"stack", "basis", "memory_basis", "adapters_fp32", "adapter_weights"}
+
+
+def test_fms_acceleration_lora_rows_are_re_read_onto_peft_0_11() -> None:
+    cases = [
+        case
+        for held in heldout_sets(kind="memory")
+        for case in held.cases
+        if case.source_id == "github-fms-acceleration-benchmarks-a100" and case.plan.method.value == "lora"
+    ]
+    assert len(cases) == 12
+    for case in cases:
+        assert case.reread is not None and case.as_reread().plan.stack is Stack.HF_TRAINER_2024, case.name
+        assert any(e.quote == "peft==0.11.1" for e in case.reread.evidence)
