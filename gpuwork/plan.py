@@ -125,6 +125,9 @@ class Stack(StrEnum):
     # the same with bitsandbytes <= 0.43.1 (QLoRA runs of 2023 to July 2024): each 4-bit matmul's input is kept
     # until backward (stacks.csv bnb_4bit_input; docs/memory_bnb_releases.md)
     HF_TRAINER_2023 = "hf-trainer-2023"
+    # the same with peft 0.7.0-0.11.1 (Dec 2023 to July 2024): LoRA adapters in the 16-bit base's dtype, no casts
+    # around them (stacks.csv adapters_fp32 0, adapter_weights model; docs/peft_adapter_dtype.md)
+    HF_TRAINER_2024 = "hf-trainer-2024"
     # a plain loop over a transformers 4.x model (early 2024) that keeps the returned fp32 logits to the next
     # forward, with peft's adapters in the model's dtype and bitsandbytes <= 0.43.1 (Answer.AI fsdp_qlora, [M8])
     HF_LOOP_2024 = "hf-loop-2024"

@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 
+from gpuwork.estimate import memory
 from gpuwork.facts.rates import load_rates
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import Stack, TrainPlan
@@ -22,8 +23,10 @@ def test_the_row_is_hf_trainer_2023_but_for_the_loop_and_its_2024_libraries() ->
     stacks = load_rates().stacks
     loop, old = stacks[Stack.HF_LOOP_2024], stacks[Stack.HF_TRAINER_2023]
     assert (loop.loss_kernel, loop.adapters_fp32, loop.moe_experts) == ("eager-held", False, "loop")
+    assert (loop.adapter_weights, old.adapter_weights) == ("model", "fp32")  # docs/peft_adapter_dtype.md
     differs = {f.name for f in dataclasses.fields(old) if getattr(old, f.name) != getattr(loop, f.name)}
-    assert differs <= {"name", "stack", "basis", "memory_basis", "loss_kernel", "adapters_fp32", "moe_experts"}
+    assert differs <= {"name", "stack", "basis", "memory_basis", "loss_kernel", "adapters_fp32", "moe_experts",
+                       "adapter_weights"}
     assert "[M8]" in loop.memory_basis
 
 
@@ -35,7 +38,10 @@ def test_each_phase_holds_the_returned_fp32_logits(method: str) -> None:
     assert spec.vocab_size == 4096
     held = 4 * 4096 * 2 * 64  # fp32 x vocabulary x batch x sequence: 2 MiB
     assert held == 2_097_152
-    new, was = estimate_memory(loop).phase_peaks, estimate_memory(old).phase_peaks
+    # the hf-trainer-2023 row with the loop's 16-bit adapters, so that only the held output differs
+    same_adapters = dataclasses.replace(load_rates().stacks[Stack.HF_TRAINER_2023], adapter_weights="model")
+    was = memory.estimate_memory(old, spec, same_adapters).phase_peaks
+    new = estimate_memory(loop).phase_peaks
     # the forward's end: the previous step's output, this step's fp32 logits and the shifted copy
     assert new["forward"] - was["forward"] == 3 * held
     for phase in ("loss backward", "block backward", "backward end", "optimizer step"):

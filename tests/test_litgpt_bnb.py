@@ -31,8 +31,8 @@ def _kept(spec, plan, stack, lora_input=None) -> int:
 
 def test_only_the_rows_naming_an_old_bitsandbytes_keep_4bit_inputs():
     stacks = _stacks()
-    # bitsandbytes 0.41.1; <= 0.43.1 ([M6]); early 2024 (fsdp_qlora's loop, [M8])
-    old = (Stack.LITGPT_2023, Stack.HF_TRAINER_2023, Stack.HF_LOOP_2024)
+    # bitsandbytes 0.41.1; <= 0.43.1 ([M6]); early 2024 (fsdp_qlora's loop, [M8]); Dec 2023 - Jul 2024 (peft 0.7-0.11)
+    old = (Stack.LITGPT_2023, Stack.HF_TRAINER_2023, Stack.HF_LOOP_2024, Stack.HF_TRAINER_2024)
     assert all(stacks[s].bnb_4bit_input == "kept" for s in old)
     others = [p for s, p in stacks.items() if s not in old]
     assert others and all(p.bnb_4bit_input == "freed" for p in others)

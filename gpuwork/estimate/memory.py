@@ -44,6 +44,8 @@ from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_log
 from gpuwork.estimate.memory_terms import ALLOCATOR_SLACK, SOURCES, TERM_LABELS
 from gpuwork.estimate.model_states import (
     ModelStates,
+    adapter_param_bytes,
+    adapter_state_bytes,
     model_states,
     optimizer_step_temporary,
     sharded_qlora,
@@ -160,8 +162,17 @@ def plan_dtypes(plan: TrainPlan) -> Dtypes:
 
 
 def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtypes:
-    """``plan_dtypes`` as memory sees them: sharded QLoRA keeps the model and its adapters 16-bit (sharded_qlora).
-    The time model (estimate.ops) still prices plan_dtypes."""
+    """``plan_dtypes`` as memory sees them: sharded QLoRA keeps the model and its adapters 16-bit (sharded_qlora),
+    and so does a pure 16-bit plan on a stack whose adapters are in the model's dtype (stacks.csv
+    ``adapter_weights`` model: lora_A then reads X itself, and dropout and lora_B save 16 bits;
+    docs/peft_adapter_dtype.md). The time model (estimate.ops) still prices plan_dtypes."""
+    dt = _peft_memory_dtypes(plan, profile)
+    if profile is not None and dt.adapter == 4 and adapter_param_bytes(plan, profile.adapter_weights) == 2:
+        return dataclasses.replace(dt, adapter=2)
+    return dt
+
+
+def _peft_memory_dtypes(plan: TrainPlan, profile: StackProfile | None) -> Dtypes:
     if sharded_qlora(plan):
         return Dtypes(stream=2, linear_out=2, autocast=False, adapter=2)
     if fsdp_16bit_compute(plan):
@@ -643,9 +654,10 @@ def _autocast_head_copy(spec: ModelSpec, plan: TrainPlan, profile: StackProfile 
     return 2 * spec.vocab_size * spec.hidden_size
 
 
-def _per_gpu_optimizer_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+def _per_gpu_optimizer_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts,
+                                 state_b: int | None = None) -> int:
     """The optimizer step's temporaries on one GPU (none when the step runs on the host)."""
-    opt_temp = optimizer_step_temporary(spec, plan, counts)
+    opt_temp = optimizer_step_temporary(spec, plan, counts, state_b)
     if plan.offload_optimizer:
         return 0
     if plan.sharding.shards_optimizer:
@@ -827,7 +839,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     profile = stack_profile(plan, spec, stack)
     linear_experts = expert_linears(plan, spec, profile, moe_experts)
     counts = count_params(spec, plan, linear_experts)
-    states = model_states(spec, plan, counts)
+    adapter_weights = profile.adapter_weights if profile is not None else "fp32"  # docs/peft_adapter_dtype.md
+    states = model_states(spec, plan, counts, adapter_weights)
     dt = memory_dtypes(plan, profile)
     act = _block_activations(spec, plan, dt, profile)
     warnings = _plan_warnings(spec, plan, states, counts, linear_experts)
@@ -854,7 +867,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     g_head, g_block = _backward_gradients(spec, plan, pb, grads)
     mlp_transient, block_transient = _block_backward_transients(spec, plan, act, dt)
 
-    opt_temp = _per_gpu_optimizer_temporary(spec, plan, counts)
+    opt_temp = _per_gpu_optimizer_temporary(spec, plan, counts, adapter_state_bytes(plan, adapter_weights))
 
     # Each moment of the step as named terms; the peak's terms are the breakdown.
     gather = _gathered(spec, plan, counts, pb, trained_layers)

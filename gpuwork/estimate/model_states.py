@@ -125,9 +125,10 @@ def small_tensor_params(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -
     return min(small, counts.trainable)
 
 
-def optimizer_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
+def optimizer_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, state_b: int | None = None) -> int:
+    """``state_b``: bytes of a state element when the stack's adapters are not peft's fp32 ones."""
     n = counts.trainable
-    pb = state_element_bytes(plan)
+    pb = state_b or state_element_bytes(plan)
     if plan.fp32_master_weights:
         # DeepSpeed ZeRO in bf16/fp16 mode: an fp32 copy of every trained weight plus fp32 states, all held
         # (and sharded) by the optimizer: ZeRO paper K = 12 for Adam (docs/sources.md#s-mem-fp32-master)
@@ -175,8 +176,8 @@ def adafactor_bytes(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, pb: i
     return int(pb * (vectors * scale + one_d))
 
 
-def optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
-    pb = state_element_bytes(plan)
+def optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, state_b: int | None = None) -> int:
+    pb = state_b or state_element_bytes(plan)
     largest = largest_trainable(spec, plan)
     opt = plan.optimizer
     if opt is Optimizer.ADAMW:
@@ -199,12 +200,32 @@ def optimizer_step_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCoun
     return 0  # SGD in place; bitsandbytes optimizers are fused kernels
 
 
-def model_states(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> ModelStates:
-    pb = trainable_bytes_per_param(plan)
-    opt = optimizer_bytes(spec, plan, counts)
+def adapter_param_bytes(plan: TrainPlan, adapter_weights: str = "fp32") -> int:
+    """Bytes of one LoRA adapter parameter, and so of its gradient and (AdamW) states: peft's fp32 rule
+    (``trainable_bytes_per_param``), or, where the stack keeps adapters in the model's dtype (stacks.csv
+    ``adapter_weights`` model), the 16-bit dtype of a pure 16-bit plan (a mixed plan's model is fp32 there).
+    docs/peft_adapter_dtype.md."""
+    p = plan.precision
+    if adapter_weights == "model" and plan.uses_adapters and not p.is_mixed and p.compute_bytes == 2:
+        return 2
+    return trainable_bytes_per_param(plan)
+
+
+def adapter_state_bytes(plan: TrainPlan, adapter_weights: str = "fp32") -> int | None:
+    """Bytes of an optimizer state element where the stack's adapters are not peft's fp32 ones (None: the plan's
+    own rule, ``state_element_bytes``)."""
+    pb = adapter_param_bytes(plan, adapter_weights)
+    return None if plan.fp32_master_weights or pb == trainable_bytes_per_param(plan) else pb
+
+
+def model_states(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, adapter_weights: str = "fp32") -> ModelStates:
+    """``adapter_weights``: the stack's stacks.csv column (``adapter_param_bytes``)."""
+    pb = adapter_param_bytes(plan, adapter_weights)
+    moved = (trainable_bytes_per_param(plan) - pb) * counts.adapter if plan.uses_adapters else 0
+    opt = optimizer_bytes(spec, plan, counts, adapter_state_bytes(plan, adapter_weights))
     paged = opt if plan.optimizer is Optimizer.PAGED_ADAMW_8BIT else 0
     return ModelStates(
-        weights=weight_bytes(spec, plan, counts),
+        weights=weight_bytes(spec, plan, counts) - moved,
         gradients=pb * counts.trainable,  # grads take the parameter's dtype (AccumulateGrad)
         optimizer=opt - paged,
         optimizer_paged=paged,

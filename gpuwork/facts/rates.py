@@ -37,7 +37,8 @@ MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.
 MEMORY_CHOICES = {"loss_kernel": ("eager", "eager-held", "chunked", "inplace", "inplace-returned", "chunked-fp32",
                                   "native"),
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
-                  "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept")}
+                  "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept"),
+                  "adapter_weights": ("fp32", "model")}
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,10 @@ class StackProfile:
     # "kept": bitsandbytes <= 0.43.1's MatMul4Bit holds each 4-bit matmul's input until backward
     # (gpuwork.estimate.memory_stacks.kept_4bit_inputs); "freed": 0.43.2 and later
     bnb_4bit_input: str = "freed"
+    # "fp32": LoRA weights, gradients and AdamW states fp32 (peft 0.12+, and peft's uint8 QLoRA in any release);
+    # "model": in the model's dtype, 16-bit on a pure 16-bit plan (peft 0.7-0.11 on a 16-bit base, torchtune,
+    # Lit-GPT under bf16-true; docs/peft_adapter_dtype.md; an older file without the column: fp32)
+    adapter_weights: str = "fp32"
     memory_basis: str = ""
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)

@@ -455,6 +455,7 @@ def _offer_dict(offer: OfferResult | None) -> dict[str, Any] | None:
 _STACK_NAMES = {
     Stack.HF_TRAINER: "PyTorch, Hugging Face Trainer (transformers{peft})",
     Stack.HF_TRAINER_2023: "PyTorch, Hugging Face Trainer (transformers{peft})",
+    Stack.HF_TRAINER_2024: "PyTorch, Hugging Face Trainer (transformers{peft})",
     Stack.HF_LOOP_2024: "PyTorch ({loop}, transformers 4.x{peft})",
     Stack.HF_LIGER: "PyTorch, Hugging Face Trainer (transformers{peft}, liger_kernel)",
     Stack.TORCH_COMPILE: "PyTorch, Hugging Face Trainer (transformers{peft}, torch.compile)",
@@ -478,7 +479,7 @@ def _framework(plan: TrainPlan, vendor: str | None, lang: str) -> tuple[str, str
     parts = [_STACK_NAMES[plan.stack].format(peft=peft, loop=text("request.own_loop", lang))]
     if plan.method is Method.QLORA:
         # the older stack names the releases whose 4-bit matmul keeps its input (docs/memory_bnb_releases.md)
-        parts.append("bitsandbytes<=0.43.1" if plan.stack in (Stack.HF_TRAINER_2023, Stack.HF_LOOP_2024)
+        parts.append("bitsandbytes<=0.43.1" if plan.stack in (Stack.HF_TRAINER_2023, Stack.HF_TRAINER_2024, Stack.HF_LOOP_2024)
                      else "bitsandbytes")
     if plan.gpus == 1:
         return ", ".join(parts), None, None

@@ -9,6 +9,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "stack.hf-trainer": ("HF Trainer (eager)", "HF Trainer (PyTorch без компиляции)"),
     "stack.hf-trainer-2023": ("HF Trainer (eager), bitsandbytes 0.43.1 or older (2023 to July 2024)",
                               "HF Trainer (PyTorch без компиляции), bitsandbytes не новее 0.43.1 (2023 — июль 2024)"),
+    "stack.hf-trainer-2024": ("HF Trainer (eager), peft 0.7-0.11 and bitsandbytes 0.43.1 or older (Dec 2023 to July 2024)",
+                              "HF Trainer (PyTorch без компиляции), peft 0.7–0.11 и bitsandbytes не новее 0.43.1 "
+                              "(декабрь 2023 — июль 2024)"),
     "stack.hf-loop-2024": ("plain loop over a transformers 4.x model (early 2024; fp32 logits kept to the next step)",
                            "простой цикл над моделью transformers 4.x (начало 2024; логиты fp32 живут до следующего шага)"),
     "stack.hf-liger": ("HF Trainer + Liger kernels", "HF Trainer с объединёнными ядрами (hf-liger)"),
