@@ -91,7 +91,8 @@ class StackProfile:
     # sdpa_padding_mask; docs/time_misses.md#sdpa-with-a-padding-mask; an older file without the column: 0)
     sdpa_padding_mask: bool = False
     # the stack's own MLP calls torch's F.gelu for any GELU, tanh approximation included: one kernel that saves its
-    # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0)
+    # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0); the
+    # compiled stacks too, whose partitioner keeps only the GELU's input and recomputes the composite ([M9])
     torch_gelu: bool = False
 
 
