@@ -36,7 +36,12 @@ from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
-from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
+from gpuwork.estimate.memory_stacks import (
+    flat_unit_gradients,
+    kept_4bit_inputs,
+    sdpa_kv_repeated,
+    whole_unit_gathered,
+)
 from gpuwork.estimate.memory_stacks import held_logits_bytes as _held_logits_bytes
 from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
 from gpuwork.estimate.memory_stacks import micro_batch_loss_kernel as _micro_batch_loss_kernel
@@ -403,7 +408,8 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
             core_out_saved = 0
         else:
             ea = dt.attn_saved or e  # (GPT-2's fused c_attn output: one storage, same bytes)
-            core = ea * (q_dim + 2 * kv_dim) + ea * q_dim + 4 * a
+            sdpa_kv = q_dim if sdpa_kv_repeated(spec, plan, stack) else kv_dim  # repeat_kv's copies or not [M10]
+            core = ea * (q_dim + 2 * sdpa_kv) + ea * q_dim + 4 * a
             core_out_saved = ea * q_dim  # the SDPA output, viewed (no copy) by the out projection
         if "attn_out" in fused_here:
             attn_out = 0 if core_out_saved else e * q_dim  # LoRA_W saves its input X, nothing else

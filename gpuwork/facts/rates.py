@@ -37,7 +37,8 @@ MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.
 MEMORY_CHOICES = {"loss_kernel": ("eager", "eager-held", "chunked", "inplace", "inplace-returned", "chunked-fp32",
                                   "native"),
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
-                  "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept")}
+                  "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept"),
+                  "sdpa_kv": ("grouped", "masked", "repeat")}
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,11 @@ class StackProfile:
     # "kept": bitsandbytes <= 0.43.1's MatMul4Bit holds each 4-bit matmul's input until backward
     # (gpuwork.estimate.memory_stacks.kept_4bit_inputs); "freed": 0.43.2 and later
     bnb_4bit_input: str = "freed"
+    # K and V that SDPA keeps for backward on a grouped-query model ([M10]; gpuwork.estimate.memory_stacks
+    # sdpa_kv_repeated): "grouped" at their own heads (enable_gqa or a kernel that reads grouped K/V), "masked"
+    # repeated to every query head when the model hands SDPA a mask (transformers' use_gqa_in_sdpa), "repeat"
+    # always repeated (transformers before use_gqa_in_sdpa: repeat_kv ahead of every SDPA call)
+    sdpa_kv: str = "grouped"
     memory_basis: str = ""
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)
