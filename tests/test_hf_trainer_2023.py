@@ -41,15 +41,24 @@ def test_the_row_is_hf_trainer_but_for_the_kept_inputs():
     old, hf = stacks[Stack.HF_TRAINER_2023], stacks[Stack.HF_TRAINER]
     assert (old.bnb_4bit_input, hf.bnb_4bit_input) == ("kept", "freed")
     differs = {f.name for f in dataclasses.fields(hf) if getattr(hf, f.name) != getattr(old, f.name)}
-    assert differs <= {"name", "stack", "basis", "memory_basis", "bnb_4bit_input"}
+    # and its transformers release calls repeat_kv ahead of every SDPA call ([M10])
+    assert (old.sdpa_kv, hf.sdpa_kv) == ("repeat", "masked")
+    assert differs <= {"name", "stack", "basis", "memory_basis", "bnb_4bit_input", "sdpa_kv"}
     assert "[M6]" in old.memory_basis
+
+
+def _repeated_kv(plan: TrainPlan) -> int:
+    """Bytes per token per block that SDPA's repeated K and V add on a grouped-query model ([M10])."""
+    spec = resolve(plan).spec
+    dt = memory_dtypes(plan, load_rates().stacks[plan.stack])
+    return 2 * (dt.attn_saved or dt.linear_out) * (spec.num_heads - spec.num_kv_heads) * spec.head_dim
 
 
 def test_memory_exceeds_hf_trainer_by_the_kept_input_bytes():
     old_plan, hf_plan = _pair(QLORA)
     spec = resolve(old_plan).spec
-    per_token_block = _rule(old_plan)
-    assert per_token_block > 0 and _rule(hf_plan) == 0
+    per_token_block = _rule(old_plan) + _repeated_kv(old_plan)
+    assert _rule(old_plan) > 0 and _rule(hf_plan) == 0 and _repeated_kv(old_plan) > 0
     old, hf = estimate_memory(old_plan, spec), estimate_memory(hf_plan, spec)
     added = per_token_block * old_plan.batch_size * old_plan.seq_len * spec.num_layers
     assert old.breakdown["activations"] - hf.breakdown["activations"] == added
@@ -58,7 +67,8 @@ def test_memory_exceeds_hf_trainer_by_the_kept_input_bytes():
 
 
 def test_a_16bit_lora_plan_is_priced_as_hf_trainer():
-    old_plan, hf_plan = _pair(dataclasses.replace(QLORA, method="lora"))
+    # under flash-attention, which reads grouped K/V whatever the release ([M10])
+    old_plan, hf_plan = _pair(dataclasses.replace(QLORA, method="lora", attention="flash"))
     spec = resolve(old_plan).spec
     assert _rule(old_plan) == 0
     assert estimate_memory(old_plan, spec).peak_allocated_bytes == estimate_memory(hf_plan, spec).peak_allocated_bytes

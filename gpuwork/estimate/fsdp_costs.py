@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwork.estimate.memory import _gathered_block_bytes, fsdp_param_dtype
+from gpuwork.estimate.memory import _gathered_block_bytes
+from gpuwork.estimate.memory_dtypes import fsdp_param_dtype
 from gpuwork.estimate.steptime import memory_kernel_s, memory_kernel_t0_us
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.rates import DeviceRates, Rates

@@ -35,8 +35,20 @@ from gpuwork.errors import PlanError
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
+from gpuwork.estimate.memory_dtypes import (
+    Dtypes,
+    fsdp_16bit_compute,
+    memory_dtypes,
+    plan_dtypes,
+)
+from gpuwork.estimate.memory_dtypes import peft_qlora_autocast as _peft_qlora_autocast
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
-from gpuwork.estimate.memory_stacks import flat_unit_gradients, kept_4bit_inputs, whole_unit_gathered
+from gpuwork.estimate.memory_stacks import (
+    flat_unit_gradients,
+    kept_4bit_inputs,
+    sdpa_kv_repeated,
+    whole_unit_gathered,
+)
 from gpuwork.estimate.memory_stacks import held_logits_bytes as _held_logits_bytes
 from gpuwork.estimate.memory_stacks import loss_logits_bytes as _loss_logits_bytes
 from gpuwork.estimate.memory_stacks import micro_batch_loss_kernel as _micro_batch_loss_kernel
@@ -44,7 +56,6 @@ from gpuwork.estimate.memory_stacks import returned_logits_copy as _returned_log
 from gpuwork.estimate.memory_terms import ALLOCATOR_SLACK, SOURCES, TERM_LABELS
 from gpuwork.estimate.model_states import (
     ModelStates,
-    adapter_param_bytes,
     adapter_state_bytes,
     model_states,
     optimizer_step_temporary,
@@ -56,7 +67,7 @@ from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import MOE_EXPERTS, StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Precision, Sharding, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Sharding, Task, TrainPlan
 from gpuwork.units import GIB, MIB
 
 # -- named constants (each with its source) ------------------------------------------------------
@@ -133,90 +144,6 @@ class MemoryEstimate:
 
 
 # -- activations -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Dtypes:
-    stream: int  # residual stream and norm outputs
-    linear_out: int  # outputs of the block's linears (attention q/k/v/o, MLP)
-    autocast: bool  # linears cast their inputs to 16-bit and save the copy
-    adapter: int = 4  # LoRA weights, the input copy lora_A saves and its output (peft: fp32)
-    # under autocast on an fp32 stream (mixed-precision QLoRA), what the 16-bit ops save instead (0: as above):
-    attn_saved: int = 0  # SDPA's q, k, v and output (0: linear_out)
-    lora_saved: int = 0  # lora_A's input copy and lora_B's input (0: adapter)
-
-
-def plan_dtypes(plan: TrainPlan) -> Dtypes:
-    p = plan.precision
-    if plan.method is Method.QLORA:
-        # embeddings/norms are fp32 after prepare_model_for_kbit_training, and bnb Linear4bit casts
-        # its output back to the input dtype (bitsandbytes nn/modules.py Linear4bit.forward).
-        return Dtypes(stream=4, linear_out=4, autocast=False)
-    if p is Precision.FP32:
-        return Dtypes(4, 4, False)
-    if p.is_mixed:
-        if plan.uses_adapters:  # 16-bit frozen base; autocast keeps linears 16-bit
-            return Dtypes(2, 2, True)
-        return Dtypes(4, 2, True)  # fp32 masters: fp32 embeddings/residual, 16-bit linear outputs
-    return Dtypes(2, 2, False)
-
-
-def memory_dtypes(plan: TrainPlan, profile: StackProfile | None = None) -> Dtypes:
-    """``plan_dtypes`` as memory sees them: sharded QLoRA keeps the model and its adapters 16-bit (sharded_qlora),
-    and so does a pure 16-bit plan on a stack whose adapters are in the model's dtype (stacks.csv
-    ``adapter_weights`` model: lora_A then reads X itself, and dropout and lora_B save 16 bits;
-    docs/peft_adapter_dtype.md). The time model (estimate.ops) still prices plan_dtypes."""
-    dt = _peft_memory_dtypes(plan, profile)
-    if profile is not None and dt.adapter == 4 and adapter_param_bytes(plan, profile.adapter_weights) == 2:
-        return dataclasses.replace(dt, adapter=2)
-    return dt
-
-
-def _peft_memory_dtypes(plan: TrainPlan, profile: StackProfile | None) -> Dtypes:
-    if sharded_qlora(plan):
-        return Dtypes(stream=2, linear_out=2, autocast=False, adapter=2)
-    if fsdp_16bit_compute(plan):
-        return Dtypes(2, 2, False)
-    if plan.method is Method.QLORA and not plan.kbit_upcast:
-        # 16-bit norms: a 16-bit stream, and Linear4bit returns its input's dtype; the block is plain LoRA's
-        # on a 16-bit base (fp32 adapters; docs/memory_misses.md#the-kbit_upcast-field)
-        dt = Dtypes(2, 2, plan.precision.is_mixed)
-        return dataclasses.replace(dt, lora_saved=2) if _peft_adapters_autocast(plan, profile) else dt
-    if _peft_qlora_autocast(plan, profile):
-        # autocast casts the fp32 q, k, v to 16 bit for SDPA and each adapter's input for F.linear, and those
-        # 16-bit copies are what backward keeps (docs/memory_misses.md#qlora-under-autocast)
-        return dataclasses.replace(plan_dtypes(plan), attn_saved=2, lora_saved=2)
-    if _peft_adapters_autocast(plan, profile):
-        # peft's fp32 cast of the 16-bit input is transient; lora_A keeps autocast's 16-bit cast of it
-        # (docs/memory_misses.md#lora-under-autocast)
-        return dataclasses.replace(plan_dtypes(plan), lora_saved=2)
-    return plan_dtypes(plan)
-
-
-def fsdp_param_dtype(plan: TrainPlan) -> bool:
-    """torch FSDP/HSDP with a mixed-precision policy: every unit's parameters (adapters too) are gathered in 16 bits."""
-    return plan.precision.is_mixed and plan.sharding.per_unit and plan.sharding is not Sharding.ZERO3
-
-
-def fsdp_16bit_compute(plan: TrainPlan) -> bool:
-    """A trained base under torch FSDP with mixed precision: the policy's param_dtype (the mixed precision's 16-bit
-    dtype, as accelerate, torchtitan and llama-recipes set it) is the dtype each unit's parameters are gathered in,
-    so forward and backward run on 16-bit weights: a 16-bit stream, nothing for autocast to cast or cache. A real
-    FSDP2 step saves what the pure 16-bit step saves (docs/memory_misses.md#fsdp-mixed-precision-computes-in-16-bit).
-    DeepSpeed ZeRO keeps its own rule."""
-    return fsdp_param_dtype(plan) and plan.method in (Method.FULL, Method.SCRATCH, Method.FREEZE)
-
-
-def _peft_adapters_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
-    """Mixed-precision LoRA or QLoRA through peft's fp32 adapters: F.linear runs under autocast."""
-    return (plan.uses_adapters and plan.precision.is_mixed and not sharded_qlora(plan)
-            and (profile is None or profile.adapters_fp32))
-
-
-def _peft_qlora_autocast(plan: TrainPlan, profile: StackProfile | None) -> bool:
-    """Mixed-precision QLoRA through peft (stacks whose adapters are peft's fp32 ones) on the fp32 model that
-    prepare_model_for_kbit_training leaves: the step runs under autocast."""
-    return plan.method is Method.QLORA and plan.kbit_upcast and _peft_adapters_autocast(plan, profile)
 
 
 def _trained_layers(spec: ModelSpec, plan: TrainPlan) -> int:
@@ -414,7 +341,8 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
             core_out_saved = 0
         else:
             ea = dt.attn_saved or e  # (GPT-2's fused c_attn output: one storage, same bytes)
-            core = ea * (q_dim + 2 * kv_dim) + ea * q_dim + 4 * a
+            sdpa_kv = q_dim if sdpa_kv_repeated(spec, plan, stack) else kv_dim  # repeat_kv's copies or not [M10]
+            core = ea * (q_dim + 2 * sdpa_kv) + ea * q_dim + 4 * a
             core_out_saved = ea * q_dim  # the SDPA output, viewed (no copy) by the out projection
         if "attn_out" in fused_here:
             attn_out = 0 if core_out_saved else e * q_dim  # LoRA_W saves its input X, nothing else

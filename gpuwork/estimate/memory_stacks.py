@@ -18,6 +18,25 @@ from gpuwork.plan import Attention, Method, Task, TrainPlan
 _SHARED_ATTENTION_NORM = ("phi",)
 
 
+def masked_sdpa(plan: TrainPlan, hands_mask: bool) -> bool:
+    """SDPA gets an attention mask: a stack whose models hand it the batch's padding mask (stacks.csv
+    sdpa_padding_mask: transformers drops the mask only when it is all ones) on rows padded to seq_len
+    (``lengths="padded"``). The time model's kernel choice (``estimate.ops.sdpa_padding_mask``) and the memory
+    model's K and V (``sdpa_kv_repeated``) read this one rule. docs/time_misses.md#sdpa-with-a-padding-mask."""
+    return plan.attention is Attention.SDPA and hands_mask and plan.lengths == "padded"
+
+
+def sdpa_kv_repeated(spec: ModelSpec, plan: TrainPlan, profile: StackProfile | None) -> bool:
+    """Whether SDPA keeps K and V repeated to every query head (one copy each, ``repeat_kv``'s expand + reshape)
+    rather than at the model's key/value heads: on a grouped-query model under SDPA, always for a stack whose
+    transformers release calls ``repeat_kv`` ahead of every SDPA call, and when the model hands SDPA a mask for
+    one whose release passes ``enable_gqa`` only without a mask (stacks.csv sdpa_kv, [M10])."""
+    if profile is None or spec.num_kv_heads >= spec.num_heads or plan.attention is not Attention.SDPA:
+        return False
+    return profile.sdpa_kv == "repeat" or (profile.sdpa_kv == "masked"
+                                           and masked_sdpa(plan, profile.sdpa_padding_mask))
+
+
 def loss_logits_bytes(spec: ModelSpec, autocast: bool, loss_kernel: str, logits_bytes: int) -> int:
     """Bytes per logit of the cross-entropy's log_softmax output and its backward buffers. transformers'
     ForCausalLMLoss upcasts causal-LM logits to fp32; encoder heads and a plain loop's F.cross_entropy (loss_kernel

@@ -33,7 +33,9 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
-from gpuwork.estimate.memory import block_groups, fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
+from gpuwork.estimate.memory import block_groups
+from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
+from gpuwork.estimate.memory_stacks import masked_sdpa
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.estimate.optimizer_ops import optimizer_ops, param_tensors
@@ -586,7 +588,7 @@ def sdpa_padding_mask(plan: TrainPlan, stack: StackKernels) -> bool:
     whose models hand it the batch's padding mask (stacks.csv sdpa_padding_mask: transformers drops the mask only
     when it is all ones) on rows padded to seq_len (``lengths="padded"``; estimate.timing prices a histogram's
     micro-batches of unequal lengths so). docs/time_misses.md#sdpa-with-a-padding-mask."""
-    return plan.attention is Attention.SDPA and stack.sdpa_padding_mask and plan.lengths == "padded"
+    return masked_sdpa(plan, stack.sdpa_padding_mask)
 
 
 def _attention_bytes(step: _Step) -> int:

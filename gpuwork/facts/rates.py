@@ -38,7 +38,8 @@ MEMORY_CHOICES = {"loss_kernel": ("eager", "eager-held", "chunked", "inplace", "
                                   "native"),
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
                   "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept"),
-                  "adapter_weights": ("fp32", "model")}
+                  "adapter_weights": ("fp32", "model"),
+                  "sdpa_kv": ("grouped", "masked", "repeat")}
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,11 @@ class StackProfile:
     # "model": in the model's dtype, 16-bit on a pure 16-bit plan (peft 0.7-0.11 on a 16-bit base, torchtune,
     # Lit-GPT under bf16-true; docs/peft_adapter_dtype.md; an older file without the column: fp32)
     adapter_weights: str = "fp32"
+    # K and V that SDPA keeps for backward on a grouped-query model ([M10]; gpuwork.estimate.memory_stacks
+    # sdpa_kv_repeated): "grouped" at their own heads (enable_gqa or a kernel that reads grouped K/V), "masked"
+    # repeated to every query head when the model hands SDPA a mask (transformers' use_gqa_in_sdpa), "repeat"
+    # always repeated (transformers before use_gqa_in_sdpa: repeat_kv ahead of every SDPA call)
+    sdpa_kv: str = "grouped"
     memory_basis: str = ""
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)
@@ -96,7 +102,8 @@ class StackProfile:
     # sdpa_padding_mask; docs/time_misses.md#sdpa-with-a-padding-mask; an older file without the column: 0)
     sdpa_padding_mask: bool = False
     # the stack's own MLP calls torch's F.gelu for any GELU, tanh approximation included: one kernel that saves its
-    # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0)
+    # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0); the
+    # compiled stacks too, whose partitioner keeps only the GELU's input and recomputes the composite ([M9])
     torch_gelu: bool = False
 
 
