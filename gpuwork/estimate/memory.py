@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate import composite_ops
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
@@ -297,6 +298,26 @@ def _head_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, fused_norm: 
     return head, logsoftmax, loss_backward
 
 
+def _eager_core(spec: ModelSpec, dt: Dtypes, decoder_style: bool) -> tuple[int, int]:
+    """Eager attention's saved bytes per token (q, k, v) and per token per token of context (the s x s ones)."""
+    # HF eager_attention_forward: repeat_kv copies K and V to all heads; Llama-style models take the softmax in fp32
+    # and save it, then the cast back that the P@V matmul saves (GPT-2/BERT softmax in the compute dtype); dropout
+    # saves a 1-byte mask and its output. The out projection saves the output's transpose(1, 2).contiguous() copy.
+    a, kv, d, e = spec.num_heads, spec.num_kv_heads, spec.head_dim, dt.linear_out
+    core = e * a * d + 2 * e * d * (a if kv < a else kv)  # q, and k and v (repeated to every head when fewer)
+    # CUDA autocast runs softmax in fp32 (autocast fp32 op list) and P@V casts P to 16 bit.
+    probs = 4 if (decoder_style or dt.autocast) else e
+    quadratic = probs * a + (e * a if probs != e else 0)
+    if composite_ops.composite_softmax(spec):  # x - max, exp, sum, divide op by op (estimate.composite_ops)
+        quadratic = composite_ops.softmax_saved(e, dt.autocast) * a
+        core += composite_ops.softmax_row_saved(e, dt.autocast) * a
+    if spec.extras.get("attn_logit_softcapping"):
+        quadratic += e * a  # tanh soft-capping saves its output (Gemma 2)
+    if spec.attention_dropout > 0:
+        quadratic += (probs + 1) * a
+    return core, quadratic
+
+
 def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfile | None = None) -> _Activations:
     h, a, kv, d = spec.hidden_size, spec.num_heads, spec.num_kv_heads, spec.head_dim
     q_dim, kv_dim = a * d, kv * d
@@ -325,19 +346,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
         # _scaled_dot_product_flash_attention saves these, no s x s matrix)
         quadratic = 0
         if plan.attention is Attention.EAGER:
-            # HF eager_attention_forward: repeat_kv copies K and V to all heads; Llama-style models
-            # take the softmax in fp32 and save it, then the cast back that the P@V matmul saves
-            # (GPT-2/BERT softmax in the compute dtype); dropout saves a 1-byte mask and its output.
-            # The output transpose(1, 2).contiguous() copy is saved by the out projection (below).
-            kv_saved = 2 * e * (q_dim if kv < a else kv_dim)
-            core = e * q_dim + kv_saved
-            # CUDA autocast runs softmax in fp32 (autocast fp32 op list) and P@V casts P to 16 bit.
-            probs = 4 if (decoder_style or dt.autocast) else e
-            quadratic = probs * a + (e * a if probs != e else 0)
-            if spec.extras.get("attn_logit_softcapping"):
-                quadratic += e * a  # tanh soft-capping saves its output (Gemma 2)
-            if spec.attention_dropout > 0:
-                quadratic += (probs + 1) * a
+            core, quadratic = _eager_core(spec, dt, decoder_style)
             core_out_saved = 0
         else:
             ea = dt.attn_saved or e  # (GPT-2's fused c_attn output: one storage, same bytes)
@@ -354,6 +363,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
         # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of pow, tanh and
         # muls that saves four intermediate-sized tensors (NewGELUActivation), unless the stack calls F.gelu [M5]
         act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") and not (stack and stack.torch_gelu) else 1
+        act_saved = 2 if composite_ops.composite_silu(spec) else act_saved  # x * sigmoid(x): x and sigmoid's output
         if spec.mlp_gated:
             # act(gate) saves gate; gate*up saves both operands; a fused SwiGLU kernel saves gate and up
             # only and recomputes act(gate) in backward (stacks.csv swiglu_saved)
@@ -713,15 +723,17 @@ def _block_backward_transients(spec: ModelSpec, plan: TrainPlan, act: _Activatio
     """(the MLP's, the larger of the MLP's and attention's) temporaries of backward through one block.
 
     The MLP part runs first (gradients of its intermediates), then attention, whose eager softmax backward
-    materialises an fp32 s x s gradient per head (torch _softmax_backward_data); by then the MLP's saved tensors
-    are freed unless the block was just recomputed (checkpointing). Measured with gpuwork trace (Llama, BERT,
-    GPT-2 blocks).
+    materialises an fp32 s x s gradient per head (torch _softmax_backward_data; a softmax written op by op holds
+    more: estimate.composite_ops); by then the MLP's saved tensors are freed unless the block was just recomputed
+    (checkpointing). Measured with gpuwork trace (Llama, BERT, GPT-2 blocks).
     """
     seq_len = plan.longest_batch_len
     tokens = plan.batch_size * seq_len
     mlp_transient = int(_BLOCK_BACKWARD_TRANSIENT_I * dt.linear_out * spec.intermediate_size
                         * max(spec.experts_per_token, 1) * tokens)
-    attn_transient = 4 * spec.num_heads * seq_len * tokens if plan.attention is Attention.EAGER else 0
+    per_pair = 4 if not composite_ops.composite_softmax(spec) else composite_ops.softmax_backward_transient(
+        dt.linear_out, dt.autocast)
+    attn_transient = per_pair * spec.num_heads * seq_len * tokens if plan.attention is Attention.EAGER else 0
     if not plan.grad_checkpointing:
         attn_transient -= act.mlp_saved * tokens
     return mlp_transient, max(mlp_transient, attn_transient)

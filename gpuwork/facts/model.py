@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import ModelError
+from gpuwork.estimate.composite_ops import CONFIG_KEYS, IMPLS
 from gpuwork.facts import reading
 from gpuwork.facts.paths import data_dir, models_dir
 from gpuwork.facts.spec import (
@@ -461,6 +462,21 @@ def _kv_heads(block: Any, config: Any, num_heads: int) -> int:
     return int(getattr(config, "num_key_value_heads", None) or num_heads)
 
 
+def _op_impls(config: Any, name: str) -> dict[str, str]:
+    """How a model of one's own writes its softmax and SiLU, where its config.json states it (``softmax_impl``,
+    ``hidden_act_impl``: "fused" for the torch op, "composite" for element-wise ops; estimate.composite_ops)."""
+    impls = {}
+    for key in CONFIG_KEYS:
+        value = getattr(config, key, None)
+        if value is None:
+            continue
+        if value not in IMPLS:
+            raise ModelError(msg("error.config.field_type", name=name, field=key, value=_shown(repr(value)),
+                                 expected=msg("config.expected.op_impl")))
+        impls[key] = value
+    return impls
+
+
 def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
     blocks_prefix, blocks = find_blocks(model, config.num_hidden_layers)
     block_params = sum(p.numel() for p in blocks[0].parameters())
@@ -490,6 +506,7 @@ def _read_spec(model: Any, config: Any, name: str, task: Task) -> ModelSpec:
                                                  for n, _ in model.named_modules()) else "rope",
         "qkv_fused": "qkv_proj" in mlp_names or "c_attn" in mlp_names,
     }
+    extras.update(_op_impls(config, name))
     largest = max(block_params, embedding_params, head_params)
     max_pos = (getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None) or 0)
     return ModelSpec(

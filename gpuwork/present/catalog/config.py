@@ -392,4 +392,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.expected.model_type": ("a family name such as \"llama\"", "имя семейства, например \"llama\""),
     "config.expected.architectures": ("a list of class names such as [\"LlamaForCausalLM\"]",
                                       "список имён классов, например [\"LlamaForCausalLM\"]"),
+    "config.expected.op_impl": ("\"fused\" (the torch op) or \"composite\" (written op by op)",
+                                "\"fused\" (операция torch) или \"composite\" (записана поэлементными операциями)"),
 }
