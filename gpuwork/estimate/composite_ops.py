@@ -14,11 +14,7 @@ Pure: no torch, no I/O.
 
 from __future__ import annotations
 
-from gpuwork.facts.spec import ModelSpec
-
-COMPOSITE = "composite"
-IMPLS = ("fused", COMPOSITE)  # the values the two config keys take ("fused": the torch op, the default)
-CONFIG_KEYS = ("softmax_impl", "hidden_act_impl")
+from gpuwork.facts.spec import COMPOSITE, ModelSpec
 
 
 def composite_softmax(spec: ModelSpec) -> bool:

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.errors import ModelError
-from gpuwork.estimate.composite_ops import CONFIG_KEYS, IMPLS
 from gpuwork.facts import reading
 from gpuwork.facts.paths import data_dir, models_dir
 from gpuwork.facts.spec import (
+    CONFIG_KEYS,
+    IMPLS,
     Linear,
     ModelSpec,
     ParamCounts,

@@ -269,4 +269,12 @@ def quantized_linears(spec: ModelSpec, expert_linears: bool = False) -> list[Lin
     return [lin for lin in spec.linears if (lin.experts == 1 or expert_linears) and lin.name not in skip]
 
 
-__all__ = ["Linear", "ModelSpec", "ParamCounts", "count_params", "lora_target_linears", "quantized_linears"]
+
+# config.json keys for a model's own element-wise ops (estimate.composite_ops): "fused" (the torch op, the default)
+# or "composite" (written op by op, e.g. the Stanford CS336 staff softmax and SiLU)
+COMPOSITE = "composite"
+IMPLS = ("fused", COMPOSITE)
+CONFIG_KEYS = ("softmax_impl", "hidden_act_impl")
+
+
+__all__ = ["COMPOSITE", "CONFIG_KEYS", "IMPLS", "Linear", "ModelSpec", "ParamCounts", "count_params", "lora_target_linears", "quantized_linears"]
