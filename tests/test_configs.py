@@ -471,7 +471,7 @@ def test_the_russian_texts_have_no_english_words() -> None:
              "AnyPrecisionAdamW", "torchao", "bitsandbytes", "Lion", "AdamW", "SGD", "DoRA", "LoRA", "Ampere",
              "Ascend", "NPU", "XLA", "TPU", "Hugging", "Face", "Hub", "lora", "freeze", "full", "stderr", "tf32",
              "fp32", "bf16", "fp16", "GPU", "CPU", "DEEPSPEED", "HYBRID_SHARD", "dtype", "trial", "DPO", "llama",
-             "LlamaForCausalLM"}
+             "LlamaForCausalLM", "torch", "composite"}
     leftovers = {code: words for code, (_en, ru) in ENTRIES.items()
                  if (words := english_leftovers(literal(ru), *names))}
     assert not leftovers, leftovers
