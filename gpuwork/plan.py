@@ -375,6 +375,13 @@ class TrainPlan:
     # the kernel has run, so the host's dispatch adds to the GPU's time and no collective hides behind compute
     # (estimate.steptime, estimate.comm); no memory
     launch_blocking: bool = False
+    # TF32 tensor-core matmuls for fp32 tensors (torch.backends.cuda.matmul.allow_tf32 = True,
+    # torch.set_float32_matmul_precision("high"), HF TrainingArguments(tf32=True)): every GEMM and bmm whose operands
+    # are fp32 runs on the tensor cores at the TF32 peak (estimate.steptime, docs/gemm_tf32.md). It changes nothing
+    # else: 16-bit GEMMs (autocast regions, bf16 / fp16 plans) and the memory-efficient SDPA kernel (tensor cores
+    # in fp32 whatever the flag) are priced as before; a GPU without TF32 (gpus.csv tf32_dense_tflops empty) runs
+    # FP32 as without it. No memory
+    tf32: bool = False
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -396,7 +403,7 @@ class TrainPlan:
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
-                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking"):
+                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))

@@ -30,9 +30,10 @@ MISSES = {("a100_80_sxm", 2048, 2048, 2048), ("a100_80_sxm", 802816, 192, 768), 
 
 
 def measurements() -> list[dict[str, str]]:
-    """The 16-bit tensor-core rows; the fp32 (SIMT SGEMM) rows are checked in tests/test_gemm_fp32.py."""
+    """The 16-bit tensor-core rows; the fp32 (SIMT SGEMM) rows are checked in tests/test_gemm_fp32.py, the tf32
+    ones in tests/test_tf32.py."""
     with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
-        return [r for r in csv.DictReader(fh) if r["dtype"] != "fp32"]
+        return [r for r in csv.DictReader(fh) if r["dtype"] not in ("fp32", "tf32")]
 
 
 def args(gpu_id: str, dtype: str) -> GemmKernels:

@@ -27,6 +27,10 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   Under ``CUDA_LAUNCH_BLOCKING=1`` (``blocking``, TrainPlan.launch_blocking) every launch returns only once its
   kernel has run ([K19a][K19b], docs/kernels.md): each kernel costs its dispatch plus its GPU time, and each starts
   on an idle GPU (a memory-bound kernel pays the single-launch t0).
+  With TF32 on (``tf32``, TrainPlan.tf32: ``allow_tf32`` / ``set_float32_matmul_precision("high")``) every fp32
+  GEMM and bmm (an op of dtype "fp32" that is not a fused attention kernel) runs on the tensor cores: the same tile
+  model at the GPU's dense TF32 peak, capped by the measured BF16 large-GEMM rate x (TF32 peak / BF16 peak)
+  (``tf32_rates``, docs/gemm_tf32.md). A GPU without a TF32 figure keeps the FP32 rate.
 
 The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
 time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
@@ -158,11 +162,29 @@ def wave_efficiency(m: int, n: int, sm_count: int, tile_m: int, tile_n: int) -> 
     return tiles / (waves * sm_count)
 
 
+def tf32_rates(gpu: GpuSpec, device: DeviceRates) -> tuple[float, float] | None:
+    """(dense TF32 peak, achievable large-GEMM rate) in FLOP/s, or None for a GPU without a TF32 figure (gpus.csv
+    tf32_dense_tflops empty). No GPU in the catalog has a measured TF32 ``torch.mm`` rate, so the achievable one is
+    the measured BF16 rate at the same share of its peak: a TF32 MMA instruction does half the k-depth of a BF16 one
+    (m16n8k8 against m16n8k16) through the same tensor cores, every NVIDIA datasheet in the catalog rates TF32 at
+    half the BF16 dense peak, and the CTA tiles are the same (docs/gemm_tf32.md)."""
+    peak = gpu.tf32_dense_flops
+    if peak is None:
+        return None
+    return peak, device.matmul_flops["bf16"] * peak / gpu.bf16_dense_flops
+
+
 def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> float:
     """Seconds of a MATMUL op's GEMMs by their shape (``estimate.gemm``): k = FLOPs / (2 m n) per GEMM; a backward
-    op's input gradient is m x k over n and its weight gradient k x n over m."""
-    achievable = device.matmul_flops.get(op.dtype, device.matmul_flops["bf16"])
-    peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(op.dtype, gpu.bf16_dense_flops)
+    op's input gradient is m x k over n and its weight gradient k x n over m. Dtype "tf32": an fp32 GEMM on the
+    tensor cores (``tf32_rates``)."""
+    tf32 = tf32_rates(gpu, device) if op.dtype == "tf32" else None
+    if tf32 is not None:
+        peak, achievable = tf32
+    else:
+        dtype = "fp32" if op.dtype == "tf32" else op.dtype
+        achievable = device.matmul_flops.get(dtype, device.matmul_flops["bf16"])
+        peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(dtype, gpu.bf16_dense_flops)
     kernels = _gemm_kernels(op.dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, _gemm_facts(rates))
     return _gemm_pricer(kernels)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
 
@@ -185,12 +207,19 @@ def _gemm_facts(rates: Rates) -> _GemmFacts:
 def _gemm_kernels(dtype: str, peak: float, achievable: float, sm_count: int, bw: float,
                   gemm: _GemmFacts) -> GemmKernels:
     """What ``gemm_choice`` reads besides the shape, for one dtype (its datasheet peak and measured rate, FLOP/s)
-    on one GPU."""
-    return GemmKernels(4 if dtype == "fp32" else 2, tiles_peak(peak, achievable, gemm.tiles), achievable, sm_count,
-                       bw, gemm.tiles,
-                       _kernel_fact(gemm.latency_us, "gemm_latency_us") * 1e-6,
-                       _kernel_fact(gemm.tile_overhead_us, "gemm_tile_overhead_us") * 1e-6,
+    on one GPU. A TF32 kernel is the 16-bit tensor-core kernel with 4-byte elements: its fixed costs, per kernel
+    (pipeline fill, epilogue) and per wave (prologue loads, epilogue store), move twice the bytes and take twice the
+    16-bit ones (docs/gemm_tf32.md)."""
+    fixed = TF32_FIXED_COST_FACTOR if dtype == "tf32" else 1.0
+    return GemmKernels(4 if dtype in ("fp32", "tf32") else 2, tiles_peak(peak, achievable, gemm.tiles), achievable,
+                       sm_count, bw, gemm.tiles,
+                       _kernel_fact(gemm.latency_us, "gemm_latency_us") * 1e-6 * fixed,
+                       _kernel_fact(gemm.tile_overhead_us, "gemm_tile_overhead_us") * 1e-6 * fixed,
                        int(_kernel_fact(gemm.max_split_k, "gemm_max_split_k")))
+
+
+# 4-byte TF32 operands and fp32 outputs against the 2-byte ones the GEMM constants were measured with
+TF32_FIXED_COST_FACTOR = 2.0
 
 
 @functools.lru_cache(maxsize=16)
@@ -267,24 +296,25 @@ def host_us_per_kernel(phase: Phase, rates: Rates, profile: StackProfile, device
 
 
 def price_ops(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-              efficiency: float = 1.0, blocking: bool = False) -> StepPrice:
+              efficiency: float = 1.0, blocking: bool = False, tf32: bool = False) -> StepPrice:
     """Seconds of the step's operations on one GPU (see the module docstring).
 
     ``efficiency`` divides every time, GPU and host (1.0 = the rates as measured): the one factor a
     measured step determines (``estimate.timing`` fits it from a trial). Prices are cached by the op list
     (``step_ops`` returns one ``OpList`` per plan, its hash computed once) and by every number and source
     text the pricing reads (``_PriceFacts``). ``blocking``: every launch waits for its kernel
-    (CUDA_LAUNCH_BLOCKING=1, TrainPlan.launch_blocking; the module docstring).
+    (CUDA_LAUNCH_BLOCKING=1, TrainPlan.launch_blocking; the module docstring). ``tf32``: fp32 GEMMs and bmm on the
+    tensor cores (TrainPlan.tf32; the module docstring).
     """
-    return _price(ops, _facts_of(gpu, device, rates, profile, efficiency, blocking))
+    return _price(ops, _facts_of(gpu, device, rates, profile, efficiency, blocking, tf32))
 
 
 def _facts_of(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-              efficiency: float, blocking: bool = False) -> _PriceFacts:
+              efficiency: float, blocking: bool = False, tf32: bool = False) -> _PriceFacts:
     """``_price_facts``, built once per set of fact objects: an estimate asks for them once per shape it prices,
     and the same object keys the price cache by identity."""
-    return _FACTS.get((gpu, device, rates, profile), (efficiency, blocking),
-                      lambda: _price_facts(gpu, device, rates, profile, efficiency, blocking))
+    return _FACTS.get((gpu, device, rates, profile), (efficiency, blocking, tf32),
+                      lambda: _price_facts(gpu, device, rates, profile, efficiency, blocking, tf32))
 
 
 _FACTS: IdentityMemo[_PriceFacts] = IdentityMemo(256)
@@ -313,6 +343,7 @@ class _PriceFacts(NamedTuple):
     assumptions: tuple[str, ...]  # StepPrice.assumptions, in the order of _ASSUMPTIONS
     mta_split_share: float = 1.0  # kernels.csv mta_split_bandwidth_share (1 on a synchronous device)
     blocking: bool = False  # every launch waits for its kernel (CUDA_LAUNCH_BLOCKING=1)
+    tf32_peak: float = 0.0  # dense TF32 peak FLOP/s when fp32 GEMMs run as TF32 (TrainPlan.tf32); 0: they do not
 
 
 _PHASES = tuple(Phase)
@@ -321,7 +352,7 @@ _ASSUMPTIONS = ("matmul", "memory bandwidth", "SMs", "attention", "launch", "mem
 
 
 def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: StackProfile,
-                 efficiency: float, blocking: bool = False) -> _PriceFacts:
+                 efficiency: float, blocking: bool = False, tf32: bool = False) -> _PriceFacts:
     kernels, synchronous, eager = rates.kernels, device.synchronous, profile.launch == "eager"
     if device.host_us_per_kernel is not None or not eager:
         host_s = (host_us_per_kernel(Phase.FORWARD, rates, profile, device) * 1e-6,) * len(_PHASES)
@@ -332,6 +363,10 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
     family = attention_family(gpu, rates)
     fwd_key, bwd_key = f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}"
     basis, kernel_basis = device.basis, rates.kernel_basis
+    tf32_rate = tf32_rates(gpu, device) if tf32 else None
+    matmul = dict(device.matmul_flops)
+    if tf32_rate is not None:
+        matmul["tf32"] = tf32_rate[1]
     return _PriceFacts(
         host_s,
         0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
@@ -340,7 +375,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         1.0 if synchronous else memory_strided_fraction(gpu, rates)[0],
         device.mem_bw_bytes_s,
         synchronous,
-        tuple(device.matmul_flops.items()),
+        tuple(matmul.items()),
         device.sm_count,
         (gpu.bf16_dense_flops, gpu.fp16_dense_flops, gpu.fp32_flops),
         (int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))),
@@ -355,6 +390,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
          kernel_basis.get(t0_key, ""), profile.basis),
         1.0 if synchronous else rates.kernel("mta_split_bandwidth_share"),
         blocking,
+        tf32_rate[0] if tf32_rate is not None else 0.0,
     )
 
 
@@ -483,6 +519,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     cold_extra_s = facts.t0_cold_s - t0_s  # the kernel after a host sync starts cold, not back to back
     blocking = facts.blocking  # every launch waits for its kernel: each starts cold, after its own dispatch
     t0_launch_s = facts.t0_cold_s if blocking else t0_s
+    tf32 = facts.tf32_peak > 0.0  # fp32 GEMMs and bmm on the tensor cores (TrainPlan.tf32)
     strided_fraction = facts.strided_fraction
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
@@ -495,6 +532,8 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
         if priced is None:
             (_, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff, kernel,
              mta_split, strided) = row
+            if tf32 and dtype == "fp32" and not attention_pass:  # the fused fp32 attention kernel is not a GEMM
+                dtype = "tf32"
             if flops > 0:
                 if attention_pass:
                     key = (attention_pass, dtype, m, n, causal, mem_eff, kernel)
@@ -550,9 +589,9 @@ def _row_memo(facts: _PriceFacts) -> dict[_OpRow, tuple[float, float]]:
 
 def _facts_gemm_kernels(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> GemmKernels:
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
-    peak = {"fp32": fp32_peak, "fp16": fp16_peak}.get(dtype, bf16_peak)
+    peak = {"fp32": fp32_peak, "fp16": fp16_peak, "tf32": facts.tf32_peak}.get(dtype, bf16_peak)
     return _gemm_kernels(dtype, peak, matmul.get(dtype, matmul["bf16"]), facts.sm_count, facts.bw, facts.gemm)
 
 
 __all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_family", "attention_fraction", "kernel_families", "curve_fraction", "gemm_seconds", "host_us_per_kernel",
-           "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "wave_efficiency"]
+           "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "tf32_rates", "wave_efficiency"]

@@ -16,9 +16,9 @@ Example:
 
 Limitations: the rates are kernel-level measurements, not this run's; a measured trial fits one factor
 on every operation (``calibration=``); FP32 plans use the non-tensor FP32 rate (PyTorch keeps TF32 off for matmuls
-by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12), so runs that enable
-TF32 will be faster; tensor/pipeline/context parallelism is not modelled; sliding-window attention
-is counted as full attention.
+by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12) unless the plan says ``tf32`` (its fp32
+GEMMs then run at the TF32 tensor-core rate, docs/gemm_tf32.md); tensor/pipeline/context parallelism is not
+modelled; sliding-window attention is counted as full attention.
 
 Lengths: "fixed" and "packed" price every micro-batch at seq_len; packed rows whose attention stays inside each
 document (``packed_document_tokens``) price attention as seq_len / d attentions of d tokens. A histogram
@@ -169,7 +169,7 @@ class TimeEstimate:
     @property
     def peak(self) -> Msg:
         """Which peak the MFU is on, as a catalog message (``peak_label`` is the same in English)."""
-        return peak_kind(self.plan.precision)
+        return peak_kind(self.plan.precision, self.peak_label == TF32_PEAK_LABEL)
 
     @property
     def total_hours(self) -> float:
@@ -224,8 +224,14 @@ class TimeEstimate:
 # -- peaks and MFU ----------------------------------------------------------------------------------
 
 
-def peak_flops(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
-    """Dense peak for the plan's compute dtype, and its label."""
+TF32_PEAK_LABEL = "TF32 tensor, dense (fp32 matmuls with allow_tf32)"
+
+
+def peak_flops(gpu: GpuSpec, precision: Precision, tf32: bool = False) -> tuple[float, str]:
+    """Dense peak for the plan's compute dtype, and its label; ``tf32`` (TrainPlan.tf32): an fp32 plan's matmuls run
+    on the TF32 tensor cores where the GPU has them."""
+    if precision is Precision.FP32 and tf32 and gpu.tf32_dense_flops is not None:
+        return gpu.tf32_dense_flops, TF32_PEAK_LABEL
     if precision is Precision.FP32:
         return gpu.fp32_flops, "FP32 (non-tensor; TF32 off, the PyTorch default for matmuls)"
     if precision in (Precision.FP16, Precision.FP16_MIXED):
@@ -233,8 +239,10 @@ def peak_flops(gpu: GpuSpec, precision: Precision) -> tuple[float, str]:
     return gpu.bf16_dense_flops, "BF16 tensor, dense, FP32 accumulate"
 
 
-def peak_kind(precision: Precision) -> Msg:
-    """The peak ``peak_flops`` uses for a precision, as a catalog message."""
+def peak_kind(precision: Precision, tf32: bool = False) -> Msg:
+    """The peak ``peak_flops`` uses for a precision, as a catalog message (``tf32``: it took the TF32 peak)."""
+    if precision is Precision.FP32 and tf32:
+        return msg("peak.tf32")
     if precision is Precision.FP32:
         return msg("peak.fp32")
     if precision in (Precision.FP16, Precision.FP16_MIXED):
@@ -333,10 +341,10 @@ def _traced_ops(ops: OpList, plan: TrainPlan, spec: ModelSpec, traced: BlockProf
 
 
 def _fit_scale(ops: tuple[Op, ...], gpu: GpuSpec, device: DeviceRates, inputs: Inputs, profile: StackProfile,
-               measured_s: float, blocking: bool = False) -> float:
+               measured_s: float, blocking: bool = False, tf32: bool = False) -> float:
     """The factor on every priced time (GPU and host) that makes the step equal ``measured_s``: each
     operation costs max(GPU, host) / factor, so the factor is the priced step over the measured one."""
-    return price_ops(ops, gpu, device, inputs.rates, profile, blocking=blocking).total_s / measured_s
+    return price_ops(ops, gpu, device, inputs.rates, profile, blocking=blocking, tf32=tf32).total_s / measured_s
 
 
 # -- checkpoint offload ----------------------------------------------------------------------------
@@ -460,6 +468,8 @@ def _precision_warnings(plan: TrainPlan, gpu: GpuSpec, profile: StackProfile) ->
     found = []
     if plan.precision in (Precision.BF16, Precision.BF16_MIXED) and gpu.compute_capability.startswith(("6.", "7.")):
         found.append(msg("time.no_bf16", gpu=gpu.display_name))
+    if plan.tf32 and gpu.tf32_dense_flops is None:
+        found.append(msg("time.no_tf32", gpu=gpu.display_name))
     if fp32_qlora(plan, stack_kernels(profile)):  # what runs, and the precision most QLoRA runs use
         fp16 = plan.precision is Precision.FP16
         found.append(msg("time.fp32_qlora", precision=plan.precision, flag="fp16" if fp16 else "bf16",
@@ -545,7 +555,7 @@ def _priced_shapes(s: _Setting, part: _PlanPart,
                    scale: float) -> tuple[list[tuple[float, TrainPlan, StepPrice]], StepPrice]:
     """(weight, micro-batch shape, price) of each shape a step runs (``_PlanPart.shapes``), and the step's price."""
     priced = [(w, shape, price_ops(o, s.gpu, s.device, s.rates, s.profile, efficiency=scale,
-                                   blocking=s.plan.launch_blocking))
+                                   blocking=s.plan.launch_blocking, tf32=s.plan.tf32))
               for w, shape, o in part.shapes]
     price = mixed_price([(w, p) for w, _, p in priced]) if part.mixed else priced[0][2]
     return priced, price
@@ -790,7 +800,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
             and disk_write_bytes_s > 0):
         raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
     warnings: list[Msg] = []
-    peak, peak_label = peak_flops(gpu, plan.precision)
+    peak, peak_label = peak_flops(gpu, plan.precision, plan.tf32)
     profile = inputs.rates.stacks[plan.stack]
     warnings.extend(_precision_warnings(plan, gpu, profile))
     device = _device_rates(gpu, inputs, warnings)
@@ -880,7 +890,8 @@ def _calibration_scale(plan: TrainPlan, gpu: GpuSpec, device: DeviceRates, input
         measured_plan = measured_plan.replace(seq_len=max(1, int(cal["tokens_per_micro_batch"]) // plan.batch_size))
     ops = _plan_ops(measured_plan, inputs, profile, moe_experts)
     measured_s = measured_plan.tokens_per_micro_batch * measured_plan.grad_accum / float(tokens_per_s)
-    return _fit_scale(ops, gpu, device, inputs, profile, measured_s, measured_plan.launch_blocking), label
+    return _fit_scale(ops, gpu, device, inputs, profile, measured_s, measured_plan.launch_blocking,
+                      measured_plan.tf32), label
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,9 @@ GPUS_CSV_COLUMNS = (
 # memory_total_mib: the total the driver reports (nvidia-smi "Total" in MiB; AMD: rocm-smi bytes / 2**20)
 # memory_total_source: where that number comes from: nvidia-smi | rocm-smi | estimated
 # nvlink_bridge_gpus: how many cards one NVLink bridge joins (2, or 4 on H200 NVL); empty: no bridge
-GPUS_CSV_OPTIONAL_COLUMNS = ("memory_total_mib", "memory_total_source", "nvlink_bridge_gpus")
+# tf32_dense_tflops: dense TF32 tensor-core peak (datasheet); empty: no TF32 figure (pre-Ampere, AMD), so a plan's
+# tf32 leaves its fp32 GEMMs on the FP32 rate (docs/gemm_tf32.md)
+GPUS_CSV_OPTIONAL_COLUMNS = ("memory_total_mib", "memory_total_source", "nvlink_bridge_gpus", "tf32_dense_tflops")
 # The cards one bridge may join: 2-way and 4-way bridges are sold (docs/sources.md#s-nvlink-bridge); up to 8 allowed.
 _BRIDGE_GPUS = range(2, 9)
 _MEMORY_TOTAL_SOURCES = ("nvidia-smi", "rocm-smi", "estimated")
@@ -198,6 +200,8 @@ class GpuSpec:
     # whose measured kernel rates apply (kernels.csv flash_attn_*_<family>, attention_curves.csv family);
     # "" = none given: the step model refuses to price fused attention rather than guess
     kernel_family: str = ""
+    # dense TF32 tensor-core peak, FLOP/s (gpus.csv tf32_dense_tflops); None: no TF32 figure for this GPU
+    tf32_dense_flops: float | None = None
     # cards one NVLink bridge joins (link nvlink_bridge); None: no bridge, a ring over more than one card uses PCIe
     nvlink_bridge_gpus: int | None = None
 
@@ -274,7 +278,7 @@ FIRST_AS_OF = date(2010, 1, 1)  # before cloud GPU rental: an as_of earlier than
 _MINIMUM: dict[str, float] = {"price_per_gpu_hour_usd": 0.001, "min_rental_hours": 0.001}  # a tenth of a cent
 _MAXIMUM: dict[str, float] = {
     "memory_gb": 4_096, "mem_bw_gbs": 100_000, "bf16_dense_tflops": 100_000, "fp16_dense_tflops": 100_000,
-    "fp8_dense_tflops": 100_000, "fp32_tflops": 100_000, "link_bw_gbs_unidir": 100_000, "tdp_w": 10_000,
+    "fp8_dense_tflops": 100_000, "fp32_tflops": 100_000, "tf32_dense_tflops": 100_000, "link_bw_gbs_unidir": 100_000, "tdp_w": 10_000,
     "price_per_gpu_hour_usd": 1_000, "min_rental_hours": 87_600, "gpus_per_node": 576,
 }
 
@@ -524,6 +528,8 @@ def _parse_gpu(row: _Row) -> GpuSpec:
         memory_total_source=total_source,
         kernel_family=_kernel_family(row),
         nvlink_bridge_gpus=_bridge_gpus(row, gpu_id, link),
+        tf32_dense_flops=_scale(row.number("tf32_dense_tflops", msg("error.catalog.unit.tf32_dense_tflops"),
+                                           optional=True) if row.values.get("tf32_dense_tflops") else None, _TERA),
     )
 
 

@@ -375,6 +375,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "deterministic": (match.fitted_plan or f.plan).deterministic,
         # whether every launch was priced as waiting for its kernel (TrainPlan.launch_blocking)
         "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
+        # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
+        "tf32": (match.fitted_plan or f.plan).tf32,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
         "mode": match.profile.mode.value if match.profile else None,
         "rental_break_even_s": match.rental.break_even_s if match.rental else None,
@@ -557,6 +559,8 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(msg("request.setting.deterministic"))
     if plan.launch_blocking:
         out.append(msg("request.setting.launch_blocking"))
+    if plan.tf32:
+        out.append(msg("request.setting.tf32"))
     return tuple(out)
 
 

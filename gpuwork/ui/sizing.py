@@ -279,9 +279,9 @@ class SizingForm(common.Panel):
 
     def _switch_controls(self, base: TrainPlan) -> dict[str, widgets.ValueWidget]:
         """The step's switches: gradient clipping (off: the run never clips, torchtune without clip_grad_norm; no
-        clipping pass priced), torch's deterministic mode, blocking launches (CUDA_LAUNCH_BLOCKING=1)."""
+        clipping pass priced), torch's deterministic mode, blocking launches (CUDA_LAUNCH_BLOCKING=1), TF32 matmuls."""
         return {name: widgets.Checkbox(value=getattr(base, name), indent=True, style=WIDE, layout=CHECKBOX_LAYOUT)
-                for name in ("grad_clip", "deterministic", "launch_blocking")}
+                for name in ("grad_clip", "deterministic", "launch_blocking", "tf32")}
 
     def _eval_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
         """An in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation."""
@@ -343,6 +343,7 @@ class SizingForm(common.Panel):
         self.controls["grad_clip"].tooltip = ui("grad_clip_hint", lang)
         self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
         self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
+        self.controls["tf32"].tooltip = ui("tf32_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
@@ -799,7 +800,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
+                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["fsdp_wrap"], c["dataset_tokens"], self.documents,

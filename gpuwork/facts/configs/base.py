@@ -444,6 +444,18 @@ def claim_deterministic(r: Reader) -> None:
         r.claim("deterministic", value, "full_determinism", msg("config.rule.full_determinism"))
 
 
+def claim_tf32(r: Reader, compile_key: str = "") -> None:
+    """TrainPlan.tf32 from TrainingArguments' tf32: TrainingArguments.__post_init__ sets
+    torch.backends.cuda.matmul.allow_tf32 to its value when it is not None; None leaves torch's default (off). With
+    ``torch_compile`` (``compile_key``) and tf32 None it turns TF32 on unless fp16 is on without bf16
+    (``if self.tf32 is None and not self.fp16 or self.bf16``). docs/configs.md 'TF32'."""
+    value = r.flag("tf32")
+    if value is not None:
+        r.claim("tf32", value, "tf32", msg("config.rule.tf32"))
+    elif compile_key and r.flag(compile_key) and (not r.flag("fp16") or r.flag("bf16")):
+        r.claim("tf32", True, compile_key, msg("config.rule.tf32_compile"))
+
+
 def claim_grad_clip(r: Reader, key: str, unset: Any = None) -> None:
     """Whether the run clips gradients, from a max-norm ``key``: a positive norm clips, 0 does not (HF Trainer:
     ``max_grad_norm > 0``). A key the file leaves out takes ``unset`` ((norm, rule)) where the framework passes

@@ -21,6 +21,7 @@ from gpuwork.facts.configs.base import (
     claim_optimizer_or_default,
     claim_schedule,
     claim_stack,
+    claim_tf32,
     follow_deepspeed,
     lora_targets,
     model_dtype,
@@ -80,6 +81,7 @@ def read(r: Reader, base: Path) -> None:
     claim_schedule(r, epochs_key="num_train_epochs")
     claim_grad_clip(r, "max_grad_norm")
     claim_deterministic(r)
+    claim_tf32(r, "torch_compile")
     liger = bool(r.flag("use_liger_kernel") or r.flag("use_liger"))
     compile_ = bool(r.flag("torch_compile"))
     claim_stack(r, liger, compile_, False, {"hf-liger": "use_liger_kernel" if r.has("use_liger_kernel") else

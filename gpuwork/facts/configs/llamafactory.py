@@ -20,6 +20,7 @@ from gpuwork.facts.configs.base import (
     claim_precision,
     claim_schedule,
     claim_stack,
+    claim_tf32,
     follow_deepspeed,
     lora_targets,
     whole,
@@ -67,6 +68,7 @@ def read(r: Reader, base: Path) -> None:
     claim_schedule(r, epochs_key="num_train_epochs")
     claim_grad_clip(r, "max_grad_norm")  # Seq2SeqTrainingArguments' own, passed to the Trainer
     claim_deterministic(r)
+    claim_tf32(r)  # Seq2SeqTrainingArguments' own tf32, handed to the Trainer
     samples = r.int_("max_samples")
     if samples is not None:
         r.claim("max_samples", samples, "max_samples")  # tokens once seq_len is known

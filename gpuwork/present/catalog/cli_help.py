@@ -156,6 +156,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "обучение запускается с CUDA_LAUNCH_BLOCKING=1 (задана до запуска CUDA): каждый запуск ядра ждёт его "
         "завершения, поэтому диспетчеризация на CPU прибавляется к времени GPU, а обмен не накладывается на "
         "вычисления"),
+    "cli.help.run.tf32": (
+        "the run turns TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True, "
+        "torch.set_float32_matmul_precision('high'), HF tf32=True): fp32 GEMMs and bmm run on the tensor cores",
+        "обучение включает TF32 для умножений матриц fp32 (torch.backends.cuda.matmul.allow_tf32 = True, "
+        "torch.set_float32_matmul_precision ниже наивысшей точности, tf32=True в HF): умножения матриц fp32, в том "
+        "числе пакетные, идут на тензорных ядрах"),
     "cli.help.run.offload_optimizer": ("optimizer states on CPU", "состояния оптимизатора в памяти CPU"),
     "cli.help.run.offload_params": ("parameters on CPU (zero3/fsdp/hsdp)", "параметры в памяти CPU (zero3/fsdp/hsdp)"),
     "cli.help.run.foreach": ("same as --optimizer-impl for-loop (no multi-tensor temporaries)",

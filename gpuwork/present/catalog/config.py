@@ -134,6 +134,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "config.rule.fp32_tf32": ("neither bf16 nor fp16 is on; tf32 speeds up fp32 matmuls and changes no memory",
                               "не включены ни bf16, ни fp16; tf32 ускоряет умножение матриц в fp32 и не меняет "
                               "память"),
+    "config.rule.tf32": (
+        "TrainingArguments sets torch.backends.cuda.matmul.allow_tf32 to it (null keeps torch's default, off): fp32 "
+        "matmuls on the TF32 tensor cores",
+        "TrainingArguments записывает его в torch.backends.cuda.matmul.allow_tf32 (пустое значение оставляет "
+        "умолчание PyTorch — выключено): умножения матриц fp32 идут на тензорных ядрах TF32"),
+    "config.rule.tf32_compile": (
+        "with torch_compile and tf32 left out, TrainingArguments turns TF32 on (unless fp16 is on without bf16)",
+        "при torch_compile и незаданном tf32 TrainingArguments включает TF32 (если не включён fp16 без bf16)"),
     "config.rule.lf_alpha": ("LLaMA-Factory's default: twice lora_rank", "по умолчанию в LLaMA-Factory: дважды `lora_rank`"),
     "config.rule.trl_full": ("{rule}: every weight trains", "{rule}: обучаются все веса"),
     "config.rule.no_peft": ("no PEFT section: Trainer trains every weight of the model it is handed",

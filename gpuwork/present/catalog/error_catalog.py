@@ -71,6 +71,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "in dense TFLOPS (leave empty when the GPU has no FP8)",
         "в TFLOPS без разреженности (dense; оставьте пустым, если у GPU нет FP8)"),
     "error.catalog.unit.fp32_tflops": ("in TFLOPS, e.g. 67", "в TFLOPS, например 67"),
+    "error.catalog.unit.tf32_dense_tflops": (
+        "in dense TFLOPS (leave empty when the GPU has no TF32 tensor cores), e.g. 494.7",
+        "в TFLOPS без разреженности (dense; оставьте пустым, если у GPU нет тензорных ядер TF32), например 494.7"),
     "error.catalog.unit.link_bw_gbs_unidir": ("in GB/s per direction, e.g. 450",
                                               "в ГБ/с в одну сторону, например 450"),
     "error.catalog.unit.memory_total_mib": ("in MiB as nvidia-smi prints it, e.g. 81559",

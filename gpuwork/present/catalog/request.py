@@ -111,7 +111,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # a plain PyTorch loop in the software line (stacks torch-loop, torch-loop-compile, hf-loop-2024)
     "request.own_loop": ("own training loop", "собственный цикл обучения"),
     # plan fields that change the estimated time, stated when not the default (TrainPlan.comm_overlap, zero_sync,
-    # deterministic, launch_blocking), so the provider's run matches what was priced
+    # deterministic, launch_blocking, tf32), so the provider's run matches what was priced
     "request.settings": ("Run settings the estimates assume: {settings}.",
                          "Настройки запуска, из которых исходят оценки: {settings}."),
     "request.setting.comm_overlap.off": (
@@ -138,6 +138,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "dispatch adds to the GPU time and communication does not overlap compute (launch_blocking)",
         "CUDA_LAUNCH_BLOCKING=1 в окружении запуска: каждый запуск ядра ждёт его завершения, поэтому время "
         "диспетчеризации на CPU прибавляется к времени GPU, а обмен не накладывается на вычисления (launch_blocking)"),
+    "request.setting.tf32": (
+        "TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True or "
+        "torch.set_float32_matmul_precision('high'); HF tf32=True): fp32 GEMMs run on the tensor cores (tf32)",
+        "TF32 включён для умножений матриц fp32 (torch.backends.cuda.matmul.allow_tf32 = True или "
+        "torch.set_float32_matmul_precision ниже наивысшей точности; tf32=True в HF): GEMM в fp32 идут на тензорных "
+        "ядрах (tf32)"),
     "request.launch.multi": (
         "{gpus} processes via {launcher:raw}, {backend:raw} between GPUs",
         "{gpus} {gpus:pl:процесс|процесса|процессов} через {launcher:raw}, обмен между GPU — {backend:raw}"),

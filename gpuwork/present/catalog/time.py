@@ -12,6 +12,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "достижимую долю измеренных GPU"),
     "time.no_bf16": ("{gpu} has no BF16 tensor cores: use fp16-mixed",
                      "у {gpu} нет тензорных ядер BF16: используйте fp16-mixed"),
+    "time.no_tf32": (
+        "{gpu} has no TF32 tensor-core figure in the catalog (no TF32 units, or none stated): tf32 is ignored and "
+        "fp32 matmuls are priced at the FP32 rate",
+        "для {gpu} в каталоге нет пиковой скорости TF32 на тензорных ядрах (их нет или она не указана): tf32 не "
+        "учитывается, умножения матриц fp32 оцениваются по скорости FP32"),
     "time.fp32_qlora": (
         "QLoRA in pure {precision} without autocast runs in fp32 outside its 4-bit matmuls: peft's "
         "prepare_model_for_kbit_training keeps embeddings, norms and lm_head in fp32 (kbit_upcast) and nothing casts "

@@ -50,6 +50,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
+    "ui.tf32": ("TF32 matmuls", "Умножения матриц в TF32"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.eval_batch_size": ("Eval batch", "Батч оценки"),
@@ -273,6 +274,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "dispatch adds to the GPU time and communication is not hidden behind compute",
         "CUDA_LAUNCH_BLOCKING=1, заданная до запуска CUDA: каждый запуск ядра ждёт его завершения; "
         "диспетчеризация на CPU прибавляется к времени GPU, обмен не прячется за вычислениями"),
+    "ui.tf32_hint": (
+        "fp32 matmuls on the TF32 tensor cores: torch.backends.cuda.matmul.allow_tf32 = True, "
+        "torch.set_float32_matmul_precision('high') or HF tf32=True; off is PyTorch's default. Changes only fp32 "
+        "GEMMs and bmm, not bf16/fp16 ones",
+        "умножения матриц fp32 на тензорных ядрах TF32: включённый torch.backends.cuda.matmul.allow_tf32, "
+        "torch.set_float32_matmul_precision ниже наивысшей точности или параметр tf32 в HF; по умолчанию в PyTorch "
+        "выключено. Меняет только умножения матриц fp32 (и пакетные), не bf16/fp16"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),
