@@ -96,8 +96,19 @@ def softmax_chain_cost(scores_bytes: int, autocast: bool) -> ChainCost:
     forward = 2 * e + (2 * e + 1) + e + 2 * e + up + 2 * x + x + 2 * x + down
     # [cast], div self, div other (neg, div, div, mul, row sum), add, exp mul, [cast], sub other (neg, row sum),
     # max (zero fill; the scatter writes a value a row), add, where (+ mask), scale
-    backward = (down + 2 * x + (2 * x + 2 * x + 2 * x + 3 * x + x) + 2 * x + 3 * x + up + (2 * e + e) + e + 3 * e
-                + (2 * e + 1) + 2 * e)
+    backward = (
+        down
+        + 2 * x
+        + (2 * x + 2 * x + 2 * x + 3 * x + x)
+        + 2 * x
+        + 3 * x
+        + up
+        + (2 * e + e)
+        + e
+        + 3 * e
+        + (2 * e + 1)
+        + 2 * e
+    )
     return ChainCost(forward, 7 + casts, backward, 15 + casts)
 
 
