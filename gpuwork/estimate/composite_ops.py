@@ -9,10 +9,15 @@ A config.json states them with two keys (read into ``ModelSpec.extras`` by ``gpu
 - ``hidden_act_impl: "composite"``: SiLU written as ``x * torch.sigmoid(x)`` (the staff ``model.silu``): ``sigmoid``
   saves its output and the product saves ``x`` and it, one intermediate-sized tensor more than ``F.silu``.
 
+The time model (``estimate.ops``) prices the kernels the composite forms launch, forward and backward
+(``softmax_chain_cost``, ``silu_cost``; docs/kernels.md, "Hand-written softmax and SiLU").
+
 Pure: no torch, no I/O.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 from gpuwork.facts.spec import COMPOSITE, ModelSpec
 
@@ -53,3 +58,60 @@ def softmax_backward_transient(scores_bytes: int, autocast: bool) -> int:
     the matmul's cast copy. Counted with PyTorch's MemTracker on the CPU over the staff's op sequence (fp32 16, bf16
     8, CUDA autocast's dtypes 18 bytes); autograd runs the same derivative formulas on CUDA."""
     return 4 * _exp_bytes(scores_bytes, autocast) + (scores_bytes if autocast else 0)
+
+
+class ChainCost(NamedTuple):
+    """Bytes per element read plus written and kernel launches of an element-wise chain, each way."""
+
+    forward_bytes: int
+    forward_launches: int
+    backward_bytes: int
+    backward_launches: int
+
+
+def softmax_chain_cost(scores_bytes: int, autocast: bool) -> ChainCost:
+    """The staff attention core between Q·K^T and P·V, per element of the s x s scores: the scaling by sqrt(d_k)
+    (a division by a Python number), ``torch.where(mask, scores, -inf)`` (reads the bool mask, 1 byte), then
+    ``torch.max`` (a row reduction: reads the scores, writes row values and indices, left out), the broadcast
+    subtract, ``exp``, ``sum`` (a row reduction) and the broadcast division. Under CUDA autocast ``exp`` and ``sum``
+    are on the fp32 list: one cast of the 16-bit differences up before ``exp`` and, for the P·V einsum, one cast of
+    the fp32 quotient down (the division follows its fp32 inputs).
+
+    Backward (tools/autograd/derivatives.yaml): the cast back up; div's gradient for its numerator (grad / sums, one
+    kernel) and for the sums (``-grad * ((self / other) / other)``: neg, div, div, mul, then a row sum to the
+    (..., 1) shape); sum's expand is a view, its gradient added in place into the numerator's (one add); exp's
+    ``grad * result``; the cast back down; sub's gradient for the row max (neg and a row sum); max's
+    ``value_selecting_reduction_backward`` (a zero-filled s x s tensor written, a scatter of one value a row); the
+    two gradients of the scores added; ``where``'s ``where(mask, grad, 0)``; the scaling's ``grad / c``.
+    fp32: 7 kernels and 49 bytes forward, 15 kernels and 113 bytes backward (tests/test_composite_time.py counts the
+    kernels with the profiler on the CPU)."""
+    e, x = scores_bytes, _exp_bytes(scores_bytes, autocast)
+    up, down = (e + x, x + e) if autocast else (0, 0)  # the casts around exp, and P·V's 16-bit copy
+    casts = 2 if autocast else 0
+    # scale, where (+ mask), max, sub, [cast], exp, sum, div, [cast]
+    forward = 2 * e + (2 * e + 1) + e + 2 * e + up + 2 * x + x + 2 * x + down
+    # [cast], div self, div other (neg, div, div, mul, row sum), add, exp mul, [cast], sub other (neg, row sum),
+    # max (zero fill; the scatter writes a value a row), add, where (+ mask), scale
+    backward = (
+        down
+        + 2 * x
+        + (2 * x + 2 * x + 2 * x + 3 * x + x)
+        + 2 * x
+        + 3 * x
+        + up
+        + (2 * e + e)
+        + e
+        + 3 * e
+        + (2 * e + 1)
+        + 2 * e
+    )
+    return ChainCost(forward, 7 + casts, backward, 15 + casts)
+
+
+def silu_cost(act_bytes: int) -> ChainCost:
+    """``x * torch.sigmoid(x)`` per element of the gate: sigmoid (reads x, writes s) and the product (reads x and s,
+    writes one): 2 kernels, 5 bytes of the activations' width. Backward: the product's two gradients (``grad * s``,
+    ``grad * x``), ``sigmoid_backward(grad, s)`` and the add of x's two gradients: 4 kernels, 12 widths, where
+    F.silu's ``silu_backward`` is one kernel of 3. Sigmoid is on neither autocast list: no casts."""
+    a = act_bytes
+    return ChainCost(2 * a + 3 * a, 2, 3 * a + 3 * a + 3 * a + 3 * a, 4)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import NamedTuple
 
+from gpuwork.estimate.composite_ops import composite_silu, composite_softmax, silu_cost, softmax_chain_cost
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
 from gpuwork.estimate.memory import block_groups
 from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
@@ -563,7 +564,8 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
                       count, dtype, r, r, backward=Backward.BOTH_GRADS))
-        chain = _fused_softmax_chain if fuse else _eager_softmax_chain
+        chain = _fused_softmax_chain if fuse else _composite_softmax_chain if composite_softmax(spec) else \
+            _eager_softmax_chain
         out.append(chain(spec, scores, e, autocast, phase, count))
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
                       count, dtype, r, d, backward=Backward.BOTH_GRADS))
@@ -625,6 +627,14 @@ def _eager_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, p
     return _mem("attention softmax chain", phase, scores, soft, launches, count)
 
 
+def _composite_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
+    """A softmax written op by op (config ``softmax_impl: "composite"``, the CS336 staff model): scale, mask, max,
+    subtract, exp, sum, divide, and under autocast the casts around exp and P·V (``composite_ops.softmax_chain_cost``)."""
+    cost = softmax_chain_cost(e, autocast)
+    return _mem("attention softmax chain (composite)", phase, scores, cost.forward_bytes, cost.forward_launches, count,
+                backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches))
+
+
 def _fused_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
     """The same chain as one kernel each way, as a fusing stack runs it (a compiler's generated reduction kernel,
     Megatron's fused softmax; docs/kernels.md). fp32 internals stay in registers, so ``autocast`` changes nothing.
@@ -647,7 +657,12 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         if fused:
             return [_mem("MLP activation (gated, fused)", phase, elems, 3 * e, 1, count)]
         # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
-        return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5)),
+        act = _mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5))
+        if composite_silu(spec):  # x * sigmoid(x) (config hidden_act_impl: "composite")
+            cost = silu_cost(e)
+            act = _mem("MLP activation (SiLU, composite)", phase, elems, cost.forward_bytes, cost.forward_launches,
+                       count, backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches))
+        return [act,
                 _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
     # gelu_pytorch_tanh (GELUTanh) and gelu (GELUActivation) call F.gelu: one kernel each way, as below; gelu_new
     # and gelu_fast write the tanh formula out in Python, one kernel per operator in eager mode (docs/kernels.md)
