@@ -8,18 +8,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from test_composite_ops import COMPOSITE, CONFIG, HEADS, INTER
 
 from gpuwork import TrainPlan
 from gpuwork.estimate.composite_ops import silu_cost, softmax_chain_cost
 from gpuwork.estimate.ops import step_ops
 from gpuwork.plan import Precision
 
-HIDDEN, HEADS, INTER, LAYERS, VOCAB = 64, 4, 176, 2, 256
-CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": VOCAB,
-          "hidden_size": HIDDEN, "intermediate_size": INTER, "num_hidden_layers": LAYERS,
-          "num_attention_heads": HEADS, "num_key_value_heads": HEADS, "max_position_embeddings": 512,
-          "hidden_act": "silu", "tie_word_embeddings": False}
-COMPOSITE = {"softmax_impl": "composite", "hidden_act_impl": "composite"}
 # aten ops that launch one kernel on a GPU; an event inside another of them is its implementation, not a kernel
 # (the CPU sum's fill_, the scatter's index copies); views (expand, as_strided) and allocations launch none
 KERNEL_OPS = frozenset({"aten::div", "aten::where", "aten::max", "aten::sub", "aten::exp", "aten::sum", "aten::neg",

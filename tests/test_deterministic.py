@@ -13,16 +13,12 @@ import json
 
 import pytest
 
-from gpuwork.cli import build_parser
-from gpuwork.cli.args import plan_from_args
-from gpuwork.errors import PlanError
 from gpuwork.estimate.ops import Kind, step_ops
 from gpuwork.estimate.timing import estimate_time
 from gpuwork.facts.configs import import_configs
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import TrainPlan
 from gpuwork.present.messages import render
-from gpuwork.ui.sizing import SizingForm
 
 FILL = "deterministic fill"
 H, INTER, LAYERS, HEADS, KV, VOCAB, BATCH, SEQ = 64, 128, 2, 4, 2, 96, 2, 32
@@ -83,27 +79,6 @@ def test_an_fp32_stream_and_eager_attention_fill_less() -> None:
     # logits' gradient cast, the fp32 embedding gradient's zeros
     assert fills == {"forward": t * h * 4 + t * vocab * 4,
                      "backward": spec.num_layers * 3 * t * (q + kv) * 2 + t * vocab * 2 + vocab * h * 4}
-
-
-def test_bad_value_names_the_field_in_both_languages() -> None:
-    with pytest.raises(PlanError) as info:
-        TrainPlan(deterministic="yes")  # type: ignore[arg-type]
-    assert info.value.field == "deterministic"
-    for lang in ("en", "ru"):
-        assert "deterministic" in render(info.value.msg, lang)
-
-
-def test_cli_flag_form_and_request() -> None:
-    from gpuwork.present.request import rental_request
-
-    on = plan_from_args(build_parser().parse_args(["estimate", "--deterministic"]))
-    assert on.deterministic is True
-    assert plan_from_args(build_parser().parse_args(["estimate"])).deterministic is False
-    form = SizingForm({"model": "llama-3.2-1b"})
-    form.controls["deterministic"].value = True
-    assert form.error is None and form.plan.deterministic is True
-    assert "нечисл" in SizingForm({"model": "llama-3.2-1b"}, lang="ru").controls["deterministic"].tooltip
-    assert rental_request(on, lang="en").fields["suggested"]["deterministic"] is True
 
 
 def test_trainer_full_determinism_is_read(tmp_path) -> None:

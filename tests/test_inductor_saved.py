@@ -125,20 +125,28 @@ def _eager_and_compiled(layer, kwargs: dict[str, Any], skip: set[int]) -> tuple[
     return eager, _saved_bytes_per_token(compiled, skip, kwargs)
 
 
-@pytest.mark.slow
-def test_a_compiled_llama_block_saves_what_the_stack_prices():
+
+def llama_layer(fields: dict[str, Any]):
+    """A transformers LlamaDecoderLayer (SDPA, bf16, seeded) built from config fields, and its rotary cos/sin tables
+    for BATCH x SEQ tokens."""
     torch = pytest.importorskip("torch")
     from transformers import LlamaConfig
     from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
     config = LlamaConfig(
-        **{k: v for k, v in LLAMA.items() if k not in ("model_type", "architectures")},
+        **{k: v for k, v in fields.items() if k not in ("model_type", "architectures")},
         attn_implementation="sdpa",
     )
     torch.manual_seed(0)
     layer = LlamaDecoderLayer(config, 0).to(torch.bfloat16)
-    probe = torch.zeros(BATCH, SEQ, 256, dtype=torch.bfloat16)
+    probe = torch.zeros(BATCH, SEQ, config.hidden_size, dtype=torch.bfloat16)
     cos, sin = LlamaRotaryEmbedding(config)(probe, torch.arange(SEQ)[None].expand(BATCH, SEQ))
+    return layer, cos, sin
+
+
+@pytest.mark.slow
+def test_a_compiled_llama_block_saves_what_the_stack_prices():
+    layer, cos, sin = llama_layer(LLAMA)
     tables = {cos.untyped_storage().data_ptr(), sin.untyped_storage().data_ptr()}
     eager, inductor = _eager_and_compiled(layer, {"position_embeddings": (cos, sin)}, tables)
     assert eager == _per_layer("probe-llama", Stack.HF_TRAINER)

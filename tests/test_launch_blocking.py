@@ -11,16 +11,11 @@ import dataclasses
 
 import pytest
 
-from gpuwork.cli import build_parser
-from gpuwork.cli.args import plan_from_args
-from gpuwork.errors import PlanError
 from gpuwork.estimate.ops import step_ops
 from gpuwork.estimate.steptime import LAUNCH_OVERHEAD, host_us_per_kernel, price_ops
 from gpuwork.estimate.timing import estimate_time
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import TrainPlan
-from gpuwork.present.messages import render
-from gpuwork.ui.sizing import SizingForm
 
 LLAMA = TrainPlan(model="llama-3.1-8b", method="full", seq_len=8192, batch_size=2, grad_checkpointing=True)
 
@@ -101,31 +96,3 @@ def test_the_estimate_grows_by_the_dispatch_and_communication_is_all_exposed() -
         < blocked.comm.exposed_s
         == pytest.approx(blocked.comm.comm_s)
     )
-
-
-def test_bad_value_names_the_field_in_both_languages() -> None:
-    with pytest.raises(PlanError) as info:
-        TrainPlan(launch_blocking="1")  # type: ignore[arg-type]
-    assert info.value.field == "launch_blocking"
-    for lang in ("en", "ru"):
-        assert "launch_blocking" in render(info.value.msg, lang)
-
-
-def test_cli_flag_form_share_and_request() -> None:
-    from gpuwork.present.request import rental_request
-
-    on = plan_from_args(build_parser().parse_args(["estimate", "--launch-blocking"]))
-    assert on.launch_blocking is True
-    assert plan_from_args(build_parser().parse_args(["estimate"])).launch_blocking is False
-    form = SizingForm({"model": "llama-3.2-1b"})
-    form.controls["launch_blocking"].value = True
-    assert form.error is None and form.plan.launch_blocking is True
-    assert (
-        "CUDA_LAUNCH_BLOCKING"
-        in SizingForm({"model": "llama-3.2-1b"}, lang="ru").controls["launch_blocking"].tooltip
-    )
-    for lang, words in (("en", "every kernel launch waits"), ("ru", "каждый запуск ядра ждёт")):
-        request = rental_request(on, lang=lang)
-        assert request.fields["suggested"]["launch_blocking"] is True
-        assert words in request.text
-        assert words not in rental_request(dataclasses.replace(on, launch_blocking=False), lang=lang).text

@@ -9,7 +9,7 @@ import functools
 from typing import Any
 
 import pytest
-from test_inductor_saved import BATCH, SEQ, _saved_bytes_per_token
+from test_inductor_saved import BATCH, SEQ, _saved_bytes_per_token, llama_layer
 
 from gpuwork.estimate.memory import _activations, memory_dtypes
 from gpuwork.facts.rates import load_rates
@@ -86,17 +86,7 @@ def test_repeated_kv_when_sdpa_gets_a_mask_or_the_release_always_repeats():
 @pytest.mark.slow
 def test_a_masked_sdpa_call_keeps_repeated_kv():
     torch = pytest.importorskip("torch")
-    from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
-
-    config = LlamaConfig(
-        **{k: v for k, v in GQA.items() if k not in ("model_type", "architectures")},
-        attn_implementation="sdpa",
-    )
-    torch.manual_seed(0)
-    layer = LlamaDecoderLayer(config, 0).to(torch.bfloat16)
-    probe = torch.zeros(BATCH, SEQ, 256, dtype=torch.bfloat16)
-    cos, sin = LlamaRotaryEmbedding(config)(probe, torch.arange(SEQ)[None].expand(BATCH, SEQ))
+    layer, cos, sin = llama_layer(GQA)
     mask = torch.ones(SEQ, SEQ, dtype=torch.bool).tril().expand(BATCH, 1, SEQ, SEQ).clone()
     mask[1, :, :, SEQ - 8 :] = False  # the second row padded: a mask SDPA must apply
     mask[1, :, SEQ - 8 :, 0] = True  # (padded queries still attend somewhere)

@@ -12,9 +12,6 @@ import json
 
 import pytest
 
-from gpuwork.cli import build_parser
-from gpuwork.cli.args import plan_from_args
-from gpuwork.errors import PlanError
 from gpuwork.estimate.ops import Kind, Op, Phase
 from gpuwork.estimate.steptime import gemm_seconds, tf32_rates
 from gpuwork.estimate.timing import estimate_time, peak_flops
@@ -22,7 +19,6 @@ from gpuwork.facts.configs import import_configs
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import Precision, TrainPlan
 from gpuwork.present.messages import render
-from gpuwork.ui.sizing import SizingForm
 
 FP32 = TrainPlan(
     model="llama-3.2-1b", method="full", precision="fp32", seq_len=2048, batch_size=8, grad_checkpointing=True
@@ -106,32 +102,6 @@ def test_every_nvidia_ampere_or_newer_row_has_a_tf32_peak() -> None:
     for gpu in inputs.gpus.values():
         if gpu.vendor == "NVIDIA":
             assert gpu.tf32_dense_flops is not None and gpu.tf32_dense_flops < gpu.bf16_dense_flops
-
-
-def test_bad_value_names_the_field_in_both_languages() -> None:
-    with pytest.raises(PlanError) as info:
-        TrainPlan(tf32="yes")  # type: ignore[arg-type]
-    assert info.value.field == "tf32"
-    for lang in ("en", "ru"):
-        assert "tf32" in render(info.value.msg, lang)
-
-
-def test_cli_flag_form_share_and_request() -> None:
-    from gpuwork.present.request import rental_request
-
-    on = plan_from_args(build_parser().parse_args(["estimate", "--tf32"]))
-    assert on.tf32 is True
-    assert plan_from_args(build_parser().parse_args(["estimate"])).tf32 is False
-    form = SizingForm({"model": "llama-3.2-1b"})
-    form.controls["tf32"].value = True
-    assert form.error is None and form.plan.tf32 is True
-    assert "allow_tf32" in SizingForm({"model": "llama-3.2-1b"}, lang="ru").controls["tf32"].tooltip
-    assert "тензорных ядрах" in SizingForm({"model": "llama-3.2-1b"}, lang="ru").controls["tf32"].tooltip
-    for lang, words in (("en", "TF32 on for fp32 matmuls"), ("ru", "TF32 включён для умножений матриц fp32")):
-        request = rental_request(on, lang=lang)
-        assert request.fields["suggested"]["tf32"] is True
-        assert words in request.text
-        assert words not in rental_request(dataclasses.replace(on, tf32=False), lang=lang).text
 
 
 def test_trainer_tf32_is_read(tmp_path) -> None:
