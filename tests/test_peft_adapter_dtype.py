@@ -165,3 +165,13 @@ def test_fms_acceleration_lora_rows_are_re_read_onto_peft_0_11() -> None:
     for case in cases:
         assert case.reread is not None and case.as_reread().plan.stack is Stack.HF_TRAINER_2024, case.name
         assert any(e.quote == "peft==0.11.1" for e in case.reread.evidence)
+
+
+def test_the_request_names_the_peft_releases_the_stack_prices() -> None:
+    from gpuwork.plan import TrainPlan
+    from gpuwork.present.request import rental_request
+
+    lora = TrainPlan(method="lora", precision="bf16", stack="hf-trainer-2024")
+    for lang in ("en", "ru"):
+        assert "peft>=0.7,<0.12" in rental_request(lora, lang=lang).text
+        assert "peft>=0.7,<0.12" not in rental_request(lora.replace(stack="hf-trainer"), lang=lang).text

@@ -479,6 +479,8 @@ def _framework(plan: TrainPlan, vendor: str | None, lang: str) -> tuple[str, str
     peft = "/peft" if plan.uses_adapters and plan.stack not in UNSLOTH_STACKS else (
         ", peft" if plan.uses_adapters else "")
     parts = [_STACK_NAMES[plan.stack].format(peft=peft, loop=text("request.own_loop", lang))]
+    if plan.stack is Stack.HF_TRAINER_2024 and plan.uses_adapters:
+        parts.append("peft>=0.7,<0.12")  # the releases that keep adapters in the base's dtype (docs/peft_adapter_dtype.md)
     if plan.method is Method.QLORA:
         # the older stack names the releases whose 4-bit matmul keeps its input (docs/memory_bnb_releases.md)
         parts.append("bitsandbytes<=0.43.1" if plan.stack in (Stack.HF_TRAINER_2023, Stack.HF_TRAINER_2024, Stack.HF_LOOP_2024)
