@@ -13,9 +13,11 @@ from gpuwork.facts.rates import load_rates
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "gpuwork" / "facts" / "data"
-# the one row the rule misses by more than 10 %: cuBLAS on the H200 runs 1024^3 slower than one wave of split-K
-# 128x128 tiles (docs/gemm_fp32.md); the RTX 5090's 1024^3 misses the other way, within 10 %
-MISSES = {("h200_sxm", 1024, 1024, 1024)}
+# the rows the rule misses by more than 10 % (docs/gemm_fp32.md): cuBLAS on the H200 runs 1024^3 slower than one wave
+# of split-K 128x128 tiles (model fast); on the A100 80GB PCIe cuBLAS's SGEMM sweep [G11] is smooth where the model's
+# one-CTA-per-SM waves over 108 SMs leave a tail (model slow)
+A100_MISSES = (1024, 1152, 1408, 1664, 1920, 2048, 2176, 2432, 2688, 2816, 3072)
+MISSES = {("h200_sxm", 1024, 1024, 1024)} | {("a100_80_pcie", s, s, s) for s in A100_MISSES}
 
 
 def fp32_rows() -> list[dict[str, str]]:
@@ -28,9 +30,17 @@ def kernels(gpu_id: str) -> GemmKernels:
     rates, gpu = load_rates(), get_gpu(gpu_id)
     device = rates.device(gpu_id)
     achievable = device.matmul_flops["fp32"]
-    return GemmKernels(4, tiles_peak(gpu.fp32_flops, achievable, rates.gemm_tiles), achievable, device.sm_count,
-                       device.mem_bw_bytes_s, rates.gemm_tiles, rates.kernel("gemm_latency_us") * 1e-6,
-                       rates.kernel("gemm_tile_overhead_us") * 1e-6, int(rates.kernel("gemm_max_split_k")))
+    return GemmKernels(
+        4,
+        tiles_peak(gpu.fp32_flops, achievable, rates.gemm_tiles, simt=True),
+        achievable,
+        device.sm_count,
+        device.mem_bw_bytes_s,
+        rates.gemm_tiles,
+        rates.kernel("gemm_latency_us") * 1e-6,
+        rates.kernel("gemm_tile_overhead_us") * 1e-6,
+        int(rates.kernel("gemm_max_split_k")),
+    )
 
 
 def key(row: dict[str, str]) -> tuple[str, int, int, int]:
@@ -44,29 +54,61 @@ def model_error(row: dict[str, str]) -> float:
 
 def test_the_fp32_rows_are_cublas_sgemm_on_catalog_gpus_each_with_its_source():
     rows = fp32_rows()
-    assert {r["gpu_id"] for r in rows} == {"h200_sxm", "rtx5090", "rtx_a6000"}
-    assert len(rows) == 11
+    assert {r["gpu_id"] for r in rows} == {
+        "h200_sxm",
+        "rtx5090",
+        "rtx_a6000",
+        "h100_sxm",
+        "rtx4090",
+        "a100_40_pcie",
+        "a40",
+        "a100_80_pcie",
+    }
+    assert len(rows) == 46
+    assert len({key(r) for r in rows}) == len(rows)
     for r in rows:
-        assert r["library"] == "cuBLAS SGEMM" and "@" in r["source"] and re.search(r"\[G[67]\]", r["source"]), r
+        assert "cuBLAS SGEMM" in r["library"] and "@" in r["source"], r
+        assert re.search(r"\[G(3|6|7|11|12)\]", r["source"]), r
 
 
-@pytest.mark.parametrize("row", [r for r in fp32_rows() if key(r) not in MISSES], ids=lambda r: "-".join(map(str, key(r))))
+@pytest.mark.parametrize(
+    "row", [r for r in fp32_rows() if key(r) not in MISSES], ids=lambda r: "-".join(map(str, key(r)))
+)
 def test_the_rule_reproduces_each_fp32_row_within_10_percent(row):
     assert abs(model_error(row)) < 0.10
 
 
-def test_the_known_fp32_miss_is_the_model_running_fast_by_under_35_percent():
-    missed = [r for r in fp32_rows() if key(r) in MISSES]
-    assert {key(r) for r in missed} == MISSES
-    assert all(-0.35 < model_error(r) < -0.10 for r in missed)
+def test_the_known_fp32_misses_are_the_h200_fast_and_the_a100_sweep_slow_within_their_bounds():
+    missed = {key(r): model_error(r) for r in fp32_rows() if key(r) in MISSES}
+    assert set(missed) == MISSES
+    assert -0.35 < missed[("h200_sxm", 1024, 1024, 1024)] < -0.10
+    assert all(0.10 < e < 0.45 for k, e in missed.items() if k[0] == "a100_80_pcie")
+
+
+def test_an_a100_sgemm_reaches_the_measured_fp32_rate_through_its_largest_tile():
+    # torch.mm fp32 on an A100 SXM runs at 19.18 TF, above 0.85 of its 19.5 TF datasheet: the tiles' peak is raised
+    # so that the largest tile reaches it (tiles_peak(simt=True)); elsewhere the datasheet peak stays
+    k = kernels("a100_80_sxm")
+    best = max(e for _, _, e in k.tiles)
+    assert (
+        k.peak_flops == pytest.approx(k.achievable_flops / best)
+        and k.peak_flops > get_gpu("a100_80_sxm").fp32_flops
+    )
+    assert gemm_time(8192, 8192, 8192, k) == pytest.approx(
+        k.latency_s + 2.0 * 8192**3 / k.achievable_flops, rel=0.01
+    )
+    assert kernels("h100_sxm").peak_flops == get_gpu("h100_sxm").fp32_flops
+    assert tiles_peak(19.5e12, 19.18e12, k.tiles) == 19.5e12  # the tensor-core rule is unchanged
 
 
 def test_an_h200_sgemm_of_1024_cubed_is_one_wave_of_split_k_128x128_tiles():
     k = kernels("h200_sxm")
     per_sm = k.peak_flops / k.sm_count
     share = dict(((tm, tn), e) for tm, tn, e in k.tiles)[(128, 128)]
-    compute = 2 * 128 * 128 * 512 / (per_sm * share) + k.tile_overhead_s  # 64 tiles x 2 splits = 128 CTAs, 1 wave
-    floor = 2.0 * 1024 ** 3 / k.achievable_flops
+    compute = (
+        2 * 128 * 128 * 512 / (per_sm * share) + k.tile_overhead_s
+    )  # 64 tiles x 2 splits = 128 CTAs, 1 wave
+    floor = 2.0 * 1024**3 / k.achievable_flops
     partials = 2 * (2.0 * 1024 * 1024 * PARTIAL_SUM_BYTES / k.mem_bw_bytes_s)
     choice = gemm_choice(1024, 1024, 1024, k)
     assert (choice.tile_m, choice.tile_n, choice.split_k, choice.waves) == (128, 128, 2, 1)
@@ -78,7 +120,8 @@ def test_a_large_sgemm_runs_at_the_measured_fp32_rate_plus_the_kernel_latency():
     for gpu_id, size in (("h200_sxm", 8192), ("rtx5090", 16384), ("rtx_a6000", 4092)):
         k = kernels(gpu_id)
         assert gemm_time(size, size, size, k) == pytest.approx(
-            k.latency_s + 2.0 * size ** 3 / k.achievable_flops, rel=0.01), gpu_id
+            k.latency_s + 2.0 * size**3 / k.achievable_flops, rel=0.01
+        ), gpu_id
 
 
 def test_an_fp32_gemm_moves_four_bytes_per_element_at_the_memory_floor():

@@ -57,9 +57,10 @@ def test_a_large_gemm_runs_at_the_tf32_rate(gpu_id: str) -> None:
     tf32 = gemm_seconds(
         Op("mm", Kind.MATMUL, Phase.FORWARD, flops, 0.0, 1, 1, "tf32", m, n), gpu, device, inputs.rates
     )
-    # TF32 at its large-GEMM cap, FP32 at its own or below it: at least the ratio of the rates, several times
+    # TF32 within 5 % of its large-GEMM cap, FP32 at its own or below it (the A100's FP32 at its own: tiles_peak
+    # simt): at least the ratio of the rates over 1.05, several times
     assert tf32 == pytest.approx(flops / achievable, rel=0.05)
-    assert fp32 / tf32 >= 0.97 * achievable / device.matmul_flops["fp32"]
+    assert fp32 / tf32 >= achievable / device.matmul_flops["fp32"] / 1.05
     assert fp32 / tf32 > 1.5
 
 
