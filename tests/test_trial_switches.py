@@ -5,6 +5,7 @@ languages where a trial cannot apply them."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -160,3 +161,33 @@ def test_the_record_shows_its_switches_and_the_start_up_notice_in_the_report_and
     table = format_compare(compare([record, tf32]), "ru")
     line = next(row for row in table.splitlines() if row.startswith("переключатели выполнения"))
     assert "нет" in line and "tf32" in line
+    # the calibration prices the run the trial made: without the switch it could not apply, with the one it ran
+    from gpuwork.measure.calibration import calibrate
+
+    def on_h100(r):
+        env = dataclasses.replace(
+            r.environment,
+            device="cuda:0",
+            device_name="NVIDIA H100 80GB HBM3",
+            device_total_bytes=81559 * 2**20,
+            gpu_count=1,
+        )
+        return dataclasses.replace(r, environment=env)
+
+    assert calibrate(on_h100(record)).plan["launch_blocking"] is False
+    assert calibrate(on_h100(tf32)).plan["tf32"] is True
+    hf_run = dataclasses.replace(
+        on_h100(record), source="gpuwork.hf.GpuworkCallback"
+    )  # the user's run set it
+    assert calibrate(hf_run).plan["launch_blocking"] is True
+
+
+@pytest.mark.slow
+def test_each_torchrun_rank_runs_under_the_switches(clean_env):
+    from gpuwork.measure.distributed import run_distributed
+
+    plan = tiny(gpus=2, tf32=True, deterministic=True, launch_blocking=True)
+    record = run_distributed(plan, 2, steps=1, warmup=0, checkpoint=False, timeout_s=300)
+    assert record.fits and record.world_size == 2
+    assert record.environment.switches == ("deterministic", "tf32")  # each rank's own trial turned them on
+    assert "trial.sub.switch_cpu" in [m.code for m in record.protocol.substitutions]  # CPU ranks: no effect
