@@ -49,7 +49,7 @@ def _state() -> tuple:
 @pytest.fixture
 def clean_env(monkeypatch):
     """The switches' variables unset here, and as they were after the test."""
-    for name in (CUBLAS_VARIABLE, "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF"):
+    for name in (CUBLAS_VARIABLE, "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
 
@@ -99,6 +99,17 @@ def test_start_up_switches_go_into_the_environment_of_the_processes_started(clea
     env = startup_env(plan, {"PATH": "/bin", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"})
     assert env["CUDA_LAUNCH_BLOCKING"] == "1" and env["PATH"] == "/bin"
     assert env["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:128,expandable_segments:True"  # theirs kept
+    assert env["PYTORCH_ALLOC_CONF"] == env["PYTORCH_CUDA_ALLOC_CONF"]  # newer torch reads this one first
+    newer = startup_env(plan, {"PYTORCH_ALLOC_CONF": "expandable_segments:False,backend:native"})
+    assert newer["PYTORCH_ALLOC_CONF"] == "backend:native,expandable_segments:True"
+    assert switch_notices(plan, torch.device("cuda", 0), cuda_started=False, env=newer)[1] == []
+    shadowed = {"PYTORCH_ALLOC_CONF": "backend:native", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert (
+        switch_notices(
+            tiny(expandable_segments=True), torch.device("cuda", 0), cuda_started=True, env=shadowed
+        )[0]
+        == []
+    )  # torch reads PYTORCH_ALLOC_CONF: expandable segments are off
     assert env[CUBLAS_VARIABLE] == ":4096:8"
     assert (
         startup_env(plan, {CUBLAS_VARIABLE: ":16:8"})[CUBLAS_VARIABLE] == ":16:8"

@@ -37,8 +37,14 @@ CUBLAS_VARIABLE = "CUBLAS_WORKSPACE_CONFIG"
 CUBLAS_DETERMINISTIC = ":4096:8"  # PyTorch's reproducibility notes: :4096:8 (or :16:8, slower)
 
 
-def _alloc_conf(current: str | None) -> str:
-    """PYTORCH_CUDA_ALLOC_CONF with expandable_segments:True, the caller's other options kept."""
+# newer torch reads PYTORCH_ALLOC_CONF first and PYTORCH_CUDA_ALLOC_CONF only when it is unset (deprecated); older
+# torch reads PYTORCH_CUDA_ALLOC_CONF alone (c10/core/AllocatorConfig.cpp, AcceleratorAllocatorConfig::instance,
+# https://github.com/pytorch/pytorch/blob/0ac716637f3258efcaf7fdfb851bdd520c9c1441/c10/core/AllocatorConfig.cpp)
+ALLOC_CONF, CUDA_ALLOC_CONF = "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def _with_expandable(current: str | None) -> str:
+    """An allocator configuration with expandable_segments:True, its other options kept."""
     options = [
         o
         for o in (current or "").split(",")
@@ -49,13 +55,15 @@ def _alloc_conf(current: str | None) -> str:
 
 def startup_env(plan: TrainPlan, env: Mapping[str, str]) -> dict[str, str]:
     """``env`` with what the plan's start-up switches need, for a process that has not started CUDA yet:
-    CUDA_LAUNCH_BLOCKING=1 (launch_blocking), expandable_segments:True added to PYTORCH_CUDA_ALLOC_CONF
-    (expandable_segments) and, for deterministic, CUBLAS_WORKSPACE_CONFIG=:4096:8 unless one is set."""
+    CUDA_LAUNCH_BLOCKING=1 (launch_blocking); expandable_segments:True added to the allocator configuration
+    (expandable_segments), in both variables so that old and new torch read it, each keeping its other options;
+    for deterministic, CUBLAS_WORKSPACE_CONFIG=:4096:8 unless one is set."""
     out = dict(env)
     if plan.launch_blocking:
         out["CUDA_LAUNCH_BLOCKING"] = "1"
     if plan.expandable_segments:
-        out["PYTORCH_CUDA_ALLOC_CONF"] = _alloc_conf(out.get("PYTORCH_CUDA_ALLOC_CONF"))
+        out[ALLOC_CONF] = _with_expandable(env.get(ALLOC_CONF, env.get(CUDA_ALLOC_CONF)))
+        out[CUDA_ALLOC_CONF] = _with_expandable(env.get(CUDA_ALLOC_CONF))
     if plan.deterministic:
         out.setdefault(CUBLAS_VARIABLE, CUBLAS_DETERMINISTIC)
     return out
@@ -63,8 +71,9 @@ def startup_env(plan: TrainPlan, env: Mapping[str, str]) -> dict[str, str]:
 
 def _in_effect(name: str, env: Mapping[str, str]) -> bool:
     variable, value = STARTUP_VARIABLES[name]
-    if name == "expandable_segments":
-        return any(o.replace(" ", "").lower() == value.lower() for o in env.get(variable, "").split(","))
+    if name == "expandable_segments":  # the configuration newer torch reads
+        read = env.get(ALLOC_CONF, env.get(CUDA_ALLOC_CONF, ""))
+        return any(o.replace(" ", "").lower() == value.lower() for o in read.split(","))
     return env.get(variable, "").strip() == value
 
 
