@@ -169,6 +169,9 @@ def test_the_record_shows_its_switches_and_the_start_up_notice_in_the_report_and
     tf32 = trial_module.run_trial(tiny(tf32=True), steps=1, warmup=0, device="cpu", checkpoint=False)
     assert "execution switches: tf32" in format_trial(tf32)
     assert "переключатели выполнения: tf32" in format_trial(tf32, "ru")
+    from gpuwork.present.tables import records_frame
+
+    assert list(records_frame([record, tf32])["switches"]) == ["", "tf32"]
     table = format_compare(compare([record, tf32]), "ru")
     line = next(row for row in table.splitlines() if row.startswith("переключатели выполнения"))
     assert "нет" in line and "tf32" in line
