@@ -141,7 +141,7 @@ def test_records_frame_has_one_row_per_record(records: tuple) -> None:
     row = frame.iloc[0]
     assert (row["model"], row["method"], row["precision"]) == ("tiny-llama", "lora", "fp32")
     assert (row["seq_len"], row["micro_batch"], row["grad_accum"], row["processes"]) == (64, 2, 1, 1)
-    assert row["device"] == "cpu" and row["fits"]
+    assert row["device"] == "cpu" and row["fits"] and row["switches"] == ""  # a plan without execution switches
     assert row["median_step_time_s"] == ok.summary.median_step_time_s > 0
     assert row["tokens_per_s"] == ok.summary.tokens_per_s == pytest.approx(2 * 64 / ok.summary.median_step_time_s)
     assert row["peak_trial_memory_bytes"] == ok.peak_trial_memory_bytes > 0

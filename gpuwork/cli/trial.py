@@ -96,6 +96,8 @@ def format_trial(record: Any, lang: str = "en") -> str:
                  seq_len=p.seq_len, batch=p.micro_batch, grad_accum=p.grad_accum, processes=processes,
                  device=msg("cli.trial.cpu") if env.device == "cpu" else env.device, device_name=env.device_name)]
     head += [text("cli.trial.substitution", lang, what=sub) for sub in p.substitutions]
+    if env.switches:  # the plan's execution switches it ran under (tf32, deterministic, ...)
+        head.append(text("cli.trial.switches", lang, what=", ".join(env.switches)))
     rows: list[tuple[str, str]] = []
 
     def row(key: str, value: str) -> None:
@@ -254,6 +256,7 @@ def format_compare(rows: list[dict[str, Any]], lang: str = "en") -> str:
               ("tokens_s", "tokens_per_s", lambda v: "-" if v is None else fmt_int(v, lang)),
               ("peak_memory", "peak_memory_bytes", lambda v: _size(v, lang)),
               ("checkpoint", "checkpoint_verified", yes_no),
+              ("switches", "switches", lambda v: ", ".join(v) if v else text("cli.compare.no_switches", lang)),
               ("price", "price_per_hour", price), ("cost", "cost_per_1m_tokens", cost),
               ("cost_range", whole_row, cost_range)]
     if any("estimate" in r for r in rows):
@@ -356,6 +359,7 @@ def _cmd_trial(args: argparse.Namespace) -> int:
             raise TrialError(msg("error.trial.until_stable_with", flag="--ramp"))
         stable = {"until_stable": args.tolerance, "max_steps": args.max_steps}
         check_until_stable(args.tolerance, args.max_steps, args.steps)
+    startup_switches(plan)
     if args.ramp:
         return _ramp(args, plan, cap, data)
     done_before = resume["resume"].step if resume else 0
@@ -384,6 +388,18 @@ def _cmd_trial(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     return _report(args, plan, record, done_before)
+
+
+def startup_switches(plan: TrainPlan, environ: Any = None) -> None:
+    """Put the plan's start-up switches (launch_blocking, expandable_segments; deterministic's cuBLAS workspace)
+    into this process's environment before CUDA starts in it: ``gpuwork trial`` is a process of its own, so its
+    one-process trial runs under them, and torchrun's ranks inherit them (``gpuwork.measure.switches``)."""
+    import os
+
+    from gpuwork.measure.switches import startup_env
+
+    environ = os.environ if environ is None else environ
+    environ.update(startup_env(plan, environ))
 
 
 def _plan_or_resume(args: argparse.Namespace) -> tuple[TrainPlan, dict[str, Any]]:

@@ -680,8 +680,13 @@ def torchrun_command(nproc: int, spec_path: str | Path, *, port: int, python: st
             "--module", "gpuwork.measure.distributed", "--spec", str(spec_path)]
 
 
-def _child_env(threads: int | None) -> dict[str, str]:
-    env = dict(os.environ)
+def child_env(plan: TrainPlan, threads: int | None = None) -> dict[str, str]:
+    """The environment torchrun and its ranks start with: this process's, with the plan's start-up switches
+    (CUDA_LAUNCH_BLOCKING, PYTORCH_CUDA_ALLOC_CONF, deterministic's CUBLAS_WORKSPACE_CONFIG; they work only when
+    set before CUDA starts, ``gpuwork.measure.switches.startup_env``) and the launcher's own settings."""
+    from gpuwork.measure.switches import startup_env
+
+    env = startup_env(plan, os.environ)
     # one OpenMP thread per process unless asked: N processes x M threads on few cores stall each other
     env["OMP_NUM_THREADS"] = str(threads) if threads else env.get("OMP_NUM_THREADS", "1")
     package_root = str(Path(__file__).resolve().parent.parent)
@@ -739,7 +744,7 @@ def run_distributed(plan: TrainPlan, nproc: int, options: TrialOptions | None = 
         spec_path = work / SPEC_FILE
         command = torchrun_command(nproc, spec_path, port=free_port(), python=python)
         spec_path.write_text(json.dumps(_spec(plan, o, out_path, timeout_s, " ".join(command)), indent=1))
-        rc, tail = launch(command, _child_env(threads_per_process), list(callbacks), timeout_s, work / STOP_FILE)
+        rc, tail = launch(command, child_env(plan, threads_per_process), list(callbacks), timeout_s, work / STOP_FILE)
         return _outcome(rc, tail, work, nproc, timeout_s)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -855,6 +860,7 @@ __all__ = [
     "DistributedCheckpoint",
     "DistributedParallel",
     "Strategy",
+    "child_env",
     "free_port",
     "merge_ranks",
     "remove_stale_work",

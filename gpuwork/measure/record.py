@@ -147,6 +147,9 @@ class TrialEnvironment:
     driver_version: str | None = None
     gpu_compute_capability: str | None = None
     gpu_count: int = 0
+    # the plan's execution switches the trial ran under (tf32, deterministic, launch_blocking,
+    # expandable_segments; gpuwork.measure.switches): one the plan asks for and this lacks is in the substitutions
+    switches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -785,6 +788,7 @@ def compare(records: Sequence[TrialRecord], price_per_hour: float | Sequence[flo
             "seq_len": p.seq_len,
             "grad_accum": p.grad_accum,
             "device": record.environment.device_name,
+            "switches": list(record.environment.switches),  # the plan's execution switches it ran under
             "gpus": record.world_size,
             # how the processes ran: the plan's sharding, the wrapper, its mesh and resharding (None: one process)
             "sharding": par.sharding_requested if par else None,

@@ -200,6 +200,7 @@ class Setup:
     substitutions: list[Msg]  # every place the trial does not run exactly what the plan says
     qlora_base_dir: Path | None = None  # random-init model saved for 4-bit loading
     parallel: Parallel = field(default_factory=Parallel)  # one process unless torchrun
+    switches: list[str] = field(default_factory=list)  # the plan's execution switches the trial runs under
 
 
 @dataclass
@@ -609,9 +610,13 @@ class TrialInputs(Protocol):
 def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
     """Resolve device, model config, task, precision, attention, learning rate and data for a trial (from the
     options' device, seed, warm-up, lr, data, tokenizer, model factory, clipping and parallel hooks)."""
+    import torch
+
     from gpuwork.facts.model import load_config, resolve_task
+    from gpuwork.measure.switches import switch_notices
 
     o = options
+    cuda_started = torch.cuda.is_initialized()  # before the device is resolved (which starts CUDA)
     dev = _resolve_device(o.device)
     config_dict, model_name = load_config(plan.model)
     task = resolve_task(config_dict, plan.task)
@@ -624,6 +629,8 @@ def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
         substitutions.append(msg("trial.sub.mlm_every_position", n=plan.mlm_predictions, seq_len=plan.seq_len))
     if plan.packed_document_tokens is not None:  # the trial's rows are plain sequences: no cu_seqlens
         substitutions.append(msg("trial.sub.packed_documents", n=plan.packed_document_tokens, seq_len=plan.seq_len))
+    switches, notices = switch_notices(plan, dev, cuda_started=cuda_started)
+    substitutions.extend(notices)
     parallel = o.parallel if o.parallel is not None else ONE_PROCESS
     substitutions.extend(parallel.substitutions(plan, dev))
     lr = o.lr
@@ -636,7 +643,7 @@ def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
                   compute_dtype=compute, param_dtype=param_dtype, autocast_dtype=autocast_dtype,
                   precision_used=precision_used, attention=attention, lr=lr, seed=o.seed, warmup=o.warmup,
                   max_grad_norm=clip_norm(plan, o.max_grad_norm), weights_dir=weights_dir, factory=o.model_factory,
-                  pad_id=text.tokenizer.pad_id, substitutions=substitutions, parallel=parallel)
+                  pad_id=text.tokenizer.pad_id, substitutions=substitutions, parallel=parallel, switches=switches)
     return setup, text
 
 

@@ -125,6 +125,7 @@ from gpuwork.measure.runtime import (
     train_step,
 )
 from gpuwork.measure.stability import RunningStepTimes
+from gpuwork.measure.switches import execution_switches
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
 
@@ -400,7 +401,7 @@ class _Trial:
             except OSError as exc:
                 raise records.folder_error(exc, self.out_path) from None
         self.stem = self.parallel.agree(run_id(self.out_path, self.setup.model_name, plan.method.value, self.created))
-        self.environment = environment(self.dev)
+        self.environment = dataclasses.replace(environment(self.dev), switches=tuple(self.setup.switches))
         self.json_path = self.out_path / f"{self.stem}.json" if self.out_path is not None else None
         self.checkpoint_folder = self.out_path / f"{self.stem}-checkpoint" if self.out_path is not None else None
 
@@ -511,6 +512,7 @@ class _Trial:
         release_memory(self.dev)
         try:
             self.temp.enter_context(quiet_libraries())
+            self.temp.enter_context(execution_switches(self.plan, self.dev))  # the caller's settings back at the end
             try:
                 scratch = self.parallel.scratch_dir(self.temp, self.out_path, self.stem)
             except OSError as exc:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 OFFER_COLUMNS = ("offer_id", "provider", "gpu_id", "gpu", "mode", "region", "price_per_gpu_hour_usd", "fits",
                  "gpus_used", "gpus_billed", "sharding", "expected_hours", "expected_cost_usd", "reason")
 RECORD_COLUMNS = ("label", "model", "method", "precision", "optimizer", "seq_len", "micro_batch", "grad_accum",
-                  "processes", "device", "device_name", "median_step_time_s", "tokens_per_s",
+                  "processes", "device", "device_name", "switches", "median_step_time_s", "tokens_per_s",
                   "peak_trial_memory_bytes", "cuda_peak_allocated_bytes", "cuda_peak_reserved_bytes",
                   "rss_peak_bytes", "fits", "error", "saved_to")
 MEMORY_COLUMNS = ("term", "bytes", "GiB")
@@ -118,6 +118,7 @@ def _record(item: TrialRecord | str | os.PathLike[str]) -> TrialRecord:
 def records_frame(records: Iterable[TrialRecord | str | os.PathLike[str]], lang: str = "en") -> pd.DataFrame:
     """One row per measured trial: plan essentials, device, median step time, tokens/s, peaks, fits.
 
+    "switches" names the plan's execution switches the trial ran under, comma-separated ("" none).
     ``records`` holds TrialRecord objects or paths of trial JSON files (``runs/trial-*.json``). Peak
     memory is in bytes by kind: the trial's own peak (what a memory cap is compared with), CUDA
     allocated / reserved peaks (NA on CPU) and the process RSS peak (NA on CUDA). Step time and
@@ -131,6 +132,7 @@ def records_frame(records: Iterable[TrialRecord | str | os.PathLike[str]], lang:
             "label": record.label, "model": p.model, "method": p.method, "precision": p.precision_used,
             "optimizer": p.optimizer, "seq_len": p.seq_len, "micro_batch": p.micro_batch, "grad_accum": p.grad_accum,
             "processes": record.world_size, "device": env.device, "device_name": env.device_name,
+            "switches": ",".join(env.switches),  # the plan's execution switches the trial ran under ("" none)
             "median_step_time_s": s.median_step_time_s if s else None, "tokens_per_s": s.tokens_per_s if s else None,
             "peak_trial_memory_bytes": record.peak_trial_memory_bytes,
             "cuda_peak_allocated_bytes": s.cuda_peak_allocated_bytes if s else None,

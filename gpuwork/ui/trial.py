@@ -548,6 +548,8 @@ class TrialPanel(common.Panel):
         if record.protocol.substitutions:
             lines.append(note_html(html.escape(ui("substitutions", lang).format(
                 what=tuple(record.protocol.substitutions))), NOTE_COLOR))
+        if record.environment.switches:
+            lines.append(note_html(html.escape(ui("switches", lang).format(what=", ".join(record.environment.switches)))))
         saved = common.public_text(record.saved_to) if record.saved_to and common.is_public() else record.saved_to
         lines.append(note_html(ui("saved", lang).format(path=html.escape(saved)) if saved
                                else html.escape(ui("not_saved", lang))))

@@ -48,6 +48,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.compare.tokens_s": ("tokens/s", "токенов/с"),
     "cli.compare.peak_memory": ("peak memory", "пик памяти"),
     "cli.compare.checkpoint": ("checkpoint verified", "чекпойнт проверен"),
+    "cli.compare.switches": ("execution switches", "переключатели выполнения"),
+    "cli.compare.no_switches": ("none", "нет"),
     "cli.compare.price": ("price per GPU-hour", "цена за GPU-час"),
     "cli.compare.cost": ("cost per 1M tokens", "стоимость 1 млн токенов"),
     "cli.compare.yes": ("yes", "да"),

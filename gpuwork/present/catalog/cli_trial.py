@@ -22,6 +22,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                  "{backend:raw})"),
     "cli.trial.cpu": ("cpu", "CPU"),
     "cli.trial.substitution": ("  substitution: {what}", "  замена: {what}"),
+    "cli.trial.switches": ("  execution switches: {what:raw}", "  переключатели выполнения: {what:raw}"),
     "cli.trial.row.step_time": ("step time", "время шага"),
     "cli.trial.row.throughput": ("throughput", "скорость"),
     "cli.trial.row.data_wait": ("data wait", "данные"),

@@ -14,6 +14,25 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "trial.sub.attention_eager": (
         "attention {attention:raw} -> eager: {config:raw} does not support it",
         "attention {attention:raw} → eager: {config:raw} его не поддерживает"),
+    # the plan's execution switches (gpuwork.measure.switches): set before CUDA starts, or not at all
+    "trial.sub.switch_startup": (
+        "{switch:raw}: {variable:raw}={value:raw} takes effect only when set before CUDA starts in a process, and this "
+        "process started without it, so the trial ran without it (run `gpuwork trial ...` from a shell: it sets "
+        "{variable:raw} before CUDA starts)",
+        "{switch:raw}: {variable:raw}={value:raw} действует, только если задан до запуска CUDA в процессе, а этот "
+        "процесс запущен без него, поэтому пробный запуск шёл без него (запустите `gpuwork trial ...` из командной "
+        "строки: он задаёт {variable:raw} до запуска CUDA)"),
+    "trial.sub.switch_cpu": (
+        "{switch:raw} ({variable:raw}={value:raw}) has no effect on a CPU device: the trial ran without it",
+        "{switch:raw} ({variable:raw}={value:raw}) не действует на CPU: пробный запуск шёл без него"),
+    "trial.sub.cublas_late": (
+        "{switch:raw}: {variable:raw} was unset and CUDA had already run in this process; the trial set it to "
+        "{value:raw}, but a cuBLAS handle made before keeps its workspace, so its results may still vary (run "
+        "`gpuwork trial ...` from a shell, or set {variable:raw}={value:raw} before CUDA starts)",
+        "{switch:raw}: {variable:raw} не был задан, а CUDA в этом процессе уже работала; пробный запуск задал "
+        "{value:raw}, но дескриптор cuBLAS, созданный раньше, сохраняет своё рабочее пространство, и его результаты "
+        "могут различаться (запустите `gpuwork trial ...` из командной строки или задайте "
+        "{variable:raw}={value:raw} до запуска CUDA)"),
     "trial.sub.paged_cpu": (
         "paged-adamw-8bit runs unpaged on CPU (bitsandbytes has no paged memory there)",
         "paged-adamw-8bit на CPU работает без подкачки (у bitsandbytes там нет страничной памяти)"),
