@@ -113,7 +113,8 @@ def test_configs_naming_flash_attention_4_read_as_flash4(tmp_path: Path, value: 
 def test_a_trial_that_ran_flash_attention_4_is_read_back_as_flash4() -> None:
     from types import SimpleNamespace
     # calibration reads the plan a trial ran from the attention it used (transformers' name for FA4 included)
-    record = SimpleNamespace(plan=TrainPlan(**PLAN, attention="sdpa"), world_size=1,
+    record = SimpleNamespace(plan=TrainPlan(**PLAN, attention="sdpa"), world_size=1, source="gpuwork trial",
+                             environment=SimpleNamespace(switches=()),
                              protocol=SimpleNamespace(attention_used="flash_attention_4"))
     assert _plan_as_run(record, None).attention is Attention.FLASH4
 

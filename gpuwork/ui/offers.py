@@ -217,6 +217,8 @@ def compare_html(records: Sequence[Any], price_per_hour: float | None, lang: str
         if key == "sharding":  # the four fields of how the processes ran, as one sentence
             said = sharding_as_run(row)
             return "–" if said is None else html.escape(messages.render(said, lang))
+        if key == "switches":  # the plan's execution switches the trial ran under (gpuwork.measure.switches)
+            return html.escape(", ".join(row[key]) or messages.text("cli.compare.no_switches", lang))
         return fmt(row[key], key)
 
     keys = [k for k in rows[0] if k == "sharding" or k not in SHARDING_FIELDS]

@@ -29,6 +29,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.cmp.measured_steps": ("Measured steps", "Замерено шагов"),
     "ui.cmp.converged": ("Step time settled", "Время шага устоялось"),
     "ui.cmp.source": ("Measured by", "Чем замерено"),
+    "ui.cmp.switches": ("Execution settings applied (TF32, deterministic mode, blocking launches, allocator)",
+                        "Применённые настройки выполнения (TF32, детерминированный режим, блокирующие запуски, аллокатор)"),
     "ui.cmp.tokens_per_s": ("Throughput (tokens/s)", "Скорость (токенов/с)"),
     "ui.cmp.peak_memory_bytes": ("Peak memory", "Пик памяти"),
     "ui.cmp.data_wait_fraction": ("Time waiting for data (share of a step)", "Ожидание данных (доля шага)"),
