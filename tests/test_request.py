@@ -367,3 +367,15 @@ def test_a_plain_loop_is_named_in_the_requests_language(stack: str) -> None:
     assert "PyTorch (own training loop" in en.text and "own training loop" in en.fields["suggested"]["framework"]
     assert "PyTorch (собственный цикл обучения" in ru.text
     assert "own training loop" not in ru.text and "собственный цикл" in ru.fields["suggested"]["framework"]
+
+
+@pytest.mark.parametrize(("stack", "pinned"), [("hf-trainer", False), ("unsloth", False), ("hf-trainer-2023", True),
+                                               ("hf-trainer-2024", True), ("hf-loop-2024", True),
+                                               ("litgpt-2023", True)])
+def test_a_qlora_request_pins_bitsandbytes_where_the_stack_keeps_4bit_inputs(stack: str, pinned: bool) -> None:
+    # stacks whose bitsandbytes holds each 4-bit matmul's input (stacks.csv bnb_4bit_input kept) ran <= 0.43.1;
+    # the request must ask for such a release, or the memory it quotes does not hold (docs/memory_bnb_releases.md)
+    plan = TrainPlan(model="llama-3.2-1b", method="qlora", seq_len=1024, stack=stack)
+    framework = rental_request(plan, lang="en").fields["suggested"]["framework"]
+    assert ("bitsandbytes<=0.43.1" in framework) is pinned
+    assert "bitsandbytes" in framework

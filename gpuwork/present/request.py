@@ -44,6 +44,7 @@ from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
+from gpuwork.facts.rates import load_rates
 from gpuwork.message import Msg, msg
 from gpuwork.plan import UNSLOTH_STACKS, CommOverlap, Method, Sharding, Stack, TrainPlan, ZeroSync
 from gpuwork.present.band import band_request
@@ -483,8 +484,8 @@ def _framework(plan: TrainPlan, vendor: str | None, lang: str) -> tuple[str, str
         parts.append("peft>=0.7,<0.12")  # the releases that keep adapters in the base's dtype (docs/peft_adapter_dtype.md)
     if plan.method is Method.QLORA:
         # the older stack names the releases whose 4-bit matmul keeps its input (docs/memory_bnb_releases.md)
-        parts.append("bitsandbytes<=0.43.1" if plan.stack in (Stack.HF_TRAINER_2023, Stack.HF_TRAINER_2024, Stack.HF_LOOP_2024)
-                     else "bitsandbytes")
+        kept = load_rates().stacks[plan.stack].bnb_4bit_input == "kept"  # the stack's own column, one source of truth
+        parts.append("bitsandbytes<=0.43.1" if kept else "bitsandbytes")
     if plan.gpus == 1:
         return ", ".join(parts), None, None
     if plan.sharding is Sharding.DDP:
