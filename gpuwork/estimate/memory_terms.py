@@ -18,6 +18,7 @@ TERM_LABELS = {
     "cublas_workspace": "cuBLAS workspace",
     "allocator_cache": "allocator cache (reserved, unused)",
     "allocator_fragmentation": "allocator cache from varying batch lengths",
+    "allocator_segments": "allocator cache (reserved, unused; whole steps replayed)",
     "paged_optimizer_states": "paged optimizer states (unified memory)",
     "autocast_weight_copies": "autocast 16-bit weight copies",
     "cuda_context": "CUDA context and kernels",
@@ -56,6 +57,11 @@ SOURCES = {
                                "split above 1 MiB, no merge across segments; expandable segments grow in 20 MiB "
                                "pages), the largest reserved peak of 9 random orders of 3,000 micro-batches: "
                                "c10/cuda/CUDACachingAllocator.cpp, pytorch/devlogs 2026-06-01",
+    "allocator_segments": "PyTorch CUDA caching allocator replayed over three fixed-shape steps (parameters, "
+                          "activations, gradients in backward, AdamW's temporaries by implementation): segments "
+                          "mapped beyond the allocated peak, where every tensor of the step is known (one GPU, "
+                          "full/scratch, torch AdamW); c10/cuda/CUDACachingAllocator.cpp kMinLargeAlloc, "
+                          "kLargeBuffer, kRoundLarge",
     "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
                               "torch.cuda.max_memory_allocated)",
     "stream_pools": "FSDP2's all-gather copy-in and reduce-scatter streams keep their own caching-allocator pools: "

@@ -44,7 +44,8 @@ TOTALS: tuple[str, ...] = ("peak_allocated_bytes", "peak_reserved_bytes", "devic
 _TERM_COLORS = {
     "weights": "#4c78a8", "gradients": "#f58518", "optimizer_states": "#e45756", "activations": "#72b7b2",
     "logits_and_loss": "#54a24b", "temporaries": "#eeca3b", "sharding_buffers": "#b279a2",
-    "cublas_workspace": "#9d755d", "allocator_cache": "#bab0ac", "paged_optimizer_states": "#ff9da6",
+    "cublas_workspace": "#9d755d", "allocator_cache": "#bab0ac", "allocator_segments": "#bab0ac",
+    "paged_optimizer_states": "#ff9da6",
     "autocast_weight_copies": "#79706e", "cuda_context": "#d8b5a5",
 }
 _SERIES_COLORS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#b279a2", "#72b7b2", "#9d755d")
