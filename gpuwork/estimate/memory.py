@@ -526,6 +526,7 @@ class _Saved:
     held: int  # returned logits a loop holds from one forward to the next (eager-held, [M8])
     offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
     head_rows: int  # rows the head and loss run on: every token, or the masked positions BERT's scripts gather
+    block_input: int = 0  # one checkpointed block's input (0 without checkpointing)
 
 
 def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, profile: StackProfile | None,
@@ -568,8 +569,9 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     logits = act.head * head_rows
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
+    block_input = act.checkpoint_per_layer * tokens if plan.grad_checkpointing else 0
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
-                  offloaded, head_rows)
+                  offloaded, head_rows, block_input)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -891,6 +893,14 @@ def _moments(act: _Activations, saved: _Saved, gradients: tuple[int, int, int, i
         "backward end": {"gradients": grads, "activations": shared, "temporaries": block_transient // 2},
         "optimizer step": {"gradients": grads, "temporaries": opt_temp},
     }
+    if recompute and not saved.offloaded:
+        # non-reentrant checkpointing re-runs a block's forward inside that block's backward, and autograd reaches the
+        # first block last: then every other block's gradient exists beside one block input, its recompute and its
+        # backward transient (docs/memory_misses.md, "Per-block checkpointing at 2,048 tokens")
+        last_block = {"gradients": grads - g_block, "activations": shared + saved.block_input + recompute,
+                      "temporaries": block_transient}
+        if sum(last_block.values()) > sum(moments["backward end"].values()):
+            moments["backward end"] = last_block
     if held:
         for name in ("backward end", "optimizer step"):
             moments[name]["logits_and_loss"] = held
