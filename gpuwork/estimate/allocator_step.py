@@ -98,11 +98,9 @@ def replay_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: i
     """(reserved, allocated peak of the steps after the first) of the large pool, in bytes, over ``STEPS`` steps of
     one micro-batch of ``tokens`` each."""
     alloc = CachingAllocator()
-    embed = [alloc.malloc(n * by.param) for n in layout.embed]
-    blocks = [[alloc.malloc(n * by.param) for n in layout.block] for _ in range(layout.layers)]
-    head = [alloc.malloc(n * by.param) for n in layout.head]
-    del embed, blocks, head  # held for the whole run: never released
     order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
+    for n in order:  # the parameters, held for the whole run: never released
+        alloc.malloc(n * by.param)
     states: dict[int, list[int | None]] = {}
     grads: list[int | None] = []
     peak = 0

@@ -34,7 +34,6 @@ from typing import Any
 from gpuwork.errors import PlanError
 from gpuwork.estimate import allocator_step, composite_ops
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
-from gpuwork.estimate.allocator_step import fixed_step_cache, whole_step_known
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_dtypes import (
@@ -688,14 +687,11 @@ def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved
     under batches of varying length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator), and
     the side streams' pools (``_stream_pools``); the terms go to ``breakdown``."""
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
-    # --- fixed-shape whole-step replay (gpuwork.estimate.allocator_step); elsewhere ALLOCATOR_SLACK ---
-    segments = fixed_step_cache(spec, plan, _step_tensors(
-        spec, plan, act, saved, mlp_transient_per_token), act.per_layer_quadratic) if (
-        allocator_step.REPLAY_FIXED_STEPS and not side_pools and whole_step_known(spec, plan)) else None
-    if segments is not None:
-        breakdown["allocator_segments"] = segments
-        return allocated_total + segments
-    # --- end of the fixed-shape replay hook ---
+    if allocator_step.REPLAY_FIXED_STEPS and not side_pools and allocator_step.whole_step_known(spec, plan):
+        # fixed shapes, every tensor known: the cache from a whole-step replay instead of ALLOCATOR_SLACK
+        step = _step_tensors(spec, plan, act, saved, mlp_transient_per_token)
+        breakdown["allocator_segments"] = allocator_step.fixed_step_cache(spec, plan, step, act.per_layer_quadratic)
+        return allocated_total + breakdown["allocator_segments"]
     reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
     breakdown["allocator_cache"] = reserved - allocated_total
     if side_pools:  # the side streams' tensors at the peak lie beyond the default stream's peak, in their pools
