@@ -30,11 +30,13 @@ def grid(model: str, methods: tuple[str, ...]) -> list[TrainPlan]:
     base = TrainPlan(model=model, seq_len=512, attention="eager" if model.startswith("cs336") else "sdpa")
     seqs = (128, 256, 512, 1024, 2048, 4096, 8192)
     batches = (1, 2, 4, 8, 16)
+    accums = (1, 2)
     precisions = ("bf16-mixed", "fp32", "bf16")
     impls = ("foreach", "fused", "for-loop")
     ckpt = (False, True)
-    return [base.replace(method=m, seq_len=s, batch_size=b, precision=p, optimizer_impl=i, grad_checkpointing=c)
-            for m, s, b, p, i, c in itertools.product(methods, seqs, batches, precisions, impls, ckpt)]
+    return [base.replace(method=m, seq_len=s, batch_size=b, grad_accum=a, precision=p, optimizer_impl=i,
+                         grad_checkpointing=c)
+            for m, s, b, a, p, i, c in itertools.product(methods, seqs, batches, accums, precisions, impls, ckpt)]
 
 
 def sweep(label: str, plans: list[TrainPlan], specs: dict[str, object]) -> None:
@@ -51,8 +53,10 @@ def main() -> None:
     plans = [p for m in models for p in grid(m, ("full", "lora"))][:10_000]
     specs: dict[str, object] = {m: spec_for_plan(TrainPlan(model=m)) for m in models}
     sweep("four Hugging Face models, full and LoRA", plans, specs)
-    staff = [p for p in grid("cs336-staff-xl", ("scratch",)) for _ in (0,)]
-    staff = (staff * (10_000 // len(staff) + 1))[:10_000]
+    # one model: the grid (1,260 plans, 630 of one micro-batch per step, each a shape the allocator is replayed
+    # over) at eight dataset sizes, which memory does not read: 10,000 distinct plans
+    staff = [p.replace(dataset_tokens=d * 10**8) for d in range(1, 9) for p in grid("cs336-staff-xl", ("scratch",))]
+    staff = staff[:10_000]
     specs["cs336-staff-xl"] = build_spec(STAFF_XL, "cs336-staff-xl")
     sweep("hand-written CS336 staff xl, scratch", staff, specs)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 
-from gpuwork.estimate.allocator import CachingAllocator, StepTensors
+from gpuwork.estimate.allocator import SMALL_SIZE, Burst, CachingAllocator, Program, StepTensors, round_size
 from gpuwork.estimate.memory_dtypes import memory_dtypes
 from gpuwork.estimate.model_states import state_element_bytes
 from gpuwork.facts.spec import CONFIG_KEYS, ModelSpec
@@ -67,8 +67,49 @@ class StepBytes:
     impl: str  # gpuwork.plan.OptimizerImpl value
 
 
-def _optimizer(alloc: CachingAllocator, params: list[int], states: dict[int, list[int | None]], sb: int,
-               impl: str) -> None:
+class _Requests:
+    """A replay's requests as one ``Program`` of gpuwork.estimate.allocator (a size takes a block, ``~i`` gives back
+    the i-th taken; a ``Burst`` is made and freed whole, skipped where it leaves the cache as it found it), and the
+    allocated peak of the steps after the first: one ``CachingAllocator.run`` replays it, without a call per
+    tensor. Requests of at most 1 MiB (the small pool) are left out."""
+
+    def __init__(self) -> None:
+        self.ops: list[int | Burst] = []
+        self.nbytes: list[int] = []  # requested bytes of each block taken, by handle
+        self.live = self.peak = 0
+        self.counting = False  # the first step's peak is not measured
+
+    def take(self, nbytes: int) -> int | None:
+        if nbytes <= SMALL_SIZE:
+            return None
+        self.ops.append(round_size(nbytes))
+        self.nbytes.append(nbytes)
+        self.live += nbytes
+        if self.counting:
+            self.peak = max(self.peak, self.live)
+        return len(self.nbytes) - 1
+
+    def give(self, handles: list[int | None]) -> None:
+        for h in handles:
+            if h is not None:
+                self.ops.append(~h)
+                self.live -= self.nbytes[h]
+
+    def burst(self, sizes: list[int]) -> None:
+        """Tensors of ``sizes`` bytes made one after another, then freed in the order made."""
+        large = [n for n in sizes if n > SMALL_SIZE]
+        if not large:
+            return
+        rounded = tuple(round_size(n) for n in large)
+        self.ops.append((rounded, sum(rounded), rounded + tuple(~i for i in range(len(rounded)))))
+        if self.counting:
+            self.peak = max(self.peak, self.live + sum(large))
+
+    def start_counting(self) -> None:
+        self.counting, self.peak = True, self.live
+
+
+def _optimizer(req: _Requests, params: list[int], states: dict[int, list[int | None]], sb: int, impl: str) -> None:
     """The AdamW update's temporaries, after torch/optim/adamw.py (foreach, for-loop, fused) and the CS336 staff
     loop (out-of-place; gpuwork.estimate.model_states.optimizer_step_temporary counts the same tensors):
     foreach makes ``_foreach_sqrt(exp_avg_sqs)`` for every tensor at once; for-loop ``exp_avg_sq.sqrt()`` and its
@@ -76,75 +117,71 @@ def _optimizer(alloc: CachingAllocator, params: list[int], states: dict[int, lis
     alpha * m, sqrt(v) + eps and their quotient, the old states then freed and the new ones kept."""
     for i, n in enumerate(params):
         if i not in states:  # the first step: torch.zeros_like(p) twice (exp_avg, exp_avg_sq)
-            states[i] = [alloc.malloc(n * sb), alloc.malloc(n * sb)]
+            states[i] = [req.take(n * sb), req.take(n * sb)]
     if impl == "foreach":
-        temps = [alloc.malloc(n * sb) for n in params]
-        for h in temps:
-            alloc.release(h)
+        req.burst([n * sb for n in params])
     elif impl == "for-loop":
         for n in params:
-            a = alloc.malloc(n * sb)
-            b = alloc.malloc(n * sb)
-            alloc.release(a)
-            alloc.release(b)
+            req.burst([n * sb, n * sb])
     elif impl == "out-of-place":
         for i, n in enumerate(params):
-            new = [alloc.malloc(n * sb) for _ in range(5)]
-            for h in new[2:]:
-                alloc.release(h)
-            for h in states[i]:
-                alloc.release(h)
+            new = [req.take(n * sb) for _ in range(5)]
+            req.give(new[2:])
+            req.give(states[i])
             states[i] = new[:2]
+
+
+@functools.lru_cache(maxsize=4096)
+def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int) -> tuple[Program, int]:
+    """The replay's requests (the parameters, then ``STEPS`` steps of one micro-batch of ``tokens`` each) as one
+    program, and the large pool's allocated peak over the steps after the first, in bytes."""
+    req = _Requests()
+    order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
+    for n in order:  # the parameters, held for the whole run: never released
+        req.take(n * by.param)
+    states: dict[int, list[int | None]] = {}
+    grads: list[int | None] = []
+
+    def made(tensors: tuple[int, ...]) -> list[int | None]:
+        return [req.take(n * tokens) for n in tensors if n > 0]
+
+    for s in range(STEPS):
+        if s == 1:
+            req.start_counting()
+        req.give(grads)  # zero_grad(set_to_none=True)
+        grads = []
+        saved = []
+        for _ in range(layout.layers):
+            copies = [req.take(n * by.copy) for n, lin in zip(layout.block, layout.linears, strict=True)
+                      if lin and by.copy]
+            saved.append((made(step.layer_saved), copies))
+            req.burst([n * tokens for n in step.layer_transient if n > 0])
+        logits = made(step.head)
+        req.burst([n * tokens for n in step.loss_transient if n > 0])
+        grads += [req.take(n * by.grad) for n in layout.head]
+        req.give(logits)
+        for kept, copies in reversed(saved):
+            rebuilt = made(step.recompute)
+            inner = made(step.backward_transient)
+            grads += [req.take(n * by.grad) for n in layout.block]
+            req.give(inner)
+            req.give(rebuilt)
+            req.give(kept)
+            req.give(copies)
+        grads += [req.take(n * by.grad) for n in layout.embed]
+        _optimizer(req, order, states, by.state, by.impl)
+    return tuple(req.ops), req.peak
 
 
 @functools.lru_cache(maxsize=4096)
 def replay_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
                 limit: int | None = None) -> tuple[int, int]:
     """(reserved, allocated peak of the steps after the first) of the large pool, in bytes, over ``STEPS`` steps of
-    one micro-batch of ``tokens`` each; ``limit``: the bytes of segments the device backs (CachingAllocator).
-    Cached per plan shape: a sweep replays each shape of a model once."""
+    one micro-batch of ``tokens`` each (``step_requests``); ``limit``: the bytes of segments the device backs
+    (CachingAllocator). Cached per plan shape: a sweep replays each shape of a model once."""
+    program, peak = step_requests(layout, by, step, tokens)
     alloc = CachingAllocator(limit=limit)
-    order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
-    for n in order:  # the parameters, held for the whole run: never released
-        alloc.malloc(n * by.param)
-    states: dict[int, list[int | None]] = {}
-    grads: list[int | None] = []
-    peak = 0
-
-    def made(tensors: tuple[int, ...]) -> list[int | None]:
-        return [alloc.malloc(n * tokens) for n in tensors if n > 0]
-
-    def freed(handles: list[int | None]) -> None:
-        for h in handles:
-            alloc.release(h)
-
-    for s in range(STEPS):
-        if s == 1:
-            alloc.peak_allocated = alloc.allocated
-        freed(grads)  # zero_grad(set_to_none=True)
-        grads = []
-        saved = []
-        for _ in range(layout.layers):
-            copies = [alloc.malloc(n * by.copy) for n, lin in zip(layout.block, layout.linears, strict=True)
-                      if lin and by.copy]
-            saved.append((made(step.layer_saved), copies))
-            freed(made(step.layer_transient))
-        logits = made(step.head)
-        freed(made(step.loss_transient))
-        grads += [alloc.malloc(n * by.grad) for n in layout.head]
-        freed(logits)
-        for kept, copies in reversed(saved):
-            rebuilt = made(step.recompute)
-            inner = made(step.backward_transient)
-            grads += [alloc.malloc(n * by.grad) for n in layout.block]
-            freed(inner)
-            freed(rebuilt)
-            freed(kept)
-            freed(copies)
-        grads += [alloc.malloc(n * by.grad) for n in layout.embed]
-        _optimizer(alloc, order, states, by.state, by.impl)
-        if s:
-            peak = max(peak, alloc.peak_allocated)
+    alloc.run(program)
     return alloc.peak_reserved, peak
 
 
@@ -232,4 +269,4 @@ def fixed_step_cache(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quadra
 
 
 __all__ = ["REPLAY_FIXED_STEPS", "STEPS", "ParamLayout", "StepBytes", "fixed_step_cache", "own_model", "param_layout",
-           "replay_step", "replayed", "whole_step_known", "with_attention"]
+           "replay_step", "replayed", "step_requests", "whole_step_known", "with_attention"]

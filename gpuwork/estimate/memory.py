@@ -682,12 +682,14 @@ def _side_stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, gr
 
 
 def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved, allocated_total: int,
-              mlp_transient_per_token: int, breakdown: dict[str, int], side_pools: int = 0,
-              device_bytes: int | None = None) -> int:
+              mlp_transient_per_token: int, breakdown: dict[str, int],
+              pools_and_card: tuple[int, int | None] = (0, None)) -> int:
     """Bytes the caching allocator reserves for ``allocated_total`` (the default stream's peak): its slack and,
     under batches of varying length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator), and
-    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``. ``device_bytes``: the card's memory,
-    which bounds the fixed-shape replay's cache (None: unbounded)."""
+    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``. ``pools_and_card``: the side
+    streams' pools beyond the peak, and the card's memory, which bounds the fixed-shape replay's cache (None:
+    unbounded)."""
+    side_pools, device_bytes = pools_and_card
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
     if not side_pools and allocator_step.replayed(spec, plan):
         # a hand-written model with fixed shapes, every tensor known: the cache from a whole-step replay instead of
@@ -841,8 +843,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
 
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
     default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
-    reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown, pools,
-                         device_bytes)
+    reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown,
+                         (pools, device_bytes))
     allocated_total, reserved, breakdown, peak_phase = _in_run_evaluation(spec, plan, dt, act, saved, {
         **base_terms, **moments["forward"]}, mlp_transient // max(tokens, 1), (allocated_total, reserved, breakdown,
                                                                                  peak_phase, phases))
