@@ -131,6 +131,7 @@ def test_the_card_bounds_the_replayed_cache():
     assert free.device_total_bytes > card >= bounded.device_total_bytes
     assert bounded.peak_allocated_bytes == free.peak_allocated_bytes
     assert 0 < bounded.breakdown["allocator_segments"] < free.breakdown["allocator_segments"]
+    assert estimate_memory(r.plan, spec, gpu=r.gpu_id).peak_reserved_bytes == bounded.peak_reserved_bytes
     roomy = memory_model.estimate_memory(r.plan, spec, device_bytes=free.device_total_bytes)
     assert roomy.peak_reserved_bytes == free.peak_reserved_bytes  # a card that holds it all changes nothing
 
