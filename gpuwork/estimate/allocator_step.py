@@ -71,7 +71,8 @@ class _Requests:
     """A replay's requests as one ``Program`` of gpuwork.estimate.allocator (a size takes a block, ``~i`` gives back
     the i-th taken; a ``Burst`` is made and freed whole, skipped where it leaves the cache as it found it), and the
     allocated peak of the steps after the first: one ``CachingAllocator.run`` replays it, without a call per
-    tensor. Requests of at most 1 MiB (the small pool) are left out."""
+    tensor. Requests of at most 1 MiB (the small pool) are left out. Tensors go in groups (a block's saved
+    tensors, its gradients): a group's requests are appended at once and its handles are a range."""
 
     def __init__(self) -> None:
         self.ops: list[int | Burst] = []
@@ -79,55 +80,61 @@ class _Requests:
         self.live = self.peak = 0
         self.counting = False  # the first step's peak is not measured
 
-    def take(self, nbytes: int) -> int | None:
-        if nbytes <= SMALL_SIZE:
-            return None
-        self.ops.append(round_size(nbytes))
-        self.nbytes.append(nbytes)
-        self.live += nbytes
+    def take(self, group: tuple[tuple[int, ...], tuple[int, ...], int]) -> range:
+        """A group made one after another (``large``: its requested bytes over 1 MiB, ``rounded``, their sum);
+        returns its handles."""
+        large, rounded, total = group
+        start = len(self.nbytes)
+        self.ops += rounded
+        self.nbytes += large
+        self.live += total
         if self.counting:
             self.peak = max(self.peak, self.live)
-        return len(self.nbytes) - 1
+        return range(start, start + len(large))
 
-    def give(self, handles: list[int | None]) -> None:
-        for h in handles:
-            if h is not None:
-                self.ops.append(~h)
-                self.live -= self.nbytes[h]
+    def give(self, handles: range) -> None:
+        self.ops += [~h for h in handles]
+        self.live -= sum(self.nbytes[handles.start:handles.stop])
 
-    def burst(self, sizes: list[int]) -> None:
-        """Tensors of ``sizes`` bytes made one after another, then freed in the order made."""
-        large = [n for n in sizes if n > SMALL_SIZE]
-        if not large:
-            return
-        rounded = tuple(round_size(n) for n in large)
-        self.ops.append((rounded, sum(rounded), rounded + tuple(~i for i in range(len(rounded)))))
-        if self.counting:
-            self.peak = max(self.peak, self.live + sum(large))
+    def burst(self, group: tuple[tuple[int, ...], tuple[int, ...], int]) -> None:
+        """A group made one after another, then freed in the order made."""
+        large, rounded, total = group
+        if large:
+            self.ops.append((rounded, sum(rounded), rounded + tuple(~i for i in range(len(rounded)))))
+            if self.counting:
+                self.peak = max(self.peak, self.live + total)
 
     def start_counting(self) -> None:
         self.counting, self.peak = True, self.live
 
 
-def _optimizer(req: _Requests, params: list[int], states: dict[int, list[int | None]], sb: int, impl: str) -> None:
+def _group(nbytes: list[int] | tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """Tensors of ``nbytes`` as ``_Requests`` takes them: the large pool's requests, rounded, and their sum."""
+    large = tuple(n for n in nbytes if n > SMALL_SIZE)
+    return large, tuple(round_size(n) for n in large), sum(large)
+
+
+def _optimizer(req: _Requests, params: list[int], states: dict[int, list[range]], sb: int, impl: str) -> None:
     """The AdamW update's temporaries, after torch/optim/adamw.py (foreach, for-loop, fused) and the CS336 staff
     loop (out-of-place; gpuwork.estimate.model_states.optimizer_step_temporary counts the same tensors):
     foreach makes ``_foreach_sqrt(exp_avg_sqs)`` for every tensor at once; for-loop ``exp_avg_sq.sqrt()`` and its
     quotient by the bias correction per tensor; fused none; out-of-place new m and v beside the old ones with
     alpha * m, sqrt(v) + eps and their quotient, the old states then freed and the new ones kept."""
+    one = {n: _group([n * sb]) for n in set(params)}
     for i, n in enumerate(params):
         if i not in states:  # the first step: torch.zeros_like(p) twice (exp_avg, exp_avg_sq)
-            states[i] = [req.take(n * sb), req.take(n * sb)]
+            states[i] = [req.take(one[n]), req.take(one[n])]
     if impl == "foreach":
-        req.burst([n * sb for n in params])
+        req.burst(_group([n * sb for n in params]))
     elif impl == "for-loop":
+        pairs = {n: _group([n * sb, n * sb]) for n in set(params)}
         for n in params:
-            req.burst([n * sb, n * sb])
+            req.burst(pairs[n])
     elif impl == "out-of-place":
         for i, n in enumerate(params):
-            new = [req.take(n * sb) for _ in range(5)]
-            req.give(new[2:])
-            req.give(states[i])
+            new = [req.take(one[n]) for _ in range(5)]
+            for h in new[2:] + states[i]:
+                req.give(h)
             states[i] = new[:2]
 
 
@@ -137,38 +144,40 @@ def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens:
     program, and the large pool's allocated peak over the steps after the first, in bytes."""
     req = _Requests()
     order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
-    for n in order:  # the parameters, held for the whole run: never released
-        req.take(n * by.param)
-    states: dict[int, list[int | None]] = {}
-    grads: list[int | None] = []
+    req.take(_group([n * by.param for n in order]))  # the parameters, held for the whole run: never released
 
-    def made(tensors: tuple[int, ...]) -> list[int | None]:
-        return [req.take(n * tokens) for n in tensors if n > 0]
+    def per_token(tensors: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        return _group([n * tokens for n in tensors if n > 0])
 
+    saved, transient, head, loss = (per_token(t) for t in (step.layer_saved, step.layer_transient, step.head,
+                                                           step.loss_transient))
+    recompute, inner = per_token(step.recompute), per_token(step.backward_transient)
+    copies = _group([n * by.copy for n, lin in zip(layout.block, layout.linears, strict=True) if lin and by.copy])
+    grads_head, grads_block, grads_embed = (_group([n * by.grad for n in part])
+                                            for part in (layout.head, layout.block, layout.embed))
+    states: dict[int, list[range]] = {}
+    grads: list[range] = []
     for s in range(STEPS):
         if s == 1:
             req.start_counting()
-        req.give(grads)  # zero_grad(set_to_none=True)
-        grads = []
-        saved = []
+        for h in grads:  # zero_grad(set_to_none=True)
+            req.give(h)
+        kept = []
         for _ in range(layout.layers):
-            copies = [req.take(n * by.copy) for n, lin in zip(layout.block, layout.linears, strict=True)
-                      if lin and by.copy]
-            saved.append((made(step.layer_saved), copies))
-            req.burst([n * tokens for n in step.layer_transient if n > 0])
-        logits = made(step.head)
-        req.burst([n * tokens for n in step.loss_transient if n > 0])
-        grads += [req.take(n * by.grad) for n in layout.head]
+            made_copies = req.take(copies)
+            kept.append((req.take(saved), made_copies))
+            req.burst(transient)
+        logits = req.take(head)
+        req.burst(loss)
+        grads = [req.take(grads_head)]
         req.give(logits)
-        for kept, copies in reversed(saved):
-            rebuilt = made(step.recompute)
-            inner = made(step.backward_transient)
-            grads += [req.take(n * by.grad) for n in layout.block]
-            req.give(inner)
-            req.give(rebuilt)
-            req.give(kept)
-            req.give(copies)
-        grads += [req.take(n * by.grad) for n in layout.embed]
+        for block, block_copies in reversed(kept):
+            rebuilt = req.take(recompute)
+            made_inner = req.take(inner)
+            grads.append(req.take(grads_block))
+            for h in (made_inner, rebuilt, block, block_copies):
+                req.give(h)
+        grads.append(req.take(grads_embed))
         _optimizer(req, order, states, by.state, by.impl)
     return tuple(req.ops), req.peak
 
