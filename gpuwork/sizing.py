@@ -32,10 +32,13 @@ from gpuwork.plan import TrainPlan
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None,
-                    moe_experts: str | None = None) -> _memory.MemoryEstimate:
-    """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``)."""
+                    moe_experts: str | None = None, gpu: GpuSpec | str | None = None) -> _memory.MemoryEstimate:
+    """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``); ``gpu``: the card
+    it runs on, whose memory bounds the allocator's cache where that is replayed (None: not bounded)."""
     _check_plan(plan)
-    return _memory.estimate_memory(plan, resolve(plan, spec).spec, moe_experts=moe_experts)
+    card = get_gpu(gpu) if isinstance(gpu, str) else gpu
+    return _memory.estimate_memory(plan, resolve(plan, spec).spec, moe_experts=moe_experts,
+                                   device_bytes=card.memory_total_bytes if card is not None else None)
 
 
 def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,

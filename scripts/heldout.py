@@ -107,7 +107,7 @@ def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], fo
 def _memory_case(raw: dict, folder: Path) -> dict:
     """A memory case: the peak its source measured (metric), predicted in bytes."""
     plan = plan_from_json(raw["plan"])
-    predicted = case_memory(plan, raw["metric"], raw.get("model_config"), raw.get("moe_experts"))
+    predicted = case_memory(plan, raw["metric"], raw.get("model_config"), raw.get("moe_experts"), raw.get("gpu_id"))
     keep = ("name", "source_id", "source", "gpu_id", "gpus", "nodes", "plan", "metric", "moe_experts", "model_config",
             "data", "length_distribution", "software", "notes")
     return {**{k: raw[k] for k in keep if raw.get(k) is not None}, "collector": folder.name,

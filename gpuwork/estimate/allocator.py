@@ -17,8 +17,9 @@ fragmentation occur in the CUDA caching allocator?", 2026-06-01; sources in
   than 1 MiB would remain, otherwise the whole block is handed out;
 - without a fitting block: ``cudaMalloc`` of a new segment, 20 MiB for requests under 10 MiB, else the
   request rounded up to 2 MiB; freed blocks merge only with free neighbours of the same segment; cached
-  segments are returned to CUDA only when an allocation fails (not modelled: the GPU is assumed to hold
-  what the run reserves, which is the number a sizing tool must give);
+  segments are returned to CUDA only when an allocation fails: with a ``limit`` (the bytes the card leaves
+  the pool), a segment that would pass it first releases every cached segment that is wholly free
+  (``release_cached_blocks``), then is mapped; without one the GPU is assumed to hold what the run reserves;
 - ``expandable_segments:True``: one segment per pool whose physical memory grows at its end in 20 MiB
   pages; every block lies in one address range, so free neighbours always merge.
 
@@ -75,11 +76,17 @@ class CachingAllocator:
     ``segments``: bytes of segments already mapped and wholly free, in the order they were mapped (the state
     between two steps). A block is one int key (``ADDR_BITS``) with its size and its neighbours in dicts, and the
     free blocks one sorted list of ints, so each request is a bisection and each merge a few dict look-ups.
+    ``limit``: the bytes of segments the device can back (None: no limit); a ``cudaMalloc`` that would pass it
+    fails, and the allocator releases its wholly free cached segments and maps again (``_release_cached``; a
+    request that still passes it is an out-of-memory error on the device, mapped here all the same so that the
+    estimate shows by how much it does not fit). Non-expandable segments only.
     """
 
-    def __init__(self, expandable: bool = False, segments: tuple[int, ...] = ()):
+    def __init__(self, expandable: bool = False, segments: tuple[int, ...] = (), limit: int | None = None):
         self.expandable = expandable
-        self.segments = list(segments)  # bytes per segment, in the order mapped
+        self.limit = limit
+        self.released = 0  # bytes of cached segments given back to CUDA on failed mappings
+        self.segments = list(segments)  # bytes per segment, in the order mapped (0: released)
         self.sizes = {i << ADDR_BITS: s for i, s in enumerate(segments)}  # block key -> bytes, < 0 if handed out
         self.after: dict[int, int] = {}  # block key -> the next block of its segment
         self.before: dict[int, int] = {}  # block key -> the previous block of its segment
@@ -150,7 +157,7 @@ class CachingAllocator:
                 insort(free, size << KEY_BITS | key)
 
     def segment_sizes(self) -> tuple[int, ...]:
-        return tuple(sorted(self.segments))
+        return tuple(sorted(s for s in self.segments if s))
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -192,6 +199,8 @@ class CachingAllocator:
         """Map memory for a request no free block holds; returns the free block (key, bytes) now holding it."""
         if not self.expandable:
             key, have = len(self.segments) << ADDR_BITS, segment_size(size)
+            if self.limit is not None and self.reserved + have > self.limit:
+                self._release_cached()  # cudaMalloc failed: free the cached segments, then retry
             self.segments.append(have)
             self._add_reserved(have)
             self.sizes[key] = have
@@ -213,6 +222,20 @@ class CachingAllocator:
         if last is not None:
             self.after[last], self.before[end] = end, last
         return end, grown
+
+    def _release_cached(self) -> None:
+        """What ``DeviceCachingAllocator::malloc`` does when ``cudaMalloc`` fails (c10/cuda/CUDACachingAllocator.cpp
+        [M4]): ``release_available_cached_blocks`` frees nothing without a ``max_split_size`` (the default), then
+        ``release_cached_blocks`` -> ``release_blocks`` gives every cached block that is not split
+        (``!block->prev && !block->next``: a wholly free segment) back with ``cudaFree``, and the allocation is
+        tried again. A segment with a block in use stays."""
+        sizes, free = self.sizes, self.free
+        for entry in [e for e in free if (e & KEY_MASK) not in self.after and (e & KEY_MASK) not in self.before]:
+            key, nbytes = entry & KEY_MASK, entry >> KEY_BITS
+            del free[bisect.bisect_left(free, entry)], sizes[key]
+            self.segments[key >> ADDR_BITS] = 0
+            self.reserved -= nbytes
+            self.released += nbytes
 
     def _add_reserved(self, nbytes: int) -> None:
         self.reserved += nbytes

@@ -682,15 +682,22 @@ def _side_stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, gr
 
 
 def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved, allocated_total: int,
-              mlp_transient_per_token: int, breakdown: dict[str, int], side_pools: int = 0) -> int:
+              mlp_transient_per_token: int, breakdown: dict[str, int],
+              pools_and_card: tuple[int, int | None] = (0, None)) -> int:
     """Bytes the caching allocator reserves for ``allocated_total`` (the default stream's peak): its slack and,
     under batches of varying length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator), and
-    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``."""
+    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``. ``pools_and_card``: the side
+    streams' pools beyond the peak, and the card's memory, which bounds the fixed-shape replay's cache (None:
+    unbounded)."""
+    side_pools, device_bytes = pools_and_card
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
-    if allocator_step.REPLAY_FIXED_STEPS and not side_pools and allocator_step.whole_step_known(spec, plan):
-        # fixed shapes, every tensor known: the cache from a whole-step replay instead of ALLOCATOR_SLACK
+    if not side_pools and allocator_step.replayed(spec, plan):
+        # a hand-written model with fixed shapes, every tensor known: the cache from a whole-step replay instead of
+        # ALLOCATOR_SLACK, within what the card leaves beyond the allocated peak and the CUDA context
         step = _step_tensors(spec, plan, act, saved, mlp_transient_per_token)
-        breakdown["allocator_segments"] = allocator_step.fixed_step_cache(spec, plan, step, act.per_layer_quadratic)
+        room = None if device_bytes is None else device_bytes - CUDA_CONTEXT_BYTES - allocated_total
+        breakdown["allocator_segments"] = allocator_step.fixed_step_cache(spec, plan, step, act.per_layer_quadratic,
+                                                                          room)
         return allocated_total + breakdown["allocator_segments"]
     reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
     breakdown["allocator_cache"] = reserved - allocated_total
@@ -768,7 +775,7 @@ def checked_moe_experts(moe_experts: str | None) -> str | None:
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None,
-                    moe_experts: str | None = None) -> MemoryEstimate:
+                    moe_experts: str | None = None, device_bytes: int | None = None) -> MemoryEstimate:
     """Per-GPU peak of one steady-state training step of ``plan`` (or its in-run evaluation), in bytes.
 
     Args:
@@ -779,6 +786,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         stack: what ``plan.stack`` changes (stacks.csv memory columns); default ``spec.extras["stacks"]``'s, else HF.
         moe_experts: a MoE model's expert layout when the run's transformers differs from its stack's
             ("loop": nn.Linear experts, quantised by QLoRA; "fused": 3-D tensors, left in 16 bits).
+        device_bytes: the card's memory (gpus.csv ``memory_total_bytes``), where the allocator's cache depends on
+            it: the fixed-shape replay of a hand-written model (gpuwork.estimate.allocator_step) releases its cached
+            segments when a new one would pass the card, as PyTorch's allocator does; None: not bounded.
 
     Raises:
         PlanError: an unknown ``moe_experts``.
@@ -833,7 +843,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
 
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
     default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
-    reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown, pools)
+    reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown,
+                         (pools, device_bytes))
     allocated_total, reserved, breakdown, peak_phase = _in_run_evaluation(spec, plan, dt, act, saved, {
         **base_terms, **moments["forward"]}, mlp_transient // max(tokens, 1), (allocated_total, reserved, breakdown,
                                                                                  peak_phase, phases))

@@ -18,7 +18,8 @@ TERM_LABELS = {
     "cublas_workspace": "cuBLAS workspace",
     "allocator_cache": "allocator cache (reserved, unused)",
     "allocator_fragmentation": "allocator cache from varying batch lengths",
-    "allocator_segments": "allocator cache (reserved, unused; whole steps replayed)",
+    "allocator_segments": "allocator cache (reserved, unused; whole steps replayed: a hand-written model, its "
+                          "tensors known one by one)",
     "paged_optimizer_states": "paged optimizer states (unified memory)",
     "autocast_weight_copies": "autocast 16-bit weight copies",
     "cuda_context": "CUDA context and kernels",
@@ -60,8 +61,12 @@ SOURCES = {
     "allocator_segments": "PyTorch CUDA caching allocator replayed over three fixed-shape steps (parameters, "
                           "activations, gradients in backward, AdamW's temporaries by implementation): segments "
                           "mapped beyond the allocated peak, where every tensor of the step is known (one GPU, "
-                          "full/scratch, torch AdamW); c10/cuda/CUDACachingAllocator.cpp kMinLargeAlloc, "
-                          "kLargeBuffer, kRoundLarge",
+                          "full/scratch, torch AdamW) and the model is hand-written (its config states softmax_impl "
+                          "or hidden_act_impl, as the CS336 staff model's does), whose step tensors are listed one "
+                          "by one; Hugging Face models keep the slack: their saved bytes and loss buffers are cut "
+                          "into coarse pieces and the replay's cache swings with them. Bounded by the card: a "
+                          "failed cudaMalloc releases the cached segments and retries (release_cached_blocks); "
+                          "c10/cuda/CUDACachingAllocator.cpp kMinLargeAlloc, kLargeBuffer, kRoundLarge",
     "paged_optimizer_states": "bitsandbytes paged optimizer states in CUDA unified memory (not in "
                               "torch.cuda.max_memory_allocated)",
     "stream_pools": "FSDP2's all-gather copy-in and reduce-scatter streams keep their own caching-allocator pools: "

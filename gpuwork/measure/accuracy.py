@@ -110,12 +110,13 @@ def published_rows() -> list[dict[str, Any]]:
 
 
 def case_memory(plan: TrainPlan, metric: str, model_config: Mapping[str, Any] | None = None,
-                moe_experts: str | None = None) -> int:
+                moe_experts: str | None = None, gpu_id: str | None = None) -> int:
     """The peak a published or held-out memory case is scored by: ``estimate_memory``'s total that matches how the
     source measured (``METRICS``), on the case's own config.json values when it carries them, with the case's MoE
-    expert layout where its software differs from its stack's."""
+    expert layout where its software differs from its stack's, on the case's card (``gpu_id``) when it names one."""
     spec = case_spec(plan.model, model_config) if model_config else None
-    return int(getattr(estimate_memory(plan, spec, moe_experts), METRICS[metric][0]))
+    gpu = case_gpu(gpu_id) if gpu_id else None
+    return int(getattr(estimate_memory(plan, spec, moe_experts, gpu), METRICS[metric][0]))
 
 
 def memory_heldout_rows(held: HeldoutSet) -> list[dict[str, Any]]:
@@ -124,10 +125,10 @@ def memory_heldout_rows(held: HeldoutSet) -> list[dict[str, Any]]:
     for case in held.cases:
         if case.measured is None:
             continue
-        today = case_memory(case.plan, case.metric, case.model_config, case.moe_experts)
+        today = case_memory(case.plan, case.metric, case.model_config, case.moe_experts, case.gpu_id)
         reread = case.as_reread()
         again = today if reread is case else case_memory(reread.plan, reread.metric, reread.model_config,
-                                                         reread.moe_experts)
+                                                         reread.moe_experts, reread.gpu_id)
         rows.append({"case": case.name, "metric": METRICS[case.metric][1], "measured_bytes": case.measured,
                      "frozen_bytes": case.predicted, "estimated_bytes": today,
                      "frozen_error": case.predicted / case.measured - 1, "error": today / case.measured - 1,

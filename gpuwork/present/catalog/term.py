@@ -18,7 +18,8 @@ _TERMS_RU = {
     "cublas_workspace": "рабочая область cuBLAS",
     "allocator_cache": "кэш аллокатора (зарезервировано, не занято)",
     "allocator_fragmentation": "кэш аллокатора от разной длины батчей",
-    "allocator_segments": "кэш аллокатора (зарезервировано, не занято; шаги воспроизведены целиком)",
+    "allocator_segments": "кэш аллокатора (зарезервировано, не занято; шаги воспроизведены целиком: модель, "
+                          "написанная вручную, её тензоры известны по одному)",
     "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
     "autocast_weight_copies": "16-битные копии весов (autocast)",
     "cuda_context": "контекст CUDA и ядра",
