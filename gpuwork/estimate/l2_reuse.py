@@ -1,0 +1,144 @@
+"""Bytes of a per-tensor optimizer chain that stay in the L2 cache, and their price (docs/kernels.md, "Kernels whose
+inputs are still in L2").
+
+A Python loop over the parameters runs a short chain of element-wise kernels on each tensor: each kernel reads what
+the one before it wrote. The rule, from how the cache works and nothing fitted:
+
+- a tensor the immediately preceding kernel read or wrote is read from L2 when the distinct tensors the two kernels
+  touch (the pair's working set) fit in what the GPU holds at the rate of a measured copy (l2_measurements.csv);
+- a tensor written by one kernel and next read or overwritten by the following one, and not read again after that
+  (a temporary freed once read, its block taken by the next temporary of its size; a buffer written back and forth),
+  stays in L2 and is overwritten there, not streamed to DRAM, under the same condition; the tensors that outlive the
+  chain (the new weights and states) always reach DRAM;
+- everything else (the step's inputs p, grad, m, v; a tensor read two or more kernels after it was touched) streams
+  at the large-array bandwidth, as before.
+
+L2 bytes move at the copy rate measured on the GPU for the smallest measured working set at least as large as the
+pair's (``l2_rate``); where that rate is not above the large-array bandwidth, or the GPU has no copy row, nothing
+changes. Each chain is its kernels in code order (tensors read, tensors written); ``chain_l2`` applies the rule.
+"""
+
+from __future__ import annotations
+
+from gpuwork.facts.spec import ModelSpec
+from gpuwork.plan import Method, OptimizerImpl, TrainPlan
+
+# A kernel of a chain: (tensors read, tensors written), by name; every tensor of an optimizer chain is one parameter's
+# size. ``chain_l2`` finds the passes that stay in L2 by the rule of the module docstring.
+Kernel = tuple[tuple[str, ...], tuple[str, ...]]
+
+# The CS336 staff AdamW (estimate.adamw_passes: 16 kernels, 35 passes per tensor), in code order. The new m_t, v_t and
+# p outlive the chain (KEPT); t1 .. t10 and the two zeros_like fills are freed once read.
+OUT_OF_PLACE_CHAIN: tuple[Kernel, ...] = (
+    ((), ("z_m",)), ((), ("z_v",)),  # state.get("m", torch.zeros_like(grad)), the same for v
+    (("m",), ("t1",)), (("grad",), ("t2",)), (("t1", "t2"), ("m_t",)),  # beta_1 * m + (1 - beta_1) * grad
+    (("grad",), ("t3",)), (("t3",), ("t4",)), (("v",), ("t5",)), (("t5", "t4"), ("v_t",)),  # ... * torch.square(grad)
+    (("m_t",), ("t6",)), (("v_t",), ("t7",)), (("t7",), ("t8",)), (("t6", "t8"), ("t9",)),  # alpha_t * m_t / (...)
+    (("p", "t9"), ("p",)),  # p.data -= ...
+    (("p",), ("t10",)), (("p", "t10"), ("p",)),  # p.data -= alpha * weight_decay * p.data
+)
+# torch.optim's _single_tensor_adam (torch/optim/adam.py; 7 kernels, 18 passes per tensor; weight_decay 0):
+# exp_avg.lerp_(grad), exp_avg_sq.mul_(beta2).addcmul_(grad, grad), (exp_avg_sq.sqrt() / c).add_(eps),
+# param.addcdiv_(exp_avg, denom). transformers' 2021 AdamW (also ``for-loop``: mul_, add_, mul_, addcmul_, sqrt,
+# add_, addcdiv_) keeps as many passes in L2 by the same rule, with working sets of two tensors or three.
+FOR_LOOP_CHAIN: tuple[Kernel, ...] = (
+    (("m", "grad"), ("m",)), (("v",), ("v",)), (("v", "grad"), ("v",)),
+    (("v",), ("d",)), (("d",), ("d2",)), (("d2",), ("d2",)), (("p", "m", "d2"), ("p",)),
+)
+KEPT = frozenset({"p", "m", "v", "m_t", "v_t", "grad"})  # inputs and what outlives the update
+
+
+def _read_before_write(rest: tuple[Kernel, ...], name: str) -> bool:
+    """The tensor's next touch in ``rest`` is a read (its value is used again); False when it is next overwritten,
+    or never touched again (freed: its block goes to the next temporary of its size)."""
+    for reads, writes in rest:
+        if name in reads:
+            return True
+        if name in writes:
+            return False
+    return False
+
+
+def chain_l2(chain: tuple[Kernel, ...], kept: frozenset[str] = KEPT) -> tuple[tuple[int, int], ...]:
+    """(passes, working set in tensors) of a chain's passes that stay in L2, summed by working set: a read of a tensor
+    the previous kernel read or wrote; a write of a tensor the next kernel overwrites, or reads and then never reads
+    again before overwriting or freeing it (not ``kept``: those must reach DRAM). The working set is the distinct
+    tensors of the kernel pair."""
+    out: list[tuple[int, int]] = []
+    touched = [set(reads) | set(writes) for reads, writes in chain]
+    for i, (reads, writes) in enumerate(chain):
+        if i > 0:
+            pair = len(touched[i - 1] | touched[i])
+            out += [(1, pair) for name in reads if name in touched[i - 1]]
+        if i + 1 < len(chain):
+            pair = len(touched[i] | touched[i + 1])
+            nxt_reads, nxt_writes = chain[i + 1]
+            out += [(1, pair) for name in writes if name in nxt_writes
+                    or (name in nxt_reads and name not in kept and not _read_before_write(chain[i + 2:], name))]
+    merged: dict[int, int] = {}
+    for passes, working in out:
+        merged[working] = merged.get(working, 0) + passes
+    return tuple((passes, working) for working, passes in sorted(merged.items()))
+
+
+OUT_OF_PLACE_L2 = chain_l2(OUT_OF_PLACE_CHAIN)
+FOR_LOOP_L2 = chain_l2(FOR_LOOP_CHAIN)
+
+
+def _chain(impl: OptimizerImpl) -> tuple[tuple[int, int], ...]:
+    if impl is OptimizerImpl.OUT_OF_PLACE:
+        return OUT_OF_PLACE_L2
+    if impl is OptimizerImpl.FOR_LOOP:
+        return FOR_LOOP_L2
+    return ()  # foreach and fused passes stream every tensor before the next pass: no reuse between kernels
+
+
+def weight_tensors(spec: ModelSpec) -> tuple[tuple[int, int], ...]:
+    """(elements, how many) of the model's weight matrices: every linear (``spec.linears``) and the token embedding
+    (vocabulary x hidden, unless tied to the output layer the linears already hold). Norm weights, biases and
+    position embeddings are left out: their bytes keep the large-array price."""
+    sizes = [(lin.in_features * lin.out_features, lin.count * max(1, lin.experts)) for lin in spec.linears]
+    if not spec.tie_embeddings:  # a tied embedding is the output layer's weight, already among the linears
+        sizes.append((spec.vocab_size * spec.hidden_size, 1))
+    return tuple(sizes)
+
+
+def optimizer_l2_reads(spec: ModelSpec, plan: TrainPlan, impl: OptimizerImpl,
+                       state_bytes: int) -> tuple[tuple[float, float], ...]:
+    """(bytes, working set in bytes) of one update's passes that may stay in L2, per distinct (tensor size, working
+    set): only for a per-tensor loop (``for-loop``, ``out-of-place``) over whole unsharded weights of full
+    training (adapters, frozen layers and sharded optimizers keep the large-array price)."""
+    chain = _chain(impl)
+    if not chain or plan.uses_adapters or plan.method not in (Method.FULL, Method.SCRATCH) or plan.shard_ranks != 1:
+        return ()
+    out: dict[float, float] = {}
+    for elements, count in weight_tensors(spec):
+        tensor = float(elements * state_bytes)
+        for passes, working in chain:
+            ws = working * tensor
+            out[ws] = out.get(ws, 0.0) + passes * tensor * count
+    return tuple((nbytes, ws) for ws, nbytes in sorted(out.items()))
+
+
+def l2_rate(working_set: float, steps: tuple[tuple[float, float], ...]) -> float:
+    """Bytes/s of L2-resident traffic for a kernel pair touching ``working_set`` bytes: the measured copy rate of the
+    smallest measured working set at least as large (``facts.l2.l2_copy_steps``); 0 when none is."""
+    for footprint, rate in steps:
+        if working_set <= footprint:
+            return rate
+    return 0.0
+
+
+def l2_saving_s(l2_reads: tuple[tuple[float, float], ...], steps: tuple[tuple[float, float], ...],
+                bw: float) -> float:
+    """Seconds the L2-resident bytes save against streaming them at ``bw``, the large-array bandwidth (never
+    negative: a measured rate not above ``bw`` changes nothing)."""
+    saved = 0.0
+    for nbytes, working_set in l2_reads:
+        rate = l2_rate(working_set, steps)
+        if rate > bw:
+            saved += nbytes / bw - nbytes / rate
+    return saved
+
+
+__all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "chain_l2", "l2_rate", "l2_saving_s", "optimizer_l2_reads", "weight_tensors"]
