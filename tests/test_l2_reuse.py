@@ -18,14 +18,21 @@ from gpuwork.estimate.adamw_passes import (
     OUT_OF_PLACE_KERNELS,
     OUT_OF_PLACE_TENSORS_MOVED,
 )
+from gpuwork.estimate.composite_ops import silu_cost, softmax_chain_cost
 from gpuwork.estimate.l2_reuse import (
     FOR_LOOP_CHAIN,
     FOR_LOOP_L2,
     OUT_OF_PLACE_CHAIN,
     OUT_OF_PLACE_L2,
+    SILU_BACKWARD,
+    SILU_FORWARD,
+    SOFTMAX_BACKWARD,
+    SOFTMAX_FORWARD,
     chain_l2,
     l2_rate,
     optimizer_l2_reads,
+    silu_l2,
+    softmax_l2,
     weight_tensors,
 )
 from gpuwork.estimate.ops import Kind, Op, Phase, step_ops
@@ -167,3 +174,54 @@ def test_the_cs336_small_staff_adamw_on_an_rtx_4090_is_priced_below_its_dram_tim
     without = price_ops((replace(update, l2_reads=()),), gpu, device, rates,
                         rates.stacks[Stack.HF_TRAINER]).by_kind["optimizer"]
     assert with_l2 < without
+
+
+def _bytes(chain, width) -> float:
+    return sum(width.get(n, 1.0) for reads, writes in chain for n in (*reads, *writes))
+
+
+@pytest.mark.parametrize(("scores_bytes", "autocast"), [(4, False), (2, False), (2, True)])
+def test_the_softmax_and_silu_chains_are_the_priced_kernels(scores_bytes, autocast):
+    """The kernel lists l2_reuse reads move the bytes composite_ops prices, forward and backward."""
+    cost = softmax_chain_cost(scores_bytes, autocast)
+    forward, backward = softmax_l2(scores_bytes, autocast, 1.0)
+    assert sum(p for p, _ in forward) < cost.forward_bytes and sum(p for p, _ in backward) < cost.backward_bytes
+    e, x = scores_bytes, 4 if autocast else scores_bytes
+    width = {n: e for n in ("s", "a", "b", "c", "qb", "gqb", "gc", "n2", "z", "gb", "ga", "gs")}
+    width |= {n: x for n in ("c32", "d", "q", "gq", "gd", "n1", "r1", "r2", "r3", "gc32")}
+    width |= {"mask": 1, "rmax": 0, "rsum": 0, "gsum": 0, "gmax": 0}
+    fwd, bwd = SOFTMAX_FORWARD, SOFTMAX_BACKWARD
+    if not autocast:
+        fwd = tuple(k for k in fwd if k[1] not in (("c32",), ("qb",)))
+        bwd = tuple(k for k in bwd if k[1] not in (("gq",), ("gc",)))
+    assert (_bytes(fwd, width), _bytes(bwd, width)) == (cost.forward_bytes, cost.backward_bytes)
+    silu = silu_cost(2)
+    w2 = dict.fromkeys(("x", "sg", "y", "g", "g1", "g2", "g3", "gx"), 2)
+    assert (_bytes(SILU_FORWARD, w2), _bytes(SILU_BACKWARD, w2)) == (silu.forward_bytes, silu.backward_bytes)
+
+
+def test_the_fp32_softmax_forward_by_hand():
+    # scale s -> a, where(a, mask) -> b, max(b), b - max -> c, exp(c) -> d (saved), sum(d), d / sum -> q (saved):
+    # a written and read by the next kernel (pair s, a, mask, b: 13 bytes an element): 8; b read by max (pair a,
+    # mask, b, row max: 9): 4, and by the subtraction (pair b, c: 8): 4; c written and read by exp (pair b, c, d:
+    # 12): 8; d read by the sum and by the division (pairs of d and row vectors: 8): 8. 32 of 49 bytes.
+    forward, _ = softmax_l2(4, False, 1.0)
+    assert forward == ((12.0, 8.0), (4.0, 9.0), (8.0, 12.0), (8.0, 13.0))
+    # SiLU, bf16: sigmoid's x and s read again by the product (pair x, s, y): 4 of 10 bytes; backward: grad read
+    # again by grad * x, grad * x's and sigmoid_backward's results written and read by the next kernel (pairs of 5
+    # tensors): 10 of 24
+    assert silu_l2(2, 1.0) == (((4.0, 6.0),), ((10.0, 10.0),))
+
+
+def test_the_composite_ops_carry_their_l2_passes_both_ways():
+    from test_composite_ops import COMPOSITE, CONFIG
+
+    from gpuwork.measure.accuracy import case_spec
+
+    plan = TrainPlan(model="tiny-cs336", method="scratch", precision="bf16-mixed", attention="eager",
+                     stack="hf-trainer", seq_len=256, batch_size=4)
+    ops = step_ops(plan, case_spec("tiny-cs336", {**CONFIG, **COMPOSITE}))
+    chains = [o for o in ops if "(composite)" in o.name]
+    assert {o.phase for o in chains} == {Phase.FORWARD, Phase.BACKWARD}
+    assert chains and all(o.l2_reads for o in chains)
+    assert all(sum(b for b, _ in o.l2_reads) < o.bytes for o in chains)

@@ -20,6 +20,8 @@ changes. Each chain is its kernels in code order (tensors read, tensors written)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.plan import Method, OptimizerImpl, TrainPlan
 
@@ -59,30 +61,102 @@ def _read_before_write(rest: tuple[Kernel, ...], name: str) -> bool:
     return False
 
 
-def chain_l2(chain: tuple[Kernel, ...], kept: frozenset[str] = KEPT) -> tuple[tuple[int, int], ...]:
-    """(passes, working set in tensors) of a chain's passes that stay in L2, summed by working set: a read of a tensor
-    the previous kernel read or wrote; a write of a tensor the next kernel overwrites, or reads and then never reads
+def chain_l2(chain: tuple[Kernel, ...], kept: frozenset[str] = KEPT,
+             width: Mapping[str, float] | None = None) -> tuple[tuple[float, float], ...]:
+    """(passes, working set) of a chain's passes that stay in L2, summed by working set: a read of a tensor the
+    previous kernel read or wrote; a write of a tensor the next kernel overwrites, or reads and then never reads
     again before overwriting or freeing it (not ``kept``: those must reach DRAM). The working set is the distinct
-    tensors of the kernel pair."""
-    out: list[tuple[int, int]] = []
+    tensors of the kernel pair. Both count tensors, or with ``width`` (bytes per element of each tensor; 1 for a
+    name it lacks) bytes per element."""
+    def w(name: str) -> float:
+        return 1.0 if width is None else width.get(name, 1.0)
+
+    out: list[tuple[float, float]] = []
     touched = [set(reads) | set(writes) for reads, writes in chain]
     for i, (reads, writes) in enumerate(chain):
         if i > 0:
-            pair = len(touched[i - 1] | touched[i])
-            out += [(1, pair) for name in reads if name in touched[i - 1]]
+            pair = sum(w(name) for name in touched[i - 1] | touched[i])
+            out += [(w(name), pair) for name in reads if name in touched[i - 1]]
         if i + 1 < len(chain):
-            pair = len(touched[i] | touched[i + 1])
+            pair = sum(w(name) for name in touched[i] | touched[i + 1])
             nxt_reads, nxt_writes = chain[i + 1]
-            out += [(1, pair) for name in writes if name in nxt_writes
+            out += [(w(name), pair) for name in writes if name in nxt_writes
                     or (name in nxt_reads and name not in kept and not _read_before_write(chain[i + 2:], name))]
-    merged: dict[int, int] = {}
+    merged: dict[float, float] = {}
     for passes, working in out:
-        merged[working] = merged.get(working, 0) + passes
+        if passes > 0:
+            merged[working] = merged.get(working, 0.0) + passes
     return tuple((passes, working) for working, passes in sorted(merged.items()))
 
 
 OUT_OF_PLACE_L2 = chain_l2(OUT_OF_PLACE_CHAIN)
 FOR_LOOP_L2 = chain_l2(FOR_LOOP_CHAIN)
+
+
+# The hand-written softmax of the CS336 staff attention (estimate.composite_ops.softmax_chain_cost: the same kernels
+# and bytes), per score element; "[up]" / "[down]" kernels run under autocast only. Row vectors (max, sums and their
+# gradients) are 0 bytes per element; max's backward scatter (a value a row into the zero fill) is left out.
+SOFTMAX_FORWARD: tuple[Kernel, ...] = (
+    (("s",), ("a",)), (("a", "mask"), ("b",)), (("b",), ("rmax",)), (("b", "rmax"), ("c",)),  # scale, where, max, sub
+    (("c",), ("c32",)),  # [up]
+    (("c32",), ("d",)), (("d",), ("rsum",)), (("d", "rsum"), ("q",)),  # exp, sum, divide
+    (("q",), ("qb",)),  # [down]: the 16-bit copy P @ V reads
+)
+SOFTMAX_BACKWARD: tuple[Kernel, ...] = (
+    (("gqb",), ("gq",)),  # [up]: the incoming gradient of the 16-bit copy
+    (("gq", "rsum"), ("gd",)),  # the division's gradient for its numerator
+    (("gq",), ("n1",)), (("d", "rsum"), ("r1",)), (("r1",), ("r2",)), (("n1", "r2"), ("r3",)),  # ... for the sums
+    (("r3",), ("gsum",)), (("gd", "gsum"), ("gd",)),  # row sum; the sum's gradient added in place
+    (("gd", "d"), ("gc32",)),  # exp's gradient
+    (("gc32",), ("gc",)),  # [down]
+    (("gc",), ("n2",)), (("n2",), ("gmax",)), ((), ("z",)),  # sub's gradient for the row max; max's zero fill
+    (("gc", "z"), ("gb",)), (("gb", "mask"), ("ga",)), (("ga",), ("gs",)),  # add, where, scale
+)
+# inputs, what backward keeps (exp's output, the row sums, the probabilities P @ V saved) and the chain's outputs
+SOFTMAX_KEPT = frozenset({"s", "mask", "d", "rsum", "q", "qb", "gqb", "gs"})
+# x * torch.sigmoid(x) (composite_ops.silu_cost) and its backward: grad * s, grad * x, sigmoid_backward, the add
+SILU_FORWARD: tuple[Kernel, ...] = ((("x",), ("sg",)), (("x", "sg"), ("y",)))
+SILU_BACKWARD: tuple[Kernel, ...] = ((("g", "sg"), ("g1",)), (("g", "x"), ("g2",)), (("g2", "sg"), ("g3",)),
+                                     (("g1", "g3"), ("gx",)))
+SILU_KEPT = frozenset({"x", "sg", "y", "g", "gx"})
+
+
+def _drop(chain: tuple[Kernel, ...], names: frozenset[str]) -> tuple[Kernel, ...]:
+    """The chain without the kernels that write ``names`` (autocast's casts), their readers reading the input."""
+    rename: dict[str, str] = {}
+    out: list[Kernel] = []
+    for reads, writes in chain:
+        if set(writes) & names:
+            rename.update({w: rename.get(reads[0], reads[0]) for w in writes})
+            continue
+        out.append((tuple(rename.get(r, r) for r in reads), writes))
+    return tuple(out)
+
+
+def _per_element(found: tuple[tuple[float, float], ...], elements: float) -> tuple[tuple[float, float], ...]:
+    return tuple((passes * elements, working * elements) for passes, working in found)
+
+
+def softmax_l2(scores_bytes: int, autocast: bool, elements: float) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of the hand-written softmax chain over ``elements`` score elements (one
+    batched kernel per step of the chain, so the working set is the whole score tensors')."""
+    e, x = float(scores_bytes), float(4 if autocast else scores_bytes)
+    width = {name: e for name in ("s", "a", "b", "c", "qb", "gqb", "gc", "n2", "z", "gb", "ga", "gs")}
+    width |= {name: x for name in ("c32", "d", "q", "gq", "gd", "n1", "r1", "r2", "r3", "gc32")}
+    width |= {"mask": 1.0, "rmax": 0.0, "rsum": 0.0, "gsum": 0.0, "gmax": 0.0}
+    forward, backward, kept = SOFTMAX_FORWARD, SOFTMAX_BACKWARD, SOFTMAX_KEPT - {"q"}  # P @ V keeps the 16-bit copy
+    if not autocast:  # no casts: P @ V keeps the quotient itself
+        forward, backward = _drop(forward, frozenset({"c32", "qb"})), _drop(backward, frozenset({"gq", "gc"}))
+        kept = SOFTMAX_KEPT
+    return (_per_element(chain_l2(forward, kept, width), elements),
+            _per_element(chain_l2(backward, kept, width), elements))
+
+
+def silu_l2(act_bytes: int, elements: float) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of ``x * torch.sigmoid(x)`` over ``elements`` activations."""
+    width = {name: float(act_bytes) for name in ("x", "sg", "y", "g", "g1", "g2", "g3", "gx")}
+    return (_per_element(chain_l2(SILU_FORWARD, SILU_KEPT, width), elements),
+            _per_element(chain_l2(SILU_BACKWARD, SILU_KEPT, width), elements))
 
 
 def _chain(impl: OptimizerImpl) -> tuple[tuple[int, int], ...]:
@@ -141,4 +215,5 @@ def l2_saving_s(l2_reads: tuple[tuple[float, float], ...], steps: tuple[tuple[fl
     return saved
 
 
-__all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "chain_l2", "l2_rate", "l2_saving_s", "optimizer_l2_reads", "weight_tensors"]
+__all__ = ["SILU_BACKWARD", "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD", "silu_l2", "softmax_l2",
+           "FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "chain_l2", "l2_rate", "l2_saving_s", "optimizer_l2_reads", "weight_tensors"]

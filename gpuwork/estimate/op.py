@@ -73,3 +73,4 @@ class Op:
     # MEMORY / OPTIMIZER kernels of a per-tensor chain: (bytes, working set in bytes) of the passes that may stay in
     # L2, each priced at the GPU's measured L2 copy rate for that working set (estimate.l2_reuse)
     l2_reads: tuple[tuple[float, float], ...] = ()
+    backward_l2_reads: tuple[tuple[float, float], ...] = ()  # the ELEMENTWISE backward's own
