@@ -159,7 +159,7 @@ def silu_l2(act_bytes: int, elements: float) -> tuple[tuple[tuple[float, float],
             _per_element(chain_l2(SILU_BACKWARD, SILU_KEPT, width), elements))
 
 
-def _chain(impl: OptimizerImpl) -> tuple[tuple[int, int], ...]:
+def _chain(impl: OptimizerImpl) -> tuple[tuple[float, float], ...]:
     if impl is OptimizerImpl.OUT_OF_PLACE:
         return OUT_OF_PLACE_L2
     if impl is OptimizerImpl.FOR_LOOP:
