@@ -12,7 +12,10 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
   (docs/kernels.md, [K12a]-[K12f]); a foreach or fused optimizer pass split into 320-block launches
-  (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); t0 of kernels launched
+  (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); the passes of a per-tensor
+  chain that stay in L2 (``Op.l2_reads``: a hand-written or for-loop AdamW, a softmax or SiLU written op by op) move
+  at the GPU's measured L2 copy rate for their working set where it has one (``estimate.l2_reuse``,
+  data/l2_measurements.csv, [K21a]); t0 of kernels launched
   back to back, as the host queues a step's kernels
   ahead of the GPU (where the host sets the pace, max(GPU, host) below charges it).
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
@@ -50,7 +53,6 @@ from gpuwork.estimate.l2_reuse import l2_saving_s
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.hashed import HashedTuple, IdentityMemo
-from gpuwork.facts.l2 import l2_copy_steps
 from gpuwork.facts.rates import FA2_KERNEL, KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
 from gpuwork.message import msg
 
@@ -347,8 +349,8 @@ class _PriceFacts(NamedTuple):
     mta_split_share: float = 1.0  # kernels.csv mta_split_bandwidth_share (1 on a synchronous device)
     blocking: bool = False  # every launch waits for its kernel (CUDA_LAUNCH_BLOCKING=1)
     tf32_peak: float = 0.0  # dense TF32 peak FLOP/s when fp32 GEMMs run as TF32 (TrainPlan.tf32); 0: they do not
-    # (working set in bytes, bytes/s) of the GPU's measured L2 copy rows (facts.l2; () on a synchronous device or a
-    # GPU without one): the price of Op.l2_reads (estimate.l2_reuse)
+    # (working set in bytes, bytes/s) of the GPU's measured L2 copy rows (DeviceRates.l2_copy; () on a synchronous
+    # device or a GPU without one): the price of Op.l2_reads (estimate.l2_reuse)
     l2_steps: tuple[tuple[float, float], ...] = ()
 
 
@@ -397,7 +399,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         1.0 if synchronous else rates.kernel("mta_split_bandwidth_share"),
         blocking,
         tf32_rate[0] if tf32_rate is not None else 0.0,
-        () if synchronous else l2_copy_steps(gpu.gpu_id),
+        () if synchronous else device.l2_copy,
     )
 
 
