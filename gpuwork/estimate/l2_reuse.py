@@ -171,7 +171,8 @@ def weight_tensors(spec: ModelSpec) -> tuple[tuple[int, int], ...]:
     """(elements, how many) of the model's weight matrices: every linear (``spec.linears``) and the token embedding
     (vocabulary x hidden, unless tied to the output layer the linears already hold). Norm weights, biases and
     position embeddings are left out: their bytes keep the large-array price."""
-    sizes = [(lin.in_features * lin.out_features, lin.count * max(1, lin.experts)) for lin in spec.linears]
+    # a fused MoE expert weight is one tensor of all its experts' matrices
+    sizes = [(lin.in_features * lin.out_features * max(1, lin.experts), lin.count) for lin in spec.linears]
     if not spec.tie_embeddings:  # a tied embedding is the output layer's weight, already among the linears
         sizes.append((spec.vocab_size * spec.hidden_size, 1))
     return tuple(sizes)
@@ -215,5 +216,6 @@ def l2_saving_s(l2_reads: tuple[tuple[float, float], ...], steps: tuple[tuple[fl
     return saved
 
 
-__all__ = ["SILU_BACKWARD", "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD", "silu_l2", "softmax_l2",
-           "FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "chain_l2", "l2_rate", "l2_saving_s", "optimizer_l2_reads", "weight_tensors"]
+__all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "SILU_BACKWARD",
+           "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD", "chain_l2", "l2_rate", "l2_saving_s",
+           "optimizer_l2_reads", "silu_l2", "softmax_l2", "weight_tensors"]
