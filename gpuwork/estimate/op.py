@@ -70,3 +70,7 @@ class Op:
     # "Liger-Kernel's eager rows"); the ELEMENTWISE backward's own share (-1: as the forward's)
     strided_share: float = 0.0
     backward_strided_share: float = -1.0
+    # MEMORY / OPTIMIZER kernels of a per-tensor chain: (bytes, working set in bytes) of the passes that may stay in
+    # L2, each priced at the GPU's measured L2 copy rate for that working set (estimate.l2_reuse)
+    l2_reads: tuple[tuple[float, float], ...] = ()
+    backward_l2_reads: tuple[tuple[float, float], ...] = ()  # the ELEMENTWISE backward's own

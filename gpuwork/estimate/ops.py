@@ -34,6 +34,7 @@ from typing import NamedTuple
 
 from gpuwork.estimate.composite_ops import composite_silu, composite_softmax, silu_cost, softmax_chain_cost
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
+from gpuwork.estimate.l2_reuse import silu_l2, softmax_l2
 from gpuwork.estimate.memory import block_groups
 from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.memory_stacks import masked_sdpa
@@ -630,9 +631,11 @@ def _eager_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, p
 def _composite_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
     """A softmax written op by op (config ``softmax_impl: "composite"``, the CS336 staff model): scale, mask, max,
     subtract, exp, sum, divide, and under autocast the casts around exp and P·V (``composite_ops.softmax_chain_cost``)."""
-    cost = softmax_chain_cost(e, autocast)
-    return _mem("attention softmax chain (composite)", phase, scores, cost.forward_bytes, cost.forward_launches, count,
-                backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches))
+    cost, (l2, l2_back) = softmax_chain_cost(e, autocast), softmax_l2(e, autocast, scores)
+    return replace(_mem("attention softmax chain (composite)", phase, scores, cost.forward_bytes,
+                        cost.forward_launches, count,
+                        backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches)),
+                   l2_reads=l2, backward_l2_reads=l2_back)
 
 
 def _fused_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
@@ -659,9 +662,11 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
         act = _mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5))
         if composite_silu(spec):  # x * sigmoid(x) (config hidden_act_impl: "composite")
-            cost = silu_cost(e)
-            act = _mem("MLP activation (SiLU, composite)", phase, elems, cost.forward_bytes, cost.forward_launches,
-                       count, backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches))
+            cost, (l2, l2_back) = silu_cost(e), silu_l2(e, elems)
+            act = replace(_mem("MLP activation (SiLU, composite)", phase, elems, cost.forward_bytes,
+                               cost.forward_launches, count,
+                               backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches)),
+                          l2_reads=l2, backward_l2_reads=l2_back)
         return [act,
                 _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
     # gelu_pytorch_tanh (GELUTanh) and gelu (GELUActivation) call F.gelu: one kernel each way, as below; gelu_new
@@ -941,7 +946,8 @@ def _backward_of(op: Op, *, layers_grad: int, layers_fwd: int) -> Op:
     launches = op.launches if op.backward_launches < 0 else op.backward_launches
     return Op(f"{op.name} backward", op.kind, _BACKWARD, 0.0, op.bytes * op.backward_factor, max(1, launches),
               count, backward=_NONE,
-              strided_share=op.strided_share if op.backward_strided_share < 0 else op.backward_strided_share)
+              strided_share=op.strided_share if op.backward_strided_share < 0 else op.backward_strided_share,
+              l2_reads=op.backward_l2_reads)
 
 
 _INPUT_GRAD, _BOTH_GRADS, _NONE = Backward.INPUT_GRAD, Backward.BOTH_GRADS, Backward.NONE

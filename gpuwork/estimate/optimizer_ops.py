@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuwork.estimate.adamw_passes import adamw_passes, mta_launches, mta_split
+from gpuwork.estimate.l2_reuse import optimizer_l2_reads
 from gpuwork.estimate.model_states import state_element_bytes
 from gpuwork.estimate.op import Kind, Op, Phase
 from gpuwork.facts.spec import ModelSpec, ParamCounts, lora_target_linears
@@ -71,7 +72,8 @@ def optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: int
     if opt is Optimizer.ADAMW:
         moved, launches = adamw_passes(impl, tensors, n)
         out.append(replace(_update("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1),
-                           mta_split=split and impl in (OptimizerImpl.FOREACH, OptimizerImpl.FUSED)))
+                           mta_split=split and impl in (OptimizerImpl.FOREACH, OptimizerImpl.FUSED),
+                           l2_reads=optimizer_l2_reads(spec, plan, impl, s_b)))
     elif opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
         # bitsandbytes blockwise 8-bit kernel per tensor: reads p, g, m, v (1 B) and writes p, m, v
         out.append(_update("8-bit AdamW update", Phase.OPTIMIZER, n, 3 * s_b + 4 * 1, tensors, 1))

@@ -12,7 +12,10 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
   (docs/kernels.md, [K12a]-[K12f]); a foreach or fused optimizer pass split into 320-block launches
-  (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); t0 of kernels launched
+  (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); the passes of a per-tensor
+  chain that stay in L2 (``Op.l2_reads``: a hand-written or for-loop AdamW, a softmax or SiLU written op by op) move
+  at the GPU's measured L2 copy rate for their working set where it has one (``estimate.l2_reuse``,
+  data/l2_measurements.csv, [K21a]); t0 of kernels launched
   back to back, as the host queues a step's kernels
   ahead of the GPU (where the host sets the pace, max(GPU, host) below charges it).
 - Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
@@ -46,6 +49,7 @@ from typing import NamedTuple
 
 from gpuwork.errors import CatalogError
 from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice, tiles_peak
+from gpuwork.estimate.l2_reuse import l2_saving_s
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.hashed import HashedTuple, IdentityMemo
@@ -345,6 +349,9 @@ class _PriceFacts(NamedTuple):
     mta_split_share: float = 1.0  # kernels.csv mta_split_bandwidth_share (1 on a synchronous device)
     blocking: bool = False  # every launch waits for its kernel (CUDA_LAUNCH_BLOCKING=1)
     tf32_peak: float = 0.0  # dense TF32 peak FLOP/s when fp32 GEMMs run as TF32 (TrainPlan.tf32); 0: they do not
+    # (working set in bytes, bytes/s) of the GPU's measured L2 copy rows (DeviceRates.l2_copy; () on a synchronous
+    # device or a GPU without one): the price of Op.l2_reads (estimate.l2_reuse)
+    l2_steps: tuple[tuple[float, float], ...] = ()
 
 
 _PHASES = tuple(Phase)
@@ -392,6 +399,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         1.0 if synchronous else rates.kernel("mta_split_bandwidth_share"),
         blocking,
         tf32_rate[0] if tf32_rate is not None else 0.0,
+        () if synchronous else device.l2_copy,
     )
 
 
@@ -441,9 +449,10 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
 # garbage collector, which a sweep's thousands of cached rows would otherwise cost), flops, bytes, launches,
-# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split, strided_share (a plain tuple: the
-# pricing loop unpacks it)
-_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool, float]
+# host_sync, attention_pass, dtype, m, n, causal, mem_efficient, kernel, mta_split, strided_share, l2_reads (a plain
+# tuple: the pricing loop unpacks it)
+_OpRow = tuple[str, str, float, float, int, bool, str, str, int, int, bool, bool, str, bool, float,
+               tuple[tuple[float, float], ...]]
 _PHASE_VALUES = tuple(_VALUES[p] for p in _PHASES)
 _KIND_VALUES = tuple(_VALUES[k] for k in Kind)
 _BACKWARD = Phase.BACKWARD.value
@@ -479,7 +488,7 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
             continue
         rows.append((_VALUES[op.kind], _VALUES[op.phase], op.flops, op.bytes, op.launches, op.host_sync,
                      op.attention_pass if op.kind is attention else "", op.dtype, op.m, op.n, op.causal,
-                     op.mem_efficient, op.kernel, op.mta_split, op.strided_share))
+                     op.mem_efficient, op.kernel, op.mta_split, op.strided_share, op.l2_reads))
         counts.append(op.count)
         launches_total += op.launches * op.count
         flops_total += op.flops * op.count
@@ -522,6 +531,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     t0_launch_s = facts.t0_cold_s if blocking else t0_s
     tf32 = facts.tf32_peak > 0.0  # fp32 GEMMs and bmm on the tensor cores (TrainPlan.tf32)
     strided_fraction = facts.strided_fraction
+    l2_steps = facts.l2_steps
     matmul = dict(facts.matmul)
     shaped = bool(facts.gemm.tiles) and not synchronous  # the GEMM shape model (estimate.gemm) prices GEMMs
     gemm_pricers: dict[str, Callable[[int, int, float, int, bool], float]] = {}
@@ -532,7 +542,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
         priced = memo.get(row)
         if priced is None:
             (_, phase, flops, nbytes, launches, host_sync, attention_pass, dtype, m, n, causal, mem_eff, kernel,
-             mta_split, strided) = row
+             mta_split, strided, l2_reads) = row
             if tf32 and dtype == "fp32" and not attention_pass:  # the fused fp32 attention kernel is not a GEMM
                 dtype = "tf32"
             if flops > 0:
@@ -562,6 +572,8 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
                 stream_s = nbytes / (bw * (split_share if mta_split else 1.0))
                 if strided:
                     stream_s *= 1.0 - strided + strided / strided_fraction
+                if l2_reads and l2_steps:  # passes of a per-tensor chain that stay in L2 (estimate.l2_reuse)
+                    stream_s -= l2_saving_s(l2_reads, l2_steps, bw)
                 gpu_s = (launches * t0_launch_s + stream_s) / efficiency
             host_s_per_launch = host_of[phase]
             host_s = launches * host_s_per_launch / efficiency

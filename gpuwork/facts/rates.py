@@ -11,7 +11,7 @@ import csv
 import functools
 import io
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -55,6 +55,9 @@ class DeviceRates:
     # of hiding behind the previous kernel as on a GPU's asynchronous stream.
     synchronous: bool = False
     host_us_per_kernel: float | None = None  # measured dispatch cost per op on this device (None: kernels.csv)
+    # (working set in bytes, bytes/s) of copies measured with their data in L2, smallest working set first
+    # (data/l2_measurements.csv, facts.l2); () where none was measured: the step model's L2 rule does not apply
+    l2_copy: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,12 @@ def _load(folder: str) -> Rates:
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
+    from gpuwork.facts.l2 import l2_copy_steps  # facts.l2 reads its file with read_rows (defined here)
+
+    for gpu_id, device in list(devices.items()):
+        steps = l2_copy_steps(gpu_id, base)
+        if steps:
+            devices[gpu_id] = replace(device, l2_copy=steps)
     curves = attention_curves(read_attention_rows(base / ATTENTION_CURVES_CSV))
     families = {f: AttentionCurves(p for p in curves if p.family == f) for f in {p.family for p in curves}}
     return Rates(devices, kernels, kbasis, stacks, _gemm_tiles(base / GEMM_TILES_CSV), curves, families)

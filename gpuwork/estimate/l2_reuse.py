@@ -1,0 +1,221 @@
+"""Bytes of a per-tensor optimizer chain that stay in the L2 cache, and their price (docs/kernels.md, "Kernels whose
+inputs are still in L2").
+
+A Python loop over the parameters runs a short chain of element-wise kernels on each tensor: each kernel reads what
+the one before it wrote. The rule, from how the cache works and nothing fitted:
+
+- a tensor the immediately preceding kernel read or wrote is read from L2 when the distinct tensors the two kernels
+  touch (the pair's working set) fit in what the GPU holds at the rate of a measured copy (l2_measurements.csv);
+- a tensor written by one kernel and next read or overwritten by the following one, and not read again after that
+  (a temporary freed once read, its block taken by the next temporary of its size; a buffer written back and forth),
+  stays in L2 and is overwritten there, not streamed to DRAM, under the same condition; the tensors that outlive the
+  chain (the new weights and states) always reach DRAM;
+- everything else (the step's inputs p, grad, m, v; a tensor read two or more kernels after it was touched) streams
+  at the large-array bandwidth, as before.
+
+L2 bytes move at the copy rate measured on the GPU for the smallest measured working set at least as large as the
+pair's (``l2_rate``); where that rate is not above the large-array bandwidth, or the GPU has no copy row, nothing
+changes. Each chain is its kernels in code order (tensors read, tensors written); ``chain_l2`` applies the rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpuwork.facts.spec import ModelSpec
+from gpuwork.plan import Method, OptimizerImpl, TrainPlan
+
+# A kernel of a chain: (tensors read, tensors written), by name; every tensor of an optimizer chain is one parameter's
+# size. ``chain_l2`` finds the passes that stay in L2 by the rule of the module docstring.
+Kernel = tuple[tuple[str, ...], tuple[str, ...]]
+
+# The CS336 staff AdamW (estimate.adamw_passes: 16 kernels, 35 passes per tensor), in code order. The new m_t, v_t and
+# p outlive the chain (KEPT); t1 .. t10 and the two zeros_like fills are freed once read.
+OUT_OF_PLACE_CHAIN: tuple[Kernel, ...] = (
+    ((), ("z_m",)), ((), ("z_v",)),  # state.get("m", torch.zeros_like(grad)), the same for v
+    (("m",), ("t1",)), (("grad",), ("t2",)), (("t1", "t2"), ("m_t",)),  # beta_1 * m + (1 - beta_1) * grad
+    (("grad",), ("t3",)), (("t3",), ("t4",)), (("v",), ("t5",)), (("t5", "t4"), ("v_t",)),  # ... * torch.square(grad)
+    (("m_t",), ("t6",)), (("v_t",), ("t7",)), (("t7",), ("t8",)), (("t6", "t8"), ("t9",)),  # alpha_t * m_t / (...)
+    (("p", "t9"), ("p",)),  # p.data -= ...
+    (("p",), ("t10",)), (("p", "t10"), ("p",)),  # p.data -= alpha * weight_decay * p.data
+)
+# torch.optim's _single_tensor_adam (torch/optim/adam.py; 7 kernels, 18 passes per tensor; weight_decay 0):
+# exp_avg.lerp_(grad), exp_avg_sq.mul_(beta2).addcmul_(grad, grad), (exp_avg_sq.sqrt() / c).add_(eps),
+# param.addcdiv_(exp_avg, denom). transformers' 2021 AdamW (also ``for-loop``: mul_, add_, mul_, addcmul_, sqrt,
+# add_, addcdiv_) keeps as many passes in L2 by the same rule, with working sets of two tensors or three.
+FOR_LOOP_CHAIN: tuple[Kernel, ...] = (
+    (("m", "grad"), ("m",)), (("v",), ("v",)), (("v", "grad"), ("v",)),
+    (("v",), ("d",)), (("d",), ("d2",)), (("d2",), ("d2",)), (("p", "m", "d2"), ("p",)),
+)
+KEPT = frozenset({"p", "m", "v", "m_t", "v_t", "grad"})  # inputs and what outlives the update
+
+
+def _read_before_write(rest: tuple[Kernel, ...], name: str) -> bool:
+    """The tensor's next touch in ``rest`` is a read (its value is used again); False when it is next overwritten,
+    or never touched again (freed: its block goes to the next temporary of its size)."""
+    for reads, writes in rest:
+        if name in reads:
+            return True
+        if name in writes:
+            return False
+    return False
+
+
+def chain_l2(chain: tuple[Kernel, ...], kept: frozenset[str] = KEPT,
+             width: Mapping[str, float] | None = None) -> tuple[tuple[float, float], ...]:
+    """(passes, working set) of a chain's passes that stay in L2, summed by working set: a read of a tensor the
+    previous kernel read or wrote; a write of a tensor the next kernel overwrites, or reads and then never reads
+    again before overwriting or freeing it (not ``kept``: those must reach DRAM). The working set is the distinct
+    tensors of the kernel pair. Both count tensors, or with ``width`` (bytes per element of each tensor; 1 for a
+    name it lacks) bytes per element."""
+    def w(name: str) -> float:
+        return 1.0 if width is None else width.get(name, 1.0)
+
+    out: list[tuple[float, float]] = []
+    touched = [set(reads) | set(writes) for reads, writes in chain]
+    for i, (reads, writes) in enumerate(chain):
+        if i > 0:
+            pair = sum(w(name) for name in touched[i - 1] | touched[i])
+            out += [(w(name), pair) for name in reads if name in touched[i - 1]]
+        if i + 1 < len(chain):
+            pair = sum(w(name) for name in touched[i] | touched[i + 1])
+            nxt_reads, nxt_writes = chain[i + 1]
+            out += [(w(name), pair) for name in writes if name in nxt_writes
+                    or (name in nxt_reads and name not in kept and not _read_before_write(chain[i + 2:], name))]
+    merged: dict[float, float] = {}
+    for passes, working in out:
+        if passes > 0:
+            merged[working] = merged.get(working, 0.0) + passes
+    return tuple((passes, working) for working, passes in sorted(merged.items()))
+
+
+OUT_OF_PLACE_L2 = chain_l2(OUT_OF_PLACE_CHAIN)
+FOR_LOOP_L2 = chain_l2(FOR_LOOP_CHAIN)
+
+
+# The hand-written softmax of the CS336 staff attention (estimate.composite_ops.softmax_chain_cost: the same kernels
+# and bytes), per score element; "[up]" / "[down]" kernels run under autocast only. Row vectors (max, sums and their
+# gradients) are 0 bytes per element; max's backward scatter (a value a row into the zero fill) is left out.
+SOFTMAX_FORWARD: tuple[Kernel, ...] = (
+    (("s",), ("a",)), (("a", "mask"), ("b",)), (("b",), ("rmax",)), (("b", "rmax"), ("c",)),  # scale, where, max, sub
+    (("c",), ("c32",)),  # [up]
+    (("c32",), ("d",)), (("d",), ("rsum",)), (("d", "rsum"), ("q",)),  # exp, sum, divide
+    (("q",), ("qb",)),  # [down]: the 16-bit copy P @ V reads
+)
+SOFTMAX_BACKWARD: tuple[Kernel, ...] = (
+    (("gqb",), ("gq",)),  # [up]: the incoming gradient of the 16-bit copy
+    (("gq", "rsum"), ("gd",)),  # the division's gradient for its numerator
+    (("gq",), ("n1",)), (("d", "rsum"), ("r1",)), (("r1",), ("r2",)), (("n1", "r2"), ("r3",)),  # ... for the sums
+    (("r3",), ("gsum",)), (("gd", "gsum"), ("gd",)),  # row sum; the sum's gradient added in place
+    (("gd", "d"), ("gc32",)),  # exp's gradient
+    (("gc32",), ("gc",)),  # [down]
+    (("gc",), ("n2",)), (("n2",), ("gmax",)), ((), ("z",)),  # sub's gradient for the row max; max's zero fill
+    (("gc", "z"), ("gb",)), (("gb", "mask"), ("ga",)), (("ga",), ("gs",)),  # add, where, scale
+)
+# inputs, what backward keeps (exp's output, the row sums, the probabilities P @ V saved) and the chain's outputs
+SOFTMAX_KEPT = frozenset({"s", "mask", "d", "rsum", "q", "qb", "gqb", "gs"})
+# x * torch.sigmoid(x) (composite_ops.silu_cost) and its backward: grad * s, grad * x, sigmoid_backward, the add
+SILU_FORWARD: tuple[Kernel, ...] = ((("x",), ("sg",)), (("x", "sg"), ("y",)))
+SILU_BACKWARD: tuple[Kernel, ...] = ((("g", "sg"), ("g1",)), (("g", "x"), ("g2",)), (("g2", "sg"), ("g3",)),
+                                     (("g1", "g3"), ("gx",)))
+SILU_KEPT = frozenset({"x", "sg", "y", "g", "gx"})
+
+
+def _drop(chain: tuple[Kernel, ...], names: frozenset[str]) -> tuple[Kernel, ...]:
+    """The chain without the kernels that write ``names`` (autocast's casts), their readers reading the input."""
+    rename: dict[str, str] = {}
+    out: list[Kernel] = []
+    for reads, writes in chain:
+        if set(writes) & names:
+            rename.update({w: rename.get(reads[0], reads[0]) for w in writes})
+            continue
+        out.append((tuple(rename.get(r, r) for r in reads), writes))
+    return tuple(out)
+
+
+def _per_element(found: tuple[tuple[float, float], ...], elements: float) -> tuple[tuple[float, float], ...]:
+    return tuple((passes * elements, working * elements) for passes, working in found)
+
+
+def softmax_l2(scores_bytes: int, autocast: bool, elements: float) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of the hand-written softmax chain over ``elements`` score elements (one
+    batched kernel per step of the chain, so the working set is the whole score tensors')."""
+    e, x = float(scores_bytes), float(4 if autocast else scores_bytes)
+    width = {name: e for name in ("s", "a", "b", "c", "qb", "gqb", "gc", "n2", "z", "gb", "ga", "gs")}
+    width |= {name: x for name in ("c32", "d", "q", "gq", "gd", "n1", "r1", "r2", "r3", "gc32")}
+    width |= {"mask": 1.0, "rmax": 0.0, "rsum": 0.0, "gsum": 0.0, "gmax": 0.0}
+    forward, backward, kept = SOFTMAX_FORWARD, SOFTMAX_BACKWARD, SOFTMAX_KEPT - {"q"}  # P @ V keeps the 16-bit copy
+    if not autocast:  # no casts: P @ V keeps the quotient itself
+        forward, backward = _drop(forward, frozenset({"c32", "qb"})), _drop(backward, frozenset({"gq", "gc"}))
+        kept = SOFTMAX_KEPT
+    return (_per_element(chain_l2(forward, kept, width), elements),
+            _per_element(chain_l2(backward, kept, width), elements))
+
+
+def silu_l2(act_bytes: int, elements: float) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of ``x * torch.sigmoid(x)`` over ``elements`` activations."""
+    width = {name: float(act_bytes) for name in ("x", "sg", "y", "g", "g1", "g2", "g3", "gx")}
+    return (_per_element(chain_l2(SILU_FORWARD, SILU_KEPT, width), elements),
+            _per_element(chain_l2(SILU_BACKWARD, SILU_KEPT, width), elements))
+
+
+def _chain(impl: OptimizerImpl) -> tuple[tuple[float, float], ...]:
+    if impl is OptimizerImpl.OUT_OF_PLACE:
+        return OUT_OF_PLACE_L2
+    if impl is OptimizerImpl.FOR_LOOP:
+        return FOR_LOOP_L2
+    return ()  # foreach and fused passes stream every tensor before the next pass: no reuse between kernels
+
+
+def weight_tensors(spec: ModelSpec) -> tuple[tuple[int, int], ...]:
+    """(elements, how many) of the model's weight matrices: every linear (``spec.linears``) and the token embedding
+    (vocabulary x hidden, unless tied to the output layer the linears already hold). Norm weights, biases and
+    position embeddings are left out: their bytes keep the large-array price."""
+    # a fused MoE expert weight is one tensor of all its experts' matrices
+    sizes = [(lin.in_features * lin.out_features * max(1, lin.experts), lin.count) for lin in spec.linears]
+    if not spec.tie_embeddings:  # a tied embedding is the output layer's weight, already among the linears
+        sizes.append((spec.vocab_size * spec.hidden_size, 1))
+    return tuple(sizes)
+
+
+def optimizer_l2_reads(spec: ModelSpec, plan: TrainPlan, impl: OptimizerImpl,
+                       state_bytes: int) -> tuple[tuple[float, float], ...]:
+    """(bytes, working set in bytes) of one update's passes that may stay in L2, per distinct (tensor size, working
+    set): only for a per-tensor loop (``for-loop``, ``out-of-place``) over whole unsharded weights of full
+    training (adapters, frozen layers and sharded optimizers keep the large-array price)."""
+    chain = _chain(impl)
+    if not chain or plan.uses_adapters or plan.method not in (Method.FULL, Method.SCRATCH) or plan.shard_ranks != 1:
+        return ()
+    out: dict[float, float] = {}
+    for elements, count in weight_tensors(spec):
+        tensor = float(elements * state_bytes)
+        for passes, working in chain:
+            ws = working * tensor
+            out[ws] = out.get(ws, 0.0) + passes * tensor * count
+    return tuple((nbytes, ws) for ws, nbytes in sorted(out.items()))
+
+
+def l2_rate(working_set: float, steps: tuple[tuple[float, float], ...]) -> float:
+    """Bytes/s of L2-resident traffic for a kernel pair touching ``working_set`` bytes: the measured copy rate of the
+    smallest measured working set at least as large (``facts.l2.l2_copy_steps``); 0 when none is."""
+    for footprint, rate in steps:
+        if working_set <= footprint:
+            return rate
+    return 0.0
+
+
+def l2_saving_s(l2_reads: tuple[tuple[float, float], ...], steps: tuple[tuple[float, float], ...],
+                bw: float) -> float:
+    """Seconds the L2-resident bytes save against streaming them at ``bw``, the large-array bandwidth (never
+    negative: a measured rate not above ``bw`` changes nothing)."""
+    saved = 0.0
+    for nbytes, working_set in l2_reads:
+        rate = l2_rate(working_set, steps)
+        if rate > bw:
+            saved += nbytes / bw - nbytes / rate
+    return saved
+
+
+__all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "SILU_BACKWARD",
+           "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD", "chain_l2", "l2_rate", "l2_saving_s",
+           "optimizer_l2_reads", "silu_l2", "softmax_l2", "weight_tensors"]
