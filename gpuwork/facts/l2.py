@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import data_dir
-from gpuwork.facts.rates import read_rows
+from gpuwork.facts.tables import read_rows
 from gpuwork.message import msg
 
 L2_CSV = "l2_measurements.csv"

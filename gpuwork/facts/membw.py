@@ -17,7 +17,8 @@ from pathlib import Path
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import data_dir
-from gpuwork.facts.rates import Rates, read_rows
+from gpuwork.facts.rates import Rates
+from gpuwork.facts.tables import read_rows
 from gpuwork.message import msg
 
 MEMBW_CSV = "membw_measurements.csv"

@@ -16,7 +16,8 @@ from pathlib import Path
 from gpuwork.errors import CatalogError
 from gpuwork.facts.catalog import Network
 from gpuwork.facts.paths import ENV_DATA_DIR, bundled_data_dir, data_dir
-from gpuwork.facts.rates import _number, read_rows
+from gpuwork.facts.rates import _number
+from gpuwork.facts.tables import read_rows
 from gpuwork.message import msg
 
 NETWORKS_CSV = "networks.csv"

@@ -7,18 +7,17 @@ numbers. They come from kernel-level measurements and documentation, each row na
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from gpuwork.errors import CatalogError
-from gpuwork.facts import reading
 from gpuwork.facts.hashed import HashedTuple
+from gpuwork.facts.l2 import l2_copy_steps
 from gpuwork.facts.paths import data_dir
+from gpuwork.facts.tables import read_rows
 from gpuwork.message import msg
 from gpuwork.plan import Attention, Stack
 
@@ -156,19 +155,6 @@ class Rates:
             raise CatalogError(msg("error.rates.missing_key", file=KERNELS_CSV, key=key)) from None
 
 
-def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
-    """The rows of a bundled CSV, with one clear error for a missing column or an unreadable file."""
-    try:  # a regular UTF-8 file within reading.TABLE bytes (GPUWORK_DATA may point anywhere)
-        text = reading.read_text(path, reading.TABLE)
-    except reading.ReadError as exc:
-        raise CatalogError(exc.msg) from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in columns if c not in (reader.fieldnames or ())]
-    if missing:
-        raise CatalogError(msg("error.rates.columns", file=path.name, missing=", ".join(missing)))
-    return list(reader)
-
-
 def _number(path: Path, line: int, column: str, value: str, positive: bool = True) -> float:
     try:
         number = float(value)
@@ -242,8 +228,6 @@ def _load(folder: str) -> Rates:
     missing = [s.value for s in Stack if s not in stacks]
     if missing:
         raise CatalogError(msg("error.rates.stack_missing", file=spath.name, stacks=", ".join(missing)))
-    from gpuwork.facts.l2 import l2_copy_steps  # facts.l2 reads its file with read_rows (defined here)
-
     for gpu_id, device in list(devices.items()):
         steps = l2_copy_steps(gpu_id, base)
         if steps:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import bundled_data_dir
-from gpuwork.facts.rates import read_rows
+from gpuwork.facts.tables import read_rows
 from gpuwork.message import msg
 
 TRACK_RECORD_NAME = "time_track_record.csv"

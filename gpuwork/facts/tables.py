@@ -1,0 +1,27 @@
+"""The bundled CSV tables' one reader: rates, kernel measurements, networks and the track record share it."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from gpuwork.errors import CatalogError
+from gpuwork.facts import reading
+from gpuwork.message import msg
+
+
+def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """The rows of a bundled CSV, with one clear error for a missing column or an unreadable file."""
+    try:  # a regular UTF-8 file within reading.TABLE bytes (GPUWORK_DATA may point anywhere)
+        text = reading.read_text(path, reading.TABLE)
+    except reading.ReadError as exc:
+        raise CatalogError(exc.msg) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    missing = [c for c in columns if c not in (reader.fieldnames or ())]
+    if missing:
+        raise CatalogError(msg("error.rates.columns", file=path.name, missing=", ".join(missing)))
+    return list(reader)
+
+
+__all__ = ["read_rows"]
