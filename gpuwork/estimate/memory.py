@@ -363,12 +363,15 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
         # activation: torch's fused SiLU/GELU save their input; GPT-2's gelu_new is a composite of pow, tanh and
         # muls that saves four intermediate-sized tensors (NewGELUActivation), unless the stack calls F.gelu [M5]
         act_saved = 4 if spec.activation in ("gelu_new", "gelu_fast") and not (stack and stack.torch_gelu) else 1
-        act_saved = 2 if composite_ops.composite_silu(spec) else act_saved  # x * sigmoid(x): x and sigmoid's output
+        composite_silu = composite_ops.composite_silu(spec)
+        act_saved = 2 if composite_silu else act_saved  # x * sigmoid(x): x and sigmoid's output
         if spec.mlp_gated:
             # act(gate) saves gate; gate*up saves both operands; a fused SwiGLU kernel saves gate and up
             # only and recomputes act(gate) in backward (stacks.csv swiglu_saved)
             gated = act_saved + 2
-            if stack is not None and stack.swiglu_saved < 3 and act_saved == 1:
+            # Inductor recomputes a hand-written x * sigmoid(x) as it does F.silu (the compiled stacks' saved set;
+            # docs/memory_misses.md "Held-out memory 16"): the composite form adds nothing there
+            if stack is not None and stack.swiglu_saved < 3 and (act_saved == 1 or composite_silu):
                 gated = stack.swiglu_saved
             mlp_core = gated * e * inter * k_exp
         else:
