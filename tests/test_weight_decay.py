@@ -164,3 +164,21 @@ def test_gpuwork_estimate_from_a_config_prices_its_weight_decay(tmp_path: Path) 
         ops = _optimizer(TrainPlan.from_dict(plan))
         step[wd] = ops.get("AdamW weight decay")
     assert step[0.0] is None and step[0.1] is not None and step[0.1].bytes > 0
+
+
+def test_the_trial_builds_its_optimizer_with_the_plans_weight_decay_in_effect():
+    pytest.importorskip("torch")
+    import types
+
+    import torch
+
+    from gpuwork.measure.cpu_rates import cpu_plan
+    from gpuwork.measure.runtime import _make_optimizer
+
+    setup = types.SimpleNamespace(lr=1e-3)
+    for plan, expected in ((TrainPlan(), 0.0), (TrainPlan(stack="torch-loop"), 0.01),
+                           (TrainPlan(weight_decay=0.1), 0.1), (TrainPlan(optimizer="sgd", weight_decay=0.2), 0.2)):
+        opt = _make_optimizer(plan, [torch.nn.Parameter(torch.ones(4))], setup)
+        assert opt.param_groups[0]["weight_decay"] == expected
+        # the CPU pricing runs the trial's loop as the eager hf-trainer stack: the decay stays the run's
+        assert cpu_plan(plan).weight_decay_in_effect == expected
