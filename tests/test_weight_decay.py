@@ -182,3 +182,15 @@ def test_the_trial_builds_its_optimizer_with_the_plans_weight_decay_in_effect():
         assert opt.param_groups[0]["weight_decay"] == expected
         # the CPU pricing runs the trial's loop as the eager hf-trainer stack: the decay stays the run's
         assert cpu_plan(plan).weight_decay_in_effect == expected
+
+
+def test_the_plan_report_and_the_flag_show_the_weight_decay_priced(capsys) -> None:
+    from gpuwork.cli import main
+
+    base = ["plan", "--model", "qwen2.5-0.5b", "--method", "full", "--offers", "1"]
+    assert main([*base, "--stack", "torch-loop"]) == 0
+    assert "weight decay 0.01, the stack's default" in capsys.readouterr().out
+    assert main([*base, "--weight-decay", "0.1", "--lang", "ru"]) == 0
+    assert "затухание весов 0.1 (" in capsys.readouterr().out
+    assert main(base) == 0  # the Trainer's 0, unstated: nothing to say
+    assert "weight decay" not in capsys.readouterr().out
