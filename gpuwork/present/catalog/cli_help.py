@@ -161,7 +161,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "plain torch loop); torch AdamW's foreach and for-loop updates run one more pass over the weights when it "
         "is not 0",
         "коэффициент затухания весов оптимизатора (по умолчанию — как в стеке: 0 у HF Trainer, 0,01 у "
-        "torch.optim.AdamW в обычном цикле PyTorch); при ненулевом значении обновления AdamW в torch (foreach и "
+        "torch.optim.AdamW в обычном цикле PyTorch); при ненулевом значении обновления AdamW из PyTorch (foreach и "
         "цикл по тензорам) делают ещё один проход по весам"),
     "cli.help.run.tf32": (
         "the run turns TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True, "

@@ -12,12 +12,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "{batch} (×{grad_accum}), {gpus} GPU, {sharding:raw}"),
     "cli.plan.weight_decay": (
         "weight decay {value:raw} (torch AdamW foreach / for-loop: one more pass over the weights when not 0)",
-        "затухание весов {value:raw} (AdamW в torch, foreach и цикл по тензорам: при ненулевом значении ещё один "
+        "затухание весов {value:raw} (AdamW из PyTorch, foreach и цикл по тензорам: при ненулевом значении ещё один "
         "проход по весам)"),
     "cli.plan.weight_decay_default": (
         "weight decay {value:raw}, the stack's default (torch AdamW foreach / for-loop: one more pass over the "
         "weights); --weight-decay sets it",
-        "затухание весов {value:raw} — значение стека по умолчанию (AdamW в torch, foreach и цикл по тензорам: ещё "
+        "затухание весов {value:raw} — значение стека по умолчанию (AdamW из PyTorch, foreach и цикл по тензорам: ещё "
         "один проход по весам); задаётся через --weight-decay"),
     "cli.plan.data": (
         "data: {tokens:int} tokens x {epochs:g} epoch(s); checkpoint every {every} steps, {kept} kept",

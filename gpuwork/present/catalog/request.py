@@ -147,7 +147,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "request.setting.weight_decay": (
         "the optimizer's weight decay {value:raw}; torch AdamW's foreach and for-loop updates run one more pass over "
         "the weights when it is not 0 (weight_decay {value:raw})",
-        "затухание весов в оптимизаторе {value:raw}; при ненулевом значении обновления AdamW в torch (foreach и "
+        "затухание весов в оптимизаторе {value:raw}; при ненулевом значении обновления AdamW из PyTorch (foreach и "
         "цикл по тензорам) делают ещё один проход по весам (weight_decay {value:raw})"),
     "request.launch.multi": (
         "{gpus} processes via {launcher:raw}, {backend:raw} between GPUs",
