@@ -382,6 +382,10 @@ class TrainPlan:
     # in fp32 whatever the flag) are priced as before; a GPU without TF32 (gpus.csv tf32_dense_tflops empty) runs
     # FP32 as without it. No memory
     tf32: bool = False
+    # the optimizer's weight decay; None: the stack's default (``weight_decay_in_effect``, ``STACK_WEIGHT_DECAY``).
+    # torch AdamW's decoupled decay (``if weight_decay != 0``) runs one more pass over the weights (estimate.
+    # optimizer_ops); a fused kernel folds it in. A step op (the time estimate); no memory
+    weight_decay: float | None = None
     # --- data and schedule: never read by the memory estimator ---
     dataset_tokens: int = 100_000_000  # tokens in one epoch of the training set
     dataset_bytes: int | None = None  # raw dataset size on disk; None = derived from tokens
@@ -408,6 +412,7 @@ class TrainPlan:
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
         self._check_numbers()
+        self._check_weight_decay()
         object.__setattr__(self, "lengths", _coerce_lengths(self.lengths, self.seq_len))
         self._check_combinations()
 
@@ -432,6 +437,24 @@ class TrainPlan:
         if problems["eval_fraction"] is not None:
             raise _out_of_range("eval_fraction", self.eval_fraction, PLAN_RANGES["eval_fraction"],
                                 problems["eval_fraction"])
+
+    def _check_weight_decay(self) -> None:
+        """None, or a finite number from 0 to ``MAX_WEIGHT_DECAY`` (torch.optim's own check refuses a negative one)."""
+        value = self.weight_decay
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_WEIGHT_DECAY:
+            raise PlanError("weight_decay", msg("error.plan.weight_decay", value=repr(value),
+                                                maximum=f"{MAX_WEIGHT_DECAY:g}"))
+        object.__setattr__(self, "weight_decay", float(value))
+
+    @property
+    def weight_decay_in_effect(self) -> float:
+        """The weight decay the run's optimizer applies: ``weight_decay``, else the stack's default for the plan's
+        optimizer (``STACK_WEIGHT_DECAY``)."""
+        if self.weight_decay is not None:
+            return self.weight_decay
+        return stack_weight_decay(self.stack, self.optimizer)
 
     def _numbers_plainly_valid(self) -> bool:
         """Whether every number is an int, or a finite float where fractions are allowed, inside its range
@@ -597,6 +620,34 @@ class TrainPlan:
                     raise PlanError(key, msg("error.plan.unknown_field_close", field=key, close=close[0]))
                 raise PlanError(key, msg("error.plan.unknown_field", field=key, known=", ".join(sorted(known))))
         return cls(**data)
+
+
+# The weight decay of a plan that states none (docs/kernels.md "Weight decay: the extra pass").
+# The HF Trainer (TRL, axolotl, LLaMA-Factory and Unsloth run it) passes TrainingArguments.weight_decay, default 0.0
+# (transformers v5.24.0 training_args.py: ``weight_decay: float = field(default=0.0, ...)``), to whatever optimizer
+# it builds. A loop that builds the optimizer itself without the argument gets the class's own default:
+# torch.optim.AdamW 1e-2 (torch v2.13.0 torch/optim/adamw.py ``weight_decay: float = 1e-2``), bitsandbytes
+# AdamW8bit / PagedAdamW8bit 1e-2 (bitsandbytes 0.50.2 optim/adamw.py), torch.optim.SGD 0, transformers
+# Adafactor 0.0, bitsandbytes Lion 0. Such loops: the plain torch loop, Answer.AI fsdp_qlora's train.py
+# (``torch.optim.AdamW(model.parameters(), lr=args['lr'], betas=(0.9,0.95), eps=1e-5)``) and torchtune, whose recipes
+# instantiate the config's ``optimizer._component_`` with only the keys the config gives. Unknown (0.0): the
+# pre-training frameworks (torchtitan, Megatron and the others each have their own), DeepLearningExamples BERT and
+# Lit-GPT 2023, whose runs state it.
+_TRAINER_STACKS = frozenset({Stack.HF_TRAINER, Stack.HF_TRAINER_2023, Stack.HF_TRAINER_2024, Stack.HF_LIGER,
+                             Stack.TORCH_COMPILE, *UNSLOTH_STACKS})
+_OWN_LOOP_STACKS = frozenset({Stack.TORCH_LOOP, Stack.TORCH_LOOP_COMPILE, Stack.HF_LOOP_2024, Stack.TORCHTUNE})
+TRAINER_WEIGHT_DECAY = 0.0
+OPTIMIZER_WEIGHT_DECAY: dict[Optimizer, float] = {
+    Optimizer.ADAMW: 1e-2, Optimizer.ADAMW_8BIT: 1e-2, Optimizer.PAGED_ADAMW_8BIT: 1e-2,
+    Optimizer.SGD: 0.0, Optimizer.ADAFACTOR: 0.0, Optimizer.LION: 0.0}
+MAX_WEIGHT_DECAY = 1000.0  # decoupled decay multiplies the weights by 1 - lr * wd: beyond it, a typo
+
+
+def stack_weight_decay(stack: Stack, optimizer: Optimizer) -> float:
+    """The weight decay ``stack`` runs ``optimizer`` with when the run states none (see above)."""
+    if stack in _OWN_LOOP_STACKS:
+        return OPTIMIZER_WEIGHT_DECAY[optimizer]
+    return TRAINER_WEIGHT_DECAY  # the Trainer's, and the unknown stacks'
 
 
 def field_names() -> list[str]:
@@ -792,6 +843,9 @@ __all__ = [
     "HSDP_GROUP_GPUS",
     "MAX_GPUS",
     "MAX_SEQ_LEN",
+    "MAX_WEIGHT_DECAY",
+    "OPTIMIZER_WEIGHT_DECAY",
+    "TRAINER_WEIGHT_DECAY",
     "LOWER_BOUNDS",
     "OPTIONAL_FIELDS",
     "PLAN_RANGES",
@@ -821,4 +875,5 @@ __all__ = [
     "field_names",
     "lengths_text",
     "shard_ranks",
+    "stack_weight_decay",
 ]

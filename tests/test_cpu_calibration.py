@@ -123,7 +123,7 @@ def test_the_cpu_trial_runs_fp32_sdpa_on_the_eager_stack() -> None:
 
 def test_gpuworks_loop_adds_the_logged_loss_to_the_op_list() -> None:
     """tiny-llama LoRA on q, v: 4 blocks x 2 linears x (A, B) = 16 tensors, one foreach list: AdamW at
-    weight_decay 0 (gpuwork's loop and the Trainer's default) runs 7 passes over 18 tensors' bytes, and each of
+    weight_decay 0 (the Trainer's default, which the trial keeps for this plan) runs 7 passes over 18 tensors' bytes, and each of
     the 3 micro-batches divides its loss by 3; gpuwork's loop adds the logged loss (2 kernels per step)."""
     plan = TrainPlan(model=TINY, method="lora", precision="fp32", seq_len=64, batch_size=2, grad_accum=3)
     plain = cpu_step_ops(plan, gpuwork_loop=False)

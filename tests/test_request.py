@@ -326,6 +326,7 @@ _SETTINGS = {
     "comm_overlap_on": ("gradients reduced in buckets behind backward", "градиенты сводятся корзинами",
                         "(comm_overlap on"),
     "deterministic": ("PyTorch deterministic mode", "детерминированный режим PyTorch", "(deterministic)"),
+    "weight_decay": ("the optimizer's weight decay 0.1;", "затухание весов в оптимизаторе 0.1;", "(weight_decay 0.1)"),
 }
 
 
@@ -333,6 +334,7 @@ _SETTINGS = {
     ({"sharding": "zero1", "zero_sync": "sliced"}, ("zero_sync",)),
     ({"sharding": "ddp", "comm_overlap": "off"}, ("comm_overlap_off",)),
     ({"sharding": "zero2", "comm_overlap": "on", "deterministic": True}, ("comm_overlap_on", "deterministic")),
+    ({"sharding": "ddp", "weight_decay": 0.1}, ("weight_decay",)),
 ])
 def test_the_request_states_the_time_changing_settings_that_are_not_the_default(changes: dict,
                                                                                 said: tuple[str, ...]) -> None:
@@ -347,8 +349,8 @@ def test_the_request_states_the_time_changing_settings_that_are_not_the_default(
             assert (words[index] in text and words[2] in text) == (key in said), (lang, key)
             assert words[index] not in plain and words[2] not in plain, (lang, key)
     fields = rental_request(plan, lang="en").fields["suggested"]
-    assert (fields["zero_sync"], fields["comm_overlap"], fields["deterministic"]) == (
-        plan.zero_sync.value, plan.comm_overlap.value, plan.deterministic)
+    assert (fields["zero_sync"], fields["comm_overlap"], fields["deterministic"], fields["weight_decay"]) == (
+        plan.zero_sync.value, plan.comm_overlap.value, plan.deterministic, plan.weight_decay_in_effect)
 
 
 def test_a_one_gpu_request_states_deterministic_mode_alone() -> None:

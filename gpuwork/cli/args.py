@@ -286,6 +286,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--stack", help=text("cli.help.run.stack", lang, stacks=" | ".join(Stack)))
     g.add_argument("--lengths", help=say("lengths"))
     g.add_argument("--no-grad-clip", dest="grad_clip", action="store_false", default=None, help=say("grad_clip"))
+    g.add_argument("--weight-decay", type=float, metavar="WD", help=say("weight_decay"))
     g.add_argument("--deterministic", action="store_true", default=None, help=say("deterministic"))
     g.add_argument("--launch-blocking", action="store_true", default=None, help=say("launch_blocking"))
     g.add_argument("--tf32", action="store_true", default=None, help=say("tf32"))
@@ -306,7 +307,7 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
                 "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync",
-                "launch_blocking", "tf32")
+                "launch_blocking", "tf32", "weight_decay")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

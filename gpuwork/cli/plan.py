@@ -158,6 +158,15 @@ class PlanReport:
     band: Any = None  # gpuwork.sizing.time_band(time): the held-out track record, shown under the total
 
 
+def _weight_decay_line(plan: TrainPlan, lang: str) -> list[str]:
+    """The optimizer's weight decay as priced, when the plan states it or its stack's default is not 0."""
+    value = plan.weight_decay_in_effect
+    if plan.weight_decay is None and value == 0:
+        return []
+    code = "cli.plan.weight_decay" if plan.weight_decay is not None else "cli.plan.weight_decay_default"
+    return [text(code, lang, value=f"{value:g}")]
+
+
 def format_plan_report(report: PlanReport, lang: str = "en") -> str:
     """The `gpuwork plan` report: memory, profile, time (where a step goes, throughput by GPU count),
     communication, data, disk, offers (in ``lang``)."""
@@ -172,6 +181,7 @@ def format_plan_report(report: PlanReport, lang: str = "en") -> str:
         say("cli.plan.data", tokens=p.dataset_tokens, epochs=p.epochs, every=p.checkpoint_every_steps,
             kept=p.checkpoints_kept),
         say("stack.label", stack=run_plan.stack.value),  # the stack every estimate below is priced with
+        *_weight_decay_line(run_plan, lang),
         "",
         say("cli.plan.memory"),
         f"  {say('cli.plan.device_total'):33s}{fmt_gib(memory.device_total_bytes, lang)}  "

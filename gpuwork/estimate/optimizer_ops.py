@@ -17,7 +17,7 @@ from gpuwork.plan import Method, Optimizer, OptimizerImpl, Precision, TrainPlan
 # optimizer kernels; transformers Adafactor.step), and the bytes each pass moves per parameter
 # in units of the state dtype. AdamW foreach: lerp_(m), mul_+addcmul_(v), sqrt, div_, add_(eps),
 # addcdiv_(p): 7 passes moving 3+2+3+2+2+2+4 = 18 parameter-sized tensors. The weight-decay pass
-# (mul_(p)) is skipped at weight_decay=0, the Trainer's default (torch: ``if weight_decay != 0``).
+# (mul_(p)) runs only when ``plan.weight_decay_in_effect`` != 0 (torch: ``if weight_decay != 0``): _decay_pass.
 # Fused: one kernel reads p, g, m, v and writes p, m, v. For-loop: 7 kernels per tensor, the same passes one
 # tensor at a time (torch/optim/adam.py _single_tensor_adam: lerp_, mul_, addcmul_, sqrt, div, add_, addcdiv_;
 # transformers' 2021 AdamW.step: mul_, add_, mul_, addcmul_, sqrt, add_, addcdiv_; the step count is a CPU
@@ -29,6 +29,19 @@ _ADAFACTOR_TENSORS_MOVED = 14
 def _update(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int) -> Op:
     """A memory-bound optimizer op over ``elements`` values."""
     return Op(name, Kind.OPTIMIZER, phase, 0.0, float(elements * bytes_per_element), launches, count)
+
+
+def _decay_pass(plan: TrainPlan, n: float, tensors: int, s_b: int, split: bool) -> Op:
+    """torch AdamW's decoupled weight decay, a pass of its own when weight_decay != 0 (torch/optim/adam.py:
+    ``_multi_tensor_adam`` ``torch._foreach_mul_(device_params, 1 - lr * weight_decay)``, one depth-1 foreach
+    pass; ``_single_tensor_adam`` ``param.mul_(1 - lr * weight_decay)``, one kernel per tensor): it reads and
+    writes the weights. The fused kernel folds it in (``_fused_adamw_(..., weight_decay=...)``), as the
+    out-of-place loop's counted expressions and bitsandbytes' 8-bit kernel do (docs/kernels.md "Weight decay:
+    the extra pass")."""
+    if plan.optimizer_impl is OptimizerImpl.FOR_LOOP:
+        return _update("AdamW weight decay", Phase.OPTIMIZER, n, 2 * s_b, tensors, 1)
+    return replace(_update("AdamW weight decay", Phase.OPTIMIZER, n, 2 * s_b, mta_launches(tensors, n, 1), 1),
+                   mta_split=split)
 
 
 def param_tensors(spec: ModelSpec, plan: TrainPlan, trainable: int) -> int:
@@ -74,6 +87,8 @@ def optimizer_ops(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, mb: int
         out.append(replace(_update("AdamW update", Phase.OPTIMIZER, n, moved * s_b, launches, 1),
                            mta_split=split and impl in (OptimizerImpl.FOREACH, OptimizerImpl.FUSED),
                            l2_reads=optimizer_l2_reads(spec, plan, impl, s_b)))
+        if plan.weight_decay_in_effect != 0 and impl in (OptimizerImpl.FOREACH, OptimizerImpl.FOR_LOOP):
+            out.append(_decay_pass(plan, n, tensors, s_b, split))
     elif opt in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
         # bitsandbytes blockwise 8-bit kernel per tensor: reads p, g, m, v (1 B) and writes p, m, v
         out.append(_update("8-bit AdamW update", Phase.OPTIMIZER, n, 3 * s_b + 4 * 1, tensors, 1))

@@ -396,7 +396,8 @@ def _host_memory_bytes() -> int:
 # -- pricing a plan on the CPU ----------------------------------------------------------------------
 
 # gpuwork's own loop (gpuwork.measure.runtime.train_step) beside the op list of ``step_ops``: the op
-# list already follows its AdamW(weight_decay=0.0) (7 passes over 18 tensors), its ``loss / grad_accum``
+# list already follows its AdamW (7 passes over 18 tensors, and the decay pass at the plan's weight_decay
+# in effect, which the trial's optimizer is built with), its ``loss / grad_accum``
 # and its clip_grad_norm_; the loop adds ``torch.stack(losses).sum().item()`` for the logged loss, once
 # per step (2 kernels).
 
@@ -412,6 +413,8 @@ def cpu_plan(plan: TrainPlan) -> TrainPlan:
         changes["attention"] = Attention.SDPA
     if plan.stack is not Stack.HF_TRAINER:
         changes["stack"] = Stack.HF_TRAINER
+        # the optimizer keeps the plan's weight decay, which the stack's default may have set
+        changes["weight_decay"] = plan.weight_decay_in_effect
     out = plan.single_gpu() if plan.gpus > 1 else plan
     return out.replace(**changes) if changes else out
 

@@ -422,23 +422,25 @@ def _make_optimizer(plan: TrainPlan, params: list[Any], setup: Setup) -> Any:
 
     lr = setup.lr
     opt = plan.optimizer
+    wd = plan.weight_decay_in_effect  # the plan's, else its stack's default (TrainPlan.weight_decay_in_effect)
     impl: dict[str, Any] = plan.optimizer_impl.torch_kwargs  # keywords only (fused / foreach)
     if opt is Optimizer.ADAMW:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, **impl)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=wd, **impl)
     if opt is Optimizer.SGD:
-        return torch.optim.SGD(params, lr=lr, momentum=0.9, **impl)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=wd, **impl)
     if opt is Optimizer.ADAFACTOR:
         from transformers.optimization import Adafactor
 
-        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False)
+        return Adafactor(params, lr=lr, scale_parameter=False, relative_step=False, warmup_init=False,
+                         weight_decay=wd)
     import bitsandbytes as bnb
 
     if opt is Optimizer.ADAMW_8BIT:
-        return bnb.optim.AdamW8bit(params, lr=lr, weight_decay=0.0)
+        return bnb.optim.AdamW8bit(params, lr=lr, weight_decay=wd)
     if opt is Optimizer.PAGED_ADAMW_8BIT:
-        return bnb.optim.PagedAdamW8bit(params, lr=lr, weight_decay=0.0)
+        return bnb.optim.PagedAdamW8bit(params, lr=lr, weight_decay=wd)
     if opt is Optimizer.LION:
-        return bnb.optim.Lion(params, lr=lr, weight_decay=0.0)
+        return bnb.optim.Lion(params, lr=lr, weight_decay=wd)
     raise TrialError(msg("error.trial.optimizer", optimizer=opt))
 
 

@@ -290,8 +290,10 @@ def _torchtune_cases() -> list[TimeCase]:
                  notes="README: batch size 2, no gradient accumulation, alpaca packed to 2048 tokens, torch.compile "
                        "on, 'measured over one full training epoch'; configs: bf16 weights and optimizer states, "
                        "activation checkpointing on, SDPA. " + _TT_METRIC)
+    # the eager row stands in the hf-trainer stack for its kernels; its optimizer is still the recipe's torch AdamW,
+    # built from the config's keys: torch's default weight_decay 0.01 (TrainPlan.weight_decay_in_effect's torchtune)
     flags_plan = _TT_PLAN.replace(model="llama-3.2-3b", seq_len=4096, grad_checkpointing=False,
-                                  stack=Stack.HF_TRAINER)
+                                  stack=Stack.HF_TRAINER, weight_decay=0.01)
     lora64 = {"lora_r": 64, "lora_alpha": 128, "optimizer_impl": "fused", "grad_checkpointing": True,
               "stack": "torchtune",
               "lora_targets": ("q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")}

@@ -378,6 +378,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
         # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
         "tf32": (match.fitted_plan or f.plan).tf32,
+        # the optimizer's weight decay as priced (TrainPlan.weight_decay_in_effect: stated, else the stack's default)
+        "weight_decay": (match.fitted_plan or f.plan).weight_decay_in_effect,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
         "mode": match.profile.mode.value if match.profile else None,
         "rental_break_even_s": match.rental.break_even_s if match.rental else None,
@@ -564,6 +566,8 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(msg("request.setting.launch_blocking"))
     if plan.tf32:
         out.append(msg("request.setting.tf32"))
+    if plan.weight_decay is not None:  # stated: the run must pass it to its optimizer as priced
+        out.append(msg("request.setting.weight_decay", value=f"{plan.weight_decay:g}"))
     return tuple(out)
 
 

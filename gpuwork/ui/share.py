@@ -77,6 +77,8 @@ def _parse(name: str, raw: str) -> Any:
     default = _DEFAULTS.get(name)
     if name == "dataset_bytes":
         return None if value.lower() in _NONE else parse_size(value, name)
+    if name == "weight_decay":  # a fraction, or none (the stack's default); TrainPlan checks its range
+        return None if value.lower() in _NONE else parse_number(value, name)
     if name in OPTIONAL_FIELDS:  # the others: a whole number, or none
         return None if value.lower() in _NONE else parse_count(value, name, minimum=None)
     if name == "seq_len":  # "4k" is 4,096, as the form reads it

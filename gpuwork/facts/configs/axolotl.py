@@ -18,6 +18,7 @@ from gpuwork.facts.configs.base import (
     claim_precision,
     claim_schedule,
     claim_stack,
+    claim_weight_decay,
     follow_deepspeed,
     lora_targets,
     show,
@@ -97,6 +98,7 @@ def read(r: Reader, base: Path) -> None:
     norm, source = defaults_for("transformers.TrainingArguments").lookup("max_grad_norm")
     trainer = msg("config.rule.framework_default", key="max_grad_norm", value=show(norm), source=source)
     claim_grad_clip(r, "max_grad_norm", (norm, msg("config.rule.axolotl_max_grad_norm", default=trainer)))
+    claim_weight_decay(r)
     if r.has("saves_per_epoch"):
         r.note(msg("config.save_per_epoch", file=r.file, key="saves_per_epoch"))
     plugins = [str(p) for p in r.get("plugins") or ()]
@@ -163,7 +165,7 @@ IGNORED = frozenset("""
     lora_target_modules lora_fan_in_fan_out lora_modules_to_save wandb_project wandb_entity wandb_watch
     wandb_name wandb_log_model lr_scheduler learning_rate train_on_inputs group_by_length tf32
     early_stopping_patience resume_from_checkpoint local_rank logging_steps warmup_ratio warmup_steps
-    evals_per_epoch eval_steps eval_table_size weight_decay special_tokens tokens chat_template debug
+    evals_per_epoch eval_steps eval_table_size special_tokens tokens chat_template debug
     hub_model_id hub_strategy seed adam_beta1 adam_beta2 adam_epsilon loss_watchdog_threshold
     loss_watchdog_patience dataset_processes shuffle_merged_datasets eval_max_new_tokens save_first_step
     save_safetensors saves_per_epoch gptq xformers_attention eager_attention s2_attention low_cpu_mem_usage

@@ -467,6 +467,15 @@ def claim_grad_clip(r: Reader, key: str, unset: Any = None) -> None:
         (r.claim if rule is None else r.claim_default)("grad_clip", norm > 0, key, rule)
 
 
+def claim_weight_decay(r: Reader, key: str = "weight_decay") -> None:
+    """TrainPlan.weight_decay from ``key``: the Trainer hands TrainingArguments.weight_decay to the optimizer it
+    builds (every parameter but biases and norms). Left out, the framework's default where the pinned table has it
+    (TrainingArguments: 0.0), else nothing: the plan's stack default (``TrainPlan.weight_decay_in_effect``)."""
+    value, rule = r.typed(key, "number")
+    if value is not None:
+        (r.claim if rule is None else r.claim_default)("weight_decay", value, key, rule)
+
+
 def claim_stack(r: Reader, liger: bool, compile_: bool, unsloth: bool, keys: dict[str, str]) -> None:
     chosen = [name for name, on in (("unsloth", unsloth), ("hf-liger", liger), ("torch-compile", compile_)) if on]
     if not chosen:

@@ -22,6 +22,7 @@ from gpuwork.facts.configs.base import (
     claim_schedule,
     claim_stack,
     claim_tf32,
+    claim_weight_decay,
     follow_deepspeed,
     lora_targets,
     model_dtype,
@@ -80,6 +81,7 @@ def read(r: Reader, base: Path) -> None:
     _precision(r, method, trl, init)
     claim_schedule(r, epochs_key="num_train_epochs")
     claim_grad_clip(r, "max_grad_norm")
+    claim_weight_decay(r)
     claim_deterministic(r)
     claim_tf32(r, "torch_compile")
     liger = bool(r.flag("use_liger_kernel") or r.flag("use_liger"))
@@ -272,7 +274,7 @@ IGNORED = _TRL_KEYS - {"model_name_or_path", "use_peft", "lora_r", "lora_alpha",
     dataset_mixer dataset_splits chat_template max_completion_length ref_adapter_name sync_ref_model
     label_pad_token_id truncation_mode generate_during_eval
     output_dir overwrite_output_dir do_train do_eval do_predict eval_delay
-    torch_empty_cache_steps learning_rate weight_decay adam_beta1 adam_beta2 adam_epsilon
+    torch_empty_cache_steps learning_rate adam_beta1 adam_beta2 adam_epsilon
     lr_scheduler_type lr_scheduler_kwargs warmup_ratio warmup_steps log_level log_level_replica log_on_each_node
     logging_dir logging_strategy logging_first_step logging_steps logging_nan_inf_filter save_safetensors
     save_on_each_node save_only_model restore_callback_states_from_checkpoint no_cuda use_cpu use_mps_device

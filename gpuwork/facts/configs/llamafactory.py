@@ -21,6 +21,7 @@ from gpuwork.facts.configs.base import (
     claim_schedule,
     claim_stack,
     claim_tf32,
+    claim_weight_decay,
     follow_deepspeed,
     lora_targets,
     whole,
@@ -67,6 +68,7 @@ def read(r: Reader, base: Path) -> None:
                     pure_rule=msg("config.rule.lf_pure"), mixed_rule=msg("config.rule.lf_mixed"), tf32=r.flag("tf32"))
     claim_schedule(r, epochs_key="num_train_epochs")
     claim_grad_clip(r, "max_grad_norm")  # Seq2SeqTrainingArguments' own, passed to the Trainer
+    claim_weight_decay(r)
     claim_deterministic(r)
     claim_tf32(r)  # Seq2SeqTrainingArguments' own tf32, handed to the Trainer
     samples = r.int_("max_samples")
@@ -118,7 +120,7 @@ IGNORED = frozenset("""
     trust_remote_code do_train dataset eval_dataset template overwrite_cache preprocessing_num_workers
     dataloader_num_workers output_dir logging_steps plot_loss overwrite_output_dir save_only_model report_to
     learning_rate lr_scheduler_type warmup_ratio warmup_steps ddp_timeout resume_from_checkpoint val_size
-    per_device_eval_batch_size eval_strategy eval_steps weight_decay adapter_name_or_path
+    per_device_eval_batch_size eval_strategy eval_steps adapter_name_or_path
     export_dir export_size export_device export_legacy_format create_new_adapter use_dora use_rslora
     additional_target pissa_init pissa_iter pissa_convert loraplus_lr_ratio quantization_method
     flash_attn max_samples stage finetuning_type quantization_bit lora_rank lora_target cutoff_len

@@ -156,6 +156,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "обучение запускается с CUDA_LAUNCH_BLOCKING=1 (задана до запуска CUDA): каждый запуск ядра ждёт его "
         "завершения, поэтому диспетчеризация на CPU прибавляется к времени GPU, а обмен не накладывается на "
         "вычисления"),
+    "cli.help.run.weight_decay": (
+        "the optimizer's weight decay (default: the stack's: 0 under the HF Trainer, torch.optim.AdamW's 0.01 in a "
+        "plain torch loop); torch AdamW's foreach and for-loop updates run one more pass over the weights when it "
+        "is not 0",
+        "коэффициент затухания весов оптимизатора (по умолчанию — как в стеке: 0 у HF Trainer, 0,01 у "
+        "torch.optim.AdamW в обычном цикле PyTorch); при ненулевом значении обновления AdamW из PyTorch (foreach и "
+        "цикл по тензорам) делают ещё один проход по весам"),
     "cli.help.run.tf32": (
         "the run turns TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True, "
         "torch.set_float32_matmul_precision('high'), HF tf32=True): fp32 GEMMs and bmm run on the tensor cores",

@@ -10,6 +10,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "(x{grad_accum}), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}",
         "gpuwork, план: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, контекст {seq_len:raw} × батч "
         "{batch} (×{grad_accum}), {gpus} GPU, {sharding:raw}"),
+    "cli.plan.weight_decay": (
+        "weight decay {value:raw} (torch AdamW foreach / for-loop: one more pass over the weights when not 0)",
+        "затухание весов {value:raw} (AdamW из PyTorch, foreach и цикл по тензорам: при ненулевом значении ещё один "
+        "проход по весам)"),
+    "cli.plan.weight_decay_default": (
+        "weight decay {value:raw}, the stack's default (torch AdamW foreach / for-loop: one more pass over the "
+        "weights); --weight-decay sets it",
+        "затухание весов {value:raw} — значение стека по умолчанию (AdamW из PyTorch, foreach и цикл по тензорам: ещё "
+        "один проход по весам); задаётся через --weight-decay"),
     "cli.plan.data": (
         "data: {tokens:int} tokens x {epochs:g} epoch(s); checkpoint every {every} steps, {kept} kept",
         "данные: {tokens:int} {tokens:pl:токен|токена|токенов} × {epochs:g} эп.; чекпойнт каждые {every} "

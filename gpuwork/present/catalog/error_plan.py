@@ -16,6 +16,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.plan.lora_r": (
         "lora_r={value:raw} is not a valid LoRA rank: use a whole number >= 1 (8, 16, 32 and 64 are common)",
         "lora_r={value:raw} — не ранг LoRA: нужно целое число ≥ 1 (обычно 8, 16, 32 или 64)"),
+    "error.plan.weight_decay": (
+        "weight_decay={value:raw} is not a weight decay: use a number from 0 to {maximum:raw} (0.01 and 0.1 are "
+        "common; 0 turns it off), or leave it unset for the framework's default",
+        "weight_decay={value:raw} — не коэффициент затухания весов: нужно число от 0 до {maximum:raw} (обычно 0,01 "
+        "или 0,1; 0 — без затухания) или не задавайте его: тогда действует значение фреймворка по умолчанию"),
     "error.plan.lora_dropout": ("lora_dropout={value:raw} must be below 1 (0.05 is common)",
                                 "lora_dropout={value:raw} должен быть меньше 1 (обычно 0,05)"),
     "error.plan.lengths": (

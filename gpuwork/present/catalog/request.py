@@ -144,6 +144,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "TF32 включён для умножений матриц fp32 (torch.backends.cuda.matmul.allow_tf32 = True или "
         "torch.set_float32_matmul_precision ниже наивысшей точности; tf32=True в HF): GEMM в fp32 идут на тензорных "
         "ядрах (tf32)"),
+    "request.setting.weight_decay": (
+        "the optimizer's weight decay {value:raw}; torch AdamW's foreach and for-loop updates run one more pass over "
+        "the weights when it is not 0 (weight_decay {value:raw})",
+        "затухание весов в оптимизаторе {value:raw}; при ненулевом значении обновления AdamW из PyTorch (foreach и "
+        "цикл по тензорам) делают ещё один проход по весам (weight_decay {value:raw})"),
     "request.launch.multi": (
         "{gpus} processes via {launcher:raw}, {backend:raw} between GPUs",
         "{gpus} {gpus:pl:процесс|процесса|процессов} через {launcher:raw}, обмен между GPU — {backend:raw}"),
