@@ -280,6 +280,43 @@ def dtype_recorder(**rules):
     return Recorder()
 
 
+def record_aten_calls(fn) -> list:
+    """(func, args) of every aten call ``fn()`` dispatches, in order (a TorchDispatchMode around it)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.calls.append((func, args))
+            return func(*args, **(kwargs or {}))
+
+    with Record() as rec:
+        fn()
+    return rec.calls
+
+
+def saved_bytes_per_token(fn, x, skip: set[int], loss=lambda out: out.sum()) -> float:
+    """Bytes per token of ``x`` (batch x seq x ...) that autograd keeps for one forward and backward of ``fn(x)``:
+    every saved tensor's storage once, those in ``skip`` (parameters, shared tables) left out."""
+    import torch
+
+    saved: dict[int, int] = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in skip:
+            saved[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn(x)
+    loss(out).backward()
+    return sum(saved.values()) / (x.shape[0] * x.shape[1])
+
+
 def sdpa_query(name: str, args: tuple, out):
     """dtype_recorder's rule for scaled-dot-product attention: its query."""
     return args[0] if "scaled_dot_product" in name else None

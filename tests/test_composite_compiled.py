@@ -11,6 +11,7 @@ import math
 import shutil
 
 import pytest
+from conftest import saved_bytes_per_token
 
 from gpuwork.estimate.memory import _activations, memory_dtypes
 from gpuwork.facts.rates import load_rates
@@ -87,19 +88,7 @@ def _block(composite: bool):
 def _saved_per_token(fn, skip: set[int]) -> float:
     import torch
 
-    x = torch.randn(BATCH, SEQ, HIDDEN, requires_grad=True)
-    saved: dict[int, int] = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in skip:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn(x)
-    out.sum().backward()
-    return sum(saved.values()) / (BATCH * SEQ)
+    return saved_bytes_per_token(fn, torch.randn(BATCH, SEQ, HIDDEN, requires_grad=True), skip)
 
 
 def _eager_and_compiled(composite: bool) -> tuple[float, float]:

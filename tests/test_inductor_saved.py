@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import saved_bytes_per_token
 
 from gpuwork.estimate.memory import _activations, memory_dtypes
 from gpuwork.facts.rates import load_rates
@@ -100,18 +101,8 @@ def _saved_bytes_per_token(fn: Callable[..., Any], skip: set[int], kwargs: dict[
     import torch
 
     x = torch.randn(BATCH, SEQ, 256, dtype=torch.bfloat16, requires_grad=True)
-    saved: dict[int, int] = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in skip:
-            saved[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = fn(x, **kwargs)
-    (out[0] if isinstance(out, tuple) else out).float().sum().backward()
-    return sum(saved.values()) / (BATCH * SEQ)
+    return saved_bytes_per_token(lambda t: fn(t, **kwargs), x, skip,
+                                 loss=lambda out: (out[0] if isinstance(out, tuple) else out).float().sum())
 
 
 def _eager_and_compiled(layer, kwargs: dict[str, Any], skip: set[int]) -> tuple[float, float]:

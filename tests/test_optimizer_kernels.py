@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import record_aten_calls
 
 from gpuwork.estimate.adamw_passes import (
     FOREACH_ADAMW_DEPTHS,
@@ -81,23 +82,6 @@ def test_zero_fp32_masters_update_fp32_states_and_cast_twice():
     assert not any("ZeRO" in name for name in fsdp)
 
 
-def _record(torch, fn):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Record(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls: list = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.calls.append((func, args))
-            return func(*args, **(kwargs or {}))
-
-    with Record() as rec:
-        fn()
-    return rec.calls
-
-
 def _model(torch):
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4))
@@ -111,7 +95,7 @@ def test_torch_foreach_adamw_runs_the_counted_passes():
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0, foreach=True)
     opt.step()  # the first step creates the states
     passes = []
-    for func, args in _record(torch, opt.step):
+    for func, args in record_aten_calls(opt.step):
         name = func.overloadpacket.__name__
         lists = [a for a in args if isinstance(a, (list, tuple)) and a and isinstance(a[0], torch.Tensor)]
         if not name.startswith("_foreach_") or lists[0][0].dim() == 0:
@@ -129,10 +113,10 @@ def test_torch_fused_adamw_and_clip_grad_norm_run_the_counted_kernels():
     model = _model(torch)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0, fused=True)
     opt.step()
-    names = [f.overloadpacket.__name__ for f, _ in _record(torch, opt.step) if not str(f).startswith("profiler")]
+    names = [f.overloadpacket.__name__ for f, _ in record_aten_calls(opt.step) if not str(f).startswith("profiler")]
     assert names == ["_foreach_add_", "_fused_adamw_"]  # the step counts live on the device, then one pass
     clip = [f.overloadpacket.__name__ for f, _ in
-            _record(torch, lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True))]
+            record_aten_calls(lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True))]
     # 6 single kernels between the two foreach passes (+ _foreach_norm's cleanup kernel on CUDA: 7)
     assert clip == ["_foreach_norm", "stack", "linalg_vector_norm", "add", "reciprocal", "mul", "clamp",
                     "_foreach_mul_"]

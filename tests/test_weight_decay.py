@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import record_aten_calls
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.adamw_passes import mta_launches
@@ -30,26 +31,14 @@ def _optimizer(plan: TrainPlan):
 
 def _recorded_step(torch, **kwargs):
     """The aten calls of a second AdamW step (the first creates the states) on a small model."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Record(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.calls: list = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.calls.append((func, args))
-            return func(*args, **(kwargs or {}))
-
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4))
     model(torch.randn(2, 16)).sum().backward()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, **kwargs)
     opt.step()
-    with Record() as rec:
-        opt.step()
+    calls = record_aten_calls(opt.step)
     params = {p.data_ptr() for p in model.parameters()}
-    return rec.calls, params
+    return calls, params
 
 
 def _names(calls):
