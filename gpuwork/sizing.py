@@ -36,9 +36,9 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None,
     """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``); ``gpu``: the card
     it runs on, whose memory bounds the allocator's cache where that is replayed (None: not bounded)."""
     _check_plan(plan)
-    card = get_gpu(gpu) if isinstance(gpu, str) else gpu
-    return _memory.estimate_memory(plan, resolve(plan, spec).spec, moe_experts=moe_experts,
-                                   device_bytes=card.memory_total_bytes if card is not None else None)
+    inputs = resolve(plan, spec)
+    return _memory.estimate_memory(plan, inputs.spec, moe_experts=moe_experts,
+                                   device_bytes=inputs.gpu(gpu).memory_total_bytes if gpu is not None else None)
 
 
 def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,
