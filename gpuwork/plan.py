@@ -633,8 +633,6 @@ class TrainPlan:
 # instantiate the config's ``optimizer._component_`` with only the keys the config gives. Unknown (0.0): the
 # pre-training frameworks (torchtitan, Megatron and the others each have their own), DeepLearningExamples BERT and
 # Lit-GPT 2023, whose runs state it.
-_TRAINER_STACKS = frozenset({Stack.HF_TRAINER, Stack.HF_TRAINER_2023, Stack.HF_TRAINER_2024, Stack.HF_LIGER,
-                             Stack.TORCH_COMPILE, *UNSLOTH_STACKS})
 _OWN_LOOP_STACKS = frozenset({Stack.TORCH_LOOP, Stack.TORCH_LOOP_COMPILE, Stack.HF_LOOP_2024, Stack.TORCHTUNE})
 TRAINER_WEIGHT_DECAY = 0.0
 OPTIMIZER_WEIGHT_DECAY: dict[Optimizer, float] = {
