@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import data_dir
-from gpuwork.facts.tables import read_rows
+from gpuwork.facts.tables import cell_number, read_rows
 from gpuwork.message import msg
 
 L2_CSV = "l2_measurements.csv"
@@ -39,16 +39,9 @@ class L2Row:
 
 def _row(path: Path, line: int, row: dict[str, str]) -> L2Row:
     def number(column: str, blank_ok: bool = False) -> float:
-        text = row[column].strip()
-        if blank_ok and not text:
+        if blank_ok and not row[column].strip():
             return 0.0
-        try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not value > 0:
-            raise CatalogError(msg("error.rates.value", file=path.name, line=line, column=column, value=row[column]))
-        return value
+        return cell_number(path, line, column, row[column])
 
     if row["access"].strip() not in ACCESSES:
         raise CatalogError(msg("error.rates.value", file=path.name, line=line, column="access", value=row["access"]))

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpuwork.errors import CatalogError
 from gpuwork.facts.paths import data_dir
 from gpuwork.facts.rates import Rates
-from gpuwork.facts.tables import read_rows
+from gpuwork.facts.tables import cell_number, read_rows
 from gpuwork.message import msg
 
 MEMBW_CSV = "membw_measurements.csv"
@@ -45,13 +45,7 @@ class MembwRow:
 
 def _row(path: Path, line: int, row: dict[str, str]) -> MembwRow:
     def number(column: str) -> float:
-        try:
-            value = float(row[column])
-        except ValueError:
-            value = -1.0
-        if not value > 0:
-            raise CatalogError(msg("error.rates.value", file=path.name, line=line, column=column, value=row[column]))
-        return value
+        return cell_number(path, line, column, row[column])
 
     for column, allowed in (("timing", TIMINGS), ("covered", ("0", "1"))):
         if row[column].strip() not in allowed:

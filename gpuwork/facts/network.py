@@ -16,8 +16,7 @@ from pathlib import Path
 from gpuwork.errors import CatalogError
 from gpuwork.facts.catalog import Network
 from gpuwork.facts.paths import ENV_DATA_DIR, bundled_data_dir, data_dir
-from gpuwork.facts.rates import _number
-from gpuwork.facts.tables import read_rows
+from gpuwork.facts.tables import cell_number, read_rows
 from gpuwork.message import msg
 
 NETWORKS_CSV = "networks.csv"
@@ -161,11 +160,11 @@ def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
                                              "gpus_per_node", "gpudirect_rdma", "nvlink_domain", "source")), start=2):
         nets[row["network"].strip()] = NodeNetwork(
             network=row["network"].strip(), name=row["name"], fabric=row["fabric"].strip(),
-            nics_per_node=int(_number(networks, i, "nics_per_node", row["nics_per_node"])),
-            nic_bytes_s=_number(networks, i, "nic_gbps", row["nic_gbps"]) * 1e9 / 8,
-            gpus_per_node=int(_number(networks, i, "gpus_per_node", row["gpus_per_node"])),
+            nics_per_node=int(cell_number(networks, i, "nics_per_node", row["nics_per_node"])),
+            nic_bytes_s=cell_number(networks, i, "nic_gbps", row["nic_gbps"]) * 1e9 / 8,
+            gpus_per_node=int(cell_number(networks, i, "gpus_per_node", row["gpus_per_node"])),
             gpudirect_rdma=row["gpudirect_rdma"].strip() == "yes",
-            nvlink_domain=int(_number(networks, i, "nvlink_domain", row["nvlink_domain"])), source=row["source"])
+            nvlink_domain=int(cell_number(networks, i, "nvlink_domain", row["nvlink_domain"])), source=row["source"])
     fitted = {}
     for i, row in enumerate(read_rows(curves, ("curve", "efficiency", "half_bytes", "exponent", "max_error", "use",
                                            "basis")), start=2):
@@ -173,20 +172,20 @@ def _load(networks: Path, curves: Path, tests: Path) -> CommFacts:
         if use and use not in CURVE_USES:
             raise CatalogError(msg("error.rates.value", file=curves.name, line=i, column="use", value=use))
         fitted[row["curve"].strip()] = BusCurve(
-            curve=row["curve"].strip(), efficiency=_number(curves, i, "efficiency", row["efficiency"]),
-            half_bytes=_number(curves, i, "half_bytes", row["half_bytes"], positive=False),
-            exponent=_number(curves, i, "exponent", row["exponent"]),
-            max_error=_number(curves, i, "max_error", row["max_error"], positive=False), use=use, basis=row["basis"])
+            curve=row["curve"].strip(), efficiency=cell_number(curves, i, "efficiency", row["efficiency"]),
+            half_bytes=cell_number(curves, i, "half_bytes", row["half_bytes"], positive=False),
+            exponent=cell_number(curves, i, "exponent", row["exponent"]),
+            max_error=cell_number(curves, i, "max_error", row["max_error"], positive=False), use=use, basis=row["basis"])
     rows = []
     for i, row in enumerate(read_rows(tests, ("curve", "system", "gpu_id", "gpus", "nodes", "level", "collective",
                                           "algorithm", "link_gbs", "size_bytes", "busbw_gbs", "source")), start=2):
         rows.append(NcclRow(
             curve=row["curve"].strip(), system=row["system"], gpu_id=row["gpu_id"].strip(),
-            gpus=int(_number(tests, i, "gpus", row["gpus"])), nodes=int(_number(tests, i, "nodes", row["nodes"])),
+            gpus=int(cell_number(tests, i, "gpus", row["gpus"])), nodes=int(cell_number(tests, i, "nodes", row["nodes"])),
             level=row["level"].strip(), collective=row["collective"].strip(), algorithm=row["algorithm"].strip(),
-            link_bytes_s=_number(tests, i, "link_gbs", row["link_gbs"]) * 1e9,
-            size_bytes=int(_number(tests, i, "size_bytes", row["size_bytes"])),
-            busbw_bytes_s=_number(tests, i, "busbw_gbs", row["busbw_gbs"]) * 1e9, source=row["source"]))
+            link_bytes_s=cell_number(tests, i, "link_gbs", row["link_gbs"]) * 1e9,
+            size_bytes=int(cell_number(tests, i, "size_bytes", row["size_bytes"])),
+            busbw_bytes_s=cell_number(tests, i, "busbw_gbs", row["busbw_gbs"]) * 1e9, source=row["source"]))
     for name, curve in fitted.items():
         links = {r.link_bytes_s for r in rows if r.curve == name}
         if len(links) == 1:

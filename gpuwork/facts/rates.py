@@ -8,7 +8,6 @@ numbers. They come from kernel-level measurements and documentation, each row na
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -17,7 +16,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.l2 import l2_copy_steps
 from gpuwork.facts.paths import data_dir
-from gpuwork.facts.tables import read_rows
+from gpuwork.facts.tables import cell_number, read_rows
 from gpuwork.message import msg
 from gpuwork.plan import Attention, Stack
 
@@ -155,16 +154,6 @@ class Rates:
             raise CatalogError(msg("error.rates.missing_key", file=KERNELS_CSV, key=key)) from None
 
 
-def _number(path: Path, line: int, column: str, value: str, positive: bool = True) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not math.isfinite(number) or (positive and number <= 0):
-        raise CatalogError(msg("error.rates.value", file=path.name, line=line, column=column, value=value))
-    return number
-
-
 @functools.lru_cache(maxsize=4)
 def _load(folder: str) -> Rates:
     base = Path(folder)
@@ -175,9 +164,9 @@ def _load(folder: str) -> Rates:
         gpu_id, dtype = row["gpu_id"].strip(), row["dtype"].strip()
         if dtype not in DTYPES:
             raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="dtype", value=dtype))
-        flops = _number(path, i, "matmul_tflops", row["matmul_tflops"]) * 1e12
-        bw = _number(path, i, "mem_bw_gbs", row["mem_bw_gbs"]) * 1e9
-        sm = int(_number(path, i, "sm_count", row["sm_count"]))
+        flops = cell_number(path, i, "matmul_tflops", row["matmul_tflops"]) * 1e12
+        bw = cell_number(path, i, "mem_bw_gbs", row["mem_bw_gbs"]) * 1e9
+        sm = int(cell_number(path, i, "sm_count", row["sm_count"]))
         old = devices.get(gpu_id)
         matmul = dict(old.matmul_flops) if old else {}
         basis = dict(old.basis) if old else {}
@@ -188,7 +177,7 @@ def _load(folder: str) -> Rates:
     kpath = base / KERNELS_CSV
     kernels, kbasis = {}, {}
     for i, row in enumerate(read_rows(kpath, ("key", "value", "unit", "basis")), start=2):
-        kernels[row["key"].strip()] = _number(kpath, i, "value", row["value"], positive=False)
+        kernels[row["key"].strip()] = cell_number(kpath, i, "value", row["value"], positive=False)
         kbasis[row["key"].strip()] = row["basis"]
     spath = base / STACKS_CSV
     stacks: dict[Stack, StackProfile] = {}
@@ -260,13 +249,13 @@ def read_attention_rows(path: Path) -> tuple[AttentionRow, ...]:
         for column, allowed in (("pass", ("fwd", "bwd")), ("causal", ("0", "1"))):
             if row[column].strip() not in allowed:
                 raise CatalogError(msg("error.rates.value", file=path.name, line=i, column=column, value=row[column]))
-        tflops = _number(path, i, "tflops", row["tflops"])
-        peak = _number(path, i, "peak_tflops", row["peak_tflops"])
+        tflops = cell_number(path, i, "tflops", row["tflops"])
+        peak = cell_number(path, i, "peak_tflops", row["peak_tflops"])
         if tflops > 2 * peak:  # a boosting card may beat its datasheet a little, never twice over
             raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="tflops", value=row["tflops"]))
         rows.append(AttentionRow(row["family"].strip(), row["pass"].strip(), row["causal"].strip() == "1",
-                                 int(_number(path, i, "head_dim", row["head_dim"])),
-                                 int(_number(path, i, "seq_len", row["seq_len"])), tflops / peak,
+                                 int(cell_number(path, i, "head_dim", row["head_dim"])),
+                                 int(cell_number(path, i, "seq_len", row["seq_len"])), tflops / peak,
                                  row["source"].strip(), row["kernel"].strip()))
     return tuple(rows)
 
@@ -318,10 +307,10 @@ def _gemm_tiles(path: Path) -> tuple[tuple[int, int, float], ...]:
         return ()
     tiles = []
     for i, row in enumerate(read_rows(path, ("tile_m", "tile_n", "efficiency", "basis")), start=2):
-        size = [_number(path, i, c, row[c]) for c in ("tile_m", "tile_n")]
+        size = [cell_number(path, i, c, row[c]) for c in ("tile_m", "tile_n")]
         if not all(v.is_integer() for v in size):
             raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="tile_m", value=row["tile_m"]))
-        efficiency = _number(path, i, "efficiency", row["efficiency"])
+        efficiency = cell_number(path, i, "efficiency", row["efficiency"])
         if efficiency > 1:
             raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="efficiency",
                                    value=row["efficiency"]))

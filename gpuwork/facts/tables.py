@@ -1,9 +1,11 @@
-"""The bundled CSV tables' one reader: rates, kernel measurements, networks and the track record share it."""
+"""The bundled CSV tables' one reader and number parser: rates, kernel measurements, networks and the track record
+share them."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 
 from gpuwork.errors import CatalogError
@@ -24,4 +26,16 @@ def read_rows(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
     return list(reader)
 
 
-__all__ = ["read_rows"]
+def cell_number(path: Path, line: int, column: str, value: str, positive: bool = True) -> float:
+    """A table cell as a finite number (above 0 unless ``positive`` is False), or one clear error naming the file,
+    line, column and value."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or (positive and number <= 0):
+        raise CatalogError(msg("error.rates.value", file=path.name, line=line, column=column, value=value))
+    return number
+
+
+__all__ = ["cell_number", "read_rows"]
