@@ -1,0 +1,62 @@
+"""scripts/gpu_sweep.py runs on a CPU at tiny sizes and counts what it says it counts (the GPU run is the same code)."""
+
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_sweep.py"
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    spec = importlib.util.spec_from_file_location("gpu_sweep", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_busy_time_is_the_union_of_overlapping_device_intervals(sweep):
+    events = [SimpleNamespace(time_range=SimpleNamespace(start=s, end=e)) for s, e in ((0, 10), (5, 12), (20, 25))]
+    assert sweep._busy_seconds(events) == pytest.approx(17e-6)  # 0-12 and 20-25 us
+
+
+def test_the_gemm_rate_is_two_m_n_k_flops_over_the_kernel_time(sweep):
+    for layout in ("NT", "NN", "TN"):
+        row = sweep.gemm_row(32, 48, 16, "fp32", layout, device="cpu", rotate=True)
+        assert row["tflops"] == pytest.approx(2 * 32 * 48 * 16 / (row["time_us"] * 1e-6) / 1e12)
+        assert row["operand_sets"] > 1  # tiny operands are cycled past twice the (assumed) cache
+
+
+@pytest.mark.parametrize(("kernel", "moved"), [("copy", 2), ("add", 3), ("sum", 1)])
+def test_memory_rows_count_bytes_read_and_written(sweep, kernel, moved):
+    rows = sweep.membw_rows(4096, kernel, device="cpu", repeats=3)
+    assert [r["timing"] for r in rows] == ["batch hot", "batch", "cold"]
+    for r in rows:
+        assert r["bytes"] == moved * 4096
+        assert r["gbs"] == pytest.approx(r["bytes"] / (r["time_us"] * 1e-6) / 1e9)
+
+
+def test_the_quick_run_writes_every_section_with_its_environment(sweep, tmp_path):
+    out = tmp_path / "s.json"
+    assert sweep.main(["--device", "cpu", "--quick", "--json", str(out), "--commit", "abc123"]) == 0
+    result = json.loads(out.read_text())
+    assert result["environment"]["commit"] == "abc123" and result["environment"]["host_cpu"]
+    assert {r["layout"] for r in result["gemm"]} == {"NT", "NN", "TN"}
+    assert {r["kernel"] for r in result["membw"]} == {"copy", "add", "sum"}
+    lora, full = result["step"]
+    assert lora["method"] == "lora" and lora["trainable_params"] < full["trainable_params"]
+    assert lora["aten_calls"] > 100 and lora["wall_s"] > 0
+    text = out.with_suffix(".md").read_text()
+    assert "## GEMM" in text and "## Memory-bound kernels" in text and "## Eager steps" in text
+
+
+def test_without_a_gpu_the_default_run_refuses_and_writes_nothing(sweep, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is present")
+    assert sweep.main(["--json", str(tmp_path / "s.json")]) == 1
+    assert not list(tmp_path.iterdir())
