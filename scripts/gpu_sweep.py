@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SECTIONS = ("gemm", "membw", "step")
+SECTIONS = ("gemm", "membw", "step", "lora_gemm", "attention", "host")
 GEMM_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 # (n, k) of an nn.Linear(k -> n): Llama-3.1-8B q/o, k/v with GQA, MLP up/gate and down; Llama-3.2-1B's MLP
 GEMM_NK = ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336), (8192, 2048))
@@ -48,6 +48,12 @@ MEMBW_BYTES = tuple(2**p for p in range(12, 33))  # 4 KiB .. 4 GiB
 COLD_MAX_BYTES = 2**26
 STEP_CASES = (("llama-3.2-1b", "lora", 128, 1), ("llama-3.2-1b", "lora", 512, 1), ("llama-3.2-1b", "full", 128, 1),
               ("llama-3.2-1b", "full", 512, 1), ("qwen2.5-0.5b", "lora", 128, 1))
+LORA_M = (128, 512, 2048, 8192)
+LORA_RANKS = (16, 64)
+LORA_WIDTH = 4096
+ATTENTION_SEQ = (512, 1024, 2048, 4096, 8192)
+ATTENTION_TOKENS = 16384  # batch x sequence of every attention row
+ATTENTION_BACKENDS = ("default", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
 GRAPH_TARGET_S = 3e-3  # each graph replay lasts about this long
 
 
@@ -361,6 +367,94 @@ def step_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[d
     return rows
 
 
+# -- LoRA's thin GEMMs, attention backends, the host ------------------------------------------------------
+
+
+def lora_gemm_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The five GEMMs of a LoRA adapter on a width-``LORA_WIDTH`` projection over m tokens, rank r: x @ A^T
+    (m, r, w), h @ B^T (m, w, r), the input gradients (m, r, w) and (m, w, r) as dy @ B and dh @ A, and the
+    weight gradients (r, w, m) and (w, r, m)."""
+    ms, ranks, width = ((32,), (4,), 64) if quick else (LORA_M, LORA_RANKS, LORA_WIDTH)
+    rows = []
+    for r in ranks:
+        for m in ms:
+            for shape, layout in (((m, r, width), "NT"), ((m, width, r), "NT"), ((m, r, width), "NN"),
+                                  ((m, width, r), "NN"), ((r, width, m), "TN"), ((width, r, m), "TN")):
+                rows.append({**gemm_row(*shape, "bf16", layout, device=device, rotate=True), "lora_rank": r})
+        log(f"  lora r={r}: " + ", ".join(f"{x['m']}x{x['n']}x{x['k']}:{x['time_us']:.1f}us" for x in rows[-6:]))
+    return rows
+
+
+def attention_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Causal SDPA forward and backward (bf16) per backend torch offers, at ``ATTENTION_TOKENS`` tokens per call."""
+    torch = _torch()
+    from gpuwork.measure.cpu_rates import sdpa_rate
+
+    dev = torch.device(device)
+    seqs, head_dims, backends = ((64, 128), (32,), ("default",)) if quick else (ATTENTION_SEQ, (64, 128),
+                                                                                 ATTENTION_BACKENDS)
+    tokens = 256 if quick else ATTENTION_TOKENS
+    dtype = "bf16" if dev.type == "cuda" else "fp32"
+    rows = []
+    for backend in backends:
+        for hd in head_dims:
+            heads = 4096 // hd if not quick else 2
+            for seq in seqs:
+                shape = (max(1, tokens // seq), heads, seq, hd)
+                row: dict[str, Any] = {"backend": backend, "batch": shape[0], "heads": heads, "seq_len": seq,
+                                       "head_dim": hd, "dtype": dtype, "causal": True}
+                try:
+                    if backend == "default":
+                        fwd, bwd = sdpa_rate(shape, dtype, device=dev, repeats=5)
+                    else:
+                        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+                        with sdpa_kernel(getattr(SDPBackend, backend)):
+                            fwd, bwd = sdpa_rate(shape, dtype, device=dev, repeats=5)
+                    row.update({"fwd_tflops": fwd / 1e12, "bwd_tflops": bwd / 1e12})
+                except Exception as exc:  # noqa: BLE001 - a backend that refuses a shape is a finding
+                    row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+                rows.append(row)
+            log(f"  sdpa {backend} d{hd}: " + ", ".join(
+                f"{x['seq_len']}:{x.get('fwd_tflops', 0):.0f}/{x.get('bwd_tflops', 0):.0f}" for x in rows[-len(seqs):]))
+    return rows
+
+
+def host_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """The host's costs: gpuwork's dispatch chains (bare op, autograd, nn.Linear modules) on the device, and a
+    pure-Python loop (a CPU-speed yardstick that travels between machines); copy_ eager against graph replay."""
+    torch = _torch()
+    from gpuwork.measure.cpu_rates import dispatch_cost, time_call
+
+    dev = torch.device(device)
+    cost = dispatch_cost(device=dev, repeats=7)
+    loop_s = time_call(lambda: sum(range(100_000)), repeats=7) / 100_000
+    rows = [{"what": "dispatch", **cost.as_dict()}, {"what": "python sum(range) per element", "ns": loop_s * 1e9}]
+    sizes = (2**16,) if quick else (2**28, 2**29, 2**30, 2**31)
+    for nbytes in sizes:
+        rows.append(_copy_paths(nbytes, dev))
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    log(f"  host: {cost.as_dict()}; python {loop_s * 1e9:.1f} ns/element; "
+        + ", ".join(f"{r['tensor_bytes'] >> 20}M copy eager {r['eager_gbs']:.0f} graph {r['graph_gbs']:.0f} "
+                    f"add {r['add_scalar_graph_gbs']:.0f}" for r in rows[2:]))
+    return rows
+
+
+def _copy_paths(nbytes: int, dev: Any) -> dict[str, Any]:
+    """copy_ of a float32 tensor of ``nbytes`` eager and from a graph, and an add of 0 (a kernel) from a graph."""
+    torch = _torch()
+    from gpuwork.measure.cpu_rates import time_call
+
+    src = torch.rand(nbytes // 4, device=dev)
+    dst = torch.empty_like(src)
+    eager_s = time_call(lambda: dst.copy_(src), device=dev, repeats=5)
+    graph_s = replay_seconds([lambda: dst.copy_(src)], dev, repeats=5)
+    add_s = replay_seconds([lambda: torch.add(src, 0.0, out=dst)], dev, repeats=5)
+    return {"what": "copy_ fp32", "tensor_bytes": nbytes, "eager_gbs": 2 * nbytes / eager_s / 1e9,
+            "graph_gbs": 2 * nbytes / graph_s / 1e9, "add_scalar_graph_gbs": 2 * nbytes / add_s / 1e9}
+
+
 # -- environment and output ---------------------------------------------------------------------------------
 
 
@@ -472,7 +566,8 @@ def main(argv: list[str] | None = None) -> int:
         md_path.write_text(markdown(result))
 
     log(f"gpu_sweep: {result['environment'].get('gpu', 'CPU')}, sections {' '.join(args.sections)}")
-    sections = {"gemm": gemm_section, "membw": membw_section, "step": step_section}
+    sections = {"gemm": gemm_section, "membw": membw_section, "step": step_section, "lora_gemm": lora_gemm_section,
+                "attention": attention_section, "host": host_section}
     for name in args.sections:
         started = time.perf_counter()
         try:

@@ -49,6 +49,11 @@ def test_the_quick_run_writes_every_section_with_its_environment(sweep, tmp_path
     lora, full = result["step"]
     assert lora["method"] == "lora" and lora["trainable_params"] < full["trainable_params"]
     assert lora["aten_calls"] > 100 and lora["wall_s"] > 0
+    assert {r["lora_rank"] for r in result["lora_gemm"]} == {4} and len(result["lora_gemm"]) == 6
+    assert all(r["fwd_tflops"] > 0 and r["bwd_tflops"] > 0 for r in result["attention"])
+    dispatch, python_loop, copy = result["host"]
+    assert dispatch["per_kernel_us"] == pytest.approx((dispatch["module_forward_us"] + dispatch["module_backward_us"]) / 3)
+    assert python_loop["ns"] > 0 and copy["eager_gbs"] > 0
     text = out.with_suffix(".md").read_text()
     assert "## GEMM" in text and "## Memory-bound kernels" in text and "## Eager steps" in text
 
