@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-SECTIONS = ("gemm", "membw", "step", "lora_gemm", "attention", "host")
+SECTIONS = ("gemm", "membw", "step", "lora_gemm", "attention", "host", "gemm_paths")
 GEMM_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 # (n, k) of an nn.Linear(k -> n): Llama-3.1-8B q/o, k/v with GQA, MLP up/gate and down; Llama-3.2-1B's MLP
 GEMM_NK = ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336), (8192, 2048))
@@ -441,6 +441,49 @@ def host_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[d
     return rows
 
 
+GEMM_PATHS = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 4096, 4096), (1024, 4096, 4096), (128, 4096, 16))
+
+
+def gemm_paths_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """One GEMM timed four ways, three rounds interleaved: an eager loop (the host queues calls, as gpu_check's
+    kernel table does) and a graph replay, each on one operand set and rotating over sets past twice the L2."""
+    torch = _torch()
+
+    dev = torch.device(device)
+    shapes = ((32, 32, 32),) if quick else GEMM_PATHS
+    rows = []
+    for m, n, k in shapes:
+        rows += _gemm_paths(m, n, k, dev)
+        log(f"  gemm paths {m}x{n}x{k}: " + ", ".join(f"{r['path']} {r['tflops']:.0f}" for r in rows[-12:]))
+    return rows
+
+
+def _gemm_paths(m: int, n: int, k: int, dev: Any) -> list[dict[str, Any]]:
+    torch = _torch()
+    from gpuwork.measure.cpu_rates import time_call
+
+    sets = _sets((m * k + k * n) * 2, 2 * l2_bytes(dev))
+    ops = [(torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16),
+            torch.empty(m, n, device=dev, dtype=torch.bfloat16)) for _ in range(sets)]
+    calls = [lambda a=a, b=b, c=c: torch.mm(a, b, out=c) for a, b, c in ops]
+
+    def cycle() -> None:
+        for c in calls:
+            c()
+
+    paths = (("eager hot", lambda: time_call(calls[0], device=dev, repeats=5)),
+             ("graph hot", lambda: replay_seconds(calls[:1], dev)),
+             ("eager rotated", lambda: time_call(cycle, device=dev, repeats=5) / sets),
+             ("graph rotated", lambda: replay_seconds(calls, dev)))
+    rows = []
+    for round_ in range(3):
+        for path, seconds in paths:
+            t = seconds()
+            rows.append({"m": m, "n": n, "k": k, "path": path, "round": round_, "operand_sets": sets,
+                         "time_us": t * 1e6, "tflops": 2.0 * m * n * k / t / 1e12})
+    return rows
+
+
 def _copy_paths(nbytes: int, dev: Any) -> dict[str, Any]:
     """copy_ of a float32 tensor of ``nbytes`` eager and from a graph, and an add of 0 (a kernel) from a graph."""
     torch = _torch()
@@ -567,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
 
     log(f"gpu_sweep: {result['environment'].get('gpu', 'CPU')}, sections {' '.join(args.sections)}")
     sections = {"gemm": gemm_section, "membw": membw_section, "step": step_section, "lora_gemm": lora_gemm_section,
-                "attention": attention_section, "host": host_section}
+                "attention": attention_section, "host": host_section, "gemm_paths": gemm_paths_section}
     for name in args.sections:
         started = time.perf_counter()
         try:

@@ -54,6 +54,7 @@ def test_the_quick_run_writes_every_section_with_its_environment(sweep, tmp_path
     dispatch, python_loop, copy = result["host"]
     assert dispatch["per_kernel_us"] == pytest.approx((dispatch["module_forward_us"] + dispatch["module_backward_us"]) / 3)
     assert python_loop["ns"] > 0 and copy["eager_gbs"] > 0
+    assert {r["path"] for r in result["gemm_paths"]} == {"eager hot", "graph hot", "eager rotated", "graph rotated"}
     text = out.with_suffix(".md").read_text()
     assert "## GEMM" in text and "## Memory-bound kernels" in text and "## Eager steps" in text
 
