@@ -574,7 +574,35 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {r['model']} | {r['method']} | {r['seq_len']} x {r['batch_size']} "
                          f"| {r['wall_s'] * 1e3:.2f} | {r['host_cpu_s'] * 1e3:.2f} | {r['kernels']} | {r['aten_calls']} "
                          f"| {(r['gpu_busy_s'] or 0) * 1e3:.2f} | {r.get('wall_us_per_kernel', 0):.1f} |")
+    if result.get("lora_gemm"):
+        lines += ["", "## LoRA GEMMs (bf16, operands rotated; us per kernel back to back)", "",
+                  "| rank | layout | m | n | k | us | TFLOPS |", "|---:|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['lora_rank']} | {r['layout']} | {r['m']} | {r['n']} | {r['k']} | {r['time_us']:.2f} "
+                  f"| {r['tflops']:.2f} |" for r in result["lora_gemm"]]
+    if result.get("attention"):
+        lines += ["", "## Causal SDPA by backend (TFLOPS as gpuwork counts attention FLOPs)", "",
+                  "| backend | batch x heads | seq | head dim | fwd | bwd |", "|---|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['backend']} | {r['batch']} x {r['heads']} | {r['seq_len']} | {r['head_dim']} "
+                  f"| {_num(r.get('fwd_tflops'))} | {r.get('error') or _num(r.get('bwd_tflops'))} |"
+                  for r in result["attention"]]
+    if result.get("host"):
+        dispatch, loop, *copies = result["host"]
+        lines += ["", "## Host", "", "Dispatch chains (us): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in dispatch.items() if k != "what"), "",
+                  f"Pure-Python yardstick: {loop['ns']:.1f} ns per element of sum(range)", "",
+                  "| copy_ tensor | eager GB/s | graph GB/s | add (graph) GB/s |", "|---:|---:|---:|---:|"]
+        lines += [f"| {c['tensor_bytes'] >> 20} MiB | {c['eager_gbs']:.0f} | {c['graph_gbs']:.0f} "
+                  f"| {c['add_scalar_graph_gbs']:.0f} |" for c in copies]
+    if result.get("gemm_paths"):
+        lines += ["", "## One GEMM timed four ways (bf16 TFLOPS, three rounds)", "",
+                  "| m x n x k | path | round | us | TFLOPS |", "|---|---|---:|---:|---:|"]
+        lines += [f"| {r['m']} x {r['n']} x {r['k']} | {r['path']} | {r['round']} | {r['time_us']:.2f} "
+                  f"| {r['tflops']:.1f} |" for r in result["gemm_paths"]]
     return "\n".join(lines) + "\n"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -586,11 +614,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the script runs (any device)")
     p.add_argument("--commit", help="the gpuwork commit measured (recorded as provenance)")
+    p.add_argument("--render", metavar="FILE.json", help="only rewrite the Markdown summary of an earlier run's JSON")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        source = Path(args.render)
+        (Path(args.out) if args.out else source.with_suffix(".md")).write_text(markdown(json.loads(source.read_text())))
+        return 0
     torch = _torch()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"gpu_sweep: no CUDA GPU (torch {torch.__version__}); use --device cpu --quick to check the script",

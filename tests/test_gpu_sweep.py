@@ -57,6 +57,10 @@ def test_the_quick_run_writes_every_section_with_its_environment(sweep, tmp_path
     assert {r["path"] for r in result["gemm_paths"]} == {"eager hot", "graph hot", "eager rotated", "graph rotated"}
     text = out.with_suffix(".md").read_text()
     assert "## GEMM" in text and "## Memory-bound kernels" in text and "## Eager steps" in text
+    assert "## LoRA GEMMs" in text and "## Causal SDPA" in text and "## Host" in text and "four ways" in text
+    (tmp_path / "again.md").unlink(missing_ok=True)
+    assert sweep.main(["--render", str(out), "--out", str(tmp_path / "again.md")]) == 0
+    assert (tmp_path / "again.md").read_text() == text
 
 
 def test_without_a_gpu_the_default_run_refuses_and_writes_nothing(sweep, tmp_path):
