@@ -386,3 +386,45 @@ def test_an_unknown_expert_layout_is_refused_with_the_choices():
     with pytest.raises(PlanError, match="moe_experts") as info:
         estimate_time(TrainPlan(model=MIXTRAL, method="lora"), "a100_80_sxm", moe_experts="grouped")
     assert info.value.field == "moe_experts" and info.value.msg["allowed"] == "fused, loop"
+
+
+def _segments(*rows):
+    """(phase, count, gpu_s, host_s, host_sync, serialised_s) rows as steptime._queued reads them."""
+    from types import SimpleNamespace
+
+    step = SimpleNamespace(rows=tuple((None,) * 5 + (sync,) for *_, sync, _ in rows),
+                           phases=tuple(r[0] for r in rows), counts=tuple(r[1] for r in rows))
+    gpu = tuple(r[2] for r in rows)
+    host = tuple(r[3] for r in rows)
+    one = tuple(r[5] if r[4] else max(r[2], r[3]) for r in rows)
+    return step, gpu, one, host
+
+
+def test_the_host_runs_ahead_of_the_gpu_within_and_across_phases():
+    from gpuwork.estimate.steptime import _queued
+
+    # forward: one long kernel (GPU 300, host 20) and ten short ones (GPU 1, host 20 each): per-op maxima would
+    # charge 300 + 200; the host issues all eleven in 220 while the GPU works 310, so the forward takes 310
+    step = _segments(("forward", 1, 300.0, 20.0, False, 0.0), ("forward", 10, 1.0, 20.0, False, 0.0),
+                     # backward: host-bound (host 400, GPU 50); it starts with the host at 220 and the GPU at 310
+                     ("backward", 1, 50.0, 400.0, False, 0.0))
+    by_phase = _queued(*step)
+    assert by_phase["forward"] == pytest.approx(310.0)
+    assert by_phase["backward"] == pytest.approx(620.0 - 310.0)  # the GPU waits for the host's clock, 220 + 400
+    assert sum(by_phase.values()) == pytest.approx(620.0)
+
+
+def test_a_sync_drains_the_queue_and_recompute_shares_the_backward_segment():
+    from gpuwork.estimate.steptime import _queued
+
+    step = _segments(("forward", 1, 100.0, 10.0, False, 0.0),
+                     ("forward", 1, 0.0, 0.0, True, 5.0),  # host_sync: serialised 5 after the GPU's 100
+                     ("recompute", 1, 30.0, 60.0, False, 0.0), ("backward", 1, 90.0, 20.0, False, 0.0),
+                     ("optimizer", 3, 1.0, 2.0, False, 0.0))
+    by_phase = _queued(*step)
+    assert by_phase["forward"] == pytest.approx(105.0)
+    # recompute + backward from host = GPU = 105: host +80, GPU +120 -> 225; split 60 : 90 by each one's max(H, G)
+    assert by_phase["recompute"] == pytest.approx(120.0 * 60 / 150)
+    assert by_phase["backward"] == pytest.approx(120.0 * 90 / 150)
+    # optimizer: host at 185 + 6 = 191 is behind the GPU at 225, which adds its 3
+    assert by_phase["optimizer"] == pytest.approx(3.0)

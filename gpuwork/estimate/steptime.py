@@ -1,6 +1,9 @@
 """Price each operation of a step on one GPU: a roofline per kernel, wave quantisation, launch overhead.
 
-An operation costs ``max(GPU time, host time)``, summed over its occurrences:
+Each operation has a GPU time and a host time (below); the host issues the kernels into the stream's queue and runs
+ahead of the GPU, so a phase of the step (forward; recompute with backward; optimizer) costs what the GPU's finish
+advances over it, max(GPU finish before it + its GPU time, host clock after it), not the sum of per-op maxima
+(``_queued``):
 
 - GPU time = max(FLOPs / achievable rate, bytes / achievable bandwidth), and at least the
   per-kernel floor of a kernel launched back to back (CUDA graph replay, [K2]).
@@ -35,8 +38,8 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   model at the GPU's dense TF32 peak, capped by the measured BF16 large-GEMM rate x (TF32 peak / BF16 peak)
   (``tf32_rates``, docs/gemm_tf32.md). A GPU without a TF32 figure keeps the FP32 rate.
 
-The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the excess of host
-time over GPU time to "launch overhead". Pure: the rates come in ``Rates``.
+The split ``StepPrice.by_kind`` adds each operation's GPU time to its kind and the time the GPU waits for the host
+to "launch overhead". Pure: the rates come in ``Rates``.
 """
 
 from __future__ import annotations
@@ -500,21 +503,71 @@ def _op_rows(ops: tuple[Op, ...]) -> _StepRows:
 @functools.lru_cache(maxsize=4096)
 def _price(ops: tuple[Op, ...], facts: _PriceFacts) -> StepPrice:
     step = _op_rows(ops)
-    gpu_times, times = _row_prices(step.rows, facts)
+    gpu_times, times, host_times = _row_prices(step.rows, facts)
     by_kind = dict.fromkeys(_KIND_VALUES, 0.0)
-    by_phase: dict[str, float] = {}
-    overhead_s = 0.0
-    for kind, phase, count, gpu_s, one in zip(step.kinds, step.phases, step.counts, gpu_times, times, strict=True):
+    for kind, count, gpu_s in zip(step.kinds, step.counts, gpu_times, strict=True):
         by_kind[kind] += gpu_s * count
-        overhead_s += (one - gpu_s) * count
-        by_phase[phase] = by_phase.get(phase, 0.0) + one * count
-    by_kind[LAUNCH_OVERHEAD] = overhead_s
-    return StepPrice(total_s=sum(by_kind.values()), by_kind=by_kind, by_phase=by_phase, launches=step.launches,
+    if facts.synchronous or facts.blocking:  # dispatch and kernel one after the other: the rows add up
+        by_phase: dict[str, float] = {}
+        for phase, count, one in zip(step.phases, step.counts, times, strict=True):
+            by_phase[phase] = by_phase.get(phase, 0.0) + one * count
+    else:
+        by_phase = _queued(step, gpu_times, times, host_times)
+    total_s = sum(by_phase.values())
+    by_kind[LAUNCH_OVERHEAD] = max(total_s - sum(by_kind.values()), 0.0)
+    return StepPrice(total_s=total_s, by_kind=by_kind, by_phase=by_phase, launches=step.launches,
                      flops=step.flops, bytes=step.bytes, assumptions=dict(zip(_ASSUMPTIONS, facts.assumptions, strict=True)))
 
 
+# Phases in the order the host issues them; the recompute of gradient checkpointing runs block by block inside the
+# backward, so the two share one segment of the queue.
+_QUEUE_SEGMENTS = ((_VALUES[Phase.FORWARD],), (_VALUES[Phase.RECOMPUTE], _VALUES[Phase.BACKWARD]),
+                   (_VALUES[Phase.OPTIMIZER],))
+
+
+def _queued(step: _StepRows, gpu_times: tuple[float, ...], times: tuple[float, ...],
+            host_times: tuple[float, ...]) -> dict[str, float]:
+    """Seconds per phase of an asynchronous step: the host issues kernels into the stream's queue and runs ahead of
+    the GPU, which starts each kernel when it is issued and the one before has finished. A segment of H seconds of
+    dispatch and G of GPU work, begun with the host at h and the GPU busy until e, ends on the GPU at
+    max(e + G, h + H): its kernels repeat layer after layer, so within a segment the lead the host builds on long
+    kernels is spent on short ones and the GPU idles only when the host is the slower overall (exact to within one
+    layer's worth of kernels). An op that makes the host wait (``Op.host_sync``) drains the queue: its row runs
+    serialised (``_row_prices``) after its segment. Each phase is charged the time the GPU's finish advances over it
+    (a shared segment's advance split by the phases' own max(H, G))."""
+    sums: dict[str, list[float]] = {}
+    for row, phase, count, gpu_s, one, host_s in zip(step.rows, step.phases, step.counts, gpu_times, times,
+                                                     host_times, strict=True):
+        h_g_sync = sums.setdefault(phase, [0.0, 0.0, 0.0])
+        if row[5]:  # host_sync
+            h_g_sync[2] += one * count
+        else:
+            h_g_sync[0] += host_s * count
+            h_g_sync[1] += gpu_s * count
+    host = gpu = 0.0
+    by_phase: dict[str, float] = {}
+    for segment in _QUEUE_SEGMENTS:
+        parts = [(phase, sums[phase]) for phase in segment if phase in sums]
+        if not parts:
+            continue
+        h_s = sum(p[0] for _, p in parts)
+        g_s = sum(p[1] for _, p in parts)
+        sync_s = sum(p[2] for _, p in parts)
+        start = gpu
+        host += h_s
+        gpu = max(gpu + g_s, host)
+        if sync_s:  # drained: the host waits for the GPU, then each sync op runs serialised
+            host = gpu = gpu + sync_s
+        advance = gpu - start
+        weights = [max(p[0], p[1]) + p[2] for _, p in parts]
+        total_w = sum(weights)
+        for (phase, _), w in zip(parts, weights, strict=True):
+            by_phase[phase] = advance * (w / total_w if total_w else 1.0 / len(parts))
+    return by_phase
+
+
 @functools.lru_cache(maxsize=4096)
-def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tuple[float, ...]]:
+def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
     """Seconds of one run of each row on the GPU, and with the host's share: a step's price is their sum weighted
     by the counts (``_price``), so steps that differ only in their counts price their rows once; and a row met in
     another step on the same facts is priced once (``_row_memo``: a sweep's 180,000 rows hold some 6,500 distinct
@@ -538,6 +591,7 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
     attention_rates: dict[tuple[str, str, int, int, bool, bool, str], float] = {}
     gpu_times: list[float] = []
     times: list[float] = []
+    host_times: list[float] = []
     for row in rows:
         priced = memo.get(row)
         if priced is None:
@@ -584,10 +638,11 @@ def _row_prices(rows: _Rows, facts: _PriceFacts) -> tuple[tuple[float, ...], tup
                 one = gpu_s + host_s + host_s_per_launch / efficiency
             else:
                 one = gpu_s if gpu_s >= host_s else host_s
-            priced = memo[row] = (gpu_s, one)
+            priced = memo[row] = (gpu_s, one, host_s)
         gpu_times.append(priced[0])
         times.append(priced[1])
-    return tuple(gpu_times), tuple(times)
+        host_times.append(priced[2])
+    return tuple(gpu_times), tuple(times), tuple(host_times)
 
 
 _ROW_MEMO_ROWS = 200_000  # rows kept per set of facts (a few tens of MB at most)

@@ -1,0 +1,52 @@
+"""kernels.csv's host cost per eager kernel is what scripts/derive_host_dispatch.py derives from the measured
+dispatch chains (docs/measurements), and the derivation follows its rule on hand-made leases."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "derive_host_dispatch.py"
+
+
+@pytest.fixture(scope="module")
+def derive():
+    spec = importlib.util.spec_from_file_location("derive_host_dispatch", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_kernels_csv_holds_the_derived_values(derive):
+    derived = derive.derive(derive.MEASUREMENTS / "h200-2026-12-04")
+    table = derive.kernels_csv()
+    for key in derive.KEYS.values():
+        assert table[key] == derived[key], key
+    assert derive.main(["--check"]) == 0
+
+
+def _dispatch(bare, forward, backward_two_kernels):
+    return {"host": [{"what": "dispatch", "eager_us": bare, "module_forward_us": forward,
+                      "module_backward_us": backward_two_kernels}]}
+
+
+def test_the_rule_on_hand_made_leases(derive, tmp_path):
+    # lease 1: gpu_check's bare op only; lease 2: one chain; lease 3: two samples, averaged
+    (tmp_path / "check.json").write_text(json.dumps(
+        {"kernels": [{"kernel": "eager dispatch per op", "measured": 8e-6}]}))
+    (tmp_path / "sweep2.json").write_text(json.dumps(_dispatch(4.0, 12.0, 32.0)))  # x3 forward, x4 backward
+    (tmp_path / "sweep3.json").write_text(json.dumps(_dispatch(10.0, 20.0, 100.0)))
+    (tmp_path / "sweep3_again.json").write_text(json.dumps(_dispatch(10.0, 20.0, 100.0)))  # x2, x5
+    d = derive.derive(tmp_path)
+    assert d["bare_us"] == pytest.approx(8.0)  # median of 8, 4, 10
+    assert d["forward_ratio"] == pytest.approx(2.5) and d["backward_ratio"] == pytest.approx(4.5)
+    assert d["launch_overhead_eager_us"] == 20.0 and d["launch_overhead_eager_backward_us"] == 36.0
+    assert d["launch_overhead_eager_nograd_us"] == 8.0
+
+
+def test_a_folder_without_a_module_chain_is_refused(derive, tmp_path):
+    (tmp_path / "check.json").write_text(json.dumps({"kernels": [{"kernel": "eager dispatch per op",
+                                                                  "measured": 8e-6}]}))
+    with pytest.raises(SystemExit, match="no nn.Linear dispatch chain"):
+        derive.derive(tmp_path)
