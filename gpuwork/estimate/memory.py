@@ -685,16 +685,23 @@ def _side_stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, gr
     return default, default + pools - allocated_total
 
 
+@dataclass(frozen=True)
+class _ReservedInputs:
+    """What the reserved estimate reads beyond the step's tensors: the side streams' pools beyond the peak
+    (``_side_stream_pools``), the card's memory, which bounds the fixed-shape replay's cache (None: unbounded), and
+    whether the cache was emptied before the measured step (``estimate_memory``'s ``cache_emptied``)."""
+
+    side_pools: int = 0
+    device_bytes: int | None = None
+    cache_emptied: bool = False
+
+
 def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved, allocated_total: int,
-              mlp_transient_per_token: int, breakdown: dict[str, int],
-              pools_and_card: tuple[int, int | None, bool] = (0, None, False)) -> int:
+              mlp_transient_per_token: int, breakdown: dict[str, int], inputs: _ReservedInputs) -> int:
     """Bytes the caching allocator reserves for ``allocated_total`` (the default stream's peak): its slack and,
     under batches of varying length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator), and
-    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``. ``pools_and_card``: the side
-    streams' pools beyond the peak, the card's memory, which bounds the fixed-shape replay's cache (None:
-    unbounded), and whether the cache was emptied before the measured step (``estimate_memory``'s
-    ``cache_emptied``)."""
-    side_pools, device_bytes, cache_emptied = pools_and_card
+    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``."""
+    side_pools, device_bytes, cache_emptied = inputs.side_pools, inputs.device_bytes, inputs.cache_emptied
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
     if not side_pools and allocator_step.replayed(spec, plan):
         # a hand-written model with fixed shapes, every tensor known: the cache from a whole-step replay instead of
@@ -855,7 +862,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
     default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
     reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown,
-                         (pools, device_bytes, cache_emptied))
+                         _ReservedInputs(pools, device_bytes, cache_emptied))
     allocated_total, reserved, breakdown, peak_phase = _in_run_evaluation(spec, plan, dt, act, saved, {
         **base_terms, **moments["forward"]}, mlp_transient // max(tokens, 1), (allocated_total, reserved, breakdown,
                                                                                  peak_phase, phases))
