@@ -275,6 +275,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
 # fields lie above zero where 1e-300 would be a typo (1e-300 epochs, a LoRA alpha of 1e-300).
 MAX_SEQ_LEN = 2**24  # 16.8 M tokens: above any model's context window (the longest are ~10 M)
 MAX_GPUS = 65_536  # the largest training clusters
+MAX_WEIGHT_DECAY = 1000.0  # decoupled decay multiplies the weights by 1 - lr * wd: beyond it, a typo
 PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "seq_len": Range(1, MAX_SEQ_LEN, whole=True),
     "batch_size": Range(1, 2**20, whole=True),
@@ -296,13 +297,17 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "eval_accum": Range(1, 10**9, whole=True),  # None: predictions stay on the GPU to the evaluation's end
     "mlm_predictions": Range(1, MAX_SEQ_LEN, whole=True),  # None: the masked-LM head on every position
     "packed_document_tokens": Range(1, MAX_SEQ_LEN, whole=True),  # None: attention across the whole packed row
+    "weight_decay": Range(0, MAX_WEIGHT_DECAY),  # None: the stack's default (torch.optim refuses a negative one)
 }
 # the ranged fields that may also be None (the share link reads "none" for them)
 OPTIONAL_FIELDS = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions",
-                   "packed_document_tokens")
+                   "packed_document_tokens", "weight_decay")
 # (field, low, high, low_open, high_open, whole) of each range, for the plain plan's quick pass
 _BOUNDS = tuple((name, r.low, r.high, r.low_open, r.high_open, r.whole) for name, r in PLAN_RANGES.items())
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
+# fields whose every problem (not a number, not finite, below, above) has the field's own message, given the value
+# and the range's upper end: where the fix is not only the range (weight_decay: leave it unset for the default)
+_OWN_MESSAGE = {"weight_decay": "error.plan.weight_decay"}
 UPPER_BOUNDS: dict[str, float] = {name: r.high for name, r in PLAN_RANGES.items() if name not in _OWN_ABOVE}
 LOWER_BOUNDS: dict[str, float] = {name: PLAN_RANGES[name].low for name in ("lora_alpha", "epochs")}
 # bound.<name> in the catalog, where it is not the field's own name
@@ -412,7 +417,8 @@ class TrainPlan:
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
         self._check_numbers()
-        self._check_weight_decay()
+        if self.weight_decay is not None:  # in its range (PLAN_RANGES); an int is the same decay as a float
+            object.__setattr__(self, "weight_decay", float(self.weight_decay))
         object.__setattr__(self, "lengths", _coerce_lengths(self.lengths, self.seq_len))
         self._check_combinations()
 
@@ -437,16 +443,6 @@ class TrainPlan:
         if problems["eval_fraction"] is not None:
             raise _out_of_range("eval_fraction", self.eval_fraction, PLAN_RANGES["eval_fraction"],
                                 problems["eval_fraction"])
-
-    def _check_weight_decay(self) -> None:
-        """None, or a finite number from 0 to ``MAX_WEIGHT_DECAY`` (torch.optim's own check refuses a negative one)."""
-        value = self.weight_decay
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_WEIGHT_DECAY:
-            raise PlanError("weight_decay", msg("error.plan.weight_decay", value=repr(value),
-                                                maximum=f"{MAX_WEIGHT_DECAY:g}"))
-        object.__setattr__(self, "weight_decay", float(value))
 
     @property
     def weight_decay_in_effect(self) -> float:
@@ -638,7 +634,6 @@ TRAINER_WEIGHT_DECAY = 0.0
 OPTIMIZER_WEIGHT_DECAY: dict[Optimizer, float] = {
     Optimizer.ADAMW: 1e-2, Optimizer.ADAMW_8BIT: 1e-2, Optimizer.PAGED_ADAMW_8BIT: 1e-2,
     Optimizer.SGD: 0.0, Optimizer.ADAFACTOR: 0.0, Optimizer.LION: 0.0}
-MAX_WEIGHT_DECAY = 1000.0  # decoupled decay multiplies the weights by 1 - lr * wd: beyond it, a typo
 
 
 def stack_weight_decay(stack: Stack, optimizer: Optimizer) -> float:
@@ -816,6 +811,8 @@ def even_groups(n: int) -> tuple[int, ...]:
 
 def _out_of_range(name: str, value: Any, bounds: Range, problem: str) -> PlanError:
     """The plan's words for a number outside its range (``Range.problem``'s answer)."""
+    if name in _OWN_MESSAGE:
+        return PlanError(name, msg(_OWN_MESSAGE[name], value=repr(value), maximum=f"{bounds.high:g}"))
     if problem == ABOVE:
         if name in _OWN_ABOVE:
             return PlanError(name, msg(_OWN_ABOVE[name], value=repr(value)))

@@ -32,13 +32,16 @@ from gpuwork.plan import TrainPlan
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec | None = None,
-                    moe_experts: str | None = None, gpu: GpuSpec | str | None = None) -> _memory.MemoryEstimate:
+                    moe_experts: str | None = None, gpu: GpuSpec | str | None = None,
+                    cache_emptied: bool = False) -> _memory.MemoryEstimate:
     """Per-GPU memory of one training step (see ``gpuwork.estimate.memory.estimate_memory``); ``gpu``: the card
-    it runs on, whose memory bounds the allocator's cache where that is replayed (None: not bounded)."""
+    it runs on, whose memory bounds the allocator's cache where that is replayed (None: not bounded);
+    ``cache_emptied``: the peak is measured after ``torch.cuda.empty_cache()`` (a measurement's protocol)."""
     _check_plan(plan)
     inputs = resolve(plan, spec)
     return _memory.estimate_memory(plan, inputs.spec, moe_experts=moe_experts,
-                                   device_bytes=inputs.gpu(gpu).memory_total_bytes if gpu is not None else None)
+                                   device_bytes=inputs.gpu(gpu).memory_total_bytes if gpu is not None else None,
+                                   cache_emptied=cache_emptied)
 
 
 def estimate_time(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = None,

@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from gpuwork.measure.accuracy import case_estimate, case_gpu, case_memory
-from gpuwork.measure.heldout import KINDS, heldout_path, load_document, plan_from_json
+from gpuwork.measure.heldout import KINDS, cache_emptied_flag, heldout_path, load_document, plan_from_json
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -107,9 +107,11 @@ def predict(set_name: str, networks: dict[str, str], exclude: dict[str, str], fo
 def _memory_case(raw: dict, folder: Path) -> dict:
     """A memory case: the peak its source measured (metric), predicted in bytes."""
     plan = plan_from_json(raw["plan"])
-    predicted = case_memory(plan, raw["metric"], raw.get("model_config"), raw.get("moe_experts"), raw.get("gpu_id"))
+    emptied = cache_emptied_flag(raw["name"], raw.get("cache_emptied"))  # how the harness measured the peak
+    predicted = case_memory(plan, raw["metric"], raw.get("model_config"), raw.get("moe_experts"), raw.get("gpu_id"),
+                            emptied)
     keep = ("name", "source_id", "source", "gpu_id", "gpus", "nodes", "plan", "metric", "moe_experts", "model_config",
-            "data", "length_distribution", "software", "notes")
+            "cache_emptied", "data", "length_distribution", "software", "notes")
     return {**{k: raw[k] for k in keep if raw.get(k) is not None}, "collector": folder.name,
             "predicted_bytes": predicted}
 

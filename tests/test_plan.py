@@ -5,7 +5,7 @@ import math
 import pytest
 
 from gpuwork import Method, PlanError, Precision, TrainPlan
-from gpuwork.plan import PLAN_RANGES
+from gpuwork.plan import OPTIONAL_FIELDS, PLAN_RANGES
 
 
 def test_strings_become_enums_and_replace_validates():
@@ -128,9 +128,7 @@ def test_a_plan_is_refused_exactly_when_one_of_its_numbers_is_out_of_its_range(n
     context = {"lengths": "packed", "attention": "flash", "seq_len": bounds.high} \
         if name == "packed_document_tokens" else {}
     for value in _edge_values(bounds):
-        expected_ok = bounds.problem(value) is None or (value is None and name in (
-            "dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions",
-            "packed_document_tokens"))
+        expected_ok = bounds.problem(value) is None or (value is None and name in OPTIONAL_FIELDS)
         if expected_ok:
             assert getattr(TrainPlan(method="lora", **context, **{name: value}), name) == value
         else:

@@ -34,6 +34,7 @@ from typing import Any
 from gpuwork.errors import PlanError
 from gpuwork.estimate import allocator_step, composite_ops
 from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved_over_orders
+from gpuwork.estimate.allocator_emptied import emptied_step_cache
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
 from gpuwork.estimate.memory_dtypes import (
@@ -684,24 +685,35 @@ def _side_stream_pools(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts, gr
     return default, default + pools - allocated_total
 
 
+@dataclass(frozen=True)
+class _ReservedInputs:
+    """What the reserved estimate reads beyond the step's tensors: the side streams' pools beyond the peak
+    (``_side_stream_pools``), the card's memory, which bounds the fixed-shape replay's cache (None: unbounded), and
+    whether the cache was emptied before the measured step (``estimate_memory``'s ``cache_emptied``)."""
+
+    side_pools: int = 0
+    device_bytes: int | None = None
+    cache_emptied: bool = False
+
+
 def _reserved(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _Saved, allocated_total: int,
-              mlp_transient_per_token: int, breakdown: dict[str, int],
-              pools_and_card: tuple[int, int | None] = (0, None)) -> int:
+              mlp_transient_per_token: int, breakdown: dict[str, int], inputs: _ReservedInputs) -> int:
     """Bytes the caching allocator reserves for ``allocated_total`` (the default stream's peak): its slack and,
     under batches of varying length, the fragmentation of a replay rule by rule (gpuwork.estimate.allocator), and
-    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``. ``pools_and_card``: the side
-    streams' pools beyond the peak, and the card's memory, which bounds the fixed-shape replay's cache (None:
-    unbounded)."""
-    side_pools, device_bytes = pools_and_card
+    the side streams' pools (``_stream_pools``); the terms go to ``breakdown``."""
+    side_pools, device_bytes, cache_emptied = inputs.side_pools, inputs.device_bytes, inputs.cache_emptied
     breakdown["cublas_workspace"] = CUBLAS_WORKSPACE_BYTES
     if not side_pools and allocator_step.replayed(spec, plan):
         # a hand-written model with fixed shapes, every tensor known: the cache from a whole-step replay instead of
-        # ALLOCATOR_SLACK, within what the card leaves beyond the allocated peak and the CUDA context
+        # ALLOCATOR_SLACK, within what the card leaves beyond the allocated peak and the CUDA context; the replay's
+        # last step starts from the emptied cache where the run emptied it (gpuwork.estimate.allocator_emptied)
         step = _step_tensors(spec, plan, act, saved, mlp_transient_per_token)
         room = None if device_bytes is None else device_bytes - CUDA_CONTEXT_BYTES - allocated_total
-        breakdown["allocator_segments"] = allocator_step.fixed_step_cache(spec, plan, step, act.per_layer_quadratic,
-                                                                          room)
+        cache = emptied_step_cache if cache_emptied else allocator_step.fixed_step_cache
+        breakdown["allocator_segments"] = cache(spec, plan, step, act.per_layer_quadratic, room)
         return allocated_total + breakdown["allocator_segments"]
+    # elsewhere an emptied cache changes nothing: ALLOCATOR_SLACK is a ratio read from runs, not a replay of
+    # the step's tensors, so nothing says where they would land (docs/memory_misses.md, "The cache emptied ...")
     reserved = int(allocated_total * (1 + ALLOCATOR_SLACK))
     breakdown["allocator_cache"] = reserved - allocated_total
     if side_pools:  # the side streams' tensors at the peak lie beyond the default stream's peak, in their pools
@@ -778,7 +790,8 @@ def checked_moe_experts(moe_experts: str | None) -> str | None:
 
 
 def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None = None,
-                    moe_experts: str | None = None, device_bytes: int | None = None) -> MemoryEstimate:
+                    moe_experts: str | None = None, device_bytes: int | None = None,
+                    cache_emptied: bool = False) -> MemoryEstimate:
     """Per-GPU peak of one steady-state training step of ``plan`` (or its in-run evaluation), in bytes.
 
     Args:
@@ -789,9 +802,11 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         stack: what ``plan.stack`` changes (stacks.csv memory columns); default ``spec.extras["stacks"]``'s, else HF.
         moe_experts: a MoE model's expert layout when the run's transformers differs from its stack's
             ("loop": nn.Linear experts, quantised by QLoRA; "fused": 3-D tensors, left in 16 bits).
-        device_bytes: the card's memory (gpus.csv ``memory_total_bytes``), where the allocator's cache depends on
-            it: the fixed-shape replay of a hand-written model (gpuwork.estimate.allocator_step) releases its cached
-            segments when a new one would pass the card, as PyTorch's allocator does; None: not bounded.
+        device_bytes: the card's memory (gpus.csv ``memory_total_bytes``): the fixed-shape replay of a hand-written
+            model (gpuwork.estimate.allocator_step) releases its cached segments when a new one would pass the card,
+            as PyTorch's allocator does; None: not bounded.
+        cache_emptied: a measurement's protocol, not the plan's: ``torch.cuda.empty_cache()`` before the measured
+            step; the replay above starts it from the live tensors' segments (estimate.allocator_emptied).
 
     Raises:
         PlanError: an unknown ``moe_experts``.
@@ -847,7 +862,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     allocated_total = allocated + CUBLAS_WORKSPACE_BYTES
     default_total, pools = _side_stream_pools(spec, plan, counts, grads, moments, allocated_total)
     reserved = _reserved(spec, plan, act, saved, default_total, mlp_transient // max(tokens, 1), breakdown,
-                         (pools, device_bytes))
+                         _ReservedInputs(pools, device_bytes, cache_emptied))
     allocated_total, reserved, breakdown, peak_phase = _in_run_evaluation(spec, plan, dt, act, saved, {
         **base_terms, **moments["forward"]}, mlp_transient // max(tokens, 1), (allocated_total, reserved, breakdown,
                                                                                  peak_phase, phases))
@@ -865,8 +880,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
         plan=plan,
         params=counts,
         breakdown=breakdown,
-        peak_allocated_bytes=allocated_total,
-        peak_reserved_bytes=reserved,
+        peak_allocated_bytes=allocated_total, peak_reserved_bytes=reserved,
         device_total_bytes=device_total,
         peak_phase=peak_phase,
         phase_peaks={k: int(v) + CUBLAS_WORKSPACE_BYTES for k, v in phases.items()},

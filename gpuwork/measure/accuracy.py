@@ -110,13 +110,14 @@ def published_rows() -> list[dict[str, Any]]:
 
 
 def case_memory(plan: TrainPlan, metric: str, model_config: Mapping[str, Any] | None = None,
-                moe_experts: str | None = None, gpu_id: str | None = None) -> int:
+                moe_experts: str | None = None, gpu_id: str | None = None, cache_emptied: bool = False) -> int:
     """The peak a published or held-out memory case is scored by: ``estimate_memory``'s total that matches how the
     source measured (``METRICS``), on the case's own config.json values when it carries them, with the case's MoE
-    expert layout where its software differs from its stack's, on the case's card (``gpu_id``) when it names one."""
+    expert layout where its software differs from its stack's, on the case's card (``gpu_id``) when it names one,
+    after an emptied cache where the source's harness emptied it before the measured step (``cache_emptied``)."""
     spec = case_spec(plan.model, model_config) if model_config else None
     gpu = case_gpu(gpu_id) if gpu_id else None
-    return int(getattr(estimate_memory(plan, spec, moe_experts, gpu), METRICS[metric][0]))
+    return int(getattr(estimate_memory(plan, spec, moe_experts, gpu, cache_emptied), METRICS[metric][0]))
 
 
 def memory_heldout_rows(held: HeldoutSet) -> list[dict[str, Any]]:
@@ -125,10 +126,11 @@ def memory_heldout_rows(held: HeldoutSet) -> list[dict[str, Any]]:
     for case in held.cases:
         if case.measured is None:
             continue
-        today = case_memory(case.plan, case.metric, case.model_config, case.moe_experts, case.gpu_id)
+        today = case_memory(case.plan, case.metric, case.model_config, case.moe_experts, case.gpu_id,
+                            case.cache_emptied)
         reread = case.as_reread()
         again = today if reread is case else case_memory(reread.plan, reread.metric, reread.model_config,
-                                                         reread.moe_experts, reread.gpu_id)
+                                                         reread.moe_experts, reread.gpu_id, reread.cache_emptied)
         rows.append({"case": case.name, "metric": METRICS[case.metric][1], "measured_bytes": case.measured,
                      "frozen_bytes": case.predicted, "estimated_bytes": today,
                      "frozen_error": case.predicted / case.measured - 1, "error": today / case.measured - 1,

@@ -57,7 +57,8 @@ _FIGURE_KEYS = ("measured", "measured_time_s", "quote", "measured_bytes")
 
 
 # what a re-reading may set (the case's configuration, never its prediction or figure) and what it must say
-REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers", "model_config", "link")
+REREAD_FIELDS = ("plan", "gpu_id", "nodes", "network", "metric", "moe_experts", "covers", "model_config", "link",
+                 "cache_emptied")
 _REREAD_KEYS = (*REREAD_FIELDS, "why", "evidence")
 
 
@@ -65,13 +66,17 @@ def heldout_path(kind: str = "time") -> Path:
     return bundled_data_dir() / _FILES[kind]
 
 
-class RereadError(GpuworkError, ValueError):
-    """A held-out case's re-reading is malformed: names the case and the field."""
+class CaseError(GpuworkError, ValueError):
+    """A held-out case's field is malformed: names the case and the field."""
 
     def __init__(self, case: str, field: str, message: Msg):
         super().__init__(message)
         self.case = case
         self.field = field
+
+
+class RereadError(CaseError):
+    """A held-out case's re-reading is malformed: names the case and the field."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ class Reread:
     evidence: tuple[Evidence, ...]
     model_config: dict[str, Any] | None = None  # the case's config.json values with the re-read keys applied
     link: str | None = None  # the GPUs' link inside a node (estimate_time's link); None: the GPU's best
+    cache_emptied: bool = False  # a memory case's harness emptied the cache before the measured step
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,9 @@ class HeldoutCase:
     covers: Covers = STEPS_ONLY
     reread: Reread | None = None  # the configuration as re-read after the reveal (None: as recorded)
     link: str | None = None  # the GPUs' link inside a node where the source names it (None: the GPU's best)
+    # how a memory case's peak was measured, not what the run trains: the harness called torch.cuda.empty_cache()
+    # (and reset the peaks) between its warm-up and the measured step (estimate.memory's ``cache_emptied``)
+    cache_emptied: bool = False
 
     @property
     def revealed(self) -> bool:
@@ -135,7 +144,8 @@ class HeldoutCase:
             return self
         return dataclasses.replace(self, plan=r.plan, gpu_id=r.gpu_id, nodes=r.nodes, network=r.network,
                                    metric=r.metric, moe_experts=r.moe_experts, covers=r.covers,
-                                   model_config=r.model_config, link=r.link, reread=None)
+                                   model_config=r.model_config, link=r.link, cache_emptied=r.cache_emptied,
+                                   reread=None)
 
     def time_case(self) -> TimeCase:
         """The case as a published TimeCase (a time case, only once revealed)."""
@@ -170,6 +180,19 @@ def plan_from_json(fields: dict[str, Any]) -> TrainPlan:
     return TrainPlan(**fields)
 
 
+def cache_emptied_flag(case: str, value: Any, error: type[CaseError] = CaseError) -> bool:
+    """A memory case's ``cache_emptied`` (true or false; absent: false).
+
+    Raises:
+        CaseError: (``error``) anything but a JSON boolean, naming the case and the field.
+    """
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise error(case, "cache_emptied", msg("error.heldout.cache_emptied", case=case, value=repr(value)))
+    return value
+
+
 def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
     metrics = METRICS if kind == "time" else MEMORY_METRICS
     if raw["metric"] not in metrics:
@@ -180,7 +203,7 @@ def _case(raw: dict[str, Any], kind: str = "time") -> HeldoutCase:
         metric=raw["metric"], predicted=float(raw[_PREDICTED[kind]]), notes=raw.get("notes", ""),
         moe_experts=raw.get("moe_experts"), measured=raw.get("measured"), measured_time_s=raw.get("measured_time_s"),
         samples=raw.get("samples"), model_config=raw.get("model_config"), covers=Covers.parse(raw.get("covers")),
-        link=raw.get("link"))
+        link=raw.get("link"), cache_emptied=_memory_flag(raw["name"], raw, kind == "memory"))
     if raw.get("reread") is None:
         return case
     return dataclasses.replace(case, reread=parse_reread(case, raw["reread"], raw["plan"], metrics))
@@ -265,6 +288,14 @@ def _reread_link(case: HeldoutCase, raw: dict[str, Any], metrics: tuple[str, ...
     return link
 
 
+def _memory_flag(name: str, raw: dict[str, Any], memory: bool, error: type[CaseError] = CaseError) -> bool:
+    """``raw``'s ``cache_emptied`` (a case's or a re-reading's), which only a memory case may carry: it says how a
+    peak was measured."""
+    if "cache_emptied" in raw and not memory:
+        raise error(name, "cache_emptied", msg("error.heldout.cache_emptied_time", case=name))
+    return cache_emptied_flag(name, raw.get("cache_emptied"), error)
+
+
 def _reread_model_config(case: HeldoutCase, raw: dict[str, Any]) -> tuple[dict[str, Any] | None, tuple[
         tuple[str, str, str], ...]]:
     """The case's config.json values with the re-read keys applied, and each key that changed (a case with a
@@ -306,6 +337,8 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     if "gpu_id" in raw and (not isinstance(gpu_id, str) or not _known_gpu(gpu_id)):
         raise RereadError(name, "gpu_id", msg("error.heldout.reread_gpu", case=name, value=repr(gpu_id)))
     link = _reread_link(case, raw, metrics, gpu_id)
+    cache_emptied = _memory_flag(name, raw, metrics == MEMORY_METRICS, RereadError) if "cache_emptied" in raw else (
+        case.cache_emptied)
     if not is_whole(nodes, 1):
         raise RereadError(name, "nodes", msg("error.heldout.reread_nodes", case=name, value=repr(nodes)))
     for key, value in (("network", network), ("moe_experts", moe_experts)):
@@ -314,8 +347,8 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
     changed = tuple((f"plan.{f}", _shown(getattr(case.plan, f)), _shown(getattr(plan, f)))
                     for f in _PLAN_FIELDS if getattr(case.plan, f) != getattr(plan, f))
     changed += tuple((f, _shown(getattr(case, f)), _shown(v)) for f, v in (
-        ("gpu_id", gpu_id), ("nodes", nodes), ("network", network), ("metric", metric), ("moe_experts", moe_experts))
-        if getattr(case, f) != v)
+        ("gpu_id", gpu_id), ("nodes", nodes), ("network", network), ("metric", metric), ("moe_experts", moe_experts),
+        ("cache_emptied", cache_emptied)) if getattr(case, f) != v)
     if link != case.link:  # an unset link is the GPU's best: named, so the page says what it was priced on
         changed += (("link", case.link or case_gpu(case.gpu_id).link.value, link or case_gpu(gpu_id).link.value),)
     if covers != case.covers:
@@ -325,7 +358,7 @@ def parse_reread(case: HeldoutCase, raw: Any, recorded_plan: dict[str, Any],
         raise RereadError(name, "reread", msg("error.heldout.reread_nothing", case=name))
     return Reread(plan=plan, gpu_id=gpu_id, nodes=nodes, network=network, metric=metric, moe_experts=moe_experts,
                   covers=covers, changed=changed, why=raw["why"].strip(), evidence=evidence, model_config=model_config,
-                  link=link)
+                  link=link, cache_emptied=cache_emptied)
 
 
 def parse_sets(document: dict[str, Any], kind: str = "time") -> tuple[HeldoutSet, ...]:
@@ -401,12 +434,12 @@ def protocol_problems(held: HeldoutSet, repo: Path) -> list[str]:
             problems.append(f"{held.name}: {case.name!r}'s prediction changed after it was committed")
         was = _case({**raw, "measured": None}, held.kind)
         if (was.plan, was.gpu_id, was.nodes, was.network, was.metric, was.moe_experts, was.model_config,
-                was.link) != (case.plan, case.gpu_id, case.nodes, case.network, case.metric, case.moe_experts,
-                              case.model_config, case.link):
+                was.link, was.cache_emptied) != (case.plan, case.gpu_id, case.nodes, case.network, case.metric,
+                                                 case.moe_experts, case.model_config, case.link, case.cache_emptied):
             problems.append(f"{held.name}: {case.name!r}'s configuration changed after the predictions")
     return problems
 
 
-__all__ = ["HELDOUT_NAME", "KINDS", "MEMORY_HELDOUT_NAME", "MEMORY_METRICS", "REREAD_FIELDS", "Evidence", "HeldoutCase",
-           "HeldoutSet", "Reread", "RereadError", "heldout_path", "heldout_sets", "load_document", "parse_reread",
-           "parse_sets", "plan_from_json", "protocol_problems"]
+__all__ = ["HELDOUT_NAME", "KINDS", "MEMORY_HELDOUT_NAME", "MEMORY_METRICS", "REREAD_FIELDS", "CaseError", "Evidence",
+           "HeldoutCase", "HeldoutSet", "Reread", "RereadError", "cache_emptied_flag", "heldout_path", "heldout_sets",
+           "load_document", "parse_reread", "parse_sets", "plan_from_json", "protocol_problems"]

@@ -479,6 +479,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "held-out case {case:raw}: the re-read {field:raw} {value:raw} is not a non-empty text: write a name or null",
         "отложенный случай {case:raw}: перепрочтённое {field:raw} {value:raw} — не непустой текст: напишите "
         "имя или null"),
+    "error.heldout.cache_emptied": (
+        "held-out case {case:raw}: cache_emptied {value:raw} is not true or false: write true where the harness "
+        "calls torch.cuda.empty_cache() between its warm-up and the measured step, else false",
+        "отложенный случай {case:raw}: cache_emptied {value:raw} — не true и не false: напишите true, если "
+        "обвязка вызывает torch.cuda.empty_cache() между прогревом и измеряемым шагом, иначе false"),
+    "error.heldout.cache_emptied_time": (
+        "held-out case {case:raw}: cache_emptied says how a memory peak was measured; a time case cannot carry it",
+        "отложенный случай {case:raw}: cache_emptied говорит, как измерен пик памяти; у случая времени его быть "
+        "не может"),
     "error.heldout.reread_covers": (
         "held-out case {case:raw}: the re-read covers {value:raw} is not a list of words starting with \"steps\": "
         "add any of first_steps, start_up, final_save_full, eval_every:N, save_every:N (N: optimizer steps)",

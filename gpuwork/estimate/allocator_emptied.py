@@ -1,0 +1,108 @@
+"""The fixed-shape step replay (gpuwork.estimate.allocator_step) with the cache emptied before the measured step.
+
+Why: several harnesses call ``torch.cuda.empty_cache()`` and ``torch.cuda.reset_peak_memory_stats()`` between their
+warm-up steps and the one step they measure (the CS336 memory harnesses of held-out memory 13-14). ``emptyCache``
+gives every cached segment that is wholly free back to CUDA (``release_cached_blocks`` -> ``release_blocks``: "Frees
+all non-split blocks"), and the peak restarts from what is still mapped: the segments that hold the parameters, the
+optimizer states and the last warm-up step's gradients. The measured step then maps again what it needs: segments
+the warm-up kept only for its own tensors are gone (the peak falls), but a tensor may now land in a block that the
+kept cache had left to another and a later one map a segment of its own (the peak rises); the replay tells which
+(docs/memory_misses.md, "The cache emptied before the measured step").
+
+How: the replay's program (``allocator_step.step_requests``: the parameters, then ``STEPS`` steps) is run up to the
+start of its last step, the wholly free segments are released and the peak reset, then the last step runs; the
+reserved peak is that step's. Where the step is (``last_step_start``) follows from how ``step_requests`` writes a
+step: every step after the first has the same requests; the first has no ``zero_grad`` releases (no gradients yet)
+and makes the optimizer states.
+
+Pure: no file, torch or clock.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from gpuwork.estimate.allocator import SMALL_SIZE, CachingAllocator, Program, StepTensors
+from gpuwork.estimate.allocator_step import (
+    STEPS,
+    ParamLayout,
+    StepBytes,
+    param_layout,
+    step_requests,
+    with_attention,
+)
+from gpuwork.estimate.model_states import state_element_bytes
+from gpuwork.facts.spec import ModelSpec
+from gpuwork.plan import TrainPlan
+
+
+class EmptyingAllocator(CachingAllocator):
+    """The large pool with ``torch.cuda.empty_cache()`` and ``reset_peak_memory_stats()`` between two programs."""
+
+    def empty_cache(self) -> None:
+        """``emptyCache`` -> ``release_cached_blocks``: every wholly free segment goes back to CUDA (a segment
+        with a block in use stays); ``resetPeakStats``: the reserved and allocated peaks restart from now."""
+        self._release_cached()
+        self.peak_reserved = self.reserved
+        self.peak_allocated = self.allocated
+
+
+def _large(sizes: list[int]) -> int:
+    """How many of these tensors' requests the replay keeps (over ``SMALL_SIZE``, as ``step_requests`` does)."""
+    return sum(1 for n in sizes if n > SMALL_SIZE)
+
+
+def last_step_start(layout: ParamLayout, by: StepBytes, program: Program) -> int:
+    """Index in ``program`` (``step_requests(layout, by, ...)``) where its last step begins, with the releases of
+    ``zero_grad(set_to_none=True)``. The program is the parameters' requests (``params``), a first step, then
+    ``STEPS - 1`` steps of ``per_step`` requests each; the first step lacks the ``zero_grad`` releases of the
+    gradients (``grads``) and adds the optimizer states' two tensors per parameter (``states``), so
+    ``len(program) = params + STEPS * per_step - grads + states``.
+
+    Raises:
+        ValueError: a program that is not written so (``step_requests`` changed).
+    """
+    order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
+    params = _large([n * by.param for n in order])
+    grads = _large([n * by.grad for n in order])
+    states = 2 * _large([n * by.state for n in order])
+    per_step, rest = divmod(len(program) - params + grads - states, STEPS)
+    start = len(program) - per_step
+    first = program[start] if 0 <= start < len(program) else 0
+    if rest or per_step <= 0 or (grads and not (isinstance(first, int) and first < 0)):
+        raise ValueError("the replay's program is not parameters then steps of equal requests")
+    return start
+
+
+@functools.lru_cache(maxsize=4096)
+def replay_emptied(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
+                   limit: int | None = None) -> tuple[int, int]:
+    """(reserved peak of the last step, allocated peak of the steps after the first) of the large pool, in bytes,
+    as ``allocator_step.replay_step`` with the cache emptied and the peaks reset before the last step."""
+    program, peak = step_requests(layout, by, step, tokens)
+    start = last_step_start(layout, by, program)
+    alloc = EmptyingAllocator(limit=limit)
+    held: list[int] = []
+    alloc.run(program[:start], held)
+    alloc.empty_cache()
+    alloc.run(program[start:], held)
+    return alloc.peak_reserved, peak
+
+
+def emptied_step_cache(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quadratic: int = 0,
+                       room: int | None = None) -> int:
+    """``allocator_step.fixed_step_cache`` with the cache emptied before the measured step (``replay_emptied``):
+    the bytes the allocator holds beyond the large pool's allocated peak in that step; ``room`` bounds it as
+    there (the segments limited to the allocated peak plus ``room`` where the unbounded cache would not fit)."""
+    step = with_attention(spec, plan, step, quadratic)
+    p = plan.precision
+    by = StepBytes(p.param_bytes, p.param_bytes, state_element_bytes(plan), p.compute_bytes if p.is_mixed else 0,
+                   plan.optimizer_impl.value)
+    layout, tokens = param_layout(spec), plan.batch_size * plan.longest_batch_len
+    reserved, allocated = replay_emptied(layout, by, step, tokens)
+    if room is not None and reserved - allocated > room:
+        reserved, allocated = replay_emptied(layout, by, step, tokens, allocated + max(room, 0))
+    return max(reserved - allocated, 0)
+
+
+__all__ = ["EmptyingAllocator", "emptied_step_cache", "last_step_start", "replay_emptied"]
