@@ -349,8 +349,20 @@ def _busy_seconds(events: list[Any]) -> float:
     return total * 1e-6
 
 
-def step_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    cases = (("tiny-llama", "lora", 32, 1), ("tiny-llama", "full", 32, 1)) if quick else STEP_CASES
+def parse_step_cases(text: str) -> tuple[tuple[str, str, int, int], ...]:
+    """"model:method:seq:batch,..." -> step cases (``--step-cases``)."""
+    cases = []
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        model, method, seq, batch = item.split(":")
+        if method not in ("lora", "full"):
+            raise ValueError(f"step case {item!r}: method must be lora or full")
+        cases.append((model, method, int(seq), int(batch)))
+    return tuple(cases)
+
+
+def step_section(device: Any, quick: bool, log: Callable[[str], None],
+                 cases: tuple[tuple[str, str, int, int], ...] = ()) -> list[dict[str, Any]]:
+    cases = cases or ((("tiny-llama", "lora", 32, 1), ("tiny-llama", "full", 32, 1)) if quick else STEP_CASES)
     rows = []
     for model, method, seq, batch in cases:
         try:
@@ -614,6 +626,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the script runs (any device)")
     p.add_argument("--commit", help="the gpuwork commit measured (recorded as provenance)")
+    p.add_argument("--step-cases", metavar="MODEL:METHOD:SEQ:BATCH,...",
+                   help="the step section's cases instead of the defaults (methods lora, full)")
     p.add_argument("--render", metavar="FILE.json", help="only rewrite the Markdown summary of an earlier run's JSON")
     return p.parse_args(argv)
 
@@ -642,7 +656,9 @@ def main(argv: list[str] | None = None) -> int:
         md_path.write_text(markdown(result))
 
     log(f"gpu_sweep: {result['environment'].get('gpu', 'CPU')}, sections {' '.join(args.sections)}")
-    sections = {"gemm": gemm_section, "membw": membw_section, "step": step_section, "lora_gemm": lora_gemm_section,
+    step_cases = parse_step_cases(args.step_cases) if args.step_cases else ()
+    sections = {"gemm": gemm_section, "membw": membw_section,
+                "step": lambda device, quick, log: step_section(device, quick, log, step_cases), "lora_gemm": lora_gemm_section,
                 "attention": attention_section, "host": host_section, "gemm_paths": gemm_paths_section}
     for name in args.sections:
         started = time.perf_counter()

@@ -70,3 +70,18 @@ def test_without_a_gpu_the_default_run_refuses_and_writes_nothing(sweep, tmp_pat
         pytest.skip("a CUDA GPU is present")
     assert sweep.main(["--json", str(tmp_path / "s.json")]) == 1
     assert not list(tmp_path.iterdir())
+
+
+def test_step_cases_are_parsed_and_a_bad_method_is_named(sweep):
+    assert sweep.parse_step_cases("tiny-llama:lora:64:2, qwen2.5-0.5b:full:128:1") == (
+        ("tiny-llama", "lora", 64, 2), ("qwen2.5-0.5b", "full", 128, 1))
+    with pytest.raises(ValueError, match="method must be lora or full"):
+        sweep.parse_step_cases("tiny-llama:qlora:64:2")
+
+
+def test_the_step_section_runs_the_cases_given(sweep, tmp_path):
+    out = tmp_path / "s.json"
+    assert sweep.main(["--device", "cpu", "--quick", "--sections", "step", "--json", str(out),
+                       "--step-cases", "tiny-llama:full:16:2"]) == 0
+    (row,) = json.loads(out.read_text())["step"]
+    assert (row["model"], row["method"], row["seq_len"], row["batch_size"]) == ("tiny-llama", "full", 16, 2)
