@@ -47,6 +47,14 @@ def key(row: dict[str, str]) -> tuple[str, int, int, int]:
     return row["gpu_id"], int(row["m"]), int(row["n"]), int(row["k"])
 
 
+def tag(row: dict[str, str]) -> str:
+    """The row's source tag ([G6], ...): two sources may measure one shape (the H200's 4096^3 and 8192^3: [G6]
+    and the project's own H200 sweep [G13])."""
+    found = re.search(r"\[G\d+\]", row["source"])
+    assert found, row
+    return found.group(0)
+
+
 def model_error(row: dict[str, str]) -> float:
     m, n, k = int(row["m"]), int(row["n"]), int(row["k"])
     return gemm_time(m, n, k, kernels(row["gpu_id"])) * float(row["tflops"]) * 1e12 / (2.0 * m * n * k) - 1
@@ -64,11 +72,11 @@ def test_the_fp32_rows_are_cublas_sgemm_on_catalog_gpus_each_with_its_source():
         "a40",
         "a100_80_pcie",
     }
-    assert len(rows) == 46
-    assert len({key(r) for r in rows}) == len(rows)
+    assert len(rows) == 48
+    assert len({(key(r), tag(r)) for r in rows}) == len(rows)
     for r in rows:
         assert "cuBLAS SGEMM" in r["library"] and "@" in r["source"], r
-        assert re.search(r"\[G(3|6|7|11|12)\]", r["source"]), r
+        assert re.search(r"\[G(3|6|7|11|12|13)\]", r["source"]), r
 
 
 @pytest.mark.parametrize(
@@ -139,12 +147,12 @@ def doc_rows() -> list[list[str]]:
 
 
 def test_the_doc_table_lists_every_fp32_row_with_the_models_value_and_error():
-    rows = {key(r): r for r in fp32_rows()}
+    rows = {(key(r), tag(r)): r for r in fp32_rows()}
     listed = doc_rows()
     assert len(listed) == len(rows)
     for gpu_id, shape, measured, model, tile, error, within, source in listed:
         m, n, k = (int(x) for x in shape.split(" x "))
-        row = rows[(gpu_id, m, n, k)]
+        row = rows[((gpu_id, m, n, k), source)]
         assert float(measured) == pytest.approx(float(row["tflops"]))
         choice = gemm_choice(m, n, k, kernels(gpu_id))
         assert float(model) == pytest.approx(2.0 * m * n * k / choice.time_s / 1e12, abs=0.006)

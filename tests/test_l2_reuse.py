@@ -30,6 +30,7 @@ from gpuwork.estimate.l2_reuse import (
     SOFTMAX_FORWARD,
     chain_l2,
     l2_rate,
+    l2_saving_s,
     optimizer_l2_reads,
     silu_l2,
     softmax_l2,
@@ -225,3 +226,21 @@ def test_the_composite_ops_carry_their_l2_passes_both_ways():
     assert {o.phase for o in chains} == {Phase.FORWARD, Phase.BACKWARD}
     assert chains and all(o.l2_reads for o in chains)
     assert all(sum(b for b, _ in o.l2_reads) < o.bytes for o in chains)
+
+
+def test_the_h200_copy_rows_price_only_pairs_of_8_to_32_mib_from_l2(rates):
+    """[K22l]: the H200 sweep's back-to-back copy_ rows, 4-128 MiB working sets. Only the 16 and 32 MiB rows beat the
+    4.01 TB/s large-array copy; a pair of 8 MiB or less takes a row held down by the graph's gap between kernels, one
+    of more than 32 MiB a row that spills the 60 MiB L2, and both keep the DRAM price (no saving)."""
+    steps = l2_copy_steps("h200_sxm")
+    assert [int(ws) // MIB for ws, _ in steps] == [4, 8, 16, 32, 64, 128]
+    bw = rates.device("h200_sxm").mem_bw_bytes_s
+    faster = [int(ws) // MIB for ws, rate in steps if rate > bw]
+    assert faster == [16, 32]
+    assert l2_rate(8 * MIB + 1, steps) == pytest.approx(4932.3e9)
+    assert l2_rate(32 * MIB, steps) == pytest.approx(5714.5e9)
+    for working_set in (2 * MIB, 8 * MIB, 32 * MIB + 1, 128 * MIB):
+        assert l2_saving_s(((64 * MIB, working_set),), steps, bw) == 0.0
+    saving = l2_saving_s(((64 * MIB, 16 * MIB),), steps, bw)
+    assert saving == pytest.approx(64 * MIB / bw - 64 * MIB / 4932.3e9)
+    assert all(r.l2_mb == 60 for r in load_l2_measurements() if r.source == "K22l")
