@@ -132,3 +132,20 @@ def test_tf32_from_the_process_switch_when_the_arguments_leave_it(tmp_path: Path
         torch.set_float32_matmul_precision(before)
     assert plan.tf32 is True and inferred["tf32"]["from"] == "torch.get_float32_matmul_precision()=high"
     assert infer_plan(model, args, seq_len=16, out=tmp_path)[0].tf32 is (before != "highest")
+
+
+def test_a_4bit_base_computes_in_its_quantization_configs_dtype(tmp_path: Path) -> None:
+    # a QLoRA base's frozen floating-point weights are fp32 after peft's k-bit preparation; its GEMMs run in
+    # bnb_4bit_compute_dtype (stand-in: a tiny Llama flagged 4-bit with that config, peft's adapters on it)
+    from peft import LoraConfig, get_peft_model
+
+    model, _ = tiny_llama()
+    model.config.quantization_config = {"load_in_4bit": True, "bnb_4bit_compute_dtype": "bfloat16"}
+    model.is_loaded_in_4bit = True
+    model = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj"], task_type="CAUSAL_LM"))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    plan, inferred = infer_plan(model, seq_len=16, batch_size=1, out=tmp_path)
+    assert (plan.method.value, plan.precision.value) == ("qlora", "bf16")
+    assert inferred["precision"]["from"] == "quantization_config.bnb_4bit_compute_dtype in torch.bfloat16"
+    del model.get_base_model().config.quantization_config  # without it: the frozen weights' dtype, fp32 here
+    assert infer_plan(model, seq_len=16, batch_size=1, out=tmp_path)[0].precision.value == "fp32"
