@@ -312,7 +312,10 @@ def trainer_case(model: str, *, device: Any, seq_len: int, batch_size: int, step
               "tokens_per_s": s.tokens_per_s if s else None,
               "cuda_peak_allocated_bytes": s.cuda_peak_allocated_bytes if s else None,
               "cuda_peak_reserved_bytes": s.cuda_peak_reserved_bytes if s else None,
-              "rss_peak_bytes": s.rss_peak_bytes if s else None, "peak_trial_bytes": record.peak_trial_memory_bytes}
+              "rss_peak_bytes": s.rss_peak_bytes if s else None, "peak_trial_bytes": record.peak_trial_memory_bytes,
+              # the plan the estimate prices, as the callback read it from the run
+              "plan": {k: str(getattr(getattr(record.plan, k), "value", getattr(record.plan, k)))
+                       for k in ("precision", "attention", "optimizer_impl", "grad_checkpointing")}}
     if gpu is not None and s is not None:
         from gpuwork.sizing import estimate_time
 
@@ -323,18 +326,27 @@ def trainer_case(model: str, *, device: Any, seq_len: int, batch_size: int, step
 def trainer_markdown(rows: list[dict[str, Any]]) -> list[str]:
     lines = ["## Trainer run measured by GpuworkCallback", "",
              "| method | model | seq x batch | device | steps | median step (s) | step est (s) | ratio | tokens/s "
-             "| alloc peak | reserved peak | RSS peak |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| alloc peak | reserved peak | RSS peak | plan priced |",
+             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         if r.get("error_text"):
             lines.append(f"| {r.get('method', '-')} | {r.get('model', '-')} | - | - | - | - | - | - | - | - | - "
-                         f"| {r['error_text']} |")
+                         f"| {r['error_text']} | - |")
             continue
         lines.append(f"| {r['method']} | {r['model']} | {r['seq_len']} x {r['batch_size']} | {r['device']} "
                      f"| {r['steps']} | {_f(r['median_step_s'], '.4f')} | {_f(r.get('estimated_step_s'), '.4f')} "
                      f"| {_r(r['median_step_s'], r.get('estimated_step_s'))} | {_f(r['tokens_per_s'], ',.0f')} "
                      f"| {_g(r['cuda_peak_allocated_bytes'])} | {_g(r['cuda_peak_reserved_bytes'])} "
-                     f"| {_g(r['rss_peak_bytes'])} |")
+                     f"| {_g(r['rss_peak_bytes'])} | {_plan_cell(r.get('plan'))} |")
     return lines
+
+
+def _plan_cell(plan: dict[str, str] | None) -> str:
+    """The priced plan's precision, attention, optimizer implementation and checkpointing, as the callback read
+    them from the run (a row of an older JSON has none: '-')."""
+    if not plan:
+        return "-"
+    return ", ".join(f"{k} {v}" for k, v in plan.items())
 
 
 def _failure(exc: BaseException) -> str:

@@ -124,3 +124,7 @@ def test_the_trainer_section_measures_a_real_trainer_on_a_cpu(gpu_check, one_thr
     assert row["estimated_step_s"] > 0  # estimate_time of the plan the callback inferred, on an H200
     line = gpu_check.trainer_markdown([row])[4]
     assert line.startswith("| lora | tiny-llama | 32 x 2 | cpu | 3 | ")
+    # the priced plan, as the callback read it: on a CPU trainer_case builds the model in fp32
+    assert row["plan"]["precision"] == "fp32" and row["plan"]["attention"] == "sdpa"
+    assert line.endswith("| precision fp32, attention sdpa, optimizer_impl "
+                         f"{row['plan']['optimizer_impl']}, grad_checkpointing False |")

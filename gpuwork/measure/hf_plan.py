@@ -98,10 +98,61 @@ def _infer_method(model: Any, fields: dict[str, Any], put: Callable[[str, Any, s
                                                      "blocks with trainable weights")
 
 
+def _adapter_compute_dtype(model: Any) -> tuple[Any, str]:
+    """(dtype, what it was read from) the frozen base of a peft model computes in: a 4-bit base's
+    ``bnb_4bit_compute_dtype`` (its quantization config), else the dtype most of the frozen floating-point weights
+    are stored in. The adapters' own dtype says nothing: peft >= 0.12 upcasts 16-bit adapters to fp32
+    (``get_peft_model(autocast_adapter_dtype=True)``, docs/peft_adapter_dtype.md) while the base GEMMs stay 16-bit."""
+    import torch
+
+    base = base_model(model)
+    quant = getattr(getattr(base, "config", None), "quantization_config", None)
+    compute = quant.get("bnb_4bit_compute_dtype") if isinstance(quant, dict) else getattr(
+        quant, "bnb_4bit_compute_dtype", None)
+    if isinstance(compute, str):
+        compute = getattr(torch, compute.removeprefix("torch."), None)
+    if isinstance(compute, torch.dtype):
+        return compute, "quantization_config.bnb_4bit_compute_dtype"
+    sizes: dict[Any, int] = {}
+    for p in base.parameters():
+        if not p.requires_grad and p.dtype.is_floating_point:
+            sizes[p.dtype] = sizes.get(p.dtype, 0) + p.numel()
+    if not sizes:
+        return torch.float32, "no frozen floating-point weights"
+    return max(sizes, key=lambda d: sizes[d]), "frozen base weights"
+
+
+def _infer_precision(model: Any, args: Any, fields: dict[str, Any], put: Callable[[str, Any, str], Any]) -> None:
+    """The plan's precision from the dtype the model computes in and the Trainer's mixed-precision flag.
+
+    Full / freeze: the trainable weights' dtype (16-bit weights are a pure 16-bit plan, fp32 ones fp32, or
+    ``<low>-mixed`` under ``args.bf16`` / ``args.fp16``). LoRA / QLoRA: the frozen base's compute dtype
+    (``_adapter_compute_dtype``): a bf16 base with peft's fp32 adapters and no Trainer flag is ``bf16`` (the base
+    GEMMs run in bf16, as gpuwork's own trial builds a ``bf16`` LoRA plan), with the flag ``bf16-mixed`` (autocast
+    over a 16-bit base), an fp32 base without the flag ``fp32``."""
+    import torch
+
+    base = base_model(model)
+    adapters = hasattr(unwrap(model), "peft_config")
+    if adapters:
+        dtype, where = _adapter_compute_dtype(model)
+    else:
+        dtype = next((p.dtype for p in base.parameters() if p.requires_grad), torch.float32)
+        where = "trainable weights"
+    half = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype)
+    if args is not None and (getattr(args, "bf16", False) or getattr(args, "fp16", False)):
+        low = "bf16" if getattr(args, "bf16", False) else "fp16"
+        precision = f"{low}-mixed" if adapters or not half else low
+        fields["precision"] = put("precision", precision, f"args.{low} with {where} in {dtype}")
+    else:
+        fields["precision"] = put("precision", half or "fp32", f"{where} in {dtype}")
+
+
 def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int, fields: dict[str, Any],
                      put: Callable[[str, Any, str], Any]) -> bool:
-    """The plan fields a Trainer's TrainingArguments (and state) say: batch, accumulation, optimizer, sharding,
-    checkpoints, epochs and dataset tokens. Returns whether the arguments ask for gradient checkpointing."""
+    """The plan fields a Trainer's TrainingArguments (and state) say: batch, accumulation, optimizer, gradient
+    clipping (``max_grad_norm`` > 0: the Trainer clips), weight decay (the value the Trainer hands its optimizer
+    rather than the stack's default), TF32, sharding, checkpoints, epochs and dataset tokens. Returns whether the arguments ask for gradient checkpointing."""
     fields["batch_size"] = put("batch_size", int(args.per_device_train_batch_size),
                                "args.per_device_train_batch_size")
     fields["grad_accum"] = put("grad_accum", int(args.gradient_accumulation_steps),
@@ -117,6 +168,11 @@ def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int
     fields["optimizer"] = put("optimizer", optimizer, source)
     if impl:
         fields["optimizer_impl"] = put("optimizer_impl", impl, source)
+    norm = getattr(args, "max_grad_norm", None)
+    fields["grad_clip"] = put("grad_clip", norm is not None and float(norm) > 0, f"args.max_grad_norm={norm}")
+    if getattr(args, "weight_decay", None) is not None:
+        fields["weight_decay"] = put("weight_decay", float(args.weight_decay), "args.weight_decay")
+    fields["tf32"] = put("tf32", *_tf32(args))
     if getattr(args, "fsdp", None):
         _infer_fsdp(args, world_size, fields, put)
     elif getattr(args, "deepspeed", None):
@@ -136,6 +192,18 @@ def _infer_from_args(args: Any, state: Any, seq_len: int | None, world_size: int
         fields["dataset_tokens"] = put("dataset_tokens", max(1, round(tokens / epochs)),
                                        "run steps x batch x seq_len x ranks / epochs (padded tokens)")
     return checkpointing
+
+
+def _tf32(args: Any) -> tuple[bool, str]:
+    """Whether fp32 matmuls run as TF32: ``args.tf32`` when set (the Trainer sets torch's switch from it), else
+    the process's own switch at the time of reading (``torch.get_float32_matmul_precision()``: "highest", torch's
+    default, is IEEE fp32; "high" / "medium" allow TF32)."""
+    import torch
+
+    if getattr(args, "tf32", None) is not None:
+        return bool(args.tf32), "args.tf32"
+    mode = torch.get_float32_matmul_precision()
+    return mode != "highest", f"torch.get_float32_matmul_precision()={mode}"
 
 
 def _infer_fsdp(args: Any, world_size: int, fields: dict[str, Any], put: Callable[[str, Any, str], Any]) -> None:
@@ -171,8 +239,6 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
     folder, its hub id, or its config written into ``out``. Method: a peft model is ``lora``
     (``qlora`` on a 4-bit base), a model with some frozen parameters ``freeze``, else ``full``.
     """
-    import torch
-
     inferred: dict[str, Any] = {}
 
     def put(field: str, value: Any, source: str) -> Any:
@@ -188,14 +254,7 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
     task = "seq-cls" if name.endswith("ForSequenceClassification") else "masked-lm" if name.endswith(
         "ForMaskedLM") else "causal-lm"
     fields["task"] = put("task", task, f"model class {name}")
-    trainable_dtype = next((p.dtype for p in base.parameters() if p.requires_grad), torch.float32)
-    half = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(trainable_dtype)
-    if args is not None and (getattr(args, "bf16", False) or getattr(args, "fp16", False)):
-        low = "bf16" if getattr(args, "bf16", False) else "fp16"
-        precision = low if half else f"{low}-mixed"
-        fields["precision"] = put("precision", precision, f"args.{low} with {trainable_dtype} weights")
-    else:
-        fields["precision"] = put("precision", half or "fp32", f"weights in {trainable_dtype}")
+    _infer_precision(model, args, fields, put)
     attn = getattr(base.config, "_attn_implementation", None)
     attention = {"flash_attention_2": "flash", "flash_attention_3": "flash3", "flash_attention_4": "flash4",
                  "sdpa": "sdpa", "eager": "eager"}.get(str(attn))
