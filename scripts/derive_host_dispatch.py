@@ -9,7 +9,10 @@ Rule (rates_sources.md [K22]):
   the host's speed cancels in the ratio;
 - backward per kernel = bare x (nn.Linear backward per kernel / bare): the two gradient GEMMs of each module's
   backward, driven by the autograd engine;
-- optimizer (torch.no_grad, ops called from Python without modules) per kernel = bare.
+- optimizer (torch.no_grad, ops called from Python without modules) per kernel = bare;
+- an op called on its own, outside a model's Python (a kernel benchmark's harness): forward = bare x (the one-element
+  op recorded by autograd / bare), backward = bare x (one node of that chain's backward / bare). scripts/liger_rows.py
+  prices Liger-Kernel's benchmark rows with these; a whole step takes the module figures above.
 
 Prints the derived values and the per-lease table; ``--check`` exits 1 when kernels.csv differs (0.1 us rounding).
 
@@ -29,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 MEASUREMENTS = ROOT / "docs" / "measurements"
 KERNELS_CSV = ROOT / "gpuwork" / "facts" / "data" / "kernels.csv"
 KEYS = {"forward": "launch_overhead_eager_us", "backward": "launch_overhead_eager_backward_us",
-        "optimizer": "launch_overhead_eager_nograd_us"}
+        "optimizer": "launch_overhead_eager_nograd_us", "op_forward": "launch_overhead_isolated_op_us",
+        "op_backward": "launch_overhead_isolated_op_backward_us"}
 
 
 def lease_samples(folder: Path) -> dict[str, list[dict[str, float]]]:
@@ -42,7 +46,9 @@ def lease_samples(folder: Path) -> dict[str, list[dict[str, float]]]:
         for row in data.get("host") or []:
             if row.get("what") == "dispatch":
                 leases.setdefault(lease, []).append({"bare": row["eager_us"], "forward": row["module_forward_us"],
-                                                     "backward": row["module_backward_us"] / 2})
+                                                     "backward": row["module_backward_us"] / 2,
+                                                     "op_forward": row["autograd_forward_us"],
+                                                     "op_backward": row["autograd_backward_us"]})
         for row in data.get("kernels") or []:
             if row.get("kernel") == "eager dispatch per op" and row.get("measured"):
                 leases.setdefault(lease, []).append({"bare": row["measured"] * 1e6})
@@ -58,11 +64,11 @@ def derive(folder: Path) -> dict[str, float]:
     split = [m for m in means.values() if "forward" in m]
     if not split:
         raise SystemExit(f"no nn.Linear dispatch chain under {folder}")
-    forward = statistics.median(m["forward"] / m["bare"] for m in split)
-    backward = statistics.median(m["backward"] / m["bare"] for m in split)
-    return {"bare_us": bare, "forward_ratio": forward, "backward_ratio": backward,
-            KEYS["forward"]: round(bare * forward, 1), KEYS["backward"]: round(bare * backward, 1),
-            KEYS["optimizer"]: round(bare, 1), "leases": means}
+    ratios = {k: statistics.median(m[k] / m["bare"] for m in split)
+              for k in ("forward", "backward", "op_forward", "op_backward")}
+    return {"bare_us": bare, **{f"{k}_ratio": v for k, v in ratios.items()},
+            **{KEYS[k]: round(bare * v, 1) for k, v in ratios.items()}, KEYS["optimizer"]: round(bare, 1),
+            "leases": means}
 
 
 def kernels_csv() -> dict[str, float]:
@@ -71,14 +77,15 @@ def kernels_csv() -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--folder", type=Path, default=MEASUREMENTS / "h200-2026-12-04")
     p.add_argument("--check", action="store_true", help="exit 1 when kernels.csv differs from the derivation")
     args = p.parse_args(argv)
     d = derive(args.folder)
     for lease, m in sorted(d["leases"].items()):
         print(f"lease {lease}: " + ", ".join(f"{k} {v:.2f} us" for k, v in sorted(m.items())))
-    print(f"bare op {d['bare_us']:.2f} us; forward x{d['forward_ratio']:.3f}, backward x{d['backward_ratio']:.3f}")
+    print(f"bare op {d['bare_us']:.2f} us; forward x{d['forward_ratio']:.3f}, backward x{d['backward_ratio']:.3f}; "
+          f"an op on its own x{d['op_forward_ratio']:.3f}, its backward node x{d['op_backward_ratio']:.3f}")
     table = kernels_csv()
     differs = False
     for key in KEYS.values():

@@ -174,11 +174,13 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     row("copy (clone)", f"{copy_bytes / 2**20:g} MiB", "GB/s", copy, ref.mem_bw_bytes_s if ref else None,
         ref.basis.get("mem_bw", "") if ref else "")
     d = dispatch_cost(device=device, repeats=repeats)
-    eager_us = rates.kernel("launch_overhead_eager_us")
-    row("eager dispatch per op", "1-element mul", "us", d.eager_us * 1e-6, eager_us * 1e-6,
-        "kernels.csv launch_overhead_eager_us")
-    row("eager dispatch per kernel", "nn.Linear fwd + bwd", "us", d.per_kernel_us * 1e-6, eager_us * 1e-6,
-        "kernels.csv launch_overhead_eager_us")
+    bare_us = rates.kernel("launch_overhead_eager_nograd_us")
+    # one forward GEMM and two backward ones per nn.Linear: the mean of the phases' costs the step model charges
+    module_us = (rates.kernel("launch_overhead_eager_us") + 2 * rates.kernel("launch_overhead_eager_backward_us")) / 3
+    row("eager dispatch per op", "1-element mul", "us", d.eager_us * 1e-6, bare_us * 1e-6,
+        "kernels.csv launch_overhead_eager_nograd_us (the bare op)")
+    row("eager dispatch per kernel", "nn.Linear fwd + bwd", "us", d.per_kernel_us * 1e-6, module_us * 1e-6,
+        "kernels.csv launch_overhead_eager_us + 2 x launch_overhead_eager_backward_us, / 3")
     b, h, seq, hd = sdpa_shape
     fwd, bwd = sdpa_rate((b, h, seq, hd), dtype, device=device, repeats=repeats)
     for name, value in (("fwd", fwd), ("bwd", bwd)):

@@ -133,11 +133,11 @@ def report(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     sub = p.add_subparsers(dest="verb", required=True)
-    pr = sub.add_parser("predict")
+    pr = sub.add_parser("predict", allow_abbrev=False)
     pr.add_argument("--out", type=Path, required=True)
-    co = sub.add_parser("compare")
+    co = sub.add_parser("compare", allow_abbrev=False)
     co.add_argument("predictions", type=Path)
     co.add_argument("sweep", type=Path)
     co.add_argument("check", type=Path)

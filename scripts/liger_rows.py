@@ -126,9 +126,19 @@ def derive_strided_fraction(rows: tuple[LigerRow, ...], rates: Rates) -> dict[st
     return {die: statistics.median(values) for die, values in shares.items()}
 
 
+def benchmark_rates(rates: Rates) -> Rates:
+    """``rates`` with the host's cost of an op called on its own (kernels.csv ``launch_overhead_isolated_op_*``) in
+    place of a whole step's per-kernel costs: the benchmark calls the module or function directly, without a
+    model's Python around it."""
+    kernels = {**rates.kernels, "launch_overhead_eager_us": rates.kernel("launch_overhead_isolated_op_us"),
+               "launch_overhead_eager_backward_us": rates.kernel("launch_overhead_isolated_op_backward_us")}
+    return replace(rates, kernels=kernels)
+
+
 def model_s(row: LigerRow, rates: Rates) -> float:
     profile = rates.stacks[Stack.HF_TRAINER]
-    return price_ops(benchmark_ops(row), get_gpu(row.gpu_id), rates.devices[row.gpu_id], rates, profile).total_s
+    bench = benchmark_rates(rates)
+    return price_ops(benchmark_ops(row), get_gpu(row.gpu_id), bench.devices[row.gpu_id], bench, profile).total_s
 
 
 def main(argv: list[str]) -> int:
