@@ -212,6 +212,15 @@ class CachingAllocator:
     def segment_sizes(self) -> tuple[int, ...]:
         return tuple(sorted(s for s in self.segments if s))
 
+    def copy(self) -> CachingAllocator:
+        """An allocator in the same state, that runs on without changing this one (a replay forked where two
+        programs part: gpuwork.estimate.allocator_step)."""
+        other = CachingAllocator.__new__(CachingAllocator)
+        other.__dict__.update(self.__dict__)
+        for name in ("segments", "sizes", "after", "before", "free", "requested"):
+            setattr(other, name, getattr(self, name).copy())
+        return other
+
     # -- internals ---------------------------------------------------------------------------------
 
     def _restores(self, burst: tuple[int, ...], nbytes: int) -> bool:
