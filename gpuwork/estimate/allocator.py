@@ -127,9 +127,9 @@ class CachingAllocator:
         reserved = self.reserved
         for op in program:
             if op.__class__ is tuple:
-                if not self._restores(op[0], op[1]):  # type: ignore[index]
+                if not self._restores(op[0], op[1]):
                     self.reserved = reserved
-                    self.run(op[2], None)  # type: ignore[index]
+                    self.run(op[2], None)
                     reserved = self.reserved
                 continue
             if op > 0:  # type: ignore[operator]  # best fit, split when more than SMALL_SIZE would remain

@@ -206,12 +206,14 @@ def _first_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: i
     def per_token(tensors: tuple[int, ...]) -> Group:
         return _group([n * tokens for n in tensors if n > 0])
 
-    steps = _Steps(order, *(per_token(t) for t in (step.layer_saved, step.layer_transient, step.head,
-                                                   step.loss_transient, step.recompute, step.backward_transient)),
-                   _group([n * by.copy for n, lin in zip(layout.block, layout.linears, strict=True)
-                           if lin and by.copy]),
-                   *(_group([n * by.grad for n in part]) for part in (layout.head, layout.block, layout.embed)),
-                   layout.layers, {}, [])
+    steps = _Steps(order, saved=per_token(step.layer_saved), transient=per_token(step.layer_transient),
+                   head=per_token(step.head), loss=per_token(step.loss_transient),
+                   recompute=per_token(step.recompute), inner=per_token(step.backward_transient),
+                   copies=_group([n * by.copy for n, lin in zip(layout.block, layout.linears, strict=True)
+                                  if lin and by.copy]),
+                   grads_head=_group([n * by.grad for n in layout.head]),
+                   grads_block=_group([n * by.grad for n in layout.block]),
+                   grads_embed=_group([n * by.grad for n in layout.embed]), layers=layout.layers, states={}, grads=[])
     steps.step(req)
     _states(req, order, steps.states, by.state)
     return tuple(req.ops), req, steps
@@ -255,7 +257,7 @@ def replayed_allocator(layout: ParamLayout, by: StepBytes, step: StepTensors, to
 def _shared_prefix(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
                    limit: int | None) -> tuple[CachingAllocator, tuple[int, ...]]:
     """The allocator after ``_first_step``'s requests and the blocks it holds (by handle): never changed, copied."""
-    alloc, held = CachingAllocator(limit=limit), []
+    alloc, held = CachingAllocator(limit=limit), list[int]()
     alloc.run(_first_step(layout, by, step, tokens)[0], held)
     return alloc, tuple(held)
 
