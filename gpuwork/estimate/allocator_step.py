@@ -27,6 +27,7 @@ Pure: no file, torch or clock.
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, replace
 
 from gpuwork.estimate.allocator import SMALL_SIZE, Burst, CachingAllocator, Program, StepTensors, round_size
@@ -220,37 +221,104 @@ def _first_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: i
 
 
 @functools.lru_cache(maxsize=4096)
-def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int) -> tuple[Program, int, int]:
+def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                  ) -> tuple[Program, int, tuple[int, ...]]:
     """The replay's requests (the parameters, then ``STEPS`` steps of one micro-batch of ``tokens`` each) as one
-    program, the large pool's allocated peak over the steps after the first, in bytes, and where the program's
-    part that the optimizer implementation changes begins (``_first_step`` builds what comes before it once)."""
+    program, the large pool's allocated peak over the steps after the first, in bytes, and where the optimizer
+    updates begin and end: (first update's start, its end, the second's start, its end, ...). Before the first
+    update the program is the same for every implementation (``_first_step`` builds it once), and foreach,
+    for-loop and fused differ only inside the updates (their temporaries are bursts: no handle taken)."""
     shared, first, built = _first_step(layout, replace(by, impl=""), step, tokens)
+    if by.impl in _BURST_UPDATES:  # the steps built once for the three (``_later_steps``), the updates put between
+        parts, lives, peak = _later_steps(layout, replace(by, impl=""), step, tokens)
+        program, marks = [shared], [len(shared)]
+        update, made = _burst_update(layout, by.state, by.impl)
+        for k, live in enumerate(lives):
+            program.append(update)
+            if k > 0 and update:  # the first step's peak is not measured
+                peak = max(peak, live + made)
+            marks.append(marks[-1] + len(update))
+            if k < len(parts):
+                program.append(parts[k])
+                marks.append(marks[-1] + len(parts[k]))
+        return tuple(itertools.chain.from_iterable(program)), peak, tuple(marks)
     req = _Requests()
     req.taken, req.live = first.taken, first.live
     steps = replace(built, states={i: list(h) for i, h in built.states.items()}, grads=list(built.grads))
+    marks = [len(shared)]
     _optimizer(req, steps.order, steps.states, by.state, by.impl)
+    marks.append(len(shared) + len(req.ops))
     for _ in range(1, STEPS):
         if not req.counting:
             req.start_counting()
         steps.step(req)
+        marks.append(len(shared) + len(req.ops))
         _optimizer(req, steps.order, steps.states, by.state, by.impl)
-    return shared + tuple(req.ops), req.peak, len(shared)
+        marks.append(len(shared) + len(req.ops))
+    return shared + tuple(req.ops), req.peak, tuple(marks)
+
+
+@functools.lru_cache(maxsize=64)
+def _burst_update(layout: ParamLayout, state_bytes: int, impl: str) -> tuple[Program, int]:
+    """A foreach, for-loop or fused update's requests (``_optimizer``: bursts only) and the most bytes its
+    temporaries hold at once."""
+    update = _Requests()
+    update.counting = True
+    _optimizer(update, list(layout.embed) + list(layout.block) * layout.layers + list(layout.head), {}, state_bytes,
+               impl)
+    return tuple(update.ops), update.peak
+
+
+@functools.lru_cache(maxsize=64)
+def _later_steps(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                 ) -> tuple[tuple[Program, ...], tuple[int, ...], int]:
+    """Steps 2 to ``STEPS`` to their updates, as foreach, for-loop and fused share them (``by.impl`` is not read:
+    their updates take no handle and keep no tensor): each step's requests, the live bytes at each update (the
+    first's included) and the allocated peak of those steps without the updates' temporaries."""
+    _, first, built = _first_step(layout, by, step, tokens)
+    req = _Requests()
+    req.taken, req.live = first.taken, first.live
+    steps = replace(built, states={}, grads=list(built.grads))
+    parts, lives = [], [req.live]
+    req.start_counting()
+    for _ in range(1, STEPS):
+        start = len(req.ops)
+        steps.step(req)
+        parts.append(tuple(req.ops[start:]))
+        lives.append(req.live)
+    return tuple(parts), tuple(lives), req.peak
 
 
 def replayed_allocator(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
                        limit: int | None = None, forked: bool = True) -> CachingAllocator:
-    """The allocator at the end of ``step_requests``' program; ``forked``: from a copy of the allocator after the
-    part every optimizer implementation shares (``_shared_prefix``, replayed once for them all), else from an
-    empty one (the plain replay: the same segments, the tests check)."""
-    program, _, fork = step_requests(layout, by, step, tokens)
+    """The allocator at the end of ``step_requests``' program; ``forked`` (the fast path): from what the
+    implementations share, else from an empty allocator (the plain replay: the same state at the end, the tests
+    check). The fused update has no temporaries, so its replay (``_trunk``) is the steps alone; a foreach or
+    for-loop update whose bursts all leave the cache as they find it (``CachingAllocator._restores``: none maps a
+    segment) changes nothing, and the replay goes on as the trunk's; from the first update that maps a segment it
+    is replayed on a copy of the trunk's allocator. The out-of-place update takes tensors of its own: replayed
+    from the shared first step (``_shared_prefix``)."""
+    program, _, marks = step_requests(layout, by, step, tokens)
     if not forked:
         alloc = CachingAllocator(limit=limit)
         alloc.run(program)
         return alloc
-    shared, held = _shared_prefix(layout, replace(by, impl=""), step, tokens, limit)
-    alloc = shared.copy()
-    alloc.run(program[fork:], list(held))
-    return alloc
+    if by.impl not in _BURST_UPDATES:
+        shared, held = _shared_prefix(layout, replace(by, impl=""), step, tokens, limit)
+        alloc = shared.copy()
+        alloc.run(program[marks[0]:], list(held))
+        return alloc
+    trunk = _trunk(layout, replace(by, impl="fused"), step, tokens, limit)
+    for k, (before, held) in enumerate(trunk[:STEPS]):
+        if not all(before._restores(op[0], op[1]) for op in program[marks[2 * k]:marks[2 * k + 1]]
+                   if isinstance(op, tuple)):
+            alloc = before.copy()
+            alloc.run(program[marks[2 * k]:], list(held))
+            return alloc
+    return trunk[-1][0].copy()
+
+
+_BURST_UPDATES = ("foreach", "for-loop", "fused")  # updates whose temporaries are bursts only (or none)
 
 
 @functools.lru_cache(maxsize=16)
@@ -260,6 +328,21 @@ def _shared_prefix(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens
     alloc, held = CachingAllocator(limit=limit), list[int]()
     alloc.run(_first_step(layout, by, step, tokens)[0], held)
     return alloc, tuple(held)
+
+
+@functools.lru_cache(maxsize=16)
+def _trunk(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
+           limit: int | None) -> tuple[tuple[CachingAllocator, tuple[int, ...]], ...]:
+    """The fused replay (``by.impl`` "fused": no temporaries) as the allocator and its blocks before each
+    optimizer update, and at the end: never changed, copied."""
+    program, _, marks = step_requests(layout, by, step, tokens)
+    shared, held = _shared_prefix(layout, replace(by, impl=""), step, tokens, limit)
+    alloc, taken = shared.copy(), list(held)
+    points = [(alloc.copy(), tuple(taken))]
+    for k in range(1, STEPS + 1):
+        alloc.run(program[marks[2 * k - 1]:marks[2 * k] if k < STEPS else None], taken)
+        points.append((alloc.copy(), tuple(taken)))
+    return tuple(points)
 
 
 @functools.lru_cache(maxsize=4096)
