@@ -309,13 +309,14 @@ def replayed_allocator(layout: ParamLayout, by: StepBytes, step: StepTensors, to
         alloc.run(program[marks[0]:], list(held))
         return alloc
     trunk = _trunk(layout, replace(by, impl="fused"), step, tokens, limit)
-    for k, (before, held) in enumerate(trunk[:STEPS]):
+    for k in range(STEPS):
+        before, held = trunk.point(k)
         if not all(before._restores(op[0], op[1]) for op in program[marks[2 * k]:marks[2 * k + 1]]
                    if isinstance(op, tuple)):
             alloc = before.copy()
             alloc.run(program[marks[2 * k]:], list(held))
             return alloc
-    return trunk[-1][0].copy()
+    return trunk.point(STEPS)[0].copy()
 
 
 _BURST_UPDATES = ("foreach", "for-loop", "fused")  # updates whose temporaries are bursts only (or none)
@@ -330,19 +331,29 @@ def _shared_prefix(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens
     return alloc, tuple(held)
 
 
+class _Trunk:
+    """The fused replay (no temporaries: the steps alone) as the allocator and its blocks (by handle) before each
+    optimizer update and at the end, replayed only as far as a replay has asked (``point``): a foreach or
+    for-loop replay that forks at its first update costs no fused step. The points are never changed: copied."""
+
+    def __init__(self, program: Program, marks: tuple[int, ...], start: tuple[CachingAllocator, tuple[int, ...]]):
+        self.program, self.marks = program, marks
+        self.points = [start]
+
+    def point(self, k: int) -> tuple[CachingAllocator, tuple[int, ...]]:
+        while len(self.points) <= k:
+            j = len(self.points)  # the steps between update j - 1 and update j (the end, after the last)
+            alloc, held = self.points[-1][0].copy(), list(self.points[-1][1])
+            alloc.run(self.program[self.marks[2 * j - 1]:self.marks[2 * j] if j < STEPS else None], held)
+            self.points.append((alloc, tuple(held)))
+        return self.points[k]
+
+
 @functools.lru_cache(maxsize=16)
-def _trunk(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
-           limit: int | None) -> tuple[tuple[CachingAllocator, tuple[int, ...]], ...]:
-    """The fused replay (``by.impl`` "fused": no temporaries) as the allocator and its blocks before each
-    optimizer update, and at the end: never changed, copied."""
+def _trunk(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int, limit: int | None) -> _Trunk:
+    """The fused replay of a shape (``by.impl`` "fused"), from the shared first step (``_shared_prefix``)."""
     program, _, marks = step_requests(layout, by, step, tokens)
-    shared, held = _shared_prefix(layout, replace(by, impl=""), step, tokens, limit)
-    alloc, taken = shared.copy(), list(held)
-    points = [(alloc.copy(), tuple(taken))]
-    for k in range(1, STEPS + 1):
-        alloc.run(program[marks[2 * k - 1]:marks[2 * k] if k < STEPS else None], taken)
-        points.append((alloc.copy(), tuple(taken)))
-    return tuple(points)
+    return _Trunk(program, marks, _shared_prefix(layout, replace(by, impl=""), step, tokens, limit))
 
 
 @functools.lru_cache(maxsize=4096)
