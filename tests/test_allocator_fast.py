@@ -16,7 +16,13 @@ from test_allocator_replay import BeforeAllocator
 from gpuwork import TrainPlan
 from gpuwork.estimate import memory as memory_model
 from gpuwork.estimate.allocator import StepTensors
-from gpuwork.estimate.allocator_step import ParamLayout, StepBytes, replayed_allocator, step_requests
+from gpuwork.estimate.allocator_step import (
+    ParamLayout,
+    StepBytes,
+    _built_in_order,
+    replayed_allocator,
+    step_requests,
+)
 from gpuwork.estimate.fitmatrix import fit_matrix
 from gpuwork.estimate.offers import fit_plan
 from gpuwork.facts.catalog import load_offers
@@ -110,6 +116,9 @@ def test_the_forked_replay_is_the_plain_replay(shape, bound):
 def test_the_replay_is_the_reference_allocator_s(shape):
     args = _program_args(shape)
     program = step_requests(*args)[0]
+    # the program built from its shared parts (first step, later steps, updates) is the one built step by step,
+    # with the same allocated peak and the same update marks
+    assert step_requests(*args) == _built_in_order(*args)
     alloc = replayed_allocator(*args)
     assert (alloc.peak_reserved, alloc.segment_sizes()) == _reference(program)
 

@@ -242,6 +242,14 @@ def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens:
                 program.append(parts[k])
                 marks.append(marks[-1] + len(parts[k]))
         return tuple(itertools.chain.from_iterable(program)), peak, tuple(marks)
+    return _built_in_order(layout, by, step, tokens)
+
+
+def _built_in_order(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                    ) -> tuple[Program, int, tuple[int, ...]]:
+    """``step_requests`` built step after step for one implementation (the out-of-place update takes and frees
+    tensors of its own; for the others the tests compare the shared build with this one)."""
+    shared, first, built = _first_step(layout, replace(by, impl=""), step, tokens)
     req = _Requests()
     req.taken, req.live = first.taken, first.live
     steps = replace(built, states={i: list(h) for i, h in built.states.items()}, grads=list(built.grads))
