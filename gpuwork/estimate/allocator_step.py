@@ -330,7 +330,7 @@ def replayed_allocator(layout: ParamLayout, by: StepBytes, step: StepTensors, to
 _BURST_UPDATES = ("foreach", "for-loop", "fused")  # updates whose temporaries are bursts only (or none)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def _shared_prefix(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
                    limit: int | None) -> tuple[CachingAllocator, tuple[int, ...]]:
     """The allocator after ``_first_step``'s requests and the blocks it holds (by handle): never changed, copied."""
@@ -357,7 +357,7 @@ class _Trunk:
         return self.points[k]
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)
 def _trunk(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int, limit: int | None) -> _Trunk:
     """The fused replay of a shape (``by.impl`` "fused"), from the shared first step (``_shared_prefix``)."""
     program, _, marks = step_requests(layout, by, step, tokens)
