@@ -117,47 +117,109 @@ class CachingAllocator:
     def run(self, program: Program, held: list[int] | None = None) -> None:
         """Requests in order: a size (rounded) takes a block, ``~i`` gives back ``held[i]``; each block taken is
         appended to ``held``; a ``Burst`` runs its own requests unless it leaves the cache as it found it. One loop
-        with its look-ups bound locally: a step is thousands of requests."""
-        sizes, after, before, free = self.sizes, self.after, self.before, self.free
-        absorb, insort, bisect_left = self._absorb, bisect.insort, bisect.bisect_left
+        with its look-ups bound locally and the common paths inlined (a new segment, a merge with a neighbour): a
+        step is thousands of requests. ``reserved`` is kept in a local and its peak taken where it can fall (a
+        release) and at the end: without a release it only grows."""
+        sizes, after, before, free, segments = self.sizes, self.after, self.before, self.free, self.segments
+        insort, bisect_left, limit, expandable = bisect.insort, bisect.bisect_left, self.limit, self.expandable
         held = [] if held is None else held
+        hold = held.append
+        reserved = self.reserved
         for op in program:
-            if isinstance(op, tuple):
+            if op.__class__ is tuple:
                 if not self._restores(op[0], op[1]):
-                    self.run(op[2])
-            elif op > 0:  # best fit, split when more than SMALL_SIZE would remain, else mapped memory
-                i = bisect_left(free, op << KEY_BITS)
-                if i == len(free):
-                    key, have = self._grow(op)
-                else:
+                    self.reserved = reserved
+                    self.run(op[2], None)
+                    reserved = self.reserved
+                continue
+            if op > 0:  # type: ignore[operator]  # best fit, split when more than SMALL_SIZE would remain
+                i = bisect_left(free, op << KEY_BITS)  # type: ignore[operator]
+                if i < len(free):
                     entry = free.pop(i)
                     key, have = entry & KEY_MASK, entry >> KEY_BITS
-                if have - op > SMALL_SIZE:  # the rest stays cached as a free block
-                    rest = key + op
-                    sizes[rest] = have - op
-                    nxt = after.get(key)
-                    if nxt is not None:
-                        after[rest], before[nxt] = nxt, rest
-                    after[key], before[rest] = rest, key
-                    insort(free, (have - op) << KEY_BITS | rest)
-                    have = op
+                    if have - op > SMALL_SIZE:  # type: ignore[operator]  # the rest stays cached as a free block
+                        rest = key + op  # type: ignore[operator]
+                        sizes[rest] = have - op  # type: ignore[operator]
+                        nxt = after.get(key)
+                        if nxt is not None:
+                            after[rest], before[nxt] = nxt, rest
+                        after[key], before[rest] = rest, key
+                        insort(free, (have - op) << KEY_BITS | rest)  # type: ignore[operator]
+                        have = op  # type: ignore[assignment]
+                elif expandable:
+                    self.reserved = reserved
+                    key, have = self._grow(op)  # type: ignore[arg-type]
+                    reserved = self.reserved
+                    if have - op > SMALL_SIZE:  # type: ignore[operator]
+                        rest = key + op  # type: ignore[operator]
+                        sizes[rest] = have - op  # type: ignore[operator]
+                        nxt = after.get(key)
+                        if nxt is not None:
+                            after[rest], before[nxt] = nxt, rest
+                        after[key], before[rest] = rest, key
+                        insort(free, (have - op) << KEY_BITS | rest)  # type: ignore[operator]
+                        have = op  # type: ignore[assignment]
+                else:  # cudaMalloc of a new segment: no neighbours yet
+                    have = LARGE_BUFFER if op < MIN_LARGE_ALLOC else -(-op // ROUND_LARGE) * ROUND_LARGE  # type: ignore[operator]
+                    if limit is not None and reserved + have > limit:
+                        self.peak_reserved = max(self.peak_reserved, reserved)
+                        self.reserved = reserved
+                        self._release_cached()  # cudaMalloc failed: free the cached segments, then retry
+                        reserved = self.reserved
+                    key = len(segments) << ADDR_BITS
+                    segments.append(have)
+                    reserved += have
+                    if have - op > SMALL_SIZE:  # type: ignore[operator]
+                        rest = key + op  # type: ignore[operator]
+                        sizes[rest] = have - op  # type: ignore[operator]
+                        after[key], before[rest] = rest, key
+                        insort(free, (have - op) << KEY_BITS | rest)  # type: ignore[operator]
+                        have = op  # type: ignore[assignment]
                 sizes[key] = -have  # negative: handed out
-                held.append(key)
-            else:  # back to the cache, merged with its free neighbours of the same segment
-                key = held[~op]
-                size = -sizes[key]
-                nxt = after.get(key)
-                if nxt is not None and sizes[nxt] > 0:
-                    size += absorb(key, nxt, nxt)
-                prev = before.get(key)
-                if prev is not None and sizes[prev] > 0:
-                    size += absorb(prev, key, prev)
+                hold(key)
+                continue
+            # back to the cache, merged with its free neighbours of the same segment
+            key = held[~op]  # type: ignore[operator]
+            size = -sizes[key]
+            nxt = after.get(key)
+            if nxt is not None:
+                loose = sizes[nxt]
+                if loose > 0:  # the next block is free: it joins this one
+                    del free[bisect_left(free, loose << KEY_BITS | nxt)], sizes[nxt], before[nxt]
+                    beyond = after.pop(nxt, None)
+                    if beyond is None:
+                        del after[key]
+                    else:
+                        after[key], before[beyond] = beyond, key
+                    size += loose
+            prev = before.get(key)
+            if prev is not None:
+                loose = sizes[prev]
+                if loose > 0:  # the previous block is free: this one joins it
+                    del free[bisect_left(free, loose << KEY_BITS | prev)], sizes[key], before[key]
+                    beyond = after.pop(key, None)
+                    if beyond is None:
+                        del after[prev]
+                    else:
+                        after[prev], before[beyond] = beyond, prev
+                    size += loose
                     key = prev
-                sizes[key] = size
-                insort(free, size << KEY_BITS | key)
+            sizes[key] = size
+            insort(free, size << KEY_BITS | key)
+        self.reserved = reserved
+        self.peak_reserved = max(self.peak_reserved, reserved)
 
     def segment_sizes(self) -> tuple[int, ...]:
         return tuple(sorted(s for s in self.segments if s))
+
+    def copy(self) -> CachingAllocator:
+        """An allocator in the same state, that runs on without changing this one (a replay forked where two
+        programs part: gpuwork.estimate.allocator_step)."""
+        other = CachingAllocator.__new__(CachingAllocator)
+        other.__dict__.update(self.__dict__)
+        for name in ("segments", "sizes", "after", "before", "free", "requested"):
+            setattr(other, name, getattr(self, name).copy())
+        return other
 
     # -- internals ---------------------------------------------------------------------------------
 
@@ -180,20 +242,6 @@ class CachingAllocator:
             if left > SMALL_SIZE:
                 bisect.insort(free, left << KEY_BITS | (entry & KEY_MASK) + size)
         return True
-
-    def _absorb(self, left: int, right: int, loose: int) -> int:
-        """Block ``right`` leaves its segment's chain into ``left``, the block before it, and ``loose`` (the one of
-        them that is free) leaves the free list; returns ``loose``'s bytes."""
-        sizes, free = self.sizes, self.free
-        nbytes = sizes[loose]
-        del free[bisect.bisect_left(free, nbytes << KEY_BITS | loose)]
-        del sizes[right], self.before[right]
-        nxt = self.after.pop(right, None)
-        if nxt is None:
-            del self.after[left]
-        else:
-            self.after[left], self.before[nxt] = nxt, left
-        return nbytes
 
     def _grow(self, size: int) -> tuple[int, int]:
         """Map memory for a request no free block holds; returns the free block (key, bytes) now holding it."""

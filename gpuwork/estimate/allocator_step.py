@@ -27,6 +27,7 @@ Pure: no file, torch or clock.
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass, replace
 
 from gpuwork.estimate.allocator import SMALL_SIZE, Burst, CachingAllocator, Program, StepTensors, round_size
@@ -67,63 +68,76 @@ class StepBytes:
     impl: str  # gpuwork.plan.OptimizerImpl value
 
 
+# a group of tensors as _Requests takes them: the large pool's requested bytes, rounded, their sum, and the group as
+# one Burst (made then freed in the order made; None when it holds no large request)
+Group = tuple[tuple[int, ...], tuple[int, ...], int, "Burst | None"]
+Handles = tuple[int, int, int]  # the handles of one group taken: first, past the last, their requested bytes
+
+
 class _Requests:
     """A replay's requests as one ``Program`` of gpuwork.estimate.allocator (a size takes a block, ``~i`` gives back
     the i-th taken; a ``Burst`` is made and freed whole, skipped where it leaves the cache as it found it), and the
     allocated peak of the steps after the first: one ``CachingAllocator.run`` replays it, without a call per
     tensor. Requests of at most 1 MiB (the small pool) are left out. Tensors go in groups (a block's saved
-    tensors, its gradients): a group's requests are appended at once and its handles are a range."""
+    tensors, its gradients), each sized once (``_group``): a group's requests are appended at once and its
+    handles are a range."""
 
     def __init__(self) -> None:
         self.ops: list[int | Burst] = []
-        self.nbytes: list[int] = []  # requested bytes of each block taken, by handle
+        self.taken = 0  # handles given out so far
         self.live = self.peak = 0
         self.counting = False  # the first step's peak is not measured
 
-    def take(self, group: tuple[tuple[int, ...], tuple[int, ...], int]) -> range:
-        """A group made one after another (``large``: its requested bytes over 1 MiB, ``rounded``, their sum);
-        returns its handles."""
-        large, rounded, total = group
-        start = len(self.nbytes)
+    def take(self, group: Group) -> Handles:
+        """A group made one after another; returns its handles."""
+        large, rounded, total, _ = group
+        start = self.taken
+        self.taken += len(large)
         self.ops += rounded
-        self.nbytes += large
         self.live += total
-        if self.counting:
-            self.peak = max(self.peak, self.live)
-        return range(start, start + len(large))
+        if self.counting and self.live > self.peak:
+            self.peak = self.live
+        return start, self.taken, total
 
-    def give(self, handles: range) -> None:
-        self.ops += [~h for h in handles]
-        self.live -= sum(self.nbytes[handles.start:handles.stop])
+    def give(self, handles: Handles) -> None:
+        start, stop, total = handles
+        self.ops += range(~start, ~stop, -1)
+        self.live -= total
 
-    def burst(self, group: tuple[tuple[int, ...], tuple[int, ...], int]) -> None:
+    def burst(self, group: Group) -> None:
         """A group made one after another, then freed in the order made."""
-        large, rounded, total = group
-        if large:
-            self.ops.append((rounded, sum(rounded), rounded + tuple(~i for i in range(len(rounded)))))
+        if group[3] is not None:
+            self.ops.append(group[3])
             if self.counting:
-                self.peak = max(self.peak, self.live + total)
+                self.peak = max(self.peak, self.live + group[2])
 
     def start_counting(self) -> None:
         self.counting, self.peak = True, self.live
 
 
-def _group(nbytes: list[int] | tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
-    """Tensors of ``nbytes`` as ``_Requests`` takes them: the large pool's requests, rounded, and their sum."""
+def _group(nbytes: list[int] | tuple[int, ...]) -> Group:
+    """Tensors of ``nbytes`` as ``_Requests`` takes them: the large pool's requests, rounded, their sum, as a
+    Burst."""
     large = tuple(n for n in nbytes if n > SMALL_SIZE)
-    return large, tuple(round_size(n) for n in large), sum(large)
+    rounded = tuple(round_size(n) for n in large)
+    burst = (rounded, sum(rounded), rounded + tuple(~i for i in range(len(rounded)))) if large else None
+    return large, rounded, sum(large), burst
 
 
-def _optimizer(req: _Requests, params: list[int], states: dict[int, list[range]], sb: int, impl: str) -> None:
+def _states(req: _Requests, params: list[int], states: dict[int, list[Handles]], sb: int) -> None:
+    """The first step's AdamW states, torch.zeros_like(p) twice (exp_avg, exp_avg_sq) per tensor."""
+    one = {n: _group([n * sb]) for n in set(params)}
+    for i, n in enumerate(params):
+        if i not in states:
+            states[i] = [req.take(one[n]), req.take(one[n])]
+
+
+def _optimizer(req: _Requests, params: list[int], states: dict[int, list[Handles]], sb: int, impl: str) -> None:
     """The AdamW update's temporaries, after torch/optim/adamw.py (foreach, for-loop, fused) and the CS336 staff
     loop (out-of-place; gpuwork.estimate.model_states.optimizer_step_temporary counts the same tensors):
     foreach makes ``_foreach_sqrt(exp_avg_sqs)`` for every tensor at once; for-loop ``exp_avg_sq.sqrt()`` and its
     quotient by the bias correction per tensor; fused none; out-of-place new m and v beside the old ones with
     alpha * m, sqrt(v) + eps and their quotient, the old states then freed and the new ones kept."""
-    one = {n: _group([n * sb]) for n in set(params)}
-    for i, n in enumerate(params):
-        if i not in states:  # the first step: torch.zeros_like(p) twice (exp_avg, exp_avg_sq)
-            states[i] = [req.take(one[n]), req.take(one[n])]
     if impl == "foreach":
         req.burst(_group([n * sb for n in params]))
     elif impl == "for-loop":
@@ -131,6 +145,7 @@ def _optimizer(req: _Requests, params: list[int], states: dict[int, list[range]]
         for n in params:
             req.burst(pairs[n])
     elif impl == "out-of-place":
+        one = {n: _group([n * sb]) for n in set(params)}
         for i, n in enumerate(params):
             new = [req.take(one[n]) for _ in range(5)]
             for h in new[2:] + states[i]:
@@ -138,48 +153,215 @@ def _optimizer(req: _Requests, params: list[int], states: dict[int, list[range]]
             states[i] = new[:2]
 
 
-@functools.lru_cache(maxsize=4096)
-def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int) -> tuple[Program, int]:
-    """The replay's requests (the parameters, then ``STEPS`` steps of one micro-batch of ``tokens`` each) as one
-    program, and the large pool's allocated peak over the steps after the first, in bytes."""
+@dataclass
+class _Steps:
+    """What the steps take, grouped once per program (``_Requests`` groups), and the handles held between the
+    steps: the AdamW states and the last step's gradients."""
+
+    order: list[int]
+    saved: Group
+    transient: Group
+    head: Group
+    loss: Group
+    recompute: Group
+    inner: Group
+    copies: Group
+    grads_head: Group
+    grads_block: Group
+    grads_embed: Group
+    layers: int
+    states: dict[int, list[Handles]]
+    grads: list[Handles]
+
+    def step(self, req: _Requests) -> None:
+        """One step to its optimizer update: zero_grad(set_to_none=True), the forward, the backward."""
+        for h in self.grads:  # zero_grad(set_to_none=True)
+            req.give(h)
+        kept = []
+        for _ in range(self.layers):
+            made_copies = req.take(self.copies)
+            kept.append((req.take(self.saved), made_copies))
+            req.burst(self.transient)
+        logits = req.take(self.head)
+        req.burst(self.loss)
+        self.grads = [req.take(self.grads_head)]
+        req.give(logits)
+        for block, block_copies in reversed(kept):
+            rebuilt = req.take(self.recompute)
+            made_inner = req.take(self.inner)
+            self.grads.append(req.take(self.grads_block))
+            for h in (made_inner, rebuilt, block, block_copies):
+                req.give(h)
+        self.grads.append(req.take(self.grads_embed))
+
+
+@functools.lru_cache(maxsize=64)
+def _first_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                ) -> tuple[Program, _Requests, _Steps]:
+    """The requests every optimizer implementation shares (``by.impl`` is not read): the parameters, the first
+    step to its update and the AdamW states that update makes; with the builder and the handles to go on from."""
     req = _Requests()
     order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
     req.take(_group([n * by.param for n in order]))  # the parameters, held for the whole run: never released
 
-    def per_token(tensors: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    def per_token(tensors: tuple[int, ...]) -> Group:
         return _group([n * tokens for n in tensors if n > 0])
 
-    saved, transient, head, loss = (per_token(t) for t in (step.layer_saved, step.layer_transient, step.head,
-                                                           step.loss_transient))
-    recompute, inner = per_token(step.recompute), per_token(step.backward_transient)
-    copies = _group([n * by.copy for n, lin in zip(layout.block, layout.linears, strict=True) if lin and by.copy])
-    grads_head, grads_block, grads_embed = (_group([n * by.grad for n in part])
-                                            for part in (layout.head, layout.block, layout.embed))
-    states: dict[int, list[range]] = {}
-    grads: list[range] = []
-    for s in range(STEPS):
-        if s == 1:
+    steps = _Steps(order, saved=per_token(step.layer_saved), transient=per_token(step.layer_transient),
+                   head=per_token(step.head), loss=per_token(step.loss_transient),
+                   recompute=per_token(step.recompute), inner=per_token(step.backward_transient),
+                   copies=_group([n * by.copy for n, lin in zip(layout.block, layout.linears, strict=True)
+                                  if lin and by.copy]),
+                   grads_head=_group([n * by.grad for n in layout.head]),
+                   grads_block=_group([n * by.grad for n in layout.block]),
+                   grads_embed=_group([n * by.grad for n in layout.embed]), layers=layout.layers, states={}, grads=[])
+    steps.step(req)
+    _states(req, order, steps.states, by.state)
+    return tuple(req.ops), req, steps
+
+
+@functools.lru_cache(maxsize=4096)
+def step_requests(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                  ) -> tuple[Program, int, tuple[int, ...]]:
+    """The replay's requests (the parameters, then ``STEPS`` steps of one micro-batch of ``tokens`` each) as one
+    program, the large pool's allocated peak over the steps after the first, in bytes, and where the optimizer
+    updates begin and end: (first update's start, its end, the second's start, its end, ...). Before the first
+    update the program is the same for every implementation (``_first_step`` builds it once), and foreach,
+    for-loop and fused differ only inside the updates (their temporaries are bursts: no handle taken)."""
+    shared, first, built = _first_step(layout, replace(by, impl=""), step, tokens)
+    if by.impl in _BURST_UPDATES:  # the steps built once for the three (``_later_steps``), the updates put between
+        parts, lives, peak = _later_steps(layout, replace(by, impl=""), step, tokens)
+        program, marks = [shared], [len(shared)]
+        update, made = _burst_update(layout, by.state, by.impl)
+        for k, live in enumerate(lives):
+            program.append(update)
+            if k > 0 and update:  # the first step's peak is not measured
+                peak = max(peak, live + made)
+            marks.append(marks[-1] + len(update))
+            if k < len(parts):
+                program.append(parts[k])
+                marks.append(marks[-1] + len(parts[k]))
+        return tuple(itertools.chain.from_iterable(program)), peak, tuple(marks)
+    return _built_in_order(layout, by, step, tokens)
+
+
+def _built_in_order(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                    ) -> tuple[Program, int, tuple[int, ...]]:
+    """``step_requests`` built step after step for one implementation (the out-of-place update takes and frees
+    tensors of its own; for the others the tests compare the shared build with this one)."""
+    shared, first, built = _first_step(layout, replace(by, impl=""), step, tokens)
+    req = _Requests()
+    req.taken, req.live = first.taken, first.live
+    steps = replace(built, states={i: list(h) for i, h in built.states.items()}, grads=list(built.grads))
+    marks = [len(shared)]
+    _optimizer(req, steps.order, steps.states, by.state, by.impl)
+    marks.append(len(shared) + len(req.ops))
+    for _ in range(1, STEPS):
+        if not req.counting:
             req.start_counting()
-        for h in grads:  # zero_grad(set_to_none=True)
-            req.give(h)
-        kept = []
-        for _ in range(layout.layers):
-            made_copies = req.take(copies)
-            kept.append((req.take(saved), made_copies))
-            req.burst(transient)
-        logits = req.take(head)
-        req.burst(loss)
-        grads = [req.take(grads_head)]
-        req.give(logits)
-        for block, block_copies in reversed(kept):
-            rebuilt = req.take(recompute)
-            made_inner = req.take(inner)
-            grads.append(req.take(grads_block))
-            for h in (made_inner, rebuilt, block, block_copies):
-                req.give(h)
-        grads.append(req.take(grads_embed))
-        _optimizer(req, order, states, by.state, by.impl)
-    return tuple(req.ops), req.peak
+        steps.step(req)
+        marks.append(len(shared) + len(req.ops))
+        _optimizer(req, steps.order, steps.states, by.state, by.impl)
+        marks.append(len(shared) + len(req.ops))
+    return shared + tuple(req.ops), req.peak, tuple(marks)
+
+
+@functools.lru_cache(maxsize=64)
+def _burst_update(layout: ParamLayout, state_bytes: int, impl: str) -> tuple[Program, int]:
+    """A foreach, for-loop or fused update's requests (``_optimizer``: bursts only) and the most bytes its
+    temporaries hold at once."""
+    update = _Requests()
+    update.counting = True
+    _optimizer(update, list(layout.embed) + list(layout.block) * layout.layers + list(layout.head), {}, state_bytes,
+               impl)
+    return tuple(update.ops), update.peak
+
+
+@functools.lru_cache(maxsize=64)
+def _later_steps(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
+                 ) -> tuple[tuple[Program, ...], tuple[int, ...], int]:
+    """Steps 2 to ``STEPS`` to their updates, as foreach, for-loop and fused share them (``by.impl`` is not read:
+    their updates take no handle and keep no tensor): each step's requests, the live bytes at each update (the
+    first's included) and the allocated peak of those steps without the updates' temporaries."""
+    _, first, built = _first_step(layout, by, step, tokens)
+    req = _Requests()
+    req.taken, req.live = first.taken, first.live
+    steps = replace(built, states={}, grads=list(built.grads))
+    parts, lives = [], [req.live]
+    req.start_counting()
+    for _ in range(1, STEPS):
+        start = len(req.ops)
+        steps.step(req)
+        parts.append(tuple(req.ops[start:]))
+        lives.append(req.live)
+    return tuple(parts), tuple(lives), req.peak
+
+
+def replayed_allocator(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
+                       limit: int | None = None, forked: bool = True) -> CachingAllocator:
+    """The allocator at the end of ``step_requests``' program; ``forked`` (the fast path): from what the
+    implementations share, else from an empty allocator (the plain replay: the same state at the end, the tests
+    check). The fused update has no temporaries, so its replay (``_trunk``) is the steps alone; a foreach or
+    for-loop update whose bursts all leave the cache as they find it (``CachingAllocator._restores``: none maps a
+    segment) changes nothing, and the replay goes on as the trunk's; from the first update that maps a segment it
+    is replayed on a copy of the trunk's allocator. The out-of-place update takes tensors of its own: replayed
+    from the shared first step (``_shared_prefix``)."""
+    program, _, marks = step_requests(layout, by, step, tokens)
+    if not forked:
+        alloc = CachingAllocator(limit=limit)
+        alloc.run(program)
+        return alloc
+    if by.impl not in _BURST_UPDATES:
+        shared, held = _shared_prefix(layout, replace(by, impl=""), step, tokens, limit)
+        alloc = shared.copy()
+        alloc.run(program[marks[0]:], list(held))
+        return alloc
+    trunk = _trunk(layout, replace(by, impl="fused"), step, tokens, limit)
+    for k in range(STEPS):
+        before, held = trunk.point(k)
+        if not all(before._restores(op[0], op[1]) for op in program[marks[2 * k]:marks[2 * k + 1]]
+                   if isinstance(op, tuple)):
+            alloc = before.copy()
+            alloc.run(program[marks[2 * k]:], list(held))
+            return alloc
+    return trunk.point(STEPS)[0].copy()
+
+
+_BURST_UPDATES = ("foreach", "for-loop", "fused")  # updates whose temporaries are bursts only (or none)
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_prefix(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int,
+                   limit: int | None) -> tuple[CachingAllocator, tuple[int, ...]]:
+    """The allocator after ``_first_step``'s requests and the blocks it holds (by handle): never changed, copied."""
+    alloc, held = CachingAllocator(limit=limit), list[int]()
+    alloc.run(_first_step(layout, by, step, tokens)[0], held)
+    return alloc, tuple(held)
+
+
+class _Trunk:
+    """The fused replay (no temporaries: the steps alone) as the allocator and its blocks (by handle) before each
+    optimizer update and at the end, replayed only as far as a replay has asked (``point``): a foreach or
+    for-loop replay that forks at its first update costs no fused step. The points are never changed: copied."""
+
+    def __init__(self, program: Program, marks: tuple[int, ...], start: tuple[CachingAllocator, tuple[int, ...]]):
+        self.program, self.marks = program, marks
+        self.points = [start]
+
+    def point(self, k: int) -> tuple[CachingAllocator, tuple[int, ...]]:
+        while len(self.points) <= k:
+            j = len(self.points)  # the steps between update j - 1 and update j (the end, after the last)
+            alloc, held = self.points[-1][0].copy(), list(self.points[-1][1])
+            alloc.run(self.program[self.marks[2 * j - 1]:self.marks[2 * j] if j < STEPS else None], held)
+            self.points.append((alloc, tuple(held)))
+        return self.points[k]
+
+
+@functools.lru_cache(maxsize=8)
+def _trunk(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int, limit: int | None) -> _Trunk:
+    """The fused replay of a shape (``by.impl`` "fused"), from the shared first step (``_shared_prefix``)."""
+    program, _, marks = step_requests(layout, by, step, tokens)
+    return _Trunk(program, marks, _shared_prefix(layout, replace(by, impl=""), step, tokens, limit))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -187,11 +369,9 @@ def replay_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: i
                 limit: int | None = None) -> tuple[int, int]:
     """(reserved, allocated peak of the steps after the first) of the large pool, in bytes, over ``STEPS`` steps of
     one micro-batch of ``tokens`` each (``step_requests``); ``limit``: the bytes of segments the device backs
-    (CachingAllocator). Cached per plan shape: a sweep replays each shape of a model once."""
-    program, peak = step_requests(layout, by, step, tokens)
-    alloc = CachingAllocator(limit=limit)
-    alloc.run(program)
-    return alloc.peak_reserved, peak
+    (CachingAllocator). Cached per plan shape: a sweep replays each shape of a model once, and the part its
+    optimizer implementations share once for them all (``replayed_allocator``)."""
+    return replayed_allocator(layout, by, step, tokens, limit).peak_reserved, step_requests(layout, by, step, tokens)[1]
 
 
 def own_model(spec: ModelSpec) -> bool:
@@ -278,4 +458,4 @@ def fixed_step_cache(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quadra
 
 
 __all__ = ["REPLAY_FIXED_STEPS", "STEPS", "ParamLayout", "StepBytes", "fixed_step_cache", "own_model", "param_layout",
-           "replay_step", "replayed", "step_requests", "whole_step_known", "with_attention"]
+           "replay_step", "replayed", "replayed_allocator", "step_requests", "whole_step_known", "with_attention"]

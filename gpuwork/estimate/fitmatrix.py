@@ -5,8 +5,10 @@ the sharding it needs: the plan's own, else DDP -> ZeRO-2 -> ZeRO-3 as ``gpuwork
 how much of the usable memory is left, the largest micro-batch and the largest sequence length that still
 fit (searched with the memory estimator, bounded), and the run's time and cost on the cheapest offer of
 that GPU that holds that many GPUs (else at the catalog's typical price of the GPU). Memory per GPU does
-not depend on the GPU type, so one estimate serves every row (a memo shared by the whole matrix), and the
-matrix of a plan is cached: the app redraws it without recomputing.
+not depend on the GPU type, so one estimate serves every row (a memo shared by the whole matrix), except where
+the allocator's steps are replayed (a hand-written model): the row's card bounds the replay's cache, as
+``estimate_memory(device_bytes=)`` does (``gpuwork.estimate.offers.card_memory_bytes``). The matrix of a plan
+is cached: the app redraws it without recomputing.
 
 Example:
     >>> m = fit_matrix(TrainPlan(model="mistral-7b", method="qlora", grad_checkpointing=True), offers, inputs)
@@ -30,13 +32,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwork.errors import PlanError
-from gpuwork.estimate.memory import estimate_memory
 from gpuwork.estimate.offers import (
     DEFAULT_PREEMPTION_RATE_PER_HOUR,
     DEFAULT_SAFETY_MARGIN,
     SHARDING_ORDER,
+    MemoryMemo,
     billed_hours,
     billed_nodes,
+    card_memory_bytes,
     preemption_cost,
     usable_memory_bytes,
 )
@@ -129,17 +132,15 @@ class FitMatrix:
 
 
 class _Memory:
-    """Device total per GPU of a plan, memoised: it does not depend on the GPU type."""
+    """Device total per GPU of a plan on a row's card, memoised: the same on every card, except where the
+    allocator's steps are replayed (a hand-written model), whose cache the card bounds (``card_memory_bytes``)."""
 
     def __init__(self, inputs: Inputs):
         self.spec = inputs.spec
-        self.memo: dict[TrainPlan, int] = {}
+        self.memo: MemoryMemo = {}
 
-    def __call__(self, plan: TrainPlan) -> int:
-        value = self.memo.get(plan)
-        if value is None:
-            value = self.memo[plan] = estimate_memory(plan, self.spec).device_total_bytes
-        return value
+    def __call__(self, plan: TrainPlan, gpu: GpuSpec) -> int:
+        return card_memory_bytes(plan, self.spec, gpu, self.memo)
 
 
 def _largest(fits: Any, start: int, bound: int) -> tuple[int, bool]:
@@ -240,12 +241,12 @@ def _cell(q: _Question, gpu: GpuSpec, gpus: int, memory: _Memory) -> Cell:
         q.time_options.value
     usable = usable_memory_bytes(gpu, q.safety_margin)
     tried = _candidates(plan, gpus)
-    fitted = next((p for p in tried if memory(p) <= usable), None)
-    run = fitted or min(tried, key=memory)
-    need = memory(run)
+    fitted = next((p for p in tried if memory(p, gpu) <= usable), None)
+    run = fitted or min(tried, key=lambda p: memory(p, gpu))
+    need = memory(run, gpu)
     seq_bound = min(MAX_SEQ_SEARCH, MAX_SEQ_LEN, max(inputs.spec.max_position or 0, plan.seq_len))
-    max_batch, batch_capped = _largest(lambda b: memory(run.replace(batch_size=b)) <= usable, 1, MAX_BATCH_SEARCH)
-    steps, seq_capped = _largest(lambda k: memory(run.replace(seq_len=k * SEQ_STEP)) <= usable, 1,
+    max_batch, batch_capped = _largest(lambda b: memory(run.replace(batch_size=b), gpu) <= usable, 1, MAX_BATCH_SEARCH)
+    steps, seq_capped = _largest(lambda k: memory(run.replace(seq_len=k * SEQ_STEP), gpu) <= usable, 1,
                                  max(1, seq_bound // SEQ_STEP))
     common: dict[str, Any] = dict(gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, vendor=gpu.vendor, gpus=gpus, plan=run,
                   device_total_bytes=need, usable_bytes=usable, max_batch_size=max_batch,

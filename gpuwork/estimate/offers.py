@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate.allocator_step import replayed
 from gpuwork.estimate.memory import estimate_memory, state_bytes_per_param
 from gpuwork.estimate.timing import TimeEstimate, attention_gpu_problem, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
@@ -89,17 +90,27 @@ class Fit:
                 "reason": self.reason.as_dict()}
 
 
-def _memory(plan: TrainPlan, spec: ModelSpec, memo: dict[TrainPlan, int] | None) -> int:
-    if memo is not None and plan in memo:
-        return memo[plan]
-    value = estimate_memory(plan, spec).device_total_bytes
+# Memory estimates of one table or ranking: by plan, and by the card's memory where the card changes the figure
+MemoryMemo = dict[tuple[TrainPlan, int | None], int]
+
+
+def card_memory_bytes(plan: TrainPlan, spec: ModelSpec, gpu: GpuSpec, memo: MemoryMemo | None = None) -> int:
+    """Device total per GPU of ``plan`` on ``gpu`` (what nvidia-smi would show). Where the allocator's steps are
+    replayed (a hand-written model, gpuwork.estimate.allocator_step.replayed) the card's memory bounds the replay's
+    cached segments, as ``estimate_memory(device_bytes=)`` does: a failed cudaMalloc releases them, so each card
+    has its own figure. Elsewhere the figure is the same on every card, and ``memo`` holds it once."""
+    device = gpu.memory_total_bytes if replayed(spec, plan) else None
+    key = (plan, device)
+    if memo is not None and key in memo:
+        return memo[key]
+    value = estimate_memory(plan, spec, device_bytes=device).device_total_bytes
     if memo is not None:
-        memo[plan] = value
+        memo[key] = value
     return value
 
 
 def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
-             safety_margin: float = DEFAULT_SAFETY_MARGIN, memo: dict[TrainPlan, int] | None = None) -> Fit:
+             safety_margin: float = DEFAULT_SAFETY_MARGIN, memo: MemoryMemo | None = None) -> Fit:
     """The plan as it fits ``gpu``: unchanged if it fits, else the fewest GPUs (from plan.gpus up to
     max_gpus) and, for each count, the first of DDP → ZeRO-2 → ZeRO-3 that fits.
 
@@ -108,7 +119,7 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
     if isinstance(safety_margin, bool) or not isinstance(safety_margin, int | float) or not 0 <= safety_margin < 1:
         raise PlanError("safety_margin", msg("error.offers.safety_margin", value=repr(safety_margin)))
     usable = usable_memory_bytes(gpu, safety_margin)
-    need = _memory(plan, spec, memo)
+    need = card_memory_bytes(plan, spec, gpu, memo)
     if need <= usable:
         return Fit(True, plan, need, usable, (), msg("fit.as_planned", need_bytes=need, usable_bytes=usable))
     best = (plan, need)  # the attempt that came closest, for the message
@@ -120,7 +131,7 @@ def fit_plan(plan: TrainPlan, gpu: GpuSpec, *, max_gpus: int, spec: ModelSpec,
                 candidate = plan.replace(gpus=n, sharding=sharding)
             except PlanError:
                 continue  # e.g. offload flags that need ZeRO
-            need_n = _memory(candidate, spec, memo)
+            need_n = card_memory_bytes(candidate, spec, gpu, memo)
             if need_n < best[1]:
                 best = (candidate, need_n)
             if need_n <= usable:
@@ -266,17 +277,17 @@ _OPTION_NAMES = frozenset(f.name for f in dataclasses.fields(OfferOptions))
 
 
 def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOptions,
-                  memo: dict[TrainPlan, int] | None) -> tuple[Fit, list[Msg]]:
+                  memo: MemoryMemo | None) -> tuple[Fit, list[Msg]]:
     """The plan as it fits ``offer``'s node (or nodes), with the reasons: more GPUs and sharding where it needs them,
     and all of a node's GPUs when the node is billed whole (``use_whole_node``)."""
     max_gpus = offer.gpus_per_node
     if (problem := attention_gpu_problem(plan, offer.gpu)) is not None:  # flash3 off Hopper: listed, not priced
-        return Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, o.safety_margin), (),
-                   problem), []
+        return Fit(False, plan, card_memory_bytes(plan, spec, offer.gpu, memo),
+                   usable_memory_bytes(offer.gpu, o.safety_margin), (), problem), []
     if plan.gpus > offer.gpus_per_node:
         if offer.network is Network.NONE:
-            fit = Fit(False, plan, _memory(plan, spec, memo), usable_memory_bytes(offer.gpu, o.safety_margin), (),
-                      msg("offer.no_network", gpus=plan.gpus, per_node=offer.gpus_per_node))
+            fit = Fit(False, plan, card_memory_bytes(plan, spec, offer.gpu, memo),
+                      usable_memory_bytes(offer.gpu, o.safety_margin), (), msg("offer.no_network", gpus=plan.gpus, per_node=offer.gpus_per_node))
             return fit, []
         max_gpus = plan.gpus
     fit = fit_plan(plan, offer.gpu, max_gpus=max_gpus, safety_margin=o.safety_margin, spec=spec, memo=memo)
@@ -307,7 +318,7 @@ _Hardware = tuple[str, int, Link, Network]
 _HardwareMemo = dict[_Hardware, tuple[Fit, tuple[Msg, ...], TimeEstimate | None]]
 
 
-def _run_on(plan: TrainPlan, offer: Offer, inputs: Inputs, o: OfferOptions, memo: dict[TrainPlan, int] | None,
+def _run_on(plan: TrainPlan, offer: Offer, inputs: Inputs, o: OfferOptions, memo: MemoryMemo | None,
             hardware: _HardwareMemo | None) -> tuple[Fit, tuple[Msg, ...], TimeEstimate | None]:
     """The plan fitted to ``offer``'s node and its time there (None when it does not fit), shared by every offer of
     the same hardware in one ranking: a catalog lists one node at many prices, modes and regions."""
@@ -327,7 +338,7 @@ def _run_on(plan: TrainPlan, offer: Offer, inputs: Inputs, o: OfferOptions, memo
     return answer
 
 
-def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, memo: dict[TrainPlan, int] | None = None,
+def evaluate_offer(plan: TrainPlan, offer: Offer, inputs: Inputs, *, memo: MemoryMemo | None = None,
                    options: OfferOptions | None = None, hardware: _HardwareMemo | None = None,
                    **settings: Any) -> OfferResult:
     """One offer for one plan (see ``evaluate_offers``): ``options`` and the keywords of ``OfferOptions``
@@ -443,7 +454,7 @@ def evaluate_offers(plan: TrainPlan, offers: Iterable[Offer], inputs: Inputs, *,
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < 0):
             raise PlanError(name, msg("error.offers.not_negative", field=name, value=repr(value)))
     pool = filter_offers(offers, **filters)
-    memo: dict[TrainPlan, int] = {}
+    memo: MemoryMemo = {}
     hardware: _HardwareMemo = {}
     results = [evaluate_offer(plan, offer, inputs, memo=memo, options=o, hardware=hardware) for offer in pool]
     if o.budget_usd is not None:
@@ -463,7 +474,9 @@ __all__ = [
     "billed_nodes",
     "Fit",
     "OfferOptions",
+    "MemoryMemo",
     "OfferResult",
+    "card_memory_bytes",
     "evaluate_offer",
     "evaluate_offers",
     "fit_plan",

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from gpuwork.estimate.offers import (
     DEFAULT_SAFETY_MARGIN,
+    MemoryMemo,
     billed_hours,
     billed_nodes,
     fit_plan,
@@ -182,7 +183,7 @@ class ProfileMatch:
 
 
 def _multi_gpu_fit(plan: TrainPlan, gpu: GpuSpec, safety_margin: float, spec: ModelSpec,
-                   memo: dict[TrainPlan, int]) -> tuple[TrainPlan | None, int]:
+                   memo: MemoryMemo) -> tuple[TrainPlan | None, int]:
     """Fewest GPUs (>= 2) of ``gpu`` and the sharding that fit: inside one node first, then whole
     nodes with ZeRO-3. Returns (plan or None, bytes per GPU of the fit or of the closest attempt)."""
     base = plan.replace(offload_optimizer=False, offload_params=False)
@@ -216,7 +217,7 @@ class _Context:
     safety_margin: float
     short_run_max_s: float
     opts: dict[str, Any]
-    memo: dict[TrainPlan, int]
+    memo: MemoryMemo
     cards: _Cards
     rejected: dict[str, Msg] = field(default_factory=dict)
     offers: tuple[Offer, ...] | None = None  # for the rental mode's break-even (None: typical discount)
