@@ -52,10 +52,10 @@ def test_a_hand_counted_step_whose_reserved_peak_the_emptied_cache_changes():
 
 
 def test_the_last_step_starts_with_the_zero_grad_releases():
-    program, _ = step_requests(LAYOUT, BYTES, STEP, 1)
+    program, _, marks = step_requests(LAYOUT, BYTES, STEP, 1)
     # parameters 1 request; first step: saved, gradient, the saved tensor's release, two states = 5 (no zero_grad);
     # each later step: release of the gradient, saved, gradient, release of the saved tensor = 4
-    assert len(program) == 1 + 5 + 4 + 4 and last_step_start(LAYOUT, BYTES, program) == 10
+    assert len(program) == 1 + 5 + 4 + 4 and last_step_start(marks) == 10
     assert program[10] < 0 and program[11] == 12 * MIB
 
 
@@ -69,8 +69,8 @@ def test_the_last_step_repeats_the_step_before_it(impl, copy):
     by = StepBytes(param=4, grad=4, state=4, copy=copy, impl=impl)
     step = StepTensors(layers=4, layer_saved=(2048, 8192, 2048), layer_transient=(8192,), head=(40_000,),
                        loss_transient=(40_000,), recompute=(), backward_transient=(8192, 2048))
-    program, _ = step_requests(layout, by, step, 512)
-    start = last_step_start(layout, by, program)
+    program, _, marks = step_requests(layout, by, step, 512)
+    start = last_step_start(marks)
     per_step = len(program) - start
     last, before = program[start:], program[start - per_step:start]
     assert [op for op in last if not isinstance(op, int) or op > 0] == [
@@ -151,3 +151,10 @@ def test_a_time_case_cannot_carry_cache_emptied():
         assert caught.value.field == "cache_emptied"
         assert caught.value.msg is not None and caught.value.msg.code == "error.heldout.cache_emptied_time"
         assert caught.value.text("ru") != caught.value.text("en")
+
+
+def test_marks_that_are_not_two_per_step_are_refused():
+    with pytest.raises(ValueError, match="each ending in its update"):
+        last_step_start((5, 9, 12))
+    with pytest.raises(ValueError, match="each ending in its update"):
+        last_step_start((5, 9, 8, 12, 14, 16))

@@ -11,9 +11,8 @@ kept cache had left to another and a later one map a segment of its own (the pea
 
 How: the replay's program (``allocator_step.step_requests``: the parameters, then ``STEPS`` steps) is run up to the
 start of its last step, the wholly free segments are released and the peak reset, then the last step runs; the
-reserved peak is that step's. Where the step is (``last_step_start``) follows from how ``step_requests`` writes a
-step: every step after the first has the same requests; the first has no ``zero_grad`` releases (no gradients yet)
-and makes the optimizer states.
+reserved peak is that step's. Where the step is (``last_step_start``) comes from the marks ``step_requests`` returns
+with its program: the last step begins where the update before it ends.
 
 Pure: no file, torch or clock.
 """
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import functools
 
-from gpuwork.estimate.allocator import SMALL_SIZE, CachingAllocator, Program, StepTensors
+from gpuwork.estimate.allocator import CachingAllocator, StepTensors
 from gpuwork.estimate.allocator_step import (
     STEPS,
     ParamLayout,
@@ -47,31 +46,17 @@ class EmptyingAllocator(CachingAllocator):
         self.peak_allocated = self.allocated
 
 
-def _large(sizes: list[int]) -> int:
-    """How many of these tensors' requests the replay keeps (over ``SMALL_SIZE``, as ``step_requests`` does)."""
-    return sum(1 for n in sizes if n > SMALL_SIZE)
-
-
-def last_step_start(layout: ParamLayout, by: StepBytes, program: Program) -> int:
-    """Index in ``program`` (``step_requests(layout, by, ...)``) where its last step begins, with the releases of
-    ``zero_grad(set_to_none=True)``. The program is the parameters' requests (``params``), a first step, then
-    ``STEPS - 1`` steps of ``per_step`` requests each; the first step lacks the ``zero_grad`` releases of the
-    gradients (``grads``) and adds the optimizer states' two tensors per parameter (``states``), so
-    ``len(program) = params + STEPS * per_step - grads + states``.
+def last_step_start(marks: tuple[int, ...]) -> int:
+    """Index in ``step_requests``'s program where its last step begins, with the releases of
+    ``zero_grad(set_to_none=True)``: the end of the update before it. ``marks`` is ``step_requests``'s third value,
+    (first update's start, its end, the second's start, its end, ...), two per step.
 
     Raises:
-        ValueError: a program that is not written so (``step_requests`` changed).
+        ValueError: marks that are not two per replayed step (``step_requests`` changed).
     """
-    order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
-    params = _large([n * by.param for n in order])
-    grads = _large([n * by.grad for n in order])
-    states = 2 * _large([n * by.state for n in order])
-    per_step, rest = divmod(len(program) - params + grads - states, STEPS)
-    start = len(program) - per_step
-    first = program[start] if 0 <= start < len(program) else 0
-    if rest or per_step <= 0 or (grads and not (isinstance(first, int) and first < 0)):
-        raise ValueError("the replay's program is not parameters then steps of equal requests")
-    return start
+    if len(marks) != 2 * STEPS or list(marks) != sorted(marks):
+        raise ValueError("the replay's program is not parameters then steps, each ending in its update")
+    return marks[2 * STEPS - 3]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -79,8 +64,8 @@ def replay_emptied(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens
                    limit: int | None = None) -> tuple[int, int]:
     """(reserved peak of the last step, allocated peak of the steps after the first) of the large pool, in bytes,
     as ``allocator_step.replay_step`` with the cache emptied and the peaks reset before the last step."""
-    program, peak = step_requests(layout, by, step, tokens)
-    start = last_step_start(layout, by, program)
+    program, peak, marks = step_requests(layout, by, step, tokens)
+    start = last_step_start(marks)
     alloc = EmptyingAllocator(limit=limit)
     held: list[int] = []
     alloc.run(program[:start], held)

@@ -649,9 +649,9 @@ _ROW_MEMO_ROWS = 200_000  # rows kept per set of facts (a few tens of MB at most
 
 
 @functools.lru_cache(maxsize=64)
-def _row_memo(facts: _PriceFacts) -> dict[_OpRow, tuple[float, float]]:
-    """(GPU seconds, seconds with the host's share) of every row priced on these facts, by the row (its every
-    value: equal rows price alike)."""
+def _row_memo(facts: _PriceFacts) -> dict[_OpRow, tuple[float, float, float]]:
+    """(GPU seconds, seconds with the host's share, host seconds) of every row priced on these facts, by the row
+    (its every value: equal rows price alike)."""
     return {}
 
 
