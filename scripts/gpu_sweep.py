@@ -514,6 +514,8 @@ def _copy_paths(nbytes: int, dev: Any) -> dict[str, Any]:
 
 
 def environment(device: Any, commit: str | None) -> dict[str, Any]:
+    from gpuwork.measure.trial import cpu_model as _cpu_name
+
     torch = _torch()
     env: dict[str, Any] = {"commit": commit, "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                            "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
@@ -531,16 +533,6 @@ def environment(device: Any, commit: str | None) -> dict[str, Any]:
                     "cudnn": torch.backends.cudnn.version(), "cublas_workspace": "default"})
         env["nvidia_smi"] = _smi()
     return env
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _cores() -> int | None:

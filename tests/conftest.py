@@ -202,13 +202,14 @@ def clear_package_caches() -> None:
                     value.cache_clear()  # functools caches and IdentityMemo instances (not their classes)
 
 
-def load_benchmark(name: str):
-    """A script of benchmarks/ as a module (the browser tests drive the app through benchmarks/app_load.py)."""
+def load_benchmark(name: str, folder: str = "benchmarks"):
+    """A script of benchmarks/ (or another ``folder`` of the repository, e.g. scripts/) as a module (the browser
+    tests drive the app through benchmarks/app_load.py)."""
     import importlib.util
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    path = Path(__file__).resolve().parent.parent / folder / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there

@@ -1,19 +1,13 @@
 """scripts/gpu_heldout.py: predictions for the GPU run's cases, and the comparison once measured."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_heldout.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def heldout():
-    spec = importlib.util.spec_from_file_location("gpu_heldout", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_heldout", "scripts")
 
 
 def test_step_plans_describe_the_bare_loop(heldout):

@@ -1,21 +1,15 @@
 """scripts/gpu_sweep.py runs on a CPU at tiny sizes and counts what it says it counts (the GPU run is the same code)."""
 
-import importlib.util
 import json
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_sweep.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    spec = importlib.util.spec_from_file_location("gpu_sweep", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("gpu_sweep", "scripts")
 
 
 def test_busy_time_is_the_union_of_overlapping_device_intervals(sweep):

@@ -1,21 +1,15 @@
 """kernels.csv's host cost per eager kernel is what scripts/derive_host_dispatch.py derives from the measured
 dispatch chains (docs/measurements), and the derivation follows its rule on hand-made leases."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "derive_host_dispatch.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def derive():
-    spec = importlib.util.spec_from_file_location("derive_host_dispatch", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("derive_host_dispatch", "scripts")
 
 
 def test_kernels_csv_holds_the_derived_values(derive):

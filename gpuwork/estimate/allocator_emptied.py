@@ -22,15 +22,7 @@ from __future__ import annotations
 import functools
 
 from gpuwork.estimate.allocator import CachingAllocator, StepTensors
-from gpuwork.estimate.allocator_step import (
-    STEPS,
-    ParamLayout,
-    StepBytes,
-    param_layout,
-    step_requests,
-    with_attention,
-)
-from gpuwork.estimate.model_states import state_element_bytes
+from gpuwork.estimate.allocator_step import STEPS, ParamLayout, StepBytes, fixed_step_cache, step_requests
 from gpuwork.facts.spec import ModelSpec
 from gpuwork.plan import TrainPlan
 
@@ -79,15 +71,7 @@ def emptied_step_cache(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quad
     """``allocator_step.fixed_step_cache`` with the cache emptied before the measured step (``replay_emptied``):
     the bytes the allocator holds beyond the large pool's allocated peak in that step; ``room`` bounds it as
     there (the segments limited to the allocated peak plus ``room`` where the unbounded cache would not fit)."""
-    step = with_attention(spec, plan, step, quadratic)
-    p = plan.precision
-    by = StepBytes(p.param_bytes, p.param_bytes, state_element_bytes(plan), p.compute_bytes if p.is_mixed else 0,
-                   plan.optimizer_impl.value)
-    layout, tokens = param_layout(spec), plan.batch_size * plan.longest_batch_len
-    reserved, allocated = replay_emptied(layout, by, step, tokens)
-    if room is not None and reserved - allocated > room:
-        reserved, allocated = replay_emptied(layout, by, step, tokens, allocated + max(room, 0))
-    return max(reserved - allocated, 0)
+    return fixed_step_cache(spec, plan, step, quadratic, room, replay=replay_emptied)
 
 
 __all__ = ["EmptyingAllocator", "emptied_step_cache", "last_step_start", "replay_emptied"]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpuwork.estimate.allocator import SMALL_SIZE, Burst, CachingAllocator, Program, StepTensors, round_size
@@ -439,21 +440,23 @@ def with_attention(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quadrati
 
 
 def fixed_step_cache(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quadratic: int = 0,
-                     room: int | None = None) -> int:
+                     room: int | None = None, replay: Callable[..., tuple[int, int]] | None = None) -> int:
     """Bytes the allocator holds beyond the large pool's allocated peak over fixed-shape steps (``replay_step``);
     ``quadratic``: the eager attention matrices' bytes per token per token of context (``with_attention``);
     ``room``: the device's bytes beyond the step's whole allocated peak and the CUDA context (None: unbounded).
     Where the replay's cache would pass ``room``, a cudaMalloc fails on the device: the step is replayed again
     with its segments limited to the large pool's share of the card (its own allocated peak plus ``room``), so
-    that the cached segments are released and mapped again as the allocator does (CachingAllocator ``limit``)."""
+    that the cached segments are released and mapped again as the allocator does (CachingAllocator ``limit``).
+    ``replay``: another replay of the same arguments (``allocator_emptied.replay_emptied``), else ``replay_step``."""
+    replay = replay or replay_step
     step = with_attention(spec, plan, step, quadratic)
     p = plan.precision
     by = StepBytes(p.param_bytes, p.param_bytes, state_element_bytes(plan), p.compute_bytes if p.is_mixed else 0,
                    plan.optimizer_impl.value)
     layout, tokens = param_layout(spec), plan.batch_size * plan.longest_batch_len
-    reserved, allocated = replay_step(layout, by, step, tokens)
+    reserved, allocated = replay(layout, by, step, tokens)
     if room is not None and reserved - allocated > room:
-        reserved, allocated = replay_step(layout, by, step, tokens, allocated + max(room, 0))
+        reserved, allocated = replay(layout, by, step, tokens, allocated + max(room, 0))
     return max(reserved - allocated, 0)
 
 
