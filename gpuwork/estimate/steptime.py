@@ -51,6 +51,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice, tiles_peak
 from gpuwork.estimate.l2_reuse import l2_saving_s
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
+from gpuwork.estimate.sdpa_backend import cudnn_first, sdpa_kernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.hashed import HashedTuple, IdentityMemo
 from gpuwork.facts.rates import FA2_KERNEL, KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
@@ -352,6 +353,8 @@ class _PriceFacts(NamedTuple):
     # (working set in bytes, bytes/s) of the GPU's measured L2 copy rows (DeviceRates.l2_copy; () on a synchronous
     # device or a GPU without one): the price of Op.l2_reads (estimate.l2_reuse)
     l2_steps: tuple[tuple[float, float], ...] = ()
+    # torch's SDPA tries cuDNN's attention first on this GPU (estimate.sdpa_backend.cudnn_first)
+    cudnn_first: bool = False
 
 
 _PHASES = tuple(Phase)
@@ -400,6 +403,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         blocking,
         tf32_rate[0] if tf32_rate is not None else 0.0,
         () if synchronous else device.l2_copy,
+        cudnn_first(gpu),
     )
 
 
@@ -417,7 +421,10 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     peak. SDPA's memory-efficient kernel (16-bit with a mask) runs at that flash rate x sdpa_mem_efficient_fraction
     / flash_attn_fwd_fraction, the FA2 paper's A100 ratio of a FlashAttention-1-class kernel to FlashAttention-2
     (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on every family. Another
-    ``kernel`` (FlashAttention-3) takes its own curve where the family has one, else FlashAttention-2's."""
+    ``kernel`` (FlashAttention-3, cuDNN) takes its own curve where the family has one, else FlashAttention-2's; an
+    SDPA op (``sdpa:<backend>``) the curves of the kernel torch runs on this GPU (``sdpa_backend.sdpa_kernels``:
+    cuDNN's as torch ran it, then cuDNN's own, or FlashAttention-2 as torch ships it), each before FlashAttention-2's."""
+    kernels, mem_efficient = sdpa_kernels(kernel, facts.cudnn_first, mem_efficient)
     if mem_efficient and dtype != "fp32":
         _, _, fwd16, _, sdpa16 = facts.attention
         ratio16 = _kernel_fact(sdpa16, "sdpa_mem_efficient_fraction") / _kernel_fact(fwd16, "flash_attn_fwd_fraction")
@@ -430,9 +437,11 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     # a family measured forward only: the FA2 paper's A100 backward / forward ratio, as for the single fractions
     ratio = _kernel_fact(bwd, "flash_attn_bwd_fraction") / _kernel_fact(fwd, "flash_attn_fwd_fraction")
     measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, ratio)
-    if kernel:
-        own = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, None, kernel)
-        measured = own if own is not None else measured
+    for own_kernel in kernels:
+        own = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, None, own_kernel)
+        if own is not None:
+            measured = own
+            break
     if measured is not None:
         # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
         # (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second
