@@ -9,7 +9,8 @@ An operation costs ``max(GPU time, host time)``, summed over its occurrences:
   (tiles of ``gemm_tile_m x gemm_tile_n`` over the GPU's SMs; NVIDIA's "Matrix Multiplication
   Background" guide [K3]). Fused attention kernels run at FlashAttention-2's measured share of the
   peak for the GPU family [K4][R5], by sequence length, head dim and mask where the family has measured curves
-  (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
+  (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]); under SDPA the kernel torch runs (TrainPlan.sdpa_backend,
+  ``estimate.sdpa_backend``: FlashAttention-2 as torch ships it, or cuDNN's, [K22]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
   (docs/kernels.md, [K12a]-[K12f]); a foreach or fused optimizer pass split into 320-block launches
   (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); the passes of a per-tensor
