@@ -177,3 +177,17 @@ def test_plan_checks_and_sweeps() -> None:
     volta = dataclasses.replace(get_gpu("a100_80_sxm"), compute_capability="7.0")
     assert attention_gpu_problem(cudnn, volta) is not None
     assert attention_gpu_problem(TrainPlan(), volta) is None
+
+
+def test_the_flag_and_the_rental_request_carry_it() -> None:
+    from gpuwork.cli import build_parser
+    from gpuwork.cli.args import plan_from_args
+    from gpuwork.present.request import rental_request
+
+    args = build_parser().parse_args(["estimate", "--sdpa-backend", "auto"])
+    assert plan_from_args(args).sdpa_backend is SdpaBackend.AUTO
+    plan = TrainPlan(model="llama-3.2-1b", method="full", precision="bf16-mixed", sdpa_backend="auto")
+    request = rental_request(plan, lang="en")
+    assert request.fields["suggested"]["sdpa_backend"] == "auto"
+    assert "sdpa_backend auto" in request.text
+    assert "sdpa_backend" not in rental_request(plan.replace(sdpa_backend="flash"), lang="en").text
