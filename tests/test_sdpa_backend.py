@@ -191,3 +191,17 @@ def test_the_flag_and_the_rental_request_carry_it() -> None:
     assert request.fields["suggested"]["sdpa_backend"] == "auto"
     assert "sdpa_backend auto" in request.text
     assert "sdpa_backend" not in rental_request(plan.replace(sdpa_backend="flash"), lang="en").text
+
+
+def test_the_form_shows_it_for_sdpa_only() -> None:
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm({"model": "llama-3.2-1b", "method": "full"})
+    field = form.controls["sdpa_backend"]
+    assert field.layout.display is None and [v for _, v in field.options] == ["flash", "auto", "cudnn", "efficient"]
+    field.value = "auto"
+    assert form.error is None and form.plan.sdpa_backend is SdpaBackend.AUTO
+    form.controls["attention"].value = "flash"  # hidden: not read
+    assert form.error is None and form.plan.sdpa_backend is SdpaBackend.FLASH and field.layout.display == "none"
+    ru = SizingForm({"model": "llama-3.2-1b"}, lang="ru")
+    assert [label for label, _ in ru.controls["sdpa_backend"].options][0] == "сначала FlashAttention-2"
