@@ -205,3 +205,17 @@ def test_the_form_shows_it_for_sdpa_only() -> None:
     assert form.error is None and form.plan.sdpa_backend is SdpaBackend.FLASH and field.layout.display == "none"
     ru = SizingForm({"model": "llama-3.2-1b"}, lang="ru")
     assert [label for label, _ in ru.controls["sdpa_backend"].options][0] == "сначала FlashAttention-2"
+
+
+def test_a_head_dim_torch_did_not_measure_takes_the_kernel_that_did() -> None:
+    # Gemma-2-9B's head dim 256: torch's rows are 64 / 128, flash-attn's causal forward ([K4c]) measured 256
+    from gpuwork.facts.rates import FA2_KERNEL
+
+    seq = 4096
+    plan = TrainPlan(model="gemma-2-9b", method=Method.LORA, seq_len=seq, batch_size=1)
+    seconds, fused = _forward_attention_s(plan, "h100_sxm")
+    assert fused and all(op.n == 256 for op in fused)
+    fa2 = curve_fraction(_h100_points(), "fwd", True, 256, seq, kernel=FA2_KERNEL) * 989e12 * (1 + 128 / seq)
+    assert seconds == pytest.approx(sum(op.flops * op.count for op in fused) / fa2, rel=1e-6)
+    assert curve_fraction(_h100_points(), "fwd", True, 256, seq, kernel=TORCH_FLASH_KERNEL) != pytest.approx(
+        fa2 / 989e12 / (1 + 128 / seq))

@@ -437,11 +437,17 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     peak = fp16_peak if dtype == "fp16" else bf16_peak
     # a family measured forward only: the FA2 paper's A100 backward / forward ratio, as for the single fractions
     ratio = _kernel_fact(bwd, "flash_attn_bwd_fraction") / _kernel_fact(fwd, "flash_attn_fwd_fraction")
-    measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, ratio)
-    for own_kernel in kernels:
-        own = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, None, own_kernel)
-        if own is not None:
-            measured = own
+    points = facts.attention_curves
+    # the kernels in order, those that measured this head dim first (torch's rows, head dim 64 / 128, do not price
+    # a head dim 256 that flash-attn's rows measured); FlashAttention-2's last
+    order = (*kernels, FA2_KERNEL)
+    exact = tuple(k for k in order if any(p.kernel == k and p.attention_pass == attention_pass
+                                          and p.head_dim == head_dim for p in points))
+    measured = None
+    for own_kernel in (*exact, *(k for k in order if k not in exact)):
+        measured = curve_fraction(points, attention_pass, causal, head_dim, seq_len,
+                                  ratio if own_kernel == FA2_KERNEL else None, own_kernel)
+        if measured is not None:
             break
     if measured is not None:
         # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
