@@ -91,6 +91,21 @@ class Attention(StrEnum):
         return _CAPABILITY_MAJORS.get(self)
 
 
+class SdpaBackend(StrEnum):
+    """Which kernel torch's scaled_dot_product_attention runs (attention "sdpa" only; docs/attention_backends.md)."""
+
+    # FlashAttention-2 first, the memory-efficient kernel when a mask is passed: the order of torch 2.0-2.4,
+    # 2.5.1-2.10, of a build whose cuDNN is 9.15.0 or older, and of TORCH_CUDNN_SDPA_DEPRIORITIZED=1 (the default:
+    # a plan states no torch release, and the published runs read here ran such releases)
+    FLASH = "flash"
+    # torch's own order as its releases from 2.11 ship it (with their cuDNN, newer than 9.15.0): cuDNN's attention
+    # first on compute capability 9.0, 10.0 and 10.3 (H100, H200, GH200, B200, GB200, B300) unless the run is
+    # deterministic or not 16-bit, FlashAttention-2 first on every other GPU
+    AUTO = "auto"
+    CUDNN = "cudnn"  # cuDNN's attention on any GPU of compute capability 8.0+ (sdpa_kernel(CUDNN_ATTENTION))
+    EFFICIENT = "efficient"  # the memory-efficient kernel (sdpa_kernel(EFFICIENT_ATTENTION))
+
+
 _CAPABILITY_MAJORS = {Attention.FLASH3: frozenset({9}), Attention.FLASH4: frozenset({9, 10, 11}),
                       Attention.CUDNN: frozenset(range(8, 100))}
 
@@ -268,6 +283,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "comm_overlap": CommOverlap,
     "fsdp_wrap": FsdpWrap,
     "zero_sync": ZeroSync,
+    "sdpa_backend": SdpaBackend,
 }
 # Every number of a plan has a range with both ends (gpuwork.units.Range, the one range mechanism of plans, flags
 # and records). The upper ends are physical: beyond them a value is a typo, not a run (and the estimate would print
@@ -333,6 +349,10 @@ class TrainPlan:
     grad_accum: int = 1  # micro-batches per optimizer step
     grad_checkpointing: bool = False  # recompute each decoder layer in backward (HF per-layer)
     attention: Attention = Attention.SDPA
+    # attention "sdpa": the kernel torch's dispatch runs ("flash": FlashAttention-2 first, torch before 2.11 or a
+    # cuDNN of 9.15.0 or older; "auto": torch 2.11 on, cuDNN's on Hopper and datacenter Blackwell;
+    # docs/attention_backends.md). Time only; no memory
+    sdpa_backend: SdpaBackend = SdpaBackend.FLASH
     trainable_layers: int = 2  # method="freeze": how many of the last blocks are trained
     lora_r: int = 16
     lora_alpha: int = 32
@@ -489,6 +509,9 @@ class TrainPlan:
                                                         or self.comm_overlap is not CommOverlap.DEFAULT):
             raise PlanError("zero_sync", msg("error.plan.zero_sync_sharding", value=self.zero_sync.value,
                                              sharding=self.sharding.value, overlap=self.comm_overlap.value))
+        if self.sdpa_backend is not SdpaBackend.FLASH and self.attention is not Attention.SDPA:
+            raise PlanError("sdpa_backend", msg("error.plan.sdpa_backend_attention", value=self.sdpa_backend.value,
+                                                attention=self.attention.value))
         if self.fsdp_wrap is not FsdpWrap.BLOCKS and self.sharding not in TORCH_FSDP_SHARDINGS:
             raise PlanError("fsdp_wrap", msg("error.plan.fsdp_wrap_sharding", value=self.fsdp_wrap.value,
                                              sharding=self.sharding.value))
@@ -584,6 +607,9 @@ class TrainPlan:
         if self.zero_sync is not ZeroSync.BUCKETS and "zero_sync" not in changes and "sharding" in changes \
                 and _sharding(changes["sharding"]) is not Sharding.ZERO1:
             changes["zero_sync"] = ZeroSync.BUCKETS  # a sweep out of ZeRO-1: the library's own sync
+        if self.sdpa_backend is not SdpaBackend.FLASH and "sdpa_backend" not in changes and "attention" in changes \
+                and str(changes["attention"]).strip().lower() != Attention.SDPA.value:
+            changes["sdpa_backend"] = SdpaBackend.FLASH  # a sweep out of SDPA: no torch dispatch to choose
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
@@ -856,6 +882,7 @@ __all__ = [
     "OptimizerImpl",
     "Precision",
     "QuantType",
+    "SdpaBackend",
     "Sharding",
     "Stack",
     "Task",

@@ -3,7 +3,8 @@
 Sources: rates_sources.md [K4c] (FA3 paper, FlashAttention-2 bars on H100 SXM5), [K4d] (flash-attention
 PR 1791 benchmark, its FlashAttention-2 and FlashAttention-3 lines), [K4e] (FlashAttention-2 forward on an A100), [K4f]
 (FlashAttention-2 on an RTX 4090), [K4g] (FA3 paper, FlashAttention-3 and cuDNN bars), [K4h] (FlashAttention-2 on a
-B200) and [K4i] (cuDNN and FlashAttention-4 on a GB200). Every published row must come out within 10 % of the model's curve for its kernel.
+B200), [K4i] (cuDNN and FlashAttention-4 on a GB200) and [K22] (torch 2.11's SDPA, its FlashAttention-2 and its default
+cuDNN attention, on a lent H200). Every published row must come out within 10 % of the model's curve for its kernel.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from gpuwork.facts.rates import (
     FA2_KERNEL,
     FA3_KERNEL,
     FA4_KERNEL,
+    TORCH_CUDNN_KERNEL,
+    TORCH_FLASH_KERNEL,
     AttentionRow,
     attention_curves,
     load_rates,
@@ -56,9 +59,13 @@ def test_every_source_row_within_10_percent(row: AttentionRow) -> None:
 
 
 def test_sources_cover_both_tags() -> None:
-    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f", "K4g", "K4h", "K4i"}
+    assert {r.source for r in _rows()} == {"K4c", "K4d", "K4e", "K4f", "K4g", "K4h", "K4i", "K22"}
     assert {r.family for r in _rows()} == {"h100", "a100", "rtx4090", "gb200"}
-    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL, FA4_KERNEL, CUDNN_KERNEL}
+    assert {r.kernel for r in _rows()} == {FA2_KERNEL, FA3_KERNEL, FA4_KERNEL, CUDNN_KERNEL, TORCH_FLASH_KERNEL,
+                                           TORCH_CUDNN_KERNEL}
+    # [K22]: torch 2.11's SDPA on a lent H200 (the H100 family), causal only
+    assert {(r.family, r.causal) for r in _rows() if r.kernel in (TORCH_FLASH_KERNEL, TORCH_CUDNN_KERNEL)} == {
+        ("h100", True)}
     assert {r.family for r in _rows() if r.kernel == FA3_KERNEL} == {"h100"}  # FA3 runs on Hopper only
     assert {r.family for r in _rows() if r.kernel == FA4_KERNEL} == {"gb200"}  # [K4i]; no Hopper figure found
     assert {r.family for r in _rows() if r.kernel == CUDNN_KERNEL} == {"h100", "gb200"}  # [K4g], [K4i]

@@ -262,6 +262,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--grad-accum", type=int, help=say("grad_accum"))
     g.add_argument("--grad-checkpointing", action="store_true", default=None, help=say("grad_checkpointing"))
     g.add_argument("--attention", help=say("attention"))
+    g.add_argument("--sdpa-backend", help=say("sdpa_backend"))
     g.add_argument("--trainable-layers", type=int, help=say("trainable_layers"))
     g.add_argument("--lora-r", type=int, help=say("lora_r"))
     g.add_argument("--lora-alpha", type=float, help=say("lora_alpha"))
@@ -307,7 +308,7 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
                 "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync",
-                "launch_blocking", "tf32", "weight_decay")
+                "launch_blocking", "tf32", "weight_decay", "sdpa_backend")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

@@ -42,8 +42,8 @@ from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.estimate.optimizer_ops import optimizer_ops, param_tensors
 from gpuwork.estimate.quant import dequant_4bit_chain
+from gpuwork.estimate.sdpa_backend import op_kernel
 from gpuwork.facts.hashed import HashedTuple
-from gpuwork.facts.rates import ATTENTION_KERNELS
 from gpuwork.facts.spec import (
     Linear,
     ModelSpec,
@@ -571,7 +571,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
                       count, dtype, r, d, backward=Backward.BOTH_GRADS))
     else:
-        # one fused kernel (FlashAttention-2 via SDPA or flash-attn); causal masking skips the blocks
+        # one fused kernel (SDPA's choice, estimate.sdpa_backend, or flash-attn); causal masking skips the blocks
         # above the diagonal: FLOPs x (1 + 1/n_blocks) / 2 with 128-row blocks (flash-attention's
         # benchmark counts causal as half). With a padding mask SDPA runs its memory-efficient kernel, which adds
         # the mask (read once, e bytes an element) over the whole matrix and skips no block
@@ -580,7 +580,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         flops = full_flops * (0.5 * (1 + 128 / r) if causal and r > 128 else 1.0)
         out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
                       count, dtype, r, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
-                      kernel=ATTENTION_KERNELS.get(plan.attention, ""), backward=Backward.FUSED_ATTENTION))
+                      kernel=op_kernel(plan), backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
         out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out

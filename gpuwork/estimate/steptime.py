@@ -12,7 +12,8 @@ advances over it, max(GPU finish before it + its GPU time, host clock after it),
   (tiles of ``gemm_tile_m x gemm_tile_n`` over the GPU's SMs; NVIDIA's "Matrix Multiplication
   Background" guide [K3]). Fused attention kernels run at FlashAttention-2's measured share of the
   peak for the GPU family [K4][R5], by sequence length, head dim and mask where the family has measured curves
-  (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]). Everything else is memory-bound: each kernel pays its die's
+  (data/attention_curves.csv, ``curve_fraction``; [K4c][K4d]); under SDPA the kernel torch runs (TrainPlan.sdpa_backend,
+  ``estimate.sdpa_backend``: FlashAttention-2 as torch ships it, or cuDNN's, [K22]). Everything else is memory-bound: each kernel pays its die's
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
   (docs/kernels.md, [K12a]-[K12f]); a foreach or fused optimizer pass split into 320-block launches
   (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); the passes of a per-tensor
@@ -54,6 +55,7 @@ from gpuwork.errors import CatalogError
 from gpuwork.estimate.gemm import GemmKernels, Tiles, gemm_choice, tiles_peak
 from gpuwork.estimate.l2_reuse import l2_saving_s
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, Phase, StackKernels
+from gpuwork.estimate.sdpa_backend import cudnn_first, sdpa_kernels
 from gpuwork.facts.catalog import GpuSpec
 from gpuwork.facts.hashed import HashedTuple, IdentityMemo
 from gpuwork.facts.rates import FA2_KERNEL, KERNELS_CSV, AttentionPoint, DeviceRates, Rates, StackProfile
@@ -355,6 +357,8 @@ class _PriceFacts(NamedTuple):
     # (working set in bytes, bytes/s) of the GPU's measured L2 copy rows (DeviceRates.l2_copy; () on a synchronous
     # device or a GPU without one): the price of Op.l2_reads (estimate.l2_reuse)
     l2_steps: tuple[tuple[float, float], ...] = ()
+    # torch's SDPA tries cuDNN's attention first on this GPU (estimate.sdpa_backend.cudnn_first)
+    cudnn_first: bool = False
 
 
 _PHASES = tuple(Phase)
@@ -403,6 +407,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         blocking,
         tf32_rate[0] if tf32_rate is not None else 0.0,
         () if synchronous else device.l2_copy,
+        cudnn_first(gpu),
     )
 
 
@@ -420,7 +425,10 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     peak. SDPA's memory-efficient kernel (16-bit with a mask) runs at that flash rate x sdpa_mem_efficient_fraction
     / flash_attn_fwd_fraction, the FA2 paper's A100 ratio of a FlashAttention-1-class kernel to FlashAttention-2
     (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on every family. Another
-    ``kernel`` (FlashAttention-3) takes its own curve where the family has one, else FlashAttention-2's."""
+    ``kernel`` (FlashAttention-3, cuDNN) takes its own curve where the family has one, else FlashAttention-2's; an
+    SDPA op (``sdpa:<backend>``) the curves of the kernel torch runs on this GPU (``sdpa_backend.sdpa_kernels``:
+    cuDNN's as torch ran it, then cuDNN's own, or FlashAttention-2 as torch ships it), each before FlashAttention-2's."""
+    kernels, mem_efficient = sdpa_kernels(kernel, facts.cudnn_first, mem_efficient)
     if mem_efficient and dtype != "fp32":
         _, _, fwd16, _, sdpa16 = facts.attention
         ratio16 = _kernel_fact(sdpa16, "sdpa_mem_efficient_fraction") / _kernel_fact(fwd16, "flash_attn_fwd_fraction")
@@ -432,10 +440,18 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     peak = fp16_peak if dtype == "fp16" else bf16_peak
     # a family measured forward only: the FA2 paper's A100 backward / forward ratio, as for the single fractions
     ratio = _kernel_fact(bwd, "flash_attn_bwd_fraction") / _kernel_fact(fwd, "flash_attn_fwd_fraction")
-    measured = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, ratio)
-    if kernel:
-        own = curve_fraction(facts.attention_curves, attention_pass, causal, head_dim, seq_len, None, kernel)
-        measured = own if own is not None else measured
+    points = facts.attention_curves
+    # the kernels in order, those that measured this head dim first (torch's rows, head dim 64 / 128, do not price
+    # a head dim 256 that flash-attn's rows measured); FlashAttention-2's last
+    order = (*kernels, FA2_KERNEL)
+    exact = tuple(k for k in order if any(p.kernel == k and p.attention_pass == attention_pass
+                                          and p.head_dim == head_dim for p in points))
+    measured = None
+    for own_kernel in (*exact, *(k for k in order if k not in exact)):
+        measured = curve_fraction(points, attention_pass, causal, head_dim, seq_len,
+                                  ratio if own_kernel == FA2_KERNEL else None, own_kernel)
+        if measured is not None:
+            break
     if measured is not None:
         # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
         # (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second

@@ -68,7 +68,7 @@ from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.rates import DeviceRates, Rates, StackProfile
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Precision, Sharding, TrainPlan, ZeroSync
+from gpuwork.plan import Attention, Method, Precision, SdpaBackend, Sharding, TrainPlan, ZeroSync
 from gpuwork.units import HOUR_S, Range
 
 # -- communication ----------------------------------------------------------------------------------
@@ -440,9 +440,13 @@ def _nodes_and_network(plan: TrainPlan, inputs: Inputs, nodes: int | None,
 def attention_gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
     """Why ``gpu`` cannot run the plan's attention kernel (None: it can): ``Attention.capability_majors``. A
     capability that is not NVIDIA's major.minor (AMD's gfx names) runs none of them."""
+    cc, attention = gpu.compute_capability, plan.attention
+    if attention is Attention.SDPA and plan.sdpa_backend is SdpaBackend.CUDNN:  # torch's cuDNN check: sm80-sm121
+        major = cc.split(".")[0]
+        return None if major.isdigit() and int(major) >= 8 else msg("error.plan.sdpa_cudnn_gpu",
+                                                                      gpu=gpu.display_name, capability=cc)
     if (needs := plan.attention.capability_majors) is None:
         return None
-    cc, attention = gpu.compute_capability, plan.attention
     major = cc.split(".")[0]
     if major.isdigit() and int(major) in needs:
         return None

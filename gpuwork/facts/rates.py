@@ -27,6 +27,9 @@ GEMM_TILES_CSV = "gemm_tiles.csv"  # the output tiles of the GEMM shape model (e
 ATTENTION_CURVES_CSV = "attention_curves.csv"  # fused attention's measured rate by sequence length (steptime)
 FA2_KERNEL, FA3_KERNEL, FA4_KERNEL = "flash-attn 2", "flash-attn 3", "flash-attn 4"  # attention_curves.csv kernels
 CUDNN_KERNEL = "cudnn"
+# the kernels torch's SDPA ran on a lent H200 with torch 2.11 ([K22]): its FLASH_ATTENTION backend (the
+# FlashAttention-2 code torch ships) and its default choice there, cuDNN 9.19's attention (docs/attention_backends.md)
+TORCH_FLASH_KERNEL, TORCH_CUDNN_KERNEL = "torch sdpa flash", "torch sdpa cudnn"
 # a plan's own rows; else FA2's
 ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.FLASH4: FA4_KERNEL, Attention.CUDNN: CUDNN_KERNEL}
 DTYPES = ("bf16", "fp16", "fp32")
@@ -323,4 +326,4 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "FA4_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "TORCH_CUDNN_KERNEL", "TORCH_FLASH_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "FA4_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]

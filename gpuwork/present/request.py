@@ -46,7 +46,16 @@ from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
 from gpuwork.facts.rates import load_rates
 from gpuwork.message import Msg, msg
-from gpuwork.plan import UNSLOTH_STACKS, CommOverlap, Method, Sharding, Stack, TrainPlan, ZeroSync
+from gpuwork.plan import (
+    UNSLOTH_STACKS,
+    CommOverlap,
+    Method,
+    SdpaBackend,
+    Sharding,
+    Stack,
+    TrainPlan,
+    ZeroSync,
+)
 from gpuwork.present.band import band_request
 from gpuwork.present.messages import render, render_all, text
 from gpuwork.sizing import estimate_disk, evaluate_offers, match_profile, time_band
@@ -378,6 +387,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
         # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
         "tf32": (match.fitted_plan or f.plan).tf32,
+        # which kernel SDPA was priced with (TrainPlan.sdpa_backend)
+        "sdpa_backend": (match.fitted_plan or f.plan).sdpa_backend.value,
         # the optimizer's weight decay as priced (TrainPlan.weight_decay_in_effect: stated, else the stack's default)
         "weight_decay": (match.fitted_plan or f.plan).weight_decay_in_effect,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
@@ -550,6 +561,9 @@ def _protocol(match: ProfileMatch, trial: Any | None, lang: str) -> list[Msg]:
 _OVERLAP_SETTINGS = {CommOverlap.OFF: msg("request.setting.comm_overlap.off"),
                      CommOverlap.ON: msg("request.setting.comm_overlap.on")}
 _ZERO_SYNC_SETTINGS = {ZeroSync.SLICED: msg("request.setting.zero_sync.sliced")}
+_SDPA_SETTINGS = {SdpaBackend.AUTO: msg("request.setting.sdpa_backend.auto"),
+                  SdpaBackend.CUDNN: msg("request.setting.sdpa_backend.cudnn"),
+                  SdpaBackend.EFFICIENT: msg("request.setting.sdpa_backend.efficient")}
 
 
 def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
@@ -566,6 +580,8 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(msg("request.setting.launch_blocking"))
     if plan.tf32:
         out.append(msg("request.setting.tf32"))
+    if plan.sdpa_backend in _SDPA_SETTINGS:
+        out.append(_SDPA_SETTINGS[plan.sdpa_backend])
     if plan.weight_decay is not None:  # stated: the run must pass it to its optimizer as priced
         out.append(msg("request.setting.weight_decay", value=f"{plan.weight_decay:g}"))
     return tuple(out)

@@ -49,6 +49,7 @@ from gpuwork.plan import (
     Method,
     Optimizer,
     Precision,
+    SdpaBackend,
     Sharding,
     Stack,
     Task,
@@ -212,8 +213,7 @@ class SizingForm(common.Panel):
             "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
                                                    layout=CHECKBOX_LAYOUT),
             **self._switch_controls(base),
-            "attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
-                                          style=WIDE, layout=lay),
+            **self._attention_controls(base, lay),
             "stack": widgets.Dropdown(options=[st.value for st in Stack], value=base.stack.value, style=WIDE,
                                       layout=lay),
             # fixed, packed or a LEN:COUNT histogram: reserved memory follows the batches' lengths
@@ -317,6 +317,16 @@ class SizingForm(common.Panel):
     def _overlap_options(self) -> list[tuple[str, str]]:
         return [(ui(f"comm_overlap_{o.value}", self.lang), o.value) for o in CommOverlap]
 
+    def _attention_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
+        """The attention kernel; attention sdpa only: which kernel torch's SDPA runs (docs/attention_backends.md)."""
+        return {"attention": widgets.Dropdown(options=[a.value for a in Attention], value=base.attention.value,
+                                              style=WIDE, layout=lay),
+                "sdpa_backend": widgets.Dropdown(options=self._sdpa_options(), value=base.sdpa_backend.value,
+                                                 style=WIDE, layout=lay)}
+
+    def _sdpa_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"sdpa_backend_{b.value}", self.lang), b.value) for b in SdpaBackend]
+
     def _wrap_options(self) -> list[tuple[str, str]]:
         return [(ui(f"fsdp_wrap_{w.value}", self.lang), w.value) for w in FsdpWrap]
 
@@ -344,6 +354,7 @@ class SizingForm(common.Panel):
         self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
         self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
         self.controls["tf32"].tooltip = ui("tf32_hint", lang)
+        self.controls["sdpa_backend"].tooltip = ui("sdpa_backend_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
@@ -355,6 +366,7 @@ class SizingForm(common.Panel):
                                      (self.controls["eval_keep"], self._eval_keep_options()),
                                      (self.controls["comm_overlap"], self._overlap_options()),
                                      (self.controls["fsdp_wrap"], self._wrap_options()),
+                                     (self.controls["sdpa_backend"], self._sdpa_options()),
                                      (self.gpu_select, self._gpu_options())):
                 value = control.value
                 control.options = options
@@ -471,6 +483,8 @@ class SizingForm(common.Panel):
             del out["comm_overlap"]
         if Sharding(str(out["sharding"])) not in TORCH_FSDP_SHARDINGS:  # read for torch FSDP only; hidden otherwise
             del out["fsdp_wrap"]
+        if out["attention"] != Attention.SDPA.value:  # read for SDPA only; hidden otherwise
+            del out["sdpa_backend"]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
@@ -627,6 +641,8 @@ class SizingForm(common.Panel):
             else None
         self.controls["fsdp_wrap"].layout.display = None \
             if Sharding(self.controls["sharding"].value) in TORCH_FSDP_SHARDINGS else "none"
+        self.controls["sdpa_backend"].layout.display = None \
+            if self.controls["attention"].value == Attention.SDPA.value else "none"
         masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
         self.controls["mlm_predictions"].layout.display = None if masked else "none"
         self.controls["packed_document_tokens"].layout.display = None if is_packed(self.controls["lengths"].value) \
@@ -800,7 +816,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
+                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["sdpa_backend"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["fsdp_wrap"], c["dataset_tokens"], self.documents,

@@ -139,6 +139,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "политика обёртки по слоям трансформера) | whole (только корневой: без политики обёртки, NO_WRAP, или "
         "политика по размеру, которой не достигает ни один слой): вся модель собирается до "
         "прямого прохода, её градиенты сводятся после обратного"),
+    "cli.help.run.sdpa_backend": (
+        "attention sdpa: the kernel torch's scaled_dot_product_attention runs: flash (default: FlashAttention-2 "
+        "first, the memory-efficient kernel with a mask: torch before 2.11, or a cuDNN of 9.15.0 or older) | auto "
+        "(torch 2.11 on: cuDNN's on H100, H200, B200 and GB200, FlashAttention-2 elsewhere) | cudnn | efficient",
+        "attention sdpa: какое ядро выполняет scaled_dot_product_attention в PyTorch: flash (по умолчанию: сначала "
+        "FlashAttention-2, с маской — ядро memory-efficient: PyTorch до 2.11 или cuDNN не новее 9.15.0) | auto "
+        "(PyTorch 2.11 и новее: cuDNN на H100, H200, B200 и GB200, FlashAttention-2 на остальных) | cudnn | "
+        "efficient"),
     "cli.help.run.grad_clip": (
         "the run never clips gradients (max_grad_norm 0 or None, torchtune's clip_grad_norm unset, a loop without "
         "clip_grad_norm_): the clipping pass is not priced",

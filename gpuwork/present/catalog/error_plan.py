@@ -52,6 +52,16 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "newer; {gpu} is {capability:raw}: use attention='sdpa', or such a GPU",
         "attention='cudnn' (слитное внимание cuDNN) требует GPU NVIDIA с вычислительной способностью 8.0 (Ampere) "
         "или новее; у {gpu} — {capability:raw}: выберите attention='sdpa' либо такой GPU"),
+    "error.plan.sdpa_backend_attention": (
+        "sdpa_backend='{value:raw}' says which kernel torch's scaled_dot_product_attention runs; attention="
+        "'{attention:raw}' does not call it: leave sdpa_backend at 'flash' or use attention='sdpa'",
+        "sdpa_backend='{value:raw}' задаёт, какое ядро выполняет scaled_dot_product_attention в PyTorch; при "
+        "attention='{attention:raw}' она не вызывается: оставьте sdpa_backend='flash' или выберите attention='sdpa'"),
+    "error.plan.sdpa_cudnn_gpu": (
+        "sdpa_backend='cudnn' (cuDNN's attention through torch SDPA) needs an NVIDIA GPU of compute capability 8.0 "
+        "(Ampere) or newer; {gpu} is {capability:raw}: use sdpa_backend='flash' or 'auto', or such a GPU",
+        "sdpa_backend='cudnn' (внимание cuDNN через SDPA в PyTorch) требует GPU NVIDIA с вычислительной способностью "
+        "8.0 (Ampere) или новее; у {gpu} — {capability:raw}: выберите sdpa_backend='flash' или 'auto' либо такой GPU"),
     "error.plan.sharding_needs_gpus": (
         "sharding='{sharding:raw}' needs gpus >= 2: set gpus or use sharding='ddp'",
         "sharding='{sharding:raw}' требует gpus ≥ 2: укажите число GPU или выберите sharding='ddp'"),

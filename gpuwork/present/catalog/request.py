@@ -111,7 +111,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # a plain PyTorch loop in the software line (stacks torch-loop, torch-loop-compile, hf-loop-2024)
     "request.own_loop": ("own training loop", "собственный цикл обучения"),
     # plan fields that change the estimated time, stated when not the default (TrainPlan.comm_overlap, zero_sync,
-    # deterministic, launch_blocking, tf32), so the provider's run matches what was priced
+    # deterministic, launch_blocking, tf32, sdpa_backend), so the provider's run matches what was priced
     "request.settings": ("Run settings the estimates assume: {settings}.",
                          "Настройки запуска, из которых исходят оценки: {settings}."),
     "request.setting.comm_overlap.off": (
@@ -138,6 +138,19 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "dispatch adds to the GPU time and communication does not overlap compute (launch_blocking)",
         "CUDA_LAUNCH_BLOCKING=1 в окружении запуска: каждый запуск ядра ждёт его завершения, поэтому время "
         "диспетчеризации на CPU прибавляется к времени GPU, а обмен не накладывается на вычисления (launch_blocking)"),
+    "request.setting.sdpa_backend.auto": (
+        "torch 2.11 or newer with the cuDNN of its own wheels, no SDPA backend forced: SDPA runs cuDNN's attention "
+        "on H100, H200, B200 and GB200 (sdpa_backend auto)",
+        "PyTorch 2.11 или новее с cuDNN из его собственных пакетов, бэкенд SDPA не задан: SDPA выполняет внимание "
+        "cuDNN на H100, H200, B200 и GB200 (sdpa_backend auto)"),
+    "request.setting.sdpa_backend.cudnn": (
+        "SDPA held to cuDNN's attention (with sdpa_kernel(SDPBackend.CUDNN_ATTENTION); sdpa_backend cudnn)",
+        "SDPA ограничено вниманием cuDNN (через sdpa_kernel(SDPBackend.CUDNN_ATTENTION); sdpa_backend cudnn)"),
+    "request.setting.sdpa_backend.efficient": (
+        "SDPA held to its memory-efficient kernel (with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION); sdpa_backend "
+        "efficient)",
+        "SDPA ограничено ядром memory-efficient (через sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION); sdpa_backend "
+        "efficient)"),
     "request.setting.tf32": (
         "TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True or "
         "torch.set_float32_matmul_precision('high'); HF tf32=True): fp32 GEMMs run on the tensor cores (tf32)",

@@ -37,6 +37,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.grad_accum": ("Grad accumulation", "Накопление град."),
     "ui.grad_checkpointing": ("Gradient checkpointing", "Пересчёт активаций"),
     "ui.attention": ("Attention", "Внимание"),
+    "ui.sdpa_backend": ("SDPA kernel", "Ядро SDPA"),
     "ui.lora_r": ("LoRA rank r", "Ранг LoRA"),
     "ui.stack": ("Software stack", "Программный стек"),
     "ui.lengths": ("Sequence lengths", "Длины последов."),
@@ -282,6 +283,17 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "умножения матриц fp32 на тензорных ядрах TF32: включённый torch.backends.cuda.matmul.allow_tf32, "
         "torch.set_float32_matmul_precision ниже наивысшей точности или параметр tf32 в HF; по умолчанию в PyTorch "
         "выключено. Меняет только умножения матриц fp32 (и пакетные), не bf16/fp16"),
+    "ui.sdpa_backend_hint": (
+        "which kernel torch's scaled_dot_product_attention runs: FlashAttention-2 first (torch before 2.11, or a "
+        "cuDNN of 9.15.0 or older), torch's own choice from 2.11 (cuDNN's attention on H100, H200, B200 and GB200), "
+        "or one backend held",
+        "какое ядро выполняет scaled_dot_product_attention в PyTorch: сначала FlashAttention-2 (PyTorch до 2.11 или "
+        "cuDNN не новее 9.15.0), собственный выбор PyTorch с 2.11 (внимание cuDNN на H100, H200, B200 и GB200) или "
+        "один заданный бэкенд"),
+    "ui.sdpa_backend_flash": ("FlashAttention-2 first", "сначала FlashAttention-2"),
+    "ui.sdpa_backend_auto": ("torch 2.11+ choice", "выбор PyTorch 2.11+"),
+    "ui.sdpa_backend_cudnn": ("cuDNN", "cuDNN"),
+    "ui.sdpa_backend_efficient": ("memory-efficient", "экономное по памяти"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),
