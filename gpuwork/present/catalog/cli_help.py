@@ -144,7 +144,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "first, the memory-efficient kernel with a mask: torch before 2.11, or a cuDNN of 9.15.0 or older) | auto "
         "(torch 2.11 on: cuDNN's on H100, H200, B200 and GB200, FlashAttention-2 elsewhere) | cudnn | efficient",
         "attention sdpa: какое ядро выполняет scaled_dot_product_attention в PyTorch: flash (по умолчанию: сначала "
-        "FlashAttention-2, с маской — ядро memory-efficient: PyTorch до 2.11 или cuDNN не новее 9.15.0) | auto "
+        "FlashAttention-2, с маской — ядро, экономящее память: PyTorch до 2.11 или cuDNN не новее 9.15.0) | auto "
         "(PyTorch 2.11 и новее: cuDNN на H100, H200, B200 и GB200, FlashAttention-2 на остальных) | cudnn | "
         "efficient"),
     "cli.help.run.grad_clip": (
