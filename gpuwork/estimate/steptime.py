@@ -22,11 +22,11 @@ advances over it, max(GPU finish before it + its GPU time, host clock after it),
   data/l2_measurements.csv, [K21a]); t0 of kernels launched
   back to back, as the host queues a step's kernels
   ahead of the GPU (where the host sets the pace, max(GPU, host) below charges it).
-- Host time = kernels x the host's dispatch cost per kernel (eager PyTorch [K1], or a CUDA graph
-  replay [K2]); in eager mode it depends on the phase: forward and recompute ops run from Python and
-  autograd records them, the backward's kernels are called from C++ by the autograd engine, the optimizer
-  step runs under no_grad ([K13a][K13b], docs/kernels.md). Kernels are launched asynchronously, so the
-  host only sets the pace when a kernel finishes faster than the next one can be dispatched. On a CPU
+- Host time = kernels x the host's dispatch cost per kernel (eager PyTorch, measured on a lent H200's hosts
+  [K22], or a CUDA graph replay [K2]); in eager mode it depends on the phase: forward and recompute kernels run
+  inside modules' Python and autograd records them, the backward's are run node by node by the autograd engine
+  (the dearest per kernel), the optimizer's are bare ops under no_grad (docs/kernels.md). Kernels are launched
+  asynchronously, so the host only sets the pace where it falls behind the GPU (``_queued``). On a CPU
   (``DeviceRates.synchronous``) the dispatch runs on the same thread as the kernel and adds to it. An
   op that makes the host wait for the GPU (``Op.host_sync``, e.g. ``torch.nonzero``) drains the queue:
   its dispatch, its GPU time and the dispatch of the kernel after it follow one another, and that kernel
@@ -288,9 +288,9 @@ def memory_kernel_s(bytes_moved: float, launches: int, bw_bytes_s: float, t0_s: 
     return launches * t0_s + bytes_moved / bw_bytes_s
 
 
-# Host dispatch per kernel in eager PyTorch, by phase (docs/kernels.md): forward ops and the recompute of
-# gradient checkpointing run from Python and autograd records them; the backward's kernels are called by the
-# autograd engine from C++ with grad mode off; the optimizer step runs under torch.no_grad.
+# Host dispatch per kernel in eager PyTorch, by phase (docs/kernels.md, [K22]): forward ops and the recompute of
+# gradient checkpointing run inside modules' Python and autograd records them; the backward's kernels are run
+# node by node by the autograd engine; the optimizer step's are bare ops under torch.no_grad.
 _EAGER_HOST_KEYS = {Phase.FORWARD: "launch_overhead_eager_us", Phase.RECOMPUTE: "launch_overhead_eager_us",
                     Phase.BACKWARD: "launch_overhead_eager_backward_us",
                     Phase.OPTIMIZER: "launch_overhead_eager_nograd_us"}
