@@ -186,9 +186,28 @@ def start_server(port: int, max_pages: int, log_path: Path, extra_flags: tuple[s
 
 
 def _kernels(pid: int) -> list:
+    """The server's kernel processes now; a child that exits while being looked at (a zombie until reaped) is
+    left out."""
     import psutil
 
-    return [c for c in psutil.Process(pid).children(recursive=True) if "ipykernel" in " ".join(c.cmdline())]
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            if "ipykernel" in " ".join(child.cmdline()):
+                found.append(child)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):  # ZombieProcess is a NoSuchProcess
+            continue
+    return found
+
+
+def _cpu_percent(children: list) -> float:
+    """Their CPU use over half a second; one that exits meanwhile counts as busy (look again)."""
+    import psutil
+
+    try:
+        return sum(c.cpu_percent(interval=0.5) for c in children)
+    except psutil.NoSuchProcess:
+        return float("inf")
 
 
 def wait_for_pool(proc: subprocess.Popen, kernels: int, timeout_s: float = 180) -> None:
@@ -196,7 +215,7 @@ def wait_for_pool(proc: subprocess.Popen, kernels: int, timeout_s: float = 180) 
     deadline = time.monotonic() + timeout_s
     while kernels > 0:
         children = _kernels(proc.pid)
-        if len(children) >= kernels and sum(c.cpu_percent(interval=0.5) for c in children) < 5:
+        if len(children) >= kernels and _cpu_percent(children) < 5:
             return
         if proc.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"{kernels} preheated kernels were not ready within {timeout_s} s")

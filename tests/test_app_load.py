@@ -393,3 +393,29 @@ def test_a_page_whose_kernel_is_gone_says_so_in_both_languages(tmp_path: Path) -
     finally:
         bench.stop_server(proc)
     assert "Culling 'idle' kernel" in log
+
+
+def test_a_child_that_exits_while_the_kernels_are_listed_is_left_out() -> None:
+    # a kernel that has exited but is not yet reaped is a zombie: psutil refuses its command line
+    import subprocess
+    import sys
+
+    bench = load_benchmark("app_load")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and psutil_status(child.pid) != "zombie":
+            time.sleep(0.05)
+        assert psutil_status(child.pid) == "zombie"
+        assert bench._kernels(os.getpid()) == []
+    finally:
+        child.wait()
+
+
+def psutil_status(pid: int) -> str:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return "gone"
