@@ -36,8 +36,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from gpuwork.measure.cpu_rates import torch_dtype  # noqa: E402 - after the repository is on the path
 
 SECTIONS = ("gemm", "membw", "step", "lora_gemm", "attention", "host", "gemm_paths")
 GEMM_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -57,23 +61,11 @@ ATTENTION_BACKENDS = ("default", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDN
 GRAPH_TARGET_S = 3e-3  # each graph replay lasts about this long
 
 
-def _torch():
-    import torch
-
-    return torch
-
-
-def _dtype(name: str):
-    torch = _torch()
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
-
-
 def replay_seconds(calls: list[Callable[[], Any]], device: Any, *, repeats: int = 5) -> float:
     """Median seconds per call of ``calls`` run back to back, cycled, as many times as fill ``GRAPH_TARGET_S``.
 
     CUDA: captured once in a CUDA graph and replayed, timed by events (the host is out of the timing). CPU: the
     same calls timed by the wall clock (there are no queued kernels to hide)."""
-    torch = _torch()
     dev = torch.device(device)
     if dev.type != "cuda":
         from gpuwork.measure.cpu_rates import time_call
@@ -117,7 +109,6 @@ def replay_seconds(calls: list[Callable[[], Any]], device: Any, *, repeats: int 
 
 
 def l2_bytes(device: Any) -> int:
-    torch = _torch()
     dev = torch.device(device)
     if dev.type == "cuda":
         return int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 50 * 2**20)
@@ -135,9 +126,8 @@ def gemm_row(m: int, n: int, k: int, dtype: str, layout: str, *, device: Any, ro
              repeats: int = 5) -> dict[str, Any]:
     """One timed GEMM C[m, n] = op(A) @ op(B) with the inner dimension k, ``layout`` as torch sees it:
     "NT" (x @ W^T: A [m, k], B stored [n, k]), "NN" (dy @ W: B stored [k, n]), "TN" (dy^T @ x: A stored [k, m])."""
-    torch = _torch()
     dev = torch.device(device)
-    dt = _dtype(dtype)
+    dt = torch_dtype(dtype)
     size = dt.itemsize if hasattr(dt, "itemsize") else torch.tensor([], dtype=dt).element_size()
     operands = (m * k + k * n) * size
     sets = _sets(operands, 2 * l2_bytes(dev)) if rotate else 1
@@ -155,7 +145,6 @@ def gemm_row(m: int, n: int, k: int, dtype: str, layout: str, *, device: Any, ro
 
 
 def gemm_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    torch = _torch()
     ms, nks = ((16, 64), ((128, 64),)) if quick else (GEMM_M, GEMM_NK)
     squares = ((64, "fp32"),) if quick else SQUARES
     rows = []
@@ -185,7 +174,6 @@ def gemm_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[d
 
 def membw_rows(nbytes: int, kernel: str, *, device: Any, repeats: int = 5, cold: bool = True) -> list[dict[str, Any]]:
     """``kernel`` on fp32 tensors of ``nbytes`` each: rows for batch hot, batch (rotating) and cold timing."""
-    torch = _torch()
     dev = torch.device(device)
     elements = max(1, nbytes // 4)
     moved = {"copy": 2, "add": 3, "sum": 1}[kernel] * elements * 4
@@ -224,7 +212,6 @@ def membw_rows(nbytes: int, kernel: str, *, device: Any, repeats: int = 5, cold:
 
 def _cold_seconds(call: Callable[[], Any], dev: Any, *, repeats: int) -> float:
     """One launch after a sync, with the L2 flushed first: the event pair times the kernel alone."""
-    torch = _torch()
     if dev.type != "cuda":
         from gpuwork.measure.cpu_rates import time_call
 
@@ -245,7 +232,6 @@ def _cold_seconds(call: Callable[[], Any], dev: Any, *, repeats: int) -> float:
 
 
 def membw_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
-    torch = _torch()
     sizes = (2**12, 2**16) if quick else MEMBW_BYTES
     rows = []
     for kernel in ("copy", "add", "sum"):
@@ -265,7 +251,6 @@ def step_row(model: str, method: str, seq_len: int, batch: int, *, device: Any, 
              warmup: int = 3) -> dict[str, Any]:
     """A Hugging Face causal-LM step (loss, backward, AdamW, zero_grad) of random weights: median wall time per
     step (synchronised), and from one profiled step the kernels launched, the GPU's busy time and the ATen calls."""
-    torch = _torch()
     import transformers
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -371,8 +356,8 @@ def step_section(device: Any, quick: bool, log: Callable[[str], None],
             r = {"model": model, "method": method, "seq_len": seq, "batch_size": batch,
                  "error": f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]}
         rows.append(r)
-        if _torch().device(device).type == "cuda":
-            _torch().cuda.empty_cache()  # the model and its optimizer went with step_row's frame
+        if torch.device(device).type == "cuda":
+            torch.cuda.empty_cache()  # the model and its optimizer went with step_row's frame
         log(f"  step {model} {method} {seq}x{batch}: " + (r.get("error") or
             f"{r['wall_s'] * 1e3:.2f} ms wall, {r['kernels']} kernels, {r['aten_calls']} aten calls, "
             f"GPU busy {(r['gpu_busy_s'] or 0) * 1e3:.2f} ms"))
@@ -399,7 +384,6 @@ def lora_gemm_section(device: Any, quick: bool, log: Callable[[str], None]) -> l
 
 def attention_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """Causal SDPA forward and backward (bf16) per backend torch offers, at ``ATTENTION_TOKENS`` tokens per call."""
-    torch = _torch()
     from gpuwork.measure.cpu_rates import sdpa_rate
 
     dev = torch.device(device)
@@ -435,7 +419,6 @@ def attention_section(device: Any, quick: bool, log: Callable[[str], None]) -> l
 def host_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """The host's costs: gpuwork's dispatch chains (bare op, autograd, nn.Linear modules) on the device, and a
     pure-Python loop (a CPU-speed yardstick that travels between machines); copy_ eager against graph replay."""
-    torch = _torch()
     from gpuwork.measure.cpu_rates import dispatch_cost, time_call
 
     dev = torch.device(device)
@@ -459,7 +442,6 @@ GEMM_PATHS = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 4096, 4096), (1024
 def gemm_paths_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
     """One GEMM timed four ways, three rounds interleaved: an eager loop (the host queues calls, as gpu_check's
     kernel table does) and a graph replay, each on one operand set and rotating over sets past twice the L2."""
-    torch = _torch()
 
     dev = torch.device(device)
     shapes = ((32, 32, 32),) if quick else GEMM_PATHS
@@ -471,7 +453,6 @@ def gemm_paths_section(device: Any, quick: bool, log: Callable[[str], None]) -> 
 
 
 def _gemm_paths(m: int, n: int, k: int, dev: Any) -> list[dict[str, Any]]:
-    torch = _torch()
     from gpuwork.measure.cpu_rates import time_call
 
     sets = _sets((m * k + k * n) * 2, 2 * l2_bytes(dev))
@@ -498,7 +479,6 @@ def _gemm_paths(m: int, n: int, k: int, dev: Any) -> list[dict[str, Any]]:
 
 def _copy_paths(nbytes: int, dev: Any) -> dict[str, Any]:
     """copy_ of a float32 tensor of ``nbytes`` eager and from a graph, and an add of 0 (a kernel) from a graph."""
-    torch = _torch()
     from gpuwork.measure.cpu_rates import time_call
 
     src = torch.rand(nbytes // 4, device=dev)
@@ -515,8 +495,6 @@ def _copy_paths(nbytes: int, dev: Any) -> dict[str, Any]:
 
 def environment(device: Any, commit: str | None) -> dict[str, Any]:
     from gpuwork.measure.trial import cpu_model as _cpu_name
-
-    torch = _torch()
     env: dict[str, Any] = {"commit": commit, "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
                            "torch": torch.__version__, "cuda": torch.version.cuda, "python": platform.python_version(),
                            "host_cpu": _cpu_name(), "host_cores": _cores()}
@@ -630,7 +608,6 @@ def main(argv: list[str] | None = None) -> int:
         source = Path(args.render)
         (Path(args.out) if args.out else source.with_suffix(".md")).write_text(markdown(json.loads(source.read_text())))
         return 0
-    torch = _torch()
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print(f"gpu_sweep: no CUDA GPU (torch {torch.__version__}); use --device cpu --quick to check the script",
               file=sys.stderr)

@@ -196,13 +196,18 @@ class _Steps:
         self.grads.append(req.take(self.grads_embed))
 
 
+def _param_order(layout: ParamLayout) -> list[int]:
+    """The parameter tensors' element counts in the order the model makes them (embedding, blocks, head)."""
+    return list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
+
+
 @functools.lru_cache(maxsize=64)
 def _first_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: int
                 ) -> tuple[Program, _Requests, _Steps]:
     """The requests every optimizer implementation shares (``by.impl`` is not read): the parameters, the first
     step to its update and the AdamW states that update makes; with the builder and the handles to go on from."""
     req = _Requests()
-    order = list(layout.embed) + list(layout.block) * layout.layers + list(layout.head)
+    order = _param_order(layout)
     req.take(_group([n * by.param for n in order]))  # the parameters, held for the whole run: never released
 
     def per_token(tensors: tuple[int, ...]) -> Group:
@@ -273,8 +278,7 @@ def _burst_update(layout: ParamLayout, state_bytes: int, impl: str) -> tuple[Pro
     temporaries hold at once."""
     update = _Requests()
     update.counting = True
-    _optimizer(update, list(layout.embed) + list(layout.block) * layout.layers + list(layout.head), {}, state_bytes,
-               impl)
+    _optimizer(update, _param_order(layout), {}, state_bytes, impl)
     return tuple(update.ops), update.peak
 
 

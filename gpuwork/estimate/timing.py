@@ -441,15 +441,15 @@ def attention_gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
     """Why ``gpu`` cannot run the plan's attention kernel (None: it can): ``Attention.capability_majors``. A
     capability that is not NVIDIA's major.minor (AMD's gfx names) runs none of them."""
     cc, attention = gpu.compute_capability, plan.attention
-    if attention is Attention.SDPA and plan.sdpa_backend is SdpaBackend.CUDNN:  # torch's cuDNN check: sm80-sm121
-        major = cc.split(".")[0]
-        return None if major.isdigit() and int(major) >= 8 else msg("error.plan.sdpa_cudnn_gpu",
-                                                                      gpu=gpu.display_name, capability=cc)
-    if (needs := plan.attention.capability_majors) is None:
+    # SDPA told to run cuDNN's attention needs what attention "cudnn" needs (torch's cuDNN check: sm80 on)
+    sdpa_cudnn = attention is Attention.SDPA and plan.sdpa_backend is SdpaBackend.CUDNN
+    if (needs := (Attention.CUDNN if sdpa_cudnn else attention).capability_majors) is None:
         return None
     major = cc.split(".")[0]
     if major.isdigit() and int(major) in needs:
         return None
+    if sdpa_cudnn:
+        return msg("error.plan.sdpa_cudnn_gpu", gpu=gpu.display_name, capability=cc)
     # literal codes: the catalog test reads every code a decision module emits
     return msg("error.plan.flash3_gpu" if attention is Attention.FLASH3 else "error.plan.flash4_gpu"
                if attention is Attention.FLASH4 else "error.plan.cudnn_gpu", gpu=gpu.display_name, capability=cc)

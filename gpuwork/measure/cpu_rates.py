@@ -190,7 +190,8 @@ def time_call(fn: Callable[[], Any], *, device: Any = "cpu", repeats: int = 5, w
     return statistics.median(samples)
 
 
-def _dtype(name: str):
+def torch_dtype(name: str):
+    """The torch dtype of a plan's dtype name (fp32, bf16, fp16)."""
     torch = _torch()
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
@@ -200,9 +201,9 @@ def gemm_rate(m: int, n: int, k: int, dtype: str = "fp32", *, device: Any = "cpu
     """Achieved FLOP/s of ``torch.mm`` on [m, k] x [k, n] (2mnk FLOPs per call)."""
     torch = _torch()
     dev = _device(device)
-    a = torch.randn(m, k, device=dev, dtype=_dtype(dtype))
-    b = torch.randn(k, n, device=dev, dtype=_dtype(dtype))
-    out = torch.empty(m, n, device=dev, dtype=_dtype(dtype))
+    a = torch.randn(m, k, device=dev, dtype=torch_dtype(dtype))
+    b = torch.randn(k, n, device=dev, dtype=torch_dtype(dtype))
+    out = torch.empty(m, n, device=dev, dtype=torch_dtype(dtype))
     seconds = time_call(lambda: torch.mm(a, b, out=out), device=dev, repeats=repeats, clock=clock)
     return GemmRate(m, n, k, dtype, seconds, 2.0 * m * n * k / seconds)
 
@@ -287,10 +288,10 @@ def sdpa_rate(shape: tuple[int, int, int, int], dtype: str = "fp32", *, causal: 
     queries, keys and values of ``shape``: (batch, heads, seq, head_dim)."""
     torch = _torch()
     dev = _device(device)
-    q, k, v = (torch.randn(shape, device=dev, dtype=_dtype(dtype), requires_grad=True) for _ in range(3))
+    q, k, v = (torch.randn(shape, device=dev, dtype=torch_dtype(dtype), requires_grad=True) for _ in range(3))
     sdpa = torch.nn.functional.scaled_dot_product_attention
     fwd_s = time_call(lambda: sdpa(q, k, v, is_causal=causal), device=dev, repeats=repeats, clock=clock)
-    grad = torch.randn(shape, device=dev, dtype=_dtype(dtype))
+    grad = torch.randn(shape, device=dev, dtype=torch_dtype(dtype))
 
     def both() -> None:
         sdpa(q, k, v, is_causal=causal).backward(grad)
@@ -560,6 +561,7 @@ def cpu_inputs_rates(rates: Rates, cpu_rates: CpuRates) -> Rates:
 
 
 __all__ = [
+    "torch_dtype",
     "CPU_GEMM_SHAPES",
     "CPU_SDPA_SHAPE",
     "CalibratedPrediction",
