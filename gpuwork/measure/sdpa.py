@@ -136,15 +136,20 @@ def torch_choice(config: dict[str, Any], seq_len: int, dtype: torch.dtype, devic
 
     q, k, v = tensor(q_heads), tensor(1), tensor(1)
     kwargs = {"enable_gqa": True} if gqa else {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            choice = int(chooser(q, k, v, dropout_p=dropout, is_causal=True, **kwargs))
-        except RuntimeError as exc:
-            if not no_kernel(exc):
-                raise
-            reasons = [str(w.message).splitlines()[0] for w in caught if str(w.message).strip()]
-            return None, "; ".join(reasons)[:400] or str(exc).splitlines()[0]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                choice = int(chooser(q, k, v, dropout_p=dropout, is_causal=True, **kwargs))
+            except RuntimeError as exc:
+                if not no_kernel(exc):
+                    raise
+                reasons = [str(w.message).splitlines()[0] for w in caught if str(w.message).strip()]
+                return None, "; ".join(reasons)[:400] or str(exc).splitlines()[0]
+    finally:
+        del q, k, v
+        if device.type == "cuda":  # the trial's memory baseline comes next: nothing of the question left cached
+            torch.cuda.empty_cache()
     name = next((n for n, member in SDPBackend.__members__.items() if member.value == choice), "")
     return (_USED.get(name) if choice >= 0 else None), ""
 
