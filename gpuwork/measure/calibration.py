@@ -157,9 +157,9 @@ class Calibration:
 
 def _plan_as_run(record: Any, plan: TrainPlan | None) -> TrainPlan:
     """The plan the trial actually ran: its device count and sharding, the attention and SDPA backend it used, and
-    only the execution switches it ran under (``environment.switches``: a ``gpuwork trial`` record lacks one it could not
-    apply, and every record written before the trial applied them lacks all; gpuwork.measure.switches). A user's run
-    measured by gpuwork.hf keeps its plan's switches: that run set them itself."""
+    only the execution switches it ran under (``environment.switches``: a ``gpuwork trial`` record lacks one it
+    could not apply, and every record written before the trial applied them lacks all; gpuwork.measure.switches).
+    A user's run measured by gpuwork.hf keeps its plan's switches: that run set them itself."""
     from gpuwork.measure.switches import requested
 
     plan = plan if plan is not None else record.plan

@@ -272,10 +272,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "PyTorch) или другое ядро"),
     "error.trial.sdpa_no_kernel_run": (
         "sdpa_backend='{backend:raw}': torch refused an attention call of this model during the steps ({detail:raw}): "
-        "plan sdpa_backend `auto` (torch picks) or another backend; the steps measured so far are in the record file",
+        "plan sdpa_backend `auto` (torch picks) or another backend; with an out folder the steps measured so far "
+        "stay in its record file",
         "sdpa_backend='{backend:raw}': PyTorch отказался выполнить вызов внимания этой модели во время шагов "
-        "({detail:raw}): укажите в плане sdpa_backend `auto` (выбирает PyTorch) или другое ядро; измеренные шаги "
-        "остались в файле записи"),
+        "({detail:raw}): укажите в плане sdpa_backend `auto` (выбирает PyTorch) или другое ядро; если задана папка "
+        "для записей, измеренные шаги остались в файле записи"),
     # -- the step time's confidence interval and --until-stable (gpuwork.measure.stability) -------------------
     "error.trial.tolerance": (
         "tolerance {value:raw}: give a share of the median step time between 0 and 1, e.g. {default:g} for +-3 %",
