@@ -150,6 +150,12 @@ def test_trial_plan_on_cpu_is_a_tiny_stand_in() -> None:
     assert gpt2.model == "tiny-gpt2" and gpt2.lora_targets == ("c_attn",)
     same, none = report.trial_plan(TrainPlan(model="llama-3.1-8b"), cuda=True)
     assert same.model == "llama-3.1-8b" and none is None
+    # cuDNN's attention and the memory-efficient kernel are CUDA-only: the CPU stand-in runs torch's CPU order
+    cudnn = TrainPlan(model="llama-3.1-8b", attention="sdpa", sdpa_backend="cudnn")
+    assert report.trial_plan(cudnn, cuda=False)[0].sdpa_backend.value == "flash"
+    assert report.trial_plan(cudnn, cuda=True)[0].sdpa_backend.value == "cudnn"
+    auto = TrainPlan(model="llama-3.1-8b", attention="sdpa", sdpa_backend="auto")
+    assert report.trial_plan(auto, cuda=False)[0].sdpa_backend.value == "auto"
 
 
 def test_parameters_per_notebook(tmp_path: Path) -> None:

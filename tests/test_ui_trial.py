@@ -52,6 +52,8 @@ def test_trial_runs_with_live_curves_progress_and_a_saved_record(finished_trial:
     text = html.unescape(panel.results.value)
     assert "Checkpoint round-trip: verified" in text and "Median step" in text
     assert "proves the pipeline, not the speed" in text  # CPU: no extrapolation
+    # the default plan's attention (sdpa, sdpa_backend flash) ran torch's FlashAttention CPU kernel
+    assert "Attention: SDPA, kernel flash (the plan's sdpa_backend: flash)" in text
     assert Path(record.saved_to).is_file() and record.saved_to in text
     evm = panel.comparison.figure
     assert [t.name for t in evm.data] == ["estimate", "measured"]
@@ -255,6 +257,7 @@ def test_a_russian_panel_shows_the_record_in_russian(finished_trial: TrialPanel)
     text = re.sub(r"<[^>]+>", " ", html.unescape(panel.results.value))
     assert "Чекпойнт: проверен — восстановлено точно" in text and "Медиана шага" in text
     assert "Данные: загрузка данных успевает" in text and "проверяет конвейер, а не скорость" in text
+    assert "Внимание: SDPA, ядро flash (sdpa_backend в плане: flash)" in text
     assert "Рампа: наибольший микробатч 8 при длине 128 (нехватка памяти)" in text
     assert "(предел max_seq_len)" in text
     device = set(cpu_model().replace("(", " ").replace(")", " ").split())

@@ -96,6 +96,8 @@ def format_trial(record: Any, lang: str = "en") -> str:
                  seq_len=p.seq_len, batch=p.micro_batch, grad_accum=p.grad_accum, processes=processes,
                  device=msg("cli.trial.cpu") if env.device == "cpu" else env.device, device_name=env.device_name)]
     head += [text("cli.trial.substitution", lang, what=sub) for sub in p.substitutions]
+    if p.sdpa_backend_used:  # the kernel torch's SDPA ran under the plan's sdpa_backend (gpuwork.measure.sdpa)
+        head.append(text("cli.trial.sdpa", lang, used=p.sdpa_backend_used, asked=p.sdpa_backend_requested or "-"))
     if env.switches:  # the plan's execution switches it ran under (tf32, deterministic, ...)
         head.append(text("cli.trial.switches", lang, what=", ".join(env.switches)))
     rows: list[tuple[str, str]] = []

@@ -62,7 +62,7 @@ from gpuwork.facts import reading
 from gpuwork.facts.catalog import match_gpu_name
 from gpuwork.measure.coded import all_from_json, to_json
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, TrainPlan
+from gpuwork.plan import Attention, SdpaBackend, TrainPlan
 
 SCHEMA_VERSION = 1
 ENV_CALIBRATION = "GPUWORK_CALIBRATION"  # overrides the default file location
@@ -156,10 +156,10 @@ class Calibration:
 
 
 def _plan_as_run(record: Any, plan: TrainPlan | None) -> TrainPlan:
-    """The plan the trial actually ran: its device count and sharding, the attention it used, and only the
-    execution switches it ran under (``environment.switches``: a ``gpuwork trial`` record lacks one it could not
-    apply, and every record written before the trial applied them lacks all; gpuwork.measure.switches). A user's run
-    measured by gpuwork.hf keeps its plan's switches: that run set them itself."""
+    """The plan the trial actually ran: its device count and sharding, the attention and SDPA backend it used, and
+    only the execution switches it ran under (``environment.switches``: a ``gpuwork trial`` record lacks one it
+    could not apply, and every record written before the trial applied them lacks all; gpuwork.measure.switches).
+    A user's run measured by gpuwork.hf keeps its plan's switches: that run set them itself."""
     from gpuwork.measure.switches import requested
 
     plan = plan if plan is not None else record.plan
@@ -176,6 +176,11 @@ def _plan_as_run(record: Any, plan: TrainPlan | None) -> TrainPlan:
     attention = used.get(record.protocol.attention_used)
     if attention is not None and attention is not plan.attention:
         plan = plan.replace(attention=attention)
+    # the SDPA backend torch gave the trial's attention (gpuwork.measure.sdpa): priced as it ran, not as planned
+    # (the math fallback has no price of its own: the plan's stays; a record written before it was kept says "")
+    ran = getattr(record.protocol, "sdpa_backend_used", "")
+    if plan.attention is Attention.SDPA and ran in {b.value for b in SdpaBackend} and ran != plan.sdpa_backend.value:
+        plan = plan.replace(sdpa_backend=SdpaBackend(ran))
     return plan
 
 

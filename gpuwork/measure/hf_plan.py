@@ -15,6 +15,7 @@ from typing import Any
 from gpuwork.errors import ModelError, PlanError
 from gpuwork.facts.configs import optimizer_choice
 from gpuwork.measure.errors import TrialError
+from gpuwork.measure.sdpa import enabled_backend
 from gpuwork.message import msg
 from gpuwork.plan import HSDP_GROUP_GPUS, TrainPlan
 
@@ -260,6 +261,11 @@ def infer_plan(model: Any, args: Any = None, *, seq_len: int | None = None, batc
                  "sdpa": "sdpa", "eager": "eager"}.get(str(attn))
     if attention:
         fields["attention"] = put("attention", attention, f"config._attn_implementation={attn}")
+    if attention == "sdpa":  # torch's process-wide SDPA flags: what sdpa_kernel / enable_*_sdp restrict the run to
+        # (transformers' config says only "sdpa"; unrestricted flags do not say which kernel torch picks: default kept)
+        backend, flags = enabled_backend()
+        if backend is not None:
+            fields["sdpa_backend"] = put("sdpa_backend", backend.value, f"torch.backends.cuda SDPA flags: {flags}")
     if seq_len:
         fields["seq_len"] = put("seq_len", int(seq_len), "longest training batch measured")
     checkpointing = bool(getattr(base, "is_activation_checkpointing", None)  # transformers >= 5 name

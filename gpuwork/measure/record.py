@@ -121,6 +121,12 @@ class TrialProtocol:
     memory_cap_bytes: int | None
     substitutions: tuple[Msg, ...]  # every place the trial did not run exactly what the plan says
     plan: dict[str, Any]  # TrainPlan.as_dict()
+    # attention "sdpa": the plan's sdpa_backend ("" for another attention, and in records written before it was kept)
+    sdpa_backend_requested: str = ""
+    # the backend torch gave the model's attention call under the trial's restriction (gpuwork.measure.sdpa.check:
+    # flash / efficient / cudnn / math; "auto" when torch could not be asked); "" when the model did not run SDPA,
+    # or the record was written before it was kept
+    sdpa_backend_used: str = ""
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,7 @@ class Setup:
     qlora_base_dir: Path | None = None  # random-init model saved for 4-bit loading
     parallel: Parallel = field(default_factory=Parallel)  # one process unless torchrun
     switches: list[str] = field(default_factory=list)  # the plan's execution switches the trial runs under
+    sdpa_used: str = ""  # the SDPA backend torch gives the model's attention (gpuwork.measure.sdpa.check; "" not SDPA)
 
 
 @dataclass

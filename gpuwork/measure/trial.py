@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwork.facts.reading import link_target
-from gpuwork.measure import records
+from gpuwork.measure import records, sdpa
 from gpuwork.measure.checkpoint import (
     RESUME_STEPS,
     CheckpointDamaged,
@@ -127,7 +127,7 @@ from gpuwork.measure.runtime import (
 from gpuwork.measure.stability import RunningStepTimes
 from gpuwork.measure.switches import execution_switches
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, TrainPlan
+from gpuwork.plan import Attention, Method, TrainPlan
 
 # -- resuming an interrupted trial ---------------------------------------------------------------------
 
@@ -448,6 +448,8 @@ class _Trial:
             lr_schedule=f"linear warm-up over {o.warmup} steps, then constant", max_grad_norm=setup.max_grad_norm,
             precision_requested=plan.precision.value, precision_used=setup.precision_used,
             attention_requested=plan.attention.value, attention_used=setup.attention,
+            sdpa_backend_requested=plan.sdpa_backend.value if plan.attention is Attention.SDPA else "",
+            sdpa_backend_used=setup.sdpa_used if setup.attention == "sdpa" else "",
             optimizer=plan.optimizer.value, optimizer_class=optimizer_class_name(plan.optimizer),
             grad_checkpointing=plan.grad_checkpointing, params_total=self.params_total,
             params_trainable=self.params_trainable,
@@ -513,6 +515,11 @@ class _Trial:
         try:
             self.temp.enter_context(quiet_libraries())
             self.temp.enter_context(execution_switches(self.plan, self.dev))  # the caller's settings back at the end
+            # the plan's SDPA backend for every forward / backward from here (steps, checkpoint round-trip), checked
+            # under those settings before any model work: a backend that cannot run here is one message
+            self.temp.enter_context(sdpa.restricted(sdpa.restriction(self.plan, self.setup.attention)))
+            self.setup.sdpa_used = sdpa.check(self.plan, self.setup.attention, self.dev, self.setup.compute_dtype,
+                                              self.setup.config_dict, self.setup.substitutions)
             try:
                 scratch = self.parallel.scratch_dir(self.temp, self.out_path, self.stem)
             except OSError as exc:
@@ -531,6 +538,8 @@ class _Trial:
                     self._verify(scratch, done)
                     self.status = STATUS_COMPLETE
             except Exception as exc:  # noqa: BLE001 - only out-of-memory is recorded; anything else re-raised
+                if sdpa.no_kernel(exc):  # a call the plan's SDPA backend refuses: one line, not torch's traceback
+                    raise sdpa.no_kernel_error(exc, self.plan) from None
                 if not is_oom(exc):
                     raise
                 self._out_of_memory(exc)

@@ -41,7 +41,7 @@ from typing import Any
 from gpuwork.errors import GpuworkError, ModelError
 from gpuwork.facts.paths import notebooks_dir
 from gpuwork.message import Msg, msg
-from gpuwork.plan import TrainPlan
+from gpuwork.plan import SdpaBackend, TrainPlan
 from gpuwork.present.messages import CATALOG, LANGS, render, text
 from gpuwork.ui.noise import strip_noise
 from gpuwork.units import is_whole
@@ -118,6 +118,8 @@ def trial_plan(plan: TrainPlan, *, cuda: bool | None = None) -> tuple[TrainPlan,
         changes[name] = min(getattr(plan, name), limit)
     if model_type not in TINY_BY_MODEL_TYPE:
         changes["lora_targets"] = ("q_proj", "v_proj")
+    if plan.sdpa_backend in (SdpaBackend.CUDNN, SdpaBackend.EFFICIENT):  # CUDA-only kernels: the CPU's own order
+        changes["sdpa_backend"] = SdpaBackend.FLASH  # (the trial refuses them on the CPU, gpuwork.measure.sdpa)
     stand_in = plan.replace(**changes)
     return stand_in, msg("report.cpu_stand_in", tiny=tiny, method=plan.method, model=plan.model)
 

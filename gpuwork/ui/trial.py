@@ -548,6 +548,9 @@ class TrialPanel(common.Panel):
         if record.protocol.substitutions:
             lines.append(note_html(html.escape(ui("substitutions", lang).format(
                 what=tuple(record.protocol.substitutions))), NOTE_COLOR))
+        if record.protocol.sdpa_backend_used:  # the kernel torch's SDPA ran (gpuwork.measure.sdpa)
+            lines.append(note_html(html.escape(ui("sdpa", lang, used=record.protocol.sdpa_backend_used,
+                                                  asked=record.protocol.sdpa_backend_requested or "-"))))
         if record.environment.switches:
             lines.append(note_html(html.escape(ui("switches", lang).format(what=", ".join(record.environment.switches)))))
         saved = common.public_text(record.saved_to) if record.saved_to and common.is_public() else record.saved_to

@@ -22,6 +22,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                  "{backend:raw})"),
     "cli.trial.cpu": ("cpu", "CPU"),
     "cli.trial.substitution": ("  substitution: {what}", "  замена: {what}"),
+    "cli.trial.sdpa": ("  attention: sdpa, kernel {used:raw} (sdpa_backend {asked:raw})",
+                       "  внимание: sdpa, ядро {used:raw} (sdpa_backend {asked:raw})"),
     "cli.trial.switches": ("  execution switches: {what:raw}", "  переключатели выполнения: {what:raw}"),
     "cli.trial.row.step_time": ("step time", "время шага"),
     "cli.trial.row.throughput": ("throughput", "скорость"),

@@ -243,6 +243,40 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "checkpoint do not belong together",
         "в чекпойнте {folder:raw} сохранён шаг {step:raw}, а запись ожидает {expected:raw}: запись и чекпойнт "
         "относятся к разным запускам"),
+    # -- the plan's SDPA backend (gpuwork.measure.sdpa) ---------------------------------------------------------
+    "error.trial.sdpa_needs_cuda": (
+        "sdpa_backend='{backend:raw}' needs a CUDA GPU; this trial runs on the CPU, where torch has only "
+        "FlashAttention's CPU kernel and the `math` fallback: plan sdpa_backend `flash` or `auto`",
+        "sdpa_backend='{backend:raw}' требует GPU с CUDA; этот пробный запуск идёт на CPU, где в PyTorch есть только "
+        "CPU-ядро `flash` и запасное `math`: укажите в плане sdpa_backend `flash` или `auto`"),
+    "error.trial.sdpa_cudnn_rocm": (
+        "sdpa_backend='cudnn' needs an NVIDIA GPU: this torch is a ROCm build, without cuDNN's attention: plan "
+        "sdpa_backend `flash` or `auto`",
+        "sdpa_backend='cudnn' требует GPU NVIDIA: этот PyTorch собран для `ROCm`, внимания cuDNN в нём нет: укажите в "
+        "плане sdpa_backend `flash` или `auto`"),
+    "error.trial.sdpa_cudnn_capability": (
+        "sdpa_backend='cudnn' needs compute capability 8.0 or newer; {gpu:raw} is {capability:raw}: plan "
+        "sdpa_backend `flash` or `auto`",
+        "sdpa_backend='cudnn' требует вычислительной способности 8.0 или выше; у {gpu:raw} она {capability:raw}: "
+        "укажите в плане sdpa_backend `flash` или `auto`"),
+    "error.trial.sdpa_cudnn_missing": (
+        "sdpa_backend='cudnn' needs cuDNN, and this torch cannot load it (torch.backends.cudnn.is_available() is "
+        "False): install a torch build with cuDNN, or plan sdpa_backend `flash` or `auto`",
+        "sdpa_backend='cudnn' требует cuDNN, а этот PyTorch не может его загрузить (torch.backends.cudnn.is_available() "
+        "— False): установите сборку PyTorch с cuDNN или укажите в плане sdpa_backend `flash` или `auto`"),
+    "error.trial.sdpa_no_kernel": (
+        "sdpa_backend='{backend:raw}' cannot run this model's attention on {device:raw} in {dtype:raw}: torch finds "
+        "no kernel ({detail:raw}); nothing was run: plan sdpa_backend `auto` (torch picks) or another backend",
+        "sdpa_backend='{backend:raw}' не может выполнить внимание этой модели на {device:raw} в {dtype:raw}: PyTorch "
+        "не находит ядра ({detail:raw}); ничего не запускалось: укажите в плане sdpa_backend `auto` (выбирает "
+        "PyTorch) или другое ядро"),
+    "error.trial.sdpa_no_kernel_run": (
+        "sdpa_backend='{backend:raw}': torch refused an attention call of this model during the steps ({detail:raw}): "
+        "plan sdpa_backend `auto` (torch picks) or another backend; with an out folder the steps measured so far "
+        "stay in its record file",
+        "sdpa_backend='{backend:raw}': PyTorch отказался выполнить вызов внимания этой модели во время шагов "
+        "({detail:raw}): укажите в плане sdpa_backend `auto` (выбирает PyTorch) или другое ядро; если задана папка "
+        "для записей, измеренные шаги остались в файле записи"),
     # -- the step time's confidence interval and --until-stable (gpuwork.measure.stability) -------------------
     "error.trial.tolerance": (
         "tolerance {value:raw}: give a share of the median step time between 0 and 1, e.g. {default:g} for +-3 %",

@@ -65,6 +65,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
                         "backend)",
                         "attention cudnn → sdpa: в transformers нельзя выбрать внимание cuDNN (ядро SDPA выбирает "
                         "PyTorch)"),
+    "trial.sub.sdpa_backend": (
+        "sdpa_backend {asked:raw} -> {used:raw}: torch's checks pass {asked:raw} over for this model's attention call "
+        "(docs/attention_backends.md)",
+        "sdpa_backend {asked:raw} → {used:raw}: проверки PyTorch не допускают {asked:raw} для вызова внимания этой "
+        "модели (docs/attention_backends.md)"),
     "trial.flash.not_hopper": ("FlashAttention-3 runs only on Hopper GPUs (compute capability 9.0)",
                                "FlashAttention-3 работает только на GPU Hopper (вычислительная способность 9.0)"),
     "trial.flash.fa3_not_installed": ("the FlashAttention-3 package (flash_attn_interface) is not installed",

@@ -197,6 +197,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.saved": ("Record saved: <code>{path}</code>", "Запись сохранена: <code>{path}</code>"),
     "ui.not_saved": ("Record not saved (no output folder set).", "Запись не сохранена (папка не задана)."),
     "ui.substitutions": ("Substitutions: {what}", "Замены: {what}"),
+    "ui.sdpa": ("Attention: SDPA, kernel {used:raw} (the plan's sdpa_backend: {asked:raw})",
+                "Внимание: SDPA, ядро {used:raw} (sdpa_backend в плане: {asked:raw})"),
     "ui.switches": ("Execution switches the trial ran under: {what}", "Переключатели выполнения в пробном запуске: {what}"),
     "ui.demo_note": (
         "Demo: tiny models on this machine's CPU, at most {steps} steps, sequence {seq}, batch {batch}; one trial "
