@@ -91,3 +91,23 @@ def test_cli_flag_and_the_rental_request_in_both_languages() -> None:
         assert words not in rental_request(dataclasses.replace(on, input_require_grads=False), lang=lang).text
         # a LoRA run sends the gradient through every block anyway: nothing to state
         assert words not in rental_request(dataclasses.replace(on, method="lora"), lang=lang).text
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_trial_builds_a_freeze_model_whose_embeddings_output_requires_grad_only_when_asked(on: bool) -> None:
+    import torch
+
+    from gpuwork.measure.options import TrialOptions
+    from gpuwork.measure.runtime import build_run, prepare
+
+    plan = TrainPlan(model="tiny-llama", method="freeze", precision="fp32", seq_len=16, trainable_layers=1,
+                     grad_checkpointing=True, input_require_grads=on)
+    setup, _ = prepare(plan, TrialOptions(device="cpu"))
+    run = build_run(setup)
+    seen = []
+    run.model.get_input_embeddings().register_forward_hook(lambda _m, _i, out: seen.append(out.requires_grad))
+    ids = torch.zeros((1, 16), dtype=torch.long)
+    run.model(input_ids=ids, labels=ids).loss.backward()
+    assert seen == [on]
+    # the trained block gets its gradient either way (non-reentrant checkpointing needs no input grads)
+    assert all(p.grad is not None for p in run.trainable)
