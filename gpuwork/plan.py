@@ -354,6 +354,12 @@ class TrainPlan:
     # docs/attention_backends.md). Time only; no memory
     sdpa_backend: SdpaBackend = SdpaBackend.FLASH
     trainable_layers: int = 2  # method="freeze": how many of the last blocks are trained
+    # the embeddings' output requires grad (transformers' enable_input_require_grads, which reentrant gradient
+    # checkpointing needs for a block whose input would otherwise carry no gradient): under method "freeze" the
+    # backward then runs through every frozen block too (their recompute and input gradients, no weight
+    # gradient), as LLaMA-Factory 0.5-0.6.2 ran freeze-tuning with checkpointing (docs/time_misses.md). The other
+    # methods already send the gradient through every block. A step op (the time estimate); no memory
+    input_require_grads: bool = False
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapter input
@@ -432,7 +438,8 @@ class TrainPlan:
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
-                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32"):
+                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32",
+                     "input_require_grads"):
             value = getattr(self, name)
             if not isinstance(value, bool):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
@@ -585,6 +592,21 @@ class TrainPlan:
     @property
     def tokens_per_micro_batch(self) -> int:
         return self.seq_len * self.batch_size
+
+    def trained_blocks(self, layers: int) -> int:
+        """Blocks whose own weights get a gradient: the last ``trainable_layers`` under freeze, none under
+        adapters, else all ``layers``."""
+        if self.method is Method.FREEZE:
+            return min(self.trainable_layers, layers)
+        return 0 if self.uses_adapters else layers
+
+    def gradient_blocks(self, layers: int) -> int:
+        """Blocks the backward runs through (their recompute under checkpointing and their input gradients): every
+        one, but under freeze only the trained top blocks, where autograd stops unless the embeddings' output
+        requires grad (``input_require_grads``)."""
+        if self.method is Method.FREEZE and not self.input_require_grads:
+            return min(self.trainable_layers, layers)
+        return layers
 
     @property
     def tokens_per_step(self) -> int:

@@ -242,7 +242,7 @@ RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimi
              "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
              "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions",
              "--packed-document-tokens", "--no-grad-clip", "--deterministic",
-             "--launch-blocking", "--tf32", "--weight-decay", "--sdpa-backend"}
+             "--launch-blocking", "--tf32", "--weight-decay", "--sdpa-backend", "--input-require-grads"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}
 TIME_FLAGS = {"--mfu", "--loader-tokens-per-s", "--disk-write-gbs"}
@@ -303,7 +303,7 @@ def help_of(capsys, monkeypatch):
 # names the Russian help keeps beyond the shared list: values the help lists, programs, the example folder
 HELP_NAMES = {"auto", "efficient", "all-linear", "Markdown", "Voila", "Ctrl", "TrainPlan", "stderr", "trials", "fixed", "packed",
               "padded", "True", "txt", "jsonl", "json", "BPE", "loss", "logits", "ids", "default", "off", "on", "blocks", "whole",
-              "buckets", "sliced"}
+              "buckets", "sliced", "LLaMA-Factory"}
 
 
 def _options_in_usage(text: str) -> set[str]:

@@ -29,7 +29,7 @@ EVERY_FIELD = TrainPlan(
     eval_fraction=0.125, checkpoint_every_steps=250, checkpoints_kept=5, lengths="256:10,1000:2.5,4096:1",
     expandable_segments=True, eval_batch_size=8, eval_samples=500, eval_keep="ids", eval_accum=4,
     mlm_predictions=600, comm_overlap="on", grad_clip=False, deterministic=True,
-    launch_blocking=True, tf32=True, weight_decay=0.05)
+    launch_blocking=True, tf32=True, weight_decay=0.05, input_require_grads=True)
 
 
 def test_every_field_of_the_test_plan_differs_from_the_default() -> None:

@@ -286,6 +286,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
                    help=say("foreach"))
     g.add_argument("--stack", help=text("cli.help.run.stack", lang, stacks=" | ".join(Stack)))
     g.add_argument("--lengths", help=say("lengths"))
+    g.add_argument("--input-require-grads", action="store_true", default=None, help=say("input_require_grads"))
     g.add_argument("--no-grad-clip", dest="grad_clip", action="store_false", default=None, help=say("grad_clip"))
     g.add_argument("--weight-decay", type=float, metavar="WD", help=say("weight_decay"))
     g.add_argument("--deterministic", action="store_true", default=None, help=say("deterministic"))
@@ -308,7 +309,7 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
                 "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync",
-                "launch_blocking", "tf32", "weight_decay", "sdpa_backend")
+                "launch_blocking", "tf32", "weight_decay", "sdpa_backend", "input_require_grads")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

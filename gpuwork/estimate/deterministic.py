@@ -58,7 +58,7 @@ def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: boo
     h, mb = spec.hidden_size, plan.grad_accum
     q_dim, kv_dim = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
     layers = spec.num_layers
-    grad_layers = min(plan.trainable_layers, layers) if plan.method is Method.FREEZE else layers
+    grad_layers = plan.gradient_blocks(layers)
     norms = 2 * spec.norms_per_sublayer
     # RMSNorm's x.to(float32) and the cast back (16-bit stream): two new tensors a norm, again in backward
     norm_bytes = norms * t * h * (4 + w.s_b) if norm_casts else 0

@@ -85,6 +85,7 @@ class _FlopsShape(NamedTuple):
     seq_len: int  # tokens one attention spans (a packed document's, TrainPlan.attention_span)
     trainable_layers: int
     grad_checkpointing: bool
+    input_require_grads: bool  # freeze: the gradient runs down through the frozen blocks too
 
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
@@ -94,7 +95,8 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     (embeddings) = 7,504,924,672; 6N = 4.503e10; attention 12·32·32·128·2048 = 3.221e9; total 4.825e10.
     """
     return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
-        plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing))
+        plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing,
+        plan.input_require_grads))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -119,7 +121,7 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * (adapter + counts.head_trainable)
         grad_layers = layers
         convention, note = "4N + 6 x adapter params (frozen base, NeMo convention)", msg("flops.adapters")
-    else:  # FREEZE: the last k blocks (+ head) train; autograd stops below the first trained block
+    elif not plan.input_require_grads:  # FREEZE: the last k blocks (+ head) train; autograd stops below them
         k = min(plan.trainable_layers, layers)
         path = head + blocks * k // max(layers, 1)
         fwd = FWD_FLOPS_PER_WEIGHT * n
@@ -128,6 +130,13 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
         grad_layers = k
         convention = "2N + 2 x (trained blocks + head) + 2 x trainable (freeze: no gradient below the trained blocks)"
         note = msg("flops.freeze")
+    else:  # FREEZE with the embeddings' output requiring grad: input gradients through every block
+        fwd = FWD_FLOPS_PER_WEIGHT * n
+        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * n
+        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * counts.trainable
+        grad_layers = layers
+        convention = "4N + 2 x trainable (freeze, input gradients through every block: enable_input_require_grads)"
+        note = msg("flops.freeze_input_grads")
     attention_backward = (ATTN_TRAIN_FLOPS - ATTN_FWD_FLOPS) * grad_layers * hq_t
     attention = ATTN_FWD_FLOPS * layers * hq_t + attention_backward
     recompute = 0.0

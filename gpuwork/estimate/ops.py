@@ -250,12 +250,7 @@ class _Step:
 
 def _gradient_layers(plan: TrainPlan, layers: int) -> tuple[int, int]:
     """(blocks the gradient runs through, blocks whose weights train)."""
-    if plan.method is Method.FREEZE:
-        grad_layers = min(plan.trainable_layers, layers)
-        return grad_layers, grad_layers
-    if plan.uses_adapters:
-        return layers, 0
-    return layers, layers
+    return plan.gradient_blocks(layers), plan.trained_blocks(layers)
 
 
 def _build(key: _StepKey) -> list[Op]:
@@ -317,39 +312,43 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
     adapter_mm = "fp32" if st.adapters_fp32 and not autocast and mm != "fp32" else mm
     a_b = 4 if adapter_mm == "fp32" else 2
 
-    # one block's forward ops (x layers x micro-batches)
-    phase, c = Phase.FORWARD, layers * mb
-    out: list[Op] = []
-    sandwich = spec.norms_per_sublayer
-    out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trained > 0, norms=sandwich)
-    linears = LinearPass(plan, phase, c, t, e, w_b, mm, adapter_mm, a_b, st, trains=trained > 0,
-                         autocast=step.eager_autocast)
-    for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
-        for lin in groups[group]:
-            x_b = s_b if group in ("attn_in", "mlp_in") else _attention_bytes(step) if group == "attn_out" else e
-            out += _linear_forward(linears, LinearShape(lin.name, lin.in_features, lin.out_features, x_b,
-                                                        quantized=lin.name in quant, adapted=lin.name in lora,
-                                                        bias=lin.bias))
-        if group == "attn_in":
-            out += _attention_forward(step, phase, c)
-        if group == "attn_out":
-            if not fuse:  # a compiler folds the residual add into the next norm's kernel
-                out.append(_residual_add(phase, t * h, s_b, c))
-            out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trained > 0, norms=sandwich)
-        if group == "mlp_in":
-            one_gelu = st.torch_gelu and not spec.mlp_gated  # the stack calls F.gelu, one kernel (Lit-GPT [M5])
-            out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse or one_gelu)
-    if st.moe_experts is MoeExperts.LOOP:
-        out += _moe_loop_forward(step, phase, c, trains=trained > 0)
-    else:
-        out += _moe_forward(step, phase, c, trains=trained > 0)
-    if not fuse:
-        out.append(_residual_add(phase, t * h, s_b, c))
-    if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
-        out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward=_Elementwise(1.0)))
-    forward_ops = tuple(o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0))
+    def forward(trains: bool) -> tuple[Op, ...]:
+        """One block's forward ops (x layers x micro-batches), its weights trained or frozen."""
+        phase, c = Phase.FORWARD, layers * mb
+        out: list[Op] = []
+        sandwich = spec.norms_per_sublayer
+        out += _norm_ops(step, "norm (attention input)", phase, c, weight_trains=trains, norms=sandwich)
+        linears = LinearPass(plan, phase, c, t, e, w_b, mm, adapter_mm, a_b, st, trains=trains,
+                             autocast=step.eager_autocast)
+        for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
+            for lin in groups[group]:
+                x_b = s_b if group in ("attn_in", "mlp_in") else _attention_bytes(step) if group == "attn_out" else e
+                out += _linear_forward(linears, LinearShape(lin.name, lin.in_features, lin.out_features, x_b,
+                                                            quantized=lin.name in quant, adapted=lin.name in lora,
+                                                            bias=lin.bias))
+            if group == "attn_in":
+                out += _attention_forward(step, phase, c)
+            if group == "attn_out":
+                if not fuse:  # a compiler folds the residual add into the next norm's kernel
+                    out.append(_residual_add(phase, t * h, s_b, c))
+                out += _norm_ops(step, "norm (MLP input)", phase, c, weight_trains=trains, norms=sandwich)
+            if group == "mlp_in":
+                one_gelu = st.torch_gelu and not spec.mlp_gated  # the stack calls F.gelu, one kernel (Lit-GPT [M5])
+                out += _activation_forward(spec, phase, c, t, inter, e, st.fused_mlp_activation or fuse or one_gelu)
+        if st.moe_experts is MoeExperts.LOOP:
+            out += _moe_loop_forward(step, phase, c, trains=trains)
+        else:
+            out += _moe_forward(step, phase, c, trains=trains)
+        if not fuse:
+            out.append(_residual_add(phase, t * h, s_b, c))
+        if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
+            out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward=_Elementwise(1.0)))
+        return tuple(o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0))
 
-    backward = [_backward_of(o, layers_grad=grad_layers, layers_fwd=layers) for o in forward_ops]
+    forward_ops = forward(trained > 0)
+    backward = [_backward_of(o, layers_grad=trained or grad_layers, layers_fwd=layers) for o in forward_ops]
+    if 0 < trained < grad_layers:  # freeze with input_require_grads: the frozen blocks' input gradients too
+        backward += [_backward_of(o, layers_grad=grad_layers - trained, layers_fwd=layers) for o in forward(False)]
     # a trained bias's gradient: one reduction kernel over the output gradient (autograd's sum_to)
     backward += [Op(f"{o.name} bias gradient", Kind.MEMORY, Phase.BACKWARD, 0.0, o.bias_bytes, 1, o.count,
                     backward=Backward.NONE) for o in forward_ops if o.bias_bytes > 0]

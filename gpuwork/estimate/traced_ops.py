@@ -17,7 +17,9 @@ brought to them; ``BlockProfile`` keeps PyTorch's counts as traced):
 
 Limitations: the traced kernels are the eager Hugging Face block (stack ``hf-trainer``); a stack that
 fuses norms, rotary or the MLP activation is not applied to them. The freeze method's frozen lower
-blocks run the trained block's forward (the same kernels) and no backward.
+blocks run the trained block's forward (the same kernels) and no backward; where the embeddings' output requires
+grad (``TrainPlan.input_require_grads``) they run the trained block's backward too, its weight-gradient kernels
+included (a traced profile does not tell them apart: an overcount of the frozen blocks' backward).
 """
 
 from __future__ import annotations
@@ -72,11 +74,12 @@ def traced_block_ops(plan: TrainPlan, spec: ModelSpec, profile: BlockProfile, ma
     """The blocks' operations of one optimizer step on one GPU, from a traced profile.
 
     Forward in every block, the recompute of gradient checkpointing, and the backward through the
-    blocks the gradient reaches (all of them; the trained top ones for freeze), x micro-batches.
+    blocks the gradient reaches (all of them; the trained top ones for freeze
+    unless ``input_require_grads``), x micro-batches.
     """
     t, s, mb, r = plan.tokens_per_micro_batch, plan.seq_len, plan.grad_accum, plan.attention_span
     layers = spec.num_layers
-    grad_layers = min(plan.trainable_layers, layers) if plan.method is Method.FREEZE else layers
+    grad_layers = plan.gradient_blocks(layers)
     ops: list[Op] = []
     for p in profile.ops:
         if p.phase == "forward":

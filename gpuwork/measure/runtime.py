@@ -276,6 +276,13 @@ def build_run(setup: Setup) -> Run:
             _enable_checkpointing(model)
         if plan.method is Method.FREEZE:
             _freeze_all_but_last(model, plan.trainable_layers, setup.task)
+            # whether the backward crosses the frozen blocks is the plan's (input_require_grads): transformers 5.x
+            # hooks the embeddings' output to require grad whenever checkpointing is turned on; non-reentrant
+            # checkpointing gives the trained blocks their gradient without it
+            if plan.input_require_grads:
+                model.enable_input_require_grads()
+            elif hasattr(model, "_require_grads_hook"):
+                model.disable_input_require_grads()
         elif plan.method is Method.LORA:
             model = _with_lora(model, setup)
     model.train()

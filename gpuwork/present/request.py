@@ -385,6 +385,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "deterministic": (match.fitted_plan or f.plan).deterministic,
         # whether every launch was priced as waiting for its kernel (TrainPlan.launch_blocking)
         "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
+        # whether freeze's backward was priced through the frozen blocks too (TrainPlan.input_require_grads)
+        "input_require_grads": (match.fitted_plan or f.plan).input_require_grads,
         # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
         "tf32": (match.fitted_plan or f.plan).tf32,
         # which kernel SDPA was priced with (TrainPlan.sdpa_backend)
@@ -580,6 +582,8 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(msg("request.setting.launch_blocking"))
     if plan.tf32:
         out.append(msg("request.setting.tf32"))
+    if plan.input_require_grads and plan.method is Method.FREEZE:
+        out.append(msg("request.setting.input_require_grads"))
     if plan.sdpa_backend in _SDPA_SETTINGS:
         out.append(_SDPA_SETTINGS[plan.sdpa_backend])
     if plan.weight_decay is not None:  # stated: the run must pass it to its optimizer as priced

@@ -147,6 +147,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "FlashAttention-2, с маской — ядро, экономящее память: PyTorch до 2.11 или cuDNN не новее 9.15.0) | auto "
         "(PyTorch 2.11 и новее: cuDNN на H100, H200, B200 и GB200, FlashAttention-2 на остальных) | cudnn | "
         "efficient"),
+    "cli.help.run.input_require_grads": (
+        "the run makes the embeddings' output require grad (transformers' enable_input_require_grads, as reentrant "
+        "gradient checkpointing needs; LLaMA-Factory 0.5-0.6.2): under freeze the backward runs through the frozen "
+        "blocks too (their recompute and input gradients)",
+        "обучение требует градиент у выхода эмбеддингов (enable_input_require_grads из transformers, как нужно "
+        "реентерабельному пересчёту активаций; LLaMA-Factory 0.5-0.6.2): при заморозке обратный проход идёт и "
+        "через замороженные блоки (их пересчёт и градиенты по входу)"),
     "cli.help.run.grad_clip": (
         "the run never clips gradients (max_grad_norm 0 or None, torchtune's clip_grad_norm unset, a loop without "
         "clip_grad_norm_): the clipping pass is not priced",

@@ -11,5 +11,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "flops.adapters": ("4N + 6 x adapter params (frozen base)", "4N + 6 × параметры адаптеров (база заморожена)"),
     "flops.freeze": ("2N + 2 x (trained blocks + head) + 2 x trainable",
                      "2N + 2 × (обучаемые блоки + голова) + 2 × обучаемые"),
+    "flops.freeze_input_grads": ("2N + 2N (input gradients through every block) + 2 x trainable",
+                                 "2N + 2N (градиенты по входу через все блоки) + 2 × обучаемые"),
     "flops.recompute": (" + recompute (gradient checkpointing)", " + пересчёт активаций"),
 }

@@ -133,6 +133,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "is filled with NaN before it is written (deterministic)",
         "детерминированный режим PyTorch (torch.use_deterministic_algorithms(True), full_determinism в HF): каждый "
         "новый тензор заполняется нечислами до записи (deterministic)"),
+    "request.setting.input_require_grads": (
+        "the embeddings' output requires grad (model.enable_input_require_grads()): the backward runs through the "
+        "frozen blocks too (input_require_grads)",
+        "выход эмбеддингов требует градиент (model.enable_input_require_grads()): обратный проход идёт и через "
+        "замороженные блоки (input_require_grads)"),
     "request.setting.launch_blocking": (
         "CUDA_LAUNCH_BLOCKING=1 in the run's environment: every kernel launch waits for the kernel, so the host's "
         "dispatch adds to the GPU time and communication does not overlap compute (launch_blocking)",

@@ -1,0 +1,113 @@
+"""TrainPlan.input_require_grads: the embeddings' output requires grad (transformers' enable_input_require_grads).
+
+Under freeze the backward then runs through the frozen blocks too: their recompute under checkpointing and their
+input gradients, never their weight gradients (LLaMA-Factory 0.5-0.6.2 called it with reentrant checkpointing;
+docs/time_misses.md). The other methods already send the gradient through every block, so the flag changes nothing
+for them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuwork.cli import build_parser
+from gpuwork.cli.args import plan_from_args
+from gpuwork.errors import PlanError
+from gpuwork.estimate.flops import flops_per_token
+from gpuwork.estimate.ops import Kind, Phase, step_ops
+from gpuwork.estimate.timing import estimate_time
+from gpuwork.facts.resolve import resolve
+from gpuwork.plan import TrainPlan
+
+FREEZE = TrainPlan(model="llama-2-7b", method="freeze", trainable_layers=3, precision="bf16", seq_len=512,
+                   grad_checkpointing=True, attention="flash", optimizer="adamw-8bit", lengths="packed")
+GPU = "a100_40_sxm"
+
+
+def _block_matmul_flops(plan: TrainPlan, phase: Phase) -> float:
+    spec = resolve(plan).spec
+    outside = ("output layer", "embedding")
+    return sum(o.flops * o.count for o in step_ops(plan, spec)
+               if o.kind is Kind.MATMUL and o.phase is phase and not o.name.startswith(outside))
+
+
+def _step_s(plan: TrainPlan) -> float:
+    inputs = resolve(plan)
+    return estimate_time(plan, inputs.gpu(GPU), inputs).step_time_s
+
+
+def test_off_by_default_and_a_bool() -> None:
+    assert TrainPlan().input_require_grads is False
+    with pytest.raises(PlanError) as info:
+        TrainPlan(input_require_grads="yes")
+    assert info.value.field == "input_require_grads"
+
+
+def test_freeze_backward_runs_input_gradients_through_the_frozen_blocks() -> None:
+    layers = resolve(FREEZE).spec.num_layers
+    k = FREEZE.trainable_layers
+    on = FREEZE.replace(input_require_grads=True)
+    forward = _block_matmul_flops(FREEZE, Phase.FORWARD)
+    assert forward == _block_matmul_flops(on, Phase.FORWARD)  # the forward is the same
+    per_block = forward / layers
+    # off: recompute and backward (input + weight gradients) over the k trained blocks only
+    assert _block_matmul_flops(FREEZE, Phase.RECOMPUTE) == pytest.approx(k * per_block)
+    assert _block_matmul_flops(FREEZE, Phase.BACKWARD) == pytest.approx(2 * k * per_block)
+    # on: every block recomputed; input gradients through all of them, weight gradients in the trained k only
+    assert _block_matmul_flops(on, Phase.RECOMPUTE) == pytest.approx(layers * per_block)
+    assert _block_matmul_flops(on, Phase.BACKWARD) == pytest.approx((layers + k) * per_block)
+
+
+def test_flops_per_token_counts_the_input_gradients_of_every_weight() -> None:
+    spec = resolve(FREEZE).spec
+    off, on = flops_per_token(FREEZE, spec), flops_per_token(FREEZE.replace(input_require_grads=True), spec)
+    full = flops_per_token(FREEZE.replace(method="full"), spec)
+    assert on.backward_input == full.backward_input > off.backward_input
+    assert on.backward_weight == off.backward_weight < full.backward_weight
+    assert on.recompute == full.recompute > off.recompute
+    assert off.total < on.total < full.total
+
+
+def test_the_step_sits_between_freeze_alone_and_full_and_other_methods_are_unchanged() -> None:
+    on = FREEZE.replace(input_require_grads=True)
+    assert _step_s(FREEZE) < _step_s(on) < _step_s(FREEZE.replace(method="full"))
+    for method in ("full", "lora"):
+        plan = FREEZE.replace(method=method)
+        assert _step_s(plan.replace(input_require_grads=True)) == _step_s(plan)
+
+
+def test_cli_flag_and_the_rental_request_in_both_languages() -> None:
+    from gpuwork.present.request import rental_request
+
+    on = plan_from_args(build_parser().parse_args(["estimate", "--method", "freeze", "--input-require-grads"]))
+    assert on.input_require_grads is True
+    assert plan_from_args(build_parser().parse_args(["estimate"])).input_require_grads is False
+    for lang, words in (("en", "enable_input_require_grads"), ("ru", "замороженные блоки")):
+        request = rental_request(on, lang=lang)
+        assert request.fields["suggested"]["input_require_grads"] is True
+        assert words in request.text
+        assert words not in rental_request(dataclasses.replace(on, input_require_grads=False), lang=lang).text
+        # a LoRA run sends the gradient through every block anyway: nothing to state
+        assert words not in rental_request(dataclasses.replace(on, method="lora"), lang=lang).text
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_trial_builds_a_freeze_model_whose_embeddings_output_requires_grad_only_when_asked(on: bool) -> None:
+    import torch
+
+    from gpuwork.measure.options import TrialOptions
+    from gpuwork.measure.runtime import build_run, prepare
+
+    plan = TrainPlan(model="tiny-llama", method="freeze", precision="fp32", seq_len=16, trainable_layers=1,
+                     grad_checkpointing=True, input_require_grads=on)
+    setup, _ = prepare(plan, TrialOptions(device="cpu"))
+    run = build_run(setup)
+    seen = []
+    run.model.get_input_embeddings().register_forward_hook(lambda _m, _i, out: seen.append(out.requires_grad))
+    ids = torch.zeros((1, 16), dtype=torch.long)
+    run.model(input_ids=ids, labels=ids).loss.backward()
+    assert seen == [on]
+    # the trained block gets its gradient either way (non-reentrant checkpointing needs no input grads)
+    assert all(p.grad is not None for p in run.trainable)
