@@ -11,7 +11,7 @@ import pytest
 
 from gpuwork.cli.args import plan_arguments
 from gpuwork.estimate.memory import block_groups, estimate_memory, memory_dtypes
-from gpuwork.estimate.memory_stacks import kept_4bit_inputs
+from gpuwork.estimate.memory_stacks import kept_4bit_inputs, rope_cache_bytes
 from gpuwork.facts.rates import load_rates
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import Stack, TrainPlan
@@ -43,7 +43,9 @@ def test_the_row_is_hf_trainer_but_for_the_kept_inputs():
     differs = {f.name for f in dataclasses.fields(hf) if getattr(hf, f.name) != getattr(old, f.name)}
     # and its transformers release calls repeat_kv ahead of every SDPA call ([M10])
     assert (old.sdpa_kv, hf.sdpa_kv) == ("repeat", "masked")
-    assert differs <= {"name", "stack", "basis", "memory_basis", "bnb_4bit_input", "sdpa_kv"}
+    # and it keeps the rotary caches of transformers 4.x ([M11])
+    assert (old.rope_cache, hf.rope_cache) == ("layer", "none")
+    assert differs <= {"name", "stack", "basis", "memory_basis", "bnb_4bit_input", "sdpa_kv", "rope_cache"}
     assert "[M6]" in old.memory_basis
 
 
@@ -61,17 +63,22 @@ def test_memory_exceeds_hf_trainer_by_the_kept_input_bytes():
     assert _rule(old_plan) > 0 and _rule(hf_plan) == 0 and _repeated_kv(old_plan) > 0
     old, hf = estimate_memory(old_plan, spec), estimate_memory(hf_plan, spec)
     added = per_token_block * old_plan.batch_size * old_plan.seq_len * spec.num_layers
+    caches = rope_cache_bytes(spec, old_plan, load_rates().stacks[old_plan.stack])
+    assert caches > 0 and rope_cache_bytes(spec, hf_plan, load_rates().stacks[hf_plan.stack]) == 0
     assert old.breakdown["activations"] - hf.breakdown["activations"] == added
-    assert old.phase_peaks["forward"] - hf.phase_peaks["forward"] == added
+    assert old.breakdown["weights"] - hf.breakdown["weights"] == caches
+    assert old.phase_peaks["forward"] - hf.phase_peaks["forward"] == added + caches
     assert old.peak_allocated_bytes > hf.peak_allocated_bytes
 
 
-def test_a_16bit_lora_plan_is_priced_as_hf_trainer():
+def test_a_16bit_lora_plan_is_priced_as_hf_trainer_but_for_the_rotary_caches():
     # under flash-attention, which reads grouped K/V whatever the release ([M10])
     old_plan, hf_plan = _pair(dataclasses.replace(QLORA, method="lora", attention="flash"))
     spec = resolve(old_plan).spec
     assert _rule(old_plan) == 0
-    assert estimate_memory(old_plan, spec).peak_allocated_bytes == estimate_memory(hf_plan, spec).peak_allocated_bytes
+    caches = rope_cache_bytes(spec, old_plan, load_rates().stacks[old_plan.stack])
+    assert (estimate_memory(old_plan, spec).peak_allocated_bytes
+            == estimate_memory(hf_plan, spec).peak_allocated_bytes + caches)
 
 
 @pytest.mark.parametrize("method", ["qlora", "lora", "full"])

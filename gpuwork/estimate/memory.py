@@ -48,6 +48,7 @@ from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logi
 from gpuwork.estimate.memory_stacks import (
     flat_unit_gradients,
     kept_4bit_inputs,
+    rope_cache_bytes,
     sdpa_kv_repeated,
     whole_unit_gathered,
 )
@@ -824,7 +825,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
 
     # --- model states per GPU after sharding -----------------------------------------------
     weights, grads, opt, paged, host, sharding_buffers = _per_gpu_states(plan, states)
-    weights += unsharded_quant_state(plan, counts)
+    weights += unsharded_quant_state(plan, counts) + rope_cache_bytes(spec, plan, profile)  # buffers: unsharded
 
     # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
     # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count

@@ -12,10 +12,28 @@ import math
 
 from gpuwork.facts.rates import StackProfile
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, lora_target_linears, quantized_linears
-from gpuwork.plan import Attention, Method, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Precision, Task, TrainPlan
 
+# transformers 4.x families whose every attention layer builds its own rotary module with cos and sin caches of
+# max_position_embeddings x head_dim (read in v4.39.3: LlamaRotaryEmbedding, MistralRotaryEmbedding,
+# MixtralRotaryEmbedding, Qwen2RotaryEmbedding) [M11]
+_ROPE_CACHE_FAMILIES = ("llama", "mistral", "mixtral", "qwen2")
 # models whose attention and MLP read one norm output (Lit-GPT shared_attention_norm: phi-1_5's config) [M5]
 _SHARED_ATTENTION_NORM = ("phi",)
+
+
+def rope_cache_bytes(spec: ModelSpec, plan: TrainPlan, profile: StackProfile | None) -> int:
+    """The rotary caches a stack's transformers release keeps on the GPU with the model (stacks.csv rope_cache,
+    [M11]): under ``layer`` every attention layer of a Llama-lineage model registers ``cos_cached`` and
+    ``sin_cached`` (Llama 4.38-4.40: ``_cos_cached``, ``_sin_cached``) of max_position_embeddings x head_dim as
+    non-persistent buffers, built in the default dtype, which ``from_pretrained`` sets to the load dtype while it
+    builds the model; ``.to(device)`` and FSDP move buffers whole to every rank (FSDP shards parameters only).
+    The load dtype: fp32 for an fp32 plan and for mixed precision on fp32 master weights, else the 16-bit dtype
+    (pure 16-bit, adapters on a 16-bit base, QLoRA's compute dtype)."""
+    if profile is None or profile.rope_cache != "layer" or spec.model_type not in _ROPE_CACHE_FAMILIES:
+        return 0
+    fp32_load = plan.precision is Precision.FP32 or (plan.precision.is_mixed and not plan.uses_adapters)
+    return 2 * spec.num_layers * spec.max_position * spec.head_dim * (4 if fp32_load else 2)
 
 
 def masked_sdpa(plan: TrainPlan, hands_mask: bool) -> bool:

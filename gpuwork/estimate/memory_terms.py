@@ -32,7 +32,8 @@ TERM_LABELS = {
 
 SOURCES = {
     "weights": "parameter count (meta-device build) x dtype bytes; QLoRA NF4/FP4 packing and absmax per "
-               "QLoRA paper §3; peft keeps adapters in fp32",
+               "QLoRA paper §3; peft keeps adapters in fp32; plus the rotary cos/sin buffers of transformers 4.x "
+               "on the stacks that keep them (rates_sources.md [M11])",
     "gradients": "trainable parameters x their dtype bytes (torch AccumulateGrad)",
     "optimizer_states": "torch AdamW/SGD states in the parameter dtype; bitsandbytes 8-bit blockwise states; "
                         "transformers Adafactor factored moments",

@@ -40,7 +40,7 @@ MEMORY_CHOICES = {"loss_kernel": ("eager", "eager-held", "chunked", "inplace", "
                   "rmsnorm_saves": ("fp32-copy", "input"), "checkpoint": ("recompute", "offload"),
                   "fsdp_grads": ("sharded", "unit-unsharded"), "bnb_4bit_input": ("freed", "kept"),
                   "adapter_weights": ("fp32", "model"),
-                  "sdpa_kv": ("grouped", "masked", "repeat")}
+                  "sdpa_kv": ("grouped", "masked", "repeat"), "rope_cache": ("none", "layer")}
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,10 @@ class StackProfile:
     # repeated to every query head when the model hands SDPA a mask (transformers' use_gqa_in_sdpa), "repeat"
     # always repeated (transformers before use_gqa_in_sdpa: repeat_kv ahead of every SDPA call)
     sdpa_kv: str = "grouped"
+    # "layer": the transformers 4.x releases whose Llama-lineage attention layers each build a rotary module with
+    # cos and sin caches of max_position_embeddings x head_dim in the load dtype, moved to the GPU with the model
+    # (gpuwork.estimate.memory_stacks.rope_cache_bytes, [M11]); "none": computed per forward (an older file: none)
+    rope_cache: str = "none"
     memory_basis: str = ""
     # apex amp O2: the model itself is cast to 16 bits, so a mixed-precision plan runs without autocast's casts
     # (stacks.csv model_16bit; an older file without the column: 0)
