@@ -358,8 +358,10 @@ class TrainPlan:
     # checkpointing needs for a block whose input would otherwise carry no gradient): under method "freeze" the
     # backward then runs through every frozen block too (their recompute and input gradients, no weight
     # gradient), as LLaMA-Factory 0.5-0.6.2 ran freeze-tuning with checkpointing (docs/time_misses.md). The other
-    # methods already send the gradient through every block. A step op (the time estimate); no memory
-    input_require_grads: bool = False
+    # methods already send the gradient through every block. None: as the stack does (stacks.csv
+    # embeddings_hooked: transformers 5 hooks the embeddings whenever checkpointing is on, ``with_input_grads``).
+    # A step op (the time estimate); no memory
+    input_require_grads: bool | None = None
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapter input
@@ -441,7 +443,7 @@ class TrainPlan:
                      "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32",
                      "input_require_grads"):
             value = getattr(self, name)
-            if not isinstance(value, bool):
+            if not isinstance(value, bool) and not (value is None and name == "input_require_grads"):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
         self._check_numbers()
         if self.weight_decay is not None:  # in its range (PLAN_RANGES); an int is the same decay as a float
@@ -600,10 +602,17 @@ class TrainPlan:
             return min(self.trainable_layers, layers)
         return 0 if self.uses_adapters else layers
 
+    def with_input_grads(self, embeddings_hooked: bool) -> TrainPlan:
+        """This plan with ``input_require_grads`` decided: as set, or else as the stack does (its checkpointing
+        hooks the embeddings' output, ``embeddings_hooked``: on when gradient checkpointing is)."""
+        if self.input_require_grads is not None:
+            return self
+        return self.replace(input_require_grads=embeddings_hooked and self.grad_checkpointing)
+
     def gradient_blocks(self, layers: int) -> int:
         """Blocks the backward runs through (their recompute under checkpointing and their input gradients): every
         one, but under freeze only the trained top blocks, where autograd stops unless the embeddings' output
-        requires grad (``input_require_grads``)."""
+        requires grad (``input_require_grads``; unset reads as off: ``with_input_grads`` decides it first)."""
         if self.method is Method.FREEZE and not self.input_require_grads:
             return min(self.trainable_layers, layers)
         return layers

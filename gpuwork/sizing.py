@@ -69,7 +69,9 @@ def scaling(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = Non
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec | None = None) -> _timing.FlopsPerToken:
     _check_plan(plan)
-    return _timing.flops_per_token(plan, spec or resolve(plan).spec)
+    inputs = resolve(plan, spec)
+    return _timing.flops_per_token(plan.with_input_grads(inputs.rates.stacks[plan.stack].embeddings_hooked),
+                                   spec or inputs.spec)
 
 
 def estimate_disk(plan: TrainPlan, spec: ModelSpec | None = None, **options: Any) -> _disk.DiskPlan:

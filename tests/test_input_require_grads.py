@@ -3,7 +3,8 @@
 Under freeze the backward then runs through the frozen blocks too: their recompute under checkpointing and their
 input gradients, never their weight gradients (LLaMA-Factory 0.5-0.6.2 called it with reentrant checkpointing;
 docs/time_misses.md). The other methods already send the gradient through every block, so the flag changes nothing
-for them.
+for them. Left unset, the plan takes its stack's behaviour (stacks.csv embeddings_hooked): transformers 5 hooks the
+embeddings whenever checkpointing is on (the hf-trainer and hf-liger rows), 4.x only under PEFT.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from gpuwork.facts.resolve import resolve
 from gpuwork.plan import TrainPlan
 
 FREEZE = TrainPlan(model="llama-2-7b", method="freeze", trainable_layers=3, precision="bf16", seq_len=512,
-                   grad_checkpointing=True, attention="flash", optimizer="adamw-8bit", lengths="packed")
+                   grad_checkpointing=True, attention="flash", optimizer="adamw-8bit", lengths="packed",
+                   input_require_grads=False)
 GPU = "a100_40_sxm"
 
 
@@ -38,11 +40,31 @@ def _step_s(plan: TrainPlan) -> float:
     return estimate_time(plan, inputs.gpu(GPU), inputs).step_time_s
 
 
-def test_off_by_default_and_a_bool() -> None:
-    assert TrainPlan().input_require_grads is False
+def test_unset_by_default_and_a_bool() -> None:
+    assert TrainPlan().input_require_grads is None
     with pytest.raises(PlanError) as info:
         TrainPlan(input_require_grads="yes")
     assert info.value.field == "input_require_grads"
+
+
+def test_unset_takes_the_stacks_behaviour_under_checkpointing() -> None:
+    unset = FREEZE.replace(input_require_grads=None)
+    on = FREEZE.replace(input_require_grads=True)
+    stacks = resolve(FREEZE).rates.stacks
+    assert stacks[unset.stack].embeddings_hooked  # hf-trainer: transformers 5
+    assert not stacks[unset.replace(stack="hf-trainer-2024").stack].embeddings_hooked  # transformers 4.x
+    assert _step_s(unset) == _step_s(on) > _step_s(FREEZE)
+    assert flops_per_token(unset.with_input_grads(True), resolve(unset).spec) == \
+        flops_per_token(on, resolve(unset).spec)
+    old = unset.replace(stack="hf-trainer-2024")
+    assert _step_s(old) == _step_s(old.replace(input_require_grads=False)) < \
+        _step_s(old.replace(input_require_grads=True))
+    # without checkpointing nothing hooks the embeddings: the backward stops at the trained blocks
+    plain = unset.replace(grad_checkpointing=False)
+    assert _step_s(plain) == _step_s(plain.replace(input_require_grads=False))
+    assert unset.with_input_grads(True).input_require_grads is True
+    assert plain.with_input_grads(True).input_require_grads is False
+    assert FREEZE.with_input_grads(True) is FREEZE  # a stated value stays
 
 
 def test_freeze_backward_runs_input_gradients_through_the_frozen_blocks() -> None:
@@ -83,25 +105,31 @@ def test_cli_flag_and_the_rental_request_in_both_languages() -> None:
 
     on = plan_from_args(build_parser().parse_args(["estimate", "--method", "freeze", "--input-require-grads"]))
     assert on.input_require_grads is True
-    assert plan_from_args(build_parser().parse_args(["estimate"])).input_require_grads is False
+    assert plan_from_args(build_parser().parse_args(["estimate"])).input_require_grads is None
     for lang, words in (("en", "enable_input_require_grads"), ("ru", "замороженные блоки")):
         request = rental_request(on, lang=lang)
         assert request.fields["suggested"]["input_require_grads"] is True
         assert words in request.text
         assert words not in rental_request(dataclasses.replace(on, input_require_grads=False), lang=lang).text
+        # unset on the hf-trainer stack with checkpointing: the backward crossed the frozen blocks, and says so
+        unset = dataclasses.replace(on, input_require_grads=None, grad_checkpointing=True)
+        assert words in rental_request(unset, lang=lang).text
+        assert words not in rental_request(dataclasses.replace(unset, stack="hf-trainer-2024"), lang=lang).text
         # a LoRA run sends the gradient through every block anyway: nothing to state
         assert words not in rental_request(dataclasses.replace(on, method="lora"), lang=lang).text
 
 
-@pytest.mark.parametrize("on", [False, True])
-def test_the_trial_builds_a_freeze_model_whose_embeddings_output_requires_grad_only_when_asked(on: bool) -> None:
+@pytest.mark.parametrize(("asked", "stack", "on"), [(False, "hf-trainer", False), (True, "hf-trainer", True),
+                                                     (None, "hf-trainer", True), (None, "hf-trainer-2024", False)])
+def test_the_trial_builds_a_freeze_model_whose_embeddings_output_requires_grad_as_the_estimate_priced(
+        asked: bool | None, stack: str, on: bool) -> None:
     import torch
 
     from gpuwork.measure.options import TrialOptions
     from gpuwork.measure.runtime import build_run, prepare
 
     plan = TrainPlan(model="tiny-llama", method="freeze", precision="fp32", seq_len=16, trainable_layers=1,
-                     grad_checkpointing=True, input_require_grads=on)
+                     grad_checkpointing=True, input_require_grads=asked, stack=stack)
     setup, _ = prepare(plan, TrialOptions(device="cpu"))
     run = build_run(setup)
     seen = []
@@ -111,3 +139,13 @@ def test_the_trial_builds_a_freeze_model_whose_embeddings_output_requires_grad_o
     assert seen == [on]
     # the trained block gets its gradient either way (non-reentrant checkpointing needs no input grads)
     assert all(p.grad is not None for p in run.trainable)
+
+
+def test_share_link_keeps_unset_apart_from_off() -> None:
+    from gpuwork.ui.share import plan_from_query, plan_query
+
+    assert plan_from_query("input_require_grads=none").input_require_grads is None
+    assert plan_from_query("input_require_grads=false").input_require_grads is False
+    assert "input_require_grads" not in plan_query(TrainPlan())  # unset is the default: not in the link
+    off = TrainPlan(input_require_grads=False)
+    assert plan_from_query(plan_query(off)).input_require_grads is False

@@ -85,7 +85,7 @@ class _FlopsShape(NamedTuple):
     seq_len: int  # tokens one attention spans (a packed document's, TrainPlan.attention_span)
     trainable_layers: int
     grad_checkpointing: bool
-    input_require_grads: bool  # freeze: the gradient runs down through the frozen blocks too
+    input_require_grads: bool  # freeze: the gradient runs down through the frozen blocks too (decided)
 
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
@@ -96,7 +96,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     """
     return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
         plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing,
-        plan.input_require_grads))
+        bool(plan.input_require_grads)))  # unset reads as off: callers decide it with the stack first
 
 
 @functools.lru_cache(maxsize=4096)

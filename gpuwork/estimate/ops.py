@@ -78,6 +78,8 @@ class StackKernels:
     torch_gelu: bool = False  # every GELU is torch's F.gelu, one kernel, whatever the config names (Lit-GPT)
     loss_logits_dtype: bool = False  # a plain loop's F.cross_entropy on 16-bit logits: no fp32 upcast ([M7])
     moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
+    # checkpointing hooks the embeddings' output: freeze's backward crosses the frozen blocks unless the plan says
+    embeddings_hooked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +162,9 @@ def step_ops(plan: TrainPlan, spec: ModelSpec, stack: StackKernels | None = None
     Worked example: Llama-3.1-8B LoRA (q, v), bf16, seq 2048, batch 1: the q_proj forward GEMM has
     m = 2048, n = 4096, k = 4096: 2 x 2048 x 4096 x 4096 = 68.7 GFLOPs, 32 per micro-batch.
     """
-    return _step_ops(_StepKey(_plan_shape(plan), spec, stack or StackKernels(), plan))
+    stack = stack or StackKernels()
+    plan = plan.with_input_grads(stack.embeddings_hooked)
+    return _step_ops(_StepKey(_plan_shape(plan), spec, stack, plan))
 
 
 @functools.lru_cache(maxsize=2048)

@@ -87,7 +87,8 @@ def stack_kernels(profile: StackProfile, moe_experts: MoeExperts | str | None = 
                         fuse_elementwise=profile.fuse_elementwise, adapters_fp32=profile.adapters_fp32,
                         model_16bit=profile.model_16bit, sdpa_padding_mask=profile.sdpa_padding_mask,
                         torch_gelu=profile.torch_gelu, loss_logits_dtype=profile.loss_kernel == "native",
-                        moe_experts=MoeExperts(moe_experts or profile.moe_experts))
+                        moe_experts=MoeExperts(moe_experts or profile.moe_experts),
+                        embeddings_hooked=profile.embeddings_hooked)
 
 
 _FAMILY_KEY = "flash_attn_fwd_fraction_"

@@ -806,6 +806,7 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     warnings: list[Msg] = []
     peak, peak_label = peak_flops(gpu, plan.precision, plan.tf32)
     profile = inputs.rates.stacks[plan.stack]
+    plan = plan.with_input_grads(profile.embeddings_hooked)
     warnings.extend(_precision_warnings(plan, gpu, profile))
     device = _device_rates(gpu, inputs, warnings)
     experts = _experts(options.get("moe_experts"))

@@ -113,6 +113,11 @@ class StackProfile:
     # input, where transformers' gelu_new is a composite (stacks.csv torch_gelu; an older file without it: 0); the
     # compiled stacks too, whose partitioner keeps only the GELU's input and recomputes the composite ([M9])
     torch_gelu: bool = False
+    # turning gradient checkpointing on also hooks the embeddings' output to require grad, whatever the method
+    # (transformers 5: ``_activation_checkpointing_enable`` calls ``enable_input_require_grads`` for every model fed
+    # input_ids; 4.x only with PEFT adapters): under method "freeze" the backward then runs through every frozen
+    # block (TrainPlan.input_require_grads left unset takes this; stacks.csv embeddings_hooked, an older file: 0)
+    embeddings_hooked: bool = False
 
 
 class AttentionPoint(NamedTuple):
@@ -190,7 +195,8 @@ def _load(folder: str) -> Rates:
     stacks: dict[Stack, StackProfile] = {}
     flags = ("fused_norm", "fused_rope", "fused_mlp_activation", "fused_cross_entropy", "fused_lora",
              "fuse_elementwise", "adapters_fp32")
-    optional_flags = ("model_16bit", "sdpa_padding_mask", "torch_gelu")  # an older file without the column: 0
+    # an older file without the column: 0
+    optional_flags = ("model_16bit", "sdpa_padding_mask", "torch_gelu", "embeddings_hooked")
     for i, row in enumerate(read_rows(spath, ("stack", *flags, "launch", "moe_experts", "basis")), start=2):
         try:
             stack = Stack(row["stack"].strip())

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from gpuwork.errors import ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class
 from gpuwork.facts.model import find_blocks as _find_model_blocks
+from gpuwork.facts.rates import load_rates
 from gpuwork.measure.clipping import MAX_GRAD_NORM, clip_norm
 from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
@@ -276,10 +277,11 @@ def build_run(setup: Setup) -> Run:
             _enable_checkpointing(model)
         if plan.method is Method.FREEZE:
             _freeze_all_but_last(model, plan.trainable_layers, setup.task)
-            # whether the backward crosses the frozen blocks is the plan's (input_require_grads): transformers 5.x
-            # hooks the embeddings' output to require grad whenever checkpointing is turned on; non-reentrant
-            # checkpointing gives the trained blocks their gradient without it
-            if plan.input_require_grads:
+            # whether the backward crosses the frozen blocks is the plan's (input_require_grads, unset: its
+            # stack's, as the estimate decides it): transformers 5.x hooks the embeddings' output to require grad
+            # whenever checkpointing is turned on; non-reentrant checkpointing gives the trained blocks their
+            # gradient without it
+            if plan.with_input_grads(load_rates().stacks[plan.stack].embeddings_hooked).input_require_grads:
                 model.enable_input_require_grads()
             elif hasattr(model, "_require_grads_hook"):
                 model.disable_input_require_grads()

@@ -386,7 +386,7 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         # whether every launch was priced as waiting for its kernel (TrainPlan.launch_blocking)
         "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
         # whether freeze's backward was priced through the frozen blocks too (TrainPlan.input_require_grads)
-        "input_require_grads": (match.fitted_plan or f.plan).input_require_grads,
+        "input_require_grads": _input_grads(match.fitted_plan or f.plan),
         # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
         "tf32": (match.fitted_plan or f.plan).tf32,
         # which kernel SDPA was priced with (TrainPlan.sdpa_backend)
@@ -568,6 +568,11 @@ _SDPA_SETTINGS = {SdpaBackend.AUTO: msg("request.setting.sdpa_backend.auto"),
                   SdpaBackend.EFFICIENT: msg("request.setting.sdpa_backend.efficient")}
 
 
+def _input_grads(plan: TrainPlan) -> bool:
+    """Whether the estimate ran the backward through the embeddings' output (the plan's, else its stack's)."""
+    return bool(plan.with_input_grads(load_rates().stacks[plan.stack].embeddings_hooked).input_require_grads)
+
+
 def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
     """The plan's fields that change the estimated time, each when it is not the default (the provider's run must
     set them as priced)."""
@@ -582,7 +587,7 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(msg("request.setting.launch_blocking"))
     if plan.tf32:
         out.append(msg("request.setting.tf32"))
-    if plan.input_require_grads and plan.method is Method.FREEZE:
+    if _input_grads(plan) and plan.method is Method.FREEZE:
         out.append(msg("request.setting.input_require_grads"))
     if plan.sdpa_backend in _SDPA_SETTINGS:
         out.append(_SDPA_SETTINGS[plan.sdpa_backend])

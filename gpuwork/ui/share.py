@@ -85,7 +85,9 @@ def _parse(name: str, raw: str) -> Any:
         from gpuwork.sizing import parse_seq_len
 
         return parse_seq_len(value, name)
-    if isinstance(default, bool):
+    if name == "input_require_grads" and value.lower() in _NONE:  # unset: the stack's behaviour
+        return None
+    if isinstance(default, bool) or name == "input_require_grads":
         if value.lower() in _TRUE:
             return True
         if value.lower() in _FALSE:
