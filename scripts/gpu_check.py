@@ -6,8 +6,9 @@ Sections, in this order (``--sections`` picks some):
 - kernels: achieved bf16 GEMM TFLOPS at 4096^3, 8192^3 and the op model's projection shapes
   (m = 4096 tokens; n, k = 4096, 14336, 1024; a LoRA rank-16 GEMM) next to the op model's rate for
   the shape (data/rates.csv x ``gpuwork.estimate.steptime.wave_efficiency``); copy bandwidth next
-  to rates.csv; the host's eager dispatch cost per op next to kernels.csv; SDPA (flash) attention
-  forward and backward TFLOPS next to the op model's attention rate. The benchmark functions are
+  to rates.csv; the host's eager dispatch cost per op next to kernels.csv; SDPA attention forward and
+  backward TFLOPS as torch picks the kernel, then restricted to FlashAttention-2 and to cuDNN's attention one at
+  a time, each next to the curve a plan of that ``sdpa_backend`` is priced with. The benchmark functions are
   ``gpuwork.measure.cpu_rates``'s, which run on any device.
 - calibration: a real trial at shape A fits the op model's one factor (``calibrate_on``), which
   predicts shape B (another sequence length and batch); B is run and the error printed.
@@ -202,7 +203,54 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
                     fraction, key = attention_fraction(gpu, rates, name)
                     model, basis = fraction * peak, f"kernels.csv {key} {fraction:.3f} x dense peak {peak / 1e12:.0f} TF"
         row(f"SDPA {name} (causal)", f"b{b} h{h} s{seq} d{hd}", "TFLOPS", value, model, basis)
+    if dtype != "fp32" and getattr(device, "type", str(device)).startswith("cuda"):
+        rows += _sdpa_backend_rows(device, gpu, rates, dtype, sdpa_shape, repeats)
     return rows
+
+
+# torch SDPA kernels timed one at a time on CUDA: the plan's sdpa_backend value and torch's member name
+SDPA_BACKENDS = (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
+
+
+def _sdpa_backend_rows(device: Any, gpu: Any, rates: Any, dtype: str, shape: tuple[int, int, int, int],
+                       repeats: int) -> list[dict[str, Any]]:
+    """SDPA restricted to each kernel in SDPA_BACKENDS against the curve the step model prices a plan of that
+    sdpa_backend with on ``gpu`` (gpuwork.estimate.sdpa_backend.sdpa_kernels: torch's own rows of that kernel,
+    then FlashAttention-2's). A kernel torch refuses here is a row with no figure and its reason."""
+    from gpuwork.estimate.sdpa_backend import SDPA_PREFIX, cudnn_first, sdpa_kernels
+    from gpuwork.estimate.steptime import attention_family, curve_fraction
+    from gpuwork.facts.rates import FA2_KERNEL
+    from gpuwork.measure.cpu_rates import sdpa_rate
+
+    b, h, seq, hd = shape
+    out: list[dict[str, Any]] = []
+    for value, member in SDPA_BACKENDS:
+        try:
+            measured: tuple[float, float] | None = sdpa_rate(shape, dtype, device=device, repeats=repeats,
+                                                             backend=member)
+            why = ""
+        except RuntimeError as exc:  # torch: no kernel of this backend takes the call here
+            measured, why = None, str(exc).strip().splitlines()[0][:120] if str(exc).strip() else "refused"
+        for i, name in enumerate(("fwd", "bwd")):
+            model, basis = None, why
+            if gpu is not None and measured is not None:
+                peak = gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
+                points = rates.attention_families.get(attention_family(gpu, rates), ())
+                kernels, _ = sdpa_kernels(SDPA_PREFIX + value, cudnn_first(gpu), False)
+                for kernel in (*kernels, FA2_KERNEL):
+                    ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
+                    curve = curve_fraction(points, name, True, hd, seq, ratio if kernel == FA2_KERNEL else None,
+                                           kernel)
+                    if curve is not None:
+                        scale = 1 + 128 / seq if seq > 128 else 1.0  # the op counts the diagonal blocks
+                        model = curve * peak * scale
+                        basis = f"attention_curves.csv {kernel} {name} causal: {curve:.3f}"
+                        break
+            out.append({"kernel": f"SDPA {name} (causal, {value} only)", "shape": f"b{b} h{h} s{seq} d{hd}",
+                        "unit": "TFLOPS", "measured": measured[i] if measured is not None else None,
+                        "model": model, "ratio": measured[i] / model if measured is not None and model else None,
+                        "basis": basis})
+    return out
 
 
 def _value(v: float | None, unit: str) -> str:

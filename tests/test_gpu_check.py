@@ -134,3 +134,24 @@ def test_the_trainer_section_measures_a_real_trainer_on_a_cpu(gpu_check, one_thr
     assert row["plan"]["precision"] == "fp32" and row["plan"]["attention"] == "sdpa"
     assert line.endswith("| precision fp32, attention sdpa, optimizer_impl "
                          f"{row['plan']['optimizer_impl']}, grad_checkpointing False |")
+
+
+def test_sdpa_rows_per_kernel_price_each_backend_as_a_plan_of_it(gpu_check, one_thread) -> None:
+    """Each SDPA kernel timed alone (CUDA only in a real run; here on a CPU, where torch has FlashAttention's CPU
+    kernel and no cuDNN): the flash rows against the curve of torch's own FlashAttention-2 rows, the cuDNN rows
+    refused with torch's reason and no figure."""
+    from gpuwork.estimate.steptime import attention_family, curve_fraction
+    from gpuwork.facts.rates import TORCH_FLASH_KERNEL
+
+    h200, rates = get_gpu("h200_sxm"), load_rates()
+    rows = gpu_check._sdpa_backend_rows("cpu", h200, rates, "bf16", (1, 2, 32, 16), 2)
+    assert [r["kernel"] for r in rows] == ["SDPA fwd (causal, flash only)", "SDPA bwd (causal, flash only)",
+                                           "SDPA fwd (causal, cudnn only)", "SDPA bwd (causal, cudnn only)"]
+    points = rates.attention_families[attention_family(h200, rates)]
+    for row, name in zip(rows[:2], ("fwd", "bwd"), strict=True):
+        curve = curve_fraction(points, name, True, 16, 32, None, TORCH_FLASH_KERNEL)
+        assert curve is not None and row["model"] == pytest.approx(curve * h200.bf16_dense_flops)
+        assert row["measured"] > 0 and row["ratio"] == pytest.approx(row["measured"] / row["model"])
+        assert TORCH_FLASH_KERNEL in row["basis"]
+    for row in rows[2:]:
+        assert row["measured"] is None and row["model"] is None and row["basis"]

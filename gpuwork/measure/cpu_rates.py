@@ -283,10 +283,18 @@ def sdpa_flops(batch: int, heads: int, seq: int, head_dim: int, causal: bool = T
 
 
 def sdpa_rate(shape: tuple[int, int, int, int], dtype: str = "fp32", *, causal: bool = True, device: Any = "cpu",
-              repeats: int = 5, clock: Clock = time.perf_counter) -> tuple[float, float]:
+              repeats: int = 5, clock: Clock = time.perf_counter,
+              backend: str | None = None) -> tuple[float, float]:
     """Achieved (forward, backward) FLOP/s of ``scaled_dot_product_attention`` (FLOPs of ``sdpa_flops``) on
-    queries, keys and values of ``shape``: (batch, heads, seq, head_dim)."""
+    queries, keys and values of ``shape``: (batch, heads, seq, head_dim). ``backend``: a
+    ``torch.nn.attention.SDPBackend`` member name the calls are restricted to (None: torch picks); torch raises
+    RuntimeError when that kernel cannot run them."""
     torch = _torch()
+    if backend is not None:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        with sdpa_kernel(getattr(SDPBackend, backend)):
+            return sdpa_rate(shape, dtype, causal=causal, device=device, repeats=repeats, clock=clock)
     dev = _device(device)
     q, k, v = (torch.randn(shape, device=dev, dtype=torch_dtype(dtype), requires_grad=True) for _ in range(3))
     sdpa = torch.nn.functional.scaled_dot_product_attention
