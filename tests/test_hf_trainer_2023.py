@@ -45,7 +45,10 @@ def test_the_row_is_hf_trainer_but_for_the_kept_inputs():
     assert (old.sdpa_kv, hf.sdpa_kv) == ("repeat", "masked")
     # and it keeps the rotary caches of transformers 4.x ([M11])
     assert (old.rope_cache, hf.rope_cache) == ("layer", "none")
-    assert differs <= {"name", "stack", "basis", "memory_basis", "bnb_4bit_input", "sdpa_kv", "rope_cache"}
+    # and its transformers 4.x hooks the embeddings for PEFT only, not whenever checkpointing is on
+    assert (old.embeddings_hooked, hf.embeddings_hooked) == (False, True)
+    assert differs <= {"name", "stack", "basis", "memory_basis", "bnb_4bit_input", "sdpa_kv", "rope_cache",
+                       "embeddings_hooked"}
     assert "[M6]" in old.memory_basis
 
 
