@@ -149,3 +149,70 @@ def test_share_link_keeps_unset_apart_from_off() -> None:
     assert "input_require_grads" not in plan_query(TrainPlan())  # unset is the default: not in the link
     off = TrainPlan(input_require_grads=False)
     assert plan_from_query(plan_query(off)).input_require_grads is False
+
+
+# -- the app's sizing form: a three-way dropdown, shown for freeze only ------------------------------------------
+
+FORM_PLAN = {"model": "llama-3.2-1b", "method": "freeze", "grad_checkpointing": True}
+
+
+def _form_step_s(form) -> float:
+    return form.result.profile.time.step_time_s
+
+
+def test_the_form_shows_it_for_freeze_only_and_its_value_reaches_the_plan() -> None:
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm(FORM_PLAN)
+    field = form.controls["input_require_grads"]
+    assert field.layout.display is None and [v for _, v in field.options] == ["stack", "on", "off"]
+    assert field.value == "stack" and form.error is None and form.plan.input_require_grads is None
+    unset_s = _form_step_s(form)
+    field.value = "off"
+    assert form.error is None and form.plan.input_require_grads is False
+    off_s = _form_step_s(form)
+    field.value = "on"
+    assert form.error is None and form.plan.input_require_grads is True
+    # the backward through the frozen blocks costs time; unset under checkpointing is hf-trainer's (transformers 5): on
+    assert _form_step_s(form) == unset_s > off_s
+    field.value = "off"
+    form.controls["method"].value = "lora"  # hidden: not read
+    assert form.error is None and form.plan.input_require_grads is None and field.layout.display == "none"
+    form.controls["method"].value = "freeze"
+    assert field.layout.display is None and form.plan.input_require_grads is False
+
+
+def test_a_plan_or_a_share_link_fills_it() -> None:
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm.from_query("model=llama-3.2-1b&method=freeze&grad_checkpointing=true&input_require_grads=false")
+    field = form.controls["input_require_grads"]
+    assert field.value == "off" and form.plan.input_require_grads is False
+    assert "input_require_grads=false" in form.query()  # the form's own link keeps it
+    form.apply_plan({**FORM_PLAN, "input_require_grads": True})
+    assert field.value == "on" and form.plan.input_require_grads is True
+    form.apply_plan(FORM_PLAN)
+    assert field.value == "stack" and form.plan.input_require_grads is None
+    assert "input_require_grads" not in form.query()
+    on = SizingForm({**FORM_PLAN, "input_require_grads": True})
+    assert on.controls["input_require_grads"].value == "on" and on.plan.input_require_grads is True
+
+
+def test_both_languages_label_it() -> None:
+    from gpuwork.present.messages import text
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm(FORM_PLAN)
+    field = form.controls["input_require_grads"]
+    field.value = "on"
+    for lang in ("en", "ru"):
+        form.set_lang(lang)
+        labels = [label for label, _ in field.options]
+        assert field.description == text("ui.input_require_grads", lang)
+        assert labels == [text(f"ui.input_require_grads_{v}", lang) for v in ("stack", "on", "off")]
+        assert field.tooltip == text("ui.input_require_grads_hint", lang) and "transformers 5" in field.tooltip
+        assert field.value == "on" and form.plan.input_require_grads is True  # the language keeps the choice
+    assert labels == ["как в стеке", "включено", "выключено"]
+    assert field.description.startswith("Обратный проход") and "замороженные блоки" in field.tooltip
+    ru = SizingForm(FORM_PLAN, lang="ru")
+    assert [label for label, _ in ru.controls["input_require_grads"].options][0] == "как в стеке"

@@ -212,6 +212,7 @@ class SizingForm(common.Panel):
             "grad_accum": NumberText(value=base.grad_accum, style=WIDE, layout=lay),
             "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
                                                    layout=CHECKBOX_LAYOUT),
+            **self._freeze_controls(base, lay),
             **self._switch_controls(base),
             **self._attention_controls(base, lay),
             "stack": widgets.Dropdown(options=[st.value for st in Stack], value=base.stack.value, style=WIDE,
@@ -276,6 +277,15 @@ class SizingForm(common.Panel):
 
     def _axis_options(self) -> list[tuple[str, str]]:
         return [(ui(f"axis_{v}", self.lang), v) for v in ("seq_len", "batch_size")]
+
+    def _freeze_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
+        """Freeze only: whether the backward runs through the frozen blocks too (TrainPlan.input_require_grads;
+        "stack": unset, the stack's behaviour)."""
+        return {"input_require_grads": widgets.Dropdown(options=self._input_grads_options(), style=WIDE, layout=lay,
+                                                        value=_input_grads_choice(base.input_require_grads))}
+
+    def _input_grads_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"input_require_grads_{v}", self.lang), v) for v in _INPUT_GRADS]
 
     def _switch_controls(self, base: TrainPlan) -> dict[str, widgets.ValueWidget]:
         """The step's switches: gradient clipping (off: the run never clips, torchtune without clip_grad_norm; no
@@ -355,6 +365,7 @@ class SizingForm(common.Panel):
         self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
         self.controls["tf32"].tooltip = ui("tf32_hint", lang)
         self.controls["sdpa_backend"].tooltip = ui("sdpa_backend_hint", lang)
+        self.controls["input_require_grads"].tooltip = ui("input_require_grads_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
         for name in _BLANK_IS_NONE:  # each optional count's hint says what a blank field means
             self.controls[name].placeholder = ui(f"{name}_hint", lang)
@@ -367,6 +378,7 @@ class SizingForm(common.Panel):
                                      (self.controls["comm_overlap"], self._overlap_options()),
                                      (self.controls["fsdp_wrap"], self._wrap_options()),
                                      (self.controls["sdpa_backend"], self._sdpa_options()),
+                                     (self.controls["input_require_grads"], self._input_grads_options()),
                                      (self.gpu_select, self._gpu_options())):
                 value = control.value
                 control.options = options
@@ -485,6 +497,10 @@ class SizingForm(common.Panel):
             del out["fsdp_wrap"]
         if out["attention"] != Attention.SDPA.value:  # read for SDPA only; hidden otherwise
             del out["sdpa_backend"]
+        if out["method"] != Method.FREEZE.value:  # read for freeze only; hidden otherwise
+            del out["input_require_grads"]
+        else:  # "stack" / "on" / "off" -> None / True / False
+            out["input_require_grads"] = _INPUT_GRADS[str(out["input_require_grads"])]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
@@ -598,6 +614,8 @@ class SizingForm(common.Panel):
                     value = ",".join(value) if isinstance(value, tuple | list) else str(value)
                 elif name == "lengths":
                     value = lengths_text(value)
+                elif name == "input_require_grads":
+                    value = _input_grads_choice(value)
                 elif hasattr(value, "value"):  # a str enum
                     value = value.value
                 control.value = _blank(value)
@@ -643,6 +661,8 @@ class SizingForm(common.Panel):
             if Sharding(self.controls["sharding"].value) in TORCH_FSDP_SHARDINGS else "none"
         self.controls["sdpa_backend"].layout.display = None \
             if self.controls["attention"].value == Attention.SDPA.value else "none"
+        self.controls["input_require_grads"].layout.display = None \
+            if self.controls["method"].value == Method.FREEZE.value else "none"
         masked = self.plan is not None and self._masked_lm(self.plan.model)  # the last valid plan's model
         self.controls["mlm_predictions"].layout.display = None if masked else "none"
         self.controls["packed_document_tokens"].layout.display = None if is_packed(self.controls["lengths"].value) \
@@ -816,6 +836,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
+                                 c["input_require_grads"],
                                  c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["sdpa_backend"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
@@ -900,6 +921,15 @@ _SPEC_SEEN: set[str] = set()
 
 # optional counts: a blank field is None
 _BLANK_IS_NONE = ("eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions", "packed_document_tokens")
+
+
+# the backward through freeze's frozen blocks (TrainPlan.input_require_grads): the dropdown's value -> the plan's
+_INPUT_GRADS: dict[str, bool | None] = {"stack": None, "on": True, "off": False}
+
+
+def _input_grads_choice(value: bool | None) -> str:
+    """The dropdown's value for a plan's input_require_grads (None: "stack", as the stack does)."""
+    return "stack" if value is None else "on" if value else "off"
 
 
 def _blank(value: Any) -> Any:

@@ -38,6 +38,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.grad_checkpointing": ("Gradient checkpointing", "Пересчёт активаций"),
     "ui.attention": ("Attention", "Внимание"),
     "ui.sdpa_backend": ("SDPA kernel", "Ядро SDPA"),
+    "ui.input_require_grads": ("Backward via frozen blocks", "Обратный проход по замороженным"),
     "ui.lora_r": ("LoRA rank r", "Ранг LoRA"),
     "ui.stack": ("Software stack", "Программный стек"),
     "ui.lengths": ("Sequence lengths", "Длины последов."),
@@ -296,6 +297,21 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.sdpa_backend_auto": ("torch 2.11+ choice", "выбор PyTorch 2.11+"),
     "ui.sdpa_backend_cudnn": ("cuDNN", "cuDNN"),
     "ui.sdpa_backend_efficient": ("memory-efficient", "экономное по памяти"),
+    "ui.input_require_grads_hint": (
+        "freeze only: whether the embeddings' output requires grad (model.enable_input_require_grads()), so that "
+        "the backward runs through every frozen block too: their recompute under checkpointing and their input "
+        "gradients, never their weight gradients. As the stack does: transformers 5 (hf-trainer, hf-liger) turns it "
+        "on whenever gradient checkpointing is on, older stacks leave it off; on: e.g. LLaMA-Factory 0.5-0.6.2's "
+        "freeze-tuning with checkpointing; off: the backward stops at the lowest trained block",
+        "только для заморозки слоёв: требует ли выход эмбеддингов градиент (model.enable_input_require_grads()), "
+        "так что обратный проход идёт и через все замороженные блоки: их пересчёт при пересчёте активаций и "
+        "градиенты по их входам, но не градиенты их весов. Как в стеке: transformers 5 (hf-trainer, hf-liger) "
+        "включает это всякий раз, когда включён пересчёт активаций, более старые стеки не включают; включено: "
+        "например, заморозка слоёв в LLaMA-Factory 0.5-0.6.2 с пересчётом активаций; выключено: обратный проход "
+        "останавливается на нижнем обучаемом блоке"),
+    "ui.input_require_grads_stack": ("as the stack does", "как в стеке"),
+    "ui.input_require_grads_on": ("on", "включено"),
+    "ui.input_require_grads_off": ("off", "выключено"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),

@@ -33,6 +33,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.field.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.field.sdpa_backend": ("SDPA kernel", "Ядро SDPA"),
+    "ui.field.input_require_grads": ("Backward through frozen blocks", "Обратный проход через замороженные блоки"),
     "ui.field.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.field.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.field.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
