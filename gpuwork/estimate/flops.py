@@ -121,22 +121,19 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * (adapter + counts.head_trainable)
         grad_layers = layers
         convention, note = "4N + 6 x adapter params (frozen base, NeMo convention)", msg("flops.adapters")
-    elif not plan.input_require_grads:  # FREEZE: the last k blocks (+ head) train; autograd stops below them
-        k = min(plan.trainable_layers, layers)
-        path = head + blocks * k // max(layers, 1)
+    else:  # FREEZE: the last k blocks (+ head) train; autograd stops below them unless the embeddings' output
+        # requires grad (input_require_grads): then input gradients run through every block
+        grad_layers = layers if plan.input_require_grads else min(plan.trainable_layers, layers)
         fwd = FWD_FLOPS_PER_WEIGHT * n
-        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * path
+        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * (head + blocks * grad_layers // max(layers, 1))
         bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * counts.trainable
-        grad_layers = k
-        convention = "2N + 2 x (trained blocks + head) + 2 x trainable (freeze: no gradient below the trained blocks)"
-        note = msg("flops.freeze")
-    else:  # FREEZE with the embeddings' output requiring grad: input gradients through every block
-        fwd = FWD_FLOPS_PER_WEIGHT * n
-        bwd_in = BWD_INPUT_FLOPS_PER_WEIGHT * n
-        bwd_w = BWD_WEIGHT_FLOPS_PER_WEIGHT * counts.trainable
-        grad_layers = layers
-        convention = "4N + 2 x trainable (freeze, input gradients through every block: enable_input_require_grads)"
-        note = msg("flops.freeze_input_grads")
+        if plan.input_require_grads:
+            convention = "4N + 2 x trainable (freeze, input gradients through every block: enable_input_require_grads)"
+            note = msg("flops.freeze_input_grads")
+        else:
+            convention = ("2N + 2 x (trained blocks + head) + 2 x trainable (freeze: no gradient below the trained "
+                          "blocks)")
+            note = msg("flops.freeze")
     attention_backward = (ATTN_TRAIN_FLOPS - ATTN_FWD_FLOPS) * grad_layers * hq_t
     attention = ATTN_FWD_FLOPS * layers * hq_t + attention_backward
     recompute = 0.0
