@@ -603,9 +603,11 @@ class TrainPlan:
         return 0 if self.uses_adapters else layers
 
     def with_input_grads(self, embeddings_hooked: bool) -> TrainPlan:
-        """This plan with ``input_require_grads`` decided: as set, or else as the stack does (its checkpointing
-        hooks the embeddings' output, ``embeddings_hooked``: on when gradient checkpointing is)."""
-        if self.input_require_grads is not None:
+        """This plan with ``input_require_grads`` decided where it matters (method "freeze"): as set, or else as the
+        stack does (its checkpointing hooks the embeddings' output, ``embeddings_hooked``: on when gradient
+        checkpointing is). Other methods send the gradient through every block anyway: the plan as it is (no new
+        validated plan in the estimators' hot path)."""
+        if self.input_require_grads is not None or self.method is not Method.FREEZE:
             return self
         return self.replace(input_require_grads=embeddings_hooked and self.grad_checkpointing)
 
