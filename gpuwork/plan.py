@@ -318,6 +318,8 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
 # the ranged fields that may also be None (the share link reads "none" for them)
 OPTIONAL_FIELDS = ("dataset_bytes", "eval_batch_size", "eval_samples", "eval_accum", "mlm_predictions",
                    "packed_document_tokens", "weight_decay")
+# the switches that may also be None: the plan's stack decides them (the share link reads "none" for them)
+OPTIONAL_BOOLS = ("input_require_grads",)
 # (field, low, high, low_open, high_open, whole) of each range, for the plain plan's quick pass
 _BOUNDS = tuple((name, r.low, r.high, r.low_open, r.high_open, r.whole) for name, r in PLAN_RANGES.items())
 _OWN_ABOVE = {"lora_dropout": "error.plan.lora_dropout", "eval_fraction": "error.plan.eval_fraction"}  # below 1
@@ -443,7 +445,7 @@ class TrainPlan:
                      "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32",
                      "input_require_grads"):
             value = getattr(self, name)
-            if not isinstance(value, bool) and not (value is None and name == "input_require_grads"):
+            if not isinstance(value, bool) and not (value is None and name in OPTIONAL_BOOLS):
                 raise PlanError(name, msg("error.plan.bool", field=name, value=repr(value)))
         self._check_numbers()
         if self.weight_decay is not None:  # in its range (PLAN_RANGES); an int is the same decay as a float
@@ -901,6 +903,7 @@ __all__ = [
     "OPTIMIZER_WEIGHT_DECAY",
     "TRAINER_WEIGHT_DECAY",
     "LOWER_BOUNDS",
+    "OPTIONAL_BOOLS",
     "OPTIONAL_FIELDS",
     "PLAN_RANGES",
     "UPPER_BOUNDS",

@@ -25,6 +25,7 @@ from gpuwork.estimate import profiles as _profiles
 from gpuwork.estimate import timing as _timing
 from gpuwork.facts.catalog import GpuSpec, Offer, get_gpu, load_offers
 from gpuwork.facts.model import ModelSpec
+from gpuwork.facts.rates import with_stack_input_grads
 from gpuwork.facts.resolve import Inputs, resolve
 from gpuwork.facts.track_record import load_track_record
 from gpuwork.message import msg
@@ -69,9 +70,7 @@ def scaling(plan: TrainPlan, gpu: GpuSpec | str, *, spec: ModelSpec | None = Non
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec | None = None) -> _timing.FlopsPerToken:
     _check_plan(plan)
-    inputs = resolve(plan, spec)
-    return _timing.flops_per_token(plan.with_input_grads(inputs.rates.stacks[plan.stack].embeddings_hooked),
-                                   spec or inputs.spec)
+    return _timing.flops_per_token(with_stack_input_grads(plan), spec or resolve(plan).spec)
 
 
 def estimate_disk(plan: TrainPlan, spec: ModelSpec | None = None, **options: Any) -> _disk.DiskPlan:

@@ -18,7 +18,7 @@ from gpuwork.facts.l2 import l2_copy_steps
 from gpuwork.facts.paths import data_dir
 from gpuwork.facts.tables import cell_number, read_rows
 from gpuwork.message import msg
-from gpuwork.plan import Attention, Stack
+from gpuwork.plan import Attention, Stack, TrainPlan
 
 RATES_CSV = "rates.csv"
 KERNELS_CSV = "kernels.csv"
@@ -336,4 +336,11 @@ def load_rates(folder: str | Path | None = None) -> Rates:
     return _load(str(Path(folder) if folder is not None else data_dir()))
 
 
-__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "TORCH_CUDNN_KERNEL", "TORCH_FLASH_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "FA4_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows"]
+def with_stack_input_grads(plan: TrainPlan, rates: Rates | None = None) -> TrainPlan:
+    """``plan`` with ``input_require_grads`` decided as its stack does where the plan leaves it unset
+    (``TrainPlan.with_input_grads`` with stacks.csv ``embeddings_hooked``): what the estimate prices, the trial runs
+    and the request states."""
+    return plan.with_input_grads((rates or load_rates()).stacks[plan.stack].embeddings_hooked)
+
+
+__all__ = ["ATTENTION_CURVES_CSV", "ATTENTION_KERNELS", "CUDNN_KERNEL", "TORCH_CUDNN_KERNEL", "TORCH_FLASH_KERNEL", "FA2_KERNEL", "FA3_KERNEL", "FA4_KERNEL", "NO_CURVES", "AttentionCurves", "AttentionPoint", "AttentionRow", "attention_curves", "read_attention_rows", "DTYPES", "MEMORY_CHOICES", "MOE_EXPERTS", "DeviceRates", "Rates", "StackProfile", "load_rates", "read_rows", "with_stack_input_grads"]

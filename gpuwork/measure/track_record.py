@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gpuwork.estimate.flops import flops_per_token
 from gpuwork.estimate.regimes import REGIME_IDS, REGIMES, regimes
 from gpuwork.estimate.timing import flops_plan, peak_flops
-from gpuwork.facts.rates import load_rates
+from gpuwork.facts.rates import with_stack_input_grads
 from gpuwork.facts.track_record import ALL_RUNS, COLUMNS, TRACK_RECORD_NAME
 from gpuwork.measure.accuracy import PHYSICAL_LIMIT, case_nodes, case_spec, measured_per_gpu
 from gpuwork.measure.heldout import HELDOUT_NAME, HeldoutSet, heldout_sets
@@ -49,8 +49,7 @@ def frozen_cases(sets: tuple[HeldoutSet, ...] | None = None) -> list[FrozenCase]
             spec = case_spec(tc.plan.model, tc.model_config) if tc.model_config else resolve(tc.plan).spec
             measured = measured_per_gpu(tc)
             # the utilisation time_accuracy_rows computes, from the same FLOPs per token and peak
-            plan = tc.plan.with_input_grads(load_rates().stacks[tc.plan.stack].embeddings_hooked)
-            flops = flops_per_token(flops_plan(plan), spec).total
+            flops = flops_per_token(flops_plan(with_stack_input_grads(tc.plan)), spec).total
             use = flops * measured / peak_flops(gpu, tc.plan.precision)[0]
             out.append(FrozenCase(name=case.name, source_id=case.source_id, ratio=case.predicted / measured,
                                   excluded=use > PHYSICAL_LIMIT, regimes=regimes(tc.plan, gpu, case_nodes(tc))))

@@ -44,7 +44,7 @@ from gpuwork.facts import reading
 from gpuwork.facts.catalog import GpuClass, load_offers
 from gpuwork.facts.model import count_params, spec_for_plan
 from gpuwork.facts.paths import models_dir
-from gpuwork.facts.rates import load_rates
+from gpuwork.facts.rates import load_rates, with_stack_input_grads
 from gpuwork.message import Msg, msg
 from gpuwork.plan import (
     UNSLOTH_STACKS,
@@ -570,7 +570,7 @@ _SDPA_SETTINGS = {SdpaBackend.AUTO: msg("request.setting.sdpa_backend.auto"),
 
 def _input_grads(plan: TrainPlan) -> bool:
     """Whether the estimate ran the backward through the embeddings' output (the plan's, else its stack's)."""
-    return bool(plan.with_input_grads(load_rates().stacks[plan.stack].embeddings_hooked).input_require_grads)
+    return bool(with_stack_input_grads(plan).input_require_grads)
 
 
 def _settings(plan: TrainPlan) -> tuple[Msg, ...]:

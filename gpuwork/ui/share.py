@@ -34,7 +34,14 @@ from urllib.parse import parse_qs, urlencode
 
 from gpuwork.errors import PlanError
 from gpuwork.message import msg
-from gpuwork.plan import OPTIONAL_FIELDS, TrainPlan, default_precision, follow_method, plan_from_choices
+from gpuwork.plan import (
+    OPTIONAL_BOOLS,
+    OPTIONAL_FIELDS,
+    TrainPlan,
+    default_precision,
+    follow_method,
+    plan_from_choices,
+)
 from gpuwork.present.messages import text
 from gpuwork.units import parse_count, parse_number, parse_size
 
@@ -85,9 +92,9 @@ def _parse(name: str, raw: str) -> Any:
         from gpuwork.sizing import parse_seq_len
 
         return parse_seq_len(value, name)
-    if name == "input_require_grads" and value.lower() in _NONE:  # unset: the stack's behaviour
+    if name in OPTIONAL_BOOLS and value.lower() in _NONE:  # unset: the stack's behaviour
         return None
-    if isinstance(default, bool) or name == "input_require_grads":
+    if isinstance(default, bool) or name in OPTIONAL_BOOLS:
         if value.lower() in _TRUE:
             return True
         if value.lower() in _FALSE:
