@@ -224,6 +224,10 @@ def _sdpa_backend_rows(device: Any, gpu: Any, rates: Any, dtype: str, shape: tup
 
     b, h, seq, hd = shape
     out: list[dict[str, Any]] = []
+    peak = 0.0 if gpu is None else gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
+    points = rates.attention_families.get(attention_family(gpu, rates), ()) if gpu is not None else ()
+    ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
+    scale = 1 + 128 / seq if seq > 128 else 1.0  # the op counts a causal kernel's diagonal blocks
     for value, member in SDPA_BACKENDS:
         try:
             measured: tuple[float, float] | None = sdpa_rate(shape, dtype, device=device, repeats=repeats,
@@ -234,15 +238,11 @@ def _sdpa_backend_rows(device: Any, gpu: Any, rates: Any, dtype: str, shape: tup
         for i, name in enumerate(("fwd", "bwd")):
             model, basis = None, why
             if gpu is not None and measured is not None:
-                peak = gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
-                points = rates.attention_families.get(attention_family(gpu, rates), ())
                 kernels, _ = sdpa_kernels(SDPA_PREFIX + value, cudnn_first(gpu), False)
                 for kernel in (*kernels, FA2_KERNEL):
-                    ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
                     curve = curve_fraction(points, name, True, hd, seq, ratio if kernel == FA2_KERNEL else None,
                                            kernel)
                     if curve is not None:
-                        scale = 1 + 128 / seq if seq > 128 else 1.0  # the op counts the diagonal blocks
                         model = curve * peak * scale
                         basis = f"attention_curves.csv {kernel} {name} causal: {curve:.3f}"
                         break
