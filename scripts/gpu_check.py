@@ -145,12 +145,7 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     Rows: one per GEMM shape (FLOP/s), the copy (bytes/s), the dispatch per op (seconds), SDPA forward
     and backward (FLOP/s). ``model`` is the op model's figure and ``basis`` says where it comes from.
     """
-    from gpuwork.estimate.steptime import (
-        attention_family,
-        attention_fraction,
-        curve_fraction,
-        wave_efficiency,
-    )
+    from gpuwork.estimate.steptime import attention_flops_s, wave_efficiency
     from gpuwork.facts.rates import load_rates
     from gpuwork.measure.cpu_rates import copy_rate, dispatch_cost, gemm_rate, sdpa_rate
 
@@ -186,22 +181,8 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     fwd, bwd = sdpa_rate((b, h, seq, hd), dtype, device=device, repeats=repeats)
     for name, value in (("fwd", fwd), ("bwd", bwd)):
         model, basis = None, ""
-        if gpu is not None:
-            if dtype == "fp32":
-                model, basis = rates.kernel("sdpa_mem_efficient_fraction") * gpu.fp32_flops, \
-                    "kernels.csv sdpa_mem_efficient_fraction x fp32 peak"
-            else:  # as steptime prices a fused attention op: the family's measured curve, else its one fraction
-                peak = gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
-                family = attention_family(gpu, rates)
-                ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
-                curve = curve_fraction(rates.attention_families.get(family, ()), name, True, hd, seq, ratio)
-                if curve is not None:
-                    scale = 1 + 128 / seq if seq > 128 else 1.0  # the op counts a causal kernel's diagonal blocks
-                    model, basis = curve * peak * scale, (f"attention_curves.csv {family} {name} causal: {curve:.3f} "
-                                                         f"x dense peak {peak / 1e12:.0f} TF")
-                else:
-                    fraction, key = attention_fraction(gpu, rates, name)
-                    model, basis = fraction * peak, f"kernels.csv {key} {fraction:.3f} x dense peak {peak / 1e12:.0f} TF"
+        if ref is not None:  # the rate price_ops charges a fused attention op (FlashAttention-2's, as a plan's)
+            model, basis = attention_flops_s(gpu, ref, rates, name, dtype, seq, hd)
         row(f"SDPA {name} (causal)", f"b{b} h{h} s{seq} d{hd}", "TFLOPS", value, model, basis)
     if dtype != "fp32" and getattr(device, "type", str(device)).startswith("cuda"):
         rows += _sdpa_backend_rows(device, gpu, rates, dtype, sdpa_shape, repeats)
@@ -217,17 +198,13 @@ def _sdpa_backend_rows(device: Any, gpu: Any, rates: Any, dtype: str, shape: tup
     """SDPA restricted to each kernel in SDPA_BACKENDS against the curve the step model prices a plan of that
     sdpa_backend with on ``gpu`` (gpuwork.estimate.sdpa_backend.sdpa_kernels: torch's own rows of that kernel,
     then FlashAttention-2's). A kernel torch refuses here is a row with no figure and its reason."""
-    from gpuwork.estimate.sdpa_backend import SDPA_PREFIX, cudnn_first, sdpa_kernels
-    from gpuwork.estimate.steptime import attention_family, curve_fraction
-    from gpuwork.facts.rates import FA2_KERNEL
+    from gpuwork.estimate.sdpa_backend import SDPA_PREFIX
+    from gpuwork.estimate.steptime import attention_flops_s
     from gpuwork.measure.cpu_rates import sdpa_rate
 
     b, h, seq, hd = shape
     out: list[dict[str, Any]] = []
-    peak = 0.0 if gpu is None else gpu.fp16_dense_flops if dtype == "fp16" else gpu.bf16_dense_flops
-    points = rates.attention_families.get(attention_family(gpu, rates), ()) if gpu is not None else ()
-    ratio = rates.kernel("flash_attn_bwd_fraction") / rates.kernel("flash_attn_fwd_fraction")
-    scale = 1 + 128 / seq if seq > 128 else 1.0  # the op counts a causal kernel's diagonal blocks
+    ref = reference_device(gpu, rates) if gpu is not None else None
     for value, member in SDPA_BACKENDS:
         try:
             measured: tuple[float, float] | None = sdpa_rate(shape, dtype, device=device, repeats=repeats,
@@ -237,15 +214,8 @@ def _sdpa_backend_rows(device: Any, gpu: Any, rates: Any, dtype: str, shape: tup
             measured, why = None, str(exc).strip().splitlines()[0][:120] if str(exc).strip() else "refused"
         for i, name in enumerate(("fwd", "bwd")):
             model, basis = None, why
-            if gpu is not None and measured is not None:
-                kernels, _ = sdpa_kernels(SDPA_PREFIX + value, cudnn_first(gpu), False)
-                for kernel in (*kernels, FA2_KERNEL):
-                    curve = curve_fraction(points, name, True, hd, seq, ratio if kernel == FA2_KERNEL else None,
-                                           kernel)
-                    if curve is not None:
-                        model = curve * peak * scale
-                        basis = f"attention_curves.csv {kernel} {name} causal: {curve:.3f}"
-                        break
+            if ref is not None and measured is not None:
+                model, basis = attention_flops_s(gpu, ref, rates, name, dtype, seq, hd, kernel=SDPA_PREFIX + value)
             out.append({"kernel": f"SDPA {name} (causal, {value} only)", "shape": f"b{b} h{h} s{seq} d{hd}",
                         "unit": "TFLOPS", "measured": measured[i] if measured is not None else None,
                         "model": model, "ratio": measured[i] / model if measured is not None and model else None,

@@ -64,8 +64,8 @@ def test_the_kernel_table_runs_on_a_cpu_against_an_h200s_rates(gpu_check, one_th
     fwd = by[("SDPA fwd (causal)", "b1 h2 s32 d16")]
     bwd = by[("SDPA bwd (causal)", "b1 h2 s32 d16")]
     assert fwd["model"] == pytest.approx(first[("fwd", True)].fraction * h200.bf16_dense_flops)
-    assert "attention_curves.csv h100 fwd causal" in fwd["basis"]
-    assert bwd["model"] > 0 and "attention_curves.csv h100 bwd causal" in bwd["basis"]
+    assert f"attention_curves.csv h100 {FA2_KERNEL} fwd causal" in fwd["basis"]
+    assert bwd["model"] > 0 and f"attention_curves.csv h100 {FA2_KERNEL} bwd causal" in bwd["basis"]
     lines = gpu_check.kernels_markdown(rows)
     assert lines[2].startswith("| kernel | shape | unit | measured | op model | ratio |")
     assert any(line.startswith("| GEMM bf16 | 4096 x 4096 x 1 | TFLOPS | ") and "| 770.4 |" in line for line in lines)
@@ -155,3 +155,25 @@ def test_sdpa_rows_per_kernel_price_each_backend_as_a_plan_of_it(gpu_check, one_
         assert TORCH_FLASH_KERNEL in row["basis"]
     for row in rows[2:]:
         assert row["measured"] is None and row["model"] is None and row["basis"]
+
+
+@pytest.mark.parametrize(("gpu_id", "seq", "kernel"), [("h200_sxm", 32, ""), ("h100_sxm", 4096, "sdpa:flash"),
+                                                         ("h100_sxm", 3072, "sdpa:cudnn"), ("a100_80_sxm", 2048, ""),
+                                                         ("rtx4090", 1024, "sdpa:flash")])
+def test_the_checks_attention_rate_is_what_the_step_model_charges_an_attention_op(gpu_id, seq, kernel) -> None:
+    """gpu_check's reference for a timed attention kernel is steptime.attention_flops_s, the rate price_ops
+    charges: one causal op of either pass costs its FLOPs over that rate, to the last digit."""
+    from gpuwork.estimate.ops import Kind, Op, Phase
+    from gpuwork.estimate.steptime import attention_flops_s, price_ops
+    from gpuwork.plan import Stack
+
+    rates, gpu = load_rates(), get_gpu(gpu_id)
+    device = rates.device(gpu_id)
+    for attention_pass, phase in (("fwd", Phase.FORWARD), ("bwd", Phase.BACKWARD)):
+        flops = 4.0 * 4096 * seq * seq * 128 * (1 if seq > 32 else 64)  # well above the per-kernel floor
+        op = Op(name="attention", kind=Kind.ATTENTION, phase=phase, flops=flops, bytes=0.0, launches=1, count=1,
+                m=seq, n=128, attention_pass=attention_pass, causal=True, kernel=kernel)
+        rate, basis = attention_flops_s(gpu, device, rates, attention_pass, "bf16", seq, 128, kernel=kernel)
+        price = price_ops((op,), gpu, device, rates, rates.stacks[Stack.FRAMEWORK])
+        assert price.by_kind["attention"] == pytest.approx(flops / rate, rel=1e-12)
+        assert basis.startswith(("attention_curves.csv", "kernels.csv")) and "dense peak" in basis

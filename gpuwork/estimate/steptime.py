@@ -419,25 +419,45 @@ def _kernel_fact(value: float | None, key: str) -> float:
     return value
 
 
+def attention_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, attention_pass: str, dtype: str,
+                      seq_len: int, head_dim: int, causal: bool = True, kernel: str = "") -> tuple[float, str]:
+    """The FLOP/s (in the op's FLOPs) at which ``price_ops`` prices one fused attention kernel on ``gpu``, and
+    where that rate comes from: the one rule, for checks of a kernel timed alone (scripts/gpu_check.py).
+    ``kernel`` as in ``Op.kernel`` ("" FlashAttention-2, ``sdpa:<backend>`` torch's SDPA restricted to it)."""
+    any_stack = rates.stacks[next(iter(rates.stacks))]  # a stack changes which attention op runs, not its rate
+    facts = _facts_of(gpu, device, rates, any_stack, 1.0)
+    return _attention_choice(facts, attention_pass, dtype, seq_len, head_dim, causal, False, kernel, explain=True)
+
+
 def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
                     causal: bool = False, mem_efficient: bool = False, kernel: str = "") -> float:
-    """FLOP/s of a fused attention kernel, in the op's FLOPs: the family's measured curve at this length and head
-    dim where attention_curves.csv has one (``curve_fraction``), else ``attention_fraction``; x the dtype's dense
-    peak. SDPA's memory-efficient kernel (16-bit with a mask) runs at that flash rate x sdpa_mem_efficient_fraction
-    / flash_attn_fwd_fraction, the FA2 paper's A100 ratio of a FlashAttention-1-class kernel to FlashAttention-2
-    (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on every family. Another
-    ``kernel`` (FlashAttention-3, cuDNN) takes its own curve where the family has one, else FlashAttention-2's; an
-    SDPA op (``sdpa:<backend>``) the curves of the kernel torch runs on this GPU (``sdpa_backend.sdpa_kernels``:
-    cuDNN's as torch ran it, then cuDNN's own, or FlashAttention-2 as torch ships it), each before FlashAttention-2's."""
+    return _attention_choice(facts, attention_pass, dtype, seq_len, head_dim, causal, mem_efficient, kernel)[0]
+
+
+def _attention_choice(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
+                      causal: bool = False, mem_efficient: bool = False, kernel: str = "",
+                      explain: bool = False) -> tuple[float, str]:
+    """FLOP/s of a fused attention kernel, in the op's FLOPs, and its basis: the family's measured curve at this
+    length and head dim where attention_curves.csv has one (``curve_fraction``), else ``attention_fraction``; x the
+    dtype's dense peak. SDPA's memory-efficient kernel (16-bit with a mask) runs at that flash rate x
+    sdpa_mem_efficient_fraction / flash_attn_fwd_fraction, the FA2 paper's A100 ratio of a FlashAttention-1-class
+    kernel to FlashAttention-2 (kernels.csv; 0.35 / 0.73 = 0.48): on an A100 near 0.35 of the peak, below FA2 on
+    every family. Another ``kernel`` (FlashAttention-3, cuDNN) takes its own curve where the family has one, else
+    FlashAttention-2's; an SDPA op (``sdpa:<backend>``) the curves of the kernel torch runs on this GPU
+    (``sdpa_backend.sdpa_kernels``: cuDNN's as torch ran it, then cuDNN's own, or FlashAttention-2 as torch ships
+    it), each before FlashAttention-2's. The basis is written only when ``explain`` (pricing needs the rate alone)."""
     kernels, mem_efficient = sdpa_kernels(kernel, facts.cudnn_first, mem_efficient)
     if mem_efficient and dtype != "fp32":
         _, _, fwd16, _, sdpa16 = facts.attention
         ratio16 = _kernel_fact(sdpa16, "sdpa_mem_efficient_fraction") / _kernel_fact(fwd16, "flash_attn_fwd_fraction")
-        return _attention_rate(facts, attention_pass, dtype, seq_len, head_dim, causal) * ratio16
+        rate, basis = _attention_choice(facts, attention_pass, dtype, seq_len, head_dim, causal, explain=explain)
+        return rate * ratio16, f"{basis} x {ratio16:.3f} (memory-efficient kernel)" if explain else ""
     family_fwd, family_bwd, fwd, bwd, sdpa = facts.attention
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
     if dtype == "fp32":
-        return _kernel_fact(sdpa, "sdpa_mem_efficient_fraction") * fp32_peak
+        fraction = _kernel_fact(sdpa, "sdpa_mem_efficient_fraction")
+        basis = f"kernels.csv sdpa_mem_efficient_fraction {fraction:.3f} x fp32 peak" if explain else ""
+        return fraction * fp32_peak, basis
     peak = fp16_peak if dtype == "fp16" else bf16_peak
     # a family measured forward only: the FA2 paper's A100 backward / forward ratio, as for the single fractions
     ratio = _kernel_fact(bwd, "flash_attn_bwd_fraction") / _kernel_fact(fwd, "flash_attn_fwd_fraction")
@@ -447,24 +467,27 @@ def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len
     order = (*kernels, FA2_KERNEL)
     exact = tuple(k for k in order if any(p.kernel == k and p.attention_pass == attention_pass
                                           and p.head_dim == head_dim for p in points))
-    measured = None
     for own_kernel in (*exact, *(k for k in order if k not in exact)):
         measured = curve_fraction(points, attention_pass, causal, head_dim, seq_len,
                                   ratio if own_kernel == FA2_KERNEL else None, own_kernel)
         if measured is not None:
-            break
-    if measured is not None:
-        # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks too
-        # (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second
-        return measured * peak * (1 + 128 / seq_len if causal and seq_len > 128 else 1.0)
+            # the curves count a causal kernel's FLOPs as half the full matrix; the op counts the diagonal blocks
+            # too (ops._attention_forward: x (1 + 128 / s)), so the op's FLOPs go through at that much more per second
+            scale = 1 + 128 / seq_len if causal and seq_len > 128 else 1.0
+            if not explain:
+                return measured * peak * scale, ""
+            return measured * peak * scale, (f"attention_curves.csv {points[0].family} {own_kernel} {attention_pass}"
+                                             f"{' causal' if causal else ''}: {measured:.3f} x dense peak "
+                                             f"{peak / 1e12:.0f} TF")
     fwd = _kernel_fact(fwd, "flash_attn_fwd_fraction")
-    fraction = family_fwd if family_fwd is not None else fwd
+    fraction, key = (family_fwd, "the family's flash_attn_fwd_fraction") if family_fwd is not None else (
+        fwd, "flash_attn_fwd_fraction")
     if attention_pass != "fwd":
         if family_bwd is not None:
-            fraction = family_bwd
+            fraction, key = family_bwd, "the family's flash_attn_bwd_fraction"
         else:  # no backward measurement for this family: the A100 backward/forward ratio of the FA2 paper
-            fraction = fraction * (_kernel_fact(bwd, "flash_attn_bwd_fraction") / fwd)
-    return fraction * peak
+            fraction, key = fraction * (_kernel_fact(bwd, "flash_attn_bwd_fraction") / fwd), f"{key} x bwd/fwd"
+    return fraction * peak, f"kernels.csv {key} {fraction:.3f} x dense peak {peak / 1e12:.0f} TF" if explain else ""
 
 
 # what pricing reads of one op but its count: kind, phase (their values: a row of plain values is no work for the
