@@ -37,11 +37,18 @@ def _grid():
         TrainPlan(model="tiny-llama", method="lora", precision="fp32", grad_accum=4, lora_dropout=0.1),
         TrainPlan(model="tiny-mixtral", method="full", precision="bf16", batch_size=2, seq_len=256),
     ]
+    # freeze with the embeddings' output requiring grad or not (input_require_grads), with and without checkpointing
+    plans += [TrainPlan(model=model, method="freeze", precision=precision, batch_size=2, seq_len=512, attention=attention,
+                        trainable_layers=1, grad_checkpointing=ckpt, input_require_grads=hooked)
+              for (model, precision, attention), ckpt, hooked in itertools.product(
+                  (("tiny-qwen2", "bf16", "sdpa"), ("tiny-bert", "bf16", "eager"), ("tiny-gpt2", "fp32", "sdpa")),
+                  (False, True), (False, True))]
     return plans
 
 
 @pytest.mark.parametrize("plan", _grid(), ids=lambda p: f"{p.model}-{p.method}-{p.precision}-b{p.batch_size}"
-                         f"s{p.seq_len}-gc{int(p.grad_checkpointing)}-{p.attention}-{p.optimizer}")
+                         f"s{p.seq_len}-gc{int(p.grad_checkpointing)}-{p.attention}-{p.optimizer}"
+                         f"{'' if p.input_require_grads is None else f'-irg{int(p.input_require_grads)}'}")
 def test_analytic_estimate_within_five_percent_of_trace(plan):
     result = compare_with_trace(plan)
     assert abs(result["error"]) < 0.05, result

@@ -451,6 +451,13 @@ def stack_profile(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None =
     return stacks.get(plan.stack)
 
 
+def _stack_hooks_embeddings(plan: TrainPlan) -> bool:
+    """stacks.csv ``embeddings_hooked`` of the plan's stack, for a spec resolved without its stack profiles."""
+    from gpuwork.facts.rates import load_rates
+
+    return load_rates().stacks[plan.stack].embeddings_hooked
+
+
 def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
                        profile: StackProfile | None) -> _Activations:
     """Bytes per token the blocks save: the hand-written block's, or what autograd saved in a traced block that
@@ -541,21 +548,26 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     quad = act.per_layer_quadratic * seq_len
     trained_layers = _trained_layers(spec, plan)
     trained_bytes = (act.per_layer_trained + quad) * tokens
-    if plan.method is Method.FREEZE:
-        # the frozen blocks sit below the trained ones: no gradient flows through them, so autograd
-        # saves nothing for them
+    # blocks the backward runs through: under freeze only the trained ones, unless the embeddings' output requires
+    # grad (input_require_grads, decided as the step's time decides it: the plan's, else its stack's)
+    hooked = profile.embeddings_hooked if profile is not None else _stack_hooks_embeddings(plan)
+    gradient_blocks = plan.with_input_grads(hooked).gradient_blocks(spec.num_layers)
+    if plan.method is Method.FREEZE and gradient_blocks < spec.num_layers:
+        # the frozen blocks sit below the trained ones and no gradient reaches them: autograd saves nothing
         frozen_bytes = 0
-    else:
+    else:  # frozen weights whose inputs need a gradient save what that gradient reads
         frozen_bytes = (act.per_layer_frozen + quad) * tokens
     first_norm_saving = 0
     fused_norm = profile is not None and profile.rmsnorm_saves == "input"
-    if plan.method not in (Method.FULL, Method.SCRATCH) and spec.norm == "rms" and not fused_norm:
+    input_needs_grad = plan.method is Method.FREEZE and gradient_blocks == spec.num_layers
+    if (plan.method not in (Method.FULL, Method.SCRATCH) and spec.norm == "rms" and not fused_norm
+            and not input_needs_grad):
         # the first saving block reads hidden states that need no gradient (frozen embeddings), so
         # its first RMSNorm keeps neither the fp32 input nor rsqrt
         first_norm_saving = (4 * spec.hidden_size + 4) * tokens
     offloaded = 0
     if plan.grad_checkpointing:
-        blocks_saved = act.checkpoint_per_layer * tokens * spec.num_layers
+        blocks_saved = act.checkpoint_per_layer * tokens * gradient_blocks
         if profile is not None and profile.checkpoint == "offload" and spec.num_layers > 1:
             # Unsloth's offloaded checkpointing copies each block input to CPU RAM as it is made and back
             # for that block's backward: one block input stays on the GPU (unsloth_zoo gradient_checkpointing)

@@ -39,7 +39,8 @@ SOURCES = {
                         "transformers Adafactor factored moments",
     "activations": "tensors saved for backward, op by op for Hugging Face Llama/GPT-2/BERT blocks; checked "
                    "against gpuwork trace; fused RMSNorm/SwiGLU kernels and offloaded checkpoints as the stack "
-                   "does them (stacks.csv memory columns)",
+                   "does them (stacks.csv memory columns); under freeze the frozen blocks save for backward only "
+                   "when the embeddings' output requires grad (input_require_grads, else the stack's rule)",
     "logits_and_loss": "fp32 upcast logits, log_softmax output and its backward (transformers ForCausalLMLoss); "
                        "Liger's chunked fused linear cross-entropy or Unsloth's in-place 16-bit loss when the "
                        "stack uses them",

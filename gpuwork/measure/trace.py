@@ -373,11 +373,27 @@ def _training_model(plan: TrainPlan, spec, stand_ins: list[Msg], device: str):
     config_dict, _ = load_config(plan.model)
     model, task, compute = _build_model(plan, config_dict, stand_ins, device=device)
     model = _apply_method(model, plan, spec, task, compute, stand_ins)
+    input_grads = _input_grads(plan)
     if plan.grad_checkpointing:
-        model.gradient_checkpointing_enable()
+        # the non-reentrant kind where no input requires grad, as the trial's: the reentrant kind would leave the
+        # trained blocks without a gradient
+        model.gradient_checkpointing_enable(**({} if input_grads else
+                                               {"gradient_checkpointing_kwargs": {"use_reentrant": False}}))
+    if not input_grads and hasattr(model, "_require_grads_hook"):
+        model.disable_input_require_grads()  # transformers 5 hooks the embeddings whenever checkpointing is on
+    elif input_grads and plan.method is Method.FREEZE and not hasattr(model, "_require_grads_hook"):
+        model.enable_input_require_grads()
     model.train()
     autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
     return model, task, autocast
+
+
+def _input_grads(plan: TrainPlan) -> bool:
+    """Whether the backward crosses the frozen blocks: always but under freeze, where it is the plan's
+    (input_require_grads; unset: its stack's, as the estimate and the trial decide it)."""
+    from gpuwork.facts.rates import with_stack_input_grads
+
+    return plan.method is not Method.FREEZE or bool(with_stack_input_grads(plan).input_require_grads)
 
 
 def _fake_training_model(plan: TrainPlan, spec, stand_ins: list[Msg]):
