@@ -11,7 +11,10 @@ Prints figures only: first-chart median and 95th percentile, failures, kernels, 
 tree, and the change-to-chart time. Only 127.0.0.1 is contacted; the server is stopped by its PID.
 
 Usage:
-    python benchmarks/app_load.py [--visitors 20] [--max-pages 40] [--timeout-s 600]
+    python benchmarks/app_load.py [--visitors 20] [--max-pages 40] [--timeout-s 600] [--pool N] [--baseline]
+
+The first-chart figures for 1 and 5 visitors, with the preheated pool (default), a kernel per visitor (``--pool
+0``) and the floor of this machine (``--baseline``), are this script's: e.g. ``--visitors 5 --pool 0``.
 
 Limitations: all pages share one Chromium (20 separate Chromium processes would need ~4 GB more and compete
 for the same 2 cores); the browser's own CPU use slows the server down on a small machine, so these times
@@ -373,13 +376,14 @@ def baseline_notebook(folder: Path) -> Path:
 
 
 def run_load(visitors: int = 20, *, max_pages: int = 40, timeout_s: float = 600,
-             log_path: Path | None = None, baseline: bool = False) -> LoadResult:
-    """Start the app (``baseline``: the one-chart notebook instead), send ``visitors`` concurrent pages at it, stop
-    it; the figures as a LoadResult. The baseline's pages make no change (it has no form)."""
+             log_path: Path | None = None, baseline: bool = False, pool: int | None = None) -> LoadResult:
+    """Start the app (``baseline``: the one-chart notebook instead; ``pool``: its preheated kernels, None as
+    ``gpuwork app``, 0 a kernel per visitor), send ``visitors`` concurrent pages at it, stop it; the figures as a
+    LoadResult. The baseline's pages make no change (it has no form)."""
     port = _free_port()
     work = Path(tempfile.mkdtemp(prefix="gpuwork-load-"))
     log_path = log_path or work / "voila.log"
-    proc = start_server(port, max_pages, log_path, notebook=baseline_notebook(work) if baseline else None)
+    proc = start_server(port, max_pages, log_path, notebook=baseline_notebook(work) if baseline else None, pool=pool)
     result = LoadResult(visitors)
     try:
         asyncio.run(_run(f"http://127.0.0.1:{port}/", visitors, timeout_s, proc.pid, result, log_path,
@@ -397,11 +401,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=600)
     parser.add_argument("--baseline", action="store_true",
                         help="serve a one-chart notebook instead of the app: the floor of Voila and the browser here")
+    parser.add_argument("--pool", type=int, default=None,
+                        help="preheated kernels (default: gpuwork app's pool; 0: a kernel starts per visitor)")
     args = parser.parse_args(argv)
     if not Path(CHROMIUM).exists():
         print(f"needs Debian chromium at {CHROMIUM} (make browser-deps)", file=sys.stderr)
         return 2
-    result = run_load(args.visitors, max_pages=args.max_pages, timeout_s=args.timeout_s, baseline=args.baseline)
+    result = run_load(args.visitors, max_pages=args.max_pages, timeout_s=args.timeout_s, baseline=args.baseline,
+                      pool=args.pool)
     for line in result.lines():
         print(line)
     return 0 if not result.failures else 1

@@ -174,9 +174,10 @@ def _loads_in_a_row(loads: int, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.browser
-@pytest.mark.timeout(1500)  # 367 s on the 2-core machine when quiet; 14 s a load when others load it
-def test_forty_page_loads_in_a_row_each_reach_the_first_chart(tmp_path: Path) -> None:
-    _loads_in_a_row(40, tmp_path)
+@pytest.mark.timeout(900)  # ~3.5 s a load on the 2-core machine when quiet; 14 s a load when others load it
+def test_twenty_page_loads_in_a_row_each_reach_the_first_chart(tmp_path: Path) -> None:
+    # before the fix every load stuck (0 of 3 reached a chart), so twenty catch it; 200 under GPUWORK_LOAD_TEST
+    _loads_in_a_row(20, tmp_path)
 
 
 @pytest.mark.slow
