@@ -67,7 +67,7 @@ from gpuwork.estimate.model_states import (
     unsharded_quant_state,
 )
 from gpuwork.facts.block_profiles import matching_profile
-from gpuwork.facts.rates import MOE_EXPERTS, StackProfile
+from gpuwork.facts.rates import MOE_EXPERTS, StackProfile, with_stack_input_grads
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Sharding, Task, TrainPlan
@@ -451,13 +451,6 @@ def stack_profile(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None =
     return stacks.get(plan.stack)
 
 
-def _stack_hooks_embeddings(plan: TrainPlan) -> bool:
-    """stacks.csv ``embeddings_hooked`` of the plan's stack, for a spec resolved without its stack profiles."""
-    from gpuwork.facts.rates import load_rates
-
-    return load_rates().stacks[plan.stack].embeddings_hooked
-
-
 def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
                        profile: StackProfile | None) -> _Activations:
     """Bytes per token the blocks save: the hand-written block's, or what autograd saved in a traced block that
@@ -550,8 +543,11 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     trained_bytes = (act.per_layer_trained + quad) * tokens
     # blocks the backward runs through: under freeze only the trained ones, unless the embeddings' output requires
     # grad (input_require_grads, decided as the step's time decides it: the plan's, else its stack's)
-    hooked = profile.embeddings_hooked if profile is not None else _stack_hooks_embeddings(plan)
-    gradient_blocks = plan.with_input_grads(hooked).gradient_blocks(spec.num_layers)
+    gradient_blocks = spec.num_layers
+    if plan.method is Method.FREEZE:
+        decided = (plan.with_input_grads(profile.embeddings_hooked) if profile is not None
+                   else with_stack_input_grads(plan))  # a spec resolved without its stack profiles
+        gradient_blocks = decided.gradient_blocks(spec.num_layers)
     if plan.method is Method.FREEZE and gradient_blocks < spec.num_layers:
         # the frozen blocks sit below the trained ones and no gradient reaches them: autograd saves nothing
         frozen_bytes = 0
