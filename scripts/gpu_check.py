@@ -182,11 +182,20 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     for name, value in (("fwd", fwd), ("bwd", bwd)):
         model, basis = None, ""
         if ref is not None:  # the rate price_ops charges a fused attention op (FlashAttention-2's, as a plan's)
-            model, basis = attention_flops_s(gpu, ref, rates, name, dtype, seq, hd)
+            model, basis = attention_flops_s(gpu, ref, rates, _attention_op(name, dtype, seq, hd))
         row(f"SDPA {name} (causal)", f"b{b} h{h} s{seq} d{hd}", "TFLOPS", value, model, basis)
     if dtype != "fp32" and getattr(device, "type", str(device)).startswith("cuda"):
         rows += _sdpa_backend_rows(device, gpu, rates, dtype, sdpa_shape, repeats)
     return rows
+
+
+def _attention_op(attention_pass: str, dtype: str, seq_len: int, head_dim: int, kernel: str = "") -> Any:
+    """One causal fused attention kernel as the step model lists it (its FLOPs do not change its rate)."""
+    from gpuwork.estimate.op import Kind, Op, Phase
+
+    phase = Phase.FORWARD if attention_pass == "fwd" else Phase.BACKWARD
+    return Op(name="attention", kind=Kind.ATTENTION, phase=phase, flops=0.0, bytes=0.0, launches=1, count=1,
+              dtype=dtype, m=seq_len, n=head_dim, attention_pass=attention_pass, causal=True, kernel=kernel)
 
 
 # torch SDPA kernels timed one at a time on CUDA: the plan's sdpa_backend value and torch's member name
@@ -215,7 +224,8 @@ def _sdpa_backend_rows(device: Any, gpu: Any, rates: Any, dtype: str, shape: tup
         for i, name in enumerate(("fwd", "bwd")):
             model, basis = None, why
             if ref is not None and measured is not None:
-                model, basis = attention_flops_s(gpu, ref, rates, name, dtype, seq, hd, kernel=SDPA_PREFIX + value)
+                model, basis = attention_flops_s(gpu, ref, rates,
+                                                 _attention_op(name, dtype, seq, hd, SDPA_PREFIX + value))
             out.append({"kernel": f"SDPA {name} (causal, {value} only)", "shape": f"b{b} h{h} s{seq} d{hd}",
                         "unit": "TFLOPS", "measured": measured[i] if measured is not None else None,
                         "model": model, "ratio": measured[i] / model if measured is not None and model else None,

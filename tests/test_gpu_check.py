@@ -173,7 +173,7 @@ def test_the_checks_attention_rate_is_what_the_step_model_charges_an_attention_o
         flops = 4.0 * 4096 * seq * seq * 128 * (1 if seq > 32 else 64)  # well above the per-kernel floor
         op = Op(name="attention", kind=Kind.ATTENTION, phase=phase, flops=flops, bytes=0.0, launches=1, count=1,
                 m=seq, n=128, attention_pass=attention_pass, causal=True, kernel=kernel)
-        rate, basis = attention_flops_s(gpu, device, rates, attention_pass, "bf16", seq, 128, kernel=kernel)
+        rate, basis = attention_flops_s(gpu, device, rates, op)
         price = price_ops((op,), gpu, device, rates, rates.stacks[Stack.FRAMEWORK])
         assert price.by_kind["attention"] == pytest.approx(flops / rate, rel=1e-12)
         assert basis.startswith(("attention_curves.csv", "kernels.csv")) and "dense peak" in basis

@@ -419,22 +419,22 @@ def _kernel_fact(value: float | None, key: str) -> float:
     return value
 
 
-def attention_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, attention_pass: str, dtype: str,
-                      seq_len: int, head_dim: int, causal: bool = True, kernel: str = "") -> tuple[float, str]:
-    """The FLOP/s (in the op's FLOPs) at which ``price_ops`` prices one fused attention kernel on ``gpu``, and
-    where that rate comes from: the one rule, for checks of a kernel timed alone (scripts/gpu_check.py).
-    ``kernel`` as in ``Op.kernel`` ("" FlashAttention-2, ``sdpa:<backend>`` torch's SDPA restricted to it)."""
+def attention_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, op: Op) -> tuple[float, str]:
+    """The FLOP/s (in the op's FLOPs) at which ``price_ops`` prices the fused attention ``op`` (its pass, dtype,
+    length ``m``, head dim ``n``, mask and kernel) on ``gpu``, and where that rate comes from: the one rule, for
+    checks of a kernel timed alone (scripts/gpu_check.py)."""
     any_stack = rates.stacks[next(iter(rates.stacks))]  # a stack changes which attention op runs, not its rate
     facts = _facts_of(gpu, device, rates, any_stack, 1.0)
-    return _attention_choice(facts, attention_pass, dtype, seq_len, head_dim, causal, False, kernel, explain=True)
+    return _attention_choice(facts, op.attention_pass, op.dtype, (op.m, op.n), op.causal, op.mem_efficient, op.kernel,
+                             explain=True)
 
 
 def _attention_rate(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
                     causal: bool = False, mem_efficient: bool = False, kernel: str = "") -> float:
-    return _attention_choice(facts, attention_pass, dtype, seq_len, head_dim, causal, mem_efficient, kernel)[0]
+    return _attention_choice(facts, attention_pass, dtype, (seq_len, head_dim), causal, mem_efficient, kernel)[0]
 
 
-def _attention_choice(facts: _PriceFacts, attention_pass: str, dtype: str, seq_len: int = 0, head_dim: int = 0,
+def _attention_choice(facts: _PriceFacts, attention_pass: str, dtype: str, shape: tuple[int, int],
                       causal: bool = False, mem_efficient: bool = False, kernel: str = "",
                       explain: bool = False) -> tuple[float, str]:
     """FLOP/s of a fused attention kernel, in the op's FLOPs, and its basis: the family's measured curve at this
@@ -445,12 +445,14 @@ def _attention_choice(facts: _PriceFacts, attention_pass: str, dtype: str, seq_l
     every family. Another ``kernel`` (FlashAttention-3, cuDNN) takes its own curve where the family has one, else
     FlashAttention-2's; an SDPA op (``sdpa:<backend>``) the curves of the kernel torch runs on this GPU
     (``sdpa_backend.sdpa_kernels``: cuDNN's as torch ran it, then cuDNN's own, or FlashAttention-2 as torch ships
-    it), each before FlashAttention-2's. The basis is written only when ``explain`` (pricing needs the rate alone)."""
+    it), each before FlashAttention-2's. ``shape``: (sequence length, head dim). The basis is written only when
+    ``explain`` (pricing needs the rate alone)."""
+    seq_len, head_dim = shape
     kernels, mem_efficient = sdpa_kernels(kernel, facts.cudnn_first, mem_efficient)
     if mem_efficient and dtype != "fp32":
         _, _, fwd16, _, sdpa16 = facts.attention
         ratio16 = _kernel_fact(sdpa16, "sdpa_mem_efficient_fraction") / _kernel_fact(fwd16, "flash_attn_fwd_fraction")
-        rate, basis = _attention_choice(facts, attention_pass, dtype, seq_len, head_dim, causal, explain=explain)
+        rate, basis = _attention_choice(facts, attention_pass, dtype, shape, causal, explain=explain)
         return rate * ratio16, f"{basis} x {ratio16:.3f} (memory-efficient kernel)" if explain else ""
     family_fwd, family_bwd, fwd, bwd, sdpa = facts.attention
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
