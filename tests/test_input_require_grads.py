@@ -106,6 +106,10 @@ def test_cli_flag_and_the_rental_request_in_both_languages() -> None:
     on = plan_from_args(build_parser().parse_args(["estimate", "--method", "freeze", "--input-require-grads"]))
     assert on.input_require_grads is True
     assert plan_from_args(build_parser().parse_args(["estimate"])).input_require_grads is None
+    # off by hand, against a stack that would hook the embeddings (hf-trainer with checkpointing)
+    off = plan_from_args(build_parser().parse_args(["estimate", "--method", "freeze", "--grad-checkpointing",
+                                                    "--no-input-require-grads"]))
+    assert off.input_require_grads is False and _step_s(off) < _step_s(off.replace(input_require_grads=None))
     for lang, words in (("en", "enable_input_require_grads"), ("ru", "замороженные блоки")):
         request = rental_request(on, lang=lang)
         assert request.fields["suggested"]["input_require_grads"] is True

@@ -287,6 +287,8 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--stack", help=text("cli.help.run.stack", lang, stacks=" | ".join(Stack)))
     g.add_argument("--lengths", help=say("lengths"))
     g.add_argument("--input-require-grads", action="store_true", default=None, help=say("input_require_grads"))
+    g.add_argument("--no-input-require-grads", dest="input_require_grads", action="store_false", default=None,
+                   help=say("no_input_require_grads"))
     g.add_argument("--no-grad-clip", dest="grad_clip", action="store_false", default=None, help=say("grad_clip"))
     g.add_argument("--weight-decay", type=float, metavar="WD", help=say("weight_decay"))
     g.add_argument("--deterministic", action="store_true", default=None, help=say("deterministic"))

@@ -154,6 +154,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "обучение требует градиент у выхода эмбеддингов (enable_input_require_grads из transformers, как нужно "
         "реентерабельному пересчёту активаций; LLaMA-Factory 0.5-0.6.2): при заморозке обратный проход идёт и "
         "через замороженные блоки (их пересчёт и градиенты по входу)"),
+    "cli.help.run.no_input_require_grads": (
+        "the run leaves the embeddings' output without grad (non-reentrant checkpointing, LLaMA-Factory 0.6.3 and "
+        "later, or the hook removed): under freeze the backward stops at the trained blocks and the frozen ones save "
+        "nothing for it. Neither flag: as the plan's stack does (transformers 5 hooks the embeddings whenever "
+        "checkpointing is on)",
+        "обучение оставляет выход эмбеддингов без градиента (нереентерабельный пересчёт, LLaMA-Factory 0.6.3 и новее "
+        "или снятый хук): при заморозке обратный проход останавливается на обучаемых блоках, а замороженные ничего "
+        "для него не хранят. Без обоих флагов: как в стеке плана (transformers 5 вешает хук на эмбеддинги всякий раз, "
+        "когда включён пересчёт активаций)"),
     "cli.help.run.grad_clip": (
         "the run never clips gradients (max_grad_norm 0 or None, torchtune's clip_grad_norm unset, a loop without "
         "clip_grad_norm_): the clipping pass is not priced",
