@@ -362,7 +362,7 @@ class TrainPlan:
     # gradient), as LLaMA-Factory 0.5-0.6.2 ran freeze-tuning with checkpointing (docs/time_misses.md). The other
     # methods already send the gradient through every block. None: as the stack does (stacks.csv
     # embeddings_hooked: transformers 5 hooks the embeddings whenever checkpointing is on, ``with_input_grads``).
-    # A step op (the time estimate); no memory
+    # The time estimate's step ops and the memory estimate's saved activations read it
     input_require_grads: bool | None = None
     lora_r: int = 16
     lora_alpha: int = 32

@@ -568,11 +568,23 @@ def find_blocks(model: Any, num_layers: int) -> tuple[str, Any]:
     raise ModelError(msg("error.model.no_blocks", layers=num_layers, model=type(model).__name__))
 
 
+def hook_input_grads(model: Any, on: bool) -> None:
+    """Make a transformers model's embeddings output require grad or not (its ``enable_input_require_grads`` /
+    ``disable_input_require_grads``), whatever its checkpointing already did: transformers 5 hooks the embeddings
+    whenever checkpointing is turned on, and a second hook would outlive one ``disable``."""
+    hooked = hasattr(model, "_require_grads_hook")
+    if on and not hooked:
+        model.enable_input_require_grads()
+    elif not on and hooked:
+        model.disable_input_require_grads()
+
+
 __all__ = [
     "HEAD_MODULES",
     "Linear",
     "auto_class",
     "find_blocks",
+    "hook_input_grads",
     "ModelSpec",
     "ParamCounts",
     "CONFIG_BOUNDS",

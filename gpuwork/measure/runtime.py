@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from gpuwork.errors import ModelError
-from gpuwork.facts.model import HEAD_MODULES, auto_class
+from gpuwork.facts.model import HEAD_MODULES, auto_class, hook_input_grads
 from gpuwork.facts.model import find_blocks as _find_model_blocks
 from gpuwork.facts.rates import with_stack_input_grads
 from gpuwork.measure.clipping import MAX_GRAD_NORM, clip_norm
@@ -281,10 +281,7 @@ def build_run(setup: Setup) -> Run:
             # stack's, as the estimate decides it): transformers 5.x hooks the embeddings' output to require grad
             # whenever checkpointing is turned on; non-reentrant checkpointing gives the trained blocks their
             # gradient without it
-            if with_stack_input_grads(plan).input_require_grads:
-                model.enable_input_require_grads()
-            elif hasattr(model, "_require_grads_hook"):
-                model.disable_input_require_grads()
+            hook_input_grads(model, bool(with_stack_input_grads(plan).input_require_grads))
         elif plan.method is Method.LORA:
             model = _with_lora(model, setup)
     model.train()

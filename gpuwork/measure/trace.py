@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwork.errors import TraceError
-from gpuwork.facts.model import auto_class, spec_for_plan
+from gpuwork.facts.model import auto_class, hook_input_grads, spec_for_plan
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Task, TrainPlan
 
@@ -379,10 +379,8 @@ def _training_model(plan: TrainPlan, spec, stand_ins: list[Msg], device: str):
         # trained blocks without a gradient
         model.gradient_checkpointing_enable(**({} if input_grads else
                                                {"gradient_checkpointing_kwargs": {"use_reentrant": False}}))
-    if not input_grads and hasattr(model, "_require_grads_hook"):
-        model.disable_input_require_grads()  # transformers 5 hooks the embeddings whenever checkpointing is on
-    elif input_grads and plan.method is Method.FREEZE and not hasattr(model, "_require_grads_hook"):
-        model.enable_input_require_grads()
+    if plan.method is Method.FREEZE:  # the other methods keep what their checkpointing did
+        hook_input_grads(model, input_grads)
     model.train()
     autocast = torch.autocast("cpu", dtype=compute) if plan.precision.is_mixed else contextlib.nullcontext()
     return model, task, autocast
