@@ -14,7 +14,7 @@ DATA = Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data"
 DTYPES = ("bf16", "fp16", "fp32")
 PEAK_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops", "fp32": "fp32_tflops"}
 RATES_HEADER = ["gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs", "mem_bw_basis",
-                "sm_count", "sm_basis"]
+                "sm_count", "sm_basis", "sustained_tflops", "sustained_basis"]
 KERNELS_HEADER = ["key", "value", "unit", "basis"]
 REQUIRED_KERNEL_KEYS = (
     "launch_overhead_eager_us", "launch_overhead_graph_us", "gemm_tile_m", "gemm_tile_n",
@@ -94,6 +94,7 @@ def test_every_basis_names_a_source_that_resolves(rates, kernels):
     tags = defined_tags()
     assert tags, "rates_sources.md defines no [tag]"
     bases = [row[column] for row in rates for column in ("matmul_basis", "mem_bw_basis", "sm_basis")]
+    bases += [row["sustained_basis"] for row in rates if row["sustained_tflops"]]
     bases += [row["basis"] for row in kernels.values()]
     for basis in bases:
         used = set(TAG.findall(basis))
@@ -106,6 +107,30 @@ def test_derived_rows_say_so(rates):
     for row in rates:
         for column in ("matmul_basis", "mem_bw_basis"):
             assert row[column].startswith(("measured:", "derived:")), (row["gpu_id"], row["dtype"], column)
+
+
+def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_held(rates):
+    """The sustained column (docs/gemm.md "The sustained rate"): empty, or a back-to-back figure at most the card's
+    large-GEMM rate, with its basis; GH100 (H100 SXM, H200 SXM) and the A100 SXM cards carry one in both 16-bit
+    dtypes, and no fp32 row does (nothing measured the SIMT units back to back)."""
+    held = {(row["gpu_id"], row["dtype"]): row for row in rates if row["sustained_tflops"]}
+    assert set(held) == {(g, d) for g in ("h100_sxm", "h200_sxm", "a100_80_sxm", "a100_40_sxm")
+                         for d in ("bf16", "fp16")}
+    for row in rates:
+        if not row["sustained_tflops"]:
+            assert not row["sustained_basis"], row["gpu_id"]
+            continue
+        assert 0.8 * float(row["matmul_tflops"]) < float(row["sustained_tflops"]) <= float(row["matmul_tflops"]), row
+        assert row["sustained_basis"].startswith(("measured:", "derived:")), row["gpu_id"]
+        assert "back to back" in row["sustained_basis"] or "warm-up" in row["sustained_basis"] \
+            or "warmed" in row["sustained_basis"], row["gpu_id"]
+    # the measured GH100 figure is the median of the H200 sweep's large rows (docs/measurements/h200-2026-12-04)
+    import json
+    import statistics
+    sweep = json.loads((DATA.parents[2] / "docs" / "measurements" / "h200-2026-12-04" / "sweep.json").read_text())
+    large = [r["tflops"] for r in sweep["gemm"] if r["dtype"] == "bf16" and r.get("rotated") and r["time_us"] >= 180]
+    assert len(large) == 47
+    assert float(held[("h200_sxm", "bf16")]["sustained_tflops"]) == round(statistics.median(large), 1)
 
 
 def test_kernels_has_required_keys_with_finite_values(kernels):
@@ -143,3 +168,35 @@ def test_every_stack_names_its_expert_layout_and_the_loader_refuses_another(tmp_
     with pytest.raises(CatalogError) as info:
         load_rates(tmp_path)
     assert info.value.msg["column"] == "moe_experts" and info.value.msg["value"] == "grouped"
+
+
+def test_the_loader_reads_the_sustained_rate_refuses_one_above_the_large_gemm_rate_and_allows_an_older_file(
+        tmp_path):
+    import shutil
+
+    from gpuwork.errors import CatalogError
+    from gpuwork.facts.rates import load_rates
+
+    header, rows = read_csv("rates.csv")
+    h100 = load_rates(DATA).device("h100_sxm")
+    assert h100.gemm_flops["bf16"] == h100.sustained_flops["bf16"] == 701.8e12 < h100.matmul_flops["bf16"]
+    assert h100.gemm_flops["fp32"] == h100.matmul_flops["fp32"]  # no sustained fp32 row: the large-GEMM rate
+    assert load_rates(DATA).device("b200").sustained_flops == {}
+
+    def folder(name: str, columns: list[str], table: list[dict[str, str]]):  # the loader caches per folder
+        (tmp_path / name).mkdir()
+        for other in ("kernels.csv", "stacks.csv"):
+            shutil.copy(DATA / other, tmp_path / name / other)
+        with open(tmp_path / name / "rates.csv", "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, columns, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(table)
+        return tmp_path / name
+
+    high = [dict(r, sustained_tflops="900") if (r["gpu_id"], r["dtype"]) == ("h100_sxm", "bf16") else r for r in rows]
+    with pytest.raises(CatalogError) as info:
+        load_rates(folder("high", header, high))
+    assert info.value.msg["column"] == "sustained_tflops" and info.value.msg["value"] == "900"
+    # a data folder from before the column: every GEMM at its large-GEMM rate
+    older = load_rates(folder("older", header[:-2], rows)).device("h100_sxm")
+    assert older.sustained_flops == {} and older.gemm_flops == older.matmul_flops

@@ -132,11 +132,11 @@ def test_each_operation_costs_its_roofline_or_its_dispatch():
     ops = _ops(plan)
     up = next(o for o in ops if o.name == "mlp.up_proj" and o.phase is Phase.FORWARD)
     # compute-bound: the GEMM model's time of 4096 x 14336 x 4096 (estimate.gemm), within a few percent of
-    # its FLOPs at the measured bf16 rate x the 128 x 256 tile's wave efficiency (a large GEMM fills the SMs)
+    # its FLOPs at the bf16 rate held back to back (the sustained rate) x the 128 x 256 tile's wave efficiency
     assert price_ops((up,), gpu, device, rates, profile).total_s == pytest.approx(
         up.count * gemm_seconds(up, gpu, device, rates))
     waves = wave_efficiency(4096, 14336, device.sm_count, 128, 256)
-    assert gemm_seconds(up, gpu, device, rates) == pytest.approx(up.flops / (device.matmul_flops["bf16"] * waves),
+    assert gemm_seconds(up, gpu, device, rates) == pytest.approx(up.flops / (device.gemm_flops["bf16"] * waves),
                                                                   rel=0.05)
     norm = next(o for o in ops if o.name == "norm (attention input)" and o.phase is Phase.FORWARD)
     # memory-bound: each kernel's fixed time (Hopper 4.94 us) plus its bytes at the measured bandwidth (well above

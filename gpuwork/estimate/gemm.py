@@ -9,7 +9,8 @@ takes the best over those choices:
   loop, and ``tiles x s`` CTAs run in ``waves = ceil(tiles x s / SMs)`` waves;
 - one CTA sustains ``efficiency(tile)`` of the SM's share of the datasheet dense peak (a small tile reuses each
   loaded operand fewer times), and each wave pays a fixed ``tile_overhead_s`` (prologue loads, epilogue store);
-- all SMs together never beat the GPU's measured large-GEMM rate (``achievable_flops``, MAMF / ``torch.mm``);
+- all SMs together never beat ``achievable_flops``: the rate the card holds for large GEMMs back to back where
+  measured (rates.csv ``sustained_tflops``), else its measured large-GEMM rate (MAMF / ``torch.mm``);
 - the peak the efficiencies apply to is the datasheet's, or more where the measured rate exceeds it
   (``tiles_peak``: GeForce cards run above their rated boost clock);
 - split-K writes and re-reads ``s`` fp32 partial outputs;
@@ -55,7 +56,7 @@ class GemmKernels(NamedTuple):
 
     dtype_bytes: int  # bytes per element of A, B and C
     peak_flops: float  # dense peak of the dtype the tiles' efficiencies apply to (tiles_peak)
-    achievable_flops: float  # measured large-GEMM rate (MAMF / torch.mm)
+    achievable_flops: float  # the cap: sustained back-to-back rate where measured, else MAMF / torch.mm
     sm_count: int
     mem_bw_bytes_s: float  # achievable device-memory bandwidth
     tiles: Tiles

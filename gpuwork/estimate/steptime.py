@@ -181,6 +181,7 @@ def tf32_rates(gpu: GpuSpec, device: DeviceRates) -> tuple[float, float] | None:
     peak = gpu.tf32_dense_flops
     if peak is None:
         return None
+    # the large-GEMM rate, not the sustained one: nothing measured says whether half-rate MMAs reach the power limit
     return peak, device.matmul_flops["bf16"] * peak / gpu.bf16_dense_flops
 
 
@@ -193,7 +194,8 @@ def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> flo
         peak, achievable = tf32
     else:
         dtype = "fp32" if op.dtype == "tf32" else op.dtype
-        achievable = device.matmul_flops.get(dtype, device.matmul_flops["bf16"])
+        gemm_flops = device.gemm_flops  # the sustained rate where measured (DeviceRates.gemm_flops)
+        achievable = gemm_flops.get(dtype, gemm_flops["bf16"])
         peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(dtype, gpu.bf16_dense_flops)
     kernels = _gemm_kernels(op.dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, _gemm_facts(rates))
     return _gemm_pricer(kernels)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
@@ -380,7 +382,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
     fwd_key, bwd_key = f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}"
     basis, kernel_basis = device.basis, rates.kernel_basis
     tf32_rate = tf32_rates(gpu, device) if tf32 else None
-    matmul = dict(device.matmul_flops)
+    matmul = device.gemm_flops  # a step's GEMMs run back to back: the sustained rate where measured
     if tf32_rate is not None:
         matmul["tf32"] = tf32_rate[1]
     return _PriceFacts(
@@ -400,7 +402,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
          kernels.get("flash_attn_bwd_fraction"), kernels.get("sdpa_mem_efficient_fraction")),
         rates.curves(family),
         efficiency,
-        (basis.get("matmul_bf16", ""), basis.get("mem_bw", ""), basis.get("sm", ""),
+        (basis.get("sustained_bf16") or basis.get("matmul_bf16", ""), basis.get("mem_bw", ""), basis.get("sm", ""),
          kernel_basis.get("flash_attn_fwd_fraction", ""),
          kernel_basis.get("launch_overhead_eager_us" if eager else "launch_overhead_graph_us", ""),
          kernel_basis.get(t0_key, ""), profile.basis),

@@ -59,6 +59,14 @@ class DeviceRates:
     # (working set in bytes, bytes/s) of copies measured with their data in L2, smallest working set first
     # (data/l2_measurements.csv, facts.l2); () where none was measured: the step model's L2 rule does not apply
     l2_copy: tuple[tuple[float, float], ...] = ()
+    # dtype -> the large-GEMM rate held back to back at training shapes, under the card's power limit (rates.csv
+    # sustained_tflops; docs/gemm.md "The sustained rate"); absent where no such measurement exists
+    sustained_flops: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def gemm_flops(self) -> dict[str, float]:
+        """dtype -> the most a step's GEMMs run at: the sustained rate where measured, else the large-GEMM rate."""
+        return {**self.matmul_flops, **self.sustained_flops}
 
 
 @dataclass(frozen=True)
@@ -181,11 +189,20 @@ def _load(folder: str) -> Rates:
         sm = int(cell_number(path, i, "sm_count", row["sm_count"]))
         old = devices.get(gpu_id)
         matmul = dict(old.matmul_flops) if old else {}
+        sustained = dict(old.sustained_flops) if old else {}
         basis = dict(old.basis) if old else {}
         matmul[dtype] = flops
         basis[f"matmul_{dtype}"] = row["matmul_basis"]
         basis["mem_bw"], basis["sm"] = row["mem_bw_basis"], row["sm_basis"]
-        devices[gpu_id] = DeviceRates(gpu_id, matmul, min(bw, old.mem_bw_bytes_s) if old else bw, sm, basis)
+        held = (row.get("sustained_tflops") or "").strip()  # optional column; empty where not measured
+        if held:
+            sustained[dtype] = cell_number(path, i, "sustained_tflops", held) * 1e12
+            if sustained[dtype] > flops:  # a power-limited rate above the card's best large GEMM is a typo
+                raise CatalogError(msg("error.rates.value", file=path.name, line=i, column="sustained_tflops",
+                                       value=held))
+            basis[f"sustained_{dtype}"] = row.get("sustained_basis") or ""
+        devices[gpu_id] = DeviceRates(gpu_id, matmul, min(bw, old.mem_bw_bytes_s) if old else bw, sm, basis,
+                                      sustained_flops=sustained)
     kpath = base / KERNELS_CSV
     kernels, kbasis = {}, {}
     for i, row in enumerate(read_rows(kpath, ("key", "value", "unit", "basis")), start=2):
