@@ -219,3 +219,28 @@ def test_the_sizing_form_takes_lengths():
     assert lengths_text(varied.lengths) == "128:30,512:10,2048:2"
     form.controls["lengths"].value = "lots"
     assert "lengths=" in form.message.value  # the plan's own one-line error
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_frozen_blocks_below_the_backward_add_no_fragmentation(checkpointing):
+    # freeze-tuning whose backward stops at its two trained blocks (input_require_grads off): the frozen blocks
+    # beneath keep nothing for backward, so the allocator replay holds the blocks the backward runs through, and
+    # doubling the frozen depth leaves the fragmentation as it is (the replay once held every block's tensors)
+    import json
+    from pathlib import Path
+
+    from gpuwork.estimate.memory import estimate_memory as estimate_with_spec
+    from gpuwork.facts.model import build_spec
+
+    config = json.loads((Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data" / "models"
+                         / "qwen2.5-0.5b.json").read_text(encoding="utf-8"))
+    plan = TrainPlan(model="qwen2.5-0.5b", method="freeze", trainable_layers=2, seq_len=1024, batch_size=4,
+                     lengths=HIST, grad_checkpointing=checkpointing, input_require_grads=False)
+    frag = [estimate_with_spec(plan, build_spec(dict(config, num_hidden_layers=layers), "qwen2.5-0.5b"))
+            .breakdown["allocator_fragmentation"] for layers in (24, 48)]
+    assert frag[0] == frag[1] > 0
+    # with the embeddings hooked the backward reaches every frozen block: they keep tensors, and depth counts
+    hooked = plan.replace(input_require_grads=True)
+    deep = [estimate_with_spec(hooked, build_spec(dict(config, num_hidden_layers=layers), "qwen2.5-0.5b"))
+            .peak_allocated_bytes for layers in (24, 48)]
+    assert deep[1] > deep[0]

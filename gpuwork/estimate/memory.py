@@ -531,6 +531,7 @@ class _Saved:
     offloaded: int  # checkpointed block inputs kept in CPU RAM (a stack's offloaded checkpointing)
     head_rows: int  # rows the head and loss run on: every token, or the masked positions BERT's scripts gather
     block_input: int = 0  # one checkpointed block's input (0 without checkpointing)
+    saving_blocks: int | None = None  # blocks that keep tensors for backward (None: every block)
 
 
 def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, profile: StackProfile | None,
@@ -582,8 +583,10 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
     block_input = act.checkpoint_per_layer * tokens if plan.grad_checkpointing else 0
+    # under freeze with the backward stopping at the trained blocks, only the blocks it runs through keep tensors
+    saving = gradient_blocks if plan.method is Method.FREEZE and gradient_blocks < spec.num_layers else None
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
-                  offloaded, head_rows, block_input)
+                  offloaded, head_rows, block_input, saving)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -980,10 +983,11 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _S
     head = cut(act.head * share[0] // share[1], vocab)
     loss = cut((act.loss_backward + act.logits_copy) * share[0] // share[1], vocab)  # made and freed after the head
     transient = cut(mlp_transient_per_token, inter)
+    layers = spec.num_layers if saved.saving_blocks is None else saved.saving_blocks
     if plan.grad_checkpointing:
         kept = () if saved.offloaded else (act.checkpoint_per_layer,)  # offloaded block inputs leave the GPU
-        return StepTensors(spec.num_layers, kept, block, head, loss, block, transient)
-    return StepTensors(spec.num_layers, block, (), head, loss, (), transient)
+        return StepTensors(layers, kept, block, head, loss, block, transient)
+    return StepTensors(layers, block, (), head, loss, (), transient)
 
 
 # Display names of the breakdown terms (CLI, app, reports share them).
