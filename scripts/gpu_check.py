@@ -145,13 +145,12 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     Rows: one per GEMM shape (FLOP/s), the copy (bytes/s), the dispatch per op (seconds), SDPA forward
     and backward (FLOP/s). ``model`` is the op model's figure and ``basis`` says where it comes from.
     """
-    from gpuwork.estimate.steptime import attention_flops_s, wave_efficiency
+    from gpuwork.estimate.steptime import attention_flops_s, gemm_flops_s
     from gpuwork.facts.rates import load_rates
     from gpuwork.measure.cpu_rates import copy_rate, dispatch_cost, gemm_rate, sdpa_rate
 
     rates = load_rates()
     ref = reference_device(gpu, rates) if gpu is not None else None
-    tile_m, tile_n = int(rates.kernel("gemm_tile_m")), int(rates.kernel("gemm_tile_n"))
     rows: list[dict[str, Any]] = []
 
     def row(kernel: str, shape: str, unit: str, measured: float, model: float | None, basis: str) -> None:
@@ -161,10 +160,8 @@ def kernel_rows(device: Any, gpu: Any = None, *, dtype: str = "bf16", gemm_shape
     for m, n, k in gemm_shapes:
         g = gemm_rate(m, n, k, dtype, device=device, repeats=repeats)
         model = basis = None
-        if ref is not None:
-            wave = wave_efficiency(m, n, ref.sm_count, tile_m, tile_n)
-            model = ref.matmul_flops[dtype] * wave
-            basis = f"rates.csv {ref.matmul_flops[dtype] / 1e12:.1f} TF x wave efficiency {wave:.3f} ({ref.sm_count} SMs)"
+        if ref is not None:  # as price_ops prices it: the shape model under the card's back-to-back rate
+            model, basis = gemm_flops_s(gpu, ref, rates, m, n, k, dtype)
         row(f"GEMM {dtype}", f"{m} x {n} x {k}", "TFLOPS", g.flops_s, model, basis or "")
     copy = copy_rate(copy_bytes, device=device, repeats=repeats)
     row("copy (clone)", f"{copy_bytes / 2**20:g} MiB", "GB/s", copy, ref.mem_bw_bytes_s if ref else None,

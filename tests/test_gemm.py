@@ -9,7 +9,7 @@ import pytest
 
 from gpuwork.estimate.gemm import GemmKernels, gemm_choice, gemm_time, tiles_peak
 from gpuwork.estimate.ops import Phase, step_ops
-from gpuwork.estimate.steptime import gemm_seconds
+from gpuwork.estimate.steptime import gemm_flops_s, gemm_seconds
 from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.model import get_spec
 from gpuwork.facts.rates import load_rates
@@ -262,6 +262,8 @@ def test_a_steps_large_gemm_runs_at_the_sustained_rate_where_one_was_measured(gp
     up = next(o for o in step_ops(plan, get_spec(plan.model), None)
               if o.name == "mlp.up_proj" and o.phase is Phase.FORWARD)
     rate = up.flops / gemm_seconds(up, gpu, device, rates)
+    # the one rule scripts/gpu_check.py compares a GEMM timed alone against
+    assert gemm_flops_s(gpu, device, rates, 16384, 14336, 4096)[0] == pytest.approx(rate)
     held = device.sustained_flops.get("bf16")
     cap = held if held is not None else device.matmul_flops["bf16"]
     assert (held is None) == (gpu_id == "b200")

@@ -421,6 +421,23 @@ def _kernel_fact(value: float | None, key: str) -> float:
     return value
 
 
+def gemm_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, m: int, n: int, k: int,
+                 dtype: str = "bf16") -> tuple[float, str]:
+    """The FLOP/s at which ``price_ops`` prices one ``m x n x k`` GEMM in ``dtype`` on ``gpu`` (the shape model,
+    estimate.gemm, under the rate the card holds back to back where measured), and how it got there: the one rule,
+    for checks of a kernel timed alone (scripts/gpu_check.py)."""
+    gemm_flops = device.gemm_flops
+    achievable = gemm_flops.get(dtype, gemm_flops["bf16"])
+    peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(dtype, gpu.bf16_dense_flops)
+    choice = gemm_choice(m, n, k, _gemm_kernels(dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s,
+                                                 _gemm_facts(rates)))
+    cap = "sustained_tflops" if dtype in device.sustained_flops else "matmul_tflops"
+    how = ("memory floor (A, B and C once at the copy rate)" if choice.memory_bound else
+           f"tile {choice.tile_m}x{choice.tile_n}, split-K {choice.split_k}, {choice.waves} wave(s) on "
+           f"{device.sm_count} SMs")
+    return 2.0 * m * n * k / choice.time_s, f"GEMM shape model: {how}, under rates.csv {cap} {achievable / 1e12:.1f} TF"
+
+
 def attention_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, op: Op) -> tuple[float, str]:
     """The FLOP/s (in the op's FLOPs) at which ``price_ops`` prices the fused attention ``op`` (its pass, dtype,
     length ``m``, head dim ``n``, mask and kernel) on ``gpu``, and where that rate comes from: the one rule, for
@@ -705,5 +722,5 @@ def _facts_gemm_kernels(facts: _PriceFacts, dtype: str, matmul: dict[str, float]
     return _gemm_kernels(dtype, peak, matmul.get(dtype, matmul["bf16"]), facts.sm_count, facts.bw, facts.gemm)
 
 
-__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_family", "attention_fraction", "kernel_families", "curve_fraction", "gemm_seconds", "host_us_per_kernel",
+__all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_family", "attention_fraction", "kernel_families", "curve_fraction", "gemm_flops_s", "gemm_seconds", "host_us_per_kernel",
            "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "tf32_rates", "wave_efficiency"]
