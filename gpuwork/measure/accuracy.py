@@ -726,7 +726,8 @@ is listed operation by operation (`gpuwork.estimate.ops`: every GEMM, the attent
 activations, casts, LoRA adapters, 4-bit dequantisation, the loss, the backward where gradients flow, the
 recompute of gradient checkpointing, clipping and the optimizer update) and each operation is priced with the
 GPU's kernel-level rates (`gpuwork.estimate.steptime`): a GEMM by its shape, as the best of cuBLAS-like output
-tiles and split-K in waves over the SMs ([gemm.md](gemm.md)); FlashAttention-2 at its measured share of the
+tiles and split-K in waves over the SMs, never above the rate the card holds for GEMMs run back to back where that
+was measured ([gemm.md](gemm.md#the-sustained-rate-2026-12-05)); fused attention at its measured share of the
 peak; a memory-bound kernel at a measured fixed time plus its bytes at the large-array bandwidth, and the host's
 dispatch per kernel by phase (forward under autograd, backward from the autograd engine, optimizer under no_grad;
 [kernels.md](kernels.md)). The rates are kernel-level measurements with sources (`gpuwork/facts/data/*.csv`,
