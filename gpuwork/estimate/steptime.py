@@ -189,16 +189,22 @@ def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> flo
     """Seconds of a MATMUL op's GEMMs by their shape (``estimate.gemm``): k = FLOPs / (2 m n) per GEMM; a backward
     op's input gradient is m x k over n and its weight gradient k x n over m. Dtype "tf32": an fp32 GEMM on the
     tensor cores (``tf32_rates``)."""
-    tf32 = tf32_rates(gpu, device) if op.dtype == "tf32" else None
+    kernels = _device_gemm_kernels(gpu, device, rates, op.dtype)
+    return _gemm_pricer(kernels)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
+
+
+def _device_gemm_kernels(gpu: GpuSpec, device: DeviceRates, rates: Rates, dtype: str) -> GemmKernels:
+    """What ``gemm_choice`` reads for one dtype on one GPU: its datasheet peak and the most its GEMMs run at (the
+    rate held back to back where measured, ``DeviceRates.gemm_flops``; TF32 by ``tf32_rates``)."""
+    tf32 = tf32_rates(gpu, device) if dtype == "tf32" else None
     if tf32 is not None:
         peak, achievable = tf32
     else:
-        dtype = "fp32" if op.dtype == "tf32" else op.dtype
-        gemm_flops = device.gemm_flops  # the sustained rate where measured (DeviceRates.gemm_flops)
-        achievable = gemm_flops.get(dtype, gemm_flops["bf16"])
-        peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(dtype, gpu.bf16_dense_flops)
-    kernels = _gemm_kernels(op.dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, _gemm_facts(rates))
-    return _gemm_pricer(kernels)(op.m, op.n, op.flops, op.launches, op.phase is Phase.BACKWARD)
+        plain = "fp32" if dtype == "tf32" else dtype
+        gemm_flops = device.gemm_flops
+        achievable = gemm_flops.get(plain, gemm_flops["bf16"])
+        peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(plain, gpu.bf16_dense_flops)
+    return _gemm_kernels(dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s, _gemm_facts(rates))
 
 
 class _GemmFacts(NamedTuple):
@@ -426,16 +432,14 @@ def gemm_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, m: int, n: int
     """The FLOP/s at which ``price_ops`` prices one ``m x n x k`` GEMM in ``dtype`` on ``gpu`` (the shape model,
     estimate.gemm, under the rate the card holds back to back where measured), and how it got there: the one rule,
     for checks of a kernel timed alone (scripts/gpu_check.py)."""
-    gemm_flops = device.gemm_flops
-    achievable = gemm_flops.get(dtype, gemm_flops["bf16"])
-    peak = {"fp32": gpu.fp32_flops, "fp16": gpu.fp16_dense_flops}.get(dtype, gpu.bf16_dense_flops)
-    choice = gemm_choice(m, n, k, _gemm_kernels(dtype, peak, achievable, device.sm_count, device.mem_bw_bytes_s,
-                                                 _gemm_facts(rates)))
+    kernels = _device_gemm_kernels(gpu, device, rates, dtype)
+    choice = gemm_choice(m, n, k, kernels)
     cap = "sustained_tflops" if dtype in device.sustained_flops else "matmul_tflops"
     how = ("memory floor (A, B and C once at the copy rate)" if choice.memory_bound else
            f"tile {choice.tile_m}x{choice.tile_n}, split-K {choice.split_k}, {choice.waves} wave(s) on "
            f"{device.sm_count} SMs")
-    return 2.0 * m * n * k / choice.time_s, f"GEMM shape model: {how}, under rates.csv {cap} {achievable / 1e12:.1f} TF"
+    return (2.0 * m * n * k / choice.time_s,
+            f"GEMM shape model: {how}, under rates.csv {cap} {kernels.achievable_flops / 1e12:.1f} TF")
 
 
 def attention_flops_s(gpu: GpuSpec, device: DeviceRates, rates: Rates, op: Op) -> tuple[float, str]:
