@@ -13,6 +13,10 @@ Sections, in this order (``--sections`` picks some):
   launches after a sync with the L2 flushed ("cold", up to 64 MiB: the fixed time of one kernel).
 - step: a real Hugging Face step (random weights, bf16, SDPA, torch AdamW) at few tokens, where the host bounds
   it: median wall time, kernels and ATen calls per step, GPU busy time (torch.profiler), host time per kernel.
+- sustained (only when asked: ``--sections sustained``): a mid-size and a large bf16 GEMM, each after a rest,
+  replayed back to back for seconds; TFLOPS per 100 ms window with nvidia-smi's SM clock, power and temperature
+  logged beside: whether and when the card's clock falls under a long run of GEMMs (docs/gemm.md "The sustained
+  rate").
 
 Output: one JSON file (``--json``), rewritten after each section, and a Markdown summary (``--out``). The
 commit and the environment (GPU, driver, clocks, host CPU, library versions) travel with the rows.
@@ -43,7 +47,8 @@ sys.path.insert(0, str(ROOT))
 
 from gpuwork.measure.cpu_rates import torch_dtype  # noqa: E402 - after the repository is on the path
 
-SECTIONS = ("gemm", "membw", "step", "lora_gemm", "attention", "host", "gemm_paths")
+SECTIONS = ("gemm", "membw", "step", "lora_gemm", "attention", "host", "gemm_paths", "sustained")
+DEFAULT_SECTIONS = SECTIONS[:-1]  # the sustained section takes about 20 s: run when asked
 GEMM_M = (64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 # (n, k) of an nn.Linear(k -> n): Llama-3.1-8B q/o, k/v with GQA, MLP up/gate and down; Llama-3.2-1B's MLP
 GEMM_NK = ((4096, 4096), (1024, 4096), (14336, 4096), (4096, 14336), (8192, 2048))
@@ -59,6 +64,10 @@ ATTENTION_SEQ = (512, 1024, 2048, 4096, 8192)
 ATTENTION_TOKENS = 16384  # batch x sequence of every attention row
 ATTENTION_BACKENDS = ("default", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
 GRAPH_TARGET_S = 3e-3  # each graph replay lasts about this long
+# the sustained section: a GEMM the model's back-to-back cap prices slow (mid-size) and one it prices at the cap
+SUSTAINED_SHAPES = ((1024, 4096, 4096), (4096, 14336, 4096))
+SUSTAINED_S, SUSTAINED_WINDOW_S, SUSTAINED_REST_S = 6.0, 0.1, 5.0
+SMI_CLOCKS = "timestamp,clocks.sm,power.draw,temperature.gpu"  # power.limit is in the environment
 
 
 def replay_seconds(calls: list[Callable[[], Any]], device: Any, *, repeats: int = 5) -> float:
@@ -477,6 +486,89 @@ def _gemm_paths(m: int, n: int, k: int, dev: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def sustained_section(device: Any, quick: bool, log: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Each shape of ``SUSTAINED_SHAPES`` after ``SUSTAINED_REST_S`` idle, replayed back to back (operands rotated
+    past twice the L2) for ``SUSTAINED_S``: one row per window of ``SUSTAINED_WINDOW_S`` (TFLOPS, its start in
+    seconds from the first), and the card's clock log over the run (``_clock_log``; None without nvidia-smi)."""
+    dev = torch.device(device)
+    shapes = ((32, 32, 32),) if quick else SUSTAINED_SHAPES
+    total_s, window_s, rest_s = (0.05, 0.01, 0.0) if quick else (SUSTAINED_S, SUSTAINED_WINDOW_S, SUSTAINED_REST_S)
+    rows = []
+    for m, n, k in shapes:
+        time.sleep(rest_s)
+        rows.append(_sustained(m, n, k, dev, total_s, window_s))
+        rates = [w["tflops"] for w in rows[-1]["windows"]]
+        log(f"  sustained {m}x{n}x{k}: first window {rates[0]:.0f} TF, last {rates[-1]:.0f}, median "
+            f"{statistics.median(rates):.0f}")
+    return rows
+
+
+def _sustained(m: int, n: int, k: int, dev: Any, total_s: float, window_s: float) -> dict[str, Any]:
+    sets = _sets((m * k + k * n) * 2, 2 * l2_bytes(dev))
+    ops = [(torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16),
+            torch.empty(m, n, device=dev, dtype=torch.bfloat16)) for _ in range(sets)]
+    calls = [lambda a=a, b=b, c=c: torch.mm(a, b, out=c) for a, b, c in ops]
+    flops = 2.0 * m * n * k
+    windows: list[dict[str, Any]] = []
+    if dev.type != "cuda":  # no queue to keep full: the wall clock around each window's calls
+        start = time.perf_counter()
+        while time.perf_counter() - start < total_s:
+            t0, done = time.perf_counter(), 0
+            while time.perf_counter() - t0 < window_s:
+                calls[done % sets]()
+                done += 1
+            t1 = time.perf_counter()
+            windows.append({"start_s": t0 - start, "tflops": done * flops / (t1 - t0) / 1e12})
+        return {"m": m, "n": n, "k": k, "operand_sets": sets, "windows": windows, "clocks": None}
+    one = replay_seconds(calls, dev, repeats=1)  # also warms cuBLAS up outside the capture
+    loops = max(1, math.ceil(window_s / (one * sets)))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(loops):
+            for c in calls:
+                c()
+    count = max(1, round(total_s / (one * sets * loops)))
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(count + 1)]
+    torch.cuda.synchronize()
+    smi = _clock_log()
+    try:
+        events[0].record()
+        for i in range(count):  # every replay queued at once: the GPU never waits on the host
+            graph.replay()
+            events[i + 1].record()
+        events[-1].synchronize()
+    finally:
+        clocks = _stop_clock_log(smi)
+    elapsed = 0.0
+    for i in range(count):
+        seconds = events[i].elapsed_time(events[i + 1]) * 1e-3
+        windows.append({"start_s": elapsed, "tflops": loops * sets * flops / seconds / 1e12})
+        elapsed += seconds
+    del graph
+    return {"m": m, "n": n, "k": k, "operand_sets": sets, "windows": windows, "clocks": clocks}
+
+
+def _clock_log() -> subprocess.Popen | None:
+    """nvidia-smi sampling the SM clock, power and temperature every 100 ms (None: no nvidia-smi)."""
+    try:
+        return subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI_CLOCKS}", "--format=csv,noheader,nounits",
+                                 "-lms", "100"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+
+
+def _stop_clock_log(smi: subprocess.Popen | None) -> list[str] | None:
+    if smi is None:
+        return None
+    smi.terminate()
+    try:
+        out, _ = smi.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        smi.kill()
+        out, _ = smi.communicate()
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
 def _copy_paths(nbytes: int, dev: Any) -> dict[str, Any]:
     """copy_ of a float32 tensor of ``nbytes`` eager and from a graph, and an add of 0 (a kernel) from a graph."""
     from gpuwork.measure.cpu_rates import time_call
@@ -580,6 +672,15 @@ def markdown(result: dict[str, Any]) -> str:
                   "| m x n x k | path | round | us | TFLOPS |", "|---|---|---:|---:|---:|"]
         lines += [f"| {r['m']} x {r['n']} x {r['k']} | {r['path']} | {r['round']} | {r['time_us']:.2f} "
                   f"| {r['tflops']:.1f} |" for r in result["gemm_paths"]]
+    if result.get("sustained"):
+        lines += ["", "## One GEMM held back to back (bf16 TFLOPS per window; clocks from nvidia-smi)", ""]
+        for r in result["sustained"]:
+            rates = [w["tflops"] for w in r["windows"]]
+            lines += [f"- {r['m']} x {r['n']} x {r['k']}: {len(rates)} windows, first {rates[0]:.1f}, median "
+                      f"{statistics.median(rates):.1f}, last {rates[-1]:.1f} TFLOPS; rates by window: "
+                      + ", ".join(f"{v:.0f}" for v in rates)]
+            if r.get("clocks"):
+                lines += [f"  - nvidia-smi ({SMI_CLOCKS}): " + "; ".join(r["clocks"])]
     return "\n".join(lines) + "\n"
 
 
@@ -592,7 +693,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     p.add_argument("--json", metavar="FILE.json", default="gpu_sweep.json", help="results (default gpu_sweep.json)")
     p.add_argument("--out", metavar="FILE.md", help="Markdown summary (default: --json with .md)")
-    p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
+    p.add_argument("--sections", nargs="+", default=list(DEFAULT_SECTIONS), choices=list(SECTIONS),
+                   help=f"default: {' '.join(DEFAULT_SECTIONS)} (sustained only when named)")
     p.add_argument("--device", default="cuda", help="cuda (default) or cpu")
     p.add_argument("--quick", action="store_true", help="tiny sizes: checks that the script runs (any device)")
     p.add_argument("--commit", help="the gpuwork commit measured (recorded as provenance)")
@@ -628,7 +730,8 @@ def main(argv: list[str] | None = None) -> int:
     step_cases = parse_step_cases(args.step_cases) if args.step_cases else ()
     sections = {"gemm": gemm_section, "membw": membw_section,
                 "step": lambda device, quick, log: step_section(device, quick, log, step_cases), "lora_gemm": lora_gemm_section,
-                "attention": attention_section, "host": host_section, "gemm_paths": gemm_paths_section}
+                "attention": attention_section, "host": host_section, "gemm_paths": gemm_paths_section,
+                "sustained": sustained_section}
     for name in args.sections:
         started = time.perf_counter()
         try:

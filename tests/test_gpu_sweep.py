@@ -79,3 +79,15 @@ def test_the_step_section_runs_the_cases_given(sweep, tmp_path):
                        "--step-cases", "tiny-llama:full:16:2"]) == 0
     (row,) = json.loads(out.read_text())["step"]
     assert (row["model"], row["method"], row["seq_len"], row["batch_size"]) == ("tiny-llama", "full", 16, 2)
+
+
+def test_the_sustained_section_runs_only_when_named_and_reports_rates_by_window(sweep, tmp_path):
+    out = tmp_path / "s.json"
+    assert "sustained" not in sweep.parse_args([]).sections  # seconds of GEMMs: asked for by name
+    assert sweep.main(["--device", "cpu", "--quick", "--sections", "sustained", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["sustained"]
+    assert (row["m"], row["n"], row["k"]) == (32, 32, 32) and row["clocks"] is None  # no nvidia-smi on a CPU
+    starts = [w["start_s"] for w in row["windows"]]
+    assert len(starts) >= 2 and starts == sorted(starts) and starts[0] == pytest.approx(0, abs=1e-3)
+    assert all(w["tflops"] > 0 for w in row["windows"])
+    assert "## One GEMM held back to back" in out.with_suffix(".md").read_text()
