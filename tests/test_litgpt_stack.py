@@ -72,6 +72,26 @@ def test_fsdp_blocks_keep_their_whole_gradient_unsharded_under_accumulation():
     assert accum.peak_allocated_bytes > 2 * spec.params_block * spec.num_layers
 
 
+def test_full_fine_tuning_under_no_sync_keeps_the_whole_models_gradient_unsharded():
+    # litgpt/finetune/full.py: FSDP1 units per Block, bf16-true, no_backward_sync on the accumulation micro-batches:
+    # torch's no_sync "will accumulate the full model gradients (instead of gradient shards)", the root unit's too
+    lit = load_rates().stacks[Stack.LITGPT_2023]
+    plan = _plan(stack="litgpt-2023", method="full", precision="bf16", sharding="fsdp", gpus=4, grad_accum=4,
+                 grad_checkpointing=True)
+    spec = resolve(plan).spec
+    counts = count_params(spec, plan)
+    full = 2 * counts.trainable
+    assert counts.trainable > spec.params_block * spec.num_layers  # embeddings and head are trained too
+    assert flat_unit_gradients(spec, plan, counts, lit) == ((full + 3) // 4, full)
+    one = plan.replace(grad_accum=1)
+    assert flat_unit_gradients(spec, one, counts, lit) == ((full + 3) // 4, 0)
+    accum, sync = estimate_memory(plan, spec), estimate_memory(one, spec)
+    assert accum.phase_peaks["forward"] - sync.phase_peaks["forward"] == full
+    # mixed precision (fp32 master weights under a MixedPrecision policy) is not this rule's: sharded as before
+    mixed = plan.replace(precision="bf16-mixed")
+    assert flat_unit_gradients(spec, mixed, count_params(spec, mixed), lit) is None
+
+
 def test_other_stacks_and_single_gpus_keep_sharded_adapter_gradients():
     lit = load_rates().stacks[Stack.LITGPT_2023]
     single = _plan(stack="litgpt-2023", grad_accum=4)
@@ -80,7 +100,7 @@ def test_other_stacks_and_single_gpus_keep_sharded_adapter_gradients():
     hf = load_rates().stacks[Stack.HF_TRAINER]
     fsdp = _plan(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=4, grad_checkpointing=True)
     assert flat_unit_gradients(spec, fsdp, count_params(spec, fsdp), hf) is None
-    full_ft = _plan(stack="litgpt-2023", method="full", sharding="fsdp", gpus=2, grad_accum=4)
+    full_ft = _plan(stack="litgpt-2023", method="full", precision="bf16-mixed", sharding="fsdp", gpus=2, grad_accum=4)
     assert flat_unit_gradients(spec, full_ft, count_params(spec, full_ft), lit) is None
     a, b = _est(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=4, grad_checkpointing=True), \
         _est(stack="hf-trainer", sharding="fsdp", gpus=2, grad_accum=1, grad_checkpointing=True)

@@ -124,11 +124,21 @@ def flat_unit_gradients(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts,
     The flat parameter needs a gradient, so every block's gradient has the whole block's size, in the compute dtype
     (bf16-true: the weights' own). Under no_sync it stays unsharded from the first micro-batch's backward to the
     step's last one, on every rank; the sync reduce-scatters it to a 1/N shard. The all-frozen root unit keeps none.
+
+    Full fine-tuning (and pre-training) in one dtype through the same loop: every unit is trained, the root one too,
+    and no_sync keeps each unit's whole gradient the same way ("FSDP will accumulate the full model gradients
+    (instead of gradient shards) until the eventual sync", torch's ``FullyShardedDataParallel.no_sync`` docstring,
+    [M5]); with one micro-batch per step nothing accumulates and the shards are all there is.
     """
-    if profile is None or profile.fsdp_grads != "unit-unsharded" or not plan.uses_adapters \
-            or not plan.sharding.per_unit or plan.shard_ranks < 2:
+    if profile is None or profile.fsdp_grads != "unit-unsharded" or not plan.sharding.per_unit \
+            or plan.shard_ranks < 2:
         return None
-    full = plan.precision.compute_bytes * (spec.params_block * spec.num_layers + counts.adapter)  # + the adapters
+    if plan.uses_adapters:
+        full = plan.precision.compute_bytes * (spec.params_block * spec.num_layers + counts.adapter)  # + adapters
+    elif plan.method in (Method.FULL, Method.SCRATCH) and not plan.precision.is_mixed:
+        full = plan.precision.compute_bytes * counts.trainable  # every unit's gradient, the root unit's too
+    else:
+        return None
     sharded = math.ceil(full / plan.shard_ranks)
     return sharded, (full if plan.grad_accum > 1 else 0)
 
