@@ -461,13 +461,19 @@ def gemm_paths_section(device: Any, quick: bool, log: Callable[[str], None]) -> 
     return rows
 
 
-def _gemm_paths(m: int, n: int, k: int, dev: Any) -> list[dict[str, Any]]:
-    from gpuwork.measure.cpu_rates import time_call
-
+def _rotated_mm(m: int, n: int, k: int, dev: Any) -> list[Callable[[], Any]]:
+    """bf16 ``torch.mm`` calls of one shape, one per operand set, as many sets as exceed twice the L2."""
     sets = _sets((m * k + k * n) * 2, 2 * l2_bytes(dev))
     ops = [(torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16),
             torch.empty(m, n, device=dev, dtype=torch.bfloat16)) for _ in range(sets)]
-    calls = [lambda a=a, b=b, c=c: torch.mm(a, b, out=c) for a, b, c in ops]
+    return [lambda a=a, b=b, c=c: torch.mm(a, b, out=c) for a, b, c in ops]
+
+
+def _gemm_paths(m: int, n: int, k: int, dev: Any) -> list[dict[str, Any]]:
+    from gpuwork.measure.cpu_rates import time_call
+
+    calls = _rotated_mm(m, n, k, dev)
+    sets = len(calls)
 
     def cycle() -> None:
         for c in calls:
@@ -504,10 +510,8 @@ def sustained_section(device: Any, quick: bool, log: Callable[[str], None]) -> l
 
 
 def _sustained(m: int, n: int, k: int, dev: Any, total_s: float, window_s: float) -> dict[str, Any]:
-    sets = _sets((m * k + k * n) * 2, 2 * l2_bytes(dev))
-    ops = [(torch.randn(m, k, device=dev, dtype=torch.bfloat16), torch.randn(k, n, device=dev, dtype=torch.bfloat16),
-            torch.empty(m, n, device=dev, dtype=torch.bfloat16)) for _ in range(sets)]
-    calls = [lambda a=a, b=b, c=c: torch.mm(a, b, out=c) for a, b, c in ops]
+    calls = _rotated_mm(m, n, k, dev)
+    sets = len(calls)
     flops = 2.0 * m * n * k
     windows: list[dict[str, Any]] = []
     if dev.type != "cuda":  # no queue to keep full: the wall clock around each window's calls
