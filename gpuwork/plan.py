@@ -246,6 +246,15 @@ class FsdpWrap(StrEnum):
     WHOLE = "whole"  # the root unit only: no auto-wrap policy, or one no block reaches (size-based, 100 M default)
 
 
+class Recompute(StrEnum):
+    """What gradient checkpointing re-runs in backward (grad_checkpointing on; docs/recompute.md)."""
+
+    BLOCK = "block"  # each block's whole forward (HF per-layer checkpointing, torchtitan / torchtune mode "full")
+    # torchtitan's op-level selective checkpointing (mode "selective", selective_ac_option "op"): a block keeps the
+    # outputs of its fused attention kernel and of every second torch.mm it calls, and recomputes everything else
+    OPS = "ops"
+
+
 class Task(StrEnum):
     AUTO = "auto"  # from the config's `architectures` (causal LM unless it names another head)
     CAUSAL_LM = "causal-lm"  # next-token prediction over the whole vocabulary
@@ -282,6 +291,7 @@ _ENUM_FIELDS: dict[str, type[StrEnum]] = {
     "eval_keep": EvalKeep,
     "comm_overlap": CommOverlap,
     "fsdp_wrap": FsdpWrap,
+    "recompute": Recompute,
     "zero_sync": ZeroSync,
     "sdpa_backend": SdpaBackend,
 }
@@ -350,6 +360,7 @@ class TrainPlan:
     batch_size: int = 1  # micro-batch: sequences per GPU per forward/backward
     grad_accum: int = 1  # micro-batches per optimizer step
     grad_checkpointing: bool = False  # recompute each decoder layer in backward (HF per-layer)
+    recompute: Recompute = Recompute.BLOCK  # what checkpointing re-runs: the whole block, or the op policy's share
     attention: Attention = Attention.SDPA
     # attention "sdpa": the kernel torch's dispatch runs ("flash": FlashAttention-2 first, torch before 2.11 or a
     # cuDNN of 9.15.0 or older; "auto": torch 2.11 on, cuDNN's on Hopper and datacenter Blackwell;
@@ -523,6 +534,11 @@ class TrainPlan:
         if self.sdpa_backend is not SdpaBackend.FLASH and self.attention is not Attention.SDPA:
             raise PlanError("sdpa_backend", msg("error.plan.sdpa_backend_attention", value=self.sdpa_backend.value,
                                                 attention=self.attention.value))
+        if self.recompute is not Recompute.BLOCK and not self.grad_checkpointing:
+            raise PlanError("recompute", msg("error.plan.recompute_needs_checkpointing", value=self.recompute.value))
+        if self.recompute is not Recompute.BLOCK and self.stack in UNSLOTH_STACKS:
+            raise PlanError("recompute", msg("error.plan.recompute_unsloth", value=self.recompute.value,
+                                             stack=self.stack.value))
         if self.fsdp_wrap is not FsdpWrap.BLOCKS and self.sharding not in TORCH_FSDP_SHARDINGS:
             raise PlanError("fsdp_wrap", msg("error.plan.fsdp_wrap_sharding", value=self.fsdp_wrap.value,
                                              sharding=self.sharding.value))
@@ -645,6 +661,10 @@ class TrainPlan:
         if self.sdpa_backend is not SdpaBackend.FLASH and "sdpa_backend" not in changes and "attention" in changes \
                 and str(changes["attention"]).strip().lower() != Attention.SDPA.value:
             changes["sdpa_backend"] = SdpaBackend.FLASH  # a sweep out of SDPA: no torch dispatch to choose
+        if self.recompute is not Recompute.BLOCK and "recompute" not in changes and (
+                changes.get("grad_checkpointing", True) is False
+                or ("stack" in changes and str(changes["stack"]).strip().lower() in UNSLOTH_STACKS)):
+            changes["recompute"] = Recompute.BLOCK  # a sweep without checkpointing (or into Unsloth's own)
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
@@ -912,6 +932,7 @@ __all__ = [
     "Attention",
     "CommOverlap",
     "FsdpWrap",
+    "Recompute",
     "ZeroSync",
     "Method",
     "Optimizer",

@@ -238,7 +238,7 @@ def test_a_bad_flag_is_reported_in_the_language_asked_for(argv, russian) -> None
 RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimizer", "--seq-len", "--batch-size",
              "--grad-accum", "--grad-checkpointing", "--attention", "--trainable-layers", "--lora-r", "--lora-alpha",
              "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--no-kbit-upcast", "--gpus", "--sharding",
-             "--shard-group", "--comm-overlap", "--fsdp-wrap", "--zero-sync", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
+             "--shard-group", "--comm-overlap", "--fsdp-wrap", "--recompute", "--zero-sync", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
              "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
              "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions",
              "--packed-document-tokens", "--no-grad-clip", "--deterministic",
@@ -304,7 +304,7 @@ def help_of(capsys, monkeypatch):
 # names the Russian help keeps beyond the shared list: values the help lists, programs, the example folder
 HELP_NAMES = {"auto", "efficient", "all-linear", "Markdown", "Voila", "Ctrl", "TrainPlan", "stderr", "trials", "fixed", "packed",
               "padded", "True", "txt", "jsonl", "json", "BPE", "loss", "logits", "ids", "default", "off", "on", "blocks", "whole",
-              "buckets", "sliced", "LLaMA-Factory"}
+              "buckets", "sliced", "LLaMA-Factory", "block", "ops"}
 
 
 def _options_in_usage(text: str) -> set[str]:

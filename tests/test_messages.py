@@ -249,7 +249,7 @@ def test_a_message_is_data() -> None:
 TECHNICAL = {
     "LoRA", "QLoRA", "ZeRO", "NVLink", "NVSwitch", "PCIe", "InfiniBand", "RoCE", "Ethernet", "Infinity", "Fabric",
     "xGMI", "GeForce", "AdamW", "FLOPs", "PyTorch", "Python", "Hugging", "Face", "Trainer", "transformers",
-    "torchtune", "LLaMA-Factory", "safetensors", "cuBLAS", "cuDNN", "autocast", "RoPE", "loss", "nvidia-smi", "gpuwork",
+    "torchtune", "torchtitan", "LLaMA-Factory", "safetensors", "cuBLAS", "cuDNN", "autocast", "RoPE", "loss", "nvidia-smi", "gpuwork",
     "attention",  # the plan field / config key (attention='eager'), like seq_len
     # plan values as the user typed them (the CLI header repeats them)
     *(v.value for enum in (Method, Precision, Optimizer, Sharding, Attention, OptimizerImpl, Stack) for v in enum),

@@ -20,7 +20,7 @@ from gpuwork.units import parse_count, parse_size
 # Every field differs from TrainPlan(), and the combination is valid.
 EVERY_FIELD = TrainPlan(
     model="qwen2.5-0.5b", method="qlora", task="causal-lm", precision="fp16-mixed", optimizer="paged-adamw-8bit",
-    seq_len=4096, batch_size=3, grad_accum=8, grad_checkpointing=True, attention="flash", trainable_layers=4,
+    seq_len=4096, batch_size=3, grad_accum=8, grad_checkpointing=True, recompute="ops", attention="flash", trainable_layers=4,
     lora_r=64, lora_alpha=16.5, lora_dropout=0.1, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj"),
     quant_type="fp4", double_quant=False, kbit_upcast=False, gpus=4, sharding="zero2", shard_group_gpus=2,
     offload_optimizer=True,

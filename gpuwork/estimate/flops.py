@@ -5,7 +5,8 @@ FLOP convention (one, labelled): per token, a weight costs 2 FLOPs forward, 2 fo
 its input and 2 for its own gradient (Kaplan et al. 2020 §2.1: 6N for training). Frozen weights
 skip their own gradient, so adapters (LoRA/QLoRA) cost 4N + 6·N_adapter (NVIDIA NeMo's LoRA
 throughput implies ≈ 4N, docs/sources.md#s-flops-lora). Checkpointing reruns each block's forward:
-+2N (BigScience 8N, docs/sources.md#s-flops-recompute). Attention scores and values add 12·L·H·Q·T per token
++2N (BigScience 8N, docs/sources.md#s-flops-recompute), less the matmuls torchtitan's op policy keeps
+(``estimate.recompute``). Attention scores and values add 12·L·H·Q·T per token
 for forward + backward (torchtitan ``get_num_flop_per_token``; causal masking ignored, i.e. the
 full T×T product is counted as torchtitan does; T is a packed document's length where attention stays inside
 each, ``TrainPlan.packed_document_tokens``) and +4·L·H·Q·T when recomputed. N counts the
@@ -19,6 +20,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from gpuwork.estimate.recompute import fused_attention, kept_weights, ops_policy
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
@@ -86,6 +88,8 @@ class _FlopsShape(NamedTuple):
     trainable_layers: int
     grad_checkpointing: bool
     input_require_grads: bool  # freeze: the gradient runs down through the frozen blocks too (decided)
+    kept_weights: int  # weights whose outputs the op policy keeps: not re-run (estimate.recompute)
+    attention_recomputed: bool  # the recompute re-runs the attention core (not the op policy's fused kernel)
 
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
@@ -96,7 +100,8 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     """
     return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
         plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing,
-        bool(plan.input_require_grads)))  # unset reads as off: callers decide it with the stack first
+        bool(plan.input_require_grads), kept_weights(spec, plan),
+        not (ops_policy(plan) and fused_attention(plan))))  # unset reads as off: callers decide it with the stack first
 
 
 @functools.lru_cache(maxsize=4096)
@@ -139,10 +144,12 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
     recompute = 0.0
     if plan.grad_checkpointing:
         # HF checkpoints each decoder block: its forward runs again in backward (+2N, +attention fwd)
-        recompute_blocks = blocks * grad_layers // max(layers, 1)
-        recompute = FWD_FLOPS_PER_WEIGHT * (recompute_blocks + (adapter if plan.uses_adapters else 0)) \
-            + ATTN_FWD_FLOPS * grad_layers * hq_t
-        convention += " + recompute (gradient checkpointing)"
+        # (torchtitan's op policy keeps some matmul outputs and the fused attention kernel's: not re-run)
+        recompute_blocks = (blocks + (adapter if plan.uses_adapters else 0) - plan.kept_weights) \
+            * grad_layers // max(layers, 1)
+        recompute = FWD_FLOPS_PER_WEIGHT * recompute_blocks \
+            + (ATTN_FWD_FLOPS * grad_layers * hq_t if plan.attention_recomputed else 0)
+        convention += " + recompute (gradient checkpointing" + (", op-level policy)" if plan.kept_weights else ")")
     attention_model = attention
     total = fwd + bwd_in + bwd_w + attention + recompute
     model = fwd + bwd_in + bwd_w + attention_model
@@ -151,7 +158,8 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
                          attention_backward=float(attention_backward), total=float(total),
                          model=float(model), weights=n, convention=convention + " + attention 12·L·H·Q·T",
                          note=msg("flops.convention", method=note,
-                                  recompute=msg("flops.recompute") if plan.grad_checkpointing else None))
+                                  recompute=msg("flops.recompute_ops" if plan.kept_weights else "flops.recompute")
+                                  if plan.grad_checkpointing else None))
 
 
 __all__ = ["FlopsPerToken", "flops_per_token", "matmul_params"]

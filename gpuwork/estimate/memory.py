@@ -26,7 +26,6 @@ Mixed precision follows CUDA autocast (linear outputs 16-bit, fp32 residual stre
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from gpuwork.estimate.allocator import StepTensors, padded_mix, replay, reserved
 from gpuwork.estimate.allocator_emptied import emptied_step_cache
 from gpuwork.estimate.deepspeed_memory import gradients_from_start, zero_buffers
 from gpuwork.estimate.eval_memory import estimate_eval, with_evaluation
+from gpuwork.estimate.linear_groups import block_groups
 from gpuwork.estimate.memory_dtypes import (
     Dtypes,
     fsdp_16bit_compute,
@@ -66,6 +66,7 @@ from gpuwork.estimate.model_states import (
     state_bytes_per_param,
     unsharded_quant_state,
 )
+from gpuwork.estimate.recompute import check_traced_recompute, fused_attention, kept_matmuls, ops_policy
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import MOE_EXPERTS, StackProfile, with_stack_input_grads
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -193,39 +194,6 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
     return saved
 
 
-@functools.lru_cache(maxsize=256)
-def block_groups(spec: ModelSpec) -> dict[str, list[Linear]]:
-    """Group a block's linears by the tensor they read: attention input, attention output,
-    MLP input, MLP hidden. Cached on the whole spec (its shapes and linears), shared: do not change it."""
-    return _group_linears(spec)
-
-
-def _group_linears(spec: ModelSpec) -> dict[str, list[Linear]]:
-    groups: dict[str, list[Linear]] = {"attn_in": [], "attn_out": [], "mlp_in": [], "mlp_hidden": []}
-    for lin in spec.block_linears:
-        if lin.experts > 1:
-            continue
-        short = lin.short_name
-        # names as each family's modeling code writes them (GPT-NeoX/Falcon: query_key_value, dense_h_to_4h,
-        # dense_4h_to_h; DistilBERT: q_lin .. out_lin, lin1, lin2)
-        if short in ("q_proj", "k_proj", "v_proj", "qkv_proj", "c_attn", "query", "key", "value", "Wqkv",
-                     "query_key_value", "q_lin", "k_lin", "v_lin"):
-            groups["attn_in"].append(lin)
-        elif short in ("o_proj", "out_proj", "dense", "out_lin") and ("attn" in lin.name or "attention" in lin.name):
-            groups["attn_out"].append(lin)
-        elif lin.name.endswith("attn.c_proj"):
-            groups["attn_out"].append(lin)
-        elif short in ("gate_proj", "up_proj", "gate_up_proj", "c_fc", "fc1", "w1", "w3", "dense_h_to_4h", "lin1") \
-                or lin.name.startswith("intermediate"):
-            groups["mlp_in"].append(lin)
-        elif short in ("down_proj", "fc2", "w2", "dense_4h_to_h", "lin2") or lin.name.endswith("mlp.c_proj") \
-                or lin.name.startswith("output"):
-            groups["mlp_hidden"].append(lin)
-        elif short == "gate":  # MoE router reads the MLP input
-            groups["mlp_in"].append(lin)
-    return groups
-
-
 @dataclass(frozen=True)
 class _Activations:
     per_layer_trained: int  # bytes per token saved by one block whose weights train
@@ -242,6 +210,8 @@ class _Activations:
     logits_copy: int = 0  # bytes per token of a copy of the returned logits alive only at the forward's end
     loss_bytes: int = 4  # bytes per logit of an eager cross-entropy (fp32 upcast, or the logits' own: [M7])
     held: int = 0  # bytes per token of returned logits the loop holds through the whole step (eager-held, [M8])
+    # of checkpoint_per_layer, the outputs torchtitan's op policy keeps beside the block input, one per tensor (estimate.recompute)
+    policy_kept: tuple[int, ...] = ()
 
 
 def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input: bool = False) -> int:
@@ -405,13 +375,27 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
     inputs = 8 * 3  # input ids, labels, shifted labels (int64)
     if spec.hidden_dropout > 0:
         inputs += h  # embedding dropout mask
-    # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps its input only
-    ckpt = dt.stream * h
+    # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps its input only,
+    # and under torchtitan's op policy the outputs the policy keeps
+    kept = _policy_kept(spec, plan, dt)
+    ckpt = dt.stream * h + sum(kept)
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
                         chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked",
                         logits_copy=_returned_logits_copy(spec, plan, loss_kernel),
                         held=_held_logits_bytes(spec, loss_kernel),
-                        loss_bytes=_loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, 4 if e == 4 else 2))
+                        loss_bytes=_loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, 4 if e == 4 else 2),
+                        policy_kept=kept)
+
+
+def _policy_kept(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> tuple[int, ...]:
+    """Bytes per token of each tensor torchtitan's op policy keeps per block besides its input (none under other
+    checkpointing): the kept matmuls' outputs, and the fused attention kernel's output and fp32 logsumexp."""
+    if not ops_policy(plan):
+        return ()
+    kept = tuple(mm.out_features * (dt.adapter if mm.adapter else dt.linear_out) for mm in kept_matmuls(spec, plan))
+    if fused_attention(plan):
+        kept += ((dt.attn_saved or dt.linear_out) * spec.num_heads * spec.head_dim, 4 * spec.num_heads)
+    return kept
 
 
 def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | None,
@@ -458,9 +442,11 @@ def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
     act = _activations(spec, plan, dt, profile)
     block_profile = matching_profile(spec, plan)
     if block_profile is not None:
+        check_traced_recompute(plan, spec)
         per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
         act = dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
-                                  per_layer_quadratic=quadratic, checkpoint_per_layer=round(block_profile.input_bytes))
+                                  per_layer_quadratic=quadratic,
+                                  checkpoint_per_layer=round(block_profile.input_bytes) + sum(act.policy_kept))
     kept = kept_4bit_inputs(spec, plan, profile, block_groups(spec), (dt.stream, dt.linear_out),  # older bnb [M5]
                             0 if dt.lora_saved or dt.autocast else dt.adapter)
     return dataclasses.replace(act, per_layer_trained=act.per_layer_trained + kept,
@@ -985,7 +971,8 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _S
     transient = cut(mlp_transient_per_token, inter)
     layers = spec.num_layers if saved.saving_blocks is None else saved.saving_blocks
     if plan.grad_checkpointing:
-        kept = () if saved.offloaded else (act.checkpoint_per_layer,)  # offloaded block inputs leave the GPU
+        # offloaded block inputs leave the GPU; the op policy's kept outputs are tensors of their own
+        kept = () if saved.offloaded else (act.checkpoint_per_layer - sum(act.policy_kept),) + act.policy_kept
         return StepTensors(layers, kept, block, head, loss, block, transient)
     return StepTensors(layers, block, (), head, loss, (), transient)
 

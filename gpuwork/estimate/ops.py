@@ -35,13 +35,14 @@ from typing import NamedTuple
 from gpuwork.estimate.composite_ops import composite_silu, composite_softmax, silu_cost, softmax_chain_cost
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
 from gpuwork.estimate.l2_reuse import silu_l2, softmax_l2
-from gpuwork.estimate.memory import block_groups
+from gpuwork.estimate.linear_groups import block_groups
 from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.memory_stacks import masked_sdpa
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.estimate.optimizer_ops import optimizer_ops, param_tensors
 from gpuwork.estimate.quant import dequant_4bit_chain
+from gpuwork.estimate.recompute import fused_attention, kept_matmul_names
 from gpuwork.estimate.sdpa_backend import op_kernel
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import (
@@ -51,7 +52,7 @@ from gpuwork.facts.spec import (
     lora_target_linears,
     quantized_linears,
 )
-from gpuwork.plan import Attention, Method, Precision, Task, TrainPlan
+from gpuwork.plan import Method, Precision, Recompute, Task, TrainPlan
 
 
 class MoeExperts(StrEnum):
@@ -173,6 +174,7 @@ def _step_ops(key: _StepKey) -> OpList:
 
 
 _CHECKPOINTING_AT = _SHAPE_FIELDS.index("grad_checkpointing")
+_RECOMPUTE_AT = _SHAPE_FIELDS.index("recompute")
 _OP_FIELDS = tuple(f.name for f in fields(Op))
 _op_values = operator.attrgetter(*_OP_FIELDS)
 _PHASE_AT, _COUNT_AT = _OP_FIELDS.index("phase"), _OP_FIELDS.index("count")
@@ -265,8 +267,10 @@ def _build(key: _StepKey) -> list[Op]:
     mb = plan.grad_accum
     layers, h = spec.num_layers, spec.hidden_size
     grad_layers, _ = _gradient_layers(plan, layers)
-    # the blocks' forward and backward do not depend on whether the forward is recomputed
-    shape = key.shape[:_CHECKPOINTING_AT] + (False,) + key.shape[_CHECKPOINTING_AT + 1:]
+    # the blocks' forward and backward do not depend on whether (or how much of) the forward is recomputed
+    shape = list(key.shape)
+    shape[_CHECKPOINTING_AT], shape[_RECOMPUTE_AT] = False, Recompute.BLOCK
+    shape = tuple(shape)
     forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.stack, plan))
 
     # -- embedding and forward
@@ -279,7 +283,10 @@ def _build(key: _StepKey) -> list[Op]:
     # -- backward through the blocks, with the recompute of gradient checkpointing first: the blocks' forward
     # again over the blocks the gradient reaches (every forward op's count is layers x micro-batches x a factor)
     if plan.grad_checkpointing:
+        kept = kept_matmul_names(spec, plan)  # the op policy's kept outputs (estimate.recompute); none: every op
         for op in forward_ops:
+            if op.name in kept or (kept and op.attention_pass == "fwd"):
+                continue
             values = list(_op_values(op))
             values[_PHASE_AT], values[_COUNT_AT] = Phase.RECOMPUTE, op.count // layers * grad_layers
             ops.append(Op(*values))
@@ -560,7 +567,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
                         backward=_Elementwise(1.0)))
         e = attn_b  # the kernel reads the 16-bit copies and writes a 16-bit output
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
-    if plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention.is_flash):
+    if not fused_attention(plan):
         # HF eager_attention_forward: repeat_kv copies, Q·K^T, scale, + mask, softmax (fp32 for
         # Llama-style), cast, dropout, P·V, then the output transpose copy
         scores = b * a * s * r

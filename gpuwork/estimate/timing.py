@@ -59,6 +59,7 @@ from gpuwork.estimate.lengths import (
 )
 from gpuwork.estimate.memory import checked_moe_experts, estimate_memory
 from gpuwork.estimate.ops import Kind, MoeExperts, Op, OpList, Phase, fp32_qlora, param_tensors, step_ops
+from gpuwork.estimate.recompute import check_traced_recompute
 from gpuwork.estimate.steptime import StepPrice, price_ops, stack_kernels
 from gpuwork.estimate.traced_ops import with_traced_blocks
 from gpuwork.facts.block_profiles import BlockProfile, matching_profile
@@ -331,6 +332,8 @@ def _plan_ops(plan: TrainPlan, inputs: Inputs, profile: StackProfile,
     """The step's operations: the hand-written block, or the traced one for a family without it."""
     ops = step_ops(plan, inputs.spec, stack_kernels(profile, moe_experts))
     traced = matching_profile(inputs.spec, plan)
+    if traced is not None:
+        check_traced_recompute(plan, inputs.spec)
     return ops if traced is None else _traced_ops(ops, plan, inputs.spec, traced)
 
 

@@ -51,7 +51,7 @@ from gpuwork.facts.block_profiles import (
     register_tracer,
 )
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, Sharding, TrainPlan
+from gpuwork.plan import Method, Recompute, Sharding, TrainPlan
 
 DEFAULT_SEQ_LENS = (64, 128)  # two short lengths: fake tensors cost the same at any length
 _DTYPE_NAMES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32"}
@@ -319,8 +319,8 @@ def profile_plan(plan: TrainPlan) -> TrainPlan:
     """The plan a block profile traces: the method's class (trained weights or adapters), no checkpointing,
     one micro-batch, one GPU; the fields a block does not read stay."""
     method = {"full": Method.FULL, "lora": Method.LORA, "qlora": Method.QLORA}[profile_method(plan.method.value)]
-    return dataclasses.replace(plan, method=method, grad_checkpointing=False, grad_accum=1, gpus=1,
-                               sharding=Sharding.DDP, offload_optimizer=False, batch_size=1)
+    return dataclasses.replace(plan, method=method, grad_checkpointing=False, recompute=Recompute.BLOCK, grad_accum=1,
+                               gpus=1, sharding=Sharding.DDP, offload_optimizer=False, batch_size=1)
 
 
 def block_profile_key(plan: TrainPlan, config: dict | None = None) -> str:

@@ -33,6 +33,7 @@ from gpuwork.errors import ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class, hook_input_grads
 from gpuwork.facts.model import find_blocks as _find_model_blocks
 from gpuwork.facts.rates import with_stack_input_grads
+from gpuwork.measure.checkpoint_policy import checkpoint_kwargs
 from gpuwork.measure.clipping import MAX_GRAD_NORM, clip_norm
 from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
@@ -274,7 +275,7 @@ def build_run(setup: Setup) -> Run:
     else:
         model = _base_model(setup, config, setup.param_dtype)
         if plan.grad_checkpointing:
-            _enable_checkpointing(model)
+            _enable_checkpointing(model, plan)
         if plan.method is Method.FREEZE:
             _freeze_all_but_last(model, plan.trainable_layers, setup.task)
             # whether the backward crosses the frozen blocks is the plan's (input_require_grads, unset: its
@@ -320,8 +321,8 @@ def preload(setup: Setup) -> None:
         import bitsandbytes  # noqa: F401
 
 
-def _enable_checkpointing(model: Any) -> None:
-    kwargs = {"use_reentrant": False}  # works with frozen inputs (LoRA, freeze) without input grads
+def _enable_checkpointing(model: Any, plan: TrainPlan) -> None:
+    kwargs = checkpoint_kwargs(plan)  # non-reentrant: works with frozen inputs (LoRA, freeze) without input grads
     if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5.x name
         model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
     elif hasattr(model, "gradient_checkpointing_enable"):
@@ -418,9 +419,9 @@ def _qlora_model(setup: Setup, config: Any) -> Any:
     if setup.plan.kbit_upcast:
         model = prepare_model_for_kbit_training(
             model, use_gradient_checkpointing=setup.plan.grad_checkpointing,
-            gradient_checkpointing_kwargs={"use_reentrant": False})
+            gradient_checkpointing_kwargs=checkpoint_kwargs(setup.plan))
     elif setup.plan.grad_checkpointing:  # the framework skips the preparation: the model stays 16-bit
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpoint_kwargs(setup.plan))
     return _with_lora(model, setup)
 
 

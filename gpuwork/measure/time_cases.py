@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link, get_gpu
-from gpuwork.plan import Attention, Method, OptimizerImpl, Precision, Sharding, Stack, Task, TrainPlan
+from gpuwork.plan import Attention, Method, OptimizerImpl, Precision, Recompute, Sharding, Stack, Task, TrainPlan
 
 METRICS = ("tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s", "step_s")
 
@@ -328,11 +328,11 @@ _TITAN_2025 = ("pytorch/torchtitan docs/performance.md @d4c86e3758a84cf23e2e879a
 _TITAN_2024 = ("pytorch/torchtitan docs/performance.md @157a12c562288b3bccb077003a97f18a4ca657aa (2024-04-24), "
                "'Llama 3/Llama 2 performance numbers'; train_configs/*.toml at the same commit")
 _TITAN_PLAN = TrainPlan(model="llama-3.1-8b", method=Method.SCRATCH, precision=Precision.BF16_MIXED, seq_len=8192,
-                        batch_size=2, grad_checkpointing=True, attention=Attention.SDPA, sharding=Sharding.FSDP,
-                        gpus=8, stack=Stack.FRAMEWORK,
-                        eval_fraction=0.0)
+                        batch_size=2, grad_checkpointing=True, recompute=Recompute.OPS, attention=Attention.SDPA,
+                        sharding=Sharding.FSDP, gpus=8, stack=Stack.FRAMEWORK, eval_fraction=0.0)
 _SELECTIVE_OP = ("Selective op activation checkpointing (saves matmul and SDPA outputs, recomputes the rest and "
-                 "every second matmul): between none and full; plan has full per-layer checkpointing on.")
+                 "every second matmul): recompute 'ops' (docs/recompute.md).")
+_FULL_AC = {"recompute": Recompute.BLOCK}  # mode 'full': the whole block again
 
 
 # torchtitan's rows without torch.compile ran its model code op by op: RMSNorm as x.float(), pow, mean, rsqrt and
@@ -374,14 +374,16 @@ def _torchtitan_cases() -> list[TimeCase]:
         ("torchtitan Llama-3-8B FSDP 64xA100", "a100_80_sxm", {"batch_size": 1}, 2973,
          "Llama 3 8B row 'selective op' (MFU 58.2 %); Llama 3 and 3.1 8B have the same shapes and parameter "
          "count (only RoPE scaling differs), so the llama-3.1-8b preset is used. " + _SELECTIVE_OP + " " + eager_8b),
-        ("torchtitan Llama-3-70B FSDP 64xA100", "a100_80_sxm", {"model": "llama-3.1-70b", "batch_size": 1}, 331,
+        ("torchtitan Llama-3-70B FSDP 64xA100", "a100_80_sxm",
+         {"model": "llama-3.1-70b", "batch_size": 1, **_FULL_AC}, 331,
          "Llama 3 70B row, full activation checkpointing (MFU 51.7 %); llama-3.1-70b preset, same shapes as "
          "Llama 3 70B. " + _EAGER_2024.format(toml="llama3_70b.toml") + _PY_NORM_2024),
         ("torchtitan Llama-2-13B FSDP no AC 64xA100", "a100_80_sxm",
          {"model": "llama-2-13b", "seq_len": 4096, "grad_checkpointing": False}, 2162,
          "Llama 2 13B row, batch size 2, no activation checkpointing (MFU 61.1 %); seq_len 4096 (config). "
          + _EAGER_2024.format(toml="llama2_13b.toml") + _FUSED_NORM_2024),
-        ("torchtitan Llama-2-70B FSDP 64xA100", "a100_80_sxm", {"model": "llama-2-70b", "seq_len": 4096}, 353,
+        ("torchtitan Llama-2-70B FSDP 64xA100", "a100_80_sxm", {"model": "llama-2-70b", "seq_len": 4096, **_FULL_AC},
+         353,
          "Llama 2 70B row, batch size 2, full activation checkpointing (MFU 50.5 %); seq_len 4096 (config). "
          + _EAGER_2024.format(toml="llama2_70b.toml") + _PY_NORM_2024),
     ]

@@ -41,8 +41,9 @@ from typing import Any
 
 from gpuwork.errors import TraceError
 from gpuwork.facts.model import auto_class, hook_input_grads, spec_for_plan
+from gpuwork.measure.checkpoint_policy import checkpoint_kwargs
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Optimizer, Precision, Task, TrainPlan
+from gpuwork.plan import Attention, Method, Optimizer, Precision, Recompute, Task, TrainPlan
 
 CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "activations", "temporaries")
 _BNB_BLOCKSIZE_8BIT = 256  # bitsandbytes blockwise 8-bit optimizer states (functional.py)
@@ -377,8 +378,9 @@ def _training_model(plan: TrainPlan, spec, stand_ins: list[Msg], device: str):
     if plan.grad_checkpointing:
         # the non-reentrant kind where no input requires grad, as the trial's: the reentrant kind would leave the
         # trained blocks without a gradient
-        model.gradient_checkpointing_enable(**({} if input_grads else
-                                               {"gradient_checkpointing_kwargs": {"use_reentrant": False}}))
+        # (torchtitan's op policy: non-reentrant with its context_fn, gpuwork.measure.checkpoint_policy)
+        model.gradient_checkpointing_enable(**({} if input_grads and plan.recompute is Recompute.BLOCK else
+                                               {"gradient_checkpointing_kwargs": checkpoint_kwargs(plan)}))
     if plan.method is Method.FREEZE:  # the other methods keep what their checkpointing did
         hook_input_grads(model, input_grads)
     model.train()

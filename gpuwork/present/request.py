@@ -379,6 +379,10 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "zero_sync": (match.fitted_plan or f.plan).zero_sync.value,
         # torch FSDP's units: one per block or the whole model (TrainPlan.fsdp_wrap), as the estimate priced them
         "fsdp_wrap": (match.fitted_plan or f.plan).fsdp_wrap.value,
+        # gradient checkpointing and what it recomputes (TrainPlan.recompute; None without it), as priced
+        "grad_checkpointing": (match.fitted_plan or f.plan).grad_checkpointing,
+        "recompute": (match.fitted_plan or f.plan).recompute.value if (match.fitted_plan or f.plan).grad_checkpointing
+        else None,
         # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
         "grad_clip": (match.fitted_plan or f.plan).grad_clip,
         # whether torch's deterministic mode's fills were priced (TrainPlan.deterministic)

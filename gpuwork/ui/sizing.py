@@ -49,6 +49,7 @@ from gpuwork.plan import (
     Method,
     Optimizer,
     Precision,
+    Recompute,
     SdpaBackend,
     Sharding,
     Stack,
@@ -210,8 +211,7 @@ class SizingForm(common.Panel):
             "seq_len": NumberText(value=base.seq_len, kind="length", style=WIDE, layout=lay),  # "4k" = 4,096
             "batch_size": NumberText(value=base.batch_size, style=WIDE, layout=lay),
             "grad_accum": NumberText(value=base.grad_accum, style=WIDE, layout=lay),
-            "grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
-                                                   layout=CHECKBOX_LAYOUT),
+            **self._checkpointing_controls(base, lay),
             **self._freeze_controls(base, lay),
             **self._switch_controls(base),
             **self._attention_controls(base, lay),
@@ -337,6 +337,17 @@ class SizingForm(common.Panel):
     def _sdpa_options(self) -> list[tuple[str, str]]:
         return [(ui(f"sdpa_backend_{b.value}", self.lang), b.value) for b in SdpaBackend]
 
+    def _checkpointing_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
+        """Gradient checkpointing; with it on, what it recomputes: the whole block again, or torchtitan's op-level
+        policy (docs/recompute.md)."""
+        return {"grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
+                                                       layout=CHECKBOX_LAYOUT),
+                "recompute": widgets.Dropdown(options=self._recompute_options(), value=base.recompute.value,
+                                              style=WIDE, layout=lay)}
+
+    def _recompute_options(self) -> list[tuple[str, str]]:
+        return [(ui(f"recompute_{r.value}", self.lang), r.value) for r in Recompute]
+
     def _wrap_options(self) -> list[tuple[str, str]]:
         return [(ui(f"fsdp_wrap_{w.value}", self.lang), w.value) for w in FsdpWrap]
 
@@ -360,6 +371,7 @@ class SizingForm(common.Panel):
         self.controls["kbit_upcast"].tooltip = ui("kbit_upcast_hint", lang)
         self.controls["comm_overlap"].tooltip = ui("comm_overlap_hint", lang)
         self.controls["fsdp_wrap"].tooltip = ui("fsdp_wrap_hint", lang)
+        self.controls["recompute"].tooltip = ui("recompute_hint", lang)
         self.controls["grad_clip"].tooltip = ui("grad_clip_hint", lang)
         self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
         self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
@@ -377,6 +389,7 @@ class SizingForm(common.Panel):
                                      (self.controls["eval_keep"], self._eval_keep_options()),
                                      (self.controls["comm_overlap"], self._overlap_options()),
                                      (self.controls["fsdp_wrap"], self._wrap_options()),
+                                     (self.controls["recompute"], self._recompute_options()),
                                      (self.controls["sdpa_backend"], self._sdpa_options()),
                                      (self.controls["input_require_grads"], self._input_grads_options()),
                                      (self.gpu_select, self._gpu_options())):
@@ -495,6 +508,8 @@ class SizingForm(common.Panel):
             del out["comm_overlap"]
         if Sharding(str(out["sharding"])) not in TORCH_FSDP_SHARDINGS:  # read for torch FSDP only; hidden otherwise
             del out["fsdp_wrap"]
+        if not out["grad_checkpointing"]:  # read with checkpointing only; hidden otherwise
+            del out["recompute"]
         if out["attention"] != Attention.SDPA.value:  # read for SDPA only; hidden otherwise
             del out["sdpa_backend"]
         if out["method"] != Method.FREEZE.value:  # read for freeze only; hidden otherwise
@@ -659,6 +674,7 @@ class SizingForm(common.Panel):
             else None
         self.controls["fsdp_wrap"].layout.display = None \
             if Sharding(self.controls["sharding"].value) in TORCH_FSDP_SHARDINGS else "none"
+        self.controls["recompute"].layout.display = None if self.controls["grad_checkpointing"].value else "none"
         self.controls["sdpa_backend"].layout.display = None \
             if self.controls["attention"].value == Attention.SDPA.value else "none"
         self.controls["input_require_grads"].layout.display = None \
@@ -836,6 +852,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
+                                 c["recompute"],
                                  c["input_require_grads"],
                                  c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["sdpa_backend"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],

@@ -85,6 +85,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                 "микробатч: последовательностей на GPU за шаг"),
     "cli.help.run.grad_accum": ("micro-batches per optimizer step", "микробатчей на шаг оптимизатора"),
     "cli.help.run.grad_checkpointing": ("recompute blocks in backward", "пересчитывать блоки при обратном проходе"),
+    "cli.help.run.recompute": (
+        "what checkpointing recomputes: block (the whole block, default) | ops (torchtitan's op-level selective "
+        "policy: keeps every second matmul's and the attention kernel's outputs); needs --grad-checkpointing",
+        "что пересчитывает чекпойнтинг: block (весь блок, по умолчанию) | ops (пооперационная выборочная политика "
+        "`torchtitan`: хранит выходы каждого второго матричного умножения и ядра внимания); нужен "
+        "--grad-checkpointing"),
     "cli.help.run.attention": ("eager | sdpa | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper only) | "
                                "flash4 (FlashAttention-4, Hopper / B200 / GB200) | "
                                "cudnn (cuDNN's fused attention: Transformer Engine, JAX)",

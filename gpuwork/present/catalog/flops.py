@@ -14,4 +14,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "flops.freeze_input_grads": ("2N + 2N (input gradients through every block) + 2 x trainable",
                                  "2N + 2N (градиенты по входу через все блоки) + 2 × обучаемые"),
     "flops.recompute": (" + recompute (gradient checkpointing)", " + пересчёт активаций"),
+    "flops.recompute_ops": (" + recompute of the ops torchtitan's op-level policy does not keep",
+                            " + пересчёт операций, выходы которых не хранит пооперационная политика torchtitan"),
 }

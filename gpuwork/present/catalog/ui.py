@@ -49,6 +49,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.shard_group_gpus": ("GPUs per shard group", "GPU в группе шардирования"),
     "ui.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
+    "ui.recompute": ("Recomputes", "Пересчитывает"),
     "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
@@ -262,6 +263,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "never clips (torchtune without clip_grad_norm, max_grad_norm 0)",
         "clip_grad_norm_ перед каждым обновлением (max_grad_norm 1.0 в HF Trainer); "
         "выключено — обучение не ограничивает норму (torchtune без clip_grad_norm, max_grad_norm 0)"),
+    "ui.recompute_hint": (
+        "what gradient checkpointing runs again in backward: the whole block (Hugging Face, torchtitan mode 'full'), "
+        "or torchtitan's op-level selective policy (mode 'selective', option 'op'), which keeps the outputs of "
+        "every second matmul and of the attention kernel and recomputes the rest: more memory, less time",
+        "что градиентный чекпойнтинг пересчитывает при обратном проходе: весь блок (Hugging Face, полный режим "
+        "torchtitan) или выборочно по операциям, как в выборочном режиме torchtitan: хранятся выходы каждого "
+        "второго матричного умножения и ядра внимания, остальное пересчитывается — больше памяти, меньше времени"),
     "ui.fsdp_wrap_hint": (
         "per block: a transformer auto-wrap policy (TRANSFORMER_BASED_WRAP, the Trainer's default); whole model: no "
         "wrap policy (NO_WRAP, auto_wrap_policy=None) or a size-based one no block reaches: everything gathered "
@@ -312,6 +320,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.input_require_grads_stack": ("as the stack does", "как в стеке"),
     "ui.input_require_grads_on": ("on", "включено"),
     "ui.input_require_grads_off": ("off", "выключено"),
+    "ui.recompute_block": ("the whole block", "весь блок"),
+    "ui.recompute_ops": ("op-level selective (torchtitan)", "выборочно по операциям (torchtitan)"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),

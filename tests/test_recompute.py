@@ -1,0 +1,250 @@
+"""TrainPlan.recompute "ops": torchtitan's op-level selective checkpointing in the plan, the estimates, the trial,
+the CLI, the form and the request (gpuwork.estimate.recompute, gpuwork.measure.checkpoint_policy, docs/recompute.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwork import PlanError, TrainPlan, estimate_memory, estimate_time
+from gpuwork.cli import build_parser
+from gpuwork.cli.args import plan_from_args
+from gpuwork.estimate.flops import flops_per_token
+from gpuwork.estimate.ops import step_ops
+from gpuwork.estimate.recompute import block_matmuls, kept_matmul_names, kept_matmuls
+from gpuwork.facts.resolve import resolve
+from gpuwork.plan import Recompute
+
+LLAMA_8B = dict(model="llama-3.1-8b", method="scratch", precision="bf16-mixed", seq_len=8192, gpus=8,
+                sharding="fsdp", stack="framework", optimizer_impl="fused")
+
+
+def _plan(recompute: str | None, **changes) -> TrainPlan:
+    fields = {**LLAMA_8B, **changes}
+    if recompute is not None:
+        fields.update(grad_checkpointing=True, recompute=recompute)
+    return TrainPlan(**fields)
+
+
+def _spec(plan: TrainPlan):
+    return resolve(plan).spec
+
+
+# -- the rule ---------------------------------------------------------------------------------------
+
+
+def test_a_llama_block_keeps_the_odd_mm_calls():
+    plan = _plan("ops")
+    assert [mm.name for mm in block_matmuls(_spec(plan), plan)] == [
+        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+        "mlp.up_proj", "mlp.down_proj"]
+    assert kept_matmul_names(_spec(plan), plan) == {"self_attn.q_proj", "self_attn.v_proj", "mlp.gate_proj",
+                                                    "mlp.down_proj"}
+
+
+def test_linears_with_a_bias_call_addmm_and_are_not_counted():
+    plan = _plan("ops", model="qwen2.5-7b")  # q, k and v carry a bias: the count starts at o_proj
+    assert kept_matmul_names(_spec(plan), plan) == {"self_attn.o_proj", "mlp.up_proj"}
+    gpt2 = _plan("ops", model="gpt2", gpus=1, sharding="ddp")  # every Conv1D adds its bias
+    assert kept_matmul_names(_spec(gpt2), gpt2) == frozenset()
+
+
+def test_lora_matmuls_count_in_call_order_base_then_a_then_b():
+    plan = _plan("ops", method="lora", lora_targets=("q_proj", "v_proj"), gpus=1, sharding="ddp")
+    names = [mm.name for mm in kept_matmuls(_spec(plan), plan)]
+    # calls: q(1) qA(2) qB(3) k(4) v(5) vA(6) vB(7) o(8) gate(9) up(10) down(11)
+    assert names == ["self_attn.q_proj", "self_attn.q_proj LoRA B", "self_attn.v_proj", "self_attn.v_proj LoRA B",
+                     "mlp.gate_proj", "mlp.down_proj"]
+
+
+def test_without_the_op_policy_nothing_is_kept():
+    assert kept_matmul_names(_spec(_plan("block")), _plan("block")) == frozenset()
+    assert kept_matmul_names(_spec(_plan(None)), _plan(None)) == frozenset()
+
+
+# -- time and FLOPs ----------------------------------------------------------------------------------
+
+
+def test_the_recompute_skips_kept_matmuls_and_the_attention_kernel():
+    plan = _plan("ops")
+    recomputed = [op.name for op in step_ops(plan, _spec(plan)) if op.phase.value == "recompute"]
+    assert {"self_attn.k_proj", "self_attn.o_proj", "mlp.up_proj", "norm (attention input)", "MLP activation"} \
+        <= set(recomputed)
+    assert not {"self_attn.q_proj", "self_attn.v_proj", "mlp.gate_proj", "mlp.down_proj",
+                "attention (fused kernel)"} & set(recomputed)
+    eager = _plan("ops", attention="eager")  # bmm and softmax are not on the save list
+    names = {op.name for op in step_ops(eager, _spec(eager)) if op.phase.value == "recompute"}
+    assert {"attention Q·K^T", "attention P·V"} <= names
+
+
+def test_recompute_flops_leave_out_the_kept_matmuls_and_the_attention_kernel():
+    plan = _plan("ops")
+    spec = _spec(plan)
+    ops, block = flops_per_token(plan, spec), flops_per_token(_plan("block"), spec)
+    per_layer = {lin.short_name: lin.in_features * lin.out_features for lin in spec.block_linears}
+    kept = (per_layer["q_proj"] + per_layer["v_proj"] + per_layer["gate_proj"] + per_layer["down_proj"])
+    attention = 4 * spec.num_heads * spec.head_dim * plan.seq_len  # Q·K^T and P·V forward, per layer and token
+    assert block.recompute - ops.recompute == spec.num_layers * (2 * kept + attention)
+    assert ops.recompute > 0 and block.model == ops.model  # model FLOPs (MFU) count no recompute
+
+
+def test_the_op_policy_costs_less_time_than_whole_blocks_and_more_than_none():
+    times = {name: estimate_time(p, "h100_sxm").step_time_s
+             for name, p in (("none", _plan(None)), ("ops", _plan("ops")), ("block", _plan("block")))}
+    assert times["none"] < times["ops"] < times["block"]
+
+
+# -- memory ------------------------------------------------------------------------------------------
+
+
+def test_each_block_keeps_its_input_and_the_policys_outputs():
+    plan, block, none = _plan("ops"), _plan("block"), _plan(None)
+    spec = _spec(plan)
+    ops_act, block_act = (estimate_memory(p).breakdown["activations"] for p in (plan, block))
+    assert block_act < ops_act < estimate_memory(none).breakdown["activations"]
+    h, kv = spec.hidden_size, spec.num_kv_heads * spec.head_dim
+    inter, heads = spec.intermediate_size, spec.num_heads
+    # bf16 compute under FSDP2: q, v, gate, down and the attention output in 2 bytes, its logsumexp in 4
+    kept = 2 * (h + kv + inter + h + h) + 4 * heads
+    assert ops_act - block_act == kept * plan.seq_len * plan.batch_size * spec.num_layers
+
+
+def test_a_traced_block_refuses_the_op_policy_with_one_message():
+    # phi has no hand-written block: the bundled profile (LoRA on every linear, r16, bf16, sdpa) merges its kernels
+    plan = TrainPlan(model=str(Path(__file__).parent / "data" / "models" / "phi-1_5.json"), method="lora", lora_targets=("all-linear",), precision="bf16",
+                     grad_checkpointing=True, recompute="ops")
+    for estimate in (estimate_memory, lambda p: estimate_time(p, "a100_80_sxm")):
+        with pytest.raises(PlanError) as err:
+            estimate(plan)
+        assert err.value.field == "recompute" and "traced block" in err.value.text("en")
+        assert "трассированный" in err.value.text("ru")
+
+
+# -- the plan --------------------------------------------------------------------------------------
+
+
+def test_the_policy_needs_checkpointing_and_is_not_unsloths():
+    with pytest.raises(PlanError) as err:
+        TrainPlan(recompute="ops")
+    assert err.value.msg.code == "error.plan.recompute_needs_checkpointing"
+    assert "grad_checkpointing" in err.value.text("en") and "выключен" in err.value.text("ru")
+    with pytest.raises(PlanError) as err:
+        TrainPlan(grad_checkpointing=True, recompute="ops", stack="unsloth")
+    assert err.value.msg.code == "error.plan.recompute_unsloth"
+    with pytest.raises(PlanError, match="did you mean 'ops'"):
+        TrainPlan(grad_checkpointing=True, recompute="op")
+
+
+def test_a_sweep_without_checkpointing_drops_the_policy_and_files_keep_it():
+    plan = _plan("ops")
+    assert plan.replace(grad_checkpointing=False).recompute is Recompute.BLOCK
+    assert plan.replace(stack="unsloth", sharding="ddp", gpus=1).recompute is Recompute.BLOCK
+    assert plan.replace(seq_len=4096).recompute is Recompute.OPS
+    assert TrainPlan.from_dict(json.loads(json.dumps(plan.as_dict()))) == plan
+    assert TrainPlan().recompute is Recompute.BLOCK
+
+
+def test_the_cli_flag_sets_it():
+    args = build_parser().parse_args(["estimate", "--grad-checkpointing", "--recompute", "ops"])
+    assert plan_from_args(args).recompute is Recompute.OPS
+    assert plan_from_args(build_parser().parse_args(["estimate"])).recompute is Recompute.BLOCK
+
+
+def test_the_form_shows_it_with_checkpointing_only():
+    from gpuwork.ui.sizing import SizingForm
+
+    form = SizingForm({"model": "llama-3.2-1b", "method": "full"})
+    field = form.controls["recompute"]
+    assert field.layout.display == "none" and [v for _, v in field.options] == ["block", "ops"]
+    form.controls["grad_checkpointing"].value = True
+    assert field.layout.display is None
+    field.value = "ops"
+    assert form.error is None and form.plan.recompute is Recompute.OPS
+    form.controls["grad_checkpointing"].value = False  # hidden: not read
+    assert form.error is None and form.plan.recompute is Recompute.BLOCK
+    ru = SizingForm({"model": "llama-3.2-1b"}, lang="ru")
+    assert [label for label, _ in ru.controls["recompute"].options] == ["весь блок",
+                                                                        "выборочно по операциям (torchtitan)"]
+
+
+def test_the_rental_request_says_what_was_recomputed():
+    from gpuwork.present.request import rental_request
+
+    plan = TrainPlan(model="llama-3.2-1b", method="full", grad_checkpointing=True, recompute="ops")
+    suggested = rental_request(plan, lang="en").fields["suggested"]
+    assert (suggested["grad_checkpointing"], suggested["recompute"]) == (True, "ops")
+    assert rental_request(TrainPlan(model="llama-3.2-1b"), lang="en").fields["suggested"]["recompute"] is None
+
+
+# -- the policy a trial and a trace run, against the rule the estimates price ----------------------------------
+
+
+def _saved_mm_widths(model, batch) -> list[int]:
+    """Output widths of the mm calls the op policy kept in one forward (spied through torch's own contexts)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils import checkpoint as ckpt
+
+    kept: list[int] = []
+    make = ckpt.create_selective_checkpoint_contexts
+
+    def spying(policy):
+        def wrapped(ctx, func, *args, **kwargs):
+            decision = policy(ctx, func, *args, **kwargs)
+            if func is torch.ops.aten.mm.default and not ctx.is_recompute \
+                    and decision == ckpt.CheckpointPolicy.MUST_SAVE:
+                kept.append(args[1].shape[1])
+            return decision
+        return make(wrapped)
+
+    ckpt.create_selective_checkpoint_contexts = spying
+    try:
+        model(**batch).loss.backward()
+    finally:
+        ckpt.create_selective_checkpoint_contexts = make
+    return kept
+
+
+@pytest.mark.parametrize("model_name, method", [("tiny-llama", "full"), ("tiny-qwen2", "lora")])
+def test_the_trials_policy_keeps_the_matmuls_the_estimate_prices(model_name, method, one_thread):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from gpuwork.facts.model import load_config
+    from gpuwork.measure.checkpoint_policy import checkpoint_kwargs
+
+    plan = TrainPlan(model=model_name, method=method, precision="fp32", seq_len=16, batch_size=2,
+                     grad_checkpointing=True, recompute="ops", lora_targets=("all-linear",))
+    config = transformers.AutoConfig.for_model(**load_config(plan.model)[0])
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    if method == "lora":
+        import peft
+
+        model = peft.get_peft_model(model, peft.LoraConfig(r=plan.lora_r, target_modules="all-linear"))
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpoint_kwargs(plan))
+    model.train()
+    ids = torch.randint(0, config.vocab_size, (plan.batch_size, plan.seq_len))
+    widths = _saved_mm_widths(model, {"input_ids": ids, "labels": ids})
+    expected = [mm.out_features for mm in kept_matmuls(_spec(plan), plan)]
+    assert widths == expected * config.num_hidden_layers
+
+
+def test_a_cpu_trial_runs_under_the_op_policy(one_thread):
+    pytest.importorskip("torch")
+    from gpuwork.measure.trial import run_trial
+
+    plan = TrainPlan(model="tiny-llama", method="full", precision="fp32", seq_len=32, batch_size=2,
+                     grad_checkpointing=True, recompute="ops")
+    from torch.utils import checkpoint as ckpt
+
+    calls: list[int] = []
+    make = ckpt.create_selective_checkpoint_contexts
+    ckpt.create_selective_checkpoint_contexts = lambda policy: (calls.append(1), make(policy))[1]
+    try:
+        record = run_trial(plan, steps=2, warmup=1, device="cpu", checkpoint=False)
+    finally:
+        ckpt.create_selective_checkpoint_contexts = make
+    assert record.plan.recompute is Recompute.OPS and len(calls) >= 2 * 2  # every block of every measured step
