@@ -27,7 +27,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from gpuwork.facts.catalog import GB, GpuClass, GpuSpec, Link, get_gpu
-from gpuwork.plan import Attention, Method, OptimizerImpl, Precision, Recompute, Sharding, Stack, Task, TrainPlan
+from gpuwork.plan import (
+    Attention,
+    Method,
+    OptimizerImpl,
+    Precision,
+    Recompute,
+    Sharding,
+    Stack,
+    Task,
+    TrainPlan,
+)
 
 METRICS = ("tokens_per_s_per_gpu", "tokens_per_s", "samples_per_s", "step_s")
 
