@@ -114,7 +114,8 @@ def test_each_block_keeps_its_input_and_the_policys_outputs():
 
 def test_a_traced_block_refuses_the_op_policy_with_one_message():
     # phi has no hand-written block: the bundled profile (LoRA on every linear, r16, bf16, sdpa) merges its kernels
-    plan = TrainPlan(model=str(Path(__file__).parent / "data" / "models" / "phi-1_5.json"), method="lora", lora_targets=("all-linear",), precision="bf16",
+    plan = TrainPlan(model=str(Path(__file__).parent / "data" / "models" / "phi-1_5.json"), method="lora",
+                     lora_targets=("all-linear",), precision="bf16",
                      grad_checkpointing=True, recompute="ops")
     for estimate in (estimate_memory, lambda p: estimate_time(p, "a100_80_sxm")):
         with pytest.raises(PlanError) as err:
@@ -166,8 +167,8 @@ def test_the_form_shows_it_with_checkpointing_only():
     form.controls["grad_checkpointing"].value = False  # hidden: not read
     assert form.error is None and form.plan.recompute is Recompute.BLOCK
     ru = SizingForm({"model": "llama-3.2-1b"}, lang="ru")
-    assert [label for label, _ in ru.controls["recompute"].options] == ["весь блок",
-                                                                        "выборочно по операциям (torchtitan)"]
+    labels = [label for label, _ in ru.controls["recompute"].options]
+    assert labels == ["весь блок", "выборочно по операциям (torchtitan)"]
 
 
 def test_the_rental_request_says_what_was_recomputed():

@@ -100,8 +100,8 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     """
     return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
         plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing,
-        bool(plan.input_require_grads), kept_weights(spec, plan),
-        not (ops_policy(plan) and fused_attention(plan))))  # unset reads as off: callers decide it with the stack first
+        bool(plan.input_require_grads),  # unset reads as off: callers decide it with the stack first
+        kept_weights(spec, plan), not (ops_policy(plan) and fused_attention(plan))))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -210,7 +210,8 @@ class _Activations:
     logits_copy: int = 0  # bytes per token of a copy of the returned logits alive only at the forward's end
     loss_bytes: int = 4  # bytes per logit of an eager cross-entropy (fp32 upcast, or the logits' own: [M7])
     held: int = 0  # bytes per token of returned logits the loop holds through the whole step (eager-held, [M8])
-    # of checkpoint_per_layer, the outputs torchtitan's op policy keeps beside the block input, one per tensor (estimate.recompute)
+    # of checkpoint_per_layer, the outputs torchtitan's op policy keeps beside the block input, one per tensor
+    # (estimate.recompute)
     policy_kept: tuple[int, ...] = ()
 
 

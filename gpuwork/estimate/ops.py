@@ -268,10 +268,9 @@ def _build(key: _StepKey) -> list[Op]:
     layers, h = spec.num_layers, spec.hidden_size
     grad_layers, _ = _gradient_layers(plan, layers)
     # the blocks' forward and backward do not depend on whether (or how much of) the forward is recomputed
-    shape = list(key.shape)
-    shape[_CHECKPOINTING_AT], shape[_RECOMPUTE_AT] = False, Recompute.BLOCK
-    shape = tuple(shape)
-    forward_ops, backward_ops = _blocks(_StepKey(shape, spec, key.stack, plan))
+    unchecked = list(key.shape)
+    unchecked[_CHECKPOINTING_AT], unchecked[_RECOMPUTE_AT] = False, Recompute.BLOCK
+    forward_ops, backward_ops = _blocks(_StepKey(tuple(unchecked), spec, key.stack, plan))
 
     # -- embedding and forward
     ops = [_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb)]

@@ -108,5 +108,5 @@ def kept_matmul_names(spec: ModelSpec, plan: TrainPlan) -> frozenset[str]:
     return frozenset(mm.name for mm in kept_matmuls(spec, plan))
 
 
-__all__ = ["BlockMatmul", "block_matmuls", "check_traced_recompute", "fused_attention", "kept_matmul_names", "kept_matmuls", "kept_weights",
-           "ops_policy"]
+__all__ = ["BlockMatmul", "block_matmuls", "check_traced_recompute", "fused_attention", "kept_matmul_names",
+           "kept_matmuls", "kept_weights", "ops_policy"]
