@@ -249,3 +249,14 @@ def test_a_cpu_trial_runs_under_the_op_policy(one_thread):
     finally:
         ckpt.create_selective_checkpoint_contexts = make
     assert record.plan.recompute is Recompute.OPS and len(calls) >= 2 * 2  # every block of every measured step
+
+
+def test_the_headers_say_what_checkpointing_recomputes(capsys):
+    from gpuwork.cli import main
+
+    main(["estimate", "--model", "llama-3.2-1b", "--method", "full", "--grad-checkpointing", "--recompute", "ops"])
+    assert "op-level selective checkpointing (torchtitan)" in capsys.readouterr().out.splitlines()[0]
+    main(["estimate", "--model", "llama-3.2-1b", "--grad-checkpointing", "--lang", "ru"])
+    assert capsys.readouterr().out.splitlines()[0].endswith(", чекпойнтинг целых блоков")
+    main(["estimate", "--model", "llama-3.2-1b"])
+    assert "checkpointing" not in capsys.readouterr().out.splitlines()[0]

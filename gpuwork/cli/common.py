@@ -21,6 +21,11 @@ from gpuwork.units import parse_count, parse_size
 # -- argument types ---------------------------------------------------------------------------------
 
 
+def checkpointing_note(plan: TrainPlan) -> Msg | None:
+    """The headers' word on gradient checkpointing: what it recomputes, or nothing when it is off."""
+    return msg(f"cli.checkpointing.{plan.recompute.value}") if plan.grad_checkpointing else None
+
+
 def flag_error(exc: GpuworkError, unread: str = "", instead: Msg | None = None) -> Exception:
     """A flag's error in the catalog's words: ``instead`` when ``exc`` has the code ``unread``, else its own
     message; an error raised without a code stays itself (argparse calls the value invalid)."""

@@ -9,6 +9,7 @@ import warnings
 from typing import Any
 
 from gpuwork.cli.args import escaped_output, plan_arguments, plan_from_args, with_mapping
+from gpuwork.cli.common import checkpointing_note
 from gpuwork.errors import GpuworkError, PlanError
 from gpuwork.message import msg
 from gpuwork.present.messages import render, text
@@ -25,7 +26,7 @@ def format_estimate(est: Any, lang: str = "en") -> str:
     lines = [
         text("cli.estimate.header", lang, model=plan.model, method=plan.method, precision=plan.precision,
              optimizer=plan.optimizer, seq_len=plan.seq_len, batch=plan.batch_size, grad_accum=plan.grad_accum,
-             gpus=plan.gpus, sharding=plan.sharding),
+             gpus=plan.gpus, sharding=plan.sharding, checkpointing=checkpointing_note(plan)),
         text("cli.estimate.params", lang, total=est.params.total, trainable=est.params.trainable),
         "",
         text("cli.estimate.breakdown", lang, phase=est.peak_phase),

@@ -25,6 +25,7 @@ from typing import Any
 
 from gpuwork.cli.args import FlagValueError, escaped_output, load_record, with_mapping
 from gpuwork.cli.common import (
+    checkpointing_note,
     full_plan,
     have_argument,
     output_arguments,
@@ -177,7 +178,8 @@ def format_plan_report(report: PlanReport, lang: str = "en") -> str:
     offers, scaling = report.offers, report.scaling
     lines = [
         say("cli.plan.header", model=p.model, method=p.method, precision=p.precision, optimizer=p.optimizer,
-            seq_len=p.seq_len, batch=p.batch_size, grad_accum=p.grad_accum, gpus=p.gpus, sharding=p.sharding),
+            seq_len=p.seq_len, batch=p.batch_size, grad_accum=p.grad_accum, gpus=p.gpus, sharding=p.sharding,
+            checkpointing=checkpointing_note(p)),
         say("cli.plan.data", tokens=p.dataset_tokens, epochs=p.epochs, every=p.checkpoint_every_steps,
             kept=p.checkpoints_kept),
         say("stack.label", stack=run_plan.stack.value),  # the stack every estimate below is priced with

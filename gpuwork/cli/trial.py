@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuwork.cli.args import with_mapping
+from gpuwork.cli.common import checkpointing_note
 from gpuwork.errors import (
     EXIT_CHECKPOINT_NOT_VERIFIED,
     EXIT_DOES_NOT_FIT,
@@ -93,7 +94,8 @@ def format_trial(record: Any, lang: str = "en") -> str:
     precision = p.precision_used if p.precision_used == p.precision_requested else \
         msg("cli.trial.precision_asked", used=p.precision_used, asked=p.precision_requested)
     head = [text("cli.trial.header", lang, model=p.model, method=p.method, precision=precision, optimizer=p.optimizer,
-                 seq_len=p.seq_len, batch=p.micro_batch, grad_accum=p.grad_accum, processes=processes,
+                 seq_len=p.seq_len, batch=p.micro_batch, grad_accum=p.grad_accum,
+                 checkpointing=checkpointing_note(record.plan), processes=processes,
                  device=msg("cli.trial.cpu") if env.device == "cpu" else env.device, device_name=env.device_name)]
     head += [text("cli.trial.substitution", lang, what=sub) for sub in p.substitutions]
     if p.sdpa_backend_used:  # the kernel torch's SDPA ran under the plan's sdpa_backend (gpuwork.measure.sdpa)

@@ -9,9 +9,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.warning": ("gpuwork: warning: {text}", "gpuwork: предупреждение: {text}"),
     "cli.estimate.header": (
         "gpuwork estimate: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, seq {seq_len:int} x batch "
-        "{batch} (x{grad_accum} accumulation), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}",
+        "{batch} (x{grad_accum} accumulation), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}{checkpointing}",
         "gpuwork estimate: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, контекст {seq_len:int} × батч "
-        "{batch} (накопление ×{grad_accum}), {gpus} GPU, {sharding:raw}"),
+        "{batch} (накопление ×{grad_accum}), {gpus} GPU, {sharding:raw}{checkpointing}"),
+    # the headers' checkpointing, when it is on (TrainPlan.grad_checkpointing and recompute)
+    "cli.checkpointing.block": (", checkpointing whole blocks", ", чекпойнтинг целых блоков"),
+    "cli.checkpointing.ops": (", op-level selective checkpointing (torchtitan)",
+                              ", выборочный чекпойнтинг по операциям (torchtitan)"),
     "cli.estimate.params": ("parameters: {total:int} total, {trainable:int} trainable",
                             "параметры: всего {total:int}, обучаемых {trainable:int}"),
     "cli.estimate.breakdown": ("per-GPU memory at the peak ({phase:@phase}), GiB:",

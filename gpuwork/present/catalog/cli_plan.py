@@ -7,9 +7,9 @@ PREFIX = "cli.plan"
 ENTRIES: dict[str, tuple[str, str]] = {
     "cli.plan.header": (
         "gpuwork plan: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, seq {seq_len:raw} x batch {batch} "
-        "(x{grad_accum}), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}",
+        "(x{grad_accum}), {gpus} {gpus:pl:GPU|GPUs}, {sharding:raw}{checkpointing}",
         "gpuwork, план: {model}, {method:raw}, {precision:raw}, {optimizer:raw}, контекст {seq_len:raw} × батч "
-        "{batch} (×{grad_accum}), {gpus} GPU, {sharding:raw}"),
+        "{batch} (×{grad_accum}), {gpus} GPU, {sharding:raw}{checkpointing}"),
     "cli.plan.weight_decay": (
         "weight decay {value:raw} (torch AdamW foreach / for-loop: one more pass over the weights when not 0)",
         "затухание весов {value:raw} (AdamW из PyTorch, foreach и цикл по тензорам: при ненулевом значении ещё один "

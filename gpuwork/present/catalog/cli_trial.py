@@ -8,9 +8,9 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # -- gpuwork trial (gpuwork.cli.trial) ----------------------------------------------------------------------
     "cli.trial.header": (
         "gpuwork trial: {model}, {method:raw}, {precision}, {optimizer:raw}, seq {seq_len} x batch {batch} "
-        "(x{grad_accum} accumulation), {processes} on {device} ({device_name:raw})",
+        "(x{grad_accum} accumulation){checkpointing}, {processes} on {device} ({device_name:raw})",
         "gpuwork, пробный запуск: {model}, {method:raw}, {precision}, {optimizer:raw}, контекст {seq_len} × батч {batch} "
-        "(накопление ×{grad_accum}), {processes} на {device} ({device_name:raw})"),
+        "(накопление ×{grad_accum}){checkpointing}, {processes} на {device} ({device_name:raw})"),
     "cli.trial.precision_asked": ("{used:raw} (asked {asked:raw})", "{used:raw} (запрошено {asked:raw})"),
     "cli.trial.one_process": ("1 process", "1 процесс"),
     "cli.trial.processes": ("{world} processes ({strategy:raw}, {backend:raw})",
