@@ -45,7 +45,9 @@ def test_held_out_torchtitan_rows_without_compile_are_re_read_eager():
     found = dict.fromkeys(eager_sources, 0)
     for case in (c for s in doc["sets"] for c in s["cases"] if c["source_id"] in eager_sources):
         assert case["plan"]["stack"] == "framework"  # as recorded, untouched
-        assert case["reread"]["plan"] == {"stack": "hf-trainer"}
+        # (and, where the run used torchtitan's op-level checkpointing, that policy: docs/recompute.md)
+        assert case["reread"]["plan"] in ({"stack": "hf-trainer"},
+                                          {"stack": "hf-trainer", "grad_checkpointing": True, "recompute": "ops"})
         assert any("compile" in e["quote"] for e in case["reread"]["evidence"])
         found[case["source_id"]] += 1
     assert found == eager_sources
