@@ -183,7 +183,7 @@ def test_the_rental_request_says_what_was_recomputed():
 # -- the policy a trial and a trace run, against the rule the estimates price ----------------------------------
 
 
-def _saved_mm_widths(model, batch) -> list[int]:
+def _saved_mm_widths(model, batch, monkeypatch) -> list[int]:
     """Output widths of the mm calls the op policy kept in one forward (spied through torch's own contexts)."""
     torch = pytest.importorskip("torch")
     from torch.utils import checkpoint as ckpt
@@ -200,16 +200,13 @@ def _saved_mm_widths(model, batch) -> list[int]:
             return decision
         return make(wrapped)
 
-    ckpt.create_selective_checkpoint_contexts = spying
-    try:
-        model(**batch).loss.backward()
-    finally:
-        ckpt.create_selective_checkpoint_contexts = make
+    monkeypatch.setattr(ckpt, "create_selective_checkpoint_contexts", spying)
+    model(**batch).loss.backward()
     return kept
 
 
 @pytest.mark.parametrize("model_name, method", [("tiny-llama", "full"), ("tiny-qwen2", "lora")])
-def test_the_trials_policy_keeps_the_matmuls_the_estimate_prices(model_name, method, one_thread):
+def test_the_trials_policy_keeps_the_matmuls_the_estimate_prices(model_name, method, one_thread, monkeypatch):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from gpuwork.facts.model import load_config
@@ -228,26 +225,24 @@ def test_the_trials_policy_keeps_the_matmuls_the_estimate_prices(model_name, met
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpoint_kwargs(plan))
     model.train()
     ids = torch.randint(0, config.vocab_size, (plan.batch_size, plan.seq_len))
-    widths = _saved_mm_widths(model, {"input_ids": ids, "labels": ids})
+    widths = _saved_mm_widths(model, {"input_ids": ids, "labels": ids}, monkeypatch)
     expected = [mm.out_features for mm in kept_matmuls(_spec(plan), plan)]
     assert widths == expected * config.num_hidden_layers
 
 
-def test_a_cpu_trial_runs_under_the_op_policy(one_thread):
+def test_a_cpu_trial_runs_under_the_op_policy(one_thread, monkeypatch):
     pytest.importorskip("torch")
+    from torch.utils import checkpoint as ckpt
+
     from gpuwork.measure.trial import run_trial
 
     plan = TrainPlan(model="tiny-llama", method="full", precision="fp32", seq_len=32, batch_size=2,
                      grad_checkpointing=True, recompute="ops")
-    from torch.utils import checkpoint as ckpt
-
     calls: list[int] = []
     make = ckpt.create_selective_checkpoint_contexts
-    ckpt.create_selective_checkpoint_contexts = lambda policy: (calls.append(1), make(policy))[1]
-    try:
-        record = run_trial(plan, steps=2, warmup=1, device="cpu", checkpoint=False)
-    finally:
-        ckpt.create_selective_checkpoint_contexts = make
+    monkeypatch.setattr(ckpt, "create_selective_checkpoint_contexts",
+                        lambda policy: (calls.append(1), make(policy))[1])
+    record = run_trial(plan, steps=2, warmup=1, device="cpu", checkpoint=False)
     assert record.plan.recompute is Recompute.OPS and len(calls) >= 2 * 2  # every block of every measured step
 
 

@@ -362,8 +362,9 @@ def _band_fields(f: _Facts) -> dict[str, Any] | None:
 def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
     """What the request asks for: the card, count, nodes, sharding, mode, software and the example offer."""
     match, time = f.match, f.match.time
+    priced = match.fitted_plan or f.plan  # the plan the estimates below were priced with
     vendor = match_vendor(match)
-    framework, launcher, backend = _framework(match.fitted_plan or f.plan, vendor, lang)
+    framework, launcher, backend = _framework(priced, vendor, lang)
     return {
         "gpu_class": render(_gpu_class(match, f.chosen), lang),
         "reference_gpu": match.gpu_id,
@@ -374,29 +375,28 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         # hybrid sharding: the GPUs of one shard group (what divides the model states); None otherwise
         "shard_group_gpus": match.fitted_plan.shard_ranks if match.fitted_plan and match.sharding.hybrid else None,
         # when gradients are reduced (ddp / zero1 / zero2: TrainPlan.comm_overlap), as the times were priced
-        "comm_overlap": (match.fitted_plan or f.plan).comm_overlap.value,
+        "comm_overlap": priced.comm_overlap.value,
         # how ZeRO-1 syncs (TrainPlan.zero_sync), as the times were priced
-        "zero_sync": (match.fitted_plan or f.plan).zero_sync.value,
+        "zero_sync": priced.zero_sync.value,
         # torch FSDP's units: one per block or the whole model (TrainPlan.fsdp_wrap), as the estimate priced them
-        "fsdp_wrap": (match.fitted_plan or f.plan).fsdp_wrap.value,
+        "fsdp_wrap": priced.fsdp_wrap.value,
         # gradient checkpointing and what it recomputes (TrainPlan.recompute; None without it), as priced
-        "grad_checkpointing": (match.fitted_plan or f.plan).grad_checkpointing,
-        "recompute": (match.fitted_plan or f.plan).recompute.value if (match.fitted_plan or f.plan).grad_checkpointing
-        else None,
+        "grad_checkpointing": priced.grad_checkpointing,
+        "recompute": priced.recompute.value if priced.grad_checkpointing else None,
         # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
-        "grad_clip": (match.fitted_plan or f.plan).grad_clip,
+        "grad_clip": priced.grad_clip,
         # whether torch's deterministic mode's fills were priced (TrainPlan.deterministic)
-        "deterministic": (match.fitted_plan or f.plan).deterministic,
+        "deterministic": priced.deterministic,
         # whether every launch was priced as waiting for its kernel (TrainPlan.launch_blocking)
-        "launch_blocking": (match.fitted_plan or f.plan).launch_blocking,
+        "launch_blocking": priced.launch_blocking,
         # whether freeze's backward was priced through the frozen blocks too (TrainPlan.input_require_grads)
-        "input_require_grads": _input_grads(match.fitted_plan or f.plan),
+        "input_require_grads": _input_grads(priced),
         # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
-        "tf32": (match.fitted_plan or f.plan).tf32,
+        "tf32": priced.tf32,
         # which kernel SDPA was priced with (TrainPlan.sdpa_backend)
-        "sdpa_backend": (match.fitted_plan or f.plan).sdpa_backend.value,
+        "sdpa_backend": priced.sdpa_backend.value,
         # the optimizer's weight decay as priced (TrainPlan.weight_decay_in_effect: stated, else the stack's default)
-        "weight_decay": (match.fitted_plan or f.plan).weight_decay_in_effect,
+        "weight_decay": priced.weight_decay_in_effect,
         "state_bytes_per_param": state_bytes_per_param(match.fitted_plan) if match.fitted_plan else None,
         "mode": match.profile.mode.value if match.profile else None,
         "rental_break_even_s": match.rental.break_even_s if match.rental else None,
