@@ -443,11 +443,10 @@ def _block_activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes,
     act = _activations(spec, plan, dt, profile)
     block_profile = matching_profile(spec, plan)
     if block_profile is not None:
-        check_traced_recompute(plan, spec)
+        check_traced_recompute(plan, spec)  # so no op-policy outputs to add to the traced input
         per_layer, quadratic = round(block_profile.saved_bytes.a), round(block_profile.saved_bytes.b)
         act = dataclasses.replace(act, per_layer_trained=per_layer, per_layer_frozen=per_layer,
-                                  per_layer_quadratic=quadratic,
-                                  checkpoint_per_layer=round(block_profile.input_bytes) + sum(act.policy_kept))
+                                  per_layer_quadratic=quadratic, checkpoint_per_layer=round(block_profile.input_bytes))
     kept = kept_4bit_inputs(spec, plan, profile, block_groups(spec), (dt.stream, dt.linear_out),  # older bnb [M5]
                             0 if dt.lora_saved or dt.autocast else dt.adapter)
     return dataclasses.replace(act, per_layer_trained=act.per_layer_trained + kept,

@@ -332,9 +332,10 @@ def _plan_ops(plan: TrainPlan, inputs: Inputs, profile: StackProfile,
     """The step's operations: the hand-written block, or the traced one for a family without it."""
     ops = step_ops(plan, inputs.spec, stack_kernels(profile, moe_experts))
     traced = matching_profile(inputs.spec, plan)
-    if traced is not None:
-        check_traced_recompute(plan, inputs.spec)
-    return ops if traced is None else _traced_ops(ops, plan, inputs.spec, traced)
+    if traced is None:
+        return ops
+    check_traced_recompute(plan, inputs.spec)
+    return _traced_ops(ops, plan, inputs.spec, traced)
 
 
 @functools.lru_cache(maxsize=1024)
