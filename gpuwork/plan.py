@@ -251,8 +251,11 @@ class Recompute(StrEnum):
 
     BLOCK = "block"  # each block's whole forward (HF per-layer checkpointing, torchtitan / torchtune mode "full")
     # torchtitan's op-level selective checkpointing (mode "selective", selective_ac_option "op"): a block keeps the
-    # outputs of its fused attention kernel and of every second torch.mm it calls, and recomputes everything else
+    # outputs of its SDPA kernel and of every second torch.mm it calls, and recomputes everything else
     OPS = "ops"
+    # the compute-intensive policy of torch's selective checkpointing examples (PyTorch blog, 2025): a block keeps
+    # the output of every mm, addmm and bmm and of its SDPA kernel, and recomputes everything else
+    MATMULS = "matmuls"
 
 
 class Task(StrEnum):

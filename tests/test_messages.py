@@ -17,7 +17,17 @@ from gpuwork.estimate.offers import SORT_KEYS
 from gpuwork.facts import catalog as catalog_module
 from gpuwork.facts.catalog import GpuClass, Link, Mode, Network, Region, load_gpus, load_offers
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Attention, Method, Optimizer, OptimizerImpl, Precision, Sharding, Stack, TrainPlan
+from gpuwork.plan import (
+    Attention,
+    Method,
+    Optimizer,
+    OptimizerImpl,
+    Precision,
+    Recompute,
+    Sharding,
+    Stack,
+    TrainPlan,
+)
 from gpuwork.present import messages
 from gpuwork.present.messages import CATALOG, MessageError, placeholders, render, render_all
 from gpuwork.sizing import estimate_disk, estimate_memory, estimate_time, evaluate_offers, match_profile
@@ -252,7 +262,8 @@ TECHNICAL = {
     "torchtune", "torchtitan", "LLaMA-Factory", "safetensors", "cuBLAS", "cuDNN", "autocast", "RoPE", "loss", "nvidia-smi", "gpuwork",
     "attention",  # the plan field / config key (attention='eager'), like seq_len
     # plan values as the user typed them (the CLI header repeats them)
-    *(v.value for enum in (Method, Precision, Optimizer, Sharding, Attention, OptimizerImpl, Stack) for v in enum),
+    *(v.value for enum in (Method, Precision, Optimizer, Sharding, Attention, OptimizerImpl, Stack, Recompute)
+      for v in enum),
 }
 
 

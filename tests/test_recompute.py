@@ -1,5 +1,6 @@
-"""TrainPlan.recompute "ops": torchtitan's op-level selective checkpointing in the plan, the estimates, the trial,
-the CLI, the form and the request (gpuwork.estimate.recompute, gpuwork.measure.checkpoint_policy, docs/recompute.md).
+"""TrainPlan.recompute "ops" (torchtitan's op-level selective checkpointing) and "matmuls" (every matmul output
+kept) in the plan, the estimates, the trial, the CLI, the form and the request (gpuwork.estimate.recompute,
+gpuwork.measure.checkpoint_policy, docs/recompute.md).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from gpuwork.cli import build_parser
 from gpuwork.cli.args import plan_from_args
 from gpuwork.estimate.flops import flops_per_token
 from gpuwork.estimate.ops import step_ops
-from gpuwork.estimate.recompute import block_matmuls, kept_matmul_names, kept_matmuls
+from gpuwork.estimate.recompute import block_matmuls, kept_matmuls, kept_op_names
 from gpuwork.facts.resolve import resolve
 from gpuwork.plan import Recompute
 
@@ -33,6 +34,10 @@ def _spec(plan: TrainPlan):
     return resolve(plan).spec
 
 
+def kept_matmul_names(spec, plan: TrainPlan) -> set[str]:
+    return {mm.name for mm in kept_matmuls(spec, plan)}
+
+
 # -- the rule ---------------------------------------------------------------------------------------
 
 
@@ -49,7 +54,7 @@ def test_linears_with_a_bias_call_addmm_and_are_not_counted():
     plan = _plan("ops", model="qwen2.5-7b")  # q, k and v carry a bias: the count starts at o_proj
     assert kept_matmul_names(_spec(plan), plan) == {"self_attn.o_proj", "mlp.up_proj"}
     gpt2 = _plan("ops", model="gpt2", gpus=1, sharding="ddp")  # every Conv1D adds its bias
-    assert kept_matmul_names(_spec(gpt2), gpt2) == frozenset()
+    assert kept_matmul_names(_spec(gpt2), gpt2) == set()
 
 
 def test_lora_matmuls_count_in_call_order_base_then_a_then_b():
@@ -61,8 +66,28 @@ def test_lora_matmuls_count_in_call_order_base_then_a_then_b():
 
 
 def test_without_the_op_policy_nothing_is_kept():
-    assert kept_matmul_names(_spec(_plan("block")), _plan("block")) == frozenset()
-    assert kept_matmul_names(_spec(_plan(None)), _plan(None)) == frozenset()
+    for plan in (_plan("block"), _plan(None)):
+        assert kept_op_names(_spec(plan), plan) == frozenset()
+
+
+def test_the_matmul_policy_keeps_every_matmul_bias_or_not():
+    for model in ("llama-3.1-8b", "qwen2.5-7b"):
+        plan = _plan("matmuls", model=model)
+        spec = _spec(plan)
+        assert kept_matmuls(spec, plan) == block_matmuls(spec, plan)
+    gpt2 = _plan("matmuls", model="gpt2", gpus=1, sharding="ddp")  # addmm is on this list
+    assert len(kept_matmuls(_spec(gpt2), gpt2)) == 4
+
+
+def test_torchs_sdpa_kernel_is_kept_and_the_flash_attn_librarys_is_not():
+    for policy in ("ops", "matmuls"):
+        for attention, kept in (("sdpa", True), ("cudnn", True), ("flash", False), ("flash3", False)):
+            plan = _plan(policy, attention=attention)
+            assert ("attention (fused kernel)" in kept_op_names(_spec(plan), plan)) is kept, (policy, attention)
+    eager = _plan("matmuls", attention="eager")  # its bmm outputs are kept; torchtitan's list has no bmm
+    assert {"attention Q·K^T", "attention P·V"} <= kept_op_names(_spec(eager), eager)
+    ops_eager = _plan("ops", attention="eager")
+    assert not {"attention Q·K^T", "attention P·V"} & kept_op_names(_spec(ops_eager), ops_eager)
 
 
 # -- time and FLOPs ----------------------------------------------------------------------------------
@@ -91,10 +116,32 @@ def test_recompute_flops_leave_out_the_kept_matmuls_and_the_attention_kernel():
     assert ops.recompute > 0 and block.model == ops.model  # model FLOPs (MFU) count no recompute
 
 
+def test_the_matmul_policy_recomputes_no_matmul_flops_unless_the_attention_is_flash_attns():
+    plan = _plan("matmuls")
+    spec = _spec(plan)
+    flops = flops_per_token(plan, spec)
+    assert 0 <= flops.recompute < 1e-4 * flops.total  # the norms' weights only (the 6N convention counts them)
+    flash = _plan("matmuls", attention="flash")  # the flash-attn kernel runs again: its forward FLOPs only
+    attention = 4 * spec.num_heads * spec.head_dim * plan.seq_len
+    assert flops_per_token(flash, spec).recompute - flops.recompute == spec.num_layers * attention
+    from gpuwork.present.messages import render
+
+    assert "every matmul output kept" in render(flops.note, "en")
+    assert "хранятся" in render(flops.note, "ru")
+
+
+def test_the_recompute_under_the_matmul_policy_holds_memory_bound_ops_only():
+    for attention in ("sdpa", "eager"):
+        plan = _plan("matmuls", attention=attention)
+        recomputed = [op for op in step_ops(plan, _spec(plan)) if op.phase.value == "recompute"]
+        assert recomputed and all(op.kind.value == "memory" for op in recomputed), attention
+
+
 def test_the_op_policy_costs_less_time_than_whole_blocks_and_more_than_none():
     times = {name: estimate_time(p, "h100_sxm").step_time_s
-             for name, p in (("none", _plan(None)), ("ops", _plan("ops")), ("block", _plan("block")))}
-    assert times["none"] < times["ops"] < times["block"]
+             for name, p in (("none", _plan(None)), ("matmuls", _plan("matmuls")), ("ops", _plan("ops")),
+                             ("block", _plan("block")))}
+    assert times["none"] < times["matmuls"] < times["ops"] < times["block"]
 
 
 # -- memory ------------------------------------------------------------------------------------------
@@ -110,6 +157,27 @@ def test_each_block_keeps_its_input_and_the_policys_outputs():
     # bf16 compute under FSDP2: q, v, gate, down and the attention output in 2 bytes, its logsumexp in 4
     kept = 2 * (h + kv + inter + h + h) + 4 * heads
     assert ops_act - block_act == kept * plan.seq_len * plan.batch_size * spec.num_layers
+
+
+def test_the_matmul_policy_keeps_every_matmul_output_and_eager_scores():
+    block = estimate_memory(_plan("block")).breakdown["activations"]
+    plan = _plan("matmuls")
+    spec = _spec(plan)
+    h, kv = spec.hidden_size, spec.num_kv_heads * spec.head_dim
+    inter, heads = spec.intermediate_size, spec.num_heads
+    # q, k, v, o, gate, up, down and the SDPA output in 2 bytes, its logsumexp in 4
+    kept = 2 * (h + 2 * kv + h + 2 * inter + h + h) + 4 * heads
+    tokens = plan.seq_len * plan.batch_size * spec.num_layers
+    assert estimate_memory(plan).breakdown["activations"] - block == kept * tokens
+    # eager attention keeps Q·K^T's scores (a row per head and token) and P·V's output; the peak comes in a
+    # block's backward there, with the other blocks' kept tensors (the trace grid in test_trace checks the bytes)
+    eager, eager_block = _plan("matmuls", attention="eager"), _plan("block", attention="eager")
+    scores = 2 * heads * plan.seq_len * tokens
+    assert estimate_memory(eager).breakdown["activations"] - estimate_memory(eager_block).breakdown["activations"] \
+        > scores * (spec.num_layers - 1) / spec.num_layers
+    flash_ops = estimate_memory(_plan("ops", attention="flash")).breakdown["activations"]
+    flash_block = estimate_memory(_plan("block", attention="flash")).breakdown["activations"]
+    assert flash_ops - flash_block == 2 * (h + kv + inter + h) * tokens  # no attention output kept
 
 
 def test_a_traced_block_refuses_the_op_policy_with_one_message():
@@ -159,7 +227,7 @@ def test_the_form_shows_it_with_checkpointing_only():
 
     form = SizingForm({"model": "llama-3.2-1b", "method": "full"})
     field = form.controls["recompute"]
-    assert field.layout.display == "none" and [v for _, v in field.options] == ["block", "ops"]
+    assert field.layout.display == "none" and [v for _, v in field.options] == ["block", "ops", "matmuls"]
     form.controls["grad_checkpointing"].value = True
     assert field.layout.display is None
     field.value = "ops"
@@ -168,7 +236,8 @@ def test_the_form_shows_it_with_checkpointing_only():
     assert form.error is None and form.plan.recompute is Recompute.BLOCK
     ru = SizingForm({"model": "llama-3.2-1b"}, lang="ru")
     labels = [label for label, _ in ru.controls["recompute"].options]
-    assert labels == ["весь блок", "выборочно по операциям (torchtitan)"]
+    assert labels == ["весь блок", "выборочно по операциям (torchtitan)",
+                      "хранить все матричные умножения (пример PyTorch)"]
 
 
 def test_the_rental_request_says_what_was_recomputed():
@@ -184,19 +253,27 @@ def test_the_rental_request_says_what_was_recomputed():
 
 
 def _saved_mm_widths(model, batch, monkeypatch) -> list[int]:
-    """Output widths of the mm calls the op policy kept in one forward (spied through torch's own contexts)."""
+    """Output widths of the mm and addmm calls the policy kept in one forward (spied through torch's own
+    contexts; a list of ops to save is read as torch reads it)."""
     torch = pytest.importorskip("torch")
     from torch.utils import checkpoint as ckpt
 
     kept: list[int] = []
     make = ckpt.create_selective_checkpoint_contexts
+    aten = torch.ops.aten
 
     def spying(policy):
+        if isinstance(policy, list):
+            listed = set(policy)
+
+            def policy(ctx, func, *args, **kwargs):
+                return ckpt.CheckpointPolicy.MUST_SAVE if func in listed else ckpt.CheckpointPolicy.PREFER_RECOMPUTE
+
         def wrapped(ctx, func, *args, **kwargs):
             decision = policy(ctx, func, *args, **kwargs)
-            if func is torch.ops.aten.mm.default and not ctx.is_recompute \
+            if func in (aten.mm.default, aten.addmm.default) and not ctx.is_recompute \
                     and decision == ckpt.CheckpointPolicy.MUST_SAVE:
-                kept.append(args[1].shape[1])
+                kept.append(args[-1].shape[1])
             return decision
         return make(wrapped)
 
@@ -205,15 +282,18 @@ def _saved_mm_widths(model, batch, monkeypatch) -> list[int]:
     return kept
 
 
-@pytest.mark.parametrize("model_name, method", [("tiny-llama", "full"), ("tiny-qwen2", "lora")])
-def test_the_trials_policy_keeps_the_matmuls_the_estimate_prices(model_name, method, one_thread, monkeypatch):
+@pytest.mark.parametrize("model_name, method, recompute", [
+    ("tiny-llama", "full", "ops"), ("tiny-qwen2", "lora", "ops"), ("tiny-qwen2", "full", "matmuls"),
+    ("tiny-llama", "lora", "matmuls")])
+def test_the_trials_policy_keeps_the_matmuls_the_estimate_prices(model_name, method, recompute, one_thread,
+                                                                 monkeypatch):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from gpuwork.facts.model import load_config
     from gpuwork.measure.checkpoint_policy import checkpoint_kwargs
 
     plan = TrainPlan(model=model_name, method=method, precision="fp32", seq_len=16, batch_size=2,
-                     grad_checkpointing=True, recompute="ops", lora_targets=("all-linear",))
+                     grad_checkpointing=True, recompute=recompute, lora_targets=("all-linear",))
     config = transformers.AutoConfig.for_model(**load_config(plan.model)[0])
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)

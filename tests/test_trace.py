@@ -50,11 +50,18 @@ def _grid():
                   ("tiny-llama", "full", "bf16", "sdpa"), ("tiny-llama", "lora", "fp32", "sdpa"),
                   ("tiny-qwen2", "full", "bf16", "sdpa"), ("tiny-mistral", "full", "bf16-mixed", "sdpa"),
                   ("tiny-llama", "full", "bf16", "eager"))]
+    # every matmul's output kept (bias linears' addmm and eager attention's bmm included)
+    plans += [TrainPlan(model=model, method=method, precision=precision, batch_size=2, seq_len=512, attention=attention,
+                        grad_checkpointing=True, recompute="matmuls", lora_targets="all-linear")
+              for model, method, precision, attention in (
+                  ("tiny-llama", "full", "bf16", "sdpa"), ("tiny-qwen2", "full", "bf16", "sdpa"),
+                  ("tiny-llama", "full", "bf16", "eager"), ("tiny-gpt2", "full", "fp32", "eager"),
+                  ("tiny-qwen2", "lora", "bf16", "eager"))]
     return plans
 
 
 @pytest.mark.parametrize("plan", _grid(), ids=lambda p: f"{p.model}-{p.method}-{p.precision}-b{p.batch_size}"
-                         f"s{p.seq_len}-gc{int(p.grad_checkpointing)}{'-ops' if p.recompute == 'ops' else ''}"
+                         f"s{p.seq_len}-gc{int(p.grad_checkpointing)}{'' if p.recompute == 'block' else f'-{p.recompute}'}"
                          f"-{p.attention}-{p.optimizer}"
                          f"{'' if p.input_require_grads is None else f'-irg{int(p.input_require_grads)}'}")
 def test_analytic_estimate_within_five_percent_of_trace(plan):

@@ -297,7 +297,9 @@ class StepTensors:
     ``layer_saved``: what each block keeps for backward; ``layer_transient``: made and freed inside each block's
     forward (the block's internals under checkpointing); ``head``: logits and loss kept to the loss backward;
     ``loss_transient``: the loss backward's own buffers; ``recompute``: a block's internals rebuilt in its
-    backward (checkpointing); ``backward_transient``: gradients of a block's intermediates.
+    backward (checkpointing); ``backward_transient``: gradients of a block's intermediates; ``layer_policy``: the
+    outputs each block keeps under an op-level checkpointing policy, which its recompute takes back (torch's
+    selective checkpointing pops its cache): freed as that block's recompute begins.
     """
 
     layers: int
@@ -307,6 +309,7 @@ class StepTensors:
     loss_transient: tuple[int, ...]
     recompute: tuple[int, ...]
     backward_transient: tuple[int, ...]
+    layer_policy: tuple[int, ...] = ()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -357,12 +360,13 @@ def step_program(step: StepTensors, tokens: int) -> tuple[Program, int]:
 
     saved = []
     for _ in range(step.layers):
-        saved.append(take(step.layer_saved))
+        saved.append((take(step.layer_saved), take(step.layer_policy)))
         burst(step.layer_transient)
     head = take(step.head)
     burst(step.loss_transient)
     give(head)
-    for layer in reversed(saved):
+    for layer, policy in reversed(saved):
+        give(policy)
         burst(step.recompute, step.backward_transient)
         give(layer)
     return tuple(program), peak

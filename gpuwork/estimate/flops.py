@@ -20,7 +20,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from gpuwork.estimate.recompute import fused_attention, kept_weights, ops_policy
+from gpuwork.estimate.recompute import attention_kept, kept_weights, selective
 from gpuwork.facts.spec import ModelSpec, ParamCounts, count_params
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Method, TrainPlan
@@ -88,8 +88,9 @@ class _FlopsShape(NamedTuple):
     trainable_layers: int
     grad_checkpointing: bool
     input_require_grads: bool  # freeze: the gradient runs down through the frozen blocks too (decided)
-    kept_weights: int  # weights whose outputs the op policy keeps: not re-run (estimate.recompute)
-    attention_recomputed: bool  # the recompute re-runs the attention core (not the op policy's fused kernel)
+    kept_weights: int  # weights whose outputs an op-level policy keeps: not re-run (estimate.recompute)
+    attention_recomputed: bool  # the recompute re-runs the attention core (not what an op-level policy keeps)
+    policy: str  # what checkpointing recomputes (TrainPlan.recompute; "block" without an op-level policy)
 
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
@@ -101,7 +102,8 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
     return _flops_per_token(spec, count_params(spec, plan), _FlopsShape(
         plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing,
         bool(plan.input_require_grads),  # unset reads as off: callers decide it with the stack first
-        kept_weights(spec, plan), not (ops_policy(plan) and fused_attention(plan))))
+        kept_weights(spec, plan), attention_kept(plan) is None,
+        plan.recompute.value if selective(plan) else "block"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -144,12 +146,13 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
     recompute = 0.0
     if plan.grad_checkpointing:
         # HF checkpoints each decoder block: its forward runs again in backward (+2N, +attention fwd)
-        # (torchtitan's op policy keeps some matmul outputs and the fused attention kernel's: not re-run)
+        # (an op-level policy keeps some matmul outputs and the attention kernel's: not re-run)
         recompute_blocks = (blocks + (adapter if plan.uses_adapters else 0) - plan.kept_weights) \
             * grad_layers // max(layers, 1)
         recompute = FWD_FLOPS_PER_WEIGHT * recompute_blocks \
             + (ATTN_FWD_FLOPS * grad_layers * hq_t if plan.attention_recomputed else 0)
-        convention += " + recompute (gradient checkpointing" + (", op-level policy)" if plan.kept_weights else ")")
+        convention += " + recompute (gradient checkpointing" + ("" if plan.policy == "block" else
+                                                               f", op-level policy '{plan.policy}'") + ")"
     attention_model = attention
     total = fwd + bwd_in + bwd_w + attention + recompute
     model = fwd + bwd_in + bwd_w + attention_model
@@ -158,7 +161,7 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
                          attention_backward=float(attention_backward), total=float(total),
                          model=float(model), weights=n, convention=convention + " + attention 12·L·H·Q·T",
                          note=msg("flops.convention", method=note,
-                                  recompute=msg("flops.recompute_ops" if plan.kept_weights else "flops.recompute")
+                                  recompute=msg("flops.recompute" if plan.policy == "block" else f"flops.recompute_{plan.policy}")
                                   if plan.grad_checkpointing else None))
 
 

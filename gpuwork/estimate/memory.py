@@ -66,7 +66,7 @@ from gpuwork.estimate.model_states import (
     state_bytes_per_param,
     unsharded_quant_state,
 )
-from gpuwork.estimate.recompute import check_traced_recompute, fused_attention, kept_matmuls, ops_policy
+from gpuwork.estimate.recompute import attention_kept, check_traced_recompute, kept_matmuls
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import MOE_EXPERTS, StackProfile, with_stack_input_grads
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -389,13 +389,16 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
 
 
 def _policy_kept(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> tuple[int, ...]:
-    """Bytes per token of each tensor torchtitan's op policy keeps per block besides its input (none under other
-    checkpointing): the kept matmuls' outputs, and the fused attention kernel's output and fp32 logsumexp."""
-    if not ops_policy(plan):
-        return ()
+    """Bytes per token of each tensor an op-level policy keeps per block besides its input (none under whole-block
+    checkpointing): the kept matmuls' outputs, and the SDPA kernel's output and fp32 logsumexp or eager attention's
+    scores (one row of the attention span per head) and P·V output (estimate.recompute)."""
     kept = tuple(mm.out_features * (dt.adapter if mm.adapter else dt.linear_out) for mm in kept_matmuls(spec, plan))
-    if fused_attention(plan):
-        kept += ((dt.attn_saved or dt.linear_out) * spec.num_heads * spec.head_dim, 4 * spec.num_heads)
+    a, q_dim = spec.num_heads, spec.num_heads * spec.head_dim
+    match attention_kept(plan):
+        case "kernel":
+            kept += ((dt.attn_saved or dt.linear_out) * q_dim, 4 * a)
+        case "matmuls":
+            kept += (dt.linear_out * a * plan.attention_span, dt.linear_out * q_dim)
     return kept
 
 
@@ -518,6 +521,9 @@ class _Saved:
     head_rows: int  # rows the head and loss run on: every token, or the masked positions BERT's scripts gather
     block_input: int = 0  # one checkpointed block's input (0 without checkpointing)
     saving_blocks: int | None = None  # blocks that keep tensors for backward (None: every block)
+    # one block's outputs an op-level policy keeps: its recompute takes them back (torch's selective checkpointing
+    # pops its cache), so a block's backward holds them in ``recompute`` or not at all
+    policy_kept: int = 0
 
 
 def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, profile: StackProfile | None,
@@ -568,11 +574,12 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     logits = act.head * head_rows
     # fused linear cross-entropy: one chunk of logits exists at a time, during the forward
     logits_chunk = _chunked_logits_bytes(spec, tokens, dt.stream) if act.chunked_loss else act.logits_copy * tokens
-    block_input = act.checkpoint_per_layer * tokens if plan.grad_checkpointing else 0
+    policy_kept = sum(act.policy_kept) * tokens
+    block_input = act.checkpoint_per_layer * tokens - policy_kept if plan.grad_checkpointing else 0
     # under freeze with the backward stopping at the trained blocks, only the blocks it runs through keep tensors
     saving = gradient_blocks if plan.method is Method.FREEZE and gradient_blocks < spec.num_layers else None
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
-                  offloaded, head_rows, block_input, saving)
+                  offloaded, head_rows, block_input, saving, policy_kept)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -908,7 +915,8 @@ def _moments(act: _Activations, saved: _Saved, gradients: tuple[int, int, int, i
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
                           "autocast_weight_copies": autocast_copies + head_copy,
                           "logits_and_loss": logits + act.loss_backward * saved.head_rows + held},
-        "block backward": {"gradients": grads_during_fwd + g_head + g_block, "activations": activations + recompute,
+        "block backward": {"gradients": grads_during_fwd + g_head + g_block,
+                           "activations": activations + recompute - saved.policy_kept,
                            "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
                            "temporaries": block_transient},
         # end of backward: every gradient exists, the first block's intermediates still transient
@@ -971,9 +979,12 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _S
     transient = cut(mlp_transient_per_token, inter)
     layers = spec.num_layers if saved.saving_blocks is None else saved.saving_blocks
     if plan.grad_checkpointing:
-        # offloaded block inputs leave the GPU; the op policy's kept outputs are tensors of their own
-        kept = () if saved.offloaded else (act.checkpoint_per_layer - sum(act.policy_kept),) + act.policy_kept
-        return StepTensors(layers, kept, block, head, loss, block, transient)
+        # offloaded block inputs leave the GPU; an op-level policy's kept outputs are tensors of their own, taken
+        # back by the block's recompute
+        if saved.offloaded:
+            return StepTensors(layers, (), block, head, loss, block, transient)
+        return StepTensors(layers, (act.checkpoint_per_layer - sum(act.policy_kept),), block, head, loss, block,
+                           transient, act.policy_kept)
     return StepTensors(layers, block, (), head, loss, (), transient)
 
 

@@ -42,7 +42,7 @@ from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
 from gpuwork.estimate.op import Backward, Kind, Op, Phase
 from gpuwork.estimate.optimizer_ops import optimizer_ops, param_tensors
 from gpuwork.estimate.quant import dequant_4bit_chain
-from gpuwork.estimate.recompute import fused_attention, kept_matmul_names
+from gpuwork.estimate.recompute import EAGER_MATMULS, FUSED_KERNEL, fused_attention, kept_op_names
 from gpuwork.estimate.sdpa_backend import op_kernel
 from gpuwork.facts.hashed import HashedTuple
 from gpuwork.facts.spec import (
@@ -282,9 +282,9 @@ def _build(key: _StepKey) -> list[Op]:
     # -- backward through the blocks, with the recompute of gradient checkpointing first: the blocks' forward
     # again over the blocks the gradient reaches (every forward op's count is layers x micro-batches x a factor)
     if plan.grad_checkpointing:
-        kept = kept_matmul_names(spec, plan)  # the op policy's kept outputs (estimate.recompute); none: every op
+        kept = kept_op_names(spec, plan)  # an op-level policy's kept outputs (estimate.recompute); none: every op
         for op in forward_ops:
-            if op.name in kept or (kept and op.attention_pass == "fwd"):
+            if op.name in kept:
                 continue
             values = list(_op_values(op))
             values[_PHASE_AT], values[_COUNT_AT] = Phase.RECOMPUTE, op.count // layers * grad_layers
@@ -572,12 +572,12 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         scores = b * a * s * r
         if kv < a:
             out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
-        out.append(Op("attention Q·K^T", Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
+        out.append(Op(EAGER_MATMULS[0], Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
                       count, dtype, r, r, backward=Backward.BOTH_GRADS))
         chain = _fused_softmax_chain if fuse else _composite_softmax_chain if composite_softmax(spec) else \
             _eager_softmax_chain
         out.append(chain(spec, scores, e, autocast, phase, count))
-        out.append(Op("attention P·V", Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
+        out.append(Op(EAGER_MATMULS[1], Kind.ATTENTION, phase, full_flops / 2, float(e * (scores + 2 * t * q_dim)), 1,
                       count, dtype, r, d, backward=Backward.BOTH_GRADS))
     else:
         # one fused kernel (SDPA's choice, estimate.sdpa_backend, or flash-attn); causal masking skips the blocks
@@ -587,7 +587,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         masked = sdpa_padding_mask(plan, st)
         causal = causal and not masked
         flops = full_flops * (0.5 * (1 + 128 / r) if causal and r > 128 else 1.0)
-        out.append(Op("attention (fused kernel)", Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
+        out.append(Op(FUSED_KERNEL, Kind.ATTENTION, phase, flops, float(io + (e * b * s * s if masked else 0)), 1,
                       count, dtype, r, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
                       kernel=op_kernel(plan), backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing

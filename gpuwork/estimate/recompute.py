@@ -1,19 +1,25 @@
-"""What a block keeps under torchtitan's op-level selective checkpointing (``TrainPlan.recompute`` "ops").
+"""What a block keeps under an op-level selective checkpointing policy (``TrainPlan.recompute`` "ops" or "matmuls").
 
-torchtitan (torchtitan/distributed/activation_checkpoint.py, ``mode = "selective"``, ``selective_ac_option = "op"``)
-wraps each block in ``torch.utils.checkpoint`` with a policy over the aten ops the block calls: the outputs of the
-ops on its save list are kept for backward (``MUST_SAVE``) and every other op runs again in backward
-(``PREFER_RECOMPUTE``). The save list holds the fused SDPA kernels and ``torch.mm``; of the mm calls, counted in
-the order the block makes them, every second one is recomputed after all. So a Llama block keeps the outputs of
-q_proj, v_proj, gate_proj and down_proj (calls 1, 3, 5, 7) and of its attention kernel, and recomputes k_proj,
-o_proj and up_proj with the norms, rotary, activation and products (docs/recompute.md).
+Selective checkpointing (``torch.utils.checkpoint`` with ``create_selective_checkpoint_contexts``) wraps each block
+with a policy over the aten ops the block calls: the outputs of the ops the policy saves are kept for backward
+(``MUST_SAVE``) and every other op runs again in backward (``PREFER_RECOMPUTE``) (docs/recompute.md).
 
-What this module decides from the block's linears, in the order ``estimate.ops`` walks them:
-- a linear with a bias calls ``addmm``, which is not on the list: recomputed, and not counted;
-- a LoRA adapter's two matmuls (peft: the base layer first, then lora_A, then lora_B) are mm calls like any other;
-- MoE expert matmuls (grouped, or a loop over the experts that received tokens) are left out of the count and
-  recomputed: their number of mm calls depends on the routing.
-Eager attention's matmuls are ``bmm`` (recomputed); the fused kernel's output and logsumexp are kept.
+- "ops", torchtitan's (torchtitan/distributed/activation_checkpoint.py, ``mode = "selective"``,
+  ``selective_ac_option = "op"``): the save list holds torch's SDPA kernels and ``torch.mm``; of the mm calls,
+  counted in the order the block makes them, every second one is recomputed after all. So a Llama block keeps the
+  outputs of q_proj, v_proj, gate_proj and down_proj (calls 1, 3, 5, 7) and of its attention kernel, and recomputes
+  k_proj, o_proj and up_proj with the norms, rotary, activation and products. A linear with a bias calls
+  ``addmm``, which is not on the list: recomputed, and not counted. Eager attention's matmuls are ``bmm``:
+  recomputed.
+- "matmuls", the compute-intensive list of torch's selective-checkpointing examples (PyTorch blog "Current and New
+  Activation Checkpointing Techniques in PyTorch", 2025): every ``mm``, ``addmm`` and ``bmm`` output and torch's
+  SDPA kernels' are kept. Eager attention keeps its two bmm outputs (the scores and P·V) and recomputes the
+  softmax.
+
+Under both, a LoRA adapter's two matmuls (peft: the base layer first, then lora_A, then lora_B) are mm calls like
+any other; MoE expert matmuls (grouped, or a loop over the experts that received tokens) are left out and
+recomputed (their number of mm calls depends on the routing); the flash-attn library's kernels (attention
+"flash", "flash3", "flash4") are not aten SDPA ops, so neither list keeps them: the attention runs again.
 """
 
 from __future__ import annotations
@@ -26,6 +32,12 @@ from gpuwork.estimate.linear_groups import block_groups
 from gpuwork.facts.spec import ModelSpec, lora_target_linears
 from gpuwork.message import msg
 from gpuwork.plan import Attention, Precision, Recompute, TrainPlan
+
+# torch's SDPA ops the policies keep (attention "cudnn": cuDNN's kernel behind SDPA); not the flash-attn library's
+_SDPA_KERNELS = (Attention.SDPA, Attention.CUDNN)
+# estimate.ops' names of eager attention's two bmm calls (the scores Q·K^T and P·V)
+EAGER_MATMULS = ("attention Q·K^T", "attention P·V")
+FUSED_KERNEL = "attention (fused kernel)"
 
 
 class BlockMatmul(NamedTuple):
@@ -63,24 +75,39 @@ def _block_matmuls(spec: ModelSpec, adapters: bool, targets: tuple[str, ...], r:
 
 
 def kept_matmuls(spec: ModelSpec, plan: TrainPlan) -> tuple[BlockMatmul, ...]:
-    """The matmuls whose outputs the op policy keeps: the odd-numbered mm calls (no bias), counted from one."""
-    return _kept(block_matmuls(spec, plan))
+    """The block matmuls whose outputs the plan's op-level policy keeps (none without one): every one under
+    "matmuls", the odd-numbered mm calls (no bias), counted from one, under "ops"."""
+    if not selective(plan):
+        return ()
+    matmuls = block_matmuls(spec, plan)
+    return matmuls if plan.recompute is Recompute.MATMULS else _odd_mm_calls(matmuls)
 
 
 @functools.lru_cache(maxsize=256)
-def _kept(matmuls: tuple[BlockMatmul, ...]) -> tuple[BlockMatmul, ...]:
-    calls = [mm for mm in matmuls if not mm.bias]  # addmm is not on the save list
+def _odd_mm_calls(matmuls: tuple[BlockMatmul, ...]) -> tuple[BlockMatmul, ...]:
+    calls = [mm for mm in matmuls if not mm.bias]  # addmm is not on torchtitan's save list
     return tuple(calls[0::2])
 
 
 def kept_weights(spec: ModelSpec, plan: TrainPlan) -> int:
-    """Weights (over all blocks) of the matmuls whose forward the op policy does not re-run."""
-    return sum(mm.weights for mm in kept_matmuls(spec, plan)) if ops_policy(plan) else 0
+    """Weights (over all blocks) of the matmuls whose forward the op-level policy does not re-run."""
+    return sum(mm.weights for mm in kept_matmuls(spec, plan))
 
 
-def ops_policy(plan: TrainPlan) -> bool:
-    """The plan checkpoints its blocks under torchtitan's op-level policy."""
-    return plan.grad_checkpointing and plan.recompute is Recompute.OPS
+def selective(plan: TrainPlan) -> bool:
+    """The plan checkpoints its blocks under an op-level policy ("ops" or "matmuls")."""
+    return plan.grad_checkpointing and plan.recompute is not Recompute.BLOCK
+
+
+def attention_kept(plan: TrainPlan) -> str | None:
+    """What of the attention core the op-level policy keeps: "kernel" (torch's SDPA kernel: its output and
+    logsumexp), "matmuls" (eager attention's two bmm outputs, under "matmuls"), or None (it runs again in the
+    recompute: no policy, eager attention under "ops", the flash-attn library's kernels)."""
+    if not selective(plan):
+        return None
+    if fused_attention(plan):
+        return "kernel" if plan.attention in _SDPA_KERNELS else None
+    return "matmuls" if plan.recompute is Recompute.MATMULS else None
 
 
 def check_traced_recompute(plan: TrainPlan, spec: ModelSpec) -> None:
@@ -90,7 +117,7 @@ def check_traced_recompute(plan: TrainPlan, spec: ModelSpec) -> None:
     Raises:
         PlanError: the plan checkpoints under the op policy and the model's block is a traced one.
     """
-    if ops_policy(plan):
+    if selective(plan):
         raise PlanError("recompute", msg("error.plan.recompute_traced", value=plan.recompute.value,
                                          model_type=spec.model_type or spec.architecture))
 
@@ -101,12 +128,17 @@ def fused_attention(plan: TrainPlan) -> bool:
     return not (plan.attention is Attention.EAGER or (plan.precision is Precision.FP32 and plan.attention.is_flash))
 
 
-def kept_matmul_names(spec: ModelSpec, plan: TrainPlan) -> frozenset[str]:
-    """``kept_matmuls``' op names (empty unless the plan checkpoints under the op policy)."""
-    if not ops_policy(plan):
-        return frozenset()
-    return frozenset(mm.name for mm in kept_matmuls(spec, plan))
+def kept_op_names(spec: ModelSpec, plan: TrainPlan) -> frozenset[str]:
+    """``estimate.ops``' names of the forward ops whose outputs the op-level policy keeps: the recompute leaves them
+    out (empty without a policy)."""
+    kept = {mm.name for mm in kept_matmuls(spec, plan)}
+    attention = attention_kept(plan)
+    if attention == "kernel":
+        kept.add(FUSED_KERNEL)
+    elif attention == "matmuls":
+        kept.update(EAGER_MATMULS)
+    return frozenset(kept)
 
 
-__all__ = ["BlockMatmul", "block_matmuls", "check_traced_recompute", "fused_attention", "kept_matmul_names",
-           "kept_matmuls", "kept_weights", "ops_policy"]
+__all__ = ["EAGER_MATMULS", "FUSED_KERNEL", "BlockMatmul", "attention_kept", "block_matmuls", "check_traced_recompute",
+           "fused_attention", "kept_matmuls", "kept_op_names", "kept_weights", "selective"]

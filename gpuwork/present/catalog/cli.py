@@ -16,6 +16,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.checkpointing.block": (", checkpointing whole blocks", ", чекпойнтинг целых блоков"),
     "cli.checkpointing.ops": (", op-level selective checkpointing (torchtitan)",
                               ", выборочный чекпойнтинг по операциям (torchtitan)"),
+    "cli.checkpointing.matmuls": (", selective checkpointing keeping every matmul output",
+                                  ", выборочный чекпойнтинг с хранением всех матричных умножений"),
     "cli.estimate.params": ("parameters: {total:int} total, {trainable:int} trainable",
                             "параметры: всего {total:int}, обучаемых {trainable:int}"),
     "cli.estimate.breakdown": ("per-GPU memory at the peak ({phase:@phase}), GiB:",

@@ -87,9 +87,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "cli.help.run.grad_checkpointing": ("recompute blocks in backward", "пересчитывать блоки при обратном проходе"),
     "cli.help.run.recompute": (
         "what checkpointing recomputes: block (the whole block, default) | ops (torchtitan's op-level selective "
-        "policy: keeps every second matmul's and the attention kernel's outputs); needs --grad-checkpointing",
+        "policy: keeps every second matmul's and the attention kernel's outputs) | matmuls (keeps every matmul's "
+        "and the attention's outputs, torch's compute-intensive example); needs --grad-checkpointing",
         "что пересчитывает чекпойнтинг: block (весь блок, по умолчанию) | ops (пооперационная выборочная политика "
-        "`torchtitan`: хранит выходы каждого второго матричного умножения и ядра внимания); нужен "
+        "`torchtitan`: хранит выходы каждого второго матричного умножения и ядра внимания) | matmuls (хранит "
+        "выходы всех матричных умножений и внимания, пример политики из документации PyTorch); нужен "
         "--grad-checkpointing"),
     "cli.help.run.attention": ("eager | sdpa | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper only) | "
                                "flash4 (FlashAttention-4, Hopper / B200 / GB200) | "

@@ -125,15 +125,16 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "recompute='{value:raw}' выбирает, что пересчитывает градиентный чекпойнтинг, а grad_checkpointing "
         "выключен: включите grad_checkpointing или оставьте recompute='block'"),
     "error.plan.recompute_unsloth": (
-        "recompute='{value:raw}' is torchtitan's op-level policy; stack '{stack:raw}' runs Unsloth's own "
+        "recompute='{value:raw}' is an op-level selective policy; stack '{stack:raw}' runs Unsloth's own "
         "checkpointing of whole blocks: leave recompute at 'block' or choose another stack",
-        "recompute='{value:raw}' — пооперационная политика torchtitan; стек '{stack:raw}' использует собственный "
+        "recompute='{value:raw}' — выборочная политика по операциям; стек '{stack:raw}' использует собственный "
         "чекпойнтинг Unsloth по целым блокам: оставьте recompute='block' или выберите другой стек"),
     "error.plan.recompute_traced": (
-        "recompute='{value:raw}' counts a block's matmuls in the order it calls them, which gpuwork knows only for "
-        "its hand-written blocks; '{model_type:raw}' has a traced block: use recompute 'block'",
-        "recompute='{value:raw}' считает матричные умножения блока в порядке вызова, а он известен gpuwork только "
-        "для собственных моделей блоков; у '{model_type:raw}' блок трассированный: выберите recompute='block'"),
+        "recompute='{value:raw}' keeps a block's matmul outputs by the order it calls them, which gpuwork knows "
+        "only for its hand-written blocks; '{model_type:raw}' has a traced block: use recompute 'block'",
+        "recompute='{value:raw}' хранит выходы матричных умножений блока по порядку вызова, а он известен gpuwork "
+        "только для собственных моделей блоков; у '{model_type:raw}' блок трассированный: выберите "
+        "recompute='block'"),
     "error.plan.offload_params": (
         "offload_params needs parameter sharding: use sharding='zero3', 'fsdp' or 'hsdp' (with gpus >= 2), or turn "
         "offload_params off",

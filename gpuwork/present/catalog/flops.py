@@ -16,4 +16,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "flops.recompute": (" + recompute (gradient checkpointing)", " + пересчёт активаций"),
     "flops.recompute_ops": (" + recompute of the ops torchtitan's op-level policy does not keep",
                             " + пересчёт операций, выходы которых не хранит пооперационная политика torchtitan"),
+    "flops.recompute_matmuls": (" + recompute of the ops besides matmuls and attention (every matmul output kept)",
+                                " + пересчёт операций, кроме матричных умножений и внимания (их выходы хранятся)"),
 }

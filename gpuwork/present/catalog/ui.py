@@ -266,10 +266,12 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.recompute_hint": (
         "what gradient checkpointing runs again in backward: the whole block (Hugging Face, torchtitan mode 'full'), "
         "or torchtitan's op-level selective policy (mode 'selective', option 'op'), which keeps the outputs of "
-        "every second matmul and of the attention kernel and recomputes the rest: more memory, less time",
+        "every second matmul and of the attention kernel and recomputes the rest, or a policy that keeps every "
+        "matmul's and the attention's outputs (torch's compute-intensive example): more memory, less time",
         "что градиентный чекпойнтинг пересчитывает при обратном проходе: весь блок (Hugging Face, полный режим "
-        "torchtitan) или выборочно по операциям, как в выборочном режиме torchtitan: хранятся выходы каждого "
-        "второго матричного умножения и ядра внимания, остальное пересчитывается — больше памяти, меньше времени"),
+        "torchtitan), выборочно по операциям, как в выборочном режиме torchtitan (хранятся выходы каждого "
+        "второго матричного умножения и ядра внимания, остальное пересчитывается), или всё, кроме матричных "
+        "умножений и внимания (пример политики из документации PyTorch): больше памяти, меньше времени"),
     "ui.fsdp_wrap_hint": (
         "per block: a transformer auto-wrap policy (TRANSFORMER_BASED_WRAP, the Trainer's default); whole model: no "
         "wrap policy (NO_WRAP, auto_wrap_policy=None) or a size-based one no block reaches: everything gathered "
@@ -322,6 +324,8 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.input_require_grads_off": ("off", "выключено"),
     "ui.recompute_block": ("the whole block", "весь блок"),
     "ui.recompute_ops": ("op-level selective (torchtitan)", "выборочно по операциям (torchtitan)"),
+    "ui.recompute_matmuls": ("every matmul kept (torch's example policy)",
+                             "хранить все матричные умножения (пример PyTorch)"),
     "ui.fsdp_wrap_blocks": ("per block", "по слоям"),
     "ui.fsdp_wrap_whole": ("whole model", "вся модель"),
     "ui.comm_overlap_default": ("library default", "как в библиотеке"),
