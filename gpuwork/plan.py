@@ -313,6 +313,7 @@ PLAN_RANGES: dict[str, Range] = {  # in the order they are checked
     "shard_group_gpus": Range(1, MAX_GPUS, whole=True),
     "checkpoint_every_steps": Range(1, 10**9, whole=True),
     "trainable_layers": Range(1, 10_000, whole=True),
+    "recompute_every": Range(1, 10_000, whole=True),
     "checkpoints_kept": Range(0, 10_000, whole=True),
     "dataset_tokens": Range(1, 10**15, whole=True),  # a quadrillion; the largest pre-training sets are ~4e13
     "dataset_bytes": Range(1, 10**18, whole=True),  # an exabyte; None: derived from the tokens
@@ -342,7 +343,7 @@ _OWN_MESSAGE = {"weight_decay": "error.plan.weight_decay"}
 UPPER_BOUNDS: dict[str, float] = {name: r.high for name, r in PLAN_RANGES.items() if name not in _OWN_ABOVE}
 LOWER_BOUNDS: dict[str, float] = {name: PLAN_RANGES[name].low for name in ("lora_alpha", "epochs")}
 # bound.<name> in the catalog, where it is not the field's own name
-_BOUND_WHY = {"trainable_layers": "layers", "shard_group_gpus": "gpus"}
+_BOUND_WHY = {"trainable_layers": "layers", "recompute_every": "layers", "shard_group_gpus": "gpus"}
 
 
 @dataclass(frozen=True)
@@ -364,6 +365,9 @@ class TrainPlan:
     grad_accum: int = 1  # micro-batches per optimizer step
     grad_checkpointing: bool = False  # recompute each decoder layer in backward (HF per-layer)
     recompute: Recompute = Recompute.BLOCK  # what checkpointing re-runs: the whole block, or the op policy's share
+    # checkpointing on one block in n: blocks 0, n, 2n, ... (transformers 5's every_n_layers, the Trainer's
+    # gradient_checkpointing_kwargs); the others keep their activations. 1: every block
+    recompute_every: int = 1
     attention: Attention = Attention.SDPA
     # attention "sdpa": the kernel torch's dispatch runs ("flash": FlashAttention-2 first, torch before 2.11 or a
     # cuDNN of 9.15.0 or older; "auto": torch 2.11 on, cuDNN's on Hopper and datacenter Blackwell;
@@ -539,6 +543,14 @@ class TrainPlan:
                                                 attention=self.attention.value))
         if self.recompute is not Recompute.BLOCK and not self.grad_checkpointing:
             raise PlanError("recompute", msg("error.plan.recompute_needs_checkpointing", value=self.recompute.value))
+        if self.recompute_every > 1 and not self.grad_checkpointing:
+            raise PlanError("recompute_every", msg("error.plan.recompute_every_needs_checkpointing",
+                                                   value=self.recompute_every))
+        if self.recompute_every > 1 and self.stack in UNSLOTH_STACKS:
+            raise PlanError("recompute_every", msg("error.plan.recompute_every_unsloth", value=self.recompute_every,
+                                                   stack=self.stack.value))
+        if self.recompute_every > 1 and self.method is Method.FREEZE:
+            raise PlanError("recompute_every", msg("error.plan.recompute_every_freeze", value=self.recompute_every))
         if self.recompute is not Recompute.BLOCK and self.stack in UNSLOTH_STACKS:
             raise PlanError("recompute", msg("error.plan.recompute_unsloth", value=self.recompute.value,
                                              stack=self.stack.value))
@@ -640,6 +652,23 @@ class TrainPlan:
             return min(self.trainable_layers, layers)
         return layers
 
+    def checkpointed_blocks(self, layers: int) -> int:
+        """Blocks whose forward runs again in backward: none without checkpointing, else one in ``recompute_every``
+        of the blocks the backward runs through (transformers counts from block 0: 0, n, 2n, ...)."""
+        if not self.grad_checkpointing:
+            return 0
+        blocks = self.gradient_blocks(layers)
+        if self.recompute_every == 1:
+            return blocks
+        return sum(1 for i in range(layers - blocks, layers) if i % self.recompute_every == 0)
+
+    def blocks_above_last_checkpointed(self, layers: int) -> int:
+        """Blocks above the topmost checkpointed one (0 under every-block checkpointing): the backward reaches and
+        frees them before the first recompute."""
+        if not self.grad_checkpointing or self.recompute_every == 1:
+            return 0
+        return (layers - 1) % self.recompute_every
+
     @property
     def tokens_per_step(self) -> int:
         """Tokens consumed by one optimizer step across all GPUs."""
@@ -668,6 +697,11 @@ class TrainPlan:
                 changes.get("grad_checkpointing", True) is False
                 or ("stack" in changes and str(changes["stack"]).strip().lower() in UNSLOTH_STACKS)):
             changes["recompute"] = Recompute.BLOCK  # a sweep without checkpointing (or into Unsloth's own)
+        if self.recompute_every > 1 and "recompute_every" not in changes and (
+                changes.get("grad_checkpointing", True) is False
+                or ("stack" in changes and str(changes["stack"]).strip().lower() in UNSLOTH_STACKS)
+                or ("method" in changes and str(changes["method"]).strip().lower() == Method.FREEZE.value)):
+            changes["recompute_every"] = 1  # a sweep without checkpointing, into Unsloth's own, or into freeze
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:

@@ -238,7 +238,7 @@ def test_a_bad_flag_is_reported_in_the_language_asked_for(argv, russian) -> None
 RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimizer", "--seq-len", "--batch-size",
              "--grad-accum", "--grad-checkpointing", "--attention", "--trainable-layers", "--lora-r", "--lora-alpha",
              "--lora-dropout", "--lora-targets", "--quant-type", "--no-double-quant", "--no-kbit-upcast", "--gpus", "--sharding",
-             "--shard-group", "--comm-overlap", "--fsdp-wrap", "--recompute", "--zero-sync", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
+             "--shard-group", "--comm-overlap", "--fsdp-wrap", "--recompute", "--recompute-every", "--zero-sync", "--offload-optimizer", "--offload-params", "--no-foreach", "--optimizer-impl", "--stack",
              "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
              "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions",
              "--packed-document-tokens", "--no-grad-clip", "--deterministic",

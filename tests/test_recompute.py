@@ -335,3 +335,121 @@ def test_the_headers_say_what_checkpointing_recomputes(capsys):
     assert capsys.readouterr().out.splitlines()[0].endswith(", чекпойнтинг целых блоков")
     main(["estimate", "--model", "llama-3.2-1b"])
     assert "checkpointing" not in capsys.readouterr().out.splitlines()[0]
+
+
+# -- checkpointing one block in n (TrainPlan.recompute_every) ----------------------------------------------------
+
+
+def test_one_block_in_n_counts_blocks_from_zero_as_transformers_does():
+    plan = _plan("block", recompute_every=3)
+    assert plan.checkpointed_blocks(32) == 11  # blocks 0, 3, ..., 30
+    assert plan.blocks_above_last_checkpointed(32) == 1  # block 31 is not checkpointed
+    assert _plan("block", recompute_every=2).blocks_above_last_checkpointed(33) == 0  # block 32 is
+    assert _plan("block").checkpointed_blocks(32) == 32 and _plan(None).checkpointed_blocks(32) == 0
+
+
+def test_one_block_in_n_is_refused_without_checkpointing_with_unsloth_and_under_freeze():
+    for fields, code in (({}, "error.plan.recompute_every_needs_checkpointing"),
+                         ({"grad_checkpointing": True, "stack": "unsloth"}, "error.plan.recompute_every_unsloth"),
+                         ({"grad_checkpointing": True, "method": "freeze"}, "error.plan.recompute_every_freeze")):
+        with pytest.raises(PlanError) as err:
+            TrainPlan(recompute_every=2, **fields)
+        assert err.value.field == "recompute_every" and err.value.msg.code == code
+        assert "recompute_every" in err.value.text("ru")
+    for bad in (0, 10_001, 2.5):
+        with pytest.raises(PlanError) as err:
+            TrainPlan(grad_checkpointing=True, recompute_every=bad)
+        assert err.value.field == "recompute_every"
+    plan = _plan("block", recompute_every=2)
+    assert plan.replace(grad_checkpointing=False).recompute_every == 1
+    assert plan.replace(method="freeze", sharding="ddp", gpus=1).recompute_every == 1
+    assert plan.replace(seq_len=1024).recompute_every == 2
+    assert TrainPlan.from_dict(json.loads(json.dumps(plan.as_dict()))) == plan
+
+
+def test_one_block_in_n_recomputes_that_share_of_the_blocks():
+    every = _plan("block", recompute_every=4)
+    spec = _spec(every)
+    forward = sum(op.count for op in step_ops(every, spec) if op.phase.value == "forward" and "proj" in op.name)
+    for plan, share in ((every, 8 / 32), (_plan("block"), 1.0)):
+        recomputed = sum(op.count for op in step_ops(plan, spec) if op.phase.value == "recompute" and "proj" in op.name)
+        assert recomputed == forward * share
+    full, quarter = flops_per_token(_plan("block"), spec), flops_per_token(every, spec)
+    assert quarter.recompute == pytest.approx(full.recompute / 4) and "8 of 32 blocks" in quarter.convention
+    times = [estimate_time(p, "h100_sxm").step_time_s for p in (_plan(None), every, _plan("block", recompute_every=2),
+                                                               _plan("block"))]
+    assert times == sorted(times) and len(set(times)) == 4
+
+
+def test_one_block_in_n_keeps_the_others_activations():
+    spec = _spec(_plan("block"))
+    none, block = (estimate_memory(p) for p in (_plan(None), _plan("block")))
+    half = estimate_memory(_plan("block", recompute_every=2))
+    per_block = (none.breakdown["activations"] - block.breakdown["activations"]) / spec.num_layers
+    assert half.breakdown["activations"] - block.breakdown["activations"] == pytest.approx(16 * per_block, rel=1e-6)
+    assert block.peak_reserved_bytes < half.peak_reserved_bytes < none.peak_reserved_bytes
+
+
+@pytest.mark.parametrize("model_name, every", [("tiny-llama", 2), ("tiny-llama", 3), ("tiny-qwen2", 2)])
+def test_one_block_in_n_matches_a_real_cpu_step(model_name, every, one_thread):
+    pytest.importorskip("torch")
+    from gpuwork.measure.trace import real_step_peak
+
+    plan = TrainPlan(model=model_name, method="full", precision="fp32", optimizer_impl="for-loop", batch_size=2,
+                     seq_len=512, grad_checkpointing=True, recompute_every=every)
+    assert estimate_memory(plan).traceable_bytes == pytest.approx(real_step_peak(plan)["peak_bytes"], rel=0.01)
+
+
+def test_the_trial_checkpoints_blocks_zero_n_2n(one_thread):
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    from gpuwork.facts.model import load_config
+    from gpuwork.measure.checkpoint_policy import checkpoint_kwargs, checkpoint_one_in
+
+    plan = TrainPlan(model="tiny-llama", method="full", precision="fp32", grad_checkpointing=True, recompute_every=3)
+    model = transformers.AutoModelForCausalLM.from_config(
+        transformers.AutoConfig.for_model(**load_config(plan.model)[0]))
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpoint_kwargs(plan))
+    checkpoint_one_in(model, plan)
+    flags = [m.gradient_checkpointing for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    assert flags == [i % 3 == 0 for i in range(len(flags))] and len(flags) == _spec(plan).num_layers
+
+
+def test_a_cpu_trial_runs_one_block_in_n(one_thread):
+    pytest.importorskip("torch")
+    from gpuwork.measure.trial import run_trial
+
+    plan = TrainPlan(model="tiny-llama", method="lora", precision="fp32", seq_len=32, batch_size=2,
+                     grad_checkpointing=True, recompute_every=2)
+    record = run_trial(plan, steps=2, warmup=1, device="cpu", checkpoint=False)
+    assert record.plan.recompute_every == 2
+
+
+def test_the_flag_the_form_the_header_the_request_and_a_trainer_config_say_it(capsys, tmp_path):
+    from gpuwork.cli import main
+    from gpuwork.facts.configs import import_configs
+    from gpuwork.present.request import rental_request
+    from gpuwork.ui.sizing import SizingForm
+
+    args = build_parser().parse_args(["estimate", "--grad-checkpointing", "--recompute-every", "4"])
+    assert plan_from_args(args).recompute_every == 4
+    main(["estimate", "--model", "llama-3.2-1b", "--grad-checkpointing", "--recompute-every", "4"])
+    assert capsys.readouterr().out.splitlines()[0].endswith(", checkpointing whole blocks on one block in 4")
+    main(["estimate", "--model", "llama-3.2-1b", "--grad-checkpointing", "--recompute-every", "4", "--lang", "ru"])
+    assert capsys.readouterr().out.splitlines()[0].endswith("чекпойнтинг целых блоков на каждом 4-м блоке")
+    form = SizingForm({"model": "llama-3.2-1b", "method": "full"})
+    field = form.controls["recompute_every"]
+    assert field.layout.display == "none"
+    form.controls["grad_checkpointing"].value = True
+    field.value = "2"
+    assert form.error is None and form.plan.recompute_every == 2
+    plan = TrainPlan(model="llama-3.2-1b", method="full", grad_checkpointing=True, recompute_every=2)
+    assert rental_request(plan, lang="en").fields["suggested"]["recompute_every"] == 2
+    config = tmp_path / "args.json"
+    config.write_text(json.dumps({"gradient_checkpointing": True, "per_device_train_batch_size": 2,
+                                  "gradient_checkpointing_kwargs": {"use_reentrant": False, "every_n_layers": 4,
+                                                                    "offload": True}}))
+    read = import_configs([config])
+    assert read.plan().recompute_every == 4
+    assert any(n.code == "config.checkpointing_offload" for n in read.notes)

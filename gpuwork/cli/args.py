@@ -262,6 +262,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--grad-accum", type=int, help=say("grad_accum"))
     g.add_argument("--grad-checkpointing", action="store_true", default=None, help=say("grad_checkpointing"))
     g.add_argument("--recompute", help=say("recompute"))
+    g.add_argument("--recompute-every", type=int, help=say("recompute_every"))
     g.add_argument("--attention", help=say("attention"))
     g.add_argument("--sdpa-backend", help=say("sdpa_backend"))
     g.add_argument("--trainable-layers", type=int, help=say("trainable_layers"))
@@ -312,7 +313,8 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
                 "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync",
-                "launch_blocking", "tf32", "weight_decay", "sdpa_backend", "input_require_grads", "recompute")
+                "launch_blocking", "tf32", "weight_decay", "sdpa_backend", "input_require_grads", "recompute",
+                "recompute_every")
 
 
 def plan_from_args(args: argparse.Namespace) -> TrainPlan:

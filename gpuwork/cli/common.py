@@ -23,7 +23,10 @@ from gpuwork.units import parse_count, parse_size
 
 def checkpointing_note(plan: TrainPlan) -> Msg | None:
     """The headers' word on gradient checkpointing: what it recomputes, or nothing when it is off."""
-    return msg(f"cli.checkpointing.{plan.recompute.value}") if plan.grad_checkpointing else None
+    if not plan.grad_checkpointing:
+        return None
+    what = msg(f"cli.checkpointing.{plan.recompute.value}")
+    return what if plan.recompute_every == 1 else msg("cli.checkpointing.one_in", what=what, every=plan.recompute_every)
 
 
 def flag_error(exc: GpuworkError, unread: str = "", instead: Msg | None = None) -> Exception:

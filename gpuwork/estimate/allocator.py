@@ -299,7 +299,8 @@ class StepTensors:
     ``loss_transient``: the loss backward's own buffers; ``recompute``: a block's internals rebuilt in its
     backward (checkpointing); ``backward_transient``: gradients of a block's intermediates; ``layer_policy``: the
     outputs each block keeps under an op-level checkpointing policy, which its recompute takes back (torch's
-    selective checkpointing pops its cache): freed as that block's recompute begins.
+    selective checkpointing pops its cache): freed as that block's recompute begins. ``every`` > 1: checkpointing
+    on one block in ``every`` (blocks 0, n, 2n, ...); the others keep ``plain_saved`` and rebuild nothing.
     """
 
     layers: int
@@ -310,6 +311,8 @@ class StepTensors:
     recompute: tuple[int, ...]
     backward_transient: tuple[int, ...]
     layer_policy: tuple[int, ...] = ()
+    every: int = 1
+    plain_saved: tuple[int, ...] = ()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -358,16 +361,19 @@ def step_program(step: StepTensors, tokens: int) -> tuple[Program, int]:
             program.append(part)
         peak = max(peak, live + nbytes)
 
-    saved = []
-    for _ in range(step.layers):
-        saved.append((take(step.layer_saved), take(step.layer_policy)))
+    saved: list[tuple[list[int], list[int], bool]] = []
+    for i in range(step.layers):
+        if i % step.every:  # a block without checkpointing under one-in-n: its tensors, nothing to rebuild
+            saved.append((take(step.plain_saved), [], False))
+            continue
+        saved.append((take(step.layer_saved), take(step.layer_policy), True))
         burst(step.layer_transient)
     head = take(step.head)
     burst(step.loss_transient)
     give(head)
-    for layer, policy in reversed(saved):
+    for layer, policy, checkpointed in reversed(saved):
         give(policy)
-        burst(step.recompute, step.backward_transient)
+        burst(step.recompute if checkpointed else (), step.backward_transient)
         give(layer)
     return tuple(program), peak
 

@@ -125,6 +125,9 @@ def _group(nbytes: list[int] | tuple[int, ...]) -> Group:
     return large, rounded, sum(large), burst
 
 
+_NOTHING = _group(())  # a group of no tensors
+
+
 def _states(req: _Requests, params: list[int], states: dict[int, list[Handles]], sb: int) -> None:
     """The first step's AdamW states, torch.zeros_like(p) twice (exp_avg, exp_avg_sq) per tensor."""
     one = {n: _group([n * sb]) for n in set(params)}
@@ -173,22 +176,30 @@ class _Steps:
     layers: int
     states: dict[int, list[Handles]]
     grads: list[Handles]
+    policy: Group = _NOTHING  # an op-level policy's kept outputs, freed as their block's recompute begins
+    plain: Group = _NOTHING  # one block in ``every`` checkpointed: what each other block keeps
+    every: int = 1
 
     def step(self, req: _Requests) -> None:
         """One step to its optimizer update: zero_grad(set_to_none=True), the forward, the backward."""
         for h in self.grads:  # zero_grad(set_to_none=True)
             req.give(h)
-        kept = []
-        for _ in range(self.layers):
+        kept: list[tuple[Handles, Handles, Handles | None]] = []
+        for i in range(self.layers):
             made_copies = req.take(self.copies)
-            kept.append((req.take(self.saved), made_copies))
+            if i % self.every:  # not checkpointed (one block in n): its saved tensors, nothing rebuilt
+                kept.append((req.take(self.plain), made_copies, None))
+                continue
+            kept.append((req.take(self.saved), made_copies, req.take(self.policy)))
             req.burst(self.transient)
         logits = req.take(self.head)
         req.burst(self.loss)
         self.grads = [req.take(self.grads_head)]
         req.give(logits)
-        for block, block_copies in reversed(kept):
-            rebuilt = req.take(self.recompute)
+        for block, block_copies, policy in reversed(kept):
+            if policy is not None:
+                req.give(policy)
+            rebuilt = req.take(self.recompute if policy is not None else _NOTHING)
             made_inner = req.take(self.inner)
             self.grads.append(req.take(self.grads_block))
             for h in (made_inner, rebuilt, block, block_copies):
@@ -220,7 +231,8 @@ def _first_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: i
                                   if lin and by.copy]),
                    grads_head=_group([n * by.grad for n in layout.head]),
                    grads_block=_group([n * by.grad for n in layout.block]),
-                   grads_embed=_group([n * by.grad for n in layout.embed]), layers=layout.layers, states={}, grads=[])
+                   grads_embed=_group([n * by.grad for n in layout.embed]), layers=layout.layers, states={}, grads=[],
+                   policy=per_token(step.layer_policy), plain=per_token(step.plain_saved), every=step.every)
     steps.step(req)
     _states(req, order, steps.states, by.state)
     return tuple(req.ops), req, steps
@@ -439,7 +451,8 @@ def with_attention(spec: ModelSpec, plan: TrainPlan, step: StepTensors, quadrati
     if not mats:
         return step
     if plan.grad_checkpointing:
-        return replace(step, layer_transient=step.layer_transient + mats, recompute=step.recompute + mats)
+        return replace(step, layer_transient=step.layer_transient + mats, recompute=step.recompute + mats,
+                       plain_saved=step.plain_saved + mats if step.every > 1 else ())
     return replace(step, layer_saved=step.layer_saved + mats)
 
 

@@ -74,7 +74,7 @@ def _block_rows(plan: TrainPlan, spec: ModelSpec, w: FillWidths, norm_casts: boo
     bwd_launches = (2 * norms if norm_casts else 0) + (3 if fused else 0) + (6 if eager_rope else 0)
     rows = [_fill("blocks", "forward", fwd, fwd_launches, layers * mb)]
     if plan.grad_checkpointing:
-        rows.append(_fill("blocks", "recompute", fwd, fwd_launches, grad_layers * mb))
+        rows.append(_fill("blocks", "recompute", fwd, fwd_launches, plan.checkpointed_blocks(layers) * mb))
     rows.append(_fill("blocks", "backward", norm_bytes + attn_bwd + rope_bwd, bwd_launches, grad_layers * mb))
     return rows
 

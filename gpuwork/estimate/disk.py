@@ -139,7 +139,8 @@ def _optimizer_state_bytes(plan: TrainPlan, spec: ModelSpec) -> int:
 
 
 # Fields of a plan the optimizer states do not depend on: the batch shape and the run around the step.
-_NOT_STATES = ("seq_len", "batch_size", "grad_accum", "grad_checkpointing", "recompute", "attention", "sdpa_backend",
+_NOT_STATES = ("seq_len", "batch_size", "grad_accum", "grad_checkpointing", "recompute", "recompute_every",
+               "attention", "sdpa_backend",
                "lengths", "packed_document_tokens", "expandable_segments", "grad_clip", "deterministic",
                "launch_blocking", "tf32",
                "input_require_grads", "dataset_tokens", "dataset_bytes",

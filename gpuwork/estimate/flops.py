@@ -91,6 +91,7 @@ class _FlopsShape(NamedTuple):
     kept_weights: int  # weights whose outputs an op-level policy keeps: not re-run (estimate.recompute)
     attention_recomputed: bool  # the recompute re-runs the attention core (not what an op-level policy keeps)
     policy: str  # what checkpointing recomputes (TrainPlan.recompute; "block" without an op-level policy)
+    checkpointed: int  # blocks whose forward runs again (TrainPlan.checkpointed_blocks)
 
 
 def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
@@ -103,7 +104,7 @@ def flops_per_token(plan: TrainPlan, spec: ModelSpec) -> FlopsPerToken:
         plan.method, plan.uses_adapters, plan.attention_span, plan.trainable_layers, plan.grad_checkpointing,
         bool(plan.input_require_grads),  # unset reads as off: callers decide it with the stack first
         kept_weights(spec, plan), attention_kept(plan) is None,
-        plan.recompute.value if selective(plan) else "block"))
+        plan.recompute.value if selective(plan) else "block", plan.checkpointed_blocks(spec.num_layers)))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -148,11 +149,12 @@ def _flops_per_token(spec: ModelSpec, counts: ParamCounts, plan: _FlopsShape) ->
         # HF checkpoints each decoder block: its forward runs again in backward (+2N, +attention fwd)
         # (an op-level policy keeps some matmul outputs and the attention kernel's: not re-run)
         recompute_blocks = (blocks + (adapter if plan.uses_adapters else 0) - plan.kept_weights) \
-            * grad_layers // max(layers, 1)
+            * plan.checkpointed // max(layers, 1)
         recompute = FWD_FLOPS_PER_WEIGHT * recompute_blocks \
-            + (ATTN_FWD_FLOPS * grad_layers * hq_t if plan.attention_recomputed else 0)
+            + (ATTN_FWD_FLOPS * plan.checkpointed * hq_t if plan.attention_recomputed else 0)
         convention += " + recompute (gradient checkpointing" + ("" if plan.policy == "block" else
-                                                               f", op-level policy '{plan.policy}'") + ")"
+                                                               f", op-level policy '{plan.policy}'") \
+            + ("" if plan.checkpointed == grad_layers else f", {plan.checkpointed} of {layers} blocks") + ")"
     attention_model = attention
     total = fwd + bwd_in + bwd_w + attention + recompute
     model = fwd + bwd_in + bwd_w + attention_model

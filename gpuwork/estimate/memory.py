@@ -66,7 +66,7 @@ from gpuwork.estimate.model_states import (
     state_bytes_per_param,
     unsharded_quant_state,
 )
-from gpuwork.estimate.recompute import attention_kept, check_traced_recompute, kept_matmuls
+from gpuwork.estimate.recompute import check_traced_recompute, policy_kept_bytes
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import MOE_EXPERTS, StackProfile, with_stack_input_grads
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -378,7 +378,7 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
         inputs += h  # embedding dropout mask
     # gradient checkpointing (HF per-block, non-reentrant torch.utils.checkpoint): each block keeps its input only,
     # and under torchtitan's op policy the outputs the policy keeps
-    kept = _policy_kept(spec, plan, dt)
+    kept = policy_kept_bytes(spec, plan, dt)
     ckpt = dt.stream * h + sum(kept)
     return _Activations(trained, frozen, quad, ckpt, mlp_saved, head, logsoftmax, loss_backward, rotary, inputs,
                         chunked_loss=spec.task is Task.CAUSAL_LM and loss_kernel == "chunked",
@@ -386,20 +386,6 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
                         held=_held_logits_bytes(spec, loss_kernel),
                         loss_bytes=_loss_logits_bytes(spec, plan.precision.is_mixed, loss_kernel, 4 if e == 4 else 2),
                         policy_kept=kept)
-
-
-def _policy_kept(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> tuple[int, ...]:
-    """Bytes per token of each tensor an op-level policy keeps per block besides its input (none under whole-block
-    checkpointing): the kept matmuls' outputs, and the SDPA kernel's output and fp32 logsumexp or eager attention's
-    scores (one row of the attention span per head) and P·V output (estimate.recompute)."""
-    kept = tuple(mm.out_features * (dt.adapter if mm.adapter else dt.linear_out) for mm in kept_matmuls(spec, plan))
-    a, q_dim = spec.num_heads, spec.num_heads * spec.head_dim
-    match attention_kept(plan):
-        case "kernel":
-            kept += ((dt.attn_saved or dt.linear_out) * q_dim, 4 * a)
-        case "matmuls":
-            kept += (dt.linear_out * a * plan.attention_span, dt.linear_out * q_dim)
-    return kept
 
 
 def _fused_lora_groups(spec: ModelSpec, plan: TrainPlan, stack: StackProfile | None,
@@ -524,6 +510,10 @@ class _Saved:
     # one block's outputs an op-level policy keeps: its recompute takes them back (torch's selective checkpointing
     # pops its cache), so a block's backward holds them in ``recompute`` or not at all
     policy_kept: int = 0
+    # checkpointing one block in n: what a block without it keeps, and how many such blocks lie above the topmost
+    # checkpointed one (their tensors are freed before the first recompute)
+    plain_block: int = 0
+    plain_above: int = 0
 
 
 def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, profile: StackProfile | None,
@@ -555,8 +545,17 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
         # its first RMSNorm keeps neither the fp32 input nor rsqrt
         first_norm_saving = (4 * spec.hidden_size + 4) * tokens
     offloaded = 0
+    plain_block = plain_above = 0
     if plan.grad_checkpointing:
-        blocks_saved = act.checkpoint_per_layer * tokens * gradient_blocks
+        # (under freeze, where only the decided plan knows the blocks the backward reaches, it is every one of them)
+        checkpointed = gradient_blocks if plan.recompute_every == 1 else plan.checkpointed_blocks(spec.num_layers)
+        blocks_saved = act.checkpoint_per_layer * tokens * checkpointed
+        if checkpointed < gradient_blocks:
+            # one block in n (recompute_every, never freeze): the others keep what they keep without it; block 0
+            # is a checkpointed one, so no block reads hidden states that need no gradient
+            plain_block = trained_bytes if trained_layers else frozen_bytes
+            blocks_saved += (gradient_blocks - checkpointed) * plain_block
+            plain_above = plan.blocks_above_last_checkpointed(spec.num_layers)
         if profile is not None and profile.checkpoint == "offload" and spec.num_layers > 1:
             # Unsloth's offloaded checkpointing copies each block input to CPU RAM as it is made and back
             # for that block's backward: one block input stays on the GPU (unsloth_zoo gradient_checkpointing)
@@ -579,7 +578,7 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     # under freeze with the backward stopping at the trained blocks, only the blocks it runs through keep tensors
     saving = gradient_blocks if plan.method is Method.FREEZE and gradient_blocks < spec.num_layers else None
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
-                  offloaded, head_rows, block_input, saving, policy_kept)
+                  offloaded, head_rows, block_input, saving, policy_kept, plain_block, plain_above)
 
 
 def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
@@ -915,8 +914,10 @@ def _moments(act: _Activations, saved: _Saved, gradients: tuple[int, int, int, i
         "loss backward": {"gradients": grads_during_fwd, "activations": activations,
                           "autocast_weight_copies": autocast_copies + head_copy,
                           "logits_and_loss": logits + act.loss_backward * saved.head_rows + held},
+        # the first recompute comes at the topmost checkpointed block, once the blocks above it are freed
         "block backward": {"gradients": grads_during_fwd + g_head + g_block,
-                           "activations": activations + recompute - saved.policy_kept,
+                           "activations": activations + max(recompute - saved.policy_kept
+                                                            - saved.plain_above * saved.plain_block, 0),
                            "autocast_weight_copies": autocast_copies, "logits_and_loss": logits_after_loss,
                            "temporaries": block_transient},
         # end of backward: every gradient exists, the first block's intermediates still transient
@@ -983,8 +984,9 @@ def _step_tensors(spec: ModelSpec, plan: TrainPlan, act: _Activations, saved: _S
         # back by the block's recompute
         if saved.offloaded:
             return StepTensors(layers, (), block, head, loss, block, transient)
+        every = plan.recompute_every if saved.plain_block else 1  # one block in n: the others keep ``block``
         return StepTensors(layers, (act.checkpoint_per_layer - sum(act.policy_kept),), block, head, loss, block,
-                           transient, act.policy_kept)
+                           transient, act.policy_kept, every, block if every > 1 else ())
     return StepTensors(layers, block, (), head, loss, (), transient)
 
 

@@ -175,6 +175,7 @@ def _step_ops(key: _StepKey) -> OpList:
 
 _CHECKPOINTING_AT = _SHAPE_FIELDS.index("grad_checkpointing")
 _RECOMPUTE_AT = _SHAPE_FIELDS.index("recompute")
+_RECOMPUTE_EVERY_AT = _SHAPE_FIELDS.index("recompute_every")
 _OP_FIELDS = tuple(f.name for f in fields(Op))
 _op_values = operator.attrgetter(*_OP_FIELDS)
 _PHASE_AT, _COUNT_AT = _OP_FIELDS.index("phase"), _OP_FIELDS.index("count")
@@ -269,7 +270,7 @@ def _build(key: _StepKey) -> list[Op]:
     grad_layers, _ = _gradient_layers(plan, layers)
     # the blocks' forward and backward do not depend on whether (or how much of) the forward is recomputed
     unchecked = list(key.shape)
-    unchecked[_CHECKPOINTING_AT], unchecked[_RECOMPUTE_AT] = False, Recompute.BLOCK
+    unchecked[_CHECKPOINTING_AT], unchecked[_RECOMPUTE_AT], unchecked[_RECOMPUTE_EVERY_AT] = False, Recompute.BLOCK, 1
     forward_ops, backward_ops = _blocks(_StepKey(tuple(unchecked), spec, key.stack, plan))
 
     # -- embedding and forward
@@ -280,14 +281,16 @@ def _build(key: _StepKey) -> list[Op]:
     ops += _head_forward_backward(step)
 
     # -- backward through the blocks, with the recompute of gradient checkpointing first: the blocks' forward
-    # again over the blocks the gradient reaches (every forward op's count is layers x micro-batches x a factor)
+    # again over the checkpointed blocks the gradient reaches (every forward op's count is layers x micro-batches
+    # x a factor)
     if plan.grad_checkpointing:
+        recomputed = plan.checkpointed_blocks(layers)
         kept = kept_op_names(spec, plan)  # an op-level policy's kept outputs (estimate.recompute); none: every op
         for op in forward_ops:
             if op.name in kept:
                 continue
             values = list(_op_values(op))
-            values[_PHASE_AT], values[_COUNT_AT] = Phase.RECOMPUTE, op.count // layers * grad_layers
+            values[_PHASE_AT], values[_COUNT_AT] = Phase.RECOMPUTE, op.count // layers * recomputed
             ops.append(Op(*values))
     ops += backward_ops
     ops = [o for o in ops if o.count > 0]

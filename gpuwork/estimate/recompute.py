@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.linear_groups import block_groups
+from gpuwork.estimate.memory_dtypes import Dtypes
 from gpuwork.facts.spec import ModelSpec, lora_target_linears
 from gpuwork.message import msg
 from gpuwork.plan import Attention, Precision, Recompute, TrainPlan
@@ -140,5 +141,19 @@ def kept_op_names(spec: ModelSpec, plan: TrainPlan) -> frozenset[str]:
     return frozenset(kept)
 
 
+def policy_kept_bytes(spec: ModelSpec, plan: TrainPlan, dt: Dtypes) -> tuple[int, ...]:
+    """Bytes per token of each tensor an op-level policy keeps per block besides its input (none under whole-block
+    checkpointing), in the memory estimate's dtypes: the kept matmuls' outputs, and the SDPA kernel's output and fp32
+    logsumexp or eager attention's scores (one row of the attention span per head) and P·V output."""
+    kept = tuple(mm.out_features * (dt.adapter if mm.adapter else dt.linear_out) for mm in kept_matmuls(spec, plan))
+    a, q_dim = spec.num_heads, spec.num_heads * spec.head_dim
+    match attention_kept(plan):
+        case "kernel":
+            kept += ((dt.attn_saved or dt.linear_out) * q_dim, 4 * a)
+        case "matmuls":
+            kept += (dt.linear_out * a * plan.attention_span, dt.linear_out * q_dim)
+    return kept
+
+
 __all__ = ["EAGER_MATMULS", "FUSED_KERNEL", "BlockMatmul", "attention_kept", "block_matmuls", "check_traced_recompute",
-           "fused_attention", "kept_matmuls", "kept_op_names", "kept_weights", "selective"]
+           "fused_attention", "kept_matmuls", "kept_op_names", "kept_weights", "policy_kept_bytes", "selective"]

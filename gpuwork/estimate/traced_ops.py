@@ -85,7 +85,7 @@ def traced_block_ops(plan: TrainPlan, spec: ModelSpec, profile: BlockProfile, ma
         if p.phase == "forward":
             ops.append(_op(p, profile, Phase.FORWARD, layers * mb, t, s, masked, r))
             if plan.grad_checkpointing:
-                ops.append(_op(p, profile, Phase.RECOMPUTE, grad_layers * mb, t, s, masked, r))
+                ops.append(_op(p, profile, Phase.RECOMPUTE, plan.checkpointed_blocks(layers) * mb, t, s, masked, r))
         else:
             ops.append(_op(p, profile, Phase.BACKWARD, grad_layers * mb, t, s, masked, r))
     return [o for o in ops if o.count > 0]

@@ -33,6 +33,18 @@ def checkpoint_kwargs(plan: TrainPlan) -> dict[str, Any]:
     return kwargs
 
 
+def checkpoint_one_in(model: Any, plan: TrainPlan) -> None:
+    """After checkpointing was enabled on every block: keep it on blocks 0, n, 2n, ... only (``recompute_every``
+    n), as transformers 5's ``every_n_layers`` sets each decoder layer's flag; nothing to do for n = 1."""
+    if plan.recompute_every == 1:
+        return
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    blocks = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    for i, block in enumerate(blocks):
+        block.gradient_checkpointing = i % plan.recompute_every == 0
+
+
 def _kept_ops(names: tuple[str, ...]) -> set[Any]:
     import torch
 
@@ -67,4 +79,4 @@ def matmul_policy_contexts() -> tuple[Any, Any]:
     return create_selective_checkpoint_contexts(list(_kept_ops(_KEPT_ATTENTION + _MATMULS)))
 
 
-__all__ = ["checkpoint_kwargs", "matmul_policy_contexts", "op_policy_contexts"]
+__all__ = ["checkpoint_kwargs", "checkpoint_one_in", "matmul_policy_contexts", "op_policy_contexts"]

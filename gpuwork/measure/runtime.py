@@ -33,7 +33,7 @@ from gpuwork.errors import ModelError
 from gpuwork.facts.model import HEAD_MODULES, auto_class, hook_input_grads
 from gpuwork.facts.model import find_blocks as _find_model_blocks
 from gpuwork.facts.rates import with_stack_input_grads
-from gpuwork.measure.checkpoint_policy import checkpoint_kwargs
+from gpuwork.measure.checkpoint_policy import checkpoint_kwargs, checkpoint_one_in
 from gpuwork.measure.clipping import MAX_GRAD_NORM, clip_norm
 from gpuwork.measure.errors import TrialError
 from gpuwork.message import Msg, msg
@@ -329,6 +329,7 @@ def _enable_checkpointing(model: Any, plan: TrainPlan) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
     else:
         raise TrialError(msg("error.trial.no_checkpointing", model_class=type(model).__name__))
+    checkpoint_one_in(model, plan)
 
 
 def find_blocks(model: Any) -> tuple[str, Any]:
@@ -422,6 +423,8 @@ def _qlora_model(setup: Setup, config: Any) -> Any:
             gradient_checkpointing_kwargs=checkpoint_kwargs(setup.plan))
     elif setup.plan.grad_checkpointing:  # the framework skips the preparation: the model stays 16-bit
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=checkpoint_kwargs(setup.plan))
+    if setup.plan.grad_checkpointing:
+        checkpoint_one_in(model, setup.plan)
     return _with_lora(model, setup)
 
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from gpuwork.errors import TraceError
 from gpuwork.facts.model import auto_class, hook_input_grads, spec_for_plan
-from gpuwork.measure.checkpoint_policy import checkpoint_kwargs
+from gpuwork.measure.checkpoint_policy import checkpoint_kwargs, checkpoint_one_in
 from gpuwork.message import Msg, msg
 from gpuwork.plan import Attention, Method, Optimizer, Precision, Recompute, Task, TrainPlan
 
@@ -381,6 +381,7 @@ def _training_model(plan: TrainPlan, spec, stand_ins: list[Msg], device: str):
         # (torchtitan's op policy: non-reentrant with its context_fn, gpuwork.measure.checkpoint_policy)
         model.gradient_checkpointing_enable(**({} if input_grads and plan.recompute is Recompute.BLOCK else
                                                {"gradient_checkpointing_kwargs": checkpoint_kwargs(plan)}))
+        checkpoint_one_in(model, plan)  # one block in n (recompute_every)
     if plan.method is Method.FREEZE:  # the other methods keep what their checkpointing did
         hook_input_grads(model, input_grads)
     model.train()

@@ -383,6 +383,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         # gradient checkpointing and what it recomputes (TrainPlan.recompute; None without it), as priced
         "grad_checkpointing": priced.grad_checkpointing,
         "recompute": priced.recompute.value if priced.grad_checkpointing else None,
+        # checkpointing on one block in n (TrainPlan.recompute_every; None without checkpointing)
+        "recompute_every": priced.recompute_every if priced.grad_checkpointing else None,
         # whether the optimizer step's gradient clipping was priced (TrainPlan.grad_clip)
         "grad_clip": priced.grad_clip,
         # whether torch's deterministic mode's fills were priced (TrainPlan.deterministic)

@@ -342,6 +342,8 @@ class SizingForm(common.Panel):
         policy (docs/recompute.md)."""
         return {"grad_checkpointing": widgets.Checkbox(value=base.grad_checkpointing, indent=True, style=WIDE,
                                                        layout=CHECKBOX_LAYOUT),
+                # one block in n checkpointed (transformers 5's every_n_layers); 1: every block
+                "recompute_every": NumberText(value=base.recompute_every, style=WIDE, layout=lay),
                 "recompute": widgets.Dropdown(options=self._recompute_options(), value=base.recompute.value,
                                               style=WIDE, layout=lay)}
 
@@ -372,6 +374,7 @@ class SizingForm(common.Panel):
         self.controls["comm_overlap"].tooltip = ui("comm_overlap_hint", lang)
         self.controls["fsdp_wrap"].tooltip = ui("fsdp_wrap_hint", lang)
         self.controls["recompute"].tooltip = ui("recompute_hint", lang)
+        self.controls["recompute_every"].tooltip = ui("recompute_every_hint", lang)
         self.controls["grad_clip"].tooltip = ui("grad_clip_hint", lang)
         self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
         self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
@@ -509,7 +512,7 @@ class SizingForm(common.Panel):
         if Sharding(str(out["sharding"])) not in TORCH_FSDP_SHARDINGS:  # read for torch FSDP only; hidden otherwise
             del out["fsdp_wrap"]
         if not out["grad_checkpointing"]:  # read with checkpointing only; hidden otherwise
-            del out["recompute"]
+            del out["recompute"], out["recompute_every"]
         if out["attention"] != Attention.SDPA.value:  # read for SDPA only; hidden otherwise
             del out["sdpa_backend"]
         if out["method"] != Method.FREEZE.value:  # read for freeze only; hidden otherwise
@@ -674,7 +677,8 @@ class SizingForm(common.Panel):
             else None
         self.controls["fsdp_wrap"].layout.display = None \
             if Sharding(self.controls["sharding"].value) in TORCH_FSDP_SHARDINGS else "none"
-        self.controls["recompute"].layout.display = None if self.controls["grad_checkpointing"].value else "none"
+        for name in ("recompute", "recompute_every"):
+            self.controls[name].layout.display = None if self.controls["grad_checkpointing"].value else "none"
         self.controls["sdpa_backend"].layout.display = None \
             if self.controls["attention"].value == Attention.SDPA.value else "none"
         self.controls["input_require_grads"].layout.display = None \
@@ -852,7 +856,7 @@ class SizingForm(common.Panel):
                               self.upload_report, *self.manual.values()])
         training = widgets.VBox([self.headings["h_training"], c["method"], c["precision"], c["optimizer"],
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
-                                 c["recompute"],
+                                 c["recompute"], c["recompute_every"],
                                  c["input_require_grads"],
                                  c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["sdpa_backend"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],

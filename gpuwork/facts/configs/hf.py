@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -182,13 +183,40 @@ def _sizes(r: Reader, cls: str) -> None:
         (r.claim if rule is None else r.claim_default)("grad_accum", accum, "gradient_accumulation_steps", rule)
     for key in ("activation_checkpointing", "gradient_checkpointing"):
         if r.has(key):
-            r.claim("grad_checkpointing", r.flag(key), key)
+            on = bool(r.flag(key))
+            r.claim("grad_checkpointing", on, key)
             break
     else:
-        on, rule = r.default("gradient_checkpointing")
-        r.claim_default("grad_checkpointing", bool(on), "gradient_checkpointing", rule)
+        default, rule = r.default("gradient_checkpointing")
+        on = bool(default)
+        r.claim_default("grad_checkpointing", on, "gradient_checkpointing", rule)
+    if on:
+        _checkpointing_kwargs(r)
     if r.flag("activation_offloading"):
         r.note(msg("config.activation_offloading", file=r.file))
+
+
+def _checkpointing_kwargs(r: Reader) -> None:
+    """transformers 5's checkpointing options in the Trainer's kwargs (a mapping, or its JSON text on a command
+    line): ``every_n_layers`` (one block in n) as the plan's ``recompute_every``; ``offload`` noted, not priced."""
+    for key in ("activation_checkpointing_kwargs", "gradient_checkpointing_kwargs"):
+        kwargs = r.get(key)
+        if isinstance(kwargs, str):
+            try:
+                kwargs = json.loads(kwargs)
+            except ValueError:
+                kwargs = None
+        if not isinstance(kwargs, dict):
+            continue
+        every = kwargs.get("every_n_layers")
+        if every is not None:
+            if isinstance(every, bool) or not isinstance(every, int):
+                raise PlanError("from", msg("error.config.not_whole", file=r.file, key=f"{key}.every_n_layers",
+                                            value=repr(every)))
+            r.claim("recompute_every", every, f"{key}.every_n_layers")
+        if kwargs.get("offload"):
+            r.note(msg("config.checkpointing_offload", file=r.file, key=key))
+        return
 
 
 def _evaluation(r: Reader) -> None:
@@ -287,7 +315,7 @@ IGNORED = _TRL_KEYS - {"model_name_or_path", "use_peft", "lora_r", "lora_alpha",
     ddp_bucket_cap_mb ddp_broadcast_buffers ddp_static_graph dataloader_pin_memory
     dataloader_persistent_workers dataloader_multiprocessing_context dataloader_in_order skip_memory_metrics
     use_legacy_prediction_loop push_to_hub resume_from_checkpoint hub_model_id hub_strategy hub_token
-    hub_private_repo hub_always_push hub_revision gradient_checkpointing_kwargs activation_checkpointing_kwargs
+    hub_private_repo hub_always_push hub_revision
     include_inputs_for_metrics include_for_metrics eval_do_concat_batches fp16_backend push_to_hub_model_id
     push_to_hub_organization push_to_hub_token mp_parameters auto_find_batch_size torchdynamo
     ray_scope ddp_timeout torch_compile_backend torch_compile_mode dispatch_batches split_batches

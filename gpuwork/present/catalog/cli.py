@@ -18,6 +18,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
                               ", выборочный чекпойнтинг по операциям (torchtitan)"),
     "cli.checkpointing.matmuls": (", selective checkpointing keeping every matmul output",
                                   ", выборочный чекпойнтинг с хранением всех матричных умножений"),
+    "cli.checkpointing.one_in": ("{what} on one block in {every}", "{what} на каждом {every}-м блоке"),
     "cli.estimate.params": ("parameters: {total:int} total, {trainable:int} trainable",
                             "параметры: всего {total:int}, обучаемых {trainable:int}"),
     "cli.estimate.breakdown": ("per-GPU memory at the peak ({phase:@phase}), GiB:",

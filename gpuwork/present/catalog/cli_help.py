@@ -93,6 +93,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "`torchtitan`: хранит выходы каждого второго матричного умножения и ядра внимания) | matmuls (хранит "
         "выходы всех матричных умножений и внимания, пример политики из документации PyTorch); нужен "
         "--grad-checkpointing"),
+    "cli.help.run.recompute_every": (
+        "checkpoint one block in N: blocks 0, N, 2N, ... recompute, the others keep their activations "
+        "(transformers 5's every_n_layers in the Trainer's gradient_checkpointing_kwargs; default 1: every block); "
+        "needs --grad-checkpointing",
+        "чекпойнтинг на каждом N-м блоке: блоки 0, N, 2N, ... пересчитываются, остальные хранят активации "
+        "(every_n_layers из transformers 5 в gradient_checkpointing_kwargs у Trainer; по умолчанию 1 — все блоки); "
+        "нужен --grad-checkpointing"),
     "cli.help.run.attention": ("eager | sdpa | flash (FlashAttention-2) | flash3 (FlashAttention-3, Hopper only) | "
                                "flash4 (FlashAttention-4, Hopper / B200 / GB200) | "
                                "cudnn (cuDNN's fused attention: Transformer Engine, JAX)",

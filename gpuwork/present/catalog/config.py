@@ -320,6 +320,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "packed_document_tokens to the examples' mean length (with lengths packed and a flash kernel)",
         "{file:raw}: {key:raw}: внимание не выходит за пределы каждого упакованного примера; чтобы учесть это, "
         "задайте packed_document_tokens равным средней длине примеров (при упаковке строк и flash-ядре)"),
+    "config.checkpointing_offload": (
+        "{file:raw}: {key:raw} offload keeps the checkpointed blocks' inputs in pinned host memory; not modelled "
+        "(estimate too high)",
+        "{file:raw}: `offload` в {key:raw} держит входы блоков с чекпойнтингом в закреплённой памяти хоста; не "
+        "моделируется (оценка завышена)"),
     "config.activation_offloading": (
         "{file:raw}: activation_offloading moves saved activations to the CPU; not modelled (estimate too high)",
         "{file:raw}: `activation_offloading` выгружает сохранённые активации на CPU; не моделируется (оценка "

@@ -129,6 +129,21 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "checkpointing of whole blocks: leave recompute at 'block' or choose another stack",
         "recompute='{value:raw}' — выборочная политика по операциям; стек '{stack:raw}' использует собственный "
         "чекпойнтинг Unsloth по целым блокам: оставьте recompute='block' или выберите другой стек"),
+    "error.plan.recompute_every_needs_checkpointing": (
+        "recompute_every={value} checkpoints one block in {value}, and grad_checkpointing is off: turn "
+        "grad_checkpointing on, or leave recompute_every at 1",
+        "recompute_every={value} включает чекпойнтинг для каждого {value}-го блока, а grad_checkpointing выключен: "
+        "включите grad_checkpointing или оставьте recompute_every=1"),
+    "error.plan.recompute_every_unsloth": (
+        "recompute_every={value} checkpoints one block in {value}; stack '{stack:raw}' runs Unsloth's own "
+        "checkpointing of every block: leave recompute_every at 1 or choose another stack",
+        "recompute_every={value} — чекпойнтинг каждого {value}-го блока; стек '{stack:raw}' использует собственный "
+        "чекпойнтинг Unsloth для всех блоков: оставьте recompute_every=1 или выберите другой стек"),
+    "error.plan.recompute_every_freeze": (
+        "recompute_every={value} checkpoints one block in {value}, which gpuwork prices for methods that train "
+        "every block; method 'freeze' trains only the top blocks: leave recompute_every at 1",
+        "recompute_every={value} — чекпойнтинг каждого {value}-го блока; gpuwork считает его для методов, "
+        "обучающих все блоки, а метод 'freeze' обучает только верхние: оставьте recompute_every=1"),
     "error.plan.recompute_traced": (
         "recompute='{value:raw}' keeps a block's matmul outputs by the order it calls them, which gpuwork knows "
         "only for its hand-written blocks; '{model_type:raw}' has a traced block: use recompute 'block'",

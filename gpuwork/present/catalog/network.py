@@ -24,4 +24,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "network.rdma-800g": ("800 Gb/s RDMA per node", "RDMA 800 Гбит/с на узел"),
     "network.one-ndr-400g": ("one 400 Gb/s InfiniBand port per node", "один порт InfiniBand 400 Гбит/с на узел"),
     "network.one-hdr-200g": ("one 200 Gb/s InfiniBand port per node", "один порт InfiniBand 200 Гбит/с на узел"),
+    "network.alcf-polaris": ("HPE Slingshot 11, two 200 Gb/s adapters per node (ALCF Polaris)",
+                             "HPE Slingshot 11, два адаптера по 200 Гбит/с на узел (ALCF Polaris)"),
 }

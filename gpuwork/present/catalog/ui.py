@@ -50,6 +50,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.recompute": ("Recomputes", "Пересчитывает"),
+    "ui.recompute_every": ("Checkpoint one block in", "Чекпойнтинг на каждом N-м блоке"),
     "ui.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
     "ui.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
@@ -272,6 +273,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "torchtitan), выборочно по операциям, как в выборочном режиме torchtitan (хранятся выходы каждого "
         "второго матричного умножения и ядра внимания, остальное пересчитывается), или всё, кроме матричных "
         "умножений и внимания (пример политики из документации PyTorch): больше памяти, меньше времени"),
+    "ui.recompute_every_hint": (
+        "checkpointing on one block in N (blocks 0, N, 2N, ...), the others keep their activations: transformers "
+        "5's every_n_layers, passed in the Trainer's gradient_checkpointing_kwargs; 1 checkpoints every block. A "
+        "larger N keeps more memory and recomputes less",
+        "чекпойнтинг на каждом N-м блоке (блоки 0, N, 2N, ...), остальные хранят активации: параметр "
+        "every_n_layers из transformers 5, передаётся в gradient_checkpointing_kwargs у Trainer; 1 — все блоки. "
+        "Чем больше N, тем больше памяти и тем меньше пересчёта"),
     "ui.fsdp_wrap_hint": (
         "per block: a transformer auto-wrap policy (TRANSFORMER_BASED_WRAP, the Trainer's default); whole model: no "
         "wrap policy (NO_WRAP, auto_wrap_policy=None) or a size-based one no block reaches: everything gathered "

@@ -33,6 +33,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.comm_overlap": ("Gradient sync", "Синхронизация градиентов"),
     "ui.field.fsdp_wrap": ("FSDP units", "Блоки обёртки FSDP"),
     "ui.field.recompute": ("Recomputes", "Пересчитывает"),
+    "ui.field.recompute_every": ("Checkpoint one block in", "Чекпойнтинг на каждом N-м блоке"),
     "ui.field.sdpa_backend": ("SDPA kernel", "Ядро SDPA"),
     "ui.field.input_require_grads": ("Backward through frozen blocks", "Обратный проход через замороженные блоки"),
     "ui.field.grad_clip": ("Gradient clipping", "Ограничение нормы градиента"),
