@@ -43,20 +43,17 @@ def _grid():
               for (model, precision, attention), ckpt, hooked in itertools.product(
                   (("tiny-qwen2", "bf16", "sdpa"), ("tiny-bert", "bf16", "eager"), ("tiny-gpt2", "fp32", "sdpa")),
                   (False, True), (False, True))]
-    # torchtitan's op-level selective checkpointing: the kept matmul and attention outputs (estimate.recompute)
+    # op-level selective checkpointing: torchtitan's (every second mm kept) and every matmul's output kept (bias
+    # linears' addmm and eager attention's bmm included), with the attention outputs each keeps (estimate.recompute)
     plans += [TrainPlan(model=model, method=method, precision=precision, batch_size=2, seq_len=512, attention=attention,
-                        grad_checkpointing=True, recompute="ops", lora_targets="all-linear")
-              for model, method, precision, attention in (
-                  ("tiny-llama", "full", "bf16", "sdpa"), ("tiny-llama", "lora", "fp32", "sdpa"),
-                  ("tiny-qwen2", "full", "bf16", "sdpa"), ("tiny-mistral", "full", "bf16-mixed", "sdpa"),
-                  ("tiny-llama", "full", "bf16", "eager"))]
-    # every matmul's output kept (bias linears' addmm and eager attention's bmm included)
-    plans += [TrainPlan(model=model, method=method, precision=precision, batch_size=2, seq_len=512, attention=attention,
-                        grad_checkpointing=True, recompute="matmuls", lora_targets="all-linear")
-              for model, method, precision, attention in (
-                  ("tiny-llama", "full", "bf16", "sdpa"), ("tiny-qwen2", "full", "bf16", "sdpa"),
-                  ("tiny-llama", "full", "bf16", "eager"), ("tiny-gpt2", "full", "fp32", "eager"),
-                  ("tiny-qwen2", "lora", "bf16", "eager"))]
+                        grad_checkpointing=True, recompute=policy, lora_targets="all-linear")
+              for policy, model, method, precision, attention in (
+                  ("ops", "tiny-llama", "full", "bf16", "sdpa"), ("ops", "tiny-llama", "lora", "fp32", "sdpa"),
+                  ("ops", "tiny-qwen2", "full", "bf16", "sdpa"), ("ops", "tiny-mistral", "full", "bf16-mixed", "sdpa"),
+                  ("ops", "tiny-llama", "full", "bf16", "eager"),
+                  ("matmuls", "tiny-llama", "full", "bf16", "sdpa"), ("matmuls", "tiny-qwen2", "full", "bf16", "sdpa"),
+                  ("matmuls", "tiny-llama", "full", "bf16", "eager"), ("matmuls", "tiny-gpt2", "full", "fp32", "eager"),
+                  ("matmuls", "tiny-qwen2", "lora", "bf16", "eager"))]
     return plans
 
 
