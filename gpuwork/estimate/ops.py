@@ -267,7 +267,6 @@ def _build(key: _StepKey) -> list[Op]:
     t = step.tokens
     mb = plan.grad_accum
     layers, h = spec.num_layers, spec.hidden_size
-    grad_layers, _ = _gradient_layers(plan, layers)
     # the blocks' forward and backward do not depend on whether (or how much of) the forward is recomputed
     unchecked = list(key.shape)
     unchecked[_CHECKPOINTING_AT], unchecked[_RECOMPUTE_AT], unchecked[_RECOMPUTE_EVERY_AT] = False, Recompute.BLOCK, 1
