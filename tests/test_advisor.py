@@ -201,3 +201,16 @@ def test_the_advisor_says_which_sharding_and_what_it_keeps_per_parameter() -> No
     assert f"{name} (bf16: {per_param} bytes per trained parameter" in line_en
     assert f"{name} (bf16: {per_param} байт на обучаемый параметр" in line_ru
     assert d.as_dict()["state_bytes_per_param"] == per_param and d.as_dict()["sharding"] == name
+
+
+def test_with_room_left_checkpointing_on_one_block_in_two_is_offered_for_speed() -> None:
+    plan = TrainPlan(model="llama-3.2-1b", method="lora", seq_len=2048, batch_size=4, grad_checkpointing=True)
+    advice = advise_plan(plan, mode="on-demand")
+    half = advice.get("recompute_every_2")
+    assert half.plan == plan.replace(recompute_every=2)
+    assert half.time_change < -MIN_SAVING and half.outcome.memory_per_gpu_bytes > estimate_memory(plan).device_total_bytes
+    assert half.outcome.fits
+    assert "one block in 2" in render(half.summary, "en") and "каждом 2-м блоке" in render(half.summary, "ru")
+    # nothing to offer where every block's recompute is Unsloth's own, or already spread
+    for other in (plan.replace(stack="unsloth"), plan.replace(recompute_every=2)):
+        assert all(not s.key.startswith("recompute_every") for s in advise_plan(other, mode="on-demand").suggestions)

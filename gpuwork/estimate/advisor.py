@@ -1,7 +1,8 @@
 """The advisor: which standard memory savers make a plan fit, or fit a cheaper card, and what each costs.
 
 ``advise(plan, offers, inputs) -> Advice`` tries the usual changes one at a time and in pairs — gradient
-checkpointing, a smaller micro-batch with more accumulation (the same tokens per step), an 8-bit or paged
+checkpointing (or, where it is on, on one block in 2 or 4: spends memory for speed), a smaller micro-batch with more
+accumulation (the same tokens per step), an 8-bit or paged
 8-bit optimizer, QLoRA instead of LoRA, sharding (DeepSpeed ZeRO-2, ZeRO-3, PyTorch FSDP full shard) or CPU offload
 on several GPUs, a larger micro-batch with less accumulation (spends memory for speed), a run across nodes kept inside one
 node or sharded hybrid (hsdp, hsdp-zero2 in shard groups of one node, two nodes and the smallest group whose states
@@ -47,7 +48,7 @@ from gpuwork.estimate.offers import (
 from gpuwork.facts.catalog import Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import Msg, msg
-from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan, even_groups
+from gpuwork.plan import UNSLOTH_STACKS, Method, Optimizer, Sharding, TrainPlan, even_groups
 from gpuwork.units import is_whole
 
 # A change is suggested only when it makes the whole run at least this much cheaper (or makes it fit at all):
@@ -350,6 +351,12 @@ def _changes(plan: TrainPlan) -> list[_Change]:
     if not plan.grad_checkpointing:
         out.append(_Change("grad_checkpointing", "checkpointing", lambda p: p.replace(grad_checkpointing=True),
                            lambda a, b: msg("advice.change.grad_checkpointing")))
+    if plan.grad_checkpointing and plan.recompute_every == 1 and plan.stack not in UNSLOTH_STACKS \
+            and plan.method is not Method.FREEZE:
+        for every in (2, 4):  # transformers 5's every_n_layers: less recompute for the memory it keeps
+            out.append(_Change(f"recompute_every_{every}", "checkpointing", _set(recompute_every=every),
+                               lambda a, b: msg("advice.change.recompute_every", every=b.recompute_every),
+                               speed=True))
     for new in sorted({plan.batch_size // 2, plan.batch_size // 4, 1}, reverse=True):
         if 1 <= new < plan.batch_size and plan.batch_size % new == 0:
             out.append(_Change(f"micro_batch_{new}", "micro_batch", _micro_batch(new),

@@ -7,6 +7,10 @@ PREFIX = "advice"
 ENTRIES: dict[str, tuple[str, str]] = {
     # -- the advisor (gpuwork.estimate.advisor) ---------------------------------------------------------------------
     "advice.change.grad_checkpointing": ("with gradient checkpointing", "с пересчётом активаций"),
+    "advice.change.recompute_every": (
+        "gradient checkpointing on one block in {every} (transformers' every_n_layers): less recompute, more memory",
+        "пересчёт активаций только в каждом {every}-м блоке (every_n_layers в transformers): меньше пересчёта, "
+        "больше памяти"),
     "advice.change.micro_batch": (
         "micro-batch {old} -> {new} with gradient accumulation x{accum} (the same tokens per step)",
         "микробатч {old} → {new} с накоплением градиента ×{accum} (столько же токенов на шаг)"),
