@@ -693,15 +693,15 @@ class TrainPlan:
         if self.sdpa_backend is not SdpaBackend.FLASH and "sdpa_backend" not in changes and "attention" in changes \
                 and str(changes["attention"]).strip().lower() != Attention.SDPA.value:
             changes["sdpa_backend"] = SdpaBackend.FLASH  # a sweep out of SDPA: no torch dispatch to choose
-        if self.recompute is not Recompute.BLOCK and "recompute" not in changes and (
-                changes.get("grad_checkpointing", True) is False
-                or ("stack" in changes and str(changes["stack"]).strip().lower() in UNSLOTH_STACKS)):
-            changes["recompute"] = Recompute.BLOCK  # a sweep without checkpointing (or into Unsloth's own)
+        # a sweep without checkpointing, or into Unsloth's own, drops what checkpointing recomputes; into freeze, the
+        # one-in-n choice too
+        plain = changes.get("grad_checkpointing", True) is False or (
+            "stack" in changes and str(changes["stack"]).strip().lower() in UNSLOTH_STACKS)
+        if self.recompute is not Recompute.BLOCK and "recompute" not in changes and plain:
+            changes["recompute"] = Recompute.BLOCK
         if self.recompute_every > 1 and "recompute_every" not in changes and (
-                changes.get("grad_checkpointing", True) is False
-                or ("stack" in changes and str(changes["stack"]).strip().lower() in UNSLOTH_STACKS)
-                or ("method" in changes and str(changes["method"]).strip().lower() == Method.FREEZE.value)):
-            changes["recompute_every"] = 1  # a sweep without checkpointing, into Unsloth's own, or into freeze
+                plain or str(changes.get("method", "")).strip().lower() == Method.FREEZE.value):
+            changes["recompute_every"] = 1
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:

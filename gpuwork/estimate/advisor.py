@@ -48,7 +48,7 @@ from gpuwork.estimate.offers import (
 from gpuwork.facts.catalog import Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import Msg, msg
-from gpuwork.plan import UNSLOTH_STACKS, Method, Optimizer, Sharding, TrainPlan, even_groups
+from gpuwork.plan import Method, Optimizer, Sharding, TrainPlan, even_groups
 from gpuwork.units import is_whole
 
 # A change is suggested only when it makes the whole run at least this much cheaper (or makes it fit at all):
@@ -351,9 +351,10 @@ def _changes(plan: TrainPlan) -> list[_Change]:
     if not plan.grad_checkpointing:
         out.append(_Change("grad_checkpointing", "checkpointing", lambda p: p.replace(grad_checkpointing=True),
                            lambda a, b: msg("advice.change.grad_checkpointing")))
-    if plan.grad_checkpointing and plan.recompute_every == 1 and plan.stack not in UNSLOTH_STACKS \
-            and plan.method is not Method.FREEZE:
-        for every in (2, 4):  # transformers 5's every_n_layers: less recompute for the memory it keeps
+    if plan.grad_checkpointing and plan.recompute_every == 1:
+        # transformers 5's every_n_layers: less recompute for the memory it keeps (the plan refuses it with Unsloth's
+        # stacks and under freeze: not applicable there)
+        for every in (2, 4):
             out.append(_Change(f"recompute_every_{every}", "checkpointing", _set(recompute_every=every),
                                lambda a, b: msg("advice.change.recompute_every", every=b.recompute_every),
                                speed=True))
