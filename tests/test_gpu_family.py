@@ -25,7 +25,8 @@ from gpuwork.plan import Stack, TrainPlan
 
 
 def _data_with_card(tmp_path: Path, family: str) -> Path:
-    """A copy of the bundled data with one more card: the H100 SXM's figures and rates under a new id."""
+    """A copy of the bundled data with one more card: the H100 SXM's figures, rates and L2 copy rows under a new
+    id."""
     data = tmp_path / "data"
     shutil.copytree(bundled_data_dir(), data)
     with (data / "gpus.csv").open(newline="", encoding="utf-8") as f:
@@ -39,6 +40,11 @@ def _data_with_card(tmp_path: Path, family: str) -> Path:
     with (data / "rates.csv").open("a", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=list(rates[0]), lineterminator="\n")
         writer.writerows({**r, "gpu_id": "newcard_x1"} for r in rates if r["gpu_id"] == "h100_sxm")
+    with (data / "l2_measurements.csv").open(newline="", encoding="utf-8") as f:
+        l2 = list(csv.DictReader(f))
+    with (data / "l2_measurements.csv").open("a", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(l2[0]), lineterminator="\n")
+        writer.writerows({**r, "gpu_id": "newcard_x1"} for r in l2 if r["gpu_id"] == "h100_sxm")
     return data
 
 

@@ -24,6 +24,10 @@ from gpuwork.estimate.l2_reuse import (
     FOR_LOOP_L2,
     OUT_OF_PLACE_CHAIN,
     OUT_OF_PLACE_L2,
+    RMS_NORM_BACKWARD,
+    RMS_NORM_FORWARD,
+    ROTARY_BACKWARD,
+    ROTARY_FORWARD,
     SILU_BACKWARD,
     SILU_FORWARD,
     SOFTMAX_BACKWARD,
@@ -32,12 +36,14 @@ from gpuwork.estimate.l2_reuse import (
     l2_rate,
     l2_saving_s,
     optimizer_l2_reads,
+    rms_norm_l2,
+    rotary_l2,
     silu_l2,
     softmax_l2,
     weight_tensors,
 )
 from gpuwork.estimate.ops import Kind, Op, Phase, step_ops
-from gpuwork.estimate.steptime import memory_kernel_t0_us, price_ops
+from gpuwork.estimate.steptime import memory_kernel_t0_us, price_ops, stack_kernels
 from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.l2 import l2_copy_steps, load_l2_measurements
 from gpuwork.facts.model import get_spec
@@ -244,3 +250,93 @@ def test_the_h200_copy_rows_price_only_pairs_of_8_to_32_mib_from_l2(rates):
     saving = l2_saving_s(((64 * MIB, 16 * MIB),), steps, bw)
     assert saving == pytest.approx(64 * MIB / bw - 64 * MIB / 4932.3e9)
     assert all(r.l2_mb == 60 for r in load_l2_measurements() if r.source == "K22l")
+
+
+def _norm_widths(stream: float, out: float) -> dict[str, float]:
+    width = {"x": stream, "yb": stream, "out": out, "g": out, "gwf": out, "gyb": stream, "gx": stream}
+    width |= dict.fromkeys(("x32", "sq", "y32", "gy32", "gxa", "t", "gsq", "p1", "p2", "gxb", "gx32"), 4.0)
+    return width | dict.fromkeys(("var", "ve", "r", "w", "gw", "gr", "gr1", "gr2", "gve"), 0.0)
+
+
+@pytest.mark.parametrize("trains", [True, False])
+def test_the_rms_norm_chain_is_the_priced_kernels(trains):
+    """The kernel lists l2_reuse reads for transformers' LlamaRMSNorm move the bytes and launch the kernels that
+    ops._norm_ops prices, forward and backward, with the weight trained (full) or frozen (LoRA)."""
+    plan = TrainPlan(model="tiny-llama", method="full" if trains else "lora", precision="bf16", seq_len=64,
+                     batch_size=2, stack="hf-trainer")
+    spec = get_spec("tiny-llama")
+    elements = 2 * 64 * spec.hidden_size
+    ops = step_ops(plan, spec)
+    forward = next(o for o in ops if o.name == "norm (MLP input)")
+    backward = next(o for o in ops if o.name == "norm (MLP input) backward")
+    kernels = RMS_NORM_BACKWARD if trains else RMS_NORM_BACKWARD[2:]
+    width = _norm_widths(2, 2)
+    assert (len(RMS_NORM_FORWARD), len(kernels)) == (forward.launches, backward.launches)
+    assert _bytes(RMS_NORM_FORWARD, width) * elements == pytest.approx(forward.bytes)
+    assert _bytes(kernels, width) * elements == pytest.approx(backward.bytes)
+    l2, l2_back = rms_norm_l2(2, 2, elements, trains)
+    assert (forward.l2_reads, backward.l2_reads) == (l2, l2_back)
+    assert sum(b for b, _ in l2) < forward.bytes and sum(b for b, _ in l2_back) < backward.bytes
+
+
+def test_the_rms_norm_chain_by_hand():
+    # bf16: pow reads the fp32 copy the cast just wrote (pair x, x32, sq: 10 bytes an element); the square is written
+    # and read by the mean and freed (pairs of 10 and 8); x * rsqrt's fp32 product is written, read by the cast back
+    # and freed (pairs of 10 and 8); the weight multiply reads the 16-bit copy just written (pair 8). The fp32 copy,
+    # kept for backward and read again four kernels later, and the kept 16-bit copy go to DRAM: 22 of 36 bytes.
+    forward, _ = rms_norm_l2(2, 2, 1.0, True)
+    assert forward == ((10.0, 8.0), (12.0, 10.0))
+    # fp32 (no casts): the square's write and read (pair x, sq, mean: 8) and the weight multiply's read of x * rsqrt
+    # (pair x, y, out: 12): 12 of 28 bytes
+    assert rms_norm_l2(4, 4, 1.0, True)[0] == ((8.0, 8.0), (4.0, 12.0))
+    # a frozen weight drops the weight gradient's product and its reduction (4 bytes in L2 with them)
+    assert sum(b for b, _ in rms_norm_l2(2, 2, 1.0, True)[1]) - sum(b for b, _ in rms_norm_l2(2, 2, 1.0, False)[1]) == 4
+
+
+def test_the_rotary_chain_is_the_priced_kernels_and_by_hand():
+    """transformers' apply_rotary_pos_emb: 5 kernels a tensor forward, 7 backward (ops._attention_forward prices
+    10 and 14 for q and k); the chain moves 10 widths forward (the op prices 11: the cos and sin rows it reads) and
+    14 backward. Forward in L2: the neg's read of q's second half (q * cos read it), the neg's, cat's and rh * sin's
+    outputs each written and read by the next kernel and freed: 5.5 of 10 widths; backward 6 of 14."""
+    width = {n: 0.5 for n in ("q1", "q2", "n", "grh1", "grh2", "gn")} | {"cos": 0.0, "sin": 0.0}
+    assert (len(ROTARY_FORWARD), len(ROTARY_BACKWARD)) == (5, 7)
+    assert (_bytes(ROTARY_FORWARD, width), _bytes(ROTARY_BACKWARD, width)) == (10.0, 14.0)
+    forward, backward = rotary_l2(1, 1.0)
+    assert sum(b for b, _ in forward) == 5.5 and sum(b for b, _ in backward) == 6.0
+    plan = TrainPlan(model="tiny-llama", method="full", precision="bf16", seq_len=64, batch_size=2,
+                     stack="hf-trainer")
+    spec = get_spec("tiny-llama")
+    op = next(o for o in step_ops(plan, spec) if o.name == "rotary (q, k)")
+    q, k = 2 * 64 * spec.num_heads * spec.head_dim, 2 * 64 * spec.num_kv_heads * spec.head_dim
+    assert op.l2_reads == rotary_l2(2, q, k)[0]
+    assert sum(b for b, _ in op.l2_reads) == pytest.approx(5.5 * 2 * (q + k))
+
+
+def test_a_fusing_stack_s_norm_and_rotary_carry_no_l2_passes(rates):
+    plan = TrainPlan(model="tiny-llama", method="full", precision="bf16", seq_len=64, batch_size=2,
+                     stack="hf-liger")
+    eager = step_ops(plan, get_spec("tiny-llama"), stack_kernels(rates.stacks[Stack.HF_TRAINER]))
+    fused = step_ops(plan, get_spec("tiny-llama"), stack_kernels(rates.stacks[Stack.HF_LIGER]))
+    names = {o.name for o in eager if o.l2_reads}
+    assert {"norm (MLP input)", "rotary (q, k)", "norm (MLP input) backward", "rotary (q, k) backward"} <= names
+    assert not [o.name for o in fused if o.l2_reads and ("norm" in o.name or "rotary" in o.name)]
+
+
+def test_tinyllama_s_norms_and_rotary_on_an_rtx_4090_are_priced_from_l2_where_the_pairs_fit(rates):
+    """TinyLlama (hidden 2,048) at 8 x 256 tokens: the stream is 8 MiB in bf16 and the norm's pairs 32-42 MB, inside
+    the RTX 4090's 64 MiB copy row (2,318 GB/s against 912 from DRAM); at 24 x 256 they are 126 MB, past every row
+    above DRAM, and the norms keep the DRAM price (rotary's smallest pairs, 2.5 q-sized tensors of 25 MB, still fit).
+    The RTX 3090 has no copy row: unchanged."""
+    spec = get_spec("tinyllama-1.1b")
+    profile = rates.stacks[Stack.HF_TRAINER]
+
+    def memory_s(gpu_id: str, batch: int, l2: bool, kind: str = "") -> float:
+        plan = TrainPlan(model="tinyllama-1.1b", method="full", precision="bf16", seq_len=256, batch_size=batch,
+                         stack="hf-trainer")
+        ops = tuple(o if l2 else replace(o, l2_reads=()) for o in step_ops(plan, spec)
+                    if ("norm" in o.name or "rotary" in o.name) and kind in o.name)
+        return price_ops(ops, get_gpu(gpu_id), rates.device(gpu_id), rates, profile).by_kind["memory"]
+
+    assert memory_s("rtx4090", 8, True) < 0.85 * memory_s("rtx4090", 8, False)
+    assert memory_s("rtx4090", 24, True, "norm") == pytest.approx(memory_s("rtx4090", 24, False, "norm"))
+    assert memory_s("rtx3090", 8, True) == pytest.approx(memory_s("rtx3090", 8, False))

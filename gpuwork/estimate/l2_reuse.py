@@ -1,8 +1,9 @@
-"""Bytes of a per-tensor optimizer chain that stay in the L2 cache, and their price (docs/kernels.md, "Kernels whose
+"""Bytes of a chain of element-wise kernels that stay in the L2 cache, and their price (docs/kernels.md, "Kernels whose
 inputs are still in L2").
 
-A Python loop over the parameters runs a short chain of element-wise kernels on each tensor: each kernel reads what
-the one before it wrote. The rule, from how the cache works and nothing fitted:
+A Python loop over the parameters runs a short chain of element-wise kernels on each tensor, and an eager block runs
+its norm, rotary embedding and a softmax or SiLU written op by op as such chains over whole activations: each kernel
+reads what the one before it wrote. The rule, from how the cache works and nothing fitted:
 
 - a tensor the immediately preceding kernel read or wrote is read from L2 when the distinct tensors the two kernels
   touch (the pair's working set) fit in what the GPU holds at the rate of a measured copy (l2_measurements.csv);
@@ -121,6 +122,79 @@ SILU_BACKWARD: tuple[Kernel, ...] = ((("g", "sg"), ("g1",)), (("g", "x"), ("g2",
 SILU_KEPT = frozenset({"x", "sg", "y", "g", "gx"})
 
 
+# transformers' LlamaRMSNorm (estimate.ops._norm_ops: the same kernels and bytes), per element of the stream: to fp32,
+# pow, mean, + eps, rsqrt, x * rsqrt, back to the input dtype, weight x. The row tensors (the mean, + eps, its rsqrt)
+# and the weight are 0 bytes an element; the two casts are dropped on an fp32 stream.
+RMS_NORM_FORWARD: tuple[Kernel, ...] = (
+    (("x",), ("x32",)), (("x32",), ("sq",)), (("sq",), ("var",)), (("var",), ("ve",)), (("ve",), ("r",)),
+    (("x32", "r"), ("y32",)), (("y32",), ("yb",)), (("w", "yb"), ("out",)),
+)
+# its backward in autograd's order (torch derivatives.yaml; the node created last runs first): the weight's gradient
+# (gradient x normalised input, then sum_to's row reduction) when it trains, the input gradient through the weight,
+# the cast back to fp32, x * rsqrt's two gradients (the rsqrt's reduced over the row), rsqrt's and + eps's on one value
+# a row, mean's expand, pow's backward (x.pow(1), x 2, x the gradient), the two gradients reaching x32 summed, the cast
+RMS_NORM_BACKWARD: tuple[Kernel, ...] = (
+    (("g", "yb"), ("gwf",)), (("gwf",), ("gw",)),  # the weight's gradient (when it trains)
+    (("g", "w"), ("gyb",)), (("gyb",), ("gy32",)),
+    (("gy32", "r"), ("gxa",)), (("gy32", "x32"), ("t",)), (("t",), ("gr",)),
+    (("gr",), ("gr1",)), (("gr1",), ("gr2",)), (("gr2",), ("gve",)),  # rsqrt's backward: pow, mul, mul on a row
+    (("gve",), ("gsq",)),  # mean's expand and division
+    (("x32",), ("p1",)), (("p1",), ("p2",)), (("gsq", "p2"), ("gxb",)),  # pow_backward
+    (("gxa", "gxb"), ("gx32",)), (("gx32",), ("gx",)),
+)
+# inputs, what backward keeps (pow's and the product's x32, the rsqrt, the 16-bit copy the weight multiply saved) and
+# the outputs
+RMS_NORM_KEPT = frozenset({"x", "x32", "r", "yb", "w", "out", "g", "gx", "gw"})
+# transformers' apply_rotary_pos_emb for one of q and k: q * cos + rotate_half(q) * sin, rotate_half = cat(-q2, q1)
+# over the two halves of the head dimension (q1, q2: half a width each); cos and sin are one row a token, broadcast
+# over the heads (0 bytes an element)
+ROTARY_FORWARD: tuple[Kernel, ...] = (
+    (("q1", "q2", "cos"), ("a",)), (("q2",), ("n",)), (("n", "q1"), ("rh",)), (("rh", "sin"), ("b",)),
+    (("a", "b"), ("qe",)),
+)
+# backward (the add passes its gradient on): rh * sin's gradient, cat's halves (views), the neg's, each slice's
+# slice_backward into a zero-filled whole, the two summed, q * cos's gradient, its sum with the slices'
+ROTARY_BACKWARD: tuple[Kernel, ...] = (
+    (("g", "sin"), ("grh1", "grh2")), (("grh1",), ("gn",)), (("gn",), ("sx2",)), (("grh2",), ("sx1",)),
+    (("sx2", "sx1"), ("s",)), (("g", "cos"), ("ga",)), (("s", "ga"), ("gq",)),
+)
+ROTARY_KEPT = frozenset({"q1", "q2", "cos", "sin", "qe", "g", "gq"})
+_ROTARY_WIDTH = {"q1": 0.5, "q2": 0.5, "n": 0.5, "grh1": 0.5, "grh2": 0.5, "gn": 0.5, "cos": 0.0, "sin": 0.0}
+
+
+def rms_norm_l2(stream_bytes: int, out_bytes: int, elements: float,
+                weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of the eager RMSNorm over ``elements`` stream elements (one kernel over the
+    whole tensor per step of the chain): the stream in ``stream_bytes`` an element, the weight multiply's output in
+    ``out_bytes``."""
+    s, o = float(stream_bytes), float(out_bytes)
+    width = {"x": s, "yb": s, "out": o, "g": o, "gwf": o, "gyb": s, "gx": s}
+    width |= dict.fromkeys(("x32", "sq", "y32", "gy32", "gxa", "t", "gsq", "p1", "p2", "gxb", "gx32"), 4.0)
+    width |= dict.fromkeys(("var", "ve", "r", "w", "gw", "gr", "gr1", "gr2", "gve"), 0.0)
+    forward, backward, kept = RMS_NORM_FORWARD, RMS_NORM_BACKWARD, RMS_NORM_KEPT
+    if not weight_trains:
+        backward = backward[2:]
+    if stream_bytes == 4:  # no casts: x32 is x, yb is y32 (kept by the weight multiply), gy32 is gyb, gx32 is gx
+        forward = _drop(forward, frozenset({"x32", "yb"}))
+        backward = tuple((tuple({"yb": "y32", "x32": "x"}.get(n, n) for n in reads), writes)
+                         for reads, writes in _drop(backward, frozenset({"gy32", "gx"})))
+        backward = tuple((reads, tuple("gx" if n == "gx32" else n for n in writes)) for reads, writes in backward)
+        kept = frozenset({"x", "r", "y32", "w", "out", "g", "gx", "gw"})
+    return (_per_element(chain_l2(forward, kept, width), elements),
+            _per_element(chain_l2(backward, kept, width), elements))
+
+
+def rotary_l2(elem_bytes: int, *tensor_elements: float) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of the eager rotary embedding on each of ``tensor_elements`` (q's and k's
+    elements), one chain per tensor."""
+    width = {name: elem_bytes * _ROTARY_WIDTH.get(name, 1.0) for kernel in ROTARY_FORWARD + ROTARY_BACKWARD
+             for names in kernel for name in names}
+    forward = chain_l2(ROTARY_FORWARD, ROTARY_KEPT, width)
+    backward = chain_l2(ROTARY_BACKWARD, ROTARY_KEPT, width)
+    return (tuple(pair for n in tensor_elements for pair in _per_element(forward, n)),
+            tuple(pair for n in tensor_elements for pair in _per_element(backward, n)))
+
+
 def _drop(chain: tuple[Kernel, ...], names: frozenset[str]) -> tuple[Kernel, ...]:
     """The chain without the kernels that write ``names`` (autocast's casts), their readers reading the input."""
     rename: dict[str, str] = {}
@@ -218,4 +292,5 @@ def l2_saving_s(l2_reads: tuple[tuple[float, float], ...], steps: tuple[tuple[fl
 
 __all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "SILU_BACKWARD",
            "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD", "chain_l2", "l2_rate", "l2_saving_s",
-           "optimizer_l2_reads", "silu_l2", "softmax_l2", "weight_tensors"]
+           "optimizer_l2_reads", "RMS_NORM_BACKWARD", "RMS_NORM_FORWARD", "ROTARY_BACKWARD", "ROTARY_FORWARD",
+           "rms_norm_l2", "rotary_l2", "silu_l2", "softmax_l2", "weight_tensors"]

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from gpuwork.estimate.composite_ops import composite_silu, composite_softmax, silu_cost, softmax_chain_cost
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
-from gpuwork.estimate.l2_reuse import silu_l2, softmax_l2
+from gpuwork.estimate.l2_reuse import rms_norm_l2, rotary_l2, silu_l2, softmax_l2
 from gpuwork.estimate.linear_groups import block_groups
 from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.memory_stacks import masked_sdpa
@@ -408,9 +408,10 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     # mean's division of its expanded gradient
     strided = (8 + s_b + e) / per_element
     backward_strided = ((e + s_b) + 8 + 4) / backward
-    return [_mem(name, phase, elements, per_element, launches, count * norms,
-                 backward=_Elementwise(backward / per_element, backward_launches, backward_strided),
-                 strided=strided)]
+    l2, l2_back = rms_norm_l2(s_b, e, elements, weight_trains)  # the chain's passes that stay in L2
+    return [replace(_mem(name, phase, elements, per_element, launches, count * norms,
+                         backward=_Elementwise(backward / per_element, backward_launches, backward_strided),
+                         strided=strided), l2_reads=l2, backward_l2_reads=l2_back)]
 
 
 @dataclass(frozen=True)
@@ -557,8 +558,10 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             forward_bytes = 11 * e * t * (q_dim + kv_dim)
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
             # q and k are transposed views (batch, heads, seq, dim) and cos / sin broadcast over heads: strided kernels
-            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                            backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=1.0))
+            l2, l2_back = rotary_l2(e, t * q_dim, t * kv_dim)  # each tensor's chain: passes that stay in L2
+            out.append(replace(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
+                                    backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=1.0),
+                               l2_reads=l2, backward_l2_reads=l2_back))
     causal = not spec.is_encoder
     r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
     full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix

@@ -17,7 +17,7 @@ advances over it, max(GPU finish before it + its GPU time, host clock after it),
   measured fixed time t0 and its bytes stream at the large-array bandwidth, t0 + bytes / bw
   (docs/kernels.md, [K12a]-[K12f]); a foreach or fused optimizer pass split into 320-block launches
   (``Op.mta_split``) streams at kernels.csv ``mta_split_bandwidth_share`` of it ([K18a]); the passes of a per-tensor
-  chain that stay in L2 (``Op.l2_reads``: a hand-written or for-loop AdamW, a softmax or SiLU written op by op) move
+  chain that stay in L2 (``Op.l2_reads``: a hand-written or for-loop AdamW, a softmax or SiLU written op by op, an eager RMSNorm or rotary) move
   at the GPU's measured L2 copy rate for their working set where it has one (``estimate.l2_reuse``,
   data/l2_measurements.csv, [K21a]); t0 of kernels launched
   back to back, as the host queues a step's kernels
