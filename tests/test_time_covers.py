@@ -89,3 +89,20 @@ def test_a_held_out_case_reads_covers_and_keeps_its_frozen_prediction():
 def test_the_bundled_70b_blog_run_covers_its_evaluations_and_saves():
     case = next(c for s in heldout_sets() for c in s.cases if c.source_id == "hf-blog-fsdp-70b")
     assert case.covers == Covers(first_steps=True, eval_every=100, save_every=250, final_save_full=True)
+
+
+def test_a_variable_length_run_is_scored_in_the_tokens_its_samples_hold():
+    """A run of a length histogram (real data padded per micro-batch) is priced in real tokens per second; its
+    published samples/s or step time converts with the histogram's mean tokens, not its longest length. Scored
+    so, a run whose published time is the estimate's own comes out at zero error whatever the longest length."""
+    plan = PLAN.replace(seq_len=512, lengths=((64, 6), (128, 3), (512, 1)), batch_size=4, grad_accum=1)
+    mean = (64 * 6 + 128 * 3 + 512 * 1) / 10
+    est = estimate_time(plan, "h100_sxm")
+    samples_s = est.tokens_per_s / mean
+    by_samples = TimeCase(name="a", plan=plan, gpu_id="h100_sxm", metric="samples_per_s", measured=samples_s,
+                          source="test", source_id="test")
+    by_step = TimeCase(name="b", plan=plan, gpu_id="h100_sxm", metric="step_s", measured=4 / samples_s,
+                       source="test", source_id="test")
+    rows = time_accuracy_rows((by_samples, by_step))
+    assert [r.measured for r in rows] == pytest.approx([samples_s * mean] * 2)
+    assert [r.error for r in rows] == pytest.approx([0.0, 0.0], abs=1e-9)

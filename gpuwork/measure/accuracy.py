@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from gpuwork.estimate.lengths import real_tokens_per_sequence
 from gpuwork.estimate.memory import GIB, MIB
 from gpuwork.estimate.regimes import (  # re-exported: the pages and scripts read them here
     CONSUMER,
@@ -411,14 +412,17 @@ def covered_time(case: TimeCase, est: TimeEstimate, spec: ModelSpec | None = Non
 
 
 def measured_per_gpu(case: TimeCase) -> float:
-    """The case's published figure as tokens per second per GPU (the throughput the pages score on)."""
+    """The case's published figure as tokens per second per GPU (the throughput the pages score on). A sample is
+    ``real_tokens_per_sequence`` tokens, the unit the estimate's throughput counts: a length histogram's mean, not
+    its longest length (``seq_len``)."""
     plan = case.plan
+    tokens = real_tokens_per_sequence(plan)
     if case.metric == "samples_per_s":
-        return case.measured * plan.seq_len / plan.gpus
+        return case.measured * tokens / plan.gpus
     if case.metric == "tokens_per_s":
         return case.measured / plan.gpus
     if case.metric == "step_s":
-        return plan.tokens_per_step / case.measured / plan.gpus
+        return tokens * plan.batch_size * plan.grad_accum / case.measured
     return case.measured
 
 
