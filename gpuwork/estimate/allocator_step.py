@@ -393,8 +393,8 @@ def replay_step(layout: ParamLayout, by: StepBytes, step: StepTensors, tokens: i
 
 def own_model(spec: ModelSpec) -> bool:
     """Whether the model is one written by hand in plain tensor ops, as its config.json says by stating how it
-    writes its softmax or SiLU (``softmax_impl``, ``hidden_act_impl``: gpuwork.facts.spec.CONFIG_KEYS; the Stanford
-    CS336 staff model). Its step's tensors are what ``StepTensors`` cuts them into, one by one: each block's saved
+    writes its softmax, SiLU or LayerNorm (``softmax_impl``, ``hidden_act_impl``, ``norm_impl``:
+    gpuwork.facts.spec.CONFIG_KEYS; the Stanford CS336 staff model). Its step's tensors are what ``StepTensors`` cuts them into, one by one: each block's saved
     activations are hidden- and intermediate-sized outputs of its own ops and the logits one vocabulary-wide matrix.
     A Hugging Face model's are not: its saved bytes come from traced block profiles cut into the same sizes, and its
     loss path (logits upcast to fp32, log_softmax, their gradients) into vocabulary-wide pieces, so the replay's

@@ -8,6 +8,11 @@ A config.json states them with two keys (read into ``ModelSpec.extras`` by ``gpu
   is saved by the probabilities-times-V matmul: two s x s tensors per head, where ``torch.softmax`` saves one.
 - ``hidden_act_impl: "composite"``: SiLU written as ``x * torch.sigmoid(x)`` (the staff ``model.silu``): ``sigmoid``
   saves its output and the product saves ``x`` and it, one intermediate-sized tensor more than ``F.silu``.
+- ``norm_impl: "composite"``: a LayerNorm written as ``scale * (x - mean) / sqrt(var + eps) + shift`` (the from-scratch
+  GPT of Raschka's "Build a Large Language Model", copied into many repositories), not ``F.layer_norm``: ``var`` saves
+  ``x``, the division its numerator and the row's sqrt, the scale's product the quotient (``layer_norm_saved``); 8
+  kernels forward and 21 backward where torch's native LayerNorm runs one each way (``l2_reuse.layer_norm_chains``).
+  An RMSNorm is priced op by op already (transformers writes it so), so the key changes LayerNorm models only.
 
 The time model (``estimate.ops``) prices the kernels the composite forms launch, forward and backward
 (``softmax_chain_cost``, ``silu_cost``; docs/kernels.md, "Hand-written softmax and SiLU").
@@ -30,6 +35,19 @@ def composite_softmax(spec: ModelSpec) -> bool:
 def composite_silu(spec: ModelSpec) -> bool:
     """The model's SiLU is x * sigmoid(x), two saved tensors where F.silu saves one."""
     return spec.extras.get("hidden_act_impl") == COMPOSITE
+
+
+def composite_layer_norm(spec: ModelSpec) -> bool:
+    """The model's LayerNorm is written op by op (mean, var, subtract, divide by the row's sqrt, scale, shift)."""
+    return spec.norm != "rms" and spec.extras.get("norm_impl") == COMPOSITE
+
+
+def layer_norm_saved(stream_bytes: int, hidden: int, weight_trains: bool) -> int:
+    """Bytes per token an op-by-op LayerNorm keeps for backward: its input (var's), the centred input (the
+    division's numerator), the quotient when the scale trains (the scale's product saves it for the scale's
+    gradient), and one sqrt a row (the division's denominator, sqrt's result), all in the stream's dtype. torch's
+    native kernel keeps its input and two fp32 values a row."""
+    return (2 + int(weight_trains)) * stream_bytes * hidden + stream_bytes
 
 
 def _exp_bytes(scores_bytes: int, autocast: bool) -> int:

@@ -162,6 +162,65 @@ ROTARY_KEPT = frozenset({"q1", "q2", "cos", "sin", "qe", "g", "gq"})
 _ROTARY_WIDTH = {"q1": 0.5, "q2": 0.5, "n": 0.5, "grh1": 0.5, "grh2": 0.5, "gn": 0.5, "cos": 0.0, "sin": 0.0}
 
 
+# A LayerNorm written op by op (config ``norm_impl: "composite"``, estimate.composite_ops; the from-scratch GPT of
+# Raschka's "Build a Large Language Model"): x.mean, x.var, x - mean, + eps and sqrt on one value a row, the division,
+# scale x, + shift, all in the stream's dtype. m, v, ve, sd are row values; the scale and shift 0 bytes an element.
+LAYER_NORM_FORWARD: tuple[Kernel, ...] = (
+    (("x",), ("m",)), (("x",), ("v",)), (("x", "m"), ("a",)), (("v",), ("ve",)), (("ve",), ("sd",)),
+    (("a", "sd"), ("n",)), (("w", "n"), ("b",)), (("b", "shift"), ("out",)),
+)
+# its backward as autograd runs it (torch derivatives.yaml; the order the profiler records on the CPU): the shift's and
+# the scale's gradients (row sums of the gradient and of gradient x normalised input) when they train, the gradient
+# through the scale, the division's two gradients (grad / sd; -grad * (a / sd) / sd summed over the row), sqrt's on a
+# row, the subtraction's for the mean (neg, row sum), var's (x - mean(x), times 2 / N x its row gradient), and x's
+# three gradients summed (mean's expand / N among them)
+LAYER_NORM_BACKWARD: tuple[Kernel, ...] = (
+    (("g",), ("gshift",)),  # the shift's gradient (when it trains)
+    (("g", "w"), ("gn",)),
+    (("g", "n"), ("gwf",)), (("gwf",), ("gw",)),  # the scale's gradient (when it trains)
+    (("gn", "sd"), ("ga",)), (("a", "sd"), ("q1",)), (("gn",), ("ng",)), (("ng", "q1"), ("t",)), (("t", "sd"), ("t4",)),
+    (("t4",), ("gsd",)), (("sd",), ("r1",)), (("gsd", "r1"), ("gve",)),
+    (("ga",), ("t5",)), (("t5",), ("gm",)),
+    (("x",), ("m2",)), (("x", "m2"), ("d",)), (("gve",), ("r2",)), (("r2", "d"), ("gxv",)),
+    (("ga", "gxv"), ("acc",)), (("gm",), ("gxm",)), (("acc", "gxm"), ("gx",)),
+)
+_LAYER_NORM_ROWS = ("m", "v", "ve", "sd", "w", "shift", "gshift", "gw", "gsd", "r1", "gve", "gm", "m2", "r2")
+_LAYER_NORM_WEIGHT_GRADIENTS = frozenset({"gshift", "gwf", "gw"})
+
+
+def layer_norm_chains(stream_bytes: int, weight_trains: bool) -> tuple[tuple[Kernel, ...], tuple[Kernel, ...],
+                                                                        dict[str, float], frozenset[str]]:
+    """(forward, backward, bytes an element of each tensor, what outlives each chain) of the op-by-op LayerNorm. A
+    frozen scale and shift get no gradient kernels, and the division's output is then not kept (the scale's product
+    saves it only for the scale's own gradient)."""
+    names = {name for kernel in LAYER_NORM_FORWARD + LAYER_NORM_BACKWARD for names in kernel for name in names}
+    width = {name: 0.0 if name in _LAYER_NORM_ROWS else float(stream_bytes) for name in names}
+    backward = LAYER_NORM_BACKWARD if weight_trains else tuple(
+        k for k in LAYER_NORM_BACKWARD if not set(k[1]) & _LAYER_NORM_WEIGHT_GRADIENTS)
+    kept = frozenset({"x", "a", "sd", "w", "shift", "out", "g", "gx", "gw", "gshift"} | ({"n"} if weight_trains else set()))
+    return LAYER_NORM_FORWARD, backward, width, kept
+
+
+def chain_bytes(chain: tuple[Kernel, ...], width: Mapping[str, float]) -> float:
+    """Bytes an element the chain's kernels read and write."""
+    return sum(width.get(name, 1.0) for reads, writes in chain for name in (*reads, *writes))
+
+
+def broadcast_bytes(chain: tuple[Kernel, ...], width: Mapping[str, float]) -> float:
+    """Bytes an element of the chain's broadcast kernels (an operand of 0 bytes an element, a row value or a weight,
+    into an output of the whole width): TensorIterator's unvectorised path (``Op.strided_share``)."""
+    return sum(sum(width[n] for n in (*reads, *writes)) for reads, writes in chain
+               if any(width[n] == 0 for n in reads) and any(width[n] > 0 for n in writes))
+
+
+def layer_norm_l2(stream_bytes: int, elements: float,
+                  weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
+    """(forward, backward) ``Op.l2_reads`` of the op-by-op LayerNorm over ``elements`` stream elements."""
+    forward, backward, width, kept = layer_norm_chains(stream_bytes, weight_trains)
+    return (_per_element(chain_l2(forward, kept, width), elements),
+            _per_element(chain_l2(backward, kept, width), elements))
+
+
 def rms_norm_l2(stream_bytes: int, out_bytes: int, elements: float,
                 weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
     """(forward, backward) ``Op.l2_reads`` of the eager RMSNorm over ``elements`` stream elements (one kernel over the
@@ -290,7 +349,9 @@ def l2_saving_s(l2_reads: tuple[tuple[float, float], ...], steps: tuple[tuple[fl
     return saved
 
 
-__all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "SILU_BACKWARD",
-           "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD", "chain_l2", "l2_rate", "l2_saving_s",
-           "optimizer_l2_reads", "RMS_NORM_BACKWARD", "RMS_NORM_FORWARD", "ROTARY_BACKWARD", "ROTARY_FORWARD",
-           "rms_norm_l2", "rotary_l2", "silu_l2", "softmax_l2", "weight_tensors"]
+__all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "LAYER_NORM_BACKWARD", "LAYER_NORM_FORWARD",
+           "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "RMS_NORM_BACKWARD", "RMS_NORM_FORWARD", "ROTARY_BACKWARD",
+           "ROTARY_FORWARD", "SILU_BACKWARD", "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD",
+           "broadcast_bytes", "chain_bytes", "chain_l2", "l2_rate", "l2_saving_s", "layer_norm_chains",
+           "layer_norm_l2", "optimizer_l2_reads", "rms_norm_l2", "rotary_l2", "silu_l2", "softmax_l2",
+           "weight_tensors"]

@@ -224,6 +224,8 @@ def _norm_saved(spec: ModelSpec, dt: Dtypes, weight_trainable: bool, saves_input
         # HF LlamaRMSNorm: x.to(fp32) saved by pow/mul, rsqrt (1 fp32/token), and x_hat cast back to
         # the input dtype saved by the weight multiply when the weight trains.
         return 4 * h + 4 + (dt.stream * h if weight_trainable else 0)
+    if composite_ops.composite_layer_norm(spec):  # written op by op (config norm_impl: "composite")
+        return composite_ops.layer_norm_saved(dt.stream, h, weight_trainable)
     # torch native_layer_norm saves its input plus fp32 mean and rstd.
     return dt.stream * h + 8
 

@@ -32,9 +32,24 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import NamedTuple
 
-from gpuwork.estimate.composite_ops import composite_silu, composite_softmax, silu_cost, softmax_chain_cost
+from gpuwork.estimate.composite_ops import (
+    composite_layer_norm,
+    composite_silu,
+    composite_softmax,
+    silu_cost,
+    softmax_chain_cost,
+)
 from gpuwork.estimate.deterministic import FillWidths, fill_rows
-from gpuwork.estimate.l2_reuse import rms_norm_l2, rotary_l2, silu_l2, softmax_l2
+from gpuwork.estimate.l2_reuse import (
+    broadcast_bytes,
+    chain_bytes,
+    layer_norm_chains,
+    layer_norm_l2,
+    rms_norm_l2,
+    rotary_l2,
+    silu_l2,
+    softmax_l2,
+)
 from gpuwork.estimate.linear_groups import block_groups
 from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
 from gpuwork.estimate.memory_stacks import masked_sdpa
@@ -373,8 +388,8 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
 def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: bool = True,
               norms: int = 1) -> list[Op]:
     """``norms`` norms per call, ``count`` calls: RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps,
-    rsqrt, mul, back to the input dtype, x weight; the two casts are no-ops on an fp32 stream) or torch's native
-    LayerNorm kernel. A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
+    rsqrt, mul, back to the input dtype, x weight; the two casts are no-ops on an fp32 stream), torch's native
+    LayerNorm kernel, or a LayerNorm written op by op (config ``norm_impl: "composite"``; l2_reuse.layer_norm_chains). A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
     final norm before the head is one module in every family (Gemma2Model.norm), so it keeps the default 1.
 
     The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
@@ -389,6 +404,15 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     elements = step.tokens * spec.hidden_size
     if step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
+    if composite_layer_norm(spec):  # written op by op (config norm_impl: "composite"): kernels from its chains
+        forward_k, backward_k, width, _ = layer_norm_chains(s_b, weight_trains)
+        forward, backward = chain_bytes(forward_k, width), chain_bytes(backward_k, width)
+        l2, l2_back = layer_norm_l2(s_b, elements, weight_trains)
+        return [replace(_mem(f"{name} (composite)", phase, elements, forward, len(forward_k), count * norms,
+                             backward=_Elementwise(backward / forward, len(backward_k),
+                                                   broadcast_bytes(backward_k, width) / backward),
+                             strided=broadcast_bytes(forward_k, width) / forward),
+                        l2_reads=l2, backward_l2_reads=l2_back)]
     if spec.norm != "rms":
         # torch's native LayerNorm (layer_norm_kernel.cu): the forward reads each row twice (its moments, then the
         # output pass) and writes once; the input gradient kernel reads dy and x twice (two sums, then dx) and writes

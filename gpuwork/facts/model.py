@@ -464,8 +464,9 @@ def _kv_heads(block: Any, config: Any, num_heads: int) -> int:
 
 
 def _op_impls(config: Any, name: str) -> dict[str, str]:
-    """How a model of one's own writes its softmax and SiLU, where its config.json states it (``softmax_impl``,
-    ``hidden_act_impl``: "fused" for the torch op, "composite" for element-wise ops; estimate.composite_ops)."""
+    """How a model of one's own writes its softmax, SiLU and LayerNorm, where its config.json states it
+    (``softmax_impl``, ``hidden_act_impl``, ``norm_impl``: "fused" for the torch op, "composite" for element-wise ops;
+    estimate.composite_ops)."""
     impls = {}
     for key in CONFIG_KEYS:
         value = getattr(config, key, None)

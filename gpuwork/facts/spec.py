@@ -271,10 +271,10 @@ def quantized_linears(spec: ModelSpec, expert_linears: bool = False) -> list[Lin
 
 
 # config.json keys for a model's own element-wise ops (estimate.composite_ops): "fused" (the torch op, the default)
-# or "composite" (written op by op, e.g. the Stanford CS336 staff softmax and SiLU)
+# or "composite" (written op by op, e.g. the Stanford CS336 staff softmax and SiLU, a from-scratch LayerNorm)
 COMPOSITE = "composite"
 IMPLS = ("fused", COMPOSITE)
-CONFIG_KEYS = ("softmax_impl", "hidden_act_impl")
+CONFIG_KEYS = ("softmax_impl", "hidden_act_impl", "norm_impl")
 
 
 __all__ = ["COMPOSITE", "CONFIG_KEYS", "IMPLS", "Linear", "ModelSpec", "ParamCounts", "count_params", "lora_target_linears", "quantized_linears"]
