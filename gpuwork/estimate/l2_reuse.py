@@ -21,6 +21,7 @@ changes. Each chain is its kernels in code order (tensors read, tensors written)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from gpuwork.facts.spec import ModelSpec
@@ -216,9 +217,14 @@ def broadcast_bytes(chain: tuple[Kernel, ...], width: Mapping[str, float]) -> fl
 def layer_norm_l2(stream_bytes: int, elements: float,
                   weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
     """(forward, backward) ``Op.l2_reads`` of the op-by-op LayerNorm over ``elements`` stream elements."""
+    forward, backward = _layer_norm_per_element(stream_bytes, weight_trains)
+    return _per_element(forward, elements), _per_element(backward, elements)
+
+
+@functools.lru_cache(maxsize=64)
+def _layer_norm_per_element(stream_bytes: int, weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
     forward, backward, width, kept = layer_norm_chains(stream_bytes, weight_trains)
-    return (_per_element(chain_l2(forward, kept, width), elements),
-            _per_element(chain_l2(backward, kept, width), elements))
+    return chain_l2(forward, kept, width), chain_l2(backward, kept, width)
 
 
 def rms_norm_l2(stream_bytes: int, out_bytes: int, elements: float,
@@ -226,6 +232,13 @@ def rms_norm_l2(stream_bytes: int, out_bytes: int, elements: float,
     """(forward, backward) ``Op.l2_reads`` of the eager RMSNorm over ``elements`` stream elements (one kernel over the
     whole tensor per step of the chain): the stream in ``stream_bytes`` an element, the weight multiply's output in
     ``out_bytes``."""
+    forward, backward = _rms_norm_per_element(stream_bytes, out_bytes, weight_trains)
+    return _per_element(forward, elements), _per_element(backward, elements)
+
+
+@functools.lru_cache(maxsize=64)
+def _rms_norm_per_element(stream_bytes: int, out_bytes: int,
+                          weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
     s, o = float(stream_bytes), float(out_bytes)
     width = {"x": s, "yb": s, "out": o, "g": o, "gwf": o, "gyb": s, "gx": s}
     width |= dict.fromkeys(("x32", "sq", "y32", "gy32", "gxa", "t", "gsq", "p1", "p2", "gxb", "gx32"), 4.0)
@@ -239,17 +252,20 @@ def rms_norm_l2(stream_bytes: int, out_bytes: int, elements: float,
                          for reads, writes in _drop(backward, frozenset({"gy32", "gx"})))
         backward = tuple((reads, tuple("gx" if n == "gx32" else n for n in writes)) for reads, writes in backward)
         kept = frozenset({"x", "r", "y32", "w", "out", "g", "gx", "gw"})
-    return (_per_element(chain_l2(forward, kept, width), elements),
-            _per_element(chain_l2(backward, kept, width), elements))
+    return chain_l2(forward, kept, width), chain_l2(backward, kept, width)
+
+
+@functools.lru_cache(maxsize=16)
+def _rotary_per_element(elem_bytes: int) -> tuple[tuple[tuple[float, float], ...], ...]:
+    width = {name: elem_bytes * _ROTARY_WIDTH.get(name, 1.0) for kernel in ROTARY_FORWARD + ROTARY_BACKWARD
+             for names in kernel for name in names}
+    return chain_l2(ROTARY_FORWARD, ROTARY_KEPT, width), chain_l2(ROTARY_BACKWARD, ROTARY_KEPT, width)
 
 
 def rotary_l2(elem_bytes: int, *tensor_elements: float) -> tuple[tuple[tuple[float, float], ...], ...]:
     """(forward, backward) ``Op.l2_reads`` of the eager rotary embedding on each of ``tensor_elements`` (q's and k's
     elements), one chain per tensor."""
-    width = {name: elem_bytes * _ROTARY_WIDTH.get(name, 1.0) for kernel in ROTARY_FORWARD + ROTARY_BACKWARD
-             for names in kernel for name in names}
-    forward = chain_l2(ROTARY_FORWARD, ROTARY_KEPT, width)
-    backward = chain_l2(ROTARY_BACKWARD, ROTARY_KEPT, width)
+    forward, backward = _rotary_per_element(elem_bytes)
     return (tuple(pair for n in tensor_elements for pair in _per_element(forward, n)),
             tuple(pair for n in tensor_elements for pair in _per_element(backward, n)))
 
