@@ -42,6 +42,16 @@ def _staged(folder: Path, name: str):
     return json.loads((folder / name).read_text(encoding="utf-8"))
 
 
+def revealed_figure(case: dict, entry: dict) -> dict:
+    """The fields a time case takes from its figure's entry: the figure (a run time for N samples as samples/s), the
+    run time, and the sample count, which stays the case's own (its covers need it) unless the entry states one."""
+    value, run_s = entry.get("measured"), entry.get("measured_time_s")
+    samples = entry.get("samples") if entry.get("samples") is not None else case.get("samples")
+    if entry["metric"] == "run_time" or (value is None and run_s and samples):
+        value = samples / run_s
+    return {"measured": value, "measured_time_s": run_s, "samples": samples}
+
+
 def _metric(metric: str) -> str:
     # a run's wall time for N samples is scored as samples/s (TimeCase.measured_time_s, samples)
     return "samples_per_s" if metric == "run_time" else metric
@@ -146,10 +156,7 @@ def reveal(set_name: str, folders: list[Path], kind: str = "time") -> int:
         if _metric(entry["metric"]) != case["metric"]:
             print(f"{case['name']}: metric {entry['metric']} differs from the case's {case['metric']}", file=sys.stderr)
             return 2
-        value, run_s, samples = entry.get("measured"), entry.get("measured_time_s"), entry.get("samples")
-        if entry["metric"] == "run_time" or (value is None and run_s and samples):
-            value = samples / run_s
-        case.update(measured=value, measured_time_s=run_s, samples=samples)
+        case.update(revealed_figure(case, entry))
     held["predictions_commit"] = _git("log", "-1", "--format=%H", "--", str(path))
     path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     number = next(i for i, s in enumerate(document["sets"], start=1) if s is held)

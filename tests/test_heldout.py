@@ -475,3 +475,28 @@ def test_personal_copilot_rereads_state_autocast_and_the_test_split():
     eager = StackKernels()  # the hf-trainer stack's eager kernels, peft's fp32 adapters
     assert fp32_qlora(qlora.plan, eager)  # as recorded: no autocast, fp32 lm_head and adapters
     assert not fp32_qlora(qlora.reread.plan, eager) and upcast_qlora_autocast(qlora.reread.plan, eager)
+
+
+def _heldout_script():
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "heldout.py"
+    spec = importlib.util.spec_from_file_location("heldout_script", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["heldout_script"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_revealed_figure_keeps_the_cases_sample_count():
+    """A run scored with evaluations or saves inside its figure needs its sample count: the reveal takes the figure
+    from the collector's entry and keeps the count the case was predicted with unless the entry gives one."""
+    reveal = _heldout_script().revealed_figure
+    case = {"samples": 21348, "covers": ["steps", "eval_every:28"]}
+    assert reveal(case, {"metric": "samples_per_s", "measured": 10.0}) == {
+        "measured": 10.0, "measured_time_s": None, "samples": 21348}
+    assert reveal(case, {"metric": "run_time", "measured_time_s": 100.0, "samples": 500}) == {
+        "measured": 5.0, "measured_time_s": 100.0, "samples": 500}
+    assert reveal({}, {"metric": "run_time", "measured_time_s": 50.0, "samples": 100})["measured"] == 2.0
