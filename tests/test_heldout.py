@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 from gpuwork.measure.accuracy import heldout_markdown, heldout_scores, time_accuracy_rows
 from gpuwork.measure.heldout import HELDOUT_NAME, RereadError, heldout_sets, parse_sets, protocol_problems
@@ -477,23 +478,10 @@ def test_personal_copilot_rereads_state_autocast_and_the_test_split():
     assert not fp32_qlora(qlora.reread.plan, eager) and upcast_qlora_autocast(qlora.reread.plan, eager)
 
 
-def _heldout_script():
-    import importlib.util
-    import sys
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "heldout.py"
-    spec = importlib.util.spec_from_file_location("heldout_script", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["heldout_script"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_revealed_figure_keeps_the_cases_sample_count():
     """A run scored with evaluations or saves inside its figure needs its sample count: the reveal takes the figure
     from the collector's entry and keeps the count the case was predicted with unless the entry gives one."""
-    reveal = _heldout_script().revealed_figure
+    reveal = load_benchmark("heldout", "scripts").revealed_figure
     case = {"samples": 21348, "covers": ["steps", "eval_every:28"]}
     assert reveal(case, {"metric": "samples_per_s", "measured": 10.0}) == {
         "measured": 10.0, "measured_time_s": None, "samples": 21348}
