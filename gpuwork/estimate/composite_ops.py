@@ -1,7 +1,7 @@
 """Hand-written element-wise ops of a model of one's own: what autograd keeps for them where they differ from the fused
 torch ops a Hugging Face model calls (docs/memory_misses.md, "Hand-written softmax and SiLU").
 
-A config.json states them with two keys (read into ``ModelSpec.extras`` by ``gpuwork.facts.model``):
+A config.json states them with three keys (read into ``ModelSpec.extras`` by ``gpuwork.facts.model``):
 
 - ``softmax_impl: "composite"``: eager attention takes its softmax as ``x - max``, ``exp``, ``sum`` and a division (the
   Stanford CS336 staff ``nn_utils.softmax``), not ``torch.softmax``. ``exp`` saves its output and the division's output

@@ -389,7 +389,8 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
               norms: int = 1) -> list[Op]:
     """``norms`` norms per call, ``count`` calls: RMSNorm (transformers LlamaRMSNorm: to fp32, pow, mean, +eps,
     rsqrt, mul, back to the input dtype, x weight; the two casts are no-ops on an fp32 stream), torch's native
-    LayerNorm kernel, or a LayerNorm written op by op (config ``norm_impl: "composite"``; l2_reuse.layer_norm_chains). A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
+    LayerNorm kernel, or a LayerNorm written op by op (config ``norm_impl: "composite"``;
+    l2_reuse.layer_norm_chains). A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
     final norm before the head is one module in every family (Gemma2Model.norm), so it keeps the default 1.
 
     The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
