@@ -239,6 +239,15 @@ def rms_norm_l2(stream_bytes: int, out_bytes: int, elements: float,
 @functools.lru_cache(maxsize=64)
 def _rms_norm_per_element(stream_bytes: int, out_bytes: int,
                           weight_trains: bool) -> tuple[tuple[tuple[float, float], ...], ...]:
+    forward, backward, width, kept = rms_norm_chains(stream_bytes, out_bytes, weight_trains)
+    return chain_l2(forward, kept, width), chain_l2(backward, kept, width)
+
+
+def rms_norm_chains(stream_bytes: int, out_bytes: int, weight_trains: bool) -> tuple[
+        tuple[Kernel, ...], tuple[Kernel, ...], dict[str, float], frozenset[str]]:
+    """(forward, backward, bytes an element of each tensor, what outlives each chain) of the eager RMSNorm: the
+    stream in ``stream_bytes``, the weight multiply's output in ``out_bytes``; on an fp32 stream without its two
+    casts, and without the weight's gradient kernels when the weight is frozen."""
     s, o = float(stream_bytes), float(out_bytes)
     width = {"x": s, "yb": s, "out": o, "g": o, "gwf": o, "gyb": s, "gx": s}
     width |= dict.fromkeys(("x32", "sq", "y32", "gy32", "gxa", "t", "gsq", "p1", "p2", "gxb", "gx32"), 4.0)
@@ -252,7 +261,7 @@ def _rms_norm_per_element(stream_bytes: int, out_bytes: int,
                          for reads, writes in _drop(backward, frozenset({"gy32", "gx"})))
         backward = tuple((reads, tuple("gx" if n == "gx32" else n for n in writes)) for reads, writes in backward)
         kept = frozenset({"x", "r", "y32", "w", "out", "g", "gx", "gw"})
-    return chain_l2(forward, kept, width), chain_l2(backward, kept, width)
+    return forward, backward, width, kept
 
 
 @functools.lru_cache(maxsize=16)
@@ -369,5 +378,5 @@ __all__ = ["FOR_LOOP_CHAIN", "FOR_LOOP_L2", "KEPT", "LAYER_NORM_BACKWARD", "LAYE
            "OUT_OF_PLACE_CHAIN", "OUT_OF_PLACE_L2", "RMS_NORM_BACKWARD", "RMS_NORM_FORWARD", "ROTARY_BACKWARD",
            "ROTARY_FORWARD", "SILU_BACKWARD", "SILU_FORWARD", "SOFTMAX_BACKWARD", "SOFTMAX_FORWARD",
            "broadcast_bytes", "chain_bytes", "chain_l2", "l2_rate", "l2_saving_s", "layer_norm_chains",
-           "layer_norm_l2", "optimizer_l2_reads", "rms_norm_l2", "rotary_l2", "silu_l2", "softmax_l2",
+           "layer_norm_l2", "optimizer_l2_reads", "rms_norm_chains", "rms_norm_l2", "rotary_l2", "silu_l2", "softmax_l2",
            "weight_tensors"]

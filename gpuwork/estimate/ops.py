@@ -45,6 +45,7 @@ from gpuwork.estimate.l2_reuse import (
     chain_bytes,
     layer_norm_chains,
     layer_norm_l2,
+    rms_norm_chains,
     rms_norm_l2,
     rotary_l2,
     silu_l2,
@@ -405,16 +406,7 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     elements = step.tokens * spec.hidden_size
     if step.stack.fused_norm or step.fuse:
         return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
-    if composite_layer_norm(spec):  # written op by op (config norm_impl: "composite"): kernels from its chains
-        forward_k, backward_k, width, _ = layer_norm_chains(s_b, weight_trains)
-        forward, backward = chain_bytes(forward_k, width), chain_bytes(backward_k, width)
-        l2, l2_back = layer_norm_l2(s_b, elements, weight_trains)
-        return [replace(_mem(f"{name} (composite)", phase, elements, forward, len(forward_k), count * norms,
-                             backward=_Elementwise(backward / forward, len(backward_k),
-                                                   broadcast_bytes(backward_k, width) / backward),
-                             strided=broadcast_bytes(forward_k, width) / forward),
-                        l2_reads=l2, backward_l2_reads=l2_back)]
-    if spec.norm != "rms":
+    if spec.norm != "rms" and not composite_layer_norm(spec):
         # torch's native LayerNorm (layer_norm_kernel.cu): the forward reads each row twice (its moments, then the
         # output pass) and writes once; the input gradient kernel reads dy and x twice (two sums, then dx) and writes
         # dx; the weight and bias gradients, when they train, read dy and x once more in a second kernel
@@ -422,21 +414,22 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
         backward = 2 * e + 3 * s_b + ((e + s_b) if weight_trains else 0)
         return [_mem(name, phase, elements, forward, 1, count * norms,
                      backward=_Elementwise(backward / forward, 2 if weight_trains else 1))]
-    casts = (s_b + 4) + (4 + s_b) if s_b < 4 else 0
-    per_element = casts + 8 + 4 + 8 + (s_b + e)  # pow, mean, x * rsqrt, weight * x
-    backward = casts + (e + s_b) + 8 + 16 + 4 + (8 + 8 + 12) + 12 + ((3 * e + s_b) if weight_trains else 0)
-    launches = 6 + (2 if s_b < 4 else 0)
-    # weight multiply 1, x * rsqrt 1, rsqrt's gradient 2, rsqrt backward 3, mean 1, pow 3, sum 1
-    backward_launches = 12 + (2 if s_b < 4 else 0) + (2 if weight_trains else 0)
-    # kernels with a broadcast operand (TensorIterator's unvectorised path, Op.strided_share): forward x * rsqrt
-    # (rsqrt [.., 1]) and weight * x (weight [H]); backward the gradient times the weight, times the rsqrt, and
-    # mean's division of its expanded gradient
-    strided = (8 + s_b + e) / per_element
-    backward_strided = ((e + s_b) + 8 + 4) / backward
-    l2, l2_back = rms_norm_l2(s_b, e, elements, weight_trains)  # the chain's passes that stay in L2
-    return [replace(_mem(name, phase, elements, per_element, launches, count * norms,
-                         backward=_Elementwise(backward / per_element, backward_launches, backward_strided),
-                         strided=strided), l2_reads=l2, backward_l2_reads=l2_back)]
+    # a chain of kernels each way (estimate.l2_reuse): their bytes, launches, broadcast kernels (TensorIterator's
+    # unvectorised path, Op.strided_share: x * rsqrt and weight * x, the gradient times the weight and the rsqrt,
+    # mean's division of its expanded gradient) and the passes that stay in L2
+    if spec.norm == "rms":
+        forward_k, backward_k, width, _ = rms_norm_chains(s_b, e, weight_trains)
+        l2, l2_back = rms_norm_l2(s_b, e, elements, weight_trains)
+    else:  # a LayerNorm written op by op (config norm_impl: "composite")
+        forward_k, backward_k, width, _ = layer_norm_chains(s_b, weight_trains)
+        l2, l2_back = layer_norm_l2(s_b, elements, weight_trains)
+        name = f"{name} (composite)"
+    forward_b, backward_b = chain_bytes(forward_k, width), chain_bytes(backward_k, width)
+    return [replace(_mem(name, phase, elements, forward_b, len(forward_k), count * norms,
+                         backward=_Elementwise(backward_b / forward_b, len(backward_k),
+                                               broadcast_bytes(backward_k, width) / backward_b),
+                         strided=broadcast_bytes(forward_k, width) / forward_b),
+                    l2_reads=l2, backward_l2_reads=l2_back)]
 
 
 @dataclass(frozen=True)
