@@ -394,7 +394,8 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     l2_reuse.layer_norm_chains). A block's sub-layer passes ``spec.norms_per_sublayer`` (Gemma 2/3's sandwich norms); the
     final norm before the head is one module in every family (Gemma2Model.norm), so it keeps the default 1.
 
-    The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml), bytes per element: the
+    The eager RMSNorm's backward is autograd's chain (torch derivatives.yaml; l2_reuse.rms_norm_chains lists its
+    kernels, whose bytes the op takes), bytes per element: the
     weight multiply's input gradient (reads the gradient, writes the stream's), then in fp32: x * rsqrt's
     input gradient (8) and the rsqrt's gradient (a multiply and a row sum, 16; rsqrt's own backward runs
     on one value per row: pow, mul, mul), mean's expand (div, 4), pow's backward (FunctionsManual.cpp
