@@ -20,6 +20,7 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.message import msg
+from gpuwork.plan_lengths import coerce_lengths, is_packed, lengths_text
 from gpuwork.units import ABOVE, BELOW, NOT_FINITE, NOT_NUMBER, Range
 
 
@@ -435,6 +436,13 @@ class TrainPlan:
     # in fp32 whatever the flag) are priced as before; a GPU without TF32 (gpus.csv tf32_dense_tflops empty) runs
     # FP32 as without it. No memory
     tf32: bool = False
+    # the blocks' linear layers run their three GEMMs (forward, input gradient, weight gradient) in FP8 with per-tensor
+    # scales (NVIDIA Transformer Engine's te.Linear under fp8_autocast, Accelerate's mixed_precision "fp8", torchao's
+    # float8 training): each linear casts its input, its weight and its output gradient to FP8 (one cast-transpose
+    # kernel each) and saves its FP8 input for the weight gradient; the head and the attention core stay 16-bit
+    # (docs/fp8.md). Full, freeze and from-scratch runs on a 16-bit compute dtype; a GPU without FP8 tensor cores
+    # (gpus.csv fp8_dense_tflops empty) cannot run it (a warning; priced as 16-bit linears)
+    fp8_linear: bool = False
     # the optimizer's weight decay; None: the stack's default (``weight_decay_in_effect``, ``STACK_WEIGHT_DECAY``).
     # torch AdamW's decoupled decay (``if weight_decay != 0``) runs one more pass over the weights (estimate.
     # optimizer_ops); a fused kernel folds it in. A step op (the time estimate); no memory
@@ -460,7 +468,7 @@ class TrainPlan:
             raise PlanError("model", msg("error.plan.model", value=repr(self.model)))
         object.__setattr__(self, "model", self.model.strip())
         for name in ("grad_checkpointing", "double_quant", "kbit_upcast", "offload_optimizer", "offload_params",
-                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32",
+                     "expandable_segments", "grad_clip", "deterministic", "launch_blocking", "tf32", "fp8_linear",
                      "input_require_grads"):
             value = getattr(self, name)
             if not isinstance(value, bool) and not (value is None and name in OPTIONAL_BOOLS):
@@ -468,7 +476,7 @@ class TrainPlan:
         self._check_numbers()
         if self.weight_decay is not None:  # in its range (PLAN_RANGES); an int is the same decay as a float
             object.__setattr__(self, "weight_decay", float(self.weight_decay))
-        object.__setattr__(self, "lengths", _coerce_lengths(self.lengths, self.seq_len))
+        object.__setattr__(self, "lengths", coerce_lengths(self.lengths, self.seq_len))
         self._check_combinations()
 
     # -- validation ---------------------------------------------------------------------------
@@ -554,6 +562,10 @@ class TrainPlan:
         if self.recompute is not Recompute.BLOCK and self.stack in UNSLOTH_STACKS:
             raise PlanError("recompute", msg("error.plan.recompute_unsloth", value=self.recompute.value,
                                              stack=self.stack.value))
+        if self.fp8_linear and self.uses_adapters:
+            raise PlanError("fp8_linear", msg("error.plan.fp8_adapters", method=self.method.value))
+        if self.fp8_linear and self.precision is Precision.FP32:
+            raise PlanError("fp8_linear", msg("error.plan.fp8_fp32"))
         if self.fsdp_wrap is not FsdpWrap.BLOCKS and self.sharding not in TORCH_FSDP_SHARDINGS:
             raise PlanError("fsdp_wrap", msg("error.plan.fsdp_wrap_sharding", value=self.fsdp_wrap.value,
                                              sharding=self.sharding.value))
@@ -702,6 +714,10 @@ class TrainPlan:
         if self.recompute_every > 1 and "recompute_every" not in changes and (
                 plain or str(changes.get("method", "")).strip().lower() == Method.FREEZE.value):
             changes["recompute_every"] = 1
+        if self.fp8_linear and "fp8_linear" not in changes and (
+                str(changes.get("method", "")).strip().lower() in (Method.LORA.value, Method.QLORA.value)
+                or str(changes.get("precision", "")).strip().lower() == Precision.FP32.value):
+            changes["fp8_linear"] = False  # a sweep into adapters or fp32: no FP8 linears to run
         return dataclasses.replace(self, **changes)
 
     def single_gpu(self) -> TrainPlan:
@@ -841,13 +857,7 @@ def _torch_fsdp(sharding: Any) -> bool:
     return _sharding(sharding) in TORCH_FSDP_SHARDINGS
 
 
-LENGTH_KINDS = ("fixed", "packed", "padded")
 _DOCUMENT_KERNELS = tuple(a.value for a in Attention if a.is_flash)  # kernels that take documents' boundaries
-
-
-def is_packed(lengths: Any) -> bool:
-    """Whether a lengths value (the plan's, or a form's or a caller's text before coercion) says packed rows."""
-    return isinstance(lengths, str) and lengths.strip().lower() == "packed"
 
 
 def _documents_after(tokens: int, fields: dict[str, Any]) -> int | None:
@@ -859,67 +869,6 @@ def _documents_after(tokens: int, fields: dict[str, Any]) -> int | None:
         return None
     return min(tokens, seq_len) if isinstance(seq_len, int) and not isinstance(seq_len, bool) and seq_len > 0 \
         else tokens
-
-
-MAX_LENGTH_BINS = 10_000
-
-
-def _coerce_lengths(value: Any, seq_len: int) -> str | tuple[tuple[int, float], ...]:
-    """"fixed", "packed", "padded", or a histogram as ((length, weight), ...) sorted by length, repeated lengths summed.
-
-    A histogram comes as "LEN:WEIGHT,LEN:WEIGHT" (the CLI), {length: weight} or [[length, weight], ...] (a plan
-    file); weights are counts or shares, only their ratios count."""
-    if isinstance(value, str):
-        key = value.strip().lower()
-        if key in LENGTH_KINDS:
-            return key
-        pairs: list[Any] = []
-        for part in key.replace(";", ",").split(","):
-            if not part.strip():
-                continue
-            length, sep, weight = part.replace("=", ":").partition(":")
-            if not sep:
-                raise PlanError("lengths", msg("error.plan.lengths", value=repr(value)))
-            pairs.append((length.strip(), weight.strip()))
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-    elif isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
-        pairs = [tuple(p) for p in value]
-    else:
-        raise PlanError("lengths", msg("error.plan.lengths", value=repr(value)))
-    if not pairs or len(pairs) > MAX_LENGTH_BINS:
-        raise PlanError("lengths", msg("error.plan.lengths", value=repr(value)))
-    bins: dict[int, float] = {}
-    for length, weight in pairs:
-        n, w = _number_or_none(length, integer=True), _number_or_none(weight)
-        if n is None or n < 1 or w is None or w <= 0:
-            raise PlanError("lengths", msg("error.plan.lengths_bin", length=str(length), weight=str(weight)))
-        n = min(int(n), seq_len)  # longer sequences are truncated to seq_len (the tokenizer's max_length)
-        bins[n] = bins.get(n, 0.0) + float(w)
-    return tuple(sorted(bins.items()))
-
-
-def lengths_text(lengths: str | tuple[tuple[int, float], ...]) -> str:
-    """``TrainPlan.lengths`` as the text the CLI and forms take back: "fixed", "packed", "padded" or "128:40,512:6.5"."""
-    if isinstance(lengths, str):
-        return lengths
-    return ",".join(f"{n}:{int(w) if float(w).is_integer() else repr(float(w))}" for n, w in lengths)
-
-
-def _number_or_none(value: Any, integer: bool = False) -> float | None:
-    """A finite number from a number or its text (a whole one when ``integer``), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = int(value) if integer else float(value)
-        except ValueError:
-            return None
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    if integer and float(value) != int(value):
-        return None
-    return value
 
 
 def even_groups(n: int) -> tuple[int, ...]:

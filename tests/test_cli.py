@@ -242,7 +242,7 @@ RUN_FLAGS = {"--plan", "--model", "--method", "--task", "--precision", "--optimi
              "--from", "--lengths", "--expandable-segments", "--lengths-from", "--lengths-tokenizer",
              "--eval-batch-size", "--eval-samples", "--eval-keep", "--eval-accum", "--mlm-predictions",
              "--packed-document-tokens", "--no-grad-clip", "--deterministic",
-             "--launch-blocking", "--tf32", "--weight-decay", "--sdpa-backend", "--input-require-grads",
+             "--launch-blocking", "--tf32", "--fp8-linear", "--weight-decay", "--sdpa-backend", "--input-require-grads",
              "--no-input-require-grads"}
 DATA_FLAGS = {"--dataset-tokens", "--dataset-bytes", "--compression-ratio", "--epochs", "--eval-fraction",
               "--checkpoint-every", "--checkpoints-kept"}

@@ -261,6 +261,7 @@ TECHNICAL = {
     "xGMI", "GeForce", "AdamW", "FLOPs", "PyTorch", "Python", "Hugging", "Face", "Trainer", "transformers",
     "torchtune", "torchtitan", "LLaMA-Factory", "safetensors", "cuBLAS", "cuDNN", "autocast", "RoPE", "loss", "nvidia-smi", "gpuwork",
     "attention",  # the plan field / config key (attention='eager'), like seq_len
+    "Transformer", "Engine", "Accelerate", "torchao",  # the FP8 libraries (NVIDIA Transformer Engine)
     # plan values as the user typed them (the CLI header repeats them)
     *(v.value for enum in (Method, Precision, Optimizer, Sharding, Attention, OptimizerImpl, Stack, Recompute)
       for v in enum),

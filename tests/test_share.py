@@ -40,8 +40,9 @@ def test_every_field_of_the_test_plan_differs_from_the_default() -> None:
     # packed rows, not this plan's histogram (tests/test_packed_documents.py shares one); fsdp_wrap needs torch
     # FSDP, which comm_overlap refuses (tests/test_fsdp_wrap.py round-trips it); zero_sync needs zero1 with the
     # default comm_overlap (tests/test_zero_sync.py round-trips it); sdpa_backend needs attention sdpa, not this
-    # plan's flash (tests/test_sdpa_backend.py round-trips it)
-    assert same == ["sdpa_backend", "offload_params", "packed_document_tokens", "fsdp_wrap", "zero_sync"]
+    # plan's flash (tests/test_sdpa_backend.py round-trips it); fp8_linear refuses adapters (tests/test_fp8.py
+    # round-trips it)
+    assert same == ["sdpa_backend", "offload_params", "packed_document_tokens", "fsdp_wrap", "fp8_linear", "zero_sync"]
 
 
 def test_plan_to_url_to_plan_is_the_identity_for_every_field() -> None:
@@ -50,7 +51,7 @@ def test_plan_to_url_to_plan_is_the_identity_for_every_field() -> None:
     assert plan_from_query("?" + query) == EVERY_FIELD  # as location.search gives it
     assert {k for k in re.findall(r"(?:^|&)([a-z_0-9]+)=", query)} == {
         f.name for f in fields(TrainPlan)} - {"offload_params", "packed_document_tokens", "fsdp_wrap", "zero_sync",
-                                             "sdpa_backend"}
+                                             "sdpa_backend", "fp8_linear"}
     # each field alone, too (where it is valid alone): a value never depends on another one in the link
     alone = 0
     for f in fields(TrainPlan):

@@ -296,6 +296,7 @@ def plan_arguments(parser: argparse.ArgumentParser, lang: str = "en") -> None:
     g.add_argument("--deterministic", action="store_true", default=None, help=say("deterministic"))
     g.add_argument("--launch-blocking", action="store_true", default=None, help=say("launch_blocking"))
     g.add_argument("--tf32", action="store_true", default=None, help=say("tf32"))
+    g.add_argument("--fp8-linear", action="store_true", default=None, help=say("fp8_linear"))
     g.add_argument("--expandable-segments", action="store_true", default=None, help=say("expandable_segments"))
     g.add_argument("--eval-batch-size", type=int, metavar="N", help=say("eval_batch_size"))
     g.add_argument("--eval-samples", type=int, metavar="N", help=say("eval_samples"))
@@ -313,7 +314,7 @@ _FLAG_FIELDS = ("model", "method", "task", "precision", "optimizer", "seq_len", 
                 "offload_optimizer", "offload_params", "optimizer_impl", "stack", "lengths", "expandable_segments",
                 "eval_batch_size", "eval_samples", "eval_keep", "eval_accum", "mlm_predictions", "packed_document_tokens",
                 "comm_overlap", "grad_clip", "fsdp_wrap", "deterministic", "zero_sync",
-                "launch_blocking", "tf32", "weight_decay", "sdpa_backend", "input_require_grads", "recompute",
+                "launch_blocking", "tf32", "fp8_linear", "weight_decay", "sdpa_backend", "input_require_grads", "recompute",
                 "recompute_every")
 
 

@@ -412,9 +412,10 @@ def replayed(spec: ModelSpec, plan: TrainPlan) -> bool:
 def whole_step_known(spec: ModelSpec, plan: TrainPlan) -> bool:
     """Whether every large tensor of the plan's step is known to the replay: one GPU, the whole model trained
     (full, scratch) by torch AdamW, one micro-batch of one fixed shape per step, a dense model, nothing offloaded,
-    sharded, evaluated in the run or placed by expandable segments. Elsewhere ALLOCATOR_SLACK stays."""
+    sharded, evaluated in the run or placed by expandable segments, and no FP8 linears (their casts are not in
+    the replay). Elsewhere ALLOCATOR_SLACK stays."""
     hist = plan.length_histogram
-    return (plan.gpus == 1 and plan.sharding is Sharding.DDP and plan.method in (Method.FULL, Method.SCRATCH)
+    return (plan.gpus == 1 and not plan.fp8_linear and plan.sharding is Sharding.DDP and plan.method in (Method.FULL, Method.SCRATCH)
             and plan.optimizer is Optimizer.ADAMW and not plan.fp32_master_weights and plan.grad_accum == 1
             and spec.num_experts == 1 and not plan.offload_optimizer and not plan.offload_params
             and not plan.expandable_segments and plan.eval_batch_size is None and (hist is None or len(hist) <= 1))

@@ -43,7 +43,6 @@ from gpuwork.estimate.memory_dtypes import (
     memory_dtypes,
     plan_dtypes,
 )
-from gpuwork.estimate.memory_dtypes import peft_qlora_autocast as _peft_qlora_autocast
 from gpuwork.estimate.memory_stacks import chunked_logits_bytes as _chunked_logits_bytes
 from gpuwork.estimate.memory_stacks import (
     flat_unit_gradients,
@@ -67,6 +66,7 @@ from gpuwork.estimate.model_states import (
     unsharded_quant_state,
 )
 from gpuwork.estimate.recompute import check_traced_recompute, policy_kept_bytes
+from gpuwork.estimate.weight_copies import autocast_copies, autocast_head_copy
 from gpuwork.facts.block_profiles import matching_profile
 from gpuwork.facts.rates import MOE_EXPERTS, StackProfile, with_stack_input_grads
 from gpuwork.facts.spec import Linear, ModelSpec, ParamCounts, count_params, lora_target_linears
@@ -170,6 +170,9 @@ def _consumer_saved(x_elems: int, x_bytes: int, consumers: list[Linear], trainab
     """
     saved = 0
     x_saved = already_saved
+    if trainable and consumers and plan.fp8_linear:
+        # each FP8 linear keeps its own FP8 (1-byte) transposed input for the weight gradient (docs/fp8.md)
+        return x_elems * len(consumers)
     if trainable and consumers and not x_saved:
         if dt.autocast:
             saved += 2 * x_elems * len(consumers)  # each autocast linear saves its own 16-bit cast
@@ -355,7 +358,8 @@ def _activations(spec: ModelSpec, plan: TrainPlan, dt: Dtypes, stack: StackProfi
             # router logits + softmax (fp32) and the top-k routing weights
             mlp_core += 4 * 2 * spec.num_experts + 4 * k_exp
             hidden_consumers = [lin for lin in spec.block_linears if lin.experts > 1 and "down" in lin.name]
-            mlp_hidden = (e * inter * k_exp) if (trainable and hidden_consumers) else 0
+            x_b = 1 if plan.fp8_linear else e  # an FP8 expert linear keeps its input in FP8
+            mlp_hidden = (x_b * inter * k_exp) if (trainable and hidden_consumers) else 0
         else:
             mlp_hidden = _consumer_saved(inter, e, groups["mlp_hidden"], trainable, lora, plan, dt)
         if "mlp" in fused_here:
@@ -581,27 +585,6 @@ def _saved_activations(spec: ModelSpec, plan: TrainPlan, act: _Activations, prof
     saving = gradient_blocks if plan.method is Method.FREEZE and gradient_blocks < spec.num_layers else None
     return _Saved(trained_layers, activations, shared, recompute, logits, logits_chunk, act.held * head_rows,
                   offloaded, head_rows, block_input, saving, policy_kept, plain_block, plain_above)
-
-
-def _autocast_copies(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts) -> int:
-    """Bytes of the 16-bit copies autocast caches of the trained linear weights (0 outside mixed precision)."""
-    if not plan.precision.is_mixed or plan.uses_adapters or fsdp_16bit_compute(plan):
-        return 0
-    if plan.sharding.shards_params:
-        return 2 * plan.precision.compute_bytes * spec.params_largest_module
-    linear_params = sum(lin.count * lin.params for lin in spec.linears)
-    return 2 * linear_params * counts.trainable // max(counts.base, 1)
-
-
-def _autocast_head_copy(spec: ModelSpec, plan: TrainPlan, profile: StackProfile | None) -> int:
-    """Mixed-precision QLoRA: autocast casts the frozen fp32 lm_head weight to 16 bit for F.linear, and the matmul
-    keeps that copy for the input gradient from the head's forward to its backward (none where a fused linear
-    cross-entropy takes the weight itself)."""
-    if not _peft_qlora_autocast(plan, profile) or spec.task is not Task.CAUSAL_LM:
-        return 0
-    if profile is not None and profile.loss_kernel == "chunked":
-        return 0
-    return 2 * spec.vocab_size * spec.hidden_size
 
 
 def _per_gpu_optimizer_temporary(spec: ModelSpec, plan: TrainPlan, counts: ParamCounts,
@@ -835,8 +818,8 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # Mixed precision: autocast caches a 16-bit copy of every trained linear weight for the
     # forward and the matmuls keep it for backward (torch autocast weight cache; HF docs count
     # 18 B/param for mixed-precision AdamW).
-    autocast_copies = _autocast_copies(spec, plan, counts)
-    head_copy = _autocast_head_copy(spec, plan, profile)  # alive until the head's backward
+    weight_copies = autocast_copies(spec, plan, counts)
+    head_copy = autocast_head_copy(spec, plan, profile)  # alive until the head's backward
     grads, grads_during_fwd = flat_unit_gradients(spec, plan, counts, profile) or (  # Lit-GPT's FSDP1 units [M5]
         grads, grads if plan.grad_accum > 1 or gradients_from_start(plan) else 0)
 
@@ -853,7 +836,7 @@ def estimate_memory(plan: TrainPlan, spec: ModelSpec, stack: StackProfile | None
     # Each moment of the step as named terms; the peak's terms are the breakdown.
     gather = _gathered(spec, plan, counts, pb, trained_layers)
     base_terms = {"weights": weights, "optimizer_states": opt}
-    moments = _moments(act, saved, (grads, grads_during_fwd, g_head, g_block), (autocast_copies, head_copy),
+    moments = _moments(act, saved, (grads, grads_during_fwd, g_head, g_block), (weight_copies, head_copy),
                        (block_transient, opt_temp))
     # DeepSpeed ZeRO's reduce bucket, fp32 gradient copies and master clone (gpuwork.estimate.deepspeed_memory)
     zero = zero_buffers(plan, counts.trainable, pb, grads, opt_temp)

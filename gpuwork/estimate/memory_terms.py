@@ -21,7 +21,7 @@ TERM_LABELS = {
     "allocator_segments": "allocator cache (reserved, unused; whole steps replayed: a hand-written model, its "
                           "tensors known one by one)",
     "paged_optimizer_states": "paged optimizer states (unified memory)",
-    "autocast_weight_copies": "autocast 16-bit weight copies",
+    "autocast_weight_copies": "weight copies (autocast 16-bit, FP8 linears)",
     "cuda_context": "CUDA context and kernels",
     "stream_pools": "FSDP all-gather / reduce-scatter stream caches (reserved)",
     "eval_forward": "evaluation batch (forward, no grad)",
@@ -46,7 +46,8 @@ SOURCES = {
                        "stack uses them",
     "autocast_weight_copies": "16-bit copies of trained weights cached by autocast for forward and "
                               "backward, and of mixed-precision QLoRA's fp32 lm_head weight until the head's "
-                              "backward (mixed precision only)",
+                              "backward (mixed precision only); under FP8 linears each block linear's FP8 weight "
+                              "and its transpose (Transformer Engine's cast-transpose, docs/fp8.md)",
     "temporaries": "optimizer-step temporaries (torch foreach AdamW: one state-sized buffer) or backward "
                    "intermediates (measured with gpuwork trace)",
     "sharding_buffers": "DDP gradient buckets; FSDP/ZeRO-3 gathered units (ZeRO, FSDP docs); DeepSpeed ZeRO's "

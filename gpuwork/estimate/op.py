@@ -74,3 +74,31 @@ class Op:
     # L2, each priced at the GPU's measured L2 copy rate for that working set (estimate.l2_reuse)
     l2_reads: tuple[tuple[float, float], ...] = ()
     backward_l2_reads: tuple[tuple[float, float], ...] = ()  # the ELEMENTWISE backward's own
+
+
+class MoeExperts(StrEnum):
+    """How a MoE block runs its experts (stacks.csv ``moe_experts``, or the run's transformers version)."""
+
+    FUSED = "fused"  # today's transformers / frameworks: fused expert tensors, one GEMM per expert and matrix
+    LOOP = "loop"  # transformers 4.x MixtralSparseMoeBlock: a Python loop over nn.Linear experts
+
+
+@dataclass(frozen=True)
+class StackKernels:
+    """Which eager chains a stack runs as single fused kernels (facts.rates reads stacks.csv)."""
+
+    fused_norm: bool = False  # RMSNorm / LayerNorm: one kernel forward, one backward
+    fused_rope: bool = False  # rotary embedding of q and k: one kernel
+    fused_mlp_activation: bool = False  # SiLU(gate) * up (SwiGLU) / GELU: one kernel
+    fused_cross_entropy: bool = False  # output layer + loss in chunks, full logits never stored
+    fused_lora: bool = False  # adapter matmuls, scaling and add fused (no casts, no extra adds)
+    fuse_elementwise: bool = False  # a compiler fuses every element-wise chain between matmuls
+    adapters_fp32: bool = True  # LoRA weights fp32 on a 16-bit base (peft autocast_adapter_dtype=True)
+    # apex amp O2 casts the model to 16 bits: a mixed plan's stream, mask and softmax chain are 16-bit, no autocast
+    model_16bit: bool = False
+    sdpa_padding_mask: bool = False  # SDPA gets the batch's padding mask (transformers' models)
+    torch_gelu: bool = False  # every GELU is torch's F.gelu, one kernel, whatever the config names (Lit-GPT)
+    loss_logits_dtype: bool = False  # a plain loop's F.cross_entropy on 16-bit logits: no fp32 upcast ([M7])
+    moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
+    # checkpointing hooks the embeddings' output: freeze's backward crosses the frozen blocks unless the plan says
+    embeddings_hooked: bool = False

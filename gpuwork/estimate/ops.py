@@ -29,7 +29,6 @@ import functools
 import math
 import operator
 from dataclasses import dataclass, field, fields, replace
-from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwork.estimate.composite_ops import (
@@ -52,12 +51,20 @@ from gpuwork.estimate.l2_reuse import (
     softmax_l2,
 )
 from gpuwork.estimate.linear_groups import block_groups
-from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, fsdp_param_dtype, plan_dtypes
+from gpuwork.estimate.linear_ops import (
+    Elementwise,
+    GemmShape,
+    LinearPass,
+    LinearShape,
+    gemm_op,
+    linear_forward,
+    mem_op,
+)
+from gpuwork.estimate.memory_dtypes import fsdp_16bit_compute, plan_dtypes
 from gpuwork.estimate.memory_stacks import masked_sdpa
 from gpuwork.estimate.mlm_head import HeadWidths, mlm_head_rows
-from gpuwork.estimate.op import Backward, Kind, Op, Phase
+from gpuwork.estimate.op import Backward, Kind, MoeExperts, Op, Phase, StackKernels
 from gpuwork.estimate.optimizer_ops import optimizer_ops, param_tensors
-from gpuwork.estimate.quant import dequant_4bit_chain
 from gpuwork.estimate.recompute import EAGER_MATMULS, FUSED_KERNEL, fused_attention, kept_op_names
 from gpuwork.estimate.sdpa_backend import op_kernel
 from gpuwork.facts.hashed import HashedTuple
@@ -69,81 +76,6 @@ from gpuwork.facts.spec import (
     quantized_linears,
 )
 from gpuwork.plan import Method, Precision, Recompute, Task, TrainPlan
-
-
-class MoeExperts(StrEnum):
-    """How a MoE block runs its experts (stacks.csv ``moe_experts``, or the run's transformers version)."""
-
-    FUSED = "fused"  # today's transformers / frameworks: fused expert tensors, one GEMM per expert and matrix
-    LOOP = "loop"  # transformers 4.x MixtralSparseMoeBlock: a Python loop over nn.Linear experts
-
-
-@dataclass(frozen=True)
-class StackKernels:
-    """Which eager chains a stack runs as single fused kernels (facts.rates reads stacks.csv)."""
-
-    fused_norm: bool = False  # RMSNorm / LayerNorm: one kernel forward, one backward
-    fused_rope: bool = False  # rotary embedding of q and k: one kernel
-    fused_mlp_activation: bool = False  # SiLU(gate) * up (SwiGLU) / GELU: one kernel
-    fused_cross_entropy: bool = False  # output layer + loss in chunks, full logits never stored
-    fused_lora: bool = False  # adapter matmuls, scaling and add fused (no casts, no extra adds)
-    fuse_elementwise: bool = False  # a compiler fuses every element-wise chain between matmuls
-    adapters_fp32: bool = True  # LoRA weights fp32 on a 16-bit base (peft autocast_adapter_dtype=True)
-    # apex amp O2 casts the model to 16 bits: a mixed plan's stream, mask and softmax chain are 16-bit, no autocast
-    model_16bit: bool = False
-    sdpa_padding_mask: bool = False  # SDPA gets the batch's padding mask (transformers' models)
-    torch_gelu: bool = False  # every GELU is torch's F.gelu, one kernel, whatever the config names (Lit-GPT)
-    loss_logits_dtype: bool = False  # a plain loop's F.cross_entropy on 16-bit logits: no fp32 upcast ([M7])
-    moe_experts: MoeExperts = MoeExperts.FUSED  # how MoE experts run (see MoeExperts)
-    # checkpointing hooks the embeddings' output: freeze's backward crosses the frozen blocks unless the plan says
-    embeddings_hooked: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class GemmShape:
-    """One GEMM of a linear layer, ``C[m, n] = A[m, k] @ B[k, n]``: its sizes, the dtype it runs in and the bytes
-    per element of A (the input), C (the output) and B (the weight)."""
-
-    m: int
-    n: int
-    k: int
-    dtype: str  # "bf16" | "fp16" | "fp32"
-    in_bytes: float
-    out_bytes: float
-    w_bytes: float
-
-
-def _gemm(name: str, phase: Phase, shape: GemmShape, count: int, trains: bool) -> Op:
-    """C[m, n] = A[m, k] @ B[k, n]: 2mnk FLOPs; reads A and B, writes C."""
-    m, n, k = shape.m, shape.n, shape.k
-    return Op(name, Kind.MATMUL, phase, 2.0 * m * n * k,
-              float(shape.in_bytes * m * k + shape.w_bytes * k * n + shape.out_bytes * m * n), 1, count, shape.dtype,
-              m, n, backward=Backward.BOTH_GRADS if trains else Backward.INPUT_GRAD)
-
-
-class _Elementwise(NamedTuple):
-    """The backward of an element-wise op: its bytes as a multiple of the forward's, its kernels (-1: as many as
-    the forward) and the share of its bytes that stream strided."""
-
-    factor: float = 2.0
-    launches: int = -1
-    strided: float = -1.0  # the share of its bytes moved by unvectorised kernels (-1: as the forward's)
-
-
-_ELEMENTWISE = _Elementwise()
-
-
-def _mem(name: str, phase: Phase, elements: float, bytes_per_element: float, launches: int, count: int,
-         backward: Backward | _Elementwise = _ELEMENTWISE, strided: float = 0.0) -> Op:
-    """An element-wise (memory-bound) op; its backward reads the saved input and the incoming gradient and
-    writes a gradient (twice the forward's bytes) unless ``backward`` says otherwise. ``strided``: the share of its
-    bytes moved by kernels torch cannot vectorise (``Op.strided_share``)."""
-    if isinstance(backward, _Elementwise):
-        return Op(name, Kind.MEMORY, phase, 0.0, float(elements * bytes_per_element), launches, count,
-                  backward_factor=backward.factor, backward_launches=backward.launches, strided_share=strided,
-                  backward_strided_share=backward.strided)
-    return Op(name, Kind.MEMORY, phase, 0.0, float(elements * bytes_per_element), launches, count, backward=backward,
-              strided_share=strided)
 
 
 def matmul_dtype(plan: TrainPlan) -> str:
@@ -289,9 +221,9 @@ def _build(key: _StepKey) -> list[Op]:
     forward_ops, backward_ops = _blocks(_StepKey(tuple(unchecked), spec, key.stack, plan))
 
     # -- embedding and forward
-    ops = [_mem("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb)]
+    ops = [mem_op("embedding lookup", Phase.FORWARD, t * h, s_b + 8 / h, 1, mb)]
     if mb > 1:  # the Trainer divides each micro-batch's loss by the accumulation steps (and back in backward)
-        ops.append(_mem("loss / grad_accum", Phase.FORWARD, 1, 8, 1, mb))
+        ops.append(mem_op("loss / grad_accum", Phase.FORWARD, 1, 8, 1, mb))
     ops += forward_ops
     ops += _head_forward_backward(step)
 
@@ -311,7 +243,7 @@ def _build(key: _StepKey) -> list[Op]:
     ops = [o for o in ops if o.count > 0]
     if plan.method in (Method.FULL, Method.SCRATCH):
         # embedding_dense_backward: zero the table's gradient, scatter-add the token rows
-        ops.append(_mem("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
+        ops.append(mem_op("embedding backward", Phase.BACKWARD, spec.vocab_size * h + t * h, 4, 3, 1))
 
     # torch's deterministic mode: a fill of each natively allocated tensor (estimate.deterministic)
     ops += fill_rows(plan, spec, ops, key.stack, FillWidths(s_b, step.widths.e, _attention_bytes(step)))
@@ -351,7 +283,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
         for group in ("attn_in", "attn_out", "mlp_in", "mlp_hidden"):
             for lin in groups[group]:
                 x_b = s_b if group in ("attn_in", "mlp_in") else _attention_bytes(step) if group == "attn_out" else e
-                out += _linear_forward(linears, LinearShape(lin.name, lin.in_features, lin.out_features, x_b,
+                out += linear_forward(linears, LinearShape(lin.name, lin.in_features, lin.out_features, x_b,
                                                             quantized=lin.name in quant, adapted=lin.name in lora,
                                                             bias=lin.bias))
             if group == "attn_in":
@@ -370,7 +302,7 @@ def _blocks(key: _StepKey) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
         if not fuse:
             out.append(_residual_add(phase, t * h, s_b, c))
         if spec.hidden_dropout > 0:  # backward: one multiply by the saved mask per dropout
-            out.append(_mem("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward=_Elementwise(1.0)))
+            out.append(mem_op("dropout (residual)", phase, 2 * t * h, 2 * e + 1, 2, c, backward=Elementwise(1.0)))
         return tuple(o for o in out if o.count > 0 and (o.launches > 0 or o.flops > 0))
 
     forward_ops = forward(trained > 0)
@@ -406,15 +338,15 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
     spec, e, s_b = step.spec, step.widths.e, step.widths.s_b
     elements = step.tokens * spec.hidden_size
     if step.stack.fused_norm or step.fuse:
-        return [_mem(name, phase, elements, s_b + e, 1, count * norms)]
+        return [mem_op(name, phase, elements, s_b + e, 1, count * norms)]
     if spec.norm != "rms" and not composite_layer_norm(spec):
         # torch's native LayerNorm (layer_norm_kernel.cu): the forward reads each row twice (its moments, then the
         # output pass) and writes once; the input gradient kernel reads dy and x twice (two sums, then dx) and writes
         # dx; the weight and bias gradients, when they train, read dy and x once more in a second kernel
         forward = 2 * s_b + e
         backward = 2 * e + 3 * s_b + ((e + s_b) if weight_trains else 0)
-        return [_mem(name, phase, elements, forward, 1, count * norms,
-                     backward=_Elementwise(backward / forward, 2 if weight_trains else 1))]
+        return [mem_op(name, phase, elements, forward, 1, count * norms,
+                     backward=Elementwise(backward / forward, 2 if weight_trains else 1))]
     # a chain of kernels each way (estimate.l2_reuse): their bytes, launches, broadcast kernels (TensorIterator's
     # unvectorised path, Op.strided_share: x * rsqrt and weight * x, the gradient times the weight and the rsqrt,
     # mean's division of its expanded gradient) and the passes that stay in L2
@@ -426,134 +358,11 @@ def _norm_ops(step: _Step, name: str, phase: Phase, count: int, weight_trains: b
         l2, l2_back = layer_norm_l2(s_b, elements, weight_trains)
         name = f"{name} (composite)"
     forward_b, backward_b = chain_bytes(forward_k, width), chain_bytes(backward_k, width)
-    return [replace(_mem(name, phase, elements, forward_b, len(forward_k), count * norms,
-                         backward=_Elementwise(backward_b / forward_b, len(backward_k),
+    return [replace(mem_op(name, phase, elements, forward_b, len(forward_k), count * norms,
+                         backward=Elementwise(backward_b / forward_b, len(backward_k),
                                                broadcast_bytes(backward_k, width) / backward_b),
                          strided=broadcast_bytes(forward_k, width) / forward_b),
                     l2_reads=l2, backward_l2_reads=l2_back)]
-
-
-@dataclass(frozen=True)
-class LinearPass:
-    """What the linears of one pass over a block share (``_linear_forward``)."""
-
-    plan: TrainPlan
-    phase: Phase
-    count: int  # runs per optimizer step
-    rows: int  # tokens per run (the GEMM's m)
-    e: int  # bytes of the compute dtype
-    w_b: int  # bytes of a base weight as the GEMM reads it
-    mm: str  # the base GEMM's dtype
-    adapter_mm: str  # the LoRA GEMMs' dtype
-    a_b: int  # bytes of an adapter weight
-    stack: StackKernels
-    trains: bool  # the base weights get a gradient (full / freeze blocks)
-    autocast: bool = False  # eager torch.autocast runs the linears (no compiler folds their casts)
-
-
-@dataclass(frozen=True)
-class LinearShape:
-    """One linear of the pass: k inputs, n outputs, the bytes of its input activation."""
-
-    name: str
-    k: int
-    n: int
-    x_b: int
-    quantized: bool = False  # a 4-bit base weight (QLoRA)
-    adapted: bool = False  # carries a LoRA adapter
-    bias: bool = False
-
-
-def _linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
-    """A linear's forward: the base GEMM (with 4-bit dequantisation or autocast copies) and its LoRA
-    adapter.
-
-    Autocast casts per call (torch aten/src/ATen/autocast_mode.cpp ``cached_cast``): the fp32 weight and
-    bias are leaves that require grad, so each is cast once per autocast context and cached; an fp32
-    activation is not a leaf, so every linear reading it casts it again (q, k and v each cast the norm's
-    output), and the cast's backward converts the 16-bit input gradient back to fp32. A trained bias
-    gets its gradient from a reduction over the output gradient (autograd's sum_to of the broadcast
-    bias), one kernel beside the two GEMMs.
-    """
-    plan, phase, count, t, e, w_b, mm = lp.plan, lp.phase, lp.count, lp.rows, lp.e, lp.w_b, lp.mm
-    adapter_mm, a_b, st, trains, autocast = lp.adapter_mm, lp.a_b, lp.stack, lp.trains, lp.autocast
-    name, k, n, x_b, bias = lin.name, lin.k, lin.n, lin.x_b, lin.bias
-    casts_weight = trains and plan.precision.is_mixed and not fsdp_16bit_compute(plan)  # FSDP gathers 16-bit weights
-    out: list[Op] = []
-    if lin.quantized:
-        # bnb Linear4bit: cast x to the compute dtype, dequantize the 4-bit weight (absmax first with
-        # double quantisation), GEMM, cast the output back to the input dtype (MatMul4Bit.forward);
-        # the backward dequantizes again for the input gradient (MatMul4Bit.backward)
-        c = plan.precision.compute_bytes  # bnb_4bit_compute_dtype: the plan's 16-bit dtype
-        if x_b != c:
-            out.append(_mem(f"{name} cast to compute dtype", phase, t * k, x_b + c, 1, count))
-        per_weight, kernels = dequant_4bit_chain(c, plan.double_quant)
-        out.append(_mem(f"{name} dequantize 4-bit", phase, k * n, per_weight, kernels, count, backward=Backward.REPEAT))
-        out.append(_gemm(f"{name}", phase, GemmShape(t, n, k, mm, c, c, c), count, trains=False))
-        if x_b != c:
-            out.append(_mem(f"{name} cast back", phase, t * n, c + x_b, 1, count))
-    else:
-        if casts_weight:  # autocast copies each fp32 master weight (and bias) to 16 bits, once per forward
-            out.append(_mem(f"{name} weight cast (autocast)", phase, k * n + (n if bias else 0), 4 + w_b,
-                            1 + int(bias), count, backward=Backward.GRAD_CAST))
-        in_b = x_b
-        if autocast and x_b != e:  # an fp32 activation cast to 16 bits for this linear alone
-            out.append(_mem(f"{name} input cast (autocast)", phase, t * k, x_b + e, 1, count, backward=_Elementwise(1.0)))
-            in_b = e
-        gemm = _gemm(name, phase, GemmShape(t, n, k, mm, in_b, e, w_b), count, trains=trains)
-        if bias and trains:
-            gemm = replace(gemm, bias_bytes=float(t * n * e + n * 4))
-        out.append(gemm)
-    if lin.adapted:
-        r = plan.lora_r
-        if st.fused_lora:
-            out.append(_gemm(f"{name} LoRA A", phase, GemmShape(t, r, k, adapter_mm, e, e, a_b), count, trains=True))
-            out.append(_gemm(f"{name} LoRA B (+ scale, add)", phase, GemmShape(t, n, r, adapter_mm, e, e, a_b), count,
-                             trains=True))
-        else:
-            out += _peft_lora_branch(lp, lin, x_b if lin.quantized else e)
-    return out
-
-
-def _peft_lora_branch(lp: LinearPass, lin: LinearShape, r_b: int) -> list[Op]:
-    """peft's LoRA branch beside a base linear with input ``lin.x_b`` and result ``r_b`` bytes an element (peft
-    lora/layer.py and bnb.py; docs/time_misses.md#what-autocast-does-to-a-qlora-and-a-lora-layer). Each cast's
-    backward converts the gradient back; so does an add's to an operand of another dtype."""
-    phase, count, t, st = lp.phase, lp.count, lp.rows, lp.stack
-    name, k, n, x_b, r = lin.name, lin.k, lin.n, lin.x_b, lp.plan.lora_r
-    g_b = lp.a_b  # the dtype F.linear runs in: autocast's 16 bits, or the adapters' own
-    peft = st.adapters_fp32 and not st.fuse_elementwise  # peft's eager layer with its fp32 adapters
-    w_b = 4 if peft and not fsdp_param_dtype(lp.plan) else g_b  # the adapters' dtype as the layer sees it
-    if not peft:  # a stack's own adapters (or a compiler's kernels) on the compute dtype: casts only between dtypes
-        x_b = r_b = lp.e
-    out: list[Op] = []
-    if lin.quantized and peft:  # "defensively clone" the 4-bit result; the clone's backward launches nothing
-        out.append(_mem(f"{name} LoRA result clone", phase, t * n, 2 * r_b, 1, count, backward=Backward.NONE))
-    x1_b = x_b if lin.quantized and lp.autocast else w_b  # peft casts x to the adapters' dtype (4-bit: without autocast)
-    if x1_b != x_b:
-        out.append(_mem(f"{name} LoRA input cast", phase, t * k, x_b + x1_b, 1, count, backward=_Elementwise(1.0)))
-    if lp.plan.lora_dropout > 0:  # backward: one multiply by the saved mask
-        out.append(_mem(f"{name} LoRA dropout", phase, t * k, 2 * x1_b + 1, 1, count, backward=_Elementwise(1.0)))
-    if x1_b != g_b:  # autocast's 16-bit copy of the fp32 input
-        out.append(_mem(f"{name} LoRA input cast (autocast)", phase, t * k, x1_b + g_b, 1, count,
-                        backward=_Elementwise(1.0)))
-    out.append(_gemm(f"{name} LoRA A", phase, GemmShape(t, r, k, lp.adapter_mm, g_b, g_b, g_b), count, trains=True))
-    out.append(_gemm(f"{name} LoRA B", phase, GemmShape(t, n, r, lp.adapter_mm, g_b, g_b, g_b), count, trains=True))
-    # x scaling (in g_b), then the 4-bit layer without autocast casts the product to r_b before adding; otherwise
-    # result + product type-promotes to p and lora.Linear casts the sum back to r_b
-    cast_first = lin.quantized and not lp.autocast and g_b != r_b
-    a_b = r_b if cast_first else g_b  # the product as the add reads it
-    p = max(r_b, a_b)
-    cast_after = not lin.quantized and p != r_b
-    forward_bytes = 2 * g_b + ((g_b + r_b) if cast_first else 0) + (r_b + a_b + p) + ((p + r_b) if cast_after else 0)
-    # backward: the scaling's multiply, each cast's conversion back, the add's gradient to an operand of another dtype
-    backward_bytes = (2 * g_b + ((r_b + g_b) if cast_first else 0) + ((p + a_b) if p != a_b else 0)
-                      + (2 * (p + r_b) if cast_after else 0))
-    casts = int(cast_first) + int(cast_after)
-    back_launches = 1 + int(cast_first) + int(p != a_b) + 2 * int(cast_after)
-    out.append(_mem(f"{name} LoRA scale, add, cast", phase, t * n, forward_bytes, 2 + casts, count,
-                    backward=_Elementwise(backward_bytes / forward_bytes, back_launches)))
-    return out
 
 
 def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
@@ -567,7 +376,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
     out: list[Op] = []
     if spec.extras.get("position_embedding") == "rope":
         if st.fused_rope or fuse:
-            out.append(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 2 * e, 1, count))
+            out.append(mem_op("rotary (q, k)", phase, t * (q_dim + kv_dim), 2 * e, 1, count))
         else:
             # q * cos + rotate_half(q) * sin: neg, cat, mul, mul, add for q and for k. Backward per tensor
             # (derivatives.yaml): the gradient times cos and times sin (2 x 2e, each reading cos or sin, d
@@ -578,16 +387,16 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
             backward_bytes = 14 * e * t * (q_dim + kv_dim) + 4 * e * t * d
             # q and k are transposed views (batch, heads, seq, dim) and cos / sin broadcast over heads: strided kernels
             l2, l2_back = rotary_l2(e, t * q_dim, t * kv_dim)  # each tensor's chain: passes that stay in L2
-            out.append(replace(_mem("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
-                                    backward=_Elementwise(backward_bytes / forward_bytes, 14), strided=1.0),
+            out.append(replace(mem_op("rotary (q, k)", phase, t * (q_dim + kv_dim), 11 * e, 10, count,
+                                    backward=Elementwise(backward_bytes / forward_bytes, 14), strided=1.0),
                                l2_reads=l2, backward_l2_reads=l2_back))
     causal = not spec.is_encoder
     r = plan.attention_span  # packed documents: s / r attentions of r x r each, priced at length r
     full_flops = 4.0 * b * s * r * a * d  # Q·K^T and P·V over the whole s x r matrix
     dtype = attention_dtype(plan, step.widths.fp32_model)
     if e != (attn_b := _attention_bytes(step)):  # autocast, or transformers' flash path, casts fp32 q, k, v
-        out.append(_mem("attention input cast", phase, t * (q_dim + 2 * kv_dim), e + attn_b, 3, count,
-                        backward=_Elementwise(1.0)))
+        out.append(mem_op("attention input cast", phase, t * (q_dim + 2 * kv_dim), e + attn_b, 3, count,
+                        backward=Elementwise(1.0)))
         e = attn_b  # the kernel reads the 16-bit copies and writes a 16-bit output
     io = e * t * (2 * q_dim + 2 * kv_dim)  # read q, k, v; write the output
     if not fused_attention(plan):
@@ -595,7 +404,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
         # Llama-style), cast, dropout, P·V, then the output transpose copy
         scores = b * a * s * r
         if kv < a:
-            out.append(_mem("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
+            out.append(mem_op("attention repeat_kv", phase, t * 2 * q_dim, 2 * e, 2, count))
         out.append(Op(EAGER_MATMULS[0], Kind.ATTENTION, phase, full_flops / 2, float(e * (2 * t * q_dim + scores)), 1,
                       count, dtype, r, r, backward=Backward.BOTH_GRADS))
         chain = _fused_softmax_chain if fuse else _composite_softmax_chain if composite_softmax(spec) else \
@@ -615,7 +424,7 @@ def _attention_forward(step: _Step, phase: Phase, count: int) -> list[Op]:
                       count, dtype, r, d, attention_pass="fwd", causal=causal, mem_efficient=masked,
                       kernel=op_kernel(plan), backward=Backward.FUSED_ATTENTION))
     if not fuse:  # .transpose(1, 2).contiguous(): the clone's and the transpose's backward launch nothing
-        out.append(_mem("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
+        out.append(mem_op("attention output transpose", phase, t * q_dim, 2 * e, 1, count, backward=Backward.NONE))
     return out
 
 
@@ -658,16 +467,16 @@ def _eager_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, p
         soft = (e + e) + (e + probs) + (probs + probs) + ((probs + probs + 1) if dropout else 0) + (
             (probs + e) if cast else 0)
         launches = 3 + int(dropout) + int(cast)
-    return _mem("attention softmax chain", phase, scores, soft, launches, count)
+    return mem_op("attention softmax chain", phase, scores, soft, launches, count)
 
 
 def _composite_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, phase: Phase, count: int) -> Op:
     """A softmax written op by op (config ``softmax_impl: "composite"``, the CS336 staff model): scale, mask, max,
     subtract, exp, sum, divide, and under autocast the casts around exp and P·V (``composite_ops.softmax_chain_cost``)."""
     cost, (l2, l2_back) = softmax_chain_cost(e, autocast), softmax_l2(e, autocast, scores)
-    return replace(_mem("attention softmax chain (composite)", phase, scores, cost.forward_bytes,
+    return replace(mem_op("attention softmax chain (composite)", phase, scores, cost.forward_bytes,
                         cost.forward_launches, count,
-                        backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches)),
+                        backward=Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches)),
                    l2_reads=l2, backward_l2_reads=l2_back)
 
 
@@ -680,8 +489,8 @@ def _fused_softmax_chain(spec: ModelSpec, scores: int, e: int, autocast: bool, p
     dropout = spec.attention_dropout > 0
     forward = 2 * e + (1 if dropout else 0)
     backward = 3 * e + (1 if dropout else 0)
-    return _mem("attention softmax chain (fused)", phase, scores, forward, 1, count,
-                backward=_Elementwise(backward / forward, 1))
+    return mem_op("attention softmax chain (fused)", phase, scores, forward, 1, count,
+                backward=Elementwise(backward / forward, 1))
 
 
 def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter: int, e: int, fused: bool) -> list[Op]:
@@ -691,17 +500,17 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         return []  # counted with the experts (_moe_forward)
     if spec.mlp_gated:
         if fused:
-            return [_mem("MLP activation (gated, fused)", phase, elems, 3 * e, 1, count)]
+            return [mem_op("MLP activation (gated, fused)", phase, elems, 3 * e, 1, count)]
         # SiLU backward reads x and the gradient, writes one (1.5x); gate x up backward is two multiplies (2x)
-        act = _mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5))
+        act = mem_op("MLP activation", phase, elems, 2 * e, 1, count, backward=Elementwise(1.5))
         if composite_silu(spec):  # x * sigmoid(x) (config hidden_act_impl: "composite")
             cost, (l2, l2_back) = silu_cost(e), silu_l2(e, elems)
-            act = replace(_mem("MLP activation (SiLU, composite)", phase, elems, cost.forward_bytes,
+            act = replace(mem_op("MLP activation (SiLU, composite)", phase, elems, cost.forward_bytes,
                                cost.forward_launches, count,
-                               backward=_Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches)),
+                               backward=Elementwise(cost.backward_bytes / cost.forward_bytes, cost.backward_launches)),
                           l2_reads=l2, backward_l2_reads=l2_back)
         return [act,
-                _mem("MLP gate x up", phase, elems, 3 * e, 1, count, backward=_Elementwise(launches=2))]
+                mem_op("MLP gate x up", phase, elems, 3 * e, 1, count, backward=Elementwise(launches=2))]
     # gelu_pytorch_tanh (GELUTanh) and gelu (GELUActivation) call F.gelu: one kernel each way, as below; gelu_new
     # and gelu_fast write the tanh formula out in Python, one kernel per operator in eager mode (docs/kernels.md)
     if spec.activation in ("gelu_new", "gelu_fast") and not fused:
@@ -710,14 +519,14 @@ def _activation_forward(spec: ModelSpec, phase: Phase, count: int, t: int, inter
         # the gradient times c, times 0.044715 and times 0.5 (3 x 2e), pow's backward (x.pow(2), x 3, x gradient:
         # 2e + 2e + 3e), the three gradients reaching x summed (2 x 3e): 28e, 11 kernels (scalar adds pass through)
         forward_b = 8 * 2 * e + e
-        return [_mem("MLP activation (GELU, composite)", phase, elems, forward_b, 8, count,
-                     backward=_Elementwise(28 * e / forward_b, 11))]
-    return [_mem("MLP activation", phase, elems, 2 * e, 1, count, backward=_Elementwise(1.5))]
+        return [mem_op("MLP activation (GELU, composite)", phase, elems, forward_b, 8, count,
+                     backward=Elementwise(28 * e / forward_b, 11))]
+    return [mem_op("MLP activation", phase, elems, 2 * e, 1, count, backward=Elementwise(1.5))]
 
 
 def _residual_add(phase: Phase, elements: int, s_b: int, count: int) -> Op:
     """x + f(x): one kernel forward; its backward passes the gradient to both inputs without a kernel."""
-    return _mem("residual add", phase, elements, 3 * s_b, 1, count, backward=Backward.NONE)
+    return mem_op("residual add", phase, elements, 3 * s_b, 1, count, backward=Backward.NONE)
 
 
 def _gradient_sums(spec: ModelSpec, groups: dict[str, list[Linear]], lora: set[str], t: int, s_b: int, e: int, count: int) -> Op:
@@ -775,13 +584,13 @@ def _moe_forward(step: _Step, phase: Phase, count: int, trains: bool) -> list[Op
         return []
     n_exp, k_exp = spec.num_experts, spec.experts_per_token
     rows = max(1, math.ceil(t * k_exp / n_exp))
-    out = [_mem("router softmax, top-k, gather", phase, t * spec.hidden_size, 4 * e, 8, count)]
+    out = [mem_op("router softmax, top-k, gather", phase, t * spec.hidden_size, 4 * e, 8, count)]
     for lin in experts:
         shape = GemmShape(rows, lin.out_features, lin.in_features, mm, e, e,
                           2 if plan.method is Method.QLORA else w_b)
-        gemm = _gemm(f"expert {lin.short_name}", phase, shape, count * n_exp, trains=trains)
+        gemm = gemm_op(f"expert {lin.short_name}", phase, shape, count * n_exp, trains=trains)
         out.append(gemm)
-    out.append(_mem("expert activation, gate x up, index_add", phase, t * k_exp * spec.intermediate_size, 5 * e,
+    out.append(mem_op("expert activation, gate x up, index_add", phase, t * k_exp * spec.intermediate_size, 5 * e,
                     4 * n_exp, count))
     return out
 
@@ -806,7 +615,7 @@ def _moe_loop_forward(step: _Step, phase: Phase, count: int, trains: bool) -> li
 
     with ``expert_layer`` = w2(act_fn(w1(x)) * w3(x)) (MixtralBlockSparseTop2MLP). Each expert gets
     t x top_k / n_experts rows. Under QLoRA every expert linear is a bnb Linear4bit: input cast to the compute
-    dtype, dequantisation, GEMM, output cast back to the input dtype (``_linear_forward``), so the activation
+    dtype, dequantisation, GEMM, output cast back to the input dtype (``linear_forward``), so the activation
     and the product run in the stream's dtype.
     """
     spec, plan, t = step.spec, step.plan, step.tokens
@@ -825,30 +634,30 @@ def _moe_loop_forward(step: _Step, phase: Phase, count: int, trains: bool) -> li
                               autocast=step.eager_autocast)
 
     def linear(name: str, k: int, n: int, x_b: int) -> list[Op]:
-        return _linear_forward(experts_pass, LinearShape(name, k, n, x_b, quantized=quantized))
+        return linear_forward(experts_pass, LinearShape(name, k, n, x_b, quantized=quantized))
 
-    out = [_mem("router softmax, top-k, gather", phase, t * h, 4 * e, 8, count),
-           _mem("expert output zeros, one-hot mask", phase, t * h, s_b, 2, count, backward=Backward.NONE)]
+    out = [mem_op("router softmax, top-k, gather", phase, t * h, 4 * e, 8, count),
+           mem_op("expert output zeros, one-hot mask", phase, t * h, s_b, 2, count, backward=Backward.NONE)]
     out.append(Op("expert token selection (torch.where, waits for the GPU)", Kind.MEMORY, phase, 0.0,
                   float(t * k_exp * 8 + rows * 16), _NONZERO_LAUNCHES, c, backward=Backward.NONE, host_sync=True))
     # backward: a zero-filled gradient of the whole input, the sorted scatter-add of the rows, and autograd's
     # add of this expert's input gradient to the others' (3 passes over t x h)
     gather_b = 2.0 * rows * h * s_b
-    out.append(_mem("expert input gather", phase, rows * h, 2 * s_b, 1, c,
-                    backward=_Elementwise((t * h * s_b + 3 * rows * h * s_b + 3 * t * h * s_b) / gather_b,
+    out.append(mem_op("expert input gather", phase, rows * h, 2 * s_b, 1, c,
+                    backward=Elementwise((t * h * s_b + 3 * rows * h * s_b + 3 * t * h * s_b) / gather_b,
                                           _INDEX_PUT_SORTED_LAUNCHES + 1)))
     out += linear("expert w1", h, f, s_b)
     out += linear("expert w3", h, f, s_b)
     # SiLU backward reads x and the gradient, writes one; the product's backward is two multiplies
-    out.append(_mem("expert SiLU", phase, rows * f, 2 * y_b, 1, c, backward=_Elementwise(1.5)))
-    out.append(_mem("expert SiLU x w3", phase, rows * f, 3 * y_b, 1, c, backward=_Elementwise(launches=2)))
+    out.append(mem_op("expert SiLU", phase, rows * f, 2 * y_b, 1, c, backward=Elementwise(1.5)))
+    out.append(mem_op("expert SiLU x w3", phase, rows * f, 3 * y_b, 1, c, backward=Elementwise(launches=2)))
     out += linear("expert w2", f, h, y_b)
     # routing_weights[top_x, idx, None] (an index kernel) times the output; backward: the gradient times the
     # weights, the gradient times the output summed per row (the weights' gradient) and its sorted scatter
-    out.append(_mem("expert routing-weight multiply", phase, rows * h, y_b + s_b, 2, c,
-                    backward=_Elementwise(launches=3 + _INDEX_PUT_SORTED_LAUNCHES)))
+    out.append(mem_op("expert routing-weight multiply", phase, rows * h, y_b + s_b, 2, c,
+                    backward=Elementwise(launches=3 + _INDEX_PUT_SORTED_LAUNCHES)))
     # index_add_ reads the rows and updates the output rows in place; backward: index_select of the gradient
-    out.append(_mem("expert index_add", phase, rows * h, 3 * s_b, 1, c, backward=_Elementwise(2 / 3, 1)))
+    out.append(mem_op("expert index_add", phase, rows * h, 3 * s_b, 1, c, backward=Elementwise(2 / 3, 1)))
     return out
 
 
@@ -865,8 +674,8 @@ def _head_forward_backward(step: _Step) -> list[Op]:
         trains = True  # a classification head trains in every method
     elif spec.task is Task.MASKED_LM and plan.mlm_predictions:  # BERT scripts: gather the masked rows first
         vocab, rows = spec.vocab_size, plan.batch_size * min(plan.mlm_predictions, plan.seq_len)
-        out.append(_mem("masked positions gather", Phase.FORWARD, rows * h, 2 * e, 1, mb))
-        out.append(_mem("masked positions gather backward (zeros, scatter)", Phase.BACKWARD, t * h + 2 * rows * h,
+        out.append(mem_op("masked positions gather", Phase.FORWARD, rows * h, 2 * e, 1, mb))
+        out.append(mem_op("masked positions gather backward (zeros, scatter)", Phase.BACKWARD, t * h + 2 * rows * h,
                         e, 2, mb))
     else:
         vocab, rows = spec.vocab_size, t
@@ -884,31 +693,31 @@ def _head_forward_backward(step: _Step) -> list[Op]:
     if fused_loss:
         # Liger's fused linear cross-entropy: chunked logits, gradient computed in the forward
         fwd = Phase.FORWARD
-        out.append(_gemm("output layer (fused with loss)", fwd, GemmShape(rows, vocab, h, mm, e, e, w_b), mb, False))
-        out.append(_gemm("output layer input gradient", fwd, GemmShape(rows, h, vocab, mm, e, e, w_b), mb, False))
+        out.append(gemm_op("output layer (fused with loss)", fwd, GemmShape(rows, vocab, h, mm, e, e, w_b), mb, False))
+        out.append(gemm_op("output layer input gradient", fwd, GemmShape(rows, h, vocab, mm, e, e, w_b), mb, False))
         if trains:
-            out.append(_gemm("output layer weight gradient", fwd, GemmShape(h, vocab, rows, mm, e, 4, e), mb, False))
+            out.append(gemm_op("output layer weight gradient", fwd, GemmShape(h, vocab, rows, mm, e, 4, e), mb, False))
         chunks = max(1, math.ceil(rows * vocab / (rows * h)))  # liger chunks rows so a chunk's logits ~ its input
-        out.append(_mem("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
+        out.append(mem_op("loss (chunked softmax)", Phase.FORWARD, rows * vocab, 2 * 4, 3 * chunks, mb))
         return out
-    out.append(_gemm("output layer", Phase.FORWARD, GemmShape(rows, vocab, h, mm, e, out_b, w_b), mb, trains=False))
+    out.append(gemm_op("output layer", Phase.FORWARD, GemmShape(rows, vocab, h, mm, e, out_b, w_b), mb, trains=False))
     # autocast: cross_entropy in fp32; causal LMs: ForCausalLMLoss's upcast, unless the loop takes the logits as they are
     native = st.loss_logits_dtype and not plan.precision.is_mixed
     loss_b = 4 if (spec.task is Task.CAUSAL_LM and not native) or step.eager_autocast else out_b
     if loss_b != out_b:
-        out.append(_mem("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
+        out.append(mem_op("logits to fp32", Phase.FORWARD, rows * vocab, out_b + loss_b, 1, mb))
     reads = 1 if step.fuse else softmax_row_reads(vocab, loss_b)  # a compiler's or framework's loss reads the row once
-    out.append(_mem("log_softmax + nll", Phase.FORWARD, rows * vocab, (reads + 1) * loss_b, 2, mb))
+    out.append(mem_op("log_softmax + nll", Phase.FORWARD, rows * vocab, (reads + 1) * loss_b, 2, mb))
     # nll_loss backward zero-fills the log-probabilities' gradient; log_softmax backward reads it (twice on the
     # multi-pass path: a row sum, then the epilogue) and the saved output, and writes the logits' gradient
     backward_b = loss_b + (min(reads, 2) + 1 + 1) * loss_b
-    out.append(_mem("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, backward_b, 3, mb))
+    out.append(mem_op("loss backward (nll, log_softmax)", Phase.BACKWARD, rows * vocab, backward_b, 3, mb))
     if loss_b != out_b:
-        out.append(_mem("logits gradient cast", Phase.BACKWARD, rows * vocab, out_b + loss_b, 1, mb))
-    out.append(_gemm("output layer input gradient", Phase.BACKWARD, GemmShape(rows, h, vocab, mm, out_b, e, w_b), mb,
+        out.append(mem_op("logits gradient cast", Phase.BACKWARD, rows * vocab, out_b + loss_b, 1, mb))
+    out.append(gemm_op("output layer input gradient", Phase.BACKWARD, GemmShape(rows, h, vocab, mm, out_b, e, w_b), mb,
                      trains=False))
     if trains:
-        out.append(_gemm("output layer weight gradient", Phase.BACKWARD, GemmShape(h, vocab, rows, mm, e, w_b, out_b),
+        out.append(gemm_op("output layer weight gradient", Phase.BACKWARD, GemmShape(h, vocab, rows, mm, e, w_b, out_b),
                          mb, trains=False))
     hw = HeadWidths(e, step.widths.s_b, w_b, out_b, mm, step.eager_autocast, plan.precision.is_mixed and not fsdp_16bit_compute(plan))
     out += mlm_head_rows(spec, rows, vocab, hw, trains, mb)
@@ -941,12 +750,12 @@ def _head_autocast_casts(step: _Step, rows: int, vocab: int, trains: bool, input
     plan, h, mb, s_b = step.plan, step.spec.hidden_size, step.plan.grad_accum, step.widths.s_b
     out: list[Op] = []
     if inputs and s_b != 2 and step.spec.task is not Task.SEQ_CLS:
-        out.append(_mem("output layer input cast (autocast)", Phase.FORWARD, rows * h, s_b + 2, 1, mb))
-        out.append(_mem("output layer input gradient cast", Phase.BACKWARD, rows * h, 2 + s_b, 1, mb))
+        out.append(mem_op("output layer input cast (autocast)", Phase.FORWARD, rows * h, s_b + 2, 1, mb))
+        out.append(mem_op("output layer input gradient cast", Phase.BACKWARD, rows * h, 2 + s_b, 1, mb))
     if plan.kbit_upcast if plan.method is Method.QLORA else not plan.uses_adapters:
-        out.append(_mem("output layer weight cast (autocast)", Phase.FORWARD, vocab * h, 4 + 2, 1, mb))
+        out.append(mem_op("output layer weight cast (autocast)", Phase.FORWARD, vocab * h, 4 + 2, 1, mb))
         if trains:
-            out.append(_mem("output layer weight gradient cast", Phase.BACKWARD, vocab * h, 2 + 4, 1, mb))
+            out.append(mem_op("output layer weight gradient cast", Phase.BACKWARD, vocab * h, 2 + 4, 1, mb))
     return out
 
 

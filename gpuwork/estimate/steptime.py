@@ -185,6 +185,18 @@ def tf32_rates(gpu: GpuSpec, device: DeviceRates) -> tuple[float, float] | None:
     return peak, device.matmul_flops["bf16"] * peak / gpu.bf16_dense_flops
 
 
+def fp8_rates(gpu: GpuSpec, device: DeviceRates) -> tuple[float, float] | None:
+    """(dense FP8 peak, the rate its GEMMs run at back to back) in FLOP/s, or None for a GPU without FP8 tensor cores
+    (gpus.csv fp8_dense_tflops empty). Where rates.csv has an fp8 row its rate; otherwise the 16-bit rate a step's
+    GEMMs hold (``DeviceRates.gemm_flops``) at the same share of the FP8 peak: an FP8 MMA runs twice the k-depth
+    of a BF16 one through the same tensor cores and CTA tiles (docs/fp8.md)."""
+    peak = gpu.fp8_dense_flops
+    if peak is None:
+        return None
+    flops = device.gemm_flops
+    return peak, flops.get("fp8", flops["bf16"] * peak / gpu.bf16_dense_flops)
+
+
 def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> float:
     """Seconds of a MATMUL op's GEMMs by their shape (``estimate.gemm``): k = FLOPs / (2 m n) per GEMM; a backward
     op's input gradient is m x k over n and its weight gradient k x n over m. Dtype "tf32": an fp32 GEMM on the
@@ -196,9 +208,9 @@ def gemm_seconds(op: Op, gpu: GpuSpec, device: DeviceRates, rates: Rates) -> flo
 def _device_gemm_kernels(gpu: GpuSpec, device: DeviceRates, rates: Rates, dtype: str) -> GemmKernels:
     """What ``gemm_choice`` reads for one dtype on one GPU: its datasheet peak and the most its GEMMs run at (the
     rate held back to back where measured, ``DeviceRates.gemm_flops``; TF32 by ``tf32_rates``)."""
-    tf32 = tf32_rates(gpu, device) if dtype == "tf32" else None
-    if tf32 is not None:
-        peak, achievable = tf32
+    special = tf32_rates(gpu, device) if dtype == "tf32" else fp8_rates(gpu, device) if dtype == "fp8" else None
+    if special is not None:
+        peak, achievable = special
     else:
         plain = "fp32" if dtype == "tf32" else dtype
         gemm_flops = device.gemm_flops
@@ -230,7 +242,7 @@ def _gemm_kernels(dtype: str, peak: float, achievable: float, sm_count: int, bw:
     16-bit ones (docs/gemm_tf32.md)."""
     fixed = TF32_FIXED_COST_FACTOR if dtype == "tf32" else 1.0
     simt = dtype == "fp32"  # SGEMM on the FP32 units: its largest tile reaches the measured rate (tiles_peak)
-    return GemmKernels(4 if dtype in ("fp32", "tf32") else 2, tiles_peak(peak, achievable, gemm.tiles, simt=simt),
+    return GemmKernels(4 if dtype in ("fp32", "tf32") else 1 if dtype == "fp8" else 2, tiles_peak(peak, achievable, gemm.tiles, simt=simt),
                        achievable, sm_count, bw, gemm.tiles,
                        _kernel_fact(gemm.latency_us, "gemm_latency_us") * 1e-6 * fixed,
                        _kernel_fact(gemm.tile_overhead_us, "gemm_tile_overhead_us") * 1e-6 * fixed,
@@ -368,6 +380,7 @@ class _PriceFacts(NamedTuple):
     l2_steps: tuple[tuple[float, float], ...] = ()
     # torch's SDPA tries cuDNN's attention first on this GPU (estimate.sdpa_backend.cudnn_first)
     cudnn_first: bool = False
+    fp8_peak: float = 0.0  # dense FP8 peak FLOP/s (TrainPlan.fp8_linear's GEMMs); 0: no FP8 tensor cores
 
 
 _PHASES = tuple(Phase)
@@ -388,9 +401,12 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
     fwd_key, bwd_key = f"flash_attn_fwd_fraction_{family}", f"flash_attn_bwd_fraction_{family}"
     basis, kernel_basis = device.basis, rates.kernel_basis
     tf32_rate = tf32_rates(gpu, device) if tf32 else None
+    fp8_rate = fp8_rates(gpu, device)
     matmul = device.gemm_flops  # a step's GEMMs run back to back: the sustained rate where measured
     if tf32_rate is not None:
         matmul["tf32"] = tf32_rate[1]
+    if fp8_rate is not None:
+        matmul["fp8"] = fp8_rate[1]
     return _PriceFacts(
         host_s,
         0.0 if synchronous else rates.kernel("launch_overhead_graph_us") * 1e-6,
@@ -417,6 +433,7 @@ def _price_facts(gpu: GpuSpec, device: DeviceRates, rates: Rates, profile: Stack
         tf32_rate[0] if tf32_rate is not None else 0.0,
         () if synchronous else device.l2_copy,
         cudnn_first(gpu),
+        fp8_rate[0] if fp8_rate is not None else 0.0,
     )
 
 
@@ -722,9 +739,11 @@ def _row_memo(facts: _PriceFacts) -> dict[_OpRow, tuple[float, float, float]]:
 
 def _facts_gemm_kernels(facts: _PriceFacts, dtype: str, matmul: dict[str, float]) -> GemmKernels:
     bf16_peak, fp16_peak, fp32_peak = facts.peaks
-    peak = {"fp32": fp32_peak, "fp16": fp16_peak, "tf32": facts.tf32_peak}.get(dtype, bf16_peak)
+    peak = {"fp32": fp32_peak, "fp16": fp16_peak, "tf32": facts.tf32_peak, "fp8": facts.fp8_peak}.get(dtype, bf16_peak)
+    if not peak:  # an fp8 GEMM on a GPU without FP8 (timing warns): the 16-bit kernels
+        dtype, peak = "bf16", bf16_peak
     return _gemm_kernels(dtype, peak, matmul.get(dtype, matmul["bf16"]), facts.sm_count, facts.bw, facts.gemm)
 
 
 __all__ = ["LAUNCH_OVERHEAD", "StepPrice", "attention_family", "attention_fraction", "kernel_families", "curve_fraction", "gemm_flops_s", "gemm_seconds", "host_us_per_kernel",
-           "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "tf32_rates", "wave_efficiency"]
+           "memory_kernel_s", "memory_kernel_t0_us", "price_ops", "stack_kernels", "fp8_rates", "tf32_rates", "wave_efficiency"]

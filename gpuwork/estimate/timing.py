@@ -17,7 +17,8 @@ Example:
 Limitations: the rates are kernel-level measurements, not this run's; a measured trial fits one factor
 on every operation (``calibration=``); FP32 plans use the non-tensor FP32 rate (PyTorch keeps TF32 off for matmuls
 by default, ``torch.backends.cuda.matmul.allow_tf32 = False`` since 1.12) unless the plan says ``tf32`` (its fp32
-GEMMs then run at the TF32 tensor-core rate, docs/gemm_tf32.md); tensor/pipeline/context parallelism is not
+GEMMs then run at the TF32 tensor-core rate, docs/gemm_tf32.md); ``fp8_linear`` runs the blocks' linears in FP8
+with their casts (docs/fp8.md; attention in FP8 is not modelled); tensor/pipeline/context parallelism is not
 modelled; sliding-window attention is counted as full attention.
 
 Lengths: "fixed" and "packed" price every micro-batch at seq_len; packed rows whose attention stays inside each
@@ -170,7 +171,7 @@ class TimeEstimate:
     @property
     def peak(self) -> Msg:
         """Which peak the MFU is on, as a catalog message (``peak_label`` is the same in English)."""
-        return peak_kind(self.plan.precision, self.peak_label == TF32_PEAK_LABEL)
+        return peak_kind(self.plan.precision, self.peak_label == TF32_PEAK_LABEL, self.peak_label == FP8_PEAK_LABEL)
 
     @property
     def total_hours(self) -> float:
@@ -228,9 +229,15 @@ class TimeEstimate:
 TF32_PEAK_LABEL = "TF32 tensor, dense (fp32 matmuls with allow_tf32)"
 
 
-def peak_flops(gpu: GpuSpec, precision: Precision, tf32: bool = False) -> tuple[float, str]:
+FP8_PEAK_LABEL = "FP8 tensor, dense (linear layers in FP8)"
+
+
+def peak_flops(gpu: GpuSpec, precision: Precision, tf32: bool = False, fp8: bool = False) -> tuple[float, str]:
     """Dense peak for the plan's compute dtype, and its label; ``tf32`` (TrainPlan.tf32): an fp32 plan's matmuls run
-    on the TF32 tensor cores where the GPU has them."""
+    on the TF32 tensor cores where the GPU has them; ``fp8`` (TrainPlan.fp8_linear): the linears' GEMMs run on the
+    FP8 tensor cores, whose peak the MFU is then a share of (so it stays below 100 %)."""
+    if fp8 and gpu.fp8_dense_flops is not None:
+        return gpu.fp8_dense_flops, FP8_PEAK_LABEL
     if precision is Precision.FP32 and tf32 and gpu.tf32_dense_flops is not None:
         return gpu.tf32_dense_flops, TF32_PEAK_LABEL
     if precision is Precision.FP32:
@@ -240,8 +247,11 @@ def peak_flops(gpu: GpuSpec, precision: Precision, tf32: bool = False) -> tuple[
     return gpu.bf16_dense_flops, "BF16 tensor, dense, FP32 accumulate"
 
 
-def peak_kind(precision: Precision, tf32: bool = False) -> Msg:
-    """The peak ``peak_flops`` uses for a precision, as a catalog message (``tf32``: it took the TF32 peak)."""
+def peak_kind(precision: Precision, tf32: bool = False, fp8: bool = False) -> Msg:
+    """The peak ``peak_flops`` uses for a precision, as a catalog message (``tf32`` / ``fp8``: it took the TF32 / FP8
+    peak)."""
+    if fp8:
+        return msg("peak.fp8")
     if precision is Precision.FP32 and tf32:
         return msg("peak.tf32")
     if precision is Precision.FP32:
@@ -469,6 +479,14 @@ def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
     """The expert layout asked for, checked (None: the stack's)."""
     layout = checked_moe_experts(moe_experts)
     return MoeExperts(layout) if layout is not None else None
+
+
+def _as_runnable(plan: TrainPlan, gpu: GpuSpec) -> tuple[TrainPlan, list[Msg]]:
+    """The plan as ``gpu`` can run it, and the warnings that say what changed: FP8 linears on a GPU without FP8 tensor
+    cores (Transformer Engine and torchao refuse them there) are priced in 16 bits."""
+    if plan.fp8_linear and gpu.fp8_dense_flops is None:
+        return plan.replace(fp8_linear=False), [msg("time.no_fp8", gpu=gpu.display_name)]
+    return plan, []
 
 
 def _precision_warnings(plan: TrainPlan, gpu: GpuSpec, profile: StackProfile) -> list[Msg]:
@@ -807,8 +825,8 @@ def estimate_time(plan: TrainPlan, gpu: GpuSpec, inputs: Inputs, **options: Unpa
     if not (isinstance(disk_write_bytes_s, int | float) and math.isfinite(disk_write_bytes_s)
             and disk_write_bytes_s > 0):
         raise PlanError("disk_write_bytes_s", msg("error.time.disk_write"))
-    warnings: list[Msg] = []
-    peak, peak_label = peak_flops(gpu, plan.precision, plan.tf32)
+    plan, warnings = _as_runnable(plan, gpu)
+    peak, peak_label = peak_flops(gpu, plan.precision, plan.tf32, plan.fp8_linear)
     profile = inputs.rates.stacks[plan.stack]
     plan = plan.with_input_grads(profile.embeddings_hooked)
     warnings.extend(_precision_warnings(plan, gpu, profile))

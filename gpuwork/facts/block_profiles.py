@@ -122,8 +122,9 @@ class BlockProfile:
     version: int = PROFILE_VERSION
 
     def matches(self, plan: Any) -> bool:
-        """Whether this block was traced as ``plan`` runs it (method class, precision, attention, adapters)."""
-        if self.method != profile_method(plan.method.value):
+        """Whether this block was traced as ``plan`` runs it (method class, precision, attention, adapters; a trace
+        runs the linears in their own dtype, never in FP8)."""
+        if plan.fp8_linear or self.method != profile_method(plan.method.value):
             return False
         if (self.precision, self.attention) != (plan.precision.value, plan.attention.value):
             return False

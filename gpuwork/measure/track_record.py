@@ -50,7 +50,7 @@ def frozen_cases(sets: tuple[HeldoutSet, ...] | None = None) -> list[FrozenCase]
             measured = measured_per_gpu(tc)
             # the utilisation time_accuracy_rows computes, from the same FLOPs per token and peak
             flops = flops_per_token(flops_plan(with_stack_input_grads(tc.plan)), spec).total
-            use = flops * measured / peak_flops(gpu, tc.plan.precision, tc.plan.tf32)[0]  # TF32 plans: its peak
+            use = flops * measured / peak_flops(gpu, tc.plan.precision, tc.plan.tf32, tc.plan.fp8_linear)[0]  # TF32 plans: its peak
             out.append(FrozenCase(name=case.name, source_id=case.source_id, ratio=case.predicted / measured,
                                   excluded=use > PHYSICAL_LIMIT, regimes=regimes(tc.plan, gpu, case_nodes(tc))))
     return out

@@ -395,6 +395,8 @@ def _suggested_fields(f: _Facts, lang: str) -> dict[str, Any]:
         "input_require_grads": _input_grads(priced),
         # whether fp32 GEMMs were priced on the TF32 tensor cores (TrainPlan.tf32)
         "tf32": priced.tf32,
+        # whether the blocks' linears were priced in FP8 (TrainPlan.fp8_linear)
+        "fp8_linear": priced.fp8_linear,
         # which kernel SDPA was priced with (TrainPlan.sdpa_backend)
         "sdpa_backend": priced.sdpa_backend.value,
         # the optimizer's weight decay as priced (TrainPlan.weight_decay_in_effect: stated, else the stack's default)
@@ -593,6 +595,8 @@ def _settings(plan: TrainPlan) -> tuple[Msg, ...]:
         out.append(msg("request.setting.launch_blocking"))
     if plan.tf32:
         out.append(msg("request.setting.tf32"))
+    if plan.fp8_linear:
+        out.append(msg("request.setting.fp8_linear"))
     if _input_grads(plan) and plan.method is Method.FREEZE:
         out.append(msg("request.setting.input_require_grads"))
     if plan.sdpa_backend in _SDPA_SETTINGS:

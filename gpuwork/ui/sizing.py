@@ -289,9 +289,10 @@ class SizingForm(common.Panel):
 
     def _switch_controls(self, base: TrainPlan) -> dict[str, widgets.ValueWidget]:
         """The step's switches: gradient clipping (off: the run never clips, torchtune without clip_grad_norm; no
-        clipping pass priced), torch's deterministic mode, blocking launches (CUDA_LAUNCH_BLOCKING=1), TF32 matmuls."""
+        clipping pass priced), torch's deterministic mode, blocking launches (CUDA_LAUNCH_BLOCKING=1), TF32 matmuls,
+        FP8 linear layers."""
         return {name: widgets.Checkbox(value=getattr(base, name), indent=True, style=WIDE, layout=CHECKBOX_LAYOUT)
-                for name in ("grad_clip", "deterministic", "launch_blocking", "tf32")}
+                for name in ("grad_clip", "deterministic", "launch_blocking", "tf32", "fp8_linear")}
 
     def _eval_controls(self, base: TrainPlan, lay: Any) -> dict[str, widgets.ValueWidget]:
         """An in-run evaluation (blank batch: none priced): its batch, samples, what it keeps, accumulation."""
@@ -379,6 +380,7 @@ class SizingForm(common.Panel):
         self.controls["deterministic"].tooltip = ui("deterministic_hint", lang)
         self.controls["launch_blocking"].tooltip = ui("launch_blocking_hint", lang)
         self.controls["tf32"].tooltip = ui("tf32_hint", lang)
+        self.controls["fp8_linear"].tooltip = ui("fp8_linear_hint", lang)
         self.controls["sdpa_backend"].tooltip = ui("sdpa_backend_hint", lang)
         self.controls["input_require_grads"].tooltip = ui("input_require_grads_hint", lang)
         self.controls["lengths"].placeholder = ui("lengths_hint", lang)
@@ -521,6 +523,8 @@ class SizingForm(common.Panel):
             out["input_require_grads"] = _INPUT_GRADS[str(out["input_require_grads"])]
         if out["method"] != "qlora":  # read for QLoRA only; hidden otherwise
             del out["kbit_upcast"]
+        if out["method"] in ("lora", "qlora") or out["precision"] == Precision.FP32.value:  # FP8 needs neither
+            del out["fp8_linear"]
         if not self._masked_lm(str(out["model"])):  # read for a masked-LM head only; hidden otherwise
             out["mlm_predictions"] = None
         if not is_packed(out["lengths"]):  # read for packed rows only; hidden otherwise
@@ -671,6 +675,8 @@ class SizingForm(common.Panel):
         for name in ("lora_r", "lora_targets"):
             self.controls[name].layout.display = None if adapters else "none"
         self.controls["kbit_upcast"].layout.display = None if self.controls["method"].value == "qlora" else "none"
+        self.controls["fp8_linear"].layout.display = "none" if adapters \
+            or self.controls["precision"].value == Precision.FP32.value else None
         self.controls["shard_group_gpus"].layout.display = None if _hybrid(self.controls["sharding"].value) \
             else "none"
         self.controls["comm_overlap"].layout.display = "none" if Sharding(self.controls["sharding"].value).per_unit \
@@ -858,7 +864,7 @@ class SizingForm(common.Panel):
                                  c["seq_len"], c["batch_size"], c["grad_accum"], c["grad_checkpointing"],
                                  c["recompute"], c["recompute_every"],
                                  c["input_require_grads"],
-                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["attention"], c["sdpa_backend"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
+                                 c["grad_clip"], c["deterministic"], c["launch_blocking"], c["tf32"], c["fp8_linear"], c["attention"], c["sdpa_backend"], c["stack"], c["lengths"], c["packed_document_tokens"], c["lora_r"],
                                  c["lora_targets"], c["kbit_upcast"], c["eval_batch_size"], c["eval_samples"], c["eval_keep"],
                                  c["eval_accum"], c["mlm_predictions"]])
         gpus = widgets.VBox([self.headings["h_gpus"], c["gpus"], c["sharding"], c["shard_group_gpus"], c["comm_overlap"], c["fsdp_wrap"], c["dataset_tokens"], self.documents,

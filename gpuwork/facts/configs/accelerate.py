@@ -91,8 +91,9 @@ def read(r: Reader, base: Path) -> None:
         r.claim("precision", mixed, "mixed_precision", msg("config.rule.ds_master"))
     elif mixed in ("bf16", "fp16"):
         r.claim("precision", f"{mixed}-mixed", "mixed_precision", weak=True)
-    elif mixed == "fp8":
-        r.note(msg("config.fp8", file=r.file))
+    elif mixed == "fp8":  # FP8 linears, bf16 autocast around them (docs/configs.md 'FP8')
+        r.claim("fp8_linear", True, "mixed_precision", msg("config.rule.fp8"))
+        r.claim("precision", "bf16-mixed", "mixed_precision", msg("config.rule.fp8_autocast"), weak=True)
     dynamo = r.get("dynamo_config") or {}
     backend = str(dynamo.get("dynamo_backend", "NO")).upper() if isinstance(dynamo, dict) else "NO"
     if backend not in ("NO", "NONE"):

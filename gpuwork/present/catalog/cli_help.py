@@ -202,6 +202,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "коэффициент затухания весов оптимизатора (по умолчанию — как в стеке: 0 у HF Trainer, 0,01 у "
         "torch.optim.AdamW в обычном цикле PyTorch); при ненулевом значении обновления AdamW из PyTorch (foreach и "
         "цикл по тензорам) делают ещё один проход по весам"),
+    "cli.help.run.fp8_linear": (
+        "the blocks' linear layers run in FP8 with per-tensor scales (Transformer Engine's fp8_autocast, Accelerate's "
+        "mixed_precision fp8, torchao float8 training): their GEMMs on the FP8 tensor cores, each input, weight and "
+        "output gradient cast to FP8; full, freeze and from-scratch runs; Ada, Hopper or Blackwell GPUs",
+        "линейные слои блоков работают в FP8 с масштабом на тензор (fp8_autocast из Transformer Engine, "
+        "mixed_precision fp8 в Accelerate, обучение float8 в torchao): их GEMM идут на тензорных ядрах FP8, каждый "
+        "вход, вес и градиент выхода переводится в FP8; полное дообучение, freeze и обучение с нуля; GPU Ada, Hopper "
+        "или Blackwell"),
     "cli.help.run.tf32": (
         "the run turns TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True, "
         "torch.set_float32_matmul_precision('high'), HF tf32=True): fp32 GEMMs and bmm run on the tensor cores",

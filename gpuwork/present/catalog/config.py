@@ -383,8 +383,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
                                 "other files",
                                 "{file:raw}: `distributed_type` {value:raw} не моделируется; шардирование берётся "
                                 "из других файлов"),
-    "config.fp8": ("{file:raw}: mixed_precision fp8 is not modelled; precision left to the other files",
-                   "{file:raw}: `mixed_precision: fp8` не моделируется; точность берётся из других файлов"),
+    "config.rule.fp8": (
+        "Accelerate turns the model's linear layers into FP8 ones (Transformer Engine, MS-AMP or torchao, by "
+        "fp8_config.backend): fp8_linear",
+        "Accelerate заменяет линейные слои модели на слои FP8 (Transformer Engine, MS-AMP или torchao, по "
+        "fp8_config.backend): fp8_linear"),
+    "config.rule.fp8_autocast": (
+        "the operations FP8 does not cover run under bf16 autocast",
+        "операции вне FP8 выполняются под autocast bf16"),
     "config.auto_deferred": ("{file:raw}: {key:raw} is auto: {field:raw} = {value:raw} from {source:raw}",
                              "{file:raw}: {key:raw} = `auto`: {field:raw} = {value:raw} из {source:raw}"),
     "config.auto_unset": ("{file:raw}: {key:raw} is auto and no TrainingArguments file sets it: gpuwork's default",

@@ -119,6 +119,18 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "torch FSDP: leave fsdp_wrap at 'blocks' or use sharding 'fsdp', 'hsdp' or 'hsdp-zero2'",
         "fsdp_wrap='{value:raw}' задаёт, как PyTorch FSDP делит модель на блоки обёртки; sharding='{sharding:raw}' "
         "— не PyTorch FSDP: оставьте fsdp_wrap='blocks' или выберите sharding 'fsdp', 'hsdp' или 'hsdp-zero2'"),
+    "error.plan.fp8_adapters": (
+        "fp8_linear runs the blocks' trained linear layers in FP8 (Transformer Engine, torchao float8); method "
+        "'{method:raw}' trains adapters beside a frozen base, which those libraries do not run in FP8: turn "
+        "fp8_linear off, or use method 'full', 'freeze' or 'scratch'",
+        "fp8_linear выполняет обучаемые линейные слои блоков в FP8 (Transformer Engine, torchao float8); метод "
+        "'{method:raw}' обучает адаптеры рядом с замороженной базой, а эти библиотеки не выполняют её в FP8: "
+        "выключите fp8_linear или выберите метод 'full', 'freeze' или 'scratch'"),
+    "error.plan.fp8_fp32": (
+        "fp8_linear casts 16-bit activations to FP8 inside an autocast region; precision 'fp32' has none: choose "
+        "'bf16-mixed' (or another 16-bit precision), or turn fp8_linear off",
+        "fp8_linear переводит 16-битные активации в FP8 внутри области autocast; при точности 'fp32' её нет: "
+        "выберите 'bf16-mixed' (или другую 16-битную точность) или выключите fp8_linear"),
     "error.plan.recompute_needs_checkpointing": (
         "recompute='{value:raw}' chooses what gradient checkpointing re-runs, and grad_checkpointing is off: turn "
         "grad_checkpointing on, or leave recompute at 'block'",

@@ -11,4 +11,6 @@ ENTRIES: dict[str, tuple[str, str]] = {
                   "FP32 без тензорных ядер (TF32 выключен, как по умолчанию в PyTorch)"),
     "peak.tf32": ("TF32 tensor, dense (fp32 matmuls with allow_tf32)",
                   "TF32 на тензорных ядрах, плотные (умножения матриц fp32 при allow_tf32)"),
+    "peak.fp8": ("FP8 tensor, dense (linear layers in FP8)",
+                 "FP8 на тензорных ядрах, плотные (линейные слои в FP8)"),
 }

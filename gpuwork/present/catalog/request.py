@@ -111,7 +111,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     # a plain PyTorch loop in the software line (stacks torch-loop, torch-loop-compile, hf-loop-2024)
     "request.own_loop": ("own training loop", "собственный цикл обучения"),
     # plan fields that change the estimated time, stated when not the default (TrainPlan.comm_overlap, zero_sync,
-    # deterministic, launch_blocking, tf32, sdpa_backend), so the provider's run matches what was priced
+    # deterministic, launch_blocking, tf32, fp8_linear, sdpa_backend), so the provider's run matches what was priced
     "request.settings": ("Run settings the estimates assume: {settings}.",
                          "Настройки запуска, из которых исходят оценки: {settings}."),
     "request.setting.comm_overlap.off": (
@@ -156,6 +156,11 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "efficient)",
         "SDPA ограничено ядром memory-efficient (через sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION); sdpa_backend "
         "efficient)"),
+    "request.setting.fp8_linear": (
+        "the blocks' linear layers in FP8 with per-tensor scales (Transformer Engine fp8_autocast, Accelerate "
+        "mixed_precision fp8 or torchao float8; the head and attention in 16 bits): the GPU needs FP8 tensor cores",
+        "линейные слои блоков в FP8 с масштабом на тензор (fp8_autocast из Transformer Engine, mixed_precision fp8 в "
+        "Accelerate или float8 из torchao; выходной слой и внимание в 16 битах): нужен GPU с тензорными ядрами FP8"),
     "request.setting.tf32": (
         "TF32 on for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32 = True or "
         "torch.set_float32_matmul_precision('high'); HF tf32=True): fp32 GEMMs run on the tensor cores (tf32)",

@@ -21,7 +21,7 @@ _TERMS_RU = {
     "allocator_segments": "кэш аллокатора (зарезервировано, не занято; шаги воспроизведены целиком: модель, "
                           "написанная вручную, её тензоры известны по одному)",
     "paged_optimizer_states": "paged-состояния оптимизатора (unified memory)",
-    "autocast_weight_copies": "16-битные копии весов (autocast)",
+    "autocast_weight_copies": "копии весов (16-битные autocast, линейные слои FP8)",
     "cuda_context": "контекст CUDA и ядра",
     "stream_pools": "кэши потоков all-gather / reduce-scatter FSDP (зарезервировано)",
     "eval_forward": "батч оценки (прямой проход без градиентов)",

@@ -17,6 +17,15 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "fp32 matmuls are priced at the FP32 rate",
         "для {gpu} в каталоге нет пиковой скорости TF32 на тензорных ядрах (их нет или она не указана): tf32 не "
         "учитывается, умножения матриц fp32 оцениваются по скорости FP32"),
+    "time.no_fp8": (
+        "{gpu} has no FP8 tensor cores (gpus.csv fp8_dense_tflops is empty): Transformer Engine and torchao's float8 "
+        "training stop on it (they need compute capability 8.9 or newer), so fp8_linear cannot run there; the "
+        "estimate prices the linear layers in 16 bits. Choose a GPU with FP8 (Ada, Hopper, Blackwell) or turn "
+        "fp8_linear off",
+        "у {gpu} нет тензорных ядер FP8 (в gpus.csv пусто в fp8_dense_tflops): Transformer Engine и float8 из "
+        "torchao на нём не запускаются (нужна вычислительная способность 8.9 или выше), так что fp8_linear там "
+        "невозможен; оценка считает линейные слои в 16 битах. Выберите GPU с FP8 (Ada, Hopper, Blackwell) или "
+        "выключите fp8_linear"),
     "time.fp32_qlora": (
         "QLoRA in pure {precision} without autocast runs in fp32 outside its 4-bit matmuls: peft's "
         "prepare_model_for_kbit_training keeps embeddings, norms and lm_head in fp32 (kbit_upcast) and nothing casts "

@@ -55,6 +55,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
     "ui.tf32": ("TF32 matmuls", "Умножения матриц в TF32"),
+    "ui.fp8_linear": ("FP8 linear layers", "Линейные слои в FP8"),
     "ui.dataset_tokens": ("Dataset, tokens", "Датасет, токенов"),
     "ui.epochs": ("Epochs", "Эпохи"),
     "ui.eval_batch_size": ("Eval batch", "Батч оценки"),
@@ -297,6 +298,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "dispatch adds to the GPU time and communication is not hidden behind compute",
         "CUDA_LAUNCH_BLOCKING=1, заданная до запуска CUDA: каждый запуск ядра ждёт его завершения; "
         "диспетчеризация на CPU прибавляется к времени GPU, обмен не прячется за вычислениями"),
+    "ui.fp8_linear_hint": (
+        "the blocks' linear layers in FP8 with per-tensor scales (Transformer Engine, Accelerate mixed_precision "
+        "fp8, torchao float8): faster GEMMs, a cast of each input, weight and output gradient, FP8 inputs kept for "
+        "backward; full, freeze or from-scratch runs on an Ada, Hopper or Blackwell GPU",
+        "линейные слои блоков в FP8 с масштабом на тензор (Transformer Engine, mixed_precision fp8 в Accelerate, "
+        "float8 из torchao): GEMM быстрее, каждый вход, вес и градиент выхода переводится в FP8, для обратного "
+        "прохода хранятся входы в FP8; полное дообучение, freeze или обучение с нуля на GPU Ada, Hopper или "
+        "Blackwell"),
     "ui.tf32_hint": (
         "fp32 matmuls on the TF32 tensor cores: torch.backends.cuda.matmul.allow_tf32 = True, "
         "torch.set_float32_matmul_precision('high') or HF tf32=True; off is PyTorch's default. Changes only fp32 "

@@ -40,6 +40,7 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "ui.field.deterministic": ("Deterministic mode", "Детерминированный режим"),
     "ui.field.launch_blocking": ("Blocking launches", "Блокирующие запуски ядер"),
     "ui.field.tf32": ("TF32 matmuls", "Умножения матриц в TF32"),
+    "ui.field.fp8_linear": ("FP8 linear layers", "Линейные слои в FP8"),
     "ui.field.checkpoint_every_steps": ("Checkpoint every", "Чекпойнт каждые"),
     "ui.field.checkpoints_kept": ("Checkpoints kept", "Хранить чекпойнтов"),
 }
