@@ -1,6 +1,7 @@
-"""FP8 GEMMs (TrainPlan.fp8_linear) against a kernel-level table: OpenXLA's sm_100 matmul table [G14], 125 shapes of
-e4m3 x e4m3 -> bf16 on the B200 (m, n, k in 256..4096), priced by the same tile model at the FP8 peak and the
-16-bit large-GEMM rate's share of it (steptime.fp8_rates, docs/fp8.md "What it is checked against")."""
+"""FP8 GEMMs (TrainPlan.fp8_linear) against kernel-level tables, priced by the same tile model at the FP8 peak and the
+16-bit large-GEMM rate's share of it (steptime.fp8_rates, docs/fp8.md "What it is checked against"): OpenXLA's sm_100
+matmul table [G14], 125 shapes of e4m3 x e4m3 -> bf16 on the B200 (m, n, k in 256..4096), and tilelang's FP8 GEMMs of
+8192 x 8192 against K = 256 .. 16,384 on an H800 SXM [G15], the H100 SXM's die (filed as h100_sxm)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from gpuwork.facts.rates import load_rates
 DATA = Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data"
 
 
-def fp8_rows() -> list[dict[str, str]]:
+def fp8_rows(gpu_id: str = "b200") -> list[dict[str, str]]:
     with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
-        return [r for r in csv.DictReader(fh) if r["dtype"] == "fp8"]
+        return [r for r in csv.DictReader(fh) if r["dtype"] == "fp8" and r["gpu_id"] == gpu_id]
 
 
 def model_error(row: dict[str, str]) -> float:
@@ -37,7 +38,7 @@ def model_error(row: dict[str, str]) -> float:
 
 def test_the_fp8_rows_are_xla_table_entries_on_a_catalog_gpu_below_its_fp8_peak() -> None:
     rows = fp8_rows()
-    assert len(rows) == 125 and {r["gpu_id"] for r in rows} == {"b200"}
+    assert len(rows) == 125
     assert len({(r["m"], r["n"], r["k"]) for r in rows}) == 125  # the whole 5 x 5 x 5 grid, each shape once
     peak = get_gpu("b200").fp8_dense_flops
     for r in rows:
@@ -70,3 +71,15 @@ def test_fp8_gemms_of_2048_and_up_on_the_b200_come_within_10_percent(shape: tupl
 def test_the_one_large_miss_is_priced_slow_by_less_than_a_fifth() -> None:
     (row,) = [r for r in fp8_rows() if (int(r["m"]), int(r["n"]), int(r["k"])) == LARGE_MISS]
     assert 0.10 < model_error(row) < 0.20
+
+
+def test_hopper_fp8_gemms_of_8192_squared_come_within_10_percent_at_every_k() -> None:
+    rows = fp8_rows("h100_sxm")
+    assert sorted(int(r["k"]) for r in rows) == [256, 512, 1024, 2048, 4096, 8192, 16384]
+    peak = get_gpu("h100_sxm").fp8_dense_flops
+    errors = {int(r["k"]): model_error(r) for r in rows}
+    for r in rows:
+        assert "[G15]" in r["source"] and "H800 SXM" in r["source"] and float(r["tflops"]) * 1e12 < peak, r
+    # docs/fp8.md: -5.5 % at K = 256 (priced faster), within 3 % from K = 512 on
+    assert all(abs(e) < 0.10 for e in errors.values()), errors
+    assert all(abs(e) < 0.03 for k, e in errors.items() if k >= 512), errors
