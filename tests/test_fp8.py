@@ -200,3 +200,16 @@ def test_an_accelerate_config_with_mixed_precision_fp8_turns_it_on(tmp_path) -> 
     assert claims["precision"].value == "bf16-mixed"
     for lang in ("en", "ru"):
         assert "fp8_linear" in render(claims["fp8_linear"].rule, lang)
+
+
+def test_a_trial_refuses_an_fp8_plan_with_the_reason_and_the_way_out_in_both_languages() -> None:
+    from gpuwork.measure.errors import TrialError
+    from gpuwork.measure.options import TrialOptions
+    from gpuwork.measure.runtime import prepare
+
+    plan = TrainPlan(model="tiny-llama", method="full", precision="bf16-mixed", seq_len=16, batch_size=1,
+                     fp8_linear=True)
+    with pytest.raises(TrialError) as info:
+        prepare(plan, TrialOptions())
+    for lang, words in (("en", "fp8_linear off"), ("ru", "выключенным")):
+        assert words in render(info.value.msg, lang)

@@ -629,6 +629,8 @@ def prepare(plan: TrainPlan, options: TrialInputs) -> tuple[Setup, TextData]:
     from gpuwork.measure.switches import switch_notices
 
     o = options
+    if plan.fp8_linear:  # the trial's model is plain torch: it would time 16-bit linears, not the plan's step
+        raise TrialError(msg("error.trial.fp8_linear"))
     cuda_started = torch.cuda.is_initialized()  # before the device is resolved (which starts CUDA)
     dev = _resolve_device(o.device)
     config_dict, model_name = load_config(plan.model)

@@ -143,6 +143,14 @@ ENTRIES: dict[str, tuple[str, str]] = {
     "error.trial.record_json": ("{path:raw} is not valid JSON (line {line:raw}: {detail:raw})",
                                 "{path:raw} — некорректный JSON (строка {line:raw}: {detail:raw})"),
     "error.trial.record_in": ("{path:raw}: {error}", "{path:raw}: {error}"),
+    "error.trial.fp8_linear": (
+        "fp8_linear: the trial builds the model in plain PyTorch, without Transformer Engine's or torchao's FP8 "
+        "layers, so it would time 16-bit linears, not the FP8 step the plan describes. Run the trial with fp8_linear "
+        "off (its measured step calibrates the estimate, FP8 included), or time your own FP8 run with the Trainer "
+        "callback",
+        "fp8_linear: пробный прогон строит модель на чистом PyTorch, без слоёв FP8 из Transformer Engine или torchao, "
+        "и измерил бы 16-битные линейные слои, а не шаг FP8 из плана. Запустите пробный прогон с выключенным "
+        "fp8_linear (измеренный шаг калибрует оценку, и FP8 тоже) или измерьте свой запуск FP8 колбэком Trainer"),
     "error.trial.not_a_record": ("{path:raw} is not a gpuwork trial record ({kind:raw}: {detail:raw})",
                                  "{path:raw} — не запись пробного запуска gpuwork ({kind:raw}: {detail:raw})"),
     "error.trial.record_value": (
