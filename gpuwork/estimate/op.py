@@ -1,7 +1,9 @@
-"""One operation of a training step as the time model prices it (``Op``), and the enums that classify it.
+"""One operation of a training step as the time model prices it (``Op``), the enums that classify it, and what a
+stack runs fused (``StackKernels``, ``MoeExperts``).
 
 Kept apart from ``ops`` (which lists a step's operations) so that the modules that build operations for ``ops``
-(``mlm_head``) and those that price them (``steptime``, ``timing``) share one definition without a cycle.
+(``mlm_head``, ``linear_ops``) and those that price them (``steptime``, ``timing``) share one definition without a
+cycle.
 """
 
 from __future__ import annotations
