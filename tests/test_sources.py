@@ -23,7 +23,8 @@ REPO_PATH = re.compile(r"(?<![\w./@:-])(docs/[\w-]+\.md|gpuwork/[\w/.-]*\w\.(?:p
 OTHER_REPO = re.compile(r"`(?!(?:docs|gpuwork|tests|scripts|benchmarks|notebooks)/)[\w.-]+/[\w.-]+`|github|https?:"
                         r"|\b(?!(?:docs|gpuwork|tests|scripts|benchmarks|notebooks)/)[A-Za-z][\w.-]*/[A-Za-z][\w.-]+ ")
 # Pages whose subject is other repositories' files (published cases): their paths are those repositories'.
-OTHER_REPOS_PAGES = re.compile(r"docs/time_(cases|heldout)_sources.*\.md|gpuwork/facts/data/time_heldout\.json"
+OTHER_REPOS_PAGES = re.compile(r"docs/(time_(cases|heldout)|memory_heldout)_sources.*\.md"
+                               r"|gpuwork/facts/data/time_heldout\.json"
                                r"|gpuwork/measure/time_cases\.py")
 # a file path written out in a page that climbs folders (not a bare `../x` shown as an example of a form)
 UPWARD = re.compile(r"`((?:\.\./)+[\w-]+(?:/[^`\s]+|\.\w+))`")
