@@ -123,8 +123,8 @@ def linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
         out.append(gemm_op(f"{name}", phase, GemmShape(t, n, k, mm, c, c, c), count, trains=False))
         if x_b != c:
             out.append(mem_op(f"{name} cast back", phase, t * n, c + x_b, 1, count))
-    elif plan.fp8_linear:
-        out += _fp8_linear(lp, lin)
+    elif plan.fp8_linear:  # the weight read as stored: the fp32 master where autocast would have copied it
+        out += _fp8_linear(lp, lin, 4 if casts_weight else w_b)
     else:
         if casts_weight:  # autocast copies each fp32 master weight (and bias) to 16 bits, once per forward
             out.append(mem_op(f"{name} weight cast (autocast)", phase, k * n + (n if bias else 0), 4 + w_b,
@@ -153,16 +153,15 @@ def linear_forward(lp: LinearPass, lin: LinearShape) -> list[Op]:
 FP8_CAST_WRITES = 2
 
 
-def _fp8_linear(lp: LinearPass, lin: LinearShape) -> list[Op]:
+def _fp8_linear(lp: LinearPass, lin: LinearShape, stored_w: int) -> list[Op]:
     """A linear under FP8 (TrainPlan.fp8_linear; Transformer Engine's te.Linear, docs/fp8.md): its input and its
     weight each cast to FP8 with the transpose beside it (one fused cast-transpose kernel each; the amax for the next
     scale is taken in the same pass), the GEMM on the FP8 operands writing the compute dtype, and in the backward
     the output gradient cast the same way before the input- and weight-gradient GEMMs, both in FP8. The weight is
     read as stored (an fp32 master weight under mixed precision: no 16-bit autocast copy is made), once per
-    forward; the input as it arrives (an fp32 activation is cast to FP8 directly)."""
-    plan, phase, count, t, e = lp.plan, lp.phase, lp.count, lp.rows, lp.e
+    forward (``stored_w`` bytes each); the input as it arrives (an fp32 activation is cast to FP8 directly)."""
+    phase, count, t, e = lp.phase, lp.count, lp.rows, lp.e
     name, k, n, x_b = lin.name, lin.k, lin.n, lin.x_b
-    stored_w = 4 if plan.precision.is_mixed and lp.trains and not fsdp_16bit_compute(plan) else lp.w_b
     cast = FP8_CAST_WRITES
     grad_cast = n * (e + cast)  # the output gradient's cast-transpose, per token
     out = [
