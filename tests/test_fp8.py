@@ -213,3 +213,20 @@ def test_a_trial_refuses_an_fp8_plan_with_the_reason_and_the_way_out_in_both_lan
         prepare(plan, TrialOptions())
     for lang, words in (("en", "fp8_linear off"), ("ru", "выключенным")):
         assert words in render(info.value.msg, lang)
+
+
+def test_an_fp8_gemm_asked_of_a_gpu_without_fp8_is_the_16_bit_gemm_on_both_pricing_paths() -> None:
+    from gpuwork.estimate.op import Op
+    from gpuwork.estimate.steptime import gemm_seconds, price_ops
+
+    gpu = GPUS["a100_80_sxm"]
+    inputs = resolve(FULL)
+    device = inputs.rates.device(gpu.gpu_id)
+    assert _device_gemm_kernels(gpu, device, inputs.rates, "fp8") == _device_gemm_kernels(gpu, device,
+                                                                                           inputs.rates, "bf16")
+    fp8, bf16 = (Op("q_proj", Kind.MATMUL, Phase.FORWARD, 2.0 * 4096 * 2048 * 2048, 0.0, 1, 1, dtype, 4096, 2048)
+                 for dtype in ("fp8", "bf16"))
+    assert gemm_seconds(fp8, gpu, device, inputs.rates) == gemm_seconds(bf16, gpu, device, inputs.rates)
+    profile = inputs.rates.stacks[FULL.stack]
+    assert price_ops((fp8,), gpu, device, inputs.rates, profile).total_s == pytest.approx(
+        price_ops((bf16,), gpu, device, inputs.rates, profile).total_s)

@@ -209,6 +209,8 @@ def _device_gemm_kernels(gpu: GpuSpec, device: DeviceRates, rates: Rates, dtype:
     """What ``gemm_choice`` reads for one dtype on one GPU: its datasheet peak and the most its GEMMs run at (the
     rate held back to back where measured, ``DeviceRates.gemm_flops``; TF32 by ``tf32_rates``)."""
     special = tf32_rates(gpu, device) if dtype == "tf32" else fp8_rates(gpu, device) if dtype == "fp8" else None
+    if dtype == "fp8" and special is None:  # no FP8 tensor cores: the 16-bit kernels, as _facts_gemm_kernels does
+        dtype = "bf16"
     if special is not None:
         peak, achievable = special
     else:
