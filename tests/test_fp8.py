@@ -124,6 +124,26 @@ def test_a_gpu_without_fp8_warns_in_both_languages_and_prices_16_bit_linears() -
     assert "нет тензорных ядер FP8" in render(warning, "ru")
 
 
+def test_offers_the_advisor_and_the_fit_matrix_list_cards_without_fp8_but_never_choose_them() -> None:
+    from gpuwork.sizing import advise, evaluate_offers, fit_matrix
+
+    plan = FULL.replace(fp8_linear=True)
+    results = evaluate_offers(plan)
+    refused = [r for r in results if r.offer.gpu.fp8_dense_flops is None]
+    priced = [r for r in results if r.time is not None]
+    assert refused and priced and all(r.offer.gpu.fp8_dense_flops is not None for r in priced)
+    assert all(r.time is None and r.fit.reason.code == "error.plan.fp8_gpu" for r in refused)
+    reason = refused[0].fit.reason
+    assert "fp8_linear" in render(reason, "en") and "выключите fp8_linear" in render(reason, "ru")
+    matrix = fit_matrix(plan)
+    assert not matrix.cell("a100_80_sxm", 1).fits and matrix.cell("h100_sxm", 1).fits
+    assert fit_matrix(FULL).cell("a100_80_sxm", 1).fits  # the card itself fits: FP8 is what it cannot run
+    advice = advise(plan)
+    outcomes = [advice.baseline] + [s.outcome for s in advice.suggestions if s.plan.fp8_linear]
+    assert advice.baseline.offer is not None and len(outcomes) > 1
+    assert all(o.offer.offer.gpu.fp8_dense_flops is not None for o in outcomes if o.offer is not None)
+
+
 # -- memory -----------------------------------------------------------------------------------------------------
 
 

@@ -43,7 +43,7 @@ from gpuwork.estimate.offers import (
     preemption_cost,
     usable_memory_bytes,
 )
-from gpuwork.estimate.timing import attention_gpu_problem, estimate_time
+from gpuwork.estimate.timing import estimate_time, gpu_problem
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import msg
@@ -251,7 +251,7 @@ def _cell(q: _Question, gpu: GpuSpec, gpus: int, memory: _Memory) -> Cell:
     common: dict[str, Any] = dict(gpu_id=gpu.gpu_id, gpu_name=gpu.display_name, vendor=gpu.vendor, gpus=gpus, plan=run,
                   device_total_bytes=need, usable_bytes=usable, max_batch_size=max_batch,
                   max_batch_capped=batch_capped, max_seq_len=steps * SEQ_STEP, max_seq_capped=seq_capped)
-    if fitted is None or attention_gpu_problem(run, gpu) is not None:  # no room, or a kernel the card cannot run
+    if fitted is None or gpu_problem(run, gpu) is not None:  # no room, or a kernel the card cannot run
         return Cell(fits=False, total_s=None, cost_usd=None, price_per_gpu_hour=None, price_source=None,
                     offer_id=None, provider=None, mode=None, **common)
 

@@ -29,7 +29,7 @@ from typing import Any
 from gpuwork.errors import PlanError
 from gpuwork.estimate.allocator_step import replayed
 from gpuwork.estimate.memory import estimate_memory, state_bytes_per_param
-from gpuwork.estimate.timing import TimeEstimate, attention_gpu_problem, estimate_time
+from gpuwork.estimate.timing import TimeEstimate, estimate_time, gpu_problem
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
@@ -281,7 +281,7 @@ def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOption
     """The plan as it fits ``offer``'s node (or nodes), with the reasons: more GPUs and sharding where it needs them,
     and all of a node's GPUs when the node is billed whole (``use_whole_node``)."""
     max_gpus = offer.gpus_per_node
-    if (problem := attention_gpu_problem(plan, offer.gpu)) is not None:  # flash3 off Hopper: listed, not priced
+    if (problem := gpu_problem(plan, offer.gpu)) is not None:  # flash3 off Hopper, FP8 off Ada: listed, not priced
         return Fit(False, plan, card_memory_bytes(plan, spec, offer.gpu, memo),
                    usable_memory_bytes(offer.gpu, o.safety_margin), (), problem), []
     if plan.gpus > offer.gpus_per_node:

@@ -469,6 +469,21 @@ def attention_gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
                if attention is Attention.FLASH4 else "error.plan.cudnn_gpu", gpu=gpu.display_name, capability=cc)
 
 
+def fp8_gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
+    """Why ``gpu`` cannot run the plan's FP8 linear layers (None: it can): it has no FP8 tensor cores, where
+    Transformer Engine and torchao's float8 training stop. ``estimate_time`` still prices such a plan there in 16 bits,
+    with a warning (``_as_runnable``); a ranking of cards lists the card without pricing it."""
+    if plan.fp8_linear and gpu.fp8_dense_flops is None:
+        return msg("error.plan.fp8_gpu", gpu=gpu.display_name, capability=gpu.compute_capability)
+    return None
+
+
+def gpu_problem(plan: TrainPlan, gpu: GpuSpec) -> Msg | None:
+    """Why ``gpu`` cannot run the plan as it is stated (None: it can): its attention kernel or its FP8 linears."""
+    problem = attention_gpu_problem(plan, gpu)
+    return problem if problem is not None else fp8_gpu_problem(plan, gpu)
+
+
 def check_attention_gpu(plan: TrainPlan, gpu: GpuSpec) -> None:
     """``attention_gpu_problem`` as the plan's error."""
     if (problem := attention_gpu_problem(plan, gpu)) is not None:

@@ -126,6 +126,13 @@ ENTRIES: dict[str, tuple[str, str]] = {
         "fp8_linear выполняет обучаемые линейные слои блоков в FP8 (Transformer Engine, torchao float8); метод "
         "'{method:raw}' обучает адаптеры рядом с замороженной базой, а эти библиотеки не выполняют её в FP8: "
         "выключите fp8_linear или выберите метод 'full', 'freeze' или 'scratch'"),
+    "error.plan.fp8_gpu": (
+        "fp8_linear needs FP8 tensor cores; {gpu} (compute capability {capability:raw}) has none, and Transformer "
+        "Engine and torchao's float8 training stop on it (they need 8.9 or newer): choose a GPU with FP8 (Ada, "
+        "Hopper, Blackwell, MI300), or turn fp8_linear off to run this card in 16 bits",
+        "для fp8_linear нужны тензорные ядра FP8; у {gpu} (вычислительная способность {capability:raw}) их нет, и "
+        "Transformer Engine и float8 из torchao на нём не запускаются (нужна 8.9 или выше): выберите GPU с FP8 (Ada, "
+        "Hopper, Blackwell, MI300) или выключите fp8_linear, чтобы обучать на этой карте в 16 битах"),
     "error.plan.fp8_fp32": (
         "fp8_linear casts 16-bit activations to FP8 inside an autocast region; precision 'fp32' has none: choose "
         "'bf16-mixed' (or another 16-bit precision), or turn fp8_linear off",
