@@ -12,7 +12,9 @@ import pytest
 
 DATA = Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data"
 DTYPES = ("bf16", "fp16", "fp32")
-PEAK_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops", "fp32": "fp32_tflops"}
+PEAK_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops", "fp32": "fp32_tflops",
+               "fp8": "fp8_dense_tflops"}
+FP8_ROWS = {"h100_sxm", "h200_sxm"}  # an fp8 row where FP8 GEMMs were measured (rates_sources.md [G16])
 RATES_HEADER = ["gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs", "mem_bw_basis",
                 "sm_count", "sm_basis", "sustained_tflops", "sustained_basis"]
 KERNELS_HEADER = ["key", "value", "unit", "basis"]
@@ -58,10 +60,11 @@ def kernels() -> dict[str, dict[str, str]]:
     return {row["key"]: row for row in rows}
 
 
-def test_every_gpu_has_exactly_the_three_dtypes(rates, gpus):
+def test_every_gpu_has_exactly_the_three_dtypes_and_fp8_only_where_measured(rates, gpus):
     pairs = [(row["gpu_id"], row["dtype"]) for row in rates]
     assert len(pairs) == len(set(pairs)), "duplicate (gpu_id, dtype) row"
-    assert set(pairs) == {(gpu_id, dtype) for gpu_id in gpus for dtype in DTYPES}
+    assert set(pairs) == {(gpu_id, dtype) for gpu_id in gpus for dtype in DTYPES} | {(g, "fp8") for g in FP8_ROWS}
+    assert all(gpus[g]["fp8_dense_tflops"] for g in FP8_ROWS)  # a card with FP8 tensor cores
 
 
 def test_values_are_positive_finite_and_sm_count_is_whole(rates):
@@ -115,7 +118,7 @@ def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_hel
     dtypes, and no fp32 row does (nothing measured the SIMT units back to back)."""
     held = {(row["gpu_id"], row["dtype"]): row for row in rates if row["sustained_tflops"]}
     assert set(held) == {(g, d) for g in ("h100_sxm", "h200_sxm", "a100_80_sxm", "a100_40_sxm")
-                         for d in ("bf16", "fp16")}
+                         for d in ("bf16", "fp16")} | {(g, "fp8") for g in FP8_ROWS}
     for row in rates:
         if not row["sustained_tflops"]:
             assert not row["sustained_basis"], row["gpu_id"]
@@ -131,6 +134,15 @@ def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_hel
     large = [r["tflops"] for r in sweep["gemm"] if r["dtype"] == "bf16" and r.get("rotated") and r["time_us"] >= 180]
     assert len(large) == 47
     assert float(held[("h200_sxm", "bf16")]["sustained_tflops"]) == round(statistics.median(large), 1)
+    # the FP8 one is the median of Azure's cuBLASLt FP8 kernels of 0.8 ms or more on the H200 ([G16])
+    with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
+        azure = [r for r in csv.DictReader(fh) if "[G16]" in r["source"]]
+    assert len(azure) == 9 and all((r["gpu_id"], r["dtype"]) == ("h200_sxm", "fp8") for r in azure)
+    long_fp8 = [float(r["tflops"]) for r in azure
+                if 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["tflops"]) * 1e12) >= 0.8e-3]
+    assert len(long_fp8) == 4
+    for gpu_id in FP8_ROWS:
+        assert float(held[(gpu_id, "fp8")]["sustained_tflops"]) == round(statistics.median(long_fp8), 1)
 
 
 def test_kernels_has_required_keys_with_finite_values(kernels):

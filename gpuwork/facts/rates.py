@@ -32,7 +32,7 @@ CUDNN_KERNEL = "cudnn"
 TORCH_FLASH_KERNEL, TORCH_CUDNN_KERNEL = "torch sdpa flash", "torch sdpa cudnn"
 # a plan's own rows; else FA2's
 ATTENTION_KERNELS = {Attention.FLASH3: FA3_KERNEL, Attention.FLASH4: FA4_KERNEL, Attention.CUDNN: CUDNN_KERNEL}
-DTYPES = ("bf16", "fp16", "fp32")
+DTYPES = ("bf16", "fp16", "fp32", "fp8")  # fp8: an optional row, where its rate was measured
 MOE_EXPERTS = ("fused", "loop")  # stacks.csv moe_experts (gpuwork.estimate.ops.MoeExperts)
 # stacks.csv memory columns: allowed values (integers for swiglu_saved)
 MEMORY_CHOICES = {"loss_kernel": ("eager", "eager-held", "chunked", "inplace", "inplace-returned", "chunked-fp32",
