@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate.gpu_checks import attention_gpu_problem
 from gpuwork.estimate.ops import Phase, step_ops
 from gpuwork.estimate.sdpa_backend import SDPA_PREFIX, cudnn_first, op_kernel, sdpa_kernels
 from gpuwork.estimate.steptime import curve_fraction, price_ops, stack_kernels
-from gpuwork.estimate.timing import attention_gpu_problem
 from gpuwork.facts.catalog import get_gpu
 from gpuwork.facts.model import get_spec
 from gpuwork.facts.paths import data_dir

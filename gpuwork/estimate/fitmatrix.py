@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwork.errors import PlanError
+from gpuwork.estimate.gpu_checks import gpu_problem
 from gpuwork.estimate.offers import (
     DEFAULT_PREEMPTION_RATE_PER_HOUR,
     DEFAULT_SAFETY_MARGIN,
@@ -43,7 +44,7 @@ from gpuwork.estimate.offers import (
     preemption_cost,
     usable_memory_bytes,
 )
-from gpuwork.estimate.timing import estimate_time, gpu_problem
+from gpuwork.estimate.timing import estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer
 from gpuwork.facts.inputs import Inputs
 from gpuwork.message import msg

@@ -28,8 +28,9 @@ from typing import Any
 
 from gpuwork.errors import PlanError
 from gpuwork.estimate.allocator_step import replayed
+from gpuwork.estimate.gpu_checks import gpu_problem
 from gpuwork.estimate.memory import estimate_memory, state_bytes_per_param
-from gpuwork.estimate.timing import TimeEstimate, estimate_time, gpu_problem
+from gpuwork.estimate.timing import TimeEstimate, estimate_time
 from gpuwork.facts.catalog import GpuSpec, Link, Mode, Network, Offer, filter_offers
 from gpuwork.facts.inputs import Inputs
 from gpuwork.facts.spec import ModelSpec
