@@ -100,7 +100,7 @@ def test_a_large_fp8_gemm_on_an_h100_runs_at_its_measured_sustained_rate() -> No
 
 
 def test_a_card_without_a_measured_fp8_rate_runs_fp8_at_the_16_bit_rate_share_of_the_fp8_peak() -> None:
-    gpu = GPUS["b200"]
+    gpu = GPUS["rtx4090"]
     device = resolve(FULL).rates.device(gpu.gpu_id)
     assert "fp8" not in device.gemm_flops
     assert fp8_rates(gpu, device)[1] == pytest.approx(device.gemm_flops["bf16"] * gpu.fp8_dense_flops

@@ -14,7 +14,7 @@ DATA = Path(__file__).resolve().parents[1] / "gpuwork" / "facts" / "data"
 DTYPES = ("bf16", "fp16", "fp32")
 PEAK_COLUMN = {"bf16": "bf16_dense_tflops", "fp16": "fp16_dense_tflops", "fp32": "fp32_tflops",
                "fp8": "fp8_dense_tflops"}
-FP8_ROWS = {"h100_sxm", "h200_sxm"}  # an fp8 row where FP8 GEMMs were measured (rates_sources.md [G16])
+FP8_ROWS = {"h100_sxm", "h200_sxm", "b200", "gb200"}  # an fp8 row where FP8 GEMMs were measured ([G14] [G16] [G17])
 RATES_HEADER = ["gpu_id", "dtype", "matmul_tflops", "matmul_basis", "mem_bw_gbs", "mem_bw_basis",
                 "sm_count", "sm_basis", "sustained_tflops", "sustained_basis"]
 KERNELS_HEADER = ["key", "value", "unit", "basis"]
@@ -141,8 +141,18 @@ def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_hel
     long_fp8 = [float(r["tflops"]) for r in azure
                 if 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["tflops"]) * 1e12) >= 0.8e-3]
     assert len(long_fp8) == 4
-    for gpu_id in FP8_ROWS:
+    for gpu_id in ("h100_sxm", "h200_sxm"):
         assert float(held[(gpu_id, "fp8")]["sustained_tflops"]) == round(statistics.median(long_fp8), 1)
+    # Blackwell's: the median of Azure's GB200 kernels of 0.8 ms or more ([G17]); the B200 by the dense peaks' ratio
+    with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
+        gb200 = [r for r in csv.DictReader(fh) if "[G17]" in r["source"]]
+    assert len(gb200) == 9 and all((r["gpu_id"], r["dtype"]) == ("gb200", "fp8") for r in gb200)
+    long_gb200 = [float(r["tflops"]) for r in gb200
+                  if 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["tflops"]) * 1e12) >= 0.8e-3]
+    assert len(long_gb200) == 2
+    sustained = float(held[("gb200", "fp8")]["sustained_tflops"])
+    assert sustained == round(statistics.median(long_gb200), 1)
+    assert float(held[("b200", "fp8")]["sustained_tflops"]) == pytest.approx(sustained * 4500 / 5000, abs=0.5)
 
 
 def test_kernels_has_required_keys_with_finite_values(kernels):
@@ -193,7 +203,7 @@ def test_the_loader_reads_the_sustained_rate_refuses_one_above_the_large_gemm_ra
     h100 = load_rates(DATA).device("h100_sxm")
     assert h100.gemm_flops["bf16"] == h100.sustained_flops["bf16"] == 701.8e12 < h100.matmul_flops["bf16"]
     assert h100.gemm_flops["fp32"] == h100.matmul_flops["fp32"]  # no sustained fp32 row: the large-GEMM rate
-    assert load_rates(DATA).device("b200").sustained_flops == {}
+    assert set(load_rates(DATA).device("b200").sustained_flops) == {"fp8"}  # no 16-bit figure held back to back
 
     def folder(name: str, columns: list[str], table: list[dict[str, str]]):  # the loader caches per folder
         (tmp_path / name).mkdir()
