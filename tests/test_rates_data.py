@@ -112,6 +112,15 @@ def test_derived_rows_say_so(rates):
             assert row[column].startswith(("measured:", "derived:")), (row["gpu_id"], row["dtype"], column)
 
 
+def _long_azure_fp8_rows(tag: str, gpu_id: str) -> list[float]:
+    """TFLOPS of the nine rows of one Azure cuBLASLt FP8 table whose kernels run 0.8 ms or more."""
+    with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if tag in r["source"]]
+    assert len(rows) == 9 and all((r["gpu_id"], r["dtype"]) == (gpu_id, "fp8") for r in rows)
+    return [float(r["tflops"]) for r in rows
+            if 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["tflops"]) * 1e12) >= 0.8e-3]
+
+
 def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_held(rates):
     """The sustained column (docs/gemm.md "The sustained rate"): empty, or a back-to-back figure at most the card's
     large-GEMM rate, with its basis; GH100 (H100 SXM, H200 SXM) and the A100 SXM cards carry one in both 16-bit
@@ -134,24 +143,14 @@ def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_hel
     large = [r["tflops"] for r in sweep["gemm"] if r["dtype"] == "bf16" and r.get("rotated") and r["time_us"] >= 180]
     assert len(large) == 47
     assert float(held[("h200_sxm", "bf16")]["sustained_tflops"]) == round(statistics.median(large), 1)
-    # the FP8 one is the median of Azure's cuBLASLt FP8 kernels of 0.8 ms or more on the H200 ([G16])
-    with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
-        azure = [r for r in csv.DictReader(fh) if "[G16]" in r["source"]]
-    assert len(azure) == 9 and all((r["gpu_id"], r["dtype"]) == ("h200_sxm", "fp8") for r in azure)
-    long_fp8 = [float(r["tflops"]) for r in azure
-                if 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["tflops"]) * 1e12) >= 0.8e-3]
-    assert len(long_fp8) == 4
-    for gpu_id in ("h100_sxm", "h200_sxm"):
-        assert float(held[(gpu_id, "fp8")]["sustained_tflops"]) == round(statistics.median(long_fp8), 1)
-    # Blackwell's: the median of Azure's GB200 kernels of 0.8 ms or more ([G17]); the B200 by the dense peaks' ratio
-    with open(DATA / "gemm_measurements.csv", newline="", encoding="utf-8") as fh:
-        gb200 = [r for r in csv.DictReader(fh) if "[G17]" in r["source"]]
-    assert len(gb200) == 9 and all((r["gpu_id"], r["dtype"]) == ("gb200", "fp8") for r in gb200)
-    long_gb200 = [float(r["tflops"]) for r in gb200
-                  if 2 * int(r["m"]) * int(r["n"]) * int(r["k"]) / (float(r["tflops"]) * 1e12) >= 0.8e-3]
-    assert len(long_gb200) == 2
+    # the FP8 ones: the median of Azure's cuBLASLt FP8 kernels of 0.8 ms or more, on the H200 ([G16]) and the GB200
+    # ([G17]); the B200 by the dense FP8 peaks' ratio
+    for tag, gpu_id, long_count, cards in (("[G16]", "h200_sxm", 4, ("h100_sxm", "h200_sxm")), ("[G17]", "gb200", 2, ("gb200",))):
+        long_fp8 = _long_azure_fp8_rows(tag, gpu_id)
+        assert len(long_fp8) == long_count
+        for card in cards:
+            assert float(held[(card, "fp8")]["sustained_tflops"]) == round(statistics.median(long_fp8), 1)
     sustained = float(held[("gb200", "fp8")]["sustained_tflops"])
-    assert sustained == round(statistics.median(long_gb200), 1)
     assert float(held[("b200", "fp8")]["sustained_tflops"]) == pytest.approx(sustained * 4500 / 5000, abs=0.5)
 
 
