@@ -50,7 +50,7 @@ from gpuwork.estimate.comm import (
 from gpuwork.estimate.disk import BYTES_PER_TOKEN_TEXT, checkpoint_bytes, token_id_bytes
 from gpuwork.estimate.flops import FlopsPerToken, flops_per_token, matmul_params
 from gpuwork.estimate.fsdp_costs import FSDP2_SHARDINGS, fsdp_copies_s
-from gpuwork.estimate.gpu_checks import check_attention_gpu
+from gpuwork.estimate.gpu_checks import check_attention_gpu, fp8_gpu_problem
 from gpuwork.estimate.lengths import (
     LENGTH_GRID,
     length_grid,
@@ -460,8 +460,8 @@ def _experts(moe_experts: MoeExperts | str | None) -> MoeExperts | None:
 
 def _as_runnable(plan: TrainPlan, gpu: GpuSpec) -> tuple[TrainPlan, list[Msg]]:
     """The plan as ``gpu`` can run it, and the warnings that say what changed: FP8 linears on a GPU without FP8 tensor
-    cores (Transformer Engine and torchao refuse them there) are priced in 16 bits."""
-    if plan.fp8_linear and gpu.fp8_dense_flops is None:
+    cores (Transformer Engine and torchao refuse them there; ``fp8_gpu_problem``) are priced in 16 bits."""
+    if fp8_gpu_problem(plan, gpu) is not None:
         return plan.replace(fp8_linear=False), [msg("time.no_fp8", gpu=gpu.display_name)]
     return plan, []
 
