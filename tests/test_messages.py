@@ -37,8 +37,8 @@ PACKAGE = ROOT / "gpuwork"
 CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 # Where Russian text may live: the catalog, and units' unit symbols (ГиБ, ч, дн.).
 RUSSIAN_ALLOWED = {*(PACKAGE / "present" / "catalog").glob("*.py"), PACKAGE / "present" / "messages.py", PACKAGE / "units.py"}
-DECISION_MODULES = [PACKAGE / "estimate" / name for name in ("profiles.py", "offers.py", "disk.py", "timing.py", "gpu_checks.py",
-                                                              "memory.py")]
+DECISION_MODULES = [PACKAGE / "estimate" / name for name in ("profiles.py", "offers.py", "disk.py", "timing.py",
+                                                              "gpu_checks.py", "memory.py")]
 
 
 def _kinds(template: str) -> dict[str, set[str]]:

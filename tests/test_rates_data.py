@@ -145,7 +145,8 @@ def test_a_sustained_rate_is_below_the_large_gemm_rate_and_says_where_it_was_hel
     assert float(held[("h200_sxm", "bf16")]["sustained_tflops"]) == round(statistics.median(large), 1)
     # the FP8 ones: the median of Azure's cuBLASLt FP8 kernels of 0.8 ms or more, on the H200 ([G16]) and the GB200
     # ([G17]); the B200 by the dense FP8 peaks' ratio
-    for tag, gpu_id, long_count, cards in (("[G16]", "h200_sxm", 4, ("h100_sxm", "h200_sxm")), ("[G17]", "gb200", 2, ("gb200",))):
+    for tag, gpu_id, long_count, cards in (("[G16]", "h200_sxm", 4, ("h100_sxm", "h200_sxm")),
+                                           ("[G17]", "gb200", 2, ("gb200",))):
         long_fp8 = _long_azure_fp8_rows(tag, gpu_id)
         assert len(long_fp8) == long_count
         for card in cards:

@@ -282,7 +282,7 @@ def _fit_on_offer(plan: TrainPlan, offer: Offer, spec: ModelSpec, o: OfferOption
     """The plan as it fits ``offer``'s node (or nodes), with the reasons: more GPUs and sharding where it needs them,
     and all of a node's GPUs when the node is billed whole (``use_whole_node``)."""
     max_gpus = offer.gpus_per_node
-    if (problem := gpu_problem(plan, offer.gpu)) is not None:  # flash3 off Hopper, FP8 off Ada: listed, not priced
+    if (problem := gpu_problem(plan, offer.gpu)) is not None:  # flash3 off Hopper, FP8 before Ada: listed, not priced
         return Fit(False, plan, card_memory_bytes(plan, spec, offer.gpu, memo),
                    usable_memory_bytes(offer.gpu, o.safety_margin), (), problem), []
     if plan.gpus > offer.gpus_per_node:
